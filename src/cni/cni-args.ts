@@ -1,0 +1,35 @@
+/** CNI_ARGS as the announcer reads it: the keys it knows, plus every pair as given. */
+export interface CniArgs {
+  /** ANNOUNCE=true|false: turn announcing on or off for this attachment. */
+  announce?: boolean;
+  /** Every K=V pair, known or not (the last one wins for a repeated key). */
+  raw: Record<string, string>;
+}
+
+/** The outcome of parsing CNI_ARGS: the args, or the problem text naming what is wrong. */
+export type CniArgsParse = { ok: true; args: CniArgs } | { ok: false; problem: string };
+
+/**
+ * Parses CNI_ARGS (`K=V;K=V`). Unknown keys are kept in `raw` and otherwise ignored, as with
+ * IgnoreUnknown; empty segments (a trailing `;`) are skipped. A pair without `=` or with an empty
+ * key, and an ANNOUNCE value other than `true` or `false`, are problems.
+ */
+export function parseCniArgs(text: string): CniArgsParse {
+  const raw: Record<string, string> = {};
+  for (const pair of text.split(';')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    if (eq < 0) return { ok: false, problem: `has a pair without "=" (got "${pair}")` };
+    if (eq === 0) return { ok: false, problem: `has a pair with an empty key (got "${pair}")` };
+    raw[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const args: CniArgs = { raw };
+  const announce = raw.ANNOUNCE;
+  if (announce !== undefined) {
+    if (announce !== 'true' && announce !== 'false') {
+      return { ok: false, problem: `ANNOUNCE must be "true" or "false" (got "${announce}")` };
+    }
+    args.announce = announce === 'true';
+  }
+  return { ok: true, args };
+}

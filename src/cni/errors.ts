@@ -1,0 +1,83 @@
+/** CNI error codes: spec codes below 100, the announcer's own codes from 100. */
+export const ErrorCode = {
+  /** The config's cniVersion is not supported, or the command needs a newer one. */
+  IncompatibleVersion: 1,
+  /** A config field is not supported. */
+  UnsupportedField: 2,
+  /** The container (or its network namespace) is unknown or gone. */
+  UnknownContainer: 3,
+  /** A CNI_* environment variable is missing or invalid. */
+  InvalidEnvironment: 4,
+  /** Reading stdin or another I/O step failed. */
+  IoFailure: 5,
+  /** stdin could not be decoded as JSON. */
+  DecodeFailure: 6,
+  /** The network config (including prevResult) is invalid. */
+  InvalidConfig: 7,
+  /** A transient condition: the runtime may retry later. */
+  TryAgainLater: 11,
+  /** STATUS: the plugin cannot serve ADD at all. */
+  NotAvailable: 50,
+  /** STATUS: the plugin can serve ADD only in a limited way. */
+  NotAvailableLimited: 51,
+  /** A syscall or netlink request failed. */
+  SystemCall: 100,
+  /** A pod interface named by prevResult or CNI_IFNAME does not exist. */
+  InterfaceNotFound: 101,
+  /** An address listed in prevResult is not on the pod interface. */
+  AddressMissing: 102,
+  /** The pod interface's MAC is not the IP-derived one (CHECK). */
+  MacMismatch: 103,
+  /** Sending an announcement frame failed. */
+  SendFailed: 104,
+  /** Reading or writing the state directory failed. */
+  StateFailure: 105,
+  /** An unexpected error: a bug in the plugin. */
+  Internal: 999,
+} as const;
+
+/** One of the numeric codes in ErrorCode. */
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The error object a plugin prints on stdout, as the CNI spec defines it. */
+export interface CniErrorSpec {
+  cniVersion: string;
+  code: number;
+  msg: string;
+  details?: string;
+}
+
+/**
+ * A failure to report to the runtime as a CNI error object with the given code.
+ * Thrown anywhere in the plugin; the dispatcher prints it unchanged and exits 1.
+ * Anything else that is thrown is reported as ErrorCode.Internal.
+ */
+export class CniError extends Error {
+  override name = 'CniError';
+  readonly code: number;
+  readonly details?: string;
+
+  constructor(code: number, msg: string, opts?: { details?: string; cause?: unknown }) {
+    super(msg, opts?.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    if (opts?.details !== undefined) this.details = opts.details;
+  }
+
+  /** The spec error object for this error, in the given CNI version. */
+  toSpec(cniVersion: string): CniErrorSpec {
+    const spec: CniErrorSpec = { cniVersion, code: this.code, msg: this.message };
+    if (this.details !== undefined) spec.details = this.details;
+    return spec;
+  }
+}
+
+/** Whether e is a CniError, also one created by another copy of this module. */
+export function isCniError(e: unknown): e is CniError {
+  if (e instanceof CniError) return true;
+  return (
+    e instanceof Error &&
+    e.name === 'CniError' &&
+    typeof (e as Partial<CniError>).code === 'number' &&
+    typeof (e as Partial<CniError>).toSpec === 'function'
+  );
+}

@@ -1,0 +1,57 @@
+import type { CniArgs } from './cni-args';
+import type { AnnounceOverrides, ArpOp, MacMode, PluginConfig } from './config';
+
+/** The options in force for one attachment, after config, CNI_ARGS and args.cni are applied. */
+export interface AnnounceOptions {
+  enabled: boolean;
+  ipv4: boolean;
+  ipv6: boolean;
+  arpOp: ArpOp;
+  interfaces?: string[];
+  mac: MacMode;
+  macPrefix: string;
+  count: number;
+  intervalMs: number;
+  backoff: number;
+  addWaitMs: number;
+  readyTimeoutMs: number;
+}
+
+/**
+ * Computes one attachment's options with precedence config < CNI_ARGS < `args.cni.announce`.
+ * ANNOUNCE=false|true sets `enabled`; `args.cni.announce` false/true sets `enabled`, and an object
+ * enables (unless it says `enabled: false`) and overrides the fields it names.
+ */
+export function resolveOptions(config: PluginConfig, args: CniArgs): AnnounceOptions {
+  const options: AnnounceOptions = {
+    enabled: true,
+    ipv4: config.ipv4,
+    ipv6: config.ipv6,
+    arpOp: config.arpOp,
+    mac: config.mac,
+    macPrefix: config.macPrefix,
+    count: config.count,
+    intervalMs: config.intervalMs,
+    backoff: config.backoff,
+    addWaitMs: config.addWaitMs,
+    readyTimeoutMs: config.readyTimeoutMs,
+  };
+  if (config.interfaces !== undefined) options.interfaces = [...config.interfaces];
+  if (args.announce !== undefined) options.enabled = args.announce;
+  const announce = config.args?.cni?.announce;
+  if (typeof announce === 'boolean') options.enabled = announce;
+  else if (announce !== undefined) applyOverrides(options, announce);
+  return options;
+}
+
+function applyOverrides(options: AnnounceOptions, o: AnnounceOverrides): void {
+  options.enabled = o.enabled ?? true;
+  if (o.ipv4 !== undefined) options.ipv4 = o.ipv4;
+  if (o.ipv6 !== undefined) options.ipv6 = o.ipv6;
+  if (o.arpOp !== undefined) options.arpOp = o.arpOp;
+  if (o.mac !== undefined) options.mac = o.mac;
+  if (o.macPrefix !== undefined) options.macPrefix = o.macPrefix;
+  if (o.count !== undefined) options.count = o.count;
+  if (o.intervalMs !== undefined) options.intervalMs = o.intervalMs;
+  if (o.backoff !== undefined) options.backoff = o.backoff;
+}

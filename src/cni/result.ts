@@ -1,0 +1,177 @@
+import { parseCidr, type Cidr } from './cidr';
+import { CniError, ErrorCode } from './errors';
+import { fieldProblem, type PathSegment } from './field-path';
+import { compareVersions, type CniVersion } from './versions';
+
+/** One entry of prevResult.interfaces. */
+export interface PrevInterface {
+  /** Position in prevResult.interfaces: what ips[].interface and MAC changes refer to. */
+  index: number;
+  name: string;
+  mac?: string;
+  /** The netns path for pod-side interfaces; absent for host-side ones. */
+  sandbox?: string;
+}
+
+/** One entry of prevResult.ips, with its address parsed. */
+export interface PrevIp extends Cidr {
+  /** The address as given, e.g. "10.88.0.5/24". */
+  cidr: string;
+  gateway?: string;
+  /** Index into prevResult.interfaces. */
+  interface?: number;
+}
+
+/** The previous plugin's result: the typed view the plugin needs, plus the raw object to print back. */
+export interface PrevResult {
+  /** The result as received, unknown fields (routes, dns, custom keys) included. */
+  raw: Readonly<Record<string, unknown>>;
+  /** prevResult.interfaces, or [] when absent. */
+  interfaces: PrevInterface[];
+  /** prevResult.ips, or [] when absent. */
+  ips: PrevIp[];
+}
+
+/** Changes the plugin made, to write into the printed result. */
+export interface ResultChanges {
+  /** New MAC per prevResult.interfaces index. */
+  macs?: ReadonlyMap<number, string>;
+}
+
+const ROOT = 'prevResult';
+
+/**
+ * Validates what the plugin relies on in prevResult: interfaces[].name/mac/sandbox and
+ * ips[].address (a CIDR), gateway, interface (an index into interfaces) and version (matching the
+ * address). Throws one CniError (code 7) naming every bad field, e.g.
+ * `invalid config: "prevResult.ips[1].address" must be ...`.
+ */
+export function parsePrevResult(raw: unknown): PrevResult {
+  if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
+  const problems: string[] = [];
+  const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
+  const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
+  if (problems.length > 0) throw resultError(problems);
+  return { raw, interfaces, ips };
+}
+
+/**
+ * The result to print: a deep copy of prevResult with `cniVersion` set, `ips[].version` present
+ * (derived from the address when missing) for 0.3.x/0.4.0 and removed for 1.x, and MAC changes
+ * applied to `interfaces[i].mac`. Nothing else is touched. Throws RangeError for a MAC change
+ * whose index is not in prevResult.interfaces.
+ */
+export function formatResult(
+  prev: PrevResult,
+  cniVersion: CniVersion,
+  changes?: ResultChanges,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { cniVersion, ...structuredClone(prev.raw) };
+  out.cniVersion = cniVersion;
+  const withVersion = compareVersions(cniVersion, '1.0.0') < 0;
+  if (Array.isArray(out.ips)) {
+    out.ips = out.ips.map((ip: Record<string, unknown>) => {
+      const { version, ...rest } = ip;
+      if (!withVersion) return rest;
+      const family = typeof ip.address === 'string' ? parseCidr(ip.address)?.family : undefined;
+      return { version: family === undefined ? version : String(family), ...rest };
+    });
+  }
+  for (const [index, mac] of changes?.macs ?? []) {
+    const list = out.interfaces;
+    if (!Array.isArray(list) || !isObject(list[index])) {
+      throw new RangeError(`no prevResult.interfaces[${index}] to set the MAC of`);
+    }
+    list[index].mac = mac;
+  }
+  return out;
+}
+
+type EntryParser<T> = (entry: Record<string, unknown>, path: PathSegment[], problems: string[]) => T | undefined;
+
+function parseList<T>(
+  raw: Record<string, unknown>,
+  key: string,
+  problems: string[],
+  parse: EntryParser<T>,
+): T[] {
+  const list = raw[key];
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) {
+    problems.push(fieldProblem([ROOT, key], 'must be an array', list));
+    return [];
+  }
+  const out: T[] = [];
+  list.forEach((entry: unknown, i) => {
+    const path = [ROOT, key, i];
+    if (!isObject(entry)) problems.push(fieldProblem(path, 'must be an object', entry));
+    else {
+      const parsed = parse(entry, path, problems);
+      if (parsed !== undefined) out.push(parsed);
+    }
+  });
+  return out;
+}
+
+function parseInterface(
+  entry: Record<string, unknown>,
+  path: PathSegment[],
+  problems: string[],
+): PrevInterface | undefined {
+  const before = problems.length;
+  const { name, mac, sandbox } = entry;
+  if (typeof name !== 'string' || name === '') {
+    problems.push(fieldProblem([...path, 'name'], 'must be a non-empty string', name));
+  }
+  if (mac !== undefined && typeof mac !== 'string') problems.push(fieldProblem([...path, 'mac'], 'must be a string', mac));
+  if (sandbox !== undefined && typeof sandbox !== 'string') {
+    problems.push(fieldProblem([...path, 'sandbox'], 'must be a string', sandbox));
+  }
+  if (problems.length > before) return undefined;
+  const out: PrevInterface = { index: path[2] as number, name: name as string };
+  if (mac !== undefined) out.mac = mac as string;
+  if (sandbox !== undefined) out.sandbox = sandbox as string;
+  return out;
+}
+
+function parseIp(
+  entry: Record<string, unknown>,
+  path: PathSegment[],
+  problems: string[],
+  interfaceCount: number,
+): PrevIp | undefined {
+  const before = problems.length;
+  const { address, gateway, version } = entry;
+  const iface = entry.interface;
+  const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
+  if (cidr === undefined) {
+    problems.push(
+      fieldProblem([...path, 'address'], 'must be an IP address with a prefix length, such as "10.88.0.5/24"', address),
+    );
+  }
+  if (gateway !== undefined && typeof gateway !== 'string') {
+    problems.push(fieldProblem([...path, 'gateway'], 'must be a string', gateway));
+  }
+  if (iface !== undefined && !(Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount)) {
+    const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
+    problems.push(fieldProblem([...path, 'interface'], `must be an index into prevResult.interfaces (${range})`, iface));
+  }
+  if (version !== undefined && version !== '4' && version !== '6') {
+    problems.push(fieldProblem([...path, 'version'], 'must be "4" or "6"', version));
+  } else if (version !== undefined && cidr !== undefined && version !== String(cidr.family)) {
+    problems.push(fieldProblem([...path, 'version'], `must match the address, which is IPv${cidr.family}`, version));
+  }
+  if (problems.length > before || cidr === undefined) return undefined;
+  const out: PrevIp = { cidr: address as string, ...cidr };
+  if (gateway !== undefined) out.gateway = gateway as string;
+  if (iface !== undefined) out.interface = iface as number;
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function resultError(problems: readonly string[]): CniError {
+  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${problems.join('; ')}`);
+}

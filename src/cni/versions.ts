@@ -1,0 +1,31 @@
+/** The CNI spec versions this plugin speaks, oldest first. */
+export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
+
+/** A supported CNI spec version. */
+export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];
+
+/** The newest supported version: used when no usable version is known. */
+export const LATEST_VERSION: CniVersion = '1.1.0';
+
+/** Whether v is one of SUPPORTED_VERSIONS. */
+export function isSupportedVersion(v: unknown): v is CniVersion {
+  return typeof v === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(v);
+}
+
+/** Compares dotted numeric versions ("0.4.0" < "1.0.0"): negative, 0 or positive. Throws RangeError on a non-numeric part. */
+export function compareVersions(a: string, b: string): number {
+  const pa = versionParts(a);
+  const pb = versionParts(b);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
+function versionParts(v: string): number[] {
+  return v.split('.').map((part) => {
+    if (!/^\d+$/.test(part)) throw new RangeError(`not a dotted numeric version: "${v}"`);
+    return Number(part);
+  });
+}

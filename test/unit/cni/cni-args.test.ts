@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { parseCniArgs } from '../../../src/cni/cni-args';
+
+describe('parseCniArgs', () => {
+  it('accepts an empty string and a trailing ";"', () => {
+    expect(parseCniArgs('')).toEqual({ ok: true, args: { raw: {} } });
+    expect(parseCniArgs('A=1;')).toEqual({ ok: true, args: { raw: { A: '1' } } });
+  });
+
+  it('keeps "=" inside values and lets the last repeated key win', () => {
+    expect(parseCniArgs('A=x=y;A=z;B=')).toEqual({ ok: true, args: { raw: { A: 'z', B: '' } } });
+  });
+
+  it.each([
+    ['ANNOUNCE=true', true],
+    ['ANNOUNCE=false', false],
+  ])('%s', (text, announce) => {
+    expect(parseCniArgs(text)).toEqual({ ok: true, args: { announce, raw: { ANNOUNCE: String(announce) } } });
+  });
+
+  it.each([
+    ['A=1;oops', 'has a pair without "=" (got "oops")'],
+    ['=1', 'has a pair with an empty key (got "=1")'],
+    ['ANNOUNCE=1', 'ANNOUNCE must be "true" or "false" (got "1")'],
+    ['ANNOUNCE=True', 'ANNOUNCE must be "true" or "false" (got "True")'],
+    ['ANNOUNCE=', 'ANNOUNCE must be "true" or "false" (got "")'],
+  ])('rejects %j', (text, problem) => {
+    expect(parseCniArgs(text)).toEqual({ ok: false, problem });
+  });
+});

@@ -1,0 +1,210 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULTS, parseConfig } from '../../../src/cni/config';
+import { CniError } from '../../../src/cni/errors';
+
+const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
+
+function configError(raw: unknown): CniError {
+  try {
+    parseConfig(raw);
+  } catch (e) {
+    expect(e).toBeInstanceOf(CniError);
+    expect((e as CniError).code).toBe(7);
+    return e as CniError;
+  }
+  throw new Error('parseConfig did not throw');
+}
+
+describe('parseConfig', () => {
+  it('applies every default', () => {
+    const config = parseConfig(BASE);
+    expect(config).toEqual({
+      ...BASE,
+      ipv4: true,
+      ipv6: true,
+      arpOp: 'request',
+      mac: 'keep',
+      macPrefix: '0a:58',
+      count: 3,
+      intervalMs: 1000,
+      backoff: 1,
+      addWaitMs: 2000,
+      readyTimeoutMs: 60000,
+      stateDir: '/run/cni-announcer',
+      logLevel: 'info',
+      raw: BASE,
+    });
+    expect(config).toMatchObject(DEFAULTS);
+  });
+
+  it('reads every option', () => {
+    const raw = {
+      ...BASE,
+      ipv4: false,
+      ipv6: false,
+      arpOp: 'both',
+      interfaces: ['eth0', 'net1'],
+      mac: 'ip-derived',
+      macPrefix: '02:AB',
+      count: 0,
+      intervalMs: 10,
+      backoff: 2.5,
+      addWaitMs: 0,
+      readyTimeoutMs: 600000,
+      stateDir: '/var/lib/announcer',
+      logFile: '/var/log/announcer.log',
+      logLevel: 'debug',
+    };
+    const { raw: kept, ...config } = parseConfig(raw);
+    expect(config).toEqual(raw);
+    expect(kept).toBe(raw);
+  });
+
+  it('tolerates and keeps unknown fields', () => {
+    const raw = { ...BASE, bridge: 'cni0', 'x-custom': { a: 1 }, runtimeConfig: { portMappings: [] } };
+    const config = parseConfig(raw);
+    expect(config.raw).toEqual(raw);
+    expect(config.runtimeConfig).toEqual({ portMappings: [] });
+  });
+
+  it('passes prevResult through unvalidated', () => {
+    expect(parseConfig({ ...BASE, prevResult: 'anything' }).prevResult).toBe('anything');
+    expect('prevResult' in parseConfig(BASE)).toBe(false);
+  });
+
+  it('reads runtimeConfig.mac', () => {
+    expect(parseConfig({ ...BASE, runtimeConfig: { mac: '02:00:00:00:00:01' } }).runtimeConfig).toEqual({
+      mac: '02:00:00:00:00:01',
+    });
+  });
+
+  it.each([
+    [{ count: 11 }, '"count" must be an integer from 0 to 10 (got 11)'],
+    [{ count: -1 }, '"count" must be an integer from 0 to 10 (got -1)'],
+    [{ count: 1.5 }, '"count" must be an integer from 0 to 10 (got 1.5)'],
+    [{ count: '3' }, '"count" must be an integer from 0 to 10 (got "3")'],
+    [{ intervalMs: 9 }, '"intervalMs" must be an integer from 10 to 60000 (got 9)'],
+    [{ backoff: 4.5 }, '"backoff" must be a number from 1 to 4 (got 4.5)'],
+    [{ addWaitMs: 30001 }, '"addWaitMs" must be an integer from 0 to 30000 (got 30001)'],
+    [{ readyTimeoutMs: 600001 }, '"readyTimeoutMs" must be an integer from 0 to 600000 (got 600001)'],
+    [{ ipv4: 'yes' }, '"ipv4" must be true or false (got "yes")'],
+    [{ ipv6: 1 }, '"ipv6" must be true or false (got 1)'],
+    [{ arpOp: 'gratuitous' }, '"arpOp" must be one of "request", "reply", "both" (got "gratuitous")'],
+    [{ mac: 'random' }, '"mac" must be one of "keep", "ip-derived" (got "random")'],
+    [{ macPrefix: '0a58' }, '"macPrefix" must be two hex bytes such as "0a:58" (got "0a58")'],
+    [{ macPrefix: '0a:58:00' }, '"macPrefix" must be two hex bytes such as "0a:58" (got "0a:58:00")'],
+    [{ macPrefix: '01:00' }, '"macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "01:00")'],
+    [{ macPrefix: '0b:58' }, '"macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "0b:58")'],
+    [{ stateDir: 'run/x' }, '"stateDir" must be an absolute path (got "run/x")'],
+    [{ logFile: 3 }, '"logFile" must be an absolute path (got 3)'],
+    [{ logLevel: 'trace' }, '"logLevel" must be one of "error", "warn", "info", "debug" (got "trace")'],
+    [{ interfaces: 'eth0' }, '"interfaces" must be an array (got "eth0")'],
+    [{ interfaces: ['eth0', ''] }, '"interfaces[1]" must not be empty (got "")'],
+    [{ interfaces: ['eth0', 'a/b'] }, '"interfaces[1]" must not contain "/", ":" or whitespace (got "a/b")'],
+    [{ interfaces: [7] }, '"interfaces[0]" must be a string (got 7)'],
+    [{ runtimeConfig: [] }, '"runtimeConfig" must be an object (got [])'],
+    [{ runtimeConfig: { mac: 5 } }, '"runtimeConfig.mac" must be a string (got 5)'],
+    [{ args: 'x' }, '"args" must be an object (got "x")'],
+    [{ name: 42 }, '"name" must be a string (got 42)'],
+  ])('rejects %j', (fields, problem) => {
+    expect(configError({ ...BASE, ...fields }).message).toBe(`invalid config: ${problem}`);
+  });
+
+  it('requires cniVersion, name and type', () => {
+    expect(configError({ bridge: 'x' }).message).toBe(
+      'invalid config: "cniVersion" is required; "name" is required; "type" is required',
+    );
+  });
+
+  it('names every bad field at once', () => {
+    expect(configError({ ...BASE, count: 11, arpOp: 'x' }).message).toBe(
+      'invalid config: "arpOp" must be one of "request", "reply", "both" (got "x"); "count" must be an integer from 0 to 10 (got 11)',
+    );
+  });
+
+  it('rejects a config that is not an object', () => {
+    expect(configError([]).message).toBe('invalid config: the network config must be a JSON object (got [])');
+    expect(configError(null).message).toBe('invalid config: the network config must be a JSON object (got null)');
+  });
+});
+
+describe('args.cni.announce', () => {
+  const withAnnounce = (announce: unknown) => ({ ...BASE, args: { cni: { announce, other: 1 }, foo: 'bar' } });
+
+  it.each([true, false])('accepts %s', (announce) => {
+    expect(parseConfig(withAnnounce(announce)).args).toEqual({ cni: { announce, other: 1 }, foo: 'bar' });
+  });
+
+  it('accepts overrides and drops unknown keys from them', () => {
+    const overrides = {
+      enabled: false,
+      ipv4: false,
+      ipv6: true,
+      arpOp: 'reply',
+      mac: 'ip-derived',
+      macPrefix: '06:00',
+      count: 5,
+      intervalMs: 400,
+      backoff: 2,
+      future: 'x',
+    };
+    const { future: _dropped, ...known } = overrides;
+    expect(parseConfig(withAnnounce(overrides)).args?.cni?.announce).toEqual(known);
+  });
+
+  it.each([
+    [{ count: 11 }, '"args.cni.announce.count" must be an integer from 0 to 10 (got 11)'],
+    [{ arpOp: 'x' }, '"args.cni.announce.arpOp" must be one of "request", "reply", "both" (got "x")'],
+    [{ macPrefix: '03:00' }, '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")'],
+    [{ enabled: 'no' }, '"args.cni.announce.enabled" must be true or false (got "no")'],
+    [
+      { stateDir: '/x' },
+      '"args.cni.announce.stateDir" cannot be set per attachment (allowed: enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff)',
+    ],
+    ['yes', '"args.cni.announce" must be true, false or an object of option overrides (got "yes")'],
+    [[], '"args.cni.announce" must be true, false or an object of option overrides (got [])'],
+    [null, '"args.cni.announce" must be true, false or an object of option overrides (got null)'],
+  ])('rejects %j', (announce, problem) => {
+    expect(configError(withAnnounce(announce)).message).toBe(`invalid config: ${problem}`);
+  });
+
+  it('reports config and override problems together', () => {
+    expect(configError({ ...withAnnounce({ count: 99 }), count: 99 }).message).toBe(
+      'invalid config: "count" must be an integer from 0 to 10 (got 99); "args.cni.announce.count" must be an integer from 0 to 10 (got 99)',
+    );
+  });
+});
+
+describe('GC attachments', () => {
+  const a = { containerID: 'c1', ifname: 'eth0', extra: true };
+  const b = { containerID: 'c2', ifname: 'net1' };
+
+  it('normalises cni.dev/valid-attachments', () => {
+    expect(parseConfig({ ...BASE, 'cni.dev/valid-attachments': [a, b] }).validAttachments).toEqual([
+      { containerId: 'c1', ifname: 'eth0' },
+      { containerId: 'c2', ifname: 'net1' },
+    ]);
+  });
+
+  it('takes the union of both keys, without duplicates', () => {
+    const config = parseConfig({ ...BASE, 'cni.dev/valid-attachments': [a], 'cni.dev/attachments': [a, b] });
+    expect(config.validAttachments).toEqual([
+      { containerId: 'c1', ifname: 'eth0' },
+      { containerId: 'c2', ifname: 'net1' },
+    ]);
+  });
+
+  it('keeps an empty list apart from no list', () => {
+    expect(parseConfig({ ...BASE, 'cni.dev/attachments': [] }).validAttachments).toEqual([]);
+    expect(parseConfig(BASE).validAttachments).toBeUndefined();
+  });
+
+  it('names a bad entry', () => {
+    expect(configError({ ...BASE, 'cni.dev/valid-attachments': [a, { containerID: 3, ifname: 'x' }] }).message).toBe(
+      'invalid config: "cni.dev/valid-attachments[1].containerID" must be a string (got 3)',
+    );
+    expect(configError({ ...BASE, 'cni.dev/attachments': [{ containerID: 'x' }] }).message).toBe(
+      'invalid config: "cni.dev/attachments[0].ifname" is required',
+    );
+  });
+});

@@ -1,0 +1,487 @@
+import { describe, expect, it } from 'vitest';
+import {
+  dispatch,
+  type AddRequest,
+  type CheckRequest,
+  type CniIo,
+  type CniPlugin,
+  type DelRequest,
+  type GcRequest,
+  type StatusRequest,
+} from '../../../src/cni/dispatch';
+import { CniError, ErrorCode } from '../../../src/cni/errors';
+import { formatResult } from '../../../src/cni/result';
+import { SUPPORTED_VERSIONS, type CniVersion } from '../../../src/cni/versions';
+
+const ATTACH_ENV = {
+  CNI_CONTAINERID: 'c0ffee',
+  CNI_NETNS: '/var/run/netns/pod',
+  CNI_IFNAME: 'eth0',
+  CNI_PATH: '/opt/cni/bin',
+};
+
+const PREV_RESULT = {
+  cniVersion: '1.0.0',
+  interfaces: [
+    { name: 'cni-t0', mac: '52:54:00:aa:bb:cc' },
+    { name: 'eth0', mac: '86:03:17:7a:eb:6e', sandbox: '/var/run/netns/pod' },
+  ],
+  ips: [
+    { address: '10.88.0.5/24', gateway: '10.88.0.1', interface: 1 },
+    { address: 'fd00:88::5/64', interface: 1 },
+  ],
+  routes: [{ dst: '0.0.0.0/0' }],
+  dns: { nameservers: ['10.88.0.1'] },
+  'x-custom': 42,
+};
+
+const config = (fields: Record<string, unknown> = {}) =>
+  ({ cniVersion: '1.1.0', name: 'podnet', type: 'announcer', prevResult: PREV_RESULT, ...fields });
+
+interface Calls {
+  add: AddRequest[];
+  del: DelRequest[];
+  check: CheckRequest[];
+  status: StatusRequest[];
+  gc: GcRequest[];
+}
+
+/** A plugin that records its calls; ADD prints prevResult back. Pass overrides to make a command throw. */
+function fakePlugin(overrides: Partial<CniPlugin> = {}): { plugin: CniPlugin; calls: Calls } {
+  const calls: Calls = { add: [], del: [], check: [], status: [], gc: [] };
+  const plugin: CniPlugin = {
+    add: async (req) => {
+      calls.add.push(req);
+      return overrides.add ? overrides.add(req) : formatResult(req.prevResult, req.cniVersion);
+    },
+    del: async (req) => {
+      calls.del.push(req);
+      await overrides.del?.(req);
+    },
+    check: async (req) => {
+      calls.check.push(req);
+      await overrides.check?.(req);
+    },
+    status: async (req) => {
+      calls.status.push(req);
+      await overrides.status?.(req);
+    },
+    gc: async (req) => {
+      calls.gc.push(req);
+      await overrides.gc?.(req);
+    },
+  };
+  return { plugin, calls };
+}
+
+interface Run {
+  exitCode: number;
+  stdout: string[];
+  /** The one JSON document on stdout, if any. */
+  doc: Record<string, unknown> | undefined;
+  calls: Calls;
+}
+
+async function run(
+  env: Record<string, string | undefined>,
+  stdin: string | object,
+  overrides: Partial<CniPlugin> = {},
+): Promise<Run> {
+  const stdout: string[] = [];
+  const io: CniIo = {
+    env,
+    readStdin: async () => (typeof stdin === 'string' ? stdin : JSON.stringify(stdin)),
+    writeStdout: (text) => stdout.push(text),
+  };
+  const { plugin, calls } = fakePlugin(overrides);
+  const exitCode = await dispatch(io, plugin);
+  expect(stdout.length).toBeLessThanOrEqual(1);
+  const doc = stdout.length === 1 ? (JSON.parse(stdout[0] ?? '') as Record<string, unknown>) : undefined;
+  return { exitCode, stdout, doc, calls };
+}
+
+async function expectError(
+  env: Record<string, string | undefined>,
+  stdin: string | object,
+  code: number,
+  msg: string,
+  cniVersion = '1.1.0',
+): Promise<Run> {
+  const r = await run(env, stdin);
+  expect(r.exitCode).toBe(1);
+  expect(r.doc).toEqual({ cniVersion, code, msg });
+  return r;
+}
+
+const ADD = { CNI_COMMAND: 'ADD', ...ATTACH_ENV };
+const CHECK = { CNI_COMMAND: 'CHECK', ...ATTACH_ENV };
+const DEL = { CNI_COMMAND: 'DEL', ...ATTACH_ENV };
+
+describe('VERSION', () => {
+  it('echoes a supported cniVersion from stdin', async () => {
+    const r = await run({ CNI_COMMAND: 'VERSION' }, { cniVersion: '0.4.0' });
+    expect(r.exitCode).toBe(0);
+    expect(r.doc).toEqual({ cniVersion: '0.4.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+  });
+
+  it.each([['{"cniVersion":"0.2.0"}'], [''], ['not json'], ['null']])('answers 1.1.0 for stdin %j', async (stdin) => {
+    const r = await run({ CNI_COMMAND: 'VERSION' }, stdin);
+    expect(r.exitCode).toBe(0);
+    expect(r.doc?.cniVersion).toBe('1.1.0');
+  });
+
+  it('tolerates an unreadable stdin', async () => {
+    const stdout: string[] = [];
+    const io: CniIo = {
+      env: { CNI_COMMAND: 'VERSION' },
+      readStdin: () => Promise.reject(new Error('EBADF')),
+      writeStdout: (t) => stdout.push(t),
+    };
+    expect(await dispatch(io, fakePlugin().plugin)).toBe(0);
+    expect(JSON.parse(stdout[0] ?? '').cniVersion).toBe('1.1.0');
+  });
+});
+
+describe('ADD', () => {
+  it('hands the plugin a complete request and prints its result', async () => {
+    const r = await run({ ...ADD, CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAME=web' }, config({ count: 4 }));
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout[0]?.endsWith('\n')).toBe(true);
+    const req = r.calls.add[0];
+    expect(req?.env).toEqual({
+      command: 'ADD',
+      containerId: 'c0ffee',
+      netns: '/var/run/netns/pod',
+      ifname: 'eth0',
+      path: '/opt/cni/bin',
+      args: { raw: { IgnoreUnknown: '1', K8S_POD_NAME: 'web' } },
+    });
+    expect(req?.cniVersion).toBe('1.1.0');
+    expect(req?.config.count).toBe(4);
+    expect(req?.options).toMatchObject({ enabled: true, count: 4 });
+    expect(req?.prevResult.ips.map((ip) => ip.address)).toEqual(['10.88.0.5', 'fd00:88::5']);
+    expect(r.doc).toEqual({ ...PREV_RESULT, cniVersion: '1.1.0' });
+  });
+
+  it.each(SUPPORTED_VERSIONS)('passes prevResult through in %s', async (v: CniVersion) => {
+    const r = await run(ADD, config({ cniVersion: v }));
+    expect(r.exitCode).toBe(0);
+    const legacy = v.startsWith('0.');
+    expect(r.doc).toEqual({
+      ...PREV_RESULT,
+      cniVersion: v,
+      ips: legacy
+        ? [
+            { version: '4', ...PREV_RESULT.ips[0] },
+            { version: '6', ...PREV_RESULT.ips[1] },
+          ]
+        : PREV_RESULT.ips,
+    });
+    expect(r.doc?.dns).toEqual(PREV_RESULT.dns);
+    expect(r.doc?.routes).toEqual(PREV_RESULT.routes);
+    expect(r.doc?.['x-custom']).toBe(42);
+  });
+
+  it('fails with 7 without prevResult', async () => {
+    await expectError(
+      ADD,
+      config({ prevResult: undefined }),
+      7,
+      'invalid config: "prevResult" is required: announcer is a chained plugin and must follow a main plugin such as bridge or macvlan',
+    );
+  });
+
+  it('fails with 7 on a bad CIDR in prevResult', async () => {
+    const prevResult = { ...PREV_RESULT, ips: [PREV_RESULT.ips[0], { address: 'fd00:88::5', interface: 1 }] };
+    await expectError(
+      ADD,
+      config({ cniVersion: '0.4.0', prevResult }),
+      7,
+      'invalid config: "prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "fd00:88::5")',
+      '0.4.0',
+    );
+  });
+
+  it('fails with 7 on an interface index out of range', async () => {
+    const prevResult = { ...PREV_RESULT, ips: [{ address: '10.88.0.5/24', interface: 2 }] };
+    await expectError(
+      ADD,
+      config({ prevResult }),
+      7,
+      'invalid config: "prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 1) (got 2)',
+    );
+  });
+
+  it('fails with 7 naming a bad option, in the config version', async () => {
+    const r = await expectError(
+      ADD,
+      config({ cniVersion: '0.3.1', count: 11 }),
+      7,
+      'invalid config: "count" must be an integer from 0 to 10 (got 11)',
+      '0.3.1',
+    );
+    expect(r.calls.add).toEqual([]);
+  });
+
+  it('prints the plugin result as is', async () => {
+    const r = await run(ADD, config(), { add: async () => ({ cniVersion: '1.1.0', interfaces: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }] }) });
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', interfaces: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }] });
+  });
+});
+
+describe('env errors (code 4)', () => {
+  it('reports every missing variable together', async () => {
+    await expectError(
+      { CNI_COMMAND: 'ADD', CNI_PATH: '/opt/cni/bin' },
+      config(),
+      4,
+      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; CNI_IFNAME is required for ADD',
+    );
+  });
+
+  it('rejects an unknown CNI_COMMAND', async () => {
+    await expectError(
+      { ...ATTACH_ENV, CNI_COMMAND: 'UPDATE' },
+      config(),
+      4,
+      'invalid environment: CNI_COMMAND must be one of ADD, DEL, CHECK, VERSION, STATUS, GC (got "UPDATE")',
+    );
+  });
+
+  it('rejects a missing CNI_COMMAND', async () => {
+    await expectError({}, '', 4, 'invalid environment: CNI_COMMAND is required');
+  });
+
+  it('rejects a bad CNI_ARGS ANNOUNCE', async () => {
+    await expectError(
+      { ...ADD, CNI_ARGS: 'IgnoreUnknown=1;ANNOUNCE=maybe' },
+      config(),
+      4,
+      'invalid environment: CNI_ARGS ANNOUNCE must be "true" or "false" (got "maybe")',
+    );
+  });
+
+  it('rejects a CNI_ARGS pair without "="', async () => {
+    await expectError({ ...ADD, CNI_ARGS: 'IgnoreUnknown' }, config(), 4, 'invalid environment: CNI_ARGS has a pair without "=" (got "IgnoreUnknown")');
+  });
+
+  it('checks env before stdin', async () => {
+    await expectError({ CNI_COMMAND: 'CHECK' }, 'not json', 4, 'invalid environment: CNI_CONTAINERID is required for CHECK; CNI_NETNS is required for CHECK; CNI_IFNAME is required for CHECK');
+  });
+});
+
+describe('stdin and version errors', () => {
+  it('fails with 6 when stdin is not JSON', async () => {
+    const r = await run(ADD, '{"cniVersion": ');
+    expect(r.exitCode).toBe(1);
+    expect(r.doc?.code).toBe(6);
+    expect(r.doc?.msg).toMatch(/^stdin is not JSON: /);
+    expect(r.doc?.cniVersion).toBe('1.1.0');
+  });
+
+  it('fails with 6 on empty stdin', async () => {
+    await expectError(DEL, '  \n', 6, 'stdin is empty: expected the network config as JSON');
+  });
+
+  it('fails with 6 when stdin is JSON but not an object', async () => {
+    await expectError(ADD, '[1]', 6, 'stdin is not a JSON object (got [1])');
+  });
+
+  it('fails with 5 when stdin cannot be read', async () => {
+    const stdout: string[] = [];
+    const io: CniIo = { env: ADD, readStdin: () => Promise.reject(new Error('EIO')), writeStdout: (t) => stdout.push(t) };
+    expect(await dispatch(io, fakePlugin().plugin)).toBe(1);
+    expect(JSON.parse(stdout[0] ?? '')).toEqual({ cniVersion: '1.1.0', code: 5, msg: 'cannot read the network config from stdin: EIO' });
+  });
+
+  it.each([['0.2.0', '"0.2.0"'], ['2.0.0', '"2.0.0"'], [1, '1']])('fails with 1 on cniVersion %j', async (v, shown) => {
+    await expectError(ADD, config({ cniVersion: v }), 1, `unsupported cniVersion ${shown} (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)`);
+  });
+
+  it('fails with 7 without cniVersion', async () => {
+    await expectError(ADD, config({ cniVersion: undefined }), 7, 'invalid config: "cniVersion" is required');
+  });
+
+  it('checks the version before the rest of the config', async () => {
+    await expectError(ADD, config({ cniVersion: '0.2.0', count: 11 }), 1, 'unsupported cniVersion "0.2.0" (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)');
+  });
+});
+
+describe('CHECK', () => {
+  it('succeeds silently', async () => {
+    const r = await run(CHECK, config({ cniVersion: '0.4.0' }));
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    expect(r.calls.check[0]?.prevResult.interfaces[1]?.name).toBe('eth0');
+  });
+
+  it.each(['0.3.0', '0.3.1'])('fails with 1 on %s', async (v) => {
+    const r = await expectError(CHECK, config({ cniVersion: v }), 1, `CHECK needs cniVersion 0.4.0 or later (the config has ${v})`, v);
+    expect(r.calls.check).toEqual([]);
+  });
+
+  it('fails with 7 without prevResult', async () => {
+    await expectError(CHECK, config({ prevResult: undefined }), 7, 'invalid config: "prevResult" is required for CHECK');
+  });
+
+  it('prints the plugin CniError', async () => {
+    const r = await run(CHECK, config(), {
+      check: async () => {
+        throw new CniError(ErrorCode.MacMismatch, 'eth0 has MAC 86:03:17:7a:eb:6e, expected 0a:58:0a:58:00:05');
+      },
+    });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 103, msg: 'eth0 has MAC 86:03:17:7a:eb:6e, expected 0a:58:0a:58:00:05' });
+  });
+});
+
+describe('DEL', () => {
+  it('succeeds silently without CNI_NETNS and without prevResult', async () => {
+    const r = await run({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0' }, config({ prevResult: undefined }));
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    const req = r.calls.del[0];
+    expect(req?.env.netns).toBeUndefined();
+    expect(req?.prevResult).toBeUndefined();
+    expect(req?.prevResultError).toBeUndefined();
+  });
+
+  it('hands over prevResult when there is one', async () => {
+    const r = await run(DEL, config());
+    expect(r.calls.del[0]?.prevResult?.ips).toHaveLength(2);
+  });
+
+  it('does not fail on an invalid prevResult, and says why it was dropped', async () => {
+    const r = await run(DEL, config({ prevResult: { ips: [{ address: 'bogus' }] } }));
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    const req = r.calls.del[0];
+    expect(req?.prevResult).toBeUndefined();
+    expect(req?.prevResultError?.code).toBe(7);
+  });
+
+  it('reports a CniError from the plugin', async () => {
+    const r = await run(DEL, config(), {
+      del: async () => {
+        throw new CniError(ErrorCode.StateFailure, 'cannot remove /run/cni-announcer/c0ffee-eth0', { details: 'EACCES' });
+      },
+    });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 105, msg: 'cannot remove /run/cni-announcer/c0ffee-eth0', details: 'EACCES' });
+  });
+
+  it('reports any other error as 999 without a stack', async () => {
+    const r = await run(DEL, config({ cniVersion: '1.0.0' }), {
+      del: async () => {
+        throw new TypeError('x is not a function');
+      },
+    });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toEqual({ cniVersion: '1.0.0', code: 999, msg: 'internal error: x is not a function' });
+    expect(r.stdout[0]).not.toMatch(/ at |\.ts/);
+  });
+
+  it('reports a thrown non-Error value', async () => {
+    const r = await run(DEL, config(), {
+      del: async () => {
+        throw 'boom';
+      },
+    });
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: boom' });
+  });
+});
+
+describe('STATUS and GC', () => {
+  it('STATUS succeeds silently on 1.1.0 without container variables', async () => {
+    const r = await run({ CNI_COMMAND: 'STATUS' }, config({ prevResult: undefined }));
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    expect(r.calls.status[0]?.env).toEqual({ command: 'STATUS', args: { raw: {} } });
+    expect(r.calls.status[0]?.options.enabled).toBe(true);
+  });
+
+  it('STATUS prints the plugin error 50', async () => {
+    const r = await run({ CNI_COMMAND: 'STATUS' }, config(), {
+      status: async () => {
+        throw new CniError(ErrorCode.NotAvailable, 'stateDir /run/cni-announcer is not writable');
+      },
+    });
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 50, msg: 'stateDir /run/cni-announcer is not writable' });
+  });
+
+  it.each(['STATUS', 'GC'])('%s fails with 1 before 1.1.0', async (command) => {
+    await expectError({ CNI_COMMAND: command }, config({ cniVersion: '1.0.0' }), 1, `${command} needs cniVersion 1.1.0 or later (the config has 1.0.0)`, '1.0.0');
+  });
+
+  it('GC gets the union of both attachment lists', async () => {
+    const r = await run(
+      { CNI_COMMAND: 'GC' },
+      config({
+        'cni.dev/valid-attachments': [{ containerID: 'a', ifname: 'eth0' }],
+        'cni.dev/attachments': [{ containerID: 'a', ifname: 'eth0' }, { containerID: 'b', ifname: 'net1', extra: 1 }],
+      }),
+    );
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    expect(r.calls.gc[0]?.validAttachments).toEqual([
+      { containerId: 'a', ifname: 'eth0' },
+      { containerId: 'b', ifname: 'net1' },
+    ]);
+  });
+
+  it('GC without an attachment list fails with 7 rather than cleaning up everything', async () => {
+    const r = await expectError({ CNI_COMMAND: 'GC' }, config(), 7, 'invalid config: "cni.dev/valid-attachments" is required for GC');
+    expect(r.calls.gc).toEqual([]);
+  });
+});
+
+describe('option precedence: config < CNI_ARGS < args.cni', () => {
+  const enabled = async (cniArgs: string | undefined, fields: Record<string, unknown>) => {
+    const r = await run({ ...ADD, CNI_ARGS: cniArgs }, config(fields));
+    expect(r.exitCode).toBe(0);
+    return r.calls.add[0]?.options.enabled;
+  };
+
+  it('is enabled by default', async () => {
+    expect(await enabled(undefined, {})).toBe(true);
+  });
+
+  it('CNI_ARGS ANNOUNCE=false disables', async () => {
+    expect(await enabled('IgnoreUnknown=1;ANNOUNCE=false', {})).toBe(false);
+  });
+
+  it('args.cni.announce true beats ANNOUNCE=false', async () => {
+    expect(await enabled('ANNOUNCE=false', { args: { cni: { announce: true } } })).toBe(true);
+  });
+
+  it('args.cni.announce false beats ANNOUNCE=true', async () => {
+    expect(await enabled('ANNOUNCE=true', { args: { cni: { announce: false } } })).toBe(false);
+  });
+
+  it('args.cni.announce overrides beat config fields', async () => {
+    const r = await run({ ...ADD, CNI_ARGS: 'ANNOUNCE=false' }, config({ count: 1, arpOp: 'reply', args: { cni: { announce: { count: 7 } } } }));
+    expect(r.calls.add[0]?.options).toMatchObject({ enabled: true, count: 7, arpOp: 'reply' });
+  });
+
+  it('names a bad override with its full path', async () => {
+    await expectError(
+      ADD,
+      config({ args: { cni: { announce: { count: 11 } } } }),
+      7,
+      'invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 11)',
+    );
+  });
+});
+
+describe('internal errors', () => {
+  it('maps a plugin crash to 999 and prints one document', async () => {
+    const r = await run(ADD, config(), {
+      add: async () => {
+        throw new Error('boom');
+      },
+    });
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toHaveLength(1);
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: boom' });
+  });
+
+  it('treats a missing ADD result as internal', async () => {
+    const r = await run(ADD, config(), { add: async () => undefined as unknown as Record<string, unknown> });
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: ADD produced no result object' });
+  });
+});

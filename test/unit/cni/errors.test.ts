@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { CniError, ErrorCode, isCniError } from '../../../src/cni/errors';
+
+describe('CniError', () => {
+  it('carries code, message, details and cause', () => {
+    const cause = new Error('EPERM');
+    const e = new CniError(ErrorCode.SystemCall, 'setns failed', { details: 'errno 1', cause });
+    expect(e).toBeInstanceOf(Error);
+    expect(e.name).toBe('CniError');
+    expect(e.code).toBe(100);
+    expect(e.message).toBe('setns failed');
+    expect(e.details).toBe('errno 1');
+    expect(e.cause).toBe(cause);
+  });
+
+  it('serialises to the spec error object', () => {
+    const e = new CniError(ErrorCode.InvalidConfig, 'bad', { details: 'more' });
+    expect(e.toSpec('0.4.0')).toEqual({ cniVersion: '0.4.0', code: 7, msg: 'bad', details: 'more' });
+  });
+
+  it('omits details and never serialises the cause or stack', () => {
+    const e = new CniError(ErrorCode.InvalidEnvironment, 'bad env', { cause: new Error('inner') });
+    const spec = e.toSpec('1.1.0');
+    expect(spec).toEqual({ cniVersion: '1.1.0', code: 4, msg: 'bad env' });
+    expect(Object.keys(spec)).not.toContain('details');
+    expect(JSON.stringify(spec)).not.toContain('inner');
+  });
+
+  it('has no own cause when none is given', () => {
+    expect('cause' in new CniError(1, 'x')).toBe(false);
+  });
+});
+
+describe('ErrorCode', () => {
+  it('keeps the spec and plugin numbers', () => {
+    expect(ErrorCode).toMatchObject({
+      IncompatibleVersion: 1,
+      UnsupportedField: 2,
+      UnknownContainer: 3,
+      InvalidEnvironment: 4,
+      IoFailure: 5,
+      DecodeFailure: 6,
+      InvalidConfig: 7,
+      TryAgainLater: 11,
+      NotAvailable: 50,
+      NotAvailableLimited: 51,
+      SystemCall: 100,
+      InterfaceNotFound: 101,
+      AddressMissing: 102,
+      MacMismatch: 103,
+      SendFailed: 104,
+      StateFailure: 105,
+      Internal: 999,
+    });
+  });
+});
+
+describe('isCniError', () => {
+  it('accepts CniError instances', () => {
+    expect(isCniError(new CniError(3, 'gone'))).toBe(true);
+  });
+
+  it('accepts a CniError from another copy of the module', () => {
+    class CniError extends Error {
+      override name = 'CniError';
+      code = 5;
+      toSpec() {
+        return {};
+      }
+    }
+    expect(isCniError(new CniError('x'))).toBe(true);
+  });
+
+  it('rejects other values', () => {
+    expect(isCniError(new Error('x'))).toBe(false);
+    expect(isCniError({ name: 'CniError', code: 1, message: 'x' })).toBe(false);
+    expect(isCniError(Object.assign(new Error('x'), { name: 'CniError' }))).toBe(false);
+    expect(isCniError(undefined)).toBe(false);
+    expect(isCniError('CniError')).toBe(false);
+  });
+});

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS } from '../../../src/cni/versions';
+
+describe('versions', () => {
+  it('lists the five supported versions, oldest first', () => {
+    expect(SUPPORTED_VERSIONS).toEqual(['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
+    expect(LATEST_VERSION).toBe('1.1.0');
+  });
+
+  it.each(SUPPORTED_VERSIONS)('supports %s', (v) => {
+    expect(isSupportedVersion(v)).toBe(true);
+  });
+
+  it.each([['0.2.0'], ['0.1.0'], ['1.2.0'], ['1.0'], [''], [1], [undefined], [null]])('does not support %j', (v) => {
+    expect(isSupportedVersion(v)).toBe(false);
+  });
+
+  it('compares numerically, part by part', () => {
+    expect(compareVersions('0.3.1', '0.4.0')).toBe(-1);
+    expect(compareVersions('1.0.0', '0.4.0')).toBe(1);
+    expect(compareVersions('1.1.0', '1.1.0')).toBe(0);
+    expect(compareVersions('0.10.0', '0.9.0')).toBe(1);
+    expect(compareVersions('1.0', '1.0.0')).toBe(0);
+  });
+
+  it('orders SUPPORTED_VERSIONS ascending', () => {
+    const sorted = [...SUPPORTED_VERSIONS].sort(compareVersions);
+    expect(sorted).toEqual([...SUPPORTED_VERSIONS]);
+  });
+
+  it('rejects non-numeric versions', () => {
+    expect(() => compareVersions('1.0.0-rc1', '1.0.0')).toThrow(RangeError);
+    expect(() => compareVersions('', '1.0.0')).toThrow('not a dotted numeric version: ""');
+  });
+});
