@@ -1,0 +1,140 @@
+// The only place that switches network namespaces.
+//
+// Why it is built this way: setns(2) moves only the calling thread. Node runs
+// our JS on the main thread, but libuv's pool threads (fs, dns, crypto) stay in
+// the host netns, and any `await` lets other callbacks run while switched. So
+// we switch the main thread in, synchronously create every socket we need
+// (netlink and AF_PACKET sockets stay bound to the netns they were created in),
+// read the sysctls we need, and switch straight back before returning. After
+// that, pod work happens through those sockets from the host netns.
+import { closeSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { createRtNetlink } from 'netlink';
+import { CLONE_NEWNET, type Libc } from './libc';
+import { packetSocket, type PacketSocket } from './packet-socket';
+import { Rtnl } from './rtnl';
+import { SysError } from './sys-error';
+
+const NSFS_MAGIC = 0x6e736673;
+const OWN_NETNS = '/proc/thread-self/ns/net';
+
+/** A netns file's identity, to notice when the path is removed or replaced. */
+export interface NetnsId {
+  dev: number;
+  ino: number;
+}
+
+/** What a CNI_NETNS path turned out to be. */
+export type NetnsCheck =
+  | { kind: 'ok'; id: NetnsId }
+  | { kind: 'missing' }
+  | { kind: 'not-netns'; reason: string }
+  | { kind: 'own' };
+
+/** Checks that `path` is a namespace file and not the plugin's own netns, without entering it. */
+export function checkNetnsPath(path: string): NetnsCheck {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
+    return { kind: 'not-netns', reason: (err as Error).message };
+  }
+  if (statfsSync(path).type !== NSFS_MAGIC) return { kind: 'not-netns', reason: 'not a namespace file (nsfs)' };
+  const own = statSync(OWN_NETNS);
+  if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
+  return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
+}
+
+/** The identity of the netns file at `path` now, or undefined when it is gone. */
+export function netnsIdAt(path: string): NetnsId | undefined {
+  try {
+    const st = statSync(path);
+    return { dev: st.dev, ino: st.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sockets bound to a pod netns. Close them to release the netns. */
+export interface PodSockets {
+  rtnl: Rtnl;
+  packet: PacketSocket;
+  /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
+  ipv6Forwarding: boolean;
+  close(): void;
+}
+
+/** Rtnetlink socket in the plugin's own (host) netns. */
+export function openHostRtnl(): Rtnl {
+  return new Rtnl(createRtNetlink());
+}
+
+/**
+ * Enters the netns at `path`, opens an rtnetlink and an AF_PACKET socket
+ * there, and returns to the original netns. Throws SysError (EINVAL from
+ * setns when `path` is not a network namespace).
+ */
+export function openPodSockets(libc: Libc, path: string): PodSockets {
+  const hostFd = openReadOnly(OWN_NETNS);
+  try {
+    const podFd = openReadOnly(path);
+    try {
+      libc.setns(podFd, CLONE_NEWNET);
+    } finally {
+      closeSync(podFd);
+    }
+    let packetFd: number | undefined;
+    try {
+      // Everything in this block is synchronous: no await while switched.
+      packetFd = libc.openPacketSocket();
+      const rtnl = new Rtnl(createRtNetlink());
+      const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
+      const packet = packetSocket(libc, packetFd);
+      return {
+        rtnl,
+        packet,
+        ipv6Forwarding,
+        close() {
+          rtnl.close();
+          packet.close();
+        },
+      };
+    } catch (err) {
+      if (packetFd !== undefined) libc.close(packetFd);
+      throw err;
+    } finally {
+      returnToHost(libc, hostFd, path);
+    }
+  } finally {
+    closeSync(hostFd);
+  }
+}
+
+function openReadOnly(path: string): number {
+  try {
+    return openSync(path, 'r');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    throw new SysError(`open ${path}`, (osConstants.errno as Record<string, number>)[code] ?? osConstants.errno.EIO, { cause: err });
+  }
+}
+
+function returnToHost(libc: Libc, hostFd: number, path: string): void {
+  try {
+    libc.setns(hostFd, CLONE_NEWNET);
+  } catch (err) {
+    // Carrying on inside the pod's netns would make every later host-side
+    // operation act on the pod. There is no safe way forward: stop here.
+    process.stderr.write(`cni-announcer: cannot return from netns ${path}: ${(err as Error).message}\n`);
+    process.abort();
+  }
+}
+
+function readSysctlFlag(file: string): boolean {
+  try {
+    return readFileSync(file, 'latin1').trim() === '1';
+  } catch {
+    return false; // IPv6 disabled in the pod
+  }
+}
