@@ -1,0 +1,169 @@
+// ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
+// until the pod can be heard, send round 1, and leave the rest to the tail.
+import { CniError, ErrorCode } from '../cni/errors';
+import type { Logger, LogLevel } from '../log';
+import type { AnnouncePlan, InterfacePlan } from '../plan';
+import type { Libc } from '../sys/libc';
+import type { NetnsId } from '../sys/netns';
+import type { ProcessId } from '../sys/processes';
+import { formatMac } from '../wire/mac';
+import type { ResolvedInterface } from './pod-interface';
+import { sendRound } from './round';
+import { openSession, waitReady, type PodSession } from './session';
+import { removeRecord, writeRecord, type AttachmentRecord } from './state';
+import type { TailJob } from './tail-job';
+import type { Timers } from './timers';
+
+/** What ADD needs from the outside world. */
+export interface AddDeps {
+  libc: Libc;
+  timers: Timers;
+  log: Logger;
+  /** Starts the detached background tail; returns its identity. */
+  startTail(job: TailJob): ProcessId;
+}
+
+/** One attachment's ADD. */
+export interface AddJob {
+  network: string;
+  containerId: string;
+  ifname: string;
+  netns: string;
+  netnsId: NetnsId;
+  stateDir: string;
+  plan: AnnouncePlan;
+  /** False when the attachment opted out: MACs are still applied, nothing is sent. */
+  announce: boolean;
+  addWaitMs: number;
+  readyTimeoutMs: number;
+  logFile?: string | undefined;
+  logLevel: LogLevel;
+}
+
+/** Runs ADD's announcement; returns the MACs it set, by prevResult interface index. */
+export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
+  const { log, timers } = deps;
+  const startedAt = timers.epochMs();
+  const plan = job.plan;
+  const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+  const record: AttachmentRecord = {
+    network: job.network,
+    containerId: job.containerId,
+    ifname: job.ifname,
+    netns: job.netns,
+    originalMacs: [],
+  };
+  let tail: TailJob | undefined;
+  let macs: Map<number, string>;
+  try {
+    if (session.missing.length > 0) {
+      throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
+    }
+    macs = await applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
+    tail = await firstRound(deps, job, session, startedAt);
+  } finally {
+    // Close before spawning: no pod socket may leak into the tail and pin the netns.
+    session.close();
+  }
+  if (tail) {
+    record.tail = deps.startTail(tail);
+    log.debug('background tail started', { pid: record.tail.pid, rounds: tail.schedule.length });
+  }
+  if (record.tail || record.originalMacs.length > 0) writeRecord(job.stateDir, record);
+  return macs;
+}
+
+async function applyTargetMacs(
+  session: PodSession,
+  interfaces: readonly InterfacePlan[],
+  record: AttachmentRecord,
+  stateDir: string,
+  log: Logger,
+): Promise<Map<number, string>> {
+  const macs = new Map<number, string>();
+  for (const plan of interfaces) {
+    if (!plan.targetMac) continue;
+    const iface = session.interfaces.find((i) => i.name === plan.name)!;
+    const link = await session.pod.rtnl.linkByIndex(iface.index);
+    const target = formatMac(plan.targetMac);
+    if (link?.mac && !link.mac.equals(plan.targetMac)) {
+      record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
+      // Record first: a DEL after a crash mid-way can still restore the original.
+      const file = writeRecord(stateDir, record);
+      try {
+        await session.pod.rtnl.setMac(iface.index, plan.targetMac);
+      } catch (err) {
+        record.originalMacs.pop();
+        if (record.originalMacs.length === 0) removeRecord(file);
+        throw err;
+      }
+      log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
+    }
+    if (plan.resultIndex !== undefined) macs.set(plan.resultIndex, target);
+  }
+  return macs;
+}
+
+/** Sends round 1 if the pod gets ready within addWaitMs; returns the tail's job, if any. */
+async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number): Promise<TailJob | undefined> {
+  const { log, timers } = deps;
+  const plan = job.plan;
+  if (!job.announce) {
+    log.info('announcements disabled for this attachment: sending nothing');
+    return undefined;
+  }
+  if (plan.schedule.length === 0) return undefined;
+  const targets = announceable(plan.interfaces, session.interfaces, log);
+  if (targets.length === 0) return undefined;
+  const outcome = await waitReady(session, targets, Math.min(job.addWaitMs, job.readyTimeoutMs), timers);
+  const base = {
+    network: job.network,
+    containerId: job.containerId,
+    ifname: job.ifname,
+    netns: job.netns,
+    netnsId: job.netnsId,
+    interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),
+    hostPeerNames: plan.hostPeerNames,
+    arpOps: plan.arpOps,
+    schedule: plan.schedule,
+    readyDeadline: startedAt + job.readyTimeoutMs,
+    logFile: job.logFile,
+    logLevel: job.logLevel,
+  };
+  switch (outcome.kind) {
+    case 'gone':
+      throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
+    case 'ready': {
+      const sent = sendRound(session.pod.packet, outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+      log.info('announced', { round: 1, of: plan.schedule.length, frames: sent });
+      return plan.schedule.length > 1 ? { ...base, firstRoundAt: timers.epochMs() } : undefined;
+    }
+    case 'timeout':
+      if (job.readyTimeoutMs <= job.addWaitMs) {
+        log.warn('pod not ready in time: not announcing', { waitedMs: job.readyTimeoutMs, waitingFor: outcome.reasons });
+        return undefined;
+      }
+      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: job.addWaitMs, waitingFor: outcome.reasons });
+      return base;
+  }
+}
+
+/** Interfaces worth waiting for: those with addresses, on links where L2 neighbours exist. */
+function announceable(
+  plans: readonly InterfacePlan[],
+  resolved: readonly ResolvedInterface[],
+  log: Logger,
+): (InterfacePlan & { iface: ResolvedInterface })[] {
+  return plans.flatMap((p) => {
+    const iface = resolved.find((r) => r.name === p.name)!;
+    if (iface.ipvlanMode === 'l3' || iface.ipvlanMode === 'l3s') {
+      log.info('ipvlan in L3 mode has no L2 neighbours to update: sending nothing', { interface: p.name, mode: iface.ipvlanMode });
+      return [];
+    }
+    if (p.ipv4.length + p.ipv6.length === 0) {
+      log.debug('no addresses to announce', { interface: p.name });
+      return [];
+    }
+    return [{ ...p, iface }];
+  });
+}

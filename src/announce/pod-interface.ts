@@ -1,0 +1,51 @@
+// Finding a pod interface and, for a veth, its host-side peer and bridge port.
+import type { LinkInfo, Rtnl } from '../sys/rtnl';
+
+/** A pod interface as found in the pod netns, with its host-side bridge port if it has one. */
+export interface ResolvedInterface {
+  name: string;
+  index: number;
+  kind: string | undefined;
+  /** Set when the pod link is an ipvlan: l3/l3s modes have no L2 neighbours to fix. */
+  ipvlanMode: 'l2' | 'l3' | 'l3s' | undefined;
+  /** The veth peer in the host netns, when there is one. */
+  hostPeer: { index: number; name: string } | undefined;
+}
+
+/**
+ * Looks up `name` in the pod netns and its veth peer in the host netns.
+ * IFLA_LINK names the peer's ifindex in the netns of IFLA_LINK_NETNSID, so a
+ * host link with that index counts only if it is a veth whose own IFLA_LINK
+ * points back at the pod link; `hostNameHints` (prevResult's host-side
+ * interfaces) are tried when it does not.
+ */
+export async function resolveInterface(
+  pod: Rtnl,
+  host: Rtnl,
+  name: string,
+  hostNameHints: readonly string[],
+): Promise<ResolvedInterface | undefined> {
+  const link = await pod.linkByName(name);
+  if (!link) return undefined;
+  return {
+    name,
+    index: link.index,
+    kind: link.kind,
+    ipvlanMode: link.ipvlanMode,
+    hostPeer: await findHostPeer(link, host, hostNameHints),
+  };
+}
+
+async function findHostPeer(
+  link: LinkInfo,
+  host: Rtnl,
+  hostNameHints: readonly string[],
+): Promise<{ index: number; name: string } | undefined> {
+  if (link.kind !== 'veth' || link.linkIndex === undefined || link.linkNetnsid === undefined) return undefined;
+  const isPeer = (h: LinkInfo): boolean => h.kind === 'veth' && h.linkIndex === link.index && h.linkNetnsid !== undefined;
+  const hostLinks = await host.links();
+  const peer =
+    hostLinks.find((h) => h.index === link.linkIndex && isPeer(h)) ??
+    hostLinks.find((h) => hostNameHints.includes(h.name) && isPeer(h));
+  return peer ? { index: peer.index, name: peer.name } : undefined;
+}

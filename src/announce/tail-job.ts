@@ -1,0 +1,28 @@
+// What ADD hands to the background tail: everything it needs, as plain JSON.
+import type { ArpOp } from '../wire/arp';
+import type { NetnsId } from '../sys/netns';
+import type { LogLevel } from '../log';
+
+/** The background tail's work order, passed as JSON on its command line. */
+export interface TailJob {
+  network: string;
+  containerId: string;
+  ifname: string;
+  netns: string;
+  /** The netns file's identity at ADD: a different one at the path means the pod is gone. */
+  netnsId: NetnsId;
+  interfaces: { name: string; ipv4: string[]; ipv6: string[] }[];
+  hostPeerNames: string[];
+  arpOps: ArpOp[];
+  /** Round offsets in ms from round 1; the tail sends those it has not been told are done. */
+  schedule: number[];
+  /** Epoch ms when ADD sent round 1; absent when the pod was not ready: wait, then send every round. */
+  firstRoundAt?: number | undefined;
+  /** Epoch ms after which readiness is no longer awaited. */
+  readyDeadline: number;
+  logFile?: string | undefined;
+  logLevel: LogLevel;
+}
+
+/** The command-line verb that runs the tail in the bundled plugin. */
+export const TAIL_VERB = 'tail';

@@ -1,0 +1,59 @@
+// A small line logger. The plugin's stdout belongs to the CNI protocol, so
+// logs go to a file (config `logFile`) or nowhere.
+import { appendFileSync } from 'node:fs';
+
+/** Log levels, most severe first. */
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
+
+/** Structured log lines carrying the attachment's container ID and ifname. */
+export interface Logger {
+  error(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  /** A logger whose lines also carry `fields`. */
+  with(fields: Record<string, unknown>): Logger;
+}
+
+/** Where log lines go. */
+export type LogSink = (line: string) => void;
+
+/** A logger writing `time level msg k=v…` lines at or above `level` to `sink`. */
+export function createLogger(sink: LogSink, level: LogLevel, base: Record<string, unknown> = {}, now: () => Date = () => new Date()): Logger {
+  const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
+    if (RANK[lvl] > RANK[level]) return;
+    const all = { ...base, ...fields };
+    const kv = Object.entries(all)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${formatValue(v)}`)
+      .join(' ');
+    sink(`${now().toISOString()} ${lvl.toUpperCase()} ${msg}${kv ? ` ${kv}` : ''}\n`);
+  };
+  return {
+    error: (m, f) => emit('error', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    info: (m, f) => emit('info', m, f),
+    debug: (m, f) => emit('debug', m, f),
+    with: (fields) => createLogger(sink, level, { ...base, ...fields }, now),
+  };
+}
+
+/** A sink appending to `file`; a failing write is dropped, never fatal. */
+export function fileSink(file: string): LogSink {
+  return (line) => {
+    try {
+      appendFileSync(file, line, { mode: 0o600 });
+    } catch {
+      // logging must never break the CNI operation
+    }
+  };
+}
+
+/** A logger that drops everything. */
+export const silentLogger: Logger = createLogger(() => {}, 'error');
+
+function formatValue(v: unknown): string {
+  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
+  return /[\s"=]/.test(s) ? JSON.stringify(s) : s;
+}
