@@ -1,0 +1,43 @@
+import { announceOnAdd } from '../announce/add';
+import type { AddRequest } from '../cni/dispatch';
+import { formatResult } from '../cni/result';
+import { planAnnouncement } from '../plan';
+import type { CommandDeps } from './deps';
+import { requirePodNetns, toCniError } from './errors';
+
+/** ADD: announce the pod's addresses (and set IP-derived MACs), then print prevResult back. */
+export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<string, unknown>> {
+  const { config, options, env, prevResult } = req;
+  const log = deps.logger(config, env);
+  const netnsId = requirePodNetns(env.netns);
+  const plan = planAnnouncement(options, prevResult, env, config.runtimeConfig?.mac);
+  const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
+  const setsMac = plan.interfaces.some((i) => i.targetMac);
+  if (!sends && !setsMac) {
+    log.info('nothing to do for this attachment', { enabled: options.enabled, interfaces: plan.interfaces.map((i) => i.name) });
+    return formatResult(prevResult, req.cniVersion);
+  }
+  try {
+    const macs = await announceOnAdd(
+      { libc: deps.libc(), timers: deps.timers, log, startTail: deps.startTail },
+      {
+        network: config.name,
+        containerId: env.containerId,
+        ifname: env.ifname,
+        netns: env.netns,
+        netnsId,
+        stateDir: config.stateDir,
+        plan,
+        announce: options.enabled,
+        addWaitMs: options.addWaitMs,
+        readyTimeoutMs: options.readyTimeoutMs,
+        logFile: config.logFile,
+        logLevel: config.logLevel,
+      },
+    );
+    return formatResult(prevResult, req.cniVersion, { macs });
+  } catch (err) {
+    log.error('ADD failed', { error: err });
+    throw toCniError(err, 'ADD');
+  }
+}

@@ -1,0 +1,44 @@
+import type { CheckRequest } from '../cni/dispatch';
+import { CniError, ErrorCode } from '../cni/errors';
+import { planAnnouncement } from '../plan';
+import { openPodSockets } from '../sys/netns';
+import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
+import { formatMac } from '../wire/mac';
+import type { CommandDeps } from './deps';
+import { requirePodNetns, toCniError } from './errors';
+
+/** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
+export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
+  const { config, options, env, prevResult } = req;
+  requirePodNetns(env.netns);
+  const plan = planAnnouncement(options, prevResult, env, config.runtimeConfig?.mac);
+  let pod;
+  try {
+    pod = openPodSockets(deps.libc(), env.netns);
+  } catch (err) {
+    throw toCniError(err, 'CHECK');
+  }
+  try {
+    for (const iface of plan.interfaces) {
+      const link = await pod.rtnl.linkByName(iface.name);
+      if (!link) throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${iface.name}" not found in ${env.netns}`);
+      const present = await pod.rtnl.addresses(link.index);
+      for (const address of iface.addresses) {
+        const bytes = ipFamily(address) === 4 ? parseIPv4(address) : parseIPv6(address);
+        if (!present.some((a) => a.bytes.equals(bytes))) {
+          throw new CniError(ErrorCode.AddressMissing, `address ${address} from prevResult is not on pod interface "${iface.name}"`);
+        }
+      }
+      if (iface.targetMac && !(link.mac && link.mac.equals(iface.targetMac))) {
+        throw new CniError(
+          ErrorCode.MacMismatch,
+          `pod interface "${iface.name}" has MAC ${link.mac ? formatMac(link.mac) : 'none'}, expected the IP-derived ${formatMac(iface.targetMac)}`,
+        );
+      }
+    }
+  } catch (err) {
+    throw toCniError(err, 'CHECK');
+  } finally {
+    pod.close();
+  }
+}

@@ -1,0 +1,21 @@
+import type { AnnounceOptions } from '../cni/options';
+import type { PluginConfig } from '../cni/config';
+import type { Logger } from '../log';
+import type { Libc } from '../sys/libc';
+import type { ProcessId } from '../sys/processes';
+import type { TailJob } from '../announce/tail-job';
+import type { Timers } from '../announce/timers';
+
+/** What the commands need from the process, injected by main.ts (and by tests). */
+export interface CommandDeps {
+  /** libc through koffi, loaded on first use. */
+  libc(): Libc;
+  timers: Timers;
+  /** A logger for one attachment (or for the network, when ids are absent). */
+  logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
+  /** Starts the detached background tail. */
+  startTail(job: TailJob): ProcessId;
+}
+
+/** The options ADD and CHECK plan with. */
+export type { AnnounceOptions };

@@ -1,0 +1,29 @@
+// Maps failures from the syscall layer onto CNI error codes.
+import { CniError, ErrorCode, isCniError } from '../cni/errors';
+import { isSysError } from '../sys/sys-error';
+import { checkNetnsPath, type NetnsId } from '../sys/netns';
+
+/** Passes CniErrors through; a SysError becomes code 100 with its errno in the message. */
+export function toCniError(err: unknown, what: string): unknown {
+  if (isCniError(err)) return err;
+  if (isSysError(err)) return new CniError(ErrorCode.SystemCall, `${what}: ${err.message}`, { cause: err });
+  return err;
+}
+
+/** Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no netns or the plugin's own. */
+export function requirePodNetns(path: string): NetnsId {
+  const check = checkNetnsPath(path);
+  switch (check.kind) {
+    case 'ok':
+      return check.id;
+    case 'missing':
+      throw new CniError(ErrorCode.UnknownContainer, `CNI_NETNS ${path} does not exist`);
+    case 'not-netns':
+      throw new CniError(ErrorCode.InvalidEnvironment, `CNI_NETNS ${path} is not a network namespace: ${check.reason}`);
+    case 'own':
+      throw new CniError(
+        ErrorCode.InvalidEnvironment,
+        `CNI_NETNS ${path} is the plugin's own network namespace: refusing to announce pod addresses from the node`,
+      );
+  }
+}

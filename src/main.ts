@@ -1,0 +1,61 @@
+// The process entry point: wires env, stdin and stdout into the dispatcher.
+// `announcer tail JOB` runs the background tail instead (started by ADD).
+import { readFileSync } from 'node:fs';
+import { runTail } from './announce/tail';
+import { TAIL_VERB, type TailJob } from './announce/tail-job';
+import { realTimers } from './announce/timers';
+import { dispatch } from './cni/dispatch';
+import { createLogger, fileSink, silentLogger, type LogLevel } from './log';
+import { announcerPlugin } from './plugin';
+import { loadLibc, type Libc } from './sys/libc';
+import { spawnDetached } from './sys/spawn-detached';
+
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
+}
+
+function logger(logFile: string | undefined, level: LogLevel, fields: Record<string, unknown>) {
+  return logFile ? createLogger(fileSink(logFile), level, fields) : silentLogger;
+}
+
+async function readStdin(): Promise<string> {
+  try {
+    return readFileSync(0, 'utf8');
+  } catch {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
+
+function exit(code: number): void {
+  // Exit once stdout is flushed, whatever handles are still open.
+  process.stdout.write('', () => process.exit(code));
+}
+
+async function main(): Promise<void> {
+  const self = process.argv[1]!;
+  const libc: () => Libc = once(loadLibc);
+  const timers = realTimers();
+  if (process.argv[2] === TAIL_VERB) {
+    const job = JSON.parse(process.argv[3] ?? '{}') as TailJob;
+    const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
+    try {
+      await runTail({ libc: libc(), timers, log }, job);
+    } catch (err) {
+      log.error('background tail failed', { error: err });
+    }
+    return exit(0);
+  }
+  const plugin = announcerPlugin({
+    libc,
+    timers,
+    logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
+    startTail: (job) => spawnDetached(self, [TAIL_VERB, JSON.stringify(job)]),
+  });
+  const code = await dispatch({ env: process.env, readStdin, writeStdout: (text) => process.stdout.write(text) }, plugin);
+  exit(code);
+}
+
+void main();
