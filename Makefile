@@ -1,0 +1,51 @@
+# cni-announcer — see README.md. Targets set themselves up on a fresh Debian machine.
+SHELL := /bin/bash
+DESTDIR ?=
+CNI_BIN_DIR ?= /opt/cni/bin
+SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package-lock.json
+
+.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench clean
+
+all: build
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+deps: node_modules/.package-lock.json
+
+system-deps:
+	bash scripts/ensure-system-deps.sh
+
+bin/announcer: node_modules/.package-lock.json $(SOURCES)
+	node scripts/build.mjs
+
+## build: bundle the plugin into bin/announcer (one executable file)
+build: bin/announcer
+
+## install: copy the self-contained plugin to $(DESTDIR)$(CNI_BIN_DIR)/announcer
+install: bin/announcer
+	install -D -m 0755 bin/announcer $(DESTDIR)$(CNI_BIN_DIR)/announcer
+
+typecheck: deps
+	npx tsc --noEmit -p .
+
+## test: type check, unit tests, integration tests (real namespaces and plugins; needs root)
+test: deps system-deps build typecheck
+	npx vitest run
+
+test-unit: deps
+	npx vitest run test/unit
+
+test-integration: deps system-deps build
+	npx vitest run test/integration
+
+## demo: the stale-neighbour bug and its fix on a throwaway bridge and netns (needs root)
+demo: deps system-deps build
+	bash scripts/demo.sh bin
+
+## bench: ADD's wall time against `node -e 0`, interleaved, as a ratio
+bench: deps system-deps build
+	node scripts/bench.mjs
+
+clean:
+	rm -rf bin

@@ -1,0 +1,67 @@
+// Bundles src/main.ts into one executable file, bin/announcer, with the
+// native addons of koffi and netlink embedded (see src/native/embedded-addon.ts).
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(join(root, 'package.json'));
+const outfile = process.argv[2] ? resolve(process.argv[2]) : join(root, 'bin', 'announcer');
+const platform = `${process.platform}-${process.arch}`;
+
+/** The .node files to embed, by name. */
+const addons = {
+  koffi: join(dirname(require.resolve(`@koromix/koffi-${platform}/package.json`)), `${process.platform}_${process.arch}`, 'koffi.node'),
+  netlink: join(dirname(require.resolve('netlink/package.json')), 'prebuilds', platform, 'node.napi.node'),
+};
+
+const embedNatives = {
+  name: 'embed-natives',
+  setup(b) {
+    // Take koffi's CommonJS entry: its ESM entry resolves the binary through import.meta.
+    b.onResolve({ filter: /^koffi$/ }, () => ({ path: require.resolve('koffi') }));
+    // koffi loads its prebuilt binary from @koromix/koffi-<platform>; only ours is embedded.
+    b.onResolve({ filter: /^@koromix\/koffi-/ }, (args) =>
+      args.path === `@koromix/koffi-${platform}` ? { path: 'koffi', namespace: 'addon' } : { path: args.path, namespace: 'absent' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'absent' }, () => ({ contents: 'module.exports = null;', loader: 'js' }));
+    // netlink finds its binding at run time with node-gyp-build; point it at the embedded one.
+    b.onLoad({ filter: /netlink[\\/]dist[\\/]raw\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const replaced = source.replace(/require\('node-gyp-build'\)\([^)]*\)/, "require('addon:netlink')");
+      if (replaced === source) throw new Error('netlink/dist/raw.js: binding loader not found');
+      return { contents: replaced, loader: 'js' };
+    });
+    b.onResolve({ filter: /^addon:/ }, (args) => ({ path: args.path.slice('addon:'.length), namespace: 'addon' }));
+    b.onLoad({ filter: /.*/, namespace: 'addon' }, (args) => {
+      const bytes = readFileSync(addons[args.path]);
+      const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+      return {
+        contents: `const { loadEmbeddedAddon } = require(${JSON.stringify(join(root, 'src/native/embedded-addon.ts'))});
+module.exports = loadEmbeddedAddon(${JSON.stringify(args.path)}, ${JSON.stringify(hash)}, ${JSON.stringify(bytes.toString('base64'))});`,
+        loader: 'js',
+        resolveDir: root,
+      };
+    });
+  },
+};
+
+mkdirSync(dirname(outfile), { recursive: true });
+await build({
+  entryPoints: [join(root, 'src/main.ts')],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  minify: true,
+  legalComments: 'none',
+  banner: { js: '#!/usr/bin/env node' },
+  plugins: [embedNatives],
+  logLevel: 'warning',
+});
+chmodSync(outfile, 0o755);
+console.log(`built ${outfile}`);
