@@ -1,7 +1,8 @@
 // Bundles src/main.ts into one executable file, bin/announcer, with the
 // native addons of koffi and netlink embedded (see src/native/embedded-addon.ts).
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { brotliCompressSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,10 @@ const addons = {
   koffi: join(dirname(require.resolve(`@koromix/koffi-${platform}/package.json`)), `${process.platform}_${process.arch}`, 'koffi.node'),
   netlink: join(dirname(require.resolve('netlink/package.json')), 'prebuilds', platform, 'node.napi.node'),
 };
+
+function sha256(bytes) {
+  return createHash('sha256').update(bytes).digest('hex');
+}
 
 const embedNatives = {
   name: 'embed-natives',
@@ -36,16 +41,12 @@ const embedNatives = {
       return { contents: replaced, loader: 'js' };
     });
     b.onResolve({ filter: /^addon:/ }, (args) => ({ path: args.path.slice('addon:'.length), namespace: 'addon' }));
-    b.onLoad({ filter: /.*/, namespace: 'addon' }, (args) => {
-      const bytes = readFileSync(addons[args.path]);
-      const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
-      return {
-        contents: `const { loadEmbeddedAddon } = require(${JSON.stringify(join(root, 'src/native/embedded-addon.ts'))});
-module.exports = loadEmbeddedAddon(${JSON.stringify(args.path)}, ${JSON.stringify(hash)}, ${JSON.stringify(bytes.toString('base64'))});`,
-        loader: 'js',
-        resolveDir: root,
-      };
-    });
+    b.onLoad({ filter: /.*/, namespace: 'addon' }, (args) => ({
+      contents: `const { loadEmbeddedAddon } = require(${JSON.stringify(join(root, 'src/native/embedded-addon.ts'))});
+module.exports = loadEmbeddedAddon(${JSON.stringify(args.path)}, ${JSON.stringify(sha256(readFileSync(addons[args.path])))});`,
+      loader: 'js',
+      resolveDir: root,
+    }));
   },
 };
 
@@ -63,5 +64,11 @@ await build({
   plugins: [embedNatives],
   logLevel: 'warning',
 });
+// The addons go in a trailing comment: see src/native/embedded-addon.ts.
+const trailer = Object.entries(addons).map(([name, file]) => {
+  const bytes = readFileSync(file);
+  return `${name} ${sha256(bytes)} ${brotliCompressSync(bytes).toString('base64')}`;
+});
+appendFileSync(outfile, `\n/*@cni-announcer-addons\n${trailer.join('\n')}\n*/\n`);
 chmodSync(outfile, 0o755);
 console.log(`built ${outfile}`);

@@ -42,10 +42,13 @@ async function findHostPeer(
   hostNameHints: readonly string[],
 ): Promise<{ index: number; name: string } | undefined> {
   if (link.kind !== 'veth' || link.linkIndex === undefined || link.linkNetnsid === undefined) return undefined;
-  const isPeer = (h: LinkInfo): boolean => h.kind === 'veth' && h.linkIndex === link.index && h.linkNetnsid !== undefined;
-  const hostLinks = await host.links();
-  const peer =
-    hostLinks.find((h) => h.index === link.linkIndex && isPeer(h)) ??
-    hostLinks.find((h) => hostNameHints.includes(h.name) && isPeer(h));
+  const isPeer = (h: LinkInfo | undefined): h is LinkInfo =>
+    h !== undefined && h.kind === 'veth' && h.linkIndex === link.index && h.linkNetnsid !== undefined;
+  let peer: LinkInfo | undefined = await host.linkByIndex(link.linkIndex);
+  for (const hint of hostNameHints) {
+    if (isPeer(peer)) break;
+    peer = await host.linkByName(hint);
+  }
+  if (!isPeer(peer)) return undefined;
   return peer ? { index: peer.index, name: peer.name } : undefined;
 }

@@ -2,6 +2,7 @@ import { announceOnAdd } from '../announce/add';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
 import { planAnnouncement } from '../plan';
+import { parseMacPrefix } from '../wire/derive-mac';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
 
@@ -11,6 +12,12 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   const log = deps.logger(config, env);
   const netnsId = requirePodNetns(env.netns);
   const plan = planAnnouncement(options, prevResult, env, config.runtimeConfig?.mac);
+  if (options.mac === 'ip-derived' && (parseMacPrefix(options.macPrefix)[0]! & 0x02) === 0) {
+    log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });
+  }
+  if (config.runtimeConfig?.mac && options.mac === 'ip-derived') {
+    log.info('runtime requested a MAC: keeping it instead of the IP-derived one', { mac: config.runtimeConfig.mac });
+  }
   const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   const setsMac = plan.interfaces.some((i) => i.targetMac);
   if (!sends && !setsMac) {

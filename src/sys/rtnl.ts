@@ -1,10 +1,14 @@
 // Typed rtnetlink operations over one `netlink` socket. The socket is bound
 // to whatever netns it was created in (see netns.ts); this file never switches.
-import type { RtNetlinkSocket } from 'netlink';
+import type { RtNetlinkSocket, rt } from 'netlink';
+
+type LinkMessage = rt.LinkMessage;
 import { bridgePortState, ipvlanMode, linkKind, type IpvlanMode } from './link-info';
-import { netlinkCall } from './sys-error';
+import { hasErrno, netlinkCall } from './sys-error';
 
 const AF_INET = 2;
+/** IFLA_EXT_MASK with RTEXT_FILTER_SKIP_STATS: link stats are large and unused. */
+const SKIP_STATS = Buffer.from([8, 0, 0, 0]);
 const AF_BRIDGE = 7;
 const AF_INET6 = 10;
 
@@ -39,6 +43,24 @@ export interface AddressInfo {
   optimistic: boolean;
 }
 
+function toLinkInfo(m: LinkMessage): LinkInfo {
+  const flags = m.data.flags ?? {};
+  const a = m.attrs;
+  return {
+    index: m.data.index ?? 0,
+    name: a.ifname ?? '',
+    mac: a.address,
+    up: flags.up === true,
+    running: flags.running === true,
+    noarp: flags.noarp === true,
+    master: a.master,
+    linkIndex: a.link && a.link.length >= 4 ? a.link.readUInt32LE(0) : undefined,
+    linkNetnsid: a.linkNetnsid,
+    kind: linkKind(a.linkinfo),
+    ipvlanMode: ipvlanMode(a.linkinfo),
+  };
+}
+
 /** rtnetlink multicast groups the plugin listens to. */
 export type RtnlGroup = 'LINK' | 'IPV4_IFADDR' | 'IPV6_IFADDR';
 
@@ -48,34 +70,29 @@ export class Rtnl {
 
   /** All links of the socket's netns. */
   async links(): Promise<LinkInfo[]> {
-    const msgs = await netlinkCall('RTM_GETLINK dump', () => this.socket.getLinks());
-    return msgs.map((m) => {
-      const flags = m.data.flags ?? {};
-      const a = m.attrs;
-      return {
-        index: m.data.index ?? 0,
-        name: a.ifname ?? '',
-        mac: a.address,
-        up: flags.up === true,
-        running: flags.running === true,
-        noarp: flags.noarp === true,
-        master: a.master,
-        linkIndex: a.link && a.link.length >= 4 ? a.link.readUInt32LE(0) : undefined,
-        linkNetnsid: a.linkNetnsid,
-        kind: linkKind(a.linkinfo),
-        ipvlanMode: ipvlanMode(a.linkinfo),
-      };
-    });
+    const msgs = await netlinkCall('RTM_GETLINK dump', () => this.socket.getLinks({}, { extMask: SKIP_STATS }));
+    return msgs.map(toLinkInfo);
   }
 
   /** The link called `name`, or undefined. */
   async linkByName(name: string): Promise<LinkInfo | undefined> {
-    return (await this.links()).find((l) => l.name === name);
+    return this.getLink(`RTM_GETLINK ${name}`, {}, { ifname: name });
   }
 
   /** The link with ifindex `index`, or undefined. */
   async linkByIndex(index: number): Promise<LinkInfo | undefined> {
-    return (await this.links()).find((l) => l.index === index);
+    return this.getLink(`RTM_GETLINK ifindex ${index}`, { index }, {});
+  }
+
+  // One link by index or name: a dump would make the `netlink` package parse every link.
+  private async getLink(operation: string, data: { index?: number }, attrs: { ifname?: string }): Promise<LinkInfo | undefined> {
+    try {
+      const [msg] = await netlinkCall(operation, () => this.socket.getLink(data, { ...attrs, extMask: SKIP_STATS }));
+      return msg ? toLinkInfo(msg) : undefined;
+    } catch (err) {
+      if (hasErrno(err, 'ENODEV')) return undefined;
+      throw err;
+    }
   }
 
   /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
