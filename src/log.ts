@@ -54,6 +54,14 @@ export function fileSink(file: string): LogSink {
 export const silentLogger: Logger = createLogger(() => {}, 'error');
 
 function formatValue(v: unknown): string {
-  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
+  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : safeJson(v);
   return /[\s"=]/.test(s) ? JSON.stringify(s) : s;
+}
+
+function safeJson(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v); // BigInt, circular objects: a log line must never throw
+  }
 }

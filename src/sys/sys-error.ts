@@ -2,8 +2,11 @@
 // package is turned into a SysError that carries the errno.
 import { constants } from 'node:os';
 
+// Some errnos have two names (EAGAIN/EWOULDBLOCK, ENOTSUP/EOPNOTSUPP): keep the first, the usual one.
 const ERRNO_NAMES: ReadonlyMap<number, string> = new Map(
-  Object.entries(constants.errno).map(([name, value]) => [value, name]),
+  Object.entries(constants.errno)
+    .reverse()
+    .map(([name, value]) => [value, name]),
 );
 
 /** A failed syscall or netlink request, with its errno and the operation that failed. */

@@ -1,0 +1,137 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, expect } from 'vitest';
+import { createLogger, fileSink, type LogLevel } from '../../src/log';
+import { SysError } from '../../src/sys/sys-error';
+
+const T = '2024-05-06T07:08:09.010Z';
+const clock = (): Date => new Date(T);
+
+/** A logger at `level` whose lines land in the returned array. */
+function capture(level: LogLevel, base?: Record<string, unknown>) {
+  const lines: string[] = [];
+  const log = createLogger((line) => lines.push(line), level, base, clock);
+  return { log, lines };
+}
+
+describe('createLogger: levels', () => {
+  it('writes `time LEVEL msg` lines', () => {
+    const { log, lines } = capture('debug');
+    log.error('ADD failed');
+    log.warn('pod not ready in time');
+    log.info('announced');
+    log.debug('round sent');
+    expect(lines).toEqual([
+      `${T} ERROR ADD failed\n`,
+      `${T} WARN pod not ready in time\n`,
+      `${T} INFO announced\n`,
+      `${T} DEBUG round sent\n`,
+    ]);
+  });
+
+  it('drops lines below the level', () => {
+    const info = capture('info');
+    info.log.debug('dropped');
+    info.log.info('kept');
+    info.log.warn('kept');
+    expect(info.lines).toEqual([`${T} INFO kept\n`, `${T} WARN kept\n`]);
+
+    const warn = capture('warn');
+    warn.log.info('dropped');
+    warn.log.warn('kept');
+    expect(warn.lines).toEqual([`${T} WARN kept\n`]);
+
+    const error = capture('error');
+    error.log.warn('dropped');
+    error.log.error('kept');
+    expect(error.lines).toEqual([`${T} ERROR kept\n`]);
+  });
+});
+
+describe('createLogger: fields', () => {
+  it('appends fields as k=v in order, leaving out undefined ones', () => {
+    const { log, lines } = capture('info');
+    log.info('announced', { round: 1, of: 3, deferred: false, skipped: undefined, last: null });
+    expect(lines).toEqual([`${T} INFO announced round=1 of=3 deferred=false last=null\n`]);
+  });
+
+  it('puts with() fields before call fields, and lets call fields override them', () => {
+    const { log, lines } = capture('info');
+    const attachment = log.with({ containerId: 'c0ffee', ifname: 'eth0' });
+    attachment.info('announced', { frames: 2 });
+    attachment.info('moved', { ifname: 'net1' });
+    expect(lines).toEqual([`${T} INFO announced containerId=c0ffee ifname=eth0 frames=2\n`, `${T} INFO moved containerId=c0ffee ifname=net1\n`]);
+  });
+
+  it('chains with() and keeps the parent logger unchanged', () => {
+    const { log, lines } = capture('info', { network: 'podnet' });
+    const child = log.with({ containerId: 'c0ffee' }).with({ ifname: 'eth0' });
+    child.info('a');
+    log.info('b');
+    expect(lines).toEqual([`${T} INFO a network=podnet containerId=c0ffee ifname=eth0\n`, `${T} INFO b network=podnet\n`]);
+  });
+
+  it('keeps the level in with() loggers', () => {
+    const { log, lines } = capture('warn');
+    log.with({ ifname: 'eth0' }).info('dropped');
+    expect(lines).toEqual([]);
+  });
+
+  it('quotes values with spaces, quotes or "="', () => {
+    const { log, lines } = capture('info');
+    log.info('not announcing address', { reason: 'not ready', note: 'say "hi"', args: 'K=V', path: '/var/run/netns/pod' });
+    expect(lines).toEqual([
+      `${T} INFO not announcing address reason="not ready" note="say \\"hi\\"" args="K=V" path=/var/run/netns/pod\n`,
+    ]);
+  });
+
+  it('renders arrays and objects as JSON, quoted', () => {
+    const { log, lines } = capture('info');
+    log.info('waiting', { interfaces: ['eth0', 'net1'] });
+    expect(lines).toEqual([`${T} INFO waiting interfaces="[\\"eth0\\",\\"net1\\"]"\n`]);
+  });
+
+  it('renders Error values by their message', () => {
+    const { log, lines } = capture('info');
+    log.error('ADD failed', { error: new SysError('setns(/var/run/netns/pod)', 2) });
+    log.error('ADD failed', { error: new Error('boom') });
+    expect(lines).toEqual([`${T} ERROR ADD failed error="setns(/var/run/netns/pod): ENOENT"\n`, `${T} ERROR ADD failed error=boom\n`]);
+  });
+});
+
+describe('fileSink', () => {
+  it('appends lines to a 0600 file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
+    try {
+      const file = join(dir, 'announcer.log');
+      const sink = fileSink(file);
+      sink('one\n');
+      sink('two\n');
+      expect(readFileSync(file, 'utf8')).toBe('one\ntwo\n');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('drops a line it cannot write instead of throwing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
+    try {
+      expect(() => fileSink(join(dir, 'missing', 'announcer.log'))('lost\n')).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('values JSON cannot encode', () => {
+  it('logs BigInt and circular values instead of throwing', () => {
+    const lines: string[] = [];
+    const log = createLogger((l) => lines.push(l), 'debug', {}, () => new Date(0));
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    log.warn('odd values', { big: 10n, circular });
+    expect(lines).toEqual(['1970-01-01T00:00:00.000Z WARN odd values big=10 circular="[object Object]"\n']);
+  });
+});

@@ -1,0 +1,92 @@
+import { describe, it, expect } from 'vitest';
+import type { Libc } from '../../../src/sys/libc';
+import { packetSocket, sockaddrLl } from '../../../src/sys/packet-socket';
+import { gratuitousArp } from '../../../src/wire/arp';
+import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
+
+const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
+const MAC = bytes('02420a580005');
+const ARP = gratuitousArp({ mac: MAC, ip: bytes('0a580005'), op: 'request' });
+const NA = unsolicitedNeighborAdvert({ mac: MAC, ip: bytes('fd000088000000000000000000000005'), router: false, override: true });
+
+/** A Libc that records sendto/close and refuses everything else. */
+function fakeLibc(): { libc: Libc; sends: { fd: number; frame: string; address: string }[]; closes: number[] } {
+  const sends: { fd: number; frame: string; address: string }[] = [];
+  const closes: number[] = [];
+  const libc: Libc = {
+    setns: () => {
+      throw new Error('unexpected setns');
+    },
+    openPacketSocket: () => {
+      throw new Error('unexpected openPacketSocket');
+    },
+    sendto: (fd, frame, address) => {
+      sends.push({ fd, frame: Buffer.from(frame).toString('hex'), address: Buffer.from(address).toString('hex') });
+      return frame.length;
+    },
+    close: (fd) => {
+      closes.push(fd);
+    },
+  };
+  return { libc, sends, closes };
+}
+
+describe('sockaddrLl', () => {
+  it('addresses an ARP frame to an ifindex', () => {
+    const expected = [
+      '1100', // sll_family AF_PACKET (17), host order (LE)
+      '0806', // sll_protocol ETH_P_ARP, network order
+      '03000000', // sll_ifindex 3, LE
+      '0100', // sll_hatype ARPHRD_ETHER, LE
+      '00', // sll_pkttype
+      '06', // sll_halen
+      'ffffffffffff0000', // sll_addr: destination MAC, zero-filled to 8
+    ].join('');
+    const sll = sockaddrLl(3, ARP);
+    expect(sll.length).toBe(20);
+    expect(sll.toString('hex')).toBe(expected);
+  });
+
+  it('takes the protocol and destination from an NA frame, ifindex little-endian', () => {
+    const expected = ['1100', '86dd', '04030201', '0100', '00', '06', '3333000000010000'].join('');
+    expect(sockaddrLl(0x01020304, NA).toString('hex')).toBe(expected);
+  });
+});
+
+describe('packetSocket', () => {
+  it('sends each frame with sendto on its fd, addressed by sockaddr_ll', () => {
+    const { libc, sends } = fakeLibc();
+    const socket = packetSocket(libc, 7);
+    socket.send(3, ARP);
+    socket.send(4, NA);
+    expect(sends).toEqual([
+      { fd: 7, frame: ARP.toString('hex'), address: sockaddrLl(3, ARP).toString('hex') },
+      { fd: 7, frame: NA.toString('hex'), address: sockaddrLl(4, NA).toString('hex') },
+    ]);
+  });
+
+  it('refuses to send after close', () => {
+    const { libc, sends } = fakeLibc();
+    const socket = packetSocket(libc, 7);
+    socket.close();
+    expect(() => socket.send(3, ARP)).toThrow('packet socket is closed');
+    expect(sends).toEqual([]);
+  });
+
+  it('closes its fd once, however often it is closed', () => {
+    const { libc, closes } = fakeLibc();
+    const socket = packetSocket(libc, 7);
+    expect(closes).toEqual([]);
+    socket.close();
+    socket.close();
+    expect(closes).toEqual([7]);
+  });
+
+  it('lets a sendto failure through', () => {
+    const { libc } = fakeLibc();
+    libc.sendto = () => {
+      throw new Error('sendto: ENETDOWN');
+    };
+    expect(() => packetSocket(libc, 7).send(3, ARP)).toThrow('sendto: ENETDOWN');
+  });
+});
