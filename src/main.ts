@@ -2,7 +2,8 @@
 // `announcer tail JOB` runs the background tail instead (started by ADD).
 import { readFileSync } from 'node:fs';
 import { runTail } from './announce/tail';
-import { TAIL_VERB, type TailJob } from './announce/tail-job';
+import { readRecord } from './announce/state';
+import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
 import { dispatch } from './cni/dispatch';
 import { createLogger, fileSink, silentLogger, type LogLevel } from './log';
@@ -39,7 +40,9 @@ async function main(): Promise<void> {
   const libc: () => Libc = once(loadLibc);
   const timers = realTimers();
   if (process.argv[2] === TAIL_VERB) {
-    const job = JSON.parse(process.argv[3] ?? '{}') as TailJob;
+    // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
+    const job = readRecord(process.argv[3] ?? '')?.job;
+    if (!job) return exit(0); // DEL got there first
     const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
     try {
       await runTail({ libc: libc(), timers, log }, job);
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
     libc,
     timers,
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
-    startTail: (job) => spawnDetached(self, [TAIL_VERB, JSON.stringify(job)]),
+    startTail: (recordFile) => spawnDetached(self, [TAIL_VERB, recordFile]),
   });
   const code = await dispatch({ env: process.env, readStdin, writeStdout: (text) => process.stdout.write(text) }, plugin);
   exit(code);

@@ -5,12 +5,13 @@ import type { Logger, LogLevel } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import type { NetnsId } from '../sys/netns';
-import type { ProcessId } from '../sys/processes';
+import { signalProcess, type ProcessId } from '../sys/processes';
 import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
 import { sendRound } from './round';
 import { openSession, waitReady, type PodSession } from './session';
-import { removeRecord, writeRecord, type AttachmentRecord } from './state';
+import { readRecord, recordPath, removeRecord, writeRecord, type AttachmentRecord } from './state';
+import { stopTail } from './stop-tail';
 import type { TailJob } from './tail-job';
 import type { Timers } from './timers';
 
@@ -19,8 +20,8 @@ export interface AddDeps {
   libc: Libc;
   timers: Timers;
   log: Logger;
-  /** Starts the detached background tail; returns its identity. */
-  startTail(job: TailJob): ProcessId;
+  /** Starts the detached background tail on the record file that holds its job; returns its identity. */
+  startTail(recordFile: string): ProcessId;
 }
 
 /** One attachment's ADD. */
@@ -44,15 +45,19 @@ export interface AddJob {
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   const { log, timers } = deps;
   const startedAt = timers.epochMs();
-  const plan = job.plan;
-  const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+  const file = recordPath(job.stateDir, job.containerId, job.ifname);
+  // A repeated ADD takes over the attachment: stop its tail, keep the MACs it must restore.
+  const previous = readRecord(file);
+  if (previous?.tail) await stopTail(previous.tail, timers);
   const record: AttachmentRecord = {
     network: job.network,
     containerId: job.containerId,
     ifname: job.ifname,
     netns: job.netns,
-    originalMacs: [],
+    originalMacs: previous?.originalMacs ?? [],
   };
+  const plan = job.plan;
+  const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
   let tail: TailJob | undefined;
   let macs: Map<number, string>;
   try {
@@ -66,11 +71,35 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
     session.close();
   }
   if (tail) {
-    record.tail = deps.startTail(tail);
-    log.debug('background tail started', { pid: record.tail.pid, rounds: tail.schedule.length });
+    record.job = tail;
+    persist(job.stateDir, record);
+    try {
+      record.tail = deps.startTail(file);
+      log.debug('background tail started', { pid: record.tail.pid, rounds: tail.schedule.length });
+    } catch (err) {
+      log.error('cannot start the background tail: later rounds will not be sent', { error: err });
+    }
   }
-  if (record.tail || record.originalMacs.length > 0) writeRecord(job.stateDir, record);
+  if (record.tail || record.originalMacs.length > 0) {
+    try {
+      persist(job.stateDir, record);
+    } catch (err) {
+      // A tail nobody can find would outlive its attachment.
+      if (record.tail) signalProcess(record.tail, 'SIGKILL');
+      throw err;
+    }
+  } else if (previous) {
+    removeRecord(file);
+  }
   return macs;
+}
+
+function persist(stateDir: string, record: AttachmentRecord): void {
+  try {
+    writeRecord(stateDir, record);
+  } catch (err) {
+    throw new CniError(ErrorCode.StateFailure, `cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 async function applyTargetMacs(
@@ -84,19 +113,24 @@ async function applyTargetMacs(
   for (const plan of interfaces) {
     if (!plan.targetMac) continue;
     const iface = session.interfaces.find((i) => i.name === plan.name)!;
+    if (iface.kind === 'ipvlan') {
+      log.warn('ipvlan shares its parent MAC: not setting the IP-derived MAC', { interface: plan.name });
+      continue;
+    }
     const link = await session.pod.rtnl.linkByIndex(iface.index);
+    if (!link?.mac || link.mac.length !== 6) {
+      log.warn('interface has no Ethernet address: not setting the IP-derived MAC', { interface: plan.name });
+      continue;
+    }
     const target = formatMac(plan.targetMac);
-    if (link?.mac && !link.mac.equals(plan.targetMac)) {
-      record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
+    if (!link.mac.equals(plan.targetMac)) {
+      const recorded = record.originalMacs.some((m) => m.name === plan.name);
       // Record first: a DEL after a crash mid-way can still restore the original.
-      const file = writeRecord(stateDir, record);
-      try {
-        await session.pod.rtnl.setMac(iface.index, plan.targetMac);
-      } catch (err) {
-        record.originalMacs.pop();
-        if (record.originalMacs.length === 0) removeRecord(file);
-        throw err;
+      if (!recorded) {
+        record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
+        persist(stateDir, record);
       }
+      await session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
     }
     if (plan.resultIndex !== undefined) macs.set(plan.resultIndex, target);

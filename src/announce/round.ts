@@ -16,7 +16,13 @@ export function sendRound(
   let sent = 0;
   for (const input of inputs) {
     for (const s of input.skipped) log.warn('not announcing address', { interface: input.name, address: s });
-    const frames = roundFrames(input, arpOps, router);
+    let frames: Buffer[];
+    try {
+      frames = roundFrames(input, arpOps, router);
+    } catch (err) {
+      log.error('cannot build announcements', { interface: input.name, error: err });
+      continue;
+    }
     for (const frame of frames) {
       try {
         packet.send(input.index, frame);

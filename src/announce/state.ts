@@ -3,6 +3,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProcessId } from '../sys/processes';
+import type { TailJob } from './tail-job';
 
 /** What is recorded about one attachment. */
 export interface AttachmentRecord {
@@ -12,6 +13,8 @@ export interface AttachmentRecord {
   netns: string;
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
+  /** The background tail's work order: the tail reads it from here, not from its command line. */
+  job?: TailJob | undefined;
   /** The background tail, while one may be running. */
   tail?: ProcessId | undefined;
 }

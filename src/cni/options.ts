@@ -20,7 +20,7 @@ export interface AnnounceOptions {
 /**
  * Computes one attachment's options with precedence config < CNI_ARGS < `args.cni.announce`.
  * ANNOUNCE=false|true sets `enabled`; `args.cni.announce` false/true sets `enabled`, and an object
- * enables (unless it says `enabled: false`) and overrides the fields it names.
+ * overrides only the fields it names (`enabled` included): a pod's tuning never re-enables an opted-out pod.
  */
 export function resolveOptions(config: PluginConfig, args: CniArgs): AnnounceOptions {
   const options: AnnounceOptions = {
@@ -45,7 +45,7 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): AnnounceOpt
 }
 
 function applyOverrides(options: AnnounceOptions, o: AnnounceOverrides): void {
-  options.enabled = o.enabled ?? true;
+  if (o.enabled !== undefined) options.enabled = o.enabled;
   if (o.ipv4 !== undefined) options.ipv4 = o.ipv4;
   if (o.ipv6 !== undefined) options.ipv6 = o.ipv6;
   if (o.arpOp !== undefined) options.arpOp = o.arpOp;

@@ -1,7 +1,7 @@
 import { announceOnAdd } from '../announce/add';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
-import { planAnnouncement } from '../plan';
+import { planFor } from './plan-for';
 import { parseMacPrefix } from '../wire/derive-mac';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
@@ -11,7 +11,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   const { config, options, env, prevResult } = req;
   const log = deps.logger(config, env);
   const netnsId = requirePodNetns(env.netns);
-  const plan = planAnnouncement(options, prevResult, env, config.runtimeConfig?.mac);
+  const plan = planFor(config, options, prevResult, env, netnsId);
   if (options.mac === 'ip-derived' && (parseMacPrefix(options.macPrefix)[0]! & 0x02) === 0) {
     log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });
   }

@@ -1,6 +1,6 @@
 import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
-import { planAnnouncement } from '../plan';
+import { planFor } from './plan-for';
 import { openPodSockets } from '../sys/netns';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { formatMac } from '../wire/mac';
@@ -10,8 +10,8 @@ import { requirePodNetns, toCniError } from './errors';
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
 export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
   const { config, options, env, prevResult } = req;
-  requirePodNetns(env.netns);
-  const plan = planAnnouncement(options, prevResult, env, config.runtimeConfig?.mac);
+  const netnsId = requirePodNetns(env.netns);
+  const plan = planFor(config, options, prevResult, env, netnsId);
   let pod;
   try {
     pod = openPodSockets(deps.libc(), env.netns);

@@ -4,7 +4,7 @@ import type { Logger } from '../log';
 import { checkNetnsPath, openPodSockets } from '../sys/netns';
 import { parseMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
-import { stopTail } from './stop-tail';
+import { stopTail } from '../announce/stop-tail';
 
 /**
  * DEL: stop the attachment's tail, put back the MACs we replaced (host-device

@@ -3,7 +3,6 @@ import type { PluginConfig } from '../cni/config';
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import type { ProcessId } from '../sys/processes';
-import type { TailJob } from '../announce/tail-job';
 import type { Timers } from '../announce/timers';
 
 /** What the commands need from the process, injected by main.ts (and by tests). */
@@ -13,8 +12,8 @@ export interface CommandDeps {
   timers: Timers;
   /** A logger for one attachment (or for the network, when ids are absent). */
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
-  /** Starts the detached background tail. */
-  startTail(job: TailJob): ProcessId;
+  /** Starts the detached background tail on a state record that holds its job. */
+  startTail(recordFile: string): ProcessId;
 }
 
 /** The options ADD and CHECK plan with. */

@@ -1,7 +1,7 @@
 import { listRecords, removeRecord } from '../announce/state';
 import type { GcRequest } from '../cni/dispatch';
 import type { CommandDeps } from './deps';
-import { stopTail } from './stop-tail';
+import { stopTail } from '../announce/stop-tail';
 
 /** GC: stop tails and drop records of this network's attachments that the runtime no longer lists. */
 export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {

@@ -455,7 +455,8 @@ describe('option precedence: config < CNI_ARGS < args.cni', () => {
 
   it('args.cni.announce overrides beat config fields', async () => {
     const r = await run({ ...ADD, CNI_ARGS: 'ANNOUNCE=false' }, config({ count: 1, arpOp: 'reply', args: { cni: { announce: { count: 7 } } } }));
-    expect(r.calls.add[0]?.options).toMatchObject({ enabled: true, count: 7, arpOp: 'reply' });
+    // An override object changes only the fields it names: it does not re-enable an opted-out pod.
+    expect(r.calls.add[0]?.options).toMatchObject({ enabled: false, count: 7, arpOp: 'reply' });
   });
 
   it('names a bad override with its full path', async () => {

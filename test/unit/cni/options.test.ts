@@ -35,9 +35,10 @@ describe('resolveOptions', () => {
   it.each([
     [false, true, false],
     [true, false, true],
-    [{ count: 5 }, false, true],
+    [{ count: 5 }, false, false],
+    [{ count: 5, enabled: true }, false, true],
     [{ enabled: false, mac: 'keep' }, true, false],
-  ])('lets args.cni.announce %j beat ANNOUNCE=%s (enabled: %s)', (announce, cniArg, enabled) => {
+  ])('args.cni.announce %j with ANNOUNCE=%s gives enabled: %s (an object only changes what it names)', (announce, cniArg, enabled) => {
     const config = parseConfig({ ...BASE, args: { cni: { announce } } });
     expect(resolveOptions(config, args(cniArg)).enabled).toBe(enabled);
   });

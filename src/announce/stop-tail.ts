@@ -1,4 +1,4 @@
-import type { Timers } from '../announce/timers';
+import type { Timers } from './timers';
 import { isSameProcess, signalProcess, type ProcessId } from '../sys/processes';
 
 const TERM_GRACE_MS = 1000;

@@ -1,0 +1,25 @@
+import type { AnnounceOptions } from '../cni/options';
+import type { PluginConfig } from '../cni/config';
+import type { PrevResult } from '../cni/result';
+import { planAnnouncement, type AnnouncePlan } from '../plan';
+import { netnsIdAt, type NetnsId } from '../sys/netns';
+
+/**
+ * Plans an attachment. A prevResult `sandbox` spelled differently from
+ * CNI_NETNS (a symlink, /proc/PID/ns/net) still names the pod when it is the
+ * same netns file.
+ */
+export function planFor(
+  config: PluginConfig,
+  options: AnnounceOptions,
+  prevResult: PrevResult,
+  env: { netns: string; ifname: string },
+  netnsId: NetnsId,
+): AnnouncePlan {
+  const interfaces = prevResult.interfaces.map((i) => {
+    if (!i.sandbox || i.sandbox === env.netns) return i;
+    const id = netnsIdAt(i.sandbox);
+    return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
+  });
+  return planAnnouncement(options, { interfaces, ips: prevResult.ips }, env, config.runtimeConfig?.mac);
+}
