@@ -1,7 +1,7 @@
 // Bundles src/main.ts into one executable file, bin/announcer, with the
 // native addons of koffi and netlink embedded (see src/native/embedded-addon.ts).
 import { createHash } from 'node:crypto';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { brotliCompressSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -51,9 +51,11 @@ module.exports = loadEmbeddedAddon(${JSON.stringify(args.path)}, ${JSON.stringif
 };
 
 mkdirSync(dirname(outfile), { recursive: true });
+// Built beside the target and renamed over it: a runtime exec'ing the plugin never sees half a file.
+const tmpfile = `${outfile}.${process.pid}.tmp`;
 await build({
   entryPoints: [join(root, 'src/main.ts')],
-  outfile,
+  outfile: tmpfile,
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -69,6 +71,7 @@ const trailer = Object.entries(addons).map(([name, file]) => {
   const bytes = readFileSync(file);
   return `${name} ${sha256(bytes)} ${brotliCompressSync(bytes).toString('base64')}`;
 });
-appendFileSync(outfile, `\n/*@cni-announcer-addons\n${trailer.join('\n')}\n*/\n`);
-chmodSync(outfile, 0o755);
+appendFileSync(tmpfile, `\n/*@cni-announcer-addons\n${trailer.join('\n')}\n*/\n`);
+chmodSync(tmpfile, 0o755);
+renameSync(tmpfile, outfile);
 console.log(`built ${outfile}`);

@@ -1,0 +1,225 @@
+// Proves the integration harness against the real bridge plugin alone (no
+// announcer): the stale-entry bug of field notes §1 reproduces, a gratuitous
+// ARP sent by hand repairs it and decodes as one, kernel-sent announcements
+// decode field by field, broken frames are flagged, and nothing is left behind.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  addBridgePod,
+  allocSubnet,
+  createBridge,
+  createHostVeth,
+  createNetns,
+  createStandInPod,
+  decodePcap,
+  hostVeth,
+  linkShow,
+  listLinks,
+  listNetns,
+  neighEntry,
+  plantStale,
+  podInterface,
+  readPcap,
+  run,
+  runOk,
+  RUN_TAG,
+  Scope,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitFor,
+  withScope,
+  writePcap,
+} from './harness';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `h${RUN_TAG}`;
+const OLD_MAC = '86:03:17:7a:eb:6e';
+const BROADCAST = 'ff:ff:ff:ff:ff:ff';
+
+async function leftovers(): Promise<string[]> {
+  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
+  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
+  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
+}
+
+describe('Scope', () => {
+  it('runs every step newest first and collects failures instead of throwing', async () => {
+    const scope = new Scope();
+    const ran: string[] = [];
+    scope.defer(() => void ran.push('first'), 'first');
+    scope.defer(() => {
+      ran.push('second');
+      throw new Error('boom');
+    }, 'second');
+    scope.defer(async () => void ran.push('third'), 'third');
+    const errors = await scope.close();
+    expect(ran).toEqual(['third', 'second', 'first']);
+    expect(errors.map((e) => e.message)).toEqual(['cleanup "second" failed: boom']);
+  });
+
+  it("withScope keeps the body's own error over a cleanup failure", async () => {
+    let cleaned = false;
+    const outcome = withScope(async (scope) => {
+      scope.defer(() => {
+        cleaned = true;
+        throw new Error('cleanup broke');
+      }, 'step');
+      throw new Error('the test failed');
+    });
+    await expect(outcome).rejects.toThrow('the test failed');
+    expect(cleaned).toBe(true);
+  });
+});
+
+describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no announcer', () => {
+  const scope = scopePerTest();
+
+  afterAll(async () => {
+    // Netns teardown is asynchronous in the kernel: wait, bounded, for it to finish.
+    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
+      async () => expect(await leftovers()).toEqual([]),
+    );
+  });
+
+  it('reproduces the stale entry after a bridge ADD, and a gratuitous ARP repairs it', async () => {
+    const net = allocSubnet();
+    const bridge = await createBridge(scope(), { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+    const keeperNs = await createNetns(scope(), PREFIX);
+    await addBridgePod(scope(), {
+      bridge,
+      netns: keeperNs.path,
+      ip: net.v4Cidr(9),
+      gw: net.v4(1),
+      containerId: `${PREFIX}-keeper`,
+    });
+
+    const ip = net.v4(5);
+    await plantStale(bridge, ip, OLD_MAC);
+    const podNs = await createNetns(scope(), PREFIX);
+    const result = await addBridgePod(scope(), {
+      bridge,
+      netns: podNs.path,
+      ip: net.v4Cidr(5),
+      gw: net.v4(1),
+      containerId: `${PREFIX}-pod`,
+    });
+    const pod = podInterface(result);
+    expect(pod?.sandbox).toBe(podNs.path);
+    const podMac = pod!.mac;
+    expect((await linkShow(hostVeth(result, bridge)!.name))?.master).toBe(bridge);
+
+    // The bug: the bridge plugin's ADD leaves the node's entry stale, with the old MAC.
+    expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
+
+    const capture = await startCapture(scope(), { iface: bridge, filter: 'arp' });
+    // arping (Thomas Habets' 2.23 here) exits 1 because nobody answers a gratuitous ARP.
+    const arping = await run('arping', ['-U', '-c1', '-I', 'eth0', ip], { netns: podNs.name });
+    expect(arping.stdout).toContain('1 packets transmitted');
+    const frames = await capture.stop();
+
+    const garps = frames.filter((f) => f.arp?.isGratuitous);
+    expect(garps).toHaveLength(1);
+    expect(garps[0]).toMatchObject({
+      eth: { src: podMac, dst: BROADCAST, type: 0x0806 },
+      arp: { opcode: 1, senderMac: podMac, senderIp: ip, targetIp: ip, isGratuitous: true },
+      malformed: false,
+    });
+    expect((await neighEntry(bridge, ip))?.mac).toBe(podMac);
+    expect((await run('ping', ['-c1', '-W5', ip])).code).toBe(0);
+  });
+
+  it('decodes kernel announcements from a stand-in pod, and flags broken frames', async () => {
+    const net = allocSubnet();
+    const standIn = await createStandInPod(scope(), {
+      prefix: PREFIX,
+      v4: [net.v4Cidr(7)],
+      v6: [net.v6Cidr(7)],
+      sysctls: { 'net.ipv4.conf.eth0.arp_notify': 1, 'net.ipv6.conf.eth0.ndisc_notify': 1 },
+    });
+    const ns = standIn.netns.name;
+    expect(await linkShow(standIn.ifname, ns)).toMatchObject({ up: true, operstate: 'UP', kind: 'veth' });
+    expect(await linkShow(standIn.peer, ns)).toMatchObject({ up: true, operstate: 'UP', kind: 'veth' });
+
+    // A MAC change makes the kernel announce (arp_notify / ndisc_notify): one GARP, and one NA per address.
+    const capture = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp or icmp6' });
+    const newMac = '02:00:5e:10:00:07';
+    await runOk('ip', ['-n', ns, 'link', 'set', standIn.ifname, 'address', newMac]);
+    const frames = await capture.stop();
+
+    const garps = frames.filter((f) => f.arp?.isGratuitous);
+    expect(garps).toHaveLength(1);
+    expect(garps[0]).toMatchObject({
+      eth: { src: newMac, dst: BROADCAST, type: 0x0806 },
+      arp: { opcode: 1, senderMac: newMac, senderIp: net.v4(7), targetMac: '00:00:00:00:00:00', targetIp: net.v4(7) },
+      malformed: false,
+    });
+    const nas = frames.filter((f) => f.icmpv6?.type === 136 && f.icmpv6.target === net.v6(7));
+    expect(nas).toHaveLength(1);
+    expect(nas[0]).toMatchObject({
+      eth: { src: newMac, dst: '33:33:00:00:00:01', type: 0x86dd },
+      ipv6: { src: net.v6(7), dst: 'ff02::1', hopLimit: 255 },
+      icmpv6: {
+        type: 136,
+        code: 0,
+        checksumStatus: 'good',
+        flags: { router: false, solicited: false, override: true },
+        target: net.v6(7),
+        optionType: 2,
+        linkAddr: newMac,
+      },
+      expert: [],
+      malformed: false,
+    });
+
+    // The same frames, broken by hand: a flipped checksum bit and a truncated ARP body.
+    const packets = readPcap(await readFile(capture.file)).packets;
+    const na = Buffer.from(packets[nas[0]!.number - 1]!.data);
+    const garp = packets[garps[0]!.number - 1]!.data;
+    na[14 + 40 + 3] ^= 0x01;
+    const dir = await mkdtemp(join(tmpdir(), 'announcer-harness-'));
+    scope().defer(() => rm(dir, { recursive: true, force: true }), 'temp dir');
+    const file = join(dir, 'broken.pcap');
+    await writeFile(file, writePcap([{ data: garp }, { data: garp.subarray(0, 14 + 20) }, { data: na }]));
+    const decoded = await decodePcap(file);
+    expect(decoded.map((f) => f.malformed)).toEqual([false, true, true]);
+    expect(decoded[2]!.icmpv6!.checksumStatus).toBe('bad');
+  });
+
+  it('stops a capture that saw nothing with no frames', async () => {
+    const standIn = await createStandInPod(scope(), { prefix: PREFIX });
+    const capture = await startCapture(scope(), { netns: standIn.netns.name, iface: standIn.peer, filter: 'arp' });
+    expect(await capture.count()).toBe(0);
+    expect(await capture.stop()).toEqual([]);
+    expect(capture.stats).toMatchObject({ captured: 0, droppedByKernel: 0 });
+  });
+
+  it('leaves no netns, link or host veth behind once its scope is closed', async () => {
+    const own = new Scope();
+    let hostSide: string;
+    try {
+      const net = allocSubnet();
+      const bridge = await createBridge(own, { v4Cidr: net.v4Cidr(1), v6Cidr: net.v6Cidr(1), prefix: PREFIX });
+      const podNs = await createNetns(own, PREFIX);
+      const result = await addBridgePod(own, {
+        bridge,
+        netns: podNs.path,
+        ip: net.v4Cidr(5),
+        ip6: net.v6Cidr(5),
+        gw: net.v4(1),
+        containerId: `${PREFIX}-gone`,
+      });
+      hostSide = hostVeth(result, bridge)!.name;
+      await createStandInPod(own, { prefix: PREFIX });
+      await createHostVeth(own, PREFIX);
+      await startCapture(own, { iface: bridge, filter: 'arp' });
+      expect((await leftovers()).length).toBeGreaterThanOrEqual(5);
+    } finally {
+      expect(await own.close()).toEqual([]);
+    }
+    expect(await leftovers()).toEqual([]);
+    await waitFor(async () => (await linkShow(hostSide)) === undefined, { what: `host veth ${hostSide} gone` });
+  });
+});

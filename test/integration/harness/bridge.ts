@@ -1,0 +1,116 @@
+// Host-side L2 for tests: a Linux bridge in the host netns, and stand-in pods
+// (a netns whose veth pair stays wholly inside it, field notes §5b: this kernel
+// has no dummy driver).
+import { runOk } from './exec';
+import { deleteLink, linkShow } from './links';
+import { createNetns, type Netns } from './netns';
+import { randomMac, uniqueName } from './names';
+import type { Scope } from './scope';
+import { setSysctl } from './sysctl';
+
+/** How createBridge sets up the bridge. */
+export interface BridgeOptions {
+  /** The node's address on the bridge, e.g. 10.88.0.1/24. */
+  v4Cidr: string;
+  /** An IPv6 address for the bridge (added with nodad); without it, IPv6 is disabled on the bridge. */
+  v6Cidr?: string;
+  /** Name prefix (≤ 9 chars). Default `hbr`. */
+  prefix?: string;
+  /** The bridge MAC. Default: a random locally administered one. */
+  mac?: string;
+}
+
+/**
+ * Creates an up bridge (STP off) in the host netns with its addresses; deleted at
+ * scope close. Its MAC is set explicitly: a bridge with an automatic MAC takes
+ * its lowest port's MAC, and that change (NETDEV_CHANGEADDR) flushes every
+ * neighbour entry on it, which would erase a planted stale entry.
+ */
+export async function createBridge(scope: Scope, opts: BridgeOptions): Promise<string> {
+  const name = uniqueName(opts.prefix ?? 'hbr');
+  await runOk('ip', ['link', 'add', name, 'type', 'bridge', 'stp_state', '0']);
+  scope.defer(() => deleteLink(name), `bridge ${name}`);
+  await runOk('ip', ['link', 'set', name, 'address', opts.mac ?? randomMac()]);
+  if (opts.v6Cidr === undefined) await setSysctl(`net.ipv6.conf.${name}.disable_ipv6`, 1);
+  await runOk('ip', ['addr', 'add', opts.v4Cidr, 'dev', name]);
+  if (opts.v6Cidr !== undefined) await runOk('ip', ['-6', 'addr', 'add', opts.v6Cidr, 'dev', name, 'nodad']);
+  await runOk('ip', ['link', 'set', name, 'up']);
+  return name;
+}
+
+/** How createStandInPod builds its pod. */
+export interface StandInPodOptions {
+  /** Netns name prefix (≤ 9 chars). Default `hpod`. */
+  prefix?: string;
+  /** The pod interface. Default `eth0`. */
+  ifname?: string;
+  /** The veth peer that stays in the pod netns. Default `peer0`. */
+  peer?: string;
+  /** MAC for the pod interface. Default: the kernel's random one. */
+  mac?: string;
+  /** IPv4 addresses (CIDR) for the pod interface. */
+  v4?: string[];
+  /** IPv6 addresses (CIDR) for the pod interface, added with nodad unless `dad`. */
+  v6?: string[];
+  /** Run DAD for the IPv6 addresses (they start TENTATIVE). Default false. */
+  dad?: boolean;
+  /** Bring the pod interface up. Default true. The peer is always up. */
+  up?: boolean;
+  /** Sysctls set in the pod netns before the interface goes up, e.g. `net.ipv4.conf.eth0.arp_notify`. */
+  sysctls?: Record<string, string | number>;
+}
+
+/** A stand-in pod: its netns, its interface and the peer end next to it. */
+export interface StandInPod {
+  netns: Netns;
+  ifname: string;
+  peer: string;
+  mac: string;
+}
+
+/**
+ * Creates a netns holding a veth pair whose both ends live inside it: `ifname`
+ * plays the pod interface, the peer is up with IPv6 disabled so it makes no
+ * noise of its own. Goes away with the netns at scope close.
+ */
+export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {}): Promise<StandInPod> {
+  const netns = await createNetns(scope, opts.prefix ?? 'hpod');
+  const ifname = opts.ifname ?? 'eth0';
+  const peer = opts.peer ?? 'peer0';
+  const ns = netns.name;
+  await runOk('ip', ['-n', ns, 'link', 'add', ifname, 'type', 'veth', 'peer', 'name', peer]);
+  await setSysctl(`net.ipv6.conf.${peer}.disable_ipv6`, 1, ns);
+  await runOk('ip', ['-n', ns, 'link', 'set', peer, 'up']);
+  if (opts.mac !== undefined) await runOk('ip', ['-n', ns, 'link', 'set', ifname, 'address', opts.mac]);
+  for (const [key, value] of Object.entries(opts.sysctls ?? {})) await setSysctl(key, value, ns);
+  for (const cidr of opts.v4 ?? []) await runOk('ip', ['-n', ns, 'addr', 'add', cidr, 'dev', ifname]);
+  for (const cidr of opts.v6 ?? []) {
+    await runOk('ip', ['-n', ns, '-6', 'addr', 'add', cidr, 'dev', ifname, ...(opts.dad ? [] : ['nodad'])]);
+  }
+  if (opts.up ?? true) await runOk('ip', ['-n', ns, 'link', 'set', ifname, 'up']);
+  const link = await linkShow(ifname, ns);
+  if (!link) throw new Error(`stand-in pod ${ns}: ${ifname} vanished`);
+  return { netns, ifname, peer, mac: link.mac };
+}
+
+/** A veth pair in the host netns (e.g. a stand-in macvlan parent). */
+export interface HostVeth {
+  name: string;
+  peer: string;
+}
+
+/**
+ * Creates an up veth pair in the host netns, both ends named `<prefix><random>`
+ * and with IPv6 disabled (no noise); deleted at scope close.
+ */
+export async function createHostVeth(scope: Scope, prefix = 'hve'): Promise<HostVeth> {
+  const name = uniqueName(prefix);
+  const peer = uniqueName(prefix);
+  await runOk('ip', ['link', 'add', name, 'type', 'veth', 'peer', 'name', peer]);
+  scope.defer(() => deleteLink(name), `veth ${name}`);
+  for (const end of [name, peer]) {
+    await setSysctl(`net.ipv6.conf.${end}.disable_ipv6`, 1);
+    await runOk('ip', ['link', 'set', end, 'up']);
+  }
+  return { name, peer };
+}

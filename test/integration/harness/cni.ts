@@ -1,0 +1,173 @@
+// Runs CNI plugins the way a runtime does: config on stdin, CNI_* env, result
+// (or error object) on stdout.
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run } from './exec';
+import { RUN_TAG } from './names';
+import type { Scope } from './scope';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** The built plugin under test. */
+export const ANNOUNCER = join(ROOT, 'bin', 'announcer');
+/** Where Debian's containernetworking-plugins live. */
+export const SYSTEM_CNI_DIR = '/usr/lib/cni';
+/** The real bridge plugin. */
+export const BRIDGE_PLUGIN = join(SYSTEM_CNI_DIR, 'bridge');
+/** CNI_PATH for the tests: our bin/ first, then the system plugins. */
+export const CNI_PATH = [join(ROOT, 'bin'), SYSTEM_CNI_DIR].join(':');
+/** Env var carrying RUN_TAG into every plugin run (and what it spawns), so strays can be told apart. */
+export const RUN_TAG_ENV = 'ANNOUNCER_TEST_RUN';
+
+/** A CNI command as a runtime sends it. */
+export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'VERSION' | 'STATUS' | 'GC' | (string & {});
+
+/** The CNI_* environment of one plugin call; a field left out is not set at all. */
+export interface CniCall {
+  command: CniCommand;
+  containerId?: string;
+  /** CNI_NETNS, a path such as /var/run/netns/NAME. */
+  netns?: string;
+  ifname?: string;
+  /** Default CNI_PATH. */
+  cniPath?: string;
+  /** CNI_ARGS, `K=V;K=V`. */
+  args?: string;
+  /** More env (replaces inherited and CNI_* values of the same name). */
+  env?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** What a plugin printed, and the parsed stdout when it is JSON. */
+export interface CniOutput {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json?: any;
+}
+
+/** The env of a plugin call: inherited env minus any CNI_* variable, then the call's own. */
+export function cniEnv(call: CniCall): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !k.startsWith('CNI_')) env[k] = v;
+  }
+  env.CNI_COMMAND = call.command;
+  if (call.containerId !== undefined) env.CNI_CONTAINERID = call.containerId;
+  if (call.netns !== undefined) env.CNI_NETNS = call.netns;
+  if (call.ifname !== undefined) env.CNI_IFNAME = call.ifname;
+  env.CNI_PATH = call.cniPath ?? CNI_PATH;
+  if (call.args !== undefined) env.CNI_ARGS = call.args;
+  env[RUN_TAG_ENV] = RUN_TAG;
+  return { ...env, ...call.env };
+}
+
+/**
+ * Runs a plugin like a runtime: `config` (an object, or a raw string for bad
+ * input) on stdin, the CNI_* env from `call`. Never throws on a plugin error.
+ */
+export async function cniExec(pluginPath: string, call: CniCall, config: object | string): Promise<CniOutput> {
+  const stdin = typeof config === 'string' ? config : JSON.stringify(config);
+  const res = await run(pluginPath, [], {
+    stdin,
+    env: cniEnv(call),
+    inheritEnv: false,
+    ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
+  });
+  const out: CniOutput = { code: res.code, stdout: res.stdout, stderr: res.stderr };
+  if (res.stdout.trim() !== '') {
+    try {
+      out.json = JSON.parse(res.stdout);
+    } catch {
+      // Not JSON: left for the test to judge from stdout.
+    }
+  }
+  return out;
+}
+
+/** Rejects with the plugin's output unless it exited 0. */
+export function assertCniOk(what: string, out: CniOutput): CniOutput {
+  if (out.code !== 0) {
+    throw new Error(`${what} exited ${out.code}: ${(out.stdout.trim() || out.stderr.trim() || '(no output)').slice(0, 2000)}`);
+  }
+  return out;
+}
+
+/**
+ * The stdin libcni gives a chained plugin: its own conf, plus the network's
+ * `name` and `cniVersion`, plus the previous plugin's result as `prevResult`.
+ */
+export function chainConfig(mainConf: { name: string; cniVersion: string }, announcerConf: object, prevResult: unknown): Record<string, unknown> {
+  return { ...announcerConf, name: mainConf.name, cniVersion: mainConf.cniVersion, prevResult };
+}
+
+/** How addBridgePod attaches a pod to a bridge. */
+export interface BridgePodOptions {
+  bridge: string;
+  /** CNI_NETNS, a path such as /var/run/netns/NAME. */
+  netns: string;
+  /** The pod's IPv4 address, CIDR. */
+  ip: string;
+  /** The pod's IPv6 address, CIDR. */
+  ip6?: string;
+  /** IPv4 gateway written into the IPAM config (the bridge's address). */
+  gw: string;
+  /** IPv6 gateway written into the IPAM config. */
+  gw6?: string;
+  containerId: string;
+  /** CNI_IFNAME. Default eth0. */
+  ifname?: string;
+  /** Default 1.0.0. */
+  cniVersion?: string;
+  /** The network name. Default `harness`. */
+  name?: string;
+  /** Extra bridge-plugin fields (e.g. `disableContainerInterface`, `enabledad`). */
+  extra?: Record<string, unknown>;
+}
+
+/** The bridge plugin's config for a pod, static IPAM, no gateway on the bridge, no masquerade. */
+export function bridgeConfig(opts: Omit<BridgePodOptions, 'netns' | 'containerId' | 'ifname'>): {
+  cniVersion: string;
+  name: string;
+  [key: string]: unknown;
+} {
+  const addresses: { address: string; gateway?: string }[] = [{ address: opts.ip, gateway: opts.gw }];
+  if (opts.ip6 !== undefined) {
+    addresses.push(opts.gw6 === undefined ? { address: opts.ip6 } : { address: opts.ip6, gateway: opts.gw6 });
+  }
+  return {
+    cniVersion: opts.cniVersion ?? '1.0.0',
+    name: opts.name ?? 'harness',
+    type: 'bridge',
+    bridge: opts.bridge,
+    isGateway: false,
+    ipMasq: false,
+    ipam: { type: 'static', addresses },
+    ...opts.extra,
+  };
+}
+
+/**
+ * ADDs a pod through the real bridge plugin and registers its DEL at scope
+ * close (registered before ADD, so a half-done ADD is undone too). Resolves with
+ * the plugin's parsed result; rejects with its output if ADD fails.
+ */
+export async function addBridgePod(scope: Scope, opts: BridgePodOptions): Promise<any> {
+  const config = bridgeConfig(opts);
+  const call = { containerId: opts.containerId, netns: opts.netns, ifname: opts.ifname ?? 'eth0' };
+  scope.defer(async () => {
+    assertCniOk(`bridge DEL ${opts.containerId}`, await cniExec(BRIDGE_PLUGIN, { ...call, command: 'DEL' }, config));
+  }, `bridge DEL ${opts.containerId}`);
+  const out = assertCniOk(`bridge ADD ${opts.containerId}`, await cniExec(BRIDGE_PLUGIN, { ...call, command: 'ADD' }, config));
+  return out.json;
+}
+
+/** The result's interface entry inside the sandbox (the pod side), by ifname. */
+export function podInterface(result: any, ifname = 'eth0'): { name: string; mac: string; sandbox: string } | undefined {
+  return (result?.interfaces ?? []).find((i: any) => i.name === ifname && typeof i.sandbox === 'string' && i.sandbox !== '');
+}
+
+/** The result's host-side veth: an interface without sandbox that is not the bridge itself. */
+export function hostVeth(result: any, bridge: string): { name: string; mac: string } | undefined {
+  return (result?.interfaces ?? []).find((i: any) => !i.sandbox && i.name !== bridge);
+}

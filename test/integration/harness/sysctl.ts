@@ -1,0 +1,14 @@
+// Kernel settings, per netns: /proc/sys/net is resolved in the reader's netns,
+// so settings inside a namespace go through `sysctl` run there.
+import { runOk } from './exec';
+
+/** Sets a sysctl (dotted key, e.g. net.ipv6.conf.eth0.disable_ipv6) in the host or inside netns. */
+export async function setSysctl(key: string, value: string | number, netns?: string): Promise<void> {
+  await runOk('sysctl', ['-q', '-w', `${key}=${value}`], netns === undefined ? {} : { netns });
+}
+
+/** Reads a sysctl in the host or inside netns. */
+export async function getSysctl(key: string, netns?: string): Promise<string> {
+  const { stdout } = await runOk('sysctl', ['-n', key], netns === undefined ? {} : { netns });
+  return stdout.trim();
+}
