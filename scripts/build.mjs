@@ -1,16 +1,27 @@
-// Bundles src/main.ts into one executable file, bin/announcer, with the
-// native addons of koffi and netlink embedded (see src/native/embedded-addon.ts).
+// Builds bin/announcer: one executable file that is the whole plugin.
+//
+//   #!/usr/bin/env node
+//   <bootstrap: src/native/bootstrap.ts>      compiles `main` with a V8 code cache
+//   /*@cni-announcer-addons                   the trailer, one comment (see src/native/trailer.ts):
+//   main    <sha256> <base64 of the bundled plugin, src/main.ts>
+//   koffi   <sha256> <base64 of brotli(koffi.node)>
+//   netlink <sha256> <base64 of brotli(netlink's node.napi.node)>
+//   */
 import { createHash } from 'node:crypto';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { brotliCompressSync } from 'node:zlib';
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync } from 'node:zlib';
 import { build } from 'esbuild';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
-const outfile = process.argv[2] ? resolve(process.argv[2]) : join(root, 'bin', 'announcer');
+// Usage: node scripts/build.mjs [--no-minify] [OUTFILE]   (--no-minify: readable profiles)
+const args = process.argv.slice(2);
+const minify = !args.includes('--no-minify');
+const outArg = args.find((a) => !a.startsWith('--'));
+const outfile = outArg ? resolve(outArg) : join(root, 'bin', 'announcer');
 const platform = `${process.platform}-${process.arch}`;
 
 /** The .node files to embed, by name. */
@@ -50,28 +61,20 @@ module.exports = loadEmbeddedAddon(${JSON.stringify(args.path)}, ${JSON.stringif
   },
 };
 
-mkdirSync(dirname(outfile), { recursive: true });
-// Built beside the target and renamed over it: a runtime exec'ing the plugin never sees half a file.
-const tmpfile = `${outfile}.${process.pid}.tmp`;
-await build({
-  entryPoints: [join(root, 'src/main.ts')],
-  outfile: tmpfile,
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  minify: true,
-  legalComments: 'none',
-  banner: { js: '#!/usr/bin/env node' },
-  plugins: [embedNatives],
-  logLevel: 'warning',
-});
-// The addons go in a trailing comment: see src/native/embedded-addon.ts.
-const trailer = Object.entries(addons).map(([name, file]) => {
+const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', minify, legalComments: 'none', write: false, logLevel: 'warning' };
+const [main] = (await build({ ...common, entryPoints: [join(root, 'src/main.ts')], outfile: 'main.js', plugins: [embedNatives] })).outputFiles;
+const [bootstrap] = (await build({ ...common, entryPoints: [join(root, 'src/native/bootstrap.ts')], outfile: 'bootstrap.js' })).outputFiles;
+
+const trailer = [`main ${sha256(main.contents)} ${Buffer.from(main.contents).toString('base64')}`];
+for (const [name, file] of Object.entries(addons)) {
   const bytes = readFileSync(file);
-  return `${name} ${sha256(bytes)} ${brotliCompressSync(bytes).toString('base64')}`;
-});
-appendFileSync(tmpfile, `\n/*@cni-announcer-addons\n${trailer.join('\n')}\n*/\n`);
+  trailer.push(`${name} ${sha256(bytes)} ${brotliCompressSync(bytes).toString('base64')}`);
+}
+
+mkdirSync(dirname(outfile), { recursive: true });
+// Written beside the target and renamed over it: a runtime exec'ing the plugin never sees half a file.
+const tmpfile = `${outfile}.${process.pid}.tmp`;
+writeFileSync(tmpfile, `#!/usr/bin/env node\n${bootstrap.text}\n/*@cni-announcer-addons\n${trailer.join('\n')}\n*/\n`, { mode: 0o755 });
 chmodSync(tmpfile, 0o755);
 renameSync(tmpfile, outfile);
 console.log(`built ${outfile}`);

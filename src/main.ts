@@ -1,6 +1,6 @@
 // The process entry point: wires env, stdin and stdout into the dispatcher.
-// `announcer tail JOB` runs the background tail instead (started by ADD).
-import { readFileSync } from 'node:fs';
+// `announcer tail RECORD` runs the background tail instead (started by ADD).
+import { readFileSync, writeSync } from 'node:fs';
 import { runTail } from './announce/tail';
 import { readRecord } from './announce/state';
 import { TAIL_VERB } from './announce/tail-job';
@@ -30,9 +30,16 @@ async function readStdin(): Promise<string> {
   }
 }
 
-function exit(code: number): void {
-  // Exit once stdout is flushed, whatever handles are still open.
-  process.stdout.write('', () => process.exit(code));
+/** Writes the CNI reply with write(2): process.stdout would load node:net and streams (~8 ms). */
+function writeStdout(text: string): void {
+  const bytes = Buffer.from(text);
+  for (let off = 0; off < bytes.length; ) {
+    try {
+      off += writeSync(1, bytes, off);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err; // a non-blocking pipe: retry
+    }
+  }
 }
 
 async function main(): Promise<void> {
@@ -42,14 +49,14 @@ async function main(): Promise<void> {
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
     const job = readRecord(process.argv[3] ?? '')?.job;
-    if (!job) return exit(0); // DEL got there first
+    if (!job) return process.exit(0); // DEL got there first
     const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
     try {
       await runTail({ libc: libc(), timers, log }, job);
     } catch (err) {
       log.error('background tail failed', { error: err });
     }
-    return exit(0);
+    return process.exit(0);
   }
   const plugin = announcerPlugin({
     libc,
@@ -57,8 +64,9 @@ async function main(): Promise<void> {
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
     startTail: (recordFile) => spawnDetached(self, [TAIL_VERB, recordFile]),
   });
-  const code = await dispatch({ env: process.env, readStdin, writeStdout: (text) => process.stdout.write(text) }, plugin);
-  exit(code);
+  const code = await dispatch({ env: process.env, readStdin, writeStdout }, plugin);
+  // stdout was written synchronously: exit now, whatever handles are still open.
+  process.exit(code);
 }
 
 void main();
