@@ -31,7 +31,9 @@ typecheck: deps
 
 ## test: type check, unit tests, integration tests (real namespaces and plugins; needs root)
 test: deps system-deps build typecheck
-	npx vitest run
+	@mkdir -p .test-results
+	npx vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json; \
+	  status=$$?; node scripts/test-summary.mjs .test-results/vitest.json || true; exit $$status
 
 test-unit: deps
 	npx vitest run test/unit
