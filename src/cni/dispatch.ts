@@ -87,7 +87,7 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
     const raw = decodeConfig(await readConfig(io));
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;
-    const config = parseConfig(raw);
+    const config = env.command === 'DEL' ? parseDelConfig(raw) : parseConfig(raw);
     const minVersion = MIN_VERSION[env.command];
     if (minVersion !== undefined && compareVersions(cniVersion, minVersion) < 0) {
       throw new CniError(
@@ -147,6 +147,27 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
     }
     case 'VERSION':
       throw new Error('VERSION reached runCommand');
+  }
+}
+
+/**
+ * DEL must not fail on an option that is wrong (say, after an upgrade made
+ * validation stricter): libcni stops a chain's DEL at the first error, and the
+ * main plugin's DEL would never run. So DEL falls back to the fields cleanup
+ * needs; if even those are invalid, the original error stands.
+ */
+function parseDelConfig(raw: Record<string, unknown>): PluginConfig {
+  try {
+    return parseConfig(raw);
+  } catch (e) {
+    if (!isCniError(e) || e.code !== ErrorCode.InvalidConfig) throw e;
+    const keep = ['cniVersion', 'name', 'type', 'stateDir', 'logFile', 'logLevel'];
+    const minimal = Object.fromEntries(Object.entries(raw).filter(([k]) => keep.includes(k)));
+    try {
+      return parseConfig(minimal);
+    } catch {
+      throw e;
+    }
   }
 }
 

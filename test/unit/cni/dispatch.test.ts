@@ -357,6 +357,21 @@ describe('DEL', () => {
     expect(req?.prevResultError?.code).toBe(7);
   });
 
+  it('still cleans up when an option is invalid, with the fields cleanup needs', async () => {
+    const r = await run(DEL, config({ count: 99, stateDir: '/run/elsewhere' }));
+    expect([r.exitCode, r.stdout]).toEqual([0, []]);
+    expect(r.calls.del[0]?.config.stateDir).toBe('/run/elsewhere');
+  });
+
+  it('fails when even the fields cleanup needs are invalid', async () => {
+    await expectError(
+      DEL,
+      config({ count: 99, stateDir: 'relative' }),
+      7,
+      'invalid config: "count" must be an integer from 0 to 10 (got 99); "stateDir" must be an absolute path (got "relative")',
+    );
+  });
+
   it('reports a CniError from the plugin', async () => {
     const r = await run(DEL, config(), {
       del: async () => {
