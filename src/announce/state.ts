@@ -1,6 +1,7 @@
 // Per-attachment records under stateDir: the original MACs to restore on DEL
 // and the background tail to stop. One file per container ID + ifname.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { ensureDir } from '../sys/ensure-dir';
 import { join } from 'node:path';
 import type { ProcessId } from '../sys/processes';
 import type { TailJob } from './tail-job';
@@ -42,7 +43,7 @@ export function readRecord(file: string): AttachmentRecord | undefined {
 
 /** Writes a record atomically with mode 0600, creating stateDir (0700) if needed. */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  ensureDir(stateDir, 0o700);
   const file = recordPath(stateDir, record.containerId, record.ifname);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(record)}\n`, { mode: 0o600 });

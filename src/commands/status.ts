@@ -1,4 +1,5 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
+import { ensureDir } from '../sys/ensure-dir';
 import type { StatusRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { CommandDeps } from './deps';
@@ -13,7 +14,7 @@ export async function status(deps: CommandDeps, req: StatusRequest): Promise<voi
     problems.push(`cannot open an AF_PACKET socket (${(err as Error).message}): CAP_NET_RAW is needed`);
   }
   try {
-    mkdirSync(req.config.stateDir, { recursive: true, mode: 0o700 });
+    ensureDir(req.config.stateDir, 0o700);
     accessSync(req.config.stateDir, constants.W_OK);
   } catch (err) {
     problems.push(`stateDir ${req.config.stateDir} is not writable (${(err as Error).message})`);

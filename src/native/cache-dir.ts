@@ -1,4 +1,5 @@
-import { chmodSync, lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, renameSync, writeFileSync } from 'node:fs';
+import { ensureDir } from '../sys/ensure-dir';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -16,7 +17,7 @@ export function privateCacheDir(): string {
   let lastError: unknown;
   for (const dir of candidates) {
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      ensureDir(dir, 0o700);
       const st = lstatSync(dir);
       if (!st.isDirectory() || st.uid !== uid) throw new Error(`${dir} is not a directory owned by uid ${uid}`);
       if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);

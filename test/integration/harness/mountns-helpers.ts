@@ -1,0 +1,57 @@
+// Runs a plugin like cniExec, but in a private mount namespace, so that a test
+// can hide directories (the checkout, the addon cache) or make them read-only
+// for that one run without touching the host's mounts.
+import { cniEnv, RUN_TAG_ENV, type CniCall, type CniOutput } from './cni';
+import { run } from './exec';
+
+const BARE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** What runs around the plugin inside the mount namespace. */
+export interface MountNsScript {
+  /**
+   * sh commands run first (with `set -e`), e.g. `mount -t tmpfs none "$1"`.
+   * `$1`, `$2`… are `args`; `$0` is the plugin path. A failure here exits
+   * before the plugin runs, with the failing command's status.
+   */
+  prelude: string;
+  args?: readonly string[];
+  /** sh commands run after the plugin exits (its status is kept), e.g. listing what it left in a hidden dir. */
+  epilogue?: string;
+  /**
+   * Give the plugin only what a runtime gives it: PATH, the CNI_* variables
+   * and the run tag, none of this process's other variables (NODE_OPTIONS,
+   * NODE_PATH…). Default false: the env of cniExec.
+   */
+  bareEnv?: boolean;
+}
+
+/**
+ * `unshare -m --propagation private sh -c …`: the prelude's mounts exist only
+ * for this run and vanish with it. The plugin runs with cwd `/` (a cwd inside a
+ * directory mounted over would still reach what is underneath) and gets
+ * `config` on stdin and the CNI_* env from `call`, like cniExec.
+ */
+export async function cniExecInMountNs(pluginPath: string, call: CniCall, config: object | string, script: MountNsScript): Promise<CniOutput> {
+  const sh = ['set -e', script.prelude, 'cd /', 'set +e', '"$0"; rc=$?', script.epilogue ?? ':', 'exit $rc'].join('\n');
+  const stdin = typeof config === 'string' ? config : JSON.stringify(config);
+  let env = cniEnv(call);
+  if (script.bareEnv) {
+    env = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('CNI_') || k === RUN_TAG_ENV || k in (call.env ?? {})));
+    env.PATH = BARE_PATH;
+  }
+  const res = await run('unshare', ['-m', '--propagation', 'private', 'sh', '-c', sh, pluginPath, ...(script.args ?? [])], {
+    stdin,
+    env,
+    inheritEnv: false,
+    ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
+  });
+  const out: CniOutput = { code: res.code, stdout: res.stdout, stderr: res.stderr };
+  if (res.stdout.trim() !== '') {
+    try {
+      out.json = JSON.parse(res.stdout);
+    } catch {
+      // Not JSON: left for the test to judge from stdout.
+    }
+  }
+  return out;
+}

@@ -1,0 +1,513 @@
+// The CNI protocol end to end (issue 2, items 3 and 6): the built plugin chained
+// after the real bridge plugin 1.1.1 in real namespaces. Passthrough in all five
+// spec versions, CHECK, DEL, STATUS, GC, VERSION, and every bad input with its
+// exact code, a single error object on stdout and nothing changed on the host.
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  addBridgePod,
+  allocSubnet,
+  ANNOUNCER,
+  bridgeConfig,
+  chainConfig,
+  cniExec,
+  createBridge,
+  createNetns,
+  listLinks,
+  listNetns,
+  neighEntry,
+  ownAnnouncerProcesses,
+  killStrays,
+  plantStale,
+  podInterface,
+  runOk,
+  RUN_TAG,
+  scopePerTest,
+  skipIntegration,
+  waitFor,
+  type CniCall,
+  type CniOutput,
+  type Netns,
+  type Scope,
+  type Subnet,
+} from './harness';
+import { cniExecInMountNs } from './harness/mountns-helpers';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `pr${RUN_TAG}`;
+const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
+const OLD_MAC = '86:03:17:7a:eb:6e';
+
+/** A per-test state directory and log file for the announcer, removed at scope close. */
+interface AnnouncerDirs {
+  dir: string;
+  stateDir: string;
+  logFile: string;
+}
+
+async function announcerDirs(scope: Scope): Promise<AnnouncerDirs> {
+  const dir = await mkdtemp(join(tmpdir(), 'announcer-protocol-'));
+  scope.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+  // Runs before the dir is removed (newer steps first): no announcer process of ours outlives the test.
+  killStrays(scope, { strict: true });
+  return { dir, stateDir: join(dir, 'state'), logFile: join(dir, 'announcer.log') };
+}
+
+/** The state records in stateDir (none when it does not exist). */
+async function stateFiles(stateDir: string): Promise<string[]> {
+  try {
+    return (await readdir(stateDir)).filter((f) => f.endsWith('.json'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+/** A bridge, a pod netns attached by the real bridge plugin, and what the announcer needs to chain on it. */
+interface BridgePod {
+  net: Subnet;
+  bridge: string;
+  netns: Netns;
+  containerId: string;
+  /** The bridge plugin's config: its `name` and `cniVersion` go into the announcer's. */
+  mainConf: { name: string; cniVersion: string; [key: string]: unknown };
+  /** The bridge plugin's ADD result. */
+  result: any;
+  dirs: AnnouncerDirs;
+  /** ADD/CHECK env for this pod (command to be set). */
+  call: Omit<CniCall, 'command'>;
+}
+
+async function bridgePod(
+  scope: Scope,
+  opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {},
+): Promise<BridgePod> {
+  const dirs = await announcerDirs(scope);
+  const net = allocSubnet();
+  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+  const netns = await createNetns(scope, PREFIX);
+  const containerId = `${PREFIX}-${Math.random().toString(16).slice(2, 8)}`;
+  const podOpts = {
+    bridge,
+    ip: net.v4Cidr(5),
+    gw: net.v4(1),
+    ...(opts.ip6 ? { ip6: net.v6Cidr(5) } : {}),
+    cniVersion: opts.bridgeVersion ?? opts.cniVersion ?? '1.0.0',
+    name: `${PREFIX}-net`,
+  };
+  const result = await addBridgePod(scope, { ...podOpts, netns: netns.path, containerId });
+  const mainConf = { ...bridgeConfig(podOpts), cniVersion: opts.cniVersion ?? podOpts.cniVersion };
+  return { net, bridge, netns, containerId, mainConf, result, dirs, call: { containerId, netns: netns.path, ifname: 'eth0' } };
+}
+
+/** The announcer's conf entry: one round (no background tail) unless said otherwise. */
+function announcerConf(dirs: AnnouncerDirs, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: 'announcer', count: 1, stateDir: dirs.stateDir, logFile: dirs.logFile, ...extra };
+}
+
+/** What the spec says the chained result must be: prevResult, in the config's version. */
+function expectedResult(prevResult: any, cniVersion: string): any {
+  const withVersion = cniVersion.startsWith('0.');
+  return {
+    ...prevResult,
+    cniVersion,
+    ips: prevResult.ips.map((ip: any) => {
+      const { version: _drop, ...rest } = ip;
+      return withVersion ? { ...rest, version: ip.address.includes(':') ? '6' : '4' } : rest;
+    }),
+  };
+}
+
+/** Asserts a CNI error reply: exit 1, one JSON object with cniVersion/code/msg on stdout, no stack trace. */
+function expectCniError(out: CniOutput, code: number, mentions: readonly string[], cniVersion: string | readonly string[]): any {
+  const why = `stdout: ${out.stdout} stderr: ${out.stderr}`;
+  expect(out.code, why).toBe(1);
+  const text = out.stdout.trim();
+  expect(text.split('\n'), why).toHaveLength(1);
+  const doc = JSON.parse(text);
+  expect(doc !== null && typeof doc === 'object' && !Array.isArray(doc), why).toBe(true);
+  expect(Object.keys(doc).every((k) => ['cniVersion', 'code', 'msg', 'details'].includes(k)), why).toBe(true);
+  expect(doc.code, why).toBe(code);
+  expect(typeof doc.msg).toBe('string');
+  for (const m of mentions) expect(doc.msg).toContain(m);
+  expect(typeof cniVersion === 'string' ? [cniVersion] : cniVersion).toContain(doc.cniVersion);
+  for (const stream of [out.stdout, out.stderr]) {
+    expect(stream).not.toContain('    at ');
+    expect(stream).not.toContain('Error:');
+  }
+  return doc;
+}
+
+/** What a bad call must not change: the bridge and its ports, its neighbour table, the pod's links and IPv4 addresses. */
+async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
+  const links = (await listLinks())
+    .filter((l) => l.ifname === bridge || l.master === bridge)
+    .map((l) => ({ name: l.ifname, mac: l.mac, flags: l.flags, master: l.master, operstate: l.operstate }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const neighJson = (await runOk('ip', ['-j', 'neigh', 'show', 'dev', bridge])).stdout.trim();
+  const neigh = (neighJson === '' ? [] : (JSON.parse(neighJson) as any[]))
+    .map((n) => ({ dst: n.dst, lladdr: n.lladdr, state: n.state }))
+    .sort((a, b) => String(a.dst).localeCompare(String(b.dst)));
+  const pod = (JSON.parse((await runOk('ip', ['-n', podNs, '-j', 'addr', 'show'])).stdout) as any[]).map((l) => ({
+    name: l.ifname,
+    mac: l.address,
+    flags: l.flags,
+    v4: (l.addr_info ?? []).filter((a: any) => a.family === 'inet').map((a: any) => `${a.local}/${a.prefixlen}`),
+  }));
+  return { links, neigh, pod };
+}
+
+/** The tail processes of one attachment (they inherit ADD's CNI_CONTAINERID). */
+async function tailsOf(containerId: string): Promise<number[]> {
+  return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
+}
+
+describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin', () => {
+  const scope = scopePerTest();
+
+  afterAll(async () => {
+    const leftovers = async (): Promise<string[]> => [
+      ...(await listNetns()).filter((n) => n.startsWith(PREFIX)),
+      ...(await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX)),
+    ];
+    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
+      async () => expect(await leftovers()).toEqual([]),
+    );
+    expect(await ownAnnouncerProcesses()).toEqual([]);
+  });
+
+  describe('passthrough, then CHECK and DEL, in every version', () => {
+    it.each(VERSIONS)('cniVersion %s: the result is prevResult in that version, unknown fields kept', async (version) => {
+      // Bridge 1.1.1 speaks up to 1.0.0; a 1.0.0 result is a valid 1.1.0 result (the two formats are identical).
+      const bridgeVersion = version === '1.1.0' ? '1.0.0' : version;
+      const pod = await bridgePod(scope(), { cniVersion: version, bridgeVersion, ip6: true });
+      expect(pod.result.cniVersion).toBe(bridgeVersion);
+      const prevResult = { ...pod.result, 'x-custom': { a: 1 } };
+      const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), prevResult);
+
+      const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
+      expect(add.code, add.stdout + add.stderr).toBe(0);
+      expect(add.stdout.trim().split('\n')).toHaveLength(1);
+      const expected = expectedResult(prevResult, version);
+      expect(add.json).toEqual(expected);
+      // The parts the issue names, spelled out.
+      expect(add.json.cniVersion).toBe(version);
+      expect(add.json['x-custom']).toEqual({ a: 1 });
+      expect(add.json.interfaces).toEqual(pod.result.interfaces);
+      expect(add.json.routes).toEqual(pod.result.routes);
+      expect(add.json.dns).toEqual(pod.result.dns);
+      expect(add.json.ips.map((ip: any) => ip.address)).toEqual([pod.net.v4Cidr(5), pod.net.v6Cidr(5)]);
+      if (version.startsWith('0.')) expect(add.json.ips.map((ip: any) => ip.version)).toEqual(['4', '6']);
+      else for (const ip of add.json.ips) expect(ip).not.toHaveProperty('version');
+
+      const checkConfig = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), add.json);
+      const check = await cniExec(ANNOUNCER, { ...pod.call, command: 'CHECK' }, checkConfig);
+      if (version === '0.3.0' || version === '0.3.1') {
+        expectCniError(check, 1, ['CHECK', '0.4.0'], version);
+      } else {
+        expect(check.code, check.stdout + check.stderr).toBe(0);
+        expect(check.stdout).toBe('');
+      }
+
+      const del = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, checkConfig);
+      expect(del.code, del.stdout + del.stderr).toBe(0);
+      expect(del.stdout).toBe('');
+      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+    });
+
+    it('converts across versions: ips[].version added for 0.3.1, removed for 1.1.0', async () => {
+      const pod = await bridgePod(scope(), { bridgeVersion: '1.0.0', cniVersion: '0.3.1' });
+      const down = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result));
+      expect(down.code, down.stdout).toBe(0);
+      expect(down.json).toEqual(expectedResult(pod.result, '0.3.1'));
+      expect(down.json.ips[0].version).toBe('4');
+
+      const up = await cniExec(
+        ANNOUNCER,
+        { ...pod.call, command: 'ADD' },
+        chainConfig({ ...pod.mainConf, cniVersion: '1.1.0' }, announcerConf(pod.dirs), down.json),
+      );
+      expect(up.code, up.stdout).toBe(0);
+      expect(up.json).toEqual(expectedResult(pod.result, '1.1.0'));
+      expect(up.json.ips[0]).not.toHaveProperty('version');
+    });
+  });
+
+  describe('CHECK', () => {
+    it('fails with 102 naming the address once it is removed from the pod', async () => {
+      const pod = await bridgePod(scope());
+      const config = chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result);
+      const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
+      expect(add.code, add.stdout).toBe(0);
+      const before = await cniExec(ANNOUNCER, { ...pod.call, command: 'CHECK' }, config);
+      expect([before.code, before.stdout]).toEqual([0, '']);
+
+      await runOk('ip', ['-n', pod.netns.name, 'addr', 'del', pod.net.v4Cidr(5), 'dev', 'eth0']);
+      const check = await cniExec(ANNOUNCER, { ...pod.call, command: 'CHECK' }, config);
+      expectCniError(check, 102, [pod.net.v4(5), 'eth0'], '1.0.0');
+    });
+
+    it('fails with 101 when the pod interface prevResult names does not exist', async () => {
+      const pod = await bridgePod(scope());
+      const prevResult = structuredClone(pod.result);
+      const podIf = podInterface(prevResult)!;
+      podIf.name = 'ghost0';
+      const check = await cniExec(
+        ANNOUNCER,
+        { ...pod.call, command: 'CHECK' },
+        chainConfig(pod.mainConf, announcerConf(pod.dirs), prevResult),
+      );
+      expectCniError(check, 101, ['ghost0'], '1.0.0');
+    });
+
+    it('fails with 101 when CNI_IFNAME names no interface and prevResult lists none in the pod', async () => {
+      const pod = await bridgePod(scope());
+      const prevResult = { ...pod.result, interfaces: [], ips: pod.result.ips.map(({ interface: _i, ...ip }: any) => ip) };
+      const check = await cniExec(
+        ANNOUNCER,
+        { ...pod.call, ifname: 'eth9', command: 'CHECK' },
+        chainConfig(pod.mainConf, announcerConf(pod.dirs), prevResult),
+      );
+      expectCniError(check, 101, ['eth9'], '1.0.0');
+    });
+  });
+
+  describe('DEL', () => {
+    /** ADD with a background tail (a long interval keeps it alive) and the record it leaves. */
+    async function addWithTail(pod: BridgePod): Promise<Record<string, unknown>> {
+      const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { count: 3, intervalMs: 60_000 }), pod.result);
+      const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
+      expect(add.code, add.stdout).toBe(0);
+      expect(await stateFiles(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
+      expect(await tailsOf(pod.containerId)).toHaveLength(1);
+      return config;
+    }
+
+    async function expectCleanDel(out: CniOutput, pod: BridgePod): Promise<void> {
+      expect(out.code, out.stdout + out.stderr).toBe(0);
+      expect(out.stdout).toBe('');
+      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+      // stopTail waits for the tail (or SIGKILLs it); the zombie is reaped by init a moment later.
+      await waitFor(async () => (await tailsOf(pod.containerId)).length === 0, { what: `no tail of ${pod.containerId}` });
+    }
+
+    it('after ADD stops the tail and removes the record; a second DEL is a silent no-op', async () => {
+      const pod = await bridgePod(scope());
+      const config = await addWithTail(pod);
+      await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
+      const again = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config);
+      expect([again.code, again.stdout]).toEqual([0, '']);
+    });
+
+    it('without CNI_NETNS', async () => {
+      const pod = await bridgePod(scope());
+      const config = await addWithTail(pod);
+      const { netns: _n, ...call } = pod.call;
+      await expectCleanDel(await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config), pod);
+    });
+
+    it('without prevResult', async () => {
+      const pod = await bridgePod(scope());
+      const { prevResult: _p, ...config } = await addWithTail(pod);
+      await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
+    });
+
+    it('after the netns was deleted', async () => {
+      const pod = await bridgePod(scope());
+      const config = await addWithTail(pod);
+      await runOk('ip', ['netns', 'del', pod.netns.name]);
+      await expect(stat(pod.netns.path)).rejects.toThrow(/ENOENT/);
+      await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
+    });
+
+    it('with nothing recorded (never ADDed) and no netns at all', async () => {
+      const dirs = await announcerDirs(scope());
+      const out = await cniExec(
+        ANNOUNCER,
+        { command: 'DEL', containerId: `${PREFIX}-never`, ifname: 'eth0', netns: '/var/run/netns/does-not-exist' },
+        { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer', stateDir: dirs.stateDir },
+      );
+      expect([out.code, out.stdout]).toEqual([0, '']);
+    });
+  });
+
+  describe('bad inputs: exact code, one error object, nothing changed', () => {
+    interface Case {
+      what: string;
+      code: number;
+      mentions: (pod: BridgePod) => string[];
+      /** The error's cniVersion: the config's once it is read, else 1.1.0 (env is checked before stdin is read). */
+      cniVersion: string | readonly string[];
+      call?: (pod: BridgePod, call: CniCall) => CniCall;
+      config?: (pod: BridgePod, config: Record<string, unknown>) => Record<string, unknown> | string;
+    }
+    const ENV_VERSIONS = ['1.0.0', '1.1.0'];
+    const withIps = (config: Record<string, unknown>, change: (ip: any) => void): Record<string, unknown> => {
+      const prevResult = structuredClone(config.prevResult) as any;
+      change(prevResult.ips[0]);
+      return { ...config, prevResult };
+    };
+    const cases: Case[] = [
+      { what: 'unsupported cniVersion 9.9.9', code: 1, mentions: () => ['9.9.9', 'cniVersion'], cniVersion: '1.1.0', config: (_, c) => ({ ...c, cniVersion: '9.9.9' }) },
+      {
+        what: 'CHECK on a 0.3.1 config',
+        code: 1,
+        mentions: () => ['CHECK', '0.4.0'],
+        cniVersion: '0.3.1',
+        call: (_, c) => ({ ...c, command: 'CHECK' }),
+        config: (_, c) => ({ ...c, cniVersion: '0.3.1' }),
+      },
+      {
+        what: 'CNI_NETNS path that does not exist',
+        code: 3,
+        mentions: () => ['CNI_NETNS', '/var/run/netns/does-not-exist'],
+        cniVersion: '1.0.0',
+        call: (_, c) => ({ ...c, netns: '/var/run/netns/does-not-exist' }),
+      },
+      { what: 'missing CNI_CONTAINERID', code: 4, mentions: () => ['CNI_CONTAINERID'], cniVersion: ENV_VERSIONS, call: (_, { containerId: _c, ...c }) => c },
+      { what: 'missing CNI_IFNAME', code: 4, mentions: () => ['CNI_IFNAME'], cniVersion: ENV_VERSIONS, call: (_, { ifname: _i, ...c }) => c },
+      { what: 'unknown CNI_COMMAND', code: 4, mentions: () => ['CNI_COMMAND', 'FROB'], cniVersion: ENV_VERSIONS, call: (_, c) => ({ ...c, command: 'FROB' }) },
+      {
+        what: "CNI_NETNS = /proc/self/ns/net, the plugin's own netns",
+        code: 4,
+        mentions: () => ['CNI_NETNS', '/proc/self/ns/net', 'own'],
+        cniVersion: '1.0.0',
+        call: (_, c) => ({ ...c, netns: '/proc/self/ns/net' }),
+      },
+      {
+        what: 'CNI_NETNS = a regular file',
+        code: 4,
+        mentions: (pod) => ['CNI_NETNS', join(pod.dirs.dir, 'not-a-netns'), 'not a network namespace'],
+        cniVersion: '1.0.0',
+        call: (pod, c) => ({ ...c, netns: join(pod.dirs.dir, 'not-a-netns') }),
+      },
+      { what: 'CNI_ARGS ANNOUNCE=maybe', code: 4, mentions: () => ['CNI_ARGS', 'ANNOUNCE', 'maybe'], cniVersion: ENV_VERSIONS, call: (_, c) => ({ ...c, args: 'IgnoreUnknown=1;ANNOUNCE=maybe' }) },
+      { what: 'stdin not JSON', code: 6, mentions: () => ['JSON'], cniVersion: '1.1.0', config: () => '{"cniVersion": "1.0.0", nope' },
+      {
+        what: 'no prevResult on ADD',
+        code: 7,
+        mentions: () => ['prevResult'],
+        cniVersion: '1.0.0',
+        config: (_, { prevResult: _p, ...c }) => c,
+      },
+      { what: 'count 11', code: 7, mentions: () => ['"count"', '11'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, count: 11 }) },
+      { what: 'arpOp "sideways"', code: 7, mentions: () => ['"arpOp"', 'sideways'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, arpOp: 'sideways' }) },
+      { what: 'ipv4 "yes"', code: 7, mentions: () => ['"ipv4"'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, ipv4: 'yes' }) },
+      {
+        what: 'prevResult with a bad CIDR',
+        code: 7,
+        mentions: () => ['prevResult.ips[0].address', '10.88.300.5/24'],
+        cniVersion: '1.0.0',
+        config: (_, c) => withIps(c, (ip) => (ip.address = '10.88.300.5/24')),
+      },
+      {
+        what: 'prevResult ips[].interface out of range',
+        code: 7,
+        mentions: () => ['prevResult.ips[0].interface'],
+        cniVersion: '1.0.0',
+        config: (_, c) => withIps(c, (ip) => (ip.interface = 7)),
+      },
+    ];
+
+    it.each(cases)('$what → $code', async (c) => {
+      const pod = await bridgePod(scope());
+      await writeFile(join(pod.dirs.dir, 'not-a-netns'), 'just a file\n');
+      // A stale entry for the pod's IP: a wrongly successful ADD would repair it.
+      await plantStale(pod.bridge, pod.net.v4(5), OLD_MAC);
+      const before = await l2Snapshot(pod.bridge, pod.netns.name);
+
+      const baseCall: CniCall = { ...pod.call, command: 'ADD' };
+      const baseConfig = chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result);
+      const out = await cniExec(ANNOUNCER, c.call ? c.call(pod, baseCall) : baseCall, c.config ? c.config(pod, baseConfig) : baseConfig);
+
+      expectCniError(out, c.code, c.mentions(pod), c.cniVersion);
+      expect(await l2Snapshot(pod.bridge, pod.netns.name)).toEqual(before);
+      expect(await neighEntry(pod.bridge, pod.net.v4(5))).toMatchObject({ state: 'STALE', mac: OLD_MAC });
+      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+      expect(await tailsOf(pod.containerId)).toEqual([]);
+    });
+
+    it('the same baseline call, unchanged, succeeds and repairs the entry (the cases above fail for their input alone)', async () => {
+      const pod = await bridgePod(scope());
+      await plantStale(pod.bridge, pod.net.v4(5), OLD_MAC);
+      const out = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result));
+      expect(out.code, out.stdout).toBe(0);
+      expect((await neighEntry(pod.bridge, pod.net.v4(5)))?.mac).toBe(podInterface(pod.result)!.mac);
+    });
+  });
+
+  describe('VERSION', () => {
+    it.each(VERSIONS)('answers %s with the five supported versions', async (version) => {
+      const out = await cniExec(ANNOUNCER, { command: 'VERSION' }, { cniVersion: version });
+      expect(out.code, out.stdout + out.stderr).toBe(0);
+      expect(out.json).toEqual({ cniVersion: version, supportedVersions: [...VERSIONS] });
+    });
+
+    it('answers an unsupported version with 1.1.0, as the README says', async () => {
+      const out = await cniExec(ANNOUNCER, { command: 'VERSION' }, { cniVersion: '9.9.9' });
+      expect(out.code).toBe(0);
+      expect(out.json).toEqual({ cniVersion: '1.1.0', supportedVersions: [...VERSIONS] });
+    });
+  });
+
+  describe('STATUS and GC', () => {
+    const netConf = (extra: Record<string, unknown>) => ({ cniVersion: '1.1.0', name: `${PREFIX}-net`, type: 'announcer', ...extra });
+
+    it('STATUS with a writable stateDir exits 0 silently and creates stateDir 0700', async () => {
+      const dirs = await announcerDirs(scope());
+      const out = await cniExec(ANNOUNCER, { command: 'STATUS' }, netConf({ stateDir: dirs.stateDir }));
+      expect([out.code, out.stdout, out.stderr]).toEqual([0, '', '']);
+      const st = await stat(dirs.stateDir);
+      expect(st.isDirectory()).toBe(true);
+      expect(st.mode & 0o777).toBe(0o700);
+    });
+
+    it('STATUS with stateDir under a read-only bind mount fails with 50 naming stateDir', async () => {
+      const dirs = await announcerDirs(scope());
+      const ro = join(dirs.dir, 'ro');
+      await mkdir(ro);
+      const stateDir = join(ro, 'state');
+      const out = await cniExecInMountNs(ANNOUNCER, { command: 'STATUS' }, netConf({ stateDir }), {
+        prelude: [
+          'mount --bind "$1" "$1"',
+          'mount -o remount,bind,ro "$1"',
+          'if touch "$1/probe" 2>/dev/null; then echo "$1 is still writable" >&2; exit 97; fi',
+        ].join('\n'),
+        args: [ro],
+      });
+      expectCniError(out, 50, ['stateDir', stateDir], '1.1.0');
+      expect(await readdir(ro)).toEqual([]);
+    });
+
+    // Bug: Node's recursive mkdirSync spins forever when mkdir(2) answers ENOENT under an
+    // existing parent, which procfs does; src/commands/status.ts then never returns.
+    it('STATUS with stateDir under /proc fails with 50 naming stateDir (and does not hang)', async () => {
+      await announcerDirs(scope());
+      const stateDir = `/proc/${PREFIX}-nowhere/state`;
+      const out = await cniExec(ANNOUNCER, { command: 'STATUS', timeoutMs: 5_000 }, netConf({ stateDir })).catch((e: Error) => e);
+      if (out instanceof Error) expect.fail(`STATUS did not answer: ${out.message}`);
+      expectCniError(out, 50, ['stateDir', stateDir], '1.1.0');
+    });
+
+    it('STATUS on a 1.0.0 config fails with 1', async () => {
+      const dirs = await announcerDirs(scope());
+      const out = await cniExec(ANNOUNCER, { command: 'STATUS' }, { ...netConf({ stateDir: dirs.stateDir }), cniVersion: '1.0.0' });
+      expectCniError(out, 1, ['STATUS', '1.1.0'], '1.0.0');
+    });
+
+    it('GC with an empty attachment list and nothing recorded exits 0 silently', async () => {
+      const dirs = await announcerDirs(scope());
+      const out = await cniExec(ANNOUNCER, { command: 'GC' }, netConf({ stateDir: dirs.stateDir, 'cni.dev/valid-attachments': [] }));
+      expect([out.code, out.stdout, out.stderr]).toEqual([0, '', '']);
+      expect(await stateFiles(dirs.stateDir)).toEqual([]);
+    });
+
+    it('GC without any attachment list fails with 7 naming the key', async () => {
+      const dirs = await announcerDirs(scope());
+      const out = await cniExec(ANNOUNCER, { command: 'GC' }, netConf({ stateDir: dirs.stateDir }));
+      expectCniError(out, 7, ['cni.dev/valid-attachments'], '1.1.0');
+    });
+  });
+});
