@@ -2,7 +2,7 @@
 // `announcer tail RECORD` runs the background tail instead (started by ADD).
 import { readFileSync, writeSync } from 'node:fs';
 import { runTail } from './announce/tail';
-import { readRecord } from './announce/state';
+import { awaitJob } from './announce/await-job';
 import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
 import { dispatch } from './cni/dispatch';
@@ -48,8 +48,8 @@ async function main(): Promise<void> {
   const timers = realTimers();
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
-    const job = readRecord(process.argv[3] ?? '')?.job;
-    if (!job) return process.exit(0); // DEL got there first
+    const job = await awaitJob(process.argv[3] ?? '', timers);
+    if (!job) return process.exit(0); // not needed after all, or DEL got there first
     const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
     try {
       await runTail({ libc: libc(), timers, log }, job);

@@ -57,41 +57,74 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
     originalMacs: previous?.originalMacs ?? [],
   };
   const plan = job.plan;
-  const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+  // Start the tail now, before any pod socket is open (none can leak into it),
+  // so that it boots while ADD waits and sends round 1: a fresh node process
+  // takes 100-300 ms, more than a short intervalMs. It waits for its job.
+  if (mayNeedTail(job)) startTailEarly(deps, record, job, startedAt);
   let tail: TailJob | undefined;
   let macs: Map<number, string>;
   try {
-    if (session.missing.length > 0) {
-      throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
-    }
-    macs = await applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
-    tail = await firstRound(deps, job, session, startedAt);
-  } finally {
-    // Close before spawning: no pod socket may leak into the tail and pin the netns.
-    session.close();
-  }
-  if (tail) {
-    record.job = tail;
-    persist(job.stateDir, record);
+    const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
     try {
-      record.tail = deps.startTail(file);
-      log.debug('background tail started', { pid: record.tail.pid, rounds: tail.schedule.length });
-    } catch (err) {
-      log.error('cannot start the background tail: later rounds will not be sent', { error: err });
+      if (session.missing.length > 0) {
+        throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
+      }
+      macs = await applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
+      tail = await firstRound(deps, job, session, startedAt);
+    } finally {
+      session.close();
     }
-  }
-  if (record.tail || record.originalMacs.length > 0) {
-    try {
-      persist(job.stateDir, record);
-    } catch (err) {
-      // A tail nobody can find would outlive its attachment.
-      if (record.tail) signalProcess(record.tail, 'SIGKILL');
-      throw err;
+    if (tail) {
+      record.job = tail;
+      delete record.jobDeadline;
+    } else if (record.tail) {
+      signalProcess(record.tail, 'SIGTERM'); // started early, not needed after all
+      record.tail = undefined;
     }
-  } else if (previous) {
-    removeRecord(file);
+    if (record.tail || record.originalMacs.length > 0) persist(job.stateDir, record);
+    else if (previous || record.jobDeadline) removeRecord(file);
+  } catch (err) {
+    // A tail nobody can find would outlive its attachment.
+    if (record.tail) signalProcess(record.tail, 'SIGKILL');
+    record.tail = undefined;
+    if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
+    else removeRecord(file);
+    throw err;
   }
+  if (record.tail) log.debug('background tail has its job', { pid: record.tail.pid, rounds: tail?.schedule.length });
   return macs;
+}
+
+/** Whether a tail could be needed: more rounds than one, or a deferred start. */
+function mayNeedTail(job: AddJob): boolean {
+  const rounds = job.plan.schedule.length;
+  const hasAddresses = job.plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
+  return job.announce && hasAddresses && (rounds > 1 || (rounds === 1 && job.readyTimeoutMs > job.addWaitMs));
+}
+
+/** How long an early tail waits for ADD to hand it a job before it gives up. */
+const JOB_GRACE_MS = 10_000;
+
+function startTailEarly(deps: AddDeps, record: AttachmentRecord, job: AddJob, startedAt: number): void {
+  record.jobDeadline = startedAt + job.addWaitMs + JOB_GRACE_MS;
+  // Recorded before it starts, so that a DEL after a crash finds and stops it.
+  persist(job.stateDir, record);
+  try {
+    record.tail = deps.startTail(recordPath(job.stateDir, job.containerId, job.ifname));
+    persist(job.stateDir, record);
+  } catch (err) {
+    if (record.tail) signalProcess(record.tail, 'SIGKILL');
+    record.tail = undefined;
+    deps.log.error('cannot start the background tail: later rounds will not be sent', { error: err });
+  }
+}
+
+function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger): void {
+  try {
+    writeRecord(stateDir, record);
+  } catch (err) {
+    log.error('cannot record the original MACs', { error: err });
+  }
 }
 
 function persist(stateDir: string, record: AttachmentRecord): void {

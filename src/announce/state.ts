@@ -16,6 +16,8 @@ export interface AttachmentRecord {
   originalMacs: { name: string; mac: string }[];
   /** The background tail's work order: the tail reads it from here, not from its command line. */
   job?: TailJob | undefined;
+  /** Epoch ms until which a tail started early waits for ADD to write `job`. */
+  jobDeadline?: number | undefined;
   /** The background tail, while one may be running. */
   tail?: ProcessId | undefined;
 }
