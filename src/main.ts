@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     libc,
     timers,
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
-    startTail: (recordFile) => spawnDetached(self, [TAIL_VERB, recordFile]),
+    startTail: (recordFile) => spawnDetached(libc(), self, [TAIL_VERB, recordFile]),
   });
   const code = await dispatch({ env: process.env, readStdin, writeStdout }, plugin);
   // stdout was written synchronously: exit now, whatever handles are still open.

@@ -60,7 +60,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   // Start the tail now, before any pod socket is open (none can leak into it),
   // so that it boots while ADD waits and sends round 1: a fresh node process
   // takes 100-300 ms, more than a short intervalMs. It waits for its job.
-  if (mayNeedTail(job)) startTailEarly(deps, record, job, startedAt);
+  if (needsLaterRounds(job)) startTail(deps, record, job, startedAt);
   let tail: TailJob | undefined;
   let macs: Map<number, string>;
   try {
@@ -77,6 +77,8 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
     if (tail) {
       record.job = tail;
       delete record.jobDeadline;
+      // Deferred with count 1: no tail was started early, start one now (sockets are closed).
+      if (!record.tail) startTail(deps, record, job, startedAt);
     } else if (record.tail) {
       signalProcess(record.tail, 'SIGTERM'); // started early, not needed after all
       record.tail = undefined;
@@ -95,18 +97,17 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   return macs;
 }
 
-/** Whether a tail could be needed: more rounds than one, or a deferred start. */
-function mayNeedTail(job: AddJob): boolean {
-  const rounds = job.plan.schedule.length;
+/** Whether rounds after the first are planned: then the tail is started early. */
+function needsLaterRounds(job: AddJob): boolean {
   const hasAddresses = job.plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
-  return job.announce && hasAddresses && (rounds > 1 || (rounds === 1 && job.readyTimeoutMs > job.addWaitMs));
+  return job.announce && hasAddresses && job.plan.schedule.length > 1;
 }
 
 /** How long an early tail waits for ADD to hand it a job before it gives up. */
 const JOB_GRACE_MS = 10_000;
 
-function startTailEarly(deps: AddDeps, record: AttachmentRecord, job: AddJob, startedAt: number): void {
-  record.jobDeadline = startedAt + job.addWaitMs + JOB_GRACE_MS;
+function startTail(deps: AddDeps, record: AttachmentRecord, job: AddJob, startedAt: number): void {
+  if (!record.job) record.jobDeadline = startedAt + job.addWaitMs + JOB_GRACE_MS;
   // Recorded before it starts, so that a DEL after a crash finds and stops it.
   persist(job.stateDir, record);
   try {

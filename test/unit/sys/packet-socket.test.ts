@@ -27,6 +27,9 @@ function fakeLibc(): { libc: Libc; sends: { fd: number; frame: string; address: 
     close: (fd) => {
       closes.push(fd);
     },
+    spawnDetached: () => {
+      throw new Error('unexpected spawnDetached');
+    },
   };
   return { libc, sends, closes };
 }
