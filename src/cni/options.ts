@@ -1,21 +1,11 @@
 import type { CniArgs } from './cni-args';
-import type { AnnounceOverrides, ArpOp, MacMode, PluginConfig } from './config';
+import type { AnnounceOverrides, PluginConfig } from './config';
+
+/** The config fields that can differ per attachment. */
+type AttachmentFields = 'ipv4' | 'ipv6' | 'arpOp' | 'interfaces' | 'mac' | 'macPrefix' | 'count' | 'intervalMs' | 'backoff' | 'addWaitMs' | 'readyTimeoutMs';
 
 /** The options in force for one attachment, after config, CNI_ARGS and args.cni are applied. */
-export interface AnnounceOptions {
-  enabled: boolean;
-  ipv4: boolean;
-  ipv6: boolean;
-  arpOp: ArpOp;
-  interfaces?: string[];
-  mac: MacMode;
-  macPrefix: string;
-  count: number;
-  intervalMs: number;
-  backoff: number;
-  addWaitMs: number;
-  readyTimeoutMs: number;
-}
+export type AnnounceOptions = Pick<PluginConfig, AttachmentFields> & { enabled: boolean };
 
 /**
  * Computes one attachment's options with precedence config < CNI_ARGS < `args.cni.announce`.

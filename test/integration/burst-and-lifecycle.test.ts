@@ -183,6 +183,22 @@ async function leftovers(): Promise<string[]> {
   return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
 }
 
+/** An IPv4 stand-in pod that makes no noise of its own, its attachment, and a capture on its peer. */
+async function quietAttachment(s: Scope, name: string, cniVersion: string) {
+  const net = allocSubnet();
+  const pod = await quietStandIn(s, net);
+  const att: Attachment = {
+    containerId: containerId(name),
+    netns: pod.netns.path,
+    ifname: 'eth0',
+    cniVersion,
+    ...(await tempState()),
+    prevResult: standInResult(pod, [net.v4Cidr(5)]),
+  };
+  const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
+  return { net, pod, att, capture };
+}
+
 describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', () => {
   const scope = scopePerTest();
 
@@ -308,17 +324,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
 
   it('intervalMs 10: round 2 comes from the tail, never early, once the tail is up', async () => {
     const s = begin();
-    const net = allocSubnet();
-    const pod = await quietStandIn(s, net);
-    const att: Attachment = {
-      containerId: containerId('short'),
-      netns: pod.netns.path,
-      ifname: 'eth0',
-      cniVersion: '1.0.0',
-      ...(await tempState()),
-      prevResult: standInResult(pod, [net.v4Cidr(5)]),
-    };
-    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
+    const { net, pod, att, capture } = await quietAttachment(s, 'short', '1.0.0');
 
     const { out } = await announcerAdd(s, att, { count: 2, intervalMs: 10 });
     assertCniOk('announcer ADD', out);
@@ -338,17 +344,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
 
   it('DEL stops the tail: no frame after DEL returned, no process, no record', async () => {
     const s = begin();
-    const net = allocSubnet();
-    const pod = await quietStandIn(s, net);
-    const att: Attachment = {
-      containerId: containerId('del'),
-      netns: pod.netns.path,
-      ifname: 'eth0',
-      cniVersion: '1.0.0',
-      ...(await tempState()),
-      prevResult: standInResult(pod, [net.v4Cidr(5)]),
-    };
-    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
+    const { net, pod, att, capture } = await quietAttachment(s, 'del', '1.0.0');
 
     const { out, exitedAt } = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
     assertCniOk('announcer ADD', out);
@@ -376,17 +372,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
     ['cni.dev/attachments listing another attachment', (id: string) => ({ 'cni.dev/attachments': [{ containerID: `${id}-other`, ifname: 'eth0' }] })],
   ])('GC with %s stops the tail: no frame after GC returned, no process, no record', async (_name, lists) => {
     const s = begin();
-    const net = allocSubnet();
-    const pod = await quietStandIn(s, net);
-    const att: Attachment = {
-      containerId: containerId('gc'),
-      netns: pod.netns.path,
-      ifname: 'eth0',
-      cniVersion: '1.1.0',
-      ...(await tempState()),
-      prevResult: standInResult(pod, [net.v4Cidr(5)]),
-    };
-    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
+    const { net, pod, att, capture } = await quietAttachment(s, 'gc', '1.1.0');
 
     const { out, exitedAt } = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
     assertCniOk('announcer ADD', out);
@@ -409,17 +395,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
 
   it('GC listing the attachment as valid, or of another network, keeps the tail running', async () => {
     const s = begin();
-    const net = allocSubnet();
-    const pod = await quietStandIn(s, net);
-    const att: Attachment = {
-      containerId: containerId('gckeep'),
-      netns: pod.netns.path,
-      ifname: 'eth0',
-      cniVersion: '1.1.0',
-      ...(await tempState()),
-      prevResult: standInResult(pod, [net.v4Cidr(5)]),
-    };
-    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
+    const { net, pod, att, capture } = await quietAttachment(s, 'gckeep', '1.1.0');
 
     const { out, exitedAt } = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
     assertCniOk('announcer ADD', out);
