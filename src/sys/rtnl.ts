@@ -7,6 +7,8 @@ import { bridgePortState, ipvlanMode, linkKind, type IpvlanMode } from './link-i
 import { hasErrno, netlinkCall } from './sys-error';
 
 const AF_INET = 2;
+/** Every request gives up after this long (a lost reply must not hang ADD). */
+const REQUEST = { timeout: 5000 };
 /** IFLA_EXT_MASK with RTEXT_FILTER_SKIP_STATS: link stats are large and unused. */
 const SKIP_STATS = Buffer.from([8, 0, 0, 0]);
 const AF_BRIDGE = 7;
@@ -66,11 +68,16 @@ export type RtnlGroup = 'LINK' | 'IPV4_IFADDR' | 'IPV6_IFADDR';
 
 /** rtnetlink queries and changes over one socket. */
 export class Rtnl {
-  constructor(private readonly socket: RtNetlinkSocket) {}
+  constructor(private readonly socket: RtNetlinkSocket) {
+    // A receive error (ENOBUFS when notifications overflow on a busy node) is
+    // emitted as 'error'; unheard, it would crash the plugin. Requests time out
+    // on their own, and watchers re-read state (see watch).
+    socket.socket.on('error', () => {});
+  }
 
   /** All links of the socket's netns. */
   async links(): Promise<LinkInfo[]> {
-    const msgs = await netlinkCall('RTM_GETLINK dump', () => this.socket.getLinks({}, { extMask: SKIP_STATS }));
+    const msgs = await netlinkCall('RTM_GETLINK dump', () => this.socket.getLinks({}, { extMask: SKIP_STATS }, REQUEST));
     return msgs.map(toLinkInfo);
   }
 
@@ -87,7 +94,7 @@ export class Rtnl {
   // One link by index or name: a dump would make the `netlink` package parse every link.
   private async getLink(operation: string, data: { index?: number }, attrs: { ifname?: string }): Promise<LinkInfo | undefined> {
     try {
-      const [msg] = await netlinkCall(operation, () => this.socket.getLink(data, { ...attrs, extMask: SKIP_STATS }));
+      const [msg] = await netlinkCall(operation, () => this.socket.getLink(data, { ...attrs, extMask: SKIP_STATS }, REQUEST));
       return msg ? toLinkInfo(msg) : undefined;
     } catch (err) {
       if (hasErrno(err, 'ENODEV')) return undefined;
@@ -97,14 +104,14 @@ export class Rtnl {
 
   /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
   async bridgePortState(index: number): Promise<number | undefined> {
-    const msgs = await netlinkCall('RTM_GETLINK AF_BRIDGE dump', () => this.socket.getLinks({ family: AF_BRIDGE }));
+    const msgs = await netlinkCall('RTM_GETLINK AF_BRIDGE dump', () => this.socket.getLinks({ family: AF_BRIDGE }, {}, REQUEST));
     const port = msgs.find((m) => m.data.index === index);
     return port ? bridgePortState(port.attrs.protinfo) : undefined;
   }
 
   /** The IPv4 and IPv6 addresses of link `index`. */
   async addresses(index: number): Promise<AddressInfo[]> {
-    const msgs = await netlinkCall('RTM_GETADDR dump', () => this.socket.getAddresses());
+    const msgs = await netlinkCall('RTM_GETADDR dump', () => this.socket.getAddresses({}, {}, REQUEST));
     const out: AddressInfo[] = [];
     for (const m of msgs) {
       if (m.data.index !== index) continue;
@@ -128,7 +135,7 @@ export class Rtnl {
 
   /** Sets the MAC address of link `index`. */
   async setMac(index: number, mac: Uint8Array): Promise<void> {
-    await netlinkCall(`set MAC of ifindex ${index}`, () => this.socket.setLink({ index }, { address: Buffer.from(mac) }));
+    await netlinkCall(`set MAC of ifindex ${index}`, () => this.socket.setLink({ index }, { address: Buffer.from(mac) }, REQUEST));
   }
 
   /**
@@ -139,9 +146,12 @@ export class Rtnl {
   watch(groups: readonly RtnlGroup[], onEvent: () => void): () => void {
     const listener = (): void => onEvent();
     this.socket.on('message', listener);
+    // Notifications lost to an overflow are still a change: re-read.
+    this.socket.socket.on('error', listener);
     for (const g of groups) this.socket.addMembership(g);
     return () => {
       this.socket.off('message', listener);
+      this.socket.socket.off('error', listener);
       for (const g of groups) {
         try {
           this.socket.dropMembership(g);

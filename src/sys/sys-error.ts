@@ -48,6 +48,7 @@ export function fromNetlinkError(operation: string, err: unknown): SysError {
   if (err instanceof Error) {
     const withErrno = err as Error & { errno?: unknown };
     if (typeof withErrno.errno === 'number') return new SysError(operation, Math.abs(withErrno.errno), { cause: err });
+    if (err.message === 'Timeout has been reached') return new SysError(operation, constants.errno.ETIMEDOUT, { cause: err });
     const match = /Request rejected: (E[A-Z0-9]+|-?\d+)/.exec(err.message);
     if (match) {
       const token = match[1]!;

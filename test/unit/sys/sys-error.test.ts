@@ -134,3 +134,10 @@ describe('errno names shared by two constants', () => {
     expect(new SysError('sendto', 95).code).toBe('ENOTSUP');
   });
 });
+
+describe('netlink request timeouts', () => {
+  it('become ETIMEDOUT', () => {
+    const e = fromNetlinkError('RTM_GETLINK dump', new Error('Timeout has been reached'));
+    expect([e.code, e.message]).toEqual(['ETIMEDOUT', 'RTM_GETLINK dump: ETIMEDOUT']);
+  });
+});
