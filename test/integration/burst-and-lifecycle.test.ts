@@ -3,7 +3,7 @@
 // (wall clock) against wall-clock moments taken in the test, never a duration.
 // Stand-in pods capture on the veth peer inside the pod netns; bridge pods
 // (the real bridge plugin) capture on the bridge.
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,10 +24,12 @@ import {
   linkShow,
   listLinks,
   listNetns,
+  makeAnnouncerFiles,
   neighEntry,
   ownAnnouncerProcesses,
   plantStale,
   podInterface,
+  readLog,
   runOk,
   RUN_TAG,
   type CniOutput,
@@ -39,6 +41,7 @@ import {
   setSysctl,
   skipIntegration,
   startCapture,
+  stateFiles,
   waitFor,
 } from './harness';
 
@@ -64,26 +67,11 @@ let root: string;
 /** Every stateDir handed out, checked empty after the whole file. */
 const stateDirs: string[] = [];
 
-/** A fresh stateDir (not created: the plugin creates it) and log file for one test. */
+/** A fresh stateDir (not created: the plugin creates it) and log file for one test, under root (removed after the whole file). */
 async function tempState(): Promise<{ stateDir: string; logFile: string }> {
-  const dir = await mkdtemp(join(root, 't-'));
-  const stateDir = join(dir, 'state');
+  const { stateDir, logFile } = await makeAnnouncerFiles(join(root, 't-'));
   stateDirs.push(stateDir);
-  return { stateDir, logFile: join(dir, 'announcer.log') };
-}
-
-/** Entries of stateDir (records and anything else); none when it does not exist. */
-async function stateFiles(stateDir: string): Promise<string[]> {
-  try {
-    return await readdir(stateDir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-}
-
-async function readLog(logFile: string): Promise<string> {
-  return readFile(logFile, 'utf8').catch(() => '');
+  return { stateDir, logFile };
 }
 
 /** Live announcer processes (ADD or tail) started for this container ID by this file. */

@@ -99,13 +99,35 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     );
   });
 
-  it('bridge, dual stack: stale IPv4 and IPv6 entries on the node hold the new MAC when ADD returns; ping and ping -6 work', async () => {
+  /**
+   * Per-test setup: strays fail the test (checked after everything else is
+   * undone), the announcer's own state dir and log, a subnet, and the pod's
+   * addresses in it.
+   */
+  async function begin() {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
+    return { files, net, ip4: net.v4(POD_HOST), ip6: net.v6(POD_HOST) };
+  }
+
+  /**
+   * begin(), a dualStackBridgePod with a capture (ARP and ICMPv6) on its host
+   * veth, then the announcer's ADD with `options`. The capture is still running.
+   */
+  async function addOnCapturedBridgePod(tag: string, options: Record<string, unknown>) {
+    const { files, net, ip4, ip6 } = await begin();
+    const containerId = `${PREFIX}-${tag}`;
+    const pod = await dualStackBridgePod(scope(), net, containerId);
+    const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
+    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.podNs.path, files, options });
+    return { ...pod, files, ip4, ip6, capture, add };
+  }
+
+  it('bridge, dual stack: stale IPv4 and IPv6 entries on the node hold the new MAC when ADD returns; ping and ping -6 work', async () => {
+    const { files, net, ip4, ip6 } = await begin();
     const containerId = `${PREFIX}-dual`;
     const { bridge, conf, result, podNs, podMac } = await dualStackBridgePod(scope(), net, containerId);
-    const [ip4, ip6] = [net.v4(POD_HOST), net.v6(POD_HOST)];
     // Without the announcer, both entries still point at the departed pod.
     expect((await neighEntry(bridge, ip4))?.mac).toBe(OLD_MAC);
     expect((await neighEntry(bridge, ip6))?.mac).toBe(OLD_MAC);
@@ -129,10 +151,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
   });
 
   it("macvlan: a neighbour pod's stale IPv4 and IPv6 entries hold the new MAC when ADD returns; no NA before DAD is over", async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const [ip4, ip6] = [net.v4(POD_HOST), net.v6(POD_HOST)];
+    const { files, net, ip4, ip6 } = await begin();
     const node = await createL2Node(scope(), PREFIX);
     const neighbour = await createChildPod(scope(), node, { prefix: PREFIX, v4: [net.v4Cidr(7)], v6: [net.v6Cidr(7)] });
     const nb = neighbour.netns.name;
@@ -199,22 +218,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
   });
 
   it('tshark: with arpOp "both" on dual stack, every frame from the pod is well-formed, field by field', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const [ip4, ip6] = [net.v4(POD_HOST), net.v6(POD_HOST)];
-    const containerId = `${PREFIX}-tshark`;
-    const { conf, result, podNs, podMac, hostVeth: veth } = await dualStackBridgePod(scope(), net, containerId);
-    const capture = await startCapture(scope(), { iface: veth, filter: 'arp or icmp6' });
-
-    const add = await announcerAdd(scope(), {
-      mainConf: conf,
-      prevResult: result,
-      containerId,
-      netns: podNs.path,
-      files,
-      options: { arpOp: 'both', count: 1 },
-    });
+    const { files, ip4, ip6, podMac, capture, add } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);
     expect(add.code, add.stdout).toBe(0);
 
@@ -256,9 +260,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
   });
 
   it('the interfaces option narrows: with interfaces ["net1"], frames only on net1', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
+    const { files, net } = await begin();
     const standIn = await createStandInPod(scope(), {
       prefix: PREFIX,
       v4: [net.v4Cidr(5)],
@@ -301,9 +303,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
   });
 
   it('ipvlan L3: ADD exits 0, sends nothing and logs why (skipped where the kernel has no ipvlan)', async (ctx) => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
+    const { files, net } = await begin();
     const node = await createL2Node(scope(), PREFIX);
     const probe = await run('ip', ['-n', node.netns.name, 'link', 'add', 'ipvprobe', 'link', node.parent, 'type', 'ipvlan', 'mode', 'l3']);
     if (probe.code !== 0) {
@@ -342,22 +342,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
   });
 
   it('ipv6: false on dual stack: only ARP is sent, and the IPv6 entry stays stale', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const [ip4, ip6] = [net.v4(POD_HOST), net.v6(POD_HOST)];
-    const containerId = `${PREFIX}-noipv6`;
-    const { bridge, conf, result, podNs, podMac, hostVeth: veth } = await dualStackBridgePod(scope(), net, containerId);
-    const capture = await startCapture(scope(), { iface: veth, filter: 'arp or icmp6' });
-
-    const add = await announcerAdd(scope(), {
-      mainConf: conf,
-      prevResult: result,
-      containerId,
-      netns: podNs.path,
-      files,
-      options: { ipv6: false, count: 1 },
-    });
+    const { files, ip4, ip6, bridge, podMac, capture, add } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
     const entry4 = await neighEntry(bridge, ip4);
     const entry6 = await neighEntry(bridge, ip6);
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);

@@ -4,9 +4,8 @@
 // asked for is never replaced; bad prefixes are refused; and an attachment that
 // opted out (args.cni.announce, CNI_ARGS ANNOUNCE) sends nothing at all.
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import {
   addBridgePod,
   allocSubnet,
   ANNOUNCER,
+  announcerFiles,
   assertCniOk,
   canonicalIp,
   chainConfig,
@@ -31,12 +31,14 @@ import {
   ownAnnouncerProcesses,
   plantStale,
   podInterface,
+  readLog,
   runOk,
   RUN_TAG,
   scopePerTest,
   setSysctl,
   skipIntegration,
   startCapture,
+  stateFiles,
   waitFor,
   type CniCall,
   type CniOutput,
@@ -70,26 +72,6 @@ async function leftovers(): Promise<string[]> {
   const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
   const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
   return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
-
-/** Per-test state directory and log file under a fresh temp dir (removed at scope close). */
-async function announcerFiles(scope: Scope): Promise<{ stateDir: string; logFile: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-mac-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
-  return { stateDir: join(dir, 'state'), logFile: join(dir, 'announcer.log') };
-}
-
-async function stateFiles(stateDir: string): Promise<string[]> {
-  try {
-    return await readdir(stateDir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-}
-
-async function readLog(logFile: string): Promise<string> {
-  return readFile(logFile, 'utf8').catch(() => '');
 }
 
 /** The end state of every test: no announcer process of ours alive and no record in stateDir. */

@@ -67,10 +67,24 @@ export function cniEnv(call: CniCall): Record<string, string> {
  * input) on stdin, the CNI_* env from `call`. Never throws on a plugin error.
  */
 export async function cniExec(pluginPath: string, call: CniCall, config: object | string): Promise<CniOutput> {
-  const stdin = typeof config === 'string' ? config : JSON.stringify(config);
-  const res = await run(pluginPath, [], {
-    stdin,
-    env: cniEnv(call),
+  return runCniCommand(pluginPath, [], call, config);
+}
+
+/**
+ * What cniExec does, for a command that runs the plugin (`ip netns exec NS
+ * plugin`, `unshare … sh -c …`): `config` on stdin, `env` as the whole env
+ * (default cniEnv(call)), call.timeoutMs. Never throws on a plugin error.
+ */
+export async function runCniCommand(
+  cmd: string,
+  args: readonly string[],
+  call: CniCall,
+  config: object | string,
+  env: Record<string, string> = cniEnv(call),
+): Promise<CniOutput> {
+  const res = await run(cmd, args, {
+    stdin: typeof config === 'string' ? config : JSON.stringify(config),
+    env,
     inheritEnv: false,
     ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
   });

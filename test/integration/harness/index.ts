@@ -1,4 +1,5 @@
 // The integration-test harness: real plugins, real namespaces, real captures.
+export * from './announcer-files';
 export * from './bridge';
 export * from './capture';
 export * from './cni';

@@ -1,8 +1,7 @@
 // Runs a plugin like cniExec, but in a private mount namespace, so that a test
 // can hide directories (the checkout, the addon cache) or make them read-only
 // for that one run without touching the host's mounts.
-import { cniEnv, RUN_TAG_ENV, type CniCall, type CniOutput } from './cni';
-import { run } from './exec';
+import { cniEnv, runCniCommand, RUN_TAG_ENV, type CniCall, type CniOutput } from './cni';
 
 const BARE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -33,25 +32,10 @@ export interface MountNsScript {
  */
 export async function cniExecInMountNs(pluginPath: string, call: CniCall, config: object | string, script: MountNsScript): Promise<CniOutput> {
   const sh = ['set -e', script.prelude, 'cd /', 'set +e', '"$0"; rc=$?', script.epilogue ?? ':', 'exit $rc'].join('\n');
-  const stdin = typeof config === 'string' ? config : JSON.stringify(config);
   let env = cniEnv(call);
   if (script.bareEnv) {
     env = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('CNI_') || k === RUN_TAG_ENV || k in (call.env ?? {})));
     env.PATH = BARE_PATH;
   }
-  const res = await run('unshare', ['-m', '--propagation', 'private', 'sh', '-c', sh, pluginPath, ...(script.args ?? [])], {
-    stdin,
-    env,
-    inheritEnv: false,
-    ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
-  });
-  const out: CniOutput = { code: res.code, stdout: res.stdout, stderr: res.stderr };
-  if (res.stdout.trim() !== '') {
-    try {
-      out.json = JSON.parse(res.stdout);
-    } catch {
-      // Not JSON: left for the test to judge from stdout.
-    }
-  }
-  return out;
+  return runCniCommand('unshare', ['-m', '--propagation', 'private', 'sh', '-c', sh, pluginPath, ...(script.args ?? [])], call, config, env);
 }

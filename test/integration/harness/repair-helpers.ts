@@ -1,13 +1,13 @@
 // Helpers for the end-to-end repair tests (bridge, dual stack, macvlan,
-// stand-in pods): a per-test announcer state dir and log file, the announcer
-// chained the way a runtime chains it (optionally run inside a "node" netns),
-// a second interface for a stand-in pod, and a macvlan node: a netns that
-// plays the node, with a veth parent inside it (field notes §5b).
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// stand-in pods): the announcer chained the way a runtime chains it (optionally
+// run inside a "node" netns), a second interface for a stand-in pod, and a
+// macvlan node: a netns that plays the node, with a veth parent inside it
+// (field notes §5b). The per-test announcer state dir and log file live in
+// announcer-files.ts, re-exported here.
 import { join } from 'node:path';
-import { ANNOUNCER, assertCniOk, cniEnv, cniExec, SYSTEM_CNI_DIR, type CniCall, type CniOutput } from './cni';
-import { run, runOk } from './exec';
+import type { AnnouncerFiles } from './announcer-files';
+import { ANNOUNCER, assertCniOk, cniExec, runCniCommand, SYSTEM_CNI_DIR, type CniCall, type CniOutput } from './cni';
+import { runOk } from './exec';
 import { linkShow } from './links';
 import { createNetns, type Netns } from './netns';
 import { uniqueName } from './names';
@@ -17,32 +17,10 @@ import { setSysctl } from './sysctl';
 import { waitFor } from './wait';
 import type { StandInPod } from './bridge';
 
+export { announcerFiles, type AnnouncerFiles } from './announcer-files';
+
 /** The real macvlan plugin. */
 export const MACVLAN_PLUGIN = join(SYSTEM_CNI_DIR, 'macvlan');
-
-/** A test's own announcer `stateDir` and `logFile`, removed at scope close. */
-export interface AnnouncerFiles {
-  stateDir: string;
-  logFile: string;
-  /** The log file's text ('' before the first line). */
-  log(): Promise<string>;
-  /** Names of the files in stateDir (none when it does not exist). */
-  stateFiles(): Promise<string[]>;
-}
-
-/** Makes a temp dir holding the announcer's stateDir (not created: the plugin creates it) and log file. */
-export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-e2e-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `announcer dir ${dir}`);
-  const stateDir = join(dir, 'state');
-  const logFile = join(dir, 'announcer.log');
-  return {
-    stateDir,
-    logFile,
-    log: () => readFile(logFile, 'utf8').catch(() => ''),
-    stateFiles: () => readdir(stateDir).catch(() => []),
-  };
-}
 
 /**
  * Runs a plugin like a runtime, from inside the named `node` netns when given
@@ -50,18 +28,7 @@ export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {
  */
 export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string): Promise<CniOutput> {
   if (node === undefined) return cniExec(plugin, call, config);
-  const res = await run('ip', ['netns', 'exec', node, plugin], {
-    stdin: JSON.stringify(config),
-    env: cniEnv(call),
-    inheritEnv: false,
-  });
-  const out: CniOutput = { code: res.code, stdout: res.stdout, stderr: res.stderr };
-  try {
-    if (res.stdout.trim() !== '') out.json = JSON.parse(res.stdout);
-  } catch {
-    // Not JSON: left for the test to judge from stdout.
-  }
-  return out;
+  return runCniCommand('ip', ['netns', 'exec', node, plugin], call, config);
 }
 
 /** One chained announcer attachment. */

@@ -1,0 +1,56 @@
+// A test's own announcer `stateDir` and `logFile`, and reading what the
+// announcer left in them.
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Scope } from './scope';
+
+/**
+ * Names of the entries in stateDir (records and anything else); none when it
+ * does not exist. Any other error (EACCES, ENOTDIR…) rejects: it is never
+ * taken for an empty dir.
+ */
+export async function stateFiles(stateDir: string): Promise<string[]> {
+  try {
+    return await readdir(stateDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+/** The log file's text ('' before the first line). */
+export async function readLog(logFile: string): Promise<string> {
+  return readFile(logFile, 'utf8').catch(() => '');
+}
+
+/** A test's own announcer `stateDir` and `logFile`, in a temp dir of their own. */
+export interface AnnouncerFiles {
+  /** The temp dir holding both. */
+  dir: string;
+  stateDir: string;
+  logFile: string;
+  /** readLog(logFile). */
+  log(): Promise<string>;
+  /** stateFiles(stateDir). */
+  stateFiles(): Promise<string[]>;
+}
+
+/**
+ * Makes a temp dir `${dirPrefix}XXXXXX` holding the announcer's stateDir (not
+ * created: the plugin creates it) and log file. Nothing removes it: the caller
+ * owns it (or the dir it was made in).
+ */
+export async function makeAnnouncerFiles(dirPrefix: string): Promise<AnnouncerFiles> {
+  const dir = await mkdtemp(dirPrefix);
+  const stateDir = join(dir, 'state');
+  const logFile = join(dir, 'announcer.log');
+  return { dir, stateDir, logFile, log: () => readLog(logFile), stateFiles: () => stateFiles(stateDir) };
+}
+
+/** makeAnnouncerFiles under the system temp dir, the dir removed at scope close. */
+export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {
+  const files = await makeAnnouncerFiles(join(tmpdir(), 'announcer-e2e-'));
+  scope.defer(() => rm(files.dir, { recursive: true, force: true }), `announcer dir ${files.dir}`);
+  return files;
+}
