@@ -57,10 +57,11 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
     originalMacs: previous?.originalMacs ?? [],
   };
   const plan = job.plan;
-  // Start the tail now, before any pod socket is open (none can leak into it),
-  // so that it boots while ADD waits and sends round 1: a fresh node process
-  // takes 100-300 ms, more than a short intervalMs. It waits for its job.
-  if (needsLaterRounds(job)) startTail(deps, record, job, startedAt);
+  // A fresh node process takes 100-300 ms to boot. When round 2 is due sooner
+  // than that, start the tail now, before any pod socket is open (none can leak
+  // into it), so that it boots while ADD works; it waits for its job. Otherwise
+  // start it after round 1: booting alongside ADD would slow ADD down.
+  if (needsLaterRounds(job) && job.plan.schedule[1]! < EARLY_TAIL_BELOW_MS) startTail(deps, record, job, startedAt);
   let tail: TailJob | undefined;
   let macs: Map<number, string>;
   try {
@@ -77,7 +78,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
     if (tail) {
       record.job = tail;
       delete record.jobDeadline;
-      // Deferred with count 1: no tail was started early, start one now (sockets are closed).
+      // Not started early: start it now that the pod's sockets are closed.
       if (!record.tail) startTail(deps, record, job, startedAt);
     } else if (record.tail) {
       signalProcess(record.tail, 'SIGTERM'); // started early, not needed after all
@@ -97,7 +98,10 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   return macs;
 }
 
-/** Whether rounds after the first are planned: then the tail is started early. */
+/** Round 2 due sooner than this after round 1: the tail is started at the beginning of ADD. */
+const EARLY_TAIL_BELOW_MS = 500;
+
+/** Whether rounds after the first are planned. */
 function needsLaterRounds(job: AddJob): boolean {
   const hasAddresses = job.plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   return job.announce && hasAddresses && job.plan.schedule.length > 1;
