@@ -1,4 +1,3 @@
-import type { AnnounceOptions } from '../cni/options';
 import type { PluginConfig } from '../cni/config';
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
@@ -16,5 +15,3 @@ export interface CommandDeps {
   startTail(recordFile: string): ProcessId;
 }
 
-/** The options ADD and CHECK plan with. */
-export type { AnnounceOptions };
