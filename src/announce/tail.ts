@@ -57,10 +57,9 @@ async function awaitReadyAndSend(deps: TailDeps, job: TailJob, alive: () => bool
     const targets = withResolved(job, session.interfaces);
     if (!targets) return false;
     // This wait holds the pod's sockets, so watch the netns path as well.
-    const outcome = await waitReady(session, targets, job.readyDeadline - timers.epochMs(), timers, (onEvent) => {
-      const handle = setInterval(() => (alive() ? undefined : onEvent()), NETNS_CHECK_MS);
-      return () => clearInterval(handle);
-    });
+    const outcome = await waitReady(session, targets, job.readyDeadline - timers.epochMs(), timers, (onEvent) =>
+      everyWhile(timers, NETNS_CHECK_MS, () => (alive() ? undefined : onEvent())),
+    );
     if (!alive()) return false;
     if (outcome.kind !== 'ready') {
       log.warn('pod never became ready: not announcing', outcome.kind === 'timeout' ? { waitingFor: outcome.reasons } : { gone: outcome.name });
@@ -112,6 +111,19 @@ async function sleepWhileAlive(timers: Timers, due: number, alive: () => boolean
     if (left <= 0) return true;
     await timers.sleep(Math.min(left, NETNS_CHECK_MS));
   }
+}
+
+/** Runs `tick` every `ms` on the injected timers until the returned function is called. */
+function everyWhile(timers: Timers, ms: number, tick: () => void): () => void {
+  let handle: unknown;
+  const arm = (): void => {
+    handle = timers.setTimeout(() => {
+      tick();
+      arm();
+    }, ms);
+  };
+  arm();
+  return () => timers.clearTimeout(handle);
 }
 
 function sameNetns(a: NetnsId | undefined, b: NetnsId): boolean {
