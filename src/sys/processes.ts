@@ -1,5 +1,6 @@
 // Background process identity and signalling through /proc. A pid alone can
 // be recycled; a pid plus its start time (field 22 of /proc/PID/stat) cannot.
+// This is the only place in the plugin that sends a signal.
 import { readFileSync } from 'node:fs';
 
 /** A process as recorded in the state dir. */
@@ -9,8 +10,22 @@ export interface ProcessId {
   startTime: string;
 }
 
-/** The start time of `pid` if it is alive (not a zombie), else undefined. */
+/** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
+export const PID_MAX_LIMIT = 4_194_304;
+
+/**
+ * Whether `pid` can name one ordinary process: an integer from 2 to
+ * PID_MAX_LIMIT. kill(2) reads 0 as "my process group", -1 as "every process I
+ * may signal", -N as "process group N", and 1 is init: none of them is ever a
+ * tail of ours.
+ */
+export function isSignallablePid(pid: unknown): pid is number {
+  return typeof pid === 'number' && Number.isInteger(pid) && pid > 1 && pid <= PID_MAX_LIMIT;
+}
+
+/** The start time of `pid` if it is alive (not a zombie), else undefined; undefined for any pid isSignallablePid refuses. */
 export function processStartTime(pid: number): string | undefined {
+  if (!isSignallablePid(pid)) return undefined;
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -20,17 +35,23 @@ export function processStartTime(pid: number): string | undefined {
   // comm (field 2) may contain spaces and parentheses: split after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
-  return fields[19]; // field 22 overall; fields[] starts at field 3
+  const start = fields[19]; // field 22 overall; fields[] starts at field 3
+  return start !== undefined && /^\d+$/.test(start) ? start : undefined;
 }
 
-/** True when the recorded process is still the same live process. */
+/** True when the recorded process is still the same live process (a valid pid, a start time of digits, and both match). */
 export function isSameProcess(p: ProcessId): boolean {
+  if (!isSignallablePid(p.pid) || typeof p.startTime !== 'string' || !/^\d+$/.test(p.startTime)) return false;
   return processStartTime(p.pid) === p.startTime;
 }
 
-/** Sends `signal` to the recorded process only if it is still the same process. */
+/**
+ * Sends `signal` to the recorded process only if it is still the same
+ * process, and never to pid ≤ 1 or to this process itself, whatever the
+ * record says. True when the signal was sent.
+ */
 export function signalProcess(p: ProcessId, signal: NodeJS.Signals): boolean {
-  if (!isSameProcess(p)) return false;
+  if (!isSignallablePid(p.pid) || p.pid === process.pid || !isSameProcess(p)) return false;
   try {
     process.kill(p.pid, signal);
     return true;

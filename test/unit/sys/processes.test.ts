@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it, expect } from 'vitest';
-import { isSameProcess, processStartTime, signalProcess } from '../../../src/sys/processes';
+import { afterEach, describe, it, expect, vi } from 'vitest';
+import { isSameProcess, isSignallablePid, processStartTime, signalProcess, type ProcessId } from '../../../src/sys/processes';
 
 /** Above the largest pid_max (2^22): no process can have it. */
 const NO_SUCH_PID = 2 ** 22 + 12345;
@@ -97,5 +97,46 @@ describe('signalProcess', () => {
       await exited(child);
     });
     expect(signalProcess(recorded!, 'SIGTERM')).toBe(false);
+  });
+});
+
+describe('never a pid that is not one process', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('isSignallablePid accepts 2 to 2^22 integers only', () => {
+    for (const ok of [2, 4242, 2 ** 22]) expect(isSignallablePid(ok)).toBe(true);
+    for (const bad of [-1, 0, 1, -4242, 2 ** 22 + 1, 1.5, Number.NaN, Infinity, '4242', null, undefined]) {
+      expect(isSignallablePid(bad)).toBe(false);
+    }
+  });
+
+  it('signalProcess never reaches kill for pid -1, 0, 1, a fraction, this process, or a missing or odd start time', () => {
+    // A spy that would throw: even a regression could not signal anything from this test.
+    const kill = vi.spyOn(process, 'kill').mockImplementation(() => {
+      throw new Error('kill must not be called');
+    });
+    const mine = processStartTime(process.pid)!;
+    const records = [
+      { pid: -1, startTime: mine },
+      { pid: 0, startTime: mine },
+      { pid: 1, startTime: processStartTime(1) ?? '1' },
+      { pid: 2.5, startTime: mine },
+      { pid: process.pid, startTime: mine },
+      { pid: process.ppid },
+      { pid: process.ppid, startTime: undefined },
+      { pid: process.ppid, startTime: '' },
+      { pid: process.ppid, startTime: ` ${processStartTime(process.ppid)}` },
+    ] as unknown as ProcessId[];
+    for (const r of records) {
+      expect(signalProcess(r, 'SIGTERM'), JSON.stringify(r)).toBe(false);
+      expect(isSameProcess(r), JSON.stringify(r)).toBe(r.pid === process.pid);
+    }
+    expect(kill).not.toHaveBeenCalled();
+  });
+
+  it('processStartTime does not read /proc for an invalid pid', () => {
+    expect(processStartTime(-1)).toBeUndefined();
+    expect(processStartTime(0)).toBeUndefined();
+    expect(processStartTime(1.5)).toBeUndefined();
   });
 });
