@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { install, parseInstallArgs, type InstallDeps } from '../../../src/commands/install';
+import type { DirProblem, InstallOutcome } from '../../../src/sys/install-file';
+
+describe('parseInstallArgs', () => {
+  it('takes --dest DIR, --dest=DIR and --also-notices in any order', () => {
+    expect(parseInstallArgs(['--dest', '/host/opt/cni/bin'])).toEqual({ ok: true, args: { dest: '/host/opt/cni/bin', alsoNotices: false } });
+    expect(parseInstallArgs(['--also-notices', '--dest=/d'])).toEqual({ ok: true, args: { dest: '/d', alsoNotices: true } });
+  });
+
+  it.each([
+    [[], '--dest is required'],
+    [['--dest'], '--dest needs a directory'],
+    [['--dest='], '--dest needs a directory'],
+    [['--dest', '/a', '--dest', '/b'], '--dest given twice'],
+    [['--dest', '/a', '-f'], 'unknown argument "-f"'],
+    [['/a'], 'unknown argument "/a"'],
+  ])('refuses %j: %s', (argv, problem) => {
+    const parsed = parseInstallArgs(argv);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) {
+      expect(parsed.problem.startsWith(problem)).toBe(true);
+      expect(parsed.problem).toContain('usage: announcer install --dest DIR [--also-notices]');
+    }
+  });
+});
+
+/** A fake file system: which dirs exist, what installFile answers, and every call and line. */
+function fakeDeps(opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?: Error } = {}) {
+  const calls: unknown[][] = [];
+  const out: string[] = [];
+  const err: string[] = [];
+  const deps: InstallDeps = {
+    self: '/usr/local/bin/announcer',
+    dirProblem: () => opts.problem,
+    installFile: (...args) => {
+      calls.push(args);
+      if (opts.fail) throw opts.fail;
+      return opts.outcome ?? 'installed';
+    },
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+  };
+  return { deps, calls, out, err };
+}
+
+describe('install', () => {
+  it('installs the running executable as DEST/announcer, mode 0755', () => {
+    const f = fakeDeps();
+    expect(install(f.deps, ['--dest', '/host/opt/cni/bin'])).toBe(0);
+    expect(f.calls).toEqual([['/usr/local/bin/announcer', '/host/opt/cni/bin', 'announcer', 0o755]]);
+    expect(f.out).toEqual(['installed /host/opt/cni/bin/announcer']);
+    expect(f.err).toEqual([]);
+  });
+
+  it('with --also-notices, also the THIRD_PARTY_NOTICES next to the executable, mode 0644', () => {
+    const f = fakeDeps({ outcome: 'unchanged' });
+    expect(install(f.deps, ['--dest', '/d', '--also-notices'])).toBe(0);
+    expect(f.calls).toEqual([
+      ['/usr/local/bin/announcer', '/d', 'announcer', 0o755],
+      ['/usr/local/bin/THIRD_PARTY_NOTICES', '/d', 'THIRD_PARTY_NOTICES', 0o644],
+    ]);
+    expect(f.out).toEqual(['unchanged /d/announcer (already identical)', 'unchanged /d/THIRD_PARTY_NOTICES (already identical)']);
+  });
+
+  it.each([
+    ['missing', 'announcer install: --dest /d: no such directory'],
+    ['not a directory', 'announcer install: --dest /d: not a directory'],
+  ] as const)('refuses a DEST that is %s, with one line on stderr and exit 1', (problem, line) => {
+    const f = fakeDeps({ problem });
+    expect(install(f.deps, ['--dest', '/d'])).toBe(1);
+    expect(f.err).toEqual([line]);
+    expect(f.calls).toEqual([]);
+    expect(f.out).toEqual([]);
+  });
+
+  it('reports a failed copy in one line, exit 1', () => {
+    const fail = Object.assign(new Error("EACCES: permission denied, open '/d/.announcer.tmp-0a'\n    at somewhere"), { code: 'EACCES' });
+    const f = fakeDeps({ fail });
+    expect(install(f.deps, ['--dest', '/d'])).toBe(1);
+    expect(f.err).toEqual(["announcer install: EACCES: permission denied, open '/d/.announcer.tmp-0a'"]);
+  });
+
+  it('exits 2 with the usage on bad arguments, touching nothing', () => {
+    const f = fakeDeps();
+    expect(install(f.deps, ['--dest'])).toBe(2);
+    expect(f.err).toHaveLength(1);
+    expect(f.calls).toEqual([]);
+  });
+});
