@@ -7,6 +7,7 @@ import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
 import { dispatch } from './cni/dispatch';
 import { createLogger, fileSink, silentLogger, type LogLevel } from './log';
+import { CLI_VERBS, runVerb } from './cli';
 import { announcerPlugin } from './plugin';
 import { loadLibc, type Libc } from './sys/libc';
 import { spawnDetached } from './sys/spawn-detached';
@@ -46,6 +47,8 @@ async function main(): Promise<void> {
   const self = process.argv[1]!;
   const libc: () => Libc = once(loadLibc);
   const timers = realTimers();
+  const verb = process.argv[2];
+  if (verb !== undefined && CLI_VERBS.includes(verb)) return process.exit(await runVerb(verb, process.argv.slice(3), process.execPath));
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
     const job = await awaitJob(process.argv[3] ?? '', timers);
