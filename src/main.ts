@@ -46,7 +46,7 @@ function writeStdout(text: string): void {
 async function main(): Promise<void> {
   const self = process.argv[1]!;
   const libc: () => Libc = once(loadLibc);
-  const timers = realTimers();
+  const timers = realTimers(() => libc().bootTimeMs());
   const verb = process.argv[2];
   if (verb !== undefined && CLI_VERBS.includes(verb)) return process.exit(await runVerb(verb, process.argv.slice(3), process.execPath));
   if (process.argv[2] === TAIL_VERB) {

@@ -44,7 +44,7 @@ export interface AddJob {
 /** Runs ADD's announcement; returns the MACs it set, by prevResult interface index. */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   const { log, timers } = deps;
-  const startedAt = timers.epochMs();
+  const startedAt = timers.bootMs();
   const file = recordPath(job.stateDir, job.containerId, job.ifname);
   // A repeated ADD takes over the attachment: stop its tail, keep the MACs it must restore.
   const previous = readRecord(file);
@@ -65,12 +65,12 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   let tail: TailJob | undefined;
   let macs: Map<number, string>;
   try {
-    const session = await openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+    const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
     try {
       if (session.missing.length > 0) {
         throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
       }
-      macs = await applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
+      macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
       tail = await firstRound(deps, job, session, startedAt);
     } finally {
       session.close();
@@ -140,13 +140,13 @@ function persist(stateDir: string, record: AttachmentRecord): void {
   }
 }
 
-async function applyTargetMacs(
+function applyTargetMacs(
   session: PodSession,
   interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
   stateDir: string,
   log: Logger,
-): Promise<Map<number, string>> {
+): Map<number, string> {
   const macs = new Map<number, string>();
   for (const plan of interfaces) {
     if (!plan.targetMac) continue;
@@ -155,7 +155,7 @@ async function applyTargetMacs(
       log.warn('ipvlan shares its parent MAC: not setting the IP-derived MAC', { interface: plan.name });
       continue;
     }
-    const link = await session.pod.rtnl.linkByIndex(iface.index);
+    const link = session.pod.rtnl.linkByIndex(iface.index);
     if (!link?.mac || link.mac.length !== 6) {
       log.warn('interface has no Ethernet address: not setting the IP-derived MAC', { interface: plan.name });
       continue;
@@ -168,7 +168,7 @@ async function applyTargetMacs(
         record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
         persist(stateDir, record);
       }
-      await session.pod.rtnl.setMac(iface.index, plan.targetMac);
+      session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
     }
     if (plan.resultIndex !== undefined) macs.set(plan.resultIndex, target);
@@ -187,7 +187,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
   if (plan.schedule.length === 0) return undefined;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return undefined;
-  const outcome = await waitReady(session, targets, Math.min(job.addWaitMs, job.readyTimeoutMs), timers);
+  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(job.addWaitMs, job.readyTimeoutMs), timers });
   const base = {
     network: job.network,
     containerId: job.containerId,
@@ -203,12 +203,14 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     logLevel: job.logLevel,
   };
   switch (outcome.kind) {
+    case 'cancelled':
+      return undefined; // ADD sets no cancel condition
     case 'gone':
       throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
     case 'ready': {
       const sent = sendRound(session.pod.packet, outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
       log.info('announced', { round: 1, of: plan.schedule.length, frames: sent });
-      return plan.schedule.length > 1 ? { ...base, firstRoundAt: timers.epochMs() } : undefined;
+      return plan.schedule.length > 1 ? { ...base, firstRoundAt: timers.bootMs() } : undefined;
     }
     case 'timeout':
       if (job.readyTimeoutMs <= job.addWaitMs) {

@@ -22,7 +22,7 @@ export async function awaitJob(file: string, timers: Timers): Promise<TailJob | 
       const record = readRecord(file);
       if (!record) return undefined;
       if (record.job) return record.job;
-      const left = (record.jobDeadline ?? 0) - timers.epochMs();
+      const left = (record.jobDeadline ?? 0) - timers.bootMs();
       if (left <= 0) return undefined;
       await new Promise<void>((resolve) => {
         const handle = timers.setTimeout(resolve, Math.min(left, RECHECK_MS));

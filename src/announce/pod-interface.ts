@@ -1,5 +1,6 @@
 // Finding a pod interface and, for a veth, its host-side peer and bridge port.
-import type { LinkInfo, Rtnl } from '../sys/rtnl';
+import type { Rtnl } from '../sys/rtnl';
+import type { LinkInfo } from '../wire/rtnetlink';
 
 /** A pod interface as found in the pod netns, with its host-side bridge port if it has one. */
 export interface ResolvedInterface {
@@ -19,35 +20,35 @@ export interface ResolvedInterface {
  * points back at the pod link; `hostNameHints` (prevResult's host-side
  * interfaces) are tried when it does not.
  */
-export async function resolveInterface(
+export function resolveInterface(
   pod: Rtnl,
   host: Rtnl,
   name: string,
   hostNameHints: readonly string[],
-): Promise<ResolvedInterface | undefined> {
-  const link = await pod.linkByName(name);
+): ResolvedInterface | undefined {
+  const link = pod.linkByName(name);
   if (!link) return undefined;
   return {
     name,
     index: link.index,
     kind: link.kind,
     ipvlanMode: link.ipvlanMode,
-    hostPeer: await findHostPeer(link, host, hostNameHints),
+    hostPeer: findHostPeer(link, host, hostNameHints),
   };
 }
 
-async function findHostPeer(
+function findHostPeer(
   link: LinkInfo,
   host: Rtnl,
   hostNameHints: readonly string[],
-): Promise<{ index: number; name: string } | undefined> {
+): { index: number; name: string } | undefined {
   if (link.kind !== 'veth' || link.linkIndex === undefined || link.linkNetnsid === undefined) return undefined;
   const isPeer = (h: LinkInfo | undefined): h is LinkInfo =>
     h !== undefined && h.kind === 'veth' && h.linkIndex === link.index && h.linkNetnsid !== undefined;
-  let peer: LinkInfo | undefined = await host.linkByIndex(link.linkIndex);
+  let peer: LinkInfo | undefined = host.linkByIndex(link.linkIndex);
   for (const hint of hostNameHints) {
     if (isPeer(peer)) break;
-    peer = await host.linkByName(hint);
+    peer = host.linkByName(hint);
   }
   if (!isPeer(peer)) return undefined;
   return peer ? { index: peer.index, name: peer.name } : undefined;

@@ -1,6 +1,6 @@
 // Whether a pod interface may be announced now, and what is really on it.
-import type { AddressInfo, Rtnl } from '../sys/rtnl';
-import { PortState } from '../sys/link-info';
+import type { Rtnl } from '../sys/rtnl';
+import { PortState, type AddressInfo } from '../wire/rtnetlink';
 import { parseIPv4, parseIPv6 } from '../wire/ip';
 import type { ResolvedInterface } from './pod-interface';
 
@@ -37,19 +37,19 @@ const PORT_STATE_NAMES = ['disabled', 'listening', 'learning', 'forwarding', 'bl
  * planned IPv6 address still tentative. Addresses that are absent or failed
  * DAD are never announced.
  */
-export async function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target: AnnounceTarget): Promise<Snapshot> {
-  const link = await pod.linkByIndex(iface.index);
+export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target: AnnounceTarget): Snapshot {
+  const link = pod.linkByIndex(iface.index);
   if (!link || link.name !== iface.name) return { state: 'gone' };
   const reasons: string[] = [];
   if (!link.up) reasons.push(`${iface.name} is down`);
   else if (!link.running) reasons.push(`${iface.name} has no carrier`);
   if (iface.hostPeer) {
-    const state = await host.bridgePortState(iface.hostPeer.index);
+    const state = host.bridgePortState(iface.hostPeer.index);
     if (state !== undefined && state !== PortState.Forwarding) {
       reasons.push(`bridge port ${iface.hostPeer.name} is ${PORT_STATE_NAMES[state] ?? `in state ${state}`}`);
     }
   }
-  const present = await pod.addresses(iface.index);
+  const present = pod.addresses(iface.index);
   const skipped: string[] = [];
   const ipv4: Buffer[] = [];
   for (const text of target.ipv4) {

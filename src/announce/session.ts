@@ -1,8 +1,8 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
 import type { Libc } from '../sys/libc';
-import { openHostRtnl, openPodSockets, type PodSockets } from '../sys/netns';
-import type { Rtnl } from '../sys/rtnl';
+import { openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
+import { awaitChange } from '../sys/rtnl';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
 import type { Timers } from './timers';
@@ -11,28 +11,37 @@ import { waitUntil } from './wait-until';
 /** Open sockets into a pod and the host, with the pod interfaces resolved. */
 export interface PodSession {
   pod: PodSockets;
-  host: Rtnl;
+  host: HostSockets;
   interfaces: ResolvedInterface[];
   /** Planned interface names that do not exist in the pod. */
   missing: string[];
+  /** Blocks until a pod link or address, or a host link (bridge port), changes, or `ms` passes. */
+  awaitChange(ms: number): void;
   close(): void;
 }
 
 /** Opens the pod's sockets by path and resolves `names` there (and their host veth peers). */
-export async function openSession(libc: Libc, netns: string, names: readonly string[], hostPeerNames: readonly string[]): Promise<PodSession> {
+export function openSession(libc: Libc, netns: string, names: readonly string[], hostPeerNames: readonly string[]): PodSession {
   const pod = openPodSockets(libc, netns);
-  let host: Rtnl | undefined;
+  let host: HostSockets | undefined;
   try {
-    host = openHostRtnl();
+    host = openHostSockets(libc);
     const interfaces: ResolvedInterface[] = [];
     const missing: string[] = [];
     for (const name of names) {
-      const found = await resolveInterface(pod.rtnl, host, name, hostPeerNames);
+      const found = resolveInterface(pod.rtnl, host.rtnl, name, hostPeerNames);
       if (found) interfaces.push(found);
       else missing.push(name);
     }
     const h = host;
-    return { pod, host: h, interfaces, missing, close: () => (pod.close(), h.close()) };
+    return {
+      pod,
+      host: h,
+      interfaces,
+      missing,
+      awaitChange: (ms) => void awaitChange(libc, [pod.events, h.events], ms),
+      close: () => (pod.close(), h.close()),
+    };
   } catch (err) {
     pod.close();
     host?.close();
@@ -44,37 +53,40 @@ export async function openSession(libc: Libc, netns: string, names: readonly str
 export type ReadyOutcome =
   | { kind: 'ready'; inputs: RoundInput[] }
   | { kind: 'timeout'; reasons: string[] }
-  | { kind: 'gone'; name: string };
+  | { kind: 'gone'; name: string }
+  | { kind: 'cancelled' };
+
+/** Bounds and escape hatch of a readiness wait. */
+export interface ReadyWait {
+  timeoutMs: number;
+  timers: Pick<Timers, 'now'>;
+  /** Checked at least every `checkEveryMs`: the wait ends as 'cancelled' once it returns true. */
+  cancelled?: () => boolean;
+  checkEveryMs?: number;
+}
 
 /**
- * Waits, driven by rtnetlink events (pod links and addresses, host links and
- * bridge ports), until every target interface is ready, one is gone, or
- * `timeoutMs` passes. `extraEvents` adds another wake-up source.
+ * Waits, driven by rtnetlink notifications (pod links and addresses, host
+ * links and bridge ports), until every target interface is ready, one is gone,
+ * the wait is cancelled, or `timeoutMs` passes.
  */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  timeoutMs: number,
-  timers: Timers,
-  extraEvents?: (onEvent: () => void) => () => void,
+  wait: ReadyWait,
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
+  const slice = wait.checkEveryMs ?? Infinity;
   const outcome = await waitUntil<ReadyOutcome>({
-    timeoutMs,
-    timers,
-    subscribe: (onEvent) => {
-      const stops = [
-        session.pod.rtnl.watch(['LINK', 'IPV6_IFADDR', 'IPV4_IFADDR'], onEvent),
-        session.host.watch(['LINK'], onEvent),
-        ...(extraEvents ? [extraEvents(onEvent)] : []),
-      ];
-      return () => stops.forEach((stop) => stop());
-    },
+    timeoutMs: wait.timeoutMs,
+    timers: wait.timers,
+    nextChange: async (ms) => session.awaitChange(Math.min(ms, slice)),
     evaluate: async () => {
+      if (wait.cancelled?.()) return { kind: 'cancelled' };
       const inputs: RoundInput[] = [];
       reasons = [];
       for (const t of targets) {
-        const s = await snapshot(session.pod.rtnl, session.host, t.iface, t);
+        const s = snapshot(session.pod.rtnl, session.host.rtnl, t.iface, t);
         if (s.state === 'gone') return { kind: 'gone', name: t.name };
         if (s.state === 'waiting') reasons.push(...s.reasons);
         else inputs.push(s.input);

@@ -1,7 +1,8 @@
 // The background tail: the rounds after the first, or the whole burst when
 // the pod was not ready during ADD. It holds no pod socket between rounds
 // (each round re-opens the netns by path), so it never keeps a pod's netns
-// alive, and it exits within a second once the netns path is gone or replaced.
+// alive, and it exits within NETNS_CHECK_MS once the netns path is gone or
+// replaced, whether it sleeps between rounds or waits for readiness.
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import { netnsIdAt, type NetnsId } from '../sys/netns';
@@ -30,7 +31,7 @@ export async function runTail(deps: TailDeps, job: TailJob): Promise<void> {
   if (firstRoundAt === undefined) {
     const sent = await awaitReadyAndSend(deps, job, alive);
     if (!sent) return;
-    firstRoundAt = timers.epochMs();
+    firstRoundAt = timers.bootMs();
     done = 1;
   }
   for (let round = done; round < job.schedule.length; round++) {
@@ -52,15 +53,18 @@ export async function runTail(deps: TailDeps, job: TailJob): Promise<void> {
 async function awaitReadyAndSend(deps: TailDeps, job: TailJob, alive: () => boolean): Promise<boolean> {
   const { log, timers } = deps;
   if (!alive()) return false;
-  const session = await openSession(deps.libc, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
+  const session = openSession(deps.libc, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
   try {
     const targets = withResolved(job, session.interfaces);
     if (!targets) return false;
-    // This wait holds the pod's sockets, so watch the netns path as well.
-    const outcome = await waitReady(session, targets, job.readyDeadline - timers.epochMs(), timers, (onEvent) =>
-      everyWhile(timers, NETNS_CHECK_MS, () => (alive() ? undefined : onEvent())),
-    );
-    if (!alive()) return false;
+    // This wait holds the pod's sockets (and so its netns): look at the netns path between events too.
+    const outcome = await waitReady(session, targets, {
+      timeoutMs: job.readyDeadline - timers.bootMs(),
+      timers,
+      cancelled: () => !alive(),
+      checkEveryMs: NETNS_CHECK_MS,
+    });
+    if (outcome.kind === 'cancelled') return false;
     if (outcome.kind !== 'ready') {
       log.warn('pod never became ready: not announcing', outcome.kind === 'timeout' ? { waitingFor: outcome.reasons } : { gone: outcome.name });
       return false;
@@ -78,7 +82,7 @@ async function oneRound(deps: TailDeps, job: TailJob, alive: () => boolean): Pro
   if (!alive()) return 'gone';
   let session: PodSession;
   try {
-    session = await openSession(deps.libc, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
+    session = openSession(deps.libc, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
   } catch (err) {
     deps.log.info('cannot enter pod netns', { error: err });
     return 'gone';
@@ -86,8 +90,8 @@ async function oneRound(deps: TailDeps, job: TailJob, alive: () => boolean): Pro
   try {
     const targets = withResolved(job, session.interfaces);
     if (!targets) return 'gone';
-    const outcome = await waitReady(session, targets, 0, deps.timers);
-    if (outcome.kind === 'gone') return 'gone';
+    const outcome = await waitReady(session, targets, { timeoutMs: 0, timers: deps.timers });
+    if (outcome.kind === 'gone' || outcome.kind === 'cancelled') return 'gone';
     if (outcome.kind === 'timeout') {
       deps.log.info('pod not ready for this round: skipping it', { waitingFor: outcome.reasons });
       return 0;
@@ -107,23 +111,10 @@ function withResolved(job: TailJob, resolved: readonly ResolvedInterface[]) {
 async function sleepWhileAlive(timers: Timers, due: number, alive: () => boolean): Promise<boolean> {
   for (;;) {
     if (!alive()) return false;
-    const left = due - timers.epochMs();
+    const left = due - timers.bootMs();
     if (left <= 0) return true;
     await timers.sleep(Math.min(left, NETNS_CHECK_MS));
   }
-}
-
-/** Runs `tick` every `ms` on the injected timers until the returned function is called. */
-function everyWhile(timers: Timers, ms: number, tick: () => void): () => void {
-  let handle: unknown;
-  const arm = (): void => {
-    handle = timers.setTimeout(() => {
-      tick();
-      arm();
-    }, ms);
-  };
-  arm();
-  return () => timers.clearTimeout(handle);
 }
 
 function sameNetns(a: NetnsId | undefined, b: NetnsId): boolean {

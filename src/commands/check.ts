@@ -1,7 +1,7 @@
 import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { planFor } from './plan-for';
-import { openPodSockets } from '../sys/netns';
+import { openPodRtnl } from '../sys/netns';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { formatMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
@@ -14,15 +14,15 @@ export async function check(deps: CommandDeps, req: CheckRequest): Promise<void>
   const plan = planFor(config, options, prevResult, env, netnsId);
   let pod;
   try {
-    pod = openPodSockets(deps.libc(), env.netns);
+    pod = openPodRtnl(deps.libc(), env.netns);
   } catch (err) {
     throw toCniError(err, 'CHECK');
   }
   try {
     for (const iface of plan.interfaces) {
-      const link = await pod.rtnl.linkByName(iface.name);
+      const link = pod.linkByName(iface.name);
       if (!link) throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${iface.name}" not found in ${env.netns}`);
-      const present = await pod.rtnl.addresses(link.index);
+      const present = pod.addresses(link.index);
       for (const address of iface.addresses) {
         const bytes = ipFamily(address) === 4 ? parseIPv4(address) : parseIPv6(address);
         if (!present.some((a) => a.bytes.equals(bytes))) {

@@ -1,7 +1,7 @@
 import { readRecord, recordPath, removeRecord, type AttachmentRecord } from '../announce/state';
 import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
-import { checkNetnsPath, openPodSockets } from '../sys/netns';
+import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { parseMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
 import { stopTail } from '../announce/stop-tail';
@@ -37,7 +37,7 @@ async function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: s
   }
   let pod;
   try {
-    pod = openPodSockets(deps.libc(), netns);
+    pod = openPodRtnl(deps.libc(), netns);
   } catch (err) {
     log.warn('cannot enter pod netns to restore MACs', { netns, error: err });
     return;
@@ -45,9 +45,9 @@ async function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: s
   try {
     for (const { name, mac } of record.originalMacs) {
       try {
-        const link = await pod.rtnl.linkByName(name);
+        const link = pod.linkByName(name);
         if (!link) continue;
-        await pod.rtnl.setMac(link.index, parseMac(mac));
+        pod.setMac(link.index, parseMac(mac));
         log.info('restored original MAC', { interface: name, mac });
       } catch (err) {
         log.warn('could not restore MAC', { interface: name, mac, error: err });

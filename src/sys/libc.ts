@@ -6,8 +6,17 @@ import { SysError } from './sys-error';
 /** CLONE_NEWNET, the namespace type for setns(2). */
 export const CLONE_NEWNET = 0x40000000;
 const AF_PACKET = 17;
+const AF_NETLINK = 16;
+const NETLINK_ROUTE = 0;
+const SOL_NETLINK = 270;
+const NETLINK_ADD_MEMBERSHIP = 1;
 const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0o2000000;
+const MSG_DONTWAIT = 0x40;
+const POLLIN = 0x1;
+const EAGAIN = 11;
+const EINTR = 4;
+const CLOCK_BOOTTIME = 7;
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -19,6 +28,16 @@ export interface Libc {
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
   close(fd: number): void;
+  /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
+  openNetlinkSocket(): number;
+  /** setsockopt(NETLINK_ADD_MEMBERSHIP): joins multicast `group` (an RTNLGRP_* number). */
+  joinGroup(fd: number, group: number): void;
+  /** recv(2) without blocking into `buf`; the byte count, or undefined when nothing is queued. */
+  recvNow(fd: number, buf: Uint8Array): number | undefined;
+  /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
+  pollIn(fds: readonly number[], timeoutMs: number): boolean[];
+  /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
+  bootTimeMs(): number;
   /**
    * posix_spawn(3) of `path` with `argv` and `env` in a new session, stdio on
    * /dev/null and every other fd closed; returns the pid. Not waited for.
@@ -40,6 +59,11 @@ export function loadLibc(): Libc {
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const sendto = lib.func('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
   const close = lib.func('int close(int fd)');
+  const bind = lib.func('int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
+  const setsockopt = lib.func('int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
+  const recv = lib.func('long recv(int fd, uint8_t *buf, size_t len, int flags)');
+  const poll = lib.func('int poll(uint8_t *fds, unsigned long nfds, int timeout)');
+  const clockGettime = lib.func('int clock_gettime(int clock, uint8_t *ts)');
   const spawn = lib.func('int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)');
   const actionsInit = lib.func('int posix_spawn_file_actions_init(void *actions)');
   const actionsOpen = lib.func('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
@@ -62,6 +86,46 @@ export function loadLibc(): Libc {
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
+    openNetlinkSocket() {
+      const fd = check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+      try {
+        // struct sockaddr_nl: family, pad, pid 0 (the kernel picks a port id), groups 0.
+        const address = Buffer.alloc(12);
+        address.writeUInt16LE(AF_NETLINK, 0);
+        check('bind(AF_NETLINK)', bind(fd, address, address.length));
+        return fd;
+      } catch (err) {
+        close(fd);
+        throw err;
+      }
+    },
+    joinGroup(fd, group) {
+      const value = Buffer.alloc(4);
+      value.writeUInt32LE(group, 0);
+      check(`join netlink group ${group}`, setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
+    },
+    recvNow(fd, buf) {
+      const n = Number(recv(fd, buf, buf.length, MSG_DONTWAIT));
+      if (n >= 0) return n;
+      const errno = koffi.errno();
+      if (errno === EAGAIN || errno === EINTR) return undefined;
+      throw new SysError('recv', errno);
+    },
+    bootTimeMs() {
+      const ts = Buffer.alloc(16); // struct timespec { time_t tv_sec; long tv_nsec; } on 64-bit
+      check('clock_gettime(CLOCK_BOOTTIME)', clockGettime(CLOCK_BOOTTIME, ts));
+      return Number(ts.readBigInt64LE(0)) * 1000 + Number(ts.readBigInt64LE(8)) / 1e6;
+    },
+    pollIn(fds, timeoutMs) {
+      const set = Buffer.alloc(8 * fds.length); // struct pollfd { int fd; short events; short revents; }
+      fds.forEach((fd, i) => {
+        set.writeInt32LE(fd, 8 * i);
+        set.writeInt16LE(POLLIN, 8 * i + 4);
+      });
+      const n = poll(set, fds.length, Math.max(0, Math.ceil(timeoutMs)));
+      if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
+      return fds.map((_, i) => n > 0 && set.readInt16LE(8 * i + 6) !== 0);
+    },
     spawnDetached(path, argv, env) {
       const actions = Buffer.alloc(SPAWN_STRUCT_BYTES);
       const attr = Buffer.alloc(SPAWN_STRUCT_BYTES);

@@ -9,11 +9,10 @@
 // that, pod work happens through those sockets from the host netns.
 import { closeSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-// rt only: the package index also loads nl80211, genl and wireguard (~15 ms of startup).
-import { createRtNetlink } from 'netlink/dist/rt/rt';
 import { CLONE_NEWNET, type Libc } from './libc';
 import { packetSocket, type PacketSocket } from './packet-socket';
-import { Rtnl } from './rtnl';
+import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
+import { RtnlGroup } from '../wire/rtnetlink';
 import { SysError } from './sys-error';
 
 const NSFS_MAGIC = 0x6e736673;
@@ -60,23 +59,60 @@ export function netnsIdAt(path: string): NetnsId | undefined {
 /** Sockets bound to a pod netns. Close them to release the netns. */
 export interface PodSockets {
   rtnl: Rtnl;
+  /** Link and address notifications inside the pod. */
+  events: RtnlEvents;
   packet: PacketSocket;
   /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
   ipv6Forwarding: boolean;
   close(): void;
 }
 
-/** Rtnetlink socket in the plugin's own (host) netns. */
-export function openHostRtnl(): Rtnl {
-  return new Rtnl(createRtNetlink());
+/** Host-side rtnetlink sockets: requests, and link notifications (bridge ports). */
+export interface HostSockets {
+  rtnl: Rtnl;
+  events: RtnlEvents;
+  close(): void;
+}
+
+/** Rtnetlink sockets in the plugin's own (host) netns. */
+export function openHostSockets(libc: Libc): HostSockets {
+  const rtnl = openRtnl(libc);
+  try {
+    const events = openRtnlEvents(libc, [RtnlGroup.Link]);
+    return { rtnl, events, close: () => (rtnl.close(), events.close()) };
+  } catch (err) {
+    rtnl.close();
+    throw err;
+  }
 }
 
 /**
- * Enters the netns at `path`, opens an rtnetlink and an AF_PACKET socket
- * there, and returns to the original netns. Throws SysError (EINVAL from
- * setns when `path` is not a network namespace).
+ * Enters the netns at `path`, opens there an rtnetlink socket, one subscribed
+ * to link and address changes, and an AF_PACKET socket, and returns to the
+ * original netns. Throws SysError (EINVAL from setns when `path` is not a
+ * network namespace).
  */
 export function openPodSockets(libc: Libc, path: string): PodSockets {
+  return inNetns(libc, path, (opened) => {
+    const rtnl = opened(openRtnl(libc));
+    const events = opened(openRtnlEvents(libc, [RtnlGroup.Link, RtnlGroup.Ipv4Ifaddr, RtnlGroup.Ipv6Ifaddr]));
+    const packet = opened(packetSocket(libc, libc.openPacketSocket()));
+    const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
+    return { rtnl, events, packet, ipv6Forwarding, close: () => (rtnl.close(), events.close(), packet.close()) };
+  });
+}
+
+/** Enters the netns at `path` and opens an rtnetlink socket there (no packet socket: nothing to send). */
+export function openPodRtnl(libc: Libc, path: string): Rtnl {
+  return inNetns(libc, path, (opened) => opened(openRtnl(libc)));
+}
+
+/**
+ * Runs `open` inside the netns at `path` and returns to the original netns.
+ * `open` must be synchronous (no await while switched) and pass every socket
+ * it makes through `opened`, so that all of them are closed if a later one fails.
+ */
+function inNetns<T>(libc: Libc, path: string, open: (opened: <S extends { close(): void }>(socket: S) => S) => T): T {
   const hostFd = openReadOnly(OWN_NETNS);
   try {
     const podFd = openReadOnly(path);
@@ -85,24 +121,11 @@ export function openPodSockets(libc: Libc, path: string): PodSockets {
     } finally {
       closeSync(podFd);
     }
-    let packetFd: number | undefined;
+    const made: { close(): void }[] = [];
     try {
-      // Everything in this block is synchronous: no await while switched.
-      packetFd = libc.openPacketSocket();
-      const rtnl = new Rtnl(createRtNetlink());
-      const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
-      const packet = packetSocket(libc, packetFd);
-      return {
-        rtnl,
-        packet,
-        ipv6Forwarding,
-        close() {
-          rtnl.close();
-          packet.close();
-        },
-      };
+      return open((socket) => (made.push(socket), socket));
     } catch (err) {
-      if (packetFd !== undefined) libc.close(packetFd);
+      for (const socket of made) socket.close();
       throw err;
     } finally {
       returnToHost(libc, hostFd, path);

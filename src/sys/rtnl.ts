@@ -1,169 +1,185 @@
-// Typed rtnetlink operations over one `netlink` socket. The socket is bound
-// to whatever netns it was created in (see netns.ts); this file never switches.
-import type { RtNetlinkSocket, rt } from 'netlink';
+// Typed rtnetlink requests and change notifications over netlink sockets bound
+// through koffi. A socket belongs to the netns it was opened in (see netns.ts);
+// this file never switches. Calls block, bounded by a deadline: the plugin is a
+// single-purpose process with nothing else to run meanwhile.
+import {
+  addressDumpPayload,
+  bridgePortDumpPayload,
+  getLinkPayload,
+  parseAddress,
+  parseLink,
+  RTM_GETADDR,
+  RTM_GETLINK,
+  RTM_SETLINK,
+  setMacPayload,
+  type AddressInfo,
+  type LinkInfo,
+} from '../wire/rtnetlink';
+import { decodeMessages, encodeMessage, errorOf, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR } from '../wire/netlink';
+import type { Libc } from './libc';
+import { hasErrno, SysError } from './sys-error';
 
-type LinkMessage = rt.LinkMessage;
-import { bridgePortState, ipvlanMode, linkKind, type IpvlanMode } from './link-info';
-import { hasErrno, netlinkCall } from './sys-error';
-
-const AF_INET = 2;
 /** Every request gives up after this long (a lost reply must not hang ADD). */
-const REQUEST = { timeout: 5000 };
-/** IFLA_EXT_MASK with RTEXT_FILTER_SKIP_STATS: link stats are large and unused. */
-const SKIP_STATS = Buffer.from([8, 0, 0, 0]);
-const AF_BRIDGE = 7;
-const AF_INET6 = 10;
+const REQUEST_TIMEOUT_MS = 5000;
+const NLM_F_MULTI = 0x2;
+const ETIMEDOUT = 110;
+/** Large enough for one datagram of a dump (the kernel fills at most 32 KiB per recv). */
+const RECEIVE_BYTES = 64 * 1024;
+/** struct sockaddr_nl of the kernel: AF_NETLINK, pid 0, groups 0. */
+const KERNEL = Buffer.from([16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 
-/** What the plugin needs to know about one link. */
-export interface LinkInfo {
-  index: number;
-  name: string;
-  mac: Buffer | undefined;
-  /** IFF_UP: administratively up. */
-  up: boolean;
-  /** IFF_RUNNING: up with carrier (for a veth, the peer is up too). */
-  running: boolean;
-  noarp: boolean;
-  /** IFLA_MASTER: the ifindex of the bridge (or other master) it is enslaved to. */
-  master: number | undefined;
-  /** IFLA_LINK: the peer (veth) or parent (macvlan/ipvlan/vlan) ifindex. */
-  linkIndex: number | undefined;
-  /** IFLA_LINK_NETNSID: set when linkIndex lives in another netns. */
-  linkNetnsid: number | undefined;
-  kind: string | undefined;
-  ipvlanMode: IpvlanMode | undefined;
+function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
-
-/** One address of a link, with the DAD flags that decide whether it may be announced. */
-export interface AddressInfo {
-  index: number;
-  family: 4 | 6;
-  bytes: Buffer;
-  prefixLength: number;
-  tentative: boolean;
-  dadFailed: boolean;
-  optimistic: boolean;
-}
-
-function toLinkInfo(m: LinkMessage): LinkInfo {
-  const flags = m.data.flags ?? {};
-  const a = m.attrs;
-  return {
-    index: m.data.index ?? 0,
-    name: a.ifname ?? '',
-    mac: a.address,
-    up: flags.up === true,
-    running: flags.running === true,
-    noarp: flags.noarp === true,
-    master: a.master,
-    linkIndex: a.link && a.link.length >= 4 ? a.link.readUInt32LE(0) : undefined,
-    linkNetnsid: a.linkNetnsid,
-    kind: linkKind(a.linkinfo),
-    ipvlanMode: ipvlanMode(a.linkinfo),
-  };
-}
-
-/** rtnetlink multicast groups the plugin listens to. */
-export type RtnlGroup = 'LINK' | 'IPV4_IFADDR' | 'IPV6_IFADDR';
 
 /** rtnetlink queries and changes over one socket. */
 export class Rtnl {
-  constructor(private readonly socket: RtNetlinkSocket) {
-    // A receive error (ENOBUFS when notifications overflow on a busy node) is
-    // emitted as 'error'; unheard, it would crash the plugin. Requests time out
-    // on their own, and watchers re-read state (see watch).
-    socket.socket.on('error', () => {});
-  }
+  private seq = 1;
+  private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
 
-  /** All links of the socket's netns. */
-  async links(): Promise<LinkInfo[]> {
-    const msgs = await netlinkCall('RTM_GETLINK dump', () => this.socket.getLinks({}, { extMask: SKIP_STATS }, REQUEST));
-    return msgs.map(toLinkInfo);
-  }
+  constructor(
+    private readonly libc: Libc,
+    private readonly fd: number,
+    private readonly timeoutMs = REQUEST_TIMEOUT_MS,
+  ) {}
 
   /** The link called `name`, or undefined. */
-  async linkByName(name: string): Promise<LinkInfo | undefined> {
-    return this.getLink(`RTM_GETLINK ${name}`, {}, { ifname: name });
+  linkByName(name: string): LinkInfo | undefined {
+    return this.getLink(`RTM_GETLINK ${name}`, { name });
   }
 
   /** The link with ifindex `index`, or undefined. */
-  async linkByIndex(index: number): Promise<LinkInfo | undefined> {
-    return this.getLink(`RTM_GETLINK ifindex ${index}`, { index }, {});
+  linkByIndex(index: number): LinkInfo | undefined {
+    return this.getLink(`RTM_GETLINK ifindex ${index}`, { index });
   }
 
-  // One link by index or name: a dump would make the `netlink` package parse every link.
-  private async getLink(operation: string, data: { index?: number }, attrs: { ifname?: string }): Promise<LinkInfo | undefined> {
+  /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
+  bridgePortState(index: number): number | undefined {
+    // The kernel answers AF_BRIDGE link requests only as a dump.
+    for (const payload of this.request('RTM_GETLINK AF_BRIDGE dump', RTM_GETLINK, NLM_F_DUMP, bridgePortDumpPayload())) {
+      const port = parseLink(payload);
+      if (port?.index === index) return port.portState;
+    }
+    return undefined;
+  }
+
+  /** The IPv4 and IPv6 addresses of link `index`. */
+  addresses(index: number): AddressInfo[] {
+    return this.request('RTM_GETADDR dump', RTM_GETADDR, NLM_F_DUMP, addressDumpPayload()).flatMap((payload) => {
+      const address = parseAddress(payload);
+      return address?.index === index ? [address] : [];
+    });
+  }
+
+  /** Sets the MAC address of link `index`. */
+  setMac(index: number, mac: Uint8Array): void {
+    this.request(`set MAC of ifindex ${index}`, RTM_SETLINK, NLM_F_ACK, setMacPayload(index, mac));
+  }
+
+  /** Closes the socket. */
+  close(): void {
+    this.libc.close(this.fd);
+  }
+
+  private getLink(operation: string, target: { index: number } | { name: string }): LinkInfo | undefined {
     try {
-      const [msg] = await netlinkCall(operation, () => this.socket.getLink(data, { ...attrs, extMask: SKIP_STATS }, REQUEST));
-      return msg ? toLinkInfo(msg) : undefined;
+      const [payload] = this.request(operation, RTM_GETLINK, 0, getLinkPayload(target));
+      return payload ? parseLink(payload) : undefined;
     } catch (err) {
       if (hasErrno(err, 'ENODEV')) return undefined;
       throw err;
     }
   }
 
-  /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
-  async bridgePortState(index: number): Promise<number | undefined> {
-    const msgs = await netlinkCall('RTM_GETLINK AF_BRIDGE dump', () => this.socket.getLinks({ family: AF_BRIDGE }, {}, REQUEST));
-    const port = msgs.find((m) => m.data.index === index);
-    return port ? bridgePortState(port.attrs.protinfo) : undefined;
-  }
-
-  /** The IPv4 and IPv6 addresses of link `index`. */
-  async addresses(index: number): Promise<AddressInfo[]> {
-    const msgs = await netlinkCall('RTM_GETADDR dump', () => this.socket.getAddresses({}, {}, REQUEST));
-    const out: AddressInfo[] = [];
-    for (const m of msgs) {
-      if (m.data.index !== index) continue;
-      const family = m.data.family === AF_INET ? 4 : m.data.family === AF_INET6 ? 6 : undefined;
-      const bytes = m.attrs.local ?? m.attrs.address;
-      if (!family || !bytes) continue;
-      // IFA_FLAGS (32 bit) supersedes ifa_flags (8 bit) when present.
-      const flags = m.attrs.flags ?? m.data.flags ?? {};
-      out.push({
-        index,
-        family,
-        bytes,
-        prefixLength: m.data.prefixlen ?? 0,
-        tentative: flags.tentative === true,
-        dadFailed: flags.dadfailed === true,
-        optimistic: flags.optimistic === true,
-      });
-    }
-    return out;
-  }
-
-  /** Sets the MAC address of link `index`. */
-  async setMac(index: number, mac: Uint8Array): Promise<void> {
-    await netlinkCall(`set MAC of ifindex ${index}`, () => this.socket.setLink({ index }, { address: Buffer.from(mac) }, REQUEST));
-  }
-
   /**
-   * Joins `groups` and calls `onEvent` for every notification until the
-   * returned function is called. Join before reading state, so that no
-   * change slips between the read and the subscription.
+   * Sends one request and collects the payloads of its replies: one message,
+   * a multipart dump up to NLMSG_DONE, or an ACK. Replies to earlier requests
+   * (one that timed out) are skipped by sequence number.
    */
-  watch(groups: readonly RtnlGroup[], onEvent: () => void): () => void {
-    const listener = (): void => onEvent();
-    this.socket.on('message', listener);
-    // Notifications lost to an overflow are still a change: re-read.
-    this.socket.socket.on('error', listener);
-    for (const g of groups) this.socket.addMembership(g);
-    return () => {
-      this.socket.off('message', listener);
-      this.socket.socket.off('error', listener);
-      for (const g of groups) {
-        try {
-          this.socket.dropMembership(g);
-        } catch {
-          // the socket may already be closed
-        }
+  private request(operation: string, type: number, flags: number, payload: Buffer): Buffer[] {
+    const seq = this.seq++;
+    this.libc.sendto(this.fd, encodeMessage(type, NLM_F_REQUEST | flags, seq, payload), KERNEL);
+    const deadline = monotonicMs() + this.timeoutMs;
+    const replies: Buffer[] = [];
+    for (;;) {
+      const n = this.libc.recvNow(this.fd, this.buffer);
+      if (n === undefined) {
+        const left = deadline - monotonicMs();
+        if (left <= 0) throw new SysError(operation, ETIMEDOUT);
+        this.libc.pollIn([this.fd], left);
+        continue;
       }
-    };
+      for (const message of decodeMessages(this.buffer.subarray(0, n))) {
+        if (message.seq !== seq) continue;
+        if (message.type === NLMSG_ERROR || message.type === NLMSG_DONE) {
+          const errno = errorOf(message);
+          if (errno !== 0) throw new SysError(operation, errno);
+          return replies;
+        }
+        replies.push(Buffer.from(message.payload)); // the receive buffer is reused
+        if ((message.flags & NLM_F_MULTI) === 0) return replies;
+      }
+    }
+  }
+}
+
+/**
+ * A socket subscribed to rtnetlink change notifications. Their content is not
+ * read: a readable socket means "something changed, read the state again".
+ */
+export class RtnlEvents {
+  private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
+
+  constructor(
+    private readonly libc: Libc,
+    /** The socket, for poll(2). */
+    readonly fd: number,
+  ) {}
+
+  /** Discards every queued notification. */
+  drain(): void {
+    for (;;) {
+      try {
+        if (this.libc.recvNow(this.fd, this.buffer) === undefined) return;
+      } catch (err) {
+        // ENOBUFS: notifications overflowed on a busy node. Still a change: the caller re-reads.
+        if (!hasErrno(err, 'ENOBUFS')) throw err;
+      }
+    }
   }
 
   /** Closes the socket. */
   close(): void {
-    this.socket.socket.close();
+    this.libc.close(this.fd);
   }
+}
+
+/** Opens an rtnetlink request socket in the current netns. */
+export function openRtnl(libc: Libc): Rtnl {
+  return new Rtnl(libc, libc.openNetlinkSocket());
+}
+
+/** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
+export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
+  const fd = libc.openNetlinkSocket();
+  try {
+    for (const group of groups) libc.joinGroup(fd, group);
+  } catch (err) {
+    libc.close(fd);
+    throw err;
+  }
+  return new RtnlEvents(libc, fd);
+}
+
+/**
+ * Blocks until one of `sources` has a notification or `timeoutMs` passes, then
+ * drains them all. Returns whether anything arrived.
+ */
+export function awaitChange(libc: Libc, sources: readonly RtnlEvents[], timeoutMs: number): boolean {
+  const ready = libc.pollIn(
+    sources.map((s) => s.fd),
+    timeoutMs,
+  );
+  for (const s of sources) s.drain();
+  return ready.some(Boolean);
 }

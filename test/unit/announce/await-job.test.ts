@@ -28,29 +28,29 @@ describe('awaitJob', () => {
 
   it('returns the job at once when the record already holds it', async () => {
     writeRecord(dir, base({ job: JOB }));
-    await expect(awaitJob(file, realTimers())).resolves.toEqual(JOB);
+    await expect(awaitJob(file, realTimers(() => Date.now()))).resolves.toEqual(JOB);
   });
 
   it('waits for ADD to write the job', async () => {
     writeRecord(dir, base({ jobDeadline: Date.now() + 5000 }));
-    const pending = awaitJob(file, realTimers());
+    const pending = awaitJob(file, realTimers(() => Date.now()));
     setTimeout(() => writeRecord(dir, base({ job: JOB })), 50);
     await expect(pending).resolves.toEqual(JOB);
   });
 
   it('gives up when the record is removed (DEL came first)', async () => {
     writeRecord(dir, base({ jobDeadline: Date.now() + 5000 }));
-    const pending = awaitJob(file, realTimers());
+    const pending = awaitJob(file, realTimers(() => Date.now()));
     setTimeout(() => removeRecord(file), 50);
     await expect(pending).resolves.toBeUndefined();
   });
 
   it('gives up at the deadline when no job comes', async () => {
     writeRecord(dir, base({ jobDeadline: Date.now() + 100 }));
-    await expect(awaitJob(file, realTimers())).resolves.toBeUndefined();
+    await expect(awaitJob(file, realTimers(() => Date.now()))).resolves.toBeUndefined();
   });
 
   it('gives up at once without a record', async () => {
-    await expect(awaitJob(file, realTimers())).resolves.toBeUndefined();
+    await expect(awaitJob(file, realTimers(() => Date.now()))).resolves.toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@ import type { Libc } from '../../../src/sys/libc';
 import { packetSocket, sockaddrLl } from '../../../src/sys/packet-socket';
 import { gratuitousArp } from '../../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
+import { fakeLibc } from '../../support/fake-libc';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005');
@@ -10,16 +11,10 @@ const ARP = gratuitousArp({ mac: MAC, ip: bytes('0a580005'), op: 'request' });
 const NA = unsolicitedNeighborAdvert({ mac: MAC, ip: bytes('fd000088000000000000000000000005'), router: false, override: true });
 
 /** A Libc that records sendto/close and refuses everything else. */
-function fakeLibc(): { libc: Libc; sends: { fd: number; frame: string; address: string }[]; closes: number[] } {
+function recordingLibc(): { libc: Libc; sends: { fd: number; frame: string; address: string }[]; closes: number[] } {
   const sends: { fd: number; frame: string; address: string }[] = [];
   const closes: number[] = [];
-  const libc: Libc = {
-    setns: () => {
-      throw new Error('unexpected setns');
-    },
-    openPacketSocket: () => {
-      throw new Error('unexpected openPacketSocket');
-    },
+  const libc = fakeLibc({
     sendto: (fd, frame, address) => {
       sends.push({ fd, frame: Buffer.from(frame).toString('hex'), address: Buffer.from(address).toString('hex') });
       return frame.length;
@@ -27,10 +22,7 @@ function fakeLibc(): { libc: Libc; sends: { fd: number; frame: string; address: 
     close: (fd) => {
       closes.push(fd);
     },
-    spawnDetached: () => {
-      throw new Error('unexpected spawnDetached');
-    },
-  };
+  });
   return { libc, sends, closes };
 }
 
@@ -58,7 +50,7 @@ describe('sockaddrLl', () => {
 
 describe('packetSocket', () => {
   it('sends each frame with sendto on its fd, addressed by sockaddr_ll', () => {
-    const { libc, sends } = fakeLibc();
+    const { libc, sends } = recordingLibc();
     const socket = packetSocket(libc, 7);
     socket.send(3, ARP);
     socket.send(4, NA);
@@ -69,7 +61,7 @@ describe('packetSocket', () => {
   });
 
   it('refuses to send after close', () => {
-    const { libc, sends } = fakeLibc();
+    const { libc, sends } = recordingLibc();
     const socket = packetSocket(libc, 7);
     socket.close();
     expect(() => socket.send(3, ARP)).toThrow('packet socket is closed');
@@ -77,7 +69,7 @@ describe('packetSocket', () => {
   });
 
   it('closes its fd once, however often it is closed', () => {
-    const { libc, closes } = fakeLibc();
+    const { libc, closes } = recordingLibc();
     const socket = packetSocket(libc, 7);
     expect(closes).toEqual([]);
     socket.close();
@@ -86,7 +78,7 @@ describe('packetSocket', () => {
   });
 
   it('lets a sendto failure through', () => {
-    const { libc } = fakeLibc();
+    const { libc } = recordingLibc();
     libc.sendto = () => {
       throw new Error('sendto: ENETDOWN');
     };

@@ -1,5 +1,16 @@
 import { describe, it, expect } from 'vitest';
-import { bridgePortState, ipvlanMode, linkKind, parseNestedAttrs, PortState } from '../../../src/sys/link-info';
+import { parseAttrs as parseNestedAttrs } from '../../../src/wire/netlink';
+import {
+  addressDumpPayload,
+  bridgePortDumpPayload,
+  getLinkPayload,
+  ipvlanMode,
+  linkKind,
+  parseAddress,
+  parseLink,
+  PortState,
+  setMacPayload,
+} from '../../../src/wire/rtnetlink';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const entries = (m: Map<number, Buffer>): [number, string][] => [...m].map(([type, payload]) => [type, payload.toString('hex')]);
@@ -148,23 +159,138 @@ describe('ipvlanMode', () => {
   });
 });
 
-describe('bridgePortState', () => {
-  it('reads IFLA_BRPORT_STATE (attribute 1) from protinfo', () => {
-    const protinfo = new Map<number, Buffer>([
-      [2, bytes('20000000')], // IFLA_BRPORT_PRIORITY
-      [1, bytes('03')],
+/** struct ifinfomsg: family, pad, type, index, flags, change. */
+function ifinfomsg(family: number, index: number, flags: number): Buffer {
+  const out = Buffer.alloc(16);
+  out[0] = family;
+  out.writeUInt16LE(1, 2); // ARPHRD_ETHER
+  out.writeInt32LE(index, 4);
+  out.writeUInt32LE(flags, 8);
+  return out;
+}
+const u32 = (v: number): Buffer => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v, 0);
+  return b;
+};
+
+describe('rtnetlink requests', () => {
+  it('asks for one link by index, without statistics', () => {
+    expect(getLinkPayload({ index: 7 }).toString('hex')).toBe(
+      [
+        '00 00 0000 07000000 00000000 00000000', // ifinfomsg: AF_UNSPEC, index 7
+        '0800 1d00 08000000', // IFLA_EXT_MASK (29) = RTEXT_FILTER_SKIP_STATS
+      ]
+        .join('')
+        .replace(/\s/g, ''),
+    );
+  });
+
+  it('asks for one link by name: index 0 and IFLA_IFNAME with its NUL', () => {
+    expect(getLinkPayload({ name: 'eth0' }).toString('hex')).toBe(
+      [
+        '00 00 0000 00000000 00000000 00000000',
+        '0900 0300 6574683000 000000', // IFLA_IFNAME (3) "eth0\0", padded to 12
+        '0800 1d00 08000000',
+      ]
+        .join('')
+        .replace(/\s/g, ''),
+    );
+  });
+
+  it('dumps bridge ports as AF_BRIDGE (7) and addresses as AF_UNSPEC', () => {
+    expect(bridgePortDumpPayload().toString('hex')).toBe('07000000000000000000000000000000');
+    expect(addressDumpPayload().toString('hex')).toBe('0000000000000000');
+  });
+
+  it('sets a MAC with IFLA_ADDRESS (1)', () => {
+    expect(setMacPayload(3, bytes('0a580a580005')).toString('hex')).toBe(
+      ['00 00 0000 03000000 00000000 00000000', '0a00 0100 0a580a580005 0000'].join('').replace(/\s/g, ''),
+    );
+  });
+});
+
+describe('parseLink', () => {
+  it('reads index, name, MAC, flags, peer, peer netns and kind', () => {
+    const payload = Buffer.concat([
+      ifinfomsg(0, 4, 0x1 | 0x40 | 0x1000), // IFF_UP | IFF_RUNNING | IFF_LOWER_UP
+      nla(3, cstr('eth0')),
+      nla(1, bytes('02420a580005')),
+      nla(5, u32(12)), // IFLA_LINK
+      nla(37, u32(0)), // IFLA_LINK_NETNSID 0
+      nla(18 | NLA_F_NESTED, nla(1, cstr('veth'))), // IFLA_LINKINFO
     ]);
-    expect(bridgePortState(protinfo)).toBe(PortState.Forwarding);
-    expect(bridgePortState(new Map([[1, bytes('01')]]))).toBe(PortState.Listening);
+    expect(parseLink(payload)).toEqual({
+      index: 4,
+      name: 'eth0',
+      mac: bytes('02420a580005'),
+      up: true,
+      running: true,
+      noarp: false,
+      linkIndex: 12,
+      linkNetnsid: 0,
+      kind: 'veth',
+      ipvlanMode: undefined,
+      portState: undefined,
+    });
   });
 
-  it('is undefined without protinfo, without the state, or with an empty payload', () => {
-    expect(bridgePortState(undefined)).toBeUndefined();
-    expect(bridgePortState(new Map([[2, bytes('20000000')]]))).toBeUndefined();
-    expect(bridgePortState(new Map([[1, Buffer.alloc(0)]]))).toBeUndefined();
+  it('reads IFLA_BRPORT_STATE from the nested IFLA_PROTINFO of an AF_BRIDGE message', () => {
+    const payload = Buffer.concat([
+      ifinfomsg(7, 9, 0x1 | 0x80), // IFF_UP | IFF_NOARP
+      nla(3, cstr('veth1')),
+      nla(12 | NLA_F_NESTED, Buffer.concat([nla(2, u16(32)), nla(1, Buffer.from([3]))])),
+    ]);
+    const link = parseLink(payload)!;
+    expect([link.portState, link.up, link.running, link.noarp, link.linkIndex]).toEqual([PortState.Forwarding, true, false, true, undefined]);
   });
 
-  it('numbers the states as BR_STATE_* does', () => {
+  it('is undefined for a payload shorter than ifinfomsg', () => {
+    expect(parseLink(Buffer.alloc(15))).toBeUndefined();
+  });
+
+  it('numbers the port states as BR_STATE_* does', () => {
     expect(PortState).toEqual({ Disabled: 0, Listening: 1, Learning: 2, Forwarding: 3, Blocking: 4 });
+  });
+});
+
+describe('parseAddress', () => {
+  /** struct ifaddrmsg: family, prefixlen, flags, scope, index. */
+  const ifaddrmsg = (family: number, prefix: number, flags: number, index: number): Buffer => {
+    const out = Buffer.alloc(8);
+    out[0] = family;
+    out[1] = prefix;
+    out[2] = flags;
+    out.writeUInt32LE(index, 4);
+    return out;
+  };
+
+  it('reads an IPv4 address from IFA_LOCAL, preferred over IFA_ADDRESS', () => {
+    const payload = Buffer.concat([ifaddrmsg(2, 24, 0x80, 4), nla(1, bytes('0a580001')), nla(2, bytes('0a580005'))]);
+    expect(parseAddress(payload)).toEqual({
+      index: 4,
+      family: 4,
+      bytes: bytes('0a580005'),
+      prefixLength: 24,
+      tentative: false,
+      dadFailed: false,
+      optimistic: false,
+    });
+  });
+
+  it('reads DAD flags from the 8-bit ifa_flags', () => {
+    const payload = Buffer.concat([ifaddrmsg(10, 64, 0x40, 4), nla(1, bytes('fd000088000000000000000000000005'))]);
+    expect(parseAddress(payload)).toMatchObject({ family: 6, tentative: true, dadFailed: false, optimistic: false });
+  });
+
+  it('prefers the 32-bit IFA_FLAGS (8) when present', () => {
+    const payload = Buffer.concat([ifaddrmsg(10, 64, 0x40, 4), nla(1, bytes('fd000088000000000000000000000005')), nla(8, u32(0x08 | 0x04))]);
+    expect(parseAddress(payload)).toMatchObject({ tentative: false, dadFailed: true, optimistic: true });
+  });
+
+  it('skips other families and addresses of the wrong length', () => {
+    expect(parseAddress(Buffer.concat([ifaddrmsg(17, 0, 0, 4), nla(1, bytes('0a580005'))]))).toBeUndefined();
+    expect(parseAddress(Buffer.concat([ifaddrmsg(2, 24, 0, 4), nla(1, bytes('0a5800'))]))).toBeUndefined();
+    expect(parseAddress(Buffer.alloc(4))).toBeUndefined();
   });
 });

@@ -1,0 +1,29 @@
+// flock(2) through koffi: Node has no file locks. Bound on first use, apart
+// from libc.ts, so that commands that never lock never bind it.
+import koffi from 'koffi';
+import { SysError } from './sys-error';
+
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+const EINTR = 4;
+const EWOULDBLOCK = 11;
+
+/**
+ * flock(fd, LOCK_EX|LOCK_NB): true when this open file now holds the
+ * exclusive lock, false when another open file holds it. Never blocks. Other
+ * failures throw SysError. The lock goes with the open file: close(2) releases it.
+ */
+export type TryLock = (fd: number) => boolean;
+
+/** Binds flock(2) from libc and returns a TryLock. */
+export function loadTryLock(): TryLock {
+  const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
+  return (fd) => {
+    for (;;) {
+      if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+      const errno = koffi.errno();
+      if (errno === EWOULDBLOCK) return false;
+      if (errno !== EINTR) throw new SysError('flock', errno);
+    }
+  };
+}

@@ -1,0 +1,94 @@
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkPrivateDir, ensurePrivateDir, UnsafeDirError } from '../../../src/sys/private-dir';
+
+const uid = process.geteuid!();
+const isRoot = uid === 0;
+let base: string;
+beforeEach(() => {
+  base = mkdtempSync(join(tmpdir(), 'private-dir-'));
+});
+afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+describe('checkPrivateDir', () => {
+  it('accepts a 0700 directory of this uid under a sticky /tmp, and reports a missing one', () => {
+    const dir = join(base, 'state');
+    mkdirSync(dir, { mode: 0o700 });
+    expect(checkPrivateDir(dir)).toBe('ok');
+    expect(checkPrivateDir(join(base, 'missing'))).toBe('missing');
+  });
+
+  it('refuses a directory group or others can write, saying chmod 0700', () => {
+    const dir = join(base, 'state');
+    mkdirSync(dir);
+    chmodSync(dir, 0o1777);
+    expect(() => checkPrivateDir(dir)).toThrow(UnsafeDirError);
+    expect(() => checkPrivateDir(dir)).toThrow(`${dir} is writable by group or others (mode 1777): chmod 0700 ${dir}`);
+    chmodSync(dir, 0o770);
+    expect(() => checkPrivateDir(dir)).toThrow(/chmod 0700/);
+  });
+
+  it('refuses a directory another uid owns, saying chown', () => {
+    const dir = join(base, 'state');
+    mkdirSync(dir, { mode: 0o700 });
+    expect(() => checkPrivateDir(dir, uid + 1)).toThrow(`${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`);
+  });
+
+  it.skipIf(!isRoot)('says "chown root" when root runs it on a directory another uid owns', () => {
+    const dir = join(base, 'state');
+    mkdirSync(dir, { mode: 0o700 });
+    chownSync(dir, 1000, 1000);
+    expect(() => checkPrivateDir(dir)).toThrow(`${dir} is owned by uid 1000, not root: chown root ${dir} and chmod 0700 ${dir}`);
+  });
+
+  it('refuses a regular file and a symlink', () => {
+    writeFileSync(join(base, 'file'), '');
+    expect(() => checkPrivateDir(join(base, 'file'))).toThrow(/is not a directory/);
+    mkdirSync(join(base, 'real'), { mode: 0o700 });
+    symlinkSync(join(base, 'real'), join(base, 'link'));
+    expect(() => checkPrivateDir(join(base, 'link'))).toThrow(/is a symbolic link/);
+  });
+
+  it('refuses a directory whose parent others can write without the sticky bit', () => {
+    const parent = join(base, 'open');
+    mkdirSync(parent);
+    chmodSync(parent, 0o777);
+    mkdirSync(join(parent, 'state'), { mode: 0o700 });
+    expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(`its parent ${parent} is writable by others without the sticky bit (mode 0777): chmod go-w ${parent}`);
+    chmodSync(parent, 0o1777);
+    expect(checkPrivateDir(join(parent, 'state'))).toBe('ok');
+  });
+
+  it.skipIf(!isRoot)('refuses a directory whose parent another user owns', () => {
+    const parent = join(base, 'theirs');
+    mkdirSync(parent, { mode: 0o755 });
+    mkdirSync(join(parent, 'state'), { mode: 0o700 });
+    chownSync(parent, 1000, 1000);
+    expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(/its parent .* is owned by uid 1000/);
+  });
+
+  it('passes other errors through (ENOTDIR below a file, ENAMETOOLONG)', () => {
+    writeFileSync(join(base, 'file'), '');
+    expect(() => checkPrivateDir(join(base, 'file', 'state'))).toThrow(/ENOTDIR/);
+    expect(() => checkPrivateDir(join(base, 'x'.repeat(300)))).toThrow(/ENAMETOOLONG/);
+  });
+});
+
+describe('ensurePrivateDir', () => {
+  it('creates the directory and its parents 0700, then accepts it', () => {
+    const dir = join(base, 'a', 'state');
+    ensurePrivateDir(dir);
+    expect(statSync(dir).mode & 0o7777).toBe(0o700);
+    ensurePrivateDir(dir);
+  });
+
+  it('does not fix an unsafe directory: it refuses it', () => {
+    const dir = join(base, 'state');
+    mkdirSync(dir);
+    chmodSync(dir, 0o777);
+    expect(() => ensurePrivateDir(dir)).toThrow(UnsafeDirError);
+    expect(statSync(dir).mode & 0o777).toBe(0o777);
+  });
+});

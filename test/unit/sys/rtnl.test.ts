@@ -1,0 +1,154 @@
+import { describe, it, expect } from 'vitest';
+import { awaitChange, Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
+import { SysError } from '../../../src/sys/sys-error';
+import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
+import { RTM_NEWADDR, RTM_NEWLINK } from '../../../src/wire/rtnetlink';
+import { fakeLibc } from '../../support/fake-libc';
+
+const NLM_F_MULTI = 0x2;
+const errno = (n: number): Buffer => {
+  const b = Buffer.alloc(4);
+  b.writeInt32LE(-n, 0);
+  return b;
+};
+
+/** ifinfomsg for ifindex `index` named `name`, up and running. */
+function link(index: number, name: string, state?: number): Buffer {
+  const msg = Buffer.alloc(16);
+  msg.writeInt32LE(index, 4);
+  msg.writeUInt32LE(0x41, 8);
+  const attrs = [encodeAttr(3, Buffer.from(`${name}\0`))];
+  if (state !== undefined) attrs.push(encodeAttr(12 | 0x8000, encodeAttr(1, Buffer.from([state]))));
+  return Buffer.concat([msg, ...attrs]);
+}
+
+function ipv4(index: number, address: string): Buffer {
+  const msg = Buffer.alloc(8);
+  msg[0] = 2;
+  msg[1] = 24;
+  msg.writeUInt32LE(index, 4);
+  return Buffer.concat([msg, encodeAttr(2, Buffer.from(address.split('.').map(Number)))]);
+}
+
+/**
+ * A kernel stand-in: each request is answered by `reply(request)` with a list
+ * of datagrams; sent requests are kept for inspection.
+ */
+function kernel(reply: (req: { type: number; flags: number; seq: number }) => Buffer[][]) {
+  const queue: Buffer[] = [];
+  const sent: { type: number; flags: number; seq: number; payload: string }[] = [];
+  const closed: number[] = [];
+  const libc = fakeLibc({
+    sendto: (_fd, frame) => {
+      const [m] = decodeMessages(Buffer.from(frame));
+      sent.push({ type: m!.type, flags: m!.flags, seq: m!.seq, payload: m!.payload.toString('hex') });
+      for (const datagram of reply(m!)) queue.push(Buffer.concat(datagram));
+      return frame.length;
+    },
+    recvNow: (_fd, buf) => {
+      const next = queue.shift();
+      if (!next) return undefined;
+      buf.set(next);
+      return next.length;
+    },
+    pollIn: (fds) => fds.map(() => queue.length > 0),
+    close: (fd) => void closed.push(fd),
+  });
+  return { libc, sent, closed };
+}
+
+describe('Rtnl', () => {
+  it('asks for one link and decodes the single reply', () => {
+    const k = kernel((req) => [[encodeMessage(RTM_NEWLINK, 0, req.seq, link(4, 'eth0'))]]);
+    const rtnl = new Rtnl(k.libc, 3);
+    expect(rtnl.linkByName('eth0')).toMatchObject({ index: 4, name: 'eth0', up: true, running: true });
+    expect(k.sent.map((s) => [s.type, s.flags])).toEqual([[18, 0x1]]); // RTM_GETLINK, NLM_F_REQUEST
+  });
+
+  it('turns ENODEV into "no such link" and other errors into SysError with the errno', () => {
+    const k = kernel((req) => [[encodeMessage(NLMSG_ERROR, 0, req.seq, errno(req.seq === 1 ? 19 : 1))]]);
+    const rtnl = new Rtnl(k.libc, 3);
+    expect(rtnl.linkByIndex(99)).toBeUndefined();
+    const err = (() => {
+      try {
+        rtnl.setMac(4, Buffer.alloc(6));
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(SysError);
+    expect([(err as SysError).code, (err as SysError).message]).toEqual(['EPERM', 'set MAC of ifindex 4: EPERM']);
+  });
+
+  it('sets a MAC with NLM_F_ACK and returns on the ACK', () => {
+    const k = kernel((req) => [[encodeMessage(NLMSG_ERROR, 0, req.seq, errno(0))]]);
+    new Rtnl(k.libc, 3).setMac(4, Buffer.from('0a580a580005', 'hex'));
+    expect(k.sent[0]).toMatchObject({ type: 19, flags: 0x5 });
+  });
+
+  it('collects a dump over several datagrams up to NLMSG_DONE, skipping replies to other requests', () => {
+    const k = kernel((req) => [
+      [encodeMessage(RTM_NEWLINK, 0, req.seq + 100, link(1, 'stale'))], // a late reply to an earlier request
+      [encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(3, '10.0.0.3')), encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.5'))],
+      [encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.6')), encodeMessage(NLMSG_DONE, NLM_F_MULTI, req.seq, errno(0))],
+    ]);
+    const found = new Rtnl(k.libc, 3).addresses(4).map((a) => [...a.bytes].join('.'));
+    expect(found).toEqual(['10.88.0.5', '10.88.0.6']);
+    expect(k.sent[0]).toMatchObject({ type: 22, flags: 0x301 });
+  });
+
+  it('finds a bridge port state in the AF_BRIDGE dump', () => {
+    const k = kernel((req) => [
+      [
+        encodeMessage(RTM_NEWLINK, NLM_F_MULTI, req.seq, link(7, 'veth1', 1)),
+        encodeMessage(RTM_NEWLINK, NLM_F_MULTI, req.seq, link(9, 'veth2', 3)),
+        encodeMessage(NLMSG_DONE, NLM_F_MULTI, req.seq, errno(0)),
+      ],
+    ]);
+    const rtnl = new Rtnl(k.libc, 3);
+    expect(rtnl.bridgePortState(9)).toBe(3);
+    expect(rtnl.bridgePortState(8)).toBeUndefined();
+  });
+
+  it('gives up with ETIMEDOUT when no reply comes', () => {
+    const k = kernel(() => []);
+    expect(() => new Rtnl(k.libc, 3, 20).linkByIndex(4)).toThrow('RTM_GETLINK ifindex 4: ETIMEDOUT');
+  });
+});
+
+describe('awaitChange', () => {
+  it('polls every source, drains them all, and tells whether anything arrived', () => {
+    const queued = new Map<number, number>([
+      [5, 2],
+      [6, 0],
+    ]);
+    const polled: [number[], number][] = [];
+    const libc = fakeLibc({
+      pollIn: (fds, ms) => (polled.push([[...fds], ms]), fds.map((fd) => (queued.get(fd) ?? 0) > 0)),
+      recvNow: (fd) => {
+        const left = queued.get(fd) ?? 0;
+        if (left === 0) return undefined;
+        queued.set(fd, left - 1);
+        return 20;
+      },
+    });
+    expect(awaitChange(libc, [new RtnlEvents(libc, 5), new RtnlEvents(libc, 6)], 250)).toBe(true);
+    expect(polled).toEqual([[[5, 6], 250]]);
+    expect(queued.get(5)).toBe(0);
+    expect(awaitChange(libc, [new RtnlEvents(libc, 5)], 10)).toBe(false);
+  });
+
+  it('counts an overflow (ENOBUFS) as a change and keeps draining', () => {
+    let calls = 0;
+    const libc = fakeLibc({
+      pollIn: (fds) => fds.map(() => true),
+      recvNow: () => {
+        calls++;
+        if (calls === 1) throw new SysError('recv', 105);
+        return undefined;
+      },
+    });
+    expect(awaitChange(libc, [new RtnlEvents(libc, 5)], 10)).toBe(true);
+    expect(calls).toBe(2);
+  });
+});
