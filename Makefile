@@ -4,7 +4,7 @@ DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
 SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package-lock.json
 
-.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench clean
+.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench clean image image-archive
 
 all: build
 
@@ -19,8 +19,11 @@ system-deps:
 bin/announcer: node_modules/.package-lock.json $(SOURCES)
 	node scripts/build.mjs
 
-## build: bundle the plugin into bin/announcer (one executable file)
-build: bin/announcer
+bin/THIRD_PARTY_NOTICES: node_modules/.package-lock.json scripts/third-party-notices.mjs
+	node scripts/third-party-notices.mjs $@
+
+## build: bundle the plugin into bin/announcer (one executable file) and its bin/THIRD_PARTY_NOTICES
+build: bin/announcer bin/THIRD_PARTY_NOTICES
 
 ## install: copy the self-contained plugin to $(DESTDIR)$(CNI_BIN_DIR)/announcer
 install: bin/announcer
@@ -48,6 +51,14 @@ demo: deps system-deps build
 ## bench: ADD's wall time against `node -e 0`, interleaved, as a ratio
 bench: deps system-deps build
 	node scripts/bench.mjs
+
+## image: the installer image, built offline FROM scratch with podman (IMAGE=name:tag to rename)
+image: deps system-deps build
+	bash scripts/image.sh $(if $(IMAGE),--tag $(IMAGE))
+
+## image-archive: the image, also saved as an OCI archive, bin/cni-announcer-<version>.oci.tar, for air-gapped registries
+image-archive: deps system-deps build
+	bash scripts/image.sh $(if $(IMAGE),--tag $(IMAGE)) --archive bin
 
 clean:
 	rm -rf bin

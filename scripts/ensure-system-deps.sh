@@ -7,6 +7,10 @@
 #   iproute2 iputils-ping        ip, ping
 #   arping procps                arping, pgrep/ps/sysctl
 #   tcpdump tshark               capture, and an independent dissector
+#   podman runc busybox-static   `make image` (built FROM scratch, offline) and
+#                                the image and podman tests (runc: crun fails
+#                                on cgroup v1 hybrid hosts; busybox-static is
+#                                the test image's only file)
 #
 # Idempotent: when everything is present it changes nothing, runs no
 # `apt-get update`, and prints one line. Otherwise it runs `apt-get update`
@@ -29,6 +33,7 @@ GROUPS_SPEC=(
 	"CNI reference plugins|containernetworking-plugins"
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
+	"containers|podman runc busybox-static"
 )
 
 if [[ $(id -u) -ne 0 ]]; then
