@@ -17,6 +17,8 @@ const POLLIN = 0x1;
 const EAGAIN = 11;
 const EINTR = 4;
 const CLOCK_BOOTTIME = 7;
+/** NS_GET_NSTYPE, _IO(0xb7, 0x3): the CLONE_NEW* type of a namespace file (Linux 4.11+). */
+const NS_GET_NSTYPE = 0xb703;
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -28,6 +30,8 @@ export interface Libc {
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
   close(fd: number): void;
+  /** ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs file). */
+  nsType(fd: number): number;
   /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
   openNetlinkSocket(): number;
   /** setsockopt(NETLINK_ADD_MEMBERSHIP): joins multicast `group` (an RTNLGRP_* number). */
@@ -40,15 +44,20 @@ export interface Libc {
   bootTimeMs(): number;
   /**
    * posix_spawn(3) of `path` with `argv` and `env` in a new session, stdio on
-   * /dev/null and every other fd closed; returns the pid. Not waited for.
+   * /dev/null, `inherit[i]` as fd 3+i, and every other fd closed; returns the
+   * pid. Not waited for.
    */
-  spawnDetached(path: string, argv: readonly string[], env: readonly string[]): number;
+  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
+  /** pipe2(O_CLOEXEC): [read end, write end]. */
+  pipe(): [number, number];
 }
 
 // glibc: POSIX_SPAWN_SETSID (2.26+); O_RDONLY, O_WRONLY.
 const POSIX_SPAWN_SETSID = 0x80;
 const O_RDONLY = 0;
 const O_WRONLY = 1;
+const O_CLOEXEC = 0o2000000;
+const F_DUPFD_CLOEXEC = 1030;
 // Opaque glibc structs (80 and 336 bytes on x86_64); over-allocated to be safe elsewhere.
 const SPAWN_STRUCT_BYTES = 1024;
 
@@ -59,6 +68,7 @@ export function loadLibc(): Libc {
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const sendto = lib.func('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
   const close = lib.func('int close(int fd)');
+  const ioctl = lib.func('int ioctl(int fd, unsigned long request, ...)');
   const bind = lib.func('int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
   const setsockopt = lib.func('int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
   const recv = lib.func('long recv(int fd, uint8_t *buf, size_t len, int flags)');
@@ -68,6 +78,9 @@ export function loadLibc(): Libc {
   const actionsInit = lib.func('int posix_spawn_file_actions_init(void *actions)');
   const actionsOpen = lib.func('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
   const actionsCloseFrom = lib.func('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
+  const actionsDup2 = lib.func('int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
+  const fcntl = lib.func('int fcntl(int fd, int cmd, int arg)');
+  const pipe2 = lib.func('int pipe2(_Out_ int *fds, int flags)');
   const actionsDestroy = lib.func('int posix_spawn_file_actions_destroy(void *actions)');
   const attrInit = lib.func('int posix_spawnattr_init(void *attr)');
   const attrSetFlags = lib.func('int posix_spawnattr_setflags(void *attr, short flags)');
@@ -86,6 +99,7 @@ export function loadLibc(): Libc {
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
+    nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket() {
       const fd = check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
       try {
@@ -111,6 +125,11 @@ export function loadLibc(): Libc {
       if (errno === EAGAIN || errno === EINTR) return undefined;
       throw new SysError('recv', errno);
     },
+    pipe() {
+      const fds = [0, 0];
+      check('pipe2', pipe2(fds, O_CLOEXEC));
+      return [fds[0]!, fds[1]!];
+    },
     bootTimeMs() {
       const ts = Buffer.alloc(16); // struct timespec { time_t tv_sec; long tv_nsec; } on 64-bit
       check('clock_gettime(CLOCK_BOOTTIME)', clockGettime(CLOCK_BOOTTIME, ts));
@@ -126,17 +145,22 @@ export function loadLibc(): Libc {
       if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
       return fds.map((_, i) => n > 0 && set.readInt16LE(8 * i + 6) !== 0);
     },
-    spawnDetached(path, argv, env) {
+    spawnDetached(path, argv, env, inherit = []) {
       const actions = Buffer.alloc(SPAWN_STRUCT_BYTES);
       const attr = Buffer.alloc(SPAWN_STRUCT_BYTES);
+      const moved: number[] = [];
       checkRc('posix_spawn_file_actions_init', actionsInit(actions));
       checkRc('posix_spawnattr_init', attrInit(attr));
       try {
         checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 0, '/dev/null', O_RDONLY, 0));
         checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 1, '/dev/null', O_WRONLY, 0));
         checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 2, '/dev/null', O_WRONLY, 0));
+        // dup2 onto 3, 4, … in order: a source already in that range is moved above it first.
+        const sources = inherit.map((fd) => (fd < 3 + inherit.length ? check('fcntl(F_DUPFD_CLOEXEC)', fcntl(fd, F_DUPFD_CLOEXEC, 3 + inherit.length)) : fd));
+        moved.push(...sources.filter((fd, i) => fd !== inherit[i]));
+        sources.forEach((fd, i) => checkRc('posix_spawn_file_actions_adddup2', actionsDup2(actions, fd, 3 + i)));
         // Nothing the runtime left open (pipes it waits on, say) may live on in the child.
-        checkRc('posix_spawn_file_actions_addclosefrom_np', actionsCloseFrom(actions, 3));
+        checkRc('posix_spawn_file_actions_addclosefrom_np', actionsCloseFrom(actions, 3 + inherit.length));
         checkRc('posix_spawnattr_setflags', attrSetFlags(attr, POSIX_SPAWN_SETSID));
         const pid = [0];
         checkRc(`posix_spawn ${path}`, spawn(pid, path, actions, attr, [...argv, null], [...env, null]));
@@ -144,6 +168,7 @@ export function loadLibc(): Libc {
       } finally {
         actionsDestroy(actions);
         attrDestroy(attr);
+        for (const fd of moved) close(fd);
       }
     },
   };

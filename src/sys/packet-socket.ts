@@ -12,6 +12,8 @@ export interface PacketSocket {
   send(ifindex: number, frame: Uint8Array): void;
   /** Closes the socket; further sends throw. */
   close(): void;
+  /** Gives up the socket without closing it and returns its fd (for closeAfterExit); further sends throw. */
+  release(): number;
 }
 
 /** Builds the struct sockaddr_ll that addresses a frame to `ifindex`. */
@@ -40,6 +42,11 @@ export function packetSocket(libc: Libc, fd: number): PacketSocket {
       if (!open) return;
       open = false;
       libc.close(fd);
+    },
+    release() {
+      if (!open) throw new Error('packet socket is closed');
+      open = false;
+      return fd;
     },
   };
 }

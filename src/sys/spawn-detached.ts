@@ -7,9 +7,9 @@ import { processStartTime, type ProcessId } from './processes';
  * hold it), no other inherited fd, not waited for. posix_spawn through koffi
  * costs under a millisecond; node:child_process would cost ADD ~10 ms to load.
  */
-export function spawnDetached(libc: Libc, script: string, args: readonly string[]): ProcessId {
+export function spawnDetached(libc: Libc, script: string, args: readonly string[], inherit: readonly number[] = []): ProcessId {
   const env = Object.entries(process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-  const pid = libc.spawnDetached(process.execPath, [process.execPath, script, ...args], env);
+  const pid = libc.spawnDetached(process.execPath, [process.execPath, script, ...args], env, inherit);
   // The start time is fixed at fork, so reading it now is safe even if exec has not happened yet.
   const startTime = processStartTime(pid);
   if (startTime === undefined) throw new Error(`background process ${pid} exited at once`);

@@ -52,9 +52,24 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
   return found;
 }
 
-/** Live announcer processes started through this test process's plugin calls (by RUN_TAG). */
+/** The argv of ADD's fd holder (src/sys/close-after-exit.ts), which exits on its own once ADD has. */
+const HOLDER = 'hold-fds';
+/** How long a holder may outlive the plugin call that started it before it counts as a leak. */
+const HOLDER_GRACE_MS = 3000;
+
+/**
+ * Live announcer processes started through this test process's plugin calls
+ * (by RUN_TAG). fd holders get a short grace to exit first: one still there
+ * after it is listed like any other leak.
+ */
 export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {
-  return (await announcerProcesses()).filter((p) => p.runTag === RUN_TAG);
+  const own = async (): Promise<AnnouncerProcess[]> => (await announcerProcesses()).filter((p) => p.runTag === RUN_TAG);
+  for (let waited = 0; waited < HOLDER_GRACE_MS; waited += 50) {
+    const found = await own();
+    if (!found.some((p) => p.argv.includes(HOLDER))) return found;
+    await sleep(50);
+  }
+  return own();
 }
 
 async function alive(pid: number): Promise<boolean> {
