@@ -48,9 +48,9 @@ test-integration: deps system-deps build
 demo: deps system-deps build
 	bash scripts/demo.sh bin
 
-## bench: ADD's wall time against `node -e 0`, interleaved, as a ratio
+## bench: each command's start-up cost next to `node` and the Go peer, one table with budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
-	node scripts/bench.mjs
+	npx vite-node scripts/bench/main.ts
 
 ## image: the installer image, built offline FROM scratch with podman (IMAGE=name:tag to rename)
 image: deps system-deps build

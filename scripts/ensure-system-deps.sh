@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ensure-system-deps.sh — install the Debian packages that `make demo` and
-# `make test` need, and only those that are missing.
+# ensure-system-deps.sh — install the Debian packages that `make demo`,
+# `make test` and `make bench` need, and only those that are missing.
 #
 #   containernetworking-plugins  the reference CNI plugins (bridge, macvlan,
 #                                static, host-local ...) in /usr/lib/cni
@@ -11,6 +11,7 @@
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
 #                                the test image's only file)
+#   time                         GNU time (peak RSS in `make bench`)
 #
 # Idempotent: when everything is present it changes nothing, runs no
 # `apt-get update`, and prints one line. Otherwise it runs `apt-get update`
@@ -34,6 +35,7 @@ GROUPS_SPEC=(
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
 	"containers|podman runc busybox-static"
+	"bench tools|time"
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -1,0 +1,208 @@
+// make bench: what each start of the plugin costs, next to this machine's
+// yardstick (`node` on an empty file) and the Go peer (`tuning` chained after
+// the real bridge plugin). Interleaved rounds in a clean environment, medians,
+// one table with ratios, then the budgets of issue 8 as PASS/FAIL (the bench
+// itself exits 0 either way: it is not a test). Root only: it builds a
+// throwaway bridge pod and removes everything on exit, failure or signal.
+//
+//   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
+import { accessSync, constants as fs, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
+import { constants as osConstants } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
+import { announcerProcesses } from '../../test/integration/harness/processes';
+import { Scope } from '../../test/integration/harness/scope';
+import { watchBackground } from './background';
+import { checkBudgets, peerLine, ROWS } from './budgets';
+import { GNU_TIME, expectOk, timedRun } from './measure';
+import { renderTable, renderVerdicts, type TableRow } from './report';
+import { runRounds } from './rounds';
+import { ANNOUNCER_DEFAULTS, packetCloseStep, pluginCommand, processRows, rssSample, timedStep, type Programs } from './rows';
+import { createBridgePod, type BridgePod } from './setup';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const DEFAULT_ROUNDS = 30;
+const WARMUP_ROUNDS = 3;
+/** Peak RSS is taken in runs of its own (GNU time would add to the wall times); the largest of these counts. */
+const RSS_RUNS = 3;
+/** How long to follow the background rounds of one default ADD (they end about 2 s after it). */
+const BACKGROUND_CAP_MS = 6000;
+
+/** BENCH_ROUNDS, or the default. */
+function roundsFromEnv(): number {
+  const raw = process.env.BENCH_ROUNDS;
+  if (raw === undefined || raw === '') return DEFAULT_ROUNDS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_ROUNDS must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+/** Fails early, with the fix, when something the bench runs is missing. */
+function preflight(p: Programs): void {
+  if (process.getuid?.() !== 0) throw new Error('make bench needs root (it creates a bridge, a netns and a pod)');
+  const need: [string, string][] = [
+    [p.announcer, 'run `make build`'],
+    [BRIDGE_PLUGIN, 'run `make system-deps` (containernetworking-plugins)'],
+    [p.tuning, 'run `make system-deps` (containernetworking-plugins)'],
+    [GNU_TIME, 'run `make system-deps` (Debian package `time`)'],
+  ];
+  for (const [path, fix] of need) {
+    try {
+      accessSync(path, fs.X_OK);
+    } catch {
+      throw new Error(`${path} is missing or not executable: ${fix}`);
+    }
+  }
+  createRequire(p.probe).resolve('koffi'); // the probe's one dependency: `make deps`
+}
+
+/** What the announcer binary is: a compiled ELF or a script, and its size. */
+function announcerKind(path: string): string {
+  const head = readFileSync(path).subarray(0, 4);
+  const kind = head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])) ? 'ELF executable' : head.subarray(0, 2).toString() === '#!' ? 'script' : 'unknown format';
+  return `${kind}, ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`;
+}
+
+function readOr(path: string, fallback: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return fallback;
+  }
+}
+
+/** The lines that say what the figures were measured on. */
+function machineLines(p: Programs, rounds: number): string[] {
+  return [
+    `cni-announcer bench, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}, rcu_expedited=${readOr('/sys/kernel/rcu_expedited', '?')}, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+    `node ${process.version} (${p.node}); announcer: ${p.announcer} (${announcerKind(p.announcer)})`,
+    `${rounds} interleaved rounds after ${WARMUP_ROUNDS} warm-up rounds; every command in a clean env (PATH and CNI_* only); peak RSS from GNU time %M, max of ${RSS_RUNS} separate runs`,
+  ];
+}
+
+/** Registers the undo steps for what plugin runs may leave behind (a run cut short by a signal included). */
+function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
+  scope.defer(async () => {
+    // Last resort: background rounds whose DEL never came (our container id is unique to this run).
+    for (const proc of await announcerProcesses()) {
+      if (proc.containerId === pod.containerId) process.kill(proc.pid, 'SIGKILL');
+    }
+  }, 'stray announcer processes');
+  const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, command: 'DEL' };
+  scope.defer(async () => void (await cniExec(p.tuning, call, pod.chained({ type: 'tuning' }))), 'tuning DEL');
+  scope.defer(async () => void (await cniExec(p.announcer, call, pod.chained(ANNOUNCER_DEFAULTS))), 'announcer DEL');
+}
+
+async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSignal): Promise<void> {
+  const header = machineLines(p, rounds);
+  const pod = await createBridgePod(scope);
+  deferPluginCleanup(scope, p, pod);
+  const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
+  scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
+  const programs = { ...p, emptyFile: join(scratch, 'empty.js') };
+  writeFileSync(programs.emptyFile, '');
+
+  const yieldToSignals = async (): Promise<void> => {
+    await new Promise(setImmediate);
+    abort.throwIfAborted();
+  };
+  const rows = processRows(programs, pod);
+  const samples = await runRounds([...rows.map(timedStep), packetCloseStep(programs, pod)], {
+    rounds,
+    warmup: WARMUP_ROUNDS,
+    between: yieldToSignals,
+    progress: (done, total) => {
+      if (process.stderr.isTTY) process.stderr.write(`\rround ${done}/${total}${done === total ? '\n' : ''}`);
+    },
+  });
+
+  const rssKiB = new Map<string, number>();
+  for (const row of rows) {
+    for (let i = 0; i < RSS_RUNS; i++) {
+      rssKiB.set(row.name, Math.max(rssKiB.get(row.name) ?? 0, rssSample(row)));
+      await yieldToSignals();
+    }
+  }
+
+  expectOk('default ADD (background figure)', timedRun(pluginCommand(programs, pod, p.announcer, 'ADD', ANNOUNCER_DEFAULTS)));
+  const bg = await watchBackground(pod.containerId, BACKGROUND_CAP_MS);
+  expectOk('DEL (background figure)', timedRun(pluginCommand(programs, pod, p.announcer, 'DEL', ANNOUNCER_DEFAULTS)));
+
+  const table: TableRow[] = Object.values(ROWS).map((name) => {
+    const row: TableRow = { name, samples: samples.get(name) ?? [] };
+    const kib = rssKiB.get(name);
+    if (kib !== undefined) row.rssKiB = kib;
+    if (name === ROWS.closeLast || name === ROWS.closeShared) row.syscall = true;
+    return row;
+  });
+  const lines = [
+    ...header,
+    '',
+    renderTable(table, { name: ROWS.node, label: 'node' }, { name: ROWS.tuning, label: 'tuning' }),
+    '',
+    'Budgets (issue 8):',
+    renderVerdicts(checkBudgets(table)),
+    '',
+    peerLine(table),
+    bg.processes === 0
+      ? 'Background after a default ADD: no process found.'
+      : `Background after a default ADD: ${bg.processes} process(es), peak RSS ${(bg.peakKiB / 1024).toFixed(1)} MiB, ` +
+        `${bg.capped ? `still running after ${BACKGROUND_CAP_MS} ms (stopped by DEL)` : `gone after ${(bg.aliveMs / 1000).toFixed(1)} s`}.`,
+    "close(AF_PACKET): close(2) timed inside a probe process in the pod's netns. 'last ref' is what a process pays when it",
+    "closes (or exits holding) the only reference: packet_release() waits in synchronize_net(); 'a dup' is what it pays",
+    'while another process still holds one.',
+    `load at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  const programs: Programs = {
+    announcer: ANNOUNCER,
+    tuning: join(SYSTEM_CNI_DIR, 'tuning'),
+    cniPath: SYSTEM_CNI_DIR,
+    node: process.execPath,
+    emptyFile: '', // made in the scratch dir
+    probe: resolve(HERE, 'packet-close-probe.mjs'),
+  };
+  const scope = new Scope();
+  const abort = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(sig, () => {
+      if (abort.signal.aborted) {
+        process.stderr.write(`\nbench: ${sig}: still cleaning up\n`);
+        return;
+      }
+      process.stderr.write(`\nbench: ${sig}: stopping and cleaning up\n`);
+      abort.abort(sig);
+    });
+  }
+  try {
+    const rounds = roundsFromEnv();
+    preflight(programs);
+    await bench(scope, programs, rounds, abort.signal);
+  } catch (err) {
+    // A Ctrl-C also kills the running child, whose failure may surface before the signal handler has run.
+    await new Promise(setImmediate);
+    if (!abort.signal.aborted) {
+      process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const e of await scope.close()) process.stderr.write(`bench: ${e.message}\n`);
+  }
+  if (abort.signal.aborted) {
+    const sig = abort.signal.reason as NodeJS.Signals;
+    process.exitCode = 128 + (osConstants.signals[sig] ?? 0);
+  }
+}
+
+await main();

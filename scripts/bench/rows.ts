@@ -1,0 +1,101 @@
+// What the bench runs: each table row as a command in a clean environment,
+// with the untimed steps that keep the pod in the same state between samples.
+import type { Row } from './rounds';
+import { ROWS } from './budgets';
+import { cleanEnv, expectOk, peakRssKiB, timedRun, type Command } from './measure';
+import type { BridgePod } from './setup';
+
+/** The programs the bench runs, by absolute path. */
+export interface Programs {
+  announcer: string;
+  /** The Go peer, /usr/lib/cni/tuning. */
+  tuning: string;
+  /** CNI_PATH for plugin calls. */
+  cniPath: string;
+  node: string;
+  /** An empty file, for the node yardstick. */
+  emptyFile: string;
+  /** packet-close-probe.mjs. */
+  probe: string;
+}
+
+/** A table row that is one process: its command, and untimed steps around it. */
+export interface ProcessRow {
+  name: string;
+  command: Command;
+  before?: () => void;
+  after?: () => void;
+}
+
+/** The announcer config of one round only. */
+const ANNOUNCER_ONE = { type: 'announcer', count: 1 };
+/** The announcer config with every default (count 3: rounds 2 and 3 run in the background). */
+export const ANNOUNCER_DEFAULTS = { type: 'announcer' };
+
+/** A chained plugin call on the pod, as a runtime makes it, in a clean environment. */
+export function pluginCommand(p: Programs, pod: BridgePod, file: string, command: string, conf: object): Command {
+  return {
+    file,
+    args: [],
+    env: cleanEnv({ command, containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, path: p.cniPath }),
+    stdin: JSON.stringify(pod.chained(conf)),
+  };
+}
+
+/** The plugin commands of the table, in table order. */
+export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
+  const plugin = (file: string, command: string, conf: object): Command => pluginCommand(p, pod, file, command, conf);
+  const untimed = (what: string, cmd: Command) => () => void expectOk(what, timedRun(cmd));
+  const addOne = plugin(p.announcer, 'ADD', ANNOUNCER_ONE);
+  return [
+    { name: ROWS.floor, command: { file: '/bin/true', args: [], env: cleanEnv() } },
+    { name: ROWS.tuning, command: plugin(p.tuning, 'ADD', { type: 'tuning' }) },
+    { name: ROWS.node, command: { file: p.node, args: [p.emptyFile], env: cleanEnv() } },
+    {
+      name: ROWS.version,
+      command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
+    },
+    { name: ROWS.addOne, command: addOne, after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_ONE)) },
+    {
+      name: ROWS.addDefault,
+      command: plugin(p.announcer, 'ADD', ANNOUNCER_DEFAULTS),
+      // DEL stops the background rounds, so they do not compete with the next rows.
+      after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_DEFAULTS)),
+    },
+    { name: ROWS.del, command: plugin(p.announcer, 'DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
+  ];
+}
+
+/** A round step that times one process row. */
+export function timedStep(row: ProcessRow): Row {
+  return {
+    sample() {
+      row.before?.();
+      const { ms } = expectOk(row.name, timedRun(row.command));
+      row.after?.();
+      return { [row.name]: ms };
+    },
+  };
+}
+
+/** One peak-RSS sample (KiB) of a process row, set-up and tear-down included. */
+export function rssSample(row: ProcessRow): number {
+  row.before?.();
+  const kib = peakRssKiB(row.command);
+  row.after?.();
+  return kib;
+}
+
+/**
+ * A round step that opens and closes an AF_PACKET socket inside the pod's
+ * netns (never the host's) and reports the two close(2) times the probe took.
+ */
+export function packetCloseStep(p: Programs, pod: BridgePod): Row {
+  const cmd: Command = { file: 'ip', args: ['netns', 'exec', pod.netns.name, p.node, p.probe], env: cleanEnv() };
+  return {
+    sample() {
+      const out = JSON.parse(expectOk('packet-close probe', timedRun(cmd)).stdout) as { lastMs: number; sharedMs: number };
+      return { [ROWS.closeLast]: out.lastMs, [ROWS.closeShared]: out.sharedMs };
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { checkBudgets, peerLine, ROWS } from '../../../scripts/bench/budgets';
+import type { TableRow } from '../../../scripts/bench/report';
+
+const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[] =>
+  [
+    { name: ROWS.tuning, samples: [4] },
+    { name: ROWS.node, samples: [30] },
+    { name: ROWS.version, samples: [15] },
+    { name: ROWS.addOne, samples: [22], rssKiB: 25 * 1024 },
+    { name: ROWS.addDefault, samples: [27], rssKiB: 29 * 1024 },
+  ].map((r) => ({ ...r, ...over[r.name] }));
+
+describe('checkBudgets', () => {
+  it('passes within every budget', () => {
+    const verdicts = checkBudgets(rows());
+    expect(verdicts.map((v) => [v.label, v.measured, v.pass])).toEqual([
+      ['ADD count 1 ≤ 0.8× node', '0.73× node', true],
+      ['ADD defaults ≤ 0.9× node', '0.90× node', true],
+      ['VERSION ≤ 0.6× node', '0.50× node', true],
+      ['ADD peak RSS ≤ 30 MiB', '29.0 MiB (the larger of the two ADD rows)', true],
+    ]);
+  });
+
+  it('fails a ratio over its limit and RSS over 30 MiB in either ADD row', () => {
+    const verdicts = checkBudgets(rows({ [ROWS.version]: { samples: [19] }, [ROWS.addOne]: { rssKiB: 31 * 1024 } }));
+    expect(verdicts.map((v) => v.pass)).toEqual([true, true, false, false]);
+  });
+
+  it('fails the RSS budget when a figure is missing', () => {
+    const verdicts = checkBudgets(rows({ [ROWS.addDefault]: { rssKiB: undefined } }));
+    expect(verdicts[3]!.pass).toBe(false);
+  });
+});
+
+describe('peerLine', () => {
+  it('gives ADD count 1 as a multiple of the Go peer', () => {
+    expect(peerLine(rows())).toBe('ADD count 1 / Go tuning ADD: 5.5× (goal on the way: ≤ 3×)');
+  });
+});
