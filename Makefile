@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
-SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package-lock.json
+SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package.json package-lock.json
+# x64: baseline x86-64 (no AVX2 needed); arm64: cross-built from the npm registry's packages.
+ARCH ?= x64
+ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
 .PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench clean image image-archive
 
@@ -17,17 +20,20 @@ system-deps:
 	bash scripts/ensure-system-deps.sh
 
 bin/announcer: node_modules/.package-lock.json $(SOURCES)
-	node scripts/build.mjs
+	node_modules/.bin/bun scripts/build.mjs --arch=x64 --out=$@
+
+bin/announcer-arm64: node_modules/.package-lock.json $(SOURCES)
+	node_modules/.bin/bun scripts/build.mjs --arch=arm64 --out=$@
 
 bin/THIRD_PARTY_NOTICES: node_modules/.package-lock.json scripts/third-party-notices.mjs
 	node scripts/third-party-notices.mjs $@
 
-## build: bundle the plugin into bin/announcer (one executable file) and its bin/THIRD_PARTY_NOTICES
-build: bin/announcer bin/THIRD_PARTY_NOTICES
+## build: compile the plugin into one self-contained executable, bin/announcer (ARCH=arm64: bin/announcer-arm64), and its bin/THIRD_PARTY_NOTICES
+build: $(ANNOUNCER) bin/THIRD_PARTY_NOTICES
 
 ## install: copy the self-contained plugin to $(DESTDIR)$(CNI_BIN_DIR)/announcer
-install: bin/announcer
-	install -D -m 0755 bin/announcer $(DESTDIR)$(CNI_BIN_DIR)/announcer
+install: $(ANNOUNCER)
+	install -D -m 0755 $(ANNOUNCER) $(DESTDIR)$(CNI_BIN_DIR)/announcer
 
 typecheck: deps
 	npx tsc --noEmit -p .

@@ -1,0 +1,221 @@
+// Builds bin/announcer: one self-contained ELF executable (`bun build --compile`)
+// holding the Bun runtime, the bundled plugin and koffi's native addon. Run it
+// with the pinned Bun (`make build` does):
+//
+//   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--no-bytecode] [--no-minify]
+//
+// - koffi's addon travels as plain bytes (an embedded asset, not a `.node`
+//   module) and is dlopen()ed from an anonymous file by src/native/load-addon.ts.
+//   Bun's own mechanism for embedded addons (extraction to /tmp) is never used,
+//   and koffi's own search of node_modules paths is cut out.
+// - The Bun runtime and, for a cross build, koffi's prebuilt addon come only
+//   from the npm registry's packages, fetched with `npm pack` into
+//   node_modules/.cache/cni-announcer and checked against pinned sha512 sums.
+// - The same sources give the same bytes. The output is written beside its
+//   target and renamed over it: a runtime never execs half a file.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+const cacheDir = join(root, 'node_modules', '.cache', 'cni-announcer');
+
+/**
+ * sha512 of the registry packages that package-lock.json does not list (it
+ * holds the others). A new pinned Bun needs its line: `npm pack NAME@VERSION --json` prints it.
+ */
+const PINNED_INTEGRITY = {
+  '@oven/bun-linux-x64-baseline@1.4.5': 'sha512-s8yMwYcFnnrA178gji0gZbkE2WVDej/Ti1x770oPfihxyRxSMNhGhiAQNXV53aDeraZxksdvKV/RAdQBCd0qPA==',
+};
+
+class BuildError extends Error {}
+
+function fail(message) {
+  throw new BuildError(message);
+}
+
+function readJson(file) {
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+function packageVersion(name) {
+  return readJson(join(root, 'node_modules', name, 'package.json')).version;
+}
+
+function parseArgs(argv) {
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: true, minify: true, out: undefined };
+  for (const a of argv) {
+    const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
+    if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
+    const flag = typeof args[m[2]] === 'boolean';
+    if (flag ? m[3] !== undefined : m[1] !== undefined || m[3] === undefined) fail(`malformed argument ${a}`);
+    args[m[2]] = flag ? m[1] === undefined : m[3];
+  }
+  return args;
+}
+
+/** The sha512 that package-lock.json records for `name@version`, else the pinned one. */
+function expectedIntegrity(name, version) {
+  const locked = readJson(join(root, 'package-lock.json')).packages?.[`node_modules/${name}`];
+  if (locked?.version === version && locked.integrity) return locked.integrity;
+  return PINNED_INTEGRITY[`${name}@${version}`] ?? fail(`no pinned sha512 for ${name}@${version}: add it to PINNED_INTEGRITY in scripts/build.mjs`);
+}
+
+/**
+ * The file `inner` of registry package `name@version`, fetched once with
+ * `npm pack` into the cache; the tarball is checked against its sha512 before
+ * every extraction.
+ */
+function registryFile(name, version, inner) {
+  const integrity = expectedIntegrity(name, version);
+  const stem = `${name.replace(/^@/, '').replace('/', '-')}-${version}`;
+  const tgz = join(cacheDir, `${stem}.tgz`);
+  const sri = () => `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
+  const dir = join(cacheDir, stem);
+  const out = join(dir, inner);
+  const stamp = join(dir, '.sha512');
+  if (existsSync(out) && existsSync(stamp) && readFileSync(stamp, 'utf8') === integrity) return out;
+  if (!existsSync(tgz) || sri() !== integrity) {
+    console.log(`build: npm pack ${name}@${version}`);
+    execFileSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cacheDir, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (sri() !== integrity) fail(`${name}@${version}: the registry's tarball does not match sha512 ${integrity}`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execFileSync('tar', ['-xzf', tgz, '-C', dir, '--strip-components=1', `package/${inner}`]);
+  writeFileSync(stamp, integrity);
+  return out;
+}
+
+/** What to build for: Bun's compile target, the Bun executable to embed, koffi's addon. */
+function buildTarget({ arch, cpu }, versions) {
+  if (arch === 'arm64') {
+    return {
+      bunTarget: 'bun-linux-arm64',
+      executable: registryFile('@oven/bun-linux-aarch64', versions.bun, 'bin/bun'),
+      koffiAddon: registryFile('@koromix/koffi-linux-arm64', versions.koffi, 'linux_arm64/koffi.node'),
+    };
+  }
+  if (arch !== 'x64') fail(`unsupported --arch=${arch} (x64 or arm64)`);
+  // x64 builds run here, so koffi's addon is the one npm installed.
+  if (process.platform !== 'linux' || process.arch !== 'x64') fail('x64 builds run on linux-x64 only');
+  const koffiAddon = join(root, 'node_modules', '@koromix', 'koffi-linux-x64', 'linux_x64', 'koffi.node');
+  if (cpu === 'baseline') {
+    return { bunTarget: 'bun-linux-x64-baseline', executable: registryFile('@oven/bun-linux-x64-baseline', versions.bun, 'bin/bun'), koffiAddon };
+  }
+  // The installed Bun: the `bun` package links @oven/bun-linux-x64's binary (AVX2) there.
+  if (cpu === 'modern') return { bunTarget: 'bun-linux-x64-modern', executable: process.execPath, koffiAddon };
+  return fail(`unsupported --cpu=${cpu} (baseline or modern)`);
+}
+
+/** The Bun plugin that embeds koffi's addon as bytes and refuses every other native module. */
+function embedPlugin(addonAsset) {
+  return {
+    name: 'cni-announcer',
+    setup(b) {
+      // koffi's entry takes its addon from src/static.js (a require of @koromix/koffi-<platform>, whose
+      // loader dlopen()s a file in node_modules) and falls back to searching node_modules paths baked in
+      // at build time. Ours loads the embedded bytes, or throws with the reasons...
+      b.onResolve({ filter: /^\.\/src\/static\.c?js$/ }, (a) =>
+        /[\\/]node_modules[\\/]koffi[\\/]/.test(a.importer) ? { path: 'koffi-static', namespace: 'cni-announcer' } : undefined,
+      );
+      b.onLoad({ filter: /^koffi-static$/, namespace: 'cni-announcer' }, () => ({
+        loader: 'js',
+        resolveDir: root,
+        contents: [
+          `import { readFileSync } from 'node:fs';`,
+          `import addonFile from ${JSON.stringify(addonAsset)} with { type: 'file' };`,
+          `import { loadAddonFromBytes } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
+          `export function loadStatic() { return loadAddonFromBytes('koffi', readFileSync(addonFile)); }`,
+        ].join('\n'),
+      }));
+      // ...and the search is cut out, so no path of the build machine is left to look in.
+      b.onLoad({ filter: /[\\/]node_modules[\\/]koffi[\\/]src[\\/]koffi[\\/]index\.c?js$/ }, (a) => {
+        const source = readFileSync(a.path, 'utf8');
+        let cut = source.replace(/loadStatic\(pkg\) \?\? loadDynamic2?\([^)]*\)/, 'loadStatic(pkg)');
+        if (cut === source) fail(`${relative(root, a.path)}: koffi's addon search not found (a new koffi version?)`);
+        // The search's require() would be rooted at this file's path on the build machine; it is never called.
+        cut = cut.replace('createRequire(import.meta.url)', 'createRequire("file:///koffi-addon-search-removed")');
+        return { contents: cut, loader: 'js' };
+      });
+      // Bun would embed any other native module itself and extract it to /tmp at run time.
+      b.onResolve({ filter: /\.node$/ }, (a) => fail(`${relative(root, a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`));
+      // The netlink package's socket addon needs libuv's uv_poll_init, which Bun lacks.
+      b.onResolve({ filter: /^netlink(\/|$)/ }, (a) => fail(`${relative(root, a.importer)} imports '${a.path}', which cannot run under Bun: use src/sys/rtnl.ts`));
+    },
+  };
+}
+
+/** The npm packages the build took code from (koffi's addon asset and our virtual modules left out). */
+function bundledPackages(metafile, addonAsset) {
+  return new Set(
+    Object.keys(metafile?.inputs ?? {})
+      .filter((p) => !p.startsWith('cni-announcer:') && realpathSync(resolve(root, p)) !== realpathSync(addonAsset))
+      .map((p) => /(?:^|[\\/])node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(p)?.[1])
+      .filter(Boolean),
+  );
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const manifest = readJson(join(root, 'package.json'));
+  const versions = { announcer: manifest.version, bun: packageVersion('bun'), koffi: packageVersion('koffi') };
+  if (typeof Bun === 'undefined' || Bun.version !== versions.bun) fail(`run this with the pinned Bun ${versions.bun}: node_modules/.bin/bun scripts/build.mjs`);
+  mkdirSync(cacheDir, { recursive: true });
+  const target = buildTarget(args, versions);
+  // A neutral name: these bytes are an asset to read, never a module for Bun to load.
+  const addonAsset = join(cacheDir, `koffi-${versions.koffi}-linux-${args.arch}.addon`);
+  copyFileSync(target.koffiAddon, addonAsset);
+
+  const outfile = resolve(root, args.out ?? (args.arch === 'x64' ? 'bin/announcer' : `bin/announcer-${args.arch}`));
+  mkdirSync(dirname(outfile), { recursive: true });
+  // Built under the target's own name (Bun bakes it into the binary as /$bunfs/root/NAME) in a
+  // private directory beside it, then renamed over it.
+  const tmpdir = join(dirname(outfile), `.${basename(outfile)}.build-${process.pid}`);
+  const tmpfile = join(tmpdir, basename(outfile));
+  rmSync(tmpdir, { recursive: true, force: true });
+  mkdirSync(tmpdir, { mode: 0o700 });
+  try {
+    const result = await Bun.build({
+      entrypoints: [join(root, 'src/main.ts')],
+      target: 'bun',
+      format: 'cjs',
+      bytecode: args.bytecode,
+      minify: args.minify,
+      metafile: true,
+      plugins: [embedPlugin(addonAsset)],
+      compile: {
+        target: target.bunTarget,
+        executablePath: target.executable,
+        outfile: tmpfile,
+        // The plugin runs as root in the runtime's working directory: no file found there may change what runs.
+        autoloadDotenv: false,
+        autoloadBunfig: false,
+        autoloadTsconfig: false,
+        autoloadPackageJson: false,
+      },
+    });
+    if (!result.success) fail(result.logs.join('\n'));
+    const packages = bundledPackages(result.metafile, addonAsset);
+    if (!packages.has('koffi')) fail('koffi is missing from the bundle (no metafile?)');
+    const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
+    // THIRD_PARTY_NOTICES covers the dependencies in package.json.
+    if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);
+    chmodSync(tmpfile, 0o755);
+    renameSync(tmpfile, outfile);
+  } finally {
+    rmSync(tmpdir, { recursive: true, force: true });
+  }
+  console.log(`built ${relative(process.cwd(), outfile)}: announcer ${versions.announcer}, ${target.bunTarget}, Bun ${versions.bun}, koffi ${versions.koffi}`);
+}
+
+try {
+  await main();
+} catch (err) {
+  const messages = err instanceof AggregateError ? err.errors.map((e) => e?.message ?? String(e)) : [err?.message ?? String(err)];
+  console.error(`build: ${messages.join('\nbuild: ')}`);
+  if (!(err instanceof BuildError || err instanceof AggregateError)) console.error(err);
+  process.exit(1);
+}

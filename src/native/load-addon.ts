@@ -1,0 +1,85 @@
+// Loads a Node-API addon (koffi's) from bytes the compiled binary carries.
+//
+// dlopen() needs a file. The bytes go into an anonymous O_TMPFILE inode, which
+// has no name in any directory, so no other user and no earlier run can plant,
+// swap or truncate it, and it vanishes when its last reference goes; the addon
+// is dlopen()ed through /proc/self/fd/N and the descriptor closed (the mapping
+// keeps the inode alive). Nothing is extracted, cached or looked up by name.
+// One addon per process: glibc's dlopen() answers a path it has loaded before
+// with the object already loaded, and /proc/self/fd/N paths repeat.
+// Bun's own mechanism for embedded addons is not used: it extracts them to
+// /tmp/.bun-<uid>-<hash>.node and loads an existing file of that name as is.
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+// Linux, every architecture we build for: O_TMPFILE is __O_TMPFILE|O_DIRECTORY.
+const O_TMPFILE = 0o20000000 | 0o200000;
+const O_RDWR = 0o2;
+/** With O_TMPFILE: the inode can never be linkat()ed into a directory. */
+const O_EXCL = 0o200;
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * Where the anonymous file may live, in order: memory first, then the binary's
+ * own directory (exec is allowed there, since the binary runs from it), then
+ * the usual temporary directories. A directory fails over to the next when it
+ * is missing, read-only, full, lacks O_TMPFILE support, or is mounted noexec.
+ */
+export function addonDirs(execPath: string = process.execPath): string[] {
+  return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
+}
+
+/** The steps of {@link loadAddonFromBytes} that touch the system, injectable in tests. */
+export interface AddonLoaderDeps {
+  /** Opens an anonymous file in `dir`; returns its fd. */
+  openAnonymous(dir: string): number;
+  write(fd: number, bytes: Uint8Array): void;
+  /** process.dlopen of `path` into `module`. */
+  dlopen(module: { exports: unknown }, path: string): void;
+  close(fd: number): void;
+}
+
+/** The real steps: open(2) with O_TMPFILE, write(2), process.dlopen, close(2). */
+export const systemAddonLoader: AddonLoaderDeps = {
+  openAnonymous: (dir) => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
+  write(fd, bytes) {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
+  },
+  dlopen: (module, path) => process.dlopen(module, path),
+  close: (fd) => closeSync(fd),
+};
+
+/**
+ * dlopen()s the addon made of `bytes` from an anonymous file in the first
+ * directory of `dirs` that works, and returns its exports. Throws one error
+ * naming every directory tried and why it failed (each failure in `cause`).
+ */
+export function loadAddonFromBytes(
+  name: string,
+  bytes: Uint8Array,
+  dirs: readonly string[] = addonDirs(),
+  deps: AddonLoaderDeps = systemAddonLoader,
+): unknown {
+  const failures: { dir: string; error: unknown }[] = [];
+  for (const dir of dirs) {
+    let fd: number | undefined;
+    try {
+      fd = deps.openAnonymous(dir);
+      deps.write(fd, bytes);
+      const module = { exports: {} as unknown };
+      deps.dlopen(module, `/proc/self/fd/${fd}`);
+      return module.exports;
+    } catch (error) {
+      failures.push({ dir, error });
+    } finally {
+      if (fd !== undefined) deps.close(fd);
+    }
+  }
+  const reasons = failures.map(({ dir, error }) => `${dir}: ${error instanceof Error ? error.message : String(error)}`);
+  throw new Error(`cannot load the ${name} addon from an anonymous file (${reasons.join('; ') || 'no directory to try'})`, {
+    cause: new AggregateError(
+      failures.map((f) => f.error),
+      'one failure per directory',
+    ),
+  });
+}
