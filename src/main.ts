@@ -2,7 +2,7 @@
 // `announcer tail RECORD` runs the background tail instead (started by ADD).
 import { readFileSync, writeSync } from 'node:fs';
 import { runTail } from './announce/tail';
-import { awaitJob } from './announce/await-job';
+import { awaitJob, tailStillWanted } from './announce/await-job';
 import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
 import { dispatch } from './cni/dispatch';
@@ -11,6 +11,8 @@ import { CLI_VERBS, runVerb } from './cli';
 import { announcerPlugin } from './plugin';
 import { loadLibc, type Libc } from './sys/libc';
 import { spawnDetached } from './sys/spawn-detached';
+import { acquireFileLock } from './sys/file-lock';
+import { loadTryLock } from './sys/flock';
 
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
@@ -47,15 +49,17 @@ async function main(): Promise<void> {
   const self = process.argv[1]!;
   const libc: () => Libc = once(loadLibc);
   const timers = realTimers(() => libc().bootTimeMs());
+  const tryLock = once(loadTryLock);
   const verb = process.argv[2];
   if (verb !== undefined && CLI_VERBS.includes(verb)) return process.exit(await runVerb(verb, process.argv.slice(3), process.execPath));
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
-    const job = await awaitJob(process.argv[3] ?? '', timers);
+    const recordFile = process.argv[3] ?? '';
+    const job = await awaitJob(recordFile, timers);
     if (!job) return process.exit(0); // not needed after all, or DEL got there first
     const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
     try {
-      await runTail({ libc: libc(), timers, log }, job);
+      await runTail({ libc: libc(), timers, log, stillWanted: () => tailStillWanted(recordFile, job) }, job);
     } catch (err) {
       log.error('background tail failed', { error: err });
     }
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
     timers,
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
     startTail: (recordFile) => spawnDetached(libc(), self, [TAIL_VERB, recordFile]),
+    lockFile: (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep }),
   });
   const code = await dispatch({ env: process.env, readStdin, writeStdout }, plugin);
   // stdout was written synchronously: exit now, whatever handles are still open.

@@ -1,7 +1,7 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and leave the rest to the tail.
 import { CniError, ErrorCode } from '../cni/errors';
-import type { Logger, LogLevel } from '../log';
+import { silentLogger, type Logger, type LogLevel } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import type { NetnsId } from '../sys/netns';
@@ -10,7 +10,9 @@ import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
 import { sendRound } from './round';
 import { openSession, waitReady, type PodSession } from './session';
-import { readRecord, recordPath, removeRecord, writeRecord, type AttachmentRecord } from './state';
+import { ensurePrivateDir } from '../sys/private-dir';
+import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
+import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
 import { stopTail } from './stop-tail';
 import type { TailJob } from './tail-job';
 import type { Timers } from './timers';
@@ -22,6 +24,8 @@ export interface AddDeps {
   log: Logger;
   /** Starts the detached background tail on the record file that holds its job; returns its identity. */
   startTail(recordFile: string): ProcessId;
+  /** Takes a lock file (see attachment-lock.ts). */
+  lockFile: LockFile;
 }
 
 /** One attachment's ADD. */
@@ -41,20 +45,55 @@ export interface AddJob {
   logLevel: LogLevel;
 }
 
-/** Runs ADD's announcement; returns the MACs it set, by prevResult interface index. */
+/**
+ * Runs ADD's announcement; returns the MACs it set, by prevResult interface
+ * index. stateDir must be private (code 105 naming the fix otherwise). The
+ * attachment's lock is held throughout, so a DEL or another ADD of the same
+ * attachment waits for this one to finish; if it stays held longer than
+ * lockWaitMs, code 11 (try again later) and nothing is changed.
+ */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
+  try {
+    ensurePrivateDir(job.stateDir);
+  } catch (err) {
+    throw new CniError(ErrorCode.StateFailure, stateDirProblem(job.stateDir, err), { cause: err });
+  }
+  const file = recordPath(job.stateDir, job.containerId, job.ifname);
+  const waitMs = lockWaitMs(job.addWaitMs);
+  let lock;
+  try {
+    lock = await deps.lockFile(lockPath(job.stateDir, job.containerId, job.ifname), waitMs);
+  } catch (err) {
+    throw new CniError(ErrorCode.StateFailure, `cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, { cause: err });
+  }
+  if (!lock) {
+    throw new CniError(ErrorCode.TryAgainLater, `another command on this attachment still runs after ${waitMs} ms: try again later`);
+  }
+  try {
+    return await addLocked(deps, job, file);
+  } finally {
+    releaseAttachmentLock(lock, file);
+  }
+}
+
+async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<number, string>> {
   const { log, timers } = deps;
   const startedAt = timers.bootMs();
-  const file = recordPath(job.stateDir, job.containerId, job.ifname);
   // A repeated ADD takes over the attachment: stop its tail, keep the MACs it must restore.
-  const previous = readRecord(file);
+  const previous = readRecordToActOn(file, log);
   if (previous?.tail) await stopTail(previous.tail, timers);
+  // MACs recorded in another netns (the path now names a new pod) are not this pod's to restore.
+  const sameNetns = previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
+  if (previous && !sameNetns && previous.originalMacs.length > 0) {
+    log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
+  }
   const record: AttachmentRecord = {
     network: job.network,
     containerId: job.containerId,
     ifname: job.ifname,
     netns: job.netns,
-    originalMacs: previous?.originalMacs ?? [],
+    netnsId: job.netnsId,
+    originalMacs: sameNetns ? previous.originalMacs : [],
   };
   const plan = job.plan;
   // A fresh node process takes 100-300 ms to boot. When round 2 is due sooner
@@ -85,13 +124,13 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
       record.tail = undefined;
     }
     if (record.tail || record.originalMacs.length > 0) persist(job.stateDir, record);
-    else if (previous || record.jobDeadline) removeRecord(file);
+    else if (previous || record.jobDeadline) removeOrFail(file);
   } catch (err) {
     // A tail nobody can find would outlive its attachment.
     if (record.tail) signalProcess(record.tail, 'SIGKILL');
     record.tail = undefined;
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
-    else removeRecord(file);
+    else removeRecordQuietly(file, log);
     throw err;
   }
   if (record.tail) log.debug('background tail has its job', { pid: record.tail.pid, rounds: tail?.schedule.length });
@@ -130,6 +169,10 @@ function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Log
   } catch (err) {
     log.error('cannot record the original MACs', { error: err });
   }
+}
+
+function removeOrFail(file: string): void {
+  if (!removeRecordQuietly(file, silentLogger)) throw new CniError(ErrorCode.StateFailure, `cannot remove the state record ${file}`);
 }
 
 function persist(stateDir: string, record: AttachmentRecord): void {

@@ -37,3 +37,16 @@ export async function awaitJob(file: string, timers: Timers): Promise<TailJob | 
     watcher.close();
   }
 }
+
+/**
+ * Whether the attachment still wants this tail: its record is there, valid,
+ * for the same attachment, and names no other tail (a repeated ADD records its
+ * own tail; DEL and GC remove the record). Read before every round and between
+ * sleeps, so that a tail whose record is gone stops within NETNS_CHECK_MS.
+ */
+export function tailStillWanted(file: string, job: TailJob, pid: number = process.pid): boolean {
+  const record = readRecord(file);
+  if (!record || record.containerId !== job.containerId || record.ifname !== job.ifname) return false;
+  // Not recorded yet: ADD records a tail right after starting it.
+  return record.tail === undefined || record.tail.pid === pid;
+}

@@ -1,9 +1,15 @@
 // Per-attachment records under stateDir: the original MACs to restore on DEL
-// and the background tail to stop. One file per container ID + ifname.
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { ensureDir } from '../sys/ensure-dir';
-import { join } from 'node:path';
+// and the background tail to stop. One record (and one lock file, see
+// attachment-lock.ts) per container ID + ifname. A record is acted on only
+// after it passed the schema of record-schema.ts and sits under its own name.
+import { readdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Logger } from '../log';
+import type { NetnsId } from '../sys/netns';
+import { UnsafeDirError } from '../sys/private-dir';
 import type { ProcessId } from '../sys/processes';
+import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
+import { checkRecord } from './record-schema';
 import type { TailJob } from './tail-job';
 
 /** What is recorded about one attachment. */
@@ -12,65 +18,158 @@ export interface AttachmentRecord {
   containerId: string;
   ifname: string;
   netns: string;
+  /** The netns file's identity at ADD: MACs are restored only into this very netns. */
+  netnsId: NetnsId;
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
   /** The background tail's work order: the tail reads it from here, not from its command line. */
   job?: TailJob | undefined;
-  /** Epoch ms until which a tail started early waits for ADD to write `job`. */
+  /** Boot-clock ms until which a tail started early waits for ADD to write `job`. */
   jobDeadline?: number | undefined;
   /** The background tail, while one may be running. */
   tail?: ProcessId | undefined;
 }
 
-/** The record file of an attachment. '@' cannot occur in a container ID, so names never collide. */
+/** Records are small; anything larger is not one of ours. */
+export const MAX_RECORD_BYTES = 256 * 1024;
+
+/** Longest `<containerId>@<ifname>` kept readable as a file name; longer ones are hashed. */
+const MAX_READABLE_NAME = 128;
+const READABLE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*@[^/\0]+$/;
+
+/**
+ * The file stem of an attachment: `<containerId>@<ifname>` when that is short
+ * and plain, else `sha256-<hex of sha256("<containerId>@<ifname>")>`, so that
+ * any container ID the spec allows fits in a file name (NAME_MAX 255). The two
+ * forms never collide: only the first holds '@'. The full ID stays inside the record.
+ */
+export function attachmentName(containerId: string, ifname: string): string {
+  const name = `${containerId}@${ifname}`;
+  if (Buffer.byteLength(name) <= MAX_READABLE_NAME && READABLE_NAME.test(name)) return name;
+  // Loaded only for long IDs: node:crypto costs Node ~10 ms of start-up.
+  const { createHash } = process.getBuiltinModule('node:crypto');
+  return `sha256-${createHash('sha256').update(name).digest('hex')}`;
+}
+
+/** The record file of an attachment. */
 export function recordPath(stateDir: string, containerId: string, ifname: string): string {
-  return join(stateDir, `${containerId}@${ifname}.json`);
+  return join(stateDir, `${attachmentName(containerId, ifname)}.json`);
 }
 
-/** Reads a record; undefined when there is none (or it is unreadable). */
+/** What reading a record found. */
+export type RecordRead =
+  | { kind: 'none' }
+  | { kind: 'ok'; record: AttachmentRecord }
+  /** Not to be acted on: the caller logs `problem` and removes the file. */
+  | { kind: 'invalid'; problem: string };
+
+/**
+ * Reads and validates a record: a regular file (no symlink, FIFO or device)
+ * of at most MAX_RECORD_BYTES, JSON that passes the record schema, and stored
+ * under the name of the attachment it describes.
+ */
+export function readRecordFile(file: string): RecordRead {
+  let text: string | undefined;
+  try {
+    text = readSmallFile(file, MAX_RECORD_BYTES);
+  } catch (err) {
+    return { kind: 'invalid', problem: `cannot read it: ${(err as Error).message}` };
+  }
+  if (text === undefined) return { kind: 'none' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { kind: 'invalid', problem: `not JSON: ${(err as Error).message}` };
+  }
+  const checked = checkRecord(value);
+  if (!checked.ok) return { kind: 'invalid', problem: checked.problem };
+  const { containerId, ifname } = checked.record;
+  if (basename(file) !== `${attachmentName(containerId, ifname)}.json`) {
+    return { kind: 'invalid', problem: `it describes ${containerId}@${ifname}, which is stored under another name` };
+  }
+  return { kind: 'ok', record: checked.record };
+}
+
+/** A valid record, or undefined when there is none or it is invalid (for readers that only look, like the tail). */
 export function readRecord(file: string): AttachmentRecord | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
+  const read = readRecordFile(file);
+  return read.kind === 'ok' ? read.record : undefined;
+}
+
+/**
+ * Reads a record for a command that will act on it (ADD, DEL, GC): an invalid
+ * one is logged and removed, never returned. Call it holding the attachment's lock.
+ */
+export function readRecordToActOn(file: string, log: Logger): AttachmentRecord | undefined {
+  const read = readRecordFile(file);
+  if (read.kind === 'ok') return read.record;
+  if (read.kind === 'invalid') {
+    log.warn('invalid state record: removing it without acting on it', { file, problem: read.problem });
+    removeRecordQuietly(file, log);
   }
+  return undefined;
+}
+
+/** removeRecord, logging a failure instead of throwing (for error paths, whose own error must win). */
+export function removeRecordQuietly(file: string, log: Logger): boolean {
   try {
-    const r = JSON.parse(text) as AttachmentRecord;
-    return typeof r === 'object' && r !== null && typeof r.containerId === 'string' ? r : undefined;
-  } catch {
-    return undefined;
+    removeRecord(file);
+    return true;
+  } catch (err) {
+    log.error('cannot remove state record', { file, error: err });
+    return false;
   }
 }
 
-/** Writes a record atomically with mode 0600, creating stateDir (0700) if needed. */
+/** Why stateDir cannot be used, in one line that names the fix when there is one. */
+export function stateDirProblem(stateDir: string, err: unknown): string {
+  if (err instanceof UnsafeDirError) return `unsafe stateDir: ${err.message}`;
+  const shown = stateDir.length > 200 ? `${stateDir.slice(0, 200)}… (${stateDir.length} characters)` : stateDir;
+  const message = err instanceof Error ? err.message : String(err);
+  const why = message.length > 300 ? `${message.slice(0, 300)}…` : message;
+  return `cannot use stateDir ${shown}: ${why}`;
+}
+
+/**
+ * Writes a record atomically with mode 0600 into stateDir, which the caller
+ * has checked (see checkPrivateDir). A failure leaves no temporary file.
+ */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
-  ensureDir(stateDir, 0o700);
-  const file = recordPath(stateDir, record.containerId, record.ifname);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record)}\n`, { mode: 0o600 });
-  renameSync(tmp, file);
-  return file;
+  return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
 }
 
-/** Removes a record; a missing one is fine. */
+/** Removes a record; a missing one is fine, other failures throw. */
 export function removeRecord(file: string): void {
-  rmSync(file, { force: true });
+  unlinkIfPresent(file);
 }
 
-/** Every record file in stateDir with its content. */
-export function listRecords(stateDir: string): { file: string; record: AttachmentRecord }[] {
-  let names: string[];
+/** What an entry of stateDir is, by its name. */
+export type StateEntryKind = 'record' | 'lock' | 'temp' | 'other';
+
+/** Classifies a stateDir entry name: `*.json` records, `*.lock` locks, `.*.tmp` temporary files. */
+export function stateEntryKind(name: string): StateEntryKind {
+  if (name.startsWith('.')) return name.endsWith('.tmp') ? 'temp' : 'other';
+  if (name.endsWith('.json')) return 'record';
+  if (name.endsWith('.lock')) return 'lock';
+  return 'other';
+}
+
+/** Every record file in stateDir with what reading it found; none when stateDir cannot be listed. */
+export function listRecords(stateDir: string): { file: string; read: RecordRead }[] {
+  return stateEntries(stateDir)
+    .filter((n) => stateEntryKind(n) === 'record')
+    .map((n) => {
+      const file = join(stateDir, n);
+      return { file, read: readRecordFile(file) };
+    });
+}
+
+/** The names in stateDir; none when it does not exist or cannot be read. */
+export function stateEntries(stateDir: string): string[] {
   try {
-    names = readdirSync(stateDir);
+    return readdirSync(stateDir);
   } catch {
     return [];
   }
-  return names
-    .filter((n) => n.endsWith('.json'))
-    .flatMap((n) => {
-      const file = join(stateDir, n);
-      const record = readRecord(file);
-      return record ? [{ file, record }] : [];
-    });
 }

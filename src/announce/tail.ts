@@ -20,12 +20,15 @@ export interface TailDeps {
   libc: Libc;
   timers: Timers;
   log: Logger;
+  /** Whether the attachment's record still names this tail (see await-job.ts); checked with the netns. */
+  stillWanted(): boolean;
 }
 
 /** Runs the tail to completion; resolves when it is done or the pod is gone. */
 export async function runTail(deps: TailDeps, job: TailJob): Promise<void> {
   const { log, timers } = deps;
-  const alive = (): boolean => sameNetns(netnsIdAt(job.netns), job.netnsId);
+  // Deleted (DEL, GC), taken over by a repeated ADD, or the pod's netns is gone: stop.
+  const alive = (): boolean => sameNetns(netnsIdAt(job.netns), job.netnsId) && deps.stillWanted();
   let firstRoundAt = job.firstRoundAt;
   let done = firstRoundAt === undefined ? 0 : 1;
   if (firstRoundAt === undefined) {
@@ -37,7 +40,7 @@ export async function runTail(deps: TailDeps, job: TailJob): Promise<void> {
   for (let round = done; round < job.schedule.length; round++) {
     const due = firstRoundAt + job.schedule[round]!;
     if (!(await sleepWhileAlive(timers, due, alive))) {
-      log.info('pod netns gone: stopping announcements', { round: round + 1 });
+      log.info('pod netns gone or attachment deleted: stopping announcements', { round: round + 1 });
       return;
     }
     const result = await oneRound(deps, job, alive);

@@ -1,53 +1,107 @@
-import { readRecord, recordPath, removeRecord, type AttachmentRecord } from '../announce/state';
+import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
+import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from '../announce/state';
+import { stopTail, type StopOutcome } from '../announce/stop-tail';
 import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
+import type { HeldLock } from '../sys/file-lock';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
+import { ensurePrivateDir } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
-import { stopTail } from '../announce/stop-tail';
 
 /**
  * DEL: stop the attachment's tail, put back the MACs we replaced (host-device
  * NICs return to the node), forget the attachment. Best-effort and idempotent:
- * every step is attempted, failures are logged, DEL itself succeeds.
+ * every step is attempted, failures are logged, DEL itself succeeds (libcni
+ * stops a chain's DEL at the first error, and the main plugin's DEL must run).
+ *
+ * It holds the attachment's lock, so an ADD still running finishes first and
+ * its tail is then found and stopped. If the lock stays held longer than
+ * lockWaitMs (a stuck ADD), DEL goes ahead without it.
  */
 export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
   const { config, env } = req;
   const log = deps.logger(config, env);
   if (req.prevResultError) log.warn('ignoring invalid prevResult on DEL', { error: req.prevResultError });
-  const file = recordPath(config.stateDir, env.containerId, env.ifname);
-  const record = readRecord(file);
-  if (!record) return;
-  if (record.tail) {
-    try {
-      await stopTail(record.tail, deps.timers);
-    } catch (err) {
-      log.warn('could not stop the background tail', { pid: record.tail.pid, error: err });
-    }
+  try {
+    // Created if missing: an ADD that is just starting must find DEL's lock.
+    ensurePrivateDir(config.stateDir);
+  } catch (err) {
+    log.error(`DEL did nothing: ${stateDirProblem(config.stateDir, err)}`);
+    return;
   }
-  const netns = env.netns ?? record.netns;
-  if (record.originalMacs.length > 0) await restoreMacs(deps, record, netns, log);
-  removeRecord(file);
+  const file = recordPath(config.stateDir, env.containerId, env.ifname);
+  const lock = await lockOrGoAhead(deps, lockPath(config.stateDir, env.containerId, env.ifname), lockWaitMs(config.addWaitMs), log);
+  try {
+    const record = readRecordToActOn(file, log);
+    if (!record) {
+      log.info('DEL: no state record, nothing to undo');
+      return;
+    }
+    let tail: StopOutcome | 'none' = 'none';
+    if (record.tail) {
+      try {
+        tail = await stopTail(record.tail, deps.timers);
+      } catch (err) {
+        log.warn('could not stop the background tail', { pid: record.tail.pid, error: err });
+      }
+    }
+    const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
+    const removed = removeRecordQuietly(file, log);
+    log.info('DEL done', { tail, tailPid: record.tail?.pid, macsRestored: restored, recordRemoved: removed });
+  } finally {
+    if (lock) releaseAttachmentLock(lock, file);
+  }
 }
 
-async function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string, log: Logger): Promise<void> {
-  if (checkNetnsPath(netns).kind !== 'ok') {
+async function lockOrGoAhead(deps: CommandDeps, path: string, waitMs: number, log: Logger): Promise<HeldLock | undefined> {
+  try {
+    const lock = await deps.lockFile(path, waitMs);
+    if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
+    return lock;
+  } catch (err) {
+    log.warn('cannot take the attachment lock: deleting without it', { error: err });
+    return undefined;
+  }
+}
+
+/**
+ * Restores the recorded MACs, only into the netns the record was made for:
+ * without CNI_NETNS the recorded path may name a new pod's netns by now, and
+ * that pod's MAC is not ours to change. Returns the interfaces restored.
+ */
+function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string, log: Logger): string[] {
+  const check = checkNetnsPath(netns);
+  if (check.kind !== 'ok') {
     log.info('pod netns gone: no MAC to restore', { netns });
-    return;
+    return [];
+  }
+  const isRecorded = (id: { dev: number; ino: number }): boolean => id.dev === record.netnsId.dev && id.ino === record.netnsId.ino;
+  if (!isRecorded(check.id)) {
+    log.warn('the netns at this path is not the one the MACs were recorded in: not restoring them', { netns });
+    return [];
   }
   let pod;
   try {
     pod = openPodRtnl(deps.libc(), netns);
   } catch (err) {
     log.warn('cannot enter pod netns to restore MACs', { netns, error: err });
-    return;
+    return [];
   }
+  const restored: string[] = [];
   try {
+    // The path could have been replaced between the check and the open: check again before writing.
+    const now = checkNetnsPath(netns);
+    if (now.kind !== 'ok' || !isRecorded(now.id)) {
+      log.warn('the netns at this path changed while DEL entered it: not restoring MACs', { netns });
+      return [];
+    }
     for (const { name, mac } of record.originalMacs) {
       try {
         const link = pod.linkByName(name);
         if (!link) continue;
         pod.setMac(link.index, parseMac(mac));
+        restored.push(name);
         log.info('restored original MAC', { interface: name, mac });
       } catch (err) {
         log.warn('could not restore MAC', { interface: name, mac, error: err });
@@ -56,4 +110,5 @@ async function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: s
   } finally {
     pod.close();
   }
+  return restored;
 }

@@ -3,6 +3,7 @@ import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import type { ProcessId } from '../sys/processes';
 import type { Timers } from '../announce/timers';
+import type { LockFile } from '../announce/attachment-lock';
 
 /** What the commands need from the process, injected by main.ts (and by tests). */
 export interface CommandDeps {
@@ -13,5 +14,7 @@ export interface CommandDeps {
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
   /** Starts the detached background tail on a state record that holds its job. */
   startTail(recordFile: string): ProcessId;
+  /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
+  lockFile: LockFile;
 }
 

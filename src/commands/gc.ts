@@ -1,17 +1,92 @@
-import { listRecords, removeRecord } from '../announce/state';
-import type { GcRequest } from '../cni/dispatch';
-import type { CommandDeps } from './deps';
+import { basename, join } from 'node:path';
+import { releaseAttachmentLock } from '../announce/attachment-lock';
+import { attachmentName, readRecordFile, readRecordToActOn, removeRecordQuietly, stateDirProblem, stateEntries, stateEntryKind } from '../announce/state';
 import { stopTail } from '../announce/stop-tail';
+import type { GcRequest } from '../cni/dispatch';
+import { CniError, ErrorCode } from '../cni/errors';
+import type { Logger } from '../log';
+import { checkPrivateDir } from '../sys/private-dir';
+import { processStartTime } from '../sys/processes';
+import { unlinkIfPresent } from '../sys/safe-file';
+import type { CommandDeps } from './deps';
 
-/** GC: stop tails and drop records of this network's attachments that the runtime no longer lists. */
+/**
+ * GC: stop tails and drop records of this network's attachments that the
+ * runtime no longer lists; drop invalid records (whatever their network),
+ * lock files without a record, and temporary files of writers that are gone.
+ * An attachment whose lock is held (a command is running on it) is left for
+ * the next GC. An unsafe stateDir is code 105.
+ */
 export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
   const { config } = req;
   const log = deps.logger(config, {});
-  const live = new Set(req.validAttachments.map((a) => `${a.containerId}@${a.ifname}`));
-  for (const { file, record } of listRecords(config.stateDir)) {
-    if (record.network !== config.name || live.has(`${record.containerId}@${record.ifname}`)) continue;
-    if (record.tail) await stopTail(record.tail, deps.timers).catch((err) => log.warn('could not stop tail', { error: err }));
-    removeRecord(file);
-    log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname });
+  try {
+    if (checkPrivateDir(config.stateDir) === 'missing') return;
+  } catch (err) {
+    throw new CniError(ErrorCode.StateFailure, stateDirProblem(config.stateDir, err), { cause: err });
+  }
+  const live = new Set(req.validAttachments.map((a) => attachmentName(a.containerId, a.ifname)));
+  for (const name of stateEntries(config.stateDir)) {
+    const path = join(config.stateDir, name);
+    switch (stateEntryKind(name)) {
+      case 'record':
+        await collect(deps, config.name, live, path, log);
+        break;
+      case 'lock':
+        await dropOrphanLock(deps, path, log);
+        break;
+      case 'temp':
+        dropStaleTemp(path, log);
+        break;
+      case 'other':
+        break;
+    }
+  }
+}
+
+const stem = (path: string, ext: string): string => basename(path).slice(0, -ext.length);
+
+async function collect(deps: CommandDeps, network: string, live: ReadonlySet<string>, file: string, log: Logger): Promise<void> {
+  const glance = readRecordFile(file);
+  if (glance.kind === 'none') return;
+  if (glance.kind === 'ok' && (glance.record.network !== network || live.has(stem(file, '.json')))) return;
+  const lockFile = `${file.slice(0, -'.json'.length)}.lock`;
+  const lock = await deps.lockFile(lockFile, 0).catch((err: unknown) => {
+    log.warn('cannot lock attachment: left for the next GC', { file, error: err });
+    return undefined;
+  });
+  if (!lock) {
+    log.debug('attachment busy: left for the next GC', { file });
+    return;
+  }
+  try {
+    const record = readRecordToActOn(file, log);
+    if (!record || record.network !== network || live.has(stem(file, '.json'))) return;
+    const tail = record.tail ? await stopTail(record.tail, deps.timers).catch((err: unknown) => (log.warn('could not stop tail', { error: err }), 'failed')) : 'none';
+    const removed = removeRecordQuietly(file, log);
+    log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname, tail, recordRemoved: removed });
+  } finally {
+    releaseAttachmentLock(lock, file);
+  }
+}
+
+async function dropOrphanLock(deps: CommandDeps, path: string, log: Logger): Promise<void> {
+  const record = `${path.slice(0, -'.lock'.length)}.json`;
+  if (readRecordFile(record).kind !== 'none') return;
+  const lock = await deps.lockFile(path, 0).catch(() => undefined);
+  // Held: a command is running on the attachment, and will remove the file itself.
+  if (lock) releaseAttachmentLock(lock, record);
+  else log.debug('lock file in use: left alone', { path });
+}
+
+/** A temporary file (`.<name>.<pid>.<hex>.tmp`) whose writer no longer runs was left by a crash: remove it. */
+function dropStaleTemp(path: string, log: Logger): void {
+  const pid = Number(/\.(\d+)\.[0-9a-f]+\.tmp$/.exec(path)?.[1]);
+  if (processStartTime(pid) !== undefined) return;
+  try {
+    unlinkIfPresent(path);
+    log.info('removed a temporary file left by a crashed writer', { path });
+  } catch (err) {
+    log.warn('cannot remove temporary file', { path, error: err });
   }
 }

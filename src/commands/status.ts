@@ -1,10 +1,14 @@
 import { accessSync, constants } from 'node:fs';
-import { ensureDir } from '../sys/ensure-dir';
+import { stateDirProblem } from '../announce/state';
 import type { StatusRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
+import { ensurePrivateDir } from '../sys/private-dir';
 import type { CommandDeps } from './deps';
 
-/** STATUS: ready when a packet socket can be opened and stateDir is writable; code 50 otherwise. */
+/**
+ * STATUS: ready when a packet socket can be opened and stateDir (created 0700
+ * if missing) is private and writable; code 50 naming what to fix otherwise.
+ */
 export async function status(deps: CommandDeps, req: StatusRequest): Promise<void> {
   const problems: string[] = [];
   try {
@@ -13,11 +17,12 @@ export async function status(deps: CommandDeps, req: StatusRequest): Promise<voi
   } catch (err) {
     problems.push(`cannot open an AF_PACKET socket (${(err as Error).message}): CAP_NET_RAW is needed`);
   }
+  const { stateDir } = req.config;
   try {
-    ensureDir(req.config.stateDir, 0o700);
-    accessSync(req.config.stateDir, constants.W_OK);
+    ensurePrivateDir(stateDir);
+    accessSync(stateDir, constants.W_OK);
   } catch (err) {
-    problems.push(`stateDir ${req.config.stateDir} is not writable (${(err as Error).message})`);
+    problems.push(stateDirProblem(stateDir, err));
   }
   if (problems.length > 0) throw new CniError(ErrorCode.NotAvailable, `announcer not available: ${problems.join('; ')}`);
 }

@@ -1,14 +1,26 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it, expect } from 'vitest';
-import { listRecords, readRecord, recordPath, removeRecord, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
+import {
+  attachmentName,
+  listRecords,
+  readRecord,
+  readRecordFile,
+  recordPath,
+  removeRecord,
+  stateEntryKind,
+  writeRecord,
+  type AttachmentRecord,
+} from '../../../src/announce/state';
 
 const RECORD: AttachmentRecord = {
   network: 'podnet',
   containerId: 'c0ffee',
   ifname: 'eth0',
   netns: '/var/run/netns/pod',
+  netnsId: { dev: 4, ino: 4026532300 },
   originalMacs: [{ name: 'eth0', mac: '86:03:17:7a:eb:6e' }],
   tail: { pid: 4242, startTime: '123456' },
 };
@@ -21,35 +33,54 @@ let stateDir: string;
 beforeEach(() => {
   tmp = mkdtempSync(join(tmpdir(), 'announcer-state-'));
   stateDir = join(tmp, 'state');
+  mkdirSync(stateDir, { mode: 0o700 });
 });
 
 afterEach(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-describe('recordPath', () => {
+describe('attachmentName and recordPath', () => {
   it('names the file <containerId>@<ifname>.json in the state dir', () => {
     expect(recordPath('/run/cni-announcer', 'c0ffee', 'eth0')).toBe('/run/cni-announcer/c0ffee@eth0.json');
     expect(recordPath('/run/cni-announcer/', 'c0ffee', 'net1')).toBe('/run/cni-announcer/c0ffee@net1.json');
   });
-});
 
-describe('writeRecord and readRecord', () => {
-  it('round-trips a record through its file', () => {
-    const file = writeRecord(stateDir, RECORD);
-    expect(file).toBe(join(stateDir, 'c0ffee@eth0.json'));
-    expect(readRecord(file)).toEqual(RECORD);
-    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify(RECORD)}\n`);
+  it('hashes a long container ID into a bounded name', () => {
+    const long = 'a'.repeat(250);
+    const name = attachmentName(long, 'eth0');
+    expect(name).toMatch(/^sha256-[0-9a-f]{64}$/);
+    expect(name).toBe(attachmentName(long, 'eth0'));
+    expect(name).not.toBe(attachmentName(long, 'eth1'));
+    expect(attachmentName('b'.repeat(100_000), 'eth0')).toMatch(/^sha256-[0-9a-f]{64}$/);
   });
 
-  it('creates the state dir 0700 and the file 0600', () => {
+  it('keeps names up to 128 bytes readable and hashes one that is not plain', () => {
+    const id = 'c'.repeat(123);
+    expect(attachmentName(id, 'eth0')).toBe(`${id}@eth0`);
+    expect(attachmentName(`${id}c`, 'eth0')).toMatch(/^sha256-/);
+    expect(attachmentName('../x', 'eth0')).toMatch(/^sha256-/);
+  });
+});
+
+describe('writeRecord and readRecordFile', () => {
+  it('round-trips a record through its file, 0600', () => {
     const file = writeRecord(stateDir, RECORD);
-    expect(mode(stateDir)).toBe(0o700);
+    expect(file).toBe(join(stateDir, 'c0ffee@eth0.json'));
+    expect(readRecordFile(file)).toEqual({ kind: 'ok', record: RECORD });
+    expect(readRecord(file)).toEqual(RECORD);
+    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify(RECORD)}\n`);
     expect(mode(file)).toBe(0o600);
   });
 
+  it('round-trips a record of a 250-character container ID under a hashed name', () => {
+    const record = { ...RECORD, containerId: 'f'.repeat(250) };
+    const file = writeRecord(stateDir, record);
+    expect(file).toBe(recordPath(stateDir, record.containerId, 'eth0'));
+    expect(readRecord(file)).toEqual(record);
+  });
+
   it('replaces an existing file, leaving it 0600 and no temporary file behind', () => {
-    mkdirSync(stateDir);
     writeFileSync(recordPath(stateDir, 'c0ffee', 'eth0'), 'old', { mode: 0o644 });
     const file = writeRecord(stateDir, { ...RECORD, tail: undefined });
     expect(readRecord(file)).toEqual({ ...RECORD, tail: undefined });
@@ -57,39 +88,72 @@ describe('writeRecord and readRecord', () => {
     expect(readdirSync(stateDir)).toEqual(['c0ffee@eth0.json']);
   });
 
-  it('reads a missing file as undefined', () => {
-    expect(readRecord(join(tmp, 'nope@eth0.json'))).toBeUndefined();
+  it('does not create a missing state dir (the caller checks it first)', () => {
+    expect(() => writeRecord(join(tmp, 'missing'), RECORD)).toThrow(/ENOENT/);
   });
 
-  it('reads garbage, null and records without a containerId as undefined', () => {
-    const garbage = join(tmp, 'garbage.json');
-    writeFileSync(garbage, '{"containerId": "c0ff');
-    expect(readRecord(garbage)).toBeUndefined();
-    writeFileSync(garbage, 'null');
-    expect(readRecord(garbage)).toBeUndefined();
-    writeFileSync(garbage, '{"network":"podnet","ifname":"eth0"}');
-    expect(readRecord(garbage)).toBeUndefined();
+  it('reads a missing file as none', () => {
+    expect(readRecordFile(join(stateDir, 'nope@eth0.json'))).toEqual({ kind: 'none' });
   });
 
-  it('reads an unreadable path (a directory) as undefined', () => {
-    const dir = join(tmp, 'dir@eth0.json');
-    mkdirSync(dir);
-    expect(readRecord(dir)).toBeUndefined();
+  it.each([
+    ['garbage', '{"containerId": "c0ff', /not JSON/],
+    ['null', 'null', /the record must be an object/],
+    ['no containerId', JSON.stringify({ ...RECORD, containerId: undefined }), /"containerId" must be a string/],
+    ['pid -1', JSON.stringify({ ...RECORD, tail: { pid: -1, startTime: '1' } }), /"tail.pid" must be an integer from 2 to 4194304/],
+    ['pid 0', JSON.stringify({ ...RECORD, tail: { pid: 0, startTime: '1' } }), /"tail.pid"/],
+    ['pid 1', JSON.stringify({ ...RECORD, tail: { pid: 1, startTime: '1' } }), /"tail.pid"/],
+    ['pid as a string', JSON.stringify({ ...RECORD, tail: { pid: '4242', startTime: '1' } }), /"tail.pid"/],
+    ['pid 1.5', JSON.stringify({ ...RECORD, tail: { pid: 1.5, startTime: '1' } }), /"tail.pid"/],
+    ['no start time', JSON.stringify({ ...RECORD, tail: { pid: 4242 } }), /"tail.startTime" must be a string/],
+    ['an empty start time', JSON.stringify({ ...RECORD, tail: { pid: 4242, startTime: '' } }), /"tail.startTime" must be the digits/],
+    ['a bad MAC', JSON.stringify({ ...RECORD, originalMacs: [{ name: 'eth0', mac: 'x' }] }), /"originalMacs.0.mac" must be a MAC/],
+    ['no netnsId', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
+    ['a relative netns', JSON.stringify({ ...RECORD, netns: 'pod' }), /"netns" must be an absolute path/],
+    ['another attachment', JSON.stringify({ ...RECORD, containerId: 'beef' }), /describes beef@eth0, which is stored under another name/],
+  ])('reads %s as invalid, naming the problem', (_what, text, problem) => {
+    const file = recordPath(stateDir, 'c0ffee', 'eth0');
+    writeFileSync(file, text);
+    const read = readRecordFile(file);
+    expect(read.kind).toBe('invalid');
+    expect(read.kind === 'invalid' && read.problem).toMatch(problem);
+    expect(readRecord(file)).toBeUndefined();
+  });
+
+  it('reads a directory, a symlink or a FIFO at the record path as invalid without following or blocking', () => {
+    const file = recordPath(stateDir, 'c0ffee', 'eth0');
+    mkdirSync(file);
+    expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
+    rmSync(file, { recursive: true });
+    writeFileSync(join(tmp, 'elsewhere.json'), JSON.stringify(RECORD));
+    symlinkSync(join(tmp, 'elsewhere.json'), file);
+    expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /symbolic link/ });
+    rmSync(file);
+    execFileSync('mkfifo', [file]);
+    expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
+  });
+
+  it('keeps fields it does not know (a newer writer)', () => {
+    const file = recordPath(stateDir, 'c0ffee', 'eth0');
+    writeFileSync(file, JSON.stringify({ ...RECORD, future: 1 }));
+    expect(readRecord(file)).toEqual({ ...RECORD, future: 1 });
   });
 });
 
 describe('listRecords', () => {
-  it('lists every record and skips files it cannot read or parse', () => {
+  it('lists every record file with what reading it found, and nothing else', () => {
     const a = writeRecord(stateDir, RECORD);
     const b = writeRecord(stateDir, { ...RECORD, containerId: 'beef', ifname: 'net1', tail: undefined });
     writeFileSync(join(stateDir, 'garbage@eth0.json'), 'not json');
     writeFileSync(join(stateDir, 'notes.txt'), JSON.stringify(RECORD));
-    mkdirSync(join(stateDir, 'dir@eth0.json'));
+    writeFileSync(join(stateDir, 'c0ffee@eth0.lock'), '');
+    writeFileSync(join(stateDir, '.c0ffee@eth0.json.1.abcd0123.tmp'), '');
 
     const listed = listRecords(stateDir).sort((x, y) => x.file.localeCompare(y.file));
     expect(listed).toEqual([
-      { file: b, record: { ...RECORD, containerId: 'beef', ifname: 'net1', tail: undefined } },
-      { file: a, record: RECORD },
+      { file: b, read: { kind: 'ok', record: { ...RECORD, containerId: 'beef', ifname: 'net1', tail: undefined } } },
+      { file: a, read: { kind: 'ok', record: RECORD } },
+      { file: join(stateDir, 'garbage@eth0.json'), read: { kind: 'invalid', problem: expect.stringMatching(/not JSON/) } },
     ]);
   });
 
@@ -98,12 +162,22 @@ describe('listRecords', () => {
   });
 });
 
+describe('stateEntryKind', () => {
+  it('tells records, locks and temporary files apart', () => {
+    expect(stateEntryKind('c1@eth0.json')).toBe('record');
+    expect(stateEntryKind('sha256-ab.json')).toBe('record');
+    expect(stateEntryKind('c1@eth0.lock')).toBe('lock');
+    expect(stateEntryKind('.c1@eth0.json.42.0011aabb.tmp')).toBe('temp');
+    expect(stateEntryKind('lib')).toBe('other');
+    expect(stateEntryKind('.hidden')).toBe('other');
+  });
+});
+
 describe('removeRecord', () => {
   it('removes the file, and a second remove is fine', () => {
     const file = writeRecord(stateDir, RECORD);
     removeRecord(file);
-    expect(readRecord(file)).toBeUndefined();
-    expect(listRecords(stateDir)).toEqual([]);
+    expect(readRecordFile(file)).toEqual({ kind: 'none' });
     expect(() => removeRecord(file)).not.toThrow();
   });
 });

@@ -1,0 +1,43 @@
+// The per-attachment lock: ADD and DEL of one attachment (and GC's removal of
+// it) never overlap. Without it, a DEL that arrives while ADD still waits for
+// readiness finds no record and returns, and ADD then starts a tail for an
+// attachment that no longer exists; two ADDs each start a tail and only one
+// is recorded. The lock file sits next to the record: `<name>.lock`.
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HeldLock } from '../sys/file-lock';
+import { attachmentName } from './state';
+
+/** Takes the lock file at `path` within `timeoutMs`; undefined when it stays held that long. */
+export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | undefined>;
+
+/**
+ * How long a command waits for the attachment's lock beyond `addWaitMs`, the
+ * longest an ADD holding it waits for readiness. ADD's other steps take
+ * milliseconds, so only a stuck ADD holds the lock longer.
+ */
+export const LOCK_GRACE_MS = 10_000;
+
+/** How long ADD and DEL wait for the lock of an attachment. */
+export function lockWaitMs(addWaitMs: number): number {
+  return addWaitMs + LOCK_GRACE_MS;
+}
+
+/** The lock file of an attachment. */
+export function lockPath(stateDir: string, containerId: string, ifname: string): string {
+  return join(stateDir, `${attachmentName(containerId, ifname)}.lock`);
+}
+
+/**
+ * Releases the lock, removing the lock file when the attachment has no record
+ * left (so stateDir holds a lock file only next to a record or while a command runs).
+ */
+export function releaseAttachmentLock(lock: HeldLock, recordFile: string): void {
+  let recordLeft = true;
+  try {
+    lstatSync(recordFile);
+  } catch {
+    recordLeft = false;
+  }
+  lock.release({ remove: !recordLeft });
+}
