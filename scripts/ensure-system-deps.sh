@@ -11,7 +11,8 @@
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
 #                                the test image's only file)
-#   time                         GNU time (peak RSS in `make bench`)
+#   time strace                  GNU time (peak RSS in `make bench`), strace
+#                                (where `make bench` sees ADD's socket released)
 #
 # Idempotent: when everything is present it changes nothing, runs no
 # `apt-get update`, and prints one line. Otherwise it runs `apt-get update`
@@ -35,7 +36,7 @@ GROUPS_SPEC=(
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
 	"containers|podman runc busybox-static"
-	"bench tools|time"
+	"bench tools|time strace"
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -16,11 +16,12 @@ import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/in
 import { announcerProcesses } from '../../test/integration/harness/processes';
 import { Scope } from '../../test/integration/harness/scope';
 import { watchBackground } from './background';
+import { describeTrace, STRACE, traceRun } from './close-trace';
 import { checkBudgets, peerLine, ROWS } from './budgets';
 import { GNU_TIME, expectOk, timedRun } from './measure';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
-import { ANNOUNCER_DEFAULTS, packetCloseStep, pluginCommand, processRows, rssSample, timedStep, type Programs } from './rows';
+import { ANNOUNCER_DEFAULTS, ANNOUNCER_ONE, packetCloseStep, pluginCommand, processRows, rssSample, timedStep, type Programs } from './rows';
 import { createBridgePod, type BridgePod } from './setup';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -48,6 +49,7 @@ function preflight(p: Programs): void {
     [BRIDGE_PLUGIN, 'run `make system-deps` (containernetworking-plugins)'],
     [p.tuning, 'run `make system-deps` (containernetworking-plugins)'],
     [GNU_TIME, 'run `make system-deps` (Debian package `time`)'],
+    [STRACE, 'run `make system-deps` (Debian package `strace`)'],
   ];
   for (const [path, fix] of need) {
     try {
@@ -134,6 +136,10 @@ async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSign
   const bg = await watchBackground(pod.containerId, BACKGROUND_CAP_MS);
   expectOk('DEL (background figure)', timedRun(pluginCommand(programs, pod, p.announcer, 'DEL', ANNOUNCER_DEFAULTS)));
 
+  // One ADD count 1 under strace, to see where its packet socket's release happens (strace slows each traced call).
+  const traced = traceRun(pluginCommand(programs, pod, p.announcer, 'ADD', ANNOUNCER_ONE));
+  expectOk('DEL (trace)', timedRun(pluginCommand(programs, pod, p.announcer, 'DEL', ANNOUNCER_ONE)));
+
   const table: TableRow[] = Object.values(ROWS).map((name) => {
     const row: TableRow = { name, samples: samples.get(name) ?? [] };
     const kib = rssKiB.get(name);
@@ -156,7 +162,8 @@ async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSign
         `${bg.capped ? `still running after ${BACKGROUND_CAP_MS} ms (stopped by DEL)` : `gone after ${(bg.aliveMs / 1000).toFixed(1)} s`}.`,
     "close(AF_PACKET): close(2) timed inside a probe process in the pod's netns. 'last ref' is what a process pays when it",
     "closes (or exits holding) the only reference: packet_release() waits in synchronize_net(); 'a dup' is what it pays",
-    'while another process still holds one.',
+    'while another process still holds one. One ADD count 1 under strace -f (traced calls run slower):',
+    ...describeTrace(traced).map((l) => `  ${l}`),
     `load at the end: ${loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}`,

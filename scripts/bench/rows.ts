@@ -28,7 +28,7 @@ export interface ProcessRow {
 }
 
 /** The announcer config of one round only. */
-const ANNOUNCER_ONE = { type: 'announcer', count: 1 };
+export const ANNOUNCER_ONE = { type: 'announcer', count: 1 };
 /** The announcer config with every default (count 3: rounds 2 and 3 run in the background). */
 export const ANNOUNCER_DEFAULTS = { type: 'announcer' };
 
