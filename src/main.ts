@@ -11,6 +11,8 @@ import { CLI_VERBS, runVerb } from './cli';
 import { announcerPlugin } from './plugin';
 import { loadLibc, type Libc } from './sys/libc';
 import { spawnDetached } from './sys/spawn-detached';
+import { selfCommand } from './self-command';
+import { aboutText, versionText } from './about';
 import { acquireFileLock } from './sys/file-lock';
 import { loadTryLock } from './sys/flock';
 
@@ -46,11 +48,16 @@ function writeStdout(text: string): void {
 }
 
 async function main(): Promise<void> {
-  const self = process.argv[1]!;
+  // What starts this program again (`ps` then shows e.g. `/opt/cni/bin/announcer tail …`).
+  const self = selfCommand(process.argv, process.execPath);
   const libc: () => Libc = once(loadLibc);
   const timers = realTimers(() => libc().bootTimeMs());
   const tryLock = once(loadTryLock);
   const verb = process.argv[2];
+  if (verb === '--version') {
+    writeStdout(versionText());
+    return process.exit(0);
+  }
   if (verb !== undefined && CLI_VERBS.includes(verb)) return process.exit(await runVerb(verb, process.argv.slice(3), process.execPath));
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
@@ -63,6 +70,11 @@ async function main(): Promise<void> {
     } catch (err) {
       log.error('background tail failed', { error: err });
     }
+    return process.exit(0);
+  }
+  // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
+  if (!process.env.CNI_COMMAND) {
+    writeSync(2, aboutText());
     return process.exit(0);
   }
   const plugin = announcerPlugin({

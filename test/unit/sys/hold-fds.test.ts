@@ -14,7 +14,7 @@ describe('hold-fds: a holder that outlives nothing but its parent', () => {
     const socket = libc.openNetlinkSocket(); // a socket, as ADD hands over its packet socket
     // The child runs holdUntilParentExits' loop: read fd 3 until EOF.
     const script = "const b=Buffer.alloc(1);try{while(require('fs').readSync(3,b,0,1,null)>0);}catch{}";
-    const child = spawnDetached(libc, '-e', [script], [readEnd, socket]);
+    const child = spawnDetached(libc, [process.execPath, '-e'], [script], [readEnd, socket]);
     try {
       const mine = readlinkSync(`/proc/self/fd/${socket}`);
       libc.close(readEnd);

@@ -7,7 +7,7 @@ import { spawnDetached } from '../../../src/sys/spawn-detached';
 describe('spawnDetached (posix_spawn through koffi)', () => {
   it('starts a process in its own session with stdio on /dev/null', () => {
     const script = 'setTimeout(() => {}, 30000)';
-    const child = spawnDetached(loadLibc(), '-e', [script]);
+    const child = spawnDetached(loadLibc(), [process.execPath, '-e'], [script]);
     try {
       expect(isSameProcess(child)).toBe(true);
       const stat = readFileSync(`/proc/${child.pid}/stat`, 'latin1');

@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { aboutText, VERSION, versionText } from '../../src/about';
+
+describe('about and --version', () => {
+  it('takes the version from package.json', () => {
+    expect(VERSION).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+  });
+
+  it('words the about text as the reference plugins do', () => {
+    expect(aboutText()).toBe(`CNI announcer plugin v${VERSION}\nCNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0\n`);
+  });
+
+  it('points --version at the third-party notices', () => {
+    expect(versionText()).toBe(`${aboutText()}Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`);
+  });
+});
