@@ -9,8 +9,9 @@ import { requirePodNetns, toCniError } from './errors';
 /** ADD: announce the pod's addresses (and set IP-derived MACs), then print prevResult back. */
 export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<string, unknown>> {
   const { config, options, env, prevResult } = req;
+  // Before anything else, the log included: CNI_NETNS must be a network namespace.
+  const netnsId = requirePodNetns(deps.libc(), env.netns);
   const log = deps.logger(config, env);
-  const netnsId = requirePodNetns(env.netns);
   const plan = planFor(config, options, prevResult, env, netnsId);
   if (options.mac === 'ip-derived' && (parseMacPrefix(options.macPrefix)[0]! & 0x02) === 0) {
     log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });

@@ -10,7 +10,7 @@ import { requirePodNetns, toCniError } from './errors';
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
 export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
   const { config, options, env, prevResult } = req;
-  const netnsId = requirePodNetns(env.netns);
+  const netnsId = requirePodNetns(deps.libc(), env.netns);
   const plan = planFor(config, options, prevResult, env, netnsId);
   let pod;
   try {

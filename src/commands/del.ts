@@ -71,7 +71,7 @@ async function lockOrGoAhead(deps: CommandDeps, path: string, waitMs: number, lo
  * that pod's MAC is not ours to change. Returns the interfaces restored.
  */
 function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string, log: Logger): string[] {
-  const check = checkNetnsPath(netns);
+  const check = checkNetnsPath(deps.libc(), netns);
   if (check.kind !== 'ok') {
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
@@ -91,7 +91,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
   const restored: string[] = [];
   try {
     // The path could have been replaced between the check and the open: check again before writing.
-    const now = checkNetnsPath(netns);
+    const now = checkNetnsPath(deps.libc(), netns);
     if (now.kind !== 'ok' || !isRecorded(now.id)) {
       log.warn('the netns at this path changed while DEL entered it: not restoring MACs', { netns });
       return [];

@@ -1,6 +1,7 @@
 // Maps failures from the syscall layer onto CNI error codes.
 import { CniError, ErrorCode, isCniError } from '../cni/errors';
 import { isSysError } from '../sys/sys-error';
+import type { Libc } from '../sys/libc';
 import { checkNetnsPath, type NetnsId } from '../sys/netns';
 
 /** Passes CniErrors through; a SysError becomes code 100 with its errno in the message. */
@@ -10,9 +11,9 @@ export function toCniError(err: unknown, what: string): unknown {
   return err;
 }
 
-/** Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no netns or the plugin's own. */
-export function requirePodNetns(path: string): NetnsId {
-  const check = checkNetnsPath(path);
+/** Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no network namespace (a mount one, say) or the plugin's own. */
+export function requirePodNetns(libc: Libc, path: string): NetnsId {
+  const check = checkNetnsPath(libc, path);
   switch (check.kind) {
     case 'ok':
       return check.id;

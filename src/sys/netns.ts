@@ -7,7 +7,7 @@
 // (netlink and AF_PACKET sockets stay bound to the netns they were created in),
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
-import { closeSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { CLONE_NEWNET, type Libc } from './libc';
 import { packetSocket, type PacketSocket } from './packet-socket';
@@ -31,16 +31,53 @@ export type NetnsCheck =
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
 
-/** Checks that `path` is a namespace file and not the plugin's own netns, without entering it. */
-export function checkNetnsPath(path: string): NetnsCheck {
+/** CLONE_NEW* namespace types by name, for messages. */
+const NS_TYPE_NAMES: ReadonlyMap<number, string> = new Map([
+  [0x00000080, 'time'],
+  [0x00020000, 'mount'],
+  [0x02000000, 'cgroup'],
+  [0x04000000, 'uts'],
+  [0x08000000, 'ipc'],
+  [0x10000000, 'user'],
+  [0x20000000, 'pid'],
+  [CLONE_NEWNET, 'network'],
+]);
+
+/**
+ * Checks, without entering it, that `path` is a network namespace (NS_GET_NSTYPE, so that
+ * /proc/PID/ns/mnt and its kind are refused) and not the plugin's own. Only an nsfs file is
+ * opened (O_NONBLOCK), and it must still be the file first looked at when it is queried.
+ */
+export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   let st;
   try {
     st = statSync(path);
+    if (statfsSync(path).type !== NSFS_MAGIC) return { kind: 'not-netns', reason: 'not a namespace file (nsfs)' };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     return { kind: 'not-netns', reason: (err as Error).message };
   }
-  if (statfsSync(path).type !== NSFS_MAGIC) return { kind: 'not-netns', reason: 'not a namespace file (nsfs)' };
+  let fd;
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+  } catch (err) {
+    return { kind: 'not-netns', reason: (err as Error).message };
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (opened.dev !== st.dev || opened.ino !== st.ino) return { kind: 'not-netns', reason: 'it changed while being checked' };
+    let type;
+    try {
+      type = libc.nsType(fd);
+    } catch (err) {
+      return { kind: 'not-netns', reason: (err as Error).message };
+    }
+    if (type !== CLONE_NEWNET) {
+      return { kind: 'not-netns', reason: `it is a ${NS_TYPE_NAMES.get(type) ?? `0x${type.toString(16)}`} namespace` };
+    }
+  } finally {
+    closeSync(fd);
+  }
   const own = statSync(OWN_NETNS);
   if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
   return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
