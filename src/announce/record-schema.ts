@@ -50,6 +50,9 @@ const tailJob = obj({
   readyDeadline: ms(),
   logFile: z.optional(absPath()),
   logLevel: oneOf(['error', 'warn', 'info', 'debug']),
+  idleExitMs: z.optional(ms()),
+  metricsFile: z.optional(absPath()),
+  rateLimit: z.optional(obj({ framesPerSecond: ms(), burst: ms() })),
 });
 
 const recordSchema = obj({

@@ -3,35 +3,72 @@ import type { Logger } from '../log';
 import { roundFrames } from '../plan';
 import type { PacketSocket } from '../sys/packet-socket';
 import type { ArpOp } from '../wire/arp';
+import { ETHERTYPE_ARP } from '../wire/ethernet';
 import type { RoundInput } from './readiness';
 
-/** Sends one round on each interface; returns the number of frames sent. Send errors are logged, not thrown. */
+/** Frames sent, by kind. */
+export interface FrameCounts {
+  garpRequest: number;
+  garpReply: number;
+  na: number;
+}
+
+/** A frame to send out of one pod interface. */
+export interface OutgoingFrame {
+  index: number;
+  name: string;
+  frame: Buffer;
+}
+
+/** No frames. */
+export const NO_FRAMES: Readonly<FrameCounts> = { garpRequest: 0, garpReply: 0, na: 0 };
+
+/** The sum of `counts`. */
+export function totalFrames(counts: FrameCounts): number {
+  return counts.garpRequest + counts.garpReply + counts.na;
+}
+
+/** Builds one round's frames for each interface; addresses left out and build errors are logged. */
+export function buildRound(inputs: readonly RoundInput[], arpOps: readonly ArpOp[], router: boolean, log: Logger): OutgoingFrame[] {
+  const out: OutgoingFrame[] = [];
+  for (const input of inputs) {
+    for (const s of input.skipped) log.warn('not announcing address', { interface: input.name, address: s });
+    try {
+      for (const frame of roundFrames(input, arpOps, router)) out.push({ index: input.index, name: input.name, frame });
+    } catch (err) {
+      log.error('cannot build announcements', { interface: input.name, error: err });
+    }
+  }
+  return out;
+}
+
+/** Sends `frames`; returns what was sent, by kind. Send errors are logged, not thrown. */
+export function sendFrames(packet: PacketSocket, frames: readonly OutgoingFrame[], log: Logger): FrameCounts {
+  const sent = { ...NO_FRAMES };
+  for (const { index, name, frame } of frames) {
+    try {
+      packet.send(index, frame);
+    } catch (err) {
+      log.error('sending announcement failed', { interface: name, error: err });
+      continue;
+    }
+    // An ARP frame's opcode sits at bytes 20-21; anything else we send is an NA.
+    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) sent.na++;
+    else if (frame.readUInt16BE(20) === 1) sent.garpRequest++;
+    else sent.garpReply++;
+  }
+  return sent;
+}
+
+/** Builds and sends one round; returns what was sent, by kind. */
 export function sendRound(
   packet: PacketSocket,
   inputs: readonly RoundInput[],
   arpOps: readonly ArpOp[],
   router: boolean,
   log: Logger,
-): number {
-  let sent = 0;
-  for (const input of inputs) {
-    for (const s of input.skipped) log.warn('not announcing address', { interface: input.name, address: s });
-    let frames: Buffer[];
-    try {
-      frames = roundFrames(input, arpOps, router);
-    } catch (err) {
-      log.error('cannot build announcements', { interface: input.name, error: err });
-      continue;
-    }
-    for (const frame of frames) {
-      try {
-        packet.send(input.index, frame);
-        sent++;
-      } catch (err) {
-        log.error('sending announcement failed', { interface: input.name, error: err });
-      }
-    }
-    log.debug('round sent', { interface: input.name, frames: frames.length, ipv4: input.ipv4.length, ipv6: input.ipv6.length });
-  }
+): FrameCounts {
+  const sent = sendFrames(packet, buildRound(inputs, arpOps, router, log), log);
+  log.debug('round sent', { frames: totalFrames(sent), ...sent });
   return sent;
 }

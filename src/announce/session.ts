@@ -17,6 +17,10 @@ export interface PodSession {
   missing: string[];
   /** Blocks until a pod link or address, or a host link (bridge port), changes, or `ms` passes. */
   awaitChange(ms: number): void;
+  /** The sockets that become readable on such a change, for a caller's own poll(2); then call drainEvents. */
+  eventFds: readonly number[];
+  /** Discards queued change notifications. */
+  drainEvents(): void;
   close(): void;
 }
 
@@ -40,6 +44,8 @@ export function openSession(libc: Libc, netns: string, names: readonly string[],
       interfaces,
       missing,
       awaitChange: (ms) => void awaitChange(libc, [pod.events, h.events], ms),
+      eventFds: [pod.events.fd, h.events.fd],
+      drainEvents: () => (pod.events.drain(), h.events.drain()),
       close: () => (pod.close(), h.close()),
     };
   } catch (err) {
@@ -83,16 +89,29 @@ export async function waitReady(
     nextChange: async (ms) => session.awaitChange(Math.min(ms, slice)),
     evaluate: async () => {
       if (wait.cancelled?.()) return { kind: 'cancelled' };
-      const inputs: RoundInput[] = [];
-      reasons = [];
-      for (const t of targets) {
-        const s = snapshot(session.pod.rtnl, session.host.rtnl, t.iface, t);
-        if (s.state === 'gone') return { kind: 'gone', name: t.name };
-        if (s.state === 'waiting') reasons.push(...s.reasons);
-        else inputs.push(s.input);
+      const now = readiness(session, targets);
+      if (now.kind === 'waiting') {
+        reasons = now.reasons;
+        return undefined;
       }
-      return reasons.length === 0 ? { kind: 'ready', inputs } : undefined;
+      return now;
     },
   });
   return outcome ?? { kind: 'timeout', reasons };
+}
+
+/** Readiness of every target right now: ready (with what to send), one gone, or why to wait. */
+export function readiness(
+  session: PodSession,
+  targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
+): { kind: 'ready'; inputs: RoundInput[] } | { kind: 'gone'; name: string } | { kind: 'waiting'; reasons: string[] } {
+  const inputs: RoundInput[] = [];
+  const reasons: string[] = [];
+  for (const t of targets) {
+    const s = snapshot(session.pod.rtnl, session.host.rtnl, t.iface, t);
+    if (s.state === 'gone') return { kind: 'gone', name: t.name };
+    if (s.state === 'waiting') reasons.push(...s.reasons);
+    else inputs.push(s.input);
+  }
+  return reasons.length === 0 ? { kind: 'ready', inputs } : { kind: 'waiting', reasons };
 }

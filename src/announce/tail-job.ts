@@ -2,6 +2,7 @@
 import type { ArpOp } from '../wire/arp';
 import type { NetnsId } from '../sys/netns';
 import type { LogLevel } from '../log';
+import type { RateLimit } from './token-bucket';
 
 /** The background tail's work order, passed as JSON on its command line. */
 export interface TailJob {
@@ -22,6 +23,10 @@ export interface TailJob {
   readyDeadline: number;
   logFile?: string | undefined;
   logLevel: LogLevel;
+  /** The background announcer's settings, from the network config of this job. */
+  idleExitMs?: number | undefined;
+  metricsFile?: string | undefined;
+  rateLimit?: RateLimit | undefined;
 }
 
 /** The command-line verb that runs the tail in the bundled plugin. */

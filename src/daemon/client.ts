@@ -1,0 +1,82 @@
+// Talking to the background announcer of a stateDir: one request per
+// connection, every step bounded. A missing or silent announcer is never an
+// error here: callers fall back (the records in stateDir keep the work).
+import { join } from 'node:path';
+import type { LockFile } from '../announce/attachment-lock';
+import type { Libc } from '../sys/libc';
+import type { UnixSockets } from '../sys/unix-socket';
+import { START_LOCK, withSocketAddress } from './paths';
+import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from './protocol';
+
+/** What a client needs from the process. */
+export interface ClientDeps {
+  libc: Libc;
+  sockets: UnixSockets;
+  /** Monotonic ms. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  lockFile: LockFile;
+  /** Starts `announcer daemon <stateDir>` detached. */
+  spawnDaemon(stateDir: string): void;
+}
+
+/** How often a starting client tries to reach the announcer it started. */
+const START_POLL_MS = 10;
+
+/** Sends `request` to the background announcer of `stateDir`; undefined when none answers within `timeoutMs`. */
+export async function askDaemon(deps: ClientDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
+  const deadline = deps.now() + timeoutMs;
+  let fd: number;
+  try {
+    fd = withSocketAddress(stateDir, (address) => deps.sockets.connect(address));
+  } catch {
+    return undefined; // nobody listens (ENOENT, ECONNREFUSED) or the backlog is full (EAGAIN)
+  }
+  try {
+    const message = encodeMessage(request);
+    while (!deps.sockets.send(fd, message)) {
+      const left = deadline - deps.now();
+      if (left <= 0) return undefined;
+      deps.libc.pollIn([fd], Math.min(left, START_POLL_MS)); // POLLOUT is not offered: retry shortly
+    }
+    const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
+    for (;;) {
+      const n = deps.sockets.receive(fd, buf);
+      if (n !== undefined) return n === 0 ? undefined : decodeReply(buf.subarray(0, n));
+      const left = deadline - deps.now();
+      if (left <= 0) return undefined;
+      deps.libc.pollIn([fd], left);
+    }
+  } catch {
+    return undefined; // reset by an announcer that is exiting
+  } finally {
+    deps.sockets.close(fd);
+  }
+}
+
+/**
+ * askDaemon, starting the background announcer first when none answers.
+ * Concurrent callers start exactly one: the start lock serialises them, and
+ * each asks again once it holds the lock.
+ */
+export async function askOrStartDaemon(deps: ClientDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
+  const deadline = deps.now() + timeoutMs;
+  const left = (): number => Math.max(0, deadline - deps.now());
+  const first = await askDaemon(deps, stateDir, request, left());
+  if (first) return first;
+  const lock = await deps.lockFile(join(stateDir, START_LOCK), left());
+  if (!lock) return undefined;
+  try {
+    const raced = await askDaemon(deps, stateDir, request, left());
+    if (raced) return raced;
+    deps.spawnDaemon(stateDir);
+    while (left() > 0) {
+      const reply = await askDaemon(deps, stateDir, request, left());
+      if (reply) return reply;
+      await deps.sleep(Math.min(START_POLL_MS, left()));
+    }
+    return undefined;
+  } finally {
+    lock.release();
+  }
+}

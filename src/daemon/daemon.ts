@@ -1,0 +1,472 @@
+// `announcer daemon <stateDir>`: the one background announcer of a stateDir.
+// It sends every attachment's later rounds and waits for pods that were not
+// ready during ADD, in one single-threaded loop around poll(2): the control
+// socket, its clients, and the event sockets of deferred waits. Its work
+// lives in the records of stateDir (written by ADD under the attachment's
+// lock), so a killed announcer loses nothing: the next one reads them again,
+// skipping rounds whose time has passed.
+import { closeSync, constants, openSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../log';
+import type { FrameBudget } from '../announce/frame-budget';
+import { addFrames, newCounters, prometheusText, type Counters } from './counters';
+import { totalFrames } from '../announce/round';
+import { listRecords, readRecordFile } from '../announce/state';
+import type { TailJob } from '../announce/tail-job';
+import type { Timers } from '../announce/timers';
+import type { RateLimit } from '../announce/token-bucket';
+import type { TryLock } from '../sys/flock';
+import type { Libc } from '../sys/libc';
+import { unlinkIfPresent } from '../sys/safe-file';
+import type { UnixSockets } from '../sys/unix-socket';
+import { DAEMON_LOCK, withSocketAddress } from './paths';
+import { nextRound } from './progress';
+import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type AttachmentStatus, type DaemonStatus, type Reply, type Request } from './protocol';
+import { closeSession, look, netnsAlive, openForJob, plannedFrames, send, type DeferredSession, type RoundDeps } from './rounds';
+
+/** The verb that runs the background announcer. */
+export const DAEMON_VERB = 'daemon';
+/** Default of `idleExitMs`. */
+export const DEFAULT_IDLE_EXIT_MS = 30_000;
+/** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
+const CHECK_MS = 500;
+/** How long a starting announcer waits for one that is exiting to let go of the lock. */
+const LOCK_WAIT_MS = 2000;
+/** A client that sends nothing within this is dropped. */
+const CLIENT_MS = 1000;
+/** Metrics are written at most this often. */
+const METRICS_EVERY_MS = 1000;
+
+/** What the background announcer needs from the process. */
+export interface DaemonDeps extends RoundDeps {
+  stateDir: string;
+  libc: Libc;
+  sockets: UnixSockets;
+  /** bootMs() schedules rounds (shared with ADD), sleep() yields. */
+  timers: Timers;
+  tryLock: TryLock;
+  /** The announcer's own log, and one per job (each job carries its network's logFile). */
+  log: Logger;
+  jobLog(job: TailJob): Logger;
+  /** The node-wide frame budget for a job's rateLimit (UNLIMITED when it has none). */
+  budget(limit: RateLimit | undefined): FrameBudget;
+  /** Writes the metrics file atomically. */
+  writeMetrics(file: string, text: string): void;
+  uid: number;
+}
+
+interface Work {
+  name: string;
+  job: TailJob;
+  log: Logger;
+  firstRoundAt: number | undefined;
+  /** Index of the next round; schedule.length when done. */
+  next: number;
+  dueAt: number | undefined;
+  roundsSent: number;
+  /** A delayed round was counted once as delayed. */
+  delayed: boolean;
+  /** While waiting for a pod that was not ready at ADD. */
+  deferred?: { open?: DeferredSession; checkAt: number };
+}
+
+interface Client {
+  fd: number;
+  until: number;
+}
+
+/**
+ * Runs the background announcer of deps.stateDir until it has been idle for
+ * idleExitMs (or gets SIGTERM). Returns at once when another one holds the lock.
+ */
+export async function runDaemon(deps: DaemonDeps): Promise<void> {
+  const lockFd = openSync(join(deps.stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  try {
+    const start = deps.timers.now();
+    while (!deps.tryLock(lockFd)) {
+      if (deps.timers.now() - start > LOCK_WAIT_MS) return; // another announcer runs
+      await deps.timers.sleep(20);
+    }
+    await new Daemon(deps).run();
+  } finally {
+    closeSync(lockFd); // releases the lock
+  }
+}
+
+class Daemon {
+  private readonly works = new Map<string, Work>();
+  private readonly clients: Client[] = [];
+  private readonly counters: Counters = newCounters();
+  private settings: { idleExitMs: number; metricsFile?: string | undefined } = { idleExitMs: DEFAULT_IDLE_EXIT_MS };
+  private listenFd: number | undefined;
+  private stopping = false;
+  private metricsDirty = false;
+  private metricsAt = 0;
+
+  constructor(private readonly deps: DaemonDeps) {}
+
+  async run(): Promise<void> {
+    const stop = (): void => {
+      this.stopping = true;
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    try {
+      this.recover();
+      this.listen();
+      this.deps.log.info('background announcer started', { pid: process.pid, stateDir: this.deps.stateDir, pending: this.works.size });
+      let idleSince = this.deps.timers.now();
+      while (!this.stopping) {
+        const now = this.deps.timers.bootMs();
+        if (this.works.size > 0 || this.clients.length > 0) idleSince = this.deps.timers.now();
+        else if (this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.exitIdle()) break;
+        await this.turn(now);
+      }
+    } finally {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      for (const w of this.works.values()) this.dropDeferred(w);
+      for (const c of this.clients) this.deps.sockets.close(c.fd);
+      this.unlisten();
+      this.flushMetrics(true);
+      this.deps.log.info('background announcer stopped', { pid: process.pid });
+    }
+  }
+
+  /** One wait for sockets or the next due time, then whatever is due. */
+  private async turn(now: number): Promise<void> {
+    const deferred = [...this.works.values()].filter((w) => w.deferred?.open);
+    const fds = [this.listenFd!, ...this.clients.map((c) => c.fd), ...deferred.flatMap((w) => w.deferred!.open!.session.eventFds)];
+    const ready = this.deps.libc.pollIn(fds, this.sleepMs(now));
+    if (ready[0]) this.acceptAll();
+    for (const client of [...this.clients]) this.serve(client);
+    const after = this.deps.timers.bootMs();
+    for (const w of [...this.works.values()]) {
+      if (!this.works.has(w.name)) continue;
+      if (w.deferred) {
+        if (w.deferred.open) w.deferred.open.session.drainEvents();
+        const changed = w.deferred.open?.session.eventFds.some((fd) => ready[fds.indexOf(fd)]) ?? false;
+        if (changed || w.deferred.checkAt <= after) await this.checkDeferred(w, after);
+      } else if (w.dueAt !== undefined && w.dueAt <= after) {
+        await this.runRound(w, after);
+      }
+    }
+    this.flushMetrics(false);
+    // Let completions of work done on other threads (background closes) run.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  private sleepMs(now: number): number {
+    let wake = now + CHECK_MS;
+    for (const w of this.works.values()) {
+      if (w.deferred) wake = Math.min(wake, w.deferred.checkAt);
+      else if (w.dueAt !== undefined) wake = Math.min(wake, w.dueAt);
+    }
+    for (const c of this.clients) wake = Math.min(wake, c.until);
+    return Math.max(0, wake - now);
+  }
+
+  // --- the control socket ---
+
+  private listen(): void {
+    withSocketAddress(this.deps.stateDir, (address) => {
+      unlinkIfPresent(address); // a stale socket of a killed announcer; we hold the lock
+      this.listenFd = this.deps.sockets.listen(address);
+    });
+  }
+
+  private unlisten(): void {
+    if (this.listenFd === undefined) return;
+    this.deps.sockets.close(this.listenFd);
+    this.listenFd = undefined;
+    try {
+      withSocketAddress(this.deps.stateDir, (address) => unlinkIfPresent(address));
+    } catch {
+      // the next announcer removes it
+    }
+  }
+
+  /**
+   * Stops listening, then looks at the records once more: an ADD that wrote
+   * its job just before may have found the socket closed. True when there is
+   * really nothing left and the announcer may exit.
+   */
+  private exitIdle(): boolean {
+    this.unlisten();
+    this.recover();
+    if (this.works.size === 0) return true;
+    this.listen();
+    return false;
+  }
+
+  private acceptAll(): void {
+    for (;;) {
+      const peer = this.deps.sockets.accept(this.listenFd!);
+      if (!peer) return;
+      if (peer.uid !== this.deps.uid) {
+        this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+        this.deps.sockets.close(peer.fd);
+        continue;
+      }
+      this.clients.push({ fd: peer.fd, until: this.deps.timers.bootMs() + CLIENT_MS });
+    }
+  }
+
+  private serve(client: Client): void {
+    const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
+    let done = true;
+    try {
+      const n = this.deps.sockets.receive(client.fd, buf);
+      if (n === undefined) {
+        done = this.deps.timers.bootMs() >= client.until;
+        return;
+      }
+      if (n === 0) return;
+      const request = decodeRequest(buf.subarray(0, n));
+      const reply: Reply = typeof request === 'string' ? { ok: false, error: request } : this.handle(request);
+      this.deps.sockets.send(client.fd, encodeMessage(reply));
+    } catch (err) {
+      this.deps.log.warn('control connection failed', { error: err });
+    } finally {
+      if (done) {
+        this.deps.sockets.close(client.fd);
+        this.clients.splice(this.clients.indexOf(client), 1);
+      }
+    }
+  }
+
+  private handle(request: Request): Reply {
+    switch (request.op) {
+      case 'sync':
+        this.bump(request.sent);
+        this.sync(request.record);
+        return { ok: true };
+      case 'cancel':
+        this.forget(request.record, 'cancelled');
+        return { ok: true };
+      case 'count':
+        this.bump(request.sent);
+        return { ok: true };
+      case 'status':
+        return { ok: true, status: this.status() };
+    }
+  }
+
+  private bump(sent: Parameters<typeof addFrames>[1]): void {
+    if (totalFrames(sent) === 0) return;
+    addFrames(this.counters, sent);
+    this.counters.rounds.sent++;
+    this.metricsDirty = true;
+  }
+
+  // --- work ---
+
+  /** Schedules every pending job found in the records. */
+  private recover(): void {
+    for (const { file, read } of listRecords(this.deps.stateDir)) {
+      const name = file.slice(this.deps.stateDir.length + 1);
+      if (read.kind === 'ok' && read.record.job && !this.works.has(name)) this.schedule(name, read.record.job, 'recovered');
+    }
+  }
+
+  /** (Re)reads record `name` and schedules its job, or forgets the attachment when it has none. */
+  private sync(name: string): void {
+    const read = readRecordFile(join(this.deps.stateDir, name));
+    if (read.kind !== 'ok' || !read.record.job) {
+      this.forget(name, read.kind === 'invalid' ? `invalid record: ${read.problem}` : 'no job');
+      return;
+    }
+    this.forget(name, undefined);
+    this.schedule(name, read.record.job, 'added');
+  }
+
+  private schedule(name: string, job: TailJob, how: 'added' | 'recovered'): void {
+    const log = this.deps.jobLog(job);
+    this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
+    const now = this.deps.timers.bootMs();
+    const work: Work = { name, job, log, firstRoundAt: job.firstRoundAt, next: 1, dueAt: undefined, roundsSent: 0, delayed: false };
+    if (job.firstRoundAt === undefined) {
+      if (now >= job.readyDeadline) return;
+      work.next = 0;
+      work.deferred = { checkAt: now };
+      this.counters.deferred.started++;
+    } else {
+      work.roundsSent = 1;
+      if (!this.advance(work, now)) return;
+    }
+    this.works.set(name, work);
+    log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred: work.deferred !== undefined });
+  }
+
+  /** Moves to the next round still worth sending; false when the burst is over. */
+  private advance(w: Work, now: number): boolean {
+    const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
+    if (skipped > 0) {
+      this.counters.rounds.skippedLate += skipped;
+      w.log.info('rounds skipped: their time has passed', { skipped });
+    }
+    w.next = index;
+    w.dueAt = dueAt;
+    w.delayed = false;
+    return dueAt !== undefined;
+  }
+
+  private forget(name: string, why: string | undefined): void {
+    const w = this.works.get(name);
+    if (!w) return;
+    this.dropDeferred(w);
+    this.works.delete(name);
+    if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
+  }
+
+  private dropDeferred(w: Work): void {
+    if (w.deferred?.open) closeSession(this.deps, w.deferred.open.session);
+    if (w.deferred) w.deferred.open = undefined;
+  }
+
+  /** Whether the attachment's record still holds this very job (DEL, GC or a new ADD end it). */
+  private stillWanted(w: Work): boolean {
+    const read = readRecordFile(join(this.deps.stateDir, w.name));
+    return read.kind === 'ok' && read.record.job !== undefined && read.record.netnsId.ino === w.job.netnsId.ino && read.record.job.readyDeadline === w.job.readyDeadline;
+  }
+
+  private async checkDeferred(w: Work, now: number): Promise<void> {
+    const d = w.deferred!;
+    d.checkAt = now + CHECK_MS;
+    if (!netnsAlive(w.job) || !this.stillWanted(w)) {
+      this.counters.deferred.gone++;
+      this.forget(w.name, 'pod gone before it was ready');
+      return;
+    }
+    if (!d.open) {
+      const opened = openForJob(this.deps, w.job);
+      if ('gone' in opened) {
+        this.counters.deferred.gone++;
+        this.forget(w.name, opened.gone);
+        return;
+      }
+      d.open = opened;
+    }
+    const seen = look(d.open, w.job, w.log);
+    if (seen.kind === 'gone') {
+      this.counters.deferred.gone++;
+      this.forget(w.name, seen.why);
+      return;
+    }
+    if (seen.kind === 'waiting') {
+      if (now >= w.job.readyDeadline) {
+        this.counters.deferred.timedOut++;
+        w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
+        this.forget(w.name, 'ready timeout');
+      }
+      return;
+    }
+    // Round 1 of a pod is never dropped: it waits for the budget, at most until its ready deadline.
+    const taken = await this.deps.budget(w.job.rateLimit).take(seen.frames.length, now, now >= w.job.readyDeadline);
+    if (!taken.ok) {
+      if (!w.delayed) this.counters.rateLimited.delayed++;
+      w.delayed = true;
+      d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
+      return;
+    }
+    const sent = send(seen.session, seen.frames, w.log);
+    this.dropDeferred(w);
+    w.deferred = undefined;
+    this.counters.deferred.ready++;
+    this.roundSent(w, sent);
+    w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(sent), deferred: true });
+    w.firstRoundAt = now;
+    w.next = 1;
+    if (!this.advance(w, now)) this.forget(w.name, undefined);
+  }
+
+  private async runRound(w: Work, now: number): Promise<void> {
+    if (!netnsAlive(w.job) || !this.stillWanted(w)) {
+      this.forget(w.name, 'pod or record gone');
+      return;
+    }
+    const taken = await this.deps.budget(w.job.rateLimit).take(plannedFrames(w.job), now);
+    if (!taken.ok) {
+      const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
+      if (now + taken.waitMs >= following) {
+        this.counters.rateLimited.dropped++;
+        w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
+        w.next++;
+        if (!this.advance(w, now)) this.forget(w.name, undefined);
+      } else {
+        if (!w.delayed) this.counters.rateLimited.delayed++;
+        w.delayed = true;
+        w.dueAt = now + taken.waitMs;
+      }
+      this.metricsDirty = true;
+      return;
+    }
+    const opened = openForJob(this.deps, w.job);
+    if ('gone' in opened) {
+      this.forget(w.name, opened.gone);
+      return;
+    }
+    try {
+      const seen = look(opened, w.job, w.log);
+      if (seen.kind === 'gone') {
+        this.forget(w.name, seen.why);
+        return;
+      }
+      if (seen.kind === 'waiting') {
+        this.counters.rounds.skippedNotReady++;
+        w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
+      } else {
+        const sent = send(seen.session, seen.frames, w.log);
+        this.roundSent(w, sent);
+        w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(sent) });
+      }
+    } catch (err) {
+      this.counters.errors++;
+      w.log.error('round failed', { round: w.next + 1, error: err });
+    } finally {
+      closeSession(this.deps, opened.session);
+    }
+    w.next++;
+    if (!this.advance(w, now)) this.forget(w.name, undefined);
+    this.metricsDirty = true;
+  }
+
+  private roundSent(w: Work, sent: Parameters<typeof addFrames>[1]): void {
+    addFrames(this.counters, sent);
+    this.counters.rounds.sent++;
+    w.roundsSent++;
+    this.metricsDirty = true;
+  }
+
+  // --- reporting ---
+
+  private status(): DaemonStatus {
+    const now = this.deps.timers.bootMs();
+    const attachments: AttachmentStatus[] = [...this.works.values()].map((w) => ({
+      network: w.job.network,
+      containerId: w.job.containerId,
+      ifname: w.job.ifname,
+      netns: w.job.netns,
+      ...(w.dueAt !== undefined && !w.deferred ? { nextRoundInMs: Math.max(0, Math.round(w.dueAt - now)) } : {}),
+      roundsSent: w.roundsSent,
+      roundsPlanned: w.job.schedule.length,
+      deferred: w.deferred !== undefined,
+    }));
+    return { pid: process.pid, attachments, counters: structuredClone(this.counters) };
+  }
+
+  private flushMetrics(force: boolean): void {
+    const file = this.settings.metricsFile;
+    if (!file || !this.metricsDirty) return;
+    const now = this.deps.timers.now();
+    if (!force && now - this.metricsAt < METRICS_EVERY_MS) return;
+    try {
+      this.deps.writeMetrics(file, prometheusText(this.counters));
+      this.metricsDirty = false;
+      this.metricsAt = now;
+    } catch (err) {
+      this.counters.errors++;
+      this.deps.log.warn('cannot write the metrics file', { file, error: err });
+    }
+  }
+}

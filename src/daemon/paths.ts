@@ -1,0 +1,31 @@
+// Where the background announcer's files live in stateDir. None ends in .json
+// or .lock, so records and attachment locks never mix with them.
+import { closeSync, constants, openSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The control socket (mode 0600). */
+export const DAEMON_SOCKET = 'announcer-daemon.sock';
+/** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
+export const DAEMON_LOCK = 'announcer-daemon.flock';
+/** Held by a client while it starts the background announcer, so that concurrent ADDs start exactly one. */
+export const START_LOCK = 'announcer-daemon-start.flock';
+
+/** sun_path holds 107 bytes and a NUL. */
+const SUN_PATH_MAX = 107;
+const O_PATH = 0o10000000;
+
+/**
+ * Runs `use` with an address for the control socket of `stateDir`: the path
+ * itself, or, when that is too long for a unix socket address, the same file
+ * reached through an O_PATH descriptor of stateDir (/proc/self/fd/N/…).
+ */
+export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
+  const direct = join(stateDir, DAEMON_SOCKET);
+  if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
+  const dir = openSync(stateDir, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    return use(`/proc/self/fd/${dir}/${DAEMON_SOCKET}`);
+  } finally {
+    closeSync(dir);
+  }
+}

@@ -1,0 +1,98 @@
+// Pure: the background announcer's control messages, one JSON object per
+// SOCK_SEQPACKET message. Requests name an attachment by its record file in
+// stateDir; the record, written under the attachment's lock, is the truth.
+import { NO_FRAMES, type FrameCounts } from '../announce/round';
+import type { Counters } from './counters';
+
+/** Largest message either side sends or accepts. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** What a client asks. */
+export type Request =
+  /** Read this record again and (re)schedule its job; `sent` counts what ADD's round 1 sent. */
+  | { op: 'sync'; record: string; sent: FrameCounts }
+  /** Forget this attachment: once answered, nothing more is sent for it. */
+  | { op: 'cancel'; record: string }
+  /** Count frames an ADD sent without needing background work. */
+  | { op: 'count'; sent: FrameCounts }
+  | { op: 'status' };
+
+/** One attachment as `announcer status` shows it. */
+export interface AttachmentStatus {
+  network: string;
+  containerId: string;
+  ifname: string;
+  netns: string;
+  /** Milliseconds until the next round; absent when none is planned or the pod is not ready yet. */
+  nextRoundInMs?: number;
+  roundsSent: number;
+  roundsPlanned: number;
+  /** Waiting for the pod to become ready before round 1. */
+  deferred: boolean;
+}
+
+/** What the background announcer reports. */
+export interface DaemonStatus {
+  pid: number;
+  attachments: AttachmentStatus[];
+  counters: Counters;
+}
+
+/** The answer to a request. */
+export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: string };
+
+/** Encodes a message, refusing one larger than MAX_MESSAGE_BYTES. */
+export function encodeMessage(message: Request | Reply): Buffer {
+  const bytes = Buffer.from(JSON.stringify(message));
+  if (bytes.length > MAX_MESSAGE_BYTES) throw new RangeError(`control message of ${bytes.length} bytes exceeds ${MAX_MESSAGE_BYTES}`);
+  return bytes;
+}
+
+/** Decodes and checks a request; a string says what is wrong with it. */
+export function decodeRequest(bytes: Uint8Array): Request | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch {
+    return 'not JSON';
+  }
+  if (!isObject(value)) return 'not an object';
+  switch (value.op) {
+    case 'sync':
+      return isRecordName(value.record) ? { op: 'sync', record: value.record, sent: frameCounts(value.sent) } : 'bad record name';
+    case 'cancel':
+      return isRecordName(value.record) ? { op: 'cancel', record: value.record } : 'bad record name';
+    case 'count':
+      return { op: 'count', sent: frameCounts(value.sent) };
+    case 'status':
+      return { op: 'status' };
+    default:
+      return `unknown op ${JSON.stringify(value.op)}`;
+  }
+}
+
+/** Decodes a reply; undefined when it is not one. */
+export function decodeReply(bytes: Uint8Array): Reply | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    if (isObject(value) && typeof value.ok === 'boolean') return value as Reply;
+  } catch {
+    // not a reply
+  }
+  return undefined;
+}
+
+/** A record's file name, never a path: requests cannot point outside stateDir. */
+function isRecordName(name: unknown): name is string {
+  return typeof name === 'string' && name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255;
+}
+
+function frameCounts(value: unknown): FrameCounts {
+  if (!isObject(value)) return { ...NO_FRAMES };
+  const n = (v: unknown): number => (Number.isInteger(v) && (v as number) >= 0 && (v as number) < 1e6 ? (v as number) : 0);
+  return { garpRequest: n(value.garpRequest), garpReply: n(value.garpReply), na: n(value.na) };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
