@@ -7,7 +7,8 @@ import { announcerProcesses } from '../../test/integration/harness/processes';
 
 /** The background processes one ADD left, watched to their end (or to the cap). */
 export interface Background {
-  processes: number;
+  /** What each one is: the first argument after the program that is not a path (e.g. `tail`, `hold-fds`). */
+  roles: string[];
   /** The largest VmHWM (peak RSS) of any of them, KiB. */
   peakKiB: number;
   /** From the first look until the last of them was gone (or the cap). */
@@ -30,7 +31,9 @@ async function peakRss(pid: number): Promise<number | undefined> {
 export async function watchBackground(containerId: string, capMs: number): Promise<Background> {
   const t0 = process.hrtime.bigint();
   const elapsed = (): number => Number(process.hrtime.bigint() - t0) / 1e6;
-  const pids = (await announcerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
+  const found = (await announcerProcesses()).filter((p) => p.containerId === containerId);
+  const pids = found.map((p) => p.pid);
+  const roles = found.map((p) => p.argv.slice(1).find((a) => !a.startsWith('/')) ?? '?');
   let peakKiB = 0;
   let live = pids;
   while (live.length > 0 && elapsed() < capMs) {
@@ -39,5 +42,5 @@ export async function watchBackground(containerId: string, capMs: number): Promi
     for (const kib of seen) peakKiB = Math.max(peakKiB, kib ?? 0);
     if (live.length > 0) await sleep(POLL_MS);
   }
-  return { processes: pids.length, peakKiB, aliveMs: elapsed(), capped: live.length > 0 };
+  return { roles, peakKiB, aliveMs: elapsed(), capped: live.length > 0 };
 }

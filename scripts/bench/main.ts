@@ -6,9 +6,8 @@
 // throwaway bridge pod and removes everything on exit, failure or signal.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
-import { accessSync, constants as fs, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, release, tmpdir } from 'node:os';
-import { constants as osConstants } from 'node:os';
+import { accessSync, constants as fs, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
@@ -18,6 +17,7 @@ import { Scope } from '../../test/integration/harness/scope';
 import { watchBackground } from './background';
 import { describeTrace, STRACE, traceRun } from './close-trace';
 import { checkBudgets, peerLine, ROWS } from './budgets';
+import { machineLines, loadLine } from './machine';
 import { GNU_TIME, expectOk, timedRun } from './measure';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
@@ -61,33 +61,6 @@ function preflight(p: Programs): void {
   createRequire(p.probe).resolve('koffi'); // the probe's one dependency: `make deps`
 }
 
-/** What the announcer binary is: a compiled ELF or a script, and its size. */
-function announcerKind(path: string): string {
-  const head = readFileSync(path).subarray(0, 4);
-  const kind = head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])) ? 'ELF executable' : head.subarray(0, 2).toString() === '#!' ? 'script' : 'unknown format';
-  return `${kind}, ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`;
-}
-
-function readOr(path: string, fallback: string): string {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return fallback;
-  }
-}
-
-/** The lines that say what the figures were measured on. */
-function machineLines(p: Programs, rounds: number): string[] {
-  return [
-    `cni-announcer bench, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}, rcu_expedited=${readOr('/sys/kernel/rcu_expedited', '?')}, load ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-    `node ${process.version} (${p.node}); announcer: ${p.announcer} (${announcerKind(p.announcer)})`,
-    `${rounds} interleaved rounds after ${WARMUP_ROUNDS} warm-up rounds; every command in a clean env (PATH and CNI_* only); peak RSS from GNU time %M, max of ${RSS_RUNS} separate runs`,
-  ];
-}
-
 /** Registers the undo steps for what plugin runs may leave behind (a run cut short by a signal included). */
 function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(async () => {
@@ -102,7 +75,7 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
 }
 
 async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSignal): Promise<void> {
-  const header = machineLines(p, rounds);
+  const header = machineLines(p, WARMUP_ROUNDS, rounds, RSS_RUNS);
   const pod = await createBridgePod(scope);
   deferPluginCleanup(scope, p, pod);
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
@@ -156,17 +129,15 @@ async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSign
     renderVerdicts(checkBudgets(table)),
     '',
     peerLine(table),
-    bg.processes === 0
+    bg.roles.length === 0
       ? 'Background after a default ADD: no process found.'
-      : `Background after a default ADD: ${bg.processes} process(es), peak RSS ${(bg.peakKiB / 1024).toFixed(1)} MiB, ` +
-        `${bg.capped ? `still running after ${BACKGROUND_CAP_MS} ms (stopped by DEL)` : `gone after ${(bg.aliveMs / 1000).toFixed(1)} s`}.`,
+      : `Background after a default ADD: ${bg.roles.length} process(es) (${bg.roles.join(', ')}), largest peak RSS ${(bg.peakKiB / 1024).toFixed(1)} MiB, ` +
+        `${bg.capped ? `still running after ${BACKGROUND_CAP_MS} ms (stopped by DEL)` : `all gone after ${(bg.aliveMs / 1000).toFixed(1)} s`}.`,
     "close(AF_PACKET): close(2) timed inside a probe process in the pod's netns. 'last ref' is what a process pays when it",
     "closes (or exits holding) the only reference: packet_release() waits in synchronize_net(); 'a dup' is what it pays",
     'while another process still holds one. One ADD count 1 under strace -f (traced calls run slower):',
     ...describeTrace(traced).map((l) => `  ${l}`),
-    `load at the end: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
+    `load at the end: ${loadLine()}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
