@@ -1,11 +1,11 @@
 // The process entry point: wires env, stdin and stdout into the dispatcher.
 // `announcer tail RECORD` runs the background tail instead (started by ADD).
-import { readFileSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { runTail } from './announce/tail';
 import { awaitJob, tailStillWanted } from './announce/await-job';
 import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
-import { dispatch } from './cni/dispatch';
+import { crashReply, dispatch } from './cni/dispatch';
 import { createLogger, fileSink, silentLogger, type LogLevel } from './log';
 import { CLI_VERBS, runVerb } from './cli';
 import { announcerPlugin } from './plugin';
@@ -15,6 +15,7 @@ import { selfCommand } from './self-command';
 import { aboutText, versionText } from './about';
 import { acquireFileLock } from './sys/file-lock';
 import { loadTryLock } from './sys/flock';
+import { readStdinBounded } from './sys/stdin';
 
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
@@ -23,16 +24,6 @@ function once<T>(make: () => T): () => T {
 
 function logger(logFile: string | undefined, level: LogLevel, fields: Record<string, unknown>) {
   return logFile ? createLogger(fileSink(logFile), level, fields) : silentLogger;
-}
-
-async function readStdin(): Promise<string> {
-  try {
-    return readFileSync(0, 'utf8');
-  } catch {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
-  }
 }
 
 /** Writes the CNI reply with write(2): process.stdout would load node:net and streams (~8 ms). */
@@ -84,9 +75,25 @@ async function main(): Promise<void> {
     startTail: (recordFile) => spawnDetached(libc(), self, [TAIL_VERB, recordFile]),
     lockFile: (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep }),
   });
-  const code = await dispatch({ env: process.env, readStdin, writeStdout }, plugin);
+  // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as
+  // one CNI error object and exit 1, never a stack trace.
+  let replied = false;
+  const reply = (text: string): void => {
+    replied = true;
+    writeStdout(text);
+  };
+  const crash = (err: unknown): void => {
+    try {
+      if (!replied) reply(crashReply(err));
+    } finally {
+      process.exit(1);
+    }
+  };
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
+  const code = await dispatch({ env: process.env, readStdin: readStdinBounded, writeStdout: reply }, plugin);
   // stdout was written synchronously: exit now, whatever handles are still open.
   process.exit(code);
 }
 
-void main();
+main().catch(() => process.exit(1));

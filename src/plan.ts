@@ -1,5 +1,6 @@
 // Pure: turns (options, prevResult, env) into what to announce, how and when.
 // Frames are built per round from what is really on the interface then.
+import type { ArpOp as ArpOpOption, MacMode } from './cni/option-schema';
 import { gratuitousArp, type ArpOp } from './wire/arp';
 import { deriveMac, parseMacPrefix } from './wire/derive-mac';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
@@ -8,9 +9,10 @@ import { unsolicitedNeighborAdvert } from './wire/ndp';
 export interface PlanOptions {
   ipv4: boolean;
   ipv6: boolean;
-  arpOp: 'request' | 'reply' | 'both';
+  arpOp: ArpOpOption;
   interfaces?: readonly string[] | undefined;
-  mac: 'keep' | 'ip-derived';
+  /** `keep` also when the runtime chose the MAC (see resolveOptions): then nothing is derived. */
+  mac: MacMode;
   macPrefix: string;
   count: number;
   intervalMs: number;
@@ -47,20 +49,15 @@ export interface AnnouncePlan {
   schedule: number[];
 }
 
-/** Builds the plan for one attachment. `runtimeMac` is runtimeConfig.mac, which is never overwritten. */
-export function planAnnouncement(
-  options: PlanOptions,
-  result: PlanResult,
-  env: { netns: string; ifname: string },
-  runtimeMac?: string,
-): AnnouncePlan {
+/** Builds the plan for one attachment. */
+export function planAnnouncement(options: PlanOptions, result: PlanResult, env: { netns: string; ifname: string }): AnnouncePlan {
   const sandboxed = result.interfaces.flatMap((iface, index) => (iface.sandbox === env.netns ? [{ name: iface.name, index }] : []));
   const pod =
     sandboxed.length > 0
       ? sandboxed
       : [{ name: env.ifname, index: indexOrUndefined(result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox)) }];
   const chosen = options.interfaces ? pod.filter((p) => options.interfaces!.includes(p.name)) : pod;
-  const prefix = options.mac === 'ip-derived' && !runtimeMac ? parseMacPrefix(options.macPrefix) : undefined;
+  const prefix = options.mac === 'ip-derived' ? parseMacPrefix(options.macPrefix) : undefined;
   const interfaces = chosen.map((p): InterfacePlan => {
     const mine = result.ips.filter((ip) => (ip.interface === undefined ? pod.length === 1 : ip.interface === p.index));
     const first = mine[0];
@@ -79,6 +76,16 @@ export function planAnnouncement(
     arpOps: options.arpOp === 'both' ? ['request', 'reply'] : [options.arpOp],
     schedule: burstSchedule(options.count, options.intervalMs, options.backoff),
   };
+}
+
+/** The longest a burst may last, from its first round to its last: 10 minutes. */
+export const MAX_BURST_SPAN_MS = 10 * 60 * 1000;
+
+/** How long after round 1 the last round comes: Σ intervalMs × backoff^k for k < count - 1 (unrounded). */
+export function burstSpanMs(count: number, intervalMs: number, backoff: number): number {
+  let span = 0;
+  for (let k = 0; k < count - 1; k++) span += intervalMs * backoff ** k;
+  return span;
 }
 
 /** Round offsets in ms: 0, then gap k = intervalMs × backoff^k between rounds k and k+1. */

@@ -1,15 +1,17 @@
 import { parseConfig, type Attachment, type PluginConfig } from './config';
+import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
 import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
 import { CniError, ErrorCode, isCniError } from './errors';
 import { describeValue } from './field-path';
-import { resolveOptions, type AnnounceOptions } from './options';
+import { resolveOptions, type AnnounceOptions, type OptionNote } from './options';
 import { parsePrevResult, type PrevResult } from './result';
 import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
 
 /** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
 export interface CniIo {
   env: Readonly<Record<string, string | undefined>>;
-  readStdin(): Promise<string>;
+  /** Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit. */
+  readStdin(maxBytes: number): Promise<Uint8Array>;
   writeStdout(text: string): void;
 }
 
@@ -18,6 +20,8 @@ export interface NetworkRequest {
   config: PluginConfig;
   cniVersion: CniVersion;
   options: AnnounceOptions;
+  /** How the options came about (pod overrides ignored, announcing turned off, the runtime's MAC): for ADD's log. */
+  notes: readonly OptionNote[];
 }
 
 /** ADD: prevResult is required (a chained plugin). */
@@ -66,12 +70,35 @@ const MIN_VERSION: Partial<Record<CniCommand, CniVersion>> = { CHECK: '0.4.0', S
 /**
  * Runs one CNI command: validates env, stdin and config in spec order, calls the plugin, and
  * writes exactly one JSON document (the result, the VERSION reply or an error object) or nothing.
- * Returns the exit code: 0, or 1 after printing an error object.
+ * Returns the exit code: 0, or 1 after printing an error object. It never throws: whatever
+ * fails, even encoding the reply, ends as one error object.
  */
 export async function dispatch(io: CniIo, plugin: CniPlugin): Promise<number> {
-  const reply = await run(io, plugin);
-  if (reply.doc !== undefined) io.writeStdout(`${JSON.stringify(reply.doc)}\n`);
+  let reply: Reply;
+  try {
+    reply = await run(io, plugin);
+  } catch (e) {
+    reply = errorReply(e, LATEST_VERSION);
+  }
+  if (reply.doc === undefined) return reply.exitCode;
+  let text: string;
+  try {
+    text = `${JSON.stringify(reply.doc)}\n`;
+  } catch (e) {
+    reply = errorReply(new Error(`cannot encode the reply as JSON: ${messageOf(e)}`), LATEST_VERSION);
+    text = `${JSON.stringify(reply.doc)}\n`;
+  }
+  try {
+    io.writeStdout(text);
+  } catch {
+    return 1; // stdout is gone: there is no one left to tell
+  }
   return reply.exitCode;
+}
+
+/** The line to print for a failure outside dispatch (an uncaught exception): a code-999 error object, no stack trace. */
+export function crashReply(e: unknown): string {
+  return `${JSON.stringify(errorReply(e, LATEST_VERSION).doc)}\n`;
 }
 
 interface Reply {
@@ -83,7 +110,7 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
   let replyVersion: CniVersion = LATEST_VERSION;
   try {
     const env = parseEnv(io.env);
-    if (env.command === 'VERSION') return { exitCode: 0, doc: versionReply(await io.readStdin().catch(() => '')) };
+    if (env.command === 'VERSION') return { exitCode: 0, doc: versionReply(await io.readStdin(MAX_STDIN_BYTES).catch(() => undefined)) };
     const raw = decodeConfig(await readConfig(io));
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;
@@ -95,12 +122,23 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
         `${env.command} needs cniVersion ${minVersion} or later (the config has ${cniVersion})`,
       );
     }
-    const base: NetworkRequest = { config, cniVersion, options: resolveOptions(config, env.args) };
+    const { options, notes } = resolveOptions(config, env.args);
+    const base: NetworkRequest = { config, cniVersion, options, notes };
     const doc = await runCommand(env, base, plugin);
     return doc === undefined ? { exitCode: 0 } : { exitCode: 0, doc };
   } catch (e) {
-    return { exitCode: 1, doc: asCniError(e).toSpec(replyVersion) };
+    return errorReply(e, replyVersion);
   }
+}
+
+function errorReply(e: unknown, cniVersion: CniVersion): Reply {
+  let doc: unknown;
+  try {
+    doc = asCniError(e).toSpec(cniVersion);
+  } catch {
+    doc = { cniVersion, code: ErrorCode.Internal, msg: 'internal error: unprintable error' };
+  }
+  return { exitCode: 1, doc };
 }
 
 async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
@@ -171,10 +209,10 @@ function parseDelConfig(raw: Record<string, unknown>): PluginConfig {
   }
 }
 
-function versionReply(stdin: string): { cniVersion: CniVersion; supportedVersions: CniVersion[] } {
+function versionReply(stdin: Uint8Array | undefined): { cniVersion: CniVersion; supportedVersions: CniVersion[] } {
   let asked: unknown;
   try {
-    asked = (JSON.parse(stdin) as { cniVersion?: unknown } | null)?.cniVersion;
+    if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;
   } catch {
     asked = undefined;
   }
@@ -184,26 +222,15 @@ function versionReply(stdin: string): { cniVersion: CniVersion; supportedVersion
   };
 }
 
-async function readConfig(io: CniIo): Promise<string> {
+async function readConfig(io: CniIo): Promise<Uint8Array> {
+  let bytes: Uint8Array;
   try {
-    return await io.readStdin();
+    bytes = await io.readStdin(MAX_STDIN_BYTES);
   } catch (e) {
     throw new CniError(ErrorCode.IoFailure, `cannot read the network config from stdin: ${messageOf(e)}`, { cause: e });
   }
-}
-
-function decodeConfig(text: string): Record<string, unknown> {
-  if (text.trim() === '') throw new CniError(ErrorCode.DecodeFailure, 'stdin is empty: expected the network config as JSON');
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new CniError(ErrorCode.DecodeFailure, `stdin is not JSON: ${messageOf(e)}`, { cause: e });
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
-  }
-  return value as Record<string, unknown>;
+  if (bytes.length > MAX_STDIN_BYTES) throw stdinTooLarge();
+  return bytes;
 }
 
 function configVersion(raw: Record<string, unknown>): CniVersion {

@@ -1,6 +1,8 @@
 import { parseCniArgs, type CniArgs } from './cni-args';
 import { CniError, ErrorCode } from './errors';
+import { describeValue } from './field-path';
 import { ifnameProblem } from './ifname';
+import { listProblems } from './problems';
 
 export type { CniArgs } from './cni-args';
 
@@ -89,7 +91,7 @@ export function parseEnv(env: Readonly<Record<string, string | undefined>>): Cni
   const command = env.CNI_COMMAND;
   if (command === undefined || command === '') throw envError(['CNI_COMMAND is required']);
   if (!isCniCommand(command)) {
-    throw envError([`CNI_COMMAND must be one of ${CNI_COMMANDS.join(', ')} (got "${command}")`]);
+    throw envError([`CNI_COMMAND must be one of ${CNI_COMMANDS.join(', ')} (got ${describeValue(command)})`]);
   }
   const out: CniEnv = { command, args: { raw: {} } };
   const problems: string[] = [];
@@ -103,7 +105,7 @@ export function parseEnv(env: Readonly<Record<string, string | undefined>>): Cni
     }
     const problem = rule.validate?.(value);
     if (problem !== undefined) {
-      problems.push(rule.key === 'args' ? `${rule.name} ${problem}` : `${rule.name} ${problem} (got "${value}")`);
+      problems.push(rule.key === 'args' ? `${rule.name} ${problem}` : `${rule.name} ${problem} (got ${describeValue(value)})`);
       continue;
     }
     if (rule.key === 'args') {
@@ -123,5 +125,5 @@ export function isCniCommand(s: string): s is CniCommand {
 }
 
 function envError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidEnvironment, `invalid environment: ${problems.join('; ')}`);
+  return new CniError(ErrorCode.InvalidEnvironment, `invalid environment: ${listProblems(problems)}`);
 }

@@ -39,6 +39,9 @@ export const ErrorCode = {
 /** One of the numeric codes in ErrorCode. */
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** The longest `msg` (and `details`) an error object carries: longer texts are cut, saying how much was left out. */
+export const MAX_MESSAGE_CHARS = 4096;
+
 /** The error object a plugin prints on stdout, as the CNI spec defines it. */
 export interface CniErrorSpec {
   cniVersion: string;
@@ -63,10 +66,10 @@ export class CniError extends Error {
     if (opts?.details !== undefined) this.details = opts.details;
   }
 
-  /** The spec error object for this error, in the given CNI version. */
+  /** The spec error object for this error, in the given CNI version; `msg` and `details` cut at MAX_MESSAGE_CHARS. */
   toSpec(cniVersion: string): CniErrorSpec {
-    const spec: CniErrorSpec = { cniVersion, code: this.code, msg: this.message };
-    if (this.details !== undefined) spec.details = this.details;
+    const spec: CniErrorSpec = { cniVersion, code: this.code, msg: cut(this.message) };
+    if (this.details !== undefined) spec.details = cut(this.details);
     return spec;
   }
 }
@@ -80,4 +83,10 @@ export function isCniError(e: unknown): e is CniError {
     typeof (e as Partial<CniError>).code === 'number' &&
     typeof (e as Partial<CniError>).toSpec === 'function'
   );
+}
+
+function cut(text: string): string {
+  if (text.length <= MAX_MESSAGE_CHARS) return text;
+  const note = ` … (${text.length - MAX_MESSAGE_CHARS} more characters)`;
+  return text.slice(0, MAX_MESSAGE_CHARS - note.length) + note;
 }

@@ -1,18 +1,43 @@
 import type { CniArgs } from './cni-args';
-import type { AnnounceOverrides, PluginConfig } from './config';
+import type { PluginConfig } from './config';
 
 /** The config fields that can differ per attachment. */
 type AttachmentFields = 'ipv4' | 'ipv6' | 'arpOp' | 'interfaces' | 'mac' | 'macPrefix' | 'count' | 'intervalMs' | 'backoff' | 'addWaitMs' | 'readyTimeoutMs';
 
-/** The options in force for one attachment, after config, CNI_ARGS and args.cni are applied. */
+/** The options in force for one attachment, after config, podOverrides, CNI_ARGS and the runtime's MAC are applied. */
 export type AnnounceOptions = Pick<PluginConfig, AttachmentFields> & { enabled: boolean };
 
+/** A log line about how an attachment's options came about, for the command to write. */
+export interface OptionNote {
+  level: 'warn' | 'info' | 'debug';
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/** One attachment's options, and what resolving them ignored or decided. */
+export interface ResolvedOptions {
+  options: AnnounceOptions;
+  notes: OptionNote[];
+}
+
+/** A MAC the runtime (or the pod, through it) asked for, and where it came from. */
+export interface RuntimeMac {
+  mac: string;
+  source: 'runtimeConfig.mac' | 'args.cni.mac' | 'CNI_ARGS MAC';
+}
+
 /**
- * Computes one attachment's options with precedence config < CNI_ARGS < `args.cni.announce`.
- * ANNOUNCE=false|true sets `enabled`; `args.cni.announce` false/true sets `enabled`, and an object
- * overrides only the fields it names (`enabled` included): a pod's tuning never re-enables an opted-out pod.
+ * Computes one attachment's options. Precedence, by who may decide what:
+ * 1. the conflist (the operator) sets every option;
+ * 2. `args.cni.announce` (the pod) changes only what podOverrides allows (see applyPodOverrides);
+ * 3. announcing is off when CNI_ARGS `ANNOUNCE=false` or `args.cni.announce` false/`{"enabled": false}`
+ *    says so, and nothing turns it back on: `ANNOUNCE=true` and `enabled: true` only mean
+ *    "not turned off", and never undo `count: 0` or `ipv4`/`ipv6: false` either;
+ * 4. a MAC the runtime chose (runtimeConfig.mac, args.cni.mac, CNI_ARGS MAC=) turns `mac:
+ *    ip-derived` into `keep`: it is never overwritten, and CHECK does not compare MACs.
  */
-export function resolveOptions(config: PluginConfig, args: CniArgs): AnnounceOptions {
+export function resolveOptions(config: PluginConfig, args: CniArgs): ResolvedOptions {
+  const notes: OptionNote[] = [];
   const options: AnnounceOptions = {
     enabled: true,
     ipv4: config.ipv4,
@@ -27,21 +52,55 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): AnnounceOpt
     readyTimeoutMs: config.readyTimeoutMs,
   };
   if (config.interfaces !== undefined) options.interfaces = [...config.interfaces];
-  if (args.announce !== undefined) options.enabled = args.announce;
-  const announce = config.args?.cni?.announce;
-  if (typeof announce === 'boolean') options.enabled = announce;
-  else if (announce !== undefined) applyOverrides(options, announce);
-  return options;
+
+  const { enabled: podEnabled, ...podFields } = config.podAnnounce?.overrides ?? {};
+  for (const [key, value] of Object.entries(podFields)) {
+    if (value !== undefined) Object.assign(options, { [key]: value });
+  }
+  for (const { field, value, reason } of config.podAnnounce?.ignored ?? []) {
+    notes.push({ level: 'warn', msg: 'ignoring a pod override', fields: { field, value, reason } });
+  }
+  if (Object.keys(podFields).length > 0) {
+    notes.push({ level: 'info', msg: 'pod overrides applied', fields: { overrides: podFields } });
+  }
+
+  const offBy = [
+    ...(args.announce === false ? ['CNI_ARGS ANNOUNCE=false'] : []),
+    ...(podEnabled === false ? ['args.cni.announce'] : []),
+  ];
+  if (offBy.length > 0) {
+    options.enabled = false;
+    notes.push({ level: 'info', msg: 'announcing turned off for this attachment', fields: { by: offBy.join(', ') } });
+    const onBy = [...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []), ...(podEnabled === true ? ['args.cni.announce'] : [])];
+    if (onBy.length > 0) {
+      notes.push({ level: 'warn', msg: 'a request to announce does not turn announcing back on', fields: { by: onBy.join(', ') } });
+    }
+  }
+
+  const runtime = runtimeMac(config, args, notes);
+  if (runtime !== undefined) {
+    if (options.mac === 'ip-derived') {
+      options.mac = 'keep';
+      notes.push({ level: 'info', msg: 'the runtime chose the MAC: keeping it instead of the IP-derived one', fields: { ...runtime } });
+    } else {
+      notes.push({ level: 'debug', msg: 'the runtime chose the MAC', fields: { ...runtime } });
+    }
+  }
+  return { options, notes };
 }
 
-function applyOverrides(options: AnnounceOptions, o: AnnounceOverrides): void {
-  if (o.enabled !== undefined) options.enabled = o.enabled;
-  if (o.ipv4 !== undefined) options.ipv4 = o.ipv4;
-  if (o.ipv6 !== undefined) options.ipv6 = o.ipv6;
-  if (o.arpOp !== undefined) options.arpOp = o.arpOp;
-  if (o.mac !== undefined) options.mac = o.mac;
-  if (o.macPrefix !== undefined) options.macPrefix = o.macPrefix;
-  if (o.count !== undefined) options.count = o.count;
-  if (o.intervalMs !== undefined) options.intervalMs = o.intervalMs;
-  if (o.backoff !== undefined) options.backoff = o.backoff;
+/**
+ * The MAC the runtime asked for, as the reference tuning plugin reads it: runtimeConfig.mac (the
+ * `mac` capability), args.cni.mac, CNI_ARGS MAC= (podman's `--mac-address`); the first present
+ * names the source. A non-string args.cni.mac is ignored, with a note.
+ */
+export function runtimeMac(config: PluginConfig, args: CniArgs, notes: OptionNote[] = []): RuntimeMac | undefined {
+  const fromArgs = config.args?.cni?.mac;
+  if (fromArgs !== undefined && typeof fromArgs !== 'string') {
+    notes.push({ level: 'warn', msg: 'ignoring args.cni.mac: not a string', fields: { value: fromArgs } });
+  }
+  if (config.runtimeConfig?.mac) return { mac: config.runtimeConfig.mac, source: 'runtimeConfig.mac' };
+  if (typeof fromArgs === 'string' && fromArgs !== '') return { mac: fromArgs, source: 'args.cni.mac' };
+  if (args.mac) return { mac: args.mac, source: 'CNI_ARGS MAC' };
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import { parseCidr, type Cidr } from './cidr';
 import { CniError, ErrorCode } from './errors';
 import { fieldProblem, type PathSegment } from './field-path';
+import { listProblems } from './problems';
 import { compareVersions, type CniVersion } from './versions';
 
 /** One entry of prevResult.interfaces. */
@@ -173,5 +174,5 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function resultError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${problems.join('; ')}`);
+  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
 }

@@ -12,12 +12,10 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   // Before anything else, the log included: CNI_NETNS must be a network namespace.
   const netnsId = requirePodNetns(deps.libc(), env.netns);
   const log = deps.logger(config, env);
-  const plan = planFor(config, options, prevResult, env, netnsId);
+  for (const note of req.notes) log[note.level](note.msg, note.fields);
+  const plan = planFor(options, prevResult, env, netnsId);
   if (options.mac === 'ip-derived' && (parseMacPrefix(options.macPrefix)[0]! & 0x02) === 0) {
     log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });
-  }
-  if (config.runtimeConfig?.mac && options.mac === 'ip-derived') {
-    log.info('runtime requested a MAC: keeping it instead of the IP-derived one', { mac: config.runtimeConfig.mac });
   }
   const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   const setsMac = plan.interfaces.some((i) => i.targetMac);

@@ -9,9 +9,9 @@ import { requirePodNetns, toCniError } from './errors';
 
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
 export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
-  const { config, options, env, prevResult } = req;
+  const { options, env, prevResult } = req;
   const netnsId = requirePodNetns(deps.libc(), env.netns);
-  const plan = planFor(config, options, prevResult, env, netnsId);
+  const plan = planFor(options, prevResult, env, netnsId);
   let pod;
   try {
     pod = openPodRtnl(deps.libc(), env.netns);

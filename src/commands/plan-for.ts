@@ -1,5 +1,4 @@
 import type { AnnounceOptions } from '../cni/options';
-import type { PluginConfig } from '../cni/config';
 import type { PrevResult } from '../cni/result';
 import { planAnnouncement, type AnnouncePlan } from '../plan';
 import { netnsIdAt, type NetnsId } from '../sys/netns';
@@ -10,7 +9,6 @@ import { netnsIdAt, type NetnsId } from '../sys/netns';
  * same netns file.
  */
 export function planFor(
-  config: PluginConfig,
   options: AnnounceOptions,
   prevResult: PrevResult,
   env: { netns: string; ifname: string },
@@ -21,5 +19,5 @@ export function planFor(
     const id = netnsIdAt(i.sandbox);
     return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
   });
-  return planAnnouncement(options, { interfaces, ips: prevResult.ips }, env, config.runtimeConfig?.mac);
+  return planAnnouncement(options, { interfaces, ips: prevResult.ips }, env);
 }

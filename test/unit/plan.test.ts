@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { burstSchedule, planAnnouncement, roundFrames, type PlanOptions, type PlanResult } from '../../src/plan';
+import { burstSchedule, burstSpanMs, MAX_BURST_SPAN_MS, planAnnouncement, roundFrames, type PlanOptions, type PlanResult } from '../../src/plan';
 import { gratuitousArp } from '../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../src/wire/ndp';
 
@@ -56,6 +56,23 @@ describe('burstSchedule', () => {
   it('rounds fractional offsets to whole ms', () => {
     // gaps 333, 499.5 → offsets 0, 333, 832.5
     expect(burstSchedule(3, 333, 1.5)).toEqual([0, 333, 833]);
+  });
+});
+
+describe('burstSpanMs', () => {
+  it('is the offset of the last round, unrounded', () => {
+    expect(burstSpanMs(0, 1000, 1)).toBe(0);
+    expect(burstSpanMs(1, 1000, 4)).toBe(0);
+    expect(burstSpanMs(3, 1000, 1)).toBe(2000);
+    expect(burstSpanMs(4, 400, 2)).toBe(2800);
+    expect(burstSpanMs(3, 333, 1.5)).toBe(832.5);
+  });
+
+  it('measures the 60-day burst of the issue against the 10-minute cap', () => {
+    // 60000 × (4^9 − 1) / 3 ms
+    expect(burstSpanMs(10, 60000, 4)).toBe(5_242_860_000);
+    expect(MAX_BURST_SPAN_MS).toBe(600_000);
+    expect(burstSpanMs(10, 60000, 1)).toBe(540_000);
   });
 });
 
@@ -243,11 +260,6 @@ describe('planAnnouncement: IP-derived MAC', () => {
   it('uses a custom macPrefix', () => {
     const [iface] = planAnnouncement(options({ mac: 'ip-derived', macPrefix: '02:00' }), BRIDGE_RESULT, ENV).interfaces;
     expect(hex(iface!.targetMac)).toBe('02000a580005');
-  });
-
-  it('derives nothing when the runtime gave a MAC', () => {
-    const [iface] = planAnnouncement(options({ mac: 'ip-derived' }), BRIDGE_RESULT, ENV, '02:42:ac:11:00:02').interfaces;
-    expect(iface!.targetMac).toBeUndefined();
   });
 
   it('derives nothing with mac: keep', () => {

@@ -18,6 +18,20 @@ describe('parseCniArgs', () => {
     expect(parseCniArgs(text)).toEqual({ ok: true, args: { announce, raw: { ANNOUNCE: String(announce) } } });
   });
 
+  it('reads MAC= as the MAC the runtime chose, and an empty one as none', () => {
+    expect(parseCniArgs('IgnoreUnknown=1;MAC=02:c0:ff:ee:00:05')).toEqual({
+      ok: true,
+      args: { mac: '02:c0:ff:ee:00:05', raw: { IgnoreUnknown: '1', MAC: '02:c0:ff:ee:00:05' } },
+    });
+    expect(parseCniArgs('MAC=')).toEqual({ ok: true, args: { raw: { MAC: '' } } });
+  });
+
+  it('cuts a long bad pair short in the problem', () => {
+    const parsed = parseCniArgs(`A=1;${'y'.repeat(100_000)}`);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.problem).toBe(`has a pair without "=" (got "${'y'.repeat(56)}...)`);
+  });
+
   it.each([
     ['A=1;oops', 'has a pair without "=" (got "oops")'],
     ['=1', 'has a pair with an empty key (got "=1")'],

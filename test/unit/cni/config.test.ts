@@ -32,6 +32,7 @@ describe('parseConfig', () => {
       readyTimeoutMs: 60000,
       stateDir: '/run/cni-announcer',
       logLevel: 'info',
+      podOverrides: ['enabled=false', 'mac=keep'],
       raw: BASE,
     });
     expect(config).toMatchObject(DEFAULTS);
@@ -54,6 +55,7 @@ describe('parseConfig', () => {
       stateDir: '/var/lib/announcer',
       logFile: '/var/log/announcer.log',
       logLevel: 'debug',
+      podOverrides: ['enabled=false', 'count', 'macPrefix'],
     };
     const { raw: kept, ...config } = parseConfig(raw);
     expect(config).toEqual(raw);
@@ -128,14 +130,24 @@ describe('parseConfig', () => {
   });
 });
 
-describe('args.cni.announce', () => {
-  const withAnnounce = (announce: unknown) => ({ ...BASE, args: { cni: { announce, other: 1 }, foo: 'bar' } });
-
-  it.each([true, false])('accepts %s', (announce) => {
-    expect(parseConfig(withAnnounce(announce)).args).toEqual({ cni: { announce, other: 1 }, foo: 'bar' });
+describe('args.cni.announce under podOverrides', () => {
+  const withAnnounce = (announce: unknown, fields: Record<string, unknown> = {}) => ({
+    ...BASE,
+    ...fields,
+    args: { cni: { announce, other: 1 }, foo: 'bar' },
   });
 
-  it('accepts overrides and drops unknown keys from them', () => {
+  it.each([true, false])('keeps args as received and turns %s into an enabled override', (announce) => {
+    const config = parseConfig(withAnnounce(announce));
+    expect(config.args).toEqual({ cni: { announce, other: 1 }, foo: 'bar' });
+    expect(config.podAnnounce).toEqual({ overrides: { enabled: announce }, ignored: [] });
+  });
+
+  it('has no podAnnounce without args.cni.announce', () => {
+    expect(parseConfig({ ...BASE, args: { cni: { other: 1 } } }).podAnnounce).toBeUndefined();
+  });
+
+  it('applies every field when podOverrides lists them all, and drops unknown keys silently', () => {
     const overrides = {
       enabled: false,
       ipv4: false,
@@ -148,30 +160,99 @@ describe('args.cni.announce', () => {
       backoff: 2,
       future: 'x',
     };
+    const podOverrides = ['enabled=false', 'ipv4', 'ipv6', 'arpOp', 'mac', 'macPrefix', 'count', 'intervalMs', 'backoff'];
     const { future: _dropped, ...known } = overrides;
-    expect(parseConfig(withAnnounce(overrides)).args?.cni?.announce).toEqual(known);
+    expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({ overrides: known, ignored: [] });
+  });
+
+  it('by default allows only enabled: false and mac: keep; the rest is ignored with its reason', () => {
+    const config = parseConfig(withAnnounce({ enabled: false, mac: 'keep', count: 10, macPrefix: '02:00', stateDir: '/x' }));
+    const reason = 'not allowed: podOverrides allows enabled=false, mac=keep';
+    expect(config.podAnnounce).toEqual({
+      overrides: { enabled: false, mac: 'keep' },
+      ignored: [
+        { field: 'args.cni.announce.count', value: 10, reason },
+        { field: 'args.cni.announce.macPrefix', value: '02:00', reason },
+        { field: 'args.cni.announce.stateDir', value: '/x', reason: 'only the conflist sets it' },
+      ],
+    });
+  });
+
+  it('ignores mac: ip-derived when only mac=keep is allowed', () => {
+    expect(parseConfig(withAnnounce({ mac: 'ip-derived' })).podAnnounce?.ignored).toEqual([
+      { field: 'args.cni.announce.mac', value: 'ip-derived', reason: 'not allowed: podOverrides allows enabled=false, mac=keep' },
+    ]);
+  });
+
+  it('with podOverrides [] ignores even enabled: false, but always accepts enabled: true', () => {
+    expect(parseConfig(withAnnounce(false, { podOverrides: [] })).podAnnounce).toEqual({
+      overrides: {},
+      ignored: [{ field: 'args.cni.announce.enabled', value: false, reason: 'not allowed: podOverrides allows nothing' }],
+    });
+    expect(parseConfig(withAnnounce(true, { podOverrides: [] })).podAnnounce).toEqual({ overrides: { enabled: true }, ignored: [] });
+  });
+
+  it('never errors on a field the pod may not change, whatever its value', () => {
+    expect(() => parseConfig(withAnnounce({ count: 'lots', macPrefix: '03:00', logFile: 7 }))).not.toThrow();
   });
 
   it.each([
-    [{ count: 11 }, '"args.cni.announce.count" must be an integer from 0 to 10 (got 11)'],
-    [{ arpOp: 'x' }, '"args.cni.announce.arpOp" must be one of "request", "reply", "both" (got "x")'],
-    [{ macPrefix: '03:00' }, '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")'],
-    [{ enabled: 'no' }, '"args.cni.announce.enabled" must be true or false (got "no")'],
-    [
-      { stateDir: '/x' },
-      '"args.cni.announce.stateDir" cannot be set per attachment (allowed: enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff)',
-    ],
-    ['yes', '"args.cni.announce" must be true, false or an object of option overrides (got "yes")'],
-    [[], '"args.cni.announce" must be true, false or an object of option overrides (got [])'],
-    [null, '"args.cni.announce" must be true, false or an object of option overrides (got null)'],
-  ])('rejects %j', (announce, problem) => {
-    expect(configError(withAnnounce(announce)).message).toBe(`invalid config: ${problem}`);
+    [{ count: 11 }, ['count'], '"args.cni.announce.count" must be an integer from 0 to 10 (got 11)'],
+    [{ arpOp: 'x' }, ['arpOp'], '"args.cni.announce.arpOp" must be one of "request", "reply", "both" (got "x")'],
+    [{ macPrefix: '03:00' }, ['macPrefix'], '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")'],
+    [{ enabled: 'no' }, ['enabled=false'], '"args.cni.announce.enabled" must be true or false (got "no")'],
+    [{ mac: 'random' }, ['mac=keep'], '"args.cni.announce.mac" must be one of "keep", "ip-derived" (got "random")'],
+    ['yes', [], '"args.cni.announce" must be true, false or an object of option overrides (got "yes")'],
+    [[], [], '"args.cni.announce" must be true, false or an object of option overrides (got [])'],
+    [null, [], '"args.cni.announce" must be true, false or an object of option overrides (got null)'],
+  ])('rejects %j when podOverrides is %j', (announce, podOverrides, problem) => {
+    expect(configError(withAnnounce(announce, { podOverrides })).message).toBe(`invalid config: ${problem}`);
+  });
+
+  it.each([
+    [['everything'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff" (got "everything")'],
+    [['enabled'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff" (got "enabled")'],
+    ['count', '"podOverrides" must be an array (got "count")'],
+  ])('rejects podOverrides %j', (podOverrides, problem) => {
+    expect(configError({ ...BASE, podOverrides }).message).toBe(`invalid config: ${problem}`);
   });
 
   it('reports config and override problems together', () => {
-    expect(configError({ ...withAnnounce({ count: 99 }), count: 99 }).message).toBe(
+    expect(configError({ ...withAnnounce({ count: 99 }, { podOverrides: ['count'] }), count: 99 }).message).toBe(
       'invalid config: "count" must be an integer from 0 to 10 (got 99); "args.cni.announce.count" must be an integer from 0 to 10 (got 99)',
     );
+  });
+});
+
+describe('the burst cap: the last round at most 10 minutes after the first', () => {
+  it.each([
+    [{ count: 10, intervalMs: 60000, backoff: 1 }],
+    [{ count: 3, intervalMs: 60000, backoff: 4 }],
+    [{ count: 10, intervalMs: 1000, backoff: 1.9 }],
+  ])('accepts %j', (fields) => {
+    expect(() => parseConfig({ ...BASE, ...fields })).not.toThrow();
+  });
+
+  it('refuses a conflist burst that lasts longer, naming the three fields', () => {
+    expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 4 }).message).toBe(
+      'invalid config: "count" 10, "intervalMs" 60000 and "backoff" 4 put the last round 60.7 days after the first ' +
+        '(the sum of intervalMs × backoff^k for k < count - 1); a burst may last at most 10 min',
+    );
+    expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 1.2 }).message).toMatch(/put the last round 20\.8 min after/);
+  });
+
+  it('refuses a pod override that makes the burst too long, naming where each value came from', () => {
+    const raw = { ...BASE, count: 10, intervalMs: 60000, podOverrides: ['backoff'], args: { cni: { announce: { backoff: 2 } } } };
+    expect(configError(raw).message).toBe(
+      'invalid config: "count" 10, "intervalMs" 60000 and "args.cni.announce.backoff" 2 put the last round 8.5 h after the first ' +
+        '(the sum of intervalMs × backoff^k for k < count - 1); a burst may last at most 10 min',
+    );
+  });
+
+  it('never errors on the 60-day annotation of the issue under the default policy: it is ignored', () => {
+    const config = parseConfig({ ...BASE, args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } } });
+    expect(config.podAnnounce?.overrides).toEqual({});
+    expect(config.podAnnounce?.ignored).toHaveLength(3);
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  crashReply,
   dispatch,
   type AddRequest,
   type CheckRequest,
@@ -90,7 +91,7 @@ async function run(
   const stdout: string[] = [];
   const io: CniIo = {
     env,
-    readStdin: async () => (typeof stdin === 'string' ? stdin : JSON.stringify(stdin)),
+    readStdin: async () => Buffer.from(typeof stdin === 'string' ? stdin : JSON.stringify(stdin)),
     writeStdout: (text) => stdout.push(text),
   };
   const { plugin, calls } = fakePlugin(overrides);
@@ -445,7 +446,7 @@ describe('STATUS and GC', () => {
   });
 });
 
-describe('option precedence: config < CNI_ARGS < args.cni', () => {
+describe('option precedence: conflist, then what podOverrides lets the pod change; off wins', () => {
   const enabled = async (cniArgs: string | undefined, fields: Record<string, unknown>) => {
     const r = await run({ ...ADD, CNI_ARGS: cniArgs }, config(fields));
     expect(r.exitCode).toBe(0);
@@ -460,27 +461,165 @@ describe('option precedence: config < CNI_ARGS < args.cni', () => {
     expect(await enabled('IgnoreUnknown=1;ANNOUNCE=false', {})).toBe(false);
   });
 
-  it('args.cni.announce true beats ANNOUNCE=false', async () => {
-    expect(await enabled('ANNOUNCE=false', { args: { cni: { announce: true } } })).toBe(true);
+  it('args.cni.announce true does not undo ANNOUNCE=false', async () => {
+    expect(await enabled('ANNOUNCE=false', { args: { cni: { announce: true } } })).toBe(false);
   });
 
   it('args.cni.announce false beats ANNOUNCE=true', async () => {
     expect(await enabled('ANNOUNCE=true', { args: { cni: { announce: false } } })).toBe(false);
   });
 
-  it('args.cni.announce overrides beat config fields', async () => {
-    const r = await run({ ...ADD, CNI_ARGS: 'ANNOUNCE=false' }, config({ count: 1, arpOp: 'reply', args: { cni: { announce: { count: 7 } } } }));
-    // An override object changes only the fields it names: it does not re-enable an opted-out pod.
-    expect(r.calls.add[0]?.options).toMatchObject({ enabled: false, count: 7, arpOp: 'reply' });
+  it('applies the overrides podOverrides allows, ignores the rest, and hands ADD the notes', async () => {
+    const r = await run(
+      { ...ADD, CNI_ARGS: 'ANNOUNCE=false' },
+      config({ count: 1, arpOp: 'reply', podOverrides: ['count'], args: { cni: { announce: { count: 7, arpOp: 'both' } } } }),
+    );
+    const req = r.calls.add[0];
+    expect(req?.options).toMatchObject({ enabled: false, count: 7, arpOp: 'reply' });
+    expect(req?.notes).toContainEqual({
+      level: 'warn',
+      msg: 'ignoring a pod override',
+      fields: { field: 'args.cni.announce.arpOp', value: 'both', reason: 'not allowed: podOverrides allows count' },
+    });
   });
 
-  it('names a bad override with its full path', async () => {
+  it('names a bad override of an allowed field with its full path', async () => {
     await expectError(
       ADD,
-      config({ args: { cni: { announce: { count: 11 } } } }),
+      config({ podOverrides: ['count'], args: { cni: { announce: { count: 11 } } } }),
       7,
       'invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 11)',
     );
+  });
+
+  it('ignores a bad value of a field the pod may not change at all', async () => {
+    const r = await run(ADD, config({ args: { cni: { announce: { count: 11 } } } }));
+    expect(r.exitCode).toBe(0);
+    expect(r.calls.add[0]?.options.count).toBe(3);
+  });
+
+  it('CNI_ARGS MAC= keeps the MAC the runtime chose', async () => {
+    const r = await run({ ...ADD, CNI_ARGS: 'IgnoreUnknown=1;MAC=02:00:00:00:00:09' }, config({ mac: 'ip-derived' }));
+    expect(r.calls.add[0]?.options.mac).toBe('keep');
+  });
+});
+
+describe('limits: stdin size, nesting, message length', () => {
+  it('asks the reader for at most 16 MiB and refuses more with 5 naming the limit', async () => {
+    const asked: number[] = [];
+    const stdout: string[] = [];
+    const io: CniIo = {
+      env: ADD,
+      readStdin: async (max) => {
+        asked.push(max);
+        return new Uint8Array(max + 1).fill(0x20);
+      },
+      writeStdout: (t) => stdout.push(t),
+    };
+    expect(await dispatch(io, fakePlugin().plugin)).toBe(1);
+    expect(asked).toEqual([16 * 1024 * 1024]);
+    expect(JSON.parse(stdout[0] ?? '')).toEqual({
+      cniVersion: '1.1.0',
+      code: 5,
+      msg: 'stdin holds more than 16 MiB (16777216 bytes), the most a network config may take',
+    });
+  });
+
+  it('VERSION answers even when stdin is over the limit', async () => {
+    const stdout: string[] = [];
+    const io: CniIo = {
+      env: { CNI_COMMAND: 'VERSION' },
+      readStdin: async (max) => new Uint8Array(max + 1).fill(0x20),
+      writeStdout: (t) => stdout.push(t),
+    };
+    expect(await dispatch(io, fakePlugin().plugin)).toBe(0);
+    expect(JSON.parse(stdout[0] ?? '').cniVersion).toBe('1.1.0');
+  });
+
+  it('refuses 3,000 levels of nesting in prevResult with 6, before anything recursive runs', async () => {
+    const deep = `${'['.repeat(3000)}${']'.repeat(3000)}`;
+    const stdin = JSON.stringify(config()).replace('"x-custom":42', `"x-custom":${deep}`);
+    const r = await run(ADD, stdin);
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toEqual({
+      cniVersion: '1.1.0',
+      code: 6,
+      msg: 'stdin nests JSON arrays and objects more than 64 levels deep, the most a network config may',
+    });
+    expect(r.calls.add).toEqual([]);
+  });
+
+  it('names the first 5 of 36,000 bad prevResult entries and counts the rest', async () => {
+    const ips = Array.from({ length: 36_000 }, (_, i) => ({ address: `bogus-${i}` }));
+    const r = await run(ADD, config({ prevResult: { ...PREV_RESULT, ips } }));
+    expect(r.doc?.code).toBe(7);
+    const msg = String(r.doc?.msg);
+    expect(msg.length).toBeLessThan(1000);
+    expect(msg).toContain('"prevResult.ips[0].address"');
+    expect(msg).toContain('"prevResult.ips[4].address"');
+    expect(msg).not.toContain('"prevResult.ips[5].address"');
+    expect(msg.endsWith('; … and 35,995 more')).toBe(true);
+  });
+
+  it('cuts a message longer than 4096 characters, saying how much was left out', async () => {
+    const r = await run(ADD, config(), {
+      add: async () => {
+        throw new CniError(ErrorCode.SystemCall, 'x'.repeat(10_000));
+      },
+    });
+    const msg = String(r.doc?.msg);
+    expect(msg).toHaveLength(4096);
+    expect(msg).toMatch(/ … \(5\d{3} more characters\)$/);
+  });
+});
+
+describe('the top level is total', () => {
+  it('a result that cannot be encoded becomes one 999 error object', async () => {
+    const r = await run(ADD, config(), { add: async () => ({ big: 1n }) });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toMatchObject({ cniVersion: '1.1.0', code: 999 });
+    expect(String(r.doc?.msg)).toMatch(/^internal error: cannot encode the reply as JSON: /);
+  });
+
+  it('a result nested too deep for JSON.stringify becomes one 999 error object', async () => {
+    let deep: unknown = {};
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const r = await run(ADD, config(), { add: async () => ({ deep }) });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toMatchObject({ code: 999 });
+    expect(r.stdout[0]).not.toMatch(/ at /);
+  });
+
+  it('an error whose message cannot be read still gives one error object', async () => {
+    const hostile = new Proxy(new Error('x'), {
+      get() {
+        throw new Error('no');
+      },
+    });
+    const r = await run(ADD, config(), {
+      add: async () => {
+        throw hostile;
+      },
+    });
+    expect(r.exitCode).toBe(1);
+    expect(r.doc).toMatchObject({ code: 999 });
+  });
+
+  it('returns 1 when stdout cannot be written', async () => {
+    const io: CniIo = {
+      env: ADD,
+      readStdin: async () => Buffer.from(JSON.stringify(config())),
+      writeStdout: () => {
+        throw new Error('EPIPE');
+      },
+    };
+    expect(await dispatch(io, fakePlugin().plugin)).toBe(1);
+  });
+
+  it('crashReply is a code-999 object without a stack', () => {
+    const text = crashReply(new TypeError('boom'));
+    expect(text.endsWith('\n')).toBe(true);
+    expect(JSON.parse(text)).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: boom' });
   });
 });
 

@@ -54,6 +54,13 @@ describe('parseEnv', () => {
     });
   });
 
+  it('shows a long invalid value cut short, not whole', () => {
+    const e = envError({ ...ADD_ENV, CNI_CONTAINERID: `-${'x'.repeat(100_000)}` });
+    expect(e.code).toBe(4);
+    expect(e.message.length).toBeLessThan(300);
+    expect(e.message).toMatch(/^invalid environment: CNI_CONTAINERID must start .* \(got "-x+\.\.\.\)$/);
+  });
+
   it('reports every missing variable in one code-4 error', () => {
     const e = envError({ CNI_COMMAND: 'ADD', CNI_IFNAME: '' });
     expect(e.code).toBe(4);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CniError, ErrorCode, isCniError } from '../../../src/cni/errors';
+import { CniError, ErrorCode, isCniError, MAX_MESSAGE_CHARS } from '../../../src/cni/errors';
 
 describe('CniError', () => {
   it('carries code, message, details and cause', () => {
@@ -24,6 +24,16 @@ describe('CniError', () => {
     expect(spec).toEqual({ cniVersion: '1.1.0', code: 4, msg: 'bad env' });
     expect(Object.keys(spec)).not.toContain('details');
     expect(JSON.stringify(spec)).not.toContain('inner');
+  });
+
+  it('cuts msg and details longer than 4096 characters, saying how much was cut', () => {
+    const e = new CniError(ErrorCode.InvalidConfig, 'm'.repeat(5000), { details: 'd'.repeat(4097) });
+    const spec = e.toSpec('1.1.0');
+    expect(spec.msg).toHaveLength(MAX_MESSAGE_CHARS);
+    expect(spec.msg.endsWith(' … (904 more characters)')).toBe(true);
+    expect(spec.details).toHaveLength(MAX_MESSAGE_CHARS);
+    expect(spec.details?.endsWith(' … (1 more characters)')).toBe(true);
+    expect(new CniError(7, 'x'.repeat(4096)).toSpec('1.1.0').msg).toBe('x'.repeat(4096));
   });
 
   it('has no own cause when none is given', () => {

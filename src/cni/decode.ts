@@ -1,0 +1,70 @@
+// Turns stdin's bytes into the network config object, within limits that keep a
+// hostile or broken runtime from exhausting the plugin: the size is bounded by the
+// reader (MAX_STDIN_BYTES), the nesting here, before JSON.parse and before anything
+// recursive (structuredClone, JSON.stringify of the reply) can overflow the stack.
+import { CniError, ErrorCode } from './errors';
+import { describeValue } from './field-path';
+
+/** The most stdin bytes a command reads: a larger config is refused with code 5. */
+export const MAX_STDIN_BYTES = 16 * 1024 * 1024;
+
+/** The deepest nesting of JSON arrays and objects accepted on stdin (code 6 beyond). */
+export const MAX_JSON_DEPTH = 64;
+
+/** The error for a stdin of more than MAX_STDIN_BYTES bytes. */
+export function stdinTooLarge(): CniError {
+  return new CniError(
+    ErrorCode.IoFailure,
+    `stdin holds more than ${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes), the most a network config may take`,
+  );
+}
+
+/**
+ * Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH levels deep.
+ * Throws CniError code 6 naming what is wrong.
+ */
+export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (e) {
+    throw new CniError(ErrorCode.DecodeFailure, 'stdin is not valid UTF-8: expected the network config as JSON', { cause: e });
+  }
+  if (text.trim() === '') throw new CniError(ErrorCode.DecodeFailure, 'stdin is empty: expected the network config as JSON');
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+    throw new CniError(
+      ErrorCode.DecodeFailure,
+      `stdin nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the most a network config may`,
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new CniError(ErrorCode.DecodeFailure, `stdin is not JSON: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Whether `[` and `{` outside JSON strings nest deeper than `max` anywhere in `text`.
+ * One linear pass, no recursion; the text need not be valid JSON.
+ */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
