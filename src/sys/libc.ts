@@ -1,6 +1,7 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import koffi from 'koffi';
+import { readdirSync } from 'node:fs';
+import koffi, { type LibraryHandle } from 'koffi';
 import { SysError } from './sys-error';
 
 /** CLONE_NEWNET, the namespace type for setns(2). */
@@ -61,9 +62,36 @@ const F_DUPFD_CLOEXEC = 1030;
 // Opaque glibc structs (80 and 336 bytes on x86_64); over-allocated to be safe elsewhere.
 const SPAWN_STRUCT_BYTES = 1024;
 
+/** Where loadLibc binds functions: koffi's handle on libc.so.6 (tests pass one that lacks some). */
+export type LibcLibrary = Pick<LibraryHandle, 'func'>;
+/** A bound libc function. */
+type LibcFunction = ReturnType<LibcLibrary['func']>;
+
+/**
+ * Binds `definition` on first use; undefined when the library lacks the
+ * symbol (koffi throws at binding time), for calls that have a fallback.
+ */
+function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
+  let bound: { fn: LibcFunction | undefined } | undefined;
+  return () => {
+    if (!bound) {
+      try {
+        bound = { fn: lib.func(definition) };
+      } catch {
+        bound = { fn: undefined };
+      }
+    }
+    return bound.fn;
+  };
+}
+
+/** The fds this process has open, from /proc/self/fd. */
+function openFds(): number[] {
+  return readdirSync('/proc/self/fd').map(Number);
+}
+
 /** Loads libc through koffi and binds the calls of {@link Libc}. */
-export function loadLibc(): Libc {
-  const lib = koffi.load('libc.so.6');
+export function loadLibc(lib: LibcLibrary = koffi.load('libc.so.6')): Libc {
   const setns = lib.func('int setns(int fd, int nstype)');
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const sendto = lib.func('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
@@ -77,7 +105,9 @@ export function loadLibc(): Libc {
   const spawn = lib.func('int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)');
   const actionsInit = lib.func('int posix_spawn_file_actions_init(void *actions)');
   const actionsOpen = lib.func('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
-  const actionsCloseFrom = lib.func('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
+  // glibc 2.34+ only (RHEL 8 has 2.28): bound when first needed, else one close action per open fd.
+  const actionsCloseFrom = optionalFunc(lib, 'int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
+  const actionsClose = lib.func('int posix_spawn_file_actions_addclose(void *actions, int fd)');
   const actionsDup2 = lib.func('int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
   const fcntl = lib.func('int fcntl(int fd, int cmd, int arg)');
   const pipe2 = lib.func('int pipe2(_Out_ int *fds, int flags)');
@@ -93,6 +123,13 @@ export function loadLibc(): Libc {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, koffi.errno());
     return value;
+  };
+  /** Adds to `actions` the closing of every fd from `from` up. */
+  const addCloseFrom = (actions: Buffer, from: number): void => {
+    const closeFrom = actionsCloseFrom();
+    if (closeFrom) return checkRc('posix_spawn_file_actions_addclosefrom_np', closeFrom(actions, from));
+    // The child ignores EBADF from these closes: the listing's own fd is gone by then.
+    for (const fd of openFds()) if (fd >= from) checkRc('posix_spawn_file_actions_addclose', actionsClose(actions, fd));
   };
   return {
     setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
@@ -160,7 +197,7 @@ export function loadLibc(): Libc {
         moved.push(...sources.filter((fd, i) => fd !== inherit[i]));
         sources.forEach((fd, i) => checkRc('posix_spawn_file_actions_adddup2', actionsDup2(actions, fd, 3 + i)));
         // Nothing the runtime left open (pipes it waits on, say) may live on in the child.
-        checkRc('posix_spawn_file_actions_addclosefrom_np', actionsCloseFrom(actions, 3 + inherit.length));
+        addCloseFrom(actions, 3 + inherit.length);
         checkRc('posix_spawnattr_setflags', attrSetFlags(attr, POSIX_SPAWN_SETSID));
         const pid = [0];
         checkRc(`posix_spawn ${path}`, spawn(pid, path, actions, attr, [...argv, null], [...env, null]));
