@@ -1,9 +1,9 @@
 // A small line logger. The plugin's stdout belongs to the CNI protocol, so
 // logs go to a file (config `logFile`) or nowhere.
-import { appendFileSync } from 'node:fs';
+import type { LogLevel } from './cni/option-schema';
+import { appendToRegularFile } from './sys/append-file';
 
-/** Log levels, most severe first. */
-export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export type { LogLevel } from './cni/option-schema';
 const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 /** Structured log lines carrying the attachment's container ID and ifname. */
@@ -39,13 +39,16 @@ export function createLogger(sink: LogSink, level: LogLevel, base: Record<string
   };
 }
 
-/** A sink appending to `file`; a failing write is dropped, never fatal. */
+/**
+ * A sink appending to the regular file `file` (created 0600). A line that cannot be written is
+ * dropped, never fatal, and nothing blocks: a FIFO, device or symlink at that path is refused.
+ */
 export function fileSink(file: string): LogSink {
   return (line) => {
     try {
-      appendFileSync(file, line, { mode: 0o600 });
+      appendToRegularFile(file, line);
     } catch {
-      // logging must never break the CNI operation
+      // logging must never break or hang the CNI operation
     }
   };
 }

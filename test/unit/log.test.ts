@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +111,19 @@ describe('fileSink', () => {
       sink('two\n');
       expect(readFileSync(file, 'utf8')).toBe('one\ntwo\n');
       expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('drops lines for a FIFO without a reader at once, never waiting for one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
+    try {
+      const fifo = join(dir, 'announcer.log');
+      execFileSync('mkfifo', [fifo]);
+      const sink = fileSink(fifo);
+      expect(() => sink('lost\n')).not.toThrow();
+      expect(statSync(fifo).isFIFO()).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
