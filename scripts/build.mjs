@@ -140,6 +140,13 @@ function embedPlugin(addonAsset) {
         cut = cut.replace('createRequire(import.meta.url)', 'createRequire("file:///koffi-addon-search-removed")');
         return { contents: cut, loader: 'js' };
       });
+      // Loading koffi dlopen()s its addon: only src/sys/koffi.ts may load it, on first use.
+      b.onResolve({ filter: /^koffi$/ }, (a) => {
+        if (a.kind === 'import-statement' && a.importer.startsWith(join(root, 'src'))) {
+          fail(`${relative(root, a.importer)} imports koffi at start-up: take it from loadKoffi() in src/sys/koffi.ts`);
+        }
+        return undefined;
+      });
       // Bun would embed any other native module itself and extract it to /tmp at run time.
       b.onResolve({ filter: /\.node$/ }, (a) => fail(`${relative(root, a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`));
       // The netlink package's socket addon needs libuv's uv_poll_init, which Bun lacks.

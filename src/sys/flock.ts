@@ -1,6 +1,6 @@
 // flock(2) through koffi: Node has no file locks. Bound on first use, apart
 // from libc.ts, so that commands that never lock never bind it.
-import koffi from 'koffi';
+import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 
 const LOCK_EX = 2;
@@ -17,6 +17,7 @@ export type TryLock = (fd: number) => boolean;
 
 /** Binds flock(2) from libc and returns a TryLock. */
 export function loadTryLock(): TryLock {
+  const koffi = loadKoffi();
   const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
   return (fd) => {
     for (;;) {

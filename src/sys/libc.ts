@@ -1,7 +1,8 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
 import { readdirSync } from 'node:fs';
-import koffi, { type LibraryHandle } from 'koffi';
+import type { LibraryHandle } from 'koffi';
+import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 
 /** CLONE_NEWNET, the namespace type for setns(2). */
@@ -91,7 +92,8 @@ function openFds(): number[] {
 }
 
 /** Loads libc through koffi and binds the calls of {@link Libc}. */
-export function loadLibc(lib: LibcLibrary = koffi.load('libc.so.6')): Libc {
+export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc {
+  const koffi = loadKoffi();
   const setns = lib.func('int setns(int fd, int nstype)');
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const sendto = lib.func('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');

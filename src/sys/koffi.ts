@@ -1,0 +1,9 @@
+// koffi, loaded on first use: loading it dlopen()s its native addon (a few ms),
+// which VERSION and the about text never need. Modules take koffi from here,
+// never with a top-level import, which would load it at start-up.
+import type Koffi from 'koffi';
+
+/** koffi's module; the first call loads it (require caches it). */
+export function loadKoffi(): typeof Koffi {
+  return require('koffi') as typeof Koffi;
+}
