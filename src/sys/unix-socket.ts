@@ -2,7 +2,7 @@
 // control socket. SEQPACKET keeps message boundaries (one JSON request, one
 // reply), and SO_PEERCRED tells who is on the other end. Every fd is
 // non-blocking: callers wait with poll(2) (Libc.pollIn) and a deadline.
-import koffi from 'koffi';
+import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 
 const AF_UNIX = 1;
@@ -52,6 +52,7 @@ export function sockaddrUn(path: string): Buffer {
 
 /** Binds the unix socket calls through koffi. */
 export function loadUnixSockets(): UnixSockets {
+  const koffi = loadKoffi();
   const lib = koffi.load('libc.so.6');
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const bind = lib.func('int bind(int fd, const uint8_t *addr, uint32_t len)');
