@@ -1,12 +1,24 @@
 // The command-line verbs besides the CNI protocol (which runtimes drive with
-// CNI_* variables and no arguments): `install` and `sleep`, for the DaemonSet.
+// CNI_* variables and no arguments): `install` and `sleep`, for the DaemonSet;
+// `status` and `announce`, for operators on a node.
 import { writeSync } from 'node:fs';
 import { install, INSTALL_VERB } from './commands/install';
 import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
 import { dirProblem, installFile } from './sys/install-file';
+import { listRecords } from './announce/state';
+import { realTimers } from './announce/timers';
+import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
+import { statusCommand, STATUS_VERB } from './commands/status-cli';
+import { askDaemon } from './daemon/client';
+import { silentLogger } from './log';
+import { loadLibc } from './sys/libc';
+import { loadUnixSockets } from './sys/unix-socket';
+
+/** How long `status` waits for the background announcer to answer. */
+const STATUS_TIMEOUT_MS = 2000;
 
 /** The verbs runVerb handles. */
-export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB];
+export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB];
 
 function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
@@ -17,6 +29,18 @@ function line(fd: number, text: string): void {
  * running executable (the file that `install` copies).
  */
 export async function runVerb(verb: string, args: readonly string[], self: string): Promise<number> {
+  if (verb === STATUS_VERB || verb === ANNOUNCE_VERB) {
+    const libc = loadLibc();
+    const timers = realTimers(() => libc.bootTimeMs());
+    const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
+    if (verb === ANNOUNCE_VERB) return announceCommand({ libc, timers, log: silentLogger, ...io }, args);
+    const sockets = loadUnixSockets();
+    const client = { libc, sockets, now: timers.now };
+    return statusCommand(
+      { ask: (stateDir) => askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS), records: listRecords, bootMs: timers.bootMs, ...io },
+      args,
+    );
+  }
   if (verb === INSTALL_VERB) {
     return install({ self, dirProblem, installFile, out: (t) => line(1, t), err: (t) => line(2, t) }, args);
   }
@@ -24,12 +48,15 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     line(2, `announcer ${SLEEP_VERB}: takes no arguments`);
     return 2;
   }
-  await sleepUntilSignal({
+  const stopped = sleepUntilSignal({
     onSignal: (signal, handler) => process.once(signal, handler),
     keepAlive: () => {
       const timer = setInterval(() => undefined, 2 ** 31 - 1);
       return () => clearInterval(timer);
     },
   });
+  // The handlers are in place (as PID 1 of a container, an unhandled SIGTERM would be ignored until now).
+  line(1, `announcer ${SLEEP_VERB}: waiting for SIGTERM`);
+  line(1, `announcer ${SLEEP_VERB}: ${await stopped}, exiting`);
   return 0;
 }

@@ -8,12 +8,16 @@ import type { UnixSockets } from '../sys/unix-socket';
 import { START_LOCK, withSocketAddress } from './paths';
 import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from './protocol';
 
-/** What a client needs from the process. */
-export interface ClientDeps {
+/** What asking the announcer needs from the process. */
+export interface AskDeps {
   libc: Libc;
   sockets: UnixSockets;
   /** Monotonic ms. */
   now(): number;
+}
+
+/** What starting the announcer needs besides. */
+export interface ClientDeps extends AskDeps {
   sleep(ms: number): Promise<void>;
   lockFile: LockFile;
   /** Starts `announcer daemon <stateDir>` detached. */
@@ -24,7 +28,7 @@ export interface ClientDeps {
 const START_POLL_MS = 10;
 
 /** Sends `request` to the background announcer of `stateDir`; undefined when none answers within `timeoutMs`. */
-export async function askDaemon(deps: ClientDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
+export async function askDaemon(deps: AskDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
   const deadline = deps.now() + timeoutMs;
   let fd: number;
   try {

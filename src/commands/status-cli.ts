@@ -1,0 +1,92 @@
+// `announcer status [--json] [--state-dir DIR]`: what the background
+// announcer is doing, for operators on the node. It asks the announcer; when
+// none runs, it reads the records in stateDir (no counters then).
+import { parseFlags } from '../cli-flags';
+import type { RecordRead } from '../announce/state';
+import type { Counters } from '../daemon/counters';
+import { nextRound } from '../daemon/progress';
+import type { AttachmentStatus, Reply } from '../daemon/protocol';
+
+/** The verb. */
+export const STATUS_VERB = 'status';
+/** Where records live unless --state-dir says otherwise (the config default). */
+const DEFAULT_STATE_DIR = '/run/cni-announcer';
+const USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-dir DIR]`;
+
+/** What `status` needs from the process. */
+export interface StatusCliDeps {
+  /** Asks the running announcer of stateDir for its status; undefined when none answers. */
+  ask(stateDir: string): Promise<Reply | undefined>;
+  records(stateDir: string): { file: string; read: RecordRead }[];
+  bootMs(): number;
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/** What `status` reports, also its --json form. */
+export interface StatusReport {
+  source: 'daemon' | 'records';
+  stateDir: string;
+  pid?: number;
+  attachments: AttachmentStatus[];
+  counters?: Counters;
+}
+
+/** Runs `announcer status`; resolves with the exit status. */
+export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]): Promise<number> {
+  const parsed = parseFlags(argv, { json: 'bool', 'state-dir': 'string' }, USAGE);
+  if (!parsed.ok) {
+    deps.err(`announcer ${STATUS_VERB}: ${parsed.problem}`);
+    return 2;
+  }
+  const stateDir = parsed.flags['state-dir'] ?? DEFAULT_STATE_DIR;
+  const reply = await deps.ask(stateDir);
+  const report: StatusReport =
+    reply?.ok && reply.status
+      ? { source: 'daemon', stateDir, pid: reply.status.pid, attachments: reply.status.attachments, counters: reply.status.counters }
+      : { source: 'records', stateDir, attachments: fromRecords(deps.records(stateDir), deps.bootMs()) };
+  if (parsed.flags.json) deps.out(JSON.stringify(report));
+  else for (const line of render(report)) deps.out(line);
+  return 0;
+}
+
+/** The attachments with background work, as far as the records tell (no announcer running). */
+export function fromRecords(records: readonly { read: RecordRead }[], now: number): AttachmentStatus[] {
+  return records.flatMap(({ read }): AttachmentStatus[] => {
+    if (read.kind !== 'ok' || !read.record.job) return [];
+    const job = read.record.job;
+    const base = { network: job.network, containerId: job.containerId, ifname: job.ifname, netns: job.netns, roundsPlanned: job.schedule.length };
+    if (job.firstRoundAt === undefined) {
+      return now < job.readyDeadline ? [{ ...base, roundsSent: 0, deferred: true }] : [];
+    }
+    const next = nextRound(job.schedule, job.firstRoundAt, 1, now);
+    if (next.dueAt === undefined) return [];
+    return [{ ...base, roundsSent: next.index, nextRoundInMs: Math.max(0, Math.round(next.dueAt - now)), deferred: false }];
+  });
+}
+
+/** The human form: a headline, one line per attachment, the counters. */
+export function render(report: StatusReport): string[] {
+  const lines = [
+    report.source === 'daemon'
+      ? `background announcer: running, pid ${report.pid}, stateDir ${report.stateDir}`
+      : `background announcer: not running; from the records in ${report.stateDir} (no counters)`,
+  ];
+  if (report.attachments.length === 0) lines.push('no active attachments');
+  for (const a of report.attachments) {
+    const next = a.deferred ? 'waiting for the pod to be ready' : a.nextRoundInMs !== undefined ? `next round in ${a.nextRoundInMs} ms` : 'no round planned';
+    lines.push(`${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`);
+  }
+  if (report.counters) lines.push(...counterLines(report.counters));
+  return lines;
+}
+
+function counterLines(c: Counters): string[] {
+  return [
+    `frames sent: garp-request=${c.frames.garpRequest} garp-reply=${c.frames.garpReply} na=${c.frames.na}`,
+    `rounds: sent=${c.rounds.sent} skipped-not-ready=${c.rounds.skippedNotReady} skipped-late=${c.rounds.skippedLate}`,
+    `deferred waits: started=${c.deferred.started} ready=${c.deferred.ready} timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
+    `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
+    `errors: ${c.errors}`,
+  ];
+}
