@@ -1,0 +1,234 @@
+// The installer image (issue 9): scripts/image.sh builds it offline FROM
+// scratch; podman runs it the way deploy/daemonset.yaml does (its commands,
+// security settings and resource limits, read from the YAML) with a temp dir
+// mounted at /host/opt/cni/bin. The installed copy must be bin/announcer byte
+// for byte, and work: VERSION, and the seed scenario (field notes §1) chained
+// after the real bridge plugin. The OCI archive must load back as the same image.
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  ANNOUNCER,
+  addBridgePod,
+  allocSubnet,
+  assertCniOk,
+  bridgeConfig,
+  chainConfig,
+  cniExec,
+  createBridge,
+  createNetns,
+  killStrays,
+  neighEntry,
+  plantStale,
+  podInterface,
+  RUN_TAG,
+  run,
+  Scope,
+  scopePerTest,
+  throwCleanupErrors,
+  waitFor,
+} from './harness';
+import { announcerFiles } from './harness/announcer-files';
+import { privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const NOTICES = join(ROOT, 'bin', 'THIRD_PARTY_NOTICES');
+const PREFIX = `im${RUN_TAG}`;
+const IMAGE = `localhost/cni-announcer-test:${RUN_TAG}`;
+const DEST = '/host/opt/cni/bin';
+/** The departed pod's MAC, as in field notes §1. */
+const OLD_MAC = '86:03:17:7a:eb:6e';
+
+interface Container {
+  command: string[];
+  securityContext: { runAsUser?: number; runAsGroup?: number; readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { drop?: string[] } };
+  resources: { limits: { cpu: string; memory: string } };
+}
+
+/** The DaemonSet's init container and sleep container, as the YAML has them. */
+async function daemonSetContainers(): Promise<{ install: Container; sleep: Container }> {
+  const ds = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8'));
+  return { install: ds.spec.template.spec.initContainers[0], sleep: ds.spec.template.spec.containers[0] };
+}
+
+/** `podman run` flags that apply a container's command, security context and limits as kubelet would. */
+function runFlags(c: Container): string[] {
+  const sc = c.securityContext;
+  const flags = ['--network', 'none', '--entrypoint', JSON.stringify(c.command.slice(0, 1))];
+  if (sc.runAsUser !== undefined) flags.push('--user', `${sc.runAsUser}:${sc.runAsGroup ?? sc.runAsUser}`);
+  if (sc.readOnlyRootFilesystem) flags.push('--read-only');
+  if (sc.allowPrivilegeEscalation === false) flags.push('--security-opt', 'no-new-privileges');
+  for (const cap of sc.capabilities?.drop ?? []) flags.push('--cap-drop', cap);
+  const memory = /^(\d+)Mi$/.exec(c.resources.limits.memory);
+  const cpu = /^(\d+)m$/.exec(c.resources.limits.cpu);
+  if (!memory || !cpu) throw new Error(`unexpected limits ${JSON.stringify(c.resources.limits)}`);
+  flags.push('--memory', `${memory[1]}m`, '--memory-swap', `${memory[1]}m`, '--cpus', String(Number(cpu[1]) / 1000));
+  return flags;
+}
+
+async function sha256(file: string): Promise<string> {
+  return createHash('sha256').update(await readFile(file)).digest('hex');
+}
+
+/** A temp dir to mount at /host/opt/cni/bin, removed at scope close. */
+async function hostCniBin(scope: Scope): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'announcer-host-cni-bin-'));
+  scope.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
+  return dir;
+}
+
+describe.skipIf(skipPodman())('the installer image, built offline FROM scratch and run with podman', () => {
+  const fileScope = new Scope();
+  const scope = scopePerTest();
+  let podman: PrivatePodman;
+  let archive: string;
+  let built: string;
+
+  beforeAll(async () => {
+    const elf = (await readFile(ANNOUNCER)).subarray(0, 4);
+    if (!elf.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]))) throw new Error(`${ANNOUNCER} is not an ELF executable: run make build`);
+    await stat(NOTICES).catch(() => {
+      throw new Error(`${NOTICES} is missing: run make build`);
+    });
+    podman = await privatePodman(fileScope);
+    archive = join(podman.dir, 'image.oci.tar');
+    const res = await run('bash', [join(ROOT, 'scripts/image.sh'), '--tag', IMAGE, '--archive', archive], {
+      env: { ...podman.env, PODMAN: podman.command.join(' ') },
+      timeoutMs: 600_000,
+    });
+    if (res.code !== 0) throw new Error(`scripts/image.sh exited ${res.code}: ${res.stderr.trim()}`);
+    built = res.stdout;
+  }, 660_000);
+
+  afterAll(async () => {
+    throwCleanupErrors(await fileScope.close());
+  }, 120_000);
+
+  it('holds the executable, its notices, and only the libraries ldd names with their copyright files', async () => {
+    expect(built).toMatch(new RegExp(`^built ${IMAGE.replace(/[.:/]/g, '\\$&')} `));
+    const config = JSON.parse((await podman.ok(['image', 'inspect', IMAGE])).stdout)[0];
+    expect(config.Config.Entrypoint).toEqual(['/announcer']);
+    expect(config.Config.Cmd).toEqual(['install', '--dest', DEST, '--also-notices']);
+    // Read the image's files through a container that is created, never started (FROM scratch has no shell).
+    const ctr = (await podman.ok(['create', '--network', 'none', IMAGE])).stdout.trim();
+    scope().defer(() => podman.run(['rm', '-f', ctr]), `container ${ctr}`);
+    const mount = (await podman.ok(['mount', ctr])).stdout.trim();
+    const files = (await podman.inMountNs('find', [mount, '-not', '-type', 'd'])).stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.slice(mount.length))
+      .sort();
+    const libs = files.filter((f) => f.startsWith('/lib'));
+    expect(files).toEqual(
+      expect.arrayContaining(['/announcer', '/THIRD_PARTY_NOTICES', '/lib64/ld-linux-x86-64.so.2', '/lib/x86_64-linux-gnu/libc.so.6', '/usr/share/doc/libc6/copyright']),
+    );
+    expect(files.filter((f) => !f.startsWith('/lib') && !f.startsWith('/usr/share/doc/'))).toEqual(['/THIRD_PARTY_NOTICES', '/announcer']);
+    expect(libs.length).toBeLessThanOrEqual(10);
+    await podman.ok(['umount', ctr]);
+  });
+
+  it('installs a byte-identical announcer (0755) and its notices (0644), run as the image says and as the DaemonSet says, and leaves nothing else', async () => {
+    const dir = await hostCniBin(scope());
+    const first = await podman.run(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
+    expect([first.code, first.stderr]).toEqual([0, '']);
+    expect(first.stdout.split('\n').filter(Boolean)).toEqual([`installed ${DEST}/announcer`, `installed ${DEST}/THIRD_PARTY_NOTICES`]);
+    expect((await readdir(dir)).sort()).toEqual(['THIRD_PARTY_NOTICES', 'announcer']);
+    expect(await sha256(join(dir, 'announcer'))).toBe(await sha256(ANNOUNCER));
+    expect(await sha256(join(dir, 'THIRD_PARTY_NOTICES'))).toBe(await sha256(NOTICES));
+    expect((await stat(join(dir, 'announcer'))).mode & 0o7777).toBe(0o755);
+    expect((await stat(join(dir, 'THIRD_PARTY_NOTICES'))).mode & 0o7777).toBe(0o644);
+    const inode = (await stat(join(dir, 'announcer'))).ino;
+
+    // Again, with the init container's command, security context and limits: nothing to do.
+    const { install } = await daemonSetContainers();
+    const again = await podman.run(['run', '--rm', ...runFlags(install), '-v', `${dir}:${DEST}`, IMAGE, ...install.command.slice(1)]);
+    expect([again.code, again.stderr]).toEqual([0, '']);
+    expect(again.stdout.split('\n').filter(Boolean)).toEqual([
+      `unchanged ${DEST}/announcer (already identical)`,
+      `unchanged ${DEST}/THIRD_PARTY_NOTICES (already identical)`,
+    ]);
+    expect((await stat(join(dir, 'announcer'))).ino).toBe(inode);
+    expect((await readdir(dir)).sort()).toEqual(['THIRD_PARTY_NOTICES', 'announcer']);
+  });
+
+  it('replaces an older plugin atomically (a new inode), under the DaemonSet limits', async () => {
+    const dir = await hostCniBin(scope());
+    await run('sh', ['-c', 'printf old > "$1/announcer" && chmod 0755 "$1/announcer"', 'sh', dir]);
+    const before = (await stat(join(dir, 'announcer'))).ino;
+    const { install } = await daemonSetContainers();
+    const res = await podman.run(['run', '--rm', ...runFlags(install), '-v', `${dir}:${DEST}`, IMAGE, ...install.command.slice(1)]);
+    expect([res.code, res.stderr]).toEqual([0, '']);
+    expect((await stat(join(dir, 'announcer'))).ino).not.toBe(before);
+    expect(await sha256(join(dir, 'announcer'))).toBe(await sha256(ANNOUNCER));
+    expect((await readdir(dir)).sort()).toEqual(['THIRD_PARTY_NOTICES', 'announcer']);
+  });
+
+  it('refuses to run without /host/opt/cni/bin mounted: one line on stderr, exit 1', async () => {
+    const res = await podman.run(['run', '--rm', '--network', 'none', IMAGE]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(`announcer install: --dest ${DEST}: no such directory\n`);
+    expect(res.stdout).toBe('');
+  });
+
+  it('the installed copy answers VERSION and repairs a planted stale entry chained after the bridge plugin', async () => {
+    const s = scope();
+    killStrays(s, { strict: true });
+    const dir = await hostCniBin(s);
+    await podman.ok(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
+    const installed = join(dir, 'announcer');
+
+    const version = await cniExec(installed, { command: 'VERSION' }, { cniVersion: '1.0.0' });
+    expect(version.code, version.stderr).toBe(0);
+    expect(version.json).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+
+    const net = allocSubnet();
+    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+    const keeper = await createNetns(s, PREFIX);
+    await addBridgePod(s, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${PREFIX}-keeper` });
+    await plantStale(bridge, net.v4(5), OLD_MAC);
+    const podNs = await createNetns(s, PREFIX);
+    const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId: `${PREFIX}-pod` };
+    const result = await addBridgePod(s, opts);
+    const pod = podInterface(result)!;
+    expect((await neighEntry(bridge, net.v4(5)))?.mac).toBe(OLD_MAC); // the bug, before the announcer
+
+    const files = await announcerFiles(s);
+    const config = chainConfig(bridgeConfig(opts), { type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile }, result);
+    const call = { containerId: opts.containerId, netns: podNs.path, ifname: 'eth0', cniPath: dir };
+    s.defer(async () => assertCniOk('installed announcer DEL', await cniExec(installed, { ...call, command: 'DEL' }, config)), 'installed announcer DEL');
+    const add = await cniExec(installed, { ...call, command: 'ADD' }, config);
+    expect(add.code, add.stdout + add.stderr).toBe(0);
+    expect(add.json?.interfaces).toEqual(result.interfaces);
+    expect(await neighEntry(bridge, net.v4(5))).toMatchObject({ mac: pod.mac });
+  });
+
+  it('the sleep container runs as the DaemonSet runs it and exits 0 on SIGTERM', async () => {
+    const { sleep } = await daemonSetContainers();
+    const name = `${PREFIX}-sleep`;
+    scope().defer(() => podman.run(['rm', '-f', '-t', '0', name]), `container ${name}`);
+    await podman.ok(['run', '-d', '--name', name, ...runFlags(sleep), IMAGE, ...sleep.command.slice(1)]);
+    // Its handlers are in place once it says so: before that, SIGTERM to PID 1 is ignored.
+    await waitFor(async () => (await podman.ok(['logs', name])).stdout.includes('waiting for SIGTERM'), {
+      timeoutMs: 60_000,
+      what: 'the sleep container to be ready',
+    });
+    expect(JSON.parse((await podman.ok(['inspect', name])).stdout)[0].State.Running).toBe(true);
+    // podman stop sends SIGTERM, and SIGKILL only after --time seconds (exit code 137 then).
+    await podman.ok(['stop', '--time', '30', name]);
+    const stopped = JSON.parse((await podman.ok(['inspect', name])).stdout)[0].State;
+    expect([stopped.Status, stopped.ExitCode]).toEqual(['exited', 0]);
+    expect((await podman.ok(['logs', name])).stdout).toBe('announcer sleep: waiting for SIGTERM\nannouncer sleep: SIGTERM, exiting\n');
+  }, 120_000);
+
+  it('the OCI archive loads back, in another store, as the same image', async () => {
+    const other = await privatePodman(scope());
+    const loaded = await other.ok(['load', '--quiet', '--input', archive]);
+    expect(loaded.stdout).toContain(IMAGE.split(':')[0]);
+    const id = async (p: PrivatePodman): Promise<string> => (await p.ok(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
+    expect(await id(other)).toBe(await id(podman));
+  });
+});
