@@ -1,6 +1,6 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import { readdirSync } from 'node:fs';
+import { fstatSync, readdirSync } from 'node:fs';
 import type { LibraryHandle } from 'koffi';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
@@ -86,9 +86,18 @@ function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction 
   };
 }
 
-/** The fds this process has open, from /proc/self/fd. */
+/** The fds this process has open, from /proc/self/fd (less the listing's own, closed by then). */
 function openFds(): number[] {
-  return readdirSync('/proc/self/fd').map(Number);
+  return readdirSync('/proc/self/fd')
+    .map(Number)
+    .filter((fd) => {
+      try {
+        fstatSync(fd);
+        return true;
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Loads libc through koffi and binds the calls of {@link Libc}. */
@@ -130,7 +139,6 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const addCloseFrom = (actions: Buffer, from: number): void => {
     const closeFrom = actionsCloseFrom();
     if (closeFrom) return checkRc('posix_spawn_file_actions_addclosefrom_np', closeFrom(actions, from));
-    // The child ignores EBADF from these closes: the listing's own fd is gone by then.
     for (const fd of openFds()) if (fd >= from) checkRc('posix_spawn_file_actions_addclose', actionsClose(actions, fd));
   };
   return {
