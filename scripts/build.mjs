@@ -45,14 +45,17 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: true, minify: true, out: undefined };
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined };
   for (const a of argv) {
     const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
-    const flag = typeof args[m[2]] === 'boolean';
+    const flag = m[2] === 'bytecode' || m[2] === 'minify';
     if (flag ? m[3] !== undefined : m[1] !== undefined || m[3] === undefined) fail(`malformed argument ${a}`);
     args[m[2]] = flag ? m[1] === undefined : m[3];
   }
+  // JSC bytecode is made by the Bun running the build and is not portable to another architecture.
+  if (args.arch !== 'x64' && args.bytecode) fail('--bytecode needs a build on the target architecture');
+  args.bytecode ??= args.arch === 'x64';
   return args;
 }
 
