@@ -48,7 +48,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     }
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
     const removed = removeRecordQuietly(file, log);
-    log.info('DEL done', { tail, tailPid: record.tail?.pid, macsRestored: restored, recordRemoved: removed });
+    log.info('DEL done', { tail, tailPid: record.tail?.pid, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     if (lock) releaseAttachmentLock(lock, file);
   }

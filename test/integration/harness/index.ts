@@ -10,6 +10,7 @@ export * from './names';
 export * from './neigh';
 export * from './netns';
 export * from './pcap';
+export * from './pidns';
 export * from './privileges';
 export * from './processes';
 export * from './scope';

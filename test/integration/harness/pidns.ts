@@ -1,0 +1,127 @@
+// A private pid namespace per test, for plugin calls that could signal
+// processes: there, kill(-1) reaches only the namespace's own processes and
+// kill(1) its init, never the node's. Its init and a sentinel process trap
+// signals and write what they got to a marker file; strace can record every
+// signal a call sends. Killing the init at scope close ends everything inside.
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cniEnv, runCniCommand, type CniCall, type CniOutput } from './cni';
+import { childEnv } from './exec';
+import type { Scope } from './scope';
+import { waitFor } from './wait';
+
+/** The syscalls that send a signal to another process. */
+const SIGNAL_SYSCALLS = 'kill,tkill,tgkill,pidfd_send_signal,rt_sigqueueinfo,rt_tgsigqueueinfo';
+
+/** One signal-sending syscall a traced call made, as strace printed it. */
+export interface SignalSyscall {
+  syscall: string;
+  /** The first argument: the pid (or pidfd) it targeted. */
+  target: number;
+  line: string;
+}
+
+/** A private pid namespace holding a signal-trapping init and sentinel. */
+export interface PidNamespace {
+  /** The host pid of the namespace's init. */
+  readonly initPid: number;
+  /** What the init and the sentinel received so far (`init:TERM`, `sentinel:HUP`…), and `sentinel:gone` if it died. */
+  signalsSeen(): Promise<string[]>;
+  /**
+   * Runs a plugin like cniExec, inside the namespace (and its mount namespace,
+   * a slave of the host's, so new netns mounts show), in a session of its own
+   * (setsid), so that even kill(0) cannot reach the test's process group.
+   * With `trace`, strace -f records every signal it (and any child) sends,
+   * returned as `signals`. Never throws on a plugin error.
+   */
+  cniExec(pluginPath: string, call: CniCall, config: object | string, opts?: { trace?: boolean }): Promise<CniOutput & { signals?: SignalSyscall[] }>;
+}
+
+/** Parses strace -f output into the signal syscalls it shows. */
+export function parseSignalTrace(text: string): SignalSyscall[] {
+  return text
+    .split('\n')
+    .map((line) => ({ line, m: /^(?:\d+\s+)?(kill|tkill|tgkill|pidfd_send_signal|rt_sigqueueinfo|rt_tgsigqueueinfo)\((-?\d+)/.exec(line) }))
+    .filter((x) => x.m !== null)
+    .map(({ line, m }) => ({ syscall: m![1]!, target: Number(m![2]), line }));
+}
+
+const INIT_SCRIPT = `
+M="$1"
+for s in TERM HUP INT USR1 USR2 QUIT; do trap "echo init:$s >> \\"$M\\"" $s; done
+sh -c 'for s in TERM HUP INT USR1 USR2 QUIT; do trap "echo sentinel:$s >> \\"$0\\"" $s; done; while :; do sleep 1 & wait $!; done' "$M" &
+echo "sentinel $!" > "$M.ready"
+while :; do sleep 1 & wait $!; done
+`;
+
+async function childrenOf(pid: number): Promise<number[]> {
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  return text.split(/\s+/).filter((s) => s !== '').map(Number);
+}
+
+async function isAlive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
+  return stat !== '' && !/^\d+ \(.*\) [ZX]/s.test(stat);
+}
+
+/**
+ * Creates the namespace (`unshare --pid --fork --mount-proc --propagation
+ * slave`), waits until its sentinel runs, and kills its init (so everything
+ * inside) at scope close.
+ */
+export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
+  const dir = await mkdtemp(join(tmpdir(), 'announcer-pidns-'));
+  scope.defer(() => rm(dir, { recursive: true, force: true }), `pidns dir ${dir}`);
+  const marker = join(dir, 'signals');
+  const unshare = spawn(
+    'unshare',
+    ['--pid', '--fork', '--mount-proc', '--propagation', 'slave', 'setsid', 'sh', '-c', INIT_SCRIPT, 'init', marker],
+    { env: childEnv(), stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((resolve) => {
+    unshare.on('close', () => resolve());
+    unshare.on('error', () => resolve());
+  });
+  scope.defer(async () => {
+    for (const pid of await childrenOf(unshare.pid!)) {
+      try {
+        process.kill(pid, 'SIGKILL'); // the namespace's init: every process inside goes with it
+      } catch {
+        // Already gone.
+      }
+    }
+    unshare.kill('SIGKILL');
+    await exited;
+  }, 'pid namespace');
+  const initPid = await waitFor(async () => (await childrenOf(unshare.pid!))[0], { what: 'the pid namespace init' });
+  await waitFor(() => readFile(`${marker}.ready`, 'utf8').catch(() => undefined), { what: 'the pid namespace sentinel' });
+  const sentinel = await waitFor(
+    async () => {
+      for (const pid of await childrenOf(initPid)) {
+        if ((await readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '')).includes('sentinel:')) return pid;
+      }
+      return undefined;
+    },
+    { what: 'the sentinel host pid' },
+  );
+  let traces = 0;
+  return {
+    initPid,
+    async signalsSeen() {
+      const lines = (await readFile(marker, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+      return (await isAlive(sentinel)) ? lines : [...lines, 'sentinel:gone'];
+    },
+    async cniExec(pluginPath, call, config, opts = {}) {
+      const traceFile = join(dir, `trace-${traces++}`);
+      const inner = opts.trace
+        ? ['strace', '-f', '-qq', '-o', traceFile, '-e', `trace=${SIGNAL_SYSCALLS}`, pluginPath]
+        : [pluginPath];
+      const args = ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...inner];
+      const out: CniOutput & { signals?: SignalSyscall[] } = await runCniCommand('nsenter', args, call, config, cniEnv(call));
+      if (opts.trace) out.signals = parseSignalTrace(await readFile(traceFile, 'utf8'));
+      return out;
+    },
+  };
+}
