@@ -139,8 +139,13 @@ function embedPlugin(addonAsset) {
         const source = readFileSync(a.path, 'utf8');
         let cut = source.replace(/loadStatic\(pkg\) \?\? loadDynamic2?\([^)]*\)/, 'loadStatic(pkg)');
         if (cut === source) fail(`${relative(root, a.path)}: koffi's addon search not found (a new koffi version?)`);
-        // The search's require() would be rooted at this file's path on the build machine; it is never called.
-        cut = cut.replace('createRequire(import.meta.url)', 'createRequire("file:///koffi-addon-search-removed")');
+        // What remains of the search (a require() rooted at this file, never called) would bake this
+        // file's path on the build machine into the binary.
+        const gone = '/koffi-addon-search-removed';
+        cut = cut
+          .replaceAll('import.meta.url', JSON.stringify(`file://${gone}/index.js`))
+          .replaceAll(/import\.meta\.dirname|__dirname/g, JSON.stringify(gone))
+          .replaceAll('__filename', JSON.stringify(`${gone}/index.js`));
         return { contents: cut, loader: 'js' };
       });
       // Loading koffi dlopen()s its addon: only src/sys/koffi.ts may load it, on first use.

@@ -1,97 +1,88 @@
-// `make install` (issue 2, item 2): one self-contained file at
-// $(DESTDIR)/opt/cni/bin/announcer that works with the checkout out of reach.
-// Each run of the installed plugin happens in a private mount namespace where
-// the checkout and the native-addon cache (/run/cni-announcer) are covered by
-// empty tmpfs mounts, so koffi and netlink can only come from the file itself.
+// `make install` (issues 2 and 8): one self-contained ELF executable at
+// $(DESTDIR)/opt/cni/bin/announcer that works where nothing else is there. Each
+// run of the installed plugin happens in a private mount namespace, "sealed":
+// - no `node`, `nodejs` or `bun` can be executed from any PATH directory
+//   (/dev/null is bind-mounted over each one, and the prelude checks that none runs);
+// - the checkout is covered by an empty tmpfs;
+// - /tmp and /dev/shm are fresh, empty tmpfs mounts, listed after the run:
+//   nothing may be left there (koffi's addon goes to an anonymous file);
+// - the plugin's state dir is a private tmpfs of its own.
+// The installed file lives under /var/tmp, outside everything covered.
 import { createHash } from 'node:crypto';
 import { lstat, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { builtinModules } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brotliDecompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ANNOUNCER,
+  addBridgePod,
   allocSubnet,
-  createStandInPod,
+  ANNOUNCER,
+  bridgeConfig,
+  createBridge,
+  createNetns,
   killStrays,
   listNetns,
+  neighEntry,
   ownAnnouncerProcesses,
+  plantStale,
+  podInterface,
+  run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
-  startCapture,
   waitFor,
   type CniCall,
   type CniOutput,
   type Scope,
+  type Subnet,
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
+import { bunfsNames, elfHeader, EM_X86_64 } from './harness/elf';
 
 /** The checkout, from this file's place in it (test/integration/). */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PREFIX = `in${RUN_TAG}`;
 const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
-const ADDON_CACHE_PARENT = '/run/cni-announcer';
-const TRAILER_MARKER = '/*@cni-announcer-addons';
+const VERSION = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version as string;
+const ABOUT = `CNI announcer plugin v${VERSION}\nCNI protocol versions supported: ${VERSIONS.join(', ')}\n`;
+/** The departed pod's MAC, as in field notes §1. */
+const OLD_MAC = '86:03:17:7a:eb:6e';
 
 /**
- * Covers the checkout and the addon cache's parent with empty tmpfs mounts and
- * checks they really are empty before the plugin runs. /run/cni-announcer is
- * created first if missing (a mount point must exist; it is the plugin's own
- * default directory).
+ * The sealing prelude. `$1` the checkout, `$2` the test's dir (outside all that
+ * is covered), `$3` the plugin's private state tmpfs. With `noexec`, /dev/shm
+ * and /tmp are mounted noexec and /run is made read-only and noexec (its
+ * submounts, the netns files, kept): koffi's addon must then come from the
+ * binary's own directory.
  */
-const HIDE_CHECKOUT = [
-  'mount -t tmpfs -o mode=0755 none "$1"',
-  `mkdir -p -m 0700 ${ADDON_CACHE_PARENT}`,
-  `mount -t tmpfs -o mode=0700 none ${ADDON_CACHE_PARENT}`,
-  `if [ -n "$(ls -A "$1")$(ls -A ${ADDON_CACHE_PARENT})" ]; then echo "checkout or addon cache still visible" >&2; exit 97; fi`,
-].join('\n');
-/** After the plugin: what it extracted into the (private, fresh) addon cache, for the test to read. */
-const LIST_CACHE = `ls -1 ${ADDON_CACHE_PARENT}/lib > "$2" 2>&1 || true`;
-
-/** One `name sha256 data` line of the installed file's trailer, decoded. */
-interface Payload {
-  name: string;
-  sha256: string;
-  bytes: Buffer;
+function seal(opts: { noexec?: boolean } = {}): string {
+  const x = opts.noexec ? ',noexec' : '';
+  return [
+    'mount -t tmpfs -o mode=0755 none "$1"',
+    `mount -t tmpfs -o mode=1777${x} none /tmp`,
+    `mount -t tmpfs -o mode=1777${x} none /dev/shm`,
+    'mount -t tmpfs -o mode=0700 none "$3"',
+    ...(opts.noexec ? ['mount --rbind /run /run', 'mount -o remount,bind,ro,noexec,nosuid,nodev /run'] : []),
+    'for d in $(echo "$PATH" | tr : " "); do',
+    '  for n in node nodejs bun; do if [ -e "$d/$n" ]; then mount --bind /dev/null "$d/$n"; fi; done',
+    'done',
+    'for n in node nodejs bun; do if "$n" --version >/dev/null 2>&1; then echo "$n still runs" >&2; exit 97; fi; done',
+    'for d in "$1" /tmp /dev/shm "$3"; do if [ -n "$(ls -A "$d")" ]; then echo "$d is not empty" >&2; exit 97; fi; done',
+  ].join('\n');
 }
 
-/** The payloads embedded after the trailer marker (brotli-compressed or plain base64), each checked against its SHA-256. */
-function payloads(text: string): Payload[] {
-  const at = text.lastIndexOf(TRAILER_MARKER);
-  if (at < 0) return [];
-  return text
-    .slice(at)
-    .split('\n')
-    .map((line) => line.split(' '))
-    .filter((parts) => parts.length === 3 && /^[0-9a-f]{64}$/.test(parts[1]!))
-    .map(([name, sha256, data]) => {
-      const raw = Buffer.from(data!, 'base64');
-      let bytes = raw;
-      try {
-        bytes = brotliDecompressSync(raw);
-      } catch {
-        // Stored as plain base64.
-      }
-      return { name: name!, sha256: sha256!, bytes };
-    });
-}
+/** After the plugin: what it left in /tmp and /dev/shm, for the test to read. */
+const LIST_LEFTOVERS = 'ls -A /tmp /dev/shm > "$2/leftovers.txt" 2>&1 || true';
 
-/** The string arguments of every `require("…")` in JS source. */
-function requireLiterals(js: string): string[] {
-  return [...js.matchAll(/\brequire\(\s*(["'`])([^"'`]*)\1\s*\)/g)].map((m) => m[2]!);
-}
-
-describe.skipIf(skipIntegration())('make install: a self-contained plugin', () => {
+describe.skipIf(skipIntegration())('make install: a self-contained executable', () => {
   const scope = scopePerTest();
   let destDir: string;
   let installed: string;
 
   beforeAll(async () => {
-    destDir = await mkdtemp(join(tmpdir(), 'announcer-destdir-'));
+    // Not under /tmp: the sealed runs cover /tmp.
+    destDir = await mkdtemp('/var/tmp/announcer-destdir-');
     const before = await stat(ANNOUNCER);
     // `-o bin/announcer`: install what is built, never rebuild it (others test the same bin/ concurrently).
     const res = await runOk('make', ['-C', ROOT, '--no-print-directory', '-o', 'bin/announcer', 'install', `DESTDIR=${destDir}`]);
@@ -106,127 +97,133 @@ describe.skipIf(skipIntegration())('make install: a self-contained plugin', () =
     expect(await ownAnnouncerProcesses()).toEqual([]);
   });
 
-  /** A per-test temp dir (state, log, cache listing), removed at scope close, with no announcer process of ours left. */
-  async function testDir(s: Scope): Promise<string> {
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-install-'));
+  /** A per-test dir under /var/tmp (leftover listing, state mount point), removed at scope close; no announcer process of ours left. */
+  async function testDir(s: Scope): Promise<{ dir: string; stateDir: string }> {
+    const dir = await mkdtemp('/var/tmp/announcer-install-');
     s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
     killStrays(s, { strict: true });
-    return dir;
+    await runOk('mkdir', ['-m', '0700', join(dir, 'state')]);
+    return { dir, stateDir: join(dir, 'state') };
   }
 
-  /** Runs the installed plugin with the checkout and the addon cache hidden; `listing` receives the cache's contents afterwards. */
-  function runIsolated(call: CniCall, config: object, listing: string): Promise<CniOutput> {
+  /** Runs the installed plugin sealed; `dir` receives the leftover listing. */
+  function runSealed(
+    call: CniCall,
+    config: object,
+    dir: string,
+    opts: { noexec?: boolean; cwd?: string; pluginArgs?: string[]; prelude?: string } = {},
+  ): Promise<CniOutput> {
     return cniExecInMountNs(installed, { cniPath: dirname(installed), ...call }, config, {
-      prelude: HIDE_CHECKOUT,
-      args: [ROOT, listing],
-      epilogue: LIST_CACHE,
+      prelude: [seal(opts), opts.prelude ?? ''].join('\n'),
+      args: [ROOT, dir, join(dir, 'state')],
+      epilogue: LIST_LEFTOVERS,
       bareEnv: true,
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      ...(opts.pluginArgs ? { pluginArgs: opts.pluginArgs } : {}),
     });
   }
 
-  it('installs one regular file, mode 0755, a copy of bin/announcer', async () => {
+  async function leftovers(dir: string): Promise<string[]> {
+    // `ls -A /tmp /dev/shm` prints a "/tmp:" and a "/dev/shm:" header and the entries under each.
+    return (await readFile(join(dir, 'leftovers.txt'), 'utf8')).split('\n').filter((l) => l !== '' && !l.endsWith(':'));
+  }
+
+  it('installs one regular file, mode 0755, a copy of bin/announcer: an x86-64 ELF executable', async () => {
     const all: string[] = [];
-    const walk = async (dir: string): Promise<void> => {
-      for (const e of await readdir(dir, { withFileTypes: true })) {
-        if (e.isDirectory()) await walk(join(dir, e.name));
-        else all.push(relative(destDir, join(dir, e.name)));
+    const walk = async (d: string): Promise<void> => {
+      for (const e of await readdir(d, { withFileTypes: true })) {
+        if (e.isDirectory()) await walk(join(d, e.name));
+        else all.push(relative(destDir, join(d, e.name)));
       }
     };
     await walk(destDir);
     expect(all).toEqual(['opt/cni/bin/announcer']);
     const st = await lstat(installed);
     expect(st.isFile()).toBe(true);
-    expect(st.isSymbolicLink()).toBe(false);
     expect(st.mode & 0o7777).toBe(0o755);
     const [mine, built] = await Promise.all([readFile(installed), readFile(ANNOUNCER)]);
     expect(createHash('sha256').update(mine).digest('hex')).toBe(createHash('sha256').update(built).digest('hex'));
-    expect(mine.subarray(0, 20).toString('latin1')).toBe('#!/usr/bin/env node\n');
+    expect(elfHeader(mine)).toEqual({ type: 'executable', machine: EM_X86_64, interpreter: '/lib64/ld-linux-x86-64.so.2' });
   });
 
-  it('carries koffi and netlink inside it, and requires nothing but Node built-ins', async () => {
-    const text = await readFile(installed, 'latin1');
-    const embedded = payloads(text);
-    expect(embedded.map((p) => p.name)).toEqual(expect.arrayContaining(['koffi', 'netlink']));
-    for (const p of embedded) expect(createHash('sha256').update(p.bytes).digest('hex'), p.name).toBe(p.sha256);
-    for (const name of ['koffi', 'netlink']) {
-      // An ELF shared object (the .node addon).
-      expect(embedded.find((p) => p.name === name)!.bytes.subarray(0, 4)).toEqual(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
-    }
-
-    // The JS that runs: the file before its trailer, plus any JS payload (a loader may keep the bundle there).
-    const sources = [text.slice(0, text.lastIndexOf(TRAILER_MARKER)), ...embedded.filter((p) => p.bytes[0] !== 0x7f).map((p) => p.bytes.toString('utf8'))];
-    const builtins = new Set(builtinModules);
-    for (const js of sources) {
-      expect(js).not.toContain(`${ROOT}/`);
-      const required = requireLiterals(js);
-      expect(required.filter((r) => r.startsWith('/'))).toEqual([]);
-      expect(required.filter((r) => r.includes('node_modules/'))).toEqual([]);
-      expect(required.filter((r) => !r.startsWith('node:') && !builtins.has(r))).toEqual([]);
-    }
+  it('carries koffi as a plain asset, no native module for Bun to extract, and no path of the checkout', async () => {
+    const text = (await readFile(installed)).toString('latin1');
+    const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
+    const embedded = bunfsNames(text);
+    expect(embedded).toContainEqual(expect.stringMatching(new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-x64-\\w+\\.addon$`)));
+    expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
+    // (Never hand the 100 MB text itself to expect: a failure message would try to print it.)
+    expect(text.includes(`${ROOT}/`), `${ROOT}/ in the binary`).toBe(false);
   });
 
-  it('answers VERSION with the checkout out of reach', async () => {
-    const dir = await testDir(scope());
-    const out = await runIsolated({ command: 'VERSION' }, { cniVersion: '1.0.0' }, join(dir, 'cache.txt'));
-    expect(out.code, out.stdout + out.stderr).toBe(0);
-    expect(out.json).toEqual({ cniVersion: '1.0.0', supportedVersions: VERSIONS });
+  it('answers VERSION sealed, leaves /tmp and /dev/shm empty, and ignores a bunfig.toml preload and a .env in its working directory', async () => {
+    const { dir } = await testDir(scope());
+    // A plugin runs as root in the runtime's working directory: Bun's autoloads must be off.
+    const hostile = [
+      'mkdir "$1/cwd"',
+      `printf 'preload = ["./preload.js"]\\n' > "$1/cwd/bunfig.toml"`,
+      `printf 'require("fs").writeFileSync("%s/pwned", "")\\n' "$2" > "$1/cwd/preload.js"`,
+      `printf 'CNI_CONTAINERID=${PREFIX}-dotenv\\nCNI_IFNAME=eth0\\n' > "$1/cwd/.env"`,
+    ].join('\n');
+    const cwd = join(ROOT, 'cwd');
+    const version = await runSealed({ command: 'VERSION' }, { cniVersion: '1.0.0' }, dir, { prelude: hostile, cwd });
+    expect(version.code, version.stdout + version.stderr).toBe(0);
+    expect(version.json).toEqual({ cniVersion: '1.0.0', supportedVersions: VERSIONS });
+    expect(version.stderr).toBe('');
+    expect(await leftovers(dir)).toEqual([]);
+    expect(await readdir(dir)).not.toContain('pwned');
+    // Were .env loaded, it would supply the ids this DEL lacks.
+    const del = await runSealed({ command: 'DEL' }, { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer' }, dir, { prelude: hostile, cwd });
+    expect(del.code).toBe(1);
+    expect(del.json).toMatchObject({ code: 4, msg: expect.stringContaining('CNI_CONTAINERID') });
+    expect(await readdir(dir)).not.toContain('pwned');
   });
 
-  it('answers STATUS (loads koffi) with the checkout and the addon cache out of reach', async () => {
-    const dir = await testDir(scope());
-    const stateDir = `${ADDON_CACHE_PARENT}/state`; // inside the private tmpfs
-    const out = await runIsolated(
-      { command: 'STATUS' },
-      { cniVersion: '1.1.0', name: `${PREFIX}-net`, type: 'announcer', stateDir },
-      join(dir, 'cache.txt'),
-    );
-    expect([out.code, out.stdout, out.stderr]).toEqual([0, '', '']);
-    const koffi = payloads(await readFile(installed, 'latin1')).find((p) => p.name === 'koffi')!;
-    expect((await readFile(join(dir, 'cache.txt'), 'utf8')).split('\n')).toContain(`koffi-${koffi.sha256.slice(0, 16)}.node`);
+  it('sealed, without CNI_COMMAND prints the about text to stderr and exits 0; --version prints it to stdout', async () => {
+    const { dir } = await testDir(scope());
+    const about = await runSealed({ command: '' }, {}, dir);
+    expect([about.code, about.stdout, about.stderr]).toEqual([0, '', ABOUT]);
+    const version = await runSealed({ command: '' }, {}, dir, { pluginArgs: ['--version'] });
+    expect([version.code, version.stderr]).toEqual([0, '']);
+    expect(version.stdout).toBe(`${ABOUT}Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`);
+    expect(await leftovers(dir)).toEqual([]);
   });
 
-  it('runs a chained ADD on a stand-in pod (loads netlink and koffi) and the gratuitous ARP goes out', async () => {
-    const dir = await testDir(scope());
-    const net = allocSubnet();
-    const pod = await createStandInPod(scope(), { prefix: PREFIX, v4: [net.v4Cidr(5)] });
-    const stateDir = join(dir, 'state');
-    const prevResult = {
-      cniVersion: '1.0.0',
-      interfaces: [{ name: pod.ifname, mac: pod.mac, sandbox: pod.netns.path }],
-      ips: [{ address: net.v4Cidr(5), interface: 0 }],
-    };
-    const config = {
-      cniVersion: '1.0.0',
-      name: `${PREFIX}-net`,
-      type: 'announcer',
-      count: 1,
-      stateDir,
-      logFile: join(dir, 'announcer.log'),
-      prevResult,
-    };
-    const capture = await startCapture(scope(), { netns: pod.netns.name, iface: pod.peer, filter: 'arp' });
-    const containerId = `${PREFIX}-add`;
-    const out = await runIsolated({ command: 'ADD', containerId, netns: pod.netns.path, ifname: pod.ifname }, config, join(dir, 'cache.txt'));
-    const frames = await capture.stop();
+  /** A bridge (.1) with a keeper pod (.9), a stale entry planted for .5, and a fresh pod at .5 through the real bridge plugin. */
+  async function stalePod(s: Scope, net: Subnet, containerId: string) {
+    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+    const keeper = await createNetns(s, PREFIX);
+    await addBridgePod(s, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${containerId}-keeper` });
+    await plantStale(bridge, net.v4(5), OLD_MAC);
+    const podNs = await createNetns(s, PREFIX);
+    const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId };
+    const result = await addBridgePod(s, opts);
+    return { bridge, podNs, result, conf: bridgeConfig(opts), podMac: podInterface(result)!.mac };
+  }
 
-    expect(out.code, out.stdout + out.stderr).toBe(0);
-    expect(out.json).toEqual(prevResult);
-    const garps = frames.filter((f) => f.arp?.isGratuitous && f.arp.senderIp === net.v4(5));
-    expect(garps).toHaveLength(1);
-    expect(garps[0]).toMatchObject({
-      eth: { src: pod.mac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x0806 },
-      arp: { opcode: 1, senderMac: pod.mac, senderIp: net.v4(5), targetMac: '00:00:00:00:00:00', targetIp: net.v4(5) },
-      malformed: false,
+  for (const noexec of [false, true]) {
+    const where = noexec ? ' with /dev/shm, /tmp and /run noexec (/run also read-only)' : '';
+    it(`repairs a planted stale entry with a real ADD chained after the bridge plugin, sealed${where}`, async () => {
+      const { dir, stateDir } = await testDir(scope());
+      const net = allocSubnet();
+      const containerId = `${PREFIX}-add${noexec ? '-noexec' : ''}`;
+      const { bridge, podNs, result, conf, podMac } = await stalePod(scope(), net, containerId);
+      expect(await neighEntry(bridge, net.v4(5))).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
+      // count 1: no background tail. The state dir is the private tmpfs, gone with the namespace.
+      const config = { type: 'announcer', count: 1, stateDir, name: conf.name, cniVersion: conf.cniVersion, prevResult: result };
+      const call = { command: 'ADD', containerId, netns: podNs.path, ifname: 'eth0' };
+
+      const out = await runSealed(call, config, dir, { noexec });
+      const entry = await neighEntry(bridge, net.v4(5));
+
+      expect(out.code, out.stdout + out.stderr).toBe(0);
+      expect(out.json).toEqual(result);
+      expect(entry?.mac, `entry ${entry?.state}`).toBe(podMac);
+      expect((await run('ping', ['-c1', '-W2', net.v4(5)])).code).toBe(0);
+      expect(await leftovers(dir)).toEqual([]);
+      await waitFor(async () => (await ownAnnouncerProcesses()).every((p) => p.containerId !== containerId), {
+        what: `no announcer process left for ${containerId}`,
+      });
     });
-
-    const embedded = payloads(await readFile(installed, 'latin1'));
-    const cache = (await readFile(join(dir, 'cache.txt'), 'utf8')).split('\n');
-    for (const name of ['koffi', 'netlink']) {
-      const sha = embedded.find((p) => p.name === name)!.sha256;
-      expect(cache).toContain(`${name}-${sha.slice(0, 16)}.node`);
-    }
-    // count 1: no background tail, so nothing recorded and nothing left running.
-    expect(await readdir(stateDir).catch(() => [])).toEqual([]);
-    expect((await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId)).toEqual([]);
-  });
+  }
 });

@@ -5,6 +5,10 @@ import { cniEnv, runCniCommand, RUN_TAG_ENV, type CniCall, type CniOutput } from
 
 const BARE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+function shQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
 /** What runs around the plugin inside the mount namespace. */
 export interface MountNsScript {
   /**
@@ -17,6 +21,13 @@ export interface MountNsScript {
   /** sh commands run after the plugin exits (its status is kept), e.g. listing what it left in a hidden dir. */
   epilogue?: string;
   /**
+   * The plugin's working directory, after the prelude (default `/`). Not one
+   * inside a directory the prelude mounts over: it would still reach what is underneath.
+   */
+  cwd?: string;
+  /** Arguments for the plugin itself (runtimes pass none), e.g. `--version`. */
+  pluginArgs?: readonly string[];
+  /**
    * Give the plugin only what a runtime gives it: PATH, the CNI_* variables
    * and the run tag, none of this process's other variables (NODE_OPTIONS,
    * NODE_PATH…). Default false: the env of cniExec.
@@ -26,12 +37,14 @@ export interface MountNsScript {
 
 /**
  * `unshare -m --propagation private sh -c …`: the prelude's mounts exist only
- * for this run and vanish with it. The plugin runs with cwd `/` (a cwd inside a
- * directory mounted over would still reach what is underneath) and gets
+ * for this run and vanish with it. The plugin runs with cwd `/` unless told
+ * otherwise (a cwd inside a directory mounted over would still reach what is
+ * underneath, so the cd happens after the prelude) and gets
  * `config` on stdin and the CNI_* env from `call`, like cniExec.
  */
 export async function cniExecInMountNs(pluginPath: string, call: CniCall, config: object | string, script: MountNsScript): Promise<CniOutput> {
-  const sh = ['set -e', script.prelude, 'cd /', 'set +e', '"$0"; rc=$?', script.epilogue ?? ':', 'exit $rc'].join('\n');
+  const plugin = ['"$0"', ...(script.pluginArgs ?? []).map(shQuote)].join(' ');
+  const sh = ['set -e', script.prelude, `cd ${shQuote(script.cwd ?? '/')}`, 'set +e', `${plugin}; rc=$?`, script.epilogue ?? ':', 'exit $rc'].join('\n');
   let env = cniEnv(call);
   if (script.bareEnv) {
     env = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('CNI_') || k === RUN_TAG_ENV || k in (call.env ?? {})));

@@ -1,0 +1,36 @@
+// `make build ARCH=arm64` (issue 8): the linux-arm64 plugin, cross-built on
+// this x86-64 machine from the npm registry's packages only (Bun's aarch64
+// runtime, koffi's arm64 prebuilt addon). It cannot run here; its ELF header
+// and what it embeds are checked instead.
+import { readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runOk, skipIntegration } from './harness';
+import { bunfsNames, elfHeader, EM_AARCH64 } from './harness/elf';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The first build fetches two ~50 MB packages. */
+const BUILD_TIMEOUT_MS = 600_000;
+
+describe.skipIf(skipIntegration())('make build ARCH=arm64', () => {
+  it(
+    'cross-builds bin/announcer-arm64: an AArch64 ELF executable holding koffi’s arm64 addon as an asset',
+    async () => {
+      const res = await runOk('make', ['-C', ROOT, '--no-print-directory', 'build', 'ARCH=arm64'], { timeoutMs: BUILD_TIMEOUT_MS });
+      expect(res.stdout + res.stderr).not.toMatch(/bun-linux-x64/);
+      const bin = await readFile(join(ROOT, 'bin/announcer-arm64'));
+      expect(elfHeader(bin)).toEqual({ type: 'executable', machine: EM_AARCH64, interpreter: '/lib/ld-linux-aarch64.so.1' });
+      const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
+      // (Never hand the 100 MB binary itself to expect: a failure message would try to print it.)
+      const embedded = bunfsNames(bin.toString('latin1'));
+      expect(embedded).toContainEqual(expect.stringMatching(new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-arm64-\\w+\\.addon$`)));
+      expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
+      // The embedded addon is koffi's AArch64 build, byte for byte.
+      const addon = await readFile(join(ROOT, 'node_modules/.cache/cni-announcer', `koffi-${koffi}-linux-arm64.addon`));
+      expect(elfHeader(addon)).toMatchObject({ type: 'shared object', machine: EM_AARCH64 });
+      expect(bin.includes(addon), 'the addon’s bytes in the binary').toBe(true);
+    },
+    BUILD_TIMEOUT_MS,
+  );
+});
