@@ -110,6 +110,7 @@ echo "built $tag (image ${id:0:12}, ${size} KiB: announcer, THIRD_PARTY_NOTICES,
 
 if [[ -n $archive ]]; then
 	[[ -d $archive ]] && archive=${archive%/}/cni-announcer-$version.oci.tar
+	archive=$(realpath -m "$archive") # $PODMAN may run elsewhere (nsenter starts at /)
 	rm -f "$archive.tmp"
 	"${podman[@]}" save --quiet --format oci-archive -o "$archive.tmp" "$tag"
 	mv -f "$archive.tmp" "$archive"
