@@ -25,6 +25,20 @@ const RECORD: AttachmentRecord = {
   tail: { pid: 4242, startTime: '123456' },
 };
 
+const JOB = {
+  network: 'podnet',
+  containerId: 'c0ffee',
+  ifname: 'eth0',
+  netns: '/var/run/netns/pod',
+  netnsId: { dev: 4, ino: 4026532300 },
+  interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+  hostPeerNames: ['veth1'],
+  arpOps: ['request'],
+  schedule: [0, 1000],
+  readyDeadline: 5000,
+  logLevel: 'info',
+};
+
 const mode = (path: string): number => statSync(path).mode & 0o777;
 
 let tmp: string;
@@ -111,6 +125,9 @@ describe('writeRecord and readRecordFile', () => {
     ['no netnsId', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
     ['a relative netns', JSON.stringify({ ...RECORD, netns: 'pod' }), /"netns" must be an absolute path/],
     ['another attachment', JSON.stringify({ ...RECORD, containerId: 'beef' }), /describes beef@eth0, which is stored under another name/],
+    ['a job without a netns identity', JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }), /"job.netnsId" must be an object/],
+    ['a job with an unknown ARP op', JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }), /"job.arpOps.0" must be one of request, reply/],
+    ['a job with a relative log file', JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }), /"job.logFile" must be an absolute path/],
   ])('reads %s as invalid, naming the problem', (_what, text, problem) => {
     const file = recordPath(stateDir, 'c0ffee', 'eth0');
     writeFileSync(file, text);
@@ -131,6 +148,11 @@ describe('writeRecord and readRecordFile', () => {
     rmSync(file);
     execFileSync('mkfifo', [file]);
     expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
+  });
+
+  it('accepts a record with a full job', () => {
+    const file = writeRecord(stateDir, { ...RECORD, job: JOB as AttachmentRecord['job'] });
+    expect(readRecord(file)?.job).toEqual(JOB);
   });
 
   it('keeps fields it does not know (a newer writer)', () => {
