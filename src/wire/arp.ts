@@ -1,4 +1,5 @@
-// Pure: gratuitous ARP frames (RFC 5227 announcement and the reply form). No I/O.
+// Pure: ARP frames: gratuitous ARP (RFC 5227 announcement and the reply form),
+// the RFC 5227 probe, and parsing of received Ethernet/IPv4 ARP frames. No I/O.
 import { BROADCAST_MAC } from './mac';
 import { ETHERTYPE_ARP, ethernetFrame } from './ethernet';
 import { expectLength } from './length';
@@ -9,6 +10,8 @@ export type ArpOp = 'request' | 'reply';
 const HTYPE_ETHERNET = 1;
 const PTYPE_IPV4 = 0x0800;
 const OPCODE: Record<ArpOp, number> = { request: 1, reply: 2 };
+const ARP_BYTES = 28;
+const ETHERNET_HEADER_BYTES = 14;
 
 /** Builds a 42-byte broadcast gratuitous ARP frame announcing `ip` at `mac`. */
 export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp }): Buffer {
@@ -19,16 +22,71 @@ export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp
   if (opcode === undefined) {
     throw new RangeError(`invalid ARP op "${String(op)}": want "request" or "reply"`);
   }
-  const arp = Buffer.alloc(28);
-  arp.writeUInt16BE(HTYPE_ETHERNET, 0);
-  arp.writeUInt16BE(PTYPE_IPV4, 2);
-  arp[4] = 6; // hlen
-  arp[5] = 4; // plen
-  arp.writeUInt16BE(opcode, 6);
+  const arp = arpHeader(opcode);
   arp.set(mac, 8); // sha
   arp.set(ip, 14); // spa
   // tha: zero for the RFC 5227 announcement, sha for the reply form (Linux needs tha == sha there).
   if (op === 'reply') arp.set(mac, 18);
   arp.set(ip, 24); // tpa == spa makes it gratuitous
   return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+}
+
+/**
+ * Builds a 42-byte broadcast RFC 5227 ARP probe asking who has `ip`: op 1,
+ * sender MAC `mac`, sender IP 0.0.0.0 (so that no neighbour cache learns
+ * anything from it), target MAC zero, target IP `ip`.
+ */
+export function arpProbe(opts: { mac: Uint8Array; ip: Uint8Array }): Buffer {
+  const { mac, ip } = opts;
+  expectLength(mac, 6, 'ARP sender MAC');
+  expectLength(ip, 4, 'ARP target IPv4 address');
+  const arp = arpHeader(OPCODE.request);
+  arp.set(mac, 8); // sha; spa (14-17) and tha (18-23) stay zero
+  arp.set(ip, 24); // tpa
+  return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+}
+
+/** An Ethernet/IPv4 ARP packet as received; every field is a copy. */
+export interface ArpPacket {
+  /** Ethernet source MAC. */
+  source: Buffer;
+  /** The ARP opcode: 1 request, 2 reply (others are kept as they are). */
+  op: number;
+  senderMac: Buffer;
+  senderIp: Buffer;
+  targetMac: Buffer;
+  targetIp: Buffer;
+}
+
+/**
+ * Parses an Ethernet frame holding an Ethernet/IPv4 ARP packet (htype 1,
+ * ptype 0x0800, hlen 6, plen 4); undefined for anything else, a short frame
+ * included. Trailing bytes (Ethernet padding) are ignored.
+ */
+export function parseArp(frame: Uint8Array): ArpPacket | undefined {
+  if (frame.length < ETHERNET_HEADER_BYTES + ARP_BYTES) return undefined;
+  const f = Buffer.from(frame.buffer, frame.byteOffset, frame.length);
+  if (f.readUInt16BE(12) !== ETHERTYPE_ARP) return undefined;
+  const a = ETHERNET_HEADER_BYTES;
+  if (f.readUInt16BE(a) !== HTYPE_ETHERNET || f.readUInt16BE(a + 2) !== PTYPE_IPV4 || f[a + 4] !== 6 || f[a + 5] !== 4) return undefined;
+  const copy = (from: number, length: number): Buffer => Buffer.from(f.subarray(from, from + length));
+  return {
+    source: copy(6, 6),
+    op: f.readUInt16BE(a + 6),
+    senderMac: copy(a + 8, 6),
+    senderIp: copy(a + 14, 4),
+    targetMac: copy(a + 18, 6),
+    targetIp: copy(a + 24, 4),
+  };
+}
+
+/** A zeroed 28-byte Ethernet/IPv4 ARP packet with its header and `opcode` filled in. */
+function arpHeader(opcode: number): Buffer {
+  const arp = Buffer.alloc(ARP_BYTES);
+  arp.writeUInt16BE(HTYPE_ETHERNET, 0);
+  arp.writeUInt16BE(PTYPE_IPV4, 2);
+  arp[4] = 6; // hlen
+  arp[5] = 4; // plen
+  arp.writeUInt16BE(opcode, 6);
+  return arp;
 }
