@@ -14,6 +14,8 @@ const SOL_NETLINK = 270;
 const NETLINK_ADD_MEMBERSHIP = 1;
 const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0o2000000;
+const SOCK_NONBLOCK = 0o4000;
+const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;
 const EAGAIN = 11;
@@ -28,6 +30,11 @@ export interface Libc {
   setns(fd: number, nstype: number): void;
   /** socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC, 0): a send-only packet socket in the current netns. */
   openPacketSocket(): number;
+  /**
+   * socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC|SOCK_NONBLOCK, 0) bound to ETH_P_ARP on `ifindex`: it
+   * receives the ARP frames of that interface of the current netns, in and out, from the bind on.
+   */
+  openArpReceiver(ifindex: number): number;
   /** sendto(2) with a raw sockaddr; returns the bytes sent. */
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
@@ -144,6 +151,23 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   return {
     setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
+    openArpReceiver(ifindex) {
+      // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
+      // interface, so no frame of another interface is ever queued on it.
+      const fd = check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      try {
+        // struct sockaddr_ll: family (host order), protocol (network order), ifindex; the rest zero.
+        const address = Buffer.alloc(20);
+        address.writeUInt16LE(AF_PACKET, 0);
+        address.writeUInt16BE(ETH_P_ARP, 2);
+        address.writeInt32LE(ifindex, 4);
+        check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
+        return fd;
+      } catch (err) {
+        close(fd);
+        throw err;
+      }
+    },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),

@@ -10,6 +10,7 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { CLONE_NEWNET, type Libc } from './libc';
+import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
@@ -137,6 +138,11 @@ export function openPodSockets(libc: Libc, path: string): PodSockets {
     const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
     return { rtnl, events, packet, ipv6Forwarding, close: () => (rtnl.close(), events.close(), packet.close()) };
   });
+}
+
+/** Enters the netns at `path` and opens there one ARP receiver per interface index (see Libc.openArpReceiver). */
+export function openArpReceivers(libc: Libc, path: string, ifindexes: readonly number[]): ArpReceiver[] {
+  return inNetns(libc, path, (opened) => ifindexes.map((index) => opened(arpReceiver(libc, libc.openArpReceiver(index), index))));
 }
 
 /** Enters the netns at `path` and opens an rtnetlink socket there (no packet socket: nothing to send). */

@@ -1,0 +1,77 @@
+// Receive-only AF_PACKET sockets for the ARP frames of pod interfaces (see
+// Libc.openArpReceiver), and a bounded read of whatever arrives on them. Like
+// every packet socket, one is bound to the netns it was opened in (netns.ts).
+import type { Libc } from './libc';
+
+/** Bytes read per frame: an Ethernet frame without FCS fits; ARP needs 42 (60 padded). */
+const FRAME_BYTES = 1518;
+/** Frames read per receiver and call at most: an ARP flood cannot hold the reader. */
+const MAX_FRAMES_PER_READ = 256;
+
+/** Receives the ARP frames of one interface, in and out. */
+export interface ArpReceiver {
+  readonly ifindex: number;
+  readonly fd: number;
+  /** Reads one queued frame into `buf` without blocking: its length, or undefined when none is queued. */
+  receive(buf: Uint8Array): number | undefined;
+  /** Closes the socket; further reads throw. */
+  close(): void;
+  /** Gives up the socket without closing it and returns its fd (for closeAfterExit); further reads throw. */
+  release(): number;
+}
+
+/** A frame read from one interface. */
+export interface ReceivedFrame {
+  ifindex: number;
+  frame: Buffer;
+}
+
+/** Wraps an already-open, bound ARP receiver fd (from Libc.openArpReceiver). */
+export function arpReceiver(libc: Libc, fd: number, ifindex: number): ArpReceiver {
+  let open = true;
+  const live = (): void => {
+    if (!open) throw new Error('ARP receiver is closed');
+  };
+  return {
+    ifindex,
+    fd,
+    receive(buf) {
+      live();
+      return libc.recvNow(fd, buf);
+    },
+    close() {
+      if (!open) return;
+      open = false;
+      libc.close(fd);
+    },
+    release() {
+      live();
+      open = false;
+      return fd;
+    },
+  };
+}
+
+/**
+ * Waits up to `timeoutMs` (poll) until a frame is queued on one of
+ * `receivers`, then returns the frames queued on each (oldest first, at most
+ * MAX_FRAMES_PER_READ per receiver); an empty list when none came in time.
+ */
+export function readArpFrames(libc: Libc, receivers: readonly ArpReceiver[], timeoutMs: number): ReceivedFrame[] {
+  if (receivers.length === 0) return [];
+  const ready = libc.pollIn(
+    receivers.map((r) => r.fd),
+    timeoutMs,
+  );
+  const frames: ReceivedFrame[] = [];
+  const buf = Buffer.alloc(FRAME_BYTES);
+  receivers.forEach((r, i) => {
+    if (!ready[i]) return;
+    for (let k = 0; k < MAX_FRAMES_PER_READ; k++) {
+      const n = r.receive(buf);
+      if (n === undefined) return;
+      frames.push({ ifindex: r.ifindex, frame: Buffer.from(buf.subarray(0, n)) });
+    }
+  });
+  return frames;
+}
