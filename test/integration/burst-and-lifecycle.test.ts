@@ -337,7 +337,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
     const { out, exitedAt } = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
     assertCniOk('announcer ADD', out);
     expect(await processesOf(att.containerId)).toHaveLength(1);
-    expect(await stateFiles(att.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
+    expect((await stateFiles(att.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
     await sleep(exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the tail' });
 
@@ -397,7 +397,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
     assertCniOk('announcer GC (another network)', otherNetwork.out);
     const gcDoneAt = otherNetwork.doneAt;
     expect(await processesOf(att.containerId)).toEqual(tail);
-    expect(await stateFiles(att.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
+    expect((await stateFiles(att.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
 
     // Frames keep coming after both GCs.
     await sleep(900);
@@ -439,7 +439,7 @@ describe.skipIf(skipIntegration())('bursts, background tail and its lifecycle', 
     expect(await readLog(att.logFile)).toMatch(/netns gone|interface gone/);
 
     // The record stays until the runtime's DEL, which then removes it.
-    expect(await stateFiles(att.stateDir)).toEqual([`${id}@eth0.json`]);
+    expect((await stateFiles(att.stateDir)).sort()).toEqual([`${id}@eth0.json`, `${id}@eth0.lock`]);
     await announcerDel(att);
     expect(await stateFiles(att.stateDir)).toEqual([]);
   });

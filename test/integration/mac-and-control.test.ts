@@ -363,7 +363,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         netns: standIn.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect(await stateFiles(files.stateDir)).toEqual([`${att.call.containerId}@eth0.json`]);
+      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.call.containerId}@eth0.json`, `${att.call.containerId}@eth0.lock`]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
       assertCniOk('announcer ADD repeated', await att.run('ADD'));
@@ -389,7 +389,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { files, standIn, att, derived } = await nicPod('gone');
       assertCniOk('announcer ADD', await att.run('ADD'));
       expect(await podMac(standIn.netns.name)).toBe(derived);
-      expect(await stateFiles(files.stateDir)).toEqual([`${att.call.containerId}@eth0.json`]);
+      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.call.containerId}@eth0.json`, `${att.call.containerId}@eth0.lock`]);
 
       await deleteNetns(standIn.netns.name);
       expect(await att.run('DEL')).toMatchObject({ code: 0, stdout: '' });
