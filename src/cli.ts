@@ -4,7 +4,7 @@
 import { writeSync } from 'node:fs';
 import { install, INSTALL_VERB } from './commands/install';
 import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
-import { dirProblem, installFile } from './sys/install-file';
+import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { realTimers } from './announce/timers';
 import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
@@ -42,7 +42,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     );
   }
   if (verb === INSTALL_VERB) {
-    return install({ self, dirProblem, installFile, out: (t) => line(1, t), err: (t) => line(2, t) }, args);
+    return install({ self, dirProblem, installFile, removeStaleTemps, now: Date.now, out: (t) => line(1, t), err: (t) => line(2, t) }, args);
   }
   if (args.length > 0) {
     line(2, `announcer ${SLEEP_VERB}: takes no arguments`);

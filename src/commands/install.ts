@@ -12,6 +12,13 @@ export const NOTICES_NAME = 'THIRD_PARTY_NOTICES';
 
 const USAGE = `usage: announcer ${INSTALL_VERB} --dest DIR [--also-notices]`;
 
+/**
+ * A temporary file older than this was left by an installer that was killed
+ * (copying takes seconds) and is removed; a younger one may be another
+ * installer's at work.
+ */
+export const STALE_TEMP_MS = 10 * 60_000;
+
 /** The parsed arguments of `announcer install`. */
 export interface InstallArgs {
   dest: string;
@@ -42,6 +49,10 @@ export interface InstallDeps {
   self: string;
   dirProblem(dir: string): DirProblem;
   installFile(source: string, dir: string, name: string, mode: number): InstallOutcome;
+  /** Removes temporary files for `name` in `dir` older than `maxAgeMs`; returns their names. */
+  removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[];
+  /** Milliseconds since the epoch (file times are on that clock). */
+  now(): number;
   /** Writes one line to stdout. */
   out(line: string): void;
   /** Writes one line to stderr. */
@@ -57,8 +68,9 @@ function reason(err: unknown): string {
  * Installs `deps.self` as DEST/announcer (mode 0755) and, with --also-notices,
  * the THIRD_PARTY_NOTICES file found next to it as DEST/THIRD_PARTY_NOTICES
  * (0644). Each file is replaced atomically, or left alone when already
- * identical. Prints one line per file; on any problem, one line on stderr and
- * exit status 1 (2 for bad arguments).
+ * identical; temporary files that a killed install left are removed. Prints
+ * one line per file; on any problem, one line on stderr and exit status 1 (2
+ * for bad arguments).
  */
 export function install(deps: InstallDeps, argv: readonly string[]): number {
   const parsed = parseInstallArgs(argv);
@@ -79,6 +91,9 @@ export function install(deps: InstallDeps, argv: readonly string[]): number {
       const outcome = deps.installFile(f.source, dest, f.name, f.mode);
       const target = join(dest, f.name);
       deps.out(outcome === 'installed' ? `installed ${target}` : `unchanged ${target} (already identical)`);
+      for (const stale of deps.removeStaleTemps(dest, f.name, STALE_TEMP_MS, deps.now())) {
+        deps.out(`removed ${join(dest, stale)} (left by an interrupted install)`);
+      }
     }
     return 0;
   } catch (err) {

@@ -3,7 +3,7 @@
 // over the old name. kubelet and runtimes exec /opt/cni/bin/* whenever a pod
 // starts, so a plain copy in place could be exec'd half-written (or fail with
 // ETXTBSY while the old binary runs). Node and Bun open every file O_CLOEXEC.
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** What installFile did. */
@@ -90,6 +90,35 @@ function fsyncDir(dir: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The name of a temporary file for `name`: `.name.tmp-` and 12 hex digits. */
+export function isTempName(entry: string, name: string): boolean {
+  return entry.startsWith(`.${name}.tmp-`) && /^[0-9a-f]{12}$/.test(entry.slice(name.length + 6));
+}
+
+/**
+ * Removes temporary files for `name` in `dir` (see installFile) that are
+ * regular files last modified more than `maxAgeMs` ago: left by an installer
+ * killed mid-copy (SIGKILL, an OOM kill), each as large as the executable. A
+ * younger one may belong to an installer still running, and is left alone.
+ * Returns the names removed.
+ */
+export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[] {
+  const removed: string[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (!isTempName(entry, name)) continue;
+    const path = join(dir, entry);
+    try {
+      const st = lstatSync(path);
+      if (!st.isFile() || nowMs - st.mtimeMs <= maxAgeMs) continue;
+      unlinkSync(path);
+      removed.push(entry);
+    } catch {
+      // Gone meanwhile: nothing to remove.
+    }
+  }
+  return removed;
 }
 
 /**

@@ -5,7 +5,7 @@
 // strace: O_EXCL|O_NOFOLLOW temporary file, fchmod, fsync, rename, then fsync
 // of the directory.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -84,6 +84,18 @@ describe('announcer install --dest DIR, the built executable', () => {
     }
   });
 
+  it('removes the temporary files of an install killed more than 10 minutes ago, and no younger one', async () => {
+    const stale = '.announcer.tmp-0123456789ab';
+    const young = '.announcer.tmp-fedcba987654';
+    for (const name of [stale, young]) await writeFile(join(dest, name), 'half a plugin');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(join(dest, stale), hourAgo, hourAgo);
+    const res = await install('--dest', dest);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.stdout).toBe(`installed ${dest}/announcer\nremoved ${dest}/${stale} (left by an interrupted install)\n`);
+    expect((await readdir(dest)).sort()).toEqual([young, 'announcer']);
+  });
+
   it.each([
     ['missing', (b: string) => join(b, 'nope'), 'no such directory'],
     ['a regular file', (b: string) => join(b, 'file'), 'not a directory'],
@@ -118,6 +130,7 @@ describe('announcer install --dest DIR, the built executable', () => {
     expect(tmpOpen).toMatch(/O_WRONLY\|O_CREAT\|O_EXCL.*O_NOFOLLOW.*, 0600\) = \d+$/);
     const fd = /= (\d+)$/.exec(tmpOpen!)![1]!;
     const tmp = /"([^"]+)"/.exec(tmpOpen!)![1]!;
+    expect(tmp.slice(dest.length + 1)).toMatch(/^\.announcer\.tmp-[0-9a-f]{12}$/);
     const steps = [
       at(new RegExp(`^openat\\(.*"${esc(tmp)}"`)),
       at(new RegExp(`^fchmod\\(${fd}, 0755\\) = 0`)),

@@ -26,8 +26,9 @@ describe('parseInstallArgs', () => {
 });
 
 /** A fake file system: which dirs exist, what installFile answers, and every call and line. */
-function fakeDeps(opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?: Error } = {}) {
+function fakeDeps(opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?: Error; stale?: Record<string, string[]> } = {}) {
   const calls: unknown[][] = [];
+  const sweeps: unknown[][] = [];
   const out: string[] = [];
   const err: string[] = [];
   const deps: InstallDeps = {
@@ -38,10 +39,15 @@ function fakeDeps(opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?:
       if (opts.fail) throw opts.fail;
       return opts.outcome ?? 'installed';
     },
+    removeStaleTemps: (...args) => {
+      sweeps.push(args);
+      return opts.stale?.[args[1]] ?? [];
+    },
+    now: () => 1_000_000_000,
     out: (l) => out.push(l),
     err: (l) => err.push(l),
   };
-  return { deps, calls, out, err };
+  return { deps, calls, sweeps, out, err };
 }
 
 describe('install', () => {
@@ -61,6 +67,20 @@ describe('install', () => {
       ['/usr/local/bin/THIRD_PARTY_NOTICES', '/d', 'THIRD_PARTY_NOTICES', 0o644],
     ]);
     expect(f.out).toEqual(['unchanged /d/announcer (already identical)', 'unchanged /d/THIRD_PARTY_NOTICES (already identical)']);
+  });
+
+  it('removes the temporary files a killed install left (older than 10 minutes), after each file, and says so', () => {
+    const f = fakeDeps({ stale: { announcer: ['.announcer.tmp-0123456789ab'] } });
+    expect(install(f.deps, ['--dest', '/d', '--also-notices'])).toBe(0);
+    expect(f.sweeps).toEqual([
+      ['/d', 'announcer', 600_000, 1_000_000_000],
+      ['/d', 'THIRD_PARTY_NOTICES', 600_000, 1_000_000_000],
+    ]);
+    expect(f.out).toEqual([
+      'installed /d/announcer',
+      'removed /d/.announcer.tmp-0123456789ab (left by an interrupted install)',
+      'installed /d/THIRD_PARTY_NOTICES',
+    ]);
   });
 
   it.each([

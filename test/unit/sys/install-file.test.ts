@@ -1,8 +1,8 @@
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { dirProblem, installFile } from '../../../src/sys/install-file';
+import { dirProblem, installFile, isTempName, removeStaleTemps } from '../../../src/sys/install-file';
 
 describe('installFile', () => {
   let base: string;
@@ -79,5 +79,47 @@ describe('dirProblem', () => {
     } finally {
       rmSync(base, { recursive: true, force: true });
     }
+  });
+});
+
+describe('removeStaleTemps', () => {
+  it('removes only old regular files named like its temporary files, and leaves young ones to their installer', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stale-temps-'));
+    try {
+      const now = Date.now();
+      const old = (name: string) => {
+        writeFileSync(join(dir, name), 'x');
+        utimesSync(join(dir, name), new Date(now - 3_600_000), new Date(now - 3_600_000));
+      };
+      old('.announcer.tmp-0123456789ab');
+      old('.announcer.tmp-nothex000000');
+      old('.announcer.tmp-0123456789abc');
+      old('.THIRD_PARTY_NOTICES.tmp-0123456789ab');
+      old('announcer');
+      writeFileSync(join(dir, '.announcer.tmp-ffffffffffff'), 'young');
+      mkdirSync(join(dir, '.announcer.tmp-aaaaaaaaaaaa'));
+      symlinkSync('/etc/hostname', join(dir, '.announcer.tmp-bbbbbbbbbbbb'));
+      expect(removeStaleTemps(dir, 'announcer', 600_000, now)).toEqual(['.announcer.tmp-0123456789ab']);
+      expect(readdirSync(dir).sort()).toEqual(
+        [
+          '.THIRD_PARTY_NOTICES.tmp-0123456789ab',
+          '.announcer.tmp-0123456789abc',
+          '.announcer.tmp-aaaaaaaaaaaa',
+          '.announcer.tmp-bbbbbbbbbbbb',
+          '.announcer.tmp-ffffffffffff',
+          '.announcer.tmp-nothex000000',
+          'announcer',
+        ].sort(),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('recognises exactly the names installFile gives its temporary files', () => {
+    expect(isTempName('.announcer.tmp-0a1b2c3d4e5f', 'announcer')).toBe(true);
+    expect(isTempName('.announcer.tmp-0A1B2C3D4E5F', 'announcer')).toBe(false);
+    expect(isTempName('.announcer.tmp-', 'announcer')).toBe(false);
+    expect(isTempName('announcer.tmp-0a1b2c3d4e5f', 'announcer')).toBe(false);
   });
 });
