@@ -1,7 +1,8 @@
 // The shape a state record must have before anything acts on it. A record
 // names a process to signal and MACs to write into a pod, so a field that is
 // missing, of the wrong type or out of range makes the whole record invalid:
-// it is never half-trusted.
+// it is never half-trusted. The schema is built on first use: most plugin
+// runs (VERSION, a first ADD) never read a record.
 import * as z from 'zod/mini';
 import { ifnameProblem } from '../cni/ifname';
 import { PID_MAX_LIMIT } from '../sys/processes';
@@ -25,56 +26,58 @@ const list = <T extends z.core.SomeType>(item: T, max: number) =>
 const obj = <T extends z.core.$ZodLooseShape>(shape: T) => z.looseObject(shape, fail('must be an object'));
 const oneOf = <const T extends readonly string[]>(values: T) => z.enum(values, fail(`must be one of ${values.join(', ')}`));
 
-/** A tail: a pid that names exactly one process (never 0, 1 or negative) and its start time. */
-const processId = obj({
-  pid: (() => {
-    const error = `must be an integer from 2 to ${PID_MAX_LIMIT}`;
-    return z.int(fail(error)).check(z.gte(2, fail(error)), z.lte(PID_MAX_LIMIT, fail(error)));
-  })(),
-  startTime: str().check(z.regex(/^\d{1,20}$/, fail('must be the digits of a start time'))),
-});
+function buildRecordSchema() {
+  /** A tail: a pid that names exactly one process (never 0, 1 or negative) and its start time. */
+  const processId = obj({
+    pid: (() => {
+      const error = `must be an integer from 2 to ${PID_MAX_LIMIT}`;
+      return z.int(fail(error)).check(z.gte(2, fail(error)), z.lte(PID_MAX_LIMIT, fail(error)));
+    })(),
+    startTime: str().check(z.regex(/^\d{1,20}$/, fail('must be the digits of a start time'))),
+  });
 
-const netnsId = obj({ dev: count(), ino: count() });
+  const netnsId = obj({ dev: count(), ino: count() });
 
-const tailJob = obj({
-  network: str(),
-  containerId: nonEmpty(),
-  ifname: ifname(),
-  netns: absPath(),
-  netnsId,
-  interfaces: list(obj({ name: ifname(), ipv4: list(str(), 4096), ipv6: list(str(), 4096) }), 64),
-  hostPeerNames: list(ifname(), 64),
-  arpOps: list(oneOf(['request', 'reply']), 2),
-  schedule: list(ms(), 64),
-  firstRoundAt: z.optional(ms()),
-  readyDeadline: ms(),
-  logFile: z.optional(absPath()),
-  logLevel: oneOf(['error', 'warn', 'info', 'debug']),
-  idleExitMs: z.optional(ms()),
-  metricsFile: z.optional(absPath()),
-  rateLimit: z.optional(obj({ framesPerSecond: ms(), burst: ms() })),
-});
+  const tailJob = obj({
+    network: str(),
+    containerId: nonEmpty(),
+    ifname: ifname(),
+    netns: absPath(),
+    netnsId,
+    interfaces: list(obj({ name: ifname(), ipv4: list(str(), 4096), ipv6: list(str(), 4096) }), 64),
+    hostPeerNames: list(ifname(), 64),
+    arpOps: list(oneOf(['request', 'reply']), 2),
+    schedule: list(ms(), 64),
+    firstRoundAt: z.optional(ms()),
+    readyDeadline: ms(),
+    logFile: z.optional(absPath()),
+    logLevel: oneOf(['error', 'warn', 'info', 'debug']),
+  });
 
-const recordSchema = obj({
-  network: str(),
-  containerId: nonEmpty(),
-  ifname: ifname(),
-  netns: absPath(),
-  netnsId,
-  originalMacs: list(
-    obj({ name: ifname(), mac: str().check(z.regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i, fail('must be a MAC address'))) }),
-    64,
-  ),
-  job: z.optional(tailJob),
-  jobDeadline: z.optional(ms()),
-  tail: z.optional(processId),
-});
+  return obj({
+    network: str(),
+    containerId: nonEmpty(),
+    ifname: ifname(),
+    netns: absPath(),
+    netnsId,
+    originalMacs: list(
+      obj({ name: ifname(), mac: str().check(z.regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i, fail('must be a MAC address'))) }),
+      64,
+    ),
+    job: z.optional(tailJob),
+    jobDeadline: z.optional(ms()),
+    tail: z.optional(processId),
+  });
+}
+
+let recordSchema: ReturnType<typeof buildRecordSchema> | undefined;
 
 /** A record that passed the schema, or the first problem found, e.g. `"tail.pid" must be an integer from 2 to 4194304`. */
 export type RecordCheck = { ok: true; record: AttachmentRecord } | { ok: false; problem: string };
 
 /** Validates parsed JSON as an AttachmentRecord. Unknown fields are kept; nothing is coerced. */
 export function checkRecord(value: unknown): RecordCheck {
+  recordSchema ??= buildRecordSchema();
   const parsed = recordSchema.safeParse(value);
   if (parsed.success) return { ok: true, record: parsed.data satisfies AttachmentRecord };
   const issue = parsed.error.issues[0]!;
