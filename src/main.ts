@@ -15,6 +15,7 @@ import { selfCommand } from './self-command';
 import { aboutText, versionText } from './about';
 import { acquireFileLock } from './sys/file-lock';
 import { loadTryLock } from './sys/flock';
+import { closeAfterExit, holdUntilParentExits, HOLD_FDS_VERB } from './sys/close-after-exit';
 import { readStdinBounded } from './sys/stdin';
 
 function once<T>(make: () => T): () => T {
@@ -50,6 +51,10 @@ async function main(): Promise<void> {
     return process.exit(0);
   }
   if (verb !== undefined && CLI_VERBS.includes(verb)) return process.exit(await runVerb(verb, process.argv.slice(3), process.execPath));
+  if (verb === HOLD_FDS_VERB) {
+    holdUntilParentExits();
+    return process.exit(0);
+  }
   if (process.argv[2] === TAIL_VERB) {
     // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
     const recordFile = process.argv[3] ?? '';
@@ -74,6 +79,7 @@ async function main(): Promise<void> {
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
     startTail: (recordFile) => spawnDetached(libc(), self, [TAIL_VERB, recordFile]),
     lockFile: (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep }),
+    closeAfterExit: (fds) => void closeAfterExit(libc(), (inherit) => spawnDetached(libc(), self, [HOLD_FDS_VERB], inherit), fds),
   });
   // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as
   // one CNI error object and exit 1, never a stack trace.

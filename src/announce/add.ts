@@ -8,7 +8,7 @@ import type { NetnsId } from '../sys/netns';
 import { signalProcess, type ProcessId } from '../sys/processes';
 import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
-import { sendRound } from './round';
+import { sendRound, totalFrames } from './round';
 import { openSession, waitReady, type PodSession } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
@@ -26,6 +26,8 @@ export interface AddDeps {
   startTail(recordFile: string): ProcessId;
   /** Takes a lock file (see attachment-lock.ts). */
   lockFile: LockFile;
+  /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
+  closeAfterExit(fds: readonly number[]): void;
 }
 
 /** One attachment's ADD. */
@@ -112,6 +114,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
       macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
       tail = await firstRound(deps, job, session, startedAt);
     } finally {
+      deps.closeAfterExit([session.pod.packet.release()]);
       session.close();
     }
     if (tail) {
@@ -252,7 +255,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
     case 'ready': {
       const sent = sendRound(session.pod.packet, outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      log.info('announced', { round: 1, of: plan.schedule.length, frames: sent });
+      log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       return plan.schedule.length > 1 ? { ...base, firstRoundAt: timers.bootMs() } : undefined;
     }
     case 'timeout':

@@ -52,6 +52,9 @@ function buildRecordSchema() {
     readyDeadline: ms(),
     logFile: z.optional(absPath()),
     logLevel: oneOf(['error', 'warn', 'info', 'debug']),
+    idleExitMs: z.optional(ms()),
+    metricsFile: z.optional(absPath()),
+    rateLimit: z.optional(obj({ framesPerSecond: ms(), burst: ms() })),
   });
 
   return obj({

@@ -7,7 +7,7 @@ import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import { netnsIdAt, type NetnsId } from '../sys/netns';
 import type { ResolvedInterface } from './pod-interface';
-import { sendRound } from './round';
+import { sendRound, totalFrames } from './round';
 import { openSession, waitReady, type PodSession } from './session';
 import type { TailJob } from './tail-job';
 import type { Timers } from './timers';
@@ -73,7 +73,7 @@ async function awaitReadyAndSend(deps: TailDeps, job: TailJob, alive: () => bool
       return false;
     }
     const sent = sendRound(session.pod.packet, outcome.inputs, job.arpOps, session.pod.ipv6Forwarding, log);
-    log.info('announced', { round: 1, of: job.schedule.length, frames: sent, deferred: true });
+    log.info('announced', { round: 1, of: job.schedule.length, frames: totalFrames(sent), deferred: true });
     return true;
   } finally {
     session.close();
@@ -99,7 +99,7 @@ async function oneRound(deps: TailDeps, job: TailJob, alive: () => boolean): Pro
       deps.log.info('pod not ready for this round: skipping it', { waitingFor: outcome.reasons });
       return 0;
     }
-    return sendRound(session.pod.packet, outcome.inputs, job.arpOps, session.pod.ipv6Forwarding, deps.log);
+    return totalFrames(sendRound(session.pod.packet, outcome.inputs, job.arpOps, session.pod.ipv6Forwarding, deps.log));
   } finally {
     session.close();
   }

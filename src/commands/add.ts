@@ -25,7 +25,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   }
   try {
     const macs = await announceOnAdd(
-      { libc: deps.libc(), timers: deps.timers, log, startTail: deps.startTail, lockFile: deps.lockFile },
+      { libc: deps.libc(), timers: deps.timers, log, startTail: deps.startTail, closeAfterExit: deps.closeAfterExit, lockFile: deps.lockFile },
       {
         network: config.name,
         containerId: env.containerId,

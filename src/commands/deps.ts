@@ -14,6 +14,8 @@ export interface CommandDeps {
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
   /** Starts the detached background tail on a state record that holds its job. */
   startTail(recordFile: string): ProcessId;
+  /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
+  closeAfterExit(fds: readonly number[]): void;
   /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
   lockFile: LockFile;
 }
