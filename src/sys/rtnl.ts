@@ -53,6 +53,11 @@ export class Rtnl {
     return this.getLink(`RTM_GETLINK ifindex ${index}`, { index });
   }
 
+  /** Every link of the socket's netns (one dump, without statistics). */
+  links(): LinkInfo[] {
+    return this.request('RTM_GETLINK dump', RTM_GETLINK, NLM_F_DUMP, getLinkPayload({ index: 0 })).flatMap((payload) => parseLink(payload) ?? []);
+  }
+
   /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
   bridgePortState(index: number): number | undefined {
     // The kernel answers AF_BRIDGE link requests only as a dump.

@@ -1,0 +1,164 @@
+// IPv4 conflict detection before announcing (RFC 5227 probe, on ADD's
+// budget): every IPv4 address about to be announced is probed at once, in one
+// window of probeMs, with `probes` ARP probes spread over it; whatever ARP
+// comes back on the pod's interfaces is classified. An address another host
+// answers for is never announced: announcing it would take that host's
+// traffic. The window is a pure state machine (ConflictProbe) so that a
+// caller can drive it from its own poll loop; runProbe drives it blocking.
+import type { Logger } from '../log';
+import type { ReceivedFrame } from '../sys/arp-receiver';
+import { arpProbe, parseArp } from '../wire/arp';
+import { classifyArp, type ConflictKind } from '../wire/arp-conflict';
+import { ETHERTYPE_ARP } from '../wire/ethernet';
+import { formatMac } from '../wire/mac';
+import type { OutgoingFrame } from './round';
+
+/** How long to listen, and how many probes to send meanwhile. */
+export interface ProbeSettings {
+  probeMs: number;
+  probes: number;
+}
+
+/** One interface to probe from: its MAC and the IPv4 addresses about to be announced on it. */
+export interface ProbeTarget {
+  index: number;
+  name: string;
+  mac: Buffer;
+  ipv4: Buffer[];
+}
+
+/** An address another host uses or claims. */
+export interface AddressConflict {
+  /** The address, dotted quad. */
+  address: string;
+  /** The other host's MAC (the ARP sender MAC). */
+  mac: string;
+  /** The pod interface it was seen on. */
+  interface: string;
+  kind: ConflictKind;
+}
+
+/**
+ * The probe targets of a round: the interface, MAC and address of each
+ * gratuitous ARP frame about to be sent. Interfaces that send no ARP (NOARP,
+ * IPv6 only) have nothing to probe.
+ */
+export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
+  const targets = new Map<number, ProbeTarget>();
+  for (const { index, name, frame } of frames) {
+    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) continue;
+    const arp = parseArp(frame);
+    if (!arp) continue;
+    const target = targets.get(index) ?? { index, name, mac: arp.senderMac, ipv4: [] };
+    if (!target.ipv4.some((a) => a.equals(arp.senderIp))) target.ipv4.push(arp.senderIp);
+    targets.set(index, target);
+  }
+  return [...targets.values()];
+}
+
+/** `frames` without the gratuitous ARP frames of conflicting addresses (on the interface they were seen on). */
+export function withoutConflicts(frames: readonly OutgoingFrame[], conflicts: readonly AddressConflict[]): OutgoingFrame[] {
+  if (conflicts.length === 0) return [...frames];
+  return frames.filter(({ name, frame }) => {
+    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) return true;
+    const address = parseArp(frame)?.senderIp.join('.');
+    return !conflicts.some((c) => c.interface === name && c.address === address);
+  });
+}
+
+/** A probe window in progress. Pure: the caller sends what is due, feeds what it receives, and keeps time. */
+export class ConflictProbe {
+  private readonly end: number;
+  private readonly dueTimes: number[];
+  private sent = 0;
+  private readonly found = new Map<string, AddressConflict>();
+  private readonly addressCount: number;
+
+  /**
+   * Starts a window at `startMs`. The k-th of `settings.probes` probes is due
+   * at startMs + k × probeMs / probes; the window ends at startMs + probeMs,
+   * or as soon as every address has a conflict (the first one, with
+   * `stopAtFirst`).
+   */
+  constructor(
+    private readonly targets: readonly ProbeTarget[],
+    private readonly ownMacs: readonly Uint8Array[],
+    settings: ProbeSettings,
+    startMs: number,
+    private readonly stopAtFirst = false,
+  ) {
+    this.end = startMs + settings.probeMs;
+    this.dueTimes = Array.from({ length: settings.probes }, (_, k) => startMs + (k * settings.probeMs) / settings.probes);
+    this.addressCount = targets.reduce((n, t) => n + t.ipv4.length, 0);
+  }
+
+  /** The probe frames due by `now` and not yet handed out: one per address per probe. */
+  due(now: number): OutgoingFrame[] {
+    const out: OutgoingFrame[] = [];
+    while (this.sent < this.dueTimes.length && this.dueTimes[this.sent]! <= now && !this.finished(now)) {
+      this.sent++;
+      for (const t of this.targets) for (const ip of t.ipv4) out.push({ index: t.index, name: t.name, frame: arpProbe({ mac: t.mac, ip }) });
+    }
+    return out;
+  }
+
+  /** Looks at one frame received on the interface with index `ifindex`. */
+  receive(ifindex: number, frame: Uint8Array): void {
+    const target = this.targets.find((t) => t.index === ifindex);
+    const packet = target && parseArp(frame);
+    if (!target || !packet) return;
+    const conflict = classifyArp(packet, target.ipv4, this.ownMacs);
+    if (!conflict) return;
+    const address = conflict.address.join('.');
+    const key = `${target.name} ${address}`;
+    if (!this.found.has(key)) this.found.set(key, { address, mac: formatMac(conflict.mac), interface: target.name, kind: conflict.kind });
+  }
+
+  /** Whether the window is over: its time is up, or nothing is left to learn. */
+  finished(now: number): boolean {
+    if (this.addressCount === 0 || now >= this.end) return true;
+    return this.stopAtFirst ? this.found.size > 0 : this.found.size >= this.addressCount;
+  }
+
+  /** Ms from `now` until the next probe is due or the window ends (0 once finished). */
+  waitMs(now: number): number {
+    if (this.finished(now)) return 0;
+    const next = this.sent < this.dueTimes.length ? Math.min(this.dueTimes[this.sent]!, this.end) : this.end;
+    return Math.max(0, next - now);
+  }
+
+  /** The conflicts found so far, one per interface and address, in the order they were seen. */
+  conflicts(): AddressConflict[] {
+    return [...this.found.values()];
+  }
+}
+
+/** What a blocking probe needs. */
+export interface ProbeIo {
+  /** Sends a frame out of the pod interface with index `index`. */
+  send(index: number, frame: Buffer): void;
+  /** Waits up to `timeoutMs` for ARP frames on the probed interfaces; returns what arrived. */
+  read(timeoutMs: number): ReceivedFrame[];
+  /** Monotonic ms. */
+  now(): number;
+}
+
+/**
+ * Drives `probe` to the end of its window, blocking: sends each probe when it
+ * is due and classifies every ARP frame that arrives meanwhile. A probe that
+ * cannot be sent is logged; the window goes on.
+ */
+export function runProbe(io: ProbeIo, probe: ConflictProbe, log: Logger): AddressConflict[] {
+  for (;;) {
+    const now = io.now();
+    for (const { index, name, frame } of probe.due(now)) {
+      try {
+        io.send(index, frame);
+      } catch (err) {
+        log.error('sending an ARP probe failed', { interface: name, error: err });
+      }
+    }
+    if (probe.finished(now)) return probe.conflicts();
+    for (const { ifindex, frame } of io.read(probe.waitMs(now))) probe.receive(ifindex, frame);
+  }
+}

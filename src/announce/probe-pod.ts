@@ -1,0 +1,61 @@
+// The conflict probe run inside one pod: ARP receivers on the probed
+// interfaces, the pod's own MACs, probes sent through the pod's packet socket.
+import type { Logger } from '../log';
+import { readArpFrames } from '../sys/arp-receiver';
+import type { Libc } from '../sys/libc';
+import { openArpReceivers } from '../sys/netns';
+import { ConflictProbe, probeTargets, runProbe, type AddressConflict, type ProbeSettings } from './conflict-probe';
+import type { OutgoingFrame } from './round';
+import type { PodSession } from './session';
+import type { Timers } from './timers';
+
+/** What probing a pod needs from the process. */
+export interface PodProbeDeps {
+  libc: Libc;
+  timers: Pick<Timers, 'now'>;
+  log: Logger;
+  /**
+   * Takes the receivers' fds once the window is over. Closing an AF_PACKET
+   * socket waits for an RCU grace period (8-16 ms): ADD passes closeAfterExit,
+   * the background announcer a close on another thread.
+   */
+  handOff(fds: readonly number[]): void;
+}
+
+/**
+ * Probes, in one window, every IPv4 address that `frames` (a round about to
+ * be sent) announce, from the pod of `session` at `netns`; returns the
+ * conflicts found. ARP from any MAC of the pod's own links is never a
+ * conflict. With `stopAtFirst`, the window ends at the first conflict.
+ */
+export function probePod(
+  deps: PodProbeDeps,
+  session: PodSession,
+  netns: string,
+  frames: readonly OutgoingFrame[],
+  settings: ProbeSettings,
+  stopAtFirst: boolean,
+): AddressConflict[] {
+  const targets = probeTargets(frames);
+  if (targets.length === 0) return [];
+  const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
+  // Open before the first probe goes out, so that no answer is missed.
+  const receivers = openArpReceivers(
+    deps.libc,
+    netns,
+    targets.map((t) => t.index),
+  );
+  try {
+    const probe = new ConflictProbe(targets, ownMacs, settings, deps.timers.now(), stopAtFirst);
+    const io = {
+      send: (index: number, frame: Buffer) => session.pod.packet.send(index, frame),
+      read: (timeoutMs: number) => readArpFrames(deps.libc, receivers, timeoutMs),
+      now: () => deps.timers.now(),
+    };
+    const conflicts = runProbe(io, probe, deps.log);
+    deps.log.debug('conflict probe done', { addresses: targets.reduce((n, t) => n + t.ipv4.length, 0), probes: settings.probes, conflicts: conflicts.length });
+    return conflicts;
+  } finally {
+    deps.handOff(receivers.map((r) => r.release()));
+  }
+}

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { ConflictProbe, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
+import type { OutgoingFrame } from '../../../src/announce/round';
+import { silentLogger } from '../../../src/log';
+import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
+import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
+
+const bytes = (hex: string): Buffer => Buffer.from(hex, 'hex');
+const OURS = bytes('02420a580005');
+const NET1 = bytes('02420a590007');
+const SQUATTER = bytes('525400123456');
+const A = bytes('0a580005'); // 10.88.0.5
+const B = bytes('0a580006'); // 10.88.0.6
+const C = bytes('0a590007'); // 10.89.0.7
+
+const eth0: ProbeTarget = { index: 2, name: 'eth0', mac: OURS, ipv4: [A, B] };
+const net1: ProbeTarget = { index: 3, name: 'net1', mac: NET1, ipv4: [C] };
+
+/** A unicast ARP reply from `mac` saying it has `ip` (what Linux answers a probe with). */
+function replyFrom(mac: Buffer, ip: Buffer, to: Buffer = OURS): Buffer {
+  return Buffer.concat([to, mac, bytes('0806000108000604 0002'.replace(/ /g, '')), mac, ip, to, bytes('00000000')]);
+}
+
+const describeFrames = (frames: readonly OutgoingFrame[]) => frames.map((f) => `${f.name}:${f.frame.subarray(38, 42).join('.')}`);
+
+describe('ConflictProbe', () => {
+  it('spreads the probes over the window: probe k at k × probeMs / probes, one frame per address', () => {
+    const probe = new ConflictProbe([eth0, net1], [OURS, NET1], { probeMs: 90, probes: 3 }, 1000);
+    const first = probe.due(1000);
+    expect(describeFrames(first)).toEqual(['eth0:10.88.0.5', 'eth0:10.88.0.6', 'net1:10.89.0.7']);
+    expect(first[0]!.frame.equals(arpProbe({ mac: OURS, ip: A }))).toBe(true);
+    expect(first.map((f) => f.index)).toEqual([2, 2, 3]);
+    expect(probe.waitMs(1000)).toBe(30);
+    expect(probe.due(1029)).toEqual([]);
+    expect(describeFrames(probe.due(1030))).toHaveLength(3);
+    expect(probe.waitMs(1040)).toBe(20);
+    expect(probe.due(1060)).toHaveLength(3);
+    // All probes out: wait for the end of the window.
+    expect(probe.waitMs(1060)).toBe(30);
+    expect(probe.finished(1089)).toBe(false);
+    expect(probe.finished(1090)).toBe(true);
+    expect(probe.waitMs(1090)).toBe(0);
+    expect(probe.due(2000)).toEqual([]);
+  });
+
+  it('hands out every overdue probe at once after a late wake-up', () => {
+    const probe = new ConflictProbe([net1], [], { probeMs: 100, probes: 3 }, 0);
+    expect(probe.due(70)).toHaveLength(3);
+  });
+
+  it('records one conflict per interface and address, with the first MAC seen', () => {
+    const probe = new ConflictProbe([eth0, net1], [OURS, NET1], { probeMs: 100, probes: 2 }, 0);
+    probe.receive(2, replyFrom(SQUATTER, A));
+    probe.receive(2, replyFrom(bytes('5254000000aa'), A));
+    expect(probe.conflicts()).toEqual([{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+  });
+
+  it('ignores frames of our own MACs, of interfaces not probed, and of addresses probed elsewhere', () => {
+    const probe = new ConflictProbe([eth0, net1], [OURS, NET1], { probeMs: 100, probes: 2 }, 0);
+    probe.receive(2, arpProbe({ mac: OURS, ip: A })); // our own probe, seen going out
+    probe.receive(2, replyFrom(NET1, A)); // the pod's other interface answering
+    probe.receive(9, replyFrom(SQUATTER, A)); // an interface not probed
+    probe.receive(2, replyFrom(SQUATTER, C)); // C is probed on net1, not eth0
+    probe.receive(2, bytes('00')); // not ARP
+    expect(probe.conflicts()).toEqual([]);
+  });
+
+  it('ends early once every address has a conflict, or at the first with stopAtFirst', () => {
+    const all = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
+    all.receive(2, replyFrom(SQUATTER, A));
+    expect(all.finished(10)).toBe(false);
+    all.receive(2, gratuitousArp({ mac: SQUATTER, ip: B, op: 'request' }));
+    expect(all.finished(10)).toBe(true);
+    expect(all.conflicts().map((c) => [c.address, c.kind])).toEqual([
+      ['10.88.0.5', 'reply'],
+      ['10.88.0.6', 'request'],
+    ]);
+    const first = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0, true);
+    first.due(0);
+    first.receive(2, replyFrom(SQUATTER, B));
+    expect(first.finished(10)).toBe(true);
+    expect(first.due(60)).toEqual([]);
+  });
+
+  it('has nothing to do without addresses', () => {
+    const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0);
+    expect(probe.finished(0)).toBe(true);
+    expect(probe.due(0)).toEqual([]);
+  });
+});
+
+/** A ProbeIo on a fake clock: read() advances time by what it waits, and delivers `answers` due by then. */
+function fakeIo(answers: { at: number; ifindex: number; frame: Buffer }[], failSend = false) {
+  let now = 0;
+  const sent: { at: number; index: number; frame: string }[] = [];
+  const waits: number[] = [];
+  const io: ProbeIo = {
+    send: (index, frame) => {
+      if (failSend) throw new Error('sendto: ENETDOWN');
+      sent.push({ at: now, index, frame: frame.toString('hex') });
+    },
+    read: (timeoutMs) => {
+      waits.push(timeoutMs);
+      const arrived = answers.filter((a) => a.at > now && a.at <= now + timeoutMs).sort((x, y) => x.at - y.at);
+      now = arrived.length > 0 ? arrived[0]!.at : now + timeoutMs;
+      return arrived.filter((a) => a.at <= now).map(({ ifindex, frame }) => ({ ifindex, frame }));
+    },
+    now: () => now,
+  };
+  return { io, sent, waits, clock: () => now };
+}
+
+describe('runProbe', () => {
+  it('sends the probes on time and listens for the whole window when nobody answers', () => {
+    const { io, sent, waits, clock } = fakeIo([]);
+    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0), silentLogger);
+    expect(conflicts).toEqual([]);
+    expect(sent.map((s) => [s.at, s.index])).toEqual([
+      [0, 2],
+      [0, 2],
+      [50, 2],
+      [50, 2],
+    ]);
+    expect(sent[0]!.frame).toBe(arpProbe({ mac: OURS, ip: A }).toString('hex'));
+    expect(waits).toEqual([50, 50]);
+    expect(clock()).toBe(100);
+  });
+
+  it('returns the conflicts an answer reveals, ending at the first with stopAtFirst', () => {
+    const { io, sent, clock } = fakeIo([{ at: 3, ifindex: 2, frame: replyFrom(SQUATTER, B) }]);
+    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0, true), silentLogger);
+    expect(conflicts).toEqual([{ address: '10.88.0.6', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+    expect(clock()).toBe(3);
+    expect(sent).toHaveLength(2); // the second probe was never needed
+  });
+
+  it('keeps listening after a probe that cannot be sent', () => {
+    const { io, clock } = fakeIo([{ at: 80, ifindex: 2, frame: replyFrom(SQUATTER, A) }], true);
+    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0), silentLogger);
+    expect(conflicts.map((c) => c.address)).toEqual(['10.88.0.5']);
+    expect(clock()).toBe(100);
+  });
+});
+
+describe('probeTargets and withoutConflicts', () => {
+  const round: OutgoingFrame[] = [
+    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
+    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'reply' }) },
+    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
+    { index: 2, name: 'eth0', frame: unsolicitedNeighborAdvert({ mac: OURS, ip: bytes('fd000088000000000000000000000005'), router: false, override: true }) },
+    { index: 3, name: 'net1', frame: gratuitousArp({ mac: NET1, ip: C, op: 'request' }) },
+    { index: 4, name: 'net2', frame: unsolicitedNeighborAdvert({ mac: NET1, ip: bytes('fd000089000000000000000000000007'), router: false, override: true }) },
+  ];
+
+  it('probes each announced IPv4 address once, from its interface and MAC; IPv6-only interfaces have nothing to probe', () => {
+    expect(probeTargets(round)).toEqual([
+      { index: 2, name: 'eth0', mac: OURS, ipv4: [A, B] },
+      { index: 3, name: 'net1', mac: NET1, ipv4: [C] },
+    ]);
+  });
+
+  it('drops every ARP frame of a conflicting address on its interface, and nothing else', () => {
+    const kept = withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+    expect(kept).toEqual([round[2], round[3], round[4], round[5]]);
+    expect(withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'net1', kind: 'reply' }])).toEqual(round);
+    expect(withoutConflicts(round, [])).toEqual(round);
+  });
+});
