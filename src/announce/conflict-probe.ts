@@ -66,6 +66,17 @@ export function withoutConflicts(frames: readonly OutgoingFrame[], conflicts: re
   });
 }
 
+const HOW_SEEN: Record<ConflictKind, string> = {
+  reply: 'it answered our ARP probe',
+  request: 'it sent ARP from that address',
+  probe: 'it is probing for that address itself',
+};
+
+/** One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered our ARP probe on eth0)`. */
+export function describeConflict(c: AddressConflict): string {
+  return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
+}
+
 /** A probe window in progress. Pure: the caller sends what is due, feeds what it receives, and keeps time. */
 export class ConflictProbe {
   private readonly end: number;

@@ -32,6 +32,8 @@ export const ErrorCode = {
   SendFailed: 104,
   /** Reading or writing the state directory failed. */
   StateFailure: 105,
+  /** An IPv4 address of the pod is already used by another host (conflictCheck: fail): nothing was announced. */
+  AddressConflict: 106,
   /** An unexpected error: a bug in the plugin. */
   Internal: 999,
 } as const;

@@ -16,6 +16,8 @@ export interface Counters {
   rounds: { sent: number; skippedNotReady: number; skippedLate: number };
   deferred: DeferredCounts;
   rateLimited: { delayed: number; dropped: number };
+  /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
+  conflicts: number;
   errors: number;
 }
 
@@ -26,6 +28,7 @@ export function newCounters(): Counters {
     rounds: { sent: 0, skippedNotReady: 0, skippedLate: 0 },
     deferred: { started: 0, ready: 0, timedOut: 0, gone: 0 },
     rateLimited: { delayed: 0, dropped: 0 },
+    conflicts: 0,
     errors: 0,
   };
 }
@@ -71,6 +74,7 @@ export function prometheusText(c: Counters): string {
     [{ outcome: 'delayed' }, c.rateLimited.delayed],
     [{ outcome: 'dropped' }, c.rateLimited.dropped],
   ]);
+  metric('address_conflicts_total', 'IPv4 addresses not announced because another host uses them (conflictCheck).', [[{}, c.conflicts]]);
   metric('errors_total', 'Errors of the background announcer.', [[{}, c.errors]]);
   return `${out.join('\n')}\n`;
 }

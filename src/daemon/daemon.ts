@@ -239,6 +239,7 @@ class Daemon {
     switch (request.op) {
       case 'sync':
         this.bump(request.sent);
+        this.countConflicts(request.conflicts ?? 0);
         this.sync(request.record);
         return { ok: true };
       case 'cancel':
@@ -246,6 +247,7 @@ class Daemon {
         return { ok: true };
       case 'count':
         this.bump(request.sent);
+        this.countConflicts(request.conflicts ?? 0);
         return { ok: true };
       case 'status':
         return { ok: true, status: this.status() };
@@ -256,6 +258,12 @@ class Daemon {
     if (totalFrames(sent) === 0) return;
     addFrames(this.counters, sent);
     this.counters.rounds.sent++;
+    this.metricsDirty = true;
+  }
+
+  private countConflicts(n: number): void {
+    if (n === 0) return;
+    this.counters.conflicts += n;
     this.metricsDirty = true;
   }
 

@@ -9,12 +9,15 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
 
 /** What a client asks. */
 export type Request =
-  /** Read this record again and (re)schedule its job; `sent` counts what ADD's round 1 sent. */
-  | { op: 'sync'; record: string; sent: FrameCounts }
+  /**
+   * Read this record again and (re)schedule its job; `sent` counts what ADD's round 1 sent,
+   * `conflicts` the addresses ADD's probe left out (conflictCheck).
+   */
+  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number }
   /** Forget this attachment: once answered, nothing more is sent for it. */
   | { op: 'cancel'; record: string }
-  /** Count frames an ADD sent without needing background work. */
-  | { op: 'count'; sent: FrameCounts }
+  /** Count frames an ADD sent, and addresses its probe left out, without needing background work. */
+  | { op: 'count'; sent: FrameCounts; conflicts?: number }
   | { op: 'status' };
 
 /** One attachment as `announcer status` shows it. */
@@ -59,11 +62,13 @@ export function decodeRequest(bytes: Uint8Array): Request | string {
   if (!isObject(value)) return 'not an object';
   switch (value.op) {
     case 'sync':
-      return isRecordName(value.record) ? { op: 'sync', record: value.record, sent: frameCounts(value.sent) } : 'bad record name';
+      return isRecordName(value.record)
+        ? { op: 'sync', record: value.record, sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts) }
+        : 'bad record name';
     case 'cancel':
       return isRecordName(value.record) ? { op: 'cancel', record: value.record } : 'bad record name';
     case 'count':
-      return { op: 'count', sent: frameCounts(value.sent) };
+      return { op: 'count', sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts) };
     case 'status':
       return { op: 'status' };
     default:
@@ -89,8 +94,12 @@ function isRecordName(name: unknown): name is string {
 
 function frameCounts(value: unknown): FrameCounts {
   if (!isObject(value)) return { ...NO_FRAMES };
-  const n = (v: unknown): number => (Number.isInteger(v) && (v as number) >= 0 && (v as number) < 1e6 ? (v as number) : 0);
-  return { garpRequest: n(value.garpRequest), garpReply: n(value.garpReply), na: n(value.na) };
+  return { garpRequest: smallCount(value.garpRequest), garpReply: smallCount(value.garpReply), na: smallCount(value.na) };
+}
+
+/** A count a client reports: an integer from 0 below 1e6, else 0. */
+function smallCount(v: unknown): number {
+  return Number.isInteger(v) && (v as number) >= 0 && (v as number) < 1e6 ? (v as number) : 0;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

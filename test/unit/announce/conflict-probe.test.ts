@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictProbe, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
+import { ConflictProbe, describeConflict, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
 import { silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
@@ -164,5 +164,15 @@ describe('probeTargets and withoutConflicts', () => {
     expect(kept).toEqual([round[2], round[3], round[4], round[5]]);
     expect(withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'net1', kind: 'reply' }])).toEqual(round);
     expect(withoutConflicts(round, [])).toEqual(round);
+  });
+});
+
+describe('describeConflict', () => {
+  it.each([
+    ['reply', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered our ARP probe on eth0)'],
+    ['request', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it sent ARP from that address on eth0)'],
+    ['probe', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)'],
+  ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, text) => {
+    expect(describeConflict({ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind })).toBe(text);
   });
 });

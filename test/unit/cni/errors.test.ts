@@ -60,6 +60,7 @@ describe('ErrorCode', () => {
       MacMismatch: 103,
       SendFailed: 104,
       StateFailure: 105,
+      AddressConflict: 106,
       Internal: 999,
     });
   });

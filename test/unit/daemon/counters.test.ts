@@ -13,6 +13,7 @@ describe('counters', () => {
     const c = newCounters();
     addFrames(c, { garpRequest: 4, garpReply: 0, na: 2 });
     c.rateLimited.dropped = 1;
+    c.conflicts = 2;
     const text = prometheusText(c);
     expect(text.endsWith('\n')).toBe(true);
     expect(text).toContain('# TYPE cni_announcer_frames_sent_total counter\n');
@@ -20,6 +21,7 @@ describe('counters', () => {
     expect(text).toContain('cni_announcer_frames_sent_total{kind="na"} 2\n');
     expect(text).toContain('cni_announcer_rate_limited_rounds_total{outcome="dropped"} 1\n');
     expect(text).toContain('cni_announcer_errors_total 0\n');
+    expect(text).toContain('# TYPE cni_announcer_address_conflicts_total counter\ncni_announcer_address_conflicts_total 2\n');
     // Every sample line is `name{labels} value` or `name value`.
     for (const line of text.trim().split('\n').filter((l) => !l.startsWith('#'))) {
       expect(line).toMatch(/^cni_announcer_[a-z_]+(\{[a-z_]+="[a-z_]+"\})? \d+$/);

@@ -6,7 +6,13 @@ const wire = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
 describe('control protocol', () => {
   it('round-trips the requests', () => {
     const sent = { garpRequest: 1, garpReply: 0, na: 2 };
-    expect(decodeRequest(encodeMessage({ op: 'sync', record: 'c1@eth0.json', sent }))).toEqual({ op: 'sync', record: 'c1@eth0.json', sent });
+    expect(decodeRequest(encodeMessage({ op: 'sync', record: 'c1@eth0.json', sent, conflicts: 1 }))).toEqual({
+      op: 'sync',
+      record: 'c1@eth0.json',
+      sent,
+      conflicts: 1,
+    });
+    expect(decodeRequest(encodeMessage({ op: 'count', sent, conflicts: 2 }))).toEqual({ op: 'count', sent, conflicts: 2 });
     expect(decodeRequest(encodeMessage({ op: 'cancel', record: 'c1@eth0.json' }))).toEqual({ op: 'cancel', record: 'c1@eth0.json' });
     expect(decodeRequest(encodeMessage({ op: 'status' }))).toEqual({ op: 'status' });
   });
@@ -23,11 +29,17 @@ describe('control protocol', () => {
     expect(decodeRequest(wire({ op: 'kill' }))).toBe('unknown op "kill"');
   });
 
-  it('turns bad frame counts into zeros', () => {
-    expect(decodeRequest(wire({ op: 'count', sent: { garpRequest: -1, garpReply: 'x', na: 1.5 } }))).toEqual({
+  it('turns bad frame and conflict counts into zeros', () => {
+    expect(decodeRequest(wire({ op: 'count', sent: { garpRequest: -1, garpReply: 'x', na: 1.5 }, conflicts: 1e6 }))).toEqual({
       op: 'count',
       sent: { garpRequest: 0, garpReply: 0, na: 0 },
+      conflicts: 0,
     });
+  });
+
+  it('reads a missing conflict count (an older client) as zero', () => {
+    const sent = { garpRequest: 1, garpReply: 0, na: 0 };
+    expect(decodeRequest(wire({ op: 'sync', record: 'c1@eth0.json', sent }))).toEqual({ op: 'sync', record: 'c1@eth0.json', sent, conflicts: 0 });
   });
 
   it('decodes replies and refuses what is not one', () => {
