@@ -20,6 +20,10 @@ const ms = () => {
   const error = 'must be a finite number ≥ 0';
   return z.number(fail(error)).check(z.gte(0, fail(error)));
 };
+const intFrom = (min: number, max: number) => {
+  const error = `must be an integer from ${min} to ${max}`;
+  return z.int(fail(error)).check(z.gte(min, fail(error)), z.lte(max, fail(error)));
+};
 const ifname = () => str().check(z.refine((s) => ifnameProblem(s) === undefined, fail('must be an interface name')));
 const list = <T extends z.core.SomeType>(item: T, max: number) =>
   z.array(item, fail('must be an array')).check(z.maxLength(max, fail(`must have at most ${max} entries`)));
@@ -55,6 +59,7 @@ function buildRecordSchema() {
     idleExitMs: z.optional(ms()),
     metricsFile: z.optional(absPath()),
     rateLimit: z.optional(obj({ framesPerSecond: ms(), burst: ms() })),
+    conflictCheck: z.optional(obj({ action: oneOf(['warn', 'fail']), probeMs: intFrom(10, 2000), probes: intFrom(1, 3) })),
   });
 
   return obj({

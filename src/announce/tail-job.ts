@@ -27,6 +27,18 @@ export interface TailJob {
   idleExitMs?: number | undefined;
   metricsFile?: string | undefined;
   rateLimit?: RateLimit | undefined;
+  /**
+   * IPv4 conflict detection for a deferred round 1 (conflictCheck warn or fail; absent: off).
+   * In the background `fail` acts as `warn`: ADD has returned.
+   */
+  conflictCheck?: ConflictCheckJob | undefined;
+}
+
+/** How a deferred round 1 probes for IPv4 conflicts (see conflict-probe.ts). */
+export interface ConflictCheckJob {
+  action: 'warn' | 'fail';
+  probeMs: number;
+  probes: number;
 }
 
 /** The command-line verb that runs the tail in the bundled plugin. */

@@ -128,6 +128,16 @@ describe('writeRecord and readRecordFile', () => {
     ['a job without a netns identity', JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }), /"job.netnsId" must be an object/],
     ['a job with an unknown ARP op', JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }), /"job.arpOps.0" must be one of request, reply/],
     ['a job with a relative log file', JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }), /"job.logFile" must be an absolute path/],
+    [
+      'a job with an unknown conflict action',
+      JSON.stringify({ ...RECORD, job: { ...JOB, conflictCheck: { action: 'off', probeMs: 100, probes: 2 } } }),
+      /"job.conflictCheck.action" must be one of warn, fail/,
+    ],
+    [
+      'a job with a probe window out of range',
+      JSON.stringify({ ...RECORD, job: { ...JOB, conflictCheck: { action: 'warn', probeMs: 5, probes: 2 } } }),
+      /"job.conflictCheck.probeMs" must be an integer from 10 to 2000/,
+    ],
   ])('reads %s as invalid, naming the problem', (_what, text, problem) => {
     const file = recordPath(stateDir, 'c0ffee', 'eth0');
     writeFileSync(file, text);
@@ -148,6 +158,12 @@ describe('writeRecord and readRecordFile', () => {
     rmSync(file);
     execFileSync('mkfifo', [file]);
     expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
+  });
+
+  it('accepts a job with conflict settings', () => {
+    const job = { ...JOB, conflictCheck: { action: 'fail', probeMs: 100, probes: 2 } };
+    const file = writeRecord(stateDir, { ...RECORD, job: job as AttachmentRecord['job'] });
+    expect(readRecord(file)?.job?.conflictCheck).toEqual({ action: 'fail', probeMs: 100, probes: 2 });
   });
 
   it('accepts a record with a full job', () => {
