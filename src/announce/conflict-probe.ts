@@ -10,6 +10,7 @@ import type { ReceivedFrame } from '../sys/arp-receiver';
 import { arpProbe, parseArp } from '../wire/arp';
 import { classifyArp, type ConflictKind } from '../wire/arp-conflict';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
+import { canonicalIP } from '../wire/ip';
 import { formatMac } from '../wire/mac';
 import type { OutgoingFrame } from './round';
 
@@ -75,6 +76,14 @@ const HOW_SEEN: Record<ConflictKind, string> = {
 /** One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered our ARP probe on eth0)`. */
 export function describeConflict(c: AddressConflict): string {
   return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
+}
+
+/** `interfaces` (a job's) without the IPv4 addresses that conflict on them: later rounds leave those out too. */
+export function dropConflicting<T extends { name: string; ipv4: readonly string[] }>(interfaces: readonly T[], conflicts: readonly AddressConflict[]): T[] {
+  return interfaces.map((i) => ({
+    ...i,
+    ipv4: i.ipv4.filter((text) => !conflicts.some((c) => c.interface === i.name && c.address === canonicalIP(text))),
+  }));
 }
 
 /** A probe window in progress. Pure: the caller sends what is due, feeds what it receives, and keeps time. */

@@ -10,7 +10,10 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { FrameBudget } from '../announce/frame-budget';
 import { addFrames, newCounters, prometheusText, type Counters } from './counters';
-import { totalFrames } from '../announce/round';
+import { totalFrames, type OutgoingFrame } from '../announce/round';
+import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
+import { probePod } from '../announce/probe-pod';
+import type { PodSession } from '../announce/session';
 import { listRecords, readRecordFile } from '../announce/state';
 import type { TailJob } from '../announce/tail-job';
 import type { Timers } from '../announce/timers';
@@ -377,7 +380,7 @@ class Daemon {
       d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
       return;
     }
-    const sent = send(seen.session, seen.frames, w.log);
+    const sent = send(seen.session, this.probeDeferred(w, seen.session, seen.frames), w.log);
     this.dropDeferred(w);
     w.deferred = undefined;
     this.counters.deferred.ready++;
@@ -386,6 +389,33 @@ class Daemon {
     w.firstRoundAt = now;
     w.next = 1;
     if (!this.advance(w, now)) this.forget(w.name, undefined);
+  }
+
+  /**
+   * With conflictCheck, probes the IPv4 addresses of a deferred round 1 first;
+   * those another host answers for are left out of this round and of the later
+   * ones. `fail` acts as `warn` here: ADD has returned. Without a working probe
+   * the round goes out as it would without conflictCheck.
+   */
+  private probeDeferred(w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
+    const check = w.job.conflictCheck;
+    if (!check) return frames;
+    let conflicts;
+    try {
+      const handOff = (fds: readonly number[]): void => fds.forEach((fd) => this.deps.closeInBackground(fd));
+      conflicts = probePod({ libc: this.deps.libc, timers: this.deps.timers, log: w.log, handOff }, session, w.job.netns, frames, check, false);
+    } catch (err) {
+      this.counters.errors++;
+      w.log.error('conflict probe failed: announcing without it', { error: err });
+      return frames;
+    }
+    if (conflicts.length === 0) return frames;
+    if (check.action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
+    for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
+    this.counters.conflicts += conflicts.length;
+    this.metricsDirty = true;
+    w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
+    return withoutConflicts(frames, conflicts);
   }
 
   private async runRound(w: Work, now: number): Promise<void> {

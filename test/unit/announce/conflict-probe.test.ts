@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictProbe, describeConflict, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
+import { ConflictProbe, describeConflict, dropConflicting, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
 import { silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
@@ -174,5 +174,20 @@ describe('describeConflict', () => {
     ['probe', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)'],
   ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, text) => {
     expect(describeConflict({ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind })).toBe(text);
+  });
+});
+
+describe('dropConflicting', () => {
+  it('leaves the conflicting IPv4 addresses out of their interface only, IPv6 and other fields untouched', () => {
+    const interfaces = [
+      { name: 'eth0', ipv4: ['10.88.0.5', '10.88.0.6'], ipv6: ['fd00:88::5'] },
+      { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
+    ];
+    const conflicts = [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' as const }];
+    expect(dropConflicting(interfaces, conflicts)).toEqual([
+      { name: 'eth0', ipv4: ['10.88.0.6'], ipv6: ['fd00:88::5'] },
+      { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
+    ]);
+    expect(interfaces[0]!.ipv4).toHaveLength(2);
   });
 });
