@@ -9,6 +9,7 @@ export const ROWS = {
   node: 'node, empty file',
   version: 'announcer VERSION',
   addOne: 'announcer ADD, count 1',
+  addProbe: 'announcer ADD, count 1, conflictCheck warn',
   addDefault: 'announcer ADD, defaults',
   del: 'announcer DEL',
   closeLast: 'close(AF_PACKET), last ref',
@@ -46,6 +47,20 @@ export function checkBudgets(rows: readonly TableRow[]): Verdict[] {
       pass: worstMiB <= BUDGETS.addPeakRssMiB,
     },
   ];
+}
+
+/** The probe window of the conflictCheck row (the default probeMs). */
+export const PROBE_MS = 100;
+
+/**
+ * Issue 12's budget: with conflictCheck and no conflict, ADD takes at most
+ * probeMs + 5 ms more than without (medians of ADD count 1 with and without).
+ */
+export function probeCostVerdict(rows: readonly TableRow[]): Verdict {
+  const med = (name: string): number => median(rows.find((r) => r.name === name)?.samples ?? []);
+  const extra = med(ROWS.addProbe) - med(ROWS.addOne);
+  const limit = PROBE_MS + 5;
+  return { label: `conflictCheck adds ≤ probeMs + 5 ms = ${limit} ms to ADD`, measured: `+${extra.toFixed(1)} ms`, pass: extra <= limit };
 }
 
 /** ADD count 1 as a multiple of the Go peer, with the goal it is heading for. */

@@ -16,7 +16,7 @@ import { announcerProcesses } from '../../test/integration/harness/processes';
 import { Scope } from '../../test/integration/harness/scope';
 import { watchBackground } from './background';
 import { describeTrace, STRACE, traceRun } from './close-trace';
-import { checkBudgets, peerLine, ROWS } from './budgets';
+import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME, expectOk, timedRun } from './measure';
 import { renderTable, renderVerdicts, type TableRow } from './report';
@@ -127,6 +127,8 @@ async function bench(scope: Scope, p: Programs, rounds: number, abort: AbortSign
     '',
     'Budgets (issue 8):',
     renderVerdicts(checkBudgets(table)),
+    'Budget (issue 12, no conflict on the bench bridge):',
+    renderVerdicts([probeCostVerdict(table)]),
     '',
     peerLine(table),
     bg.roles.length === 0

@@ -29,6 +29,8 @@ export interface ProcessRow {
 
 /** The announcer config of one round only. */
 export const ANNOUNCER_ONE = { type: 'announcer', count: 1 };
+/** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
+export const ANNOUNCER_PROBE = { type: 'announcer', count: 1, conflictCheck: 'warn' };
 /** The announcer config with every default (count 3: rounds 2 and 3 run in the background). */
 export const ANNOUNCER_DEFAULTS = { type: 'announcer' };
 
@@ -56,6 +58,11 @@ export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
     },
     { name: ROWS.addOne, command: addOne, after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_ONE)) },
+    {
+      name: ROWS.addProbe,
+      command: plugin(p.announcer, 'ADD', ANNOUNCER_PROBE),
+      after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_PROBE)),
+    },
     {
       name: ROWS.addDefault,
       command: plugin(p.announcer, 'ADD', ANNOUNCER_DEFAULTS),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkBudgets, peerLine, ROWS } from '../../../scripts/bench/budgets';
+import { checkBudgets, peerLine, probeCostVerdict, ROWS } from '../../../scripts/bench/budgets';
 import type { TableRow } from '../../../scripts/bench/report';
 
 const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[] =>
@@ -36,5 +36,18 @@ describe('checkBudgets', () => {
 describe('peerLine', () => {
   it('gives ADD count 1 as a multiple of the Go peer', () => {
     expect(peerLine(rows())).toBe('ADD count 1 / Go tuning ADD: 5.5× (goal on the way: ≤ 3×)');
+  });
+});
+
+describe('probeCostVerdict', () => {
+  const withProbe = (ms: number): TableRow[] => [...rows(), { name: ROWS.addProbe, samples: [ms] }];
+
+  it('passes when conflictCheck adds at most probeMs + 5 ms to ADD count 1', () => {
+    expect(probeCostVerdict(withProbe(127))).toEqual({ label: 'conflictCheck adds ≤ probeMs + 5 ms = 105 ms to ADD', measured: '+105.0 ms', pass: true });
+  });
+
+  it('fails above it, and without samples', () => {
+    expect(probeCostVerdict(withProbe(127.5)).pass).toBe(false);
+    expect(probeCostVerdict(rows()).pass).toBe(false);
   });
 });
