@@ -1,0 +1,26 @@
+// Putting back the MACs ADD set, from inside ADD: when ADD fails with code 106
+// nothing was announced, and the pod keeps the MAC it came with.
+import type { Logger } from '../log';
+import { parseMac } from '../wire/mac';
+import type { PodSession } from './session';
+import type { AttachmentRecord } from './state';
+
+/**
+ * Restores, through the open session, each MAC that `record` says was
+ * replaced; those restored leave record.originalMacs, the others stay for
+ * DEL to try again (and are logged).
+ */
+export function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
+  record.originalMacs = record.originalMacs.filter(({ name, mac }) => {
+    const iface = session.interfaces.find((i) => i.name === name);
+    if (!iface) return true;
+    try {
+      session.pod.rtnl.setMac(iface.index, parseMac(mac));
+      log.info('restored the original MAC', { interface: name, mac });
+      return false;
+    } catch (err) {
+      log.error('cannot restore the original MAC: DEL will try again', { interface: name, mac, error: err });
+      return true;
+    }
+  });
+}
