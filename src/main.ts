@@ -1,12 +1,9 @@
 // The process entry point: wires env, stdin and stdout into the dispatcher.
 // `announcer tail RECORD` runs the background tail instead (started by ADD).
 import { writeSync } from 'node:fs';
-import { runTail } from './announce/tail';
-import { awaitJob, tailStillWanted } from './announce/await-job';
-import { TAIL_VERB } from './announce/tail-job';
 import { realTimers } from './announce/timers';
 import { crashReply, dispatch } from './cni/dispatch';
-import { createLogger, fileSink, silentLogger, type LogLevel } from './log';
+import { createLogger, fileSink, silentLogger, type Logger, type LogLevel } from './log';
 import { CLI_VERBS, runVerb } from './cli';
 import { announcerPlugin } from './plugin';
 import { loadLibc, type Libc } from './sys/libc';
@@ -17,6 +14,42 @@ import { acquireFileLock } from './sys/file-lock';
 import { loadTryLock } from './sys/flock';
 import { closeAfterExit, holdUntilParentExits, HOLD_FDS_VERB } from './sys/close-after-exit';
 import { readStdinBounded } from './sys/stdin';
+import { basename, dirname, join } from 'node:path';
+import { closeSync, fstatSync, lstatSync } from 'node:fs';
+import { sharedFrameBudget, UNLIMITED, type FrameBudget } from './announce/frame-budget';
+import type { RateLimit } from './announce/token-bucket';
+import { askDaemon, askOrStartDaemon } from './daemon/client';
+import { DAEMON_VERB, openDaemonLock, runDaemon } from './daemon/daemon';
+import { DAEMON_LOCK } from './daemon/paths';
+import { daemonLoggers } from './daemon/daemon-log';
+import { checkPrivateDir, ensurePrivateDir } from './sys/private-dir';
+import { replaceFile } from './sys/safe-file';
+import { loadUnixSockets } from './sys/unix-socket';
+
+/** How long an ADD waits for the background announcer it starts, or a DEL for one that runs. */
+const START_DAEMON_MS = 1000;
+const ASK_DAEMON_MS = 2000;
+
+/** Writes the metrics file atomically, only into a directory no one else can write. */
+function writeMetrics(file: string, text: string): void {
+  const dir = dirname(file);
+  if (checkPrivateDir(dir) === 'missing') throw new Error(`${dir} does not exist`);
+  replaceFile(dir, basename(file), text, 0o644);
+}
+
+/** The fd a starting client hands the announcer its lock on. */
+const INHERITED_LOCK_FD = 3;
+
+/** Whether `fd` is open on stateDir's announcer lock file (so it was handed over by our starter). */
+function isDaemonLock(fd: number, stateDir: string): boolean {
+  try {
+    const open = fstatSync(fd);
+    const named = lstatSync(join(stateDir, DAEMON_LOCK));
+    return open.dev === named.dev && open.ino === named.ino;
+  } catch {
+    return false;
+  }
+}
 
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
@@ -55,17 +88,28 @@ async function main(): Promise<void> {
     holdUntilParentExits();
     return process.exit(0);
   }
-  if (process.argv[2] === TAIL_VERB) {
-    // The job sits in the attachment's 0600 state record, not on the command line for `ps` to show.
-    const recordFile = process.argv[3] ?? '';
-    const job = await awaitJob(recordFile, timers);
-    if (!job) return process.exit(0); // not needed after all, or DEL got there first
-    const log = logger(job.logFile, job.logLevel, { containerId: job.containerId, ifname: job.ifname, tail: process.pid });
-    try {
-      await runTail({ libc: libc(), timers, log, stillWanted: () => tailStillWanted(recordFile, job) }, job);
-    } catch (err) {
-      log.error('background tail failed', { error: err });
-    }
+  const lockFile = (path: string, timeoutMs: number) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep });
+  const frameBudget = (stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget =>
+    limit ? sharedFrameBudget(stateDir, limit, lockFile, log) : UNLIMITED;
+  if (verb === DAEMON_VERB) {
+    // `announcer daemon <stateDir>`, started by an ADD (src/daemon/client.ts).
+    const stateDir = process.argv[3] ?? '';
+    if (!stateDir.startsWith('/')) return process.exit(2);
+    ensurePrivateDir(stateDir);
+    const loggers = daemonLoggers({ daemon: process.pid });
+    await runDaemon({
+      stateDir,
+      libc: libc(),
+      sockets: loadUnixSockets(),
+      timers,
+      tryLock: tryLock(),
+      ...loggers,
+      budget: (limit) => frameBudget(stateDir, limit, loggers.log),
+      writeMetrics,
+      closeInBackground: (fd) => libc().closeInBackground(fd),
+      uid: process.geteuid?.() ?? 0,
+      inheritedLockFd: isDaemonLock(INHERITED_LOCK_FD, stateDir) ? INHERITED_LOCK_FD : undefined,
+    });
     return process.exit(0);
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
@@ -77,8 +121,26 @@ async function main(): Promise<void> {
     libc,
     timers,
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
-    startTail: (recordFile) => spawnDetached(libc(), self, [TAIL_VERB, recordFile]),
-    lockFile: (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep }),
+    askDaemon: (stateDir, request, { start }) => {
+      const client = {
+        libc: libc(),
+        sockets: loadUnixSockets(),
+        now: timers.now,
+        sleep: timers.sleep,
+        lockFile,
+        claimDaemonLock: (dir: string) => {
+          const fd = openDaemonLock(dir);
+          if (tryLock()(fd)) return fd;
+          closeSync(fd);
+          return undefined;
+        },
+        spawnDaemon: (dir: string, lockFd: number) => void spawnDetached(libc(), self, [DAEMON_VERB, dir], [lockFd]),
+        closeFd: closeSync,
+      };
+      return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS) : askDaemon(client, stateDir, request, ASK_DAEMON_MS);
+    },
+    frameBudget,
+    lockFile,
     closeAfterExit: (fds) => void closeAfterExit(libc(), (inherit) => spawnDetached(libc(), self, [HOLD_FDS_VERB], inherit), fds),
   });
   // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as

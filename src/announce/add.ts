@@ -1,19 +1,22 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
-// until the pod can be heard, send round 1, and leave the rest to the tail.
+// until the pod can be heard, send round 1, and hand the rest to the node's
+// background announcer (src/daemon) through the attachment's record.
 import { CniError, ErrorCode } from '../cni/errors';
 import { silentLogger, type Logger, type LogLevel } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import type { NetnsId } from '../sys/netns';
-import { signalProcess, type ProcessId } from '../sys/processes';
 import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
-import { sendRound, totalFrames } from './round';
+import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
+import type { FrameBudget } from './frame-budget';
+import type { Reply, Request } from '../daemon/protocol';
+import type { RateLimit } from './token-bucket';
+import { basename } from 'node:path';
 import { openSession, waitReady, type PodSession } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import { stopTail } from './stop-tail';
 import type { TailJob } from './tail-job';
 import type { Timers } from './timers';
 
@@ -22,8 +25,13 @@ export interface AddDeps {
   libc: Libc;
   timers: Timers;
   log: Logger;
-  /** Starts the detached background tail on the record file that holds its job; returns its identity. */
-  startTail(recordFile: string): ProcessId;
+  /**
+   * Asks the background announcer of `stateDir`, starting it first with
+   * `start`; undefined when none answered within its short bound.
+   */
+  askDaemon(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | 'started' | undefined>;
+  /** The node-wide frame budget that round 1 draws from. */
+  budget: FrameBudget;
   /** Takes a lock file (see attachment-lock.ts). */
   lockFile: LockFile;
   /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
@@ -45,6 +53,10 @@ export interface AddJob {
   readyTimeoutMs: number;
   logFile?: string | undefined;
   logLevel: LogLevel;
+  /** Handed to the background announcer with the job. */
+  idleExitMs: number;
+  metricsFile?: string | undefined;
+  rateLimit?: RateLimit | undefined;
 }
 
 /**
@@ -81,9 +93,8 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
 async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<number, string>> {
   const { log, timers } = deps;
   const startedAt = timers.bootMs();
-  // A repeated ADD takes over the attachment: stop its tail, keep the MACs it must restore.
+  // A repeated ADD takes over the attachment; it keeps the MACs it must restore.
   const previous = readRecordToActOn(file, log);
-  if (previous?.tail) await stopTail(previous.tail, timers);
   // MACs recorded in another netns (the path now names a new pod) are not this pod's to restore.
   const sameNetns = previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
@@ -98,12 +109,8 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     originalMacs: sameNetns ? previous.originalMacs : [],
   };
   const plan = job.plan;
-  // A fresh node process takes 100-300 ms to boot. When round 2 is due sooner
-  // than that, start the tail now, before any pod socket is open (none can leak
-  // into it), so that it boots while ADD works; it waits for its job. Otherwise
-  // start it after round 1: booting alongside ADD would slow ADD down.
-  if (needsLaterRounds(job) && job.plan.schedule[1]! < EARLY_TAIL_BELOW_MS) startTail(deps, record, job, startedAt);
-  let tail: TailJob | undefined;
+  const name = basename(file);
+  let first: FirstRound;
   let macs: Map<number, string>;
   try {
     const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
@@ -112,58 +119,32 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
         throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
       }
       macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
-      tail = await firstRound(deps, job, session, startedAt);
+      first = await firstRound(deps, job, session, startedAt);
     } finally {
       deps.closeAfterExit([session.pod.packet.release()]);
       session.close();
     }
-    if (tail) {
-      record.job = tail;
-      delete record.jobDeadline;
-      // Not started early: start it now that the pod's sockets are closed.
-      if (!record.tail) startTail(deps, record, job, startedAt);
-    } else if (record.tail) {
-      signalProcess(record.tail, 'SIGTERM'); // started early, not needed after all
-      record.tail = undefined;
-    }
-    if (record.tail || record.originalMacs.length > 0) persist(job.stateDir, record);
-    else if (previous || record.jobDeadline) removeOrFail(file);
+    if (first.later) record.job = first.later;
+    if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
+    else if (previous) removeOrFail(file);
   } catch (err) {
-    // A tail nobody can find would outlive its attachment.
-    if (record.tail) signalProcess(record.tail, 'SIGKILL');
-    record.tail = undefined;
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
     else removeRecordQuietly(file, log);
+    // The record no longer holds the previous ADD's job: a running announcer drops it.
+    if (previous?.job) await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: NO_FRAMES }, { start: false });
     throw err;
   }
-  if (record.tail) log.debug('background tail has its job', { pid: record.tail.pid, rounds: tail?.schedule.length });
-  return macs;
-}
-
-/** Round 2 due sooner than this after round 1: the tail is started at the beginning of ADD. */
-const EARLY_TAIL_BELOW_MS = 500;
-
-/** Whether rounds after the first are planned. */
-function needsLaterRounds(job: AddJob): boolean {
-  const hasAddresses = job.plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
-  return job.announce && hasAddresses && job.plan.schedule.length > 1;
-}
-
-/** How long an early tail waits for ADD to hand it a job before it gives up. */
-const JOB_GRACE_MS = 10_000;
-
-function startTail(deps: AddDeps, record: AttachmentRecord, job: AddJob, startedAt: number): void {
-  if (!record.job) record.jobDeadline = startedAt + job.addWaitMs + JOB_GRACE_MS;
-  // Recorded before it starts, so that a DEL after a crash finds and stops it.
-  persist(job.stateDir, record);
-  try {
-    record.tail = deps.startTail(recordPath(job.stateDir, job.containerId, job.ifname));
-    persist(job.stateDir, record);
-  } catch (err) {
-    if (record.tail) signalProcess(record.tail, 'SIGKILL');
-    record.tail = undefined;
-    deps.log.error('cannot start the background tail: later rounds will not be sent', { error: err });
+  if (record.job) {
+    const reply = await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: first.sent }, { start: true });
+    if (reply === 'started') log.debug('started the background announcer: it takes the job from the record', { record: name });
+    else if (reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
+    else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
+  } else if (previous?.job) {
+    await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: first.sent }, { start: false });
+  } else if (totalFrames(first.sent) > 0) {
+    await deps.askDaemon(job.stateDir, { op: 'count', sent: first.sent }, { start: false });
   }
+  return macs;
 }
 
 function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger): void {
@@ -222,19 +203,27 @@ function applyTargetMacs(
   return macs;
 }
 
-/** Sends round 1 if the pod gets ready within addWaitMs; returns the tail's job, if any. */
-async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number): Promise<TailJob | undefined> {
+/** What round 1 did: the frames it sent, and the job left for the background announcer. */
+interface FirstRound {
+  sent: FrameCounts;
+  later?: TailJob;
+}
+
+/** Sends round 1 if the pod gets ready within addWaitMs; returns what is left for the background. */
+async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number): Promise<FirstRound> {
   const { log, timers } = deps;
   const plan = job.plan;
+  const nothing: FirstRound = { sent: NO_FRAMES };
   if (!job.announce) {
     log.info('announcements disabled for this attachment: sending nothing');
-    return undefined;
+    return nothing;
   }
-  if (plan.schedule.length === 0) return undefined;
+  if (plan.schedule.length === 0) return nothing;
   const targets = announceable(plan.interfaces, session.interfaces, log);
-  if (targets.length === 0) return undefined;
+  if (targets.length === 0) return nothing;
+  const waitStart = timers.now();
   const outcome = await waitReady(session, targets, { timeoutMs: Math.min(job.addWaitMs, job.readyTimeoutMs), timers });
-  const base = {
+  const base: TailJob = {
     network: job.network,
     containerId: job.containerId,
     ifname: job.ifname,
@@ -247,24 +236,43 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     readyDeadline: startedAt + job.readyTimeoutMs,
     logFile: job.logFile,
     logLevel: job.logLevel,
+    idleExitMs: job.idleExitMs,
+    metricsFile: job.metricsFile,
+    rateLimit: job.rateLimit,
   };
   switch (outcome.kind) {
     case 'cancelled':
-      return undefined; // ADD sets no cancel condition
+      return nothing; // ADD sets no cancel condition
     case 'gone':
       throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
     case 'ready': {
-      const sent = sendRound(session.pod.packet, outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+      const frames = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+      await drawFromBudget(deps, frames.length, waitStart + job.addWaitMs);
+      const sent = sendFrames(session.pod.packet, frames, log);
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
-      return plan.schedule.length > 1 ? { ...base, firstRoundAt: timers.bootMs() } : undefined;
+      return plan.schedule.length > 1 ? { sent, later: { ...base, firstRoundAt: timers.bootMs() } } : { sent };
     }
     case 'timeout':
       if (job.readyTimeoutMs <= job.addWaitMs) {
         log.warn('pod not ready in time: not announcing', { waitedMs: job.readyTimeoutMs, waitingFor: outcome.reasons });
-        return undefined;
+        return nothing;
       }
       log.info('pod not ready yet: announcing from the background once it is', { waitedMs: job.addWaitMs, waitingFor: outcome.reasons });
-      return base;
+      return { sent: NO_FRAMES, later: base };
+  }
+}
+
+/**
+ * Takes round 1's frames from the node-wide budget. Round 1 is never dropped:
+ * it waits for tokens until `deadline` (monotonic ms), then goes on credit.
+ */
+async function drawFromBudget(deps: AddDeps, frames: number, deadline: number): Promise<void> {
+  for (;;) {
+    const now = deps.timers.now();
+    const taken = await deps.budget.take(frames, deps.timers.bootMs(), now >= deadline);
+    if (taken.ok) return;
+    deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
+    await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
   }
 }
 

@@ -5,7 +5,6 @@
 // runs (VERSION, a first ADD) never read a record.
 import * as z from 'zod/mini';
 import { ifnameProblem } from '../cni/ifname';
-import { PID_MAX_LIMIT } from '../sys/processes';
 import type { AttachmentRecord } from './state';
 
 const fail = (error: string) => ({ error });
@@ -31,18 +30,9 @@ const obj = <T extends z.core.$ZodLooseShape>(shape: T) => z.looseObject(shape, 
 const oneOf = <const T extends readonly string[]>(values: T) => z.enum(values, fail(`must be one of ${values.join(', ')}`));
 
 function buildRecordSchema() {
-  /** A tail: a pid that names exactly one process (never 0, 1 or negative) and its start time. */
-  const processId = obj({
-    pid: (() => {
-      const error = `must be an integer from 2 to ${PID_MAX_LIMIT}`;
-      return z.int(fail(error)).check(z.gte(2, fail(error)), z.lte(PID_MAX_LIMIT, fail(error)));
-    })(),
-    startTime: str().check(z.regex(/^\d{1,20}$/, fail('must be the digits of a start time'))),
-  });
-
   const netnsId = obj({ dev: count(), ino: count() });
 
-  const tailJob = obj({
+  const backgroundJob = obj({
     network: str(),
     containerId: nonEmpty(),
     ifname: ifname(),
@@ -72,9 +62,7 @@ function buildRecordSchema() {
       obj({ name: ifname(), mac: str().check(z.regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i, fail('must be a MAC address'))) }),
       64,
     ),
-    job: z.optional(tailJob),
-    jobDeadline: z.optional(ms()),
-    tail: z.optional(processId),
+    job: z.optional(backgroundJob),
   });
 }
 

@@ -1,5 +1,5 @@
 // Per-attachment records under stateDir: the original MACs to restore on DEL
-// and the background tail to stop. One record (and one lock file, see
+// and the job of the background announcer. One record (and one lock file, see
 // attachment-lock.ts) per container ID + ifname. A record is acted on only
 // after it passed the schema of record-schema.ts and sits under its own name.
 import { readdirSync } from 'node:fs';
@@ -7,7 +7,6 @@ import { basename, join } from 'node:path';
 import type { Logger } from '../log';
 import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';
-import type { ProcessId } from '../sys/processes';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { checkRecord } from './record-schema';
 import type { TailJob } from './tail-job';
@@ -22,12 +21,8 @@ export interface AttachmentRecord {
   netnsId: NetnsId;
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
-  /** The background tail's work order: the tail reads it from here, not from its command line. */
+  /** The background announcer's work order (src/daemon): it reads it from here. */
   job?: TailJob | undefined;
-  /** Boot-clock ms until which a tail started early waits for ADD to write `job`. */
-  jobDeadline?: number | undefined;
-  /** The background tail, while one may be running. */
-  tail?: ProcessId | undefined;
 }
 
 /** Records are small; anything larger is not one of ours. */
@@ -91,7 +86,7 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/** A valid record, or undefined when there is none or it is invalid (for readers that only look, like the tail). */
+/** A valid record, or undefined when there is none or it is invalid (for readers that only look). */
 export function readRecord(file: string): AttachmentRecord | undefined {
   const read = readRecordFile(file);
   return read.kind === 'ok' ? read.record : undefined;

@@ -1,10 +1,10 @@
-// What ADD hands to the background tail: everything it needs, as plain JSON.
+// What ADD hands to the background announcer: everything it needs, as plain JSON.
 import type { ArpOp } from '../wire/arp';
 import type { NetnsId } from '../sys/netns';
 import type { LogLevel } from '../log';
 import type { RateLimit } from './token-bucket';
 
-/** The background tail's work order, passed as JSON on its command line. */
+/** The background announcer's work order for one attachment, kept in its record. */
 export interface TailJob {
   network: string;
   containerId: string;
@@ -15,7 +15,7 @@ export interface TailJob {
   interfaces: { name: string; ipv4: string[]; ipv6: string[] }[];
   hostPeerNames: string[];
   arpOps: ArpOp[];
-  /** Round offsets in ms from round 1; the tail sends those it has not been told are done. */
+  /** Round offsets in ms from round 1. */
   schedule: number[];
   /** Epoch ms when ADD sent round 1; absent when the pod was not ready: wait, then send every round. */
   firstRoundAt?: number | undefined;
@@ -40,6 +40,3 @@ export interface ConflictCheckJob {
   probeMs: number;
   probes: number;
 }
-
-/** The command-line verb that runs the tail in the bundled plugin. */
-export const TAIL_VERB = 'tail';

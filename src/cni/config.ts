@@ -2,11 +2,24 @@ import * as z from 'zod/mini';
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
 import { CniError, ErrorCode } from './errors';
 import { describeValue, valueAt } from './field-path';
-import { issueTexts, list, obj, OVERRIDABLE, PLUGIN_WIDE, str, type AnnounceOverrides, type ArpOp, type LogLevel, type MacMode, type PodOverride } from './option-schema';
+import {
+  issueTexts,
+  list,
+  obj,
+  OVERRIDABLE,
+  PLUGIN_WIDE,
+  str,
+  type AnnounceOverrides,
+  type ArpOp,
+  type ConflictCheck,
+  type LogLevel,
+  type MacMode,
+  type PodOverride,
+} from './option-schema';
 import { ANNOUNCE_PATH, applyPodOverrides, DEFAULT_POD_OVERRIDES, type PodAnnounce } from './pod-overrides';
 import { listProblems } from './problems';
 
-export type { AnnounceOverrides, ArpOp, LogLevel, MacMode, PodOverride } from './option-schema';
+export type { AnnounceOverrides, ArpOp, ConflictCheck, LogLevel, MacMode, PodOverride } from './option-schema';
 export type { PodAnnounce } from './pod-overrides';
 
 /** One live attachment named by GC. */
@@ -31,11 +44,23 @@ export interface PluginConfig {
   backoff: number;
   addWaitMs: number;
   readyTimeoutMs: number;
+  /** IPv4 conflict detection before announcing (RFC 5227 probe): off, warn or fail. */
+  conflictCheck: ConflictCheck;
+  /** The probe's listening window. */
+  probeMs: number;
+  /** ARP probes sent in the window. */
+  probes: number;
   stateDir: string;
   logFile?: string;
   logLevel: LogLevel;
   /** What `args.cni.announce` may change (see applyPodOverrides). */
   podOverrides: PodOverride[];
+  /** The node-wide frame budget of stateDir; absent: no limit. */
+  rateLimit?: { framesPerSecond: number; burst: number };
+  /** The background announcer exits after this long without work. */
+  idleExitMs: number;
+  /** Where the background announcer writes its counters (Prometheus text); absent: nowhere. */
+  metricsFile?: string;
   /** What `args.cni.announce` changes for this attachment under podOverrides; absent without it. */
   podAnnounce?: PodAnnounce;
   /** The previous plugin's result, unvalidated: see parsePrevResult. */
@@ -62,9 +87,13 @@ export const DEFAULTS = {
   backoff: 1,
   addWaitMs: 2000,
   readyTimeoutMs: 60000,
+  conflictCheck: 'off',
+  probeMs: 100,
+  probes: 2,
   stateDir: '/run/cni-announcer',
   logLevel: 'info',
   podOverrides: DEFAULT_POD_OVERRIDES,
+  idleExitMs: 30000,
 } as const satisfies Partial<Record<keyof PluginConfig, unknown>>;
 
 /** The GC attachment list keys: the 1.1.0 spec text's and the one runtimes send as well. */
@@ -123,11 +152,17 @@ export function parseConfig(raw: unknown): PluginConfig {
     backoff: d.backoff ?? DEFAULTS.backoff,
     addWaitMs: d.addWaitMs ?? DEFAULTS.addWaitMs,
     readyTimeoutMs: d.readyTimeoutMs ?? DEFAULTS.readyTimeoutMs,
+    conflictCheck: d.conflictCheck ?? DEFAULTS.conflictCheck,
+    probeMs: d.probeMs ?? DEFAULTS.probeMs,
+    probes: d.probes ?? DEFAULTS.probes,
     stateDir: d.stateDir ?? DEFAULTS.stateDir,
     logLevel: d.logLevel ?? DEFAULTS.logLevel,
     podOverrides,
+    idleExitMs: d.idleExitMs ?? DEFAULTS.idleExitMs,
     raw: raw as Record<string, unknown>,
   };
+  if (d.rateLimit !== undefined) config.rateLimit = { framesPerSecond: d.rateLimit.framesPerSecond, burst: d.rateLimit.burst };
+  if (d.metricsFile !== undefined) config.metricsFile = d.metricsFile;
   if (d.interfaces !== undefined) config.interfaces = d.interfaces;
   if (d.logFile !== undefined) config.logFile = d.logFile;
   if (podAnnounce !== undefined) config.podAnnounce = podAnnounce;

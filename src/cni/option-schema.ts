@@ -48,6 +48,7 @@ export const list = <T extends z.core.SomeType>(item: T) => z.array(item, { erro
 
 const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;
+const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
@@ -57,6 +58,8 @@ export type ArpOp = (typeof ARP_OPS)[number];
 export type MacMode = (typeof MAC_MODES)[number];
 /** The lowest level written to logFile. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** What an IPv4 address another host answers for does: nothing (no probe), skip it with a warning, or fail ADD. */
+export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
 
 /** The options a per-attachment override (`args.cni.announce`) may set, also set at the top level. */
 export const OVERRIDABLE = {
@@ -68,6 +71,8 @@ export const OVERRIDABLE = {
   count: z.optional(intRange(0, 10)),
   intervalMs: z.optional(intRange(10, 60000)),
   backoff: z.optional(numRange(1, 4)),
+  probeMs: z.optional(intRange(10, 2000)),
+  probes: z.optional(intRange(1, 3)),
 };
 
 /** An option `args.cni.announce` may name, besides `enabled`. */
@@ -97,10 +102,14 @@ export const PLUGIN_WIDE = {
   interfaces: z.optional(list(ifname())),
   addWaitMs: z.optional(intRange(0, 30000)),
   readyTimeoutMs: z.optional(intRange(0, 600000)),
+  conflictCheck: z.optional(oneOf(CONFLICT_CHECKS)),
   stateDir: z.optional(absPath()),
   logFile: z.optional(absPath()),
   logLevel: z.optional(oneOf(LOG_LEVELS)),
   podOverrides: z.optional(list(oneOf(POD_OVERRIDE_TOKENS))),
+  rateLimit: z.optional(obj({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) })),
+  idleExitMs: z.optional(intRange(100, 3600000)),
+  metricsFile: z.optional(absPath()),
 };
 
 /** The texts of zod issues found in `doc`, each naming its field under `prefix`. */

@@ -25,7 +25,15 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   }
   try {
     const macs = await announceOnAdd(
-      { libc: deps.libc(), timers: deps.timers, log, startTail: deps.startTail, closeAfterExit: deps.closeAfterExit, lockFile: deps.lockFile },
+      {
+        libc: deps.libc(),
+        timers: deps.timers,
+        log,
+        askDaemon: deps.askDaemon,
+        budget: deps.frameBudget(config.stateDir, config.rateLimit, log),
+        closeAfterExit: deps.closeAfterExit,
+        lockFile: deps.lockFile,
+      },
       {
         network: config.name,
         containerId: env.containerId,
@@ -39,6 +47,9 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         readyTimeoutMs: options.readyTimeoutMs,
         logFile: config.logFile,
         logLevel: config.logLevel,
+        idleExitMs: config.idleExitMs,
+        metricsFile: config.metricsFile,
+        rateLimit: config.rateLimit,
       },
     );
     return formatResult(prevResult, req.cniVersion, { macs });

@@ -1,6 +1,6 @@
 import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from '../announce/state';
-import { stopTail, type StopOutcome } from '../announce/stop-tail';
+import { basename } from 'node:path';
 import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
 import type { HeldLock } from '../sys/file-lock';
@@ -10,7 +10,7 @@ import { parseMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
 
 /**
- * DEL: stop the attachment's tail, put back the MACs we replaced (host-device
+ * DEL: stop the attachment's background work, put back the MACs we replaced (host-device
  * NICs return to the node), forget the attachment. Best-effort and idempotent:
  * every step is attempted, failures are logged, DEL itself succeeds (libcni
  * stops a chain's DEL at the first error, and the main plugin's DEL must run).
@@ -38,20 +38,24 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
       log.info('DEL: no state record, nothing to undo');
       return;
     }
-    let tail: StopOutcome | 'none' = 'none';
-    if (record.tail) {
-      try {
-        tail = await stopTail(record.tail, deps.timers);
-      } catch (err) {
-        log.warn('could not stop the background tail', { pid: record.tail.pid, error: err });
-      }
-    }
+    const background = record.job ? await cancelBackground(deps, config.stateDir, file) : 'none';
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
     const removed = removeRecordQuietly(file, log);
-    log.info('DEL done', { tail, tailPid: record.tail?.pid, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
+    log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     if (lock) releaseAttachmentLock(lock, file);
   }
+}
+
+/**
+ * Tells the background announcer to drop the attachment: once it answers,
+ * nothing more is sent for it. One that does not run has nothing to drop (it
+ * would find no record to act on when it starts); one that does not answer
+ * stops on its own at the next round, when the record is gone.
+ */
+export async function cancelBackground(deps: CommandDeps, stateDir: string, file: string): Promise<'cancelled' | 'not running'> {
+  const reply = await deps.askDaemon(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
+  return reply !== undefined && reply !== 'started' && reply.ok ? 'cancelled' : 'not running';
 }
 
 async function lockOrGoAhead(deps: CommandDeps, path: string, waitMs: number, log: Logger): Promise<HeldLock | undefined> {

@@ -1,7 +1,9 @@
 import type { PluginConfig } from '../cni/config';
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
-import type { ProcessId } from '../sys/processes';
+import type { FrameBudget } from '../announce/frame-budget';
+import type { RateLimit } from '../announce/token-bucket';
+import type { Reply, Request } from '../daemon/protocol';
 import type { Timers } from '../announce/timers';
 import type { LockFile } from '../announce/attachment-lock';
 
@@ -12,8 +14,13 @@ export interface CommandDeps {
   timers: Timers;
   /** A logger for one attachment (or for the network, when ids are absent). */
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
-  /** Starts the detached background tail on a state record that holds its job. */
-  startTail(recordFile: string): ProcessId;
+  /**
+   * Asks the background announcer of `stateDir` (see src/daemon/client.ts),
+   * starting it first with `start`; undefined when none answered in time.
+   */
+  askDaemon(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | 'started' | undefined>;
+  /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
+  frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
   /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
   closeAfterExit(fds: readonly number[]): void;
   /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */

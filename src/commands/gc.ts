@@ -1,7 +1,7 @@
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
 import { attachmentName, readRecordFile, readRecordToActOn, removeRecordQuietly, stateDirProblem, stateEntries, stateEntryKind } from '../announce/state';
-import { stopTail } from '../announce/stop-tail';
+import { cancelBackground } from './del';
 import type { GcRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
@@ -11,7 +11,7 @@ import { unlinkIfPresent } from '../sys/safe-file';
 import type { CommandDeps } from './deps';
 
 /**
- * GC: stop tails and drop records of this network's attachments that the
+ * GC: stop background work and drop records of this network's attachments that the
  * runtime no longer lists; drop invalid records (whatever their network),
  * lock files without a record, and temporary files of writers that are gone.
  * An attachment whose lock is held (a command is running on it) is left for
@@ -62,9 +62,9 @@ async function collect(deps: CommandDeps, network: string, live: ReadonlySet<str
   try {
     const record = readRecordToActOn(file, log);
     if (!record || record.network !== network || live.has(stem(file, '.json'))) return;
-    const tail = record.tail ? await stopTail(record.tail, deps.timers).catch((err: unknown) => (log.warn('could not stop tail', { error: err }), 'failed')) : 'none';
+    const background = record.job ? await cancelBackground(deps, dirname(file), file) : 'none';
     const removed = removeRecordQuietly(file, log);
-    log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname, tail, recordRemoved: removed });
+    log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname, background, recordRemoved: removed });
   } finally {
     releaseAttachmentLock(lock, file);
   }

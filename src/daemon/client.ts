@@ -20,8 +20,14 @@ export interface AskDeps {
 export interface ClientDeps extends AskDeps {
   sleep(ms: number): Promise<void>;
   lockFile: LockFile;
-  /** Starts `announcer daemon <stateDir>` detached. */
-  spawnDaemon(stateDir: string): void;
+  /**
+   * Takes the lock every announcer of `stateDir` holds for its life, without
+   * waiting: the open fd when free, undefined when an announcer holds it.
+   */
+  claimDaemonLock(stateDir: string): number | undefined;
+  /** Starts `announcer daemon <stateDir>` detached, handing it `lockFd` (as its fd 3). */
+  spawnDaemon(stateDir: string, lockFd: number): void;
+  closeFd(fd: number): void;
 }
 
 /** How often a starting client tries to reach the announcer it started. */
@@ -59,11 +65,20 @@ export async function askDaemon(deps: AskDeps, stateDir: string, request: Reques
 }
 
 /**
- * askDaemon, starting the background announcer first when none answers.
- * Concurrent callers start exactly one: the start lock serialises them, and
- * each asks again once it holds the lock.
+ * askDaemon, starting the background announcer when none answers. The job is
+ * already in the record, which a starting announcer reads once it listens, so
+ * the starter does not wait for it: 'started'. Concurrent callers start
+ * exactly one: under the start lock, only the caller that can take the
+ * announcer's own lock starts one, and hands that lock to it. A caller that
+ * finds the lock held asks again until the holder answers (it is starting),
+ * or lets go of the lock (it was exiting: start one then).
  */
-export async function askOrStartDaemon(deps: ClientDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
+export async function askOrStartDaemon(
+  deps: ClientDeps,
+  stateDir: string,
+  request: Request,
+  timeoutMs: number,
+): Promise<Reply | 'started' | undefined> {
   const deadline = deps.now() + timeoutMs;
   const left = (): number => Math.max(0, deadline - deps.now());
   const first = await askDaemon(deps, stateDir, request, left());
@@ -71,15 +86,21 @@ export async function askOrStartDaemon(deps: ClientDeps, stateDir: string, reque
   const lock = await deps.lockFile(join(stateDir, START_LOCK), left());
   if (!lock) return undefined;
   try {
-    const raced = await askDaemon(deps, stateDir, request, left());
-    if (raced) return raced;
-    deps.spawnDaemon(stateDir);
-    while (left() > 0) {
-      const reply = await askDaemon(deps, stateDir, request, left());
+    for (;;) {
+      const held = deps.claimDaemonLock(stateDir);
+      if (held !== undefined) {
+        try {
+          deps.spawnDaemon(stateDir, held);
+        } finally {
+          deps.closeFd(held); // the announcer's copy keeps the lock
+        }
+        return 'started';
+      }
+      const reply = await askDaemon(deps, stateDir, request, Math.min(left(), START_POLL_MS * 10));
       if (reply) return reply;
+      if (left() <= 0) return undefined;
       await deps.sleep(Math.min(START_POLL_MS, left()));
     }
-    return undefined;
   } finally {
     lock.release();
   }

@@ -23,7 +23,7 @@ import type { Libc } from '../sys/libc';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { UnixSockets } from '../sys/unix-socket';
 import { DAEMON_LOCK, withSocketAddress } from './paths';
-import { nextRound } from './progress';
+import { LATE_GRACE_MS, nextRound } from './progress';
 import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type AttachmentStatus, type DaemonStatus, type Reply, type Request } from './protocol';
 import { closeSession, look, netnsAlive, openForJob, plannedFrames, send, type DeferredSession, type RoundDeps } from './rounds';
 
@@ -56,6 +56,8 @@ export interface DaemonDeps extends RoundDeps {
   /** Writes the metrics file atomically. */
   writeMetrics(file: string, text: string): void;
   uid: number;
+  /** The lock file, already locked by the client that started this announcer (fd 3), if any. */
+  inheritedLockFd?: number | undefined;
 }
 
 interface Work {
@@ -83,7 +85,8 @@ interface Client {
  * idleExitMs (or gets SIGTERM). Returns at once when another one holds the lock.
  */
 export async function runDaemon(deps: DaemonDeps): Promise<void> {
-  const lockFd = openSync(join(deps.stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  // The client that started us locked the file and handed it over as fd 3 (see client.ts).
+  const lockFd = deps.inheritedLockFd ?? openDaemonLock(deps.stateDir);
   try {
     const start = deps.timers.now();
     while (!deps.tryLock(lockFd)) {
@@ -94,6 +97,11 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
   } finally {
     closeSync(lockFd); // releases the lock
   }
+}
+
+/** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
+export function openDaemonLock(stateDir: string): number {
+  return openSync(join(stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
 }
 
 class Daemon {
@@ -115,8 +123,9 @@ class Daemon {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
     try {
-      this.recover();
+      // Listen first: a client whose request found nobody listening wrote its record before, so recover() sees it.
       this.listen();
+      this.recover();
       this.deps.log.info('background announcer started', { pid: process.pid, stateDir: this.deps.stateDir, pending: this.works.size });
       let idleSince = this.deps.timers.now();
       while (!this.stopping) {
@@ -303,7 +312,15 @@ class Daemon {
       this.counters.deferred.started++;
     } else {
       work.roundsSent = 1;
-      if (!this.advance(work, now)) return;
+      // Recovered work may have been sent up to its last due round already: no grace for it.
+      const { index, dueAt } = nextRound(job.schedule, job.firstRoundAt, 1, now, how === 'added' ? LATE_GRACE_MS : 0);
+      if (dueAt === undefined) return;
+      if (how === 'added' && index > 1) {
+        this.counters.rounds.skippedLate += index - 1;
+        log.info('rounds skipped: their time has passed', { skipped: index - 1 });
+      }
+      work.next = index;
+      work.dueAt = dueAt;
     }
     this.works.set(name, work);
     log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred: work.deferred !== undefined });

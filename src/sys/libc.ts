@@ -39,6 +39,8 @@ export interface Libc {
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
   close(fd: number): void;
+  /** close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period. */
+  closeInBackground(fd: number): void;
   /** ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs file). */
   nsType(fd: number): number;
   /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
@@ -170,6 +172,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
+    closeInBackground: (fd) => close.async(fd, () => {}),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket() {
       const fd = check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));

@@ -22,7 +22,6 @@ const RECORD: AttachmentRecord = {
   netns: '/var/run/netns/pod',
   netnsId: { dev: 4, ino: 4026532300 },
   originalMacs: [{ name: 'eth0', mac: '86:03:17:7a:eb:6e' }],
-  tail: { pid: 4242, startTime: '123456' },
 };
 
 const JOB = {
@@ -96,8 +95,8 @@ describe('writeRecord and readRecordFile', () => {
 
   it('replaces an existing file, leaving it 0600 and no temporary file behind', () => {
     writeFileSync(recordPath(stateDir, 'c0ffee', 'eth0'), 'old', { mode: 0o644 });
-    const file = writeRecord(stateDir, { ...RECORD, tail: undefined });
-    expect(readRecord(file)).toEqual({ ...RECORD, tail: undefined });
+    const file = writeRecord(stateDir, RECORD);
+    expect(readRecord(file)).toEqual(RECORD);
     expect(mode(file)).toBe(0o600);
     expect(readdirSync(stateDir)).toEqual(['c0ffee@eth0.json']);
   });
@@ -114,19 +113,14 @@ describe('writeRecord and readRecordFile', () => {
     ['garbage', '{"containerId": "c0ff', /not JSON/],
     ['null', 'null', /the record must be an object/],
     ['no containerId', JSON.stringify({ ...RECORD, containerId: undefined }), /"containerId" must be a string/],
-    ['pid -1', JSON.stringify({ ...RECORD, tail: { pid: -1, startTime: '1' } }), /"tail.pid" must be an integer from 2 to 4194304/],
-    ['pid 0', JSON.stringify({ ...RECORD, tail: { pid: 0, startTime: '1' } }), /"tail.pid"/],
-    ['pid 1', JSON.stringify({ ...RECORD, tail: { pid: 1, startTime: '1' } }), /"tail.pid"/],
-    ['pid as a string', JSON.stringify({ ...RECORD, tail: { pid: '4242', startTime: '1' } }), /"tail.pid"/],
-    ['pid 1.5', JSON.stringify({ ...RECORD, tail: { pid: 1.5, startTime: '1' } }), /"tail.pid"/],
-    ['no start time', JSON.stringify({ ...RECORD, tail: { pid: 4242 } }), /"tail.startTime" must be a string/],
-    ['an empty start time', JSON.stringify({ ...RECORD, tail: { pid: 4242, startTime: '' } }), /"tail.startTime" must be the digits/],
     ['a bad MAC', JSON.stringify({ ...RECORD, originalMacs: [{ name: 'eth0', mac: 'x' }] }), /"originalMacs.0.mac" must be a MAC/],
     ['no netnsId', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
     ['a relative netns', JSON.stringify({ ...RECORD, netns: 'pod' }), /"netns" must be an absolute path/],
     ['another attachment', JSON.stringify({ ...RECORD, containerId: 'beef' }), /describes beef@eth0, which is stored under another name/],
     ['a job without a netns identity', JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }), /"job.netnsId" must be an object/],
     ['a job with an unknown ARP op', JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }), /"job.arpOps.0" must be one of request, reply/],
+    ['a job with a negative round offset', JSON.stringify({ ...RECORD, job: { ...JOB, schedule: [0, -1000] } }), /"job.schedule.1" must be a finite number ≥ 0/],
+    ['a job with a relative metrics file', JSON.stringify({ ...RECORD, job: { ...JOB, metricsFile: 'm.prom' } }), /"job.metricsFile" must be an absolute path/],
     ['a job with a relative log file', JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }), /"job.logFile" must be an absolute path/],
     [
       'a job with an unknown conflict action',
@@ -181,7 +175,7 @@ describe('writeRecord and readRecordFile', () => {
 describe('listRecords', () => {
   it('lists every record file with what reading it found, and nothing else', () => {
     const a = writeRecord(stateDir, RECORD);
-    const b = writeRecord(stateDir, { ...RECORD, containerId: 'beef', ifname: 'net1', tail: undefined });
+    const b = writeRecord(stateDir, { ...RECORD, containerId: 'beef', ifname: 'net1' });
     writeFileSync(join(stateDir, 'garbage@eth0.json'), 'not json');
     writeFileSync(join(stateDir, 'notes.txt'), JSON.stringify(RECORD));
     writeFileSync(join(stateDir, 'c0ffee@eth0.lock'), '');
@@ -189,7 +183,7 @@ describe('listRecords', () => {
 
     const listed = listRecords(stateDir).sort((x, y) => x.file.localeCompare(y.file));
     expect(listed).toEqual([
-      { file: b, read: { kind: 'ok', record: { ...RECORD, containerId: 'beef', ifname: 'net1', tail: undefined } } },
+      { file: b, read: { kind: 'ok', record: { ...RECORD, containerId: 'beef', ifname: 'net1' } } },
       { file: a, read: { kind: 'ok', record: RECORD } },
       { file: join(stateDir, 'garbage@eth0.json'), read: { kind: 'invalid', problem: expect.stringMatching(/not JSON/) } },
     ]);

@@ -1,6 +1,5 @@
 // DEL, GC and STATUS on a real state dir, with a real flock and a fake rest:
-// what they do with unsafe dirs, invalid records, held locks and live tails.
-import { spawn, type ChildProcess } from 'node:child_process';
+// what they do with unsafe dirs, invalid records, held locks and background work.
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +16,8 @@ import { status } from '../../../src/commands/status';
 import { createLogger } from '../../../src/log';
 import { acquireFileLock } from '../../../src/sys/file-lock';
 import { loadTryLock } from '../../../src/sys/flock';
-import { processStartTime } from '../../../src/sys/processes';
+import { UNLIMITED } from '../../../src/announce/frame-budget';
+import type { Request } from '../../../src/daemon/protocol';
 import { fakeLibc } from '../../support/fake-libc';
 
 const tryLock = loadTryLock();
@@ -27,16 +27,18 @@ let base: string;
 let stateDir: string;
 let lines: string[];
 let lockCalls: { path: string; timeoutMs: number }[];
-const children: ChildProcess[] = [];
+let asked: { stateDir: string; request: Request; start: boolean }[];
 
 function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
   return {
     libc: () => fakeLibc({ openPacketSocket: () => 99, close: () => undefined }),
     timers,
     logger: (_config, ids) => createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
-    startTail: () => {
-      throw new Error('unexpected startTail');
+    askDaemon: async (stateDir, request, opts) => {
+      asked.push({ stateDir, request, start: opts.start });
+      return { ok: true };
     },
+    frameBudget: () => UNLIMITED,
     closeAfterExit: () => undefined,
     lockFile: (path, timeoutMs) => {
       lockCalls.push({ path, timeoutMs });
@@ -60,12 +62,21 @@ function record(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
   return { network: 'net', containerId: 'c1', ifname: 'eth0', netns: '/var/run/netns/none', netnsId: { dev: 4, ino: 1 }, originalMacs: [], ...extra };
 }
 
-async function sleeper(): Promise<{ child: ChildProcess; pid: number; startTime: string }> {
-  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  children.push(child);
-  await new Promise((resolve) => child.once('spawn', resolve));
-  return { child, pid: child.pid!, startTime: processStartTime(child.pid!)! };
-}
+/** A job for the background announcer, as ADD records it. */
+const JOB = {
+  network: 'net',
+  containerId: 'c1',
+  ifname: 'eth0',
+  netns: '/var/run/netns/none',
+  netnsId: { dev: 4, ino: 1 },
+  interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+  hostPeerNames: [],
+  arpOps: ['request' as const],
+  schedule: [0, 1000],
+  firstRoundAt: 1,
+  readyDeadline: 2,
+  logLevel: 'info' as const,
+};
 
 beforeEach(() => {
   base = mkdtempSync(join(tmpdir(), 'state-commands-'));
@@ -73,33 +84,41 @@ beforeEach(() => {
   mkdirSync(stateDir, { mode: 0o700 });
   lines = [];
   lockCalls = [];
+  asked = [];
 });
 
 afterEach(() => {
   vi.restoreAllMocks();
-  for (const c of children.splice(0)) c.kill('SIGKILL');
   rmSync(base, { recursive: true, force: true });
 });
 
 describe('DEL', () => {
-  it('stops the recorded tail, removes the record and the lock file, and says so at info', async () => {
-    const tail = await sleeper();
-    writeRecord(stateDir, record({ tail: { pid: tail.pid, startTime: tail.startTime } }));
+  it('cancels the background work, removes the record and the lock file, and says so at info', async () => {
+    writeRecord(stateDir, record({ job: JOB }));
     await del(deps(), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: 2000 + LOCK_GRACE_MS }]);
-    expect(lines.at(-1)).toMatch(new RegExp(`INFO DEL done containerId=c1 ifname=eth0 tail=terminated tailPid=${tail.pid} macsRestored=none recordRemoved=true\\n$`));
+    expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'c1@eth0.json' }, start: false }]);
+    expect(lines.at(-1)).toMatch(/INFO DEL done containerId=c1 ifname=eth0 background=cancelled macsRestored=none recordRemoved=true\n$/);
+  });
+
+  it('does not start a background announcer to cancel, and says none was running', async () => {
+    writeRecord(stateDir, record({ job: JOB }));
+    await del(deps({ askDaemon: async () => undefined }), delRequest());
+    expect(readdirSync(stateDir)).toEqual([]);
+    expect(lines.at(-1)).toMatch(/background="not running"/);
   });
 
   it('removes an invalid record without signalling anything', async () => {
     const kill = vi.spyOn(process, 'kill').mockImplementation(() => {
       throw new Error('kill must not be called');
     });
-    writeFileSync(join(stateDir, 'c1@eth0.json'), JSON.stringify({ ...record(), tail: { pid: -1 } }));
+    writeFileSync(join(stateDir, 'c1@eth0.json'), JSON.stringify({ ...record(), job: { ...JOB, schedule: 'soon' } }));
     await del(deps(), delRequest());
     expect(kill).not.toHaveBeenCalled();
+    expect(asked).toEqual([]);
     expect(readdirSync(stateDir)).toEqual([]);
-    expect(lines.join('')).toMatch(/WARN invalid state record: removing it without acting on it .*problem="\\"tail.pid\\" must be an integer from 2 to 4194304"/);
+    expect(lines.join('')).toMatch(/WARN invalid state record: removing it without acting on it .*problem="\\"job.schedule\\" must be an array"/);
     expect(lines.at(-1)).toMatch(/INFO DEL: no state record, nothing to undo containerId=c1 ifname=eth0/);
   });
 
@@ -133,8 +152,7 @@ describe('DEL', () => {
 
 describe('GC', () => {
   it('collects stale and invalid records, orphan locks and dead writers\' temp files; keeps live and busy ones', async () => {
-    const tail = await sleeper();
-    writeRecord(stateDir, record({ containerId: 'stale', tail: { pid: tail.pid, startTime: tail.startTime } }));
+    writeRecord(stateDir, record({ containerId: 'stale', job: { ...JOB, containerId: 'stale' } }));
     writeRecord(stateDir, record({ containerId: 'live' }));
     writeRecord(stateDir, record({ containerId: 'other', network: 'elsewhere' }));
     writeRecord(stateDir, record({ containerId: 'busy' }));
@@ -151,9 +169,9 @@ describe('GC', () => {
     expect(readdirSync(stateDir).sort()).toEqual(
       [`.live@eth0.json.${process.pid}.00aa11bb.tmp`, 'busy@eth0.json', 'busy@eth0.lock', 'live@eth0.json', 'other@eth0.json'].sort(),
     );
-    expect(tail.child.signalCode ?? (await new Promise((r) => tail.child.once('exit', (_c, s) => r(s))))).toBe('SIGTERM');
+    expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'stale@eth0.json' }, start: false }]);
     const log = lines.join('');
-    expect(log).toMatch(/INFO collected stale attachment containerId=stale ifname=eth0 tail=terminated recordRemoved=true/);
+    expect(log).toMatch(/INFO collected stale attachment containerId=stale ifname=eth0 background=cancelled recordRemoved=true/);
     expect(log).toMatch(/WARN invalid state record/);
   });
 
