@@ -7,7 +7,7 @@ SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package.json package
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
-.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench clean image image-archive
+.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass clean image image-archive
 
 all: build
 
@@ -57,6 +57,10 @@ demo: deps system-deps build
 ## bench: each command's start-up cost next to `node` and the Go peer, one table with budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
 	npx vite-node scripts/bench/main.ts
+
+## bench-mass: many pods at once (issue 11): background processes, their PSS, node CPU per pod cycle against the bridge alone (needs root; BENCH_PODS=N BENCH_CYCLES=N)
+bench-mass: deps system-deps build
+	npx vite-node scripts/bench/mass-start.ts
 
 ## image: the installer image, built offline FROM scratch with podman (IMAGE=name:tag to rename)
 image: deps system-deps build
