@@ -2,7 +2,21 @@ import type { CniArgs } from './cni-args';
 import type { PluginConfig } from './config';
 
 /** The config fields that can differ per attachment. */
-type AttachmentFields = 'ipv4' | 'ipv6' | 'arpOp' | 'interfaces' | 'mac' | 'macPrefix' | 'count' | 'intervalMs' | 'backoff' | 'addWaitMs' | 'readyTimeoutMs';
+type AttachmentFields =
+  | 'ipv4'
+  | 'ipv6'
+  | 'arpOp'
+  | 'interfaces'
+  | 'mac'
+  | 'macPrefix'
+  | 'count'
+  | 'intervalMs'
+  | 'backoff'
+  | 'addWaitMs'
+  | 'readyTimeoutMs'
+  | 'conflictCheck'
+  | 'probeMs'
+  | 'probes';
 
 /** The options in force for one attachment, after config, podOverrides, CNI_ARGS and the runtime's MAC are applied. */
 export type AnnounceOptions = Pick<PluginConfig, AttachmentFields> & { enabled: boolean };
@@ -50,6 +64,9 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): ResolvedOpt
     backoff: config.backoff,
     addWaitMs: config.addWaitMs,
     readyTimeoutMs: config.readyTimeoutMs,
+    conflictCheck: config.conflictCheck,
+    probeMs: config.probeMs,
+    probes: config.probes,
   };
   if (config.interfaces !== undefined) options.interfaces = [...config.interfaces];
 

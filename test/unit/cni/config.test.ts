@@ -30,9 +30,13 @@ describe('parseConfig', () => {
       backoff: 1,
       addWaitMs: 2000,
       readyTimeoutMs: 60000,
+      conflictCheck: 'off',
+      probeMs: 100,
+      probes: 2,
       stateDir: '/run/cni-announcer',
       logLevel: 'info',
       podOverrides: ['enabled=false', 'mac=keep'],
+      idleExitMs: 30000,
       raw: BASE,
     });
     expect(config).toMatchObject(DEFAULTS);
@@ -52,10 +56,16 @@ describe('parseConfig', () => {
       backoff: 2.5,
       addWaitMs: 0,
       readyTimeoutMs: 600000,
+      conflictCheck: 'fail',
+      probeMs: 2000,
+      probes: 3,
       stateDir: '/var/lib/announcer',
       logFile: '/var/log/announcer.log',
       logLevel: 'debug',
       podOverrides: ['enabled=false', 'count', 'macPrefix'],
+      rateLimit: { framesPerSecond: 100, burst: 200 },
+      idleExitMs: 100,
+      metricsFile: '/var/lib/node-exporter/announcer.prom',
     };
     const { raw: kept, ...config } = parseConfig(raw);
     expect(config).toEqual(raw);
@@ -89,6 +99,11 @@ describe('parseConfig', () => {
     [{ backoff: 4.5 }, '"backoff" must be a number from 1 to 4 (got 4.5)'],
     [{ addWaitMs: 30001 }, '"addWaitMs" must be an integer from 0 to 30000 (got 30001)'],
     [{ readyTimeoutMs: 600001 }, '"readyTimeoutMs" must be an integer from 0 to 600000 (got 600001)'],
+    [{ conflictCheck: 'on' }, '"conflictCheck" must be one of "off", "warn", "fail" (got "on")'],
+    [{ probeMs: 9 }, '"probeMs" must be an integer from 10 to 2000 (got 9)'],
+    [{ probeMs: 2001 }, '"probeMs" must be an integer from 10 to 2000 (got 2001)'],
+    [{ probes: 0 }, '"probes" must be an integer from 1 to 3 (got 0)'],
+    [{ probes: 4 }, '"probes" must be an integer from 1 to 3 (got 4)'],
     [{ ipv4: 'yes' }, '"ipv4" must be true or false (got "yes")'],
     [{ ipv6: 1 }, '"ipv6" must be true or false (got 1)'],
     [{ arpOp: 'gratuitous' }, '"arpOp" must be one of "request", "reply", "both" (got "gratuitous")'],
@@ -210,8 +225,8 @@ describe('args.cni.announce under podOverrides', () => {
   });
 
   it.each([
-    [['everything'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff" (got "everything")'],
-    [['enabled'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff" (got "enabled")'],
+    [['everything'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")'],
+    [['enabled'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")'],
     ['count', '"podOverrides" must be an array (got "count")'],
   ])('rejects podOverrides %j', (podOverrides, problem) => {
     expect(configError({ ...BASE, podOverrides }).message).toBe(`invalid config: ${problem}`);

@@ -25,6 +25,9 @@ describe('resolveOptions', () => {
         backoff: 1,
         addWaitMs: 2000,
         readyTimeoutMs: 60000,
+        conflictCheck: 'off',
+        probeMs: 100,
+        probes: 2,
       },
       notes: [],
     });
