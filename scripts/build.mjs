@@ -6,7 +6,7 @@
 //
 // - x64 builds on Bun's baseline runtime (no AVX2 needed; `--cpu=modern` takes
 //   the AVX2 one, which measured no faster) and with JavaScriptCore bytecode,
-//   which cuts VERSION's CPU time by about a sixth. Not minified: it measured no
+//   which cuts VERSION's CPU time by a sixth to a fifth. Not minified: it measured no
 //   faster and no smaller in memory, and stack traces in logs stay readable.
 // - koffi's addon travels as plain bytes (an embedded asset, not a `.node`
 //   module) and is dlopen()ed from an anonymous file by src/native/load-addon.ts.
