@@ -60,7 +60,7 @@ export function probeCostVerdict(rows: readonly TableRow[]): Verdict {
   const med = (name: string): number => median(rows.find((r) => r.name === name)?.samples ?? []);
   const extra = med(ROWS.addProbe) - med(ROWS.addOne);
   const limit = PROBE_MS + 5;
-  return { label: `conflictCheck adds ≤ probeMs + 5 ms = ${limit} ms to ADD`, measured: `+${extra.toFixed(1)} ms`, pass: extra <= limit };
+  return { label: `conflictCheck adds ≤ probeMs + 5 ms = ${limit} ms to ADD`, measured: `${extra < 0 ? '' : '+'}${extra.toFixed(1)} ms`, pass: extra <= limit };
 }
 
 /** ADD count 1 as a multiple of the Go peer, with the goal it is heading for. */

@@ -17,6 +17,12 @@ export interface Programs {
   emptyFile: string;
   /** packet-close-probe.mjs. */
   probe: string;
+  /**
+   * The announcer's stateDir for this run, its only setting besides each row's
+   * own: the background announcer (one per stateDir) and the records stay apart
+   * from the node's and from the tests'.
+   */
+  stateDir: string;
 }
 
 /** A table row that is one process: its command, and untimed steps around it. */
@@ -27,12 +33,17 @@ export interface ProcessRow {
   after?: () => void;
 }
 
-/** The announcer config of one round only. */
-export const ANNOUNCER_ONE = { type: 'announcer', count: 1 };
+/** The announcer settings of one round only. */
+export const ANNOUNCER_ONE = { count: 1 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
-export const ANNOUNCER_PROBE = { type: 'announcer', count: 1, conflictCheck: 'warn' };
-/** The announcer config with every default (count 3: rounds 2 and 3 run in the background). */
-export const ANNOUNCER_DEFAULTS = { type: 'announcer' };
+export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
+/** Every default (count 3: rounds 2 and 3 are sent by the background announcer). */
+export const ANNOUNCER_DEFAULTS = {};
+
+/** The announcer's own config in the chain: `settings` on top of the run's stateDir. */
+export function announcerConf(p: Programs, settings: object): object {
+  return { type: 'announcer', stateDir: p.stateDir, ...settings };
+}
 
 /** A chained plugin call on the pod, as a runtime makes it, in a clean environment. */
 export function pluginCommand(p: Programs, pod: BridgePod, file: string, command: string, conf: object): Command {
@@ -44,11 +55,17 @@ export function pluginCommand(p: Programs, pod: BridgePod, file: string, command
   };
 }
 
+/** An announcer call on the pod with `settings` (see announcerConf). */
+export function announcerCommand(p: Programs, pod: BridgePod, command: string, settings: object): Command {
+  return pluginCommand(p, pod, p.announcer, command, announcerConf(p, settings));
+}
+
 /** The plugin commands of the table, in table order. */
 export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
   const plugin = (file: string, command: string, conf: object): Command => pluginCommand(p, pod, file, command, conf);
+  const announcer = (command: string, settings: object): Command => announcerCommand(p, pod, command, settings);
   const untimed = (what: string, cmd: Command) => () => void expectOk(what, timedRun(cmd));
-  const addOne = plugin(p.announcer, 'ADD', ANNOUNCER_ONE);
+  const addOne = announcer('ADD', ANNOUNCER_ONE);
   return [
     { name: ROWS.floor, command: { file: '/bin/true', args: [], env: cleanEnv() } },
     { name: ROWS.tuning, command: plugin(p.tuning, 'ADD', { type: 'tuning' }) },
@@ -57,19 +74,19 @@ export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
       name: ROWS.version,
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
     },
-    { name: ROWS.addOne, command: addOne, after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_ONE)) },
+    { name: ROWS.addOne, command: addOne, after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE)) },
     {
       name: ROWS.addProbe,
-      command: plugin(p.announcer, 'ADD', ANNOUNCER_PROBE),
-      after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_PROBE)),
+      command: announcer('ADD', ANNOUNCER_PROBE),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)),
     },
     {
       name: ROWS.addDefault,
-      command: plugin(p.announcer, 'ADD', ANNOUNCER_DEFAULTS),
+      command: announcer('ADD', ANNOUNCER_DEFAULTS),
       // DEL stops the background rounds, so they do not compete with the next rows.
-      after: untimed('DEL after ADD', plugin(p.announcer, 'DEL', ANNOUNCER_DEFAULTS)),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_DEFAULTS)),
     },
-    { name: ROWS.del, command: plugin(p.announcer, 'DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
+    { name: ROWS.del, command: announcer('DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
   ];
 }
 
