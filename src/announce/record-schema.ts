@@ -50,6 +50,7 @@ function buildRecordSchema() {
     metricsFile: z.optional(absPath()),
     rateLimit: z.optional(obj({ framesPerSecond: ms(), burst: ms() })),
     conflictCheck: z.optional(obj({ action: oneOf(['warn', 'fail']), probeMs: intFrom(10, 2000), probes: intFrom(1, 3) })),
+    conflicts: z.optional(count()),
   });
 
   return obj({

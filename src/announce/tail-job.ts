@@ -32,6 +32,8 @@ export interface TailJob {
    * In the background `fail` acts as `warn`: ADD has returned.
    */
   conflictCheck?: ConflictCheckJob | undefined;
+  /** IPv4 addresses ADD's probe left out: an announcer that reads this job from the records (not told by ADD) counts them. */
+  conflicts?: number | undefined;
 }
 
 /** How a deferred round 1 probes for IPv4 conflicts (see conflict-probe.ts). */
