@@ -3,6 +3,7 @@ export * from './announcer-files';
 export * from './bridge';
 export * from './capture';
 export * from './cni';
+export * from './daemon';
 export * from './exec';
 export * from './hooks';
 export * from './links';

@@ -1,5 +1,6 @@
-// Live announcer processes (the plugin itself or its background tail), found
-// by scanning /proc, for "nothing outlives its attachment" assertions.
+// Live announcer processes (the plugin itself, ADD's fd holder, or the
+// background announcer of a stateDir), found by scanning /proc, for "nothing
+// outlives its attachment" assertions.
 import { readdir, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,8 +14,14 @@ export interface AnnouncerProcess {
   argv: string[];
   /** RUN_TAG of the test process whose plugin call started it (inherited env), if any. */
   runTag?: string;
-  /** CNI_CONTAINERID from its environment, if any. */
+  /**
+   * CNI_CONTAINERID from its environment, if any. Left out for a background
+   * announcer: it inherits the env of the ADD that started it, yet serves
+   * every attachment of its stateDir.
+   */
   containerId?: string;
+  /** The stateDir a background announcer (`announcer daemon <stateDir>`) serves. */
+  daemonStateDir?: string;
 }
 
 /**
@@ -33,6 +40,16 @@ async function readNul(path: string): Promise<string[] | undefined> {
   }
 }
 
+/** The verb of the background announcer (src/daemon), which exits on its own after idleExitMs without work. */
+const DAEMON = 'daemon';
+
+/** The stateDir of a background announcer's argv (`… daemon <stateDir>`), else undefined. */
+export function daemonStateDirOf(argv: readonly string[]): string | undefined {
+  const at = argv.indexOf(DAEMON);
+  const dir = at >= 0 && at <= 2 ? argv[at + 1] : undefined;
+  return dir !== undefined && dir.startsWith('/') ? dir : undefined;
+}
+
 /** All live announcer processes on the machine (zombies have no argv and are left out). */
 export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
   const found: AnnouncerProcess[] = [];
@@ -47,6 +64,11 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
       if (key === RUN_TAG_ENV) proc.runTag = kv.slice(eq + 1);
       if (key === 'CNI_CONTAINERID') proc.containerId = kv.slice(eq + 1);
     }
+    const daemonStateDir = daemonStateDirOf(argv);
+    if (daemonStateDir !== undefined) {
+      proc.daemonStateDir = daemonStateDir;
+      delete proc.containerId;
+    }
     found.push(proc);
   }
   return found;
@@ -56,20 +78,32 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
 const HOLDER = 'hold-fds';
 /** How long a holder may outlive the plugin call that started it before it counts as a leak. */
 const HOLDER_GRACE_MS = 3000;
+/**
+ * How long a background announcer may still run before it counts as a leak:
+ * tests that check for leaks set a small idleExitMs (a few hundred ms).
+ */
+const DAEMON_GRACE_MS = 5000;
+
+/** Live announcer processes of this test process (by RUN_TAG), at once, without any grace. */
+export async function ownAnnouncerProcessesNow(): Promise<AnnouncerProcess[]> {
+  return (await announcerProcesses()).filter((p) => p.runTag === RUN_TAG);
+}
 
 /**
  * Live announcer processes started through this test process's plugin calls
- * (by RUN_TAG). fd holders get a short grace to exit first: one still there
- * after it is listed like any other leak.
+ * (by RUN_TAG; a background announcer inherits it from the ADD that started
+ * it). fd holders (3 s) and background announcers (5 s) get a grace to exit on
+ * their own first: one still there after it is listed like any other leak.
  */
 export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {
-  const own = async (): Promise<AnnouncerProcess[]> => (await announcerProcesses()).filter((p) => p.runTag === RUN_TAG);
-  for (let waited = 0; waited < HOLDER_GRACE_MS; waited += 50) {
-    const found = await own();
-    if (!found.some((p) => p.argv.includes(HOLDER))) return found;
+  const graced = (p: AnnouncerProcess, waited: number): boolean =>
+    (p.argv.includes(HOLDER) && waited < HOLDER_GRACE_MS) || (p.daemonStateDir !== undefined && waited < DAEMON_GRACE_MS);
+  const start = Date.now();
+  for (;;) {
+    const found = await ownAnnouncerProcessesNow();
+    if (!found.some((p) => graced(p, Date.now() - start))) return found;
     await sleep(50);
   }
-  return own();
 }
 
 async function alive(pid: number): Promise<boolean> {

@@ -1,0 +1,109 @@
+// The background announcer of a stateDir (`announcer daemon <stateDir>`, see
+// src/daemon) seen from outside: its process and memory, the CLI verbs that
+// talk to it (`announcer status`, `announcer announce`), and the files it keeps
+// in stateDir next to the attachments' records.
+import { readFile } from 'node:fs/promises';
+import { ANNOUNCER, RUN_TAG_ENV } from './cni';
+import { run, type RunResult } from './exec';
+import { RUN_TAG } from './names';
+import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
+import { stateFiles } from './announcer-files';
+import { waitFor } from './wait';
+
+/**
+ * Files the background announcer and the rate limit keep in stateDir for as
+ * long as it exists (lock files and the token bucket). The control socket is
+ * not among them: an announcer removes it when it exits.
+ */
+export const DAEMON_STATE_FILES: readonly string[] = [
+  'announcer-daemon.flock',
+  'announcer-daemon-start.flock',
+  'rate-limit.bucket',
+  'rate-limit.bucket.flock',
+];
+/** The control socket of a running announcer. */
+export const DAEMON_SOCKET = 'announcer-daemon.sock';
+
+/** The entries of stateDir other than DAEMON_STATE_FILES: records, their locks, the socket, anything else. */
+export async function attachmentFiles(stateDir: string): Promise<string[]> {
+  return (await stateFiles(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f)).sort();
+}
+
+/** The live background announcers of stateDir that this test process started (no grace). */
+export async function daemonsOf(stateDir: string): Promise<AnnouncerProcess[]> {
+  return (await ownAnnouncerProcessesNow()).filter((p) => p.daemonStateDir === stateDir);
+}
+
+/** Waits until no background announcer of stateDir runs (it exits idleExitMs after its last work). */
+export async function waitDaemonGone(stateDir: string, timeoutMs = 5000): Promise<void> {
+  await waitFor(async () => (await daemonsOf(stateDir)).length === 0, { timeoutMs, what: `the background announcer of ${stateDir} to exit` });
+}
+
+/**
+ * SIGKILLs the background announcer of stateDir that this test process
+ * started, by pid, after checking again that the pid still runs
+ * `announcer daemon <stateDir>` with our RUN_TAG. Resolves with the pid.
+ */
+export async function killDaemon(stateDir: string): Promise<number> {
+  const [daemon, ...more] = await daemonsOf(stateDir);
+  if (!daemon || more.length > 0) throw new Error(`expected one background announcer of ${stateDir}, found ${more.length + (daemon ? 1 : 0)}`);
+  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === daemon.pid);
+  if (again?.daemonStateDir !== stateDir) throw new Error(`pid ${daemon.pid} is no longer the background announcer of ${stateDir}`);
+  process.kill(daemon.pid, 'SIGKILL');
+  await waitFor(async () => !(await ownAnnouncerProcessesNow()).some((p) => p.pid === daemon.pid), { what: `pid ${daemon.pid} to die` });
+  return daemon.pid;
+}
+
+/** A process's proportional set size in KiB (Pss of /proc/PID/smaps_rollup); undefined once it is gone. */
+export async function pssKiB(pid: number): Promise<number | undefined> {
+  try {
+    const text = await readFile(`/proc/${pid}/smaps_rollup`, 'latin1');
+    const m = /^Pss:\s+(\d+) kB$/m.exec(text);
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the built announcer with CLI arguments (`status …`, `announce …`), tagged with RUN_TAG. */
+export async function announcerCli(args: readonly string[], timeoutMs = 30_000): Promise<RunResult> {
+  return run(ANNOUNCER, args, { env: { [RUN_TAG_ENV]: RUN_TAG }, timeoutMs });
+}
+
+/** One attachment in `announcer status --json`. */
+export interface StatusAttachment {
+  network: string;
+  containerId: string;
+  ifname: string;
+  netns: string;
+  nextRoundInMs?: number;
+  roundsSent: number;
+  roundsPlanned: number;
+  deferred: boolean;
+}
+
+/** The counters in `announcer status --json` (from a running announcer only). */
+export interface StatusCounters {
+  frames: { garpRequest: number; garpReply: number; na: number };
+  rounds: { sent: number; skippedNotReady: number; skippedLate: number };
+  deferred: { started: number; ready: number; timedOut: number; gone: number };
+  rateLimited: { delayed: number; dropped: number };
+  conflicts: number;
+  errors: number;
+}
+
+/** `announcer status --json`. */
+export interface StatusJson {
+  source: 'daemon' | 'records';
+  stateDir: string;
+  pid?: number;
+  attachments: StatusAttachment[];
+  counters?: StatusCounters;
+}
+
+/** `announcer status --json --state-dir stateDir`, parsed; rejects unless it exits 0 with one JSON line. */
+export async function announcerStatus(stateDir: string): Promise<StatusJson> {
+  const res = await announcerCli(['status', '--json', '--state-dir', stateDir]);
+  if (res.code !== 0) throw new Error(`announcer status exited ${res.code}: ${res.stderr.trim()}`);
+  return JSON.parse(res.stdout) as StatusJson;
+}
