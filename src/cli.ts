@@ -37,7 +37,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     const sockets = loadUnixSockets();
     const client = { libc, sockets, now: timers.now };
     return statusCommand(
-      { ask: (stateDir) => askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS), records: listRecords, bootMs: timers.bootMs, ...io },
+      { ask: async (stateDir) => (await askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS)).reply, records: listRecords, bootMs: timers.bootMs, ...io },
       args,
     );
   }

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     libc,
     timers,
     logger: (config, ids) => logger(config.logFile, config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }),
-    askDaemon: (stateDir, request, { start }) => {
+    askDaemon: (stateDir, request, { start, fds = [] }) => {
       const client = {
         libc: libc(),
         sockets: loadUnixSockets(),
@@ -137,7 +137,7 @@ async function main(): Promise<void> {
         spawnDaemon: (dir: string, lockFd: number) => void spawnDetached(libc(), self, [DAEMON_VERB, dir], [lockFd]),
         closeFd: closeSync,
       };
-      return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS) : askDaemon(client, stateDir, request, ASK_DAEMON_MS);
+      return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS, fds) : askDaemon(client, stateDir, request, ASK_DAEMON_MS, fds);
     },
     frameBudget,
     lockFile,

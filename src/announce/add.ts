@@ -1,7 +1,7 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and hand the rest to the node's
 // background announcer (src/daemon) through the attachment's record.
-import { CniError, ErrorCode } from '../cni/errors';
+import { CniError, ErrorCode, isCniError } from '../cni/errors';
 import { silentLogger, type Logger, type LogLevel } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
@@ -10,14 +10,18 @@ import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import type { FrameBudget } from './frame-budget';
-import type { Reply, Request } from '../daemon/protocol';
+import type { Request } from '../daemon/protocol';
+import type { Asked } from '../daemon/client';
 import type { RateLimit } from './token-bucket';
 import { basename } from 'node:path';
 import { openSession, waitReady, type PodSession } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import type { TailJob } from './tail-job';
+import type { ConflictCheckJob, TailJob } from './tail-job';
+import { checkConflictsOnAdd } from './add-probe';
+import { dropConflicting } from './conflict-probe';
+import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
 
 /** What ADD needs from the outside world. */
@@ -29,7 +33,7 @@ export interface AddDeps {
    * Asks the background announcer of `stateDir`, starting it first with
    * `start`; undefined when none answered within its short bound.
    */
-  askDaemon(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | 'started' | undefined>;
+  askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
   /** Takes a lock file (see attachment-lock.ts). */
@@ -57,6 +61,8 @@ export interface AddJob {
   idleExitMs: number;
   metricsFile?: string | undefined;
   rateLimit?: RateLimit | undefined;
+  /** Probe for IPv4 conflicts before round 1 (conflictCheck warn or fail); absent: off. */
+  conflictCheck?: ConflictCheckJob | undefined;
 }
 
 /**
@@ -110,41 +116,61 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   };
   const plan = job.plan;
   const name = basename(file);
-  let first: FirstRound;
-  let macs: Map<number, string>;
-  try {
-    const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
-    try {
-      if (session.missing.length > 0) {
-        throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
-      }
-      macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
-      first = await firstRound(deps, job, session, startedAt);
-    } finally {
-      deps.closeAfterExit([session.pod.packet.release()]);
-      session.close();
+  // ADD's packet socket goes to the background announcer with ADD's last
+  // message, which closes it on another thread (closing it here would make
+  // ADD wait for an RCU grace period); without an announcer, to a holder.
+  // The conflict probe's receiving packet sockets (add-probe.ts) go the same way.
+  const packetFds: number[] = [];
+  const tell = async (request: Request, start: boolean): Promise<Asked> => {
+    const asked = await deps.askDaemon(job.stateDir, request, { start, fds: packetFds });
+    if (asked.sent) {
+      for (const fd of packetFds.splice(0)) deps.libc.close(fd); // the announcer has its own copy: not the last close
     }
-    if (first.later) record.job = first.later;
-    if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
-    else if (previous) removeOrFail(file);
-  } catch (err) {
-    if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
-    else removeRecordQuietly(file, log);
-    // The record no longer holds the previous ADD's job: a running announcer drops it.
-    if (previous?.job) await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: NO_FRAMES }, { start: false });
-    throw err;
+    return asked;
+  };
+  try {
+    let first: FirstRound;
+    let macs: Map<number, string>;
+    try {
+      const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+      try {
+        if (session.missing.length > 0) {
+          throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
+        }
+        macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
+        try {
+          first = await firstRound(deps, job, session, startedAt, packetFds);
+        } catch (err) {
+          // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
+          if (isCniError(err) && err.code === ErrorCode.AddressConflict) restoreRecordedMacs(session, record, log);
+          throw err;
+        }
+      } finally {
+        packetFds.push(session.pod.packet.release());
+        session.close();
+      }
+      if (first.later) record.job = first.later;
+      if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
+      else if (previous) removeOrFail(file);
+    } catch (err) {
+      if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
+      else removeRecordQuietly(file, log);
+      // The record no longer holds the previous ADD's job: a running announcer drops it.
+      if (previous?.job) await tell({ op: 'sync', record: name, sent: NO_FRAMES }, false);
+      throw err;
+    }
+    if (record.job) {
+      const asked = await tell({ op: 'sync', record: name, sent: first.sent }, true);
+      if (asked.started) log.debug('started the background announcer: it takes the job from the record', { record: name });
+      else if (asked.reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
+      else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
+    } else {
+      await tell(previous?.job ? { op: 'sync', record: name, sent: first.sent } : { op: 'count', sent: first.sent }, true);
+    }
+    return macs;
+  } finally {
+    if (packetFds.length > 0) deps.closeAfterExit(packetFds);
   }
-  if (record.job) {
-    const reply = await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: first.sent }, { start: true });
-    if (reply === 'started') log.debug('started the background announcer: it takes the job from the record', { record: name });
-    else if (reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
-    else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
-  } else if (previous?.job) {
-    await deps.askDaemon(job.stateDir, { op: 'sync', record: name, sent: first.sent }, { start: false });
-  } else if (totalFrames(first.sent) > 0) {
-    await deps.askDaemon(job.stateDir, { op: 'count', sent: first.sent }, { start: false });
-  }
-  return macs;
 }
 
 function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger): void {
@@ -203,14 +229,19 @@ function applyTargetMacs(
   return macs;
 }
 
-/** What round 1 did: the frames it sent, and the job left for the background announcer. */
+/** What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background announcer. */
 interface FirstRound {
   sent: FrameCounts;
+  conflicts?: number;
   later?: TailJob;
 }
 
-/** Sends round 1 if the pod gets ready within addWaitMs; returns what is left for the background. */
-async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number): Promise<FirstRound> {
+/**
+ * Sends round 1 if the pod gets ready within addWaitMs, probing for IPv4
+ * conflicts first with conflictCheck (the probe's sockets go to `probeFds`);
+ * returns what is left for the background.
+ */
+async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
   const { log, timers } = deps;
   const plan = job.plan;
   const nothing: FirstRound = { sent: NO_FRAMES };
@@ -239,6 +270,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     idleExitMs: job.idleExitMs,
     metricsFile: job.metricsFile,
     rateLimit: job.rateLimit,
+    conflictCheck: job.conflictCheck,
   };
   switch (outcome.kind) {
     case 'cancelled':
@@ -246,11 +278,19 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     case 'gone':
       throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
     case 'ready': {
-      const frames = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      await drawFromBudget(deps, frames.length, waitStart + job.addWaitMs);
+      const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+      await drawFromBudget(deps, round.length, waitStart + job.addWaitMs);
+      const probeDeps = { libc: deps.libc, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
+      const { frames, conflicts } = job.conflictCheck
+        ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
+        : { frames: round, conflicts: [] };
       const sent = sendFrames(session.pod.packet, frames, log);
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
-      return plan.schedule.length > 1 ? { sent, later: { ...base, firstRoundAt: timers.bootMs() } } : { sent };
+      // Later rounds leave out what the probe found in use, too.
+      const interfaces = dropConflicting(base.interfaces, conflicts);
+      const more = plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
+      const found = conflicts.length;
+      return more ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } } : { sent, conflicts: found };
     }
     case 'timeout':
       if (job.readyTimeoutMs <= job.addWaitMs) {

@@ -54,8 +54,8 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
  * stops on its own at the next round, when the record is gone.
  */
 export async function cancelBackground(deps: CommandDeps, stateDir: string, file: string): Promise<'cancelled' | 'not running'> {
-  const reply = await deps.askDaemon(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
-  return reply !== undefined && reply !== 'started' && reply.ok ? 'cancelled' : 'not running';
+  const { reply } = await deps.askDaemon(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
+  return reply?.ok ? 'cancelled' : 'not running';
 }
 
 async function lockOrGoAhead(deps: CommandDeps, path: string, waitMs: number, log: Logger): Promise<HeldLock | undefined> {

@@ -3,7 +3,8 @@ import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { RateLimit } from '../announce/token-bucket';
-import type { Reply, Request } from '../daemon/protocol';
+import type { Request } from '../daemon/protocol';
+import type { Asked } from '../daemon/client';
 import type { Timers } from '../announce/timers';
 import type { LockFile } from '../announce/attachment-lock';
 
@@ -16,9 +17,9 @@ export interface CommandDeps {
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
   /**
    * Asks the background announcer of `stateDir` (see src/daemon/client.ts),
-   * starting it first with `start`; undefined when none answered in time.
+   * starting it when none answers with `start`, handing it copies of `fds`.
    */
-  askDaemon(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | 'started' | undefined>;
+  askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
   frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
   /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */

@@ -33,32 +33,49 @@ export interface ClientDeps extends AskDeps {
 /** How often a starting client tries to reach the announcer it started. */
 const START_POLL_MS = 10;
 
-/** Sends `request` to the background announcer of `stateDir`; undefined when none answers within `timeoutMs`. */
-export async function askDaemon(deps: AskDeps, stateDir: string, request: Request, timeoutMs: number): Promise<Reply | undefined> {
+/** What asking found: whether the request (and the fds attached) went out, and the reply if one came in time. */
+export interface Asked {
+  sent: boolean;
+  reply?: Reply;
+  /** askOrStartDaemon started an announcer instead (it reads the records itself; the request was not sent). */
+  started?: boolean;
+}
+
+/**
+ * Sends `request` (with copies of `fds` attached) to the background announcer
+ * of `stateDir`, and waits up to `timeoutMs` for its reply.
+ */
+export async function askDaemon(deps: AskDeps, stateDir: string, request: Request, timeoutMs: number, fds: readonly number[] = []): Promise<Asked> {
   const deadline = deps.now() + timeoutMs;
   let fd: number;
   try {
     fd = withSocketAddress(stateDir, (address) => deps.sockets.connect(address));
   } catch {
-    return undefined; // nobody listens (ENOENT, ECONNREFUSED) or the backlog is full (EAGAIN)
+    return { sent: false }; // nobody listens (ENOENT, ECONNREFUSED) or the backlog is full (EAGAIN)
   }
+  let sent = false;
   try {
     const message = encodeMessage(request);
-    while (!deps.sockets.send(fd, message)) {
+    while (!deps.sockets.send(fd, message, fds)) {
       const left = deadline - deps.now();
-      if (left <= 0) return undefined;
+      if (left <= 0) return { sent };
       deps.libc.pollIn([fd], Math.min(left, START_POLL_MS)); // POLLOUT is not offered: retry shortly
     }
+    sent = true;
     const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
     for (;;) {
-      const n = deps.sockets.receive(fd, buf);
-      if (n !== undefined) return n === 0 ? undefined : decodeReply(buf.subarray(0, n));
+      const got = deps.sockets.receive(fd, buf);
+      if (got !== undefined) {
+        for (const extra of got.fds) deps.sockets.close(extra); // never expected from the announcer
+        const reply = got.length === 0 ? undefined : decodeReply(buf.subarray(0, got.length));
+        return reply ? { sent, reply } : { sent };
+      }
       const left = deadline - deps.now();
-      if (left <= 0) return undefined;
+      if (left <= 0) return { sent };
       deps.libc.pollIn([fd], left);
     }
   } catch {
-    return undefined; // reset by an announcer that is exiting
+    return { sent }; // reset by an announcer that is exiting
   } finally {
     deps.sockets.close(fd);
   }
@@ -67,24 +84,25 @@ export async function askDaemon(deps: AskDeps, stateDir: string, request: Reques
 /**
  * askDaemon, starting the background announcer when none answers. The job is
  * already in the record, which a starting announcer reads once it listens, so
- * the starter does not wait for it: 'started'. Concurrent callers start
- * exactly one: under the start lock, only the caller that can take the
- * announcer's own lock starts one, and hands that lock to it. A caller that
- * finds the lock held asks again until the holder answers (it is starting),
- * or lets go of the lock (it was exiting: start one then).
+ * the starter does not wait for it (`started`; the request was not sent).
+ * Concurrent callers start exactly one: under the start lock, only the caller
+ * that can take the announcer's own lock starts one, and hands that lock to
+ * it. A caller that finds the lock held asks again until the holder answers
+ * (it is starting), or lets go of the lock (it was exiting: start one then).
  */
 export async function askOrStartDaemon(
   deps: ClientDeps,
   stateDir: string,
   request: Request,
   timeoutMs: number,
-): Promise<Reply | 'started' | undefined> {
+  fds: readonly number[] = [],
+): Promise<Asked> {
   const deadline = deps.now() + timeoutMs;
   const left = (): number => Math.max(0, deadline - deps.now());
-  const first = await askDaemon(deps, stateDir, request, left());
-  if (first) return first;
+  const first = await askDaemon(deps, stateDir, request, left(), fds);
+  if (first.sent) return first;
   const lock = await deps.lockFile(join(stateDir, START_LOCK), left());
-  if (!lock) return undefined;
+  if (!lock) return { sent: false };
   try {
     for (;;) {
       const held = deps.claimDaemonLock(stateDir);
@@ -94,11 +112,10 @@ export async function askOrStartDaemon(
         } finally {
           deps.closeFd(held); // the announcer's copy keeps the lock
         }
-        return 'started';
+        return { sent: false, started: true };
       }
-      const reply = await askDaemon(deps, stateDir, request, Math.min(left(), START_POLL_MS * 10));
-      if (reply) return reply;
-      if (left() <= 0) return undefined;
+      const asked = await askDaemon(deps, stateDir, request, Math.min(left(), START_POLL_MS * 10), fds);
+      if (asked.sent || left() <= 0) return asked;
       await deps.sleep(Math.min(START_POLL_MS, left()));
     }
   } finally {

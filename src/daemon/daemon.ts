@@ -228,13 +228,15 @@ class Daemon {
     const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
     let done = true;
     try {
-      const n = this.deps.sockets.receive(client.fd, buf);
-      if (n === undefined) {
+      const got = this.deps.sockets.receive(client.fd, buf);
+      if (got === undefined) {
         done = this.deps.timers.bootMs() >= client.until;
         return;
       }
-      if (n === 0) return;
-      const request = decodeRequest(buf.subarray(0, n));
+      // An ADD hands over its packet socket: its close waits for an RCU grace period, here on another thread.
+      for (const fd of got.fds) this.deps.closeInBackground(fd);
+      if (got.length === 0) return;
+      const request = decodeRequest(buf.subarray(0, got.length));
       const reply: Reply = typeof request === 'string' ? { ok: false, error: request } : this.handle(request);
       this.deps.sockets.send(client.fd, encodeMessage(reply));
     } catch (err) {
@@ -323,6 +325,8 @@ class Daemon {
       work.dueAt = dueAt;
     }
     this.works.set(name, work);
+    // A job ADD handed over reports its conflicts in the sync request; one read from the records was never reported here.
+    if (how === 'recovered' && job.conflicts) this.countConflicts(job.conflicts);
     log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred: work.deferred !== undefined });
   }
 

@@ -33,10 +33,13 @@ export interface UnixSockets {
   accept(fd: number): Peer | undefined;
   /** A non-blocking socket connected to `path` (ENOENT or ECONNREFUSED when nobody listens). */
   connect(path: string): number;
-  /** Sends one message; false when the socket buffer is full (EAGAIN). */
-  send(fd: number, message: Uint8Array): boolean;
-  /** Receives one message into `buf`: its length, 0 at end of stream, undefined when none is pending. */
-  receive(fd: number, buf: Uint8Array): number | undefined;
+  /** Sends one message, with copies of `fds` attached (SCM_RIGHTS); false when the socket buffer is full (EAGAIN). */
+  send(fd: number, message: Uint8Array, fds?: readonly number[]): boolean;
+  /**
+   * Receives one message into `buf`: its length (0 at end of stream) and the
+   * fds attached to it (close-on-exec), or undefined when none is pending.
+   */
+  receive(fd: number, buf: Uint8Array): { length: number; fds: number[] } | undefined;
   close(fd: number): void;
 }
 
@@ -50,6 +53,62 @@ export function sockaddrUn(path: string): Buffer {
   return address;
 }
 
+// struct msghdr (x86_64 and aarch64): name, namelen, iov, iovlen, control, controllen, flags.
+const MSGHDR_BYTES = 56;
+const MSGHDR_IOV = 16;
+const MSGHDR_IOVLEN = 24;
+const MSGHDR_CONTROL = 32;
+const MSGHDR_CONTROLLEN = 40;
+const SCM_RIGHTS = 1;
+const MSG_CMSG_CLOEXEC = 0x40000000;
+/** struct cmsghdr: len (size_t), level, type, then data aligned to 8. */
+const CMSG_HEADER = 16;
+/** Room for a few attached fds. */
+const MAX_FDS = 8;
+const CONTROL_BYTES = CMSG_HEADER + 4 * MAX_FDS;
+
+/**
+ * A struct msghdr over `data` and `control`. Pointers are the addresses of
+ * the Buffers' memory, which stays put while the call runs; the Buffers are
+ * returned with it so that they stay alive as long as the header is used.
+ */
+function messageHeader(address: (b: Buffer) => bigint, data: Uint8Array, control: Buffer): { header: Buffer; control: Buffer; keep: Buffer[] } {
+  const payload = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const iov = Buffer.alloc(16);
+  iov.writeBigUInt64LE(address(payload), 0);
+  iov.writeBigUInt64LE(BigInt(payload.length), 8);
+  const header = Buffer.alloc(MSGHDR_BYTES);
+  header.writeBigUInt64LE(address(iov), MSGHDR_IOV);
+  header.writeBigUInt64LE(1n, MSGHDR_IOVLEN);
+  if (control.length > 0) {
+    header.writeBigUInt64LE(address(control), MSGHDR_CONTROL);
+    header.writeBigUInt64LE(BigInt(control.length), MSGHDR_CONTROLLEN);
+  }
+  return { header, control, keep: [payload, iov] };
+}
+
+/** The SCM_RIGHTS control message carrying `fds` (empty when there are none). */
+export function controlRights(fds: readonly number[]): Buffer {
+  if (fds.length === 0) return Buffer.alloc(0);
+  if (fds.length > MAX_FDS) throw new RangeError(`at most ${MAX_FDS} fds per message`);
+  const length = CMSG_HEADER + 4 * fds.length;
+  const control = Buffer.alloc((length + 7) & ~7);
+  control.writeBigUInt64LE(BigInt(length), 0);
+  control.writeInt32LE(SOL_SOCKET, 8);
+  control.writeInt32LE(SCM_RIGHTS, 12);
+  fds.forEach((fd, i) => control.writeInt32LE(fd, CMSG_HEADER + 4 * i));
+  return control;
+}
+
+/** The fds of an SCM_RIGHTS control message of `used` bytes. */
+export function rightsIn(control: Buffer, used: number): number[] {
+  if (used < CMSG_HEADER) return [];
+  const length = Number(control.readBigUInt64LE(0));
+  if (control.readInt32LE(8) !== SOL_SOCKET || control.readInt32LE(12) !== SCM_RIGHTS) return [];
+  const count = Math.max(0, Math.floor((Math.min(length, used) - CMSG_HEADER) / 4));
+  return Array.from({ length: count }, (_, i) => control.readInt32LE(CMSG_HEADER + 4 * i));
+}
+
 /** Binds the unix socket calls through koffi. */
 export function loadUnixSockets(): UnixSockets {
   const koffi = loadKoffi();
@@ -60,8 +119,8 @@ export function loadUnixSockets(): UnixSockets {
   const accept4 = lib.func('int accept4(int fd, void *addr, void *len, int flags)');
   const connect = lib.func('int connect(int fd, const uint8_t *addr, uint32_t len)');
   const getsockopt = lib.func('int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
-  const send = lib.func('long send(int fd, const uint8_t *buf, size_t len, int flags)');
-  const recv = lib.func('long recv(int fd, uint8_t *buf, size_t len, int flags)');
+  const sendmsg = lib.func('long sendmsg(int fd, const uint8_t *msg, int flags)');
+  const recvmsg = lib.func('long recvmsg(int fd, uint8_t *msg, int flags)');
   const close = lib.func('int close(int fd)');
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
@@ -109,16 +168,18 @@ export function loadUnixSockets(): UnixSockets {
         return fd;
       });
     },
-    send(fd, message) {
-      const n = Number(send(fd, message, message.length, MSG_NOSIGNAL));
+    send(fd, message, fds = []) {
+      const io = messageHeader(koffi.address, message, controlRights(fds));
+      const n = Number(sendmsg(fd, io.header, MSG_NOSIGNAL));
       if (n >= 0) return true;
       const errno = koffi.errno();
       if (errno === EAGAIN) return false;
       throw new SysError('send', errno);
     },
     receive(fd, buf) {
-      const n = Number(recv(fd, buf, buf.length, 0));
-      if (n >= 0) return n;
+      const io = messageHeader(koffi.address, buf, Buffer.alloc(CONTROL_BYTES));
+      const n = Number(recvmsg(fd, io.header, MSG_CMSG_CLOEXEC));
+      if (n >= 0) return { length: n, fds: rightsIn(io.control, Number(io.header.readBigUInt64LE(MSGHDR_CONTROLLEN))) };
       const errno = koffi.errno();
       if (errno === EAGAIN || errno === EINTR) return undefined;
       throw new SysError('recv', errno);

@@ -36,7 +36,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     logger: (_config, ids) => createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     askDaemon: async (stateDir, request, opts) => {
       asked.push({ stateDir, request, start: opts.start });
-      return { ok: true };
+      return { sent: true, reply: { ok: true } };
     },
     frameBudget: () => UNLIMITED,
     closeAfterExit: () => undefined,
@@ -104,7 +104,7 @@ describe('DEL', () => {
 
   it('does not start a background announcer to cancel, and says none was running', async () => {
     writeRecord(stateDir, record({ job: JOB }));
-    await del(deps({ askDaemon: async () => undefined }), delRequest());
+    await del(deps({ askDaemon: async () => ({ sent: false }) }), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lines.at(-1)).toMatch(/background="not running"/);
   });
