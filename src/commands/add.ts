@@ -50,6 +50,8 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         idleExitMs: config.idleExitMs,
         metricsFile: config.metricsFile,
         rateLimit: config.rateLimit,
+        conflictCheck:
+          options.conflictCheck === 'off' ? undefined : { action: options.conflictCheck, probeMs: options.probeMs, probes: options.probes },
       },
     );
     return formatResult(prevResult, req.cniVersion, { macs });
