@@ -133,7 +133,8 @@ async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'stateDir'
         (bg.stillRunning.length === 0 ? '; all gone by then.' : `; still running then: ${bg.stillRunning.join(', ')}.`),
     "close(AF_PACKET): close(2) timed inside a probe process in the pod's netns. 'last ref' is what a process pays when it",
     "closes (or exits holding) the only reference: packet_release() waits in synchronize_net(); 'a dup' is what it pays",
-    'while another process still holds one. One ADD count 1 under strace -f (traced calls run slower):',
+    'while another process still holds one. One ADD count 1 under strace -f (traced calls run slower), following every',
+    'copy of its packet socket:',
     ...describeTrace(traced).map((l) => `  ${l}`),
     `load at the end: ${loadLine()}`,
   ];
