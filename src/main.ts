@@ -22,6 +22,7 @@ import { askDaemon, askOrStartDaemon } from './daemon/client';
 import { DAEMON_VERB, openDaemonLock, runDaemon } from './daemon/daemon';
 import { DAEMON_LOCK } from './daemon/paths';
 import { daemonLoggers } from './daemon/daemon-log';
+import { settingsArgv, settingsFromArgv, type DaemonSettings } from './daemon/settings';
 import { checkPrivateDir, ensurePrivateDir } from './sys/private-dir';
 import { replaceFile } from './sys/safe-file';
 import { loadUnixSockets } from './sys/unix-socket';
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
     // `announcer daemon <stateDir>`, started by an ADD (src/daemon/client.ts).
     const stateDir = process.argv[3] ?? '';
     if (!stateDir.startsWith('/')) return process.exit(2);
+    const settings = settingsFromArgv(process.argv.slice(4));
     ensurePrivateDir(stateDir);
     const loggers = daemonLoggers({ daemon: process.pid });
     await runDaemon({
@@ -109,6 +111,7 @@ async function main(): Promise<void> {
       closeInBackground: (fd) => libc().closeInBackground(fd),
       uid: process.geteuid?.() ?? 0,
       inheritedLockFd: isDaemonLock(INHERITED_LOCK_FD, stateDir) ? INHERITED_LOCK_FD : undefined,
+      settings,
     });
     return process.exit(0);
   }
@@ -134,7 +137,8 @@ async function main(): Promise<void> {
           closeSync(fd);
           return undefined;
         },
-        spawnDaemon: (dir: string, lockFd: number) => void spawnDetached(libc(), self, [DAEMON_VERB, dir], [lockFd]),
+        spawnDaemon: (dir: string, lockFd: number, settings: DaemonSettings | undefined) =>
+          void spawnDetached(libc(), self, [DAEMON_VERB, dir, ...settingsArgv(settings)], [lockFd]),
         closeFd: closeSync,
       };
       return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS, fds) : askDaemon(client, stateDir, request, ASK_DAEMON_MS, fds);

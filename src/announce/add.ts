@@ -121,8 +121,10 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   // ADD wait for an RCU grace period); without an announcer, to a holder.
   // The conflict probe's receiving packet sockets (add-probe.ts) go the same way.
   const packetFds: number[] = [];
-  const tell = async (request: Request, start: boolean): Promise<Asked> => {
-    const asked = await deps.askDaemon(job.stateDir, request, { start, fds: packetFds });
+  // Every request carries the announcer's settings: one started here may get no job to read them from.
+  const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
+  const tell = async (request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Asked> => {
+    const asked = await deps.askDaemon(job.stateDir, { ...request, settings }, { start, fds: packetFds });
     if (asked.sent) {
       for (const fd of packetFds.splice(0)) deps.libc.close(fd); // the announcer has its own copy: not the last close
     }

@@ -7,6 +7,7 @@ import type { Libc } from '../sys/libc';
 import type { UnixSockets } from '../sys/unix-socket';
 import { START_LOCK, withSocketAddress } from './paths';
 import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from './protocol';
+import type { DaemonSettings } from './settings';
 
 /** What asking the announcer needs from the process. */
 export interface AskDeps {
@@ -25,8 +26,8 @@ export interface ClientDeps extends AskDeps {
    * waiting: the open fd when free, undefined when an announcer holds it.
    */
   claimDaemonLock(stateDir: string): number | undefined;
-  /** Starts `announcer daemon <stateDir>` detached, handing it `lockFd` (as its fd 3). */
-  spawnDaemon(stateDir: string, lockFd: number): void;
+  /** Starts `announcer daemon <stateDir>` detached with `settings`, handing it `lockFd` (as its fd 3). */
+  spawnDaemon(stateDir: string, lockFd: number, settings: DaemonSettings | undefined): void;
   closeFd(fd: number): void;
 }
 
@@ -108,7 +109,8 @@ export async function askOrStartDaemon(
       const held = deps.claimDaemonLock(stateDir);
       if (held !== undefined) {
         try {
-          deps.spawnDaemon(stateDir, held);
+          // The request is not sent to it: its settings go on its command line.
+          deps.spawnDaemon(stateDir, held, 'settings' in request ? request.settings : undefined);
         } finally {
           deps.closeFd(held); // the announcer's copy keeps the lock
         }

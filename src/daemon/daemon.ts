@@ -25,6 +25,7 @@ import type { UnixSockets } from '../sys/unix-socket';
 import { DAEMON_LOCK, withSocketAddress } from './paths';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type AttachmentStatus, type DaemonStatus, type Reply, type Request } from './protocol';
+import type { DaemonSettings } from './settings';
 import { closeSession, look, netnsAlive, openForJob, plannedFrames, send, type DeferredSession, type RoundDeps } from './rounds';
 
 /** The verb that runs the background announcer. */
@@ -58,6 +59,8 @@ export interface DaemonDeps extends RoundDeps {
   uid: number;
   /** The lock file, already locked by the client that started this announcer (fd 3), if any. */
   inheritedLockFd?: number | undefined;
+  /** The settings of the ADD that started this announcer (its command line), until a request or job brings newer ones. */
+  settings?: DaemonSettings | undefined;
 }
 
 interface Work {
@@ -108,13 +111,15 @@ class Daemon {
   private readonly works = new Map<string, Work>();
   private readonly clients: Client[] = [];
   private readonly counters: Counters = newCounters();
-  private settings: { idleExitMs: number; metricsFile?: string | undefined } = { idleExitMs: DEFAULT_IDLE_EXIT_MS };
+  private settings: DaemonSettings;
   private listenFd: number | undefined;
   private stopping = false;
   private metricsDirty = false;
   private metricsAt = 0;
 
-  constructor(private readonly deps: DaemonDeps) {}
+  constructor(private readonly deps: DaemonDeps) {
+    this.settings = deps.settings ?? { idleExitMs: DEFAULT_IDLE_EXIT_MS };
+  }
 
   async run(): Promise<void> {
     const stop = (): void => {
@@ -130,9 +135,11 @@ class Daemon {
       let idleSince = this.deps.timers.now();
       while (!this.stopping) {
         const now = this.deps.timers.bootMs();
-        if (this.works.size > 0 || this.clients.length > 0) idleSince = this.deps.timers.now();
-        else if (this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.exitIdle()) break;
+        const busy = this.works.size > 0 || this.clients.length > 0;
+        if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.exitIdle()) break;
         await this.turn(now);
+        // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
+        if (busy || this.works.size > 0 || this.clients.length > 0) idleSince = this.deps.timers.now();
       }
     } finally {
       process.off('SIGTERM', stop);
@@ -250,6 +257,8 @@ class Daemon {
   }
 
   private handle(request: Request): Reply {
+    // A daemon started by an ADD without background work has no job to take its settings from.
+    if ((request.op === 'sync' || request.op === 'count') && request.settings) this.settings = request.settings;
     switch (request.op) {
       case 'sync':
         this.bump(request.sent);

@@ -3,6 +3,7 @@
 // stateDir; the record, written under the attachment's lock, is the truth.
 import { NO_FRAMES, type FrameCounts } from '../announce/round';
 import type { Counters } from './counters';
+import { decodeSettings, type DaemonSettings } from './settings';
 
 /** Largest message either side sends or accepts. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -13,11 +14,11 @@ export type Request =
    * Read this record again and (re)schedule its job; `sent` counts what ADD's round 1 sent,
    * `conflicts` the addresses ADD's probe left out (conflictCheck).
    */
-  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number }
+  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
   /** Forget this attachment: once answered, nothing more is sent for it. */
   | { op: 'cancel'; record: string }
   /** Count frames an ADD sent, and addresses its probe left out, without needing background work. */
-  | { op: 'count'; sent: FrameCounts; conflicts?: number }
+  | { op: 'count'; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
   | { op: 'status' };
 
 /** One attachment as `announcer status` shows it. */
@@ -63,12 +64,12 @@ export function decodeRequest(bytes: Uint8Array): Request | string {
   switch (value.op) {
     case 'sync':
       return isRecordName(value.record)
-        ? { op: 'sync', record: value.record, sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts) }
+        ? { op: 'sync', record: value.record, sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts), ...settingsOf(value.settings) }
         : 'bad record name';
     case 'cancel':
       return isRecordName(value.record) ? { op: 'cancel', record: value.record } : 'bad record name';
     case 'count':
-      return { op: 'count', sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts) };
+      return { op: 'count', sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts), ...settingsOf(value.settings) };
     case 'status':
       return { op: 'status' };
     default:
@@ -95,6 +96,12 @@ function isRecordName(name: unknown): name is string {
 function frameCounts(value: unknown): FrameCounts {
   if (!isObject(value)) return { ...NO_FRAMES };
   return { garpRequest: smallCount(value.garpRequest), garpReply: smallCount(value.garpReply), na: smallCount(value.na) };
+}
+
+/** `{ settings }` when they are valid, else nothing: the announcer keeps its own. */
+function settingsOf(value: unknown): { settings?: DaemonSettings } {
+  const settings = decodeSettings(value);
+  return settings ? { settings } : {};
 }
 
 /** A count a client reports: an integer from 0 below 1e6, else 0. */

@@ -42,6 +42,22 @@ describe('control protocol', () => {
     expect(decodeRequest(wire({ op: 'sync', record: 'c1@eth0.json', sent }))).toEqual({ op: 'sync', record: 'c1@eth0.json', sent, conflicts: 0 });
   });
 
+  it("carries the announcer's settings on sync and count, checked against the options' own ranges", () => {
+    const sent = { garpRequest: 1, garpReply: 0, na: 0 };
+    const settings = { idleExitMs: 300, metricsFile: '/run/m.prom' };
+    expect(decodeRequest(encodeMessage({ op: 'count', sent, settings }))).toEqual({ op: 'count', sent, conflicts: 0, settings });
+    expect(decodeRequest(encodeMessage({ op: 'sync', record: 'c1@eth0.json', sent, settings: { idleExitMs: 100 } }))).toEqual({
+      op: 'sync',
+      record: 'c1@eth0.json',
+      sent,
+      conflicts: 0,
+      settings: { idleExitMs: 100 },
+    });
+    for (const bad of [{ idleExitMs: 99 }, { idleExitMs: 1.5 }, { metricsFile: '/m' }, { idleExitMs: 300, metricsFile: 'rel' }, 'fast']) {
+      expect(decodeRequest(wire({ op: 'count', sent, settings: bad }))).toEqual({ op: 'count', sent, conflicts: 0 });
+    }
+  });
+
   it('decodes replies and refuses what is not one', () => {
     expect(decodeReply(wire({ ok: true }))).toEqual({ ok: true });
     expect(decodeReply(wire({ ok: false, error: 'x' }))).toEqual({ ok: false, error: 'x' });
