@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from './measure';
+import { median } from './stats';
 
 /** strace, from Debian's `strace` package (scripts/ensure-system-deps.sh). */
 export const STRACE = '/usr/bin/strace';
@@ -33,6 +34,8 @@ export interface TracedProcess {
   inherited: boolean;
   /** close(2) durations (ms) of its copies. */
   closeMs: number[];
+  /** close(2) durations (ms) of its other descriptors: what a close costs under the trace, for comparison. */
+  otherCloseMs: number[];
   /** It sent a copy over a unix socket (SCM_RIGHTS). */
   passed: boolean;
   /** It still held a copy when it called exit_group. */
@@ -118,7 +121,7 @@ export function parseTrace(text: string): TracedProcess[] {
       const from = parent.get(id);
       // A new process starts with a copy of its parent's fd table.
       const fds = new Map(from ? procs.get(tgidOf(from.pid))?.fds : []);
-      p = { pid: id, fds, opened: false, inherited: false, closeMs: [], passed: false, heldAtExit: false };
+      p = { pid: id, fds, opened: false, inherited: false, closeMs: [], otherCloseMs: [], passed: false, heldAtExit: false };
       procs.set(id, p);
     }
     return p;
@@ -140,8 +143,8 @@ export function parseTrace(text: string): TracedProcess[] {
     if (c.name === 'socket' && c.args.startsWith('AF_PACKET') && c.ret !== undefined && c.ret >= 0) {
       p.fds.set(c.ret, c.args.includes('SOCK_CLOEXEC'));
       p.opened = true;
-    } else if (c.name === 'close' && c.ret === 0 && p.fds.delete(fdArg)) {
-      p.closeMs.push((c.secs ?? 0) * 1000);
+    } else if (c.name === 'close' && c.ret === 0) {
+      (p.fds.delete(fdArg) ? p.closeMs : p.otherCloseMs).push((c.secs ?? 0) * 1000);
     } else if ((c.name === 'dup2' || c.name === 'dup3') && c.ret !== undefined && c.ret >= 0) {
       if (p.fds.has(fdArg)) p.fds.set(c.ret, c.name === 'dup3' && c.args.includes('O_CLOEXEC'));
       else p.fds.delete(c.ret);
@@ -175,7 +178,9 @@ export function describeTrace(procs: readonly TracedProcess[]): string[] {
   const [plugin, ...children] = procs;
   if (!plugin) return ['no trace'];
   const own = [
-    plugin.closeMs.length > 0 ? `closed its AF_PACKET socket in ${plugin.closeMs.map((x) => ms(x)).join(', ')}` : 'closed no AF_PACKET socket itself',
+    plugin.closeMs.length > 0
+      ? `closed its AF_PACKET socket in ${plugin.closeMs.map((x) => ms(x)).join(', ')} (its other close(2) calls: median ${ms(median(plugin.otherCloseMs))})`
+      : 'closed no AF_PACKET socket itself',
     ...(plugin.passed ? ['passed a copy over a unix socket (SCM_RIGHTS)'] : []),
     ...(plugin.heldAtExit ? ['still held a copy at exit'] : []),
     `its exit took ${ms(plugin.exitMs)}`,

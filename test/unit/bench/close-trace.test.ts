@@ -32,6 +32,7 @@ describe('parseTrace', () => {
     expect(rest).toEqual([]);
     expect(plugin).toMatchObject({ pid: 100, program: '/opt/cni/bin/announcer', opened: true, passed: false, heldAtExit: false, exitCode: 0 });
     expect(plugin!.closeMs.map((x) => x.toFixed(3))).toEqual(['0.030']);
+    expect(plugin!.otherCloseMs.map((x) => x.toFixed(3))).toEqual(['0.010']);
     expect(plugin!.exitMs!.toFixed(3)).toBe('1.000');
     expect(holder).toMatchObject({ pid: 102, program: '/opt/cni/bin/announcer hold-fds', opened: false, inherited: true, heldAtExit: true, goneAt: 10.041 });
     expect(holder!.exitMs!.toFixed(3)).toBe('11.000');
@@ -69,7 +70,7 @@ describe('parseTrace', () => {
 describe('describeTrace', () => {
   it('names what the plugin did with its socket and each child it started', () => {
     expect(describeTrace(parseTrace(HOLDER_TRACE))).toEqual([
-      'the plugin (pid 100): closed its AF_PACKET socket in 0.03 ms; its exit took 1.00 ms',
+      'the plugin (pid 100): closed its AF_PACKET socket in 0.03 ms (its other close(2) calls: median 0.01 ms); its exit took 1.00 ms',
       'child pid 102 (/opt/cni/bin/announcer hold-fds): holds a copy; exit took 11.00 ms, gone 17.00 ms after the plugin',
     ]);
   });
