@@ -2,7 +2,7 @@
 // after the real bridge plugin 1.1.1 in real namespaces. Passthrough in all five
 // spec versions, CHECK, DEL, STATUS, GC, VERSION, and every bad input with its
 // exact code, a single error object on stdout and nothing changed on the host.
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,11 +10,13 @@ import {
   addBridgePod,
   allocSubnet,
   ANNOUNCER,
+  announcerStatus,
   bridgeConfig,
   chainConfig,
   cniExec,
   createBridge,
   createNetns,
+  daemonsOf,
   listLinks,
   listNetns,
   neighEntry,
@@ -32,6 +34,7 @@ import {
   type Netns,
   type Scope,
   type Subnet,
+  waitDaemonGone,
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
@@ -39,6 +42,8 @@ import { cniExecInMountNs } from './harness/mountns-helpers';
 const PREFIX = `pr${RUN_TAG}`;
 const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 const OLD_MAC = '86:03:17:7a:eb:6e';
+/** A background announcer started here exits this long after its last job, so none outlives its test. */
+const IDLE_EXIT_MS = 300;
 
 /** A per-test state directory and log file for the announcer, removed at scope close. */
 interface AnnouncerDirs {
@@ -102,9 +107,9 @@ async function bridgePod(
   return { net, bridge, netns, containerId, mainConf, result, dirs, call: { containerId, netns: netns.path, ifname: 'eth0' } };
 }
 
-/** The announcer's conf entry: one round (no background tail) unless said otherwise. */
+/** The announcer's conf entry: one round (no background work) unless said otherwise. */
 function announcerConf(dirs: AnnouncerDirs, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { type: 'announcer', count: 1, stateDir: dirs.stateDir, logFile: dirs.logFile, ...extra };
+  return { type: 'announcer', count: 1, stateDir: dirs.stateDir, logFile: dirs.logFile, idleExitMs: IDLE_EXIT_MS, ...extra };
 }
 
 /** What the spec says the chained result must be: prevResult, in the config's version. */
@@ -159,8 +164,8 @@ async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
   return { links, neigh, pod };
 }
 
-/** The tail processes of one attachment (they inherit ADD's CNI_CONTAINERID). */
-async function tailsOf(containerId: string): Promise<number[]> {
+/** Plugin processes (and ADD's fd holders) of one attachment, by their CNI_CONTAINERID; background announcers are not among them. */
+async function processesOf(containerId: string): Promise<number[]> {
   return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }
 
@@ -275,48 +280,63 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
   });
 
   describe('DEL', () => {
-    /** ADD with a background tail (a long interval keeps it alive) and the record it leaves. */
-    async function addWithTail(pod: BridgePod): Promise<Record<string, unknown>> {
+    /**
+     * ADD with background work (rounds 2 and 3 a minute apart, so it is still
+     * pending at DEL), and the record it leaves; resolves once the stateDir's one
+     * background announcer has the job.
+     */
+    async function addWithBackground(pod: BridgePod): Promise<Record<string, unknown>> {
       const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { count: 3, intervalMs: 60_000 }), pod.result);
       const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
       expect(add.code, add.stdout).toBe(0);
       expect(await stateFiles(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
-      expect(await tailsOf(pod.containerId)).toHaveLength(1);
+      // ADD started the announcer and returned; it reads the job from the record once it listens.
+      const status = await waitFor(async () => {
+        const s = await announcerStatus(pod.dirs.stateDir);
+        return s.source === 'daemon' && s;
+      }, { what: `the background announcer of ${pod.dirs.stateDir} to answer` });
+      expect(status.attachments.map((a) => [a.containerId, a.ifname, a.roundsSent, a.roundsPlanned])).toEqual([[pod.containerId, 'eth0', 1, 3]]);
+      expect(await daemonsOf(pod.dirs.stateDir)).toHaveLength(1);
       return config;
     }
 
+    /** DEL succeeded silently, cancelled the background job, removed the record; the idle announcer then exits. */
     async function expectCleanDel(out: CniOutput, pod: BridgePod): Promise<void> {
       expect(out.code, out.stdout + out.stderr).toBe(0);
       expect(out.stdout).toBe('');
       expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
-      // stopTail waits for the tail (or SIGKILLs it); the zombie is reaped by init a moment later.
-      await waitFor(async () => (await tailsOf(pod.containerId)).length === 0, { what: `no tail of ${pod.containerId}` });
+      const log = await readFile(pod.dirs.logFile, 'utf8');
+      expect(log).toMatch(new RegExp(`INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`));
+      expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
+      await waitDaemonGone(pod.dirs.stateDir);
     }
 
-    it('after ADD stops the tail and removes the record; a second DEL is a silent no-op', async () => {
+    it('after ADD cancels the background job and removes the record; a second DEL is a silent no-op', async () => {
       const pod = await bridgePod(scope());
-      const config = await addWithTail(pod);
+      const config = await addWithBackground(pod);
       await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
       const again = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config);
       expect([again.code, again.stdout]).toEqual([0, '']);
+      expect(await readFile(pod.dirs.logFile, 'utf8')).toMatch(/DEL: no state record, nothing to undo/);
+      expect(await daemonsOf(pod.dirs.stateDir)).toEqual([]);
     });
 
     it('without CNI_NETNS', async () => {
       const pod = await bridgePod(scope());
-      const config = await addWithTail(pod);
+      const config = await addWithBackground(pod);
       const { netns: _n, ...call } = pod.call;
       await expectCleanDel(await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config), pod);
     });
 
     it('without prevResult', async () => {
       const pod = await bridgePod(scope());
-      const { prevResult: _p, ...config } = await addWithTail(pod);
+      const { prevResult: _p, ...config } = await addWithBackground(pod);
       await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
     });
 
     it('after the netns was deleted', async () => {
       const pod = await bridgePod(scope());
-      const config = await addWithTail(pod);
+      const config = await addWithBackground(pod);
       await runOk('ip', ['netns', 'del', pod.netns.name]);
       await expect(stat(pod.netns.path)).rejects.toThrow(/ENOENT/);
       await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
@@ -426,7 +446,8 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(await l2Snapshot(pod.bridge, pod.netns.name)).toEqual(before);
       expect(await neighEntry(pod.bridge, pod.net.v4(5))).toMatchObject({ state: 'STALE', mac: OLD_MAC });
       expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
-      expect(await tailsOf(pod.containerId)).toEqual([]);
+      expect(await processesOf(pod.containerId)).toEqual([]);
+      expect(await daemonsOf(pod.dirs.stateDir)).toEqual([]);
     });
 
     it('the same baseline call, unchanged, succeeds and repairs the entry (the cases above fail for their input alone)', async () => {
