@@ -162,12 +162,13 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
       throw err;
     }
     if (record.job) {
-      const asked = await tell({ op: 'sync', record: name, sent: first.sent }, true);
+      const asked = await tell({ op: 'sync', record: name, sent: first.sent, conflicts: first.conflicts }, true);
       if (asked.started) log.debug('started the background announcer: it takes the job from the record', { record: name });
       else if (asked.reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
       else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
     } else {
-      await tell(previous?.job ? { op: 'sync', record: name, sent: first.sent } : { op: 'count', sent: first.sent }, true);
+      const counts = { sent: first.sent, conflicts: first.conflicts };
+      await tell(previous?.job ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, true);
     }
     return macs;
   } finally {
