@@ -8,12 +8,18 @@ import { takeOnCredit, tryTake, type RateLimit, type TokenBucket } from './token
 
 /** The bucket's file in stateDir. */
 export const BUCKET_FILE = 'rate-limit.bucket';
-/** A lock held longer than this by someone else is not waited for: the frames go out unmetered. */
+/** How long one take waits for the bucket's lock. */
 const LOCK_WAIT_MS = 200;
+/** When another process holds the bucket that long, the caller tries again this much later. */
+const BUSY_RETRY_MS = 20;
 
 /** Draws frames from the node's budget. */
 export interface FrameBudget {
-  /** Takes `frames` tokens now (ok), or says how long to wait; `onCredit` takes them whatever is left. */
+  /**
+   * Takes `frames` tokens now (ok), or says how long to wait, also while
+   * other processes keep the bucket busy; `onCredit` takes them whatever is
+   * left, unmetered if the bucket stays busy.
+   */
   take(frames: number, now: number, onCredit?: boolean): Promise<{ ok: true } | { ok: false; waitMs: number }>;
 }
 
@@ -33,6 +39,9 @@ export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: 
         return { ok: true };
       }
       if (!lock) {
+        // Many processes at once (a node starting all its pods), the holder descheduled: wait as for
+        // tokens. Sending unmetered here would let exactly such a storm through.
+        if (!onCredit) return { ok: false, waitMs: BUSY_RETRY_MS };
         log.warn('rate limit busy: sending unmetered');
         return { ok: true };
       }

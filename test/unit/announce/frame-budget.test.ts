@@ -1,0 +1,48 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { LockFile } from '../../../src/announce/attachment-lock';
+import { BUCKET_FILE, sharedFrameBudget } from '../../../src/announce/frame-budget';
+import { createLogger } from '../../../src/log';
+
+const LIMIT = { framesPerSecond: 10, burst: 5 };
+
+/** A lock that is always free. */
+const free: LockFile = async (path) => ({ path, release: () => undefined });
+/** A lock another process keeps holding. */
+const busy: LockFile = async () => undefined;
+
+describe('the shared frame budget', () => {
+  let dir: string;
+  let lines: string[];
+  const log = () => createLogger((line) => void lines.push(line), 'debug');
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'frame-budget-'));
+    lines = [];
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('takes tokens from the bucket file in stateDir, and says how long to wait once they are gone', async () => {
+    const budget = sharedFrameBudget(dir, LIMIT, free, log());
+    expect(await budget.take(5, 0)).toEqual({ ok: true });
+    expect(JSON.parse(readFileSync(join(dir, BUCKET_FILE), 'utf8'))).toEqual({ tokens: 0, atMs: 0 });
+    expect(await budget.take(1, 0)).toEqual({ ok: false, waitMs: 100 });
+    expect(await budget.take(1, 100)).toEqual({ ok: true });
+  });
+
+  it('a bucket another process keeps busy means wait, not unmetered: a pod storm must not get through', async () => {
+    const budget = sharedFrameBudget(dir, LIMIT, busy, log());
+    const taken = await budget.take(1, 0);
+    expect(taken.ok).toBe(false);
+    expect(taken.ok === false && taken.waitMs).toBeGreaterThan(0);
+    expect(lines).toEqual([]);
+  });
+
+  it('on credit, a bucket that stays busy lets the frames go unmetered, and says so', async () => {
+    const budget = sharedFrameBudget(dir, LIMIT, busy, log());
+    expect(await budget.take(1, 0, true)).toEqual({ ok: true });
+    expect(lines.join('')).toMatch(/rate limit busy: sending unmetered/);
+  });
+});
