@@ -38,6 +38,8 @@ const CHECK_MS = 500;
 const LOCK_WAIT_MS = 2000;
 /** A client that sends nothing within this is dropped. */
 const CLIENT_MS = 1000;
+/** How long a socket an ADD handed over is kept, so that the ADD's own close is never the last. */
+const HOLD_HANDED_OVER_MS = 2000;
 /** Metrics are written at most this often. */
 const METRICS_EVERY_MS = 1000;
 
@@ -110,6 +112,8 @@ export function openDaemonLock(stateDir: string): number {
 class Daemon {
   private readonly works = new Map<string, Work>();
   private readonly clients: Client[] = [];
+  /** Sockets ADDs handed over, closed once their time comes. */
+  private readonly handedOver: { fd: number; at: number }[] = [];
   private readonly counters: Counters = newCounters();
   private settings: DaemonSettings;
   private listenFd: number | undefined;
@@ -146,6 +150,7 @@ class Daemon {
       process.off('SIGINT', stop);
       for (const w of this.works.values()) this.dropDeferred(w);
       for (const c of this.clients) this.deps.sockets.close(c.fd);
+      this.closeHandedOver(true);
       this.unlisten();
       this.flushMetrics(true);
       this.deps.log.info('background announcer stopped', { pid: process.pid });
@@ -171,8 +176,14 @@ class Daemon {
       }
     }
     this.flushMetrics(false);
+    this.closeHandedOver(false);
     // Let completions of work done on other threads (background closes) run.
     await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  private closeHandedOver(all: boolean): void {
+    const now = this.deps.timers.now();
+    while (this.handedOver.length > 0 && (all || this.handedOver[0]!.at <= now)) this.deps.closeInBackground(this.handedOver.shift()!.fd);
   }
 
   private sleepMs(now: number): number {
@@ -240,8 +251,9 @@ class Daemon {
         done = this.deps.timers.bootMs() >= client.until;
         return;
       }
-      // An ADD hands over its packet socket: its close waits for an RCU grace period, here on another thread.
-      for (const fd of got.fds) this.deps.closeInBackground(fd);
+      // An ADD hands over its packet socket: closing the last copy waits for an RCU grace period.
+      // Keep ours until that ADD has surely closed its own (so ours is the last), then close it on another thread.
+      for (const fd of got.fds) this.handedOver.push({ fd, at: this.deps.timers.now() + HOLD_HANDED_OVER_MS });
       if (got.length === 0) return;
       const request = decodeRequest(buf.subarray(0, got.length));
       const reply: Reply = typeof request === 'string' ? { ok: false, error: request } : this.handle(request);
