@@ -1,10 +1,11 @@
 // Issue 10, state, processes and races: malformed records, a stateDir someone
-// else controls, concurrent commands on one attachment, a tail whose record is
-// removed, long container IDs, and a netns path reused by another pod. Every
-// call that reads a record runs in a private pid namespace (see
-// harness/pidns.ts), so even a regression could not signal the node's
+// else controls, concurrent commands on one attachment, a record removed under
+// the background announcer, long container IDs, and a netns path reused by
+// another pod. Every call that reads a record runs in a private pid namespace
+// (see harness/pidns.ts), so even a regression could not signal the node's
 // processes; malformed records are also run under strace, which shows every
-// signal the plugin sends.
+// signal the plugin sends. Background announcers started here exit 200 ms
+// after their last job (idleExitMs), and each test waits for that.
 import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -20,6 +21,12 @@ import {
   killStrays,
   linkShow,
   ownAnnouncerProcesses,
+  ownAnnouncerProcessesNow,
+  announcerStatus,
+  attachmentFiles,
+  DAEMON_SOCKET,
+  daemonsOf,
+  waitDaemonGone,
   run,
   runOk,
   RUN_TAG,
@@ -39,6 +46,8 @@ import { cniExecInMountNs } from './harness/mountns-helpers';
 
 
 const PREFIX = `hs${RUN_TAG}`;
+/** Background announcers started by these tests exit this long after their last job. */
+const IDLE_EXIT_MS = 200;
 const NETWORK = `hostile-${RUN_TAG}`;
 
 /** One attachment of a stand-in pod, with its own stateDir and log. */
@@ -77,7 +86,7 @@ async function attachment(s: Scope, tag: string, opts: { up?: boolean; container
 }
 
 function conf(a: Att, options: Record<string, unknown> = {}, stateDir = a.files.stateDir): Record<string, unknown> {
-  const own = { type: 'announcer', stateDir, logFile: a.files.logFile, logLevel: 'debug', count: 1, ...options };
+  const own = { type: 'announcer', stateDir, logFile: a.files.logFile, logLevel: 'debug', count: 1, idleExitMs: IDLE_EXIT_MS, ...options };
   return chainConfig({ name: NETWORK, cniVersion: '1.0.0' }, own, a.prevResult);
 }
 
@@ -104,27 +113,24 @@ function expectOk(what: string, out: CniOutput): void {
   expect(out.code, `${what}: ${out.stdout}${out.stderr}`).toBe(0);
 }
 
-/** Live background tails started for this container ID. */
-async function tailsOf(containerId: string): Promise<number[]> {
-  return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId && p.argv.includes('tail')).map((p) => p.pid);
+/** The records, attachment locks and temporary files in stateDir (not the background announcer's files), sorted. */
+async function recordFiles(stateDir: string): Promise<string[]> {
+  return (await attachmentFiles(stateDir)).filter((n) => n !== DAEMON_SOCKET);
 }
 
-/** The pid a host pid has in the innermost pid namespace (NSpid), as the plugin there records it. */
-async function nsPid(hostPid: number): Promise<number> {
-  const status = await readFile(`/proc/${hostPid}/status`, 'utf8');
-  return Number(/^NSpid:.*\s(\d+)\s*$/m.exec(status)![1]);
+/** Milliseconds on CLOCK_BOOTTIME, the clock of job times in records. */
+async function bootMs(): Promise<number> {
+  return Number((await readFile('/proc/uptime', 'utf8')).split(' ')[0]) * 1000;
 }
 
-/** The one live tail of this container ID, as the pid its namespace sees; throws unless there is exactly one. */
-async function theTail(containerId: string): Promise<number> {
-  const tails = await tailsOf(containerId);
-  if (tails.length !== 1) throw new Error(`expected one tail, found ${tails.length}`);
-  return nsPid(tails[0]!);
-}
-
-/** Live announcer processes of any kind started for this container ID. */
+/** Live announcer processes started for this container ID (ADD's fd holder gets its grace to exit first). */
 async function processesOf(containerId: string): Promise<number[]> {
   return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
+}
+
+/** processesOf, at once: no grace for ADD's fd holder to exit on its own. */
+async function processesOfNow(containerId: string): Promise<number[]> {
+  return (await ownAnnouncerProcessesNow()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }
 
 /** The pod netns file's identity, as the plugin records it. */
@@ -139,8 +145,8 @@ async function startTimeOf(hostPid: number): Promise<string> {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
 }
 
-/** A record that passes the schema except for what `tail` holds. */
-async function recordWithTail(a: Att, tail: unknown): Promise<string> {
+/** A valid record of the attachment (no job), with `extra` fields on top. */
+async function recordWith(a: Att, extra: Record<string, unknown> = {}): Promise<string> {
   const record = {
     network: NETWORK,
     containerId: a.containerId,
@@ -148,9 +154,30 @@ async function recordWithTail(a: Att, tail: unknown): Promise<string> {
     netns: a.pod.netns.path,
     netnsId: await netnsId(a),
     originalMacs: [],
-    tail,
+    ...extra,
   };
   return JSON.stringify(record);
+}
+
+/** A valid background job for the attachment: round 1 just sent, rounds 2.. every `intervalMs`. */
+async function jobFor(a: Att, intervalMs = 800, rounds = 4): Promise<Record<string, unknown>> {
+  const now = await bootMs();
+  return {
+    network: NETWORK,
+    containerId: a.containerId,
+    ifname: 'eth0',
+    netns: a.pod.netns.path,
+    netnsId: await netnsId(a),
+    interfaces: [{ name: 'eth0', ipv4: [a.ip], ipv6: [] }],
+    hostPeerNames: [],
+    arpOps: ['request'],
+    schedule: Array.from({ length: rounds }, (_, i) => i * intervalMs),
+    firstRoundAt: now,
+    readyDeadline: now + 60_000,
+    logFile: a.files.logFile,
+    logLevel: 'debug',
+    idleExitMs: IDLE_EXIT_MS,
+  };
 }
 
 async function plant(a: Att, text: string): Promise<string> {
@@ -168,47 +195,80 @@ function garps(frames: readonly Frame[], mac: string, ip: string): Frame[] {
 describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (issue 10)', () => {
   const scope = scopePerTest();
 
-  describe('a malformed record is removed and never acted on: DEL, GC and a repeated ADD signal nothing', () => {
-    // Without validation, `undefined === undefined` passed the start-time check:
-    // {"pid":-1} meant kill(-1), every process the plugin may signal.
-    const cases: [string, (a: Att) => Promise<string>][] = [
-      ['tail {"pid":-1}', (a) => recordWithTail(a, { pid: -1 })],
-      ['tail {"pid":0}', (a) => recordWithTail(a, { pid: 0 })],
-      ['tail pid 1 with the start time of the namespace init', async (a) => recordWithTail(a, { pid: 1, startTime: await startTimeOf(a.ns.initPid) })],
-      ['tail pid -1 with an empty start time', (a) => recordWithTail(a, { pid: -1, startTime: '' })],
-      ['tail pid 2 without a start time', (a) => recordWithTail(a, { pid: 2 })],
-      ['tail pid "-1" as a string', (a) => recordWithTail(a, { pid: '-1' })],
-      ['only {"tail":{"pid":-1}}', async () => '{"tail":{"pid":-1}}'],
-      ['garbage JSON', async () => '{"containerId": "x", "tail": {"pid": -1'],
+  describe('DEL, GC and a repeated ADD signal nothing, whatever the record holds; an invalid one is removed, never acted on', () => {
+    // Tails are gone, and records no longer name a process. A record from the
+    // tail era with {"pid":-1} (which once meant kill(-1): `undefined ===
+    // undefined` passed the start-time check) is an unknown field now, ignored.
+    const cases: [string, (a: Att) => Promise<string>, 'valid' | 'invalid'][] = [
+      ['a tail-era record with tail {"pid":-1}', (a) => recordWith(a, { tail: { pid: -1 } }), 'valid'],
+      ['a tail-era record with tail {"pid":0}', (a) => recordWith(a, { tail: { pid: 0 } }), 'valid'],
+      ['a tail-era record with pid 1 and the start time of the namespace init', async (a) => recordWith(a, { tail: { pid: 1, startTime: await startTimeOf(a.ns.initPid) } }), 'valid'],
+      ['only {"tail":{"pid":-1}}', async () => '{"tail":{"pid":-1}}', 'invalid'],
+      ['garbage JSON', async () => '{"containerId": "x", "tail": {"pid": -1', 'invalid'],
+      ['a job whose netns is a relative path', async (a) => recordWith(a, { job: { ...(await jobFor(a)), netns: 'pod' } }), 'invalid'],
+      ['a job with an unknown ARP op', async (a) => recordWith(a, { job: { ...(await jobFor(a)), arpOps: ['both'] } }), 'invalid'],
+      ['a job without the netns identity', async (a) => recordWith(a, { job: { ...(await jobFor(a)), netnsId: undefined } }), 'invalid'],
+      ['a record of another attachment under this name', async (a) => recordWith(a, { containerId: `${a.containerId}-other` }), 'invalid'],
     ];
-    for (const [name, makeRecord] of cases) {
+    for (const [name, makeRecord, validity] of cases) {
       it(name, async () => {
         const a = await attachment(scope(), 'bad');
         const file = await plant(a, await makeRecord(a));
         const d = await del(a, { trace: true });
         expectOk('DEL', d);
         expect(d.signals).toEqual([]);
-        expect(await stateFiles(a.files.stateDir)).toEqual([]);
+        expect(await recordFiles(a.files.stateDir)).toEqual([]);
 
         await plant(a, await makeRecord(a));
         const g = await gc(a, [], true);
         expectOk('GC', g);
         expect(g.signals).toEqual([]);
-        expect(await stateFiles(a.files.stateDir)).toEqual([]);
+        expect(await recordFiles(a.files.stateDir)).toEqual([]);
 
         await plant(a, await makeRecord(a));
         const r = await add(a, { count: 1 }, true);
         expectOk('ADD', r);
         expect(r.signals).toEqual([]);
-        // count 1 and no MAC change: nothing to record; the invalid record is gone.
-        expect(await stateFiles(a.files.stateDir)).toEqual([]);
+        // count 1 and no MAC change: nothing to record; the planted record is gone.
+        expect(await recordFiles(a.files.stateDir)).toEqual([]);
 
         expect(await a.ns.signalsSeen()).toEqual([]);
         const log = await a.files.log();
-        expect(log.match(/invalid state record: removing it without acting on it/g)?.length).toBe(3);
-        expect(log).toContain(`file=${file}`);
+        const invalid = log.match(/invalid state record: removing it without acting on it/g)?.length ?? 0;
+        expect(invalid).toBe(validity === 'invalid' ? 3 : 0);
+        if (validity === 'invalid') expect(log).toContain(`file=${file}`);
+        expect(await daemonsOf(a.files.stateDir)).toEqual([]);
       });
     }
+
+    it('the background announcer drops an invalid job and sends nothing for it, while it runs a valid one', async () => {
+      const valid = await attachment(scope(), 'okjob');
+      const s = valid.s;
+      const invalid = await attachment(s, 'badjob');
+      const starter = await attachment(s, 'start');
+      const dir = valid.files.stateDir;
+      const captures = [
+        await startCapture(s, { netns: valid.pod.netns.name, iface: valid.pod.peer }),
+        await startCapture(s, { netns: invalid.pod.netns.name, iface: invalid.pod.peer }),
+      ];
+      await mkdir(dir, { mode: 0o700 });
+      await writeFile(join(dir, `${valid.containerId}@eth0.json`), await recordWith(valid, { job: await jobFor(valid, 600, 10) }), { mode: 0o600 });
+      // The same job with one bad field: the ARP op "both" is not a wire op.
+      await writeFile(join(dir, `${invalid.containerId}@eth0.json`), await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }), { mode: 0o600 });
+      // An ADD of a third attachment starts the background announcer, which reads every record.
+      expectOk('ADD', await starter.ns.cniExec(ANNOUNCER, { command: 'ADD', containerId: starter.containerId, netns: starter.pod.netns.path, ifname: 'eth0' }, conf(starter, { count: 3, intervalMs: 500 }, dir)));
+      await waitFor(async () => (await captures[0]!.count()) >= 2, { what: 'rounds of the valid job' });
+      await sleep(1500);
+      const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
+      expect(garps(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
+      expect(garps(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
+      expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
+      // GC (nothing is live here) removes all three records: the invalid one as invalid.
+      expectOk('GC', await gc(valid, []));
+      expect(await recordFiles(dir)).toEqual([]);
+      expect(await valid.files.log()).toMatch(/invalid state record: removing it without acting on it/);
+      await waitDaemonGone(dir);
+    });
   });
 
   describe('stateDir', () => {
@@ -274,7 +334,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect(await stateFiles(real)).toEqual([]);
     });
 
-    it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, no tail, the MAC unchanged', async () => {
+    it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, nothing started, the MAC unchanged', async () => {
       const a = await attachment(scope(), 'full');
       const out = await cniExecInMountNs(
         ANNOUNCER,
@@ -302,46 +362,53 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
   });
 
   describe('one attachment, concurrent commands', () => {
-    it('DEL while ADD waits for readiness: DEL waits, then stops the tail; nothing runs and no frame follows', async () => {
+    it('DEL while ADD waits for readiness: DEL waits, then cancels the job ADD recorded; nothing is announced afterwards', async () => {
       const a = await attachment(scope(), 'delrace', { up: false });
       const adding = add(a, { count: 3, intervalMs: 1000, addWaitMs: 1500, readyTimeoutMs: 20000 });
       // DEL arrives while ADD waits for readiness (addWaitMs 1500): before ADD has written any record.
-      await waitFor(async () => (await processesOf(a.containerId)).length > 0, { what: 'the ADD process' });
+      await waitFor(async () => (await processesOfNow(a.containerId)).length > 0, { what: 'the ADD process' });
       await sleep(500);
       expect(await stateFiles(a.files.stateDir)).not.toContain(`${a.containerId}@eth0.json`);
       const deleting = del(a);
       const [r, d] = await Promise.all([adding, deleting]);
       expectOk('ADD', r);
       expectOk('DEL', d);
-      expect(await processesOf(a.containerId)).toEqual([]);
-      expect(await stateFiles(a.files.stateDir)).toEqual([]);
+      expect(await recordFiles(a.files.stateDir)).toEqual([]);
       const log = await a.files.log();
-      // DEL found the tail ADD had started (deferred mode) and stopped it.
-      expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 tail=(terminated|killed) tailPid=\\d+ macsRestored=none recordRemoved=true`));
+      // ADD left the pod to the background (deferred); DEL came after it and found that job.
+      expect(log).toMatch(/pod not ready yet: announcing from the background once it is/);
+      expect(log.indexOf('DEL done')).toBeGreaterThan(log.indexOf('pod not ready yet'));
+      expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(cancelled|"not running") macsRestored=none recordRemoved=true`));
+      expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
       // The pod comes up now: nobody announces it any more.
       const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
       await runOk('ip', ['-n', a.pod.netns.name, 'link', 'set', 'eth0', 'up']);
       await sleep(2000);
       expect(garps(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
+      // An announcer that never read the job keeps the default idle time; the namespace ends it.
     });
 
-    it('two concurrent ADDs leave exactly one tail, the recorded one; after DEL none runs and no frame follows (4 trials)', async () => {
+    it('two concurrent ADDs leave exactly one recorded job and one background announcer; after DEL nothing is announced (4 trials)', async () => {
       const a = await attachment(scope(), 'addrace');
       for (let trial = 0; trial < 4; trial++) {
         const [r1, r2] = await Promise.all([add(a, { count: 6, intervalMs: 1000 }), add(a, { count: 6, intervalMs: 1000 })]);
         expectOk(`ADD 1, trial ${trial}`, r1);
         expectOk(`ADD 2, trial ${trial}`, r2);
         const record = JSON.parse(await readFile(join(a.files.stateDir, `${a.containerId}@eth0.json`), 'utf8'));
-        expect(await theTail(a.containerId), `trial ${trial}`).toBe(record.tail.pid);
+        expect(record.job.containerId).toBe(a.containerId);
+        const mine = (await announcerStatus(a.files.stateDir)).attachments.filter((x) => x.containerId === a.containerId);
+        expect(mine, `trial ${trial}`).toHaveLength(1);
+        expect((await daemonsOf(a.files.stateDir)).length, `trial ${trial}`).toBe(1);
         const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
         expectOk('DEL', await del(a));
         const afterDel = Date.now();
-        expect(await processesOf(a.containerId)).toEqual([]);
-        expect(await stateFiles(a.files.stateDir)).toEqual([]);
+        expect(await recordFiles(a.files.stateDir)).toEqual([]);
+        expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
         await sleep(1500);
         const late = garps(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
         expect(late, `trial ${trial}`).toEqual([]);
       }
+      await waitDaemonGone(a.files.stateDir);
     });
 
     it('a lock held past addWaitMs + 10 s: ADD is code 11 and changes nothing; DEL goes ahead without it and exits 0', async () => {
@@ -359,32 +426,29 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
       expect(await processesOf(a.containerId)).toEqual([]);
       // Not DEL's lock: the holder's file stays.
-      expect(await stateFiles(a.files.stateDir)).toEqual([`${a.containerId}@eth0.lock`]);
+      expect(await recordFiles(a.files.stateDir)).toEqual([`${a.containerId}@eth0.lock`]);
+      expect(await daemonsOf(a.files.stateDir)).toEqual([]);
     });
   });
 
-  it('removing the record stops the tail: at most the round in flight, nothing once it has exited', async () => {
+  it('removing the record ends the background work: nothing is sent after the removal', async () => {
     const a = await attachment(scope(), 'rmrec');
     const capture = await startCapture(scope(), { netns: a.pod.netns.name, iface: a.pod.peer });
     expectOk('ADD', await add(a, { count: 10, intervalMs: 500 }));
-    const [tail] = await waitFor(async () => {
-      const tails = await tailsOf(a.containerId);
-      return tails.length === 1 ? tails : undefined;
-    }, { what: 'the tail' });
-    await waitFor(async () => (await capture.count()) >= 2, { what: 'round 2 from the tail' });
+    await waitFor(async () => (await capture.count()) >= 2, { what: 'round 2 from the background announcer' });
     const removedAt = Date.now();
     await rm(join(a.files.stateDir, `${a.containerId}@eth0.json`));
-    await waitFor(async () => !(await tailsOf(a.containerId)).includes(tail!), { what: 'the tail to exit' });
-    const exitedAt = Date.now();
-    await sleep(1000);
+    // The announcer reads the record again before each round, and drops the job when it is gone.
+    await waitFor(async () => /background work ended .*why="pod or record gone"/.test(await a.files.log()), { what: 'the job to be dropped' });
+    await waitDaemonGone(a.files.stateDir);
+    await sleep(500);
     const frames = garps(await capture.stop(), a.pod.mac, a.ip);
-    expect(frames.filter((f) => f.time * 1000 > removedAt).length).toBeLessThanOrEqual(1);
-    expect(frames.filter((f) => f.time * 1000 > exitedAt)).toEqual([]);
-    expect(await a.files.log()).toMatch(/attachment deleted: stopping announcements/);
+    expect(frames.length).toBeGreaterThanOrEqual(2);
+    expect(frames.filter((f) => f.time * 1000 > removedAt)).toEqual([]);
     // DEL afterwards: no record, nothing to undo, and it removes the lock file.
     expectOk('DEL', await del(a));
     expect(await a.files.log()).toMatch(/DEL: no state record, nothing to undo/);
-    expect(await stateFiles(a.files.stateDir)).toEqual([]);
+    expect(await recordFiles(a.files.stateDir)).toEqual([]);
   });
 
   for (const length of [250, 1000]) {
@@ -392,16 +456,17 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       const id = `${PREFIX}-long-`.padEnd(length, 'a');
       const a = await attachment(scope(), 'long', { containerId: id });
       expectOk('ADD', await add(a, { count: 3, intervalMs: 1000 }));
-      const files = await stateFiles(a.files.stateDir);
+      const files = await recordFiles(a.files.stateDir);
       const name = files.find((f) => f.endsWith('.json'))!;
       expect(name).toMatch(/^sha256-[0-9a-f]{64}\.json$/);
-      expect(files.sort()).toEqual([name, name.replace(/\.json$/, '.lock')].sort());
+      expect(files).toEqual([name, name.replace(/\.json$/, '.lock')]);
       const record = JSON.parse(await readFile(join(a.files.stateDir, name), 'utf8'));
       expect(record.containerId).toBe(id);
-      expect(await theTail(id)).toBe(record.tail.pid);
+      expect((await announcerStatus(a.files.stateDir)).attachments.map((x) => x.containerId)).toEqual([id]);
       expectOk('DEL', await del(a));
-      expect(await processesOf(id)).toEqual([]);
-      expect(await stateFiles(a.files.stateDir)).toEqual([]);
+      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+      expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
+      await waitDaemonGone(a.files.stateDir);
     });
   }
 
@@ -421,7 +486,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect((await linkShow('eth0', name))?.mac).toBe(newMac);
       expect(await a.files.log()).toMatch(/the netns at this path is not the one the MACs were recorded in: not restoring them/);
       expect(await a.files.log()).toMatch(/DEL done .*macsRestored=none recordRemoved=true/);
-      expect(await stateFiles(a.files.stateDir)).toEqual([]);
+      expect(await recordFiles(a.files.stateDir)).toEqual([]);
     });
 
     it('the same netns is still there: the original MAC comes back', async () => {
@@ -430,7 +495,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect((await linkShow('eth0', a.pod.netns.name))!.mac).not.toBe(a.pod.mac);
       expectOk('DEL', await del(a, { netns: false }));
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
-      expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 tail=none macsRestored=eth0 recordRemoved=true`));
+      expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=none macsRestored=eth0 recordRemoved=true`));
     });
   });
 
@@ -446,8 +511,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
     expectOk('GC', g);
     expect(g.signals).toEqual([]);
     expect(await a.ns.signalsSeen()).toEqual([]);
-    expect((await stateFiles(dir)).sort()).toEqual([live, `${a.containerId}@eth0.lock`].sort());
+    expect(await recordFiles(dir)).toEqual([live, `${a.containerId}@eth0.lock`].sort());
     expectOk('DEL', await del(a));
-    expect(await stateFiles(dir)).toEqual([]);
+    expect(await recordFiles(dir)).toEqual([]);
   });
 });
