@@ -1,4 +1,4 @@
-import { parseConfig, type Attachment, type PluginConfig } from './config';
+import type { Attachment, PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
 import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
 import { CniError, ErrorCode, isCniError } from './errors';
@@ -114,7 +114,9 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
     const raw = decodeConfig(await readConfig(io));
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;
-    const config = env.command === 'DEL' ? parseDelConfig(raw) : parseConfig(raw);
+    // Loaded here, not at start-up: zod's schemas cost VERSION a fifth of its start.
+    const { parseConfig } = await import('./config');
+    const config = env.command === 'DEL' ? parseDelConfig(raw, parseConfig) : parseConfig(raw);
     const minVersion = MIN_VERSION[env.command];
     if (minVersion !== undefined && compareVersions(cniVersion, minVersion) < 0) {
       throw new CniError(
@@ -194,7 +196,7 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
  * main plugin's DEL would never run. So DEL falls back to the fields cleanup
  * needs; if even those are invalid, the original error stands.
  */
-function parseDelConfig(raw: Record<string, unknown>): PluginConfig {
+function parseDelConfig(raw: Record<string, unknown>, parseConfig: (raw: unknown) => PluginConfig): PluginConfig {
   try {
     return parseConfig(raw);
   } catch (e) {
