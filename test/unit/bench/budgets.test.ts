@@ -40,14 +40,27 @@ describe('peerLine', () => {
 });
 
 describe('probeCostVerdict', () => {
-  const withProbe = (ms: number): TableRow[] => [...rows(), { name: ROWS.addProbe, samples: [ms] }];
+  const withProbe = (plain: number[], probed: number[]): TableRow[] => [
+    ...rows({ [ROWS.addOne]: { samples: plain } }),
+    { name: ROWS.addProbe, samples: probed },
+  ];
 
-  it('passes when conflictCheck adds at most probeMs + 5 ms to ADD count 1', () => {
-    expect(probeCostVerdict(withProbe(127))).toEqual({ label: 'conflictCheck adds ≤ probeMs + 5 ms = 105 ms to ADD', measured: '+105.0 ms', pass: true });
+  it('passes when conflictCheck adds at most probeMs + 5 ms, as the median of the per-round differences', () => {
+    // Differences 104, 105, 300: a noisy round moves a difference of medians more than this.
+    expect(probeCostVerdict(withProbe([20, 22, 90], [124, 127, 390]))).toEqual({
+      label: 'conflictCheck adds ≤ probeMs + 5 ms = 105 ms to ADD',
+      measured: '+105.0 ms (median of the per-round differences to ADD count 1)',
+      pass: true,
+    });
   });
 
-  it('fails above it, and without samples', () => {
-    expect(probeCostVerdict(withProbe(127.5)).pass).toBe(false);
+  it('prints a negative difference (noise) without a plus sign', () => {
+    expect(probeCostVerdict(withProbe([30], [25])).measured).toBe('-5.0 ms (median of the per-round differences to ADD count 1)');
+  });
+
+  it('fails above it, without samples, or with rows of different lengths', () => {
+    expect(probeCostVerdict(withProbe([22], [127.5])).pass).toBe(false);
     expect(probeCostVerdict(rows()).pass).toBe(false);
+    expect(probeCostVerdict(withProbe([22, 22], [120])).pass).toBe(false);
   });
 });
