@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { announceOnAdd } from '../announce/add';
+import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
 import { planFor } from './plan-for';
@@ -19,7 +21,8 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   }
   const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   const setsMac = plan.interfaces.some((i) => i.targetMac);
-  if (!sends && !setsMac) {
+  // A repeated ADD with nothing to do still takes over what an earlier one recorded (its job ends).
+  if (!sends && !setsMac && !existsSync(recordPath(config.stateDir, env.containerId, env.ifname))) {
     log.info('nothing to do for this attachment', { enabled: options.enabled, interfaces: plan.interfaces.map((i) => i.name) });
     return formatResult(prevResult, req.cniVersion);
   }
