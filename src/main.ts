@@ -38,8 +38,9 @@ function writeMetrics(file: string, text: string): void {
   replaceFile(dir, basename(file), text, 0o644);
 }
 
-/** The fd a starting client hands the announcer its lock on. */
+/** The fds a starting client hands the announcer its lock and its listening control socket on. */
 const INHERITED_LOCK_FD = 3;
+const INHERITED_LISTEN_FD = 4;
 
 /** Whether `fd` is open on stateDir's announcer lock file (so it was handed over by our starter). */
 function isDaemonLock(fd: number, stateDir: string): boolean {
@@ -47,6 +48,14 @@ function isDaemonLock(fd: number, stateDir: string): boolean {
     const open = fstatSync(fd);
     const named = lstatSync(join(stateDir, DAEMON_LOCK));
     return open.dev === named.dev && open.ino === named.ino;
+  } catch {
+    return false;
+  }
+}
+
+function isSocket(fd: number): boolean {
+  try {
+    return fstatSync(fd).isSocket();
   } catch {
     return false;
   }
@@ -99,6 +108,8 @@ async function main(): Promise<void> {
     const settings = settingsFromArgv(process.argv.slice(4));
     ensurePrivateDir(stateDir);
     const loggers = daemonLoggers({ daemon: process.pid });
+    // Started by an ADD (client.ts): fd 3 is our lock and fd 4, if a socket, the control socket it made.
+    const handedOver = isDaemonLock(INHERITED_LOCK_FD, stateDir);
     await runDaemon({
       stateDir,
       libc: libc(),
@@ -110,7 +121,8 @@ async function main(): Promise<void> {
       writeMetrics,
       closeInBackground: (fd) => libc().closeInBackground(fd),
       uid: process.geteuid?.() ?? 0,
-      inheritedLockFd: isDaemonLock(INHERITED_LOCK_FD, stateDir) ? INHERITED_LOCK_FD : undefined,
+      inheritedLockFd: handedOver ? INHERITED_LOCK_FD : undefined,
+      inheritedListenFd: handedOver && isSocket(INHERITED_LISTEN_FD) ? INHERITED_LISTEN_FD : undefined,
       settings,
     });
     return process.exit(0);
@@ -137,8 +149,8 @@ async function main(): Promise<void> {
           closeSync(fd);
           return undefined;
         },
-        spawnDaemon: (dir: string, lockFd: number, settings: DaemonSettings | undefined) =>
-          void spawnDetached(libc(), self, [DAEMON_VERB, dir, ...settingsArgv(settings)], [lockFd]),
+        spawnDaemon: (dir: string, lockFd: number, listenFd: number | undefined, settings: DaemonSettings | undefined) =>
+          void spawnDetached(libc(), self, [DAEMON_VERB, dir, ...settingsArgv(settings)], listenFd === undefined ? [lockFd] : [lockFd, listenFd]),
         closeFd: closeSync,
       };
       return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS, fds) : askDaemon(client, stateDir, request, ASK_DAEMON_MS, fds);

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import type { LockFile } from '../announce/attachment-lock';
 import type { Libc } from '../sys/libc';
+import { unlinkIfPresent } from '../sys/safe-file';
 import type { UnixSockets } from '../sys/unix-socket';
 import { START_LOCK, withSocketAddress } from './paths';
 import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from './protocol';
@@ -26,9 +27,30 @@ export interface ClientDeps extends AskDeps {
    * waiting: the open fd when free, undefined when an announcer holds it.
    */
   claimDaemonLock(stateDir: string): number | undefined;
-  /** Starts `announcer daemon <stateDir>` detached with `settings`, handing it `lockFd` (as its fd 3). */
-  spawnDaemon(stateDir: string, lockFd: number, settings: DaemonSettings | undefined): void;
+  /**
+   * Starts `announcer daemon <stateDir>` detached with `settings`, handing it
+   * `lockFd` (as its fd 3) and, when there is one, `listenFd`, its control
+   * socket already listening (as its fd 4).
+   */
+  spawnDaemon(stateDir: string, lockFd: number, listenFd: number | undefined, settings: DaemonSettings | undefined): void;
   closeFd(fd: number): void;
+}
+
+/**
+ * The control socket of `stateDir`, listening, for an announcer about to
+ * start; undefined when it cannot be made (the announcer makes its own).
+ * Called with the announcer's lock held: a socket left at the address is a
+ * dead announcer's.
+ */
+function listenFor(deps: AskDeps, stateDir: string): number | undefined {
+  try {
+    return withSocketAddress(stateDir, (address) => {
+      unlinkIfPresent(address);
+      return deps.sockets.listen(address);
+    });
+  } catch {
+    return undefined;
+  }
 }
 
 /** How often a starting client tries to reach the announcer it started. */
@@ -38,7 +60,7 @@ const START_POLL_MS = 10;
 export interface Asked {
   sent: boolean;
   reply?: Reply;
-  /** askOrStartDaemon started an announcer instead (it reads the records itself; the request was not sent). */
+  /** askOrStartDaemon started the announcer (the request waits in its socket's queue when `sent`). */
   started?: boolean;
 }
 
@@ -83,13 +105,15 @@ export async function askDaemon(deps: AskDeps, stateDir: string, request: Reques
 }
 
 /**
- * askDaemon, starting the background announcer when none answers. The job is
- * already in the record, which a starting announcer reads once it listens, so
- * the starter does not wait for it (`started`; the request was not sent).
- * Concurrent callers start exactly one: under the start lock, only the caller
- * that can take the announcer's own lock starts one, and hands that lock to
- * it. A caller that finds the lock held asks again until the holder answers
- * (it is starting), or lets go of the lock (it was exiting: start one then).
+ * askDaemon, starting the background announcer when none answers. Concurrent
+ * callers start exactly one: under the start lock, only the caller that can
+ * take the announcer's own lock starts one, and hands that lock to it. The
+ * starter also creates the control socket and hands it over listening, then
+ * queues its request there without waiting for the announcer to boot
+ * (`started`): the request is served once it runs, as are those of callers
+ * that find the lock held and ask again meanwhile (or, when it was exiting,
+ * start one once it let go of the lock). A request lost anyway is not work
+ * lost: the job is in the record, which a starting announcer reads.
  */
 export async function askOrStartDaemon(
   deps: ClientDeps,
@@ -108,13 +132,17 @@ export async function askOrStartDaemon(
     for (;;) {
       const held = deps.claimDaemonLock(stateDir);
       if (held !== undefined) {
+        let listenFd: number | undefined;
         try {
-          // The request is not sent to it: its settings go on its command line.
-          deps.spawnDaemon(stateDir, held, 'settings' in request ? request.settings : undefined);
+          listenFd = listenFor(deps, stateDir);
+          // Its settings go on its command line too: the request may not reach it.
+          deps.spawnDaemon(stateDir, held, listenFd, 'settings' in request ? request.settings : undefined);
         } finally {
           deps.closeFd(held); // the announcer's copy keeps the lock
+          if (listenFd !== undefined) deps.sockets.close(listenFd); // and its copy the socket
         }
-        return { sent: false, started: true };
+        if (listenFd === undefined) return { sent: false, started: true };
+        return { ...(await askDaemon(deps, stateDir, request, 0, fds)), started: true };
       }
       const asked = await askDaemon(deps, stateDir, request, Math.min(left(), START_POLL_MS * 10), fds);
       if (asked.sent || left() <= 0) return asked;

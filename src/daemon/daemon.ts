@@ -21,6 +21,7 @@ import type { RateLimit } from '../announce/token-bucket';
 import type { TryLock } from '../sys/flock';
 import type { Libc } from '../sys/libc';
 import { unlinkIfPresent } from '../sys/safe-file';
+import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
 import { DAEMON_LOCK, withSocketAddress } from './paths';
 import { LATE_GRACE_MS, nextRound } from './progress';
@@ -40,6 +41,7 @@ const LOCK_WAIT_MS = 2000;
 const CLIENT_MS = 1000;
 /** How long a socket an ADD handed over is kept, so that the ADD's own close is never the last. */
 const HOLD_HANDED_OVER_MS = 2000;
+const EPIPE = 32;
 /** Metrics are written at most this often. */
 const METRICS_EVERY_MS = 1000;
 
@@ -61,6 +63,11 @@ export interface DaemonDeps extends RoundDeps {
   uid: number;
   /** The lock file, already locked by the client that started this announcer (fd 3), if any. */
   inheritedLockFd?: number | undefined;
+  /**
+   * The control socket, already listening, that the client that started this
+   * announcer made (fd 4), if any: requests sent while it booted wait in its queue.
+   */
+  inheritedListenFd?: number | undefined;
   /** The settings of the ADD that started this announcer (its command line), until a request or job brings newer ones. */
   settings?: DaemonSettings | undefined;
 }
@@ -104,6 +111,11 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
   }
 }
 
+/** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
+function sameJob(a: TailJob, b: TailJob): boolean {
+  return a.netnsId.dev === b.netnsId.dev && a.netnsId.ino === b.netnsId.ino && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
+}
+
 /** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
 export function openDaemonLock(stateDir: string): number {
   return openSync(join(stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
@@ -117,12 +129,15 @@ class Daemon {
   private readonly counters: Counters = newCounters();
   private settings: DaemonSettings;
   private listenFd: number | undefined;
+  /** The control socket our starter made, until listen() takes it. */
+  private handedListenFd: number | undefined;
   private stopping = false;
   private metricsDirty = false;
   private metricsAt = 0;
 
   constructor(private readonly deps: DaemonDeps) {
     this.settings = deps.settings ?? { idleExitMs: DEFAULT_IDLE_EXIT_MS };
+    this.handedListenFd = deps.inheritedListenFd;
   }
 
   async run(): Promise<void> {
@@ -199,6 +214,10 @@ class Daemon {
   // --- the control socket ---
 
   private listen(): void {
+    if (this.handedListenFd !== undefined) {
+      [this.listenFd, this.handedListenFd] = [this.handedListenFd, undefined];
+      return;
+    }
     withSocketAddress(this.deps.stateDir, (address) => {
       unlinkIfPresent(address); // a stale socket of a killed announcer; we hold the lock
       this.listenFd = this.deps.sockets.listen(address);
@@ -259,7 +278,9 @@ class Daemon {
       const reply: Reply = typeof request === 'string' ? { ok: false, error: request } : this.handle(request);
       this.deps.sockets.send(client.fd, encodeMessage(reply));
     } catch (err) {
-      this.deps.log.warn('control connection failed', { error: err });
+      // EPIPE: a client that did not wait for the reply (the ADD that started us queued its request and left).
+      if (err instanceof SysError && err.errno === EPIPE) this.deps.log.debug('control client left before the reply');
+      else this.deps.log.warn('control connection failed', { error: err });
     } finally {
       if (done) {
         this.deps.sockets.close(client.fd);
@@ -274,8 +295,8 @@ class Daemon {
     switch (request.op) {
       case 'sync':
         this.bump(request.sent);
-        this.countConflicts(request.conflicts ?? 0);
-        this.sync(request.record);
+        // A job kept as read from its record had its conflicts counted from there.
+        if (!this.sync(request.record)) this.countConflicts(request.conflicts ?? 0);
         return { ok: true };
       case 'cancel':
         this.forget(request.record, 'cancelled');
@@ -312,15 +333,36 @@ class Daemon {
     }
   }
 
-  /** (Re)reads record `name` and schedules its job, or forgets the attachment when it has none. */
-  private sync(name: string): void {
+  /**
+   * (Re)reads record `name` and schedules its job, or forgets the attachment
+   * when it has none. True when this announcer had read the job from the
+   * record before the ADD's request came (its conflicts and deferred wait
+   * were counted then).
+   */
+  private sync(name: string): boolean {
     const read = readRecordFile(join(this.deps.stateDir, name));
     if (read.kind !== 'ok' || !read.record.job) {
       this.forget(name, read.kind === 'invalid' ? `invalid record: ${read.problem}` : 'no job');
-      return;
+      return false;
+    }
+    const current = this.works.get(name);
+    if (current && sameJob(current.job, read.record.job)) {
+      // Until a round went out here, it gets the grace of work handed over; after, it keeps
+      // its progress (starting over would send a round twice).
+      if (!current.deferred && current.roundsSent === 1) this.regrace(current);
+      return true;
     }
     this.forget(name, undefined);
     this.schedule(name, read.record.job, 'added');
+    return false;
+  }
+
+  /** Recovered work that its ADD turns out to have just handed over: rounds up to LATE_GRACE_MS late still go out. */
+  private regrace(w: Work): void {
+    const { index, dueAt } = nextRound(w.job.schedule, w.firstRoundAt!, 1, this.deps.timers.bootMs(), LATE_GRACE_MS);
+    if (dueAt === undefined) return;
+    w.next = index;
+    w.dueAt = dueAt;
   }
 
   private schedule(name: string, job: TailJob, how: 'added' | 'recovered'): void {
