@@ -38,6 +38,7 @@ export function probePod(
 ): AddressConflict[] {
   const targets = probeTargets(frames);
   if (targets.length === 0) return [];
+  const setUpAt = deps.timers.now();
   const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
   // Open before the first probe goes out, so that no answer is missed.
   const receivers = openArpReceivers(
@@ -46,14 +47,22 @@ export function probePod(
     targets.map((t) => t.index),
   );
   try {
-    const probe = new ConflictProbe(targets, ownMacs, settings, deps.timers.now(), stopAtFirst);
+    const startAt = deps.timers.now();
+    const probe = new ConflictProbe(targets, ownMacs, settings, startAt, stopAtFirst);
     const io = {
       send: (index: number, frame: Buffer) => session.pod.packet.send(index, frame),
       read: (timeoutMs: number) => readArpFrames(deps.libc, receivers, timeoutMs),
       now: () => deps.timers.now(),
     };
     const conflicts = runProbe(io, probe, deps.log);
-    deps.log.debug('conflict probe done', { addresses: targets.reduce((n, t) => n + t.ipv4.length, 0), probes: settings.probes, conflicts: conflicts.length });
+    const ms = (from: number, to: number): number => Math.round((to - from) * 100) / 100;
+    deps.log.debug('conflict probe done', {
+      addresses: targets.reduce((n, t) => n + t.ipv4.length, 0),
+      probes: settings.probes,
+      conflicts: conflicts.length,
+      setUpMs: ms(setUpAt, startAt),
+      windowMs: ms(startAt, deps.timers.now()),
+    });
     return conflicts;
   } finally {
     deps.handOff(receivers.map((r) => r.release()));
