@@ -26,6 +26,7 @@ import {
   attachmentFiles,
   DAEMON_SOCKET,
   daemonsOf,
+  killDaemon,
   waitDaemonGone,
   run,
   runOk,
@@ -203,6 +204,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       ['a tail-era record with tail {"pid":-1}', (a) => recordWith(a, { tail: { pid: -1 } }), 'valid'],
       ['a tail-era record with tail {"pid":0}', (a) => recordWith(a, { tail: { pid: 0 } }), 'valid'],
       ['a tail-era record with pid 1 and the start time of the namespace init', async (a) => recordWith(a, { tail: { pid: 1, startTime: await startTimeOf(a.ns.initPid) } }), 'valid'],
+      ['a tail-era record with pid -1 and an empty start time', (a) => recordWith(a, { tail: { pid: -1, startTime: '' } }), 'valid'],
+      ['a tail-era record with pid 2 and no start time', (a) => recordWith(a, { tail: { pid: 2 } }), 'valid'],
+      ['a tail-era record with pid "-1" as a string, and a jobDeadline', (a) => recordWith(a, { tail: { pid: '-1' }, jobDeadline: 1 }), 'valid'],
+      // DEL and GC cancel it (no announcer runs); the repeated ADD tells the announcer it starts, whose whole life strace follows.
+      ['a valid job carrying pid -1 and a tail of its own', async (a) => recordWith(a, { tail: { pid: -1 }, job: { ...(await jobFor(a)), pid: -1, tail: { pid: 0 } } }), 'valid'],
       ['only {"tail":{"pid":-1}}', async () => '{"tail":{"pid":-1}}', 'invalid'],
       ['garbage JSON', async () => '{"containerId": "x", "tail": {"pid": -1', 'invalid'],
       ['a job whose netns is a relative path', async (a) => recordWith(a, { job: { ...(await jobFor(a)), netns: 'pod' } }), 'invalid'],
@@ -237,11 +243,13 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
         const invalid = log.match(/invalid state record: removing it without acting on it/g)?.length ?? 0;
         expect(invalid).toBe(validity === 'invalid' ? 3 : 0);
         if (validity === 'invalid') expect(log).toContain(`file=${file}`);
+        // A valid record is acted on for what it holds, its unknown fields never.
+        else expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running") macsRestored=none recordRemoved=true`));
         expect(await daemonsOf(a.files.stateDir)).toEqual([]);
       });
     }
 
-    it('the background announcer drops an invalid job and sends nothing for it, while it runs a valid one', async () => {
+    it('the background announcer drops an invalid job and sends nothing for it, while it runs a valid one carrying tail-era fields; it signals nothing', async () => {
       const valid = await attachment(scope(), 'okjob');
       const s = valid.s;
       const invalid = await attachment(s, 'badjob');
@@ -252,14 +260,22 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
         await startCapture(s, { netns: invalid.pod.netns.name, iface: invalid.pod.peer }),
       ];
       await mkdir(dir, { mode: 0o700 });
-      await writeFile(join(dir, `${valid.containerId}@eth0.json`), await recordWith(valid, { job: await jobFor(valid, 600, 10) }), { mode: 0o600 });
+      const junk = { tail: { pid: -1 }, pid: 1 };
+      await writeFile(join(dir, `${valid.containerId}@eth0.json`), await recordWith(valid, { ...junk, job: { ...(await jobFor(valid, 600, 10)), ...junk } }), { mode: 0o600 });
       // The same job with one bad field: the ARP op "both" is not a wire op.
       await writeFile(join(dir, `${invalid.containerId}@eth0.json`), await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }), { mode: 0o600 });
-      // An ADD of a third attachment starts the background announcer, which reads every record.
-      expectOk('ADD', await starter.ns.cniExec(ANNOUNCER, { command: 'ADD', containerId: starter.containerId, netns: starter.pod.netns.path, ifname: 'eth0' }, conf(starter, { count: 3, intervalMs: 500 }, dir)));
+      // An ADD of a third attachment starts the background announcer, which reads every record. Under
+      // strace -f the call returns only once the announcer it started has exited: its whole life is traced.
+      const call = { command: 'ADD', containerId: starter.containerId, netns: starter.pod.netns.path, ifname: 'eth0' };
+      const adding = starter.ns.cniExec(ANNOUNCER, call, conf(starter, { count: 3, intervalMs: 500 }, dir), { trace: true });
       await waitFor(async () => (await captures[0]!.count()) >= 2, { what: 'rounds of the valid job' });
       await sleep(1500);
       const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
+      const started = await adding;
+      expectOk('ADD', started);
+      expect(started.signals).toEqual([]);
+      expect(await starter.ns.signalsSeen()).toEqual([]);
+      expect(await daemonsOf(dir)).toEqual([]);
       expect(garps(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
       expect(garps(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
       expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
@@ -295,9 +311,12 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect((await gc(a, [], false, dir)).json).toMatchObject({ code: 105 });
 
       expect(await readFile(victim, 'utf8')).toBe('precious\n');
+      // Nothing created either: no announcer socket or lock, and no announcer.
       expect((await stateFiles(dir)).sort()).toEqual(planted.map((p) => p.slice(dir.length + 1)).sort());
       expect(await processesOf(a.containerId)).toEqual([]);
+      expect(await daemonsOf(dir)).toEqual([]);
       expect(await a.files.log()).toMatch(/DEL did nothing: unsafe stateDir/);
+      expect(await a.files.log()).not.toMatch(/background announcer started/);
     });
 
     it('writable by its group: ADD 105 says chmod 0700', async () => {
@@ -308,6 +327,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       const r = await add(a, { count: 3 }, false, dir);
       expect(r.json).toMatchObject({ code: 105, msg: `unsafe stateDir: ${dir} is writable by group or others (mode 0770): chmod 0700 ${dir}` });
       expect(await stateFiles(dir)).toEqual([]);
+      expect(await daemonsOf(dir)).toEqual([]);
     });
 
     it('a regular file, a symlink or an over-long path: code 105, not 999', async () => {
@@ -329,9 +349,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
         const r = await add(a, { count: 3 }, false, dir);
         expect(r.json, dir.slice(0, 80)).toMatchObject({ code: 105, msg: expect.stringMatching(msg) });
         expect(r.stdout).not.toMatch(/\n {4}at /); // no stack trace
+        expect(await daemonsOf(dir)).toEqual([]);
       }
       expect(await readFile(file, 'utf8')).toBe('keep');
       expect(await stateFiles(real)).toEqual([]);
+      expect(await a.files.log()).not.toMatch(/background announcer started/);
     });
 
     it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, nothing started, the MAC unchanged', async () => {
@@ -355,6 +377,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect(out.json, out.stderr).toMatchObject({ code: 105, msg: expect.stringMatching(/ENOSPC/) });
       expect(out.stderr).toMatch(/^left: ?$/m);
       expect(await processesOf(a.containerId)).toEqual([]);
+      expect(await daemonsOf(join(a.files.dir, 'tiny', 'state'))).toEqual([]);
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
       // The tmpfs went with the mount namespace: nothing is mounted on the host.
       expect((await run('findmnt', ['-n', '-o', 'TARGET', '-S', 'announcer-enospc'])).stdout.trim()).toBe('');
@@ -385,7 +408,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       await runOk('ip', ['-n', a.pod.netns.name, 'link', 'set', 'eth0', 'up']);
       await sleep(2000);
       expect(garps(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
-      // An announcer that never read the job keeps the default idle time; the namespace ends it.
+      // Whether or not it ever read the job, the announcer has the ADD's idleExitMs (its command line) and exits.
+      await waitDaemonGone(a.files.stateDir);
     });
 
     it('two concurrent ADDs leave exactly one recorded job and one background announcer; after DEL nothing is announced (4 trials)', async () => {
@@ -431,25 +455,35 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
     });
   });
 
-  it('removing the record ends the background work: nothing is sent after the removal', async () => {
-    const a = await attachment(scope(), 'rmrec');
-    const capture = await startCapture(scope(), { netns: a.pod.netns.name, iface: a.pod.peer });
-    expectOk('ADD', await add(a, { count: 10, intervalMs: 500 }));
-    await waitFor(async () => (await capture.count()) >= 2, { what: 'round 2 from the background announcer' });
-    const removedAt = Date.now();
-    await rm(join(a.files.stateDir, `${a.containerId}@eth0.json`));
-    // The announcer reads the record again before each round, and drops the job when it is gone.
-    await waitFor(async () => /background work ended .*why="pod or record gone"/.test(await a.files.log()), { what: 'the job to be dropped' });
-    await waitDaemonGone(a.files.stateDir);
-    await sleep(500);
-    const frames = garps(await capture.stop(), a.pod.mac, a.ip);
-    expect(frames.length).toBeGreaterThanOrEqual(2);
-    expect(frames.filter((f) => f.time * 1000 > removedAt)).toEqual([]);
-    // DEL afterwards: no record, nothing to undo, and it removes the lock file.
-    expectOk('DEL', await del(a));
-    expect(await a.files.log()).toMatch(/DEL: no state record, nothing to undo/);
-    expect(await recordFiles(a.files.stateDir)).toEqual([]);
-  });
+  const recordChanges: [string, (file: string) => Promise<void>][] = [
+    ['removing the record', (file) => rm(file)],
+    ['replacing it with an invalid one', (file) => writeFile(file, '{"tail":{"pid":-1}}', { mode: 0o600 })],
+  ];
+  for (const [what, change] of recordChanges) {
+    it(`${what} ends the background work: at most the round in flight, nothing once the job is dropped`, async () => {
+      const a = await attachment(scope(), 'rmrec');
+      const capture = await startCapture(scope(), { netns: a.pod.netns.name, iface: a.pod.peer });
+      expectOk('ADD', await add(a, { count: 10, intervalMs: 500 }));
+      await waitFor(async () => (await capture.count()) >= 2, { what: 'round 2 from the background announcer' });
+      const changedAt = Date.now();
+      await change(join(a.files.stateDir, `${a.containerId}@eth0.json`));
+      // The announcer reads the record again before each round, and drops the job once it no longer holds it.
+      const ended = await waitFor(async () => /^(\S+) INFO background work ended .*why="pod or record gone"/m.exec(await a.files.log()) ?? undefined, {
+        what: 'the job to be dropped',
+      });
+      const droppedAt = Date.parse(ended[1]!);
+      await waitDaemonGone(a.files.stateDir);
+      await sleep(500);
+      const frames = garps(await capture.stop(), a.pod.mac, a.ip);
+      expect(frames.length).toBeGreaterThanOrEqual(2);
+      expect(frames.filter((f) => f.time * 1000 > changedAt).length).toBeLessThanOrEqual(1);
+      expect(frames.filter((f) => f.time * 1000 > droppedAt)).toEqual([]);
+      // DEL afterwards: no record to act on, nothing to undo, and it removes the lock file.
+      expectOk('DEL', await del(a));
+      expect(await a.files.log()).toMatch(/DEL: no state record, nothing to undo/);
+      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+    });
+  }
 
   for (const length of [250, 1000]) {
     it(`a ${length}-character CNI_CONTAINERID works: a hashed file name, the full ID in the record`, async () => {
@@ -462,13 +496,35 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (iss
       expect(files).toEqual([name, name.replace(/\.json$/, '.lock')]);
       const record = JSON.parse(await readFile(join(a.files.stateDir, name), 'utf8'));
       expect(record.containerId).toBe(id);
-      expect((await announcerStatus(a.files.stateDir)).attachments.map((x) => x.containerId)).toEqual([id]);
+      expect(record.job.containerId).toBe(id);
+      // The running announcer (not the records) reports the job, under the full ID.
+      const running = await waitFor(async () => {
+        const st = await announcerStatus(a.files.stateDir);
+        return st.source === 'daemon' && st;
+      }, { what: 'the background announcer to answer' });
+      expect(running.attachments.map((x) => x.containerId)).toEqual([id]);
       expectOk('DEL', await del(a));
+      expect(await a.files.log()).toContain(`INFO DEL done containerId=${id} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`);
       expect(await recordFiles(a.files.stateDir)).toEqual([]);
       expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
       await waitDaemonGone(a.files.stateDir);
     });
   }
+
+  it('DEL after the background announcer was killed: logs background="not running", removes the record, signals nothing', async () => {
+    const a = await attachment(scope(), 'killed');
+    expectOk('ADD', await add(a, { count: 3, intervalMs: 60_000 }));
+    await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', { what: 'the background announcer to answer' });
+    await killDaemon(a.files.stateDir);
+    const d = await del(a, { trace: true });
+    expectOk('DEL', d);
+    expect(d.signals).toEqual([]);
+    expect(await a.ns.signalsSeen()).toEqual([]);
+    expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background="not running" macsRestored=none recordRemoved=true`));
+    // The killed announcer's socket stays (the next one replaces it); nothing of the attachment does.
+    expect(await recordFiles(a.files.stateDir)).toEqual([]);
+    expect(await daemonsOf(a.files.stateDir)).toEqual([]);
+  });
 
   describe('DEL without CNI_NETNS restores MACs only into the netns they were recorded in', () => {
     it('the netns path now names a new pod: its MAC is left alone', async () => {
