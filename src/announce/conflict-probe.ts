@@ -68,12 +68,12 @@ export function withoutConflicts(frames: readonly OutgoingFrame[], conflicts: re
 }
 
 const HOW_SEEN: Record<ConflictKind, string> = {
-  reply: 'it answered our ARP probe',
+  reply: 'it answered ARP for that address',
   request: 'it sent ARP from that address',
   probe: 'it is probing for that address itself',
 };
 
-/** One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered our ARP probe on eth0)`. */
+/** One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0)`. */
 export function describeConflict(c: AddressConflict): string {
   return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
 }

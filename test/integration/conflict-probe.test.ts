@@ -142,7 +142,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     expect(add.code, add.stdout).toBe(1);
     expect(add.json).toMatchObject({ code: 106 });
     expect(add.json.msg).toBe(
-      `IPv4 address conflict: ${ip} is in use by the host with MAC ${squatterMac} (it answered our ARP probe on eth0): announcing nothing (conflictCheck: fail)`,
+      `IPv4 address conflict: ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0): announcing nothing (conflictCheck: fail)`,
     );
     const ours = arpFrom(frames, [pod.podMac]);
     // The window ended at the first answer: one probe, no GARP.
@@ -215,7 +215,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     expect(garpsFor(ours, ip)).toEqual([]);
     expect(garpsFor(ours, other)).toHaveLength(2);
     const log = await files.log();
-    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered our ARP probe on eth0)`);
+    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
     expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
     await expectNothingLeft(files);
   });
@@ -349,7 +349,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     expect(garpsFor(ours, other)).toHaveLength(2);
     const log = await files.log();
     expect(log).toMatch(/WARN conflictCheck is fail, but ADD has returned: leaving the addresses out instead/);
-    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered our ARP probe on eth0)`);
+    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
     expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
     await expectNothingLeft(files);
   });

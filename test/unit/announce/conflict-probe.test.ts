@@ -169,7 +169,7 @@ describe('probeTargets and withoutConflicts', () => {
 
 describe('describeConflict', () => {
   it.each([
-    ['reply', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered our ARP probe on eth0)'],
+    ['reply', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0)'],
     ['request', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it sent ARP from that address on eth0)'],
     ['probe', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)'],
   ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, text) => {
