@@ -97,6 +97,19 @@ describe('resolveOptions', () => {
     expect(notes).toEqual([{ level: 'info', msg: 'pod overrides applied', fields: { overrides: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 } } }]);
   });
 
+  it('lets a pod tune the conflict probe only where podOverrides allows it, and never turn the check off', () => {
+    const pod = { conflictCheck: 'off', probeMs: 500, probes: 1 };
+    const byDefault = resolveOptions(withPod(pod, { conflictCheck: 'fail' }), NO_ARGS);
+    expect(byDefault.options).toMatchObject({ conflictCheck: 'fail', probeMs: 100, probes: 2 });
+    expect(byDefault.notes.filter((n) => n.level === 'warn').map((n) => [n.fields.field, n.fields.reason])).toEqual([
+      ['args.cni.announce.conflictCheck', 'only the conflist sets it'],
+      ['args.cni.announce.probeMs', 'not allowed: podOverrides allows enabled=false, mac=keep'],
+      ['args.cni.announce.probes', 'not allowed: podOverrides allows enabled=false, mac=keep'],
+    ]);
+    const allowed = resolveOptions(withPod(pod, { conflictCheck: 'fail', podOverrides: ['probeMs', 'probes'] }), NO_ARGS);
+    expect(allowed.options).toMatchObject({ conflictCheck: 'fail', probeMs: 500, probes: 1 });
+  });
+
   it('keeps the MAC rule when an attachment opts out', () => {
     const config = parseConfig({ ...BASE, mac: 'ip-derived', args: { cni: { announce: false } } });
     expect(resolveOptions(config, NO_ARGS).options).toMatchObject({ enabled: false, mac: 'ip-derived' });
