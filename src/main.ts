@@ -99,8 +99,8 @@ async function main(): Promise<void> {
     return process.exit(0);
   }
   const lockFile = (path: string, timeoutMs: number) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep });
-  const frameBudget = (stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget =>
-    limit ? sharedFrameBudget(stateDir, limit, lockFile, log) : UNLIMITED;
+  const frameBudget = (stateDir: string, limit: RateLimit | undefined, log: Logger, rounds: 'first' | 'later' = 'first'): FrameBudget =>
+    limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED;
   if (verb === DAEMON_VERB) {
     // `announcer daemon <stateDir>`, started by an ADD (src/daemon/client.ts).
     const stateDir = process.argv[3] ?? '';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
       timers,
       tryLock: tryLock(),
       ...loggers,
-      budget: (limit) => frameBudget(stateDir, limit, loggers.log),
+      budget: (limit) => frameBudget(stateDir, limit, loggers.log, 'later'),
       writeMetrics,
       closeInBackground: (fd) => libc().closeInBackground(fd),
       uid: process.geteuid?.() ?? 0,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import type { LockFile } from './attachment-lock';
-import { takeOnCredit, tryTake, type RateLimit, type TokenBucket } from './token-bucket';
+import { firstWaits, takeOnCredit, tryTake, tryTakeLater, type RateLimit, type TokenBucket } from './token-bucket';
 
 /** The bucket's file in stateDir. */
 export const BUCKET_FILE = 'rate-limit.bucket';
@@ -26,8 +26,13 @@ export interface FrameBudget {
 /** A budget that never limits (rateLimit off). */
 export const UNLIMITED: FrameBudget = { take: async () => ({ ok: true }) };
 
-/** The budget `limit` kept in `<stateDir>/rate-limit.bucket`, shared by every process that uses that stateDir. */
-export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger): FrameBudget {
+/**
+ * The budget `limit` kept in `<stateDir>/rate-limit.bucket`, shared by every
+ * process that uses that stateDir. Takes for `first` rounds (ADD's round 1,
+ * never dropped) go before those for `later` rounds (the background
+ * announcer's): while a round 1 waits for tokens, later rounds wait too.
+ */
+export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger, rounds: 'first' | 'later'): FrameBudget {
   const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
   return {
     async take(frames, now, onCredit = false) {
@@ -47,8 +52,12 @@ export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: 
       }
       try {
         const bucket = readBucket(join(stateDir, BUCKET_FILE));
-        const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : tryTake(bucket, limit, frames, now);
-        if (!next.ok) return next;
+        const take = rounds === 'first' ? tryTake : tryTakeLater;
+        const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : take(bucket, limit, frames, now);
+        if (!next.ok) {
+          if (rounds === 'first') replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
+          return next;
+        }
         replaceFile(stateDir, BUCKET_FILE, JSON.stringify(next.bucket));
         return { ok: true };
       } catch (err) {
@@ -66,7 +75,11 @@ function readBucket(file: string): TokenBucket | undefined {
   if (text === undefined) return undefined;
   try {
     const value = JSON.parse(text) as Partial<TokenBucket>;
-    if (Number.isFinite(value.tokens) && Number.isFinite(value.atMs)) return { tokens: value.tokens!, atMs: value.atMs! };
+    if (Number.isFinite(value.tokens) && Number.isFinite(value.atMs)) {
+      const bucket: TokenBucket = { tokens: value.tokens!, atMs: value.atMs! };
+      if (Number.isFinite(value.firstWaitsUntil)) bucket.firstWaitsUntil = value.firstWaitsUntil!;
+      return bucket;
+    }
   } catch {
     // rewritten below
   }

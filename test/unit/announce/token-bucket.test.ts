@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refill, takeOnCredit, tryTake } from '../../../src/announce/token-bucket';
+import { firstWaits, refill, takeOnCredit, tryTake, tryTakeLater } from '../../../src/announce/token-bucket';
 
 const LIMIT = { framesPerSecond: 10, burst: 5 };
 
@@ -31,5 +31,21 @@ describe('token bucket', () => {
 
   it('never runs backwards when the clock reads earlier than the bucket', () => {
     expect(refill({ tokens: 1, atMs: 500 }, LIMIT, 400)).toEqual({ tokens: 1, atMs: 500 });
+  });
+
+  it('a later round holds back while a round 1 waits, then takes as any round does', () => {
+    const waiting = firstWaits({ tokens: 0, atMs: 0 }, LIMIT, 0, 100);
+    expect(waiting).toEqual({ tokens: 0, atMs: 0, firstWaitsUntil: 150 });
+    expect(tryTakeLater(waiting, LIMIT, 1, 120)).toEqual({ ok: false, waitMs: 30 });
+    const first = tryTake(waiting, LIMIT, 1, 120);
+    expect(first).toMatchObject({ ok: true, bucket: { atMs: 120, firstWaitsUntil: 150 } });
+    expect(first.ok && first.bucket.tokens).toBeCloseTo(0.2);
+    expect(tryTakeLater(waiting, LIMIT, 1, 150)).toEqual({ ok: true, bucket: { tokens: 0.5, atMs: 150 } });
+  });
+
+  it('keeps the latest end of the round 1 waits', () => {
+    const one = firstWaits(undefined, LIMIT, 0, 300);
+    expect(firstWaits(one, LIMIT, 10, 100).firstWaitsUntil).toBe(350);
+    expect(firstWaits(one, LIMIT, 10, 400).firstWaitsUntil).toBe(460);
   });
 });
