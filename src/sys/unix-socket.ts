@@ -2,6 +2,7 @@
 // control socket. SEQPACKET keeps message boundaries (one JSON request, one
 // reply), and SO_PEERCRED tells who is on the other end. Every fd is
 // non-blocking: callers wait with poll(2) (Libc.pollIn) and a deadline.
+import { chmodSync } from 'node:fs';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 
@@ -27,7 +28,7 @@ export interface Peer {
 
 /** The unix socket calls of the control socket; each throws SysError on failure. */
 export interface UnixSockets {
-  /** A non-blocking listening socket bound at `path` (which must not exist). */
+  /** A non-blocking listening socket bound at `path` (which must not exist), mode 0600. */
   listen(path: string): number;
   /** One pending connection with its peer's credentials, or undefined when none is pending. */
   accept(fd: number): Peer | undefined;
@@ -142,6 +143,7 @@ export function loadUnixSockets(): UnixSockets {
       return closing(fd, () => {
         const address = sockaddrUn(path);
         check(`bind ${path}`, bind(fd, address, address.length));
+        chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
         check(`listen ${path}`, listen(fd, BACKLOG));
         return fd;
       });

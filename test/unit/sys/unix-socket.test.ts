@@ -38,6 +38,7 @@ describe('unix SOCK_SEQPACKET sockets', () => {
     const [readEnd, writeEnd] = libc.pipe();
     try {
       expect(statSync(path).isSocket()).toBe(true);
+      expect(statSync(path).mode & 0o777).toBe(0o600);
       const peer = sockets.accept(listener)!;
       expect([peer.pid, peer.uid]).toEqual([process.pid, process.getuid!()]);
       expect(sockets.accept(listener)).toBeUndefined(); // nothing else pending
