@@ -38,9 +38,10 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
       log.info('DEL: no state record, nothing to undo');
       return;
     }
-    const background = record.job ? await cancelBackground(deps, config.stateDir, file) : 'none';
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
+    // The record goes first: an announcer that is about to exit reads the records once more, and must not find this job.
     const removed = removeRecordQuietly(file, log);
+    const background = record.job ? await cancelBackground(deps, config.stateDir, file) : 'none';
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     if (lock) releaseAttachmentLock(lock, file);
