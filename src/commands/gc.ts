@@ -62,8 +62,8 @@ async function collect(deps: CommandDeps, network: string, live: ReadonlySet<str
   try {
     const record = readRecordToActOn(file, log);
     if (!record || record.network !== network || live.has(stem(file, '.json'))) return;
+    const removed = removeRecordQuietly(file, log); // first: see DEL
     const background = record.job ? await cancelBackground(deps, dirname(file), file) : 'none';
-    const removed = removeRecordQuietly(file, log);
     log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname, background, recordRemoved: removed });
   } finally {
     releaseAttachmentLock(lock, file);
