@@ -1,0 +1,50 @@
+// The CNI commands' dependencies in the real process: loggers to logFile, the
+// background announcer's client, the fd holder. Loaded only when a command
+// other than VERSION runs.
+import { closeSync } from 'node:fs';
+import type { CommandDeps } from '../commands/deps';
+import { askDaemon, askOrStartDaemon } from '../daemon/client';
+import { DAEMON_VERB, openDaemonLock } from '../daemon/daemon';
+import { settingsArgv, type DaemonSettings } from '../daemon/settings';
+import { createLogger, fileSink, silentLogger } from '../log';
+import { closeAfterExit, HOLD_FDS_VERB } from '../sys/close-after-exit';
+import { spawnDetached } from '../sys/spawn-detached';
+import { loadUnixSockets } from '../sys/unix-socket';
+import type { ProcessWiring } from './wiring';
+
+/** How long an ADD waits for the background announcer it starts, or a DEL for one that runs. */
+const START_DAEMON_MS = 1000;
+const ASK_DAEMON_MS = 2000;
+
+/** The commands' dependencies; `self` is the argv prefix that starts this program again. */
+export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): CommandDeps {
+  const { libc, tryLock, timers, lockFile } = wiring;
+  return {
+    libc,
+    timers,
+    logger: (config, ids) =>
+      config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger,
+    askDaemon: (stateDir, request, { start, fds = [] }) => {
+      const client = {
+        libc: libc(),
+        sockets: loadUnixSockets(),
+        now: timers.now,
+        sleep: timers.sleep,
+        lockFile,
+        claimDaemonLock: (dir: string) => {
+          const fd = openDaemonLock(dir);
+          if (tryLock()(fd)) return fd;
+          closeSync(fd);
+          return undefined;
+        },
+        spawnDaemon: (dir: string, lockFd: number, listenFd: number | undefined, settings: DaemonSettings | undefined) =>
+          void spawnDetached(libc(), self, [DAEMON_VERB, dir, ...settingsArgv(settings)], listenFd === undefined ? [lockFd] : [lockFd, listenFd]),
+        closeFd: closeSync,
+      };
+      return start ? askOrStartDaemon(client, stateDir, request, START_DAEMON_MS, fds) : askDaemon(client, stateDir, request, ASK_DAEMON_MS, fds);
+    },
+    frameBudget: wiring.frameBudget,
+    lockFile,
+    closeAfterExit: (fds) => void closeAfterExit(libc(), (inherit) => spawnDetached(libc(), self, [HOLD_FDS_VERB], inherit), fds),
+  };
+}
