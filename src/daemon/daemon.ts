@@ -123,6 +123,13 @@ export function openDaemonLock(stateDir: string): number {
 
 class Daemon {
   private readonly works = new Map<string, Work>();
+  /**
+   * The last job of each record whose work ended here. Its record keeps it
+   * until DEL: without this, reading the records again (before exiting idle)
+   * would take a deferred job up again and announce the pod once more, in a
+   * loop until readyDeadline, and a pod gone mid-burst until its last round.
+   */
+  private readonly ended = new Map<string, TailJob>();
   private readonly clients: Client[] = [];
   /** Sockets ADDs handed over, closed once their time comes. */
   private readonly handedOver: { fd: number; at: number }[] = [];
@@ -327,10 +334,15 @@ class Daemon {
 
   /** Schedules every pending job found in the records. */
   private recover(): void {
+    const present = new Set<string>();
     for (const { file, read } of listRecords(this.deps.stateDir)) {
       const name = file.slice(this.deps.stateDir.length + 1);
-      if (read.kind === 'ok' && read.record.job && !this.works.has(name)) this.schedule(name, read.record.job, 'recovered');
+      if (read.kind !== 'ok' || !read.record.job) continue;
+      present.add(name);
+      const ended = this.ended.get(name);
+      if (!this.works.has(name) && !(ended && sameJob(ended, read.record.job))) this.schedule(name, read.record.job, 'recovered');
     }
+    for (const name of this.ended.keys()) if (!present.has(name)) this.ended.delete(name);
   }
 
   /**
@@ -345,6 +357,8 @@ class Daemon {
       this.forget(name, read.kind === 'invalid' ? `invalid record: ${read.problem}` : 'no job');
       return false;
     }
+    const ended = this.ended.get(name);
+    if (ended && sameJob(ended, read.record.job)) return true; // read from the record, and already done here
     const current = this.works.get(name);
     if (current && sameJob(current.job, read.record.job)) {
       // Until a round went out here, it gets the grace of work handed over; after, it keeps
@@ -411,6 +425,7 @@ class Daemon {
     if (!w) return;
     this.dropDeferred(w);
     this.works.delete(name);
+    this.ended.set(name, w.job);
     if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
   }
 
