@@ -1,0 +1,640 @@
+// Issue 11: one background announcer per stateDir (`announcer daemon
+// <stateDir>`), on real namespaces and the real bridge plugin, frames captured
+// by tcpdump and decoded by tshark. Assertions are counts: of frames, of
+// processes, of bytes of memory; times appear only as capture timestamps
+// compared with wall-clock moments taken in the test (before or after an ADD,
+// a DEL, a kill), never as a measured duration.
+//
+// 40 bridge pods on one bridge are made once for the mass start and the rate
+// limit; each test has its own stateDir, so its own announcer.
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  addBridgePod,
+  allocSubnet,
+  ANNOUNCER,
+  announcerCli,
+  announcerFiles,
+  announcerStatus,
+  assertCniOk,
+  attachmentFiles,
+  canonicalIp,
+  chainConfig,
+  cniExec,
+  createBridge,
+  createNetns,
+  createStandInPod,
+  daemonsOf,
+  DAEMON_SOCKET,
+  killDaemon,
+  killStrays,
+  listLinks,
+  listNetns,
+  ownAnnouncerProcesses,
+  ownAnnouncerProcessesNow,
+  podInterface,
+  pssKiB,
+  runOk,
+  RUN_TAG,
+  Scope,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  throwCleanupErrors,
+  waitDaemonGone,
+  waitFor,
+  type AnnouncerFiles,
+  type CniOutput,
+  type Frame,
+  type Netns,
+  type StatusJson,
+  type Subnet,
+} from './harness';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `d${RUN_TAG}`;
+/** The network name of every attachment here (GC acts per network). */
+const NETWORK = `daemon-${RUN_TAG}`;
+/** How many pods start at once (issue 11's budget). */
+const PODS = 40;
+/** idleExitMs of the configs here: an announcer goes soon after its last work. */
+const IDLE_EXIT_MS = 400;
+/** Issue 11's memory budget for the background work of 40 pods, and its process count. */
+const PSS_BUDGET_KIB = 60 * 1024;
+const MAX_BACKGROUND_PROCESSES = 2;
+/** The default burst: count 3, intervalMs 1000, backoff 1. */
+const DEFAULT_SCHEDULE_MS = [0, 1000, 2000];
+/** How late a round handed over to the announcer may still go out (src/daemon/progress.ts LATE_GRACE_MS). */
+const LATE_GRACE_MS = 1000;
+
+/** A pod attached to the fleet's bridge by the real bridge plugin. */
+interface Pod {
+  netns: Netns;
+  /** The bridge plugin's result: the announcer's prevResult. */
+  result: unknown;
+  mac: string;
+  ip: string;
+}
+
+/** One announcer attachment, as the runtime would name it. */
+interface Attachment {
+  containerId: string;
+  netns: string;
+  ifname: string;
+  cniVersion: string;
+  files: AnnouncerFiles;
+  prevResult: unknown;
+  /** Set once its DEL ran, so the scope's DEL does not run it again. */
+  deleted?: boolean;
+}
+
+/** An ADD's output and the wall-clock moments right before it started and right after it exited. */
+interface Added {
+  out: CniOutput;
+  startedAt: number;
+  exitedAt: number;
+}
+
+/** The fleet: one bridge, PODS pods on it. */
+let fleet: { net: Subnet; bridge: string; pods: Pod[] };
+const fleetScope = new Scope();
+
+function containerId(tag: string): string {
+  return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
+}
+
+function attachmentOf(pod: Pod, files: AnnouncerFiles, tag: string): Attachment {
+  return { containerId: containerId(tag), netns: pod.netns.path, ifname: 'eth0', cniVersion: '1.0.0', files, prevResult: pod.result };
+}
+
+function announcerStdin(att: Attachment, options: Record<string, unknown>): Record<string, unknown> {
+  const conf = {
+    type: 'announcer',
+    stateDir: att.files.stateDir,
+    logFile: att.files.logFile,
+    logLevel: 'debug',
+    idleExitMs: IDLE_EXIT_MS,
+    ...options,
+  };
+  return chainConfig({ name: NETWORK, cniVersion: att.cniVersion }, conf, att.prevResult);
+}
+
+function callFor(att: Attachment, command: 'ADD' | 'DEL') {
+  return { command, containerId: att.containerId, netns: att.netns, ifname: att.ifname };
+}
+
+/** Announcer DEL; resolves with the wall-clock time right after it returned. */
+async function announcerDel(att: Attachment): Promise<number> {
+  att.deleted = true;
+  assertCniOk(`announcer DEL ${att.containerId}`, await cniExec(ANNOUNCER, callFor(att, 'DEL'), announcerStdin(att, {})));
+  return Date.now();
+}
+
+/** Announcer ADD, its DEL registered in the scope first (skipped if the test ran it). */
+async function announcerAdd(s: Scope, att: Attachment, options: Record<string, unknown>): Promise<Added> {
+  s.defer(async () => {
+    if (!att.deleted) await announcerDel(att);
+  }, `announcer DEL ${att.containerId}`);
+  const startedAt = Date.now();
+  const out = await cniExec(ANNOUNCER, callFor(att, 'ADD'), announcerStdin(att, options));
+  const exitedAt = Date.now();
+  assertCniOk(`announcer ADD ${att.containerId}`, out);
+  return { out, startedAt, exitedAt };
+}
+
+/** GC (spec 1.1.0) of stateDir keeping `valid`; resolves with the time right after it returned. */
+async function announcerGc(stateDir: string, valid: readonly Attachment[]): Promise<number> {
+  const conf = {
+    cniVersion: '1.1.0',
+    name: NETWORK,
+    type: 'announcer',
+    stateDir,
+    'cni.dev/valid-attachments': valid.map((a) => ({ containerID: a.containerId, ifname: a.ifname })),
+  };
+  const out = await cniExec(ANNOUNCER, { command: 'GC' }, conf);
+  assertCniOk('announcer GC', out);
+  expect(out.stdout.trim()).toBe('');
+  return Date.now();
+}
+
+/** Our gratuitous ARPs for ip: ARP with sender = target = ip, sent by mac. */
+function garpsFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
+  return frames.filter(
+    (f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderMac === mac && f.arp.senderIp === ip && f.arp.targetIp === ip,
+  );
+}
+
+/** Our unsolicited NAs for ip, sent by mac. */
+function nasFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
+  const want = canonicalIp(ip);
+  return frames.filter((f) => f.eth.src === mac && f.icmpv6?.type === 136 && canonicalIp(f.icmpv6.target ?? '') === want);
+}
+
+const ms = (f: Frame): number => f.time * 1000;
+
+/** The most frames found in any one-second window [t, t + 1 s) that starts at a frame. */
+function busiestSecond(frames: readonly Frame[]): number {
+  const times = frames.map(ms).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (j < times.length && times[j]! < times[i]! + 1000) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
+async function leftovers(): Promise<string[]> {
+  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
+  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
+  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
+}
+
+/** Runs `work` on every item, at most `width` at a time. */
+async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += width) {
+    out.push(...(await Promise.all(items.slice(i, i + width).map((item, k) => work(item, i + k)))));
+  }
+  return out;
+}
+
+/** A pod on the fleet's bridge: host 10 + i for fleet pod i, the node (gateway) at host 1. */
+async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
+  const netns = await createNetns(s, PREFIX);
+  const ip = fleet.net.v4(host);
+  const result = await addBridgePod(s, { bridge: fleet.bridge, netns: netns.path, ip: fleet.net.v4Cidr(host), gw: fleet.net.v4(1), containerId: id, name: NETWORK });
+  return { netns, result, mac: podInterface(result)!.mac, ip };
+}
+
+/** A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of it. */
+async function quietStandIn(s: Scope, net: Subnet, host: number, opts: { v6?: boolean; up?: boolean } = {}) {
+  const cidrs = [net.v4Cidr(host), ...(opts.v6 ? [net.v6Cidr(host)] : [])];
+  const pod = await createStandInPod(s, {
+    prefix: PREFIX,
+    v4: [net.v4Cidr(host)],
+    ...(opts.v6 ? { v6: [net.v6Cidr(host)] } : {}),
+    up: opts.up ?? true,
+    sysctls: opts.v6
+      ? { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 }
+      : { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
+  });
+  const result = {
+    cniVersion: '1.0.0',
+    interfaces: [{ name: pod.ifname, mac: pod.mac, sandbox: pod.netns.path }],
+    ips: cidrs.map((address) => ({ address, interface: 0 })),
+  };
+  return { ...pod, result, asPod: { netns: pod.netns, result, mac: pod.mac, ip: net.v4(host) } satisfies Pod };
+}
+
+describe.skipIf(skipIntegration())('the background announcer of a stateDir (issue 11)', () => {
+  const scope = scopePerTest();
+
+  beforeAll(async () => {
+    const net = allocSubnet();
+    fleet = { net, bridge: await createBridge(fleetScope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX }), pods: [] };
+    const indexes = Array.from({ length: PODS }, (_, i) => i);
+    fleet.pods = await inBatches(indexes, 8, (i) => bridgePod(fleetScope, 10 + i, `${PREFIX}-pod${i}`));
+  }, 120_000);
+
+  afterAll(async () => {
+    try {
+      throwCleanupErrors(await fleetScope.close());
+      expect(await ownAnnouncerProcesses()).toEqual([]);
+    } finally {
+      await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(async () =>
+        expect(await leftovers()).toEqual([]),
+      );
+    }
+  }, 120_000);
+
+  /** Per-test setup: an announcer process still there at the end fails the test (checked after everything else is undone). */
+  function begin(): Scope {
+    const s = scope();
+    killStrays(s, { strict: true });
+    return s;
+  }
+
+  it(
+    `mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes and ≤ 60 MiB PSS`,
+    async () => {
+      const s = begin();
+      const files = await announcerFiles(s);
+      const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
+      const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `mass${i}`));
+
+      const added = await Promise.all(atts.map((att) => announcerAdd(s, att, {})));
+      // Every ADD has returned: what runs now is the background work of all 40.
+      const background = await ownAnnouncerProcessesNow();
+      const pss = await Promise.all(background.map((p) => pssKiB(p.pid)));
+      const pssSum = pss.reduce<number>((sum, kib) => sum + (kib ?? 0), 0);
+      console.info(
+        `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned ` +
+          `(${background.map((p, i) => `${p.argv.slice(1).join(' ')}: ${pss[i]} KiB`).join('; ')}), PSS sum ${(pssSum / 1024).toFixed(1)} MiB`,
+      );
+      expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
+      expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
+      expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
+
+      // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
+      const lastAdd = Math.max(...added.map((a) => a.exitedAt));
+      await waitFor(async () => (await capture.count()) >= PODS * 3, { timeoutMs: 15_000, what: `${PODS * 3} GARPs` });
+      await sleep(Math.max(0, lastAdd + 3000 - Date.now())); // room for a surplus round, should there be one
+      const frames = await capture.stop();
+      const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
+      expect(perPod.map((g) => g.length)).toEqual(fleet.pods.map(() => 3));
+      for (const [i, garps] of perPod.entries()) {
+        expect(ms(garps[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt); // round 1 before its ADD returned
+        for (const f of garps) expect(f.malformed).toBe(false);
+      }
+
+      // Nothing is left running after the DELs and idleExitMs, and nothing is left in stateDir.
+      await Promise.all(atts.map((att) => announcerDel(att)));
+      await waitDaemonGone(files.stateDir);
+      expect(await ownAnnouncerProcesses()).toEqual([]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    },
+    90_000,
+  );
+
+  it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const gone = await bridgePod(s, 200, containerId('gone'));
+    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [Attachment, Attachment, Attachment];
+    const byNetns = attachmentOf(gone, files, 'netns');
+    const pods = new Map([byDel, byGc, kept, byNetns].map((a, i) => [a, i < 3 ? fleet.pods[i]! : gone]));
+    const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
+    for (const att of pods.keys()) await announcerAdd(s, att, { count: 10, intervalMs: 300 });
+    const daemon = (await daemonsOf(files.stateDir)).map((p) => p.pid);
+    expect(daemon).toHaveLength(1);
+    await waitFor(async () => (await capture.count()) >= 8, { timeoutMs: 5000, what: 'round 2 of every pod' });
+
+    const delAt = await announcerDel(byDel);
+    const gcAt = await announcerGc(files.stateDir, [kept, byNetns]);
+    await runOk('ip', ['netns', 'del', gone.netns.name]);
+    const netnsAt = Date.now();
+    await sleep(1000);
+    expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual(daemon); // one announcer throughout
+    const keptUntil = await announcerDel(kept);
+    await announcerDel(byNetns); // the runtime's DEL after the pod is gone removes its record
+    await waitDaemonGone(files.stateDir);
+    const frames = await capture.stop();
+
+    const sent = (att: Attachment): Frame[] => garpsFor(frames, pods.get(att)!.mac, pods.get(att)!.ip);
+    for (const [att, at] of [
+      [byDel, delAt],
+      [byGc, gcAt],
+      [byNetns, netnsAt],
+    ] as const) {
+      expect(sent(att).filter((f) => ms(f) <= at).length).toBeGreaterThanOrEqual(2);
+      expect({ pod: att.containerId, after: sent(att).filter((f) => ms(f) > at).length }).toEqual({ pod: att.containerId, after: 0 });
+    }
+    // The pod nobody cancelled kept its rounds after the three others ended.
+    expect(sent(kept).filter((f) => ms(f) > netnsAt && ms(f) <= keptUntil).length).toBeGreaterThanOrEqual(2);
+    expect(sent(kept).filter((f) => ms(f) > keptUntil)).toEqual([]);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await files.log()).toMatch(/background work ended .*why="?cancelled/);
+  });
+
+  it('the announcer SIGKILLed mid-burst: the next ADD starts another, which sends the rounds still to come and skips those whose time passed', async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const [a, b] = [fleet.pods[3]!, fleet.pods[4]!];
+    const attA = attachmentOf(a, files, 'killA');
+    const attB = attachmentOf(b, files, 'killB');
+    const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
+
+    // A: 8 rounds, one a second. The announcer goes after round 2, and stays away for rounds 3 and 4.
+    const addA = await announcerAdd(s, attA, { count: 8, intervalMs: 1000 });
+    await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, intervalMs: 10, what: "A's round 2" });
+    const first = await daemonsOf(files.stateDir);
+    expect(first).toHaveLength(1);
+    expect(first[0]!.argv.slice(1, 3)).toEqual(['daemon', files.stateDir]); // `announcer daemon <stateDir> [settings]`
+    const killed = await killDaemon(files.stateDir);
+    const killedAt = Date.now();
+    await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
+
+    const addB = await announcerAdd(s, attB, { count: 3, intervalMs: 1000 });
+    const second = await daemonsOf(files.stateDir);
+    expect(second).toHaveLength(1);
+    expect(second[0]!.pid).not.toBe(killed);
+    await waitDaemonGone(files.stateDir, 10_000);
+    const frames = await capture.stop();
+
+    const garpsA = garpsFor(frames, a.mac, a.ip);
+    const t1 = ms(garpsA[0]!);
+    const due = Array.from({ length: 8 }, (_, k) => t1 + 1000 * k);
+    expect(garpsA.filter((f) => ms(f) <= killedAt)).toHaveLength(2);
+    expect(garpsA.filter((f) => ms(f) > killedAt && ms(f) < addB.startedAt)).toEqual([]);
+    // Rounds due before B's ADD are skipped (never sent late); those due after it go out, each once.
+    const after = garpsA.filter((f) => ms(f) >= addB.startedAt);
+    expect(after).toHaveLength(due.filter((d) => d > addB.startedAt).length);
+    for (const [i, f] of after.entries()) {
+      const d = due[due.length - after.length + i]!;
+      expect(ms(f)).toBeGreaterThanOrEqual(d - 50);
+      expect(ms(f)).toBeLessThanOrEqual(d + LATE_GRACE_MS + 500);
+    }
+    expect(garpsFor(frames, b.mac, b.ip)).toHaveLength(3);
+
+    await announcerDel(attA);
+    await announcerDel(attB);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+  });
+
+  it(`rateLimit {20/s, burst 5}, ${PODS} pods at once: ≤ 25 frames in any second, round 1 before ADD returns, later rounds in order`, async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const limit = { framesPerSecond: 20, burst: 5 };
+    const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
+    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `rate${i}`));
+
+    // idleExitMs 2000: the announcer must still answer status once the last round is out.
+    const added = await Promise.all(atts.map((att) => announcerAdd(s, att, { rateLimit: limit, idleExitMs: 2000 })));
+    let status: StatusJson | undefined;
+    await waitFor(
+      async () => {
+        status = await announcerStatus(files.stateDir);
+        return status.source === 'daemon' && status.attachments.length === 0;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, what: 'every later round sent or dropped' },
+    );
+    const frames = await capture.stop();
+    const counters = status!.counters!;
+
+    const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
+    const ours = perPod.flat();
+    const busiest = busiestSecond(ours);
+    const later = ours.length - PODS;
+    console.info(
+      `rate limit ${limit.framesPerSecond}/s burst ${limit.burst}, ${PODS} pods: ${ours.length} GARPs, busiest second ${busiest} frames; ` +
+        `later rounds sent ${later}, rate-limited delayed ${counters.rateLimited.delayed}, dropped ${counters.rateLimited.dropped}, skipped late ${counters.rounds.skippedLate}`,
+    );
+    expect(busiest).toBeLessThanOrEqual(limit.framesPerSecond + limit.burst);
+    for (const [i, garps] of perPod.entries()) {
+      // Round 1 is never dropped and is on the wire before its ADD returned.
+      expect(garps.length).toBeGreaterThanOrEqual(1);
+      expect(ms(garps[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+      // The later rounds: at most 2, none before it was due (the j-th frame is round j or a later one).
+      expect(garps.length).toBeLessThanOrEqual(3);
+      for (let j = 1; j < garps.length; j++) expect(ms(garps[j]!)).toBeGreaterThanOrEqual(ms(garps[0]!) + DEFAULT_SCHEDULE_MS[j]! - 50);
+      for (const f of garps) expect(f.malformed).toBe(false);
+    }
+    // The counters account for every frame and every later round: sent, dropped, or skipped.
+    expect(counters.frames.garpRequest).toBe(ours.length);
+    expect(counters.rounds.sent).toBe(ours.length);
+    expect(later + counters.rateLimited.dropped + counters.rounds.skippedLate).toBe(PODS * 2);
+    expect(counters.rateLimited.delayed + counters.rateLimited.dropped).toBeGreaterThan(0); // the limit was hit
+
+    await Promise.all(atts.map((att) => announcerDel(att)));
+    await waitDaemonGone(files.stateDir);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+  }, 90_000);
+
+  it('`announcer status`, human and --json: nothing, a running announcer, then only the records once it is killed', async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const pod = fleet.pods[5]!;
+    const att = attachmentOf(pod, files, 'status');
+
+    // Nothing at all: exit 0 and a clear line.
+    const empty = await announcerCli(['status', '--state-dir', files.stateDir]);
+    expect({ code: empty.code, stderr: empty.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(empty.stdout).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)\nno active attachments\n`);
+    expect(await announcerStatus(files.stateDir)).toEqual({ source: 'records', stateDir: files.stateDir, attachments: [] });
+
+    const capture = await startCapture(s, { iface: fleet.bridge, filter: `arp and ether src ${pod.mac}` });
+    await announcerAdd(s, att, { count: 10, intervalMs: 300 });
+    const [daemon] = await daemonsOf(files.stateDir);
+    await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, what: 'round 2' });
+    expect((await stat(join(files.stateDir, DAEMON_SOCKET))).mode & 0o777).toBe(0o600);
+    const json = await announcerStatus(files.stateDir);
+    expect(json).toMatchObject({ source: 'daemon', stateDir: files.stateDir, pid: daemon!.pid });
+    expect(json.attachments).toHaveLength(1);
+    expect(json.attachments[0]).toMatchObject({
+      network: NETWORK,
+      containerId: att.containerId,
+      ifname: 'eth0',
+      netns: pod.netns.path,
+      roundsPlanned: 10,
+      deferred: false,
+    });
+    expect(json.attachments[0]!.roundsSent).toBeGreaterThanOrEqual(2);
+    expect(json.attachments[0]!.nextRoundInMs).toBeGreaterThanOrEqual(0);
+    expect(json.attachments[0]!.nextRoundInMs).toBeLessThanOrEqual(300);
+    expect(json.counters!.frames.garpRequest).toBeGreaterThanOrEqual(2);
+    expect(json.counters!.rounds.sent).toBeGreaterThanOrEqual(2);
+
+    const human = await announcerCli(['status', '--state-dir', files.stateDir]);
+    expect({ code: human.code, stderr: human.stderr }).toEqual({ code: 0, stderr: '' });
+    const lines = human.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`background announcer: running, pid ${daemon!.pid}, stateDir ${files.stateDir}`);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${NETWORK} ${att.containerId} eth0 netns=${pod.netns.path} rounds=([2-9]|10)/10 (next round in \\d+ ms|no round planned)$`),
+    );
+    expect(lines.slice(2).map((l) => l.split(':')[0])).toEqual([
+      'frames sent',
+      'rounds',
+      'deferred waits',
+      'rate-limited rounds',
+      'address conflicts',
+      'errors',
+    ]);
+    expect(lines[2]).toMatch(/^frames sent: garp-request=\d+ garp-reply=0 na=0$/);
+
+    // Killed: status reads the records (no counters), and DEL cleans up without an announcer.
+    await killDaemon(files.stateDir);
+    const fromRecords = await announcerStatus(files.stateDir);
+    expect(fromRecords).toMatchObject({ source: 'records', stateDir: files.stateDir });
+    expect(fromRecords.counters).toBeUndefined();
+    expect(fromRecords.attachments.map((a) => [a.containerId, a.roundsPlanned, a.deferred])).toEqual([[att.containerId, 10, false]]);
+    const humanRecords = await announcerCli(['status', '--state-dir', files.stateDir]);
+    expect(humanRecords.stdout.split('\n')[0]).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)`);
+
+    await announcerDel(att);
+    const after = await announcerCli(['status', '--state-dir', files.stateDir]);
+    expect(after.stdout.split('\n').slice(0, 2)).toEqual([
+      `background announcer: not running; from the records in ${files.stateDir} (no counters)`,
+      'no active attachments',
+    ]);
+    // The killed announcer's socket stays until the next one replaces it; no record is left.
+    expect((await attachmentFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
+    await capture.stop();
+  });
+
+  it('`announcer announce`: 2 rounds 200 ms apart on the wire; refuses the host netns, a non-netns path and a pod that is not ready, in one line on stderr', async () => {
+    const s = begin();
+    const net = allocSubnet();
+    const pod = await quietStandIn(s, net, 5, { v6: true });
+    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
+    const startedAt = Date.now();
+    const res = await announcerCli(['announce', '--netns', pod.netns.path, '--ifname', 'eth0', '--count', '2', '--interval', '200']);
+    const frames = await capture.stop();
+    expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(res.stdout).toBe('round 1/2: sent 2 frames on eth0 (garp-request=1 na=1)\nround 2/2: sent 2 frames on eth0 (garp-request=1 na=1)\n');
+    const garps = garpsFor(frames, pod.mac, net.v4(5));
+    const nas = nasFor(frames, pod.mac, net.v6(5));
+    expect(garps).toHaveLength(2);
+    expect(nas).toHaveLength(2);
+    for (const f of [...garps, ...nas]) expect(f.malformed).toBe(false);
+    expect(ms(garps[0]!)).toBeGreaterThanOrEqual(startedAt);
+    expect(ms(garps[1]!) - ms(garps[0]!)).toBeGreaterThanOrEqual(150);
+    // A manual announcement starts no background process.
+    expect(await ownAnnouncerProcessesNow()).toEqual([]);
+
+    const dir = await mkdtemp(join(tmpdir(), 'announcer-announce-'));
+    s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+    const plainFile = join(dir, 'not-a-netns');
+    await writeFile(plainFile, '');
+    const down = await quietStandIn(s, net, 6, { up: false });
+    for (const [netns, ifname, why] of [
+      ['/proc/self/ns/net', 'eth0', /own network namespace: refusing to announce from the host/],
+      [plainFile, 'eth0', /is not a network namespace/],
+      [join(dir, 'missing'), 'eth0', /does not exist/],
+      [down.netns.path, 'eth0', /not ready after 300 ms/],
+    ] as const) {
+      const refused = await announcerCli(['announce', '--netns', netns, '--ifname', ifname, '--wait', '300']);
+      expect({ netns, code: refused.code === 0 ? 0 : 'non-zero', stdout: refused.stdout }).toEqual({ netns, code: 'non-zero', stdout: '' });
+      expect(refused.stderr.endsWith('\n')).toBe(true);
+      expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toMatch(why);
+      expect(refused.stderr).toMatch(/^announcer announce: /);
+    }
+  });
+
+  it('metricsFile: Prometheus text, written atomically (0644, no temp file left), its counters match the frames on the wire', async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const pod = await quietStandIn(s, net, 5, { v6: true });
+    const down = await quietStandIn(s, net, 6, { up: false });
+    const metricsDir = await mkdtemp(join(tmpdir(), 'announcer-metrics-'));
+    s.defer(() => rm(metricsDir, { recursive: true, force: true }), `metrics dir ${metricsDir}`);
+    const metricsFile = join(metricsDir, 'cni_announcer.prom');
+    const ready = attachmentOf(pod.asPod, files, 'metrics');
+    const late = attachmentOf(down.asPod, files, 'never');
+    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
+
+    await announcerAdd(s, ready, { count: 3, intervalMs: 200, metricsFile });
+    // Not ready within addWaitMs, and never within readyTimeoutMs: a deferred wait that times out.
+    await announcerAdd(s, late, { addWaitMs: 100, readyTimeoutMs: 700, metricsFile });
+    await waitDaemonGone(files.stateDir); // the last metrics are written as it exits
+    const frames = await capture.stop();
+    const garps = garpsFor(frames, pod.mac, net.v4(5));
+    const nas = nasFor(frames, pod.mac, net.v6(5));
+    expect(garps).toHaveLength(3);
+    expect(nas).toHaveLength(3);
+
+    expect((await stat(metricsFile)).mode & 0o777).toBe(0o644);
+    expect(await readdir(metricsDir)).toEqual(['cni_announcer.prom']);
+    const samples = parsePrometheusText(await readFile(metricsFile, 'utf8'));
+    const value = (name: string, labels: Record<string, string> = {}): number | undefined =>
+      samples.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
+    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_request' })).toBe(garps.length);
+    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_reply' })).toBe(0);
+    expect(value('cni_announcer_frames_sent_total', { kind: 'na' })).toBe(nas.length);
+    expect(value('cni_announcer_rounds_total', { outcome: 'sent' })).toBe(3);
+    expect(value('cni_announcer_deferred_waits_total', { outcome: 'started' })).toBe(1);
+    expect(value('cni_announcer_deferred_waits_total', { outcome: 'timed_out' })).toBe(1);
+    expect(value('cni_announcer_deferred_waits_total', { outcome: 'ready' })).toBe(0);
+    expect(value('cni_announcer_rate_limited_rounds_total', { outcome: 'dropped' })).toBe(0);
+    expect(value('cni_announcer_errors_total')).toBe(0);
+
+    await announcerDel(ready);
+    await announcerDel(late);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+  });
+});
+
+/** One sample of the Prometheus text format. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const METRIC_NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
+const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
+const SAMPLE_LINE = new RegExp(`^(${METRIC_NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*)?\\})? (-?(?:\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?|NaN|[+-]?Inf))$`);
+
+/**
+ * Parses the Prometheus text exposition format (0.0.4) strictly: every line
+ * is `# HELP name text`, `# TYPE name type`, or a sample `name{labels} value`;
+ * each sample's family has one HELP and one TYPE line before its samples; the
+ * text ends with a newline. Throws naming the first line that is not so.
+ */
+function parsePrometheusText(text: string): Sample[] {
+  if (!text.endsWith('\n')) throw new Error('metrics text does not end with a newline');
+  const help = new Set<string>();
+  const type = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const [i, line] of text.slice(0, -1).split('\n').entries()) {
+    const where = `line ${i + 1} ${JSON.stringify(line)}`;
+    const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
+    if (meta) {
+      const [, kind, name, rest] = meta as unknown as [string, string, string, string];
+      if (!new RegExp(`^${METRIC_NAME}$`).test(name)) throw new Error(`${where}: bad metric name`);
+      if (kind === 'HELP') {
+        if (help.has(name)) throw new Error(`${where}: second HELP`);
+        help.add(name);
+      } else {
+        if (type.has(name) || !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest)) throw new Error(`${where}: bad TYPE`);
+        type.set(name, rest);
+      }
+      continue;
+    }
+    const m = SAMPLE_LINE.exec(line);
+    if (!m) throw new Error(`${where}: not a sample line`);
+    const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
+    if (!help.has(name) || !type.has(name)) throw new Error(`${where}: sample before its HELP and TYPE`);
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
+    const number = Number(value);
+    if (type.get(name) === 'counter' && !(Number.isInteger(number) && number >= 0)) throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
+    samples.push({ name, labels, value: number });
+  }
+  if (samples.length === 0) throw new Error('no sample in the metrics text');
+  return samples;
+}
