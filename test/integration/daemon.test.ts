@@ -33,10 +33,10 @@ import {
   killStrays,
   listLinks,
   listNetns,
+  memoryKiB,
   ownAnnouncerProcesses,
   ownAnnouncerProcessesNow,
   podInterface,
-  pssKiB,
   runOk,
   RUN_TAG,
   Scope,
@@ -268,11 +268,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
       const added = await Promise.all(atts.map((att) => announcerAdd(s, att, {})));
       // Every ADD has returned: what runs now is the background work of all 40.
       const background = await ownAnnouncerProcessesNow();
-      const pss = await Promise.all(background.map((p) => pssKiB(p.pid)));
-      const pssSum = pss.reduce<number>((sum, kib) => sum + (kib ?? 0), 0);
+      const memory = await Promise.all(background.map((p) => memoryKiB(p.pid)));
+      const pssSum = memory.reduce<number>((sum, m) => sum + (m?.pss ?? 0), 0);
+      const mib = (kib = 0): string => (kib / 1024).toFixed(1);
       console.info(
-        `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned ` +
-          `(${background.map((p, i) => `${p.argv.slice(1).join(' ')}: ${pss[i]} KiB`).join('; ')}), PSS sum ${(pssSum / 1024).toFixed(1)} MiB`,
+        `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned, PSS sum ${mib(pssSum)} MiB (` +
+          background.map((p, i) => `${p.argv[1]}: PSS ${mib(memory[i]?.pss)} MiB = anon ${mib(memory[i]?.pssAnon)} + file ${mib(memory[i]?.pssFile)}, RSS ${mib(memory[i]?.rss)}`).join('; ') +
+          ')',
       );
       expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
       expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one

@@ -56,13 +56,24 @@ export async function killDaemon(stateDir: string): Promise<number> {
 
 /** A process's proportional set size in KiB (Pss of /proc/PID/smaps_rollup); undefined once it is gone. */
 export async function pssKiB(pid: number): Promise<number | undefined> {
+  return (await memoryKiB(pid))?.pss;
+}
+
+/** A process's memory from /proc/PID/smaps_rollup, in KiB: Rss, Pss, and Pss split into anonymous and file pages. */
+export async function memoryKiB(pid: number): Promise<{ rss: number; pss: number; pssAnon: number; pssFile: number } | undefined> {
+  let text: string;
   try {
-    const text = await readFile(`/proc/${pid}/smaps_rollup`, 'latin1');
-    const m = /^Pss:\s+(\d+) kB$/m.exec(text);
-    return m ? Number(m[1]) : undefined;
+    text = await readFile(`/proc/${pid}/smaps_rollup`, 'latin1');
   } catch {
     return undefined;
   }
+  const field = (name: string): number | undefined => {
+    const m = new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  const [rss, pss, pssAnon, pssFile] = ['Rss', 'Pss', 'Pss_Anon', 'Pss_File'].map(field);
+  if (rss === undefined || pss === undefined) return undefined;
+  return { rss, pss, pssAnon: pssAnon ?? 0, pssFile: pssFile ?? 0 };
 }
 
 /** Runs the built announcer with CLI arguments (`status …`, `announce …`), tagged with RUN_TAG. */
