@@ -282,12 +282,11 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
     case 'ready': {
       const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      await drawFromBudget(deps, round.length, waitStart + job.addWaitMs);
       const probeDeps = { libc: deps.libc, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };
-      const sent = sendFrames(session.pod.packet, frames, log);
+      const sent = await sendWithinBudget(deps, frames.length, waitStart + job.addWaitMs, () => sendFrames(session.pod.packet, frames, log));
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       // Later rounds leave out what the probe found in use, too.
       const interfaces = dropConflicting(base.interfaces, conflicts);
@@ -306,15 +305,18 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
 }
 
 /**
- * Takes round 1's frames from the node-wide budget. Round 1 is never dropped:
- * it waits for tokens until `deadline` (monotonic ms), then goes on credit.
+ * Sends round 1 once the node-wide budget has its frames. Round 1 is never
+ * dropped: it waits for tokens until `deadline` (monotonic ms), then goes on credit.
  */
-async function drawFromBudget(deps: AddDeps, frames: number, deadline: number): Promise<void> {
+async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number, send: () => FrameCounts): Promise<FrameCounts> {
+  let sent: FrameCounts = NO_FRAMES;
+  let waited = false;
   for (;;) {
     const now = deps.timers.now();
-    const taken = await deps.budget.take(frames, deps.timers.bootMs(), now >= deadline);
-    if (taken.ok) return;
-    deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
+    const taken = await deps.budget.take(frames, deps.timers.bootMs(), now >= deadline, () => (sent = send()));
+    if (taken.ok) return sent;
+    if (!waited) deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
+    waited = true;
     await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
   }
 }

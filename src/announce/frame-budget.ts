@@ -16,15 +16,22 @@ const BUSY_RETRY_MS = 20;
 /** Draws frames from the node's budget. */
 export interface FrameBudget {
   /**
-   * Takes `frames` tokens now (ok), or says how long to wait, also while
-   * other processes keep the bucket busy; `onCredit` takes them whatever is
-   * left, unmetered if the bucket stays busy.
+   * Takes `frames` tokens now and runs `send` (ok), or says how long to wait,
+   * also while other processes keep the bucket busy; `onCredit` takes them
+   * whatever is left, unmetered if the bucket stays busy. `send` runs while
+   * the bucket is still held, so the frames leave when the bucket says they
+   * may, not whenever a busy node next schedules the process.
    */
-  take(frames: number, now: number, onCredit?: boolean): Promise<{ ok: true } | { ok: false; waitMs: number }>;
+  take(frames: number, now: number, onCredit: boolean, send: () => void): Promise<{ ok: true } | { ok: false; waitMs: number }>;
 }
 
 /** A budget that never limits (rateLimit off). */
-export const UNLIMITED: FrameBudget = { take: async () => ({ ok: true }) };
+export const UNLIMITED: FrameBudget = {
+  take: async (_frames, _now, _onCredit, send) => {
+    send();
+    return { ok: true };
+  },
+};
 
 /**
  * The budget `limit` kept in `<stateDir>/rate-limit.bucket`, shared by every
@@ -35,12 +42,13 @@ export const UNLIMITED: FrameBudget = { take: async () => ({ ok: true }) };
 export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger, rounds: 'first' | 'later'): FrameBudget {
   const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
   return {
-    async take(frames, now, onCredit = false) {
+    async take(frames, now, onCredit, send) {
       let lock;
       try {
         lock = await lockFile(lockName, LOCK_WAIT_MS);
       } catch (err) {
         log.warn('rate limit unavailable: sending unmetered', { error: err });
+        send();
         return { ok: true };
       }
       if (!lock) {
@@ -48,20 +56,26 @@ export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: 
         // tokens. Sending unmetered here would let exactly such a storm through.
         if (!onCredit) return { ok: false, waitMs: BUSY_RETRY_MS };
         log.warn('rate limit busy: sending unmetered');
+        send();
         return { ok: true };
       }
       try {
-        const bucket = readBucket(join(stateDir, BUCKET_FILE));
-        const take = rounds === 'first' ? tryTake : tryTakeLater;
-        const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : take(bucket, limit, frames, now);
-        if (!next.ok) {
-          if (rounds === 'first') replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
-          return next;
+        let unmetered = false;
+        try {
+          const bucket = readBucket(join(stateDir, BUCKET_FILE));
+          const take = rounds === 'first' ? tryTake : tryTakeLater;
+          const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : take(bucket, limit, frames, now);
+          if (!next.ok) {
+            if (rounds === 'first') replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
+            return next;
+          }
+          replaceFile(stateDir, BUCKET_FILE, JSON.stringify(next.bucket));
+        } catch (err) {
+          log.warn('rate limit state unusable: sending unmetered', { error: err });
+          unmetered = true;
         }
-        replaceFile(stateDir, BUCKET_FILE, JSON.stringify(next.bucket));
-        return { ok: true };
-      } catch (err) {
-        log.warn('rate limit state unusable: sending unmetered', { error: err });
+        send();
+        if (unmetered) log.debug('sent unmetered');
         return { ok: true };
       } finally {
         lock.release();

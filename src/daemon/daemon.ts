@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { FrameBudget } from '../announce/frame-budget';
 import { addFrames, newCounters, prometheusText, type Counters } from './counters';
-import { totalFrames, type OutgoingFrame } from '../announce/round';
+import { NO_FRAMES, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
 import { probePod } from '../announce/probe-pod';
 import type { PodSession } from '../announce/session';
@@ -27,7 +27,7 @@ import { DAEMON_LOCK, withSocketAddress } from './paths';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type AttachmentStatus, type DaemonStatus, type Reply, type Request } from './protocol';
 import type { DaemonSettings } from './settings';
-import { closeSession, look, netnsAlive, openForJob, plannedFrames, send, type DeferredSession, type RoundDeps } from './rounds';
+import { closeSession, look, netnsAlive, openForJob, send, type DeferredSession, type RoundDeps } from './rounds';
 
 /** The verb that runs the background announcer. */
 export const DAEMON_VERB = 'daemon';
@@ -131,6 +131,8 @@ class Daemon {
    */
   private readonly ended = new Map<string, TailJob>();
   private readonly clients: Client[] = [];
+  /** One buffer for every request: a request is read and answered before the next. */
+  private readonly receiveBuffer = Buffer.alloc(MAX_MESSAGE_BYTES);
   /** Sockets ADDs handed over, closed once their time comes. */
   private readonly handedOver: { fd: number; at: number }[] = [];
   private readonly counters: Counters = newCounters();
@@ -269,7 +271,7 @@ class Daemon {
   }
 
   private serve(client: Client): void {
-    const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
+    const buf = this.receiveBuffer;
     let done = true;
     try {
       const got = this.deps.sockets.receive(client.fd, buf);
@@ -472,14 +474,17 @@ class Daemon {
       return;
     }
     // Round 1 of a pod is never dropped: it waits for the budget, at most until its ready deadline.
-    const taken = await this.deps.budget(w.job.rateLimit).take(seen.frames.length, now, now >= w.job.readyDeadline);
+    const frames = this.probeDeferred(w, seen.session, seen.frames);
+    let sent: FrameCounts = NO_FRAMES;
+    const taken = await this.deps.budget(w.job.rateLimit).take(frames.length, now, now >= w.job.readyDeadline, () => {
+      sent = send(seen.session, frames, w.log);
+    });
     if (!taken.ok) {
       if (!w.delayed) this.counters.rateLimited.delayed++;
       w.delayed = true;
       d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
       return;
     }
-    const sent = send(seen.session, this.probeDeferred(w, seen.session, seen.frames), w.log);
     this.dropDeferred(w);
     w.deferred = undefined;
     this.counters.deferred.ready++;
@@ -522,22 +527,6 @@ class Daemon {
       this.forget(w.name, 'pod or record gone');
       return;
     }
-    const taken = await this.deps.budget(w.job.rateLimit).take(plannedFrames(w.job), now);
-    if (!taken.ok) {
-      const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
-      if (now + taken.waitMs >= following) {
-        this.counters.rateLimited.dropped++;
-        w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
-        w.next++;
-        if (!this.advance(w, now)) this.forget(w.name, undefined);
-      } else {
-        if (!w.delayed) this.counters.rateLimited.delayed++;
-        w.delayed = true;
-        w.dueAt = now + taken.waitMs;
-      }
-      this.metricsDirty = true;
-      return;
-    }
     const opened = openForJob(this.deps, w.job);
     if ('gone' in opened) {
       this.forget(w.name, opened.gone);
@@ -553,7 +542,14 @@ class Daemon {
         this.counters.rounds.skippedNotReady++;
         w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
       } else {
-        const sent = send(seen.session, seen.frames, w.log);
+        let sent: FrameCounts = NO_FRAMES;
+        const taken = await this.deps.budget(w.job.rateLimit).take(seen.frames.length, now, false, () => {
+          sent = send(seen.session, seen.frames, w.log);
+        });
+        if (!taken.ok) {
+          this.heldBack(w, now, taken.waitMs);
+          return;
+        }
         this.roundSent(w, sent);
         w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(sent) });
       }
@@ -565,6 +561,22 @@ class Daemon {
     }
     w.next++;
     if (!this.advance(w, now)) this.forget(w.name, undefined);
+    this.metricsDirty = true;
+  }
+
+  /** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
+  private heldBack(w: Work, now: number, waitMs: number): void {
+    const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
+    if (now + waitMs >= following) {
+      this.counters.rateLimited.dropped++;
+      w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
+      w.next++;
+      if (!this.advance(w, now)) this.forget(w.name, undefined);
+    } else {
+      if (!w.delayed) this.counters.rateLimited.delayed++;
+      w.delayed = true;
+      w.dueAt = now + waitMs;
+    }
     this.metricsDirty = true;
   }
 

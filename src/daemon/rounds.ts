@@ -78,7 +78,3 @@ export function closeSession(deps: RoundDeps, session: PodSession): void {
   session.close();
 }
 
-/** The frames a round of `job` sends at most: what the rate limit is asked for before entering the pod. */
-export function plannedFrames(job: TailJob): number {
-  return job.interfaces.reduce((n, i) => n + i.ipv4.length * job.arpOps.length + i.ipv6.length, 0);
-}
