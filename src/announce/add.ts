@@ -168,7 +168,8 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
       else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
     } else {
       const counts = { sent: first.sent, conflicts: first.conflicts };
-      await tell(previous?.job ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, true);
+      // Nothing left for the background: tell one that runs (it takes the packet socket), start none.
+      await tell(previous?.job ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, false);
     }
     return macs;
   } finally {

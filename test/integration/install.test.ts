@@ -59,7 +59,8 @@ const OLD_MAC = '86:03:17:7a:eb:6e';
 function seal(opts: { noexec?: boolean } = {}): string {
   const x = opts.noexec ? ',noexec' : '';
   return [
-    'mount -t tmpfs -o mode=0755 none "$1"',
+    // A checkout under /tmp (or /dev/shm) is covered by their fresh tmpfs below.
+    'case "$1" in /tmp/*|/dev/shm/*) ;; *) mount -t tmpfs -o mode=0755 none "$1" ;; esac',
     `mount -t tmpfs -o mode=1777${x} none /tmp`,
     `mount -t tmpfs -o mode=1777${x} none /dev/shm`,
     'mount -t tmpfs -o mode=0700 none "$3"',
@@ -68,7 +69,7 @@ function seal(opts: { noexec?: boolean } = {}): string {
     '  for n in node nodejs bun; do if [ -e "$d/$n" ]; then mount --bind /dev/null "$d/$n"; fi; done',
     'done',
     'for n in node nodejs bun; do if "$n" --version >/dev/null 2>&1; then echo "$n still runs" >&2; exit 97; fi; done',
-    'for d in "$1" /tmp /dev/shm "$3"; do if [ -n "$(ls -A "$d")" ]; then echo "$d is not empty" >&2; exit 97; fi; done',
+    'for d in "$1" /tmp /dev/shm "$3"; do if [ -e "$d" ] && [ -n "$(ls -A "$d")" ]; then echo "$d is not empty" >&2; exit 97; fi; done',
   ].join('\n');
 }
 
@@ -160,12 +161,12 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     const { dir } = await testDir(scope());
     // A plugin runs as root in the runtime's working directory: Bun's autoloads must be off.
     const hostile = [
-      'mkdir "$1/cwd"',
-      `printf 'preload = ["./preload.js"]\\n' > "$1/cwd/bunfig.toml"`,
-      `printf 'require("fs").writeFileSync("%s/pwned", "")\\n' "$2" > "$1/cwd/preload.js"`,
-      `printf 'CNI_CONTAINERID=${PREFIX}-dotenv\\nCNI_IFNAME=eth0\\n' > "$1/cwd/.env"`,
+      'mkdir -p "$2/cwd"',
+      `printf 'preload = ["./preload.js"]\\n' > "$2/cwd/bunfig.toml"`,
+      `printf 'require("fs").writeFileSync("%s/pwned", "")\\n' "$2" > "$2/cwd/preload.js"`,
+      `printf 'CNI_CONTAINERID=${PREFIX}-dotenv\\nCNI_IFNAME=eth0\\n' > "$2/cwd/.env"`,
     ].join('\n');
-    const cwd = join(ROOT, 'cwd');
+    const cwd = join(dir, 'cwd');
     const version = await runSealed({ command: 'VERSION' }, { cniVersion: '1.0.0' }, dir, { prelude: hostile, cwd });
     expect(version.code, version.stdout + version.stderr).toBe(0);
     expect(version.json).toEqual({ cniVersion: '1.0.0', supportedVersions: VERSIONS });

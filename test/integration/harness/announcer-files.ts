@@ -6,13 +6,25 @@ import { join } from 'node:path';
 import type { Scope } from './scope';
 
 /**
- * Names of the entries in stateDir (records and anything else); none when it
- * does not exist. Any other error (EACCES, ENOTDIR…) rejects: it is never
- * taken for an empty dir.
+ * Files the background announcer and the rate limit keep in stateDir for as
+ * long as it exists (lock files and the token bucket). The control socket is
+ * not among them: an announcer removes it when it exits.
+ */
+export const DAEMON_STATE_FILES: readonly string[] = [
+  'announcer-daemon.flock',
+  'announcer-daemon-start.flock',
+  'rate-limit.bucket',
+  'rate-limit.bucket.flock',
+];
+
+/**
+ * Names of the entries in stateDir (records and anything else) but
+ * DAEMON_STATE_FILES; none when it does not exist. Any other error (EACCES,
+ * ENOTDIR…) rejects: it is never taken for an empty dir.
  */
 export async function stateFiles(stateDir: string): Promise<string[]> {
   try {
-    return await readdir(stateDir);
+    return (await readdir(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

@@ -71,6 +71,19 @@ export async function cniExec(pluginPath: string, call: CniCall, config: object 
 }
 
 /**
+ * The background announcer an ADD leaves waits `idleExitMs` (30 s by default)
+ * before it exits; a test that does not choose its own gets TEST_IDLE_EXIT_MS,
+ * so that its processes are gone by the time the harness looks for leaks.
+ */
+export const TEST_IDLE_EXIT_MS = 500;
+
+function withTestIdleExit(config: object | string): object | string {
+  if (typeof config === 'string' || Array.isArray(config)) return config;
+  const conf = config as Record<string, unknown>;
+  return conf.type === 'announcer' && !('idleExitMs' in conf) ? { ...conf, idleExitMs: TEST_IDLE_EXIT_MS } : config;
+}
+
+/**
  * What cniExec does, for a command that runs the plugin (`ip netns exec NS
  * plugin`, `unshare … sh -c …`): `config` on stdin, `env` as the whole env
  * (default cniEnv(call)), call.timeoutMs. Never throws on a plugin error.
@@ -83,7 +96,7 @@ export async function runCniCommand(
   env: Record<string, string> = cniEnv(call),
 ): Promise<CniOutput> {
   const res = await run(cmd, args, {
-    stdin: typeof config === 'string' ? config : JSON.stringify(config),
+    stdin: typeof config === 'string' ? config : JSON.stringify(withTestIdleExit(config)),
     env,
     inheritEnv: false,
     ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),

@@ -10,23 +10,12 @@ import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
 import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
-/**
- * Files the background announcer and the rate limit keep in stateDir for as
- * long as it exists (lock files and the token bucket). The control socket is
- * not among them: an announcer removes it when it exits.
- */
-export const DAEMON_STATE_FILES: readonly string[] = [
-  'announcer-daemon.flock',
-  'announcer-daemon-start.flock',
-  'rate-limit.bucket',
-  'rate-limit.bucket.flock',
-];
 /** The control socket of a running announcer. */
 export const DAEMON_SOCKET = 'announcer-daemon.sock';
 
 /** The entries of stateDir other than DAEMON_STATE_FILES: records, their locks, the socket, anything else. */
 export async function attachmentFiles(stateDir: string): Promise<string[]> {
-  return (await stateFiles(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f)).sort();
+  return (await stateFiles(stateDir)).sort();
 }
 
 /** The live background announcers of stateDir that this test process started (no grace). */
