@@ -256,7 +256,6 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
   if (plan.schedule.length === 0) return nothing;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return nothing;
-  const waitStart = timers.now();
   const outcome = await waitReady(session, targets, { timeoutMs: Math.min(job.addWaitMs, job.readyTimeoutMs), timers });
   const base: TailJob = {
     network: job.network,
@@ -287,7 +286,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };
-      const sent = await sendWithinBudget(deps, frames.length, waitStart + job.addWaitMs, () => sendFrames(session.pod.packet, frames, log));
+      const sent = await sendWithinBudget(deps, frames.length, timers.now() + job.addWaitMs, () => sendFrames(session.pod.packet, frames, log));
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       // Later rounds leave out what the probe found in use, too.
       const interfaces = dropConflicting(base.interfaces, conflicts);
@@ -314,7 +313,7 @@ async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number,
   let waited = false;
   for (;;) {
     const now = deps.timers.now();
-    const taken = await deps.budget.take(frames, deps.timers.bootMs(), now >= deadline, () => (sent = send()));
+    const taken = await deps.budget.take(frames, () => deps.timers.bootMs(), now >= deadline, () => (sent = send()));
     if (taken.ok) return sent;
     if (!waited) deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
     waited = true;

@@ -19,10 +19,11 @@ export interface FrameBudget {
    * Takes `frames` tokens now and runs `send` (ok), or says how long to wait,
    * also while other processes keep the bucket busy; `onCredit` takes them
    * whatever is left, unmetered if the bucket stays busy. `send` runs while
-   * the bucket is still held, so the frames leave when the bucket says they
-   * may, not whenever a busy node next schedules the process.
+   * the bucket is still held, and `clock` (boot ms) is read once the bucket
+   * is held: the time the bucket accounts is the time the frames leave, not
+   * the time a process that then waited for the lock asked.
    */
-  take(frames: number, now: number, onCredit: boolean, send: () => void): Promise<{ ok: true } | { ok: false; waitMs: number }>;
+  take(frames: number, clock: () => number, onCredit: boolean, send: () => void): Promise<{ ok: true } | { ok: false; waitMs: number }>;
 }
 
 /** A budget that never limits (rateLimit off). */
@@ -42,7 +43,7 @@ export const UNLIMITED: FrameBudget = {
 export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger, rounds: 'first' | 'later'): FrameBudget {
   const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
   return {
-    async take(frames, now, onCredit, send) {
+    async take(frames, clock, onCredit, send) {
       let lock;
       try {
         lock = await lockFile(lockName, LOCK_WAIT_MS);
@@ -62,6 +63,7 @@ export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: 
       try {
         let unmetered = false;
         try {
+          const now = clock();
           const bucket = readBucket(join(stateDir, BUCKET_FILE));
           const take = rounds === 'first' ? tryTake : tryTakeLater;
           const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : take(bucket, limit, frames, now);

@@ -476,7 +476,7 @@ class Daemon {
     // Round 1 of a pod is never dropped: it waits for the budget, at most until its ready deadline.
     const frames = this.probeDeferred(w, seen.session, seen.frames);
     let sent: FrameCounts = NO_FRAMES;
-    const taken = await this.deps.budget(w.job.rateLimit).take(frames.length, now, now >= w.job.readyDeadline, () => {
+    const taken = await this.deps.budget(w.job.rateLimit).take(frames.length, () => this.deps.timers.bootMs(), now >= w.job.readyDeadline, () => {
       sent = send(seen.session, frames, w.log);
     });
     if (!taken.ok) {
@@ -543,7 +543,7 @@ class Daemon {
         w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
       } else {
         let sent: FrameCounts = NO_FRAMES;
-        const taken = await this.deps.budget(w.job.rateLimit).take(seen.frames.length, now, false, () => {
+        const taken = await this.deps.budget(w.job.rateLimit).take(seen.frames.length, () => this.deps.timers.bootMs(), false, () => {
           sent = send(seen.session, seen.frames, w.log);
         });
         if (!taken.ok) {

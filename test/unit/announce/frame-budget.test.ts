@@ -32,28 +32,28 @@ describe('the shared frame budget', () => {
 
   it('takes tokens from the bucket file in stateDir, and says how long to wait once they are gone', async () => {
     const budget = sharedFrameBudget(dir, LIMIT, free, log(), 'first');
-    expect(await budget.take(5, 0, false, sent)).toEqual({ ok: true });
+    expect(await budget.take(5, () => 0, false, sent)).toEqual({ ok: true });
     expect(JSON.parse(readFileSync(join(dir, BUCKET_FILE), 'utf8'))).toEqual({ tokens: 0, atMs: 0 });
-    expect(await budget.take(1, 0, false, sent)).toEqual({ ok: false, waitMs: 100 });
+    expect(await budget.take(1, () => 0, false, sent)).toEqual({ ok: false, waitMs: 100 });
     expect(sends).toBe(1); // only what was taken was sent
-    expect(await budget.take(1, 100, false, sent)).toEqual({ ok: true });
+    expect(await budget.take(1, () => 100, false, sent)).toEqual({ ok: true });
     expect(sends).toBe(2);
   });
 
   it('while a round 1 waits for tokens, later rounds wait too: round 1 is never dropped, a later round may be', async () => {
     const first = sharedFrameBudget(dir, LIMIT, free, log(), 'first');
     const later = sharedFrameBudget(dir, LIMIT, free, log(), 'later');
-    expect(await first.take(5, 0, false, sent)).toEqual({ ok: true });
-    expect(await first.take(1, 0, false, sent)).toEqual({ ok: false, waitMs: 100 }); // back by 150 at the latest
-    expect(await later.take(1, 120, false, sent)).toEqual({ ok: false, waitMs: 30 }); // a token is there, but round 1 goes first
-    expect(await first.take(1, 120, false, sent)).toEqual({ ok: true });
-    expect(await later.take(1, 160, false, sent)).toEqual({ ok: false, waitMs: 40 }); // the token is gone: wait for the next
-    expect(await later.take(1, 200, false, sent)).toEqual({ ok: true });
+    expect(await first.take(5, () => 0, false, sent)).toEqual({ ok: true });
+    expect(await first.take(1, () => 0, false, sent)).toEqual({ ok: false, waitMs: 100 }); // back by 150 at the latest
+    expect(await later.take(1, () => 120, false, sent)).toEqual({ ok: false, waitMs: 30 }); // a token is there, but round 1 goes first
+    expect(await first.take(1, () => 120, false, sent)).toEqual({ ok: true });
+    expect(await later.take(1, () => 160, false, sent)).toEqual({ ok: false, waitMs: 40 }); // the token is gone: wait for the next
+    expect(await later.take(1, () => 200, false, sent)).toEqual({ ok: true });
   });
 
   it('a bucket another process keeps busy means wait, not unmetered: a pod storm must not get through', async () => {
     const budget = sharedFrameBudget(dir, LIMIT, busy, log(), 'first');
-    const taken = await budget.take(1, 0, false, sent);
+    const taken = await budget.take(1, () => 0, false, sent);
     expect(taken.ok).toBe(false);
     expect(taken.ok === false && taken.waitMs).toBeGreaterThan(0);
     expect(lines).toEqual([]);
@@ -61,7 +61,7 @@ describe('the shared frame budget', () => {
 
   it('on credit, a bucket that stays busy lets the frames go unmetered, and says so', async () => {
     const budget = sharedFrameBudget(dir, LIMIT, busy, log(), 'first');
-    expect(await budget.take(1, 0, true, sent)).toEqual({ ok: true });
+    expect(await budget.take(1, () => 0, true, sent)).toEqual({ ok: true });
     expect(lines.join('')).toMatch(/rate limit busy: sending unmetered/);
   });
 });
