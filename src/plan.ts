@@ -1,6 +1,6 @@
 // Pure: turns (options, prevResult, env) into what to announce, how and when.
 // Frames are built per round from what is really on the interface then.
-import type { ArpOp as ArpOpOption, MacMode } from './cni/option-schema';
+import type { ArpOpOption, MacMode } from './cni/option-schema';
 import { gratuitousArp, type ArpOp } from './wire/arp';
 import { deriveMac, parseMacPrefix } from './wire/derive-mac';
 import { unsolicitedNeighborAdvert } from './wire/ndp';

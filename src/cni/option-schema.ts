@@ -1,50 +1,44 @@
-// The plugin's options, each declared once: its zod schema carries its type, its range and the
-// text of its error message. config.ts builds the config schema from these shapes, and the option
-// types below are derived from them.
-import * as z from 'zod/mini';
+// The plugin's options, each declared once, in OPTIONS: its schema (type, range and the text
+// of its error message), its default, and who may set it. The config's types, its defaults,
+// what a pod may override and what an attachment's options hold are all derived from it.
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
 import { ifnameProblem } from './ifname';
+import {
+  accepting,
+  check,
+  arrayOf,
+  intFrom,
+  isBoolean,
+  isString,
+  looseObject,
+  numberFrom,
+  oneOf,
+  refined,
+  type Issue,
+  type Schema,
+  type Shape,
+} from './schema';
 
 // Every schema carries its expectation as the issue message, so that issues read as
 // `"<path>" <expectation> (got <value>)`.
-const bool = () => z.boolean({ error: 'must be true or false' });
+const bool = () => accepting(isBoolean, 'must be true or false');
 /** A string, with the message every config issue uses. */
-export const str = () => z.string({ error: 'must be a string' });
-const oneOf = <const T extends readonly string[]>(values: T) =>
-  z.enum(values, { error: `must be one of ${values.map((v) => `"${v}"`).join(', ')}` });
-const intRange = (min: number, max: number) => {
-  const error = `must be an integer from ${min} to ${max}`;
-  return z.int({ error }).check(z.gte(min, { error }), z.lte(max, { error }));
-};
-const numRange = (min: number, max: number) => {
-  const error = `must be a number from ${min} to ${max}`;
-  return z.number({ error }).check(z.gte(min, { error }), z.lte(max, { error }));
-};
-const absPath = () => {
-  const error = 'must be an absolute path';
-  return z.string({ error }).check(z.refine((s) => s.startsWith('/'), { error }));
-};
+export const str = () => accepting(isString, 'must be a string');
+const choice = <const T extends readonly string[]>(values: T) => oneOf(values, `must be one of ${values.map((v) => `"${v}"`).join(', ')}`);
+const intRange = (min: number, max: number) => intFrom(min, max, `must be an integer from ${min} to ${max}`);
+const numRange = (min: number, max: number) => numberFrom(min, max, `must be a number from ${min} to ${max}`);
+const absPath = () => accepting((v): v is string => typeof v === 'string' && v.startsWith('/'), 'must be an absolute path');
 const macPrefix = () =>
-  str().check(
-    z.refine((s) => /^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/.test(s), {
-      error: 'must be two hex bytes such as "0a:58"',
-      abort: true,
-    }),
-    z.refine((s) => (parseInt(s.slice(0, 2), 16) & 1) === 0, {
-      error: 'must not have the multicast bit (0x01 of the first byte) set',
-    }),
+  refined(
+    str(),
+    (s) => (/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/.test(s) ? undefined : 'must be two hex bytes such as "0a:58"'),
+    (s) => ((parseInt(s.slice(0, 2), 16) & 1) === 0 ? undefined : 'must not have the multicast bit (0x01 of the first byte) set'),
   );
-const ifname = () =>
-  str().check(
-    z.superRefine((s, ctx) => {
-      const problem = ifnameProblem(s);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: s });
-    }),
-  );
+const ifname = () => refined(str(), ifnameProblem);
 /** An object that keeps unknown keys. */
-export const obj = <T extends z.core.$ZodLooseShape>(shape: T) => z.looseObject(shape, { error: 'must be an object' });
+export const obj = <S extends Shape>(shape: S) => looseObject(shape, 'must be an object');
 /** An array, with the message every config issue uses. */
-export const list = <T extends z.core.SomeType>(item: T) => z.array(item, { error: 'must be an array' });
+export const list = <T>(item: Schema<T>) => arrayOf(item, 'must be an array');
 
 const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;
@@ -52,8 +46,8 @@ const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
-/** ARP opcode(s) of the IPv4 announcement. */
-export type ArpOp = (typeof ARP_OPS)[number];
+/** The `arpOp` option: which ARP opcode(s) the IPv4 announcement uses. */
+export type ArpOpOption = (typeof ARP_OPS)[number];
 /** Whether the pod interface keeps its MAC or gets the one derived from its first IP. */
 export type MacMode = (typeof MAC_MODES)[number];
 /** The lowest level written to logFile. */
@@ -61,61 +55,108 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** What an IPv4 address another host answers for does: nothing (no probe), skip it with a warning, or fail ADD. */
 export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
 
-/** The options a per-attachment override (`args.cni.announce`) may set, also set at the top level. */
-export const OVERRIDABLE = {
-  ipv4: z.optional(bool()),
-  ipv6: z.optional(bool()),
-  arpOp: z.optional(oneOf(ARP_OPS)),
-  mac: z.optional(oneOf(MAC_MODES)),
-  macPrefix: z.optional(macPrefix()),
-  count: z.optional(intRange(0, 10)),
-  intervalMs: z.optional(intRange(10, 60000)),
-  backoff: z.optional(numRange(1, 4)),
-  probeMs: z.optional(intRange(10, 2000)),
-  probes: z.optional(intRange(1, 3)),
+/**
+ * Who may set an option:
+ * - `pod`: the conflist, and a pod's `args.cni.announce` where podOverrides allows;
+ * - `attachment`: the conflist only; it is part of each attachment's options;
+ * - `node`: the conflist only; it concerns the node (state, logs, the background announcer).
+ */
+export type OptionScope = 'pod' | 'attachment' | 'node';
+
+/** One option: its schema, its default (none: the option may be absent) and its scope. */
+export interface Option<T, S extends OptionScope, D extends T | undefined> {
+  scope: S;
+  schema: Schema<T>;
+  fallback: D;
+}
+
+const option = <T, S extends OptionScope, D extends T | undefined = undefined>(scope: S, schema: Schema<T>, fallback?: D): Option<T, S, D> => ({
+  scope,
+  schema,
+  fallback: fallback as D,
+});
+
+/** The options a pod may override (`args.cni.announce`), where podOverrides allows. */
+const POD_OPTIONS = {
+  ipv4: option('pod', bool(), true),
+  ipv6: option('pod', bool(), true),
+  arpOp: option('pod', choice(ARP_OPS), 'request'),
+  mac: option('pod', choice(MAC_MODES), 'keep'),
+  macPrefix: option('pod', macPrefix(), '0a:58'),
+  count: option('pod', intRange(0, 10), 3),
+  intervalMs: option('pod', intRange(10, 60000), 1000),
+  backoff: option('pod', numRange(1, 4), 1),
+  probeMs: option('pod', intRange(10, 2000), 100),
+  probes: option('pod', intRange(1, 3), 2),
 };
 
 /** An option `args.cni.announce` may name, besides `enabled`. */
-export type OverridableField = keyof typeof OVERRIDABLE;
-
-/** The fields of an `args.cni.announce` object: `enabled` (opt out) and the overridable options. */
-export const OVERRIDE_SHAPE = { enabled: z.optional(bool()), ...OVERRIDABLE };
-
-/** What `args.cni.announce` may set for one attachment, as validated. */
-export type AnnounceOverrides = { [K in keyof typeof OVERRIDE_SHAPE]?: NonNullable<z.output<(typeof OVERRIDE_SHAPE)[K]>> };
+export type OverridableField = keyof typeof POD_OPTIONS;
 
 /**
  * What `podOverrides` may list: an overridable option, which a pod may then set to any valid
  * value, or one of the two restricted forms, which allow only that value.
  */
-export const POD_OVERRIDE_TOKENS = [
-  'enabled=false',
-  'mac=keep',
-  ...(Object.keys(OVERRIDABLE) as OverridableField[]),
-] as const satisfies readonly string[];
+export const POD_OVERRIDE_TOKENS = ['enabled=false', 'mac=keep', ...(Object.keys(POD_OPTIONS) as OverridableField[])] as const;
 
 /** One entry of `podOverrides`. */
 export type PodOverride = (typeof POD_OVERRIDE_TOKENS)[number];
 
-/** Options that only the conflist sets: naming one in `args.cni.announce` is ignored (and logged). */
-export const PLUGIN_WIDE = {
-  interfaces: z.optional(list(ifname())),
-  addWaitMs: z.optional(intRange(0, 30000)),
-  readyTimeoutMs: z.optional(intRange(0, 600000)),
-  conflictCheck: z.optional(oneOf(CONFLICT_CHECKS)),
-  stateDir: z.optional(absPath()),
-  logFile: z.optional(absPath()),
-  logLevel: z.optional(oneOf(LOG_LEVELS)),
-  podOverrides: z.optional(list(oneOf(POD_OVERRIDE_TOKENS))),
-  rateLimit: z.optional(obj({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) })),
-  idleExitMs: z.optional(intRange(100, 3600000)),
-  metricsFile: z.optional(absPath()),
+/** Every option of the conflist. */
+export const OPTIONS = {
+  ...POD_OPTIONS,
+  interfaces: option('attachment', list(ifname())),
+  addWaitMs: option('attachment', intRange(0, 30000), 2000),
+  readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
+  conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
+  stateDir: option('node', absPath(), '/run/cni-announcer'),
+  logFile: option('node', absPath()),
+  logLevel: option('node', choice(LOG_LEVELS), 'info'),
+  // By default a pod may only turn announcing off and keep its MAC (live-migration targets need both).
+  podOverrides: option('node', list(choice(POD_OVERRIDE_TOKENS)), ['enabled=false', 'mac=keep'] as PodOverride[]),
+  rateLimit: option('node', looseObject({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) }, 'must be an object', 'drop')),
+  idleExitMs: option('node', intRange(100, 3600000), 30000),
+  metricsFile: option('node', absPath()),
 };
 
-/** The texts of zod issues found in `doc`, each naming its field under `prefix`. */
-export function issueTexts(issues: readonly z.core.$ZodIssue[], doc: unknown, prefix: readonly PathSegment[]): string[] {
-  return issues.map((issue) => {
-    const path = issue.path.filter((p): p is PathSegment => typeof p !== 'symbol');
-    return fieldProblem([...prefix, ...path], issue.message, valueAt(doc, path));
-  });
+type Options = typeof OPTIONS;
+type OptionKey = keyof Options;
+type ValueOf<K extends OptionKey> = Options[K] extends Option<infer T, OptionScope, infer _D> ? T : never;
+type KeysWith<Cond> = { [K in OptionKey]: Options[K] extends Cond ? K : never }[OptionKey];
+type Defaulted = Exclude<OptionKey, KeysWith<{ fallback: undefined }>>;
+
+/** The options of a checked config: those with a default are always there. */
+export type PluginOptions = { [K in Defaulted]: ValueOf<K> } & { [K in Exclude<OptionKey, Defaulted>]?: ValueOf<K> };
+
+/** The options that are part of an attachment's options (scope pod or attachment). */
+export type AttachmentOptionKey = KeysWith<{ scope: 'pod' | 'attachment' }>;
+
+/** The keys of OPTIONS whose scope is in `scopes`, in table order. */
+export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ scope: S }>[] {
+  return (Object.keys(OPTIONS) as OptionKey[]).filter((k) => (scopes as OptionScope[]).includes(OPTIONS[k].scope)) as never;
+}
+
+/** What `args.cni.announce` may set for one attachment, as validated. */
+export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: ValueOf<K> };
+
+/** The schema of an `args.cni.announce` field: `enabled` or an overridable option; undefined for any other key. */
+export function overrideSchema(key: string): Schema<unknown> | undefined {
+  if (key === 'enabled') return bool();
+  return Object.hasOwn(POD_OPTIONS, key) ? POD_OPTIONS[key as OverridableField].schema : undefined;
+}
+
+/** Whether `key` is an option only the conflist sets. */
+export function isConflistOnly(key: string): boolean {
+  return Object.hasOwn(OPTIONS, key) && OPTIONS[key as OptionKey].scope !== 'pod';
+}
+
+/** Checks one option's value on its own (e.g. settings that reach the background announcer); undefined when invalid or absent. */
+export function checkOption<K extends OptionKey>(key: K, value: unknown): ValueOf<K> | undefined {
+  const checked = check(OPTIONS[key].schema as Schema<ValueOf<K>>, value);
+  return checked.ok ? (checked.value as ValueOf<K>) : undefined;
+}
+
+/** The texts of issues found in `doc`, each naming its field under `prefix`. */
+export function issueTexts(issues: readonly Issue[], doc: unknown, prefix: readonly PathSegment[]): string[] {
+  return issues.map((issue) => fieldProblem([...prefix, ...issue.path], issue.message, valueAt(doc, issue.path)));
 }

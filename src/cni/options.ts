@@ -1,25 +1,11 @@
 import type { CniArgs } from './cni-args';
 import type { PluginConfig } from './config';
-
-/** The config fields that can differ per attachment. */
-type AttachmentFields =
-  | 'ipv4'
-  | 'ipv6'
-  | 'arpOp'
-  | 'interfaces'
-  | 'mac'
-  | 'macPrefix'
-  | 'count'
-  | 'intervalMs'
-  | 'backoff'
-  | 'addWaitMs'
-  | 'readyTimeoutMs'
-  | 'conflictCheck'
-  | 'probeMs'
-  | 'probes';
+import { optionKeys, type AttachmentOptionKey } from './option-schema';
 
 /** The options in force for one attachment, after config, podOverrides, CNI_ARGS and the runtime's MAC are applied. */
-export type AnnounceOptions = Pick<PluginConfig, AttachmentFields> & { enabled: boolean };
+export type AnnounceOptions = Pick<PluginConfig, AttachmentOptionKey> & { enabled: boolean };
+
+const ATTACHMENT_OPTIONS = optionKeys('pod', 'attachment');
 
 /** A log line about how an attachment's options came about, for the command to write. */
 export interface OptionNote {
@@ -52,23 +38,11 @@ export interface RuntimeMac {
  */
 export function resolveOptions(config: PluginConfig, args: CniArgs): ResolvedOptions {
   const notes: OptionNote[] = [];
-  const options: AnnounceOptions = {
-    enabled: true,
-    ipv4: config.ipv4,
-    ipv6: config.ipv6,
-    arpOp: config.arpOp,
-    mac: config.mac,
-    macPrefix: config.macPrefix,
-    count: config.count,
-    intervalMs: config.intervalMs,
-    backoff: config.backoff,
-    addWaitMs: config.addWaitMs,
-    readyTimeoutMs: config.readyTimeoutMs,
-    conflictCheck: config.conflictCheck,
-    probeMs: config.probeMs,
-    probes: config.probes,
-  };
-  if (config.interfaces !== undefined) options.interfaces = [...config.interfaces];
+  const options = { enabled: true } as AnnounceOptions;
+  for (const key of ATTACHMENT_OPTIONS) {
+    const value = config[key];
+    if (value !== undefined) Object.assign(options, { [key]: Array.isArray(value) ? [...value] : value });
+  }
 
   const { enabled: podEnabled, ...podFields } = config.podAnnounce?.overrides ?? {};
   for (const [key, value] of Object.entries(podFields)) {

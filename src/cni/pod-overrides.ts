@@ -3,10 +3,8 @@
 // `podOverrides` lets it change; anything else it names is ignored and logged, never an error,
 // so that tightening the policy never breaks a pod's start.
 import { fieldProblem } from './field-path';
-import { issueTexts, OVERRIDE_SHAPE, PLUGIN_WIDE, type AnnounceOverrides, type PodOverride } from './option-schema';
-
-/** The default policy: a pod may only turn announcing off and keep its MAC (live-migration targets need both). */
-export const DEFAULT_POD_OVERRIDES: readonly PodOverride[] = ['enabled=false', 'mac=keep'];
+import { isConflistOnly, issueTexts, overrideSchema, type AnnounceOverrides, type PodOverride } from './option-schema';
+import { check } from './schema';
 
 /** Where `args.cni.announce` sits in the config. */
 export const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
@@ -26,8 +24,6 @@ export interface PodAnnounce {
   /** Fields left out, with the reason: ADD logs them at warn. */
   ignored: IgnoredOverride[];
 }
-
-type OverrideKey = keyof typeof OVERRIDE_SHAPE;
 
 /**
  * Applies podOverrides to the value of `args.cni.announce`: `true`, `false` (short for
@@ -52,11 +48,12 @@ export function applyPodOverrides(
   const policy = `podOverrides allows ${allowed.length === 0 ? 'nothing' : allowed.join(', ')}`;
   for (const [key, v] of Object.entries(fields)) {
     const field = `${ANNOUNCE_PATH.join('.')}.${key}`;
-    if (Object.hasOwn(PLUGIN_WIDE, key)) {
+    if (isConflistOnly(key)) {
       ignored.push({ field, value: v, reason: 'only the conflist sets it' });
       continue;
     }
-    if (!isOverrideKey(key)) continue;
+    const schema = overrideSchema(key);
+    if (schema === undefined) continue;
     if (key === 'enabled' && v === true) {
       overrides.enabled = true;
       continue;
@@ -65,20 +62,16 @@ export function applyPodOverrides(
       ignored.push({ field, value: v, reason: `not allowed: ${policy}` });
       continue;
     }
-    const parsed = OVERRIDE_SHAPE[key].safeParse(v);
-    if (!parsed.success) {
-      problems.push(...issueTexts(parsed.error.issues, v, [...ANNOUNCE_PATH, key]));
+    const parsed = check(schema, v);
+    if (!parsed.ok) {
+      problems.push(...issueTexts(parsed.issues, v, [...ANNOUNCE_PATH, key]));
       continue;
     }
-    if (allowed.includes(key as PodOverride) || allowed.includes(`${key}=${String(parsed.data)}` as PodOverride)) {
-      Object.assign(overrides, { [key]: parsed.data });
+    if (allowed.includes(key as PodOverride) || allowed.includes(`${key}=${String(parsed.value)}` as PodOverride)) {
+      Object.assign(overrides, { [key]: parsed.value });
     } else {
       ignored.push({ field, value: v, reason: `not allowed: ${policy}` });
     }
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, announce: { overrides, ignored } };
-}
-
-function isOverrideKey(key: string): key is OverrideKey {
-  return Object.hasOwn(OVERRIDE_SHAPE, key);
 }

@@ -3,7 +3,7 @@
 // request an ADD sends, and on the command line of one an ADD starts: an ADD
 // without background work gives it no job to read them from.
 import { parseFlags } from '../cli-flags';
-import { PLUGIN_WIDE } from '../cni/option-schema';
+import { checkOption } from '../cni/option-schema';
 
 /** The announcer's settings; the latest ADD's win. */
 export interface DaemonSettings {
@@ -15,10 +15,10 @@ export interface DaemonSettings {
 export function decodeSettings(value: unknown): DaemonSettings | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const { idleExitMs, metricsFile } = value as Record<string, unknown>;
-  const idle = PLUGIN_WIDE.idleExitMs.safeParse(idleExitMs);
-  const metrics = PLUGIN_WIDE.metricsFile.safeParse(metricsFile);
-  if (!idle.success || idle.data === undefined || !metrics.success) return undefined;
-  return metrics.data === undefined ? { idleExitMs: idle.data } : { idleExitMs: idle.data, metricsFile: metrics.data };
+  const idle = checkOption('idleExitMs', idleExitMs);
+  const metrics = checkOption('metricsFile', metricsFile);
+  if (idle === undefined || (metricsFile !== undefined && metrics === undefined)) return undefined;
+  return metrics === undefined ? { idleExitMs: idle } : { idleExitMs: idle, metricsFile: metrics };
 }
 
 /** Settings as arguments after `announcer daemon <stateDir>`. */
