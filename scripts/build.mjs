@@ -34,6 +34,9 @@ const PINNED_INTEGRITY = {
   '@oven/bun-linux-x64-baseline@1.4.5': 'sha512-s8yMwYcFnnrA178gji0gZbkE2WVDej/Ti1x770oPfihxyRxSMNhGhiAQNXV53aDeraZxksdvKV/RAdQBCd0qPA==',
 };
 
+/** The executable's JIT tier-up threshold scale (Bun's compile.jitPolicy; 1 is normal). */
+const JIT_POLICY = 1000;
+
 class BuildError extends Error {}
 
 function fail(message) {
@@ -214,6 +217,10 @@ async function main() {
         autoloadBunfig: false,
         autoloadTsconfig: false,
         autoloadPackageJson: false,
+        // A plugin run lives ~100 ms: JIT tiers would compile code that then runs once. Scaling the
+        // tier-up thresholds keeps it in the interpreter: ADD measured 3 MiB less peak RSS and ~10 ms
+        // less CPU, no slower. The background announcer, which mostly waits in poll(2), does not care.
+        jitPolicy: JIT_POLICY,
       },
     });
     if (!result.success) fail(result.logs.join('\n'));
