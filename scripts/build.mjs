@@ -149,6 +149,23 @@ function embedPlugin(addonAsset) {
         // What remains of the search (a require() rooted at this file, never called) would bake this
         // file's path on the build machine into the binary.
         const gone = '/koffi-addon-search-removed';
+        // node:util (for util.deprecate on aliases we never call) and node:module (for the search's
+        // require) are Bun builtins written in JS: loading them cost every ADD milliseconds and MiBs.
+        const builtins = a.path.endsWith('.cjs')
+          ? [
+              ['import_node_util = __toESM(require("node:util"));', 'import_node_util = { default: { deprecate: (fn) => fn } };'],
+              ['import_node_module = require("node:module");', ''],
+              ['require2 = (0, import_node_module.createRequire)(__filename);', 'require2 = undefined;'],
+            ]
+          : [
+              ['import util from "node:util";', 'const util = { deprecate: (fn) => fn };'],
+              ['import { createRequire } from "node:module";', ''],
+              ['var require2 = createRequire(import.meta.url);', 'var require2 = undefined;'],
+            ];
+        for (const [from, to] of builtins) {
+          if (!cut.includes(from)) fail(`${relative(root, a.path)}: ${from} not found (a new koffi version?)`);
+          cut = cut.replace(from, to);
+        }
         cut = cut
           .replaceAll('import.meta.url', JSON.stringify(`file://${gone}/index.js`))
           .replaceAll(/import\.meta\.dirname|__dirname/g, JSON.stringify(gone))
@@ -160,6 +177,12 @@ function embedPlugin(addonAsset) {
         if (a.kind === 'import-statement' && a.importer.startsWith(join(root, 'src'))) {
           fail(`${relative(root, a.importer)} imports koffi at start-up: take it from loadKoffi() in src/sys/koffi.ts`);
         }
+        return undefined;
+      });
+      // Bun's node:* builtins other than node:fs are written in JS, and the first one a run loads
+      // costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used).
+      b.onResolve({ filter: /^(node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(\/.*)?$/ }, (a) => {
+        if (a.importer.startsWith(join(root, 'src'))) fail(`${relative(root, a.importer)} imports ${a.path}: product code uses only node:fs (see src/path.ts)`);
         return undefined;
       });
       // Bun would embed any other native module itself and extract it to /tmp at run time.

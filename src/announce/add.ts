@@ -13,7 +13,7 @@ import type { FrameBudget } from './frame-budget';
 import type { Request } from '../daemon/protocol';
 import type { Asked } from '../daemon/client';
 import type { RateLimit } from './token-bucket';
-import { basename } from 'node:path';
+import { basename } from '../path';
 import { openSession, waitReady, type PodSession } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';

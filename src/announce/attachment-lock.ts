@@ -4,7 +4,7 @@
 // attachment that no longer exists; two ADDs each start a tail and only one
 // is recorded. The lock file sits next to the record: `<name>.lock`.
 import { lstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { join } from '../path';
 import type { HeldLock } from '../sys/file-lock';
 import { attachmentName } from './state';
 

@@ -1,6 +1,6 @@
 // The node-wide frame budget shared by every ADD and the background
 // announcer: one token bucket in stateDir, read and written under a lock.
-import { join } from 'node:path';
+import { join } from '../path';
 import type { Logger } from '../log';
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import type { LockFile } from './attachment-lock';

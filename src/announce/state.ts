@@ -3,7 +3,7 @@
 // attachment-lock.ts) per container ID + ifname. A record is acted on only
 // after it passed the schema of record-schema.ts and sits under its own name.
 import { readdirSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join } from '../path';
 import type { Logger } from '../log';
 import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';

@@ -1,6 +1,6 @@
 import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from '../announce/state';
-import { basename } from 'node:path';
+import { basename } from '../path';
 import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
 import type { HeldLock } from '../sys/file-lock';

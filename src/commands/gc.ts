@@ -1,4 +1,4 @@
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join } from '../path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
 import { attachmentName, readRecordFile, readRecordToActOn, removeRecordQuietly, stateDirProblem, stateEntries, stateEntryKind } from '../announce/state';
 import { cancelBackground } from './del';

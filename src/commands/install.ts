@@ -1,6 +1,6 @@
 // `announcer install --dest DIR [--also-notices]`: what a DaemonSet's init
 // container runs to put this very executable into the node's CNI bin dir.
-import { dirname, join } from 'node:path';
+import { dirname, join } from '../path';
 import type { DirProblem, InstallOutcome } from '../sys/install-file';
 
 /** The verb that selects this command on the command line. */

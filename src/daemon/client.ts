@@ -1,7 +1,7 @@
 // Talking to the background announcer of a stateDir: one request per
 // connection, every step bounded. A missing or silent announcer is never an
 // error here: callers fall back (the records in stateDir keep the work).
-import { join } from 'node:path';
+import { join } from '../path';
 import type { LockFile } from '../announce/attachment-lock';
 import type { Libc } from '../sys/libc';
 import { unlinkIfPresent } from '../sys/safe-file';

@@ -6,7 +6,7 @@
 // lock), so a killed announcer loses nothing: the next one reads them again,
 // skipping rounds whose time has passed.
 import { closeSync, constants, openSync } from 'node:fs';
-import { join } from 'node:path';
+import { join } from '../path';
 import type { Logger } from '../log';
 import type { FrameBudget } from '../announce/frame-budget';
 import { addFrames, newCounters, prometheusText, type Counters } from './counters';

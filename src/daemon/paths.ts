@@ -1,7 +1,7 @@
 // Where the background announcer's files live in stateDir. None ends in .json
 // or .lock, so records and attachment locks never mix with them.
 import { closeSync, constants, openSync } from 'node:fs';
-import { join } from 'node:path';
+import { join } from '../path';
 
 /** The control socket (mode 0600). */
 export const DAEMON_SOCKET = 'announcer-daemon.sock';

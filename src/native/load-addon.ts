@@ -10,7 +10,7 @@
 // Bun's own mechanism for embedded addons is not used: it extracts them to
 // /tmp/.bun-<uid>-<hash>.node and loads an existing file of that name as is.
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname } from '../path';
 
 // Linux, every architecture we build for: O_TMPFILE is __O_TMPFILE|O_DIRECTORY.
 const O_TMPFILE = 0o20000000 | 0o200000;

@@ -2,7 +2,7 @@
 // `daemon` and `hold-fds` (started by ADD), and the CLI verbs of cli.ts.
 // Loaded only when the executable is run with arguments.
 import { fstatSync, lstatSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join } from '../path';
 import { CLI_VERBS, runVerb } from '../cli';
 import { DAEMON_VERB, runDaemon } from '../daemon/daemon';
 import { daemonLoggers } from '../daemon/daemon-log';

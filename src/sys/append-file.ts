@@ -2,11 +2,12 @@
 // file: a FIFO with no reader would hang the command forever (open(2) O_WRONLY waits for one),
 // and a device or a planted symlink must not receive our lines.
 import { closeSync, constants, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
+import { errnoNumber } from './errno';
 import { SysError } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = constants;
-const { EINVAL, EIO } = osConstants.errno;
+const EINVAL = 22;
+const EIO = 5;
 
 /**
  * Appends `data` to the regular file at `path`, creating it with mode 0600. Throws SysError
@@ -40,6 +41,6 @@ export function appendToRegularFile(path: string, data: string | Uint8Array): vo
 function asSysError(err: unknown, operation: string): SysError {
   if (err instanceof SysError) return err;
   const code = (err as NodeJS.ErrnoException).code;
-  const errno = code === undefined ? undefined : (osConstants.errno as Record<string, number>)[code];
+  const errno = code === undefined ? undefined : errnoNumber(code);
   return new SysError(operation, errno ?? EIO, { cause: err });
 }

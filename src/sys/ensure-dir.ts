@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname } from '../path';
 
 /**
  * mkdir -p with `mode` for the directories it creates. Node 20's recursive

@@ -4,7 +4,7 @@
 // starts, so a plain copy in place could be exec'd half-written (or fail with
 // ETXTBSY while the old binary runs). Node and Bun open every file O_CLOEXEC.
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { join } from '../path';
 
 /** What installFile did. */
 export type InstallOutcome = 'installed' | 'unchanged';

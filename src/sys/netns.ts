@@ -8,12 +8,12 @@
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { CLONE_NEWNET, type Libc } from './libc';
 import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
+import { errnoNumber } from './errno';
 import { SysError } from './sys-error';
 
 const NSFS_MAGIC = 0x6e736673;
@@ -183,7 +183,7 @@ function openReadOnly(path: string): number {
     return openSync(path, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-    throw new SysError(`open ${path}`, (osConstants.errno as Record<string, number>)[code] ?? osConstants.errno.EIO, { cause: err });
+    throw new SysError(`open ${path}`, errnoNumber(code) ?? 5 /* EIO */, { cause: err });
   }
 }
 

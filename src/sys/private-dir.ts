@@ -2,7 +2,7 @@
 // name processes to signal and MACs to restore, so a directory that others
 // can write (or swap) would let them steer a root process.
 import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname } from '../path';
 import { ensureDir } from './ensure-dir';
 
 /** A directory the plugin must not use, with what to do about it in the message. */

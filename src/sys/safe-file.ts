@@ -3,7 +3,7 @@
 // leaving a half-written temporary file behind. Node and Bun open every file
 // O_CLOEXEC, so no descriptor opened here reaches a spawned tail.
 import { closeSync, constants, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { join } from '../path';
 
 const { O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = constants;
 

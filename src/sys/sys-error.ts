@@ -1,13 +1,6 @@
 // Syscall-side errors: every failed koffi call or rtnetlink request becomes a
 // SysError that carries the errno.
-import { constants } from 'node:os';
-
-// Some errnos have two names (EAGAIN/EWOULDBLOCK, ENOTSUP/EOPNOTSUPP): keep the first, the usual one.
-const ERRNO_NAMES: ReadonlyMap<number, string> = new Map(
-  Object.entries(constants.errno)
-    .reverse()
-    .map(([name, value]) => [value, name]),
-);
+import { errnoName } from './errno';
 
 /** A failed syscall or netlink request, with its errno and the operation that failed. */
 export class SysError extends Error {
@@ -20,7 +13,7 @@ export class SysError extends Error {
   readonly operation: string;
 
   constructor(operation: string, errno: number, options?: { cause?: unknown }) {
-    const code = ERRNO_NAMES.get(errno) ?? `errno ${errno}`;
+    const code = errnoName(errno) ?? `errno ${errno}`;
     super(`${operation}: ${code}`, options);
     this.errno = errno;
     this.code = code;
