@@ -52,7 +52,7 @@ test-integration: deps system-deps build
 
 ## demo: the stale-neighbour bug and its fix on a throwaway bridge and netns (needs root)
 demo: deps system-deps build
-	bash scripts/demo.sh bin
+	npx vite-node scripts/demo/main.ts
 
 ## bench: each command's start-up cost next to `node` and the Go peer, one table with budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build

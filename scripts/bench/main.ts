@@ -6,13 +6,16 @@
 // throwaway bridge pod and removes everything on exit, failure or signal.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
-import { accessSync, constants as fs, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
-import { Scope } from '../../test/integration/harness/scope';
+import { createBridgePod, type BridgePod } from '../../test/integration/harness/bridge-pod';
+import type { Scope } from '../../test/integration/harness/scope';
+import { requireExecutables, requireRoot } from '../shared/preflight';
+import { scopedMain } from '../shared/scoped-main';
 import { stopBackground, watchBackground } from './background';
 import { describeTrace, STRACE, traceRun } from './close-trace';
 import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
@@ -21,7 +24,6 @@ import { GNU_TIME, expectOk, timedRun } from './measure';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { ANNOUNCER_DEFAULTS, ANNOUNCER_ONE, announcerCommand, announcerConf, packetCloseStep, processRows, rssSample, timedStep, type Programs } from './rows';
-import { createBridgePod, type BridgePod } from './setup';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_ROUNDS = 30;
@@ -42,21 +44,14 @@ function roundsFromEnv(): number {
 
 /** Fails early, with the fix, when something the bench runs is missing. */
 function preflight(p: Omit<Programs, 'emptyFile' | 'stateDir'>): void {
-  if (process.getuid?.() !== 0) throw new Error('make bench needs root (it creates a bridge, a netns and a pod)');
-  const need: [string, string][] = [
+  requireRoot('make bench', 'it creates a bridge, a netns and a pod');
+  requireExecutables([
     [p.announcer, 'run `make build`'],
     [BRIDGE_PLUGIN, 'run `make system-deps` (containernetworking-plugins)'],
     [p.tuning, 'run `make system-deps` (containernetworking-plugins)'],
     [GNU_TIME, 'run `make system-deps` (Debian package `time`)'],
     [STRACE, 'run `make system-deps` (Debian package `strace`)'],
-  ];
-  for (const [path, fix] of need) {
-    try {
-      accessSync(path, fs.X_OK);
-    } catch {
-      throw new Error(`${path} is missing or not executable: ${fix}`);
-    }
-  }
+  ]);
   createRequire(p.probe).resolve('koffi'); // the probe's one dependency: `make deps`
 }
 
@@ -69,7 +64,7 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
 }
 
 async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'stateDir'>, rounds: number, abort: AbortSignal): Promise<void> {
-  const pod = await createBridgePod(scope);
+  const pod = await createBridgePod(scope, 'bnch');
   // One scratch dir for the node yardstick's empty file and the announcer's stateDir (the plugin creates it).
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
@@ -141,7 +136,7 @@ async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'stateDir'
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-async function main(): Promise<void> {
+await scopedMain('bench', async (scope, abort) => {
   const programs = {
     announcer: ANNOUNCER,
     tuning: join(SYSTEM_CNI_DIR, 'tuning'),
@@ -149,36 +144,7 @@ async function main(): Promise<void> {
     node: process.execPath,
     probe: resolve(HERE, 'packet-close-probe.mjs'),
   };
-  const scope = new Scope();
-  const abort = new AbortController();
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.on(sig, () => {
-      if (abort.signal.aborted) {
-        process.stderr.write(`\nbench: ${sig}: still cleaning up\n`);
-        return;
-      }
-      process.stderr.write(`\nbench: ${sig}: stopping and cleaning up\n`);
-      abort.abort(sig);
-    });
-  }
-  try {
-    const rounds = roundsFromEnv();
-    preflight(programs);
-    await bench(scope, programs, rounds, abort.signal);
-  } catch (err) {
-    // A Ctrl-C also kills the running child, whose failure may surface before the signal handler has run.
-    await new Promise(setImmediate);
-    if (!abort.signal.aborted) {
-      process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    }
-  } finally {
-    for (const e of await scope.close()) process.stderr.write(`bench: ${e.message}\n`);
-  }
-  if (abort.signal.aborted) {
-    const sig = abort.signal.reason as NodeJS.Signals;
-    process.exitCode = 128 + (osConstants.signals[sig] ?? 0);
-  }
-}
-
-await main();
+  const rounds = roundsFromEnv();
+  preflight(programs);
+  await bench(scope, programs, rounds, abort);
+});

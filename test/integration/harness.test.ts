@@ -9,9 +9,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   addBridgePod,
   allocSubnet,
+  attachPod,
   createBridge,
   createHostVeth,
   createNetns,
+  createPodNetwork,
   createStandInPod,
   decodePcap,
   hostVeth,
@@ -19,9 +21,11 @@ import {
   listLinks,
   listNetns,
   neighEntry,
+  pingOnce,
   plantStale,
   podInterface,
   readPcap,
+  routesOverlapping,
   run,
   runOk,
   RUN_TAG,
@@ -71,6 +75,22 @@ describe('Scope', () => {
     });
     await expect(outcome).rejects.toThrow('the test failed');
     expect(cleaned).toBe(true);
+  });
+
+  it('closes a child scope early on its own, or with its parent, which reports its failures', async () => {
+    const parent = new Scope();
+    const ran: string[] = [];
+    const early = parent.child('early');
+    early.defer(() => void ran.push('early'));
+    const late = parent.child('late');
+    late.defer(() => {
+      ran.push('late');
+      throw new Error('boom');
+    }, 'late step');
+    expect(await early.close()).toEqual([]);
+    expect(ran).toEqual(['early']);
+    expect((await parent.close()).map((e) => e.message)).toEqual(['cleanup "late" failed: cleanup "late step" failed: boom']);
+    expect(ran).toEqual(['early', 'late']);
   });
 });
 
@@ -129,6 +149,17 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     });
     expect((await neighEntry(bridge, ip))?.mac).toBe(podMac);
     expect((await run('ping', ['-c1', '-W5', ip])).code).toBe(0);
+  });
+
+  it('attaches pods to a bridge on a subnet of its own, and pings them', async () => {
+    const network = await createPodNetwork(scope(), PREFIX);
+    const subnet = `${network.net.v4(0)}/24`;
+    expect(await routesOverlapping(subnet)).toContain(`${subnet} dev ${network.bridge}`);
+    const pod = await attachPod(scope(), network, 5, PREFIX);
+    expect(pod.mac).toBe(podInterface(pod.prevResult)?.mac);
+    expect(pod.chained({ type: 'next' })).toEqual({ type: 'next', name: network.name, cniVersion: '1.0.0', prevResult: pod.prevResult });
+    expect(await pingOnce(pod.ip)).toMatchObject({ replied: true, rttMs: expect.stringMatching(/^[\d.]+$/) });
+    expect(await pingOnce(network.net.v4(6), 1)).toEqual({ replied: false });
   });
 
   it('decodes kernel announcements from a stand-in pod, and flags broken frames', async () => {

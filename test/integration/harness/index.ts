@@ -1,6 +1,7 @@
 // The integration-test harness: real plugins, real namespaces, real captures.
 export * from './announcer-files';
 export * from './bridge';
+export * from './bridge-pod';
 export * from './capture';
 export * from './cni';
 export * from './daemon';
@@ -12,8 +13,10 @@ export * from './neigh';
 export * from './netns';
 export * from './pcap';
 export * from './pidns';
+export * from './ping';
 export * from './privileges';
 export * from './processes';
+export * from './routes';
 export * from './scope';
 export * from './sysctl';
 export * from './tshark';

@@ -40,6 +40,17 @@ export class Scope {
     this.#steps.push({ label, fn });
   }
 
+  /**
+   * A scope of its own that the caller may close early (to undo one part
+   * before the next begins); this scope closes it at its turn otherwise, and
+   * its failures become this scope's.
+   */
+  child(label = 'child scope'): Scope {
+    const child = new Scope();
+    this.defer(async () => throwCleanupErrors(await child.close()), label);
+    return child;
+  }
+
   /** Runs every deferred step, newest first; never throws, resolves with the failures. */
   async close(): Promise<CleanupError[]> {
     this.#closed = true;
