@@ -2,18 +2,24 @@ import type { Libc } from './libc';
 import { processStartTime, type ProcessId } from './processes';
 
 /**
+ * The whole environment of a detached process. It outlives the command that starts it, so it
+ * keeps none of that command's variables (CNI_* of one pod, whatever the runtime passed); the
+ * announcer reads no variable but CNI_COMMAND, and runs no program.
+ */
+const DETACHED_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'];
+
+/**
  * Starts `...command ...args` detached: its own session, stdio on /dev/null
  * (the runtime waits for the plugin's stdout to close, so the child must not
  * hold it), no other inherited fd but `inherit`, not waited for. `command[0]`
  * is the executable's path and argv[0], so `ps` shows e.g. `/opt/cni/bin/announcer
- * tail …` (see selfCommand). posix_spawn through koffi costs under a
+ * daemon …` (see selfCommand). posix_spawn through koffi costs under a
  * millisecond; node:child_process would cost ADD ~10 ms to load.
  */
 export function spawnDetached(libc: Libc, command: readonly string[], args: readonly string[], inherit: readonly number[] = []): ProcessId {
   const path = command[0];
   if (path === undefined) throw new Error('spawnDetached: empty command');
-  const env = Object.entries(process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-  const pid = libc.spawnDetached(path, [...command, ...args], env, inherit);
+  const pid = libc.spawnDetached(path, [...command, ...args], DETACHED_ENV, inherit);
   // The start time is fixed at fork, so reading it now is safe even if exec has not happened yet.
   const startTime = processStartTime(pid);
   if (startTime === undefined) throw new Error(`background process ${pid} exited at once`);
