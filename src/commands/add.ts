@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { announceOnAdd } from '../announce/add';
+import { announceOnAdd } from '../announce/announce-on-add';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
