@@ -1,7 +1,6 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and hand the rest to the node's
 // background announcer (src/daemon) through the attachment's record.
-import { CniError, ErrorCode, isCniError } from '../cni/errors';
 import { silentLogger, type Logger, type LogLevel } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
@@ -23,6 +22,7 @@ import { checkConflictsOnAdd } from './add-probe';
 import { dropConflicting } from './conflict-probe';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
+import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
 
 /** What ADD needs from the outside world. */
 export interface AddDeps {
@@ -67,16 +67,16 @@ export interface AddJob {
 
 /**
  * Runs ADD's announcement; returns the MACs it set, by prevResult interface
- * index. stateDir must be private (code 105 naming the fix otherwise). The
+ * index. stateDir must be private (a StateError naming the fix otherwise). The
  * attachment's lock is held throughout, so a DEL or another ADD of the same
  * attachment waits for this one to finish; if it stays held longer than
- * lockWaitMs, code 11 (try again later) and nothing is changed.
+ * lockWaitMs, AttachmentBusyError and nothing is changed.
  */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, stateDirProblem(job.stateDir, err), { cause: err });
+    throw new StateError(stateDirProblem(job.stateDir, err), job.stateDir, { cause: err });
   }
   const file = recordPath(job.stateDir, job.containerId, job.ifname);
   const waitMs = lockWaitMs(job.addWaitMs);
@@ -84,11 +84,9 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   try {
     lock = await deps.lockFile(lockPath(job.stateDir, job.containerId, job.ifname), waitMs);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, `cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, { cause: err });
+    throw new StateError(`cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, job.stateDir, { cause: err });
   }
-  if (!lock) {
-    throw new CniError(ErrorCode.TryAgainLater, `another command on this attachment still runs after ${waitMs} ms: try again later`);
-  }
+  if (!lock) throw new AttachmentBusyError(waitMs);
   try {
     return await addLocked(deps, job, file);
   } finally {
@@ -136,15 +134,13 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     try {
       const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
       try {
-        if (session.missing.length > 0) {
-          throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
-        }
+        if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
         macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
         try {
           first = await firstRound(deps, job, session, startedAt, packetFds);
         } catch (err) {
           // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
-          if (isCniError(err) && err.code === ErrorCode.AddressConflict) restoreRecordedMacs(session, record, log);
+          if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, log);
           throw err;
         }
       } finally {
@@ -186,14 +182,14 @@ function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Log
 }
 
 function removeOrFail(file: string): void {
-  if (!removeRecordQuietly(file, silentLogger)) throw new CniError(ErrorCode.StateFailure, `cannot remove the state record ${file}`);
+  if (!removeRecordQuietly(file, silentLogger)) throw new StateError(`cannot remove the state record ${file}`, file);
 }
 
 function persist(stateDir: string, record: AttachmentRecord): void {
   try {
     writeRecord(stateDir, record);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, `cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
+    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, stateDir, { cause: err });
   }
 }
 
@@ -279,7 +275,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     case 'cancelled':
       return nothing; // ADD sets no cancel condition
     case 'gone':
-      throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
+      throw new InterfaceMissingError([outcome.name], job.netns, true);
     case 'ready': {
       const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
       const probeDeps = { libc: deps.libc, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
