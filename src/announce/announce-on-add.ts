@@ -13,7 +13,7 @@ import type { Request } from '../daemon/protocol';
 import type { Asked } from '../daemon/client';
 import type { RateLimit } from './token-bucket';
 import { basename } from 'node:path';
-import { openSession, waitReady, type PodSession } from './session';
+import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
@@ -27,6 +27,7 @@ import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, State
 /** What ADD needs from the outside world. */
 export interface AddDeps {
   libc: Libc;
+  open: SocketOpener;
   timers: Timers;
   log: Logger;
   /**
@@ -132,7 +133,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     let first: FirstRound;
     let macs: Map<number, string>;
     try {
-      const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+      const session = openSession(deps, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
       try {
         if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
         macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
@@ -278,7 +279,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       throw new InterfaceMissingError([outcome.name], job.netns, true);
     case 'ready': {
       const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      const probeDeps = { libc: deps.libc, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
+      const probeDeps = { libc: deps.libc, open: deps.open, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };

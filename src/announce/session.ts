@@ -1,7 +1,8 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
+import type { ArpReceiver } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
-import { openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
+import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { awaitChange } from '../sys/rtnl';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
@@ -24,12 +25,34 @@ export interface PodSession {
   close(): void;
 }
 
-/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers). */
-export function openSession(libc: Libc, netns: string, names: readonly string[], hostPeerNames: readonly string[]): PodSession {
-  const pod = openPodSockets(libc, netns);
+/** Opens sockets in the host's netns or a pod's (sys/netns.ts): injected, so that the announce layer is tested without root. */
+export interface SocketOpener {
+  pod(netns: string): PodSockets;
+  host(): HostSockets;
+  /** One ARP receiver per pod interface index, for the conflict probe. */
+  arpReceivers(netns: string, ifindexes: readonly number[]): ArpReceiver[];
+}
+
+/** The real sockets, through the one netns switch. */
+export function netnsSockets(libc: Libc): SocketOpener {
+  return {
+    pod: (netns) => openPodSockets(libc, netns),
+    host: () => openHostSockets(libc),
+    arpReceivers: (netns, ifindexes) => openArpReceivers(libc, netns, ifindexes),
+  };
+}
+
+/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers); `libc` polls their event sockets. */
+export function openSession(
+  { libc, open }: { libc: Libc; open: SocketOpener },
+  netns: string,
+  names: readonly string[],
+  hostPeerNames: readonly string[],
+): PodSession {
+  const pod = open.pod(netns);
   let host: HostSockets | undefined;
   try {
-    host = openHostSockets(libc);
+    host = open.host();
     const interfaces: ResolvedInterface[] = [];
     const missing: string[] = [];
     for (const name of names) {

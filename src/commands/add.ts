@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { announceOnAdd } from '../announce/announce-on-add';
+import { netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
@@ -30,6 +31,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
     const macs = await announceOnAdd(
       {
         libc: deps.libc(),
+        open: netnsSockets(deps.libc()),
         timers: deps.timers,
         log,
         askDaemon: deps.askDaemon,

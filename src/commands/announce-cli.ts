@@ -8,7 +8,7 @@ import type { Logger } from '../log';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
 import { sendRound, totalFrames } from '../announce/round';
-import { openSession, waitReady, type PodSession } from '../announce/session';
+import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';
 import type { Timers } from '../announce/timers';
 import type { Libc } from '../sys/libc';
 import { checkNetnsPath } from '../sys/netns';
@@ -22,6 +22,7 @@ const SPEC = { netns: 'string', ifname: 'string', count: 'int', interval: 'int',
 /** What `announce` needs from the process. */
 export interface AnnounceCliDeps {
   libc: Libc;
+  open: SocketOpener;
   timers: Timers;
   log: Logger;
   out(line: string): void;
@@ -79,7 +80,7 @@ function refuseUnlessPodNetns(libc: Libc, netns: string): void {
 }
 
 async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, waitMs: number, what: string): Promise<string> {
-  const session = openSession(deps.libc, netns, [ifname], []);
+  const session = openSession(deps, netns, [ifname], []);
   try {
     const iface = session.interfaces[0];
     if (!iface) throw new Refusal(`interface ${ifname} not found in ${netns}`);

@@ -507,7 +507,7 @@ class Daemon {
     let conflicts;
     try {
       const handOff = (fds: readonly number[]): void => fds.forEach((fd) => this.deps.closeInBackground(fd));
-      conflicts = probePod({ libc: this.deps.libc, timers: this.deps.timers, log: w.log, handOff }, session, w.job.netns, frames, check, false);
+      conflicts = probePod({ libc: this.deps.libc, open: this.deps.open, timers: this.deps.timers, log: w.log, handOff }, session, w.job.netns, frames, check, false);
     } catch (err) {
       this.counters.errors++;
       w.log.error('conflict probe failed: announcing without it', { error: err });

@@ -9,7 +9,7 @@ import { netnsIdAt } from '../sys/netns';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
 import { buildRound, sendFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
-import { openSession, readiness, type PodSession } from '../announce/session';
+import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { TailJob } from '../announce/tail-job';
 
 /** The pod sockets and targets of a deferred wait. */
@@ -27,6 +27,7 @@ export type PodLook =
 /** What the rounds need from the process. */
 export interface RoundDeps {
   libc: Libc;
+  open: SocketOpener;
   /** Closes a packet socket on another thread: its close waits for an RCU grace period. */
   closeInBackground(fd: number): void;
 }
@@ -43,7 +44,7 @@ export function openForJob(deps: RoundDeps, job: TailJob): DeferredSession | { g
   let session: PodSession;
   try {
     session = openSession(
-      deps.libc,
+      deps,
       job.netns,
       job.interfaces.map((i) => i.name),
       job.hostPeerNames,
