@@ -1,23 +1,21 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and hand the rest to the node's
 // background announcer (src/daemon) through the attachment's record.
-import { silentLogger, type Logger, type LogLevel } from '../log';
+import { silentLogger, type Logger } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
-import type { NetnsId } from '../sys/netns';
 import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import type { FrameBudget } from './frame-budget';
 import type { Request } from '../daemon/protocol';
 import type { Asked } from '../daemon/client';
-import type { RateLimit } from './token-bucket';
 import { basename } from 'node:path';
 import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import type { ConflictCheckJob, TailJob } from './tail-job';
+import type { TailJob } from './tail-job';
 import { checkConflictsOnAdd } from './add-probe';
 import { dropConflicting } from './conflict-probe';
 import { restoreRecordedMacs } from './undo-macs';
@@ -43,27 +41,19 @@ export interface AddDeps {
   closeAfterExit(fds: readonly number[]): void;
 }
 
+/** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
+type SharedWithJob = 'network' | 'containerId' | 'ifname' | 'netns' | 'netnsId' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
+
 /** One attachment's ADD. */
-export interface AddJob {
-  network: string;
-  containerId: string;
-  ifname: string;
-  netns: string;
-  netnsId: NetnsId;
+export interface AddJob extends Pick<TailJob, SharedWithJob> {
   stateDir: string;
   plan: AnnouncePlan;
   /** False when the attachment opted out: MACs are still applied, nothing is sent. */
   announce: boolean;
   addWaitMs: number;
   readyTimeoutMs: number;
-  logFile?: string | undefined;
-  logLevel: LogLevel;
-  /** Handed to the background announcer with the job. */
+  /** Handed to the background announcer with every request, and with the job. */
   idleExitMs: number;
-  metricsFile?: string | undefined;
-  rateLimit?: RateLimit | undefined;
-  /** Probe for IPv4 conflicts before round 1 (conflictCheck warn or fail); absent: off. */
-  conflictCheck?: ConflictCheckJob | undefined;
 }
 
 /**
@@ -244,33 +234,24 @@ interface FirstRound {
  */
 async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
   const { log, timers } = deps;
-  const plan = job.plan;
+  // `shared`: the fields the background job carries as they are.
+  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
   const nothing: FirstRound = { sent: NO_FRAMES };
-  if (!job.announce) {
+  if (!announce) {
     log.info('announcements disabled for this attachment: sending nothing');
     return nothing;
   }
   if (plan.schedule.length === 0) return nothing;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return nothing;
-  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(job.addWaitMs, job.readyTimeoutMs), timers });
+  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(addWaitMs, readyTimeoutMs), timers });
   const base: TailJob = {
-    network: job.network,
-    containerId: job.containerId,
-    ifname: job.ifname,
-    netns: job.netns,
-    netnsId: job.netnsId,
+    ...shared,
     interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),
     hostPeerNames: plan.hostPeerNames,
     arpOps: plan.arpOps,
     schedule: plan.schedule,
-    readyDeadline: startedAt + job.readyTimeoutMs,
-    logFile: job.logFile,
-    logLevel: job.logLevel,
-    idleExitMs: job.idleExitMs,
-    metricsFile: job.metricsFile,
-    rateLimit: job.rateLimit,
-    conflictCheck: job.conflictCheck,
+    readyDeadline: startedAt + readyTimeoutMs,
   };
   switch (outcome.kind) {
     case 'cancelled':
@@ -283,7 +264,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };
-      const sent = await sendWithinBudget(deps, frames.length, timers.now() + job.addWaitMs, () => sendFrames(session.pod.packet, frames, log));
+      const sent = await sendWithinBudget(deps, frames.length, timers.now() + addWaitMs, () => sendFrames(session.pod.packet, frames, log));
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       // Later rounds leave out what the probe found in use, too.
       const interfaces = dropConflicting(base.interfaces, conflicts);
@@ -292,11 +273,11 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       return more ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } } : { sent, conflicts: found };
     }
     case 'timeout':
-      if (job.readyTimeoutMs <= job.addWaitMs) {
-        log.warn('pod not ready in time: not announcing', { waitedMs: job.readyTimeoutMs, waitingFor: outcome.reasons });
+      if (readyTimeoutMs <= addWaitMs) {
+        log.warn('pod not ready in time: not announcing', { waitedMs: readyTimeoutMs, waitingFor: outcome.reasons });
         return nothing;
       }
-      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: job.addWaitMs, waitingFor: outcome.reasons });
+      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: addWaitMs, waitingFor: outcome.reasons });
       return { sent: NO_FRAMES, later: base };
   }
 }

@@ -86,12 +86,6 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/** A valid record, or undefined when there is none or it is invalid (for readers that only look). */
-export function readRecord(file: string): AttachmentRecord | undefined {
-  const read = readRecordFile(file);
-  return read.kind === 'ok' ? read.record : undefined;
-}
-
 /**
  * Reads a record for a command that will act on it (ADD, DEL, GC): an invalid
  * one is logged and removed, never returned. Call it holding the attachment's lock.

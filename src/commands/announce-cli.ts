@@ -7,7 +7,7 @@ import { ifnameProblem } from '../cni/ifname';
 import type { Logger } from '../log';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
-import { sendRound, totalFrames } from '../announce/round';
+import { buildRound, sendFrames, totalFrames } from '../announce/round';
 import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';
 import type { Timers } from '../announce/timers';
 import type { Libc } from '../sys/libc';
@@ -92,7 +92,7 @@ async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, wa
       if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.kind === 'timeout' ? outcome.reasons.join('; ') : outcome.kind}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
-    const sent = sendRound(session.pod.packet, outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log);
+    const sent = sendFrames(session.pod.packet, buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log), deps.log);
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {
     session.close();

@@ -6,7 +6,6 @@ import { afterEach, beforeEach, describe, it, expect } from 'vitest';
 import {
   attachmentName,
   listRecords,
-  readRecord,
   readRecordFile,
   recordPath,
   removeRecord,
@@ -39,6 +38,12 @@ const JOB = {
 };
 
 const mode = (path: string): number => statSync(path).mode & 0o777;
+
+/** The record at `file` when it is valid. */
+function readRecord(file: string): AttachmentRecord | undefined {
+  const read = readRecordFile(file);
+  return read.kind === 'ok' ? read.record : undefined;
+}
 
 let tmp: string;
 let stateDir: string;
