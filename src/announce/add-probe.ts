@@ -4,7 +4,7 @@ import { AddressConflictError } from './errors';
 import { probePod, type PodProbeDeps } from './probe-pod';
 import type { OutgoingFrame } from './round';
 import type { PodSession } from './session';
-import type { ConflictCheckJob } from './tail-job';
+import type { ConflictCheckJob } from './background-job';
 
 /** What the check leaves to send, and the addresses it left out. */
 export interface CheckedRound {

@@ -15,7 +15,7 @@ import { openSession, waitReady, type PodSession, type SocketOpener } from './se
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import type { TailJob } from './tail-job';
+import type { BackgroundJob } from './background-job';
 import { checkConflictsOnAdd } from './add-probe';
 import { dropConflicting } from './conflict-probe';
 import { restoreRecordedMacs } from './undo-macs';
@@ -45,7 +45,7 @@ export interface AddDeps {
 type SharedWithJob = 'network' | 'containerId' | 'ifname' | 'netns' | 'netnsId' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
 
 /** One attachment's ADD. */
-export interface AddJob extends Pick<TailJob, SharedWithJob> {
+export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   stateDir: string;
   plan: AnnouncePlan;
   /** False when the attachment opted out: MACs are still applied, nothing is sent. */
@@ -224,7 +224,7 @@ function applyTargetMacs(
 interface FirstRound {
   sent: FrameCounts;
   conflicts?: number;
-  later?: TailJob;
+  later?: BackgroundJob;
 }
 
 /**
@@ -245,7 +245,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return nothing;
   const outcome = await waitReady(session, targets, { timeoutMs: Math.min(addWaitMs, readyTimeoutMs), timers });
-  const base: TailJob = {
+  const base: BackgroundJob = {
     ...shared,
     interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),
     hostPeerNames: plan.hostPeerNames,

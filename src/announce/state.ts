@@ -9,7 +9,7 @@ import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { checkRecord } from './record-schema';
-import type { TailJob } from './tail-job';
+import type { BackgroundJob } from './background-job';
 
 /** What is recorded about one attachment. */
 export interface AttachmentRecord {
@@ -22,7 +22,7 @@ export interface AttachmentRecord {
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
   /** The background announcer's work order (src/daemon): it reads it from here. */
-  job?: TailJob | undefined;
+  job?: BackgroundJob | undefined;
 }
 
 /** Records are small; anything larger is not one of ours. */

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../log';
 import { listRecords, readRecordFile } from '../announce/state';
-import type { TailJob } from '../announce/tail-job';
+import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import type { AttachmentStatus } from './protocol';
@@ -15,11 +15,11 @@ import { CHECK_MS, dropDeferred, netnsAlive, runDeferred, runRound, type Ended, 
 export interface JobDeps extends RoundDeps {
   stateDir: string;
   /** A logger for one job (each job carries its network's logFile). */
-  jobLog(job: TailJob): Logger;
+  jobLog(job: BackgroundJob): Logger;
 }
 
 /** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
-function sameJob(a: TailJob, b: TailJob): boolean {
+function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
   return a.netnsId.dev === b.netnsId.dev && a.netnsId.ino === b.netnsId.ino && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
 }
 
@@ -32,13 +32,13 @@ export class Jobs {
    * would take a deferred job up again and announce the pod once more, in a
    * loop until readyDeadline, and a pod gone mid-burst until its last round.
    */
-  private readonly ended = new Map<string, TailJob>();
+  private readonly ended = new Map<string, BackgroundJob>();
 
   /** `scheduled` hears of every job taken up (the announcer takes its settings from the latest). */
   constructor(
     private readonly deps: JobDeps,
     private readonly counters: Counters,
-    private readonly scheduled: (job: TailJob) => void,
+    private readonly scheduled: (job: BackgroundJob) => void,
   ) {}
 
   get size(): number {
@@ -92,7 +92,7 @@ export class Jobs {
     w.dueAt = dueAt;
   }
 
-  private schedule(name: string, job: TailJob, how: 'added' | 'recovered'): void {
+  private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered'): void {
     const log = this.deps.jobLog(job);
     this.scheduled(job);
     const now = this.deps.timers.bootMs();

@@ -13,7 +13,7 @@ import { describeConflict, dropConflicting, withoutConflicts } from '../announce
 import { probePod } from '../announce/probe-pod';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
-import type { TailJob } from '../announce/tail-job';
+import type { BackgroundJob } from '../announce/background-job';
 import type { Timers } from '../announce/timers';
 import type { RateLimit } from '../announce/token-bucket';
 import { addFrames, type Counters } from './counters';
@@ -32,7 +32,7 @@ export interface DeferredSession {
 export interface Work {
   /** The record's file name in stateDir. */
   name: string;
-  job: TailJob;
+  job: BackgroundJob;
   log: Logger;
   firstRoundAt: number | undefined;
   /** Index of the next round; schedule.length when done. */
@@ -63,13 +63,13 @@ export interface Ended {
 }
 
 /** Whether the job's netns path still names the netns ADD saw. */
-export function netnsAlive(job: TailJob): boolean {
+export function netnsAlive(job: BackgroundJob): boolean {
   const now = netnsIdAt(job.netns);
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
 /** Opens the pod's sockets and resolves the job's interfaces; 'gone' when the pod or one interface is. */
-function openForJob(deps: RoundDeps, job: TailJob): DeferredSession | { gone: string } {
+function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
   if (!netnsAlive(job)) return { gone: 'pod netns gone' };
   let session: PodSession;
   try {
@@ -86,7 +86,7 @@ function openForJob(deps: RoundDeps, job: TailJob): DeferredSession | { gone: st
 }
 
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
-function look(open: DeferredSession, job: TailJob, log: Logger) {
+function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
   if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;

@@ -6,7 +6,7 @@ import { processStartTime, type ProcessId } from './processes';
  * (the runtime waits for the plugin's stdout to close, so the child must not
  * hold it), no other inherited fd but `inherit`, not waited for. `command[0]`
  * is the executable's path and argv[0], so `ps` shows e.g. `/opt/cni/bin/announcer
- * tail …` (see selfCommand). posix_spawn through koffi costs under a
+ * daemon …` (see selfCommand). posix_spawn through koffi costs under a
  * millisecond; node:child_process would cost ADD ~10 ms to load.
  */
 export function spawnDetached(libc: Libc, command: readonly string[], args: readonly string[], inherit: readonly number[] = []): ProcessId {
