@@ -254,8 +254,6 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
     readyDeadline: startedAt + readyTimeoutMs,
   };
   switch (outcome.kind) {
-    case 'cancelled':
-      return nothing; // ADD sets no cancel condition
     case 'gone':
       throw new InterfaceMissingError([outcome.name], job.netns, true);
     case 'ready': {

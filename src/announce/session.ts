@@ -79,39 +79,24 @@ export function openSession(
 }
 
 /** How a readiness wait ended. */
-export type ReadyOutcome =
-  | { kind: 'ready'; inputs: RoundInput[] }
-  | { kind: 'timeout'; reasons: string[] }
-  | { kind: 'gone'; name: string }
-  | { kind: 'cancelled' };
-
-/** Bounds and escape hatch of a readiness wait. */
-export interface ReadyWait {
-  timeoutMs: number;
-  timers: Pick<Timers, 'now'>;
-  /** Checked at least every `checkEveryMs`: the wait ends as 'cancelled' once it returns true. */
-  cancelled?: () => boolean;
-  checkEveryMs?: number;
-}
+export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
 
 /**
  * Waits, driven by rtnetlink notifications (pod links and addresses, host
  * links and bridge ports), until every target interface is ready, one is gone,
- * the wait is cancelled, or `timeoutMs` passes.
+ * or `timeoutMs` passes.
  */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  wait: ReadyWait,
+  wait: { timeoutMs: number; timers: Pick<Timers, 'now'> },
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
-  const slice = wait.checkEveryMs ?? Infinity;
   const outcome = await waitUntil<ReadyOutcome>({
     timeoutMs: wait.timeoutMs,
     timers: wait.timers,
-    nextChange: async (ms) => session.awaitChange(Math.min(ms, slice)),
+    nextChange: async (ms) => session.awaitChange(ms),
     evaluate: async () => {
-      if (wait.cancelled?.()) return { kind: 'cancelled' };
       const now = readiness(session, targets);
       if (now.kind === 'waiting') {
         reasons = now.reasons;

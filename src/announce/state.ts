@@ -100,10 +100,10 @@ export function readRecordToActOn(file: string, log: Logger): AttachmentRecord |
   return undefined;
 }
 
-/** removeRecord, logging a failure instead of throwing (for error paths, whose own error must win). */
+/** Removes a record (a missing one is fine); a failure is logged, not thrown, and false. */
 export function removeRecordQuietly(file: string, log: Logger): boolean {
   try {
-    removeRecord(file);
+    unlinkIfPresent(file);
     return true;
   } catch (err) {
     log.error('cannot remove state record', { file, error: err });
@@ -126,11 +126,6 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
  */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
   return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
-}
-
-/** Removes a record; a missing one is fine, other failures throw. */
-export function removeRecord(file: string): void {
-  unlinkIfPresent(file);
 }
 
 /** What an entry of stateDir is, by its name. */

@@ -89,7 +89,7 @@ async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, wa
     const outcome = await waitReady(session, [{ ...target, iface }], { timeoutMs: waitMs, timers: deps.timers });
     if (outcome.kind === 'gone') throw new Refusal(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
-      if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.kind === 'timeout' ? outcome.reasons.join('; ') : outcome.kind}`);
+      if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
     const sent = sendFrames(session.pod.packet, buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log), deps.log);

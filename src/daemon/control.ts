@@ -26,15 +26,10 @@ export interface ControlDeps {
   closeInBackground(fd: number): void;
 }
 
-interface Client {
-  fd: number;
-  until: number;
-}
-
 /** The listening socket and its connected clients. */
 export class ControlSocket {
   private listenFd: number | undefined;
-  private readonly clients: Client[] = [];
+  private readonly clients: { fd: number; until: number }[] = [];
   /** One buffer for every request: a request is read and answered before the next. */
   private readonly receiveBuffer = Buffer.alloc(MAX_MESSAGE_BYTES);
   /** Sockets ADDs handed over, closed once their time comes. */
@@ -116,7 +111,7 @@ export class ControlSocket {
     }
   }
 
-  private serveOne(client: Client): void {
+  private serveOne(client: { fd: number; until: number }): void {
     const buf = this.receiveBuffer;
     let done = true;
     try {

@@ -74,22 +74,17 @@ export class Jobs {
     if (ended && sameJob(ended, read.record.job)) return true; // read from the record, and already done here
     const current = this.works.get(name);
     if (current && sameJob(current.job, read.record.job)) {
-      // Until a round went out here, it gets the grace of work handed over; after, it keeps
-      // its progress (starting over would send a round twice).
-      if (!current.deferred && current.roundsSent === 1) this.regrace(current);
+      // Recovered work that its ADD turns out to have just handed over: until a round went out here, rounds up to
+      // LATE_GRACE_MS late still go out; after, it keeps its progress (starting over would send a round twice).
+      if (!current.deferred && current.roundsSent === 1) {
+        const { index, dueAt } = nextRound(current.job.schedule, current.firstRoundAt!, 1, this.deps.timers.bootMs(), LATE_GRACE_MS);
+        if (dueAt !== undefined) [current.next, current.dueAt] = [index, dueAt];
+      }
       return true;
     }
     this.forget(name, undefined);
     this.schedule(name, read.record.job, 'added');
     return false;
-  }
-
-  /** Recovered work that its ADD turns out to have just handed over: rounds up to LATE_GRACE_MS late still go out. */
-  private regrace(w: Work): void {
-    const { index, dueAt } = nextRound(w.job.schedule, w.firstRoundAt!, 1, this.deps.timers.bootMs(), LATE_GRACE_MS);
-    if (dueAt === undefined) return;
-    w.next = index;
-    w.dueAt = dueAt;
   }
 
   private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered'): void {

@@ -106,18 +106,12 @@ export function dropDeferred(deps: RoundDeps, w: Work): void {
 }
 
 /** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */
-async function sendBudgeted(
-  deps: RoundDeps,
-  w: Work,
-  session: PodSession,
-  frames: readonly OutgoingFrame[],
-  onCredit: boolean,
-): Promise<{ ok: true; sent: FrameCounts } | { ok: false; waitMs: number }> {
+async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frames: readonly OutgoingFrame[], onCredit: boolean) {
   let sent: FrameCounts = NO_FRAMES;
   const taken = await deps.budget(w.job.rateLimit).take(frames.length, () => deps.timers.bootMs(), onCredit, () => {
     sent = sendFrames(session.pod.packet, frames, w.log);
   });
-  return taken.ok ? { ok: true, sent } : taken;
+  return taken.ok ? { ok: true as const, sent } : taken;
 }
 
 /** Moves to the next round still worth sending; false when the burst is over. */

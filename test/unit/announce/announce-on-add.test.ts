@@ -8,7 +8,7 @@ import { announceOnAdd, type AddDeps, type AddJob } from '../../../src/announce/
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import type { SocketOpener } from '../../../src/announce/session';
 import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
-import type { TailJob } from '../../../src/announce/tail-job';
+import type { BackgroundJob } from '../../../src/announce/background-job';
 import type { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
 import type { Asked } from '../../../src/daemon/client';
@@ -147,7 +147,7 @@ async function cniFailure(run: Promise<unknown>): Promise<{ code: number; msg: s
 
 /** A record with background work still pending, as an earlier ADD of the attachment leaves it. */
 function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
-  const pending: TailJob = {
+  const pending: BackgroundJob = {
     network: 'net',
     containerId: 'c1',
     ifname: 'eth0',
