@@ -8,7 +8,7 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log';
-import { totalFrames, type FrameCounts } from '../announce/round';
+import { totalFrames } from '../announce/round';
 import type { TryLock } from '../sys/flock';
 import { ControlSocket, type ControlDeps } from './control';
 import { addFrames, newCounters, prometheusText } from './counters';
@@ -143,31 +143,23 @@ class Daemon {
   }
 
   private handle(request: Request): Reply {
-    // A daemon started by an ADD without background work has no job to take its settings from.
-    if ((request.op === 'sync' || request.op === 'count') && request.settings) this.settings = request.settings;
-    switch (request.op) {
-      case 'sync':
-        this.bump(request.sent);
-        // A job kept as read from its record had its conflicts counted from there.
-        if (!this.jobs.sync(request.record)) this.counters.conflicts += request.conflicts ?? 0;
-        return { ok: true };
-      case 'cancel':
-        this.jobs.forget(request.record, 'cancelled');
-        return { ok: true };
-      case 'count':
-        this.bump(request.sent);
-        this.counters.conflicts += request.conflicts ?? 0;
-        return { ok: true };
-      case 'status':
-        return { ok: true, status: { pid: process.pid, attachments: this.jobs.status(this.deps.timers.bootMs()), counters: structuredClone(this.counters) } };
+    if (request.op === 'status') {
+      return { ok: true, status: { pid: process.pid, attachments: this.jobs.status(this.deps.timers.bootMs()), counters: structuredClone(this.counters) } };
     }
-  }
-
-  /** Counts a round 1 that an ADD sent. */
-  private bump(sent: FrameCounts): void {
-    if (totalFrames(sent) === 0) return;
-    addFrames(this.counters, sent);
-    this.counters.rounds.sent++;
+    if (request.op === 'cancel') {
+      this.jobs.forget(request.record, 'cancelled');
+      return { ok: true };
+    }
+    // A daemon started by an ADD without background work has no job to take its settings from.
+    if (request.settings) this.settings = request.settings;
+    // What the ADD's round 1 sent.
+    if (totalFrames(request.sent) > 0) {
+      addFrames(this.counters, request.sent);
+      this.counters.rounds.sent++;
+    }
+    // A job kept as read from its record had its conflicts counted from there.
+    if (request.op === 'count' || !this.jobs.sync(request.record)) this.counters.conflicts += request.conflicts ?? 0;
+    return { ok: true };
   }
 
   private flushMetrics(force: boolean): void {

@@ -114,8 +114,8 @@ async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frame
   return taken.ok ? { ok: true as const, sent } : taken;
 }
 
-/** Moves to the next round still worth sending; false when the burst is over. */
-function advance(w: Work, now: number, counters: Counters): boolean {
+/** Moves to the next round still worth sending; ended when the burst is over. */
+function advance(w: Work, now: number, counters: Counters): Ended | undefined {
   const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
   if (skipped > 0) {
     counters.rounds.skippedLate += skipped;
@@ -124,7 +124,7 @@ function advance(w: Work, now: number, counters: Counters): boolean {
   w.next = index;
   w.dueAt = dueAt;
   w.delayed = false;
-  return dueAt !== undefined;
+  return dueAt === undefined ? { why: undefined } : undefined;
 }
 
 function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
@@ -175,7 +175,7 @@ export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, 
   w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(taken.sent), deferred: true });
   w.firstRoundAt = now;
   w.next = 1;
-  return advance(w, now, counters) ? undefined : { why: undefined };
+  return advance(w, now, counters);
 }
 
 /**
@@ -227,7 +227,7 @@ export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now
     closeSession(deps, opened.session);
   }
   w.next++;
-  return advance(w, now, counters) ? undefined : { why: undefined };
+  return advance(w, now, counters);
 }
 
 /** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
@@ -242,5 +242,5 @@ function heldBack(w: Work, now: number, waitMs: number, counters: Counters): End
   counters.rateLimited.dropped++;
   w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
   w.next++;
-  return advance(w, now, counters) ? undefined : { why: undefined };
+  return advance(w, now, counters);
 }
