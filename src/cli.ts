@@ -6,6 +6,7 @@ import { install, INSTALL_VERB } from './commands/install';
 import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
 import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
+import { netnsSockets } from './announce/session';
 import { realTimers } from './announce/timers';
 import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
 import { statusCommand, STATUS_VERB } from './commands/status-cli';
@@ -33,7 +34,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     const libc = loadLibc();
     const timers = realTimers(() => libc.bootTimeMs());
     const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
-    if (verb === ANNOUNCE_VERB) return announceCommand({ libc, timers, log: silentLogger, ...io }, args);
+    if (verb === ANNOUNCE_VERB) return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
     const sockets = loadUnixSockets();
     const client = { libc, sockets, now: timers.now };
     return statusCommand(

@@ -39,7 +39,7 @@ export interface InterfacePlan {
   targetMac: Buffer | undefined;
 }
 
-/** Everything ADD (and the background tail) needs to announce an attachment. */
+/** Everything ADD (and the background announcer) needs to announce an attachment. */
 export interface AnnouncePlan {
   interfaces: InterfacePlan[];
   /** prevResult's host-side interface names: hints for finding veth peers. */

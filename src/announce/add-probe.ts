@@ -1,10 +1,10 @@
 // ADD's conflict check before round 1 (conflictCheck warn or fail).
-import { CniError, ErrorCode } from '../cni/errors';
 import { describeConflict, withoutConflicts, type AddressConflict } from './conflict-probe';
+import { AddressConflictError } from './errors';
 import { probePod, type PodProbeDeps } from './probe-pod';
 import type { OutgoingFrame } from './round';
 import type { PodSession } from './session';
-import type { ConflictCheckJob } from './tail-job';
+import type { ConflictCheckJob } from './background-job';
 
 /** What the check leaves to send, and the addresses it left out. */
 export interface CheckedRound {
@@ -14,11 +14,11 @@ export interface CheckedRound {
 
 /**
  * Probes the IPv4 addresses of round 1 (`frames`) before they are announced.
- * - fail: the first conflict ends the window and fails ADD with code 106,
- *   naming the address, the other host's MAC and the interface. Nothing is sent.
+ * - fail: the first conflict ends the window and fails ADD (AddressConflictError,
+ *   naming the address, the other host's MAC and the interface). Nothing is sent.
  * - warn: each conflicting address is logged and left out; the rest is sent.
- * A probe that cannot run fails ADD under fail (its error: code 100 for a
- * syscall) and is logged under warn, where the round goes out unprobed.
+ * A probe that cannot run fails ADD under fail (with its own error) and is
+ * logged under warn, where the round goes out unprobed.
  */
 export function checkConflictsOnAdd(
   deps: PodProbeDeps,
@@ -36,10 +36,7 @@ export function checkConflictsOnAdd(
     return { frames: [...frames], conflicts: [] };
   }
   if (conflicts.length === 0) return { frames: [...frames], conflicts };
-  if (check.action === 'fail') {
-    const all = conflicts.map(describeConflict).join('; ');
-    throw new CniError(ErrorCode.AddressConflict, `IPv4 address conflict: ${all}: announcing nothing (conflictCheck: fail)`);
-  }
+  if (check.action === 'fail') throw new AddressConflictError(conflicts);
   for (const c of conflicts) {
     deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
   }

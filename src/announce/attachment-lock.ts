@@ -1,8 +1,8 @@
 // The per-attachment lock: ADD and DEL of one attachment (and GC's removal of
 // it) never overlap. Without it, a DEL that arrives while ADD still waits for
-// readiness finds no record and returns, and ADD then starts a tail for an
-// attachment that no longer exists; two ADDs each start a tail and only one
-// is recorded. The lock file sits next to the record: `<name>.lock`.
+// readiness finds no record and returns, and ADD then hands background work
+// over for an attachment that no longer exists; two ADDs each hand a job over
+// and only one is recorded. The lock file sits next to the record: `<name>.lock`.
 import { lstatSync } from 'node:fs';
 import { join } from '../path';
 import type { HeldLock } from '../sys/file-lock';

@@ -3,15 +3,15 @@
 import type { Logger } from '../log';
 import { readArpFrames } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
-import { openArpReceivers } from '../sys/netns';
 import { ConflictProbe, probeTargets, runProbe, type AddressConflict, type ProbeSettings } from './conflict-probe';
 import type { OutgoingFrame } from './round';
-import type { PodSession } from './session';
+import type { PodSession, SocketOpener } from './session';
 import type { Timers } from './timers';
 
 /** What probing a pod needs from the process. */
 export interface PodProbeDeps {
   libc: Libc;
+  open: SocketOpener;
   timers: Pick<Timers, 'now'>;
   log: Logger;
   /**
@@ -41,8 +41,7 @@ export function probePod(
   const setUpAt = deps.timers.now();
   const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
   // Open before the first probe goes out, so that no answer is missed.
-  const receivers = openArpReceivers(
-    deps.libc,
+  const receivers = deps.open.arpReceivers(
     netns,
     targets.map((t) => t.index),
   );

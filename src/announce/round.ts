@@ -59,16 +59,3 @@ export function sendFrames(packet: PacketSocket, frames: readonly OutgoingFrame[
   }
   return sent;
 }
-
-/** Builds and sends one round; returns what was sent, by kind. */
-export function sendRound(
-  packet: PacketSocket,
-  inputs: readonly RoundInput[],
-  arpOps: readonly ArpOp[],
-  router: boolean,
-  log: Logger,
-): FrameCounts {
-  const sent = sendFrames(packet, buildRound(inputs, arpOps, router, log), log);
-  log.debug('round sent', { frames: totalFrames(sent), ...sent });
-  return sent;
-}

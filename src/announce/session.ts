@@ -1,7 +1,8 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
+import type { ArpReceiver } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
-import { openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
+import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { awaitChange } from '../sys/rtnl';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
@@ -24,12 +25,34 @@ export interface PodSession {
   close(): void;
 }
 
-/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers). */
-export function openSession(libc: Libc, netns: string, names: readonly string[], hostPeerNames: readonly string[]): PodSession {
-  const pod = openPodSockets(libc, netns);
+/** Opens sockets in the host's netns or a pod's (sys/netns.ts): injected, so that the announce layer is tested without root. */
+export interface SocketOpener {
+  pod(netns: string): PodSockets;
+  host(): HostSockets;
+  /** One ARP receiver per pod interface index, for the conflict probe. */
+  arpReceivers(netns: string, ifindexes: readonly number[]): ArpReceiver[];
+}
+
+/** The real sockets, through the one netns switch. */
+export function netnsSockets(libc: Libc): SocketOpener {
+  return {
+    pod: (netns) => openPodSockets(libc, netns),
+    host: () => openHostSockets(libc),
+    arpReceivers: (netns, ifindexes) => openArpReceivers(libc, netns, ifindexes),
+  };
+}
+
+/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers); `libc` polls their event sockets. */
+export function openSession(
+  { libc, open }: { libc: Libc; open: SocketOpener },
+  netns: string,
+  names: readonly string[],
+  hostPeerNames: readonly string[],
+): PodSession {
+  const pod = open.pod(netns);
   let host: HostSockets | undefined;
   try {
-    host = openHostSockets(libc);
+    host = open.host();
     const interfaces: ResolvedInterface[] = [];
     const missing: string[] = [];
     for (const name of names) {
@@ -56,39 +79,24 @@ export function openSession(libc: Libc, netns: string, names: readonly string[],
 }
 
 /** How a readiness wait ended. */
-export type ReadyOutcome =
-  | { kind: 'ready'; inputs: RoundInput[] }
-  | { kind: 'timeout'; reasons: string[] }
-  | { kind: 'gone'; name: string }
-  | { kind: 'cancelled' };
-
-/** Bounds and escape hatch of a readiness wait. */
-export interface ReadyWait {
-  timeoutMs: number;
-  timers: Pick<Timers, 'now'>;
-  /** Checked at least every `checkEveryMs`: the wait ends as 'cancelled' once it returns true. */
-  cancelled?: () => boolean;
-  checkEveryMs?: number;
-}
+export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
 
 /**
  * Waits, driven by rtnetlink notifications (pod links and addresses, host
  * links and bridge ports), until every target interface is ready, one is gone,
- * the wait is cancelled, or `timeoutMs` passes.
+ * or `timeoutMs` passes.
  */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  wait: ReadyWait,
+  wait: { timeoutMs: number; timers: Pick<Timers, 'now'> },
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
-  const slice = wait.checkEveryMs ?? Infinity;
   const outcome = await waitUntil<ReadyOutcome>({
     timeoutMs: wait.timeoutMs,
     timers: wait.timers,
-    nextChange: async (ms) => session.awaitChange(Math.min(ms, slice)),
+    nextChange: async (ms) => session.awaitChange(ms),
     evaluate: async () => {
-      if (wait.cancelled?.()) return { kind: 'cancelled' };
       const now = readiness(session, targets);
       if (now.kind === 'waiting') {
         reasons = now.reasons;

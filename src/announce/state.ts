@@ -9,7 +9,7 @@ import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { checkRecord } from './record-schema';
-import type { TailJob } from './tail-job';
+import type { BackgroundJob } from './background-job';
 
 /** What is recorded about one attachment. */
 export interface AttachmentRecord {
@@ -22,7 +22,7 @@ export interface AttachmentRecord {
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
   /** The background announcer's work order (src/daemon): it reads it from here. */
-  job?: TailJob | undefined;
+  job?: BackgroundJob | undefined;
 }
 
 /** Records are small; anything larger is not one of ours. */
@@ -86,12 +86,6 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/** A valid record, or undefined when there is none or it is invalid (for readers that only look). */
-export function readRecord(file: string): AttachmentRecord | undefined {
-  const read = readRecordFile(file);
-  return read.kind === 'ok' ? read.record : undefined;
-}
-
 /**
  * Reads a record for a command that will act on it (ADD, DEL, GC): an invalid
  * one is logged and removed, never returned. Call it holding the attachment's lock.
@@ -106,10 +100,10 @@ export function readRecordToActOn(file: string, log: Logger): AttachmentRecord |
   return undefined;
 }
 
-/** removeRecord, logging a failure instead of throwing (for error paths, whose own error must win). */
+/** Removes a record (a missing one is fine); a failure is logged, not thrown, and false. */
 export function removeRecordQuietly(file: string, log: Logger): boolean {
   try {
-    removeRecord(file);
+    unlinkIfPresent(file);
     return true;
   } catch (err) {
     log.error('cannot remove state record', { file, error: err });
@@ -132,11 +126,6 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
  */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
   return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
-}
-
-/** Removes a record; a missing one is fine, other failures throw. */
-export function removeRecord(file: string): void {
-  unlinkIfPresent(file);
 }
 
 /** What an entry of stateDir is, by its name. */

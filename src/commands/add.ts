@@ -1,42 +1,38 @@
 import { existsSync } from 'node:fs';
-import { announceOnAdd } from '../announce/add';
+import { announceOnAdd } from '../announce/announce-on-add';
+import { netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
 import { formatResult } from '../cni/result';
-import { planFor } from './plan-for';
-import { parseMacPrefix } from '../wire/derive-mac';
+import { isLocallyAdministeredMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
+import { planFor } from './plan-for';
 
 /** ADD: announce the pod's addresses (and set IP-derived MACs), then print prevResult back. */
 export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<string, unknown>> {
   const { config, options, env, prevResult } = req;
+  const libc = deps.libc();
   // Before anything else, the log included: CNI_NETNS must be a network namespace.
-  const netnsId = requirePodNetns(deps.libc(), env.netns);
+  const netnsId = requirePodNetns(libc, env.netns);
   const log = deps.logger(config, env);
   for (const note of req.notes) log[note.level](note.msg, note.fields);
   const plan = planFor(options, prevResult, env, netnsId);
-  if (options.mac === 'ip-derived' && (parseMacPrefix(options.macPrefix)[0]! & 0x02) === 0) {
+  // Every derived MAC starts with macPrefix.
+  const derivedMac = plan.interfaces.find((i) => i.targetMac)?.targetMac;
+  if (derivedMac && !isLocallyAdministeredMac(derivedMac)) {
     log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });
   }
   const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
-  const setsMac = plan.interfaces.some((i) => i.targetMac);
   // A repeated ADD with nothing to do still takes over what an earlier one recorded (its job ends).
-  if (!sends && !setsMac && !existsSync(recordPath(config.stateDir, env.containerId, env.ifname))) {
+  if (!sends && !derivedMac && !existsSync(recordPath(config.stateDir, env.containerId, env.ifname))) {
     log.info('nothing to do for this attachment', { enabled: options.enabled, interfaces: plan.interfaces.map((i) => i.name) });
     return formatResult(prevResult, req.cniVersion);
   }
   try {
+    const budget = deps.frameBudget(config.stateDir, config.rateLimit, log);
     const macs = await announceOnAdd(
-      {
-        libc: deps.libc(),
-        timers: deps.timers,
-        log,
-        askDaemon: deps.askDaemon,
-        budget: deps.frameBudget(config.stateDir, config.rateLimit, log),
-        closeAfterExit: deps.closeAfterExit,
-        lockFile: deps.lockFile,
-      },
+      { ...deps, libc, open: netnsSockets(libc), log, budget },
       {
         network: config.name,
         containerId: env.containerId,

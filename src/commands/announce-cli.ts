@@ -7,8 +7,8 @@ import { ifnameProblem } from '../cni/ifname';
 import type { Logger } from '../log';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
-import { sendRound, totalFrames } from '../announce/round';
-import { openSession, waitReady, type PodSession } from '../announce/session';
+import { buildRound, sendFrames, totalFrames } from '../announce/round';
+import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';
 import type { Timers } from '../announce/timers';
 import type { Libc } from '../sys/libc';
 import { checkNetnsPath } from '../sys/netns';
@@ -22,6 +22,7 @@ const SPEC = { netns: 'string', ifname: 'string', count: 'int', interval: 'int',
 /** What `announce` needs from the process. */
 export interface AnnounceCliDeps {
   libc: Libc;
+  open: SocketOpener;
   timers: Timers;
   log: Logger;
   out(line: string): void;
@@ -79,7 +80,7 @@ function refuseUnlessPodNetns(libc: Libc, netns: string): void {
 }
 
 async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, waitMs: number, what: string): Promise<string> {
-  const session = openSession(deps.libc, netns, [ifname], []);
+  const session = openSession(deps, netns, [ifname], []);
   try {
     const iface = session.interfaces[0];
     if (!iface) throw new Refusal(`interface ${ifname} not found in ${netns}`);
@@ -88,10 +89,10 @@ async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, wa
     const outcome = await waitReady(session, [{ ...target, iface }], { timeoutMs: waitMs, timers: deps.timers });
     if (outcome.kind === 'gone') throw new Refusal(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
-      if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.kind === 'timeout' ? outcome.reasons.join('; ') : outcome.kind}`);
+      if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
-    const sent = sendRound(session.pod.packet, outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log);
+    const sent = sendFrames(session.pod.packet, buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log), deps.log);
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {
     session.close();

@@ -1,3 +1,4 @@
+import { InterfaceMissingError } from '../announce/errors';
 import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { planFor } from './plan-for';
@@ -21,7 +22,7 @@ export async function check(deps: CommandDeps, req: CheckRequest): Promise<void>
   try {
     for (const iface of plan.interfaces) {
       const link = pod.linkByName(iface.name);
-      if (!link) throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${iface.name}" not found in ${env.netns}`);
+      if (!link) throw new InterfaceMissingError([iface.name], env.netns);
       const present = pod.addresses(link.index);
       for (const address of iface.addresses) {
         const bytes = ipFamily(address) === 4 ? parseIPv4(address) : parseIPv6(address);

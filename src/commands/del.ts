@@ -16,7 +16,7 @@ import type { CommandDeps } from './deps';
  * stops a chain's DEL at the first error, and the main plugin's DEL must run).
  *
  * It holds the attachment's lock, so an ADD still running finishes first and
- * its tail is then found and stopped. If the lock stays held longer than
+ * its background work is then found and cancelled. If the lock stays held longer than
  * lockWaitMs (a stuck ADD), DEL goes ahead without it.
  */
 export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {

@@ -1,12 +1,23 @@
-// Maps failures from the syscall layer onto CNI error codes.
-import { CniError, ErrorCode, isCniError } from '../cni/errors';
+// Where the failures of the layers below get their CNI error codes.
+import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from '../announce/errors';
+import { CniError, ErrorCode, isCniError, type ErrorCodeValue } from '../cni/errors';
 import { isSysError } from '../sys/sys-error';
 import type { Libc } from '../sys/libc';
 import { checkNetnsPath, type NetnsId } from '../sys/netns';
 
-/** Passes CniErrors through; a SysError becomes code 100 with its errno in the message. */
+/** The code of each error of the announce layer; the message stays its own. */
+const ANNOUNCE_CODES: readonly [new (...args: never[]) => Error, ErrorCodeValue][] = [
+  [StateError, ErrorCode.StateFailure],
+  [AttachmentBusyError, ErrorCode.TryAgainLater],
+  [InterfaceMissingError, ErrorCode.InterfaceNotFound],
+  [AddressConflictError, ErrorCode.AddressConflict],
+];
+
+/** Passes CniErrors through; an announce-layer error gets its code, a SysError code 100 with its errno in the message. */
 export function toCniError(err: unknown, what: string): unknown {
   if (isCniError(err)) return err;
+  const known = ANNOUNCE_CODES.find(([type]) => err instanceof type);
+  if (known) return new CniError(known[1], (err as Error).message, { cause: err });
   if (isSysError(err)) return new CniError(ErrorCode.SystemCall, `${what}: ${err.message}`, { cause: err });
   return err;
 }

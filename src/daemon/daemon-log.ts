@@ -2,10 +2,10 @@
 // every job logs to its network's file, and the announcer's own lines go to
 // the file of the job it heard of last.
 import { createLogger, fileSink, silentLogger, type Logger } from '../log';
-import type { TailJob } from '../announce/tail-job';
+import type { BackgroundJob } from '../announce/background-job';
 
 /** The announcer's own logger, and the factory of per-job loggers that steers it. */
-export function daemonLoggers(fields: Record<string, unknown>): { log: Logger; jobLog(job: TailJob): Logger } {
+export function daemonLoggers(fields: Record<string, unknown>): { log: Logger; jobLog(job: BackgroundJob): Logger } {
   let latest: Logger = silentLogger;
   const log: Logger = {
     error: (m, f) => latest.error(m, f),

@@ -6,11 +6,21 @@
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import { netnsIdAt } from '../sys/netns';
+import type { FrameBudget } from '../announce/frame-budget';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
-import { buildRound, sendFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
-import { openSession, readiness, type PodSession } from '../announce/session';
-import type { TailJob } from '../announce/tail-job';
+import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
+import { probePod } from '../announce/probe-pod';
+import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
+import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
+import type { BackgroundJob } from '../announce/background-job';
+import type { Timers } from '../announce/timers';
+import type { RateLimit } from '../announce/token-bucket';
+import { addFrames, type Counters } from './counters';
+import { nextRound } from './progress';
+
+/** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
+export const CHECK_MS = 500;
 
 /** The pod sockets and targets of a deferred wait. */
 export interface DeferredSession {
@@ -18,36 +28,52 @@ export interface DeferredSession {
   targets: (AnnounceTarget & { iface: ResolvedInterface })[];
 }
 
-/** What looking at the pod found. */
-export type PodLook =
-  | { kind: 'ready'; frames: OutgoingFrame[]; session: PodSession }
-  | { kind: 'waiting'; reasons: string[] }
-  | { kind: 'gone'; why: string };
+/** One attachment's work: where its burst stands, or its wait for the pod. */
+export interface Work {
+  /** The record's file name in stateDir. */
+  name: string;
+  job: BackgroundJob;
+  log: Logger;
+  firstRoundAt: number | undefined;
+  /** Index of the next round; schedule.length when done. */
+  next: number;
+  dueAt: number | undefined;
+  roundsSent: number;
+  /** A delayed round was counted once as delayed. */
+  delayed: boolean;
+  /** While waiting for a pod that was not ready at ADD. */
+  deferred?: { open?: DeferredSession; checkAt: number };
+}
 
 /** What the rounds need from the process. */
 export interface RoundDeps {
   libc: Libc;
+  open: SocketOpener;
   /** Closes a packet socket on another thread: its close waits for an RCU grace period. */
   closeInBackground(fd: number): void;
+  /** bootMs() schedules rounds (the clock ADD wrote them in). */
+  timers: Timers;
+  /** The node-wide frame budget for a job's rateLimit (UNLIMITED when it has none). */
+  budget(limit: RateLimit | undefined): FrameBudget;
+}
+
+/** The work is over; `why` is logged when there is one. */
+export interface Ended {
+  why: string | undefined;
 }
 
 /** Whether the job's netns path still names the netns ADD saw. */
-export function netnsAlive(job: TailJob): boolean {
+export function netnsAlive(job: BackgroundJob): boolean {
   const now = netnsIdAt(job.netns);
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
 /** Opens the pod's sockets and resolves the job's interfaces; 'gone' when the pod or one interface is. */
-export function openForJob(deps: RoundDeps, job: TailJob): DeferredSession | { gone: string } {
+function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
   if (!netnsAlive(job)) return { gone: 'pod netns gone' };
   let session: PodSession;
   try {
-    session = openSession(
-      deps.libc,
-      job.netns,
-      job.interfaces.map((i) => i.name),
-      job.hostPeerNames,
-    );
+    session = openSession(deps, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
   } catch (err) {
     return { gone: `cannot enter pod netns: ${(err as Error).message}` };
   }
@@ -60,21 +86,161 @@ export function openForJob(deps: RoundDeps, job: TailJob): DeferredSession | { g
 }
 
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
-export function look(open: DeferredSession, job: TailJob, log: Logger): PodLook {
+function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
-  if (now.kind === 'gone') return { kind: 'gone', why: `pod interface ${now.name} gone` };
+  if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
-  return { kind: 'ready', frames: buildRound(now.inputs, job.arpOps, open.session.pod.ipv6Forwarding, log), session: open.session };
-}
-
-/** Sends `frames` through the session's packet socket. */
-export function send(session: PodSession, frames: readonly OutgoingFrame[], log: Logger): FrameCounts {
-  return sendFrames(session.pod.packet, frames, log);
+  return { kind: 'ready' as const, frames: buildRound(now.inputs, job.arpOps, open.session.pod.ipv6Forwarding, log) };
 }
 
 /** Closes a session, its packet socket on another thread. */
-export function closeSession(deps: RoundDeps, session: PodSession): void {
+function closeSession(deps: RoundDeps, session: PodSession): void {
   deps.closeInBackground(session.pod.packet.release());
   session.close();
 }
 
+/** Closes the sockets of a deferred wait, if it has them open. */
+export function dropDeferred(deps: RoundDeps, w: Work): void {
+  if (w.deferred?.open) closeSession(deps, w.deferred.open.session);
+  if (w.deferred) w.deferred.open = undefined;
+}
+
+/** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */
+async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frames: readonly OutgoingFrame[], onCredit: boolean) {
+  let sent: FrameCounts = NO_FRAMES;
+  const taken = await deps.budget(w.job.rateLimit).take(frames.length, () => deps.timers.bootMs(), onCredit, () => {
+    sent = sendFrames(session.pod.packet, frames, w.log);
+  });
+  return taken.ok ? { ok: true as const, sent } : taken;
+}
+
+/** Moves to the next round still worth sending; ended when the burst is over. */
+function advance(w: Work, now: number, counters: Counters): Ended | undefined {
+  const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
+  if (skipped > 0) {
+    counters.rounds.skippedLate += skipped;
+    w.log.info('rounds skipped: their time has passed', { skipped });
+  }
+  w.next = index;
+  w.dueAt = dueAt;
+  w.delayed = false;
+  return dueAt === undefined ? { why: undefined } : undefined;
+}
+
+function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
+  addFrames(counters, sent);
+  counters.rounds.sent++;
+  w.roundsSent++;
+}
+
+/**
+ * Looks at a pod that was not ready during ADD, and sends its round 1 once it
+ * is. Round 1 of a pod is never dropped: it waits for the budget, at most
+ * until its ready deadline.
+ */
+export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+  const d = w.deferred!;
+  d.checkAt = now + CHECK_MS;
+  if (!d.open) {
+    const opened = openForJob(deps, w.job);
+    if ('gone' in opened) {
+      counters.deferred.gone++;
+      return { why: opened.gone };
+    }
+    d.open = opened;
+  }
+  const seen = look(d.open, w.job, w.log);
+  if (seen.kind === 'gone') {
+    counters.deferred.gone++;
+    return { why: seen.why };
+  }
+  if (seen.kind === 'waiting') {
+    if (now < w.job.readyDeadline) return undefined;
+    counters.deferred.timedOut++;
+    w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
+    return { why: 'ready timeout' };
+  }
+  const frames = probeDeferred(deps, counters, w, d.open.session, seen.frames);
+  const taken = await sendBudgeted(deps, w, d.open.session, frames, now >= w.job.readyDeadline);
+  if (!taken.ok) {
+    if (!w.delayed) counters.rateLimited.delayed++;
+    w.delayed = true;
+    d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
+    return undefined;
+  }
+  dropDeferred(deps, w);
+  w.deferred = undefined;
+  counters.deferred.ready++;
+  roundSent(w, taken.sent, counters);
+  w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(taken.sent), deferred: true });
+  w.firstRoundAt = now;
+  w.next = 1;
+  return advance(w, now, counters);
+}
+
+/**
+ * With conflictCheck, probes the IPv4 addresses of a deferred round 1 first;
+ * those another host answers for are left out of this round and of the later
+ * ones. `fail` acts as `warn` here: ADD has returned. Without a working probe
+ * the round goes out as it would without conflictCheck.
+ */
+function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
+  const check = w.job.conflictCheck;
+  if (!check) return frames;
+  let conflicts;
+  try {
+    const handOff = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
+    conflicts = probePod({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, false);
+  } catch (err) {
+    counters.errors++;
+    w.log.error('conflict probe failed: announcing without it', { error: err });
+    return frames;
+  }
+  if (conflicts.length === 0) return frames;
+  if (check.action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
+  for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
+  counters.conflicts += conflicts.length;
+  w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
+  return withoutConflicts(frames, conflicts);
+}
+
+/** Sends the round that is due (a pod not ready for it skips it); the budget may hold it back, or drop it. */
+export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+  const opened = openForJob(deps, w.job);
+  if ('gone' in opened) return { why: opened.gone };
+  try {
+    const seen = look(opened, w.job, w.log);
+    if (seen.kind === 'gone') return { why: seen.why };
+    if (seen.kind === 'waiting') {
+      counters.rounds.skippedNotReady++;
+      w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
+    } else {
+      const taken = await sendBudgeted(deps, w, opened.session, seen.frames, false);
+      if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
+      roundSent(w, taken.sent, counters);
+      w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(taken.sent) });
+    }
+  } catch (err) {
+    counters.errors++;
+    w.log.error('round failed', { round: w.next + 1, error: err });
+  } finally {
+    closeSession(deps, opened.session);
+  }
+  w.next++;
+  return advance(w, now, counters);
+}
+
+/** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
+function heldBack(w: Work, now: number, waitMs: number, counters: Counters): Ended | undefined {
+  const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
+  if (now + waitMs < following) {
+    if (!w.delayed) counters.rateLimited.delayed++;
+    w.delayed = true;
+    w.dueAt = now + waitMs;
+    return undefined;
+  }
+  counters.rateLimited.dropped++;
+  w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
+  w.next++;
+  return advance(w, now, counters);
+}

@@ -3,6 +3,7 @@
 // Loaded only when the executable is run with arguments.
 import { fstatSync, lstatSync } from 'node:fs';
 import { basename, dirname, join } from '../path';
+import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
 import { DAEMON_VERB, runDaemon } from '../daemon/daemon';
 import { daemonLoggers } from '../daemon/daemon-log';
@@ -43,6 +44,7 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
     stateDir,
     libc: wiring.libc(),
     sockets: loadUnixSockets(),
+    open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
     tryLock: wiring.tryLock(),
     ...loggers,

@@ -17,7 +17,7 @@ export const PID_MAX_LIMIT = 4_194_304;
  * Whether `pid` can name one ordinary process: an integer from 2 to
  * PID_MAX_LIMIT. kill(2) reads 0 as "my process group", -1 as "every process I
  * may signal", -N as "process group N", and 1 is init: none of them is ever a
- * tail of ours.
+ * process of ours.
  */
 export function isSignallablePid(pid: unknown): pid is number {
   return typeof pid === 'number' && Number.isInteger(pid) && pid > 1 && pid <= PID_MAX_LIMIT;

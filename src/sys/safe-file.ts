@@ -1,7 +1,7 @@
 // Small files in a directory the plugin owns (the state records), written and
 // read without ever following a link someone planted, blocking on a FIFO, or
 // leaving a half-written temporary file behind. Node and Bun open every file
-// O_CLOEXEC, so no descriptor opened here reaches a spawned tail.
+// O_CLOEXEC, so no descriptor opened here reaches a spawned process.
 import { closeSync, constants, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from '../path';
 

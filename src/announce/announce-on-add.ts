@@ -1,32 +1,31 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and hand the rest to the node's
 // background announcer (src/daemon) through the attachment's record.
-import { CniError, ErrorCode, isCniError } from '../cni/errors';
-import { silentLogger, type Logger, type LogLevel } from '../log';
+import { silentLogger, type Logger } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
-import type { NetnsId } from '../sys/netns';
 import { formatMac } from '../wire/mac';
 import type { ResolvedInterface } from './pod-interface';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import type { FrameBudget } from './frame-budget';
 import type { Request } from '../daemon/protocol';
 import type { Asked } from '../daemon/client';
-import type { RateLimit } from './token-bucket';
 import { basename } from '../path';
-import { openSession, waitReady, type PodSession } from './session';
+import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import type { ConflictCheckJob, TailJob } from './tail-job';
+import type { BackgroundJob } from './background-job';
 import { checkConflictsOnAdd } from './add-probe';
 import { dropConflicting } from './conflict-probe';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
+import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
 
 /** What ADD needs from the outside world. */
 export interface AddDeps {
   libc: Libc;
+  open: SocketOpener;
   timers: Timers;
   log: Logger;
   /**
@@ -42,41 +41,33 @@ export interface AddDeps {
   closeAfterExit(fds: readonly number[]): void;
 }
 
+/** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
+type SharedWithJob = 'network' | 'containerId' | 'ifname' | 'netns' | 'netnsId' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
+
 /** One attachment's ADD. */
-export interface AddJob {
-  network: string;
-  containerId: string;
-  ifname: string;
-  netns: string;
-  netnsId: NetnsId;
+export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   stateDir: string;
   plan: AnnouncePlan;
   /** False when the attachment opted out: MACs are still applied, nothing is sent. */
   announce: boolean;
   addWaitMs: number;
   readyTimeoutMs: number;
-  logFile?: string | undefined;
-  logLevel: LogLevel;
-  /** Handed to the background announcer with the job. */
+  /** Handed to the background announcer with every request, and with the job. */
   idleExitMs: number;
-  metricsFile?: string | undefined;
-  rateLimit?: RateLimit | undefined;
-  /** Probe for IPv4 conflicts before round 1 (conflictCheck warn or fail); absent: off. */
-  conflictCheck?: ConflictCheckJob | undefined;
 }
 
 /**
  * Runs ADD's announcement; returns the MACs it set, by prevResult interface
- * index. stateDir must be private (code 105 naming the fix otherwise). The
+ * index. stateDir must be private (a StateError naming the fix otherwise). The
  * attachment's lock is held throughout, so a DEL or another ADD of the same
  * attachment waits for this one to finish; if it stays held longer than
- * lockWaitMs, code 11 (try again later) and nothing is changed.
+ * lockWaitMs, AttachmentBusyError and nothing is changed.
  */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, stateDirProblem(job.stateDir, err), { cause: err });
+    throw new StateError(stateDirProblem(job.stateDir, err), job.stateDir, { cause: err });
   }
   const file = recordPath(job.stateDir, job.containerId, job.ifname);
   const waitMs = lockWaitMs(job.addWaitMs);
@@ -84,11 +75,9 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   try {
     lock = await deps.lockFile(lockPath(job.stateDir, job.containerId, job.ifname), waitMs);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, `cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, { cause: err });
+    throw new StateError(`cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, job.stateDir, { cause: err });
   }
-  if (!lock) {
-    throw new CniError(ErrorCode.TryAgainLater, `another command on this attachment still runs after ${waitMs} ms: try again later`);
-  }
+  if (!lock) throw new AttachmentBusyError(waitMs);
   try {
     return await addLocked(deps, job, file);
   } finally {
@@ -134,17 +123,15 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     let first: FirstRound;
     let macs: Map<number, string>;
     try {
-      const session = openSession(deps.libc, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+      const session = openSession(deps, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
       try {
-        if (session.missing.length > 0) {
-          throw new CniError(ErrorCode.InterfaceNotFound, `pod interface ${session.missing.map((n) => `"${n}"`).join(', ')} not found in ${job.netns}`);
-        }
+        if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
         macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
         try {
           first = await firstRound(deps, job, session, startedAt, packetFds);
         } catch (err) {
           // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
-          if (isCniError(err) && err.code === ErrorCode.AddressConflict) restoreRecordedMacs(session, record, log);
+          if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, log);
           throw err;
         }
       } finally {
@@ -186,14 +173,14 @@ function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Log
 }
 
 function removeOrFail(file: string): void {
-  if (!removeRecordQuietly(file, silentLogger)) throw new CniError(ErrorCode.StateFailure, `cannot remove the state record ${file}`);
+  if (!removeRecordQuietly(file, silentLogger)) throw new StateError(`cannot remove the state record ${file}`, file);
 }
 
 function persist(stateDir: string, record: AttachmentRecord): void {
   try {
     writeRecord(stateDir, record);
   } catch (err) {
-    throw new CniError(ErrorCode.StateFailure, `cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
+    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, stateDir, { cause: err });
   }
 }
 
@@ -237,7 +224,7 @@ function applyTargetMacs(
 interface FirstRound {
   sent: FrameCounts;
   conflicts?: number;
-  later?: TailJob;
+  later?: BackgroundJob;
 }
 
 /**
@@ -247,46 +234,35 @@ interface FirstRound {
  */
 async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
   const { log, timers } = deps;
-  const plan = job.plan;
+  // `shared`: the fields the background job carries as they are.
+  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
   const nothing: FirstRound = { sent: NO_FRAMES };
-  if (!job.announce) {
+  if (!announce) {
     log.info('announcements disabled for this attachment: sending nothing');
     return nothing;
   }
   if (plan.schedule.length === 0) return nothing;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return nothing;
-  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(job.addWaitMs, job.readyTimeoutMs), timers });
-  const base: TailJob = {
-    network: job.network,
-    containerId: job.containerId,
-    ifname: job.ifname,
-    netns: job.netns,
-    netnsId: job.netnsId,
+  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(addWaitMs, readyTimeoutMs), timers });
+  const base: BackgroundJob = {
+    ...shared,
     interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),
     hostPeerNames: plan.hostPeerNames,
     arpOps: plan.arpOps,
     schedule: plan.schedule,
-    readyDeadline: startedAt + job.readyTimeoutMs,
-    logFile: job.logFile,
-    logLevel: job.logLevel,
-    idleExitMs: job.idleExitMs,
-    metricsFile: job.metricsFile,
-    rateLimit: job.rateLimit,
-    conflictCheck: job.conflictCheck,
+    readyDeadline: startedAt + readyTimeoutMs,
   };
   switch (outcome.kind) {
-    case 'cancelled':
-      return nothing; // ADD sets no cancel condition
     case 'gone':
-      throw new CniError(ErrorCode.InterfaceNotFound, `pod interface "${outcome.name}" disappeared from ${job.netns}`);
+      throw new InterfaceMissingError([outcome.name], job.netns, true);
     case 'ready': {
       const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      const probeDeps = { libc: deps.libc, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
+      const probeDeps = { libc: deps.libc, open: deps.open, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };
-      const sent = await sendWithinBudget(deps, frames.length, timers.now() + job.addWaitMs, () => sendFrames(session.pod.packet, frames, log));
+      const sent = await sendWithinBudget(deps, frames.length, timers.now() + addWaitMs, () => sendFrames(session.pod.packet, frames, log));
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       // Later rounds leave out what the probe found in use, too.
       const interfaces = dropConflicting(base.interfaces, conflicts);
@@ -295,11 +271,11 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       return more ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } } : { sent, conflicts: found };
     }
     case 'timeout':
-      if (job.readyTimeoutMs <= job.addWaitMs) {
-        log.warn('pod not ready in time: not announcing', { waitedMs: job.readyTimeoutMs, waitingFor: outcome.reasons });
+      if (readyTimeoutMs <= addWaitMs) {
+        log.warn('pod not ready in time: not announcing', { waitedMs: readyTimeoutMs, waitingFor: outcome.reasons });
         return nothing;
       }
-      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: job.addWaitMs, waitingFor: outcome.reasons });
+      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: addWaitMs, waitingFor: outcome.reasons });
       return { sent: NO_FRAMES, later: base };
   }
 }

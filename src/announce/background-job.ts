@@ -5,7 +5,7 @@ import type { LogLevel } from '../log';
 import type { RateLimit } from './token-bucket';
 
 /** The background announcer's work order for one attachment, kept in its record. */
-export interface TailJob {
+export interface BackgroundJob {
   network: string;
   containerId: string;
   ifname: string;

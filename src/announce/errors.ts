@@ -1,0 +1,36 @@
+// The announce layer's failures, each with what it is about. Their messages
+// are written for whoever reads the runtime's error; which CNI code each one
+// gets is decided in one place, src/commands/errors.ts.
+import { describeConflict, type AddressConflict } from './conflict-probe';
+
+/** stateDir, or a record or lock file in it (`path`), cannot be used; `cause` carries the errno when there is one. */
+export class StateError extends Error {
+  override name = 'StateError';
+  constructor(message: string, readonly path: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Another command on the attachment kept its lock for `waitMs`: ADD changed nothing and may be tried again. */
+export class AttachmentBusyError extends Error {
+  override name = 'AttachmentBusyError';
+  constructor(readonly waitMs: number) {
+    super(`another command on this attachment still runs after ${waitMs} ms: try again later`);
+  }
+}
+
+/** Pod interfaces that are not in the pod netns (`gone`: they left it while ADD waited). */
+export class InterfaceMissingError extends Error {
+  override name = 'InterfaceMissingError';
+  constructor(readonly names: readonly string[], readonly netns: string, readonly gone = false) {
+    super(`pod interface ${names.map((n) => `"${n}"`).join(', ')} ${gone ? 'disappeared from' : 'not found in'} ${netns}`);
+  }
+}
+
+/** conflictCheck fail: other hosts use addresses ADD was about to announce, so it announced nothing. */
+export class AddressConflictError extends Error {
+  override name = 'AddressConflictError';
+  constructor(readonly conflicts: readonly AddressConflict[]) {
+    super(`IPv4 address conflict: ${conflicts.map(describeConflict).join('; ')}: announcing nothing (conflictCheck: fail)`);
+  }
+}

@@ -1,0 +1,273 @@
+// ADD's announcement without root: a fake pod behind the injected socket
+// opener, a manual clock, a fake background announcer, and a real stateDir.
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { announceOnAdd, type AddDeps, type AddJob } from '../../../src/announce/announce-on-add';
+import { UNLIMITED } from '../../../src/announce/frame-budget';
+import type { SocketOpener } from '../../../src/announce/session';
+import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
+import type { BackgroundJob } from '../../../src/announce/background-job';
+import type { CniError } from '../../../src/cni/errors';
+import { toCniError } from '../../../src/commands/errors';
+import type { Asked } from '../../../src/daemon/client';
+import type { Request } from '../../../src/daemon/protocol';
+import { createLogger } from '../../../src/log';
+import type { AnnouncePlan } from '../../../src/plan';
+import type { HostSockets, PodSockets } from '../../../src/sys/netns';
+import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
+import type { AddressInfo, LinkInfo } from '../../../src/wire/rtnetlink';
+import { fakeLibc } from '../../support/fake-libc';
+import { ManualTimers } from '../../support/manual-timers';
+
+const NETNS = '/run/netns/pod';
+const NETNS_ID = { dev: 4, ino: 4026532999 };
+const PACKET_FD = 60;
+const POD_MAC = Buffer.from('0a580a580005', 'hex');
+
+let stateDir: string;
+let timers: ManualTimers;
+let lines: string[];
+let frames: Buffer[];
+let asked: { request: Request; start: boolean; fds: readonly number[] }[];
+let closedAfterExit: number[];
+let eth0: LinkInfo;
+
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'announce-on-add-'));
+  timers = new ManualTimers();
+  lines = [];
+  frames = [];
+  asked = [];
+  closedAfterExit = [];
+  eth0 = link({ index: 2, name: 'eth0' });
+});
+
+afterEach(() => {
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+function link(fields: Partial<LinkInfo> & { index: number; name: string }): LinkInfo {
+  return { mac: POD_MAC, up: true, running: true, noarp: false, linkIndex: undefined, linkNetnsid: undefined, kind: 'veth', ipvlanMode: undefined, portState: undefined, ...fields };
+}
+
+function ipv4(index: number, text: string): AddressInfo {
+  return { index, family: 4, bytes: Buffer.from(text.split('.').map(Number)), prefixLength: 16, tentative: false, dadFailed: false, optimistic: false };
+}
+
+/** The pod seen through its sockets: `links()` is read on every request, so a test can change it meanwhile. */
+function fakeOpener(links: () => LinkInfo[]): SocketOpener {
+  const rtnl = {
+    linkByName: (name: string) => links().find((l) => l.name === name),
+    linkByIndex: (index: number) => links().find((l) => l.index === index),
+    links,
+    addresses: (index: number) => (index === eth0.index ? [ipv4(index, '10.88.0.5')] : []),
+    bridgePortState: () => undefined,
+    setMac: () => undefined,
+    close: () => undefined,
+  } as unknown as Rtnl;
+  const events = (fd: number) => ({ fd, drain: () => undefined, close: () => undefined }) as unknown as RtnlEvents;
+  let packetOpen = true;
+  const pod: PodSockets = {
+    rtnl,
+    events: events(50),
+    packet: {
+      send: (_index, frame) => void frames.push(Buffer.from(frame)),
+      close: () => undefined,
+      release: () => {
+        packetOpen = false;
+        return PACKET_FD;
+      },
+    },
+    ipv6Forwarding: false,
+    close: () => expect(packetOpen).toBe(false), // ADD always hands its packet socket on
+  };
+  const host: HostSockets = { rtnl: { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl, events: events(51), close: () => undefined };
+  return { pod: () => pod, host: () => host, arpReceivers: () => expect.fail('no conflict probe in these tests') };
+}
+
+/** ADD's dependencies; the background announcer answers with `answer`. */
+function deps(answer: (request: Request, start: boolean) => Asked, links: () => LinkInfo[] = () => [eth0]): AddDeps {
+  return {
+    // A change in the pod wakes nothing here: poll(2) just lets the clock run to its timeout.
+    libc: fakeLibc({ pollIn: (fds, ms) => (timers.advance(ms), fds.map(() => false)), close: () => undefined }),
+    open: fakeOpener(links),
+    timers,
+    log: createLogger((line) => lines.push(line), 'debug'),
+    askDaemon: async (_stateDir, request, { start, fds = [] }) => {
+      asked.push({ request, start, fds: [...fds] });
+      return answer(request, start);
+    },
+    budget: UNLIMITED,
+    lockFile: async (path) => ({ path, release: () => undefined }),
+    closeAfterExit: (fds) => void closedAfterExit.push(...fds),
+  };
+}
+
+const taken = (): Asked => ({ sent: true, reply: { ok: true } });
+
+const PLAN: AnnouncePlan = {
+  interfaces: [{ name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/16'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined }],
+  hostPeerNames: [],
+  arpOps: ['request'],
+  schedule: [0, 1000, 3000],
+};
+
+function job(extra: Partial<AddJob> = {}): AddJob {
+  return {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: NETNS,
+    netnsId: NETNS_ID,
+    stateDir,
+    plan: PLAN,
+    announce: true,
+    addWaitMs: 1000,
+    readyTimeoutMs: 5000,
+    logLevel: 'info',
+    idleExitMs: 30_000,
+    ...extra,
+  };
+}
+
+const file = () => recordPath(stateDir, 'c1', 'eth0');
+const readBack = (): AttachmentRecord => JSON.parse(readFileSync(file(), 'utf8')) as AttachmentRecord;
+
+/** What the runtime would get: the CNI error object ADD prints. */
+async function cniFailure(run: Promise<unknown>): Promise<{ code: number; msg: string }> {
+  const err = await run.then(
+    () => expect.fail('ADD succeeded'),
+    (e: unknown) => e,
+  );
+  const { code, msg } = (toCniError(err, 'ADD') as CniError).toSpec('1.1.0');
+  return { code, msg };
+}
+
+/** A record with background work still pending, as an earlier ADD of the attachment leaves it. */
+function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
+  const pending: BackgroundJob = {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: NETNS,
+    netnsId: NETNS_ID,
+    interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+    hostPeerNames: [],
+    arpOps: ['request'],
+    schedule: [0, 1000, 3000],
+    firstRoundAt: 999_000,
+    readyDeadline: 1_004_000,
+    logLevel: 'info',
+  };
+  const record: AttachmentRecord = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID, originalMacs: [], job: pending, ...extra };
+  writeRecord(stateDir, record);
+  return record;
+}
+
+describe('announceOnAdd', () => {
+  it('sends round 1 and hands the rest of the burst to the background announcer with its packet socket', async () => {
+    expect(await announceOnAdd(deps(taken), job())).toEqual(new Map());
+    expect(frames).toHaveLength(1);
+    expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000], firstRoundAt: timers.bootMs(), interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }] });
+    expect(asked).toEqual([
+      {
+        request: { op: 'sync', record: 'c1@eth0.json', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 0, settings: { idleExitMs: 30_000 } },
+        start: true,
+        fds: [PACKET_FD],
+      },
+    ]);
+    expect(closedAfterExit).toEqual([]); // the announcer has it
+  });
+
+  describe('fails with code 105 (state)', () => {
+    it('when stateDir is not private, naming the fix; nothing is sent or recorded', async () => {
+      chmodSync(stateDir, 0o770);
+      expect(await cniFailure(announceOnAdd(deps(taken), job()))).toEqual({
+        code: 105,
+        msg: `unsafe stateDir: ${stateDir} is writable by group or others (mode 0770): chmod 0700 ${stateDir}`,
+      });
+      expect(frames).toEqual([]);
+      expect(existsSync(file())).toBe(false);
+      expect(asked).toEqual([]);
+    });
+
+    it('when the attachment lock cannot be taken', async () => {
+      const failing = { ...deps(taken), lockFile: async () => Promise.reject(new Error('EACCES: permission denied')) };
+      expect(await cniFailure(announceOnAdd(failing, job()))).toEqual({ code: 105, msg: `cannot lock the attachment in ${stateDir}: EACCES: permission denied` });
+    });
+  });
+
+  it('fails with code 11 when another command keeps the attachment locked', async () => {
+    const busy = { ...deps(taken), lockFile: async () => undefined };
+    expect(await cniFailure(announceOnAdd(busy, job()))).toEqual({ code: 11, msg: 'another command on this attachment still runs after 11000 ms: try again later' });
+  });
+
+  describe('fails with code 101 (interface not found)', () => {
+    it('when the pod has no such interface; the packet socket is still closed after exit', async () => {
+      expect(await cniFailure(announceOnAdd(deps(taken, () => []), job()))).toEqual({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
+      expect(frames).toEqual([]);
+      expect(existsSync(file())).toBe(false);
+      expect(asked).toEqual([]);
+      expect(closedAfterExit).toEqual([PACKET_FD]);
+    });
+
+    it('when the interface leaves the pod while ADD waits for it; the pending job of an earlier ADD is dropped', async () => {
+      pendingRecord();
+      eth0 = { ...eth0, running: false };
+      let looks = 0;
+      const leaving = () => (++looks > 2 ? [] : [eth0]); // resolved, not ready, then gone
+      expect(await cniFailure(announceOnAdd(deps(taken, leaving), job()))).toEqual({ code: 101, msg: `pod interface "eth0" disappeared from ${NETNS}` });
+      expect(existsSync(file())).toBe(false);
+      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json', sent: { garpRequest: 0, garpReply: 0, na: 0 } }), start: false, fds: [PACKET_FD] }]);
+    });
+  });
+
+  describe('when the background work cannot be handed over', () => {
+    it('still succeeds with round 1 sent, leaves the job in the record for the next announcer and says so', async () => {
+      expect(await announceOnAdd(deps(() => ({ sent: false })), job())).toEqual(new Map());
+      expect(frames).toHaveLength(1);
+      expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000], firstRoundAt: timers.bootMs() });
+      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync' }), start: true, fds: [PACKET_FD] }]);
+      expect(closedAfterExit).toEqual([PACKET_FD]); // nobody took it
+      expect(lines.filter((l) => l.includes(' WARN '))).toEqual([
+        expect.stringContaining('WARN background announcer did not answer in time: it takes the job from the record when it starts record=c1@eth0.json'),
+      ]);
+    });
+
+    it('still succeeds when the announcer it started has not read the request yet', async () => {
+      expect(await announceOnAdd(deps(() => ({ sent: false, started: true })), job())).toEqual(new Map());
+      expect(readBack().job).toBeDefined();
+      expect(lines).toContainEqual(expect.stringContaining('DEBUG started the background announcer: it takes the job from the record'));
+    });
+  });
+
+  describe('repeated while the work of an earlier ADD is pending', () => {
+    it('takes the attachment over: a new job replaces the pending one and the announcer is told', async () => {
+      const earlier = pendingRecord({ originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
+      timers.advance(500);
+      await announceOnAdd(deps(taken), job());
+      const now = readBack();
+      expect(now.originalMacs).toEqual(earlier.originalMacs); // same netns: still to restore on DEL
+      expect(now.job!.firstRoundAt).toBe(timers.bootMs());
+      expect(now.job!.readyDeadline).not.toBe(earlier.job!.readyDeadline); // the announcer tells the jobs apart by it
+      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: true, fds: [PACKET_FD] }]);
+    });
+
+    it('ends that work when it has none of its own, starting no announcer', async () => {
+      pendingRecord();
+      await announceOnAdd(deps(taken), job({ announce: false }));
+      expect(frames).toEqual([]);
+      expect(existsSync(file())).toBe(false);
+      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: false, fds: [PACKET_FD] }]);
+    });
+
+    it('does not keep original MACs recorded in another netns', async () => {
+      pendingRecord({ netnsId: { dev: 4, ino: 1 }, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
+      await announceOnAdd(deps(taken), job());
+      expect(readBack().originalMacs).toEqual([]);
+      expect(lines).toContainEqual(expect.stringContaining('the previous record was for another netns: not keeping its original MACs'));
+    });
+  });
+});
