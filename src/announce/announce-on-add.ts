@@ -112,8 +112,15 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   const packetFds: number[] = [];
   // Every request carries the announcer's settings: one started here may get no job to read them from.
   const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
-  const tell = async (request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Asked> => {
-    const asked = await deps.askDaemon(job.stateDir, { ...request, settings }, { start, fds: packetFds });
+  // Round 1 is out and the record written: failing to reach or start the announcer must not fail ADD.
+  const tell = async (request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Asked | undefined> => {
+    let asked: Asked;
+    try {
+      asked = await deps.askDaemon(job.stateDir, { ...request, settings }, { start, fds: packetFds });
+    } catch (err) {
+      log.warn('cannot reach or start the background announcer: it takes the work from the record when it starts', { error: err });
+      return undefined;
+    }
     if (asked.sent) {
       for (const fd of packetFds.splice(0)) deps.libc.close(fd); // the announcer has its own copy: not the last close
     }
@@ -150,6 +157,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     }
     if (record.job) {
       const asked = await tell({ op: 'sync', record: name, sent: first.sent, conflicts: first.conflicts }, true);
+      if (!asked) return macs;
       if (asked.started) log.debug('started the background announcer: it takes the job from the record', { record: name });
       else if (asked.reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
       else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });

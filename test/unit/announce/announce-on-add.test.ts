@@ -236,6 +236,19 @@ describe('announceOnAdd', () => {
       ]);
     });
 
+    it('still succeeds, leaving the job in the record, when starting the announcer fails', async () => {
+      const failing = deps(() => {
+        throw new Error('background process 4242 exited at once');
+      });
+      expect(await announceOnAdd(failing, job())).toEqual(new Map());
+      expect(frames).toHaveLength(1);
+      expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000] });
+      expect(closedAfterExit).toEqual([PACKET_FD]);
+      expect(lines.filter((l) => l.includes(' WARN '))).toEqual([
+        expect.stringContaining('WARN cannot reach or start the background announcer: it takes the work from the record when it starts'),
+      ]);
+    });
+
     it('still succeeds when the announcer it started has not read the request yet', async () => {
       expect(await announceOnAdd(deps(() => ({ sent: false, started: true })), job())).toEqual(new Map());
       expect(readBack().job).toBeDefined();
