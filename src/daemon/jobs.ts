@@ -4,7 +4,8 @@
 // record is gone, or a DEL cancels it.
 import { join } from '../path';
 import type { Logger } from '../log';
-import { listRecords, readRecordFile } from '../announce/state';
+import { lockPath, releaseAttachmentLock, type LockFile } from '../announce/attachment-lock';
+import { listRecords, readRecordFile, writeRecord } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
@@ -14,6 +15,8 @@ import { CHECK_MS, dropDeferred, netnsAlive, runDeferred, runRound, type Ended, 
 /** What the table needs from the process. */
 export interface JobDeps extends RoundDeps {
   stateDir: string;
+  /** Takes an attachment's lock, as ADD and DEL do. */
+  lockFile: LockFile;
   /** A logger for one job (each job carries its network's logFile). */
   jobLog(job: BackgroundJob): Logger;
 }
@@ -154,12 +157,43 @@ export class Jobs {
           ended = { why: 'pod gone before it was ready' };
         } else {
           ended = await runDeferred(this.deps, this.counters, w, now);
+          if (!w.deferred) await this.recordFirstRound(w);
         }
       } else {
         if (w.dueAt === undefined || w.dueAt > now) continue;
         ended = this.stillWanted(w) ? await runRound(this.deps, this.counters, w, now) : { why: 'pod or record gone' };
       }
       if (ended) this.forget(w.name, ended.why);
+    }
+  }
+
+  /**
+   * Writes when a deferred round 1 went out into the record, so that an announcer started after
+   * this one (this one killed, the node's runtime restarted) takes the burst up where it stands
+   * instead of waiting for the pod again and announcing it once more. Under the attachment's lock,
+   * and only while the record still holds this very job: an ADD or DEL acting on the attachment
+   * right now replaces or removes it anyway.
+   */
+  private async recordFirstRound(w: Work): Promise<void> {
+    const { containerId, ifname } = w.job;
+    const file = join(this.deps.stateDir, w.name);
+    let lock;
+    try {
+      lock = await this.deps.lockFile(lockPath(this.deps.stateDir, containerId, ifname), 0);
+    } catch (err) {
+      w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
+    }
+    if (!lock) return;
+    try {
+      const read = readRecordFile(file);
+      if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return;
+      const job = { ...w.job, firstRoundAt: w.firstRoundAt };
+      writeRecord(this.deps.stateDir, { ...read.record, job });
+      w.job = job;
+    } catch (err) {
+      w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
+    } finally {
+      releaseAttachmentLock(lock, file);
     }
   }
 

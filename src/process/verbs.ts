@@ -46,6 +46,7 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
     sockets: loadUnixSockets(),
     open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
+    lockFile: wiring.lockFile,
     tryLock: wiring.tryLock(),
     ...loggers,
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
