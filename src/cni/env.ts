@@ -19,7 +19,6 @@ export interface CniEnv {
   netns?: string;
   ifname?: string;
   args: CniArgs;
-  path?: string;
 }
 
 /** The env of ADD and CHECK: container ID, netns and ifname are guaranteed. */
@@ -42,7 +41,6 @@ export interface EnvRule {
 }
 
 const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
-const NETWORK: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL', 'STATUS', 'GC'];
 
 /** The environment variables the plugin reads, per command, with their validators (CNI_COMMAND is checked first, on its own). */
 export const ENV_RULES: readonly EnvRule[] = [
@@ -80,7 +78,6 @@ export const ENV_RULES: readonly EnvRule[] = [
       return parsed.ok ? undefined : parsed.problem;
     },
   },
-  { name: 'CNI_PATH', key: 'path', requiredFor: [], optionalFor: NETWORK },
 ];
 
 /**
