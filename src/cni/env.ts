@@ -4,8 +4,6 @@ import { describeValue } from './field-path';
 import { ifnameProblem } from './ifname';
 import { listProblems } from './problems';
 
-export type { CniArgs } from './cni-args';
-
 /** The CNI commands, as CNI_COMMAND names them. */
 export const CNI_COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
 
