@@ -1,11 +1,15 @@
 // The integration-test harness: real plugins, real namespaces, real captures.
+export * from './announcer';
 export * from './announcer-files';
 export * from './bridge';
+export * from './bridge-pods';
 export * from './capture';
 export * from './cni';
 export * from './daemon';
 export * from './exec';
+export * from './frames';
 export * from './hooks';
+export * from './leftovers';
 export * from './links';
 export * from './names';
 export * from './neigh';
@@ -14,6 +18,7 @@ export * from './pcap';
 export * from './pidns';
 export * from './privileges';
 export * from './processes';
+export * from './repair-helpers';
 export * from './scope';
 export * from './sysctl';
 export * from './tshark';

@@ -1,97 +1,19 @@
-// Helpers for the end-to-end repair tests (bridge, dual stack, macvlan,
-// stand-in pods): the announcer chained the way a runtime chains it (optionally
-// run inside a "node" netns), a second interface for a stand-in pod, and a
-// macvlan node: a netns that plays the node, with a veth parent inside it
-// (field notes §5b). The per-test announcer state dir and log file live in
-// announcer-files.ts, re-exported here.
+// Pods off the bridge path for the end-to-end repair tests: a second
+// interface for a stand-in pod, and a macvlan node (a netns that plays the
+// node, with a veth parent inside it: this kernel has no dummy driver) with
+// pods on macvlan or ipvlan children of that parent.
 import { join } from 'node:path';
-import type { AnnouncerFiles } from './announcer-files';
-import { ANNOUNCER, assertCniOk, cniExec, runCniCommand, SYSTEM_CNI_DIR, type CniCall, type CniOutput } from './cni';
+import type { StandInPod } from './bridge';
+import { assertCniOk, pluginExec, SYSTEM_CNI_DIR } from './cni';
 import { runOk } from './exec';
 import { linkShow } from './links';
-import { createNetns, type Netns } from './netns';
 import { uniqueName } from './names';
-import { ownAnnouncerProcesses } from './processes';
+import { createNetns, type Netns } from './netns';
 import type { Scope } from './scope';
 import { setSysctl } from './sysctl';
-import { waitFor } from './wait';
-import type { StandInPod } from './bridge';
-
-export { announcerFiles, type AnnouncerFiles } from './announcer-files';
 
 /** The real macvlan plugin. */
 export const MACVLAN_PLUGIN = join(SYSTEM_CNI_DIR, 'macvlan');
-
-/**
- * Runs a plugin like a runtime, from inside the named `node` netns when given
- * (`ip netns exec node plugin`), so that the plugin's "host" is that netns.
- */
-export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string): Promise<CniOutput> {
-  if (node === undefined) return cniExec(plugin, call, config);
-  return runCniCommand('ip', ['netns', 'exec', node, plugin], call, config);
-}
-
-/** One chained announcer attachment. */
-export interface AnnouncerAttachment {
-  /** The main plugin's conf: the network's name and cniVersion come from it. */
-  mainConf: { name: string; cniVersion: string };
-  prevResult: unknown;
-  containerId: string;
-  /** CNI_NETNS. */
-  netns: string;
-  /** CNI_IFNAME. Default eth0. */
-  ifname?: string;
-  /** Announcer options; `stateDir` and `logFile` come from `files`. */
-  options?: Record<string, unknown>;
-  files: AnnouncerFiles;
-  /** Run the announcer inside this named netns (the node), not the test's own. */
-  node?: string;
-}
-
-/** The announcer's ADD output, and when (wall clock, ms) its process had exited. */
-export interface AnnouncerAddOutput extends CniOutput {
-  exitedAt: number;
-}
-
-function announcerCall(a: AnnouncerAttachment, command: 'ADD' | 'DEL'): [CniCall, Record<string, unknown>] {
-  const conf = { type: 'announcer', ...a.options, stateDir: a.files.stateDir, logFile: a.files.logFile };
-  const config = { ...conf, name: a.mainConf.name, cniVersion: a.mainConf.cniVersion, prevResult: a.prevResult };
-  return [{ command, containerId: a.containerId, netns: a.netns, ifname: a.ifname ?? 'eth0' }, config];
-}
-
-/** DELs the announcer attachment (as a runtime would, with prevResult). */
-export async function announcerDel(a: AnnouncerAttachment): Promise<CniOutput> {
-  const [call, config] = announcerCall(a, 'DEL');
-  return pluginExec(ANNOUNCER, call, config, a.node);
-}
-
-/**
- * ADDs the announcer chained after a main plugin; its DEL is registered at
- * scope close first (a failed or half-done ADD is undone too). Never throws on
- * a plugin error: the test judges the output.
- */
-export async function announcerAdd(scope: Scope, a: AnnouncerAttachment): Promise<AnnouncerAddOutput> {
-  scope.defer(async () => {
-    assertCniOk(`announcer DEL ${a.containerId}`, await announcerDel(a));
-  }, `announcer DEL ${a.containerId}`);
-  const [call, config] = announcerCall(a, 'ADD');
-  const out = await pluginExec(ANNOUNCER, call, config, a.node);
-  return { ...out, exitedAt: Date.now() };
-}
-
-/**
- * What the announcer left behind: its live processes started by this test
- * process, and the files in stateDir. Waits (bounded) for both to be empty,
- * since a tail killed by DEL may take a moment to vanish; resolves with what
- * is still there.
- */
-export async function announcerLeftovers(files: AnnouncerFiles): Promise<string[]> {
-  const now = async (): Promise<string[]> => [
-    ...(await ownAnnouncerProcesses()).map((p) => `process ${p.pid}: ${p.argv.join(' ')}`),
-    ...(await files.stateFiles()).map((f) => `state file ${f}`),
-  ];
-  return waitFor(async () => ((await now()).length === 0 ? [] : false), { timeoutMs: 3000, what: 'no announcer leftovers' }).catch(now);
-}
 
 /** One more pod interface of a stand-in pod. */
 export interface ExtraInterfaceOptions {
@@ -121,15 +43,6 @@ export async function addStandInInterface(pod: StandInPod, opts: ExtraInterfaceO
   const link = await linkShow(opts.ifname, ns);
   if (!link) throw new Error(`stand-in pod ${ns}: ${opts.ifname} vanished`);
   return link.mac;
-}
-
-/** A prevResult (1.0.0) for pod interfaces inside `sandbox`, each with its addresses (CIDR). */
-export function podPrevResult(sandbox: string, interfaces: { name: string; mac: string; addresses: string[] }[]): Record<string, unknown> {
-  return {
-    cniVersion: '1.0.0',
-    interfaces: interfaces.map((i) => ({ name: i.name, mac: i.mac, sandbox })),
-    ips: interfaces.flatMap((i, index) => i.addresses.map((address) => ({ address, interface: index }))),
-  };
 }
 
 /** A netns playing the node, with a veth pair inside it whose `parent` end serves as macvlan/ipvlan master. */
