@@ -67,13 +67,13 @@ export async function announcerDel(a: AnnouncerAttachment): Promise<AnnouncerOut
  * attachment's. A DEL is registered at scope close first, so a failed or
  * half-done ADD is undone too, unless the test's own announcerDel exited 0
  * since. That DEL carries only what finds the record (stateDir, logFile, the
- * netns): no options and no CNI_ARGS, which a test may have made invalid.
+ * netns): no options, CNI_ARGS or prevResult, which a test may have made invalid.
  */
 export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
   deleted.delete(a);
   const { args: _args, options: _options, ...plain } = a;
   scope.defer(async () => {
-    if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun(plain, 'DEL'));
+    if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
   }, `announcer DEL ${a.containerId}`);
   return announcerRun(a, 'ADD', options);
 }
