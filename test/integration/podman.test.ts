@@ -1,8 +1,8 @@
-// A real runtime (issue 9): podman 4.3 with its CNI backend runs the conflist
+// A real runtime: podman 4.3 with its CNI backend runs the conflist
 // bridge + announcer, configured only through private files (harness/podman.ts).
-// The seed scenario of field notes §1 through podman: a container reuses the
+// The stale-entry scenario of the README through podman: a container reuses the
 // --ip of a removed one while a keeper container holds the bridge's carrier
-// (field notes §9: without it the kernel flushes the entry); the node's entry
+// (without it the bridge loses carrier and the kernel flushes the entry); the node's entry
 // holds the new container's MAC when `podman run -d` returns. The control
 // network (bridge alone) keeps the old MAC. `podman rm` runs DEL: no announcer
 // process and no state file stays. `--mac-address` reaches plugins as MAC= in
@@ -29,7 +29,7 @@ import { daemonsOf } from './harness/daemon';
 import { importBusyboxImage, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
 
 const PREFIX = `pm${RUN_TAG}`;
-/** A departed container's MAC, as in field notes §1. */
+/** A departed container's MAC. */
 const OLD_MAC = '86:03:17:7a:eb:6e';
 /** A MAC the runtime is asked for (locally administered, unicast). */
 const RUNTIME_MAC = '02:5e:ed:00:00:07';

@@ -1,6 +1,6 @@
 // Host-side L2 for tests: a Linux bridge in the host netns, and stand-in pods
-// (a netns whose veth pair stays wholly inside it, field notes §5b: this kernel
-// has no dummy driver).
+// (a netns whose veth pair stays wholly inside it: this kernel has no dummy
+// driver).
 import { runOk } from './exec';
 import { deleteLink, linkShow } from './links';
 import { createNetns, type Netns } from './netns';
