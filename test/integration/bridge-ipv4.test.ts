@@ -4,7 +4,7 @@
 // returns and the node's first ping gets through. Also the control without the
 // announcer, `ipv4: false`, and a pod that is not ready within the wait.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   allocSubnet,
   announcerAdd,
@@ -15,7 +15,6 @@ import {
   bridgeWithKeeper,
   createStandInPod,
   killStrays,
-  leftoversAfterTeardown,
   linkShow,
   neighEntry,
   plantStale,
@@ -46,11 +45,7 @@ async function addPod(scope: Scope, net: Subnet, bridge: string, containerId: st
 }
 
 describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + announcer, IPv4', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   it(`repairs the stale entry before ADD returns and the first ping gets through, in every one of ${TRIALS} trials`, async () => {
     killStrays(scope(), { strict: true });

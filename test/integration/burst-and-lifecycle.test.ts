@@ -135,6 +135,18 @@ async function quietAttachment(s: Scope, name: string, cniVersion: string) {
   return { net, pod, att, capture };
 }
 
+/**
+ * quietAttachment, then its ADD with 10 rounds 300 ms apart, which must
+ * succeed and leave one background announcer (its pids in `daemon`).
+ */
+async function tenRounds(s: Scope, name: string, cniVersion: string) {
+  const quiet = await quietAttachment(s, name, cniVersion);
+  const out = assertCniOk('announcer ADD', await announcerAdd(s, quiet.att, { count: 10, intervalMs: 300 }));
+  const daemon = await daemonPids(quiet.att.files.stateDir);
+  expect(daemon).toHaveLength(1);
+  return { ...quiet, out, daemon };
+}
+
 describe.skipIf(skipIntegration())('bursts, the background announcer and its lifecycle', () => {
   const scope = scopePerTest();
 
@@ -258,12 +270,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it('DEL cancels the background rounds: no frame after DEL returned, no record, no process once idle', async () => {
     const s = begin();
-    const { net, pod, att, capture } = await quietAttachment(s, 'del', '1.0.0');
-
-    const out = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
-    assertCniOk('announcer ADD', out);
-    const daemon = await daemonPids(att.files.stateDir);
-    expect(daemon).toHaveLength(1);
+    const { net, pod, att, capture, out } = await tenRounds(s, 'del', '1.0.0');
     expect(await recordFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
@@ -288,11 +295,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     ['cni.dev/attachments listing another attachment', (id: string) => ({ 'cni.dev/attachments': [{ containerID: `${id}-other`, ifname: 'eth0' }] })],
   ])('GC with %s cancels the background rounds: no frame after GC returned, no record, no process once idle', async (_name, lists) => {
     const s = begin();
-    const { net, pod, att, capture } = await quietAttachment(s, 'gc', '1.1.0');
-
-    const out = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
-    assertCniOk('announcer ADD', out);
-    expect(await daemonPids(att.files.stateDir)).toHaveLength(1);
+    const { net, pod, att, capture, out } = await tenRounds(s, 'gc', '1.1.0');
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
 
@@ -311,12 +314,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it('GC listing the attachment as valid, or of another network, keeps its background rounds going', async () => {
     const s = begin();
-    const { net, pod, att, capture } = await quietAttachment(s, 'gckeep', '1.1.0');
-
-    const out = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
-    assertCniOk('announcer ADD', out);
-    const daemon = await daemonPids(att.files.stateDir);
-    expect(daemon).toHaveLength(1);
+    const { net, pod, att, capture, out, daemon } = await tenRounds(s, 'gckeep', '1.1.0');
     await sleep(out.exitedAt + 500 - Date.now());
 
     assertCniOk('announcer GC (attachment valid)', await announcerGc(att.files.stateDir, NETWORK, { 'cni.dev/valid-attachments': [{ containerID: att.containerId, ifname: 'eth0' }] }));

@@ -5,7 +5,7 @@
 // announcer's own frames are judged: the kernel's arp_notify GARPs (on link
 // up and on a MAC change; the bridge plugin sets arp_notify=1) are not ours,
 // so tests that change the MAC turn arp_notify off in the pod first.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   allocSubnet,
   announcerAdd,
@@ -16,7 +16,6 @@ import {
   attachBridgePod,
   bridgeWithKeeper,
   killStrays,
-  leftoversAfterTeardown,
   linkShow,
   neighEntry,
   plantStale,
@@ -104,18 +103,18 @@ async function expectSquattedLeftOut(att: AnnouncerAttachment & { files: Announc
 }
 
 describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', () => {
-  const scope = scopePerTest();
+  const scope = scopePerTest(PREFIX);
 
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-  });
-
-  it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
+  /** Per-test setup: strays fail the test (checked after everything else is undone), the announcer's files, a subnet and its addresses, a bridge with a keeper. */
+  async function begin() {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
-    const ip = net.v4(POD);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    return { files, net, ip: net.v4(POD), other: net.v4(OTHER), bridge: await bridgeWithKeeper(scope(), net, { prefix: PREFIX }) };
+  }
+
+  it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
+    const { files, net, ip, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'fail');
 
@@ -136,10 +135,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
   });
 
   it('fail with mac: ip-derived (arp_notify off in the pod): the MAC ADD set is put back, and still no GARP', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    const { files, net, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'failmac');
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
@@ -160,12 +156,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
   });
 
   it('warn: ADD succeeds; the squatted address is announced in no round, the other one in every round; logged and counted', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const other = net.v4(OTHER);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'warn', [POD, OTHER]);
     // Round 2 from the background announcer, late enough for one that this ADD starts.
@@ -183,10 +174,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
   });
 
   it('off (the default): no probe, the squatted address is announced as before', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    const { files, net, bridge } = await begin();
     await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'off');
 
@@ -200,12 +188,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it('a clean reuse (the seed scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+  it('a clean reuse (the README\'s stale-entry scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes', async () => {
+    const { files, net, ip, bridge } = await begin();
     await plantStale(bridge, ip, OLD_MAC);
     const pod = await addPod(scope(), net, bridge, 'clean');
 
@@ -236,10 +220,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
   });
 
   it('an attachment that opted out is never probed, even with conflictCheck fail and a squatter', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    const { files, net, bridge } = await begin();
     await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'optout');
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
@@ -254,12 +235,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
   });
 
   it('deferred (not ready during ADD): the background announcer probes once the pod is ready; fail acts as warn there, and says so', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const other = net.v4(OTHER);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+    const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'defer', [POD, OTHER]);
     const ns = pod.netns.name;

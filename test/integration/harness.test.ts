@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   addBridgePod,
   allocSubnet,
@@ -19,7 +19,6 @@ import {
   hostVeth,
   linkShow,
   leftovers,
-  leftoversAfterTeardown,
   neighEntry,
   plantStale,
   readPcap,
@@ -70,11 +69,7 @@ describe('Scope', () => {
 });
 
 describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no announcer', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   it('reproduces the stale entry after a bridge ADD, and a gratuitous ARP repairs it', async () => {
     const net = allocSubnet();

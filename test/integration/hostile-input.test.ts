@@ -7,7 +7,7 @@
 import { readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   allocSubnet,
   ANNOUNCER,
@@ -20,10 +20,10 @@ import {
   chainConfig,
   cniEnv,
   cniExec,
+  expectCniError,
   createBridgePod,
   createStandInPod,
   killStrays,
-  leftoversAfterTeardown,
   linkShow,
   ownAnnouncerProcesses,
   podPrevResult,
@@ -38,7 +38,6 @@ import {
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type CniCall,
-  type CniOutput,
   type Frame,
   type Scope,
 } from './harness';
@@ -52,23 +51,6 @@ const MAIN_CONF = { name: NETWORK, cniVersion: CNI_VERSION };
 const BURST = { count: 3, intervalMs: 300 };
 /** How long a capture keeps running after ADD: past every round the background could send. */
 const TAIL_WINDOW_MS = 1500;
-
-/** Asserts a CNI error reply: exit 1, one JSON object with only spec keys, the code, no stack trace anywhere. */
-function expectCniError(out: CniOutput, code: number, mentions: readonly string[] = []): { code: number; msg: string } {
-  const why = `stdout: ${out.stdout.slice(0, 2000)} stderr: ${out.stderr.slice(0, 2000)}`;
-  expect(out.code, why).toBe(1);
-  const lines = out.stdout.trim().split('\n');
-  expect(lines, why).toHaveLength(1);
-  const doc = JSON.parse(lines[0]!);
-  expect(Object.keys(doc).every((k) => ['cniVersion', 'code', 'msg', 'details'].includes(k)), why).toBe(true);
-  expect(doc.code, why).toBe(code);
-  for (const m of mentions) expect(doc.msg, why).toContain(m);
-  for (const stream of [out.stdout, out.stderr]) {
-    expect(stream).not.toContain('    at ');
-    expect(stream).not.toMatch(/\.(ts|js):\d+/);
-  }
-  return doc;
-}
 
 /** GARPs for `ip` (ARP with sender IP = target IP) in a capture. */
 function garpsFor(frames: readonly Frame[], ip: string): Frame[] {
@@ -118,12 +100,7 @@ async function addUnderCapture(scope: Scope, pod: StandIn, options: Record<strin
 }
 
 describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-    expect(await ownAnnouncerProcesses()).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   describe('stdin', () => {
     it('3,000 levels of JSON nesting in prevResult: code 6 for ADD, CHECK and DEL, no stack trace, nothing done', async () => {

@@ -1,7 +1,7 @@
 // Unsolicited NA next to the gratuitous ARP, DAD-aware, dual stack,
 // several pod interfaces, main plugins without a bridge port (macvlan, ipvlan
 // L3), judged by tshark. Real bridge and macvlan plugins, real namespaces.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   addMacvlanPod,
   addStandInInterface,
@@ -17,7 +17,6 @@ import {
   createNetns,
   createStandInPod,
   killStrays,
-  leftoversAfterTeardown,
   macvlanConfig,
   neighEntry,
   plantStale,
@@ -58,11 +57,7 @@ async function dualStackBridgePod(scope: Scope, net: Subnet, containerId: string
 }
 
 describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   /**
    * Per-test setup: strays fail the test (checked after everything else is

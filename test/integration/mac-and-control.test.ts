@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   allocSubnet,
   announcementsFrom,
@@ -24,7 +24,6 @@ import {
   deleteNetns,
   describeFrames,
   killStrays,
-  leftoversAfterTeardown,
   linkShow,
   neighEntry,
   ownAnnouncerProcesses,
@@ -90,11 +89,7 @@ function withPodMac(result: any, mac: string): any {
 }
 
 describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   /** Per-test setup: strays fail the test (checked after everything else is undone), and the announcer's files. */
   async function begin(): Promise<AnnouncerFiles> {

@@ -4,17 +4,17 @@
 // error object on stdout and nothing changed on the host.
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   ANNOUNCER,
   announcerFiles,
   announcerStatus,
   chainConfig,
   cniExec,
+  expectCniError,
   createBridgePod,
   daemonsOf,
   killStrays,
-  leftoversAfterTeardown,
   listLinks,
   neighEntry,
   ownAnnouncerProcesses,
@@ -89,26 +89,6 @@ function expectedResult(prevResult: any, cniVersion: string): any {
   };
 }
 
-/** Asserts a CNI error reply: exit 1, one JSON object with cniVersion/code/msg on stdout, no stack trace. */
-function expectCniError(out: CniOutput, code: number, mentions: readonly string[], cniVersion: string | readonly string[]): any {
-  const why = `stdout: ${out.stdout} stderr: ${out.stderr}`;
-  expect(out.code, why).toBe(1);
-  const text = out.stdout.trim();
-  expect(text.split('\n'), why).toHaveLength(1);
-  const doc = JSON.parse(text);
-  expect(doc !== null && typeof doc === 'object' && !Array.isArray(doc), why).toBe(true);
-  expect(Object.keys(doc).every((k) => ['cniVersion', 'code', 'msg', 'details'].includes(k)), why).toBe(true);
-  expect(doc.code, why).toBe(code);
-  expect(typeof doc.msg).toBe('string');
-  for (const m of mentions) expect(doc.msg).toContain(m);
-  expect(typeof cniVersion === 'string' ? [cniVersion] : cniVersion).toContain(doc.cniVersion);
-  for (const stream of [out.stdout, out.stderr]) {
-    expect(stream).not.toContain('    at ');
-    expect(stream).not.toContain('Error:');
-  }
-  return doc;
-}
-
 /** What a bad call must not change: the bridge and its ports, its neighbour table, the pod's links and IPv4 addresses. */
 async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
   const links = (await listLinks())
@@ -134,12 +114,7 @@ async function processesOf(containerId: string): Promise<number[]> {
 }
 
 describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
-    expect(await ownAnnouncerProcesses()).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   describe('passthrough, then CHECK and DEL, in every version', () => {
     it.each(VERSIONS)('cniVersion %s: the result is prevResult in that version, unknown fields kept', async (version) => {

@@ -7,6 +7,7 @@ export * from './capture';
 export * from './cni';
 export * from './daemon';
 export * from './exec';
+export * from './expect-cni';
 export * from './frames';
 export * from './hooks';
 export * from './leftovers';
