@@ -1,9 +1,7 @@
-// Pods off the bridge path for the end-to-end repair tests: a second
-// interface for a stand-in pod, and a macvlan node (a netns that plays the
-// node, with a veth parent inside it: this kernel has no dummy driver) with
-// pods on macvlan or ipvlan children of that parent.
+// Pods off the bridge path: a macvlan node (a netns that plays the node, with a
+// veth parent inside it: this kernel has no dummy driver) with pods on macvlan
+// or ipvlan children of that parent, by hand or through the real macvlan plugin.
 import { join } from 'node:path';
-import type { StandInPod } from './bridge';
 import { assertCniOk, pluginExec, SYSTEM_CNI_DIR } from './cni';
 import { runOk } from './exec';
 import { linkShow } from './links';
@@ -14,36 +12,6 @@ import { setSysctl } from './sysctl';
 
 /** The real macvlan plugin. */
 export const MACVLAN_PLUGIN = join(SYSTEM_CNI_DIR, 'macvlan');
-
-/** One more pod interface of a stand-in pod. */
-export interface ExtraInterfaceOptions {
-  ifname: string;
-  peer: string;
-  v4?: string[];
-  /** Added with nodad. */
-  v6?: string[];
-  /** Sysctls set before the interface goes up. */
-  sysctls?: Record<string, string | number>;
-}
-
-/**
- * Adds another veth pair inside a stand-in pod's netns (both ends stay there,
- * as createStandInPod does): `ifname` is a pod interface, the peer is up with
- * IPv6 disabled. Goes away with the netns. Resolves with the interface's MAC.
- */
-export async function addStandInInterface(pod: StandInPod, opts: ExtraInterfaceOptions): Promise<string> {
-  const ns = pod.netns.name;
-  await runOk('ip', ['-n', ns, 'link', 'add', opts.ifname, 'type', 'veth', 'peer', 'name', opts.peer]);
-  await setSysctl(`net.ipv6.conf.${opts.peer}.disable_ipv6`, 1, ns);
-  await runOk('ip', ['-n', ns, 'link', 'set', opts.peer, 'up']);
-  for (const [key, value] of Object.entries(opts.sysctls ?? {})) await setSysctl(key, value, ns);
-  for (const cidr of opts.v4 ?? []) await runOk('ip', ['-n', ns, 'addr', 'add', cidr, 'dev', opts.ifname]);
-  for (const cidr of opts.v6 ?? []) await runOk('ip', ['-n', ns, '-6', 'addr', 'add', cidr, 'dev', opts.ifname, 'nodad']);
-  await runOk('ip', ['-n', ns, 'link', 'set', opts.ifname, 'up']);
-  const link = await linkShow(opts.ifname, ns);
-  if (!link) throw new Error(`stand-in pod ${ns}: ${opts.ifname} vanished`);
-  return link.mac;
-}
 
 /** A netns playing the node, with a veth pair inside it whose `parent` end serves as macvlan/ipvlan master. */
 export interface L2Node {
