@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
-import { createBridgePod, type BridgePod } from '../../test/integration/harness/bridge-pod';
+import { createBridgePod, type BridgePod } from '../../test/integration/harness/bridge-pods';
 import type { Scope } from '../../test/integration/harness/scope';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
@@ -64,7 +64,7 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
 }
 
 async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'stateDir'>, rounds: number, abort: AbortSignal): Promise<void> {
-  const pod = await createBridgePod(scope, 'bnch');
+  const pod = await createBridgePod(scope, { prefix: 'bnch' });
   // One scratch dir for the node yardstick's empty file and the announcer's stateDir (the plugin creates it).
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');

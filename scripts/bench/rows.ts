@@ -3,7 +3,7 @@
 import type { Row } from './rounds';
 import { ROWS } from './budgets';
 import { cleanEnv, expectOk, peakRssKiB, timedRun, type Command } from './measure';
-import type { BridgePod } from '../../test/integration/harness/bridge-pod';
+import type { BridgePod } from '../../test/integration/harness/bridge-pods';
 
 /** The programs the bench runs, by absolute path. */
 export interface Programs {

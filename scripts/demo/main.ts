@@ -15,18 +15,24 @@
 // status 0 when the demo showed both the bug and the fix, 1 otherwise.
 import { execFileSync } from 'node:child_process';
 import { isDeepStrictEqual } from 'node:util';
-import { attachPod, createPodNetwork, type BridgePod, type PodNetwork } from '../../test/integration/harness/bridge-pod';
+import { attachBridgePod, createPodNetwork, type BridgePod, type PodNetwork } from '../../test/integration/harness/bridge-pods';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, assertCniOk } from '../../test/integration/harness/cni';
 import { neighEntry, plantStale } from '../../test/integration/harness/neigh';
 import { pingOnce } from '../../test/integration/harness/ping';
 import { killStrays } from '../../test/integration/harness/processes';
-import { announcerAdd, announcerFiles, type AnnouncerFiles } from '../../test/integration/harness/repair-helpers';
+import { announcerAdd } from '../../test/integration/harness/announcer';
+import { announcerFiles, type AnnouncerFiles } from '../../test/integration/harness/announcer-files';
 import { throwCleanupErrors, type Scope } from '../../test/integration/harness/scope';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
 import { COLOURS, PLAIN, outcome, pingText, renderTable, verdict, type Observation } from './table';
 
 /** The MAC of the pod that had the IP before. */
+
+/** A pod .host on `network`, attached by the real bridge plugin (its DEL and netns go at `scope` close). */
+const attachPod = (scope: Scope, network: PodNetwork, host: number): Promise<BridgePod> =>
+  attachBridgePod(scope, { prefix: PREFIX, net: network.net, bridge: network.bridge, host, name: network.name });
+
 const OLD_MAC = '86:03:17:7a:eb:6e';
 /** Seconds the first ping waits for its reply. */
 const PING_WAIT_S = 2;
@@ -80,7 +86,7 @@ async function before(scope: Scope, network: PodNetwork, step: (line: string) =>
   say(`${style.bold}BEFORE${style.off}: pod A takes ${network.net.v4(POD_HOST)}, bridge plugin alone`);
   await plantOld(network.bridge, network.net.v4(POD_HOST), step);
   const podScope = scope.child('pod A');
-  const pod = await attachPod(podScope, network, POD_HOST, `${PREFIX}-`);
+  const pod = await attachPod(podScope, network, POD_HOST);
   step(`ADD returned after ${pod.addMs} ms; pod A ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`);
   const seen = await observe(pod, 'ok (bridge)', step);
   throwCleanupErrors(await podScope.close());
@@ -92,13 +98,13 @@ async function after(scope: Scope, network: PodNetwork, files: AnnouncerFiles, s
   say();
   say(`${style.bold}AFTER${style.off}: pod B takes ${network.net.v4(POD_HOST)}, bridge plugin then announcer (chained)`);
   await plantOld(network.bridge, network.net.v4(POD_HOST), step);
-  const pod = await attachPod(scope, network, POD_HOST, `${PREFIX}-`);
+  const pod = await attachPod(scope, network, POD_HOST);
   const t0 = Date.now();
   const out = assertCniOk(
     'announcer ADD',
     await announcerAdd(scope, {
-      mainConf: pod.bridgeConf,
-      prevResult: pod.prevResult,
+      mainConf: pod.conf,
+      prevResult: pod.result,
       containerId: pod.containerId,
       netns: pod.netns.path,
       options: { logLevel: 'debug' },
@@ -106,7 +112,7 @@ async function after(scope: Scope, network: PodNetwork, files: AnnouncerFiles, s
     }),
   );
   const announcerMs = Date.now() - t0;
-  const result = judgeResult(out.stdout, pod.prevResult);
+  const result = judgeResult(out.stdout, pod.result);
   step(`ADD returned: bridge ${pod.addMs} ms + announcer ${announcerMs} ms; pod B ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`);
   const seen = await observe(pod, result, step);
   const log = (await files.log()).split('\n').filter((l) => l !== '');
@@ -138,7 +144,7 @@ await scopedMain('demo', async (scope, abort) => {
   killStrays(scope);
   const network = await createPodNetwork(scope, PREFIX);
   step(`bridge ${network.bridge} up, node address ${network.net.v4Cidr(1)}`);
-  const keeper = await attachPod(scope, network, KEEPER_HOST, `${PREFIX}-`);
+  const keeper = await attachPod(scope, network, KEEPER_HOST);
   step(`keeper pod ${keeper.ip} attached (gives the bridge carrier; netns ${keeper.netns.name})`);
 
   const b = await before(scope, network, step);

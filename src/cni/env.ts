@@ -4,8 +4,6 @@ import { describeValue } from './field-path';
 import { ifnameProblem } from './ifname';
 import { listProblems } from './problems';
 
-export type { CniArgs } from './cni-args';
-
 /** The CNI commands, as CNI_COMMAND names them. */
 export const CNI_COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
 
@@ -19,7 +17,6 @@ export interface CniEnv {
   netns?: string;
   ifname?: string;
   args: CniArgs;
-  path?: string;
 }
 
 /** The env of ADD and CHECK: container ID, netns and ifname are guaranteed. */
@@ -42,7 +39,6 @@ export interface EnvRule {
 }
 
 const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
-const NETWORK: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL', 'STATUS', 'GC'];
 
 /** The environment variables the plugin reads, per command, with their validators (CNI_COMMAND is checked first, on its own). */
 export const ENV_RULES: readonly EnvRule[] = [
@@ -80,7 +76,6 @@ export const ENV_RULES: readonly EnvRule[] = [
       return parsed.ok ? undefined : parsed.problem;
     },
   },
-  { name: 'CNI_PATH', key: 'path', requiredFor: [], optionalFor: NETWORK },
 ];
 
 /**

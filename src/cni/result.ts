@@ -1,8 +1,8 @@
-import { parseCidr, type Cidr } from './cidr';
 import { CniError, ErrorCode } from './errors';
 import { fieldProblem, type PathSegment } from './field-path';
 import { listProblems } from './problems';
 import { compareVersions, type CniVersion } from './versions';
+import { parseCidr } from '../wire/ip';
 
 /** One entry of prevResult.interfaces. */
 export interface PrevInterface {
@@ -15,9 +15,13 @@ export interface PrevInterface {
 }
 
 /** One entry of prevResult.ips, with its address parsed. */
-export interface PrevIp extends Cidr {
+export interface PrevIp {
   /** The address as given, e.g. "10.88.0.5/24". */
   cidr: string;
+  /** The address without the prefix, as written. */
+  address: string;
+  family: 4 | 6;
+  prefixLength: number;
   gateway?: string;
   /** Index into prevResult.interfaces. */
   interface?: number;
@@ -74,7 +78,7 @@ export function formatResult(
     out.ips = out.ips.map((ip: Record<string, unknown>) => {
       const { version, ...rest } = ip;
       if (!withVersion) return rest;
-      const family = typeof ip.address === 'string' ? parseCidr(ip.address)?.family : undefined;
+      const family = cidrOf(ip.address)?.family;
       return { version: family === undefined ? version : String(family), ...rest };
     });
   }
@@ -144,7 +148,7 @@ function parseIp(
   const before = problems.length;
   const { address, gateway, version } = entry;
   const iface = entry.interface;
-  const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
+  const cidr = cidrOf(address);
   if (cidr === undefined) {
     problems.push(
       fieldProblem([...path, 'address'], 'must be an IP address with a prefix length, such as "10.88.0.5/24"', address),
@@ -163,10 +167,21 @@ function parseIp(
     problems.push(fieldProblem([...path, 'version'], `must match the address, which is IPv${cidr.family}`, version));
   }
   if (problems.length > before || cidr === undefined) return undefined;
-  const out: PrevIp = { cidr: address as string, ...cidr };
+  const text = address as string;
+  const out: PrevIp = { cidr: text, address: text.slice(0, text.indexOf('/')), family: cidr.family, prefixLength: cidr.prefixLength };
   if (gateway !== undefined) out.gateway = gateway as string;
   if (iface !== undefined) out.interface = iface as number;
   return out;
+}
+
+/** The family and prefix length of an "address/prefix" string, or undefined for anything else. */
+function cidrOf(text: unknown): { family: 4 | 6; prefixLength: number } | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    return parseCidr(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

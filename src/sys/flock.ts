@@ -1,12 +1,11 @@
 // flock(2) through koffi: Node has no file locks. Bound on first use, apart
 // from libc.ts, so that commands that never lock never bind it.
 import { loadKoffi } from './koffi';
+import { EAGAIN, EINTR } from './libc';
 import { SysError } from './sys-error';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
-const EINTR = 4;
-const EWOULDBLOCK = 11;
 
 /**
  * flock(fd, LOCK_EX|LOCK_NB): true when this open file now holds the
@@ -23,7 +22,7 @@ export function loadTryLock(): TryLock {
     for (;;) {
       if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
       const errno = koffi.errno();
-      if (errno === EWOULDBLOCK) return false;
+      if (errno === EAGAIN) return false; // EWOULDBLOCK
       if (errno !== EINTR) throw new SysError('flock', errno);
     }
   };

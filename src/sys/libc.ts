@@ -13,13 +13,17 @@ const NETLINK_ROUTE = 0;
 const SOL_NETLINK = 270;
 const NETLINK_ADD_MEMBERSHIP = 1;
 const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0o2000000;
-const SOCK_NONBLOCK = 0o4000;
+/** socket(2) type flag: close the fd on exec. */
+export const SOCK_CLOEXEC = 0o2000000;
+/** socket(2) type flag: non-blocking. */
+export const SOCK_NONBLOCK = 0o4000;
 const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;
-const EAGAIN = 11;
-const EINTR = 4;
+/** errno: try again (EWOULDBLOCK is the same number). */
+export const EAGAIN = 11;
+/** errno: interrupted by a signal. */
+export const EINTR = 4;
 const CLOCK_BOOTTIME = 7;
 /** NS_GET_NSTYPE, _IO(0xb7, 0x3): the CLONE_NEW* type of a namespace file (Linux 4.11+). */
 const NS_GET_NSTYPE = 0xb703;

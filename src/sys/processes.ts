@@ -1,6 +1,5 @@
-// Background process identity and signalling through /proc. A pid alone can
-// be recycled; a pid plus its start time (field 22 of /proc/PID/stat) cannot.
-// This is the only place in the plugin that sends a signal.
+// Process identity through /proc. A pid alone can be recycled; a pid plus its
+// start time (field 22 of /proc/PID/stat) cannot. The plugin signals no process.
 import { readFileSync } from 'node:fs';
 
 /** A process as recorded in the state dir. */
@@ -37,25 +36,4 @@ export function processStartTime(pid: number): string | undefined {
   if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
   const start = fields[19]; // field 22 overall; fields[] starts at field 3
   return start !== undefined && /^\d+$/.test(start) ? start : undefined;
-}
-
-/** True when the recorded process is still the same live process (a valid pid, a start time of digits, and both match). */
-export function isSameProcess(p: ProcessId): boolean {
-  if (!isSignallablePid(p.pid) || typeof p.startTime !== 'string' || !/^\d+$/.test(p.startTime)) return false;
-  return processStartTime(p.pid) === p.startTime;
-}
-
-/**
- * Sends `signal` to the recorded process only if it is still the same
- * process, and never to pid ≤ 1 or to this process itself, whatever the
- * record says. True when the signal was sent.
- */
-export function signalProcess(p: ProcessId, signal: NodeJS.Signals): boolean {
-  if (!isSignallablePid(p.pid) || p.pid === process.pid || !isSameProcess(p)) return false;
-  try {
-    process.kill(p.pid, signal);
-    return true;
-  } catch {
-    return false;
-  }
 }

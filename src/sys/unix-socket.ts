@@ -4,17 +4,14 @@
 // non-blocking: callers wait with poll(2) (Libc.pollIn) and a deadline.
 import { chmodSync } from 'node:fs';
 import { loadKoffi } from './koffi';
+import { EAGAIN, EINTR, SOCK_CLOEXEC, SOCK_NONBLOCK } from './libc';
 import { SysError } from './sys-error';
 
 const AF_UNIX = 1;
 const SOCK_SEQPACKET = 5;
-const SOCK_NONBLOCK = 0o4000;
-const SOCK_CLOEXEC = 0o2000000;
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
 const MSG_NOSIGNAL = 0x4000;
-const EAGAIN = 11;
-const EINTR = 4;
 /** sun_path holds 108 bytes, NUL included. */
 const SUN_PATH_MAX = 107;
 const BACKLOG = 128;

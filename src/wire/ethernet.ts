@@ -8,9 +8,6 @@ export const ETHERTYPE_ARP = 0x0806;
 /** EtherType of IPv6. */
 export const ETHERTYPE_IPV6 = 0x86dd;
 
-/** EtherType of RARP (QEMU-style announcements). */
-export const ETHERTYPE_RARP = 0x8035;
-
 /** Builds a fresh Ethernet II frame (no FCS, no padding); src must be unicast, ethertype 0x0600-0xffff. */
 export function ethernetFrame(dst: Uint8Array, src: Uint8Array, ethertype: number, payload: Uint8Array): Buffer {
   expectLength(dst, 6, 'destination MAC');

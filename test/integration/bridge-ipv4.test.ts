@@ -1,90 +1,57 @@
-// Issue 2's seed scenario (field notes §1), chained after the real bridge
-// plugin 1.1.1: a pod reusing an IP leaves the node's entry STALE with the old
-// MAC; with the announcer chained, the entry holds the new MAC the moment ADD
+// The stale-entry scenario of the README ("What it is and why"), chained after
+// the real bridge plugin 1.1.1: a pod reusing an IP leaves the node's entry
+// STALE with the old MAC; with the announcer chained, the entry holds the new MAC the moment ADD
 // returns and the node's first ping gets through. Also the control without the
 // announcer, `ipv4: false`, and a pod that is not ready within the wait.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
   allocSubnet,
-  bridgeConfig,
-  createBridge,
-  createNetns,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  announcerLeftovers,
+  attachBridgePod,
+  bridgeWithKeeper,
   createStandInPod,
-  hostVeth,
   killStrays,
   linkShow,
-  listLinks,
-  listNetns,
   neighEntry,
   plantStale,
-  podInterface,
+  podPrevResult,
   run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   startCapture,
-  waitFor,
   withScope,
   type Scope,
   type Subnet,
 } from './harness';
-import { announcerAdd, announcerDel, announcerFiles, announcerLeftovers, podPrevResult, type AnnouncerFiles } from './harness/repair-helpers';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b4${RUN_TAG}`;
-/** The departed pod's MAC, as in field notes §1. */
+/** The departed pod's MAC. */
 const OLD_MAC = '86:03:17:7a:eb:6e';
 const TRIALS = 5;
 const POD_HOST = 5;
 
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
-
-/** A bridge with the node's address (.1) and a keeper pod (.9) on it, so the bridge has carrier. */
-async function bridgeWithKeeper(scope: Scope, net: Subnet): Promise<string> {
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-  const keeper = await createNetns(scope, PREFIX);
-  await addBridgePod(scope, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${PREFIX}-keeper` });
-  return bridge;
-}
-
-/** ADDs a fresh pod (.5) through the bridge plugin; resolves with the plugin's conf, result, and the pod's netns path and MAC. */
+/** A fresh pod (.5) on the bridge through the bridge plugin; the result's MAC is the one really on its eth0. */
 async function addPod(scope: Scope, net: Subnet, bridge: string, containerId: string) {
-  const podNs = await createNetns(scope, PREFIX);
-  const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(POD_HOST), gw: net.v4(1), containerId };
-  const result = await addBridgePod(scope, opts);
-  const pod = podInterface(result);
-  expect(pod?.sandbox).toBe(podNs.path);
-  // The result's MAC is the one really on the pod's eth0.
-  expect((await linkShow('eth0', podNs.name))?.mac).toBe(pod!.mac);
-  return { conf: bridgeConfig(opts), result, podNs, podMac: pod!.mac };
+  const pod = await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: POD_HOST, containerId });
+  expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(pod.mac);
+  return pod;
 }
 
-async function expectNothingLeft(files: AnnouncerFiles): Promise<void> {
-  expect(await announcerLeftovers(files)).toEqual([]);
-}
-
-describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announcer, IPv4 (issue 2)', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    // Netns teardown is asynchronous in the kernel: wait, bounded, for it to finish.
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
-      async () => expect(await leftovers()).toEqual([]),
-    );
-  });
+describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + announcer, IPv4', () => {
+  const scope = scopePerTest(PREFIX);
 
   it(`repairs the stale entry before ADD returns and the first ping gets through, in every one of ${TRIALS} trials`, async () => {
     killStrays(scope(), { strict: true });
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
 
     for (let trial = 1; trial <= TRIALS; trial++) {
       // Each trial: a fresh pod and fresh announcer files, all undone before the next trial reuses the IP.
@@ -92,8 +59,8 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
         const files = await announcerFiles(own);
         await plantStale(bridge, ip, OLD_MAC);
         const containerId = `${PREFIX}-seed${trial}`;
-        const { conf, result, podNs, podMac } = await addPod(own, net, bridge, containerId);
-        const attachment = { mainConf: conf, prevResult: result, containerId, netns: podNs.path, files };
+        const pod = await addPod(own, net, bridge, containerId);
+        const attachment = { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files };
 
         const add = await announcerAdd(own, attachment);
         // The moment ADD returns: no waiting, no retries.
@@ -101,14 +68,14 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
         const ping = await run('ping', ['-c1', '-W2', ip]);
 
         expect(add.code, `trial ${trial}: ${add.stdout}`).toBe(0);
-        expect(add.json, `trial ${trial}`).toEqual(result);
-        expect(entry?.mac, `trial ${trial}: node entry for ${ip} (${entry?.state})`).toBe(podMac);
+        expect(add.json, `trial ${trial}`).toEqual(pod.result);
+        expect(entry?.mac, `trial ${trial}: node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
         expect(ping.code, `trial ${trial}: first ping: ${ping.stdout}`).toBe(0);
         expect(await files.log(), `trial ${trial}`).toMatch(/INFO announced .*round=1/);
 
-        // DEL stops the tail of the default burst and removes its record.
+        // DEL stops the background rounds of the default burst and removes its record.
         expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-        await expectNothingLeft(files);
+        expect(await announcerLeftovers(files)).toEqual([]);
       });
     }
   });
@@ -116,9 +83,9 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
   it('control, without the announcer: the bridge ADD alone leaves the old MAC and the first ping is lost', async () => {
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
     await plantStale(bridge, ip, OLD_MAC);
-    const { podMac } = await addPod(scope(), net, bridge, `${PREFIX}-control`);
+    const { mac: podMac } = await addPod(scope(), net, bridge, `${PREFIX}-control`);
 
     expect(podMac).not.toBe(OLD_MAC);
     expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
@@ -131,17 +98,17 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
     const files = await announcerFiles(scope());
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
     await plantStale(bridge, ip, OLD_MAC);
     const containerId = `${PREFIX}-noipv4`;
-    const { conf, result, podNs, podMac } = await addPod(scope(), net, bridge, containerId);
-    const capture = await startCapture(scope(), { iface: hostVeth(result, bridge)!.name, filter: 'arp' });
+    const pod = await addPod(scope(), net, bridge, containerId);
+    const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
 
     const add = await announcerAdd(scope(), {
-      mainConf: conf,
-      prevResult: result,
+      mainConf: pod.conf,
+      prevResult: pod.result,
       containerId,
-      netns: podNs.path,
+      netns: pod.netns.path,
       files,
       options: { ipv4: false },
     });
@@ -149,10 +116,10 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    expect(add.json).toEqual(result);
+    expect(add.json).toEqual(pod.result);
     expect(entry).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-    expect(frames.filter((f) => f.eth.src === podMac)).toEqual([]);
-    await expectNothingLeft(files);
+    expect(frames.filter((f) => f.eth.src === pod.mac)).toEqual([]);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('a pod whose link is down: ADD (addWaitMs 200, readyTimeoutMs 200) exits 0, sends nothing, logs that it was not ready', async () => {
@@ -193,6 +160,6 @@ describe.skipIf(skipIntegration())('seed scenario: bridge plugin 1.1.1 + announc
     expect(log).toMatch(new RegExp(`WARN pod not ready in time: not announcing .*containerId=${containerId}`));
     expect(log).toContain('eth0 is down');
     expect(log).not.toMatch(/announced/);
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 });

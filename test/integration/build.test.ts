@@ -1,4 +1,4 @@
-// `make build ARCH=arm64` (issue 8): the linux-arm64 plugin, cross-built on
+// `make build ARCH=arm64`: the linux-arm64 plugin, cross-built on
 // this x86-64 machine from the npm registry's packages only (Bun's aarch64
 // runtime, koffi's arm64 prebuilt addon). It cannot run here; its ELF header
 // and what it embeds are checked instead.

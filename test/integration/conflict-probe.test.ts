@@ -1,28 +1,24 @@
-// Issue 12: IPv4 conflict detection before announcing (RFC 5227 probe), on
+// IPv4 conflict detection before announcing (RFC 5227 probe), on
 // the wire, with the real bridge plugin. A "squatter" is a pod on the same
 // bridge that was given the same IPv4 address, so its kernel answers ARP for
 // it: announcing that address would take the squatter's traffic. Only the
 // announcer's own frames are judged: the kernel's arp_notify GARPs (on link
 // up and on a MAC change; the bridge plugin sets arp_notify=1) are not ours,
 // so tests that change the MAC turn arp_notify off in the pod first.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
   allocSubnet,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  announcerLeftovers,
   announcerStatus,
-  attachmentFiles,
-  bridgeConfig,
-  createBridge,
-  createNetns,
-  hostVeth,
+  attachBridgePod,
+  bridgeWithKeeper,
   killStrays,
   linkShow,
-  listLinks,
-  listNetns,
   neighEntry,
-  ownAnnouncerProcesses,
   plantStale,
-  podInterface,
   run,
   runOk,
   RUN_TAG,
@@ -30,13 +26,14 @@ import {
   setSysctl,
   skipIntegration,
   startCapture,
-  waitDaemonGone,
   waitFor,
+  type AnnouncerAttachment,
+  type AnnouncerFiles,
+  type BridgePod,
   type Frame,
   type Scope,
   type Subnet,
 } from './harness';
-import { announcerAdd, announcerDel, announcerFiles, type AnnouncerAttachment, type AnnouncerFiles } from './harness/repair-helpers';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `cp${RUN_TAG}`;
@@ -47,25 +44,9 @@ const ZERO_MAC = '00:00:00:00:00:00';
 /** In every config: the background announcer an ADD starts goes away soon after its last work. */
 const IDLE_EXIT_MS = 300;
 
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
-
-/** A bridge with the node's address (.1) and a keeper pod (.9), so that the bridge has carrier. */
-async function bridgeWithKeeper(scope: Scope, net: Subnet): Promise<string> {
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-  const keeper = await createNetns(scope, PREFIX);
-  await addBridgePod(scope, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${PREFIX}-keeper` });
-  return bridge;
-}
-
-/** A pod on the bridge that holds `host`'s address too, up and answering ARP for it; resolves with its MAC. */
+/** A pod on the bridge that holds host POD's address too, up and answering ARP for it; resolves with its MAC. */
 async function addSquatter(scope: Scope, net: Subnet, bridge: string): Promise<string> {
-  const ns = await createNetns(scope, PREFIX);
-  const result = await addBridgePod(scope, { bridge, netns: ns.path, ip: net.v4Cidr(POD), gw: net.v4(1), containerId: `${PREFIX}-squat` });
-  return podInterface(result)!.mac;
+  return (await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: POD, containerId: `${PREFIX}-squat` })).mac;
 }
 
 /**
@@ -74,14 +55,14 @@ async function addSquatter(scope: Scope, net: Subnet, bridge: string): Promise<s
  * sends from now on, and what comes back to it.
  */
 async function addPod(scope: Scope, net: Subnet, bridge: string, name: string, hosts: number[] = [POD]) {
-  const podNs = await createNetns(scope, PREFIX);
-  const containerId = `${PREFIX}-${name}`;
   const ipam = { type: 'static', addresses: hosts.map((h) => ({ address: net.v4Cidr(h), gateway: net.v4(1) })) };
-  const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(hosts[0]!), gw: net.v4(1), containerId, extra: { ipam } };
-  const result = await addBridgePod(scope, opts);
-  const podMac: string = podInterface(result)!.mac;
-  const capture = await startCapture(scope, { iface: hostVeth(result, bridge)!.name, filter: 'arp' });
-  return { conf: bridgeConfig(opts), result, podNs, podMac, containerId, capture };
+  const pod = await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: hosts[0]!, containerId: `${PREFIX}-${name}`, extra: { ipam } });
+  return { ...pod, capture: await startCapture(scope, { iface: pod.hostVeth, filter: 'arp' }) };
+}
+
+/** The announcer on the pod, with `options` and this file's idleExitMs. */
+function attachmentOf(pod: BridgePod, files: AnnouncerFiles, options: Record<string, unknown>): AnnouncerAttachment & { files: AnnouncerFiles } {
+  return { mainConf: pod.conf, prevResult: pod.result, containerId: pod.containerId, netns: pod.netns.path, files, options: { ...options, idleExitMs: IDLE_EXIT_MS } };
 }
 
 /** ARP frames whose ARP sender MAC is one of `macs`. */
@@ -104,39 +85,40 @@ function derivedMac(net: Subnet): string {
   return `0a:58:0a:58:${net.index.toString(16).padStart(2, '0')}:05`;
 }
 
-/** No background announcer, no holder, no record or lock of the attachment: only the announcer's own lock files stay. */
-async function expectNothingLeft(files: AnnouncerFiles): Promise<void> {
-  await waitDaemonGone(files.stateDir);
-  expect(await attachmentFiles(files.stateDir)).toEqual([]);
-  expect((await ownAnnouncerProcesses()).map((p) => p.argv.join(' '))).toEqual([]);
+/**
+ * What `warn` promises once both rounds are out: each address probed in both,
+ * the squatted `ip` announced in neither and `other` in both, the conflict
+ * logged; then DEL leaves nothing. Resolves with the log.
+ */
+async function expectSquattedLeftOut(att: AnnouncerAttachment & { files: AnnouncerFiles }, frames: readonly Frame[], podMac: string, squatterMac: string, ip: string, other: string): Promise<string> {
+  const ours = arpFrom(frames, [podMac]);
+  expect(probesIn(ours).map((f) => f.arp!.targetIp).sort()).toEqual([ip, ip, other, other]);
+  expect(garpsFor(ours, ip)).toEqual([]);
+  expect(garpsFor(ours, other)).toHaveLength(2);
+  const log = await att.files.log();
+  expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
+  expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
+  expect(await announcerLeftovers(att.files)).toEqual([]);
+  return log;
 }
 
-describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (issue 12)', () => {
-  const scope = scopePerTest();
+describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', () => {
+  const scope = scopePerTest(PREFIX);
 
-  afterAll(async () => {
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(async () =>
-      expect(await leftovers()).toEqual([]),
-    );
-  });
-
-  it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
+  /** Per-test setup: strays fail the test (checked after everything else is undone), the announcer's files, a subnet and its addresses, a bridge with a keeper. */
+  async function begin() {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
-    const ip = net.v4(POD);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    return { files, net, ip: net.v4(POD), other: net.v4(OTHER), bridge: await bridgeWithKeeper(scope(), net, { prefix: PREFIX }) };
+  }
+
+  it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
+    const { files, net, ip, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'fail');
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      options: { conflictCheck: 'fail', count: 1, idleExitMs: IDLE_EXIT_MS },
-    });
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', count: 1 }));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(1);
@@ -144,63 +126,41 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     expect(add.json.msg).toBe(
       `IPv4 address conflict: ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0): announcing nothing (conflictCheck: fail)`,
     );
-    const ours = arpFrom(frames, [pod.podMac]);
+    const ours = arpFrom(frames, [pod.mac]);
     // The window ended at the first answer: one probe, no GARP.
     expect(ours.map((f) => f.arp!.senderIp)).toEqual(['0.0.0.0']);
     expect(arpFrom(frames, [squatterMac]).filter((f) => f.arp!.opcode === 2 && f.arp!.senderIp === ip)).toHaveLength(1);
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
     expect(await files.log()).toMatch(/ERROR ADD failed/);
   });
 
   it('fail with mac: ip-derived (arp_notify off in the pod): the MAC ADD set is put back, and still no GARP', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const { files, net, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'failmac');
-    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.podNs.name);
+    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      options: { conflictCheck: 'fail', mac: 'ip-derived', count: 1, idleExitMs: IDLE_EXIT_MS },
-    });
-    const eth0 = await linkShow('eth0', pod.podNs.name);
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1 }));
+    const eth0 = await linkShow('eth0', pod.netns.name);
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(1);
     expect(add.json).toMatchObject({ code: 106 });
     expect(add.json.msg).toContain(squatterMac);
     // The probe went out from the derived MAC; then the pod got its own MAC back.
-    const ours = arpFrom(frames, [pod.podMac, derivedMac(net)]);
+    const ours = arpFrom(frames, [pod.mac, derivedMac(net)]);
     expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net), '0.0.0.0']]);
-    expect(eth0?.mac).toBe(pod.podMac);
-    await expectNothingLeft(files);
+    expect(eth0?.mac).toBe(pod.mac);
+    expect(await announcerLeftovers(files)).toEqual([]);
     expect(await files.log()).toMatch(/INFO restored the original MAC .*interface=eth0/);
   });
 
   it('warn: ADD succeeds; the squatted address is announced in no round, the other one in every round; logged and counted', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const other = net.v4(OTHER);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'warn', [POD, OTHER]);
-    const attachment: AnnouncerAttachment = {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      // Round 2 from the background announcer, late enough for one that this ADD starts.
-      options: { conflictCheck: 'warn', count: 2, intervalMs: 1500, idleExitMs: IDLE_EXIT_MS },
-    };
+    // Round 2 from the background announcer, late enough for one that this ADD starts.
+    const attachment = attachmentOf(pod, files, { conflictCheck: 'warn', count: 2, intervalMs: 1500 });
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
@@ -210,73 +170,45 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: 'round 2', timeoutMs: 10_000 });
     const frames = await pod.capture.stop();
 
-    const ours = arpFrom(frames, [pod.podMac]);
-    expect(probesIn(ours).map((f) => f.arp!.targetIp).sort()).toEqual([ip, ip, other, other]);
-    expect(garpsFor(ours, ip)).toEqual([]);
-    expect(garpsFor(ours, other)).toHaveLength(2);
-    const log = await files.log();
-    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
-    expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-    await expectNothingLeft(files);
+    await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
   });
 
   it('off (the default): no probe, the squatted address is announced as before', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const { files, net, bridge } = await begin();
     await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'off');
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      options: { count: 1, idleExitMs: IDLE_EXIT_MS },
-    });
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { count: 1 }));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    const ours = arpFrom(frames, [pod.podMac]);
+    const ours = arpFrom(frames, [pod.mac]);
     expect(probesIn(ours)).toEqual([]);
     expect(garpsFor(ours, net.v4(POD))).toHaveLength(1);
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it('a clean reuse (the seed scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const bridge = await bridgeWithKeeper(scope(), net);
+  it('a clean reuse (the README\'s stale-entry scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes', async () => {
+    const { files, net, ip, bridge } = await begin();
     await plantStale(bridge, ip, OLD_MAC);
     const pod = await addPod(scope(), net, bridge, 'clean');
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      options: { conflictCheck: 'fail', count: 1, idleExitMs: IDLE_EXIT_MS },
-    });
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', count: 1 }));
     const entry = await neighEntry(bridge, ip);
     const ping = await run('ping', ['-c1', '-W2', ip]);
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(pod.result);
-    expect(entry?.mac, `node entry for ${ip} (${entry?.state})`).toBe(pod.podMac);
+    expect(entry?.mac, `node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
     expect(ping.code, ping.stdout).toBe(0);
-    const ours = arpFrom(frames, [pod.podMac]);
+    const ours = arpFrom(frames, [pod.mac]);
     const probes = probesIn(ours);
     // probes: 2 (the default), each an RFC 5227 probe as tshark reads it.
     expect(probes.map((f) => ({ eth: f.eth, arp: f.arp, malformed: f.malformed }))).toEqual(
       [1, 2].map(() => ({
-        eth: { src: pod.podMac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x0806 },
-        arp: { opcode: 1, senderMac: pod.podMac, senderIp: '0.0.0.0', targetMac: ZERO_MAC, targetIp: ip, isGratuitous: false },
+        eth: { src: pod.mac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x0806 },
+        arp: { opcode: 1, senderMac: pod.mac, senderIp: '0.0.0.0', targetMac: ZERO_MAC, targetIp: ip, isGratuitous: false },
         malformed: false,
       })),
     );
@@ -284,55 +216,33 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     expect(garps).toHaveLength(1);
     expect(probes.every((p) => p.number < garps[0]!.number)).toBe(true);
     expect(await files.log()).not.toMatch(/conflict/);
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('an attachment that opted out is never probed, even with conflictCheck fail and a squatter', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const { files, net, bridge } = await begin();
     await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'optout');
-    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.podNs.name);
+    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      // mac: ip-derived takes ADD into the pod (MACs are still set); the opt-out stops the rest.
-      options: { conflictCheck: 'fail', mac: 'ip-derived', count: 1, idleExitMs: IDLE_EXIT_MS, args: { cni: { announce: false } } },
-    });
+    // mac: ip-derived takes ADD into the pod (MACs are still set); the opt-out stops the rest.
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1, args: { cni: { announce: false } } }));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    expect(arpFrom(frames, [pod.podMac, derivedMac(net)])).toEqual([]);
+    expect(arpFrom(frames, [pod.mac, derivedMac(net)])).toEqual([]);
     expect(await files.log()).toMatch(/announcements disabled for this attachment/);
   });
 
   it('deferred (not ready during ADD): the background announcer probes once the pod is ready; fail acts as warn there, and says so', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(POD);
-    const other = net.v4(OTHER);
-    const bridge = await bridgeWithKeeper(scope(), net);
+    const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'defer', [POD, OTHER]);
-    const ns = pod.podNs.name;
+    const ns = pod.netns.name;
     // Only the announcer may send ARP when eth0 comes back up.
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, ns);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'down']);
-    const attachment: AnnouncerAttachment = {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.podNs.path,
-      files,
-      options: { conflictCheck: 'fail', count: 2, intervalMs: 1500, addWaitMs: 100, readyTimeoutMs: 30000, idleExitMs: IDLE_EXIT_MS },
-    };
+    const attachment = attachmentOf(pod, files, { conflictCheck: 'fail', count: 2, intervalMs: 1500, addWaitMs: 100, readyTimeoutMs: 30000 });
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
@@ -343,14 +253,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing (i
     await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: 'round 2', timeoutMs: 10_000 });
     const frames = await pod.capture.stop();
 
-    const ours = arpFrom(frames, [pod.podMac]);
-    expect(probesIn(ours).map((f) => f.arp!.targetIp).sort()).toEqual([ip, ip, other, other]);
-    expect(garpsFor(ours, ip)).toEqual([]);
-    expect(garpsFor(ours, other)).toHaveLength(2);
-    const log = await files.log();
+    const log = await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
     expect(log).toMatch(/WARN conflictCheck is fail, but ADD has returned: leaving the addresses out instead/);
-    expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
-    expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-    await expectNothingLeft(files);
   });
 });

@@ -1,5 +1,5 @@
-// Issue 11: one background announcer per stateDir (`announcer daemon
-// <stateDir>`), on real namespaces and the real bridge plugin, frames captured
+// One background announcer per stateDir (`announcer daemon <stateDir>`), on
+// real namespaces and the real bridge plugin, frames captured
 // by tcpdump and decoded by tshark. Assertions are counts: of frames, of
 // processes, of bytes of memory; times appear only as capture timestamps
 // compared with wall-clock moments taken in the test (before or after an ADD,
@@ -13,30 +13,30 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
   allocSubnet,
-  ANNOUNCER,
+  announcerAdd,
   announcerCli,
+  announcerDel,
   announcerFiles,
+  announcerGc,
   announcerStatus,
   assertCniOk,
+  attachBridgePod,
   attachmentFiles,
-  canonicalIp,
-  chainConfig,
-  cniExec,
   createBridge,
-  createNetns,
   createStandInPod,
   daemonsOf,
   DAEMON_SOCKET,
+  garpsFor,
   killDaemon,
   killStrays,
-  listLinks,
-  listNetns,
+  leftoversAfterTeardown,
   memoryKiB,
+  ms,
+  nasFor,
   ownAnnouncerProcesses,
   ownAnnouncerProcessesNow,
-  podInterface,
+  podPrevResult,
   runOk,
   RUN_TAG,
   Scope,
@@ -46,10 +46,10 @@ import {
   throwCleanupErrors,
   waitDaemonGone,
   waitFor,
+  type AnnouncerAttachment,
   type AnnouncerFiles,
-  type CniOutput,
+  type BridgePod,
   type Frame,
-  type Netns,
   type StatusJson,
   type Subnet,
 } from './harness';
@@ -58,11 +58,11 @@ import {
 const PREFIX = `d${RUN_TAG}`;
 /** The network name of every attachment here (GC acts per network). */
 const NETWORK = `daemon-${RUN_TAG}`;
-/** How many pods start at once (issue 11's budget). */
+/** How many pods start at once in the mass start and the rate-limit test. */
 const PODS = 40;
 /** idleExitMs of the configs here: an announcer goes soon after its last work. */
 const IDLE_EXIT_MS = 400;
-/** Issue 11's memory budget for the background work of 40 pods, and its process count. */
+/** The memory budget for the background work of 40 pods, and its process count. */
 const PSS_BUDGET_KIB = 60 * 1024;
 const MAX_BACKGROUND_PROCESSES = 2;
 /** The default burst: count 3, intervalMs 1000, backoff 1. */
@@ -70,33 +70,8 @@ const DEFAULT_SCHEDULE_MS = [0, 1000, 2000];
 /** How late a round handed over to the announcer may still go out (src/daemon/progress.ts LATE_GRACE_MS). */
 const LATE_GRACE_MS = 1000;
 
-/** A pod attached to the fleet's bridge by the real bridge plugin. */
-interface Pod {
-  netns: Netns;
-  /** The bridge plugin's result: the announcer's prevResult. */
-  result: unknown;
-  mac: string;
-  ip: string;
-}
-
-/** One announcer attachment, as the runtime would name it. */
-interface Attachment {
-  containerId: string;
-  netns: string;
-  ifname: string;
-  cniVersion: string;
-  files: AnnouncerFiles;
-  prevResult: unknown;
-  /** Set once its DEL ran, so the scope's DEL does not run it again. */
-  deleted?: boolean;
-}
-
-/** An ADD's output and the wall-clock moments right before it started and right after it exited. */
-interface Added {
-  out: CniOutput;
-  startedAt: number;
-  exitedAt: number;
-}
+/** A pod the announcer can be chained on: its netns, the main plugin's result, its MAC and IPv4 address. */
+type Pod = Pick<BridgePod, 'netns' | 'result' | 'mac' | 'ip'>;
 
 /** The fleet: one bridge, PODS pods on it. */
 let fleet: { net: Subnet; bridge: string; pods: Pod[] };
@@ -106,74 +81,27 @@ function containerId(tag: string): string {
   return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
-function attachmentOf(pod: Pod, files: AnnouncerFiles, tag: string): Attachment {
-  return { containerId: containerId(tag), netns: pod.netns.path, ifname: 'eth0', cniVersion: '1.0.0', files, prevResult: pod.result };
-}
-
-function announcerStdin(att: Attachment, options: Record<string, unknown>): Record<string, unknown> {
-  const conf = {
-    type: 'announcer',
-    stateDir: att.files.stateDir,
-    logFile: att.files.logFile,
-    logLevel: 'debug',
-    idleExitMs: IDLE_EXIT_MS,
-    ...options,
+/** The announcer on the pod's eth0 in network NETWORK, with a debug log and this file's idleExitMs. */
+function attachmentOf(pod: Pod, files: AnnouncerFiles, tag: string): AnnouncerAttachment {
+  return {
+    mainConf: { name: NETWORK, cniVersion: '1.0.0' },
+    prevResult: pod.result,
+    containerId: containerId(tag),
+    netns: pod.netns.path,
+    files,
+    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
   };
-  return chainConfig({ name: NETWORK, cniVersion: att.cniVersion }, conf, att.prevResult);
 }
 
-function callFor(att: Attachment, command: 'ADD' | 'DEL') {
-  return { command, containerId: att.containerId, netns: att.netns, ifname: att.ifname };
+/** Announcer ADD, which must succeed. */
+async function addOk(s: Scope, att: AnnouncerAttachment, options: Record<string, unknown>) {
+  return assertCniOk(`announcer ADD ${att.containerId}`, await announcerAdd(s, att, options));
 }
 
-/** Announcer DEL; resolves with the wall-clock time right after it returned. */
-async function announcerDel(att: Attachment): Promise<number> {
-  att.deleted = true;
-  assertCniOk(`announcer DEL ${att.containerId}`, await cniExec(ANNOUNCER, callFor(att, 'DEL'), announcerStdin(att, {})));
-  return Date.now();
+/** Announcer DEL, which must succeed; resolves with the wall-clock time right after it returned. */
+async function delOk(att: AnnouncerAttachment): Promise<number> {
+  return assertCniOk(`announcer DEL ${att.containerId}`, await announcerDel(att)).exitedAt;
 }
-
-/** Announcer ADD, its DEL registered in the scope first (skipped if the test ran it). */
-async function announcerAdd(s: Scope, att: Attachment, options: Record<string, unknown>): Promise<Added> {
-  s.defer(async () => {
-    if (!att.deleted) await announcerDel(att);
-  }, `announcer DEL ${att.containerId}`);
-  const startedAt = Date.now();
-  const out = await cniExec(ANNOUNCER, callFor(att, 'ADD'), announcerStdin(att, options));
-  const exitedAt = Date.now();
-  assertCniOk(`announcer ADD ${att.containerId}`, out);
-  return { out, startedAt, exitedAt };
-}
-
-/** GC (spec 1.1.0) of stateDir keeping `valid`; resolves with the time right after it returned. */
-async function announcerGc(stateDir: string, valid: readonly Attachment[]): Promise<number> {
-  const conf = {
-    cniVersion: '1.1.0',
-    name: NETWORK,
-    type: 'announcer',
-    stateDir,
-    'cni.dev/valid-attachments': valid.map((a) => ({ containerID: a.containerId, ifname: a.ifname })),
-  };
-  const out = await cniExec(ANNOUNCER, { command: 'GC' }, conf);
-  assertCniOk('announcer GC', out);
-  expect(out.stdout.trim()).toBe('');
-  return Date.now();
-}
-
-/** Our gratuitous ARPs for ip: ARP with sender = target = ip, sent by mac. */
-function garpsFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
-  return frames.filter(
-    (f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderMac === mac && f.arp.senderIp === ip && f.arp.targetIp === ip,
-  );
-}
-
-/** Our unsolicited NAs for ip, sent by mac. */
-function nasFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
-  const want = canonicalIp(ip);
-  return frames.filter((f) => f.eth.src === mac && f.icmpv6?.type === 136 && canonicalIp(f.icmpv6.target ?? '') === want);
-}
-
-const ms = (f: Frame): number => f.time * 1000;
 
 /** The most frames found in any one-second window [t, t + 1 s) that starts at a frame. */
 function busiestSecond(frames: readonly Frame[]): number {
@@ -184,12 +112,6 @@ function busiestSecond(frames: readonly Frame[]): number {
     most = Math.max(most, j - i);
   }
   return most;
-}
-
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
 }
 
 /** Runs `work` on every item, at most `width` at a time. */
@@ -203,10 +125,7 @@ async function inBatches<T, R>(items: readonly T[], width: number, work: (item: 
 
 /** A pod on the fleet's bridge: host 10 + i for fleet pod i, the node (gateway) at host 1. */
 async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
-  const netns = await createNetns(s, PREFIX);
-  const ip = fleet.net.v4(host);
-  const result = await addBridgePod(s, { bridge: fleet.bridge, netns: netns.path, ip: fleet.net.v4Cidr(host), gw: fleet.net.v4(1), containerId: id, name: NETWORK });
-  return { netns, result, mac: podInterface(result)!.mac, ip };
+  return attachBridgePod(s, { prefix: PREFIX, net: fleet.net, bridge: fleet.bridge, host, containerId: id, name: NETWORK });
 }
 
 /** A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of it. */
@@ -221,15 +140,11 @@ async function quietStandIn(s: Scope, net: Subnet, host: number, opts: { v6?: bo
       ? { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 }
       : { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
   });
-  const result = {
-    cniVersion: '1.0.0',
-    interfaces: [{ name: pod.ifname, mac: pod.mac, sandbox: pod.netns.path }],
-    ips: cidrs.map((address) => ({ address, interface: 0 })),
-  };
+  const result = podPrevResult(pod.netns.path, [{ name: pod.ifname, mac: pod.mac, addresses: cidrs }]);
   return { ...pod, result, asPod: { netns: pod.netns, result, mac: pod.mac, ip: net.v4(host) } satisfies Pod };
 }
 
-describe.skipIf(skipIntegration())('the background announcer of a stateDir (issue 11)', () => {
+describe.skipIf(skipIntegration())('the background announcer of a stateDir', () => {
   const scope = scopePerTest();
 
   beforeAll(async () => {
@@ -244,9 +159,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
       throwCleanupErrors(await fleetScope.close());
       expect(await ownAnnouncerProcesses()).toEqual([]);
     } finally {
-      await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(async () =>
-        expect(await leftovers()).toEqual([]),
-      );
+      expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
     }
   }, 120_000);
 
@@ -265,7 +178,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
       const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
       const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `mass${i}`));
 
-      const added = await Promise.all(atts.map((att) => announcerAdd(s, att, {})));
+      const added = await Promise.all(atts.map((att) => addOk(s, att, {})));
       // Every ADD has returned: what runs now is the background work of all 40.
       const background = await ownAnnouncerProcessesNow();
       const memory = await Promise.all(background.map((p) => memoryKiB(p.pid)));
@@ -293,7 +206,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
       }
 
       // Nothing is left running after the DELs and idleExitMs, and nothing is left in stateDir.
-      await Promise.all(atts.map((att) => announcerDel(att)));
+      await Promise.all(atts.map((att) => delOk(att)));
       await waitDaemonGone(files.stateDir);
       expect(await ownAnnouncerProcesses()).toEqual([]);
       expect(await attachmentFiles(files.stateDir)).toEqual([]);
@@ -305,27 +218,30 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const s = begin();
     const files = await announcerFiles(s);
     const gone = await bridgePod(s, 200, containerId('gone'));
-    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [Attachment, Attachment, Attachment];
+    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [AnnouncerAttachment, AnnouncerAttachment, AnnouncerAttachment];
     const byNetns = attachmentOf(gone, files, 'netns');
     const pods = new Map([byDel, byGc, kept, byNetns].map((a, i) => [a, i < 3 ? fleet.pods[i]! : gone]));
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
-    for (const att of pods.keys()) await announcerAdd(s, att, { count: 10, intervalMs: 300 });
+    for (const att of pods.keys()) await addOk(s, att, { count: 10, intervalMs: 300 });
     const daemon = (await daemonsOf(files.stateDir)).map((p) => p.pid);
     expect(daemon).toHaveLength(1);
     await waitFor(async () => (await capture.count()) >= 8, { timeoutMs: 5000, what: 'round 2 of every pod' });
 
-    const delAt = await announcerDel(byDel);
-    const gcAt = await announcerGc(files.stateDir, [kept, byNetns]);
+    const delAt = await delOk(byDel);
+    const valid = [kept, byNetns].map((a) => ({ containerID: a.containerId, ifname: 'eth0' }));
+    const gc = assertCniOk('announcer GC', await announcerGc(files.stateDir, NETWORK, { 'cni.dev/valid-attachments': valid }));
+    expect(gc.stdout.trim()).toBe('');
+    const gcAt = gc.exitedAt;
     await runOk('ip', ['netns', 'del', gone.netns.name]);
     const netnsAt = Date.now();
     await sleep(1000);
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual(daemon); // one announcer throughout
-    const keptUntil = await announcerDel(kept);
-    await announcerDel(byNetns); // the runtime's DEL after the pod is gone removes its record
+    const keptUntil = await delOk(kept);
+    await delOk(byNetns); // the runtime's DEL after the pod is gone removes its record
     await waitDaemonGone(files.stateDir);
     const frames = await capture.stop();
 
-    const sent = (att: Attachment): Frame[] => garpsFor(frames, pods.get(att)!.mac, pods.get(att)!.ip);
+    const sent = (att: AnnouncerAttachment): Frame[] => garpsFor(frames, pods.get(att)!.mac, pods.get(att)!.ip);
     for (const [att, at] of [
       [byDel, delAt],
       [byGc, gcAt],
@@ -350,7 +266,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
 
     // A: 8 rounds, one a second. The announcer goes after round 2, and stays away for rounds 3 and 4.
-    const addA = await announcerAdd(s, attA, { count: 8, intervalMs: 1000 });
+    const addA = await addOk(s, attA, { count: 8, intervalMs: 1000 });
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, intervalMs: 10, what: "A's round 2" });
     const first = await daemonsOf(files.stateDir);
     expect(first).toHaveLength(1);
@@ -359,7 +275,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
 
-    const addB = await announcerAdd(s, attB, { count: 3, intervalMs: 1000 });
+    const bStartedAt = Date.now();
+    await addOk(s, attB, { count: 3, intervalMs: 1000 });
     const second = await daemonsOf(files.stateDir);
     expect(second).toHaveLength(1);
     expect(second[0]!.pid).not.toBe(killed);
@@ -370,10 +287,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const t1 = ms(garpsA[0]!);
     const due = Array.from({ length: 8 }, (_, k) => t1 + 1000 * k);
     expect(garpsA.filter((f) => ms(f) <= killedAt)).toHaveLength(2);
-    expect(garpsA.filter((f) => ms(f) > killedAt && ms(f) < addB.startedAt)).toEqual([]);
+    expect(garpsA.filter((f) => ms(f) > killedAt && ms(f) < bStartedAt)).toEqual([]);
     // Rounds due before B's ADD are skipped (never sent late); those due after it go out, each once.
-    const after = garpsA.filter((f) => ms(f) >= addB.startedAt);
-    expect(after).toHaveLength(due.filter((d) => d > addB.startedAt).length);
+    const after = garpsA.filter((f) => ms(f) >= bStartedAt);
+    expect(after).toHaveLength(due.filter((d) => d > bStartedAt).length);
     for (const [i, f] of after.entries()) {
       const d = due[due.length - after.length + i]!;
       expect(ms(f)).toBeGreaterThanOrEqual(d - 50);
@@ -381,8 +298,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     }
     expect(garpsFor(frames, b.mac, b.ip)).toHaveLength(3);
 
-    await announcerDel(attA);
-    await announcerDel(attB);
+    await delOk(attA);
+    await delOk(attB);
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   });
 
@@ -394,7 +311,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `rate${i}`));
 
     // idleExitMs 2000: the announcer must still answer status once the last round is out.
-    const added = await Promise.all(atts.map((att) => announcerAdd(s, att, { rateLimit: limit, idleExitMs: 2000 })));
+    const added = await Promise.all(atts.map((att) => addOk(s, att, { rateLimit: limit, idleExitMs: 2000 })));
     let status: StatusJson | undefined;
     await waitFor(
       async () => {
@@ -430,7 +347,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     expect(later + counters.rateLimited.dropped + counters.rounds.skippedLate).toBe(PODS * 2);
     expect(counters.rateLimited.delayed + counters.rateLimited.dropped).toBeGreaterThan(0); // the limit was hit
 
-    await Promise.all(atts.map((att) => announcerDel(att)));
+    await Promise.all(atts.map((att) => delOk(att)));
     await waitDaemonGone(files.stateDir);
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   }, 90_000);
@@ -448,7 +365,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     expect(await announcerStatus(files.stateDir)).toEqual({ source: 'records', stateDir: files.stateDir, attachments: [] });
 
     const capture = await startCapture(s, { iface: fleet.bridge, filter: `arp and ether src ${pod.mac}` });
-    await announcerAdd(s, att, { count: 10, intervalMs: 300 });
+    await addOk(s, att, { count: 10, intervalMs: 300 });
     const [daemon] = await daemonsOf(files.stateDir);
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, what: 'round 2' });
     expect((await stat(join(files.stateDir, DAEMON_SOCKET))).mode & 0o777).toBe(0o600);
@@ -495,7 +412,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const humanRecords = await announcerCli(['status', '--state-dir', files.stateDir]);
     expect(humanRecords.stdout.split('\n')[0]).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)`);
 
-    await announcerDel(att);
+    await delOk(att);
     const after = await announcerCli(['status', '--state-dir', files.stateDir]);
     expect(after.stdout.split('\n').slice(0, 2)).toEqual([
       `background announcer: not running; from the records in ${files.stateDir} (no counters)`,
@@ -559,9 +476,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     const late = attachmentOf(down.asPod, files, 'never');
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
 
-    await announcerAdd(s, ready, { count: 3, intervalMs: 200, metricsFile });
+    await addOk(s, ready, { count: 3, intervalMs: 200, metricsFile });
     // Not ready within addWaitMs, and never within readyTimeoutMs: a deferred wait that times out.
-    await announcerAdd(s, late, { addWaitMs: 100, readyTimeoutMs: 700, metricsFile });
+    await addOk(s, late, { addWaitMs: 100, readyTimeoutMs: 700, metricsFile });
     await waitDaemonGone(files.stateDir); // the last metrics are written as it exits
     const frames = await capture.stop();
     const garps = garpsFor(frames, pod.mac, net.v4(5));
@@ -584,8 +501,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir (issu
     expect(value('cni_announcer_rate_limited_rounds_total', { outcome: 'dropped' })).toBe(0);
     expect(value('cni_announcer_errors_total')).toBe(0);
 
-    await announcerDel(ready);
-    await announcerDel(late);
+    await delOk(ready);
+    await delOk(late);
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   });
 });

@@ -1,15 +1,16 @@
 // Proves the integration harness against the real bridge plugin alone (no
-// announcer): the stale-entry bug of field notes §1 reproduces, a gratuitous
+// announcer): the stale-entry bug the README opens with reproduces, a gratuitous
 // ARP sent by hand repairs it and decodes as one, kernel-sent announcements
 // decode field by field, broken frames are flagged, and nothing is left behind.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   addBridgePod,
   allocSubnet,
-  attachPod,
+  attachBridgePod,
+  bridgeWithKeeper,
   createBridge,
   createHostVeth,
   createNetns,
@@ -18,8 +19,7 @@ import {
   decodePcap,
   hostVeth,
   linkShow,
-  listLinks,
-  listNetns,
+  leftovers,
   neighEntry,
   pingOnce,
   plantStale,
@@ -42,12 +42,6 @@ import {
 const PREFIX = `h${RUN_TAG}`;
 const OLD_MAC = '86:03:17:7a:eb:6e';
 const BROADCAST = 'ff:ff:ff:ff:ff:ff';
-
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
 
 describe('Scope', () => {
   it('runs every step newest first and collects failures instead of throwing', async () => {
@@ -95,41 +89,15 @@ describe('Scope', () => {
 });
 
 describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no announcer', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    // Netns teardown is asynchronous in the kernel: wait, bounded, for it to finish.
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
-      async () => expect(await leftovers()).toEqual([]),
-    );
-  });
+  const scope = scopePerTest(PREFIX);
 
   it('reproduces the stale entry after a bridge ADD, and a gratuitous ARP repairs it', async () => {
     const net = allocSubnet();
-    const bridge = await createBridge(scope(), { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const keeperNs = await createNetns(scope(), PREFIX);
-    await addBridgePod(scope(), {
-      bridge,
-      netns: keeperNs.path,
-      ip: net.v4Cidr(9),
-      gw: net.v4(1),
-      containerId: `${PREFIX}-keeper`,
-    });
-
+    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
     const ip = net.v4(5);
     await plantStale(bridge, ip, OLD_MAC);
-    const podNs = await createNetns(scope(), PREFIX);
-    const result = await addBridgePod(scope(), {
-      bridge,
-      netns: podNs.path,
-      ip: net.v4Cidr(5),
-      gw: net.v4(1),
-      containerId: `${PREFIX}-pod`,
-    });
-    const pod = podInterface(result);
-    expect(pod?.sandbox).toBe(podNs.path);
-    const podMac = pod!.mac;
-    expect((await linkShow(hostVeth(result, bridge)!.name))?.master).toBe(bridge);
+    const { netns: podNs, mac: podMac, hostVeth: port } = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId: `${PREFIX}-pod` });
+    expect((await linkShow(port))?.master).toBe(bridge);
 
     // The bug: the bridge plugin's ADD leaves the node's entry stale, with the old MAC.
     expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
@@ -151,13 +119,13 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     expect((await run('ping', ['-c1', '-W5', ip])).code).toBe(0);
   });
 
-  it('attaches pods to a bridge on a subnet of its own, and pings them', async () => {
+  it('attaches pods to a bridge on a subnet no route of the node uses, and pings them', async () => {
     const network = await createPodNetwork(scope(), PREFIX);
     const subnet = `${network.net.v4(0)}/24`;
     expect(await routesOverlapping(subnet)).toContain(`${subnet} dev ${network.bridge}`);
-    const pod = await attachPod(scope(), network, 5, PREFIX);
-    expect(pod.mac).toBe(podInterface(pod.prevResult)?.mac);
-    expect(pod.chained({ type: 'next' })).toEqual({ type: 'next', name: network.name, cniVersion: '1.0.0', prevResult: pod.prevResult });
+    const pod = await attachBridgePod(scope(), { prefix: PREFIX, net: network.net, bridge: network.bridge, name: network.name });
+    expect(pod.mac).toBe(podInterface(pod.result)?.mac);
+    expect(pod.chained({ type: 'next' })).toEqual({ type: 'next', name: network.name, cniVersion: '1.0.0', prevResult: pod.result });
     expect(await pingOnce(pod.ip)).toMatchObject({ replied: true, rttMs: expect.stringMatching(/^[\d.]+$/) });
     expect(await pingOnce(network.net.v4(6), 1)).toEqual({ replied: false });
   });
@@ -246,11 +214,11 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
       await createStandInPod(own, { prefix: PREFIX });
       await createHostVeth(own, PREFIX);
       await startCapture(own, { iface: bridge, filter: 'arp' });
-      expect((await leftovers()).length).toBeGreaterThanOrEqual(5);
+      expect((await leftovers(PREFIX)).length).toBeGreaterThanOrEqual(5);
     } finally {
       expect(await own.close()).toEqual([]);
     }
-    expect(await leftovers()).toEqual([]);
+    expect(await leftovers(PREFIX)).toEqual([]);
     await waitFor(async () => (await linkShow(hostSide)) === undefined, { what: `host veth ${hostSide} gone` });
   });
 });

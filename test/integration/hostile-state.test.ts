@@ -1,4 +1,4 @@
-// Issue 10, state, processes and races: malformed records, a stateDir someone
+// State, processes and races: malformed records, a stateDir someone
 // else controls, concurrent commands on one attachment, a record removed under
 // the background announcer, long container IDs, and a netns path reused by
 // another pod. Every call that reads a record runs in a private pid namespace
@@ -193,7 +193,7 @@ function garps(frames: readonly Frame[], mac: string, ip: string): Frame[] {
   return frames.filter((f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderIp === ip);
 }
 
-describe.skipIf(skipIntegration())('hostile state: records, stateDir, races (issue 10)', () => {
+describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', () => {
   const scope = scopePerTest();
 
   describe('DEL, GC and a repeated ADD signal nothing, whatever the record holds; an invalid one is removed, never acted on', () => {

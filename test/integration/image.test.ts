@@ -1,8 +1,8 @@
-// The installer image (issue 9): scripts/image.sh builds it offline FROM
+// The installer image: scripts/image.sh builds it offline FROM
 // scratch; podman runs it the way deploy/daemonset.yaml does (its commands,
 // security settings and resource limits, read from the YAML) with a temp dir
 // mounted at /host/opt/cni/bin. The installed copy must be bin/announcer byte
-// for byte, and work: VERSION, and the seed scenario (field notes §1) chained
+// for byte, and work: VERSION, and the README's stale-entry scenario chained
 // after the real bridge plugin. The OCI archive must load back as the same image.
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -40,7 +40,7 @@ const NOTICES = join(ROOT, 'bin', 'THIRD_PARTY_NOTICES');
 const PREFIX = `im${RUN_TAG}`;
 const IMAGE = `localhost/cni-announcer-test:${RUN_TAG}`;
 const DEST = '/host/opt/cni/bin';
-/** The departed pod's MAC, as in field notes §1. */
+/** The departed pod's MAC. */
 const OLD_MAC = '86:03:17:7a:eb:6e';
 
 interface Container {

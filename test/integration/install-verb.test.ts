@@ -1,4 +1,4 @@
-// `announcer install --dest DIR` (issue 9), run as the built executable:
+// `announcer install --dest DIR`, run as the built executable:
 // byte-identical copy with mode 0755, idempotent, refusals, no temporary file
 // left, a running old plugin replaced by rename (a copy in place would fail
 // with ETXTBSY), and the syscalls that make it atomic and durable, read with
@@ -9,14 +9,15 @@ import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ANNOUNCER, childEnv, run, type RunResult } from './harness';
+import { ANNOUNCER, announcerCli, childEnv, run, type RunResult } from './harness';
 
 const ELF = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
 const NO_STRACE = spawnSync('sh', ['-c', 'command -v strace'], { env: childEnv() }).status !== 0;
 if (NO_STRACE) console.warn('announcer install: the syscall-sequence test is skipped: strace is not installed (scripts/ensure-system-deps.sh installs it)');
 
+/** `announcer install ARGS…`. */
 function install(...args: string[]): Promise<RunResult> {
-  return run(ANNOUNCER, ['install', ...args]);
+  return announcerCli(['install', ...args]);
 }
 
 describe('announcer install --dest DIR, the built executable', () => {

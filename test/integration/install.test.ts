@@ -1,4 +1,4 @@
-// `make install` (issues 2 and 8): one self-contained ELF executable at
+// `make install`: one self-contained ELF executable at
 // $(DESTDIR)/opt/cni/bin/announcer that works where nothing else is there. Each
 // run of the installed plugin happens in a private mount namespace, "sealed":
 // - no `node`, `nodejs` or `bun` can be executed from any PATH directory
@@ -21,7 +21,7 @@ import {
   createBridge,
   createNetns,
   killStrays,
-  listNetns,
+  leftoversAfterTeardown,
   neighEntry,
   ownAnnouncerProcesses,
   plantStale,
@@ -46,7 +46,7 @@ const PREFIX = `in${RUN_TAG}`;
 const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 const VERSION = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version as string;
 const ABOUT = `CNI announcer plugin v${VERSION}\nCNI protocol versions supported: ${VERSIONS.join(', ')}\n`;
-/** The departed pod's MAC, as in field notes §1. */
+/** The departed pod's MAC. */
 const OLD_MAC = '86:03:17:7a:eb:6e';
 
 /**
@@ -94,7 +94,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
 
   afterAll(async () => {
     if (destDir) await rm(destDir, { recursive: true, force: true });
-    await waitFor(async () => (await listNetns()).every((n) => !n.startsWith(PREFIX)), { what: `no netns named ${PREFIX}*` });
+    expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
     expect(await ownAnnouncerProcesses()).toEqual([]);
   });
 
@@ -124,7 +124,8 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     });
   }
 
-  async function leftovers(dir: string): Promise<string[]> {
+  /** What the sealed run left in /tmp and /dev/shm. */
+  async function leftInTmp(dir: string): Promise<string[]> {
     // `ls -A /tmp /dev/shm` prints a "/tmp:" and a "/dev/shm:" header and the entries under each.
     return (await readFile(join(dir, 'leftovers.txt'), 'utf8')).split('\n').filter((l) => l !== '' && !l.endsWith(':'));
   }
@@ -171,7 +172,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(version.code, version.stdout + version.stderr).toBe(0);
     expect(version.json).toEqual({ cniVersion: '1.0.0', supportedVersions: VERSIONS });
     expect(version.stderr).toBe('');
-    expect(await leftovers(dir)).toEqual([]);
+    expect(await leftInTmp(dir)).toEqual([]);
     expect(await readdir(dir)).not.toContain('pwned');
     // Were .env loaded, it would supply the ids this DEL lacks.
     const del = await runSealed({ command: 'DEL' }, { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer' }, dir, { prelude: hostile, cwd });
@@ -187,7 +188,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     const version = await runSealed({ command: '' }, {}, dir, { pluginArgs: ['--version'] });
     expect([version.code, version.stderr]).toEqual([0, '']);
     expect(version.stdout).toBe(`${ABOUT}Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`);
-    expect(await leftovers(dir)).toEqual([]);
+    expect(await leftInTmp(dir)).toEqual([]);
   });
 
   /** A bridge (.1) with a keeper pod (.9), a stale entry planted for .5, and a fresh pod at .5 through the real bridge plugin. */
@@ -221,7 +222,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
       expect(out.json).toEqual(result);
       expect(entry?.mac, `entry ${entry?.state}`).toBe(podMac);
       expect((await run('ping', ['-c1', '-W2', net.v4(5)])).code).toBe(0);
-      expect(await leftovers(dir)).toEqual([]);
+      expect(await leftInTmp(dir)).toEqual([]);
       await waitFor(async () => (await ownAnnouncerProcesses()).every((p) => p.containerId !== containerId), {
         what: `no announcer process left for ${containerId}`,
       });

@@ -1,45 +1,37 @@
-// Issue 3: unsolicited NA next to the gratuitous ARP, DAD-aware, dual stack,
+// Unsolicited NA next to the gratuitous ARP, DAD-aware, dual stack,
 // several pod interfaces, main plugins without a bridge port (macvlan, ipvlan
 // L3), judged by tshark. Real bridge and macvlan plugins, real namespaces.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
+  addMacvlanPod,
+  addStandInInterface,
   allocSubnet,
-  bridgeConfig,
-  createBridge,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  announcerLeftovers,
+  attachBridgePod,
+  bridgeWithKeeper,
+  createChildPod,
+  createL2Node,
   createNetns,
   createStandInPod,
-  hostVeth,
   killStrays,
-  listLinks,
-  listNetns,
+  macvlanConfig,
   neighEntry,
   plantStale,
   podInterface,
+  podPrevResult,
   run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   startCapture,
-  waitFor,
   type Frame,
   type Scope,
   type Subnet,
 } from './harness';
-import {
-  addMacvlanPod,
-  addStandInInterface,
-  announcerAdd,
-  announcerDel,
-  announcerFiles,
-  announcerLeftovers,
-  createChildPod,
-  createL2Node,
-  macvlanConfig,
-  podPrevResult,
-  type AnnouncerFiles,
-} from './harness/repair-helpers';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b6${RUN_TAG}`;
@@ -48,16 +40,6 @@ const BROADCAST = 'ff:ff:ff:ff:ff:ff';
 const ALL_NODES_MAC = '33:33:00:00:00:01';
 const ZERO_MAC = '00:00:00:00:00:00';
 const POD_HOST = 5;
-
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
-
-async function expectNothingLeft(files: AnnouncerFiles): Promise<void> {
-  expect(await announcerLeftovers(files)).toEqual([]);
-}
 
 const isGarp = (f: Frame): boolean => f.arp !== undefined && f.arp.senderIp === f.arp.targetIp;
 const isNa = (f: Frame, target?: string): boolean => f.icmpv6?.type === 136 && (target === undefined || f.icmpv6.target === target);
@@ -68,36 +50,14 @@ const isNa = (f: Frame, target?: string): boolean => f.icmpv6?.type === 136 && (
  * IPv6 entries for the pod's addresses planted on the node before that ADD.
  */
 async function dualStackBridgePod(scope: Scope, net: Subnet, containerId: string) {
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), v6Cidr: net.v6Cidr(1), prefix: PREFIX });
-  const keeper = await createNetns(scope, PREFIX);
-  await addBridgePod(scope, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${containerId}-keeper` });
+  const bridge = await bridgeWithKeeper(scope, net, { prefix: PREFIX, ip6: true });
   await plantStale(bridge, net.v4(POD_HOST), OLD_MAC);
   await plantStale(bridge, net.v6(POD_HOST), OLD_MAC);
-  const podNs = await createNetns(scope, PREFIX);
-  const opts = {
-    bridge,
-    netns: podNs.path,
-    ip: net.v4Cidr(POD_HOST),
-    ip6: net.v6Cidr(POD_HOST),
-    gw: net.v4(1),
-    gw6: net.v6(1),
-    containerId,
-  };
-  const result = await addBridgePod(scope, opts);
-  const pod = podInterface(result);
-  expect(pod?.sandbox).toBe(podNs.path);
-  return { bridge, conf: bridgeConfig(opts), result, podNs, podMac: pod!.mac, hostVeth: hostVeth(result, bridge)!.name };
+  return attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: POD_HOST, ip6: true, containerId });
 }
 
-describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    // Netns teardown is asynchronous in the kernel: wait, bounded, for it to finish.
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
-      async () => expect(await leftovers()).toEqual([]),
-    );
-  });
+describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
+  const scope = scopePerTest(PREFIX);
 
   /**
    * Per-test setup: strays fail the test (checked after everything else is
@@ -120,14 +80,14 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     const containerId = `${PREFIX}-${tag}`;
     const pod = await dualStackBridgePod(scope(), net, containerId);
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
-    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.podNs.path, files, options });
+    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files, options });
     return { ...pod, files, ip4, ip6, capture, add };
   }
 
   it('bridge, dual stack: stale IPv4 and IPv6 entries on the node hold the new MAC when ADD returns; ping and ping -6 work', async () => {
     const { files, net, ip4, ip6 } = await begin();
     const containerId = `${PREFIX}-dual`;
-    const { bridge, conf, result, podNs, podMac } = await dualStackBridgePod(scope(), net, containerId);
+    const { bridge, conf, result, netns: podNs, mac: podMac } = await dualStackBridgePod(scope(), net, containerId);
     // Without the announcer, both entries still point at the departed pod.
     expect((await neighEntry(bridge, ip4))?.mac).toBe(OLD_MAC);
     expect((await neighEntry(bridge, ip6))?.mac).toBe(OLD_MAC);
@@ -147,7 +107,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     expect(ping6.code, ping6.stdout).toBe(0);
 
     expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it("macvlan: a neighbour pod's stale IPv4 and IPv6 entries hold the new MAC when ADD returns; no NA before DAD is over", async () => {
@@ -214,11 +174,11 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     expect(log).not.toMatch(/not ready/);
 
     expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('tshark: with arpOp "both" on dual stack, every frame from the pod is well-formed, field by field', async () => {
-    const { files, ip4, ip6, podMac, capture, add } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
+    const { files, ip4, ip6, mac: podMac, capture, add } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);
     expect(add.code, add.stdout).toBe(0);
 
@@ -256,7 +216,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
       expert: [],
       malformed: false,
     });
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('the interfaces option narrows: with interfaces ["net1"], frames only on net1', async () => {
@@ -299,7 +259,7 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     const nas = net1Frames.filter((f) => isNa(f));
     expect(garps.map((f) => [f.eth.src, f.arp!.senderIp])).toEqual([[net1Mac, net.v4(6)]]);
     expect(nas.map((f) => [f.eth.src, f.icmpv6!.target])).toEqual([[net1Mac, net.v6(6)]]);
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('ipvlan L3: ADD exits 0, sends nothing and logs why (skipped where the kernel has no ipvlan)', async (ctx) => {
@@ -338,11 +298,11 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     expect(add.json).toEqual(prevResult);
     expect(frames.filter((f) => isGarp(f) || isNa(f))).toEqual([]);
     expect(await files.log()).toMatch(new RegExp(`ipvlan in L3 mode has no L2 neighbours to update: sending nothing .*containerId=${containerId}`));
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('ipv6: false on dual stack: only ARP is sent, and the IPv6 entry stays stale', async () => {
-    const { files, ip4, ip6, bridge, podMac, capture, add } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
+    const { files, ip4, ip6, bridge, mac: podMac, capture, add } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
     const entry4 = await neighEntry(bridge, ip4);
     const entry6 = await neighEntry(bridge, ip6);
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);
@@ -352,6 +312,6 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins (issue 3)', () => {
     expect(frames.filter(isGarp).map((f) => f.arp!.senderIp)).toEqual([ip4]);
     expect(entry4?.mac).toBe(podMac);
     expect(entry6).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-    await expectNothingLeft(files);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 });

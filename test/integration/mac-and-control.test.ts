@@ -1,36 +1,35 @@
-// IP-derived MACs and per-attachment control (issue 4), against the real
-// bridge plugin and stand-in pods: the derived MAC is set, reported, learnt by
-// the node and verified by CHECK; DEL puts the original back; a MAC the runtime
-// asked for is never replaced; bad prefixes are refused; and an attachment that
-// opted out (args.cni.announce, CNI_ARGS ANNOUNCE) sends nothing at all.
+// IP-derived MACs and per-attachment control, against the real bridge plugin
+// and stand-in pods: the derived MAC is set, reported, learnt by the node and
+// verified by CHECK; DEL puts the original back; a MAC the runtime asked for is
+// never replaced; bad prefixes are refused; and an attachment that opted out
+// (args.cni.announce, CNI_ARGS ANNOUNCE) sends nothing at all.
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
   allocSubnet,
-  ANNOUNCER,
+  announcementsFrom,
+  announcerAdd,
+  announcerDel,
   announcerFiles,
+  announcerLeftovers,
+  announcerRun,
   assertCniOk,
   canonicalIp,
-  chainConfig,
-  cniExec,
-  createBridge,
-  createNetns,
+  createBridgePod,
   createStandInPod,
   deleteNetns,
-  hostVeth,
+  describeFrames,
   killStrays,
   linkShow,
-  listLinks,
-  listNetns,
   neighEntry,
   ownAnnouncerProcesses,
   plantStale,
   podInterface,
+  podPrevResult,
   readLog,
   runOk,
   RUN_TAG,
@@ -39,11 +38,8 @@ import {
   skipIntegration,
   startCapture,
   stateFiles,
-  waitFor,
-  type CniCall,
-  type CniOutput,
-  type Frame,
-  type Scope,
+  type AnnouncerAttachment,
+  type AnnouncerFiles,
   type Subnet,
 } from './harness';
 
@@ -51,13 +47,12 @@ import {
 const PREFIX = `m${RUN_TAG}`;
 const NETWORK = 'macnet';
 const CNI_VERSION = '1.0.0';
-const MAIN_CONF = { name: NETWORK, cniVersion: CNI_VERSION };
 const OLD_MAC = '86:03:17:7a:eb:6e';
 /** What a Kubernetes runtime puts in CNI_ARGS before any key of ours. */
 const K8S_ARGS = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p';
-/** A burst whose tail would send rounds 2 and 3 at +300 and +600 ms, well inside the capture window. */
+/** A burst whose later rounds would go out at +300 and +600 ms, well inside the capture window. */
 const BURST = { count: 3, intervalMs: 300 };
-/** How long a capture keeps running after ADD exits: past every round the tail would have sent. */
+/** How long a capture keeps running after ADD exits: past every round the background would have sent. */
 const TAIL_WINDOW_MS = 1500;
 
 /** The IP-derived MAC as ovn-kubernetes builds it: prefix + IPv4 bytes, or prefix + sha256(canonical IPv6 text)[0..4]. */
@@ -68,124 +63,25 @@ function derivedMac(address: string, prefix = '0a:58'): string {
   return [prefix, ...Array.from(tail, (b) => b.toString(16).padStart(2, '0'))].join(':');
 }
 
-async function leftovers(): Promise<string[]> {
-  const netns = (await listNetns()).filter((n) => n.startsWith(PREFIX));
-  const links = (await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX));
-  return [...netns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
-}
-
-/** The end state of every test: no announcer process of ours alive and no record in stateDir. */
-async function expectNothingLeft(stateDir: string): Promise<void> {
-  await waitFor(async () => (await ownAnnouncerProcesses()).length === 0, {
-    timeoutMs: 5000,
-    what: 'no announcer process of this test run',
-  }).catch(async () => expect(await ownAnnouncerProcesses()).toEqual([]));
-  expect(await stateFiles(stateDir)).toEqual([]);
-}
-
-/** The bridge port state of a host veth (`forwarding`, `disabled`…). */
-async function portState(dev: string): Promise<string | undefined> {
-  const { stdout } = await runOk('bridge', ['-j', 'link', 'show', 'dev', dev]);
-  return (JSON.parse(stdout) as { state?: string }[])[0]?.state;
-}
-
-/** ARP frames and NAs (ICMPv6 136) sent with one of these source MACs. */
-function announcementsFrom(frames: readonly Frame[], macs: readonly string[]): Frame[] {
-  return frames.filter((f) => macs.includes(f.eth.src) && (f.arp !== undefined || f.icmpv6?.type === 136));
-}
-
-function describeFrames(frames: readonly Frame[]): string {
-  return frames
-    .map((f) => `${f.eth.src} > ${f.eth.dst} ${f.arp ? `arp op ${f.arp.opcode} ${f.arp.senderIp}` : `icmpv6 ${f.icmpv6?.type} ${f.icmpv6?.target ?? ''}`}`)
-    .join('; ');
-}
-
-/** One announcer attachment: its CNI call env and config, DEL registered at scope close. */
-interface Attachment {
-  call: Omit<CniCall, 'command'>;
-  conf: Record<string, unknown>;
-  stateDir: string;
-  logFile: string;
-  recordFile: string;
-  run(command: 'ADD' | 'CHECK' | 'DEL', over?: { conf?: Record<string, unknown>; call?: Partial<CniCall> }): Promise<CniOutput>;
-}
-
-/**
- * Builds an attachment of the announcer chained after prevResult, and registers
- * its DEL at scope close so that a failing test still stops the tail and
- * restores the MAC before the pod and the bridge go away.
- */
+/** The announcer on a pod's eth0, chained in network NETWORK with a debug log. */
 function attachment(
-  scope: Scope,
-  files: { stateDir: string; logFile: string },
-  opts: { containerId: string; netns: string; args?: string; announcer: Record<string, unknown>; prevResult: unknown },
-): Attachment {
-  const call: Omit<CniCall, 'command'> = { containerId: opts.containerId, netns: opts.netns, ifname: 'eth0' };
-  if (opts.args !== undefined) call.args = opts.args;
-  const conf = chainConfig(
-    MAIN_CONF,
-    { type: 'announcer', stateDir: files.stateDir, logFile: files.logFile, logLevel: 'debug', ...opts.announcer },
-    opts.prevResult,
-  );
-  const att: Attachment = {
-    call,
-    conf,
-    ...files,
-    recordFile: join(files.stateDir, `${opts.containerId}@eth0.json`),
-    run: (command, over = {}) => cniExec(ANNOUNCER, { ...call, ...over.call, command }, { ...conf, ...over.conf }),
-  };
-  // The cleanup DEL carries only what finds the record: a test's own config or CNI_ARGS may be
-  // deliberately invalid, and DEL must still run.
-  const cleanupConf = chainConfig(MAIN_CONF, { type: 'announcer', ...files }, opts.prevResult);
-  scope.defer(async () => {
-    const { args: _args, ...cleanupCall } = call;
-    assertCniOk(`announcer DEL ${opts.containerId}`, await cniExec(ANNOUNCER, { ...cleanupCall, command: 'DEL' }, cleanupConf));
-  }, `announcer DEL ${opts.containerId}`);
-  return att;
+  files: AnnouncerFiles,
+  opts: { containerId: string; netns: string; prevResult: unknown; options: Record<string, unknown>; args?: string },
+): AnnouncerAttachment {
+  const { options, ...rest } = opts;
+  return { mainConf: { name: NETWORK, cniVersion: CNI_VERSION }, files, options: { logLevel: 'debug', ...options }, ...rest };
 }
 
-/** A pod on a fresh bridge through the real bridge plugin, settled: pod link up, its port forwarding. */
-interface BridgePod {
-  net: Subnet;
-  bridge: string;
-  netns: { name: string; path: string };
-  containerId: string;
-  /** The pod's IPv4 address (no prefix length). */
-  ip: string;
-  /** The bridge plugin's result. */
-  result: any;
-  /** The MAC the bridge plugin gave eth0. */
-  mac: string;
-}
-
-async function bridgePod(scope: Scope, tag: string, extra?: Record<string, unknown>): Promise<BridgePod> {
-  const net = allocSubnet();
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-  const netns = await createNetns(scope, PREFIX);
-  const containerId = `${PREFIX}-${tag}`;
-  const result = await addBridgePod(scope, {
-    bridge,
-    netns: netns.path,
-    ip: net.v4Cidr(5),
-    gw: net.v4(1),
-    containerId,
-    name: NETWORK,
-    cniVersion: CNI_VERSION,
-    ...(extra === undefined ? {} : { extra }),
-  });
-  const pod = podInterface(result);
-  const host = hostVeth(result, bridge);
-  if (!pod || !host) throw new Error(`bridge result without pod or host interface: ${JSON.stringify(result)}`);
-  await waitFor(async () => (await linkShow('eth0', netns.name))?.operstate === 'UP', { what: 'pod eth0 up' });
-  await waitFor(async () => (await portState(host.name)) === 'forwarding', { what: `port ${host.name} forwarding` });
-  return { net, bridge, netns, containerId, ip: net.v4(5), result, mac: pod.mac };
+/** The state record of an attachment on eth0. */
+function recordFile(files: AnnouncerFiles, containerId: string): string {
+  return join(files.stateDir, `${containerId}@eth0.json`);
 }
 
 async function podMac(netns: string): Promise<string | undefined> {
   return (await linkShow('eth0', netns))?.mac;
 }
 
-/** bridgeResult with the pod interface's MAC replaced: what ADD should print after setting a derived MAC. */
+/** The result with the pod interface's MAC replaced: what ADD prints after setting a derived MAC. */
 function withPodMac(result: any, mac: string): any {
   const expected = structuredClone(result);
   podInterface(expected)!.mac = mac;
@@ -193,15 +89,40 @@ function withPodMac(result: any, mac: string): any {
 }
 
 describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control', () => {
-  const scope = scopePerTest();
+  const scope = scopePerTest(PREFIX);
 
-  afterAll(async () => {
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
-      async () => expect(await leftovers()).toEqual([]),
-    );
-  });
+  /** Per-test setup: strays fail the test (checked after everything else is undone), and the announcer's files. */
+  async function begin(): Promise<AnnouncerFiles> {
+    killStrays(scope(), { strict: true });
+    return announcerFiles(scope());
+  }
 
-  it('the derivation helper of this file matches the field-notes vectors', () => {
+  /** A pod on a bridge of its own through the real bridge plugin, settled: eth0 up, its port forwarding. */
+  function bridgePod(tag: string, extra?: Record<string, unknown>) {
+    return createBridgePod(scope(), {
+      prefix: PREFIX,
+      containerId: `${PREFIX}-${tag}`,
+      name: NETWORK,
+      cniVersion: CNI_VERSION,
+      ...(extra === undefined ? {} : { extra }),
+      settle: true,
+    });
+  }
+
+  /** A stand-in pod on a fresh subnet with `cidrs(net)` on its eth0, and a prevResult listing them in that order. */
+  async function standIn(cidrs: (net: Subnet) => string[], mac?: string) {
+    const net = allocSubnet();
+    const addresses = cidrs(net);
+    const pod = await createStandInPod(scope(), {
+      prefix: PREFIX,
+      v4: addresses.filter((a) => !a.includes(':')),
+      v6: addresses.filter((a) => a.includes(':')),
+      ...(mac === undefined ? {} : { mac }),
+    });
+    return { net, pod, prevResult: podPrevResult(pod.netns.path, [{ name: 'eth0', mac: pod.mac, addresses }]) };
+  }
+
+  it('the derivation helper of this file: 10.88.0.5 as the README derives it, fd00::5 in any spelling', () => {
     expect(derivedMac('10.88.0.5')).toBe('0a:58:0a:58:00:05');
     expect(derivedMac('fd00::5')).toBe('0a:58:67:cc:13:6b');
     expect(derivedMac('fd00:0:0::0005')).toBe('0a:58:67:cc:13:6b');
@@ -209,46 +130,39 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
   describe('chained after the real bridge plugin with mac: ip-derived', () => {
     it('sets the derived MAC, reports it, the node learns it, and CHECK verifies it', async () => {
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      const pod = await bridgePod(scope(), 'derive');
+      const files = await begin();
+      const pod = await bridgePod('derive');
       const derived = derivedMac(pod.ip);
       expect(pod.mac).not.toBe(derived);
-      const att = attachment(scope(), files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        announcer: { mac: 'ip-derived', ...BURST },
-        prevResult: pod.result,
-      });
+      const att = attachment(files, { containerId: pod.containerId, netns: pod.netns.path, prevResult: pod.result, options: { mac: 'ip-derived', ...BURST } });
 
       // With the bridge plugin's arp_notify=1 the kernel would send its own GARP on the MAC change;
       // turned off, only the announcer's frames can repair the node's entry.
       await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
       await plantStale(pod.bridge, pod.ip, OLD_MAC);
-      const add = assertCniOk('announcer ADD', await att.run('ADD'));
+      const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       // When ADD returns, the node's entry already holds the derived MAC.
       expect((await neighEntry(pod.bridge, pod.ip))?.mac).toBe(derived);
       expect(await podMac(pod.netns.name)).toBe(derived);
       // The pod entry reports it; host-side entries, ips and the rest are untouched.
       expect(add.json).toEqual(withPodMac(pod.result, derived));
 
-      const checkConf = { prevResult: add.json };
-      const check = await att.run('CHECK', { conf: checkConf });
-      expect(check).toMatchObject({ code: 0, stdout: '' });
+      const checked = { ...att, prevResult: add.json };
+      expect(await announcerRun(checked, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
       // The MAC changed behind the announcer's back: CHECK fails with 103, showing both MACs.
       const intruder = '02:11:22:33:44:55';
       await runOk('ip', ['-n', pod.netns.name, 'link', 'set', 'eth0', 'address', intruder]);
-      const bad = await att.run('CHECK', { conf: checkConf });
+      const bad = await announcerRun(checked, 'CHECK');
       expect(bad.code).toBe(1);
       expect(bad.json).toMatchObject({ cniVersion: CNI_VERSION, code: 103 });
       expect(bad.json.msg).toContain(intruder);
       expect(bad.json.msg).toContain(derived);
 
-      // DEL puts back the MAC the bridge plugin gave, stops the tail and forgets the attachment.
-      assertCniOk('announcer DEL', await att.run('DEL'));
+      // DEL puts back the MAC the bridge plugin gave, stops the background rounds and forgets the attachment.
+      assertCniOk('announcer DEL', await announcerDel(att));
       expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
   });
 
@@ -257,164 +171,127 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       { prefix: undefined, shown: '0a:58 (default)' },
       { prefix: '02:42', shown: '02:42' },
     ])('derives prefix + sha256(canonical text)[0..4] with macPrefix $shown', async ({ prefix }) => {
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      const net = allocSubnet();
-      const standIn = await createStandInPod(scope(), { prefix: PREFIX, v6: [net.v6Cidr(5)] });
+      const files = await begin();
+      const { net, pod, prevResult } = await standIn((n) => [n.v6Cidr(5)]);
       const address = net.v6(5);
       const derived = derivedMac(address, prefix ?? '0a:58');
-      const prevResult = {
-        cniVersion: CNI_VERSION,
-        interfaces: [{ name: 'eth0', mac: standIn.mac, sandbox: standIn.netns.path }],
-        ips: [{ address: net.v6Cidr(5), interface: 0 }],
-      };
-      const att = attachment(scope(), files, {
+      const att = attachment(files, {
         containerId: `${PREFIX}-v6`,
-        netns: standIn.netns.path,
-        announcer: { mac: 'ip-derived', count: 1, ...(prefix === undefined ? {} : { macPrefix: prefix }) },
+        netns: pod.netns.path,
         prevResult,
+        options: { mac: 'ip-derived', count: 1, ...(prefix === undefined ? {} : { macPrefix: prefix }) },
       });
 
-      const capture = await startCapture(scope(), { netns: standIn.netns.name, iface: standIn.peer, filter: 'icmp6' });
-      const add = assertCniOk('announcer ADD', await att.run('ADD'));
+      const capture = await startCapture(scope(), { netns: pod.netns.name, iface: pod.peer, filter: 'icmp6' });
+      const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       const frames = await capture.stop();
 
-      expect(await podMac(standIn.netns.name)).toBe(derived);
-      expect(add.json).toEqual({ ...prevResult, interfaces: [{ ...prevResult.interfaces[0], mac: derived }] });
+      expect(await podMac(pod.netns.name)).toBe(derived);
+      expect(add.json).toEqual(withPodMac(prevResult, derived));
       // The NA already carries the derived MAC, as source and as target link-layer address.
       const nas = frames.filter((f) => f.icmpv6?.type === 136 && f.icmpv6.target === address);
       expect(nas, describeFrames(frames)).toHaveLength(1);
       expect(nas[0]).toMatchObject({ eth: { src: derived }, icmpv6: { linkAddr: derived }, malformed: false });
-      expect(await att.run('CHECK', { conf: { prevResult: add.json } })).toMatchObject({ code: 0, stdout: '' });
+      expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
-      assertCniOk('announcer DEL', await att.run('DEL'));
-      expect(await podMac(standIn.netns.name)).toBe(standIn.mac);
-      await expectNothingLeft(files.stateDir);
+      assertCniOk('announcer DEL', await announcerDel(att));
+      expect(await podMac(pod.netns.name)).toBe(pod.mac);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
   });
 
   it.each<{ first: 4 | 6 }>([{ first: 6 }, { first: 4 }])(
     'on a dual-stack interface the first prevResult address decides (IPv$first listed first)',
     async ({ first }) => {
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      const net = allocSubnet();
-      const standIn = await createStandInPod(scope(), { prefix: PREFIX, v4: [net.v4Cidr(6)], v6: [net.v6Cidr(6)] });
-      const ips = [{ address: net.v4Cidr(6), interface: 0 }, { address: net.v6Cidr(6), interface: 0 }];
-      if (first === 6) ips.reverse();
-      const prevResult = {
-        cniVersion: CNI_VERSION,
-        interfaces: [{ name: 'eth0', mac: standIn.mac, sandbox: standIn.netns.path }],
-        ips,
-      };
-      const att = attachment(scope(), files, {
-        containerId: `${PREFIX}-dual`,
-        netns: standIn.netns.path,
-        announcer: { mac: 'ip-derived', count: 1 },
-        prevResult,
-      });
-      const add = assertCniOk('announcer ADD', await att.run('ADD'));
+      const files = await begin();
+      const { net, pod, prevResult } = await standIn((n) => (first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)]));
+      const att = attachment(files, { containerId: `${PREFIX}-dual`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', count: 1 } });
+      const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       const derived = derivedMac(first === 6 ? net.v6(6) : net.v4(6));
-      expect(await podMac(standIn.netns.name)).toBe(derived);
+      expect(await podMac(pod.netns.name)).toBe(derived);
       expect(add.json.interfaces[0].mac).toBe(derived);
-      assertCniOk('announcer DEL', await att.run('DEL'));
-      expect(await podMac(standIn.netns.name)).toBe(standIn.mac);
-      await expectNothingLeft(files.stateDir);
+      assertCniOk('announcer DEL', await announcerDel(att));
+      expect(await podMac(pod.netns.name)).toBe(pod.mac);
+      expect(await announcerLeftovers(files)).toEqual([]);
     },
   );
 
   describe('restore on DEL (a stand-in pod interface playing a host-device NIC)', () => {
     const NIC_MAC = '02:00:5e:c0:ff:ee';
 
+    /** host-device's result: the NIC, moved into the pod, keeps its own MAC. */
     async function nicPod(tag: string) {
-      const files = await announcerFiles(scope());
-      const net = allocSubnet();
-      const standIn = await createStandInPod(scope(), { prefix: PREFIX, mac: NIC_MAC, v4: [net.v4Cidr(7)] });
-      expect(standIn.mac).toBe(NIC_MAC);
-      // host-device's result: the NIC, moved into the pod, keeps its own MAC.
-      const prevResult = {
-        cniVersion: CNI_VERSION,
-        interfaces: [{ name: 'eth0', mac: NIC_MAC, sandbox: standIn.netns.path }],
-        ips: [{ address: net.v4Cidr(7), interface: 0 }],
-      };
-      const att = attachment(scope(), files, {
-        containerId: `${PREFIX}-${tag}`,
-        netns: standIn.netns.path,
-        announcer: { mac: 'ip-derived', count: 1 },
-        prevResult,
-      });
-      return { files, standIn, att, derived: derivedMac(net.v4(7)) };
+      const files = await begin();
+      const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)], NIC_MAC);
+      expect(pod.mac).toBe(NIC_MAC);
+      const att = attachment(files, { containerId: `${PREFIX}-${tag}`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', count: 1 } });
+      return { files, pod, att, derived: derivedMac(net.v4(7)) };
     }
 
     it('records the original MAC (0600) and restores it on DEL; a second DEL is fine; DEL without CNI_NETNS uses the record', async () => {
-      killStrays(scope(), { strict: true });
-      const { files, standIn, att, derived } = await nicPod('nic');
-      const ns = standIn.netns.name;
+      const { files, pod, att, derived } = await nicPod('nic');
+      const ns = pod.netns.name;
+      const record = recordFile(files, att.containerId);
 
-      assertCniOk('announcer ADD', await att.run('ADD'));
+      assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(ns)).toBe(derived);
-      const mode = (await stat(att.recordFile)).mode & 0o777;
-      expect(mode.toString(8)).toBe('600');
-      const record = JSON.parse(await readFile(att.recordFile, 'utf8'));
-      expect(record).toMatchObject({
+      expect(((await stat(record)).mode & 0o777).toString(8)).toBe('600');
+      expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({
         network: NETWORK,
-        containerId: att.call.containerId,
+        containerId: att.containerId,
         ifname: 'eth0',
-        netns: standIn.netns.path,
+        netns: pod.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.call.containerId}@eth0.json`, `${att.call.containerId}@eth0.lock`]);
+      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
-      assertCniOk('announcer ADD repeated', await att.run('ADD'));
-      expect(JSON.parse(await readFile(att.recordFile, 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: NIC_MAC }] });
+      assertCniOk('announcer ADD repeated', await announcerAdd(scope(), att));
+      expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: NIC_MAC }] });
 
-      const del = await att.run('DEL');
-      expect(del).toMatchObject({ code: 0, stdout: '' });
+      expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
       expect(await stateFiles(files.stateDir)).toEqual([]);
-      expect(await att.run('DEL')).toMatchObject({ code: 0, stdout: '' });
+      expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
 
       // Without CNI_NETNS (allowed on DEL), the record's netns is where the MAC goes back.
-      assertCniOk('announcer ADD again', await att.run('ADD'));
+      assertCniOk('announcer ADD again', await announcerAdd(scope(), att));
       expect(await podMac(ns)).toBe(derived);
-      expect(await att.run('DEL', { call: { netns: undefined } })).toMatchObject({ code: 0, stdout: '' });
+      expect(await announcerDel({ ...att, netns: undefined })).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
 
     it('DEL after the netns is gone exits 0 and removes the record', async () => {
-      killStrays(scope(), { strict: true });
-      const { files, standIn, att, derived } = await nicPod('gone');
-      assertCniOk('announcer ADD', await att.run('ADD'));
-      expect(await podMac(standIn.netns.name)).toBe(derived);
-      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.call.containerId}@eth0.json`, `${att.call.containerId}@eth0.lock`]);
+      const { files, pod, att, derived } = await nicPod('gone');
+      assertCniOk('announcer ADD', await announcerAdd(scope(), att));
+      expect(await podMac(pod.netns.name)).toBe(derived);
+      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
 
-      await deleteNetns(standIn.netns.name);
-      expect(await att.run('DEL')).toMatchObject({ code: 0, stdout: '' });
+      await deleteNetns(pod.netns.name);
+      expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await stateFiles(files.stateDir)).toEqual([]);
-      expect(await att.run('DEL', { call: { netns: undefined } })).toMatchObject({ code: 0, stdout: '' });
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerDel({ ...att, netns: undefined })).toMatchObject({ code: 0, stdout: '' });
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
   });
 
   it('never overwrites a MAC the runtime requested (runtimeConfig.mac)', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
+    const files = await begin();
     const runtimeMac = '02:c0:ff:ee:00:05';
     // The runtime hands the same runtimeConfig to every plugin that declares the capability; the bridge plugin sets it.
-    const pod = await bridgePod(scope(), 'rtmac', { capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac } });
+    const pod = await bridgePod('rtmac', { capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac } });
     expect(pod.mac).toBe(runtimeMac);
-    const att = attachment(scope(), files, {
+    const att = attachment(files, {
       containerId: pod.containerId,
       netns: pod.netns.path,
-      announcer: { mac: 'ip-derived', capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac }, count: 1 },
       prevResult: pod.result,
+      options: { mac: 'ip-derived', capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac }, count: 1 },
     });
 
     const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
-    const add = assertCniOk('announcer ADD', await att.run('ADD'));
+    const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
     const frames = await capture.stop();
 
     expect(await podMac(pod.netns.name)).toBe(runtimeMac);
@@ -423,70 +300,48 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     const garps = frames.filter((f) => f.arp?.isGratuitous && f.arp.senderIp === pod.ip);
     expect(garps.length, describeFrames(frames)).toBeGreaterThanOrEqual(1);
     expect(garps.every((f) => f.eth.src === runtimeMac && f.arp!.senderMac === runtimeMac)).toBe(true);
-    // Nothing replaced, no tail (count 1): no record. CHECK does not compare MACs here.
+    // Nothing replaced, no later rounds (count 1): no record. CHECK does not compare MACs here.
     expect(await stateFiles(files.stateDir)).toEqual([]);
-    expect(await att.run('CHECK', { conf: { prevResult: add.json } })).toMatchObject({ code: 0, stdout: '' });
+    expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
-    assertCniOk('announcer DEL', await att.run('DEL'));
+    assertCniOk('announcer DEL', await announcerDel(att));
     expect(await podMac(pod.netns.name)).toBe(runtimeMac);
-    await expectNothingLeft(files.stateDir);
+    expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   describe('macPrefix validation', () => {
-    async function v4StandIn() {
-      const files = await announcerFiles(scope());
-      const net = allocSubnet();
-      const standIn = await createStandInPod(scope(), { prefix: PREFIX, v4: [net.v4Cidr(7)] });
-      const prevResult = {
-        cniVersion: CNI_VERSION,
-        interfaces: [{ name: 'eth0', mac: standIn.mac, sandbox: standIn.netns.path }],
-        ips: [{ address: net.v4Cidr(7), interface: 0 }],
-      };
-      return { files, net, standIn, prevResult };
-    }
-
     it.each([
       { where: 'config', prefix: '01:00', field: '"macPrefix"' },
       { where: 'config', prefix: '0a:5', field: '"macPrefix"' },
       { where: 'args.cni.announce', prefix: '03:00', field: '"args.cni.announce.macPrefix"' },
     ])('refuses $prefix in $where with code 7 naming $field, and touches nothing', async ({ where, prefix, field }) => {
-      killStrays(scope(), { strict: true });
-      const { files, standIn, prevResult } = await v4StandIn();
-      const announcer =
+      const files = await begin();
+      const { pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
+      const options =
         where === 'config'
           ? { mac: 'ip-derived', macPrefix: prefix }
           : { mac: 'ip-derived', podOverrides: ['macPrefix'], args: { cni: { announce: { macPrefix: prefix } } } };
-      const att = attachment(scope(), files, {
-        containerId: `${PREFIX}-pfx`,
-        netns: standIn.netns.path,
-        announcer: { ...announcer, count: 1 },
-        prevResult,
-      });
+      const att = attachment(files, { containerId: `${PREFIX}-pfx`, netns: pod.netns.path, prevResult, options: { ...options, count: 1 } });
 
-      const add = await att.run('ADD');
+      const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
       expect(add.json).toMatchObject({ cniVersion: CNI_VERSION, code: 7 });
       expect(add.json.msg).toContain(field);
       expect(add.json.msg).toContain(prefix);
-      expect(await podMac(standIn.netns.name)).toBe(standIn.mac);
-      await expectNothingLeft(files.stateDir);
+      expect(await podMac(pod.netns.name)).toBe(pod.mac);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
 
     it('accepts a prefix without the locally-administered bit, with a warning in the log', async () => {
-      killStrays(scope(), { strict: true });
-      const { files, net, standIn, prevResult } = await v4StandIn();
-      const att = attachment(scope(), files, {
-        containerId: `${PREFIX}-glob`,
-        netns: standIn.netns.path,
-        announcer: { mac: 'ip-derived', macPrefix: '00:16', count: 1 },
-        prevResult,
-      });
-      assertCniOk('announcer ADD', await att.run('ADD'));
-      expect(await podMac(standIn.netns.name)).toBe(derivedMac(net.v4(7), '00:16'));
+      const files = await begin();
+      const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
+      const att = attachment(files, { containerId: `${PREFIX}-glob`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', macPrefix: '00:16', count: 1 } });
+      assertCniOk('announcer ADD', await announcerAdd(scope(), att));
+      expect(await podMac(pod.netns.name)).toBe(derivedMac(net.v4(7), '00:16'));
       expect(await readLog(files.logFile)).toMatch(/ WARN .*macPrefix=00:16/);
-      assertCniOk('announcer DEL', await att.run('DEL'));
-      expect(await podMac(standIn.netns.name)).toBe(standIn.mac);
-      await expectNothingLeft(files.stateDir);
+      assertCniOk('announcer DEL', await announcerDel(att));
+      expect(await podMac(pod.netns.name)).toBe(pod.mac);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
   });
 
@@ -496,60 +351,56 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
      * (from before ADD until TAIL_WINDOW_MS after it), so only the announcer's
      * frames can be in it: the kernel's own link-up noise is over by then.
      */
-    async function addUnderCapture(
-      tag: string,
-      opts: { announcer: Record<string, unknown>; args?: string; silenceKernel?: boolean },
-    ) {
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      const pod = await bridgePod(scope(), tag);
+    async function addUnderCapture(tag: string, opts: { options: Record<string, unknown>; args?: string; silenceKernel?: boolean }) {
+      const files = await begin();
+      const pod = await bridgePod(tag);
       if (opts.silenceKernel) {
         // The bridge plugin sets arp_notify=1, so the kernel itself sends a GARP when the MAC changes
         // (README, live-migration targets): a target that must stay silent turns it off.
         await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
       }
-      const att = attachment(scope(), files, {
+      const att = attachment(files, {
         containerId: pod.containerId,
         netns: pod.netns.path,
-        ...(opts.args === undefined ? {} : { args: opts.args }),
-        announcer: { ...BURST, ...opts.announcer },
         prevResult: pod.result,
+        options: { ...BURST, ...opts.options },
+        ...(opts.args === undefined ? {} : { args: opts.args }),
       });
       const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp or icmp6' });
-      const add = await att.run('ADD');
+      const add = await announcerAdd(scope(), att);
       await sleep(TAIL_WINDOW_MS);
       const frames = await capture.stop();
       return { files, pod, att, add, frames };
     }
 
-    it.each<{ how: string; announcer: Record<string, unknown>; args?: string }>([
-      { how: 'args.cni.announce: false', announcer: { args: { cni: { announce: false } } } },
-      { how: 'CNI_ARGS ANNOUNCE=false', announcer: {}, args: `${K8S_ARGS};ANNOUNCE=false` },
+    it.each<{ how: string; options: Record<string, unknown>; args?: string }>([
+      { how: 'args.cni.announce: false', options: { args: { cni: { announce: false } } } },
+      { how: 'CNI_ARGS ANNOUNCE=false', options: {}, args: `${K8S_ARGS};ANNOUNCE=false` },
       {
         how: 'ANNOUNCE=false with an override object that does not name enabled',
-        announcer: { args: { cni: { announce: { count: 1 } } } },
+        options: { args: { cni: { announce: { count: 1 } } } },
         args: `${K8S_ARGS};ANNOUNCE=false`,
       },
       {
         how: 'args.cni.announce {enabled: false, mac: keep} over config mac: ip-derived',
-        announcer: { mac: 'ip-derived', args: { cni: { announce: { enabled: false, mac: 'keep' } } } },
+        options: { mac: 'ip-derived', args: { cni: { announce: { enabled: false, mac: 'keep' } } } },
       },
-    ])('$how: zero ARP/NA frames, MAC kept, result passed through', async ({ how, announcer, args }) => {
-      const { files, pod, att, add, frames } = await addUnderCapture('off', { announcer, ...(args ? { args } : {}) });
+    ])('$how: zero ARP/NA frames, MAC kept, result passed through', async ({ how, options, args }) => {
+      const { files, pod, att, add, frames } = await addUnderCapture('off', { options, ...(args ? { args } : {}) });
       assertCniOk(`announcer ADD (${how})`, add);
       const sent = announcementsFrom(frames, [pod.mac, derivedMac(pod.ip)]);
       expect(sent, describeFrames(sent)).toEqual([]);
       expect(add.json).toEqual(pod.result);
       expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      // Nothing to restore and no tail: no record, no process, even before DEL.
-      await expectNothingLeft(files.stateDir);
-      assertCniOk('announcer DEL', await att.run('DEL'));
-      await expectNothingLeft(files.stateDir);
+      // Nothing to restore and no later rounds: no record, no process, even before DEL.
+      expect(await announcerLeftovers(files)).toEqual([]);
+      assertCniOk('announcer DEL', await announcerDel(att));
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
 
     it('args.cni.announce: false with config mac: ip-derived still sets the MAC, and sends no ARP/NA', async () => {
       const { files, pod, att, add, frames } = await addUnderCapture('offmac', {
-        announcer: { mac: 'ip-derived', args: { cni: { announce: false } } },
+        options: { mac: 'ip-derived', args: { cni: { announce: false } } },
         silenceKernel: true,
       });
       assertCniOk('announcer ADD', add);
@@ -558,35 +409,34 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(sent, describeFrames(sent)).toEqual([]);
       expect(await podMac(pod.netns.name)).toBe(derived);
       expect(add.json).toEqual(withPodMac(pod.result, derived));
-      expect(JSON.parse(await readFile(att.recordFile, 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: pod.mac }] });
+      expect(JSON.parse(await readFile(recordFile(files, att.containerId), 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: pod.mac }] });
       expect(await ownAnnouncerProcesses()).toEqual([]);
 
-      assertCniOk('announcer DEL', await att.run('DEL'));
+      assertCniOk('announcer DEL', await announcerDel(att));
       expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
 
     it('CNI_ARGS ANNOUNCE=bogus is code 4, and nothing is done', async () => {
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      const pod = await bridgePod(scope(), 'bogus');
-      const att = attachment(scope(), files, {
+      const files = await begin();
+      const pod = await bridgePod('bogus');
+      const att = attachment(files, {
         containerId: pod.containerId,
         netns: pod.netns.path,
-        args: `${K8S_ARGS};ANNOUNCE=bogus`,
-        announcer: { mac: 'ip-derived', ...BURST },
         prevResult: pod.result,
+        options: { mac: 'ip-derived', ...BURST },
+        args: `${K8S_ARGS};ANNOUNCE=bogus`,
       });
-      const add = await att.run('ADD');
+      const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
       // Env is read before stdin, so the error cannot carry the config's version (README: 1.1.0 then).
       expect(add.json).toMatchObject({ code: 4 });
       expect(add.json.msg).toContain('ANNOUNCE');
       expect(add.json.msg).toContain('bogus');
       expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerLeftovers(files)).toEqual([]);
       // DEL reads CNI_ARGS too and refuses the same value; the scope's DEL (no CNI_ARGS) cleans up.
-      expect((await att.run('DEL')).json).toMatchObject({ code: 4 });
+      expect((await announcerDel(att)).json).toMatchObject({ code: 4 });
     });
 
     it.each<{ how: string; announce: unknown }>([
@@ -594,17 +444,17 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       { how: 'args.cni.announce: {enabled: true}', announce: { enabled: true } },
     ])('ANNOUNCE=false is not undone by $how (off wins): zero ARP/NA frames', async ({ announce }) => {
       const { files, pod, att, add, frames } = await addUnderCapture('on', {
-        announcer: { args: { cni: { announce } } },
+        options: { args: { cni: { announce } } },
         args: `${K8S_ARGS};ANNOUNCE=false`,
       });
       assertCniOk('announcer ADD', add);
       expect(add.json).toEqual(pod.result);
       const sent = announcementsFrom(frames, [pod.mac]);
       expect(sent, describeFrames(sent)).toEqual([]);
-      await expectNothingLeft(files.stateDir);
+      expect(await announcerLeftovers(files)).toEqual([]);
 
-      assertCniOk('announcer DEL', await att.run('DEL'));
-      await expectNothingLeft(files.stateDir);
+      assertCniOk('announcer DEL', await announcerDel(att));
+      expect(await announcerLeftovers(files)).toEqual([]);
     });
   });
 });

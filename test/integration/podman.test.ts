@@ -1,8 +1,8 @@
-// A real runtime (issue 9): podman 4.3 with its CNI backend runs the conflist
+// A real runtime: podman 4.3 with its CNI backend runs the conflist
 // bridge + announcer, configured only through private files (harness/podman.ts).
-// The seed scenario of field notes §1 through podman: a container reuses the
+// The stale-entry scenario of the README through podman: a container reuses the
 // --ip of a removed one while a keeper container holds the bridge's carrier
-// (field notes §9: without it the kernel flushes the entry); the node's entry
+// (without it the bridge loses carrier and the kernel flushes the entry); the node's entry
 // holds the new container's MAC when `podman run -d` returns. The control
 // network (bridge alone) keeps the old MAC. `podman rm` runs DEL: no announcer
 // process and no state file stays. `--mac-address` reaches plugins as MAC= in
@@ -19,6 +19,7 @@ import {
   runOk,
   RUN_TAG,
   Scope,
+  scopePerTest,
   SYSTEM_CNI_DIR,
   throwCleanupErrors,
   uniqueName,
@@ -29,7 +30,7 @@ import { daemonsOf } from './harness/daemon';
 import { importBusyboxImage, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
 
 const PREFIX = `pm${RUN_TAG}`;
-/** A departed container's MAC, as in field notes §1. */
+/** A departed container's MAC. */
 const OLD_MAC = '86:03:17:7a:eb:6e';
 /** A MAC the runtime is asked for (locally administered, unicast). */
 const RUNTIME_MAC = '02:5e:ed:00:00:07';
@@ -45,6 +46,7 @@ interface Network {
 
 describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge + announcer', () => {
   const scope = new Scope();
+  const perTest = scopePerTest();
   let podman: PrivatePodman;
   let image: string;
 
@@ -143,68 +145,52 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
   }
 
   it('control, bridge alone: the node keeps the removed container\'s MAC for the reused IP', async () => {
-    const s = new Scope();
-    try {
-      const network = await addNetwork(s, false);
-      const { first, entry } = await reuseIp(s, network);
-      expect(entry).toMatchObject({ state: 'STALE', mac: first.mac });
-    } finally {
-      throwCleanupErrors(await s.close());
-    }
+    const s = perTest();
+    const network = await addNetwork(s, false);
+    const { first, entry } = await reuseIp(s, network);
+    expect(entry).toMatchObject({ state: 'STALE', mac: first.mac });
   });
 
   it('bridge + announcer: the node\'s entry holds the new container\'s MAC when `podman run -d` returns; `podman rm` leaves no state file', async () => {
-    const s = new Scope();
-    try {
-      const network = await addNetwork(s);
-      const { second, entry } = await reuseIp(s, network);
-      expect(entry?.mac).toBe(second.mac);
+    const s = perTest();
+    const network = await addNetwork(s);
+    const { second, entry } = await reuseIp(s, network);
+    expect(entry?.mac).toBe(second.mac);
 
-      // count 2, interval 60 s: the background announcer still waits for round 2, and the record is there.
-      // Once the container is gone, so are its record and lock, and the announcer, idleExitMs later.
-      const before = await leftovers(network, second.id);
-      expect(await daemonsOf(network.stateDir!)).toHaveLength(1);
-      expect(before, before.join('\n')).toContain(`state file ${second.id}@eth0.json`);
-      await remove(second.id);
-      const left = await waitFor(async () => ((await leftovers(network, second.id)).length === 0 ? [] : false), {
-        timeoutMs: 5000,
-        what: 'no state file for the removed container',
-      }).catch(() => leftovers(network, second.id));
-      expect(left).toEqual([]);
-    } finally {
-      throwCleanupErrors(await s.close());
-    }
+    // count 2, interval 60 s: the background announcer still waits for round 2, and the record is there.
+    // Once the container is gone, so are its record and lock, and the announcer, idleExitMs later.
+    const before = await leftovers(network, second.id);
+    expect(await daemonsOf(network.stateDir!)).toHaveLength(1);
+    expect(before, before.join('\n')).toContain(`state file ${second.id}@eth0.json`);
+    await remove(second.id);
+    const left = await waitFor(async () => ((await leftovers(network, second.id)).length === 0 ? [] : false), {
+      timeoutMs: 5000,
+      what: 'no state file for the removed container',
+    }).catch(() => leftovers(network, second.id));
+    expect(left).toEqual([]);
   });
 
   it('--mac-address with `mac: ip-derived`: the runtime\'s MAC is kept and announced; without it, the derived MAC is set', async () => {
-    const s = new Scope();
-    try {
-      const network = await addNetwork(s, { mac: 'ip-derived' });
-      await runContainer(s, network, 9); // the keeper
-      const n = network.net.index.toString(16).padStart(2, '0');
-      const derived = await runContainer(s, network, 6);
-      expect(derived.mac).toBe(`0a:58:0a:58:${n}:06`);
+    const s = perTest();
+    const network = await addNetwork(s, { mac: 'ip-derived' });
+    await runContainer(s, network, 9); // the keeper
+    const n = network.net.index.toString(16).padStart(2, '0');
+    const derived = await runContainer(s, network, 6);
+    expect(derived.mac).toBe(`0a:58:0a:58:${n}:06`);
 
-      await plantStale(network.bridge, network.net.v4(7), OLD_MAC);
-      const chosen = await runContainer(s, network, 7, ['--mac-address', RUNTIME_MAC]);
-      expect(chosen.mac).toBe(RUNTIME_MAC);
-      expect((await neighEntry(network.bridge, network.net.v4(7)))?.mac).toBe(RUNTIME_MAC);
-    } finally {
-      throwCleanupErrors(await s.close());
-    }
+    await plantStale(network.bridge, network.net.v4(7), OLD_MAC);
+    const chosen = await runContainer(s, network, 7, ['--mac-address', RUNTIME_MAC]);
+    expect(chosen.mac).toBe(RUNTIME_MAC);
+    expect((await neighEntry(network.bridge, network.net.v4(7)))?.mac).toBe(RUNTIME_MAC);
   });
 
   it('after every container is removed, podman keeps no network namespace and no announcer process runs', async () => {
-    const s = new Scope();
-    try {
-      const network = await addNetwork(s);
-      const c = await runContainer(s, network, 9);
-      await remove(c.id);
-      await podman.ok(['rm', '--all', '--force', '--time', '0']);
-      expect((await podman.inMountNs('ls', ['-A', '/run/netns'])).stdout.trim()).toBe('');
-      expect(await waitFor(async () => ((await ownAnnouncerProcesses()).length === 0 ? [] : false), { timeoutMs: 5000 }).catch(ownAnnouncerProcesses)).toEqual([]);
-    } finally {
-      throwCleanupErrors(await s.close());
-    }
+    const s = perTest();
+    const network = await addNetwork(s);
+    const c = await runContainer(s, network, 9);
+    await remove(c.id);
+    await podman.ok(['rm', '--all', '--force', '--time', '0']);
+    expect((await podman.inMountNs('ls', ['-A', '/run/netns'])).stdout.trim()).toBe('');
+    expect(await waitFor(async () => ((await ownAnnouncerProcesses()).length === 0 ? [] : false), { timeoutMs: 5000 }).catch(ownAnnouncerProcesses)).toEqual([]);
   });
 });

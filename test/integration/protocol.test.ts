@@ -1,40 +1,37 @@
-// The CNI protocol end to end (issue 2, items 3 and 6): the built plugin chained
-// after the real bridge plugin 1.1.1 in real namespaces. Passthrough in all five
-// spec versions, CHECK, DEL, STATUS, GC, VERSION, and every bad input with its
-// exact code, a single error object on stdout and nothing changed on the host.
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// The CNI protocol end to end: the built plugin chained after the real bridge
+// plugin 1.1.1 in real namespaces. Passthrough in all five spec versions, CHECK,
+// DEL, STATUS, GC, VERSION, and every bad input with its exact code, a single
+// error object on stdout and nothing changed on the host.
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  addBridgePod,
-  allocSubnet,
   ANNOUNCER,
+  announcerFiles,
   announcerStatus,
-  bridgeConfig,
   chainConfig,
   cniExec,
-  createBridge,
-  createNetns,
+  expectCniError,
+  createBridgePod,
   daemonsOf,
+  killStrays,
   listLinks,
-  listNetns,
   neighEntry,
   ownAnnouncerProcesses,
-  killStrays,
   plantStale,
   podInterface,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
+  stateFiles,
+  waitDaemonGone,
   waitFor,
+  type AnnouncerFiles,
+  type BridgePod,
   type CniCall,
   type CniOutput,
-  type Netns,
   type Scope,
-  type Subnet,
-  waitDaemonGone,
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
@@ -45,70 +42,37 @@ const OLD_MAC = '86:03:17:7a:eb:6e';
 /** A background announcer started here exits this long after its last job, so none outlives its test. */
 const IDLE_EXIT_MS = 300;
 
-/** A per-test state directory and log file for the announcer, removed at scope close. */
-interface AnnouncerDirs {
-  dir: string;
-  stateDir: string;
-  logFile: string;
-}
-
-async function announcerDirs(scope: Scope): Promise<AnnouncerDirs> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-protocol-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
-  // Runs before the dir is removed (newer steps first): no announcer process of ours outlives the test.
+/** The announcer's files for one test, and no announcer process of ours outliving it (checked before the files go). */
+async function announcerDirs(scope: Scope): Promise<AnnouncerFiles> {
+  const files = await announcerFiles(scope);
   killStrays(scope, { strict: true });
-  return { dir, stateDir: join(dir, 'state'), logFile: join(dir, 'announcer.log') };
+  return files;
 }
 
 /** The state records in stateDir (none when it does not exist). */
-async function stateFiles(stateDir: string): Promise<string[]> {
-  try {
-    return (await readdir(stateDir)).filter((f) => f.endsWith('.json'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+async function records(stateDir: string): Promise<string[]> {
+  return (await stateFiles(stateDir)).filter((f) => f.endsWith('.json'));
 }
 
-/** A bridge, a pod netns attached by the real bridge plugin, and what the announcer needs to chain on it. */
-interface BridgePod {
-  net: Subnet;
-  bridge: string;
-  netns: Netns;
-  containerId: string;
-  /** The bridge plugin's config: its `name` and `cniVersion` go into the announcer's. */
+/** A pod on a bridge of its own through the real bridge plugin, and what the announcer needs to chain on it. */
+interface ProtocolPod extends BridgePod {
+  /** The bridge plugin's config, in the announcer's cniVersion: its `name` and `cniVersion` go into the announcer's. */
   mainConf: { name: string; cniVersion: string; [key: string]: unknown };
-  /** The bridge plugin's ADD result. */
-  result: any;
-  dirs: AnnouncerDirs;
+  dirs: AnnouncerFiles;
   /** ADD/CHECK env for this pod (command to be set). */
   call: Omit<CniCall, 'command'>;
 }
 
-async function bridgePod(
-  scope: Scope,
-  opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {},
-): Promise<BridgePod> {
+async function bridgePod(scope: Scope, opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {}): Promise<ProtocolPod> {
   const dirs = await announcerDirs(scope);
-  const net = allocSubnet();
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-  const netns = await createNetns(scope, PREFIX);
-  const containerId = `${PREFIX}-${Math.random().toString(16).slice(2, 8)}`;
-  const podOpts = {
-    bridge,
-    ip: net.v4Cidr(5),
-    gw: net.v4(1),
-    ...(opts.ip6 ? { ip6: net.v6Cidr(5) } : {}),
-    cniVersion: opts.bridgeVersion ?? opts.cniVersion ?? '1.0.0',
-    name: `${PREFIX}-net`,
-  };
-  const result = await addBridgePod(scope, { ...podOpts, netns: netns.path, containerId });
-  const mainConf = { ...bridgeConfig(podOpts), cniVersion: opts.cniVersion ?? podOpts.cniVersion };
-  return { net, bridge, netns, containerId, mainConf, result, dirs, call: { containerId, netns: netns.path, ifname: 'eth0' } };
+  const bridgeVersion = opts.bridgeVersion ?? opts.cniVersion ?? '1.0.0';
+  const pod = await createBridgePod(scope, { prefix: PREFIX, name: `${PREFIX}-net`, cniVersion: bridgeVersion, ...(opts.ip6 ? { ip6: true } : {}) });
+  const mainConf = { ...pod.conf, cniVersion: opts.cniVersion ?? bridgeVersion };
+  return { ...pod, mainConf, dirs, call: { containerId: pod.containerId, netns: pod.netns.path, ifname: 'eth0' } };
 }
 
 /** The announcer's conf entry: one round (no background work) unless said otherwise. */
-function announcerConf(dirs: AnnouncerDirs, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function announcerConf(dirs: AnnouncerFiles, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { type: 'announcer', count: 1, stateDir: dirs.stateDir, logFile: dirs.logFile, idleExitMs: IDLE_EXIT_MS, ...extra };
 }
 
@@ -123,26 +87,6 @@ function expectedResult(prevResult: any, cniVersion: string): any {
       return withVersion ? { ...rest, version: ip.address.includes(':') ? '6' : '4' } : rest;
     }),
   };
-}
-
-/** Asserts a CNI error reply: exit 1, one JSON object with cniVersion/code/msg on stdout, no stack trace. */
-function expectCniError(out: CniOutput, code: number, mentions: readonly string[], cniVersion: string | readonly string[]): any {
-  const why = `stdout: ${out.stdout} stderr: ${out.stderr}`;
-  expect(out.code, why).toBe(1);
-  const text = out.stdout.trim();
-  expect(text.split('\n'), why).toHaveLength(1);
-  const doc = JSON.parse(text);
-  expect(doc !== null && typeof doc === 'object' && !Array.isArray(doc), why).toBe(true);
-  expect(Object.keys(doc).every((k) => ['cniVersion', 'code', 'msg', 'details'].includes(k)), why).toBe(true);
-  expect(doc.code, why).toBe(code);
-  expect(typeof doc.msg).toBe('string');
-  for (const m of mentions) expect(doc.msg).toContain(m);
-  expect(typeof cniVersion === 'string' ? [cniVersion] : cniVersion).toContain(doc.cniVersion);
-  for (const stream of [out.stdout, out.stderr]) {
-    expect(stream).not.toContain('    at ');
-    expect(stream).not.toContain('Error:');
-  }
-  return doc;
 }
 
 /** What a bad call must not change: the bridge and its ports, its neighbour table, the pod's links and IPv4 addresses. */
@@ -170,18 +114,7 @@ async function processesOf(containerId: string): Promise<number[]> {
 }
 
 describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin', () => {
-  const scope = scopePerTest();
-
-  afterAll(async () => {
-    const leftovers = async (): Promise<string[]> => [
-      ...(await listNetns()).filter((n) => n.startsWith(PREFIX)),
-      ...(await listLinks()).map((l) => l.ifname).filter((n) => n.startsWith(PREFIX)),
-    ];
-    await waitFor(async () => (await leftovers()).length === 0, { what: `no netns or link named ${PREFIX}*` }).catch(
-      async () => expect(await leftovers()).toEqual([]),
-    );
-    expect(await ownAnnouncerProcesses()).toEqual([]);
-  });
+  const scope = scopePerTest(PREFIX);
 
   describe('passthrough, then CHECK and DEL, in every version', () => {
     it.each(VERSIONS)('cniVersion %s: the result is prevResult in that version, unknown fields kept', async (version) => {
@@ -197,7 +130,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(add.stdout.trim().split('\n')).toHaveLength(1);
       const expected = expectedResult(prevResult, version);
       expect(add.json).toEqual(expected);
-      // The parts the issue names, spelled out.
+      // The parts a runtime reads, spelled out.
       expect(add.json.cniVersion).toBe(version);
       expect(add.json['x-custom']).toEqual({ a: 1 });
       expect(add.json.interfaces).toEqual(pod.result.interfaces);
@@ -219,7 +152,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       const del = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, checkConfig);
       expect(del.code, del.stdout + del.stderr).toBe(0);
       expect(del.stdout).toBe('');
-      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+      expect(await records(pod.dirs.stateDir)).toEqual([]);
     });
 
     it('converts across versions: ips[].version added for 0.3.1, removed for 1.1.0', async () => {
@@ -285,11 +218,11 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
      * pending at DEL), and the record it leaves; resolves once the stateDir's one
      * background announcer has the job.
      */
-    async function addWithBackground(pod: BridgePod): Promise<Record<string, unknown>> {
+    async function addWithBackground(pod: ProtocolPod): Promise<Record<string, unknown>> {
       const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { count: 3, intervalMs: 60_000 }), pod.result);
       const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
       expect(add.code, add.stdout).toBe(0);
-      expect(await stateFiles(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
+      expect(await records(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
       // ADD started the announcer and returned; it reads the job from the record once it listens.
       const status = await waitFor(async () => {
         const s = await announcerStatus(pod.dirs.stateDir);
@@ -301,10 +234,10 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
     }
 
     /** DEL succeeded silently, cancelled the background job, removed the record; the idle announcer then exits. */
-    async function expectCleanDel(out: CniOutput, pod: BridgePod): Promise<void> {
+    async function expectCleanDel(out: CniOutput, pod: ProtocolPod): Promise<void> {
       expect(out.code, out.stdout + out.stderr).toBe(0);
       expect(out.stdout).toBe('');
-      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+      expect(await records(pod.dirs.stateDir)).toEqual([]);
       const log = await readFile(pod.dirs.logFile, 'utf8');
       expect(log).toMatch(new RegExp(`INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`));
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
@@ -357,11 +290,11 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
     interface Case {
       what: string;
       code: number;
-      mentions: (pod: BridgePod) => string[];
+      mentions: (pod: ProtocolPod) => string[];
       /** The error's cniVersion: the config's once it is read, else 1.1.0 (env is checked before stdin is read). */
       cniVersion: string | readonly string[];
-      call?: (pod: BridgePod, call: CniCall) => CniCall;
-      config?: (pod: BridgePod, config: Record<string, unknown>) => Record<string, unknown> | string;
+      call?: (pod: ProtocolPod, call: CniCall) => CniCall;
+      config?: (pod: ProtocolPod, config: Record<string, unknown>) => Record<string, unknown> | string;
     }
     const ENV_VERSIONS = ['1.0.0', '1.1.0'];
     const withIps = (config: Record<string, unknown>, change: (ip: any) => void): Record<string, unknown> => {
@@ -445,7 +378,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expectCniError(out, c.code, c.mentions(pod), c.cniVersion);
       expect(await l2Snapshot(pod.bridge, pod.netns.name)).toEqual(before);
       expect(await neighEntry(pod.bridge, pod.net.v4(5))).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-      expect(await stateFiles(pod.dirs.stateDir)).toEqual([]);
+      expect(await records(pod.dirs.stateDir)).toEqual([]);
       expect(await processesOf(pod.containerId)).toEqual([]);
       expect(await daemonsOf(pod.dirs.stateDir)).toEqual([]);
     });
@@ -522,7 +455,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       const dirs = await announcerDirs(scope());
       const out = await cniExec(ANNOUNCER, { command: 'GC' }, netConf({ stateDir: dirs.stateDir, 'cni.dev/valid-attachments': [] }));
       expect([out.code, out.stdout, out.stderr]).toEqual([0, '', '']);
-      expect(await stateFiles(dirs.stateDir)).toEqual([]);
+      expect(await records(dirs.stateDir)).toEqual([]);
     });
 
     it('GC without any attachment list fails with 7 naming the key', async () => {

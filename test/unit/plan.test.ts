@@ -68,7 +68,7 @@ describe('burstSpanMs', () => {
     expect(burstSpanMs(3, 333, 1.5)).toBe(832.5);
   });
 
-  it('measures the 60-day burst of the issue against the 10-minute cap', () => {
+  it('measures a 60-day burst (count 10, intervalMs 60000, backoff 4) against the 10-minute cap', () => {
     // 60000 × (4^9 − 1) / 3 ms
     expect(burstSpanMs(10, 60000, 4)).toBe(5_242_860_000);
     expect(MAX_BURST_SPAN_MS).toBe(600_000);

@@ -1,6 +1,6 @@
 // Host-side L2 for tests: a Linux bridge in the host netns, and stand-in pods
-// (a netns whose veth pair stays wholly inside it, field notes §5b: this kernel
-// has no dummy driver).
+// (a netns whose veth pair stays wholly inside it: this kernel has no dummy
+// driver).
 import { runOk } from './exec';
 import { deleteLink, linkShow } from './links';
 import { createNetns, type Netns } from './netns';
@@ -38,14 +38,12 @@ export async function createBridge(scope: Scope, opts: BridgeOptions): Promise<s
   return name;
 }
 
-/** How createStandInPod builds its pod. */
-export interface StandInPodOptions {
-  /** Netns name prefix (≤ 9 chars). Default `hpod`. */
-  prefix?: string;
-  /** The pod interface. Default `eth0`. */
-  ifname?: string;
-  /** The veth peer that stays in the pod netns. Default `peer0`. */
-  peer?: string;
+/** A pod interface of a stand-in pod: a veth pair whose both ends live in the pod's netns. */
+export interface StandInInterfaceOptions {
+  /** The pod interface. */
+  ifname: string;
+  /** The veth peer that stays in the pod netns. */
+  peer: string;
   /** MAC for the pod interface. Default: the kernel's random one. */
   mac?: string;
   /** IPv4 addresses (CIDR) for the pod interface. */
@@ -60,6 +58,12 @@ export interface StandInPodOptions {
   sysctls?: Record<string, string | number>;
 }
 
+/** How createStandInPod builds its pod: its netns and its first interface. */
+export interface StandInPodOptions extends Partial<StandInInterfaceOptions> {
+  /** Netns name prefix (≤ 9 chars). Default `hpod`. */
+  prefix?: string;
+}
+
 /** A stand-in pod: its netns, its interface and the peer end next to it. */
 export interface StandInPod {
   netns: Netns;
@@ -69,15 +73,13 @@ export interface StandInPod {
 }
 
 /**
- * Creates a netns holding a veth pair whose both ends live inside it: `ifname`
- * plays the pod interface, the peer is up with IPv6 disabled so it makes no
- * noise of its own. Goes away with the netns at scope close.
+ * Adds a pod interface to a stand-in pod's netns: `ifname`, with its veth peer
+ * next to it, up with IPv6 disabled so it makes no noise of its own. Goes away
+ * with the netns. Resolves with the interface's MAC.
  */
-export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {}): Promise<StandInPod> {
-  const netns = await createNetns(scope, opts.prefix ?? 'hpod');
-  const ifname = opts.ifname ?? 'eth0';
-  const peer = opts.peer ?? 'peer0';
-  const ns = netns.name;
+export async function addStandInInterface(pod: { netns: Netns }, opts: StandInInterfaceOptions): Promise<string> {
+  const ns = pod.netns.name;
+  const { ifname, peer } = opts;
   await runOk('ip', ['-n', ns, 'link', 'add', ifname, 'type', 'veth', 'peer', 'name', peer]);
   await setSysctl(`net.ipv6.conf.${peer}.disable_ipv6`, 1, ns);
   await runOk('ip', ['-n', ns, 'link', 'set', peer, 'up']);
@@ -90,7 +92,15 @@ export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {
   if (opts.up ?? true) await runOk('ip', ['-n', ns, 'link', 'set', ifname, 'up']);
   const link = await linkShow(ifname, ns);
   if (!link) throw new Error(`stand-in pod ${ns}: ${ifname} vanished`);
-  return { netns, ifname, peer, mac: link.mac };
+  return link.mac;
+}
+
+/** Creates a stand-in pod: a netns with one pod interface (addStandInInterface, `eth0` and `peer0` by default). */
+export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {}): Promise<StandInPod> {
+  const netns = await createNetns(scope, opts.prefix ?? 'hpod');
+  const ifname = opts.ifname ?? 'eth0';
+  const peer = opts.peer ?? 'peer0';
+  return { netns, ifname, peer, mac: await addStandInInterface({ netns }, { ...opts, ifname, peer }) };
 }
 
 /** A veth pair in the host netns (e.g. a stand-in macvlan parent). */

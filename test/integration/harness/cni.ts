@@ -71,6 +71,15 @@ export async function cniExec(pluginPath: string, call: CniCall, config: object 
 }
 
 /**
+ * Runs a plugin like a runtime, from inside the named `node` netns when given
+ * (`ip netns exec node plugin`), so that the plugin's "host" is that netns.
+ */
+export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string): Promise<CniOutput> {
+  if (node === undefined) return cniExec(plugin, call, config);
+  return runCniCommand('ip', ['netns', 'exec', node, plugin], call, config);
+}
+
+/**
  * The background announcer an ADD leaves waits `idleExitMs` (30 s by default)
  * before it exits; a test that does not choose its own gets TEST_IDLE_EXIT_MS,
  * so that its processes are gone by the time the harness looks for leaks.
@@ -113,7 +122,7 @@ export async function runCniCommand(
 }
 
 /** Rejects with the plugin's output unless it exited 0. */
-export function assertCniOk(what: string, out: CniOutput): CniOutput {
+export function assertCniOk<T extends CniOutput>(what: string, out: T): T {
   if (out.code !== 0) {
     throw new Error(`${what} exited ${out.code}: ${(out.stdout.trim() || out.stderr.trim() || '(no output)').slice(0, 2000)}`);
   }
@@ -144,6 +153,8 @@ export interface BridgePodOptions {
   containerId: string;
   /** CNI_IFNAME. Default eth0. */
   ifname?: string;
+  /** CNI_ARGS (a runtime passes the same to every plugin of the chain). */
+  args?: string;
   /** Default 1.0.0. */
   cniVersion?: string;
   /** The network name. Default `harness`. */
@@ -153,7 +164,7 @@ export interface BridgePodOptions {
 }
 
 /** The bridge plugin's config for a pod, static IPAM, no gateway on the bridge, no masquerade. */
-export function bridgeConfig(opts: Omit<BridgePodOptions, 'netns' | 'containerId' | 'ifname'>): {
+export function bridgeConfig(opts: Omit<BridgePodOptions, 'netns' | 'containerId' | 'ifname' | 'args'>): {
   cniVersion: string;
   name: string;
   [key: string]: unknown;
@@ -181,7 +192,7 @@ export function bridgeConfig(opts: Omit<BridgePodOptions, 'netns' | 'containerId
  */
 export async function addBridgePod(scope: Scope, opts: BridgePodOptions): Promise<any> {
   const config = bridgeConfig(opts);
-  const call = { containerId: opts.containerId, netns: opts.netns, ifname: opts.ifname ?? 'eth0' };
+  const call = { containerId: opts.containerId, netns: opts.netns, ifname: opts.ifname ?? 'eth0', ...(opts.args === undefined ? {} : { args: opts.args }) };
   scope.defer(async () => {
     assertCniOk(`bridge DEL ${opts.containerId}`, await cniExec(BRIDGE_PLUGIN, { ...call, command: 'DEL' }, config));
   }, `bridge DEL ${opts.containerId}`);
@@ -197,4 +208,13 @@ export function podInterface(result: any, ifname = 'eth0'): { name: string; mac:
 /** The result's host-side veth: an interface without sandbox that is not the bridge itself. */
 export function hostVeth(result: any, bridge: string): { name: string; mac: string } | undefined {
   return (result?.interfaces ?? []).find((i: any) => !i.sandbox && i.name !== bridge);
+}
+
+/** A prevResult (1.0.0) for pod interfaces inside `sandbox`, each with its addresses (CIDR). */
+export function podPrevResult(sandbox: string, interfaces: { name: string; mac: string; addresses: string[] }[]): Record<string, unknown> {
+  return {
+    cniVersion: '1.0.0',
+    interfaces: interfaces.map((i) => ({ name: i.name, mac: i.mac, sandbox })),
+    ips: interfaces.flatMap((i, index) => i.addresses.map((address) => ({ address, interface: index }))),
+  };
 }

@@ -1,8 +1,8 @@
 // A real runtime for tests: podman 4.3 (Debian 12) with its CNI backend,
 // configured only through private files, with every file it writes kept off
-// the host. Field notes §9: `runtime = "runc"` (crun fails on this host's
-// hybrid cgroups) and small `default_ulimits` (raising RLIMIT_NOFILE or
-// RLIMIT_NPROC is not permitted here).
+// the host. On this host: `runtime = "runc"` (crun fails on its hybrid
+// cgroups) and small `default_ulimits` (raising RLIMIT_NOFILE or RLIMIT_NPROC
+// is not permitted here).
 //
 // podman writes outside its configured directories: the image blob-info cache
 // in /var/lib/containers/cache (on build, import, save, load), libcni's result

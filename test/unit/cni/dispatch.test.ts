@@ -154,7 +154,6 @@ describe('ADD', () => {
       containerId: 'c0ffee',
       netns: '/var/run/netns/pod',
       ifname: 'eth0',
-      path: '/opt/cni/bin',
       args: { raw: { IgnoreUnknown: '1', K8S_POD_NAME: 'web' } },
     });
     expect(req?.cniVersion).toBe('1.1.0');

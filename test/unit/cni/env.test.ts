@@ -27,7 +27,6 @@ describe('parseEnv', () => {
       containerId: 'c0ffee-1',
       netns: '/var/run/netns/pod',
       ifname: 'eth0',
-      path: '/opt/cni/bin',
       args: { raw: {} },
     });
   });
@@ -39,7 +38,6 @@ describe('parseEnv', () => {
   it('ignores container variables for STATUS and GC', () => {
     expect(parseEnv({ ...ADD_ENV, CNI_COMMAND: 'GC', CNI_IFNAME: 'bad/name' })).toEqual({
       command: 'GC',
-      path: '/opt/cni/bin',
       args: { raw: {} },
     });
     expect(parseEnv({ CNI_COMMAND: 'STATUS' })).toEqual({ command: 'STATUS', args: { raw: {} } });
@@ -130,7 +128,6 @@ describe('parseEnv', () => {
   });
 
   it('has one rule per variable', () => {
-    expect(ENV_RULES.map((r) => r.name)).toEqual(['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS', 'CNI_PATH']);
-    expect(ENV_RULES.find((r) => r.name === 'CNI_PATH')?.requiredFor).toEqual([]);
+    expect(ENV_RULES.map((r) => r.name)).toEqual(['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS']);
   });
 });

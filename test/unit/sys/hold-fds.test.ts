@@ -4,7 +4,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { isSameProcess, signalProcess } from '../../../src/sys/processes';
+import { processStartTime } from '../../../src/sys/processes';
 import { spawnDetached } from '../../../src/sys/spawn-detached';
 
 describe('hold-fds: a holder that outlives nothing but its parent', () => {
@@ -15,6 +15,7 @@ describe('hold-fds: a holder that outlives nothing but its parent', () => {
     // The child runs holdUntilParentExits' loop: read fd 3 until EOF.
     const script = "const b=Buffer.alloc(1);try{while(require('fs').readSync(3,b,0,1,null)>0);}catch{}";
     const child = spawnDetached(libc, [process.execPath, '-e'], [script], [readEnd, socket]);
+    const running = (): boolean => processStartTime(child.pid) === child.startTime;
     try {
       const mine = readlinkSync(`/proc/self/fd/${socket}`);
       libc.close(readEnd);
@@ -26,12 +27,12 @@ describe('hold-fds: a holder that outlives nothing but its parent', () => {
       // Only the read end: a copy of the write end in the child would keep it waiting forever.
       const ends = readdirSync(`/proc/${child.pid}/fd`).filter((fd) => readlinkSync(`/proc/${child.pid}/fd/${fd}`) === pipe);
       expect(ends).toEqual(['3']);
-      expect(isSameProcess(child)).toBe(true);
+      expect(running()).toBe(true);
       libc.close(writeEnd); // "the parent exits"
-      for (let i = 0; i < 200 && isSameProcess(child); i++) await sleep(25);
-      expect(isSameProcess(child)).toBe(false);
+      for (let i = 0; i < 200 && running(); i++) await sleep(25);
+      expect(running()).toBe(false);
     } finally {
-      signalProcess(child, 'SIGKILL');
+      process.kill(child.pid, 'SIGKILL'); // our child, never reaped: its pid cannot be reused
     }
   });
 });

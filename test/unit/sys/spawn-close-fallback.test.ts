@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLibc, type LibcLibrary } from '../../../src/sys/libc';
-import { signalProcess } from '../../../src/sys/processes';
 import { spawnDetached } from '../../../src/sys/spawn-detached';
 
 const CLOSEFROM = 'posix_spawn_file_actions_addclosefrom_np';
@@ -77,7 +76,7 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
       expect(fdsOf(child.pid, file)).toEqual([]);
       for (const fd of [0, 1, 2]) expect(readlinkSync(`/proc/${child.pid}/fd/${fd}`)).toBe('/dev/null');
     } finally {
-      signalProcess(child, 'SIGKILL');
+      process.kill(child.pid, 'SIGKILL');
     }
   });
 
@@ -90,7 +89,7 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
       const pipe = readlinkSync(`/proc/self/fd/${readEnd}`);
       expect(fdsOf(child.pid, pipe)).toEqual(['4']);
     } finally {
-      signalProcess(child, 'SIGKILL');
+      process.kill(child.pid, 'SIGKILL');
       libc.close(readEnd);
       libc.close(writeEnd);
     }
@@ -102,7 +101,7 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
     try {
       expect(fdsOf(child.pid, file)).toEqual([]);
     } finally {
-      signalProcess(child, 'SIGKILL');
+      process.kill(child.pid, 'SIGKILL');
     }
   });
 });

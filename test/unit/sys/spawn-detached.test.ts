@@ -1,23 +1,58 @@
-import { readFileSync, readlinkSync, readdirSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import koffi from 'koffi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { isSameProcess, signalProcess } from '../../../src/sys/processes';
+import { processStartTime } from '../../../src/sys/processes';
 import { spawnDetached } from '../../../src/sys/spawn-detached';
 
+const dup = koffi.load('libc.so.6').func('int dup(int fd)');
+
+/**
+ * The fd numbers `pid` (a sleep(1)) has open once it sleeps: while it starts it
+ * opens and closes files of its own (its libraries, the locale), and none after.
+ */
+async function fdsOnceAsleep(pid: number): Promise<string[]> {
+  for (let i = 0; i < 250 && !readFileSync(`/proc/${pid}/wchan`, 'latin1').includes('nanosleep'); i++) await sleep(20);
+  return readdirSync(`/proc/${pid}/fd`).sort();
+}
+
 describe('spawnDetached (posix_spawn through koffi)', () => {
-  it('starts a process in its own session with stdio on /dev/null', () => {
-    const script = 'setTimeout(() => {}, 30000)';
-    const child = spawnDetached(loadLibc(), [process.execPath, '-e'], [script]);
+  let dir: string;
+  let file: string;
+  let leaky: number; // a dup() of an fd on `file`: no FD_CLOEXEC, so exec alone would pass it on
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'announcer-spawn-'));
+    file = join(dir, 'marker');
+    const fd = openSync(file, 'w');
+    leaky = dup(fd);
+    closeSync(fd);
+  });
+  afterAll(() => {
+    closeSync(leaky);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts a process in its own session with stdio on /dev/null, the fds handed to it at 3, 4, … and no other fd', async () => {
+    const libc = loadLibc();
+    const [readEnd, writeEnd] = libc.pipe();
+    const child = spawnDetached(libc, ['/bin/sleep'], ['30'], [readEnd]);
     try {
-      expect(isSameProcess(child)).toBe(true);
+      expect(processStartTime(child.pid)).toBe(child.startTime);
       const stat = readFileSync(`/proc/${child.pid}/stat`, 'latin1');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       expect(Number(fields[3])).toBe(child.pid); // session id (field 6) == pid: a session leader
-      const fds = readdirSync(`/proc/${child.pid}/fd`).map(Number).filter((fd) => fd <= 2);
-      expect(fds.sort()).toEqual([0, 1, 2]);
+      // Whatever its number: nothing of this process's but the one fd handed over (not `leaky`, not the pipe's write end).
+      expect(await fdsOnceAsleep(child.pid)).toEqual(['0', '1', '2', '3']);
       for (const fd of [0, 1, 2]) expect(readlinkSync(`/proc/${child.pid}/fd/${fd}`)).toBe('/dev/null');
+      expect(readlinkSync(`/proc/${child.pid}/fd/3`)).toBe(readlinkSync(`/proc/self/fd/${readEnd}`));
+      expect(readlinkSync(`/proc/self/fd/${leaky}`)).toBe(file); // still open here
     } finally {
-      signalProcess(child, 'SIGKILL');
+      process.kill(child.pid, 'SIGKILL'); // our child, never reaped: its pid cannot be reused
+      libc.close(readEnd);
+      libc.close(writeEnd);
     }
   });
 });

@@ -29,7 +29,7 @@ describe('parseMacPrefix', () => {
 });
 
 describe('deriveMac', () => {
-  it('appends the IPv4 bytes (field notes §7)', () => {
+  it('appends the IPv4 bytes (the README example: 10.88.0.5 → 0a:58:0a:58:00:05)', () => {
     expect(deriveMac(PREFIX, '10.88.0.5').toString('hex')).toBe('0a580a580005');
   });
 

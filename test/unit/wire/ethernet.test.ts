@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { ETHERTYPE_ARP, ETHERTYPE_IPV6, ETHERTYPE_RARP, ethernetFrame } from '../../../src/wire/ethernet';
+import { ETHERTYPE_ARP, ETHERTYPE_IPV6, ethernetFrame } from '../../../src/wire/ethernet';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005');
@@ -9,7 +9,6 @@ describe('EtherType constants', () => {
   it('have the IEEE values', () => {
     expect(ETHERTYPE_ARP).toBe(0x0806);
     expect(ETHERTYPE_IPV6).toBe(0x86dd);
-    expect(ETHERTYPE_RARP).toBe(0x8035);
   });
 });
 

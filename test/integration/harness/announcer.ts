@@ -1,0 +1,102 @@
+// The built announcer chained the way a runtime chains it: one attachment's
+// ADD, CHECK and DEL (optionally run inside a "node" netns), GC of a stateDir,
+// and what the announcer left behind.
+import type { AnnouncerFiles } from './announcer-files';
+import { stateFiles } from './announcer-files';
+import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
+import { ownAnnouncerProcesses } from './processes';
+import type { Scope } from './scope';
+import { waitFor } from './wait';
+
+/** One chained announcer attachment: where it lives and what its config says. */
+export interface AnnouncerAttachment {
+  /** The main plugin's conf: the network's name and cniVersion come from it. */
+  mainConf: { name: string; cniVersion: string };
+  prevResult: unknown;
+  containerId: string;
+  /** CNI_NETNS; left out, the call has none (DEL may go without). */
+  netns?: string | undefined;
+  /** CNI_IFNAME. Default eth0. */
+  ifname?: string;
+  /** CNI_ARGS. */
+  args?: string;
+  /** Announcer options; `stateDir` and `logFile` come from `files`. */
+  options?: Record<string, unknown>;
+  files: Pick<AnnouncerFiles, 'stateDir' | 'logFile'>;
+  /** Run the announcer inside this named netns (the node), not the test's own. */
+  node?: string;
+}
+
+/** An announcer call's output, and when (wall clock, ms) its process had exited. */
+export interface AnnouncerOutput extends CniOutput {
+  exitedAt: number;
+}
+
+/** The attachments whose own DEL exited 0 after their last ADD: the scope's DEL need not run again. */
+const deleted = new WeakSet<AnnouncerAttachment>();
+
+function announcerCall(a: AnnouncerAttachment, command: string, options: Record<string, unknown>): [CniCall, Record<string, unknown>] {
+  const conf = { type: 'announcer', ...a.options, ...options, stateDir: a.files.stateDir, logFile: a.files.logFile };
+  const config = { ...conf, name: a.mainConf.name, cniVersion: a.mainConf.cniVersion, prevResult: a.prevResult };
+  const call: CniCall = { command, containerId: a.containerId, ifname: a.ifname ?? 'eth0' };
+  if (a.netns !== undefined) call.netns = a.netns;
+  if (a.args !== undefined) call.args = a.args;
+  return [call, config];
+}
+
+/**
+ * Runs the announcer for the attachment: `command` (ADD, CHECK, DEL) with
+ * `options` over the attachment's. Never throws on a plugin error: the test
+ * judges the output. ADD's cleanup is announcerAdd's.
+ */
+export async function announcerRun(a: AnnouncerAttachment, command: 'ADD' | 'CHECK' | 'DEL', options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
+  const [call, config] = announcerCall(a, command, options);
+  const out = await pluginExec(ANNOUNCER, call, config, a.node);
+  return { ...out, exitedAt: Date.now() };
+}
+
+/** DELs the attachment as a runtime would (with prevResult and its options and CNI_ARGS). */
+export async function announcerDel(a: AnnouncerAttachment): Promise<AnnouncerOutput> {
+  const out = await announcerRun(a, 'DEL');
+  if (out.code === 0) deleted.add(a);
+  return out;
+}
+
+/**
+ * ADDs the announcer chained after the main plugin, `options` over the
+ * attachment's. A DEL is registered at scope close first, so a failed or
+ * half-done ADD is undone too, unless the test's own announcerDel exited 0
+ * since. That DEL carries only what finds the record (stateDir, logFile, the
+ * netns): no options, CNI_ARGS or prevResult, which a test may have made invalid.
+ */
+export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
+  deleted.delete(a);
+  const { args: _args, options: _options, ...plain } = a;
+  scope.defer(async () => {
+    if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
+  }, `announcer DEL ${a.containerId}`);
+  return announcerRun(a, 'ADD', options);
+}
+
+/**
+ * GC (spec 1.1.0) of stateDir for the network `name`, with the attachment
+ * lists (`cni.dev/valid-attachments`, `cni.dev/attachments`) in `lists`.
+ */
+export async function announcerGc(stateDir: string, name: string, lists: Record<string, unknown>): Promise<AnnouncerOutput> {
+  const out = await cniExec(ANNOUNCER, { command: 'GC' }, { cniVersion: '1.1.0', name, type: 'announcer', stateDir, ...lists });
+  return { ...out, exitedAt: Date.now() };
+}
+
+/**
+ * What the announcer left behind: its live processes started by this test
+ * process, and the files in stateDir. Waits (bounded) for both to be empty,
+ * since a background announcer or an fd holder takes a moment to exit;
+ * resolves with what is still there.
+ */
+export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>): Promise<string[]> {
+  const now = async (): Promise<string[]> => [
+    ...(await ownAnnouncerProcesses()).map((p) => `process ${p.pid}: ${p.argv.join(' ')}`),
+    ...(await stateFiles(files.stateDir)).map((f) => `state file ${f}`),
+  ];
+  return waitFor(async () => ((await now()).length === 0 ? [] : false), { timeoutMs: 3000, what: 'no announcer leftovers' }).catch(now);
+}
