@@ -13,7 +13,6 @@ import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Reque
 const CLIENT_MS = 1000;
 /** How long a socket an ADD handed over is kept, so that the ADD's own close is never the last. */
 const HOLD_HANDED_OVER_MS = 2000;
-const EPIPE = 32;
 
 /** What the control socket needs from the process. */
 export interface ControlDeps {
@@ -129,7 +128,7 @@ export class ControlSocket {
       this.deps.sockets.send(client.fd, encodeMessage(reply));
     } catch (err) {
       // EPIPE: a client that did not wait for the reply (the ADD that started us queued its request and left).
-      if (err instanceof SysError && err.errno === EPIPE) this.deps.log.debug('control client left before the reply');
+      if (err instanceof SysError && err.code === 'EPIPE') this.deps.log.debug('control client left before the reply');
       else this.deps.log.warn('control connection failed', { error: err });
     } finally {
       if (done) {
