@@ -2,11 +2,13 @@ import type { Libc } from './libc';
 import { processStartTime, type ProcessId } from './processes';
 
 /**
- * The whole environment of a detached process. It outlives the command that starts it, so it
- * keeps none of that command's variables (CNI_* of one pod, whatever the runtime passed); the
- * announcer reads no variable but CNI_COMMAND, and runs no program.
+ * The environment of a detached process: this one's without the CNI_* variables. It outlives the
+ * command that starts it, so it must not carry one pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS,
+ * nor CNI_COMMAND, which would make it a plugin call again were it to run itself.
  */
-const DETACHED_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'];
+function detachedEnv(): string[] {
+  return Object.entries(process.env).flatMap(([k, v]) => (v === undefined || k.startsWith('CNI_') ? [] : [`${k}=${v}`]));
+}
 
 /**
  * Starts `...command ...args` detached: its own session, stdio on /dev/null
@@ -19,7 +21,7 @@ const DETACHED_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 export function spawnDetached(libc: Libc, command: readonly string[], args: readonly string[], inherit: readonly number[] = []): ProcessId {
   const path = command[0];
   if (path === undefined) throw new Error('spawnDetached: empty command');
-  const pid = libc.spawnDetached(path, [...command, ...args], DETACHED_ENV, inherit);
+  const pid = libc.spawnDetached(path, [...command, ...args], detachedEnv(), inherit);
   // The start time is fixed at fork, so reading it now is safe even if exec has not happened yet.
   const startTime = processStartTime(pid);
   if (startTime === undefined) throw new Error(`background process ${pid} exited at once`);

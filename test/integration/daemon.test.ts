@@ -303,6 +303,42 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   });
 
+  it('a deferred round 1 goes into the record: the announcer started after the one that sent it goes on with the burst, and never announces the pod again', async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const down = await quietStandIn(s, net, 5, { up: false });
+    const other = await quietStandIn(s, net, 6);
+    const att = attachmentOf(down.asPod, files, 'deferred');
+    const capture = await startCapture(s, { netns: down.netns.name, iface: down.peer, filter: 'arp' });
+
+    // Not ready during ADD: the announcer waits for the pod, then sends round 1 and writes when.
+    await addOk(s, att, { count: 3, intervalMs: 1000, addWaitMs: 100, readyTimeoutMs: 30_000 });
+    expect(await capture.count()).toBe(0);
+    await runOk('ip', ['-n', down.netns.name, 'link', 'set', down.ifname, 'up']);
+    await waitFor(async () => (await capture.count()) >= 1, { timeoutMs: 5000, intervalMs: 10, what: 'the deferred round 1' });
+    const record = join(files.stateDir, `${att.containerId}@eth0.json`);
+    await waitFor(async () => typeof JSON.parse(await readFile(record, 'utf8')).job?.firstRoundAt === 'number', { what: 'firstRoundAt in the record' });
+
+    await killDaemon(files.stateDir);
+    // Another ADD with background work starts another announcer, which reads the records.
+    await addOk(s, attachmentOf(other.asPod, files, 'restart'), { count: 2, intervalMs: 200 });
+    await waitDaemonGone(files.stateDir, 10_000);
+    const garps = garpsFor(await capture.stop(), down.mac, net.v4(5));
+    expect(garps.length).toBeGreaterThanOrEqual(1);
+    expect(garps.length).toBeLessThanOrEqual(3);
+    // Every later frame is round 2 or 3 of the one burst, each at most once and never early: no second round 1.
+    const t1 = ms(garps[0]!);
+    const rounds = garps.slice(1).map((f) => {
+      const offset = ms(f) - t1;
+      const k = Math.floor((offset + 50) / 1000);
+      return { round: k + 1, lateMs: offset - 1000 * k };
+    });
+    for (const r of rounds) expect(r).toEqual({ round: expect.toSatisfy((n: number) => n === 2 || n === 3), lateMs: expect.toSatisfy((l: number) => l >= -50 && l < 950) });
+    expect(new Set(rounds.map((r) => r.round)).size).toBe(rounds.length);
+    await delOk(att);
+  });
+
   it(`rateLimit {20/s, burst 5}, ${PODS} pods at once: ≤ 25 frames in any second, round 1 before ADD returns, later rounds in order`, async () => {
     const s = begin();
     const files = await announcerFiles(s);

@@ -55,4 +55,22 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
       libc.close(writeEnd);
     }
   });
+
+  it("passes on this process's environment without its CNI_* variables (one pod's, in a process that outlives its command)", () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c0ffee', ANNOUNCER_SPAWN_TEST: 'kept' });
+    let child;
+    try {
+      child = spawnDetached(loadLibc(), ['/bin/sleep'], ['30']);
+    } finally {
+      for (const k of ['CNI_COMMAND', 'CNI_CONTAINERID', 'ANNOUNCER_SPAWN_TEST']) if (!(k in saved)) delete process.env[k];
+    }
+    try {
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'latin1').split('\0');
+      expect(environ).toContain('ANNOUNCER_SPAWN_TEST=kept');
+      expect(environ.filter((kv) => kv.startsWith('CNI_'))).toEqual([]);
+    } finally {
+      process.kill(child.pid, 'SIGKILL');
+    }
+  });
 });
