@@ -19,7 +19,7 @@
 //   target and renamed over it: a runtime never execs half a file.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -121,7 +121,7 @@ function buildTarget({ arch, cpu }, versions) {
 }
 
 /** The Bun plugin that embeds koffi's addon as bytes and refuses every other native module. */
-function embedPlugin(addonAsset) {
+function embedPlugin(addonAsset, addonOffset) {
   return {
     name: 'cni-announcer',
     setup(b) {
@@ -137,8 +137,11 @@ function embedPlugin(addonAsset) {
         contents: [
           `import { readFileSync } from 'node:fs';`,
           `import addonFile from ${JSON.stringify(addonAsset)} with { type: 'file' };`,
-          `import { loadAddonFromBytes } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
-          `export function loadStatic() { return loadAddonFromBytes('koffi', readFileSync(addonFile)); }`,
+          `import { addonInExecutable, loadAddon } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
+          // Where the addon's bytes lie in this very executable (see main()); readFileSync of the
+          // embedded asset is the fallback, should the file have been changed since.
+          `const OFFSET = ${JSON.stringify(addonOffset)};`,
+          `export function loadStatic() { return loadAddon('koffi', addonInExecutable(Number(OFFSET), ${statSync(addonAsset).size}, () => readFileSync(addonFile))); }`,
         ].join('\n'),
       }));
       // ...and the search is cut out, so no path of the build machine is left to look in.
@@ -222,42 +225,65 @@ async function main() {
   const tmpfile = join(tmpdir, basename(outfile));
   rmSync(tmpdir, { recursive: true, force: true });
   mkdirSync(tmpdir, { mode: 0o700 });
+  // The addon is copied out of the executable at run time (src/native/load-addon.ts): reading the embedded
+  // asset whole cost ADD 5-7 ms. Its offset in the output is known only once the output exists, so the
+  // first pass writes a placeholder of the offset's width, and the second the offset: the same length, so
+  // the same layout, which is checked.
+  const compileWith = (addonOffset) => compile(args, target, addonAsset, addonOffset, tmpfile, manifest);
+  const addon = readFileSync(addonAsset);
+  const offsetIn = (file) => {
+    const bytes = readFileSync(file);
+    const at = bytes.indexOf(addon);
+    if (at < 0 || bytes.indexOf(addon, at + 1) >= 0) fail(`${relative(root, file)}: koffi's addon is not in it exactly once`);
+    return at;
+  };
   try {
-    const result = await Bun.build({
-      entrypoints: [join(root, 'src/main.ts')],
-      target: 'bun',
-      format: 'cjs',
-      bytecode: args.bytecode,
-      minify: args.minify,
-      metafile: true,
-      plugins: [embedPlugin(addonAsset)],
-      compile: {
-        target: target.bunTarget,
-        executablePath: target.executable,
-        outfile: tmpfile,
-        // The plugin runs as root in the runtime's working directory: no file found there may change what runs.
-        autoloadDotenv: false,
-        autoloadBunfig: false,
-        autoloadTsconfig: false,
-        autoloadPackageJson: false,
-        // A plugin run lives ~100 ms: JIT tiers would compile code that then runs once. Scaling the
-        // tier-up thresholds keeps it in the interpreter: ADD measured 3 MiB less peak RSS and ~10 ms
-        // less CPU, no slower. The background announcer, which mostly waits in poll(2), does not care.
-        jitPolicy: JIT_POLICY,
-      },
-    });
-    if (!result.success) fail(result.logs.join('\n'));
-    const packages = bundledPackages(result.metafile, addonAsset);
-    if (!packages.has('koffi')) fail('koffi is missing from the bundle (no metafile?)');
-    const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
-    // THIRD_PARTY_NOTICES covers the dependencies in package.json.
-    if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);
+    await compileWith('0'.repeat(OFFSET_DIGITS));
+    const offset = offsetIn(tmpfile);
+    await compileWith(String(offset).padStart(OFFSET_DIGITS, '0'));
+    if (offsetIn(tmpfile) !== offset) fail(`koffi's addon moved from offset ${offset} once its offset was written in: a layout that depends on the digits`);
     chmodSync(tmpfile, 0o755);
     renameSync(tmpfile, outfile);
   } finally {
     rmSync(tmpdir, { recursive: true, force: true });
   }
   console.log(`built ${relative(process.cwd(), outfile)}: announcer ${versions.announcer}, ${target.bunTarget}, Bun ${versions.bun}, koffi ${versions.koffi}`);
+}
+
+/** The width of the addon's offset in the code: both passes write the same number of characters. */
+const OFFSET_DIGITS = 12;
+
+/** One `bun build --compile` to `outfile`, with `addonOffset` written in as the addon's offset. */
+async function compile(args, target, addonAsset, addonOffset, outfile, manifest) {
+  const result = await Bun.build({
+    entrypoints: [join(root, 'src/main.ts')],
+    target: 'bun',
+    format: 'cjs',
+    bytecode: args.bytecode,
+    minify: args.minify,
+    metafile: true,
+    plugins: [embedPlugin(addonAsset, addonOffset)],
+    compile: {
+      target: target.bunTarget,
+      executablePath: target.executable,
+      outfile,
+      // The plugin runs as root in the runtime's working directory: no file found there may change what runs.
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+      autoloadTsconfig: false,
+      autoloadPackageJson: false,
+      // A plugin run lives ~100 ms: JIT tiers would compile code that then runs once. Scaling the
+      // tier-up thresholds keeps it in the interpreter: ADD measured 3 MiB less peak RSS and ~10 ms
+      // less CPU, no slower. The background announcer, which mostly waits in poll(2), does not care.
+      jitPolicy: JIT_POLICY,
+    },
+  });
+  if (!result.success) fail(result.logs.join('\n'));
+  const packages = bundledPackages(result.metafile, addonAsset);
+  if (!packages.has('koffi')) fail('koffi is missing from the bundle (no metafile?)');
+  const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
+  // THIRD_PARTY_NOTICES covers the dependencies in package.json.
+  if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);
 }
 
 try {
