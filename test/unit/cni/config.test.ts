@@ -261,7 +261,7 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
     );
   });
 
-  it('never errors on the 60-day annotation of the issue under the default policy: it is ignored', () => {
+  it('never errors on a pod annotation asking for a 60-day burst under the default policy: it is ignored', () => {
     const config = parseConfig({ ...BASE, args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } } });
     expect(config.podAnnounce?.overrides).toEqual({});
     expect(config.podAnnounce?.ignored).toHaveLength(3);
