@@ -13,7 +13,6 @@ import { statusCommand, STATUS_VERB } from './commands/status-cli';
 import { askDaemon } from './daemon/client';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
-import { loadUnixSockets } from './sys/unix-socket';
 
 /** How long `status` waits for the background announcer to answer. */
 const STATUS_TIMEOUT_MS = 2000;
@@ -35,8 +34,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     const timers = realTimers(() => libc.bootTimeMs());
     const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
     if (verb === ANNOUNCE_VERB) return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
-    const sockets = loadUnixSockets();
-    const client = { libc, sockets, now: timers.now };
+    const client = { libc, sockets: libc, now: timers.now };
     return statusCommand(
       { ask: async (stateDir) => (await askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS)).reply, records: listRecords, bootMs: timers.bootMs, ...io },
       args,
