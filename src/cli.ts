@@ -24,10 +24,7 @@ function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
 }
 
-/**
- * Runs `verb` with `args` and resolves with its exit status. `self` is the
- * running executable (the file that `install` copies).
- */
+/** Runs `verb` with `args` and resolves with its exit status; `self` is the running executable (what `install` copies). */
 export async function runVerb(verb: string, args: readonly string[], self: string): Promise<number> {
   if (verb === STATUS_VERB || verb === ANNOUNCE_VERB) {
     const libc = loadLibc();

@@ -28,10 +28,7 @@ export interface AddDeps {
   open: SocketOpener;
   timers: Timers;
   log: Logger;
-  /**
-   * Asks the background announcer of `stateDir`, starting it first with
-   * `start`; undefined when none answered within its short bound.
-   */
+  /** Asks the background announcer of `stateDir` (see daemon/client.ts), starting it when none answers with `start`, handing it copies of `fds`. */
   askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
@@ -56,13 +53,7 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   idleExitMs: number;
 }
 
-/**
- * Runs ADD's announcement; returns the MACs it set, by prevResult interface
- * index. stateDir must be private (a StateError naming the fix otherwise). The
- * attachment's lock is held throughout, so a DEL or another ADD of the same
- * attachment waits for this one to finish; if it stays held longer than
- * lockWaitMs, AttachmentBusyError and nothing is changed.
- */
+/** Runs ADD's announcement under the attachment's lock (AttachmentBusyError past lockWaitMs) in a private stateDir; returns the MACs it set, by prevResult index. */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
@@ -235,11 +226,7 @@ interface FirstRound {
   later?: BackgroundJob;
 }
 
-/**
- * Sends round 1 if the pod gets ready within addWaitMs, probing for IPv4
- * conflicts first with conflictCheck (the probe's sockets go to `probeFds`);
- * returns what is left for the background.
- */
+/** Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck (its sockets go to `probeFds`); returns what is left for the background. */
 async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
@@ -288,10 +275,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
   }
 }
 
-/**
- * Sends round 1 once the node-wide budget has its frames. Round 1 is never
- * dropped: it waits for tokens until `deadline` (monotonic ms), then goes on credit.
- */
+/** Round 1 is never dropped: it waits for the node-wide budget until `deadline` (monotonic ms), then goes on credit. */
 async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number, send: () => FrameCounts): Promise<FrameCounts> {
   let sent: FrameCounts = NO_FRAMES;
   let waited = false;

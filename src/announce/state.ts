@@ -58,11 +58,7 @@ export type RecordRead =
   /** Not to be acted on: the caller logs `problem` and removes the file. */
   | { kind: 'invalid'; problem: string };
 
-/**
- * Reads and validates a record: a regular file (no symlink, FIFO or device)
- * of at most MAX_RECORD_BYTES, JSON that passes the record schema, and stored
- * under the name of the attachment it describes.
- */
+/** Reads a record: a regular file of at most MAX_RECORD_BYTES that passes the record schema and is named for the attachment it describes. */
 export function readRecordFile(file: string): RecordRead {
   let text: string | undefined;
   try {
@@ -86,10 +82,7 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/**
- * Reads a record for a command that will act on it (ADD, DEL, GC): an invalid
- * one is logged and removed, never returned. Call it holding the attachment's lock.
- */
+/** A record for ADD, DEL or GC to act on (an invalid one is logged and removed); call it holding the attachment's lock. */
 export function readRecordToActOn(file: string, log: Logger): AttachmentRecord | undefined {
   const read = readRecordFile(file);
   if (read.kind === 'ok') return read.record;
@@ -120,10 +113,7 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
   return `cannot use stateDir ${shown}: ${why}`;
 }
 
-/**
- * Writes a record atomically with mode 0600 into stateDir, which the caller
- * has checked (see checkPrivateDir). A failure leaves no temporary file.
- */
+/** Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir; a failure leaves no temporary file. */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
   return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
 }

@@ -48,11 +48,7 @@ const envelopeSchema = obj({
   [ATTACHMENT_KEYS[1]]: optional(list(attachment)),
 });
 
-/**
- * Validates the network config and applies defaults and podOverrides. Unknown fields are
- * tolerated. Throws one CniError (code 7) naming the bad fields, e.g.
- * `invalid config: "count" must be an integer from 0 to 10 (got 11)`.
- */
+/** Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7 CniError naming every bad field. */
 export function parseConfig(raw: unknown): PluginConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);

@@ -74,11 +74,7 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   return { options, notes };
 }
 
-/**
- * The MAC the runtime asked for, as the reference tuning plugin reads it: runtimeConfig.mac (the
- * `mac` capability), args.cni.mac, CNI_ARGS MAC= (podman's `--mac-address`); the first present
- * names the source. A non-string args.cni.mac is ignored, with a note.
- */
+/** The runtime's MAC, read as the tuning plugin does: runtimeConfig.mac, then args.cni.mac (a non-string one noted and ignored), then CNI_ARGS MAC=. */
 export function runtimeMac(config: PluginConfig, args: CniArgs, notes: OptionNote[] = []): RuntimeMac | undefined {
   const fromArgs = config.args?.cni?.mac;
   if (fromArgs !== undefined && typeof fromArgs !== 'string') {

@@ -15,10 +15,7 @@ export interface CommandDeps {
   timers: Timers;
   /** A logger for one attachment (or for the network, when ids are absent). */
   logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
-  /**
-   * Asks the background announcer of `stateDir` (see src/daemon/client.ts),
-   * starting it when none answers with `start`, handing it copies of `fds`.
-   */
+  /** Asks the background announcer of `stateDir` (see src/daemon/client.ts), starting it when none answers with `start`, handing it copies of `fds`. */
   askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
   frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
