@@ -5,20 +5,13 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from '../path';
 import type { Logger } from '../log';
-import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { checkRecord } from './record-schema';
-import type { BackgroundJob } from './background-job';
+import type { AttachmentIds, BackgroundJob } from './background-job';
 
 /** What is recorded about one attachment. */
-export interface AttachmentRecord {
-  network: string;
-  containerId: string;
-  ifname: string;
-  netns: string;
-  /** The netns file's identity at ADD: MACs are restored only into this very netns. */
-  netnsId: NetnsId;
+export interface AttachmentRecord extends AttachmentIds {
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
   /** The background announcer's work order (src/daemon): it reads it from here. */

@@ -31,10 +31,7 @@ export interface AddRequest extends NetworkRequest {
 }
 
 /** CHECK: prevResult is required, as the spec says. */
-export interface CheckRequest extends NetworkRequest {
-  env: AttachmentEnv;
-  prevResult: PrevResult;
-}
+export type CheckRequest = AddRequest;
 
 /** DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so that DEL never fails on it. */
 export interface DelRequest extends NetworkRequest {
