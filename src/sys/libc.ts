@@ -41,10 +41,7 @@ export interface Libc {
   setns(fd: number, nstype: number): void;
   /** socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC, 0): a send-only packet socket in the current netns. */
   openPacketSocket(): number;
-  /**
-   * socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC|SOCK_NONBLOCK, 0) bound to ETH_P_ARP on `ifindex`: it
-   * receives the ARP frames of that interface of the current netns, in and out, from the bind on.
-   */
+  /** A non-blocking packet socket bound to ETH_P_ARP on `ifindex`: the ARP frames of that interface, in and out, from the bind on. */
   openArpReceiver(ifindex: number): number;
   /** sendto(2) with a raw sockaddr; returns the bytes sent. */
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
@@ -64,11 +61,7 @@ export interface Libc {
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /**
-   * posix_spawn(3) of `path` with `argv` and `env` in a new session, stdio on
-   * /dev/null, `inherit[i]` as fd 3+i, and every other fd closed; returns the
-   * pid. Not waited for.
-   */
+  /** posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd; returns the pid, not waited for. */
   spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
@@ -88,10 +81,7 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 /** A bound libc function. */
 type LibcFunction = ReturnType<LibcLibrary['func']>;
 
-/**
- * Binds `definition` on first use; undefined when the library lacks the
- * symbol (koffi throws at binding time), for calls that have a fallback.
- */
+/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
   return () => {

@@ -21,10 +21,7 @@ export interface UnixSockets {
   connect(path: string): number;
   /** Sends one message, with copies of `fds` attached (SCM_RIGHTS); false when the socket buffer is full (EAGAIN). */
   send(fd: number, message: Uint8Array, fds?: readonly number[]): boolean;
-  /**
-   * Receives one message into `buf`: its length (0 at end of stream) and the
-   * fds attached to it (close-on-exec), or undefined when none is pending.
-   */
+  /** Receives one message into `buf`: its length (0 at end of stream) and its fds (close-on-exec); undefined when none is pending. */
   receive(fd: number, buf: Uint8Array): { length: number; fds: number[] } | undefined;
   close(fd: number): void;
 }
