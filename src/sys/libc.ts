@@ -4,26 +4,24 @@ import { chmodSync, fstatSync, readdirSync } from 'node:fs';
 import type { LibraryHandle } from 'koffi';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
-import { messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
+import { AF_UNIX, messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
 
 /** CLONE_NEWNET, the namespace type for setns(2). */
 export const CLONE_NEWNET = 0x40000000;
-const AF_PACKET = 17;
+/** The packet socket address family. */
+export const AF_PACKET = 17;
 const AF_NETLINK = 16;
 const NETLINK_ROUTE = 0;
 const SOL_NETLINK = 270;
 const NETLINK_ADD_MEMBERSHIP = 1;
 const SOCK_RAW = 3;
-const AF_UNIX = 1;
 const SOCK_SEQPACKET = 5;
 const SO_PEERCRED = 17;
 const MSG_NOSIGNAL = 0x4000;
 const MSG_CMSG_CLOEXEC = 0x40000000;
 const BACKLOG = 128;
-/** socket(2) type flag: close the fd on exec. */
-export const SOCK_CLOEXEC = 0o2000000;
-/** socket(2) type flag: non-blocking. */
-export const SOCK_NONBLOCK = 0o4000;
+const SOCK_CLOEXEC = 0o2000000;
+const SOCK_NONBLOCK = 0o4000;
 const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;

@@ -5,7 +5,8 @@
 // libc.ts makes the calls.
 import { SysError } from './sys-error';
 
-const AF_UNIX = 1;
+/** The unix socket address family. */
+export const AF_UNIX = 1;
 /** The socket level of setsockopt(2) and control messages. */
 export const SOL_SOCKET = 1;
 /** sun_path holds 108 bytes, NUL included. */
