@@ -2,19 +2,12 @@
 // for node_exporter's textfile collector.
 import type { FrameCounts } from '../announce/round';
 
-/** How deferred waits ended. */
-export interface DeferredCounts {
-  started: number;
-  ready: number;
-  timedOut: number;
-  gone: number;
-}
-
 /** Everything counted since the background announcer started. */
 export interface Counters {
   frames: FrameCounts;
   rounds: { sent: number; skippedNotReady: number; skippedLate: number };
-  deferred: DeferredCounts;
+  /** How deferred waits ended. */
+  deferred: { started: number; ready: number; timedOut: number; gone: number };
   rateLimited: { delayed: number; dropped: number };
   /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
   conflicts: number;

@@ -58,9 +58,7 @@ export interface RoundDeps {
 }
 
 /** The work is over; `why` is logged when there is one. */
-export interface Ended {
-  why: string | undefined;
-}
+export type Ended = { why: string | undefined };
 
 /** Whether the job's netns path still names the netns ADD saw. */
 export function netnsAlive(job: BackgroundJob): boolean {
