@@ -13,7 +13,6 @@ import { statusCommand, STATUS_VERB } from './commands/status-cli';
 import { askDaemon } from './daemon/client';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
-import { loadUnixSockets } from './sys/unix-socket';
 
 /** How long `status` waits for the background announcer to answer. */
 const STATUS_TIMEOUT_MS = 2000;
@@ -25,18 +24,14 @@ function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
 }
 
-/**
- * Runs `verb` with `args` and resolves with its exit status. `self` is the
- * running executable (the file that `install` copies).
- */
+/** Runs `verb` with `args` and resolves with its exit status; `self` is the running executable (what `install` copies). */
 export async function runVerb(verb: string, args: readonly string[], self: string): Promise<number> {
   if (verb === STATUS_VERB || verb === ANNOUNCE_VERB) {
     const libc = loadLibc();
     const timers = realTimers(() => libc.bootTimeMs());
     const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
     if (verb === ANNOUNCE_VERB) return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
-    const sockets = loadUnixSockets();
-    const client = { libc, sockets, now: timers.now };
+    const client = { libc, sockets: libc, now: timers.now };
     return statusCommand(
       { ask: async (stateDir) => (await askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS)).reply, records: listRecords, bootMs: timers.bootMs, ...io },
       args,

@@ -39,10 +39,7 @@ export function createLogger(sink: LogSink, level: LogLevel, base: Record<string
   };
 }
 
-/**
- * A sink appending to the regular file `file` (created 0600). A line that cannot be written is
- * dropped, never fatal, and nothing blocks: a FIFO, device or symlink at that path is refused.
- */
+/** A sink appending to the regular file `file` (created 0600); never blocks or throws, and refuses a FIFO, device or symlink there. */
 export function fileSink(file: string): LogSink {
   return (line) => {
     try {

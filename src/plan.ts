@@ -108,11 +108,7 @@ export interface RoundAddresses {
   ipv6: readonly { bytes: Uint8Array; optimistic: boolean }[];
 }
 
-/**
- * The frames of one round: a gratuitous ARP per IPv4 address and ARP op, and
- * an unsolicited NA per IPv6 address (O cleared for optimistic addresses, R set
- * when the pod forwards).
- */
+/** One round: a gratuitous ARP per IPv4 address and ARP op, an unsolicited NA per IPv6 one (O clear when optimistic, R set when the pod forwards). */
 export function roundFrames(round: RoundAddresses, arpOps: readonly ArpOp[], router: boolean): Buffer[] {
   const frames: Buffer[] = [];
   if (!round.noarp) {

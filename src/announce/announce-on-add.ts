@@ -15,7 +15,7 @@ import { openSession, waitReady, type PodSession, type SocketOpener } from './se
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
-import type { BackgroundJob } from './background-job';
+import type { AttachmentIds, BackgroundJob } from './background-job';
 import { checkConflictsOnAdd } from './add-probe';
 import { dropConflicting } from './conflict-probe';
 import { restoreRecordedMacs } from './undo-macs';
@@ -28,21 +28,18 @@ export interface AddDeps {
   open: SocketOpener;
   timers: Timers;
   log: Logger;
-  /**
-   * Asks the background announcer of `stateDir`, starting it first with
-   * `start`; undefined when none answered within its short bound.
-   */
+  /** Asks the background announcer of `stateDir` (see daemon/client.ts), starting it when none answers with `start`, handing it copies of `fds`. */
   askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
-  /** Takes a lock file (see attachment-lock.ts). */
+  /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
   lockFile: LockFile;
   /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
   closeAfterExit(fds: readonly number[]): void;
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob = 'network' | 'containerId' | 'ifname' | 'netns' | 'netnsId' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
+type SharedWithJob = keyof AttachmentIds | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
 
 /** One attachment's ADD. */
 export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
@@ -56,13 +53,7 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   idleExitMs: number;
 }
 
-/**
- * Runs ADD's announcement; returns the MACs it set, by prevResult interface
- * index. stateDir must be private (a StateError naming the fix otherwise). The
- * attachment's lock is held throughout, so a DEL or another ADD of the same
- * attachment waits for this one to finish; if it stays held longer than
- * lockWaitMs, AttachmentBusyError and nothing is changed.
- */
+/** Runs ADD's announcement under the attachment's lock (AttachmentBusyError past lockWaitMs) in a private stateDir; returns the MACs it set, by prevResult index. */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
@@ -95,14 +86,8 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }
-  const record: AttachmentRecord = {
-    network: job.network,
-    containerId: job.containerId,
-    ifname: job.ifname,
-    netns: job.netns,
-    netnsId: job.netnsId,
-    originalMacs: sameNetns ? previous.originalMacs : [],
-  };
+  const { network, containerId, ifname, netns, netnsId } = job;
+  const record: AttachmentRecord = { network, containerId, ifname, netns, netnsId, originalMacs: sameNetns ? previous.originalMacs : [] };
   const plan = job.plan;
   const name = basename(file);
   // ADD's packet socket goes to the background announcer with ADD's last
@@ -147,7 +132,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
       }
       if (first.later) record.job = first.later;
       if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
-      else if (previous) removeOrFail(file);
+      else if (previous && !removeRecordQuietly(file, silentLogger)) throw new StateError(`cannot remove the state record ${file}`, file);
     } catch (err) {
       if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
       else removeRecordQuietly(file, log);
@@ -178,10 +163,6 @@ function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Log
   } catch (err) {
     log.error('cannot record the original MACs', { error: err });
   }
-}
-
-function removeOrFail(file: string): void {
-  if (!removeRecordQuietly(file, silentLogger)) throw new StateError(`cannot remove the state record ${file}`, file);
 }
 
 function persist(stateDir: string, record: AttachmentRecord): void {
@@ -235,11 +216,7 @@ interface FirstRound {
   later?: BackgroundJob;
 }
 
-/**
- * Sends round 1 if the pod gets ready within addWaitMs, probing for IPv4
- * conflicts first with conflictCheck (the probe's sockets go to `probeFds`);
- * returns what is left for the background.
- */
+/** Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck (its sockets go to `probeFds`); returns what is left for the background. */
 async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
@@ -288,10 +265,7 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
   }
 }
 
-/**
- * Sends round 1 once the node-wide budget has its frames. Round 1 is never
- * dropped: it waits for tokens until `deadline` (monotonic ms), then goes on credit.
- */
+/** Round 1 is never dropped: it waits for the node-wide budget until `deadline` (monotonic ms), then goes on credit. */
 async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number, send: () => FrameCounts): Promise<FrameCounts> {
   let sent: FrameCounts = NO_FRAMES;
   let waited = false;

@@ -28,10 +28,7 @@ export function lockPath(stateDir: string, containerId: string, ifname: string):
   return join(stateDir, `${attachmentName(containerId, ifname)}.lock`);
 }
 
-/**
- * Releases the lock, removing the lock file when the attachment has no record
- * left (so stateDir holds a lock file only next to a record or while a command runs).
- */
+/** Releases the lock, and removes the lock file when the attachment has no record left. */
 export function releaseAttachmentLock(lock: HeldLock, recordFile: string): void {
   let recordLeft = true;
   try {

@@ -4,14 +4,18 @@ import type { NetnsId } from '../sys/netns';
 import type { LogLevel } from '../log';
 import type { RateLimit } from './token-bucket';
 
-/** The background announcer's work order for one attachment, kept in its record. */
-export interface BackgroundJob {
+/** Which attachment a record or a job is about. */
+export interface AttachmentIds {
   network: string;
   containerId: string;
   ifname: string;
   netns: string;
-  /** The netns file's identity at ADD: a different one at the path means the pod is gone. */
+  /** The netns file's identity at ADD: a different one at the path means the pod is gone, and MACs are restored only into this one. */
   netnsId: NetnsId;
+}
+
+/** The background announcer's work order for one attachment, kept in its record. */
+export interface BackgroundJob extends AttachmentIds {
   interfaces: { name: string; ipv4: string[]; ipv6: string[] }[];
   hostPeerNames: string[];
   arpOps: ArpOp[];

@@ -39,11 +39,7 @@ export interface AddressConflict {
   kind: ConflictKind;
 }
 
-/**
- * The probe targets of a round: the interface, MAC and address of each
- * gratuitous ARP frame about to be sent. Interfaces that send no ARP (NOARP,
- * IPv6 only) have nothing to probe.
- */
+/** The interface, MAC and address of each gratuitous ARP frame of a round (NOARP and IPv6-only interfaces have none to probe). */
 export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
   const targets = new Map<number, ProbeTarget>();
   for (const { index, name, frame } of frames) {
@@ -94,12 +90,7 @@ export class ConflictProbe {
   private readonly found = new Map<string, AddressConflict>();
   private readonly addressCount: number;
 
-  /**
-   * Starts a window at `startMs`. The k-th of `settings.probes` probes is due
-   * at startMs + k × probeMs / probes; the window ends at startMs + probeMs,
-   * or as soon as every address has a conflict (the first one, with
-   * `stopAtFirst`).
-   */
+  /** A window from `startMs`: probe k of `probes` is due at k × probeMs / probes; it ends after probeMs, or once every address (`stopAtFirst`: one) conflicts. */
   constructor(
     private readonly targets: readonly ProbeTarget[],
     private readonly ownMacs: readonly Uint8Array[],
@@ -163,11 +154,7 @@ export interface ProbeIo {
   now(): number;
 }
 
-/**
- * Drives `probe` to the end of its window, blocking: sends each probe when it
- * is due and classifies every ARP frame that arrives meanwhile. A probe that
- * cannot be sent is logged; the window goes on.
- */
+/** Drives `probe` to the end of its window, blocking: sends each probe when due and classifies the ARP that arrives; a failed send is logged. */
 export function runProbe(io: ProbeIo, probe: ConflictProbe, log: Logger): AddressConflict[] {
   for (;;) {
     const now = io.now();

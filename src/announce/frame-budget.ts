@@ -34,12 +34,7 @@ export const UNLIMITED: FrameBudget = {
   },
 };
 
-/**
- * The budget `limit` kept in `<stateDir>/rate-limit.bucket`, shared by every
- * process that uses that stateDir. Takes for `first` rounds (ADD's round 1,
- * never dropped) go before those for `later` rounds (the background
- * announcer's): while a round 1 waits for tokens, later rounds wait too.
- */
+/** The budget `limit` in `<stateDir>/rate-limit.bucket`, shared by the processes of that stateDir; round 1s (`first`, never dropped) go before `later` rounds. */
 export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger, rounds: 'first' | 'later'): FrameBudget {
   const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
   return {

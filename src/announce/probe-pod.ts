@@ -22,12 +22,7 @@ export interface PodProbeDeps {
   handOff(fds: readonly number[]): void;
 }
 
-/**
- * Probes, in one window, every IPv4 address that `frames` (a round about to
- * be sent) announce, from the pod of `session` at `netns`; returns the
- * conflicts found. ARP from any MAC of the pod's own links is never a
- * conflict. With `stopAtFirst`, the window ends at the first conflict.
- */
+/** Probes in one window the IPv4 addresses round `frames` announces from the pod; returns the conflicts (ARP from the pod's own MACs never is one). */
 export function probePod(
   deps: PodProbeDeps,
   session: PodSession,

@@ -31,12 +31,7 @@ export type Snapshot =
 
 const PORT_STATE_NAMES = ['disabled', 'listening', 'learning', 'forwarding', 'blocking'];
 
-/**
- * Reads the interface's link, bridge port and addresses and decides whether it
- * may be announced: link up with carrier, host bridge port forwarding, and no
- * planned IPv6 address still tentative. Addresses that are absent or failed
- * DAD are never announced.
- */
+/** Whether the interface may be announced: link up with carrier, bridge port forwarding, no planned IPv6 address tentative (absent or DAD-failed ones never are). */
 export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target: AnnounceTarget): Snapshot {
   const link = pod.linkByIndex(iface.index);
   if (!link || link.name !== iface.name) return { state: 'gone' };

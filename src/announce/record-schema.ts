@@ -32,14 +32,10 @@ const list = <T>(item: Schema<T>, max: number) =>
 const obj = <S extends Shape>(shape: S) => looseObject(shape, 'must be an object');
 const choice = <const T extends readonly string[]>(values: T) => oneOf(values, `must be one of ${values.join(', ')}`);
 
-const netnsId = obj({ dev: count(), ino: count() });
+const attachmentIds = { network: str(), containerId: nonEmpty(), ifname: ifname(), netns: absPath(), netnsId: obj({ dev: count(), ino: count() }) };
 
 const backgroundJob = obj({
-  network: str(),
-  containerId: nonEmpty(),
-  ifname: ifname(),
-  netns: absPath(),
-  netnsId,
+  ...attachmentIds,
   interfaces: list(obj({ name: ifname(), ipv4: list(str(), 4096), ipv6: list(str(), 4096) }), 64),
   hostPeerNames: list(ifname(), 64),
   arpOps: list(choice(['request', 'reply']), 2),
@@ -56,11 +52,7 @@ const backgroundJob = obj({
 });
 
 const recordSchema = obj({
-  network: str(),
-  containerId: nonEmpty(),
-  ifname: ifname(),
-  netns: absPath(),
-  netnsId,
+  ...attachmentIds,
   originalMacs: list(obj({ name: ifname(), mac: mac() }), 64),
   job: optional(backgroundJob),
 });

@@ -81,11 +81,7 @@ export function openSession(
 /** How a readiness wait ended. */
 export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
 
-/**
- * Waits, driven by rtnetlink notifications (pod links and addresses, host
- * links and bridge ports), until every target interface is ready, one is gone,
- * or `timeoutMs` passes.
- */
+/** Waits on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes. */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],

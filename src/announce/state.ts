@@ -5,20 +5,13 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from '../path';
 import type { Logger } from '../log';
-import type { NetnsId } from '../sys/netns';
 import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { checkRecord } from './record-schema';
-import type { BackgroundJob } from './background-job';
+import type { AttachmentIds, BackgroundJob } from './background-job';
 
 /** What is recorded about one attachment. */
-export interface AttachmentRecord {
-  network: string;
-  containerId: string;
-  ifname: string;
-  netns: string;
-  /** The netns file's identity at ADD: MACs are restored only into this very netns. */
-  netnsId: NetnsId;
+export interface AttachmentRecord extends AttachmentIds {
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
   /** The background announcer's work order (src/daemon): it reads it from here. */
@@ -58,11 +51,7 @@ export type RecordRead =
   /** Not to be acted on: the caller logs `problem` and removes the file. */
   | { kind: 'invalid'; problem: string };
 
-/**
- * Reads and validates a record: a regular file (no symlink, FIFO or device)
- * of at most MAX_RECORD_BYTES, JSON that passes the record schema, and stored
- * under the name of the attachment it describes.
- */
+/** Reads a record: a regular file of at most MAX_RECORD_BYTES that passes the record schema and is named for the attachment it describes. */
 export function readRecordFile(file: string): RecordRead {
   let text: string | undefined;
   try {
@@ -86,10 +75,7 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/**
- * Reads a record for a command that will act on it (ADD, DEL, GC): an invalid
- * one is logged and removed, never returned. Call it holding the attachment's lock.
- */
+/** A record for ADD, DEL or GC to act on (an invalid one is logged and removed); call it holding the attachment's lock. */
 export function readRecordToActOn(file: string, log: Logger): AttachmentRecord | undefined {
   const read = readRecordFile(file);
   if (read.kind === 'ok') return read.record;
@@ -120,10 +106,7 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
   return `cannot use stateDir ${shown}: ${why}`;
 }
 
-/**
- * Writes a record atomically with mode 0600 into stateDir, which the caller
- * has checked (see checkPrivateDir). A failure leaves no temporary file.
- */
+/** Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir; a failure leaves no temporary file. */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
   return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
 }

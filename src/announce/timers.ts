@@ -2,10 +2,7 @@
 export interface Timers {
   /** Milliseconds on this process's monotonic clock: for durations within the process. */
   now(): number;
-  /**
-   * Milliseconds since boot (CLOCK_BOOTTIME): the clock shared with the
-   * background process for times written to state. Unlike the wall clock, it never steps.
-   */
+  /** Milliseconds since boot (CLOCK_BOOTTIME), the clock of times written to state: shared with the background process, never stepped. */
   bootMs(): number;
   /** Resolves after `ms` milliseconds. */
   sleep(ms: number): Promise<void>;

@@ -12,11 +12,7 @@ export interface RateLimit {
 export interface TokenBucket {
   tokens: number;
   atMs: number;
-  /**
-   * Until when (boot clock) a round 1 waits for tokens: later rounds let it go
-   * first. A round 1 is never dropped and may wait only addWaitMs; a later
-   * round may be dropped.
-   */
+  /** Until when (boot clock) a round 1, never dropped, waits for tokens: later rounds, which may be dropped, let it go first. */
   firstWaitsUntil?: number;
 }
 

@@ -48,11 +48,7 @@ const envelopeSchema = obj({
   [ATTACHMENT_KEYS[1]]: optional(list(attachment)),
 });
 
-/**
- * Validates the network config and applies defaults and podOverrides. Unknown fields are
- * tolerated. Throws one CniError (code 7) naming the bad fields, e.g.
- * `invalid config: "count" must be an integer from 0 to 10 (got 11)`.
- */
+/** Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7 CniError naming every bad field. */
 export function parseConfig(raw: unknown): PluginConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);
@@ -97,34 +93,20 @@ export function parseConfig(raw: unknown): PluginConfig {
  * backoff 4 would take 60 days). Checked on the conflist alone, then with the pod's overrides.
  */
 function burstProblem(config: PluginConfig, overrides: AnnounceOverrides): string | undefined {
-  const own = { count: config.count, intervalMs: config.intervalMs, backoff: config.backoff };
-  for (const [fields, names] of [
-    [own, { count: '"count"', intervalMs: '"intervalMs"', backoff: '"backoff"' }],
-    [{ ...own, ...pick(overrides) }, namesWithOverrides(overrides)],
-  ] as const) {
-    const span = burstSpanMs(fields.count, fields.intervalMs, fields.backoff);
+  for (const withPod of [false, true]) {
+    const at = (k: 'count' | 'intervalMs' | 'backoff') =>
+      withPod && overrides[k] !== undefined ? { value: overrides[k], name: `"${ANNOUNCE_PATH.join('.')}.${k}"` } : { value: config[k], name: `"${k}"` };
+    const [count, intervalMs, backoff] = [at('count'), at('intervalMs'), at('backoff')];
+    const span = burstSpanMs(count.value, intervalMs.value, backoff.value);
     if (span > MAX_BURST_SPAN_MS) {
       return (
-        `${names.count} ${fields.count}, ${names.intervalMs} ${fields.intervalMs} and ${names.backoff} ${fields.backoff} ` +
+        `${count.name} ${count.value}, ${intervalMs.name} ${intervalMs.value} and ${backoff.name} ${backoff.value} ` +
         `put the last round ${formatSpan(span)} after the first (the sum of intervalMs × backoff^k for k < count - 1); ` +
         `a burst may last at most ${formatSpan(MAX_BURST_SPAN_MS)}`
       );
     }
   }
   return undefined;
-}
-
-function pick(o: AnnounceOverrides): Partial<Record<'count' | 'intervalMs' | 'backoff', number>> {
-  const out: Partial<Record<'count' | 'intervalMs' | 'backoff', number>> = {};
-  if (o.count !== undefined) out.count = o.count;
-  if (o.intervalMs !== undefined) out.intervalMs = o.intervalMs;
-  if (o.backoff !== undefined) out.backoff = o.backoff;
-  return out;
-}
-
-function namesWithOverrides(o: AnnounceOverrides): Record<'count' | 'intervalMs' | 'backoff', string> {
-  const name = (k: 'count' | 'intervalMs' | 'backoff') => (o[k] === undefined ? `"${k}"` : `"${ANNOUNCE_PATH.join('.')}.${k}"`);
-  return { count: name('count'), intervalMs: name('intervalMs'), backoff: name('backoff') };
 }
 
 /** 600000 → "10 min"; 5242820000 → "60 days"; below a minute, in seconds. */

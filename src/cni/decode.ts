@@ -19,10 +19,7 @@ export function stdinTooLarge(): CniError {
   );
 }
 
-/**
- * Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH levels deep.
- * Throws CniError code 6 naming what is wrong.
- */
+/** Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH deep; throws code 6 naming what is wrong. */
 export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
   let text: string;
   try {
@@ -49,10 +46,7 @@ export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/**
- * Whether `[` and `{` outside JSON strings nest deeper than `max` anywhere in `text`.
- * One linear pass, no recursion; the text need not be valid JSON.
- */
+/** Whether `[` and `{` outside strings nest deeper than `max` in `text`: one linear pass without recursion, on text that need not be valid JSON. */
 export function nestingExceeds(text: string, max: number): boolean {
   let depth = 0;
   let inString = false;

@@ -31,10 +31,7 @@ export interface AddRequest extends NetworkRequest {
 }
 
 /** CHECK: prevResult is required, as the spec says. */
-export interface CheckRequest extends NetworkRequest {
-  env: AttachmentEnv;
-  prevResult: PrevResult;
-}
+export type CheckRequest = AddRequest;
 
 /** DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so that DEL never fails on it. */
 export interface DelRequest extends NetworkRequest {
@@ -67,12 +64,7 @@ export interface CniPlugin {
 /** Commands that need at least a given config version. */
 const MIN_VERSION: Partial<Record<CniCommand, CniVersion>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
 
-/**
- * Runs one CNI command: validates env, stdin and config in spec order, calls the plugin, and
- * writes exactly one JSON document (the result, the VERSION reply or an error object) or nothing.
- * Returns the exit code: 0, or 1 after printing an error object. It never throws: whatever
- * fails, even encoding the reply, ends as one error object.
- */
+/** Runs one CNI command, checking env, stdin and config in spec order; writes one JSON document or nothing, returns the exit code, never throws. */
 export async function dispatch(io: CniIo, plugin: CniPlugin): Promise<number> {
   let reply: Reply;
   try {

@@ -78,10 +78,7 @@ export const ENV_RULES: readonly EnvRule[] = [
   },
 ];
 
-/**
- * Reads the CNI_* variables for the command in CNI_COMMAND. Throws one CniError (code 4) that
- * lists every missing or invalid variable; an empty value counts as missing.
- */
+/** Reads the CNI_* variables of CNI_COMMAND; throws one code-4 CniError listing every missing (or empty) and invalid one. */
 export function parseEnv(env: Readonly<Record<string, string | undefined>>): CniEnv {
   const command = env.CNI_COMMAND;
   if (command === undefined || command === '') throw envError(['CNI_COMMAND is required']);

@@ -52,11 +52,7 @@ export interface CniErrorSpec {
   details?: string;
 }
 
-/**
- * A failure to report to the runtime as a CNI error object with the given code.
- * Thrown anywhere in the plugin; the dispatcher prints it unchanged and exits 1.
- * Anything else that is thrown is reported as ErrorCode.Internal.
- */
+/** A failure the dispatcher prints unchanged as a CNI error object with its code (anything else thrown becomes ErrorCode.Internal). */
 export class CniError extends Error {
   override name = 'CniError';
   readonly code: number;

@@ -93,10 +93,7 @@ const POD_OPTIONS = {
 /** An option `args.cni.announce` may name, besides `enabled`. */
 export type OverridableField = keyof typeof POD_OPTIONS;
 
-/**
- * What `podOverrides` may list: an overridable option, which a pod may then set to any valid
- * value, or one of the two restricted forms, which allow only that value.
- */
+/** What `podOverrides` may list: an overridable option (any valid value), or a restricted form allowing only that value. */
 export const POD_OVERRIDE_TOKENS = ['enabled=false', 'mac=keep', ...(Object.keys(POD_OPTIONS) as OverridableField[])] as const;
 
 /** One entry of `podOverrides`. */

@@ -14,12 +14,6 @@ export interface OptionNote {
   fields: Record<string, unknown>;
 }
 
-/** One attachment's options, and what resolving them ignored or decided. */
-export interface ResolvedOptions {
-  options: AnnounceOptions;
-  notes: OptionNote[];
-}
-
 /** A MAC the runtime (or the pod, through it) asked for, and where it came from. */
 export interface RuntimeMac {
   mac: string;
@@ -36,7 +30,7 @@ export interface RuntimeMac {
  * 4. a MAC the runtime chose (runtimeConfig.mac, args.cni.mac, CNI_ARGS MAC=) turns `mac:
  *    ip-derived` into `keep`: it is never overwritten, and CHECK does not compare MACs.
  */
-export function resolveOptions(config: PluginConfig, args: CniArgs): ResolvedOptions {
+export function resolveOptions(config: PluginConfig, args: CniArgs): { options: AnnounceOptions; notes: OptionNote[] } {
   const notes: OptionNote[] = [];
   const options = { enabled: true } as AnnounceOptions;
   for (const key of ATTACHMENT_OPTIONS) {
@@ -80,11 +74,7 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): ResolvedOpt
   return { options, notes };
 }
 
-/**
- * The MAC the runtime asked for, as the reference tuning plugin reads it: runtimeConfig.mac (the
- * `mac` capability), args.cni.mac, CNI_ARGS MAC= (podman's `--mac-address`); the first present
- * names the source. A non-string args.cni.mac is ignored, with a note.
- */
+/** The runtime's MAC, read as the tuning plugin does: runtimeConfig.mac, then args.cni.mac (a non-string one noted and ignored), then CNI_ARGS MAC=. */
 export function runtimeMac(config: PluginConfig, args: CniArgs, notes: OptionNote[] = []): RuntimeMac | undefined {
   const fromArgs = config.args?.cni?.mac;
   if (fromArgs !== undefined && typeof fromArgs !== 'string') {

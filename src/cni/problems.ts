@@ -1,10 +1,7 @@
 /** How many problems an error message names; the rest are only counted. */
 export const MAX_LISTED_PROBLEMS = 5;
 
-/**
- * Joins problems with "; ", naming the first `max` and counting the rest, so that
- * 36,000 bad entries still make a short message: `a; b; c; d; e; … and 35,995 more`.
- */
+/** Joins problems with "; ", the first `max` and a count of the rest: `a; b; c; d; e; … and 35,995 more`. */
 export function listProblems(problems: readonly string[], max = MAX_LISTED_PROBLEMS): string {
   const named = problems.slice(0, max).join('; ');
   const rest = problems.length - max;

@@ -45,12 +45,7 @@ export interface ResultChanges {
 
 const ROOT = 'prevResult';
 
-/**
- * Validates what the plugin relies on in prevResult: interfaces[].name/mac/sandbox and
- * ips[].address (a CIDR), gateway, interface (an index into interfaces) and version (matching the
- * address). Throws one CniError (code 7) naming every bad field, e.g.
- * `invalid config: "prevResult.ips[1].address" must be ...`.
- */
+/** Validates what the plugin relies on in prevResult (interfaces, ips and their references); throws one code-7 CniError naming every bad field. */
 export function parsePrevResult(raw: unknown): PrevResult {
   if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
@@ -60,12 +55,7 @@ export function parsePrevResult(raw: unknown): PrevResult {
   return { raw, interfaces, ips };
 }
 
-/**
- * The result to print: a deep copy of prevResult with `cniVersion` set, `ips[].version` present
- * (derived from the address when missing) for 0.3.x/0.4.0 and removed for 1.x, and MAC changes
- * applied to `interfaces[i].mac`. Nothing else is touched. Throws RangeError for a MAC change
- * whose index is not in prevResult.interfaces.
- */
+/** A deep copy of prevResult with `cniVersion`, `ips[].version` (kept for 0.3.x/0.4.0, dropped for 1.x) and the MAC changes, nothing else (RangeError for an unknown index). */
 export function formatResult(
   prev: PrevResult,
   cniVersion: CniVersion,

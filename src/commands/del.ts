@@ -48,12 +48,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
   }
 }
 
-/**
- * Tells the background announcer to drop the attachment: once it answers,
- * nothing more is sent for it. One that does not run has nothing to drop (it
- * would find no record to act on when it starts); one that does not answer
- * stops on its own at the next round, when the record is gone.
- */
+/** Tells the background announcer to drop the attachment; one not running has nothing to drop, one not answering stops at its next round (no record). */
 export async function cancelBackground(deps: CommandDeps, stateDir: string, file: string): Promise<'cancelled' | 'not running'> {
   const { reply } = await deps.askDaemon(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
   return reply?.ok ? 'cancelled' : 'not running';

@@ -10,13 +10,7 @@ import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { CommandDeps } from './deps';
 
-/**
- * GC: stop background work and drop records of this network's attachments that the
- * runtime no longer lists; drop invalid records (whatever their network),
- * lock files without a record, and temporary files of writers that are gone.
- * An attachment whose lock is held (a command is running on it) is left for
- * the next GC. An unsafe stateDir is code 105.
- */
+/** GC: drops this network's attachments the runtime no longer lists, invalid records, orphan lock files and dead writers' temps; skips locked ones; 105 for an unsafe stateDir. */
 export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
   const { config } = req;
   const log = deps.logger(config, {});

@@ -64,14 +64,7 @@ function reason(err: unknown): string {
   return String(err);
 }
 
-/**
- * Installs `deps.self` as DEST/announcer (mode 0755) and, with --also-notices,
- * the THIRD_PARTY_NOTICES file found next to it as DEST/THIRD_PARTY_NOTICES
- * (0644). Each file is replaced atomically, or left alone when already
- * identical; temporary files that a killed install left are removed. Prints
- * one line per file; on any problem, one line on stderr and exit status 1 (2
- * for bad arguments).
- */
+/** Installs `deps.self` as DEST/announcer (0755), and with --also-notices THIRD_PARTY_NOTICES (0644), atomically; one line per file, exit 1 (2: bad arguments) on a problem. */
 export function install(deps: InstallDeps, argv: readonly string[]): number {
   const parsed = parseInstallArgs(argv);
   if (!parsed.ok) {

@@ -3,11 +3,7 @@ import type { PrevResult } from '../cni/result';
 import { planAnnouncement, type AnnouncePlan } from '../plan';
 import { netnsIdAt, type NetnsId } from '../sys/netns';
 
-/**
- * Plans an attachment. A prevResult `sandbox` spelled differently from
- * CNI_NETNS (a symlink, /proc/PID/ns/net) still names the pod when it is the
- * same netns file.
- */
+/** Plans an attachment; a prevResult `sandbox` spelled unlike CNI_NETNS (a symlink, /proc/PID/ns/net) still names the pod when it is the same netns file. */
 export function planFor(
   options: AnnounceOptions,
   prevResult: PrevResult,

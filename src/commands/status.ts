@@ -5,10 +5,7 @@ import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';
 import type { CommandDeps } from './deps';
 
-/**
- * STATUS: ready when a packet socket can be opened and stateDir (created 0700
- * if missing) is private and writable; code 50 naming what to fix otherwise.
- */
+/** STATUS: ready when a packet socket opens and stateDir (created 0700 if missing) is private and writable; code 50 naming what to fix otherwise. */
 export async function status(deps: CommandDeps, req: StatusRequest): Promise<void> {
   const problems: string[] = [];
   try {

@@ -22,26 +22,14 @@ export interface AskDeps {
 export interface ClientDeps extends AskDeps {
   sleep(ms: number): Promise<void>;
   lockFile: LockFile;
-  /**
-   * Takes the lock every announcer of `stateDir` holds for its life, without
-   * waiting: the open fd when free, undefined when an announcer holds it.
-   */
+  /** Takes, without waiting, the lock every announcer of `stateDir` holds for its life: the open fd, or undefined when an announcer holds it. */
   claimDaemonLock(stateDir: string): number | undefined;
-  /**
-   * Starts `announcer daemon <stateDir>` detached with `settings`, handing it
-   * `lockFd` (as its fd 3) and, when there is one, `listenFd`, its control
-   * socket already listening (as its fd 4).
-   */
+  /** Starts `announcer daemon <stateDir>` detached with `settings`, `lockFd` as its fd 3 and `listenFd` (its control socket, listening), if any, as its fd 4. */
   spawnDaemon(stateDir: string, lockFd: number, listenFd: number | undefined, settings: DaemonSettings | undefined): void;
   closeFd(fd: number): void;
 }
 
-/**
- * The control socket of `stateDir`, listening, for an announcer about to
- * start; undefined when it cannot be made (the announcer makes its own).
- * Called with the announcer's lock held: a socket left at the address is a
- * dead announcer's.
- */
+/** The listening control socket for an announcer about to start (undefined: it makes its own); under its lock, a socket left there is a dead one's. */
 function listenFor(deps: AskDeps, stateDir: string): number | undefined {
   try {
     return withSocketAddress(stateDir, (address) => {
@@ -64,10 +52,7 @@ export interface Asked {
   started?: boolean;
 }
 
-/**
- * Sends `request` (with copies of `fds` attached) to the background announcer
- * of `stateDir`, and waits up to `timeoutMs` for its reply.
- */
+/** Sends `request`, with copies of `fds`, to the background announcer of `stateDir`, and waits up to `timeoutMs` for its reply. */
 export async function askDaemon(deps: AskDeps, stateDir: string, request: Request, timeoutMs: number, fds: readonly number[] = []): Promise<Asked> {
   const deadline = deps.now() + timeoutMs;
   let fd: number;

@@ -2,19 +2,12 @@
 // for node_exporter's textfile collector.
 import type { FrameCounts } from '../announce/round';
 
-/** How deferred waits ended. */
-export interface DeferredCounts {
-  started: number;
-  ready: number;
-  timedOut: number;
-  gone: number;
-}
-
 /** Everything counted since the background announcer started. */
 export interface Counters {
   frames: FrameCounts;
   rounds: { sent: number; skippedNotReady: number; skippedLate: number };
-  deferred: DeferredCounts;
+  /** How deferred waits ended. */
+  deferred: { started: number; ready: number; timedOut: number; gone: number };
   rateLimited: { delayed: number; dropped: number };
   /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
   conflicts: number;
@@ -35,9 +28,7 @@ export function newCounters(): Counters {
 
 /** Adds `sent` to the frame counters. */
 export function addFrames(counters: Counters, sent: FrameCounts): void {
-  counters.frames.garpRequest += sent.garpRequest;
-  counters.frames.garpReply += sent.garpReply;
-  counters.frames.na += sent.na;
+  for (const kind of ['garpRequest', 'garpReply', 'na'] as const) counters.frames[kind] += sent[kind];
 }
 
 const PREFIX = 'cni_announcer';
@@ -45,36 +36,17 @@ const PREFIX = 'cni_announcer';
 /** The counters in the Prometheus text exposition format (version 0.0.4). */
 export function prometheusText(c: Counters): string {
   const out: string[] = [];
-  const metric = (name: string, help: string, samples: [Record<string, string>, number][]): void => {
+  // One sample per field of `counts` (in newCounters' order), labelled `label="field_in_snake_case"`; none for a plain count.
+  const metric = (name: string, help: string, label: string, counts: number | object): void => {
     out.push(`# HELP ${PREFIX}_${name} ${help}`, `# TYPE ${PREFIX}_${name} counter`);
-    for (const [labels, value] of samples) {
-      const text = Object.entries(labels)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join(',');
-      out.push(`${PREFIX}_${name}${text ? `{${text}}` : ''} ${value}`);
-    }
+    if (typeof counts === 'number') out.push(`${PREFIX}_${name} ${counts}`);
+    else for (const [k, v] of Object.entries(counts)) out.push(`${PREFIX}_${name}{${label}="${k.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`)}"} ${v}`);
   };
-  metric('frames_sent_total', 'Announcement frames sent, by kind.', [
-    [{ kind: 'garp_request' }, c.frames.garpRequest],
-    [{ kind: 'garp_reply' }, c.frames.garpReply],
-    [{ kind: 'na' }, c.frames.na],
-  ]);
-  metric('rounds_total', 'Announcement rounds, by outcome.', [
-    [{ outcome: 'sent' }, c.rounds.sent],
-    [{ outcome: 'skipped_not_ready' }, c.rounds.skippedNotReady],
-    [{ outcome: 'skipped_late' }, c.rounds.skippedLate],
-  ]);
-  metric('deferred_waits_total', 'Waits for a pod that was not ready during ADD, by how they ended.', [
-    [{ outcome: 'started' }, c.deferred.started],
-    [{ outcome: 'ready' }, c.deferred.ready],
-    [{ outcome: 'timed_out' }, c.deferred.timedOut],
-    [{ outcome: 'gone' }, c.deferred.gone],
-  ]);
-  metric('rate_limited_rounds_total', 'Rounds held back by the node-wide rate limit.', [
-    [{ outcome: 'delayed' }, c.rateLimited.delayed],
-    [{ outcome: 'dropped' }, c.rateLimited.dropped],
-  ]);
-  metric('address_conflicts_total', 'IPv4 addresses not announced because another host uses them (conflictCheck).', [[{}, c.conflicts]]);
-  metric('errors_total', 'Errors of the background announcer.', [[{}, c.errors]]);
+  metric('frames_sent_total', 'Announcement frames sent, by kind.', 'kind', c.frames);
+  metric('rounds_total', 'Announcement rounds, by outcome.', 'outcome', c.rounds);
+  metric('deferred_waits_total', 'Waits for a pod that was not ready during ADD, by how they ended.', 'outcome', c.deferred);
+  metric('rate_limited_rounds_total', 'Rounds held back by the node-wide rate limit.', 'outcome', c.rateLimited);
+  metric('address_conflicts_total', 'IPv4 addresses not announced because another host uses them (conflictCheck).', '', c.conflicts);
+  metric('errors_total', 'Errors of the background announcer.', '', c.errors);
   return `${out.join('\n')}\n`;
 }

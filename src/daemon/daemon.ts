@@ -35,19 +35,13 @@ export interface DaemonDeps extends JobDeps, ControlDeps {
   writeMetrics(file: string, text: string): void;
   /** The lock file, already locked by the client that started this announcer (fd 3), if any. */
   inheritedLockFd?: number | undefined;
-  /**
-   * The control socket, already listening, that the client that started this
-   * announcer made (fd 4), if any: requests sent while it booted wait in its queue.
-   */
+  /** The control socket (fd 4) the client that started this announcer made, listening, if any: requests sent while it booted wait in its queue. */
   inheritedListenFd?: number | undefined;
   /** The settings of the ADD that started this announcer (its command line), until a request or job brings newer ones. */
   settings?: DaemonSettings | undefined;
 }
 
-/**
- * Runs the background announcer of deps.stateDir until it has been idle for
- * idleExitMs (or gets SIGTERM). Returns at once when another one holds the lock.
- */
+/** Runs the background announcer of deps.stateDir until idle for idleExitMs or SIGTERM; returns at once when another one holds the lock. */
 export async function runDaemon(deps: DaemonDeps): Promise<void> {
   // The client that started us locked the file and handed it over as fd 3 (see client.ts).
   const lockFd = deps.inheritedLockFd ?? openDaemonLock(deps.stateDir);
@@ -129,11 +123,7 @@ class Daemon {
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
-  /**
-   * Stops listening, then looks at the records once more: an ADD that wrote
-   * its job just before may have found the socket closed. True when there is
-   * really nothing left and the announcer may exit.
-   */
+  /** Whether the announcer may exit: it stops listening, then reads the records again, as an ADD that just wrote its job may have found the socket closed. */
   private exitIdle(): boolean {
     this.control.unlisten();
     this.jobs.recover();

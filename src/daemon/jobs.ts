@@ -61,12 +61,7 @@ export class Jobs {
     for (const name of this.ended.keys()) if (!present.has(name)) this.ended.delete(name);
   }
 
-  /**
-   * (Re)reads record `name` and schedules its job, or forgets the attachment
-   * when it has none. True when this announcer had read the job from the
-   * record before the ADD's request came (its conflicts and deferred wait
-   * were counted then).
-   */
+  /** (Re)reads record `name` and schedules its job, or forgets it; true when this announcer had the job from the record already (its counts made then). */
   sync(name: string): boolean {
     const read = readRecordFile(join(this.deps.stateDir, name));
     if (read.kind !== 'ok' || !read.record.job) {

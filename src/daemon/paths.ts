@@ -14,11 +14,7 @@ export const START_LOCK = 'announcer-daemon-start.flock';
 const SUN_PATH_MAX = 107;
 const O_PATH = 0o10000000;
 
-/**
- * Runs `use` with an address for the control socket of `stateDir`: the path
- * itself, or, when that is too long for a unix socket address, the same file
- * reached through an O_PATH descriptor of stateDir (/proc/self/fd/N/…).
- */
+/** Runs `use` with the control socket's address: the path, or when too long for sockaddr_un, the same file through an O_PATH fd of stateDir. */
 export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
   const direct = join(stateDir, DAEMON_SOCKET);
   if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);

@@ -6,13 +6,7 @@
  */
 export const LATE_GRACE_MS = 1000;
 
-/**
- * The next round to send at `now` for a burst whose round 1 went out at
- * `firstRoundAt` (boot clock), starting the search at round `from`: rounds due
- * more than `graceMs` ago are skipped. `index` equals schedule.length when
- * nothing is left. Work picked up from the records after a restart uses no
- * grace: whether an overdue round was sent before is not known.
- */
+/** The next round at `now` from round `from` on, skipping those due over `graceMs` ago (index schedule.length: none left); recovered work has no grace. */
 export function nextRound(
   schedule: readonly number[],
   firstRoundAt: number,

@@ -10,10 +10,7 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
 
 /** What a client asks. */
 export type Request =
-  /**
-   * Read this record again and (re)schedule its job; `sent` counts what ADD's round 1 sent,
-   * `conflicts` the addresses ADD's probe left out (conflictCheck).
-   */
+  /** Read this record again and (re)schedule its job; `sent` and `conflicts` are what ADD's round 1 sent and its probe left out. */
   | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
   /** Forget this attachment: once answered, nothing more is sent for it. */
   | { op: 'cancel'; record: string }

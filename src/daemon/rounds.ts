@@ -58,9 +58,7 @@ export interface RoundDeps {
 }
 
 /** The work is over; `why` is logged when there is one. */
-export interface Ended {
-  why: string | undefined;
-}
+export type Ended = { why: string | undefined };
 
 /** Whether the job's netns path still names the netns ADD saw. */
 export function netnsAlive(job: BackgroundJob): boolean {
@@ -133,11 +131,7 @@ function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
   w.roundsSent++;
 }
 
-/**
- * Looks at a pod that was not ready during ADD, and sends its round 1 once it
- * is. Round 1 of a pod is never dropped: it waits for the budget, at most
- * until its ready deadline.
- */
+/** Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget until the ready deadline. */
 export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
   const d = w.deferred!;
   d.checkAt = now + CHECK_MS;
@@ -178,12 +172,7 @@ export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, 
   return advance(w, now, counters);
 }
 
-/**
- * With conflictCheck, probes the IPv4 addresses of a deferred round 1 first;
- * those another host answers for are left out of this round and of the later
- * ones. `fail` acts as `warn` here: ADD has returned. Without a working probe
- * the round goes out as it would without conflictCheck.
- */
+/** Probes a deferred round 1 under conflictCheck (`fail` acts as `warn`: ADD has returned); conflicting addresses leave this and later rounds. */
 function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
   const check = w.job.conflictCheck;
   if (!check) return frames;

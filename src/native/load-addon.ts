@@ -85,11 +85,7 @@ function copyRange({ path, offset, size }: FileRange, fd: number): void {
 
 const ELF_MAGIC = Buffer.from('\x7fELF', 'latin1');
 
-/**
- * The addon's `size` bytes in the running executable at `offset`, where the build
- * found them and wrote the offset into the code; `fallback()` when they are not
- * there (the file was changed since).
- */
+/** The addon's `size` bytes at `offset` in the running executable, as the build found them; `fallback()` when they are not there. */
 export function addonInExecutable(offset: number, size: number, fallback: () => Uint8Array, executable = '/proc/self/exe'): AddonContent {
   try {
     const fd = openSync(executable, 'r');
@@ -106,11 +102,7 @@ export function addonInExecutable(offset: number, size: number, fallback: () => 
   return fallback();
 }
 
-/**
- * dlopen()s the addon from an anonymous file in the first directory of `dirs`
- * that works, and returns its exports. Throws one error naming every
- * directory tried and why it failed (each failure in `cause`).
- */
+/** dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory and why (in `cause`). */
 export function loadAddon(
   name: string,
   content: AddonContent,

@@ -9,7 +9,6 @@ import { settingsArgv, type DaemonSettings } from '../daemon/settings';
 import { createLogger, fileSink, silentLogger } from '../log';
 import { closeAfterExit, HOLD_FDS_VERB } from '../sys/close-after-exit';
 import { spawnDetached } from '../sys/spawn-detached';
-import { loadUnixSockets } from '../sys/unix-socket';
 import type { ProcessWiring } from './wiring';
 
 /** How long an ADD waits for the background announcer it starts, or a DEL for one that runs. */
@@ -27,7 +26,7 @@ export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): Comm
     askDaemon: (stateDir, request, { start, fds = [] }) => {
       const client = {
         libc: libc(),
-        sockets: loadUnixSockets(),
+        sockets: libc(),
         now: timers.now,
         sleep: timers.sleep,
         lockFile,

@@ -12,7 +12,6 @@ import { settingsFromArgv } from '../daemon/settings';
 import { holdUntilParentExits, HOLD_FDS_VERB } from '../sys/close-after-exit';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
-import { loadUnixSockets } from '../sys/unix-socket';
 import type { ProcessWiring } from './wiring';
 
 /** The fds a starting client hands the announcer its lock and its listening control socket on. */
@@ -43,7 +42,7 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
   await runDaemon({
     stateDir,
     libc: wiring.libc(),
-    sockets: loadUnixSockets(),
+    sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
     lockFile: wiring.lockFile,

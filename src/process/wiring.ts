@@ -9,11 +9,12 @@ import type { Logger } from '../log';
 import { acquireFileLock } from '../sys/file-lock';
 import { loadTryLock, type TryLock } from '../sys/flock';
 import { loadLibc, type Libc } from '../sys/libc';
+import type { UnixSockets } from '../sys/unix-socket';
 
 /** What every part of the process is built from. */
 export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
-  libc(): Libc;
+  libc(): Libc & UnixSockets;
   tryLock(): TryLock;
   timers: Timers;
   lockFile: LockFile;

@@ -52,11 +52,7 @@ export function arpReceiver(libc: Libc, fd: number, ifindex: number): ArpReceive
   };
 }
 
-/**
- * Waits up to `timeoutMs` (poll) until a frame is queued on one of
- * `receivers`, then returns the frames queued on each (oldest first, at most
- * MAX_FRAMES_PER_READ per receiver); an empty list when none came in time.
- */
+/** Waits up to `timeoutMs` for a frame on one of `receivers`, then returns what each holds (oldest first, MAX_FRAMES_PER_READ at most); [] on timeout. */
 export function readArpFrames(libc: Libc, receivers: readonly ArpReceiver[], timeoutMs: number): ReceivedFrame[] {
   if (receivers.length === 0) return [];
   const ready = libc.pollIn(

@@ -12,11 +12,7 @@ export const HOLD_FDS_VERB = 'hold-fds';
 /** Starts the holder with `inherit` as its fds 3, 4, …; throws if it cannot. */
 export type SpawnHolder = (inherit: readonly number[]) => void;
 
-/**
- * Closes `fds` in this process, leaving their last close to a holder child
- * that exits once this process has exited. Returns false when no holder could
- * be started (the fds are then closed here, paying the wait).
- */
+/** Closes `fds` here, leaving their last close to a holder child that outlives this process; false when none started (closed here, paying the wait). */
 export function closeAfterExit(libc: Libc, spawnHolder: SpawnHolder, fds: readonly number[]): boolean {
   let readEnd: number | undefined;
   let held = false;

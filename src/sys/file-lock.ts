@@ -27,11 +27,7 @@ export interface LockDeps {
   sleep(ms: number): Promise<void>;
 }
 
-/**
- * Takes the exclusive lock on `path` (created 0600 if missing, never through a
- * symlink), retrying without blocking for up to `timeoutMs`; undefined when it
- * stays held by someone else that long. Errors opening the file throw.
- */
+/** Takes the lock on `path` (created 0600, never through a symlink), retrying without blocking up to `timeoutMs`; undefined when it stays held. */
 export async function acquireFileLock(path: string, timeoutMs: number, deps: LockDeps): Promise<HeldLock | undefined> {
   const deadline = deps.now() + timeoutMs;
   for (let pause = 1; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {

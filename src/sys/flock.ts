@@ -7,11 +7,7 @@ import { SysError } from './sys-error';
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 
-/**
- * flock(fd, LOCK_EX|LOCK_NB): true when this open file now holds the
- * exclusive lock, false when another open file holds it. Never blocks. Other
- * failures throw SysError. The lock goes with the open file: close(2) releases it.
- */
+/** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
 export type TryLock = (fd: number) => boolean;
 
 /** Binds flock(2) from libc and returns a TryLock. */

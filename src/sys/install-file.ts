@@ -55,10 +55,7 @@ function closeQuietly(fd: number | undefined): void {
   }
 }
 
-/**
- * Whether `target` already is a regular file (not a symlink) with `mode` and
- * the same bytes as the open source `src` of `size` bytes.
- */
+/** Whether `target` is a regular file (no symlink) with `mode` and the bytes of the open `src` of `size` bytes. */
 function sameFile(src: number, size: number, target: string, mode: number): boolean {
   let fd: number | undefined;
   try {
@@ -97,13 +94,7 @@ export function isTempName(entry: string, name: string): boolean {
   return entry.startsWith(`.${name}.tmp-`) && /^[0-9a-f]{12}$/.test(entry.slice(name.length + 6));
 }
 
-/**
- * Removes temporary files for `name` in `dir` (see installFile) that are
- * regular files last modified more than `maxAgeMs` ago: left by an installer
- * killed mid-copy (SIGKILL, an OOM kill), each as large as the executable. A
- * younger one may belong to an installer still running, and is left alone.
- * Returns the names removed.
- */
+/** Removes and returns installFile's temporary files of `name` older than `maxAgeMs`: left by a killed installer (a younger one may be at work). */
 export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[] {
   const removed: string[] = [];
   for (const entry of readdirSync(dir)) {

@@ -1,22 +1,27 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import { fstatSync, readdirSync } from 'node:fs';
+import { chmodSync, fstatSync, readdirSync } from 'node:fs';
 import type { LibraryHandle } from 'koffi';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
+import { AF_UNIX, messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
 
 /** CLONE_NEWNET, the namespace type for setns(2). */
 export const CLONE_NEWNET = 0x40000000;
-const AF_PACKET = 17;
+/** The packet socket address family. */
+export const AF_PACKET = 17;
 const AF_NETLINK = 16;
 const NETLINK_ROUTE = 0;
 const SOL_NETLINK = 270;
 const NETLINK_ADD_MEMBERSHIP = 1;
 const SOCK_RAW = 3;
-/** socket(2) type flag: close the fd on exec. */
-export const SOCK_CLOEXEC = 0o2000000;
-/** socket(2) type flag: non-blocking. */
-export const SOCK_NONBLOCK = 0o4000;
+const SOCK_SEQPACKET = 5;
+const SO_PEERCRED = 17;
+const MSG_NOSIGNAL = 0x4000;
+const MSG_CMSG_CLOEXEC = 0x40000000;
+const BACKLOG = 128;
+const SOCK_CLOEXEC = 0o2000000;
+const SOCK_NONBLOCK = 0o4000;
 const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;
@@ -34,10 +39,7 @@ export interface Libc {
   setns(fd: number, nstype: number): void;
   /** socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC, 0): a send-only packet socket in the current netns. */
   openPacketSocket(): number;
-  /**
-   * socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC|SOCK_NONBLOCK, 0) bound to ETH_P_ARP on `ifindex`: it
-   * receives the ARP frames of that interface of the current netns, in and out, from the bind on.
-   */
+  /** A non-blocking packet socket bound to ETH_P_ARP on `ifindex`: the ARP frames of that interface, in and out, from the bind on. */
   openArpReceiver(ifindex: number): number;
   /** sendto(2) with a raw sockaddr; returns the bytes sent. */
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
@@ -57,11 +59,7 @@ export interface Libc {
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /**
-   * posix_spawn(3) of `path` with `argv` and `env` in a new session, stdio on
-   * /dev/null, `inherit[i]` as fd 3+i, and every other fd closed; returns the
-   * pid. Not waited for.
-   */
+  /** posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd; returns the pid, not waited for. */
   spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
@@ -81,10 +79,7 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 /** A bound libc function. */
 type LibcFunction = ReturnType<LibcLibrary['func']>;
 
-/**
- * Binds `definition` on first use; undefined when the library lacks the
- * symbol (koffi throws at binding time), for calls that have a fallback.
- */
+/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
   return () => {
@@ -113,8 +108,8 @@ function openFds(): number[] {
     });
 }
 
-/** Loads libc through koffi and binds the calls of {@link Libc}. */
-export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc {
+/** Loads libc through koffi and binds the calls of {@link Libc} and {@link UnixSockets}. */
+export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets {
   const koffi = loadKoffi();
   const setns = lib.func('int setns(int fd, int nstype)');
   const socket = lib.func('int socket(int domain, int type, int protocol)');
@@ -139,6 +134,12 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const attrInit = lib.func('int posix_spawnattr_init(void *attr)');
   const attrSetFlags = lib.func('int posix_spawnattr_setflags(void *attr, short flags)');
   const attrDestroy = lib.func('int posix_spawnattr_destroy(void *attr)');
+  const listen = lib.func('int listen(int fd, int backlog)');
+  const accept4 = lib.func('int accept4(int fd, void *addr, void *len, int flags)');
+  const connect = lib.func('int connect(int fd, const uint8_t *addr, uint32_t len)');
+  const getsockopt = lib.func('int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
+  const sendmsg = lib.func('long sendmsg(int fd, const uint8_t *msg, int flags)');
+  const recvmsg = lib.func('long recvmsg(int fd, uint8_t *msg, int flags)');
   // posix_spawn* return the error number instead of setting errno.
   const checkRc = (operation: string, rc: number): void => {
     if (rc !== 0) throw new SysError(operation, rc);
@@ -148,6 +149,24 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     if (value < 0) throw new SysError(operation, koffi.errno());
     return value;
   };
+  /** check, but undefined when nothing is pending (EAGAIN, and EINTR unless `eintrFails`). */
+  const unlessPending = (operation: string, rc: number | bigint, eintrFails = false): number | undefined => {
+    if (Number(rc) >= 0) return Number(rc);
+    const errno = koffi.errno();
+    if (errno === EAGAIN || (errno === EINTR && !eintrFails)) return undefined;
+    throw new SysError(operation, errno);
+  };
+  /** The fd `work` returns; closed when `work` throws. */
+  const closing = (fd: number, work: (fd: number) => void): number => {
+    try {
+      work(fd);
+      return fd;
+    } catch (err) {
+      close(fd);
+      throw err;
+    }
+  };
+  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   /** Adds to `actions` the closing of every fd from `from` up. */
   const addCloseFrom = (actions: Buffer, from: number): void => {
     const closeFrom = actionsCloseFrom();
@@ -160,49 +179,32 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     openArpReceiver(ifindex) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
-      const fd = check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-      try {
+      return closing(check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)), (fd) => {
         // struct sockaddr_ll: family (host order), protocol (network order), ifindex; the rest zero.
         const address = Buffer.alloc(20);
         address.writeUInt16LE(AF_PACKET, 0);
         address.writeUInt16BE(ETH_P_ARP, 2);
         address.writeInt32LE(ifindex, 4);
         check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
-        return fd;
-      } catch (err) {
-        close(fd);
-        throw err;
-      }
+      });
     },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
     closeInBackground: (fd) => close.async(fd, () => {}),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
-    openNetlinkSocket() {
-      const fd = check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-      try {
+    openNetlinkSocket: () =>
+      closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
         // struct sockaddr_nl: family, pad, pid 0 (the kernel picks a port id), groups 0.
         const address = Buffer.alloc(12);
         address.writeUInt16LE(AF_NETLINK, 0);
         check('bind(AF_NETLINK)', bind(fd, address, address.length));
-        return fd;
-      } catch (err) {
-        close(fd);
-        throw err;
-      }
-    },
+      }),
     joinGroup(fd, group) {
       const value = Buffer.alloc(4);
       value.writeUInt32LE(group, 0);
       check(`join netlink group ${group}`, setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
-    recvNow(fd, buf) {
-      const n = Number(recv(fd, buf, buf.length, MSG_DONTWAIT));
-      if (n >= 0) return n;
-      const errno = koffi.errno();
-      if (errno === EAGAIN || errno === EINTR) return undefined;
-      throw new SysError('recv', errno);
-    },
+    recvNow: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
     pipe() {
       const fds = [0, 0];
       check('pipe2', pipe2(fds, O_CLOEXEC));
@@ -248,6 +250,34 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         attrDestroy(attr);
         for (const fd of moved) close(fd);
       }
+    },
+    listen: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`bind ${path}`, bind(fd, address, address.length));
+        chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
+        check(`listen ${path}`, listen(fd, BACKLOG));
+      }),
+    accept(fd) {
+      const peer = unlessPending('accept', accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (peer === undefined) return undefined;
+      const cred = Buffer.alloc(12); // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+      closing(peer, () => check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])));
+      return { fd: peer, pid: cred.readInt32LE(0), uid: cred.readUInt32LE(4) };
+    },
+    connect: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`connect ${path}`, connect(fd, address, address.length));
+      }),
+    send(fd, message, fds = []) {
+      const io = messageHeader(koffi.address, message, fds);
+      return unlessPending('send', sendmsg(fd, io.header, MSG_NOSIGNAL), true) !== undefined;
+    },
+    receive(fd, buf) {
+      const io = messageHeader(koffi.address, buf);
+      const n = unlessPending('recv', recvmsg(fd, io.header, MSG_CMSG_CLOEXEC));
+      return n === undefined ? undefined : { length: n, fds: io.received() };
     },
   };
 }

@@ -124,12 +124,7 @@ export function openHostSockets(libc: Libc): HostSockets {
   }
 }
 
-/**
- * Enters the netns at `path`, opens there an rtnetlink socket, one subscribed
- * to link and address changes, and an AF_PACKET socket, and returns to the
- * original netns. Throws SysError (EINVAL from setns when `path` is not a
- * network namespace).
- */
+/** Opens in the netns at `path` an rtnetlink socket, one subscribed to link and address changes, and a packet socket; throws SysError (EINVAL: no netns). */
 export function openPodSockets(libc: Libc, path: string): PodSockets {
   return inNetns(libc, path, (opened) => {
     const rtnl = opened(openRtnl(libc));

@@ -1,8 +1,7 @@
 // A send-only AF_PACKET socket. It is bound to the netns it was opened in
 // (see netns.ts), so ifindex values are the pod's.
-import type { Libc } from './libc';
+import { AF_PACKET, type Libc } from './libc';
 
-const AF_PACKET = 17;
 const ARPHRD_ETHER = 1;
 const SOCKADDR_LL_SIZE = 20;
 

@@ -96,11 +96,7 @@ export class Rtnl {
     }
   }
 
-  /**
-   * Sends one request and collects the payloads of its replies: one message,
-   * a multipart dump up to NLMSG_DONE, or an ACK. Replies to earlier requests
-   * (one that timed out) are skipped by sequence number.
-   */
+  /** The payloads of one request's replies (a message, a dump up to NLMSG_DONE, or an ACK); replies to earlier requests (one that timed out) are skipped by sequence number. */
   private request(operation: string, type: number, flags: number, payload: Buffer): Buffer[] {
     const seq = this.seq++;
     this.libc.sendto(this.fd, encodeMessage(type, NLM_F_REQUEST | flags, seq, payload), KERNEL);
@@ -128,10 +124,7 @@ export class Rtnl {
   }
 }
 
-/**
- * A socket subscribed to rtnetlink change notifications. Their content is not
- * read: a readable socket means "something changed, read the state again".
- */
+/** A socket subscribed to rtnetlink notifications, unread: readable means "something changed, read the state again". */
 export class RtnlEvents {
   private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
 
@@ -176,10 +169,7 @@ export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvent
   return new RtnlEvents(libc, fd);
 }
 
-/**
- * Blocks until one of `sources` has a notification or `timeoutMs` passes, then
- * drains them all. Returns whether anything arrived.
- */
+/** Blocks until one of `sources` has a notification or `timeoutMs` passes, then drains them all; whether anything arrived. */
 export function awaitChange(libc: Libc, sources: readonly RtnlEvents[], timeoutMs: number): boolean {
   const ready = libc.pollIn(
     sources.map((s) => s.fd),

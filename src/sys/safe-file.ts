@@ -67,11 +67,7 @@ export function replaceFile(dir: string, name: string, data: string, mode = 0o60
   }
 }
 
-/**
- * Reads a regular file of at most `maxBytes` without following a symlink
- * (O_NOFOLLOW) or blocking on a FIFO (O_NONBLOCK, then fstat). Undefined when
- * it does not exist; NotRegularFileError when it is something else or too large.
- */
+/** Reads a regular file of at most `maxBytes` (O_NOFOLLOW, O_NONBLOCK then fstat); undefined when absent, NotRegularFileError otherwise. */
 export function readSmallFile(path: string, maxBytes: number): string | undefined {
   let fd: number;
   try {

@@ -4,11 +4,7 @@ import { readSync } from 'node:fs';
 
 const CHUNK_BYTES = 64 * 1024;
 
-/**
- * Reads fd 0 until EOF, but stops after maxBytes + 1 bytes: a result longer than maxBytes means
- * stdin is over the limit (the rest is never read). Reads synchronously in chunks; a
- * non-blocking stdin (EAGAIN) is read on through process.stdin, bounded the same way.
- */
+/** Reads fd 0 to EOF but at most maxBytes + 1 bytes (more than maxBytes: over the limit), through process.stdin when non-blocking (EAGAIN). */
 export async function readStdinBounded(maxBytes: number): Promise<Uint8Array> {
   const limit = maxBytes + 1;
   const chunks: Buffer[] = [];

@@ -31,11 +31,7 @@ export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp
   return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
 }
 
-/**
- * Builds a 42-byte broadcast RFC 5227 ARP probe asking who has `ip`: op 1,
- * sender MAC `mac`, sender IP 0.0.0.0 (so that no neighbour cache learns
- * anything from it), target MAC zero, target IP `ip`.
- */
+/** A 42-byte broadcast RFC 5227 probe for `ip` from `mac`: sender IP 0.0.0.0, so that no neighbour cache learns from it. */
 export function arpProbe(opts: { mac: Uint8Array; ip: Uint8Array }): Buffer {
   const { mac, ip } = opts;
   expectLength(mac, 6, 'ARP sender MAC');
@@ -58,11 +54,7 @@ export interface ArpPacket {
   targetIp: Buffer;
 }
 
-/**
- * Parses an Ethernet frame holding an Ethernet/IPv4 ARP packet (htype 1,
- * ptype 0x0800, hlen 6, plen 4); undefined for anything else, a short frame
- * included. Trailing bytes (Ethernet padding) are ignored.
- */
+/** Parses a frame holding an Ethernet/IPv4 ARP packet (trailing padding ignored); undefined for anything else, a short frame included. */
 export function parseArp(frame: Uint8Array): ArpPacket | undefined {
   if (frame.length < ETHERNET_HEADER_BYTES + ARP_BYTES) return undefined;
   const f = Buffer.from(frame.buffer, frame.byteOffset, frame.length);

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { controlRights, loadUnixSockets, rightsIn, sockaddrUn } from '../../../src/sys/unix-socket';
+import { controlRights, rightsIn, sockaddrUn } from '../../../src/sys/unix-socket';
 
 const libc = loadLibc();
-const sockets = loadUnixSockets();
+const sockets = libc;
 let dir: string;
 
 beforeEach(() => {
