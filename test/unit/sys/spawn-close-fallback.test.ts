@@ -2,17 +2,15 @@
 // loadLibc must still load, and a detached child must still inherit nothing but
 // stdio and the fds handed to it: the fallback closes each open fd instead.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readlinkSync } from 'node:fs';
 import koffi from 'koffi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLibc, type LibcLibrary } from '../../../src/sys/libc';
 import { spawnDetached } from '../../../src/sys/spawn-detached';
+import { openLeakyFd, type LeakyFd } from '../../support/leaky-fd';
 
 const CLOSEFROM = 'posix_spawn_file_actions_addclosefrom_np';
 const realLibc = koffi.load('libc.so.6');
-const dup = realLibc.func('int dup(int fd)');
 
 /** libc as glibc 2.28 has it: binding closefrom_np fails as koffi fails on a missing symbol. */
 function libcWithout(symbol: string): LibcLibrary & { asked: string[] } {
@@ -41,26 +39,17 @@ function fdsOf(pid: number, target: string): string[] {
 const KEEP_ALIVE = 'setTimeout(() => {}, 30000)';
 
 describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () => {
-  let dir: string;
-  let file: string;
-  let leaky: number; // a dup() of an fd on `file`: no FD_CLOEXEC, so exec alone would pass it on
+  let leaky: LeakyFd;
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-closefrom-'));
-    file = join(dir, 'marker');
-    const fd = openSync(file, 'w');
-    leaky = dup(fd);
-    closeSync(fd);
-    expect(leaky).toBeGreaterThan(2);
+    leaky = openLeakyFd('announcer-closefrom-');
+    expect(leaky.fd).toBeGreaterThan(2);
   });
-  afterAll(() => {
-    closeSync(leaky);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => leaky.close());
 
   it('the marker fd would leak into a child that closes nothing (control)', () => {
     const child = spawn(process.execPath, ['-e', KEEP_ALIVE], { stdio: 'ignore' });
     try {
-      expect(fdsOf(child.pid!, file)).toHaveLength(1);
+      expect(fdsOf(child.pid!, leaky.file)).toHaveLength(1);
     } finally {
       child.kill('SIGKILL');
     }
@@ -73,7 +62,7 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
     const child = spawnDetached(libc, [process.execPath, '-e'], [KEEP_ALIVE]);
     try {
       expect(lib.asked.filter((d) => d.includes(CLOSEFROM))).toHaveLength(1);
-      expect(fdsOf(child.pid, file)).toEqual([]);
+      expect(fdsOf(child.pid, leaky.file)).toEqual([]);
       for (const fd of [0, 1, 2]) expect(readlinkSync(`/proc/${child.pid}/fd/${fd}`)).toBe('/dev/null');
     } finally {
       process.kill(child.pid, 'SIGKILL');
@@ -83,9 +72,9 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
   it('still hands over the fds it is given, at 3, 4, …', () => {
     const libc = loadLibc(libcWithout(CLOSEFROM));
     const [readEnd, writeEnd] = libc.pipe();
-    const child = spawnDetached(libc, [process.execPath, '-e'], [KEEP_ALIVE], [leaky, readEnd]);
+    const child = spawnDetached(libc, [process.execPath, '-e'], [KEEP_ALIVE], [leaky.fd, readEnd]);
     try {
-      expect(fdsOf(child.pid, file)).toEqual(['3']);
+      expect(fdsOf(child.pid, leaky.file)).toEqual(['3']);
       const pipe = readlinkSync(`/proc/self/fd/${readEnd}`);
       expect(fdsOf(child.pid, pipe)).toEqual(['4']);
     } finally {
@@ -99,7 +88,7 @@ describe('spawnDetached without posix_spawn_file_actions_addclosefrom_np', () =>
     const lib = libcWithout('no-such-symbol');
     const child = spawnDetached(loadLibc(lib), [process.execPath, '-e'], [KEEP_ALIVE]);
     try {
-      expect(fdsOf(child.pid, file)).toEqual([]);
+      expect(fdsOf(child.pid, leaky.file)).toEqual([]);
     } finally {
       process.kill(child.pid, 'SIGKILL');
     }

@@ -1,14 +1,11 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import koffi from 'koffi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
 import { processStartTime } from '../../../src/sys/processes';
 import { spawnDetached } from '../../../src/sys/spawn-detached';
+import { openLeakyFd, type LeakyFd } from '../../support/leaky-fd';
 
-const dup = koffi.load('libc.so.6').func('int dup(int fd)');
 
 /**
  * The fd numbers `pid` (a sleep(1)) has open once it sleeps: while it starts it
@@ -20,20 +17,11 @@ async function fdsOnceAsleep(pid: number): Promise<string[]> {
 }
 
 describe('spawnDetached (posix_spawn through koffi)', () => {
-  let dir: string;
-  let file: string;
-  let leaky: number; // a dup() of an fd on `file`: no FD_CLOEXEC, so exec alone would pass it on
+  let leaky: LeakyFd;
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-spawn-'));
-    file = join(dir, 'marker');
-    const fd = openSync(file, 'w');
-    leaky = dup(fd);
-    closeSync(fd);
+    leaky = openLeakyFd('announcer-spawn-');
   });
-  afterAll(() => {
-    closeSync(leaky);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => leaky.close());
 
   it('starts a process in its own session with stdio on /dev/null, the fds handed to it at 3, 4, … and no other fd', async () => {
     const libc = loadLibc();
@@ -48,7 +36,7 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
       expect(await fdsOnceAsleep(child.pid)).toEqual(['0', '1', '2', '3']);
       for (const fd of [0, 1, 2]) expect(readlinkSync(`/proc/${child.pid}/fd/${fd}`)).toBe('/dev/null');
       expect(readlinkSync(`/proc/${child.pid}/fd/3`)).toBe(readlinkSync(`/proc/self/fd/${readEnd}`));
-      expect(readlinkSync(`/proc/self/fd/${leaky}`)).toBe(file); // still open here
+      expect(readlinkSync(`/proc/self/fd/${leaky.fd}`)).toBe(leaky.file); // still open here
     } finally {
       process.kill(child.pid, 'SIGKILL'); // our child, never reaped: its pid cannot be reused
       libc.close(readEnd);
