@@ -1,6 +1,7 @@
 // Linux errno names by number, the same on every architecture we build for
 // (x86-64 and arm64 use the generic table). A table of our own: node:os holds
-// the same, but loading it cost every plugin run milliseconds and MiBs under Bun.
+// the same, but loading it cost every plugin run milliseconds and MiBs (see
+// the README's design section).
 
 // Index = errno; the usual name where there are two (EAGAIN, not EWOULDBLOCK; ENOTSUP, not
 // EOPNOTSUPP); '' where Linux has none (41, 58).
