@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { isDeepStrictEqual } from 'node:util';
 import { attachBridgePod, createPodNetwork, type BridgePod, type PodNetwork } from '../../test/integration/harness/bridge-pods';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, assertCniOk } from '../../test/integration/harness/cni';
-import { neighEntry, plantStale } from '../../test/integration/harness/neigh';
+import { neighEntry, OLD_MAC, plantStale } from '../../test/integration/harness/neigh';
 import { pingOnce } from '../../test/integration/harness/ping';
 import { killStrays } from '../../test/integration/harness/processes';
 import { announcerAdd } from '../../test/integration/harness/announcer';
@@ -33,7 +33,6 @@ import { COLOURS, PLAIN, outcome, pingText, renderTable, verdict, type Observati
 const attachPod = (scope: Scope, network: PodNetwork, host: number): Promise<BridgePod> =>
   attachBridgePod(scope, { prefix: PREFIX, net: network.net, bridge: network.bridge, host, name: network.name });
 
-const OLD_MAC = '86:03:17:7a:eb:6e';
 /** Seconds the first ping waits for its reply. */
 const PING_WAIT_S = 2;
 const POD_HOST = 5;

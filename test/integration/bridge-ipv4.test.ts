@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   allocSubnet,
   announcerAdd,
   announcerDel,
@@ -32,8 +33,6 @@ import {
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b4${RUN_TAG}`;
-/** The departed pod's MAC. */
-const OLD_MAC = '86:03:17:7a:eb:6e';
 const TRIALS = 5;
 const POD_HOST = 5;
 

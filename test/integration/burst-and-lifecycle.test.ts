@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   allocSubnet,
   announcementsFrom,
   announcerAdd,
@@ -58,7 +59,6 @@ import {
 const PREFIX = `b${RUN_TAG}`;
 /** The network name of every attachment here (GC acts per network). */
 const NETWORK = `burst-${RUN_TAG}`;
-const OLD_MAC = '86:03:17:7a:eb:6e';
 /** idleExitMs of every config here: the background announcer goes away soon after its last work. */
 const IDLE_EXIT_MS = 300;
 

@@ -7,6 +7,7 @@
 // so tests that change the MAC turn arp_notify off in the pod first.
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   allocSubnet,
   announcerAdd,
   announcerDel,
@@ -37,7 +38,6 @@ import {
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `cp${RUN_TAG}`;
-const OLD_MAC = '86:03:17:7a:eb:6e';
 const POD = 5;
 const OTHER = 6;
 const ZERO_MAC = '00:00:00:00:00:00';

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   addBridgePod,
   allocSubnet,
   attachBridgePod,
@@ -40,7 +41,6 @@ import {
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `h${RUN_TAG}`;
-const OLD_MAC = '86:03:17:7a:eb:6e';
 const BROADCAST = 'ff:ff:ff:ff:ff:ff';
 
 describe('Scope', () => {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
+  OLD_MAC,
   ANNOUNCER,
   addBridgePod,
   allocSubnet,
@@ -40,8 +41,6 @@ const NOTICES = join(ROOT, 'bin', 'THIRD_PARTY_NOTICES');
 const PREFIX = `im${RUN_TAG}`;
 const IMAGE = `localhost/cni-announcer-test:${RUN_TAG}`;
 const DEST = '/host/opt/cni/bin';
-/** The departed pod's MAC. */
-const OLD_MAC = '86:03:17:7a:eb:6e';
 
 interface Container {
   command: string[];

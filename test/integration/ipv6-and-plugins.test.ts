@@ -3,6 +3,7 @@
 // L3), judged by tshark. Real bridge and macvlan plugins, real namespaces.
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   addMacvlanPod,
   addStandInInterface,
   allocSubnet,
@@ -35,7 +36,6 @@ import {
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b6${RUN_TAG}`;
-const OLD_MAC = '86:03:17:7a:eb:6e';
 const BROADCAST = 'ff:ff:ff:ff:ff:ff';
 const ALL_NODES_MAC = '33:33:00:00:00:01';
 const ZERO_MAC = '00:00:00:00:00:00';

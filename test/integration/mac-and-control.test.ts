@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   allocSubnet,
   announcementsFrom,
   announcerAdd,
@@ -47,7 +48,6 @@ import {
 const PREFIX = `m${RUN_TAG}`;
 const NETWORK = 'macnet';
 const CNI_VERSION = '1.0.0';
-const OLD_MAC = '86:03:17:7a:eb:6e';
 /** What a Kubernetes runtime puts in CNI_ARGS before any key of ours. */
 const K8S_ARGS = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p';
 /** A burst whose later rounds would go out at +300 and +600 ms, well inside the capture window. */

@@ -10,6 +10,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   ANNOUNCER,
   allocSubnet,
   deleteLink,
@@ -30,8 +31,6 @@ import { daemonsOf } from './harness/daemon';
 import { importBusyboxImage, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
 
 const PREFIX = `pm${RUN_TAG}`;
-/** A departed container's MAC. */
-const OLD_MAC = '86:03:17:7a:eb:6e';
 /** A MAC the runtime is asked for (locally administered, unicast). */
 const RUNTIME_MAC = '02:5e:ed:00:00:07';
 const SLEEP = ['sleep', '1000000'];

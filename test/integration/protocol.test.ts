@@ -6,6 +6,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   ANNOUNCER,
   announcerFiles,
   announcerStatus,
@@ -38,7 +39,6 @@ import { cniExecInMountNs } from './harness/mountns-helpers';
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `pr${RUN_TAG}`;
 const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
-const OLD_MAC = '86:03:17:7a:eb:6e';
 /** A background announcer started here exits this long after its last job, so none outlives its test. */
 const IDLE_EXIT_MS = 300;
 

@@ -2,6 +2,7 @@
 // src/daemon) seen from outside: its process and memory, the CLI verbs that
 // talk to it (`announcer status`, `announcer announce`), and the files it keeps
 // in stateDir next to the attachments' records.
+import type { StatusReport } from '../../../src/commands/status-cli';
 import { readFile } from 'node:fs/promises';
 import { ANNOUNCER, RUN_TAG_ENV } from './cni';
 import { run, type RunResult } from './exec';
@@ -70,36 +71,8 @@ export async function announcerCli(args: readonly string[], timeoutMs = 30_000):
   return run(ANNOUNCER, args, { env: { [RUN_TAG_ENV]: RUN_TAG }, timeoutMs });
 }
 
-/** One attachment in `announcer status --json`. */
-export interface StatusAttachment {
-  network: string;
-  containerId: string;
-  ifname: string;
-  netns: string;
-  nextRoundInMs?: number;
-  roundsSent: number;
-  roundsPlanned: number;
-  deferred: boolean;
-}
-
-/** The counters in `announcer status --json` (from a running announcer only). */
-export interface StatusCounters {
-  frames: { garpRequest: number; garpReply: number; na: number };
-  rounds: { sent: number; skippedNotReady: number; skippedLate: number };
-  deferred: { started: number; ready: number; timedOut: number; gone: number };
-  rateLimited: { delayed: number; dropped: number };
-  conflicts: number;
-  errors: number;
-}
-
-/** `announcer status --json`. */
-export interface StatusJson {
-  source: 'daemon' | 'records';
-  stateDir: string;
-  pid?: number;
-  attachments: StatusAttachment[];
-  counters?: StatusCounters;
-}
+/** `announcer status --json`: the report the CLI prints (its type, not its code). */
+export type StatusJson = StatusReport;
 
 /** `announcer status --json --state-dir stateDir`, parsed; rejects unless it exits 0 with one JSON line. */
 export async function announcerStatus(stateDir: string): Promise<StatusJson> {

@@ -27,6 +27,9 @@ function nsArgs(netns: string | undefined): string[] {
   return netns === undefined ? [] : ['-n', netns];
 }
 
+/** The MAC of the pod that left: the stale entries tests plant point at it. */
+export const OLD_MAC = '86:03:17:7a:eb:6e';
+
 /** Sets (replaces) the entry for ip on dev to mac in state STALE, as a departed pod would leave it. */
 export async function plantStale(dev: string, ip: string, mac: string, netns?: string): Promise<void> {
   await runOk('ip', [...nsArgs(netns), 'neigh', 'replace', ip, 'dev', dev, 'lladdr', mac, 'nud', 'stale']);
