@@ -14,6 +14,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  OLD_MAC,
   addBridgePod,
   allocSubnet,
   ANNOUNCER,
@@ -46,8 +47,6 @@ const PREFIX = `in${RUN_TAG}`;
 const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'];
 const VERSION = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version as string;
 const ABOUT = `CNI announcer plugin v${VERSION}\nCNI protocol versions supported: ${VERSIONS.join(', ')}\n`;
-/** The departed pod's MAC. */
-const OLD_MAC = '86:03:17:7a:eb:6e';
 
 /**
  * The sealing prelude. `$1` the checkout, `$2` the test's dir (outside all that
@@ -156,6 +155,15 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
     // (Never hand the 100 MB text itself to expect: a failure message would try to print it.)
     expect(text.includes(`${ROOT}/`), `${ROOT}/ in the binary`).toBe(false);
+  });
+
+  it("holds koffi's addon at the offset written into its code, so ADD copies it out of the executable instead of reading the asset", async () => {
+    const bytes = await readFile(installed);
+    const addon = await readFile(join(ROOT, 'node_modules/@koromix/koffi-linux-x64/linux_x64/koffi.node'));
+    const offsets = [...bytes.toString('latin1').matchAll(/\bOFFSET = "(\d{12})"/g)].map((m) => Number(m[1]));
+    expect(new Set(offsets).size, 'one offset, written in by the second pass').toBe(1);
+    expect(offsets[0]).toBeGreaterThan(0);
+    expect(bytes.subarray(offsets[0]!, offsets[0]! + addon.length).equals(addon)).toBe(true);
   });
 
   it('answers VERSION sealed, leaves /tmp and /dev/shm empty, and ignores a bunfig.toml preload and a .env in its working directory', async () => {
