@@ -10,8 +10,9 @@
 //   faster and no smaller in memory, and stack traces in logs stay readable.
 // - koffi's addon travels as plain bytes (an embedded asset, not a `.node`
 //   module) and is dlopen()ed from an anonymous file by src/native/load-addon.ts.
-//   Bun's own mechanism for embedded addons (extraction to /tmp) is never used,
-//   and koffi's own search of node_modules paths is cut out.
+//   Bun's own mechanism for embedded addons (extraction to /tmp) is never used.
+//   The bundle takes koffi's API from the addon itself: koffi's JS entry (its
+//   search of node_modules paths, its deprecation shims) is not bundled.
 // - The Bun runtime and, for a cross build, koffi's prebuilt addon come only
 //   from the npm registry's packages, fetched with `npm pack` into
 //   node_modules/.cache/cni-announcer and checked against pinned sha512 sums.
@@ -120,67 +121,43 @@ function buildTarget({ arch, cpu }, versions) {
   return fail(`unsupported --cpu=${cpu} (baseline or modern)`);
 }
 
-/** The Bun plugin that embeds koffi's addon as bytes and refuses every other native module. */
-function embedPlugin(addonAsset, addonOffset) {
+/**
+ * The Bun plugin that embeds koffi's addon as bytes and refuses every other native module.
+ * `addon`: the addon's file, its offset in the output (as digits) and koffi's version. `used.addon`
+ * turns true once the bundle takes koffi from the embedded addon.
+ */
+function embedPlugin({ path: addonAsset, offset: addonOffset, koffiVersion }, used) {
   return {
     name: 'cni-announcer',
     setup(b) {
-      // koffi's entry takes its addon from src/static.js (a require of @koromix/koffi-<platform>, whose
-      // loader dlopen()s a file in node_modules) and falls back to searching node_modules paths baked in
-      // at build time. Ours loads the embedded bytes, or throws with the reasons...
-      b.onResolve({ filter: /^\.\/src\/static\.c?js$/ }, (a) =>
-        /[\\/]node_modules[\\/]koffi[\\/]/.test(a.importer) ? { path: 'koffi-static', namespace: 'cni-announcer' } : undefined,
-      );
-      b.onLoad({ filter: /^koffi-static$/, namespace: 'cni-announcer' }, () => ({
-        loader: 'js',
-        resolveDir: root,
-        contents: [
-          `import { readFileSync } from 'node:fs';`,
-          `import addonFile from ${JSON.stringify(addonAsset)} with { type: 'file' };`,
-          `import { addonInExecutable, loadAddon } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
-          // Where the addon's bytes lie in this very executable (see main()); readFileSync of the
-          // embedded asset is the fallback, should the file have been changed since.
-          `const OFFSET = ${JSON.stringify(addonOffset)};`,
-          `export function loadStatic() { return loadAddon('koffi', addonInExecutable(Number(OFFSET), ${statSync(addonAsset).size}, () => readFileSync(addonFile))); }`,
-        ].join('\n'),
-      }));
-      // ...and the search is cut out, so no path of the build machine is left to look in.
-      b.onLoad({ filter: /[\\/]node_modules[\\/]koffi[\\/]src[\\/]koffi[\\/]index\.c?js$/ }, (a) => {
-        const source = readFileSync(a.path, 'utf8');
-        let cut = source.replace(/loadStatic\(pkg\) \?\? loadDynamic2?\([^)]*\)/, 'loadStatic(pkg)');
-        if (cut === source) fail(`${relative(root, a.path)}: koffi's addon search not found (a new koffi version?)`);
-        // What remains of the search (a require() rooted at this file, never called) would bake this
-        // file's path on the build machine into the binary.
-        const gone = '/koffi-addon-search-removed';
-        // node:util (for util.deprecate on aliases we never call) and node:module (for the search's
-        // require) are Bun builtins written in JS: loading them cost every ADD milliseconds and MiBs.
-        const builtins = a.path.endsWith('.cjs')
-          ? [
-              ['import_node_util = __toESM(require("node:util"));', 'import_node_util = { default: { deprecate: (fn) => fn } };'],
-              ['import_node_module = require("node:module");', ''],
-              ['require2 = (0, import_node_module.createRequire)(__filename);', 'require2 = undefined;'],
-            ]
-          : [
-              ['import util from "node:util";', 'const util = { deprecate: (fn) => fn };'],
-              ['import { createRequire } from "node:module";', ''],
-              ['var require2 = createRequire(import.meta.url);', 'var require2 = undefined;'],
-            ];
-        for (const [from, to] of builtins) {
-          if (!cut.includes(from)) fail(`${relative(root, a.path)}: ${from} not found (a new koffi version?)`);
-          cut = cut.replace(from, to);
-        }
-        cut = cut
-          .replaceAll('import.meta.url', JSON.stringify(`file://${gone}/index.js`))
-          .replaceAll(/import\.meta\.dirname|__dirname/g, JSON.stringify(gone))
-          .replaceAll('__filename', JSON.stringify(`${gone}/index.js`));
-        return { contents: cut, loader: 'js' };
-      });
-      // Loading koffi dlopen()s its addon: only src/sys/koffi.ts may load it, on first use.
+      // koffi's JS entry finds its addon in node_modules (a require of @koromix/koffi-<platform>, then a
+      // search of paths baked in at build time) and wraps it in deprecation shims. The bundle takes the
+      // addon's own exports instead, loaded from the embedded bytes: none of koffi's JS is bundled, no
+      // build-machine path is left to look in, and ADD skips 1-2 ms of module set-up.
       b.onResolve({ filter: /^koffi$/ }, (a) => {
-        if (a.kind === 'import-statement' && a.importer.startsWith(join(root, 'src'))) {
-          fail(`${relative(root, a.importer)} imports koffi at start-up: take it from loadKoffi() in src/sys/koffi.ts`);
-        }
-        return undefined;
+        if (a.importer === join(root, 'src/sys/koffi.ts') && a.kind === 'require-call') return { path: 'koffi-addon', namespace: 'cni-announcer' };
+        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/koffi.ts may, on first use.
+        return fail(`${relative(root, a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/koffi.ts`);
+      });
+      b.onLoad({ filter: /^koffi-addon$/, namespace: 'cni-announcer' }, () => {
+        used.addon = true;
+        return {
+          loader: 'js',
+          resolveDir: root,
+          contents: [
+            `import { readFileSync } from 'node:fs';`,
+            `import addonFile from ${JSON.stringify(addonAsset)} with { type: 'file' };`,
+            `import { addonInExecutable, loadAddon } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
+            // Where the addon's bytes lie in this very executable (see main()); readFileSync of the
+            // embedded asset is the fallback, should the file have been changed since.
+            `const OFFSET = ${JSON.stringify(addonOffset)};`,
+            `const addon = loadAddon('koffi', addonInExecutable(Number(OFFSET), ${statSync(addonAsset).size}, () => readFileSync(addonFile)));`,
+            // What koffi's own entry checks, with the same words.
+            `if (addon.version !== ${JSON.stringify(koffiVersion)}) throw new Error('Mismatched native Koffi modules');`,
+            // koffi's entry exports the addon as its default export, as loadKoffi() takes it.
+            `export default addon;`,
+          ].join('\n'),
+        };
       });
       // Bun's node:* builtins other than node:fs are written in JS, and the first one a run loads
       // costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used).
@@ -229,7 +206,7 @@ async function main() {
   // asset whole cost ADD 5-7 ms. Its offset in the output is known only once the output exists, so the
   // first pass writes a placeholder of the offset's width, and the second the offset: the same length, so
   // the same layout, which is checked.
-  const compileWith = (addonOffset) => compile(args, target, addonAsset, addonOffset, tmpfile, manifest);
+  const compileWith = (addonOffset) => compile(args, target, { path: addonAsset, offset: addonOffset, koffiVersion: versions.koffi }, tmpfile, manifest);
   const addon = readFileSync(addonAsset);
   const offsetIn = (file) => {
     const bytes = readFileSync(file);
@@ -253,8 +230,9 @@ async function main() {
 /** The width of the addon's offset in the code: both passes write the same number of characters. */
 const OFFSET_DIGITS = 12;
 
-/** One `bun build --compile` to `outfile`, with `addonOffset` written in as the addon's offset. */
-async function compile(args, target, addonAsset, addonOffset, outfile, manifest) {
+/** One `bun build --compile` to `outfile`, with `addon.offset` written in as the addon's offset. */
+async function compile(args, target, addon, outfile, manifest) {
+  const used = { addon: false };
   const result = await Bun.build({
     entrypoints: [join(root, 'src/main.ts')],
     target: 'bun',
@@ -262,7 +240,7 @@ async function compile(args, target, addonAsset, addonOffset, outfile, manifest)
     bytecode: args.bytecode,
     minify: args.minify,
     metafile: true,
-    plugins: [embedPlugin(addonAsset, addonOffset)],
+    plugins: [embedPlugin(addon, used)],
     compile: {
       target: target.bunTarget,
       executablePath: target.executable,
@@ -279,8 +257,8 @@ async function compile(args, target, addonAsset, addonOffset, outfile, manifest)
     },
   });
   if (!result.success) fail(result.logs.join('\n'));
-  const packages = bundledPackages(result.metafile, addonAsset);
-  if (!packages.has('koffi')) fail('koffi is missing from the bundle (no metafile?)');
+  if (!used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
+  const packages = bundledPackages(result.metafile, addon.path);
   const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
   // THIRD_PARTY_NOTICES covers the dependencies in package.json.
   if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);

@@ -3,7 +3,10 @@
 // never with a top-level import, which would load it at start-up.
 import type Koffi from 'koffi';
 
-/** koffi's module; the first call loads it (require caches it). */
+/**
+ * koffi's API; the first call loads it (require caches it). koffi's entry exports its addon as
+ * `default`; the compiled binary's bundle puts the addon itself there (scripts/build.mjs).
+ */
 export function loadKoffi(): typeof Koffi {
-  return require('koffi') as typeof Koffi;
+  return (require('koffi') as { default: typeof Koffi }).default;
 }

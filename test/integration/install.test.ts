@@ -147,7 +147,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(elfHeader(mine)).toEqual({ type: 'executable', machine: EM_X86_64, interpreter: '/lib64/ld-linux-x86-64.so.2' });
   });
 
-  it('carries koffi as a plain asset, no native module for Bun to extract, and no path of the checkout', async () => {
+  it("carries koffi as a plain asset, no native module for Bun to extract, none of koffi's JS entry, and no path of the checkout", async () => {
     const text = (await readFile(installed)).toString('latin1');
     const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
     const embedded = bunfsNames(text);
@@ -155,6 +155,11 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
     // (Never hand the 100 MB text itself to expect: a failure message would try to print it.)
     expect(text.includes(`${ROOT}/`), `${ROOT}/ in the binary`).toBe(false);
+    // koffi's entry would search node_modules for an addon; the bundle takes the embedded one's exports.
+    const entry = await readFile(join(ROOT, 'node_modules/koffi/src/koffi/index.js'), 'utf8');
+    const marker = 'Cannot find the native Koffi module';
+    expect(entry.includes(marker), `koffi's entry still says "${marker}"`).toBe(true);
+    expect(text.includes(marker), "koffi's entry in the binary").toBe(false);
   });
 
   it("holds koffi's addon at the offset written into its code, so ADD copies it out of the executable instead of reading the asset", async () => {
