@@ -6,8 +6,9 @@
 //
 // - x64 builds on Bun's baseline runtime (no AVX2 needed; `--cpu=modern` takes
 //   the AVX2 one, which measured no faster) and with JavaScriptCore bytecode,
-//   which cuts VERSION's CPU time by a sixth to a fifth. Not minified: it measured no
-//   faster and no smaller in memory, and stack traces in logs stay readable.
+//   which cuts VERSION's CPU time by a sixth to a fifth. Whitespace and syntax are
+//   minified (ADD: 2 ms less CPU, 1.3 ms sooner done); identifiers are not, so
+//   stack traces in logs keep their function names.
 // - koffi's addon travels as plain bytes (an embedded asset, not a `.node`
 //   module) and is dlopen()ed from an anonymous file by src/native/load-addon.ts.
 //   Bun's own mechanism for embedded addons (extraction to /tmp) is never used.
@@ -53,7 +54,7 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: false, out: undefined };
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined };
   for (const a of argv) {
     const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
@@ -238,7 +239,7 @@ async function compile(args, target, addon, outfile, manifest) {
     target: 'bun',
     format: 'cjs',
     bytecode: args.bytecode,
-    minify: args.minify,
+    minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
     plugins: [embedPlugin(addon, used)],
     compile: {
