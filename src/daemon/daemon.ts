@@ -5,20 +5,17 @@
 // lives in the records of stateDir (written by ADD under the attachment's
 // lock), so a killed announcer loses nothing: the next one reads them again,
 // skipping rounds whose time has passed.
-import { closeSync, constants, openSync } from 'node:fs';
-import { join } from '../path';
+import { closeSync } from 'node:fs';
 import type { Logger } from '../log';
 import { totalFrames } from '../announce/round';
 import type { TryLock } from '../sys/flock';
 import { ControlSocket, type ControlDeps } from './control';
 import { addFrames, newCounters, prometheusText } from './counters';
 import { Jobs, type JobDeps } from './jobs';
-import { DAEMON_LOCK } from './paths';
+import { openDaemonLock } from './paths';
 import type { Reply, Request } from './protocol';
 import type { DaemonSettings } from './settings';
 
-/** The verb that runs the background announcer. */
-export const DAEMON_VERB = 'daemon';
 /** Default of `idleExitMs`. */
 const DEFAULT_IDLE_EXIT_MS = 30_000;
 /** How long a starting announcer waits for one that is exiting to let go of the lock. */
@@ -57,10 +54,6 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
   }
 }
 
-/** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
-export function openDaemonLock(stateDir: string): number {
-  return openSync(join(stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-}
 
 class Daemon {
   private readonly counters = newCounters();

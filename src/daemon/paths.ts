@@ -3,6 +3,9 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import { join } from '../path';
 
+/** The verb that runs the background announcer. */
+export const DAEMON_VERB = 'daemon';
+
 /** The control socket (mode 0600). */
 export const DAEMON_SOCKET = 'announcer-daemon.sock';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
@@ -24,4 +27,9 @@ export function withSocketAddress<T>(stateDir: string, use: (address: string) =>
   } finally {
     closeSync(dir);
   }
+}
+
+/** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
+export function openDaemonLock(stateDir: string): number {
+  return openSync(join(stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
 }

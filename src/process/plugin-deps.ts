@@ -4,7 +4,7 @@
 import { closeSync } from 'node:fs';
 import type { CommandDeps } from '../commands/deps';
 import { askDaemon, askOrStartDaemon } from '../daemon/client';
-import { DAEMON_VERB, openDaemonLock } from '../daemon/daemon';
+import { DAEMON_VERB, openDaemonLock } from '../daemon/paths';
 import { settingsArgv, type DaemonSettings } from '../daemon/settings';
 import { createLogger, fileSink, silentLogger } from '../log';
 import { closeAfterExit, HOLD_FDS_VERB } from '../sys/close-after-exit';
