@@ -1,18 +1,16 @@
 import type { CniPlugin } from './cni/dispatch';
-import { add } from './commands/add';
-import { check } from './commands/check';
-import { del } from './commands/del';
 import type { CommandDeps } from './commands/deps';
-import { gc } from './commands/gc';
-import { status } from './commands/status';
 
-/** The announcer as a CniPlugin, with its process dependencies injected. */
+/**
+ * The announcer as a CniPlugin, with its process dependencies injected. Each command's module is
+ * loaded when it runs: a run is one command, and start-up is the plugin's latency.
+ */
 export function announcerPlugin(deps: CommandDeps): CniPlugin {
   return {
-    add: (req) => add(deps, req),
-    del: (req) => del(deps, req),
-    check: (req) => check(deps, req),
-    status: (req) => status(deps, req),
-    gc: (req) => gc(deps, req),
+    add: async (req) => (await import('./commands/add')).add(deps, req),
+    del: async (req) => (await import('./commands/del')).del(deps, req),
+    check: async (req) => (await import('./commands/check')).check(deps, req),
+    status: async (req) => (await import('./commands/status')).status(deps, req),
+    gc: async (req) => (await import('./commands/gc')).gc(deps, req),
   };
 }
