@@ -80,6 +80,12 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 type LibcFunction = ReturnType<LibcLibrary['func']>;
 
 /** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
+/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
+function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) => ReturnType<LibcFunction> {
+  let fn: LibcFunction | undefined;
+  return (...args) => (fn ??= lib.func(definition))(...args);
+}
+
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
   return () => {
@@ -111,35 +117,35 @@ function openFds(): number[] {
 /** Loads libc through koffi and binds the calls of {@link Libc} and {@link UnixSockets}. */
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets {
   const koffi = loadKoffi();
-  const setns = lib.func('int setns(int fd, int nstype)');
-  const socket = lib.func('int socket(int domain, int type, int protocol)');
-  const sendto = lib.func('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
-  const close = lib.func('int close(int fd)');
-  const ioctl = lib.func('int ioctl(int fd, unsigned long request, ...)');
-  const bind = lib.func('int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
-  const setsockopt = lib.func('int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
-  const recv = lib.func('long recv(int fd, uint8_t *buf, size_t len, int flags)');
-  const poll = lib.func('int poll(uint8_t *fds, unsigned long nfds, int timeout)');
-  const clockGettime = lib.func('int clock_gettime(int clock, uint8_t *ts)');
-  const spawn = lib.func('int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)');
-  const actionsInit = lib.func('int posix_spawn_file_actions_init(void *actions)');
-  const actionsOpen = lib.func('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
+  const setns = lazyFunc(lib, 'int setns(int fd, int nstype)');
+  const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
+  const sendto = lazyFunc(lib, 'long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
+  const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
+  const ioctl = lazyFunc(lib, 'int ioctl(int fd, unsigned long request, ...)');
+  const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
+  const setsockopt = lazyFunc(lib, 'int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
+  const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
+  const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
+  const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
+  const spawn = lazyFunc(lib, 'int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)');
+  const actionsInit = lazyFunc(lib, 'int posix_spawn_file_actions_init(void *actions)');
+  const actionsOpen = lazyFunc(lib, 'int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
   // glibc 2.34+ only (RHEL 8 has 2.28): bound when first needed, else one close action per open fd.
   const actionsCloseFrom = optionalFunc(lib, 'int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
-  const actionsClose = lib.func('int posix_spawn_file_actions_addclose(void *actions, int fd)');
-  const actionsDup2 = lib.func('int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
-  const fcntl = lib.func('int fcntl(int fd, int cmd, int arg)');
-  const pipe2 = lib.func('int pipe2(_Out_ int *fds, int flags)');
-  const actionsDestroy = lib.func('int posix_spawn_file_actions_destroy(void *actions)');
-  const attrInit = lib.func('int posix_spawnattr_init(void *attr)');
-  const attrSetFlags = lib.func('int posix_spawnattr_setflags(void *attr, short flags)');
-  const attrDestroy = lib.func('int posix_spawnattr_destroy(void *attr)');
-  const listen = lib.func('int listen(int fd, int backlog)');
-  const accept4 = lib.func('int accept4(int fd, void *addr, void *len, int flags)');
-  const connect = lib.func('int connect(int fd, const uint8_t *addr, uint32_t len)');
-  const getsockopt = lib.func('int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
-  const sendmsg = lib.func('long sendmsg(int fd, const uint8_t *msg, int flags)');
-  const recvmsg = lib.func('long recvmsg(int fd, uint8_t *msg, int flags)');
+  const actionsClose = lazyFunc(lib, 'int posix_spawn_file_actions_addclose(void *actions, int fd)');
+  const actionsDup2 = lazyFunc(lib, 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
+  const fcntl = lazyFunc(lib, 'int fcntl(int fd, int cmd, int arg)');
+  const pipe2 = lazyFunc(lib, 'int pipe2(_Out_ int *fds, int flags)');
+  const actionsDestroy = lazyFunc(lib, 'int posix_spawn_file_actions_destroy(void *actions)');
+  const attrInit = lazyFunc(lib, 'int posix_spawnattr_init(void *attr)');
+  const attrSetFlags = lazyFunc(lib, 'int posix_spawnattr_setflags(void *attr, short flags)');
+  const attrDestroy = lazyFunc(lib, 'int posix_spawnattr_destroy(void *attr)');
+  const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
+  const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
+  const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
+  const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
+  const sendmsg = lazyFunc(lib, 'long sendmsg(int fd, const uint8_t *msg, int flags)');
+  const recvmsg = lazyFunc(lib, 'long recvmsg(int fd, uint8_t *msg, int flags)');
   // posix_spawn* return the error number instead of setting errno.
   const checkRc = (operation: string, rc: number): void => {
     if (rc !== 0) throw new SysError(operation, rc);
