@@ -3,6 +3,11 @@
 // with the pinned Bun (`make build` does):
 //
 //   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode] [--[no-]minify]
+//                                           [--entry=FILE]
+//
+// --entry builds another entry (default src/main.ts) with the same runtime and
+// options but no koffi addon: `make bench` builds an empty one, the runtime's
+// own floor of time and memory.
 //
 // - x64 builds on Bun's baseline runtime (no AVX2 needed; `--cpu=modern` takes
 //   the AVX2 one, which measured no faster) and with JavaScriptCore bytecode,
@@ -54,7 +59,7 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined };
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts' };
   for (const a of argv) {
     const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
@@ -178,7 +183,7 @@ function embedPlugin({ path: addonAsset, offset: addonOffset, koffiVersion }, us
 function bundledPackages(metafile, addonAsset) {
   return new Set(
     Object.keys(metafile?.inputs ?? {})
-      .filter((p) => !p.startsWith('cni-announcer:') && realpathSync(resolve(root, p)) !== realpathSync(addonAsset))
+      .filter((p) => !p.startsWith('cni-announcer:') && (addonAsset === undefined || realpathSync(resolve(root, p)) !== realpathSync(addonAsset)))
       .map((p) => /(?:^|[\\/])node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(p)?.[1])
       .filter(Boolean),
   );
@@ -207,7 +212,10 @@ async function main() {
   // asset whole cost ADD 5-7 ms. Its offset in the output is known only once the output exists, so the
   // first pass writes a placeholder of the offset's width, and the second the offset: the same length, so
   // the same layout, which is checked.
-  const compileWith = (addonOffset) => compile(args, target, { path: addonAsset, offset: addonOffset, koffiVersion: versions.koffi }, tmpfile, manifest);
+  const entry = resolve(root, args.entry);
+  const plugin = entry === join(root, 'src/main.ts');
+  const compileWith = (addonOffset) =>
+    compile(args, target, entry, plugin ? { path: addonAsset, offset: addonOffset, koffiVersion: versions.koffi } : undefined, tmpfile, manifest);
   const addon = readFileSync(addonAsset);
   const offsetIn = (file) => {
     const bytes = readFileSync(file);
@@ -217,31 +225,34 @@ async function main() {
   };
   try {
     await compileWith('0'.repeat(OFFSET_DIGITS));
-    const offset = offsetIn(tmpfile);
-    await compileWith(String(offset).padStart(OFFSET_DIGITS, '0'));
-    if (offsetIn(tmpfile) !== offset) fail(`koffi's addon moved from offset ${offset} once its offset was written in: a layout that depends on the digits`);
+    if (plugin) {
+      const offset = offsetIn(tmpfile);
+      await compileWith(String(offset).padStart(OFFSET_DIGITS, '0'));
+      if (offsetIn(tmpfile) !== offset) fail(`koffi's addon moved from offset ${offset} once its offset was written in: a layout that depends on the digits`);
+    }
     chmodSync(tmpfile, 0o755);
     renameSync(tmpfile, outfile);
   } finally {
     rmSync(tmpdir, { recursive: true, force: true });
   }
-  console.log(`built ${relative(process.cwd(), outfile)}: announcer ${versions.announcer}, ${target.bunTarget}, Bun ${versions.bun}, koffi ${versions.koffi}`);
+  const what = plugin ? `announcer ${versions.announcer}` : relative(root, entry);
+  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
 }
 
 /** The width of the addon's offset in the code: both passes write the same number of characters. */
 const OFFSET_DIGITS = 12;
 
-/** One `bun build --compile` to `outfile`, with `addon.offset` written in as the addon's offset. */
-async function compile(args, target, addon, outfile, manifest) {
+/** One `bun build --compile` of `entry` to `outfile`, with `addon.offset` written in as koffi's addon's offset (no addon: `entry` needs none). */
+async function compile(args, target, entry, addon, outfile, manifest) {
   const used = { addon: false };
   const result = await Bun.build({
-    entrypoints: [join(root, 'src/main.ts')],
+    entrypoints: [entry],
     target: 'bun',
     format: 'cjs',
     bytecode: args.bytecode,
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
-    plugins: [embedPlugin(addon, used)],
+    plugins: addon ? [embedPlugin(addon, used)] : [],
     compile: {
       target: target.bunTarget,
       executablePath: target.executable,
@@ -258,8 +269,8 @@ async function compile(args, target, addon, outfile, manifest) {
     },
   });
   if (!result.success) fail(result.logs.join('\n'));
-  if (!used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
-  const packages = bundledPackages(result.metafile, addon.path);
+  if (addon && !used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
+  const packages = bundledPackages(result.metafile, addon?.path);
   const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
   // THIRD_PARTY_NOTICES covers the dependencies in package.json.
   if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);

@@ -6,6 +6,7 @@
 // throwaway bridge pod and removes everything on exit, failure or signal.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -43,7 +44,7 @@ function roundsFromEnv(): number {
 }
 
 /** Fails early, with the fix, when something the bench runs is missing. */
-function preflight(p: Omit<Programs, 'emptyFile' | 'stateDir'>): void {
+function preflight(p: Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir'>): void {
   requireRoot('make bench', 'it creates a bridge, a netns and a pod');
   requireExecutables([
     [p.announcer, 'run `make build`'],
@@ -55,6 +56,15 @@ function preflight(p: Omit<Programs, 'emptyFile' | 'stateDir'>): void {
   createRequire(p.probe).resolve('koffi'); // the probe's one dependency: `make deps`
 }
 
+/** Compiles an empty program with the plugin's runtime and build options: what a start costs before any plugin code runs. */
+function buildRuntimeFloor(out: string): void {
+  const root = resolve(HERE, '../..');
+  execFileSync(join(root, 'node_modules/.bin/bun'), [join(root, 'scripts/build.mjs'), `--entry=${join(HERE, 'empty-entry.ts')}`, `--out=${out}`], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
 /** Registers the undo steps for what plugin runs leave behind (a run cut short by a signal included), run newest first. */
 function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(() => stopBackground(pod.containerId, p.stateDir), 'background announcer');
@@ -63,13 +73,14 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(async () => void (await cniExec(p.announcer, call, pod.chained(announcerConf(p, ANNOUNCER_DEFAULTS)))), 'announcer DEL');
 }
 
-async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'stateDir'>, rounds: number, abort: AbortSignal): Promise<void> {
+async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir'>, rounds: number, abort: AbortSignal): Promise<void> {
   const pod = await createBridgePod(scope, { prefix: 'bnch' });
   // One scratch dir for the node yardstick's empty file and the announcer's stateDir (the plugin creates it).
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
-  const programs: Programs = { ...base, emptyFile: join(scratch, 'empty.js'), stateDir: join(scratch, 'state') };
+  const programs: Programs = { ...base, emptyFile: join(scratch, 'empty.js'), runtimeFloor: join(scratch, 'empty-program'), stateDir: join(scratch, 'state') };
   writeFileSync(programs.emptyFile, '');
+  buildRuntimeFloor(programs.runtimeFloor);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
 

@@ -15,6 +15,8 @@ export interface Programs {
   node: string;
   /** An empty file, for the node yardstick. */
   emptyFile: string;
+  /** An empty program compiled as the plugin is (scripts/build.mjs --entry): the runtime's own floor. */
+  runtimeFloor: string;
   /** packet-close-probe.mjs. */
   probe: string;
   /**
@@ -70,6 +72,7 @@ export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
     { name: ROWS.floor, command: { file: '/bin/true', args: [], env: cleanEnv() } },
     { name: ROWS.tuning, command: plugin(p.tuning, 'ADD', { type: 'tuning' }) },
     { name: ROWS.node, command: { file: p.node, args: [p.emptyFile], env: cleanEnv() } },
+    { name: ROWS.runtimeFloor, command: { file: p.runtimeFloor, args: [], env: cleanEnv() } },
     {
       name: ROWS.version,
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },

@@ -6,6 +6,7 @@ const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[]
   [
     { name: ROWS.tuning, samples: [4] },
     { name: ROWS.node, samples: [30] },
+    { name: ROWS.runtimeFloor, samples: [10], rssKiB: 20 * 1024 },
     { name: ROWS.version, samples: [15] },
     { name: ROWS.addOne, samples: [22], rssKiB: 25 * 1024 },
     { name: ROWS.addDefault, samples: [27], rssKiB: 29 * 1024 },
@@ -18,7 +19,7 @@ describe('checkBudgets', () => {
       ['ADD count 1 ≤ 0.8× node', '0.73× node', true],
       ['ADD defaults ≤ 0.9× node', '0.90× node', true],
       ['VERSION ≤ 0.6× node', '0.50× node', true],
-      ['ADD peak RSS ≤ 30 MiB', '29.0 MiB (the larger of the two ADD rows)', true],
+      ['ADD peak RSS ≤ 30 MiB', '29.0 MiB (the larger of the two ADD rows; the empty program: 20.0 MiB)', true],
     ]);
   });
 
