@@ -8,6 +8,16 @@ import { openLeakyFd, type LeakyFd } from '../../support/leaky-fd';
 
 
 /**
+ * `pid`'s environment once its exec has written it: posix_spawn returns when the child's
+ * new address space is in place, a moment before the kernel has set up argv and envp in it.
+ */
+async function environOnceExeced(pid: number): Promise<string[]> {
+  let environ = '';
+  for (let i = 0; i < 250 && (environ = readFileSync(`/proc/${pid}/environ`, 'latin1')) === ''; i++) await sleep(20);
+  return environ.split('\0');
+}
+
+/**
  * The fd numbers `pid` (a sleep(1)) has open once it sleeps: while it starts it
  * opens and closes files of its own (its libraries, the locale), and none after.
  */
@@ -44,7 +54,7 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
     }
   });
 
-  it("passes on this process's environment without its CNI_* variables (one pod's, in a process that outlives its command)", () => {
+  it("passes on this process's environment without its CNI_* variables (one pod's, in a process that outlives its command)", async () => {
     const saved = { ...process.env };
     Object.assign(process.env, { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c0ffee', ANNOUNCER_SPAWN_TEST: 'kept' });
     let child;
@@ -54,7 +64,7 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
       for (const k of ['CNI_COMMAND', 'CNI_CONTAINERID', 'ANNOUNCER_SPAWN_TEST']) if (!(k in saved)) delete process.env[k];
     }
     try {
-      const environ = readFileSync(`/proc/${child.pid}/environ`, 'latin1').split('\0');
+      const environ = await environOnceExeced(child.pid);
       expect(environ).toContain('ANNOUNCER_SPAWN_TEST=kept');
       expect(environ.filter((kv) => kv.startsWith('CNI_'))).toEqual([]);
     } finally {
