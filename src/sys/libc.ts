@@ -79,12 +79,13 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 /** A bound libc function. */
 type LibcFunction = ReturnType<LibcLibrary['func']>;
 
-/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
 /** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
 function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) => ReturnType<LibcFunction> {
   let fn: LibcFunction | undefined;
   return (...args) => (fn ??= lib.func(definition))(...args);
 }
+
+/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
 
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
