@@ -248,7 +248,11 @@ async function compile(args, target, entry, addon, outfile, manifest) {
   const result = await Bun.build({
     entrypoints: [entry],
     target: 'bun',
-    format: 'cjs',
+    // One chunk per group of modules that load together: a run parses and links only what its command
+    // imports (VERSION: 45.3 -> 38.9 ms, CPU 48 -> 38 ms; ADD count 1: CPU 58 -> 53 ms, 20 interleaved
+    // runs against one cjs file). The bytecode covers every chunk.
+    format: 'esm',
+    splitting: true,
     bytecode: args.bytecode,
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
