@@ -1,0 +1,43 @@
+// loadLibc binds each libc function (koffi parses its prototype) on its first
+// call, so a run pays only for the calls it makes; close(2) is bound at load,
+// since closeInBackground needs koffi's own function object.
+import koffi from 'koffi';
+import { describe, expect, it } from 'vitest';
+import { loadLibc, type LibcLibrary } from '../../../src/sys/libc';
+
+const realLibc = koffi.load('libc.so.6');
+
+/** libc.so.6 through koffi, recording the name of every function bound. */
+function countingLibc(): LibcLibrary & { bound: string[] } {
+  const bound: string[] = [];
+  return {
+    bound,
+    func: ((definition: string) => {
+      bound.push(/(\w+)\(/.exec(definition)?.[1] ?? definition);
+      return realLibc.func(definition);
+    }) as LibcLibrary['func'],
+  };
+}
+
+describe('loadLibc binds on first use', () => {
+  it('binds only close(2) at load', () => {
+    const lib = countingLibc();
+    loadLibc(lib);
+    expect(lib.bound).toEqual(['close']);
+  });
+
+  it('binds a function once, at its first call, and the call works', () => {
+    const lib = countingLibc();
+    const libc = loadLibc(lib);
+    const pipes = [libc.pipe(), libc.pipe()];
+    try {
+      expect(lib.bound.filter((name) => name === 'pipe2')).toEqual(['pipe2']);
+      for (const [readEnd, writeEnd] of pipes) {
+        expect(readEnd).toBeGreaterThan(2);
+        expect(writeEnd).toBeGreaterThan(readEnd);
+      }
+    } finally {
+      for (const fds of pipes) for (const fd of fds) libc.close(fd);
+    }
+  });
+});
