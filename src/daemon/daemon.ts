@@ -54,7 +54,6 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
   }
 }
 
-
 class Daemon {
   private readonly counters = newCounters();
   private readonly jobs: Jobs;
