@@ -1,12 +1,14 @@
 // `make build ARCH=arm64`: the linux-arm64 plugin, cross-built on
 // this x86-64 machine from the npm registry's packages only (Bun's aarch64
 // runtime, koffi's arm64 prebuilt addon). It cannot run here; its ELF header
-// and what it embeds are checked instead.
-import { readFile } from 'node:fs/promises';
+// and what it embeds are checked instead. And `scripts/build.mjs --entry`, which
+// `make bench` uses for the runtime's floor.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runOk, skipIntegration } from './harness';
+import { run, runOk, skipIntegration } from './harness';
 import { bunfsNames, elfHeader, EM_AARCH64 } from './harness/elf';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -30,6 +32,29 @@ describe.skipIf(skipIntegration())('make build ARCH=arm64', () => {
       const addon = await readFile(join(ROOT, 'node_modules/.cache/cni-announcer', `koffi-${koffi}-linux-arm64.addon`));
       expect(elfHeader(addon)).toMatchObject({ type: 'shared object', machine: EM_AARCH64 });
       expect(bin.includes(addon), 'the addon’s bytes in the binary').toBe(true);
+    },
+    BUILD_TIMEOUT_MS,
+  );
+});
+
+describe.skipIf(skipIntegration())('scripts/build.mjs --entry', () => {
+  it(
+    'compiles another entry with the same runtime, without koffi’s addon: an empty program that runs in an empty environment',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'announcer-entry-'));
+      try {
+        const out = join(dir, 'empty-program');
+        await runOk(join(ROOT, 'node_modules/.bin/bun'), [join(ROOT, 'scripts/build.mjs'), '--entry=scripts/bench/empty-entry.ts', `--out=${out}`], {
+          timeoutMs: BUILD_TIMEOUT_MS,
+        });
+        const bin = await readFile(out);
+        expect(elfHeader(bin)).toMatchObject({ type: 'executable' });
+        expect(bunfsNames(bin.toString('latin1')).filter((p) => p.includes('koffi'))).toEqual([]);
+        const res = await run(out, [], { inheritEnv: false });
+        expect([res.code, res.stdout, res.stderr]).toEqual([0, '', '']);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     },
     BUILD_TIMEOUT_MS,
   );
