@@ -13,7 +13,7 @@ import type { Asked } from '../daemon/client';
 import { basename } from '../path';
 import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
-import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
+import { LOCK_GRACE_MS, lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 import { checkConflictsOnAdd } from './add-probe';
@@ -79,6 +79,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
 async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<number, string>> {
   const { log, timers } = deps;
   const startedAt = timers.bootMs();
+  const lockedAt = timers.now();
   // A repeated ADD takes over the attachment; it keeps the MACs it must restore.
   const previous = readRecordToActOn(file, log);
   // MACs recorded in another netns (the path now names a new pod) are not this pod's to restore.
@@ -120,7 +121,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
         if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
         macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
         try {
-          first = await firstRound(deps, job, session, startedAt, packetFds);
+          first = await firstRound(deps, job, session, { startedAt, lockedAt }, packetFds);
         } catch (err) {
           // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
           if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, log);
@@ -217,7 +218,13 @@ interface FirstRound {
 }
 
 /** Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck (its sockets go to `probeFds`); returns what is left for the background. */
-async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, startedAt: number, probeFds: number[] = []): Promise<FirstRound> {
+async function firstRound(
+  deps: AddDeps,
+  job: AddJob,
+  session: PodSession,
+  { startedAt, lockedAt }: { startedAt: number; lockedAt: number },
+  probeFds: number[],
+): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
   const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
@@ -247,7 +254,10 @@ async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, start
       const { frames, conflicts } = job.conflictCheck
         ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
         : { frames: round, conflicts: [] };
-      const sent = await sendWithinBudget(deps, frames.length, timers.now() + addWaitMs, () => sendFrames(session.pod.packet, frames, log));
+      // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
+      // command waiting for this attachment's lock would give up on it.
+      const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
+      const sent = await sendWithinBudget(deps, frames.length, deadline, () => sendFrames(session.pod.packet, frames, log));
       log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
       // Later rounds leave out what the probe found in use, too.
       const interfaces = dropConflicting(base.interfaces, conflicts);

@@ -14,7 +14,9 @@ export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | u
 /**
  * How long a command waits for the attachment's lock beyond `addWaitMs`, the
  * longest an ADD holding it waits for readiness. ADD's other steps take
- * milliseconds, so only a stuck ADD holds the lock longer.
+ * milliseconds, or up to 2 s (the conflict probe), and round 1's wait for the
+ * node-wide rate limit ends half this grace before a waiter gives up, so only
+ * a stuck ADD holds the lock longer.
  */
 export const LOCK_GRACE_MS = 10_000;
 

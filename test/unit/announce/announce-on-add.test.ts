@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd, type AddDeps, type AddJob } from '../../../src/announce/announce-on-add';
-import { UNLIMITED } from '../../../src/announce/frame-budget';
+import { lockWaitMs } from '../../../src/announce/attachment-lock';
+import { UNLIMITED, type FrameBudget } from '../../../src/announce/frame-budget';
 import type { SocketOpener } from '../../../src/announce/session';
 import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import type { BackgroundJob } from '../../../src/announce/background-job';
@@ -19,7 +20,7 @@ import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import type { AddressInfo, LinkInfo } from '../../../src/wire/rtnetlink';
 import { fakeLibc } from '../../support/fake-libc';
-import { ManualTimers } from '../../support/manual-timers';
+import { ManualTimers, settle } from '../../support/manual-timers';
 
 const NETNS = '/run/netns/pod';
 const NETNS_ID = { dev: 4, ino: 4026532999 };
@@ -179,6 +180,32 @@ describe('announceOnAdd', () => {
       },
     ]);
     expect(closedAfterExit).toEqual([]); // the announcer has it
+  });
+
+  it('sends round 1 on credit before a command waiting for the attachment lock gives up, when the rate limit keeps it waiting', async () => {
+    // Ready only after 25 s of ADD's 30 s readiness wait, and a node-wide budget that grants nothing
+    // metered: waiting a full addWaitMs from readiness would hold the lock past lockWaitMs.
+    const READY_AT = 25_000;
+    const late = () => [{ ...eth0, running: timers.now() >= READY_AT }];
+    let sentAt: number | undefined;
+    const starved: FrameBudget = {
+      take: async (_frames, _clock, onCredit, send) => {
+        if (!onCredit) return { ok: false, waitMs: 60_000 };
+        sentAt = timers.now();
+        send();
+        return { ok: true };
+      },
+    };
+    const addWaitMs = 30_000;
+    const adding = announceOnAdd({ ...deps(taken, late), budget: starved }, job({ addWaitMs, readyTimeoutMs: 60_000 }));
+    while (sentAt === undefined && timers.now() < 2 * addWaitMs) {
+      await settle();
+      timers.advance(100);
+    }
+    await adding;
+    expect(frames).toHaveLength(1);
+    expect(sentAt).toBeGreaterThan(READY_AT);
+    expect(sentAt).toBeLessThan(lockWaitMs(addWaitMs));
   });
 
   describe('fails with code 105 (state)', () => {
