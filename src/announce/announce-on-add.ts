@@ -1,7 +1,7 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
 // until the pod can be heard, send round 1, and hand the rest to the node's
 // background announcer (src/daemon) through the attachment's record.
-import { silentLogger, type Logger } from '../log';
+import type { Logger } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import { formatMac } from '../wire/mac';
@@ -13,6 +13,7 @@ import type { Asked } from '../daemon/client';
 import { basename } from '../path';
 import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
+import { unlinkIfPresent } from '../sys/safe-file';
 import { LOCK_GRACE_MS, lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
@@ -58,7 +59,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   try {
     ensurePrivateDir(job.stateDir);
   } catch (err) {
-    throw new StateError(stateDirProblem(job.stateDir, err), job.stateDir, { cause: err });
+    throw new StateError(stateDirProblem(job.stateDir, err), { cause: err });
   }
   const file = recordPath(job.stateDir, job.containerId, job.ifname);
   const waitMs = lockWaitMs(job.addWaitMs);
@@ -66,7 +67,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   try {
     lock = await deps.lockFile(lockPath(job.stateDir, job.containerId, job.ifname), waitMs);
   } catch (err) {
-    throw new StateError(`cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, job.stateDir, { cause: err });
+    throw new StateError(`cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, { cause: err });
   }
   if (!lock) throw new AttachmentBusyError(waitMs);
   try {
@@ -133,7 +134,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
       }
       if (first.later) record.job = first.later;
       if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
-      else if (previous && !removeRecordQuietly(file, silentLogger)) throw new StateError(`cannot remove the state record ${file}`, file);
+      else if (previous) unpersist(file);
     } catch (err) {
       if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
       else removeRecordQuietly(file, log);
@@ -170,7 +171,16 @@ function persist(stateDir: string, record: AttachmentRecord): void {
   try {
     writeRecord(stateDir, record);
   } catch (err) {
-    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, stateDir, { cause: err });
+    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Removes the attachment's record; a StateError carrying the errno when it cannot. */
+function unpersist(file: string): void {
+  try {
+    unlinkIfPresent(file);
+  } catch (err) {
+    throw new StateError(`cannot remove the state record ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 

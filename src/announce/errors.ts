@@ -3,12 +3,9 @@
 // gets is decided in one place, src/commands/errors.ts.
 import { describeConflict, type AddressConflict } from './conflict-probe';
 
-/** stateDir, or a record or lock file in it (`path`), cannot be used; `cause` carries the errno when there is one. */
+/** stateDir, or a record or lock file in it, cannot be used; `cause` carries the errno when there is one. */
 export class StateError extends Error {
   override name = 'StateError';
-  constructor(message: string, readonly path: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
 }
 
 /** Another command on the attachment kept its lock for `waitMs`: ADD changed nothing and may be tried again. */
