@@ -27,8 +27,6 @@ import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
 import { COLOURS, PLAIN, outcome, pingText, renderTable, verdict, type Observation } from './table';
 
-/** The MAC of the pod that had the IP before. */
-
 /** A pod .host on `network`, attached by the real bridge plugin (its DEL and netns go at `scope` close). */
 const attachPod = (scope: Scope, network: PodNetwork, host: number): Promise<BridgePod> =>
   attachBridgePod(scope, { prefix: PREFIX, net: network.net, bridge: network.bridge, host, name: network.name });

@@ -224,7 +224,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
       const containerId = `${PREFIX}-add${noexec ? '-noexec' : ''}`;
       const { bridge, podNs, result, conf, podMac } = await stalePod(scope(), net, containerId);
       expect(await neighEntry(bridge, net.v4(5))).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
-      // count 1: no background tail. The state dir is the private tmpfs, gone with the namespace.
+      // count 1: no background announcer. The state dir is the private tmpfs, gone with the namespace.
       const config = { type: 'announcer', count: 1, stateDir, name: conf.name, cniVersion: conf.cniVersion, prevResult: result };
       const call = { command: 'ADD', containerId, netns: podNs.path, ifname: 'eth0' };
 

@@ -26,7 +26,7 @@ export interface AnnouncerProcess {
 
 /**
  * Whether an argv runs the announcer: `…/announcer` directly, through
- * `node …/announcer`, or under a process title such as `announcer tail …`.
+ * `node …/announcer`, or under a process title such as `announcer daemon …`.
  */
 export function isAnnouncerArgv(argv: readonly string[]): boolean {
   return argv.slice(0, 2).some((a) => /^announcer(?:$|[:-])/.test(basename(a.split(/\s/)[0] ?? '')));
