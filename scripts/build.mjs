@@ -196,9 +196,12 @@ async function main() {
   if (typeof Bun === 'undefined' || Bun.version !== versions.bun) fail(`run this with the pinned Bun ${versions.bun}: node_modules/.bin/bun scripts/build.mjs`);
   mkdirSync(cacheDir, { recursive: true });
   const target = buildTarget(args, versions);
+  const entry = resolve(root, args.entry);
+  // Another entry (the bench's empty program) gets the same runtime and options, not the addon.
+  const plugin = entry === join(root, 'src/main.ts');
   // A neutral name: these bytes are an asset to read, never a module for Bun to load.
   const addonAsset = join(cacheDir, `koffi-${versions.koffi}-linux-${args.arch}.addon`);
-  copyFileSync(target.koffiAddon, addonAsset);
+  if (plugin) copyFileSync(target.koffiAddon, addonAsset);
 
   const outfile = resolve(root, args.out ?? (args.arch === 'x64' ? 'bin/announcer' : `bin/announcer-${args.arch}`));
   mkdirSync(dirname(outfile), { recursive: true });
@@ -212,12 +215,10 @@ async function main() {
   // asset whole cost ADD 5-7 ms. Its offset in the output is known only once the output exists, so the
   // first pass writes a placeholder of the offset's width, and the second the offset: the same length, so
   // the same layout, which is checked.
-  const entry = resolve(root, args.entry);
-  const plugin = entry === join(root, 'src/main.ts');
   const compileWith = (addonOffset) =>
     compile(args, target, entry, plugin ? { path: addonAsset, offset: addonOffset, koffiVersion: versions.koffi } : undefined, tmpfile, manifest);
-  const addon = readFileSync(addonAsset);
   const offsetIn = (file) => {
+    const addon = readFileSync(addonAsset);
     const bytes = readFileSync(file);
     const at = bytes.indexOf(addon);
     if (at < 0 || bytes.indexOf(addon, at + 1) >= 0) fail(`${relative(root, file)}: koffi's addon is not in it exactly once`);
