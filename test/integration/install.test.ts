@@ -169,6 +169,25 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(new Set(offsets).size, 'one offset, written in by the second pass').toBe(1);
     expect(offsets[0]).toBeGreaterThan(0);
     expect(bytes.subarray(offsets[0]!, offsets[0]! + addon.length).equals(addon)).toBe(true);
+    // And a run takes that path: it reads the addon's bytes from its own executable. (Falling back
+    // to the embedded asset reads Bun's memory, no file: only the 4-byte ELF check would show.)
+    const dir = await mkdtemp(join('/var/tmp', 'announcer-strace-'));
+    try {
+      const trace = join(dir, 'trace');
+      // `status` loads koffi (libc) to ask for a background announcer; none runs in this empty stateDir.
+      await run('strace', ['-f', '-e', 'trace=openat,pread64', '-o', trace, installed, 'status', '--json', '--state-dir', join(dir, 'state')], {
+        inheritEnv: false,
+      });
+      const lines = (await readFile(trace, 'utf8')).split('\n');
+      const exeFds = new Set(lines.flatMap((l) => /openat\(AT_FDCWD, "\/proc\/self\/exe",.*\) = (\d+)$/.exec(l)?.[1] ?? []));
+      const fromExe = lines
+        .map((l) => /pread64\((\d+), .*\) = (\d+)$/.exec(l))
+        .filter((m) => m !== null && exeFds.has(m[1]!))
+        .reduce((sum, m) => sum + Number(m![2]), 0);
+      expect(fromExe, 'bytes pread from /proc/self/exe').toBeGreaterThanOrEqual(addon.length);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('answers VERSION sealed, leaves /tmp and /dev/shm empty, and ignores a bunfig.toml preload and a .env in its working directory', async () => {
