@@ -66,9 +66,8 @@ export function netnsAlive(job: BackgroundJob): boolean {
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
-/** Opens the pod's sockets and resolves the job's interfaces; 'gone' when the pod or one interface is. */
+/** Opens the pod's sockets and resolves the job's interfaces; 'gone' when one interface is (its callers have checked the netns: Jobs.stillWanted). */
 function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
-  if (!netnsAlive(job)) return { gone: 'pod netns gone' };
   let session: PodSession;
   try {
     session = openSession(deps, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
