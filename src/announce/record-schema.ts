@@ -3,7 +3,8 @@
 // missing, of the wrong type or out of range makes the whole record invalid:
 // it is never half-trusted.
 import { ifnameProblem } from '../cni/ifname';
-import { accepting, check, choice, intFrom, intRange, isNumber, list, obj, optional, refined, str, type Schema } from '../cni/schema';
+import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
+import { accepting, check, choice, intFrom, isNumber, list, obj, optional, refined, str, type Schema } from '../cni/schema';
 import type { AttachmentRecord } from './state';
 
 const nonEmpty = () => refined(str(), (s) => (s.length > 0 ? undefined : 'must not be empty'));
@@ -25,11 +26,11 @@ const backgroundJob = obj({
   firstRoundAt: optional(ms()),
   readyDeadline: ms(),
   logFile: optional(absPath()),
-  logLevel: choice(['error', 'warn', 'info', 'debug']),
+  logLevel: choice(LOG_LEVELS),
   idleExitMs: optional(ms()),
   metricsFile: optional(absPath()),
   rateLimit: optional(obj({ framesPerSecond: ms(), burst: ms() })),
-  conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: intRange(10, 2000), probes: intRange(1, 3) })),
+  conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema })),
   conflicts: optional(count()),
 });
 
