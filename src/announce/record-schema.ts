@@ -3,57 +3,40 @@
 // missing, of the wrong type or out of range makes the whole record invalid:
 // it is never half-trusted.
 import { ifnameProblem } from '../cni/ifname';
-import {
-  accepting,
-  arrayOf,
-  check,
-  intFrom,
-  isNumber,
-  isString,
-  looseObject,
-  oneOf,
-  optional,
-  refined,
-  type Schema,
-  type Shape,
-} from '../cni/schema';
+import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
+import { accepting, check, choice, intFrom, isNumber, list, obj, optional, refined, str, type Schema } from '../cni/schema';
 import type { AttachmentRecord } from './state';
 
-const str = () => accepting(isString, 'must be a string');
 const nonEmpty = () => refined(str(), (s) => (s.length > 0 ? undefined : 'must not be empty'));
 const absPath = () => refined(str(), (s) => (s.startsWith('/') && !s.includes('\0') ? undefined : 'must be an absolute path'));
 const count = () => intFrom(0, Number.MAX_SAFE_INTEGER, 'must be an integer ≥ 0');
 const ms = () => accepting((v): v is number => isNumber(v) && v >= 0, 'must be a finite number ≥ 0');
-const intRange = (min: number, max: number) => intFrom(min, max, `must be an integer from ${min} to ${max}`);
 const ifname = () => refined(str(), (s) => (ifnameProblem(s) === undefined ? undefined : 'must be an interface name'));
 const mac = () => refined(str(), (s) => (/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(s) ? undefined : 'must be a MAC address'));
-const list = <T>(item: Schema<T>, max: number) =>
-  refined(arrayOf(item, 'must be an array'), (a) => (a.length <= max ? undefined : `must have at most ${max} entries`));
-const obj = <S extends Shape>(shape: S) => looseObject(shape, 'must be an object');
-const choice = <const T extends readonly string[]>(values: T) => oneOf(values, `must be one of ${values.join(', ')}`);
+const listOf = <T>(item: Schema<T>, max: number) => refined(list(item), (a) => (a.length <= max ? undefined : `must have at most ${max} entries`));
 
 const attachmentIds = { network: str(), containerId: nonEmpty(), ifname: ifname(), netns: absPath(), netnsId: obj({ dev: count(), ino: count() }) };
 
 const backgroundJob = obj({
   ...attachmentIds,
-  interfaces: list(obj({ name: ifname(), ipv4: list(str(), 4096), ipv6: list(str(), 4096) }), 64),
-  hostPeerNames: list(ifname(), 64),
-  arpOps: list(choice(['request', 'reply']), 2),
-  schedule: list(ms(), 64),
+  interfaces: listOf(obj({ name: ifname(), ipv4: listOf(str(), 4096), ipv6: listOf(str(), 4096) }), 64),
+  hostPeerNames: listOf(ifname(), 64),
+  arpOps: listOf(choice(['request', 'reply']), 2),
+  schedule: listOf(ms(), 64),
   firstRoundAt: optional(ms()),
   readyDeadline: ms(),
   logFile: optional(absPath()),
-  logLevel: choice(['error', 'warn', 'info', 'debug']),
+  logLevel: choice(LOG_LEVELS),
   idleExitMs: optional(ms()),
   metricsFile: optional(absPath()),
   rateLimit: optional(obj({ framesPerSecond: ms(), burst: ms() })),
-  conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: intRange(10, 2000), probes: intRange(1, 3) })),
+  conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema })),
   conflicts: optional(count()),
 });
 
 const recordSchema = obj({
   ...attachmentIds,
-  originalMacs: list(obj({ name: ifname(), mac: mac() }), 64),
+  originalMacs: listOf(obj({ name: ifname(), mac: mac() }), 64),
   job: optional(backgroundJob),
 });
 

@@ -3,29 +3,16 @@
 // what a pod may override and what an attachment's options hold are all derived from it.
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
 import { ifnameProblem } from './ifname';
-import {
-  accepting,
-  check,
-  arrayOf,
-  intFrom,
-  isBoolean,
-  isString,
-  looseObject,
-  numberFrom,
-  oneOf,
-  refined,
-  type Issue,
-  type Schema,
-  type Shape,
-} from './schema';
+import { accepting, check, choice as anyOf, intRange, isBoolean, list, looseObject, numberFrom, refined, str, type Issue, type Schema } from './schema';
+
+/** The stock schemas the config's own fields use. */
+export { list, obj, str } from './schema';
 
 // Every schema carries its expectation as the issue message, so that issues read as
 // `"<path>" <expectation> (got <value>)`.
 const bool = () => accepting(isBoolean, 'must be true or false');
-/** A string, with the message every config issue uses. */
-export const str = () => accepting(isString, 'must be a string');
-const choice = <const T extends readonly string[]>(values: T) => oneOf(values, `must be one of ${values.map((v) => `"${v}"`).join(', ')}`);
-const intRange = (min: number, max: number) => intFrom(min, max, `must be an integer from ${min} to ${max}`);
+// Quoted, like the `(got "…")` that follows them.
+const choice = <const T extends readonly string[]>(values: T) => anyOf(values, '"');
 const numRange = (min: number, max: number) => numberFrom(min, max, `must be a number from ${min} to ${max}`);
 const absPath = () => accepting((v): v is string => typeof v === 'string' && v.startsWith('/'), 'must be an absolute path');
 const macPrefix = () =>
@@ -35,10 +22,6 @@ const macPrefix = () =>
     (s) => ((parseInt(s.slice(0, 2), 16) & 1) === 0 ? undefined : 'must not have the multicast bit (0x01 of the first byte) set'),
   );
 const ifname = () => refined(str(), ifnameProblem);
-/** An object that keeps unknown keys. */
-export const obj = <S extends Shape>(shape: S) => looseObject(shape, 'must be an object');
-/** An array, with the message every config issue uses. */
-export const list = <T>(item: Schema<T>) => arrayOf(item, 'must be an array');
 
 const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;

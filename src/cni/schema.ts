@@ -121,3 +121,17 @@ export function intFrom(min: number, max: number, message: string): Schema<numbe
 export function numberFrom(min: number, max: number, message: string): Schema<number> {
   return accepting((v): v is number => isNumber(v) && v >= min && v <= max, message);
 }
+
+// Schemas with the stock messages, shared by the config's and the state records' schemas.
+
+/** A string. */
+export const str = () => accepting(isString, 'must be a string');
+/** An object that keeps unknown keys. */
+export const obj = <S extends Shape>(shape: S) => looseObject(shape, 'must be an object');
+/** An array of `item`s. */
+export const list = <T>(item: Schema<T>) => arrayOf(item, 'must be an array');
+/** A safe integer from min to max. */
+export const intRange = (min: number, max: number) => intFrom(min, max, `must be an integer from ${min} to ${max}`);
+/** One of `values`; the message lists them, each between `quote`s (e.g. `must be one of "a", "b"`). */
+export const choice = <const T extends readonly string[]>(values: T, quote = '') =>
+  oneOf(values, `must be one of ${values.map((v) => `${quote}${v}${quote}`).join(', ')}`);

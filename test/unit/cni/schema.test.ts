@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accepting, arrayOf, check, intFrom, isString, looseObject, optional, refined } from '../../../src/cni/schema';
+import { accepting, arrayOf, check, choice, intFrom, isString, looseObject, optional, refined } from '../../../src/cni/schema';
 
 const str = accepting(isString, 'must be a string');
 
@@ -39,5 +39,11 @@ describe('schema', () => {
     const digit = intFrom(0, 9, 'must be a digit');
     for (const bad of [1.5, -1, 10, '3', Number.NaN, 2 ** 60]) expect(check(digit, bad).ok).toBe(false);
     expect(check(digit, 9)).toEqual({ ok: true, value: 9 });
+  });
+
+  it('lists the values a choice allows, quoted when asked', () => {
+    expect(check(choice(['a', 'b']), 'c')).toEqual({ ok: false, issues: [{ path: [], message: 'must be one of a, b' }] });
+    expect(check(choice(['a', 'b'], '"'), 'c')).toEqual({ ok: false, issues: [{ path: [], message: 'must be one of "a", "b"' }] });
+    expect(check(choice(['a', 'b'], '"'), 'b')).toEqual({ ok: true, value: 'b' });
   });
 });
