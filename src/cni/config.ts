@@ -61,15 +61,15 @@ export function parseConfig(raw: unknown): PluginConfig {
     const before = issues.length;
     const value = doc[key] === undefined ? undefined : schema(doc[key], [key], issues);
     const chosen = value ?? (Array.isArray(fallback) ? [...fallback] : fallback);
-    // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
-    if (issues.length > before) options[key] = key === 'podOverrides' ? [] : undefined;
-    else if (chosen !== undefined) options[key] = chosen;
+    if (issues.length === before && chosen !== undefined) options[key] = chosen;
   }
   const problems = issueTexts(issues, doc, []);
   const announceRaw = valueAt(doc, ANNOUNCE_PATH);
   let podAnnounce: PodAnnounce | undefined;
   if (announceRaw !== undefined) {
-    const result = applyPodOverrides(announceRaw, options.podOverrides as PluginOptions['podOverrides']);
+    // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
+    const allowed = (options.podOverrides as PluginOptions['podOverrides'] | undefined) ?? [];
+    const result = applyPodOverrides(announceRaw, allowed);
     if (result.ok) podAnnounce = result.announce;
     else problems.push(...result.problems);
   }

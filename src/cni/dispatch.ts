@@ -3,7 +3,7 @@ import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
 import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
 import { CniError, ErrorCode, isCniError } from './errors';
 import { describeValue } from './field-path';
-import { resolveOptions, type AnnounceOptions, type OptionNote } from './options';
+import type { AnnounceOptions, OptionNote } from './options';
 import { parsePrevResult, type PrevResult } from './result';
 import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
 
@@ -107,7 +107,7 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;
     // Loaded here, not at start-up: VERSION never needs the options' schemas.
-    const { parseConfig } = await import('./config');
+    const [{ parseConfig }, { resolveOptions }] = await Promise.all([import('./config'), import('./options')]);
     const config = env.command === 'DEL' ? parseDelConfig(raw, parseConfig) : parseConfig(raw);
     const minVersion = MIN_VERSION[env.command];
     if (minVersion !== undefined && compareVersions(cniVersion, minVersion) < 0) {

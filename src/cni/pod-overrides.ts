@@ -31,7 +31,8 @@ export interface PodAnnounce {
  * - A field podOverrides names (alone or as `field=value`) is validated: a bad value is a problem
  *   (code 7), as in the conflist. A valid value podOverrides does not allow is ignored.
  * - `enabled: true` is always accepted: it only means "not turned off" and never re-enables.
- * - Any other overridable or plugin-wide field is ignored, unvalidated.
+ * - Any other overridable field, and any option only the conflist sets (scope attachment or
+ *   node), is ignored, unvalidated.
  * - Unknown keys are ignored silently, as unknown config fields are.
  */
 export function applyPodOverrides(

@@ -234,6 +234,15 @@ describe('args.cni.announce under podOverrides', () => {
       'invalid config: "count" must be an integer from 0 to 10 (got 99); "args.cni.announce.count" must be an integer from 0 to 10 (got 99)',
     );
   });
+
+  it('reads an invalid podOverrides as allowing nothing, and still reports the pod\'s problems', () => {
+    expect(configError(withAnnounce('yes', { podOverrides: 'count' })).message).toBe(
+      'invalid config: "podOverrides" must be an array (got "count"); "args.cni.announce" must be true, false or an object of option overrides (got "yes")',
+    );
+    expect(configError(withAnnounce({ count: 99 }, { podOverrides: ['count', 'everything'] })).message).toMatch(
+      /^invalid config: "podOverrides\[1\]" must be one of [^;]*$/,
+    );
+  });
 });
 
 describe('the burst cap: the last round at most 10 minutes after the first', () => {

@@ -1,0 +1,67 @@
+// What the plugin loads before it knows its command: the static import graph of src/main.ts.
+// VERSION (and every command's start-up) must not build the options' schemas; those come in
+// through dispatch's lazy import('./config') and import('./options').
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The relative modules a file loads when it is loaded: static imports and re-exports, not `import type` nor `import(…)`. */
+function staticImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022);
+  const specifiers: ts.Expression[] = [];
+  for (const stmt of source.statements) {
+    if (ts.isImportDeclaration(stmt) && !typeOnly(stmt.importClause)) specifiers.push(stmt.moduleSpecifier);
+    if (ts.isExportDeclaration(stmt) && !stmt.isTypeOnly && stmt.moduleSpecifier) specifiers.push(stmt.moduleSpecifier);
+  }
+  return specifiers
+    .map((s) => (s as ts.StringLiteral).text)
+    .filter((s) => s.startsWith('.'))
+    .map((s) => resolveTs(dirname(file), s))
+    .filter((f) => f !== undefined);
+}
+
+/** Whether an import is erased: `import type …`, or only `type` names (TypeScript and Bun drop those too). */
+function typeOnly(clause: ts.ImportClause | undefined): boolean {
+  if (clause === undefined) return false; // import './x': a side effect
+  if (clause.isTypeOnly) return true;
+  const named = clause.namedBindings;
+  if (clause.name !== undefined || named === undefined || !ts.isNamedImports(named)) return false;
+  return named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+}
+
+/** The .ts file a relative specifier names; undefined for anything else (package.json). */
+function resolveTs(from: string, specifier: string): string | undefined {
+  const base = resolve(from, specifier);
+  return [`${base}.ts`, join(base, 'index.ts')].find((f) => existsSync(f));
+}
+
+/** Every source file loaded with `entry`, as paths relative to the repository. */
+function staticGraph(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const pending = [join(ROOT, entry)];
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    const rel = relative(ROOT, file);
+    if (seen.has(rel)) continue;
+    seen.add(rel);
+    pending.push(...staticImports(file));
+  }
+  return seen;
+}
+
+describe("start-up's static imports", () => {
+  it('leave the options, their schemas and the config parser to the commands that need them', () => {
+    const graph = staticGraph('src/main.ts');
+    expect(graph).toContain('src/cni/dispatch.ts');
+    for (const lazy of ['src/cni/config.ts', 'src/cni/options.ts', 'src/cni/option-schema.ts', 'src/cni/schema.ts']) {
+      expect(graph).not.toContain(lazy);
+    }
+  });
+
+  it('are followed through a value import (the walk would see a regression)', () => {
+    expect(staticGraph('src/cni/options.ts')).toContain('src/cni/schema.ts');
+  });
+});
