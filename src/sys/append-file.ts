@@ -2,12 +2,10 @@
 // file: a FIFO with no reader would hang the command forever (open(2) O_WRONLY waits for one),
 // and a device or a planted symlink must not receive our lines.
 import { closeSync, constants, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
-import { errnoNumber } from './errno';
+import { EINVAL, EIO, errnoNumber } from './errno';
 import { SysError } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = constants;
-const EINVAL = 22;
-const EIO = 5;
 
 /**
  * Appends `data` to the regular file at `path`, creating it with mode 0600. Throws SysError

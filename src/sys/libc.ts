@@ -2,6 +2,7 @@
 // the other files of src/sys only.
 import { chmodSync, fstatSync, readdirSync } from 'node:fs';
 import type { LibraryHandle } from 'koffi';
+import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 import { AF_UNIX, messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
@@ -25,10 +26,6 @@ const SOCK_NONBLOCK = 0o4000;
 const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;
-/** errno: try again (EWOULDBLOCK is the same number). */
-export const EAGAIN = 11;
-/** errno: interrupted by a signal. */
-export const EINTR = 4;
 const CLOCK_BOOTTIME = 7;
 const LOCK_EX = 2;
 const LOCK_NB = 4;

@@ -13,7 +13,7 @@ import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { errnoNumber } from './errno';
+import { EIO, errnoNumber } from './errno';
 import { SysError } from './sys-error';
 
 const NSFS_MAGIC = 0x6e736673;
@@ -178,7 +178,7 @@ function openReadOnly(path: string): number {
     return openSync(path, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-    throw new SysError(`open ${path}`, errnoNumber(code) ?? 5 /* EIO */, { cause: err });
+    throw new SysError(`open ${path}`, errnoNumber(code) ?? EIO, { cause: err });
   }
 }
 
