@@ -90,7 +90,6 @@ function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) =>
 }
 
 /** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
-
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
   return () => {
