@@ -8,7 +8,7 @@
 import { closeSync } from 'node:fs';
 import type { Logger } from '../log';
 import { totalFrames } from '../announce/round';
-import type { TryLock } from '../sys/flock';
+import type { TryLock } from '../sys/libc';
 import { ControlSocket, type ControlDeps } from './control';
 import { addFrames, newCounters, prometheusText } from './counters';
 import { Jobs, type JobDeps } from './jobs';

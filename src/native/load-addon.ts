@@ -29,7 +29,7 @@ export function addonDirs(execPath: string = process.execPath): string[] {
   return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
 }
 
-/** Where an addon's bytes lie in a file: in the compiled binary, in the binary itself (see scripts/build.mjs). */
+/** Where an addon's bytes lie in a file: in the compiled binary, the addon's place in the executable (see scripts/build.mjs). */
 export interface FileRange {
   path: string;
   offset: number;

@@ -17,7 +17,7 @@ const ASK_DAEMON_MS = 2000;
 
 /** The commands' dependencies; `self` is the argv prefix that starts this program again. */
 export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): CommandDeps {
-  const { libc, tryLock, timers, lockFile } = wiring;
+  const { libc, timers, lockFile } = wiring;
   return {
     libc,
     timers,
@@ -32,7 +32,7 @@ export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): Comm
         lockFile,
         claimDaemonLock: (dir: string) => {
           const fd = openDaemonLock(dir);
-          if (tryLock()(fd)) return fd;
+          if (libc().tryLock(fd)) return fd;
           closeSync(fd);
           return undefined;
         },

@@ -46,7 +46,7 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
     open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
     lockFile: wiring.lockFile,
-    tryLock: wiring.tryLock(),
+    tryLock: wiring.libc().tryLock,
     ...loggers,
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
     writeMetrics,

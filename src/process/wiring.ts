@@ -1,13 +1,12 @@
-// The real process's side of the injected dependencies: libc and flock loaded
-// on first use, the clocks, file locks and the node-wide frame budget. Shared
-// by the CNI commands (plugin-deps.ts) and the verbs (verbs.ts).
+// The real process's side of the injected dependencies: libc loaded on first
+// use, the clocks, file locks and the node-wide frame budget. Shared by the
+// CNI commands (plugin-deps.ts) and the verbs (verbs.ts).
 import { realTimers, type Timers } from '../announce/timers';
 import { sharedFrameBudget, UNLIMITED, type FrameBudget } from '../announce/frame-budget';
 import type { LockFile } from '../announce/attachment-lock';
 import type { RateLimit } from '../announce/token-bucket';
 import type { Logger } from '../log';
 import { acquireFileLock } from '../sys/file-lock';
-import { loadTryLock, type TryLock } from '../sys/flock';
 import { loadLibc, type Libc } from '../sys/libc';
 import type { UnixSockets } from '../sys/unix-socket';
 
@@ -15,7 +14,6 @@ import type { UnixSockets } from '../sys/unix-socket';
 export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
   libc(): Libc & UnixSockets;
-  tryLock(): TryLock;
   timers: Timers;
   lockFile: LockFile;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
@@ -30,12 +28,10 @@ function once<T>(make: () => T): () => T {
 /** The wiring of this process. */
 export function processWiring(): ProcessWiring {
   const libc = once(loadLibc);
-  const tryLock = once(loadTryLock);
   const timers = realTimers(() => libc().bootTimeMs());
-  const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: tryLock(), now: timers.now, sleep: timers.sleep });
+  const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: libc().tryLock, now: timers.now, sleep: timers.sleep });
   return {
     libc,
-    tryLock,
     timers,
     lockFile,
     frameBudget: (stateDir, limit, log, rounds = 'first') => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED),

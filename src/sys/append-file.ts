@@ -2,12 +2,10 @@
 // file: a FIFO with no reader would hang the command forever (open(2) O_WRONLY waits for one),
 // and a device or a planted symlink must not receive our lines.
 import { closeSync, constants, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
-import { errnoNumber } from './errno';
-import { SysError } from './sys-error';
+import { EINVAL } from './errno';
+import { SysError, sysErrorFrom } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = constants;
-const EINVAL = 22;
-const EIO = 5;
 
 /**
  * Appends `data` to the regular file at `path`, creating it with mode 0600. Throws SysError
@@ -19,28 +17,21 @@ export function appendToRegularFile(path: string, data: string | Uint8Array): vo
   try {
     if (!lstatSync(path).isFile()) throw new SysError(`append ${path}: not a regular file`, EINVAL);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw asSysError(err, `lstat ${path}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw sysErrorFrom(`lstat ${path}`, err);
   }
   let fd: number;
   try {
     fd = openSync(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o600);
   } catch (err) {
-    throw asSysError(err, `open ${path}`);
+    throw sysErrorFrom(`open ${path}`, err);
   }
   try {
     if (!fstatSync(fd).isFile()) throw new SysError(`append ${path}: not a regular file`, EINVAL);
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
     for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
   } catch (err) {
-    throw asSysError(err, `write ${path}`);
+    throw sysErrorFrom(`write ${path}`, err);
   } finally {
     closeSync(fd);
   }
-}
-
-function asSysError(err: unknown, operation: string): SysError {
-  if (err instanceof SysError) return err;
-  const code = (err as NodeJS.ErrnoException).code;
-  const errno = code === undefined ? undefined : errnoNumber(code);
-  return new SysError(operation, errno ?? EIO, { cause: err });
 }

@@ -1,7 +1,18 @@
-// Linux errno names by number, the same on every architecture we build for
-// (x86-64 and arm64 use the generic table). A table of our own: node:os holds
-// the same, but loading it cost every plugin run milliseconds and MiBs (see
-// the README's design section).
+// Linux errno names by number, and the errnos the code names, the same on
+// every architecture we build for (x86-64 and arm64 use the generic table). A
+// table of our own: node:os holds the same, but loading it cost every plugin
+// run milliseconds and MiBs (see the README's design section).
+
+/** errno: interrupted by a signal. */
+export const EINTR = 4;
+/** errno: I/O error; also stands for a failure that carries no errno. */
+export const EIO = 5;
+/** errno: try again (EWOULDBLOCK is the same number). */
+export const EAGAIN = 11;
+/** errno: invalid argument. */
+export const EINVAL = 22;
+/** errno: file name too long. */
+export const ENAMETOOLONG = 36;
 
 // Index = errno; the usual name where there are two (EAGAIN, not EWOULDBLOCK; ENOTSUP, not
 // EOPNOTSUPP); '' where Linux has none (41, 58).

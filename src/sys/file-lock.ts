@@ -5,7 +5,7 @@
 // file under the name is compared with the one locked (device and inode) and,
 // when they differ, the waiter starts over on the new file.
 import { closeSync, constants, fstatSync, lstatSync, openSync } from 'node:fs';
-import type { TryLock } from './flock';
+import type { TryLock } from './libc';
 import { unlinkIfPresent } from './safe-file';
 
 const { O_CREAT, O_NOFOLLOW, O_RDWR } = constants;

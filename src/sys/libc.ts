@@ -2,6 +2,7 @@
 // the other files of src/sys only.
 import { chmodSync, fstatSync, readdirSync } from 'node:fs';
 import type { LibraryHandle } from 'koffi';
+import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
 import { SysError } from './sys-error';
 import { AF_UNIX, messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
@@ -25,11 +26,9 @@ const SOCK_NONBLOCK = 0o4000;
 const ETH_P_ARP = 0x0806;
 const MSG_DONTWAIT = 0x40;
 const POLLIN = 0x1;
-/** errno: try again (EWOULDBLOCK is the same number). */
-export const EAGAIN = 11;
-/** errno: interrupted by a signal. */
-export const EINTR = 4;
 const CLOCK_BOOTTIME = 7;
+const LOCK_EX = 2;
+const LOCK_NB = 4;
 /** NS_GET_NSTYPE, _IO(0xb7, 0x3): the CLONE_NEW* type of a namespace file (Linux 4.11+). */
 const NS_GET_NSTYPE = 0xb703;
 
@@ -63,7 +62,12 @@ export interface Libc {
   spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
+  /** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
+  tryLock(fd: number): boolean;
 }
+
+/** Libc.tryLock, as lock takers get it injected (tests may fake it). */
+export type TryLock = Libc['tryLock'];
 
 // glibc: POSIX_SPAWN_SETSID (2.26+); O_RDONLY, O_WRONLY.
 const POSIX_SPAWN_SETSID = 0x80;
@@ -86,7 +90,6 @@ function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) =>
 }
 
 /** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
-
 function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
   let bound: { fn: LibcFunction | undefined } | undefined;
   return () => {
@@ -147,6 +150,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
   const sendmsg = lazyFunc(lib, 'long sendmsg(int fd, const uint8_t *msg, int flags)');
   const recvmsg = lazyFunc(lib, 'long recvmsg(int fd, uint8_t *msg, int flags)');
+  const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
   // posix_spawn* return the error number instead of setting errno.
   const checkRc = (operation: string, rc: number): void => {
     if (rc !== 0) throw new SysError(operation, rc);
@@ -216,6 +220,14 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       const fds = [0, 0];
       check('pipe2', pipe2(fds, O_CLOEXEC));
       return [fds[0]!, fds[1]!];
+    },
+    tryLock(fd) {
+      for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+        const errno = koffi.errno();
+        if (errno === EAGAIN) return false; // EWOULDBLOCK
+        if (errno !== EINTR) throw new SysError('flock', errno);
+      }
     },
     bootTimeMs() {
       const ts = Buffer.alloc(16); // struct timespec { time_t tv_sec; long tv_nsec; } on 64-bit

@@ -13,8 +13,7 @@ import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { errnoNumber } from './errno';
-import { SysError } from './sys-error';
+import { sysErrorFrom } from './sys-error';
 
 const NSFS_MAGIC = 0x6e736673;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -177,8 +176,7 @@ function openReadOnly(path: string): number {
   try {
     return openSync(path, 'r');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-    throw new SysError(`open ${path}`, errnoNumber(code) ?? 5 /* EIO */, { cause: err });
+    throw sysErrorFrom(`open ${path}`, err);
   }
 }
 

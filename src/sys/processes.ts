@@ -10,21 +10,16 @@ export interface ProcessId {
 }
 
 /** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
-export const PID_MAX_LIMIT = 4_194_304;
+const PID_MAX_LIMIT = 4_194_304;
 
-/**
- * Whether `pid` can name one ordinary process: an integer from 2 to
- * PID_MAX_LIMIT. kill(2) reads 0 as "my process group", -1 as "every process I
- * may signal", -N as "process group N", and 1 is init: none of them is ever a
- * process of ours.
- */
-export function isSignallablePid(pid: unknown): pid is number {
+/** Whether `pid` can name a process of ours: an integer from 2 (1 is init) to PID_MAX_LIMIT. */
+export function isValidPid(pid: unknown): pid is number {
   return typeof pid === 'number' && Number.isInteger(pid) && pid > 1 && pid <= PID_MAX_LIMIT;
 }
 
-/** The start time of `pid` if it is alive (not a zombie), else undefined; undefined for any pid isSignallablePid refuses. */
+/** The start time of `pid` if it is alive (not a zombie), else undefined; undefined for any pid isValidPid refuses. */
 export function processStartTime(pid: number): string | undefined {
-  if (!isSignallablePid(pid)) return undefined;
+  if (!isValidPid(pid)) return undefined;
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

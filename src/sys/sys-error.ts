@@ -1,6 +1,6 @@
-// Syscall-side errors: every failed koffi call or rtnetlink request becomes a
-// SysError that carries the errno.
-import { errnoName } from './errno';
+// Syscall-side errors: every failed koffi call or rtnetlink request, and the
+// node:fs failures of a few callers, becomes a SysError that carries the errno.
+import { EIO, errnoName, errnoNumber } from './errno';
 
 /** A failed syscall or netlink request, with its errno and the operation that failed. */
 export class SysError extends Error {
@@ -29,4 +29,11 @@ export function isSysError(e: unknown): e is SysError {
 /** True when `e` is a SysError with one of the given errno names. */
 export function hasErrno(e: unknown, ...codes: string[]): boolean {
   return isSysError(e) && codes.includes(e.code);
+}
+
+/** A failed node:fs call as a SysError: `err` itself when it is one, else one with its errno (EIO when its code names none). */
+export function sysErrorFrom(operation: string, err: unknown): SysError {
+  if (err instanceof SysError) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  return new SysError(operation, (code === undefined ? undefined : errnoNumber(code)) ?? EIO, { cause: err });
 }

@@ -3,6 +3,7 @@
 // SO_PEERCRED tells who is on the other end. Every fd is non-blocking: callers
 // wait with poll(2) (Libc.pollIn) and a deadline. The structs are built here;
 // libc.ts makes the calls.
+import { ENAMETOOLONG } from './errno';
 import { SysError } from './sys-error';
 
 /** The unix socket address family. */
@@ -30,7 +31,7 @@ export interface UnixSockets {
 /** struct sockaddr_un for `path`; throws ENAMETOOLONG past sun_path's size. */
 export function sockaddrUn(path: string): Buffer {
   const bytes = Buffer.from(path);
-  if (bytes.length > SUN_PATH_MAX || bytes.includes(0)) throw new SysError(`unix socket path ${path}`, 36);
+  if (bytes.length > SUN_PATH_MAX || bytes.includes(0)) throw new SysError(`unix socket path ${path}`, ENAMETOOLONG);
   const address = Buffer.alloc(2 + bytes.length + 1);
   address.writeUInt16LE(AF_UNIX, 0);
   bytes.copy(address, 2);

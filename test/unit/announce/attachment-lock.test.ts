@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { lockPath, lockWaitMs, releaseAttachmentLock } from '../../../src/announce/attachment-lock';
 import { acquireFileLock } from '../../../src/sys/file-lock';
-import { loadTryLock } from '../../../src/sys/flock';
+import { loadLibc } from '../../../src/sys/libc';
 
-const lockDeps = { tryLock: loadTryLock(), now: () => performance.now(), sleep: (ms: number) => sleep(ms) };
+const lockDeps = { tryLock: loadLibc().tryLock, now: () => performance.now(), sleep: (ms: number) => sleep(ms) };
 
 let dir: string;
 beforeEach(() => {

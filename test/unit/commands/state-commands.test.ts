@@ -15,12 +15,12 @@ import { gc } from '../../../src/commands/gc';
 import { status } from '../../../src/commands/status';
 import { createLogger } from '../../../src/log';
 import { acquireFileLock } from '../../../src/sys/file-lock';
-import { loadTryLock } from '../../../src/sys/flock';
+import { loadLibc } from '../../../src/sys/libc';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import type { Request } from '../../../src/daemon/protocol';
 import { fakeLibc } from '../../support/fake-libc';
 
-const tryLock = loadTryLock();
+const tryLock = loadLibc().tryLock;
 const timers = realTimers(() => Date.now());
 
 let base: string;

@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { errnoName, errnoNumber } from '../../../src/sys/errno';
+import { EAGAIN, EINTR, EINVAL, EIO, ENAMETOOLONG, errnoName, errnoNumber } from '../../../src/sys/errno';
 
 describe('errno', () => {
   it('agrees with node:os on every name and number', () => {
@@ -16,5 +16,12 @@ describe('errno', () => {
     expect(errnoName(19)).toBe('ENODEV');
     expect(errnoName(41)).toBeUndefined();
     expect(errnoName(9999)).toBeUndefined();
+  });
+
+  it('declares each named constant with its number', () => {
+    for (const [name, n] of Object.entries({ EINTR, EIO, EAGAIN, EINVAL, ENAMETOOLONG })) {
+      expect(n, name).toBe(constants.errno[name as keyof typeof constants.errno]);
+      expect(errnoName(n)).toBe(name);
+    }
   });
 });

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acquireFileLock, type HeldLock, type LockDeps } from '../../../src/sys/file-lock';
-import { loadTryLock, type TryLock } from '../../../src/sys/flock';
+import { loadLibc, type TryLock } from '../../../src/sys/libc';
 
-const tryLock = loadTryLock();
+const tryLock = loadLibc().tryLock;
 const deps = (lock: TryLock = tryLock): LockDeps => ({ tryLock: lock, now: () => performance.now(), sleep: (ms) => sleep(ms) });
 
 let dir: string;

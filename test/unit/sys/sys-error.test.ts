@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { hasErrno, isSysError, SysError } from '../../../src/sys/sys-error';
+import { hasErrno, isSysError, SysError, sysErrorFrom } from '../../../src/sys/sys-error';
 
 describe('SysError', () => {
   it('names the operation and the errno in its message', () => {
@@ -52,5 +52,22 @@ describe('errno names shared by two constants', () => {
     expect(again.message).toBe('RTM_NEWLINK: EAGAIN');
     expect(hasErrno(again, 'EAGAIN')).toBe(true);
     expect(new SysError('sendto', 95).code).toBe('ENOTSUP');
+  });
+});
+
+describe('sysErrorFrom', () => {
+  it('carries the errno of a node:fs error, and the error as its cause', () => {
+    const fsError = Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT', errno: -2 });
+    const e = sysErrorFrom('open /x', fsError);
+    expect(e.message).toBe('open /x: ENOENT');
+    expect(e.errno).toBe(2);
+    expect(e.cause).toBe(fsError);
+  });
+
+  it('reads EIO when the code names no errno, and passes a SysError through', () => {
+    expect(sysErrorFrom('write /x', new Error('odd')).code).toBe('EIO');
+    expect(sysErrorFrom('write /x', Object.assign(new Error('odd'), { code: 'ERR_SOMETHING' })).code).toBe('EIO');
+    const own = new SysError('append /x: not a regular file', 22);
+    expect(sysErrorFrom('write /x', own)).toBe(own);
   });
 });
