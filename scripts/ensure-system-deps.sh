@@ -13,6 +13,11 @@
 #                                the test image's only file)
 #   time strace                  GNU time (peak RSS in `make bench`), strace
 #                                (where `make bench` sees ADD's socket released)
+#   containerd                   a private containerd whose CRI plugin calls the
+#                                announcer as Kubernetes does (never the system's)
+#   qemu-user-static, the arm64  the arm64 binary run under qemu-user, and the
+#   cross libraries, gcc and     kernel constants checked against both
+#   gcc-aarch64-linux-gnu        architectures' C headers
 #
 # Idempotent: when everything is present it changes nothing, runs no
 # `apt-get update`, and prints one line. Otherwise it runs `apt-get update`
@@ -37,6 +42,8 @@ GROUPS_SPEC=(
 	"packet capture|tcpdump tshark"
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
+	"Kubernetes CRI|containerd"
+	"arm64 under qemu-user|qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross gcc libc6-dev gcc-aarch64-linux-gnu"
 )
 
 if [[ $(id -u) -ne 0 ]]; then
