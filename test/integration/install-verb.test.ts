@@ -4,16 +4,15 @@
 // with ETXTBSY), and the syscalls that make it atomic and durable, read with
 // strace: O_EXCL|O_NOFOLLOW temporary file, fchmod, fsync, rename, then fsync
 // of the directory.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ANNOUNCER, announcerCli, childEnv, run, type RunResult } from './harness';
+import { ANNOUNCER, announcerCli, childEnv, missingTool, run, skipUnless, type RunResult } from './harness';
 
 const ELF = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
-const NO_STRACE = spawnSync('sh', ['-c', 'command -v strace'], { env: childEnv() }).status !== 0;
-if (NO_STRACE) console.warn('announcer install: the syscall-sequence test is skipped: strace is not installed (scripts/ensure-system-deps.sh installs it)');
+const STRACE_MISSING = missingTool(['strace'], 'scripts/ensure-system-deps.sh installs it', childEnv());
 
 /** `announcer install ARGS…`. */
 function install(...args: string[]): Promise<RunResult> {
@@ -119,7 +118,7 @@ describe('announcer install --dest DIR, the built executable', () => {
     expect(await readdir(dest)).toEqual(['announcer']);
   });
 
-  it.skipIf(NO_STRACE)('makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, fsync of DIR (strace)', async () => {
+  it.skipIf(skipUnless('strace', STRACE_MISSING))('makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, fsync of DIR (strace)', async () => {
     const trace = join(base, 'strace.log');
     const res = await run('strace', ['-f', '-o', trace, '-e', 'trace=openat,fchmod,fsync,close,rename,renameat,renameat2', ANNOUNCER, 'install', '--dest', dest]);
     expect(res.code, res.stderr).toBe(0);

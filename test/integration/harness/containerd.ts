@@ -12,12 +12,13 @@
 // network namespace is the host's: bridges, veths and neighbour entries are
 // the real ones. Shims daemonize (init adopts them), so they are found by the
 // socket address in their argv and ended by pid.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, closeSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { missingTool, skipUnless } from '../../support/skip';
 import { RUN_TAG_ENV } from './cni';
 import { containerdConfig, containerdPaths, type ContainerdPaths, type HandlerNetwork } from './containerd-config';
 import { criClient, type CriClient } from './cri-client';
@@ -35,26 +36,13 @@ const MOUNT_NS_SETUP = ['mount -t tmpfs -o mode=0755 tmpfs /run', 'mount -t tmpf
 export function containerdUnavailable(): string | undefined {
   const priv = canRunIntegration();
   if (!priv.ok) return priv.why;
-  for (const tool of ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2', 'unshare', 'setpriv', 'nsenter', 'busybox']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`], { env: childEnv() }).status !== 0) {
-      return `${tool} is not installed (scripts/ensure-system-deps.sh installs containerd, runc and busybox-static)`;
-    }
-  }
-  return undefined;
+  const tools = ['containerd', 'ctr', 'runc', 'containerd-shim-runc-v2', 'unshare', 'setpriv', 'nsenter', 'busybox'];
+  return missingTool(tools, 'scripts/ensure-system-deps.sh installs containerd, runc and busybox-static', childEnv());
 }
 
-let warned = false;
-
-/** For `describe.skipIf(skipContainerd())`: true when containerd cannot run here, after printing why (once); never under CI. */
+/** For `describe.skipIf(skipContainerd())`: true when containerd cannot run here, after printing why (once per file); never under CI. */
 export function skipContainerd(): boolean {
-  const why = containerdUnavailable();
-  if (why === undefined) return false;
-  const inCi = process.env.CI === 'true' || process.env.CI === '1';
-  if (!warned) {
-    warned = true;
-    console.warn(`containerd CRI tests ${inCi ? 'will fail (CI must run them)' : 'skipped'}: ${why}`);
-  }
-  return !inCi;
+  return skipUnless('containerd, runc, busybox-static and root', containerdUnavailable());
 }
 
 /** A running private containerd. */

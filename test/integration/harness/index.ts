@@ -24,5 +24,6 @@ export * from './processes';
 export * from './routes';
 export * from './scope';
 export * from './sysctl';
+export { missingTool, notRoot, skipTestUnless, skipUnless } from '../../support/skip';
 export * from './tshark';
 export * from './wait';

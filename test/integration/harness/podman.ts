@@ -16,6 +16,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { skipUnless } from '../../support/skip';
 import { RUN_TAG_ENV } from './cni';
 import { childEnv, run, type RunOptions, type RunResult } from './exec';
 import { RUN_TAG } from './names';
@@ -48,22 +49,13 @@ export function podmanUnavailable(): string | undefined {
   return undefined;
 }
 
-let warned = false;
-
 /**
  * For `describe.skipIf(skipPodman())`: true when podman cannot run here, after
- * printing why (once). Under CI (CI=true) it never skips, so a missing piece
- * fails loudly.
+ * printing why (once per file). Under CI (CI=true) it never skips, so a
+ * missing piece fails loudly.
  */
 export function skipPodman(): boolean {
-  const why = podmanUnavailable();
-  if (why === undefined) return false;
-  const inCi = process.env.CI === 'true' || process.env.CI === '1';
-  if (!warned) {
-    warned = true;
-    console.warn(`podman tests ${inCi ? 'will fail (CI must run them)' : 'skipped'}: ${why}`);
-  }
-  return !inCi;
+  return skipUnless('podman, runc, conmon and root', podmanUnavailable());
 }
 
 /** A podman whose configuration, storage and CNI directories all live in one temp dir. */

@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { skipUnless } from '../../support/skip';
 import { childEnv } from './exec';
 
 /** The verdict of canRunIntegration(). */
@@ -38,20 +39,12 @@ export function canRunIntegration(): Privileges {
   return verdict;
 }
 
-let warned = false;
-
 /**
  * For `describe.skipIf(skipIntegration())`: true when the integration tests
- * cannot run here, after warning why (once per process). Under CI (CI=true)
+ * cannot run here, after printing why (once per file). Under CI (CI=true)
  * it never skips, so missing privileges fail loudly instead of passing quietly.
  */
 export function skipIntegration(): boolean {
   const v = canRunIntegration();
-  if (v.ok) return false;
-  const inCi = process.env.CI === 'true' || process.env.CI === '1';
-  if (!warned) {
-    warned = true;
-    console.warn(`integration tests ${inCi ? 'will fail (CI must run them)' : 'skipped'}: ${v.why}`);
-  }
-  return !inCi;
+  return skipUnless('root with CAP_NET_ADMIN and a working `ip netns add`', v.ok ? undefined : v.why);
 }

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkPrivateDir, ensurePrivateDir, UnsafeDirError } from '../../../src/sys/private-dir';
+import { notRoot, skipUnless } from '../../support/skip';
 
 const uid = process.geteuid!();
-const isRoot = uid === 0;
 let base: string;
 beforeEach(() => {
   base = mkdtempSync(join(tmpdir(), 'private-dir-'));
@@ -36,7 +36,7 @@ describe('checkPrivateDir', () => {
     expect(() => checkPrivateDir(dir, uid + 1)).toThrow(`${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`);
   });
 
-  it.skipIf(!isRoot)('says "chown root" when root runs it on a directory another uid owns', () => {
+  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))('says "chown root" when root runs it on a directory another uid owns', () => {
     const dir = join(base, 'state');
     mkdirSync(dir, { mode: 0o700 });
     chownSync(dir, 1000, 1000);
@@ -61,7 +61,7 @@ describe('checkPrivateDir', () => {
     expect(checkPrivateDir(join(parent, 'state'))).toBe('ok');
   });
 
-  it.skipIf(!isRoot)('refuses a directory whose parent another user owns', () => {
+  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))('refuses a directory whose parent another user owns', () => {
     const parent = join(base, 'theirs');
     mkdirSync(parent, { mode: 0o755 });
     mkdirSync(join(parent, 'state'), { mode: 0o700 });
