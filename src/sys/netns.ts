@@ -7,15 +7,16 @@
 // (netlink and AF_PACKET sockets stay bound to the netns they were created in),
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
-import { CLONE_NEWNET, type Libc } from './libc';
+import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
+import type { Libc } from './libc';
 import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { sysErrorFrom } from './sys-error';
 
-const NSFS_MAGIC = 0x6e736673;
+const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
 
 /** A netns file's identity, to notice when the path is removed or replaced. */
@@ -31,17 +32,17 @@ export type NetnsCheck =
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
 
-/** CLONE_NEW* namespace types by name, for messages. */
-const NS_TYPE_NAMES: ReadonlyMap<number, string> = new Map([
-  [0x00000080, 'time'],
-  [0x00020000, 'mount'],
-  [0x02000000, 'cgroup'],
-  [0x04000000, 'uts'],
-  [0x08000000, 'ipc'],
-  [0x10000000, 'user'],
-  [0x20000000, 'pid'],
-  [CLONE_NEWNET, 'network'],
-]);
+/** Each namespace type: its CLONE_NEW* number and its name in messages. */
+const NS_TYPES: readonly { type: number; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, name: 'time' },
+  { type: ABI.CLONE_NEWNS, name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, name: 'user' },
+  { type: ABI.CLONE_NEWPID, name: 'pid' },
+  { type: CLONE_NEWNET, name: 'network' },
+];
 
 /**
  * Checks, without entering it, that `path` is a network namespace (NS_GET_NSTYPE, so that
@@ -59,7 +60,7 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   }
   let fd;
   try {
-    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+    fd = openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   } catch (err) {
     return { kind: 'not-netns', reason: (err as Error).message };
   }
@@ -73,7 +74,7 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
       return { kind: 'not-netns', reason: (err as Error).message };
     }
     if (type !== CLONE_NEWNET) {
-      return { kind: 'not-netns', reason: `it is a ${NS_TYPE_NAMES.get(type) ?? `0x${type.toString(16)}`} namespace` };
+      return { kind: 'not-netns', reason: `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace` };
     }
   } finally {
     closeSync(fd);
