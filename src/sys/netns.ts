@@ -7,14 +7,14 @@
 // (netlink and AF_PACKET sockets stay bound to the netns they were created in),
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
-import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readlinkSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import type { Libc } from './libc';
 import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { sysErrorFrom } from './sys-error';
+import { hasErrno, sysErrorFrom } from './sys-error';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -32,16 +32,16 @@ export type NetnsCheck =
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
 
-/** Each namespace type: its CLONE_NEW* number and its name in messages. */
-const NS_TYPES: readonly { type: number; name: string }[] = [
-  { type: ABI.CLONE_NEWTIME, name: 'time' },
-  { type: ABI.CLONE_NEWNS, name: 'mount' },
-  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
-  { type: ABI.CLONE_NEWUTS, name: 'uts' },
-  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
-  { type: ABI.CLONE_NEWUSER, name: 'user' },
-  { type: ABI.CLONE_NEWPID, name: 'pid' },
-  { type: CLONE_NEWNET, name: 'network' },
+/** Each namespace type: its CLONE_NEW* number, the name nsfs gives its files (`net:[ino]`), and its name in messages. */
+const NS_TYPES: readonly { type: number; nsfs: string; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, nsfs: 'time', name: 'time' },
+  { type: ABI.CLONE_NEWNS, nsfs: 'mnt', name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, nsfs: 'cgroup', name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, nsfs: 'uts', name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, nsfs: 'ipc', name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, nsfs: 'user', name: 'user' },
+  { type: ABI.CLONE_NEWPID, nsfs: 'pid', name: 'pid' },
+  { type: CLONE_NEWNET, nsfs: 'net', name: 'network' },
 ];
 
 /**
@@ -69,7 +69,7 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
     if (opened.dev !== st.dev || opened.ino !== st.ino) return { kind: 'not-netns', reason: 'it changed while being checked' };
     let type;
     try {
-      type = libc.nsType(fd);
+      type = namespaceType(libc, fd);
     } catch (err) {
       return { kind: 'not-netns', reason: (err as Error).message };
     }
@@ -82,6 +82,23 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   const own = statSync(OWN_NETNS);
   if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
   return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
+}
+
+/**
+ * The CLONE_NEW* type of the namespace file open at `fd`: ioctl(NS_GET_NSTYPE), or where that
+ * ioctl is unknown (ENOTTY before Linux 4.11, ENOSYS under qemu-user, which does not pass it
+ * on), the type in the name nsfs gives the file, `net:[4026531840]`.
+ */
+function namespaceType(libc: Libc, fd: number): number {
+  try {
+    return libc.nsType(fd);
+  } catch (err) {
+    if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) throw err;
+    const nsfs = /^(\w+):\[\d+\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`))?.[1];
+    const known = NS_TYPES.find((t) => t.nsfs === nsfs);
+    if (!known) throw new Error(`ioctl(NS_GET_NSTYPE) is not supported and /proc/self/fd/${fd} names no namespace type`, { cause: err });
+    return known.type;
+  }
 }
 
 /** The identity of the netns file at `path` now, or undefined when it is gone. */

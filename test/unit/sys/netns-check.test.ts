@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
 import { checkNetnsPath } from '../../../src/sys/netns';
+import { SysError } from '../../../src/sys/sys-error';
 import { fakeLibc } from '../../support/fake-libc';
 
 const libc = loadLibc();
@@ -43,5 +44,30 @@ describe('checkNetnsPath', () => {
       },
     });
     expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): ENOTTY' });
+  });
+
+  describe('without ioctl(NS_GET_NSTYPE) (ENOTTY before Linux 4.11, ENOSYS under qemu-user)', () => {
+    for (const errno of [25, 38]) {
+      const noIoctl = fakeLibc({
+        nsType: () => {
+          throw new SysError('ioctl(NS_GET_NSTYPE)', errno);
+        },
+      });
+
+      it(`errno ${errno}: reads the type from the name nsfs gives the file`, () => {
+        expect(checkNetnsPath(noIoctl, `/proc/${process.pid}/ns/net`)).toEqual({ kind: 'own' });
+        expect(checkNetnsPath(noIoctl, `/proc/${process.pid}/ns/mnt`)).toEqual({ kind: 'not-netns', reason: 'it is a mount namespace' });
+        expect(checkNetnsPath(noIoctl, `/proc/${process.pid}/ns/user`)).toEqual({ kind: 'not-netns', reason: 'it is a user namespace' });
+      });
+    }
+
+    it('still refuses on any other errno', () => {
+      const failing = fakeLibc({
+        nsType: () => {
+          throw new SysError('ioctl(NS_GET_NSTYPE)', 9);
+        },
+      });
+      expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): EBADF' });
+    });
   });
 });
