@@ -7,7 +7,7 @@
 // (netlink and AF_PACKET sockets stay bound to the netns they were created in),
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
-import { closeSync, fstatSync, openSync, readFileSync, readlinkSync, statSync, statfsSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import type { Libc } from './libc';
 import { arpReceiver, type ArpReceiver } from './arp-receiver';
@@ -32,16 +32,16 @@ export type NetnsCheck =
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
 
-/** Each namespace type: its CLONE_NEW* number, the name nsfs gives its files (`net:[ino]`), and its name in messages. */
-const NS_TYPES: readonly { type: number; nsfs: string; name: string }[] = [
-  { type: ABI.CLONE_NEWTIME, nsfs: 'time', name: 'time' },
-  { type: ABI.CLONE_NEWNS, nsfs: 'mnt', name: 'mount' },
-  { type: ABI.CLONE_NEWCGROUP, nsfs: 'cgroup', name: 'cgroup' },
-  { type: ABI.CLONE_NEWUTS, nsfs: 'uts', name: 'uts' },
-  { type: ABI.CLONE_NEWIPC, nsfs: 'ipc', name: 'ipc' },
-  { type: ABI.CLONE_NEWUSER, nsfs: 'user', name: 'user' },
-  { type: ABI.CLONE_NEWPID, nsfs: 'pid', name: 'pid' },
-  { type: CLONE_NEWNET, nsfs: 'net', name: 'network' },
+/** Each namespace type: its CLONE_NEW* number and its name in messages. */
+const NS_TYPES: readonly { type: number; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, name: 'time' },
+  { type: ABI.CLONE_NEWNS, name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, name: 'user' },
+  { type: ABI.CLONE_NEWPID, name: 'pid' },
+  { type: CLONE_NEWNET, name: 'network' },
 ];
 
 /**
@@ -67,15 +67,8 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   try {
     const opened = fstatSync(fd);
     if (opened.dev !== st.dev || opened.ino !== st.ino) return { kind: 'not-netns', reason: 'it changed while being checked' };
-    let type;
-    try {
-      type = namespaceType(libc, fd);
-    } catch (err) {
-      return { kind: 'not-netns', reason: (err as Error).message };
-    }
-    if (type !== CLONE_NEWNET) {
-      return { kind: 'not-netns', reason: `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace` };
-    }
+    const problem = notNetnsReason(libc, fd, path);
+    if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
     closeSync(fd);
   }
@@ -85,19 +78,34 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
 }
 
 /**
- * The CLONE_NEW* type of the namespace file open at `fd`: ioctl(NS_GET_NSTYPE), or where that
- * ioctl is unknown (ENOTTY before Linux 4.11, ENOSYS under qemu-user, which does not pass it
- * on), the type in the name nsfs gives the file, `net:[4026531840]`.
+ * Why the namespace file open at `fd` is not a network namespace, or undefined when it is; by
+ * ioctl(NS_GET_NSTYPE). Where that ioctl is unknown (ENOTTY before Linux 4.11, ENOSYS under
+ * qemu-user, which does not pass it on) setns(2) tells instead: naming CLONE_NEWNET, it refuses
+ * (EINVAL) any other type before entering, and a netns it enters is left at once.
  */
-function namespaceType(libc: Libc, fd: number): number {
+function notNetnsReason(libc: Libc, fd: number, path: string): string | undefined {
+  let type;
   try {
-    return libc.nsType(fd);
+    type = libc.nsType(fd);
   } catch (err) {
-    if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) throw err;
-    const nsfs = /^(\w+):\[\d+\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`))?.[1];
-    const known = NS_TYPES.find((t) => t.nsfs === nsfs);
-    if (!known) throw new Error(`ioctl(NS_GET_NSTYPE) is not supported and /proc/self/fd/${fd} names no namespace type`, { cause: err });
-    return known.type;
+    if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) return (err as Error).message;
+    try {
+      enterAndLeave(libc, fd, path);
+      return undefined;
+    } catch (setnsErr) {
+      return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
+    }
+  }
+  return type === CLONE_NEWNET ? undefined : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
+}
+
+function enterAndLeave(libc: Libc, fd: number, path: string): void {
+  const hostFd = openReadOnly(OWN_NETNS);
+  try {
+    libc.setns(fd, CLONE_NEWNET);
+    returnToHost(libc, hostFd, path);
+  } finally {
+    closeSync(hostFd);
   }
 }
 
