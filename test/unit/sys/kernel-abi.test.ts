@@ -43,4 +43,9 @@ describe('kernel ABI tables', () => {
     expect(() => kernelAbi('ia32')).toThrow('no kernel ABI table for ia32 (only x64, arm64)');
     expect(() => kernelAbi('toString')).toThrow('no kernel ABI table for toString');
   });
+
+  it('names the program that is missing, for the skip message', () => {
+    expect(probeMissing({ compiler: 'no-such-cc-announcer', runner: [] })).toBe('no-such-cc-announcer is not installed (scripts/ensure-system-deps.sh installs it)');
+    expect(probeMissing({ compiler: 'sh', runner: ['no-such-qemu-announcer', '-L', '/'] })).toMatch(/^no-such-qemu-announcer is not installed/);
+  });
 });
