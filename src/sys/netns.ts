@@ -45,9 +45,10 @@ const NS_TYPES: readonly { type: number; name: string }[] = [
 ];
 
 /**
- * Checks, without entering it, that `path` is a network namespace (NS_GET_NSTYPE, so that
- * /proc/PID/ns/mnt and its kind are refused) and not the plugin's own. Only an nsfs file is
- * opened (O_NONBLOCK), and it must still be the file first looked at when it is queried.
+ * Checks, without entering it (unless NS_GET_NSTYPE is missing: see notNetnsReason), that `path`
+ * is a network namespace (NS_GET_NSTYPE, so that /proc/PID/ns/mnt and its kind are refused) and
+ * not the plugin's own. Only an nsfs file is opened (O_NONBLOCK), and it must still be the file
+ * first looked at when it is queried.
  */
 export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   let st;
@@ -99,6 +100,7 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
   return type === CLONE_NEWNET ? undefined : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
 }
 
+/** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
 function enterAndLeave(libc: Libc, fd: number, path: string): void {
   const hostFd = openReadOnly(OWN_NETNS);
   try {
