@@ -38,8 +38,8 @@ install: $(ANNOUNCER)
 typecheck: deps
 	npx tsc --noEmit -p .
 
-## test: type check, unit tests, integration tests (real namespaces and plugins; needs root)
-test: deps system-deps build typecheck
+## test: type check, unit tests, integration tests (real namespaces and plugins, the arm64 build under qemu-user; needs root)
+test: deps system-deps build bin/announcer-arm64 typecheck
 	@mkdir -p .test-results
 	npx vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json; \
 	  status=$$?; node scripts/test-summary.mjs .test-results/vitest.json || true; exit $$status
@@ -47,7 +47,7 @@ test: deps system-deps build typecheck
 test-unit: deps
 	npx vitest run test/unit
 
-test-integration: deps system-deps build
+test-integration: deps system-deps build bin/announcer-arm64
 	npx vitest run test/integration
 
 ## demo: the stale-neighbour bug and its fix on a throwaway bridge and netns (needs root)

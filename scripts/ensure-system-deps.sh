@@ -17,7 +17,8 @@
 #                                announcer as Kubernetes does (never the system's)
 #   qemu-user-static, the arm64  the arm64 binary run under qemu-user, and the
 #   cross libraries, gcc and     kernel constants checked against both
-#   gcc-aarch64-linux-gnu        architectures' C headers
+#   gcc-aarch64-linux-gnu with   architectures' C headers
+#   libc6-dev-arm64-cross
 #
 # Idempotent: when everything is present it changes nothing, runs no
 # `apt-get update`, and prints one line. Otherwise it runs `apt-get update`
@@ -43,7 +44,7 @@ GROUPS_SPEC=(
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
 	"Kubernetes CRI|containerd"
-	"arm64 under qemu-user|qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross gcc libc6-dev gcc-aarch64-linux-gnu"
+	"arm64 under qemu-user|qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross gcc libc6-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
 )
 
 if [[ $(id -u) -ne 0 ]]; then

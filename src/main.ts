@@ -6,6 +6,7 @@ import { writeSync } from 'node:fs';
 import { aboutText, versionText } from './about';
 import { crashReply, dispatch, type CniPlugin } from './cni/dispatch';
 import { selfCommand } from './self-command';
+import { userModeEmulator } from './sys/emulator';
 import { readStdinBounded } from './sys/stdin';
 
 /** Writes the CNI reply with write(2): process.stdout would load node:net and streams (~8 ms). */
@@ -20,12 +21,12 @@ function writeStdout(text: string): void {
   }
 }
 
-/** The plugin, loaded with its dependencies on its first command (VERSION never calls one). */
-function lazyPlugin(self: readonly string[]): CniPlugin {
+/** The plugin, loaded with its dependencies on its first command (VERSION never calls one); `self()` starts this program again. */
+function lazyPlugin(self: () => readonly string[]): CniPlugin {
   let loaded: Promise<CniPlugin> | undefined;
   const plugin = (): Promise<CniPlugin> =>
     (loaded ??= Promise.all([import('./plugin'), import('./process/plugin-deps'), import('./process/wiring')]).then(
-      ([{ announcerPlugin }, { pluginDeps }, { processWiring }]) => announcerPlugin(pluginDeps(processWiring(), self)),
+      ([{ announcerPlugin }, { pluginDeps }, { processWiring }]) => announcerPlugin(pluginDeps(processWiring(), self())),
     ));
   return {
     add: async (req) => (await plugin()).add(req),
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
     return process.exit(0);
   }
   // What starts this program again (`ps` then shows e.g. `/opt/cni/bin/announcer daemon …`).
-  const plugin = lazyPlugin(selfCommand(process.argv, process.execPath));
+  const plugin = lazyPlugin(() => selfCommand(process.argv, process.execPath, userModeEmulator()));
   // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as
   // one CNI error object and exit 1, never a stack trace.
   let replied = false;

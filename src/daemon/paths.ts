@@ -1,7 +1,9 @@
 // Where the background announcer's files live in stateDir. None ends in .json
 // or .lock, so records and attachment locks never mix with them.
-import { closeSync, constants, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { join } from '../path';
+import { ABI } from '../sys/abi/kernel-abi';
+import { SUN_PATH_MAX } from '../sys/unix-socket';
 
 /** The verb that runs the background announcer. */
 export const DAEMON_VERB = 'daemon';
@@ -13,15 +15,13 @@ export const DAEMON_LOCK = 'announcer-daemon.flock';
 /** Held by a client while it starts the background announcer, so that concurrent ADDs start exactly one. */
 export const START_LOCK = 'announcer-daemon-start.flock';
 
-/** sun_path holds 107 bytes and a NUL. */
-const SUN_PATH_MAX = 107;
-const O_PATH = 0o10000000;
+const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 
 /** Runs `use` with the control socket's address: the path, or when too long for sockaddr_un, the same file through an O_PATH fd of stateDir. */
 export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
   const direct = join(stateDir, DAEMON_SOCKET);
   if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
-  const dir = openSync(stateDir, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
   try {
     return use(`/proc/self/fd/${dir}/${DAEMON_SOCKET}`);
   } finally {
@@ -31,5 +31,5 @@ export function withSocketAddress<T>(stateDir: string, use: (address: string) =>
 
 /** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
 export function openDaemonLock(stateDir: string): number {
-  return openSync(join(stateDir, DAEMON_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  return openSync(join(stateDir, DAEMON_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
 }

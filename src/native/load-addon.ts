@@ -11,13 +11,11 @@
 // /tmp/.bun-<uid>-<hash>.node and loads an existing file of that name as is.
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from '../path';
+import { ABI } from '../sys/abi/kernel-abi';
 
-// Linux, every architecture we build for: O_TMPFILE is __O_TMPFILE|O_DIRECTORY.
-const O_TMPFILE = 0o20000000 | 0o200000;
-const O_RDWR = 0o2;
-/** With O_TMPFILE: the inode can never be linkat()ed into a directory. */
-const O_EXCL = 0o200;
-const O_CLOEXEC = 0o2000000;
+// O_TMPFILE is __O_TMPFILE|O_DIRECTORY, and O_DIRECTORY differs between x86-64 and arm64.
+// O_EXCL with O_TMPFILE: the inode can never be linkat()ed into a directory.
+const { O_TMPFILE, O_RDWR, O_EXCL, O_CLOEXEC } = ABI;
 
 /**
  * Where the anonymous file may live, in order: memory first, then the binary's

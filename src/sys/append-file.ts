@@ -1,11 +1,12 @@
 // Appends to a log file without ever blocking or writing through something that is not a plain
 // file: a FIFO with no reader would hang the command forever (open(2) O_WRONLY waits for one),
 // and a device or a planted symlink must not receive our lines.
-import { closeSync, constants, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
 import { EINVAL } from './errno';
 import { SysError, sysErrorFrom } from './sys-error';
 
-const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = constants;
+const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = ABI;
 
 /**
  * Appends `data` to the regular file at `path`, creating it with mode 0600. Throws SysError

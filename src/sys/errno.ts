@@ -13,6 +13,8 @@ export const EAGAIN = 11;
 export const EINVAL = 22;
 /** errno: file name too long. */
 export const ENAMETOOLONG = 36;
+/** errno: connection timed out. */
+export const ETIMEDOUT = 110;
 
 // Index = errno; the usual name where there are two (EAGAIN, not EWOULDBLOCK; ENOTSUP, not
 // EOPNOTSUPP); '' where Linux has none (41, 58).

@@ -4,11 +4,12 @@
 // someone else may lock a new file of the same name. So after each lock the
 // file under the name is compared with the one locked (device and inode) and,
 // when they differ, the waiter starts over on the new file.
-import { closeSync, constants, fstatSync, lstatSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
 import type { TryLock } from './libc';
 import { unlinkIfPresent } from './safe-file';
 
-const { O_CREAT, O_NOFOLLOW, O_RDWR } = constants;
+const { O_CREAT, O_NOFOLLOW, O_RDWR } = ABI;
 
 /** Longest pause between two attempts, in ms. */
 const MAX_PAUSE_MS = 50;

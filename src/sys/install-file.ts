@@ -3,8 +3,11 @@
 // over the old name. kubelet and runtimes exec /opt/cni/bin/* whenever a pod
 // starts, so a plain copy in place could be exec'd half-written (or fail with
 // ETXTBSY while the old binary runs). Node and Bun open every file O_CLOEXEC.
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
 import { join } from '../path';
+
+const { O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_RDONLY, O_WRONLY } = ABI;
 
 /** What installFile did. */
 export type InstallOutcome = 'installed' | 'unchanged';
@@ -59,7 +62,7 @@ function closeQuietly(fd: number | undefined): void {
 function sameFile(src: number, size: number, target: string, mode: number): boolean {
   let fd: number | undefined;
   try {
-    fd = openSync(target, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(target, O_RDONLY | O_NOFOLLOW);
   } catch {
     return false; // missing, a symlink (ELOOP), unreadable: replace it
   }
@@ -81,7 +84,7 @@ function sameFile(src: number, size: number, target: string, mode: number): bool
 
 /** fsync(2) on a directory, so that a rename in it survives a crash. */
 function fsyncDir(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const fd = openSync(dir, O_RDONLY | O_DIRECTORY);
   try {
     fsyncSync(fd);
   } finally {
@@ -122,14 +125,14 @@ export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, no
  * error (with its errno code) is thrown.
  */
 export function installFile(source: string, dir: string, name: string, mode: number): InstallOutcome {
-  const src = openSync(source, constants.O_RDONLY);
+  const src = openSync(source, O_RDONLY);
   try {
     const size = fstatSync(src).size;
     const target = join(dir, name);
     if (sameFile(src, size, target, mode)) return 'unchanged';
 
     const tmp = join(dir, `.${name}.tmp-${randomHex(6)}`);
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+    const flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
     let out: number | undefined = openSync(tmp, flags, 0o600);
     let renamed = false;
     try {

@@ -1,36 +1,22 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import { chmodSync, fstatSync, readdirSync } from 'node:fs';
-import type { LibraryHandle } from 'koffi';
+import { chmodSync } from 'node:fs';
+import { ETHERTYPE_ARP } from '../wire/ethernet';
+import { ABI } from './abi/kernel-abi';
+import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
 import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
+import { lazyFunc, optionalFunc, type LibcLibrary } from './lazy-binding';
+import { openFds } from './processes';
 import { SysError } from './sys-error';
-import { AF_UNIX, messageHeader, sockaddrUn, SOL_SOCKET, type UnixSockets } from './unix-socket';
+import { messageHeader, sockaddrUn, type UnixSockets } from './unix-socket';
 
-/** CLONE_NEWNET, the namespace type for setns(2). */
-export const CLONE_NEWNET = 0x40000000;
-/** The packet socket address family. */
-export const AF_PACKET = 17;
-const AF_NETLINK = 16;
-const NETLINK_ROUTE = 0;
-const SOL_NETLINK = 270;
-const NETLINK_ADD_MEMBERSHIP = 1;
-const SOCK_RAW = 3;
-const SOCK_SEQPACKET = 5;
-const SO_PEERCRED = 17;
-const MSG_NOSIGNAL = 0x4000;
-const MSG_CMSG_CLOEXEC = 0x40000000;
+const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, F_DUPFD_CLOEXEC, LOCK_EX, LOCK_NB, MSG_CMSG_CLOEXEC, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
+const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, O_CLOEXEC, O_RDONLY, O_WRONLY, POLLIN, POSIX_SPAWN_SETSID } = ABI;
+const { SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_SEQPACKET, SOL_NETLINK, SOL_SOCKET } = ABI;
 const BACKLOG = 128;
-const SOCK_CLOEXEC = 0o2000000;
-const SOCK_NONBLOCK = 0o4000;
-const ETH_P_ARP = 0x0806;
-const MSG_DONTWAIT = 0x40;
-const POLLIN = 0x1;
-const CLOCK_BOOTTIME = 7;
-const LOCK_EX = 2;
-const LOCK_NB = 4;
-/** NS_GET_NSTYPE, _IO(0xb7, 0x3): the CLONE_NEW* type of a namespace file (Linux 4.11+). */
-const NS_GET_NSTYPE = 0xb703;
+
+export type { LibcLibrary } from './lazy-binding';
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -68,55 +54,6 @@ export interface Libc {
 
 /** Libc.tryLock, as lock takers get it injected (tests may fake it). */
 export type TryLock = Libc['tryLock'];
-
-// glibc: POSIX_SPAWN_SETSID (2.26+); O_RDONLY, O_WRONLY.
-const POSIX_SPAWN_SETSID = 0x80;
-const O_RDONLY = 0;
-const O_WRONLY = 1;
-const O_CLOEXEC = 0o2000000;
-const F_DUPFD_CLOEXEC = 1030;
-// Opaque glibc structs (80 and 336 bytes on x86_64); over-allocated to be safe elsewhere.
-const SPAWN_STRUCT_BYTES = 1024;
-
-/** Where loadLibc binds functions: koffi's handle on libc.so.6 (tests pass one that lacks some). */
-export type LibcLibrary = Pick<LibraryHandle, 'func'>;
-/** A bound libc function. */
-type LibcFunction = ReturnType<LibcLibrary['func']>;
-
-/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
-function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) => ReturnType<LibcFunction> {
-  let fn: LibcFunction | undefined;
-  return (...args) => (fn ??= lib.func(definition))(...args);
-}
-
-/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
-function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
-  let bound: { fn: LibcFunction | undefined } | undefined;
-  return () => {
-    if (!bound) {
-      try {
-        bound = { fn: lib.func(definition) };
-      } catch {
-        bound = { fn: undefined };
-      }
-    }
-    return bound.fn;
-  };
-}
-
-/** The fds this process has open, from /proc/self/fd (less the listing's own, closed by then). */
-function openFds(): number[] {
-  return readdirSync('/proc/self/fd')
-    .map(Number)
-    .filter((fd) => {
-      try {
-        fstatSync(fd);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-}
 
 /** Loads libc through koffi and binds the calls of {@link Libc} and {@link UnixSockets}. */
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets {
@@ -191,11 +128,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
       return closing(check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)), (fd) => {
-        // struct sockaddr_ll: family (host order), protocol (network order), ifindex; the rest zero.
-        const address = Buffer.alloc(20);
-        address.writeUInt16LE(AF_PACKET, 0);
-        address.writeUInt16BE(ETH_P_ARP, 2);
-        address.writeInt32LE(ifindex, 4);
+        const address = sockaddrLl(ifindex, ETHERTYPE_ARP);
         check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
       });
     },
@@ -205,9 +138,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket: () =>
       closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
-        // struct sockaddr_nl: family, pad, pid 0 (the kernel picks a port id), groups 0.
-        const address = Buffer.alloc(12);
-        address.writeUInt16LE(AF_NETLINK, 0);
+        const address = sockaddrNl(); // port id 0: the kernel picks one
         check('bind(AF_NETLINK)', bind(fd, address, address.length));
       }),
     joinGroup(fd, group) {
@@ -230,23 +161,19 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       }
     },
     bootTimeMs() {
-      const ts = Buffer.alloc(16); // struct timespec { time_t tv_sec; long tv_nsec; } on 64-bit
+      const ts = timespec();
       check('clock_gettime(CLOCK_BOOTTIME)', clockGettime(CLOCK_BOOTTIME, ts));
-      return Number(ts.readBigInt64LE(0)) * 1000 + Number(ts.readBigInt64LE(8)) / 1e6;
+      return timespecMs(ts);
     },
     pollIn(fds, timeoutMs) {
-      const set = Buffer.alloc(8 * fds.length); // struct pollfd { int fd; short events; short revents; }
-      fds.forEach((fd, i) => {
-        set.writeInt32LE(fd, 8 * i);
-        set.writeInt16LE(POLLIN, 8 * i + 4);
-      });
+      const set = pollfds(fds, POLLIN);
       const n = poll(set, fds.length, Math.max(0, Math.ceil(timeoutMs)));
       if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
-      return fds.map((_, i) => n > 0 && set.readInt16LE(8 * i + 6) !== 0);
+      return fds.map((_, i) => n > 0 && revents(set, i) !== 0);
     },
     spawnDetached(path, argv, env, inherit = []) {
-      const actions = Buffer.alloc(SPAWN_STRUCT_BYTES);
-      const attr = Buffer.alloc(SPAWN_STRUCT_BYTES);
+      const actions = Buffer.alloc(ABI.posix_spawn_file_actions_t.size);
+      const attr = Buffer.alloc(ABI.posix_spawnattr_t.size);
       const moved: number[] = [];
       checkRc('posix_spawn_file_actions_init', actionsInit(actions));
       checkRc('posix_spawnattr_init', attrInit(attr));
@@ -280,9 +207,9 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     accept(fd) {
       const peer = unlessPending('accept', accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (peer === undefined) return undefined;
-      const cred = Buffer.alloc(12); // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+      const cred = ucred();
       closing(peer, () => check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])));
-      return { fd: peer, pid: cred.readInt32LE(0), uid: cred.readUInt32LE(4) };
+      return { fd: peer, ...readUcred(cred) };
     },
     connect: (path) =>
       closing(unixSocket(), (fd) => {

@@ -7,15 +7,16 @@
 // (netlink and AF_PACKET sockets stay bound to the netns they were created in),
 // read the sysctls we need, and switch straight back before returning. After
 // that, pod work happens through those sockets from the host netns.
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
-import { CLONE_NEWNET, type Libc } from './libc';
+import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
+import type { Libc } from './libc';
 import { arpReceiver, type ArpReceiver } from './arp-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { sysErrorFrom } from './sys-error';
+import { hasErrno, sysErrorFrom } from './sys-error';
 
-const NSFS_MAGIC = 0x6e736673;
+const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
 
 /** A netns file's identity, to notice when the path is removed or replaced. */
@@ -31,22 +32,23 @@ export type NetnsCheck =
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
 
-/** CLONE_NEW* namespace types by name, for messages. */
-const NS_TYPE_NAMES: ReadonlyMap<number, string> = new Map([
-  [0x00000080, 'time'],
-  [0x00020000, 'mount'],
-  [0x02000000, 'cgroup'],
-  [0x04000000, 'uts'],
-  [0x08000000, 'ipc'],
-  [0x10000000, 'user'],
-  [0x20000000, 'pid'],
-  [CLONE_NEWNET, 'network'],
-]);
+/** Each namespace type: its CLONE_NEW* number and its name in messages. */
+const NS_TYPES: readonly { type: number; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, name: 'time' },
+  { type: ABI.CLONE_NEWNS, name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, name: 'user' },
+  { type: ABI.CLONE_NEWPID, name: 'pid' },
+  { type: CLONE_NEWNET, name: 'network' },
+];
 
 /**
- * Checks, without entering it, that `path` is a network namespace (NS_GET_NSTYPE, so that
- * /proc/PID/ns/mnt and its kind are refused) and not the plugin's own. Only an nsfs file is
- * opened (O_NONBLOCK), and it must still be the file first looked at when it is queried.
+ * Checks, without entering it (unless NS_GET_NSTYPE is missing: see notNetnsReason), that `path`
+ * is a network namespace (NS_GET_NSTYPE, so that /proc/PID/ns/mnt and its kind are refused) and
+ * not the plugin's own. Only an nsfs file is opened (O_NONBLOCK), and it must still be the file
+ * first looked at when it is queried.
  */
 export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   let st;
@@ -59,28 +61,54 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   }
   let fd;
   try {
-    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+    fd = openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   } catch (err) {
     return { kind: 'not-netns', reason: (err as Error).message };
   }
   try {
     const opened = fstatSync(fd);
     if (opened.dev !== st.dev || opened.ino !== st.ino) return { kind: 'not-netns', reason: 'it changed while being checked' };
-    let type;
-    try {
-      type = libc.nsType(fd);
-    } catch (err) {
-      return { kind: 'not-netns', reason: (err as Error).message };
-    }
-    if (type !== CLONE_NEWNET) {
-      return { kind: 'not-netns', reason: `it is a ${NS_TYPE_NAMES.get(type) ?? `0x${type.toString(16)}`} namespace` };
-    }
+    const problem = notNetnsReason(libc, fd, path);
+    if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
     closeSync(fd);
   }
   const own = statSync(OWN_NETNS);
   if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
   return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
+}
+
+/**
+ * Why the namespace file open at `fd` is not a network namespace, or undefined when it is; by
+ * ioctl(NS_GET_NSTYPE). Where that ioctl is unknown (ENOTTY before Linux 4.11, ENOSYS under
+ * qemu-user, which does not pass it on) setns(2) tells instead: naming CLONE_NEWNET, it refuses
+ * (EINVAL) any other type before entering, and a netns it enters is left at once.
+ */
+function notNetnsReason(libc: Libc, fd: number, path: string): string | undefined {
+  let type;
+  try {
+    type = libc.nsType(fd);
+  } catch (err) {
+    if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) return (err as Error).message;
+    try {
+      enterAndLeave(libc, fd, path);
+      return undefined;
+    } catch (setnsErr) {
+      return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
+    }
+  }
+  return type === CLONE_NEWNET ? undefined : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
+}
+
+/** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
+function enterAndLeave(libc: Libc, fd: number, path: string): void {
+  const hostFd = openReadOnly(OWN_NETNS);
+  try {
+    libc.setns(fd, CLONE_NEWNET);
+    returnToHost(libc, hostFd, path);
+  } finally {
+    closeSync(hostFd);
+  }
 }
 
 /** The identity of the netns file at `path` now, or undefined when it is gone. */

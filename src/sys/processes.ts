@@ -1,6 +1,6 @@
 // Process identity through /proc. A pid alone can be recycled; a pid plus its
 // start time (field 22 of /proc/PID/stat) cannot. The plugin signals no process.
-import { readFileSync } from 'node:fs';
+import { fstatSync, readdirSync, readFileSync } from 'node:fs';
 
 /** A process as recorded in the state dir. */
 export interface ProcessId {
@@ -31,4 +31,18 @@ export function processStartTime(pid: number): string | undefined {
   if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
   const start = fields[19]; // field 22 overall; fields[] starts at field 3
   return start !== undefined && /^\d+$/.test(start) ? start : undefined;
+}
+
+/** The fds this process has open, from /proc/self/fd (less the listing's own, closed by then). */
+export function openFds(): number[] {
+  return readdirSync('/proc/self/fd')
+    .map(Number)
+    .filter((fd) => {
+      try {
+        fstatSync(fd);
+        return true;
+      } catch {
+        return false;
+      }
+    });
 }

@@ -16,17 +16,18 @@ import {
   type LinkInfo,
 } from '../wire/rtnetlink';
 import { decodeMessages, encodeMessage, errorOf, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR } from '../wire/netlink';
+import { sockaddrNl } from './abi/structs';
+import { ETIMEDOUT } from './errno';
 import type { Libc } from './libc';
 import { hasErrno, SysError } from './sys-error';
 
 /** Every request gives up after this long (a lost reply must not hang ADD). */
 const REQUEST_TIMEOUT_MS = 5000;
 const NLM_F_MULTI = 0x2;
-const ETIMEDOUT = 110;
 /** Large enough for one datagram of a dump (the kernel fills at most 32 KiB per recv). */
 const RECEIVE_BYTES = 64 * 1024;
-/** struct sockaddr_nl of the kernel: AF_NETLINK, pid 0, groups 0. */
-const KERNEL = Buffer.from([16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+/** The kernel's netlink address: port id 0. */
+const KERNEL = sockaddrNl(0);
 
 function monotonicMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;

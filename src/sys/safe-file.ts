@@ -2,10 +2,11 @@
 // read without ever following a link someone planted, blocking on a FIFO, or
 // leaving a half-written temporary file behind. Node and Bun open every file
 // O_CLOEXEC, so no descriptor opened here reaches a spawned process.
-import { closeSync, constants, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
 import { join } from '../path';
 
-const { O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = constants;
+const { O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = ABI;
 
 /** A file that is there but is not a small regular file (a FIFO, a directory, too large…). */
 export class NotRegularFileError extends Error {

@@ -3,15 +3,13 @@
 // SO_PEERCRED tells who is on the other end. Every fd is non-blocking: callers
 // wait with poll(2) (Libc.pollIn) and a deadline. The structs are built here;
 // libc.ts makes the calls.
+import { ABI } from './abi/kernel-abi';
 import { ENAMETOOLONG } from './errno';
 import { SysError } from './sys-error';
 
-/** The unix socket address family. */
-export const AF_UNIX = 1;
-/** The socket level of setsockopt(2) and control messages. */
-export const SOL_SOCKET = 1;
-/** sun_path holds 108 bytes, NUL included. */
-const SUN_PATH_MAX = 107;
+const { AF_UNIX, SCM_RIGHTS, SOL_SOCKET, sockaddr_un: UN, msghdr: MSG, cmsghdr: CMSG, iovec: IOV } = ABI;
+/** sun_path's bytes, less its NUL. */
+export const SUN_PATH_MAX = UN.size - UN.sun_path - 1;
 
 /** The unix socket calls of the control socket; each throws SysError on failure. */
 export interface UnixSockets {
@@ -32,21 +30,16 @@ export interface UnixSockets {
 export function sockaddrUn(path: string): Buffer {
   const bytes = Buffer.from(path);
   if (bytes.length > SUN_PATH_MAX || bytes.includes(0)) throw new SysError(`unix socket path ${path}`, ENAMETOOLONG);
-  const address = Buffer.alloc(2 + bytes.length + 1);
-  address.writeUInt16LE(AF_UNIX, 0);
-  bytes.copy(address, 2);
+  const address = Buffer.alloc(UN.sun_path + bytes.length + 1);
+  address.writeUInt16LE(AF_UNIX, UN.sun_family);
+  bytes.copy(address, UN.sun_path);
   return address;
 }
 
-// struct msghdr (x86_64 and aarch64): name, namelen, iov, iovlen, control, controllen, flags.
-const MSGHDR_BYTES = 56;
-const MSGHDR_IOV = 16;
-const MSGHDR_IOVLEN = 24;
-const MSGHDR_CONTROL = 32;
-const MSGHDR_CONTROLLEN = 40;
-const SCM_RIGHTS = 1;
-/** struct cmsghdr: len (size_t), level, type, then data aligned to 8. */
-const CMSG_HEADER = 16;
+/** CMSG_ALIGN: control messages, and their data after the header, start at multiples of cmsghdr's alignment. */
+const cmsgAlign = (n: number): number => Math.ceil(n / CMSG.align) * CMSG.align;
+/** Where a control message's data starts (CMSG_DATA). */
+const CMSG_HEADER = cmsgAlign(CMSG.size);
 /** Room for a few attached fds. */
 const MAX_FDS = 8;
 const CONTROL_BYTES = CMSG_HEADER + 4 * MAX_FDS;
@@ -59,17 +52,17 @@ const CONTROL_BYTES = CMSG_HEADER + 4 * MAX_FDS;
 export function messageHeader(address: (b: Buffer) => bigint, data: Uint8Array, fds?: readonly number[]): { header: Buffer; received(): number[]; keep: Buffer[] } {
   const control = fds ? controlRights(fds) : Buffer.alloc(CONTROL_BYTES);
   const payload = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const iov = Buffer.alloc(16);
-  iov.writeBigUInt64LE(address(payload), 0);
-  iov.writeBigUInt64LE(BigInt(payload.length), 8);
-  const header = Buffer.alloc(MSGHDR_BYTES);
-  header.writeBigUInt64LE(address(iov), MSGHDR_IOV);
-  header.writeBigUInt64LE(1n, MSGHDR_IOVLEN);
+  const iov = Buffer.alloc(IOV.size);
+  iov.writeBigUInt64LE(address(payload), IOV.iov_base);
+  iov.writeBigUInt64LE(BigInt(payload.length), IOV.iov_len);
+  const header = Buffer.alloc(MSG.size);
+  header.writeBigUInt64LE(address(iov), MSG.msg_iov);
+  header.writeBigUInt64LE(1n, MSG.msg_iovlen);
   if (control.length > 0) {
-    header.writeBigUInt64LE(address(control), MSGHDR_CONTROL);
-    header.writeBigUInt64LE(BigInt(control.length), MSGHDR_CONTROLLEN);
+    header.writeBigUInt64LE(address(control), MSG.msg_control);
+    header.writeBigUInt64LE(BigInt(control.length), MSG.msg_controllen);
   }
-  return { header, received: () => rightsIn(control, Number(header.readBigUInt64LE(MSGHDR_CONTROLLEN))), keep: [payload, iov, control] };
+  return { header, received: () => rightsIn(control, Number(header.readBigUInt64LE(MSG.msg_controllen))), keep: [payload, iov, control] };
 }
 
 /** The SCM_RIGHTS control message carrying `fds` (empty when there are none). */
@@ -77,10 +70,10 @@ export function controlRights(fds: readonly number[]): Buffer {
   if (fds.length === 0) return Buffer.alloc(0);
   if (fds.length > MAX_FDS) throw new RangeError(`at most ${MAX_FDS} fds per message`);
   const length = CMSG_HEADER + 4 * fds.length;
-  const control = Buffer.alloc((length + 7) & ~7);
-  control.writeBigUInt64LE(BigInt(length), 0);
-  control.writeInt32LE(SOL_SOCKET, 8);
-  control.writeInt32LE(SCM_RIGHTS, 12);
+  const control = Buffer.alloc(cmsgAlign(length));
+  control.writeBigUInt64LE(BigInt(length), CMSG.cmsg_len);
+  control.writeInt32LE(SOL_SOCKET, CMSG.cmsg_level);
+  control.writeInt32LE(SCM_RIGHTS, CMSG.cmsg_type);
   fds.forEach((fd, i) => control.writeInt32LE(fd, CMSG_HEADER + 4 * i));
   return control;
 }
@@ -88,8 +81,8 @@ export function controlRights(fds: readonly number[]): Buffer {
 /** The fds of an SCM_RIGHTS control message of `used` bytes. */
 export function rightsIn(control: Buffer, used: number): number[] {
   if (used < CMSG_HEADER) return [];
-  const length = Number(control.readBigUInt64LE(0));
-  if (control.readInt32LE(8) !== SOL_SOCKET || control.readInt32LE(12) !== SCM_RIGHTS) return [];
+  const length = Number(control.readBigUInt64LE(CMSG.cmsg_len));
+  if (control.readInt32LE(CMSG.cmsg_level) !== SOL_SOCKET || control.readInt32LE(CMSG.cmsg_type) !== SCM_RIGHTS) return [];
   const count = Math.max(0, Math.floor((Math.min(length, used) - CMSG_HEADER) / 4));
   return Array.from({ length: count }, (_, i) => control.readInt32LE(CMSG_HEADER + 4 * i));
 }

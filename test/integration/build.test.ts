@@ -1,7 +1,7 @@
 // `make build ARCH=arm64`: the linux-arm64 plugin, cross-built on
 // this x86-64 machine from the npm registry's packages only (Bun's aarch64
-// runtime, koffi's arm64 prebuilt addon). It cannot run here; its ELF header
-// and what it embeds are checked instead. And `scripts/build.mjs --entry`, which
+// runtime, koffi's arm64 prebuilt addon): its ELF header and what it embeds
+// (arm64.test.ts runs it under qemu-user). And `scripts/build.mjs --entry`, which
 // `make bench` uses for the runtime's floor.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -13,4 +13,11 @@ describe('selfCommand', () => {
   it('is the executable alone when there is no script', () => {
     expect(selfCommand(['/usr/bin/node'], '/usr/bin/node')).toEqual(['/usr/bin/node']);
   });
+
+  it('puts the user-mode emulator that runs this process first', () => {
+    expect(selfCommand(['bun', '/$bunfs/root/announcer'], '/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toEqual([
+      '/usr/bin/qemu-aarch64-static',
+      '/opt/bin/announcer-arm64',
+    ]);
+  });
 });

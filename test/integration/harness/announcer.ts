@@ -25,6 +25,14 @@ export interface AnnouncerAttachment {
   files: Pick<AnnouncerFiles, 'stateDir' | 'logFile'>;
   /** Run the announcer inside this named netns (the node), not the test's own. */
   node?: string;
+  /** How to run the announcer; default bin/announcer itself. */
+  command?: AnnouncerCommand;
+}
+
+/** An argv that runs the announcer (the plugin's path last, e.g. `qemu-aarch64-static bin/announcer-arm64`), and env it needs besides CNI's. */
+export interface AnnouncerCommand {
+  argv: readonly [string, ...string[]];
+  env?: Record<string, string>;
 }
 
 /** An announcer call's output, and when (wall clock, ms) its process had exited. */
@@ -51,7 +59,8 @@ function announcerCall(a: AnnouncerAttachment, command: string, options: Record<
  */
 export async function announcerRun(a: AnnouncerAttachment, command: 'ADD' | 'CHECK' | 'DEL', options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
   const [call, config] = announcerCall(a, command, options);
-  const out = await pluginExec(ANNOUNCER, call, config, a.node);
+  const [cmd, ...args] = a.command?.argv ?? [ANNOUNCER];
+  const out = await pluginExec(cmd, { ...call, env: { ...a.command?.env } }, config, a.node, args);
   return { ...out, exitedAt: Date.now() };
 }
 

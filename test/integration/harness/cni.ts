@@ -73,10 +73,11 @@ export async function cniExec(pluginPath: string, call: CniCall, config: object 
 /**
  * Runs a plugin like a runtime, from inside the named `node` netns when given
  * (`ip netns exec node plugin`), so that the plugin's "host" is that netns.
+ * `args` follow the plugin's path (a plugin run through qemu-user: `qemu-aarch64-static plugin`).
  */
-export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string): Promise<CniOutput> {
-  if (node === undefined) return cniExec(plugin, call, config);
-  return runCniCommand('ip', ['netns', 'exec', node, plugin], call, config);
+export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string, args: readonly string[] = []): Promise<CniOutput> {
+  if (node === undefined) return runCniCommand(plugin, args, call, config);
+  return runCniCommand('ip', ['netns', 'exec', node, plugin, ...args], call, config);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The integration-test harness: real plugins, real namespaces, real captures.
 export * from './announcer';
 export * from './announcer-files';
+export * from './arm64';
 export * from './bridge';
 export * from './bridge-pods';
 export * from './capture';

@@ -1,10 +1,11 @@
 // checkNetnsPath against the real namespace files of this process: no root needed.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadLibc } from '../../../src/sys/libc';
+import { loadLibc, type Libc } from '../../../src/sys/libc';
 import { checkNetnsPath } from '../../../src/sys/netns';
+import { SysError } from '../../../src/sys/sys-error';
 import { fakeLibc } from '../../support/fake-libc';
 
 const libc = loadLibc();
@@ -43,5 +44,41 @@ describe('checkNetnsPath', () => {
       },
     });
     expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): ENOTTY' });
+  });
+
+  describe('without ioctl(NS_GET_NSTYPE) (ENOTTY before Linux 4.11, ENOSYS under qemu-user)', () => {
+    const own = `/proc/${process.pid}/ns/net`;
+    /** A libc without the ioctl whose setns(CLONE_NEWNET) accepts only `netns` (by inode), recording each call. */
+    function noIoctl(errno: number, setnsErrno?: number): { libc: Libc; calls: string[] } {
+      const calls: string[] = [];
+      const netnsIno = statSync(own).ino;
+      const libc = fakeLibc({
+        nsType: () => {
+          throw new SysError('ioctl(NS_GET_NSTYPE)', errno);
+        },
+        setns: (fd) => {
+          const isNetns = fstatSync(fd).ino === netnsIno;
+          calls.push(isNetns ? 'setns(netns)' : 'setns(other)');
+          if (setnsErrno !== undefined || !isNetns) throw new SysError('setns', setnsErrno ?? 22);
+        },
+      });
+      return { libc, calls };
+    }
+
+    for (const errno of [25, 38]) {
+      it(`errno ${errno}: setns(CLONE_NEWNET) tells, and a netns entered is left at once`, () => {
+        const accepted = noIoctl(errno);
+        expect(checkNetnsPath(accepted.libc, own)).toEqual({ kind: 'own' });
+        expect(accepted.calls).toEqual(['setns(netns)', 'setns(netns)']);
+        const refused = noIoctl(errno);
+        expect(checkNetnsPath(refused.libc, `/proc/${process.pid}/ns/mnt`)).toEqual({ kind: 'not-netns', reason: 'it is not a network namespace' });
+        expect(refused.calls).toEqual(['setns(other)']);
+      });
+    }
+
+    it('refuses when setns fails otherwise, and on any other errno of the ioctl', () => {
+      expect(checkNetnsPath(noIoctl(38, 1).libc, own)).toEqual({ kind: 'not-netns', reason: 'setns: EPERM' });
+      expect(checkNetnsPath(noIoctl(9).libc, own)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): EBADF' });
+    });
   });
 });

@@ -1,0 +1,28 @@
+// loadLibc's binding of libc functions through koffi: on first use, not at load.
+import type { LibraryHandle } from 'koffi';
+
+/** Where loadLibc binds functions: koffi's handle on libc.so.6 (tests pass one that lacks some). */
+export type LibcLibrary = Pick<LibraryHandle, 'func'>;
+/** A bound libc function. */
+type LibcFunction = ReturnType<LibcLibrary['func']>;
+
+/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
+export function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknown[]) => ReturnType<LibcFunction> {
+  let fn: LibcFunction | undefined;
+  return (...args) => (fn ??= lib.func(definition))(...args);
+}
+
+/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
+export function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
+  let bound: { fn: LibcFunction | undefined } | undefined;
+  return () => {
+    if (!bound) {
+      try {
+        bound = { fn: lib.func(definition) };
+      } catch {
+        bound = { fn: undefined };
+      }
+    }
+    return bound.fn;
+  };
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { userModeEmulator } from '../../../src/sys/emulator';
+
+/** readlink answering like the kernel, or like qemu-user (which answers /proc/self/exe with the emulated program). */
+function links(program: string, kernel: string): (path: string) => string {
+  return (path) => {
+    if (path === '/proc/self/exe') return program;
+    if (path === '/proc/self/task/42/exe') return kernel;
+    throw new Error(`unexpected readlink ${path}`);
+  };
+}
+
+describe('userModeEmulator', () => {
+  it('is none when the kernel runs this program itself (as here)', () => {
+    expect(userModeEmulator()).toBeUndefined();
+    expect(userModeEmulator(42, links('/opt/cni/bin/announcer', '/opt/cni/bin/announcer'), () => true)).toBeUndefined();
+  });
+
+  it('is the program the kernel runs when that is not this program (qemu-user)', () => {
+    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => true)).toBe('/usr/bin/qemu-aarch64-static');
+  });
+
+  it('is none when that program is not there to run (binfmt_misc with a preloaded emulator), or a link cannot be read', () => {
+    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => false)).toBeUndefined();
+    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', 'qemu (deleted)'), () => true)).toBeUndefined();
+    expect(
+      userModeEmulator(
+        42,
+        () => {
+          throw new Error('EACCES');
+        },
+        () => true,
+      ),
+    ).toBeUndefined();
+  });
+});
