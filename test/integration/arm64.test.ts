@@ -30,6 +30,7 @@ import {
   RUN_TAG,
   scopePerTest,
   skipIntegration,
+  skipUnless,
   startCapture,
   waitFor,
 } from './harness';
@@ -46,14 +47,7 @@ const BUILD_TIMEOUT_MS = 600_000;
  */
 const ROUND_GAP_MS = 20_000;
 
-function skipArm64(): boolean {
-  if (skipIntegration()) return true;
-  const missing = arm64Missing();
-  if (missing) console.warn(`arm64 under qemu-user skipped: ${missing}`);
-  return missing !== undefined;
-}
-
-describe.skipIf(skipArm64())('bin/announcer-arm64 under qemu-user', () => {
+describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 libraries', arm64Missing()))('bin/announcer-arm64 under qemu-user', () => {
   const scope = scopePerTest(PREFIX);
 
   beforeAll(async () => {
