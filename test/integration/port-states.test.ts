@@ -1,10 +1,11 @@
 // The seed bug's fix, guarded: the announcer sends nothing while the pod's
 // bridge port is not forwarding, and sends its round once it is, whether the
 // port is held by hand (disabled, listening, learning) or by the kernel's STP
-// (disabled → listening → learning → forwarding), within ADD's wait or after
-// it (the background announcer). And no NA while the address is tentative
-// (DAD). Blocking cannot be held by hand: with STP off, the kernel turns a
-// port set to blocking into a forwarding one at once (br_make_forwarding).
+// (disabled or blocking, then listening → learning → forwarding), within ADD's
+// wait or after it (the background announcer). And no NA while the address is
+// tentative (DAD). Blocking cannot be held by hand: with STP off, the kernel
+// turns a port set to blocking into a forwarding one at once
+// (br_make_forwarding); BPDUs the test sends make the pod's port an alternate.
 //
 // Proof from the captures, not from clocks: one capture inside the pod on eth0
 // sees every frame the pod sends, even those the port drops; one on the bridge
@@ -14,21 +15,25 @@
 // port forward. The kernel's own arp_notify and ndisc_notify are off in the pod.
 import { describe, expect, it } from 'vitest';
 import {
+  addFarPort,
   allocSubnet,
   announcerAdd,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
   capturedArpFrom,
+  configBpdu,
   createBridgePod,
   createStandInPod,
   enableKernelStp,
   killStrays,
   podPrevResult,
+  portState,
   runOk,
   RUN_TAG,
   scopePerTest,
   sendArpMarker,
+  sendRawFrame,
   setPortState,
   setSysctl,
   skipIntegration,
@@ -36,6 +41,7 @@ import {
   waitDaemonGone,
   waitFor,
   type AnnouncerAttachment,
+  type AnnouncerOutput,
   type Frame,
   type PortStateName,
 } from './harness';
@@ -48,6 +54,8 @@ const MARKER_HOST = 77;
 /** The kernel's shortest forward delay with STP on: 2 s in listening, 2 s in learning. */
 const FORWARD_DELAY_CS = 200;
 const WAITING = 'DEBUG pod not ready: waiting for it';
+/** The root bridge the test's BPDUs claim: priority 0 beats any bridge of the node. */
+const ROOT = { priority: 0, mac: '02:00:00:00:00:01' };
 
 /** The pod's announcements: GARPs for its IPv4 address and unsolicited NAs for its IPv6 one, sent by its MAC, in capture order. */
 function announcements(frames: readonly Frame[], mac: string, ip4: string, ip6: string | undefined): string[] {
@@ -81,12 +89,17 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
   }
   type Captured = Awaited<ReturnType<typeof capturedPod>>;
 
-  /** Waits for the announcer's log to say `line` and `reason`. */
-  async function logSays(c: Captured, line: string, reason: string): Promise<void> {
-    await waitFor(async () => {
-      const log = await c.files.log();
-      return log.split('\n').some((l) => l.includes(line) && l.includes(reason));
-    }, { timeoutMs: 20_000, what: `"${line}" with "${reason}" in the log` });
+  /** Waits until ADD says it waits for the pod, or has exited (then the captures tell what it sent too early). */
+  async function waiting(files: Captured['files'], adding: Promise<AnnouncerOutput>): Promise<void> {
+    let exited = false;
+    void adding.then(() => (exited = true));
+    await waitFor(async () => exited || (await files.log()).includes(WAITING), { timeoutMs: 20_000, what: 'ADD to say it waits' });
+  }
+
+  /** Checks that a line of the log says `line` and `reason`. */
+  async function expectLogSays(c: Pick<Captured, 'files'>, line: string, reason: string): Promise<void> {
+    const lines = (await c.files.log()).split('\n');
+    expect(lines.filter((l) => l.includes(line) && l.includes(reason)), `"${line}" with "${reason}" in the log`).toHaveLength(1);
   }
 
   /** Sends the marker from the pod and waits until the pod-side capture holds it. */
@@ -121,7 +134,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await setPortState(c.pod.hostVeth, state);
 
     const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await logSays(c, WAITING, `bridge port ${c.pod.hostVeth} is ${state}`);
+    await waiting(c.files, adding);
     await mark(c);
     await setPortState(c.pod.hostVeth, 'forwarding');
     const add = await adding;
@@ -129,7 +142,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(c.pod.result);
     await expectSentOnlyOnceForwarding(c);
-    expect(await c.files.log()).toMatch(/INFO announced .*round=1/);
+    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is ${state}`);
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
@@ -140,7 +153,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'down']);
 
     const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await logSays(c, WAITING, `bridge port ${c.pod.hostVeth} is disabled`);
+    await waiting(c.files, adding);
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'up']);
     // eth0 has its carrier back (a frame sent without it never reaches the capture); the port listens for 2 s.
     await mark(c);
@@ -148,6 +161,30 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
 
     expect(add.code, add.stdout).toBe(0);
     await expectSentOnlyOnceForwarding(c);
+    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is disabled`);
+    expect(await announcerLeftovers(c.files)).toEqual([]);
+  });
+
+  it('kernel STP, the port blocking as an alternate: ADD waits while it blocks, listens and learns, and sends once it forwards', async () => {
+    const c = await capturedPod('alt', false);
+    await enableKernelStp(c.pod.bridge, FORWARD_DELAY_CS);
+    // The same root heard on two ports: the far port, with the lower port ID, becomes the root
+    // port, and the pod's an alternate port. The BPDUs' information lasts 120 s.
+    const far = await addFarPort(scope(), c.pod.bridge, PREFIX);
+    await sendRawFrame(far.netns.name, 'eth0', configBpdu(ROOT.mac, ROOT, 0x8001, 120));
+    await sendRawFrame(c.pod.netns.name, 'eth0', configBpdu(ROOT.mac, ROOT, 0x8002, 120));
+    await waitFor(async () => (await portState(c.pod.hostVeth)) === 'blocking', { what: `port ${c.pod.hostVeth} blocking` });
+
+    const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
+    await waiting(c.files, adding);
+    await mark(c);
+    // The root port goes: the pod's port takes over, through listening and learning (2 s each).
+    await runOk('ip', ['link', 'set', far.port, 'down']);
+    const add = await adding;
+
+    expect(add.code, add.stdout).toBe(0);
+    await expectSentOnlyOnceForwarding(c);
+    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is blocking`);
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
@@ -158,13 +195,14 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const add = await announcerAdd(scope(), c.att, { count: 1, addWaitMs: 300, readyTimeoutMs: 30_000, idleExitMs: 500 });
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(c.pod.result);
-    await logSays(c, 'INFO pod not ready yet: announcing from the background once it is', `bridge port ${c.pod.hostVeth} is listening`);
     await mark(c);
     await setPortState(c.pod.hostVeth, 'forwarding');
-    await logSays(c, 'INFO announced', 'deferred=true');
+    await waitFor(async () => / INFO announced /.test(await c.files.log()), { what: 'round 1' });
     await waitDaemonGone(c.files.stateDir, 10_000);
 
     await expectSentOnlyOnceForwarding(c);
+    await expectLogSays(c, 'INFO pod not ready yet: announcing from the background once it is', `bridge port ${c.pod.hostVeth} is listening`);
+    await expectLogSays(c, 'INFO announced', 'deferred=true');
     // The record lasts until DEL, as for any attachment with background work.
     expect(await announcerDel(c.att)).toMatchObject({ code: 0, stdout: '' });
     expect(await announcerLeftovers(c.files)).toEqual([]);
@@ -191,8 +229,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const att = { mainConf: { name: 'harness', cniVersion: '1.0.0' }, prevResult, containerId: `${PREFIX}-dad`, netns: pod.netns.path, files };
 
     const adding = announcerAdd(scope(), att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waitFor(async () => (await files.log()).includes(WAITING), { timeoutMs: 20_000, what: 'ADD waiting' });
-    expect(await files.log()).toMatch(new RegExp(`${WAITING} .*${ip6} is tentative`));
+    await waiting(files, adding);
     await runOk('ip', ['-n', ns, 'link', 'set', pod.peer, 'up']);
     const add = await adding;
     const frames = await capture.stop();
@@ -203,6 +240,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(dad, 'DAD probes').toHaveLength(3);
     expect(nas, 'NAs').toHaveLength(1);
     expect(nas[0], 'the NA follows the last DAD probe').toBeGreaterThan(dad[2]!);
+    await expectLogSays({ files }, WAITING, `${ip6} is tentative`);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 });
