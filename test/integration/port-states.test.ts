@@ -232,6 +232,9 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await waiting(files, adding);
     await runOk('ip', ['-n', ns, 'link', 'set', pod.peer, 'up']);
     const add = await adding;
+    // Whatever ADD did, the capture goes on until DAD is over: an early NA then shows before the probes.
+    const tentative = async () => (await runOk('ip', ['-n', ns, '-6', 'addr', 'show', 'dev', pod.ifname])).stdout.includes('tentative');
+    await waitFor(async () => !(await tentative()), { what: 'DAD to end' });
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
