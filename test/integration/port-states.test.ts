@@ -92,7 +92,8 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
   /** Waits until ADD says it waits for the pod, or has exited (then the captures tell what it sent too early). */
   async function waiting(files: Captured['files'], adding: Promise<AnnouncerOutput>): Promise<void> {
     let exited = false;
-    void adding.then(() => (exited = true));
+    const over = (): void => void (exited = true);
+    adding.then(over, over); // a rejection is the caller's, at its own await
     await waitFor(async () => exited || (await files.log()).includes(WAITING), { timeoutMs: 20_000, what: 'ADD to say it waits' });
   }
 
