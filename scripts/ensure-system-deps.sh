@@ -7,6 +7,8 @@
 #   iproute2 iputils-ping        ip, ping
 #   arping procps                arping, pgrep/ps/sysctl
 #   tcpdump tshark               capture, and an independent dissector
+#   python3                      raw frames the tests send (BPDUs) from an
+#                                AF_PACKET socket
 #   podman runc busybox-static   `make image` (built FROM scratch, offline) and
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
@@ -41,6 +43,7 @@ GROUPS_SPEC=(
 	"CNI reference plugins|containernetworking-plugins"
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
+	"raw frames|python3"
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
 	"Kubernetes CRI|containerd"

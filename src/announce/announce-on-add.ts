@@ -246,7 +246,9 @@ async function firstRound(
   if (plan.schedule.length === 0) return nothing;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return nothing;
-  const outcome = await waitReady(session, targets, { timeoutMs: Math.min(addWaitMs, readyTimeoutMs), timers });
+  const timeoutMs = Math.min(addWaitMs, readyTimeoutMs);
+  const onWait = (reasons: readonly string[]): void => log.debug('pod not ready: waiting for it', { upToMs: timeoutMs, waitingFor: reasons });
+  const outcome = await waitReady(session, targets, { timeoutMs, timers, onWait });
   const base: BackgroundJob = {
     ...shared,
     interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),

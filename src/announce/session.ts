@@ -81,13 +81,14 @@ export function openSession(
 /** How a readiness wait ended. */
 export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
 
-/** Waits on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes. */
+/** Waits on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes; `onWait` hears why, once, when the first look says wait. */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  wait: { timeoutMs: number; timers: Pick<Timers, 'now'> },
+  wait: { timeoutMs: number; timers: Pick<Timers, 'now'>; onWait?: (reasons: readonly string[]) => void },
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
+  let told = false;
   const outcome = await waitUntil<ReadyOutcome>({
     timeoutMs: wait.timeoutMs,
     timers: wait.timers,
@@ -96,6 +97,8 @@ export async function waitReady(
       const now = readiness(session, targets);
       if (now.kind === 'waiting') {
         reasons = now.reasons;
+        if (!told) wait.onWait?.(reasons);
+        told = true;
         return undefined;
       }
       return now;

@@ -19,6 +19,7 @@ export * from './neigh';
 export * from './netns';
 export * from './pcap';
 export * from './pidns';
+export * from './port-hold';
 export * from './ping';
 export * from './privileges';
 export * from './processes';

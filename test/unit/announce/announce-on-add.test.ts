@@ -208,6 +208,16 @@ describe('announceOnAdd', () => {
     expect(sentAt).toBeLessThan(lockWaitMs(addWaitMs));
   });
 
+  it('says once, at debug, why it waits for the pod, then sends round 1 once the pod is ready', async () => {
+    const late = () => [{ ...eth0, running: timers.now() >= 2000 }];
+    await announceOnAdd(deps(taken, late), job({ addWaitMs: 5000 }));
+    const said = lines.map((l, i) => [i, l] as const).filter(([, l]) => / DEBUG pod not ready: waiting for it /.test(l));
+    expect(said).toHaveLength(1);
+    expect(said[0]![1]).toMatch(/upToMs=5000 .*eth0 has no carrier/);
+    expect(lines.findIndex((l) => / INFO announced /.test(l))).toBeGreaterThan(said[0]![0]);
+    expect(frames).toHaveLength(1);
+  });
+
   describe('fails with code 105 (state)', () => {
     it('when stateDir is not private, naming the fix; nothing is sent or recorded', async () => {
       chmodSync(stateDir, 0o770);
