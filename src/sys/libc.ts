@@ -44,8 +44,11 @@ export interface Libc {
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
   close(fd: number): void;
-  /** close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period. */
-  closeInBackground(fd: number): void;
+  /**
+   * close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period.
+   * `done` hears the outcome on this thread. koffi queues at most 256 such calls and throws beyond.
+   */
+  closeInBackground(fd: number, done?: (error?: unknown) => void): void;
   /** ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs file). */
   nsType(fd: number): number;
   /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
@@ -201,7 +204,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
-    closeInBackground: (fd) => close.async(fd, () => {}),
+    closeInBackground: (fd, done) =>
+      close.async(fd, (err: unknown, rc: number) => done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined)),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket: () =>
       closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
