@@ -61,8 +61,11 @@ export interface Libc {
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /** posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd; returns the pid, not waited for. */
-  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
+  /**
+   * posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd, in
+   * directory `cwd` when given (glibc 2.29+; older ones leave this process's); returns the pid, not waited for.
+   */
+  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[], cwd?: string): number;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
   /** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
@@ -140,6 +143,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   // glibc 2.34+ only (RHEL 8 has 2.28): bound when first needed, else one close action per open fd.
   const actionsCloseFrom = optionalFunc(lib, 'int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
   const actionsClose = lazyFunc(lib, 'int posix_spawn_file_actions_addclose(void *actions, int fd)');
+  // glibc 2.29+ only: without it, a detached process starts in this one's directory.
+  const actionsChdir = optionalFunc(lib, 'int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)');
   const actionsDup2 = lazyFunc(lib, 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
   const fcntl = lazyFunc(lib, 'int fcntl(int fd, int cmd, int arg)');
   const pipe2 = lazyFunc(lib, 'int pipe2(_Out_ int *fds, int flags)');
@@ -248,7 +253,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
       return fds.map((_, i) => n > 0 && set.readInt16LE(8 * i + 6) !== 0);
     },
-    spawnDetached(path, argv, env, inherit = []) {
+    spawnDetached(path, argv, env, inherit = [], cwd) {
       const actions = Buffer.alloc(SPAWN_STRUCT_BYTES);
       const attr = Buffer.alloc(SPAWN_STRUCT_BYTES);
       const moved: number[] = [];
@@ -264,6 +269,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         sources.forEach((fd, i) => checkRc('posix_spawn_file_actions_adddup2', actionsDup2(actions, fd, 3 + i)));
         // Nothing the runtime left open (pipes it waits on, say) may live on in the child.
         addCloseFrom(actions, 3 + inherit.length);
+        const chdir = cwd === undefined ? undefined : actionsChdir();
+        if (chdir) checkRc('posix_spawn_file_actions_addchdir_np', chdir(actions, cwd));
         checkRc('posix_spawnattr_setflags', attrSetFlags(attr, POSIX_SPAWN_SETSID));
         const pid = [0];
         checkRc(`posix_spawn ${path}`, spawn(pid, path, actions, attr, [...argv, null], [...env, null]));
