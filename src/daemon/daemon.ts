@@ -55,12 +55,15 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
     }
     await new Daemon(deps).run();
   } finally {
-    closeSync(lockFd); // releases the lock
+    try {
+      closeSync(lockFd); // releases the lock
+    } catch {
+      // close(2) releases the lock even when it reports an error
+    }
   }
 }
 
-/** The announcer itself; exported for tests. */
-export class Daemon {
+class Daemon {
   private readonly counters = newCounters();
   private readonly closer: BackgroundCloser;
   private readonly jobs: Jobs;
@@ -83,9 +86,11 @@ export class Daemon {
     this.control = new ControlSocket(inner, (request) => this.handleSafely(request), deps.inheritedListenFd, (what, error) => this.failed(what, error));
   }
 
-  /** Runs until SIGTERM, SIGINT or stop(), or idle for idleExitMs with no record holding work; never throws once listening. */
+  /** Runs until SIGTERM or SIGINT, or idle for idleExitMs with no record holding work; never throws once listening. */
   async run(): Promise<void> {
-    const stop = (): void => this.stop();
+    const stop = (): void => {
+      this.stopping = true;
+    };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
     try {
@@ -103,11 +108,6 @@ export class Daemon {
       this.flushMetrics(true);
       this.deps.log.info('background announcer stopped', { pid: process.pid });
     }
-  }
-
-  /** Makes run() return after the current turn. */
-  stop(): void {
-    this.stopping = true;
   }
 
   private async loop(): Promise<void> {
