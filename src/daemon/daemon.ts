@@ -96,15 +96,15 @@ class Daemon {
     try {
       // Listen first: a client whose request found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
-      this.guard('cannot read the records', () => this.jobs.recover());
+      this.guard('cannot read the records', () => this.jobs.recover(), undefined);
       this.deps.log.info('background announcer started', { pid: process.pid, stateDir: this.deps.stateDir, pending: this.jobs.size });
       await this.loop();
     } finally {
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
-      this.guard('cannot close the pod sockets', () => this.jobs.close());
-      this.guard('cannot close the control socket', () => this.control.close());
-      this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting());
+      this.guard('cannot close the pod sockets', () => this.jobs.close(), undefined);
+      this.guard('cannot close the control socket', () => this.control.close(), undefined);
+      this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
       this.flushMetrics(true);
       this.deps.log.info('background announcer stopped', { pid: process.pid });
     }
@@ -114,7 +114,7 @@ class Daemon {
     let idleSince = this.deps.timers.now();
     while (!this.stopping) {
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle())) break;
+      if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle(), false)) break;
       try {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
@@ -139,13 +139,13 @@ class Daemon {
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
-  /** Runs `work`; a throw is counted and logged as `what`, and gives false. */
-  private guard(what: string, work: () => boolean | void): boolean {
+  /** Runs `work`; a throw is counted and logged as `what`, and gives `otherwise`. */
+  private guard<T>(what: string, work: () => T, otherwise: T): T {
     try {
-      return work() ?? true;
+      return work();
     } catch (err) {
       this.failed(what, err);
-      return false;
+      return otherwise;
     }
   }
 

@@ -73,6 +73,8 @@ export class FakePod {
   links: LinkInfo[] = [link()];
   /** Thrown by the opener's pod() when set. */
   openError: Error | undefined;
+  /** Thrown by a pod session's close() when set (it is closed all the same). */
+  closeError: Error | undefined;
   /** Frames sent through the pod's packet socket. */
   readonly sent: Buffer[] = [];
   /** Sessions opened, and closed (both sockets). */
@@ -82,8 +84,10 @@ export class FakePod {
   readonly released: number[] = [];
   /** Event sockets drained. */
   drained = 0;
-  /** Times the conflict probe asked for ARP receivers (it then fails: no receivers here). */
+  /** Times the conflict probe asked for ARP receivers (without `arpFrames`, it then fails). */
   probes = 0;
+  /** Frames the conflict probe's ARP receiver (fd 60, eth0) reads, once each; undefined: there is no receiver. */
+  arpFrames: Buffer[] | undefined;
   private nextFd = 100;
 
   get open(): number {
@@ -122,13 +126,24 @@ export class FakePod {
             },
           },
           ipv6Forwarding: false,
-          close: () => void this.closed++,
+          close: () => {
+            this.closed++;
+            if (this.closeError) throw this.closeError;
+          },
         };
       },
       host: (): HostSockets => ({ rtnl: hostRtnl, events: events(HOST_EVENTS_FD), close: () => undefined }),
       arpReceivers: () => {
         this.probes++;
-        throw new Error('no ARP receivers here');
+        const frames = this.arpFrames;
+        if (!frames) throw new Error('no ARP receivers here');
+        const receive = (buf: Uint8Array): number | undefined => {
+          const frame = frames.shift();
+          if (!frame) return undefined;
+          buf.set(frame);
+          return frame.length;
+        };
+        return [{ ifindex: 2, fd: 60, receive, close: () => undefined, release: () => (this.released.push(60), 60) }];
       },
     };
   }

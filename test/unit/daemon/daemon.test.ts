@@ -1,7 +1,7 @@
 // The announcer's loop end to end through fakes: a fake pod and budget,
 // in-memory control sockets, a manual clock moved by the fake poll(2), and
 // records in a temporary stateDir. Requests arrive on a script of times.
-import { existsSync } from 'node:fs';
+import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BackgroundJob } from '../../../src/announce/background-job';
@@ -169,8 +169,10 @@ describe('runDaemon', () => {
     };
     deps.closeInBackground = (fd, done) => queueMicrotask(() => done(new Error(`close ${fd} broke`)));
     pod.links = [link()];
+    const status = requestAt(350, { op: 'status' });
     await runDaemon(deps);
     expect(failedSync[0]).toEqual({ ok: false, error: 'internal error' });
+    expect(statusCounters(status[0]).errors).toBeGreaterThanOrEqual(5); // poll, round, request, metrics, closes
     expect(pod.sent.length).toBe(2); // rounds 3 and 4 of c1; round 2 failed
     const errors = lines.filter((l) => l.includes('ERROR') || l.includes('WARN'));
     for (const what of ['turn failed', 'bucket broke', 'control request failed', 'disk full', 'cannot close a socket']) {
@@ -206,11 +208,87 @@ describe('runDaemon', () => {
     expect(pod.sent).toHaveLength(1);
   });
 
-  it('returns without running while another announcer holds the lock', async () => {
+  it('returns without running while another announcer holds the lock, after waiting 2 s for it to let go', async () => {
+    timers.advance(5000);
     deps.tryLock = () => false;
     writeJob(state, sentAt(0));
     await runDaemon(deps);
-    expect({ sent: pod.sent.length, listened: sockets.closed.length, now: timers.now() }).toEqual({ sent: 0, listened: 0, now: 2020 });
+    expect({ sent: pod.sent.length, listened: sockets.closed.length, now: timers.now() }).toEqual({ sent: 0, listened: 0, now: 7020 });
+  });
+
+  it('takes the lock handed over (fd 3), or else opens the lock file itself; closes it on return', async () => {
+    const locked: number[] = [];
+    deps.tryLock = (fd) => (locked.push(fd), true);
+    const handed = deps.inheritedLockFd!;
+    await runDaemon(deps);
+    expect(locked).toEqual([handed]);
+    expect(() => fstatSync(handed)).toThrow(/EBADF/);
+    deps.inheritedLockFd = undefined;
+    await runDaemon(deps);
+    expect(locked).toHaveLength(2);
+    expect(typeof locked[1]).toBe('number');
+    expect(() => fstatSync(locked[1]!)).toThrow(/EBADF/);
+    expect(existsSync(join(state.dir, 'announcer-daemon.flock'))).toBe(true);
+  });
+
+  it('SIGINT stops it too, and both handlers are gone afterwards', async () => {
+    const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
+    writeJob(state, sentAt(0, { schedule: [0, 1000, 60_000] }));
+    script.push({ at: 1500, act: () => process.listeners('SIGINT').at(-1)!('SIGINT') });
+    await runDaemon(deps);
+    expect(timers.now()).toBeLessThan(3000);
+    expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
+  });
+
+  it('stays while a client is connected, and idles out idleExitMs after the last work ended', async () => {
+    script.push({ at: 900, act: () => void sockets.connect(join(state.dir, DAEMON_SOCKET)) }); // says nothing: dropped at 1900
+    await runDaemon(deps);
+    expect(timers.now()).toBeGreaterThanOrEqual(2900);
+    expect(timers.now()).toBeLessThan(3500);
+  });
+
+  it('counts a round only when the ADD sent frames', async () => {
+    const status = requestAt(10, { op: 'status' });
+    requestAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+    await runDaemon(deps);
+    expect(statusCounters(status[0]).rounds.sent).toBe(0);
+  });
+
+  it('closes the sockets an ADD hands over 2 s later, in the background', async () => {
+    deps.settings = { idleExitMs: 5000 };
+    script.push({
+      at: 100,
+      act: () => {
+        const fd = sockets.connect(join(state.dir, DAEMON_SOCKET));
+        sockets.send(fd, encodeMessage({ op: 'count', sent: { garpRequest: 1, garpReply: 0, na: 0 } }), [33]);
+      },
+    });
+    const closedAt: number[] = [];
+    deps.closeInBackground = (_fd, done) => (closedAt.push(timers.now()), queueMicrotask(() => done()));
+    await runDaemon(deps);
+    expect(closedAt).toHaveLength(1);
+    expect(closedAt[0]).toBeGreaterThanOrEqual(2100);
+    expect(closedAt[0]).toBeLessThan(2700);
+  });
+
+  it('a close koffi refuses runs on this thread, counted', async () => {
+    writeJob(state, sentAt(0, { schedule: [0, 100] }));
+    const closedNow: number[] = [];
+    deps.libc = fakeLibc({ pollIn, close: (fd) => void closedNow.push(fd) });
+    deps.closeInBackground = () => {
+      throw new Error('too many async calls');
+    };
+    const status = requestAt(200, { op: 'status' });
+    await runDaemon(deps);
+    expect(closedNow).toEqual(pod.released);
+    expect(statusCounters(status[0]).errors).toBe(1);
+  });
+
+  it('writes metrics once a second at most, only when they changed, and once more on exit', async () => {
+    writeJob(state, sentAt(0, { schedule: [0, 1100, 1200, 1300], metricsFile: '/m.prom' }));
+    script.push({ at: 1300, act: () => process.listeners('SIGTERM').at(-1)!('SIGTERM') });
+    await runDaemon(deps);
+    expect(metrics.map((m) => /rounds_total\{outcome="sent"\} (\d+)/.exec(m.text)![1])).toEqual(['1', '3']);
   });
 
   it('keeps metrics to at most one write a second, only when they changed, and a last one on exit', async () => {

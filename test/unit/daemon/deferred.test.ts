@@ -4,6 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BackgroundJob } from '../../../src/announce/background-job';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
+import { gratuitousArp } from '../../../src/wire/arp';
 import { runDeferred } from '../../../src/daemon/deferred';
 import { dropDeferred, type RoundDeps, type Work } from '../../../src/daemon/rounds';
 import { fakeLibc } from '../../support/fake-libc';
@@ -30,6 +31,9 @@ beforeEach(() => {
   deps = { libc: fakeLibc({}), open: pod.opener(), closeInBackground: (fd) => void closed.push(fd), timers: new ManualTimers(), budget: budget.budget };
 });
 afterEach(() => state.remove());
+
+/** Frames sent that announce (a probe's sender IP is 0.0.0.0). */
+const announced = (): number => pod.sent.filter((f) => f.readUInt32BE(28) !== 0).length;
 
 function waiting(extra: Partial<BackgroundJob> = {}): Work {
   const job = jobIn(state, { firstRoundAt: undefined, readyDeadline: DEADLINE, ...extra });
@@ -116,7 +120,38 @@ describe('runDeferred', () => {
     await runDeferred(deps, counters, w, T0 + 100);
     await runDeferred(deps, counters, w, T0 + 200);
     expect({ probes: pod.probes, errors: counters.errors, sent: pod.sent.length }).toEqual({ probes: 1, errors: 1, sent: 1 });
-    expect(lines.some((l) => l.includes('conflict probe failed: announcing without it'))).toBe(true);
+    expect(lines.some((l) => l.includes('conflict probe failed: announcing without it') && l.includes('no ARP receivers here'))).toBe(true);
+  });
+
+  it('leaves out the addresses another host answers for, in round 1 and the rounds after, counted and logged; the probe receivers close in the background', async () => {
+    const other = Buffer.from('02aabbccddee', 'hex');
+    pod.arpFrames = [gratuitousArp({ mac: other, ip: Buffer.from([10, 88, 0, 5]), op: 'reply' })];
+    const timers = deps.timers as ManualTimers;
+    deps.libc = fakeLibc({ pollIn: (fds, ms) => (timers.advance(ms), fds.map(() => true)) });
+    for (const action of ['warn', 'fail'] as const) {
+      const w = waiting({ conflictCheck: { action, probeMs: 100, probes: 1 } });
+      budget.answers.push(50);
+      await runDeferred(deps, counters, w, T0);
+      expect({ sent: announced(), conflicts: counters.conflicts, interfaces: w.job.interfaces }).toEqual({ sent: 0, conflicts: 1, interfaces: [{ name: 'eth0', ipv4: [], ipv6: [] }] });
+      // Held back, round 1 comes again: no second probe, still without the address.
+      await runDeferred(deps, counters, w, T0 + 50);
+      expect({ probes: pod.probes, sent: announced(), conflicts: counters.conflicts }).toEqual({ probes: 1, sent: 0, conflicts: 1 });
+      expect(closed).toContain(60);
+      expect(lines.some((l) => l.includes('WARN address conflict: not announcing 10.88.0.5') && l.includes('mac=02:aa:bb:cc:dd:ee'))).toBe(true);
+      expect(lines.some((l) => l.includes('conflictCheck is fail, but ADD has returned'))).toBe(action === 'fail');
+      pod.probes = 0;
+      counters.conflicts = 0;
+      pod.arpFrames = [gratuitousArp({ mac: other, ip: Buffer.from([10, 88, 0, 5]), op: 'reply' })];
+    }
+  });
+
+  it('announces everything when the probe finds no conflict', async () => {
+    pod.arpFrames = [];
+    const timers = deps.timers as ManualTimers;
+    deps.libc = fakeLibc({ pollIn: (fds, ms) => (timers.advance(ms), fds.map(() => false)) });
+    const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } });
+    await runDeferred(deps, counters, w, T0);
+    expect({ probes: pod.probes, sent: announced(), conflicts: counters.conflicts, errors: counters.errors }).toEqual({ probes: 1, sent: 1, conflicts: 0, errors: 0 });
   });
 
   it('does not probe without conflictCheck', async () => {

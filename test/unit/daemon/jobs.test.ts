@@ -126,18 +126,39 @@ describe('Jobs: resume from the records', () => {
     expect(scheduled).toHaveLength(1);
   });
 
-  it('a job that ended here is not taken up again from its record, until the record is gone', async () => {
-    const name = writeJob(state, sentAgo(0, { schedule: [0, 100] }));
+  it('a sync keeps the progress of a job that sent a round here already, and of a deferred wait', async () => {
+    const name = writeJob(state, sentAgo(0));
     jobs.recover();
-    await at(100);
-    expect(jobs.size).toBe(0);
+    await at(1000);
+    timers.advance(2500); // round 3 (due 3000) is 500 ms late now
+    expect(jobs.sync(name)).toBe(true);
+    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0, roundsSent: 2 });
+    const waiting = writeJob(state, deferredJob({ containerId: 'c2' }));
+    jobs.recover();
+    expect(jobs.sync(waiting)).toBe(true);
+    expect(jobs.status(now())[1]).toMatchObject({ deferred: true, roundsSent: 0 });
+  });
+
+  it("a recovered job's round due before the grace ran out is kept when its ADD syncs, one due earlier is not", () => {
+    const name = writeJob(state, sentAgo(2500, { schedule: [0, 1000, 2000] })); // round 3 due 500 ms ago
+    jobs.recover();
+    expect(jobs.status(now())).toEqual([]);
+    expect(jobs.sync(name)).toBe(false); // the record's job is taken as new: round 3 within the grace
+    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0 });
+  });
+
+  it('a job that ended here is not taken up again from its record, until the record is gone', async () => {
+    const job = sentAgo(0, { schedule: [0, 100, 60_000] });
+    const name = writeJob(state, job);
+    jobs.recover();
+    jobs.forget(name, 'cancelled');
     jobs.recover();
     expect(jobs.size).toBe(0);
     expect(jobs.sync(name)).toBe(true);
     expect(jobs.size).toBe(0);
     rmSync(join(state.dir, name));
     jobs.recover();
-    writeJob(state, sentAgo(0, { schedule: [0, 100] }));
+    writeJob(state, job); // the same job again (a record restored): taken up once more
     jobs.recover();
     expect(jobs.size).toBe(1);
   });
@@ -217,6 +238,7 @@ describe('Jobs: deferred waits', () => {
     rmSync(state.netns);
     await at(500);
     expect({ size: jobs.size, open: pod.open, gone: counters.deferred.gone }).toEqual({ size: 0, open: 0, gone: 1 });
+    expect(lines.some((l) => l.includes('why="pod gone before it was ready"'))).toBe(true);
   });
 
   it('close() closes every wait', async () => {
@@ -229,6 +251,28 @@ describe('Jobs: deferred waits', () => {
 });
 
 describe('Jobs: a throw on every path', () => {
+  it('the first hold-back of a round counts it as delayed', async () => {
+    jobs.sync(writeJob(state, sentAgo(0)));
+    budget.answers.push(100);
+    await at(1000);
+    expect(counters.rateLimited.delayed).toBe(1);
+  });
+
+  it('sockets that fail to close when a wait is forgotten are counted; close() reports the first failure once all are closed', async () => {
+    pod.links = [link({ up: false })];
+    const name = writeJob(state, deferredJob());
+    jobs.sync(name);
+    jobs.sync(writeJob(state, deferredJob({ containerId: 'c2' })));
+    await at(0);
+    expect(pod.open).toBe(2);
+    pod.closeError = new Error('EIO on close');
+    jobs.forget(name, 'cancelled');
+    expect(counters.errors).toBe(1);
+    expect(lines.some((l) => l.includes('cannot close the pod sockets') && l.includes('EIO on close'))).toBe(true);
+    expect(() => jobs.close()).toThrow('EIO on close');
+    expect(pod.open).toBe(0);
+  });
+
   it('a round that throws is counted, skipped, and the other jobs go on', async () => {
     jobs.sync(writeJob(state, sentAgo(0)));
     jobs.sync(writeJob(state, sentAgo(0, { containerId: 'c2' })));
@@ -250,5 +294,6 @@ describe('Jobs: a throw on every path', () => {
     budget.answers.push(new Error('boom'));
     await at(1000);
     expect({ errors: counters.errors, size: jobs.size, sent: pod.sent.length }).toEqual({ errors: 3, size: 0, sent: 0 });
+    expect(lines.some((l) => l.includes('why="failed until its ready deadline"'))).toBe(true);
   });
 });
