@@ -154,6 +154,8 @@ export interface BudgetCall {
   limit: RateLimit | undefined;
   frames: number;
   onCredit: boolean;
+  /** What the clock said when the bucket asked. */
+  at: number;
 }
 
 /** A budget that answers from `answers` (then ok): a number is a wait in ms, a function throws. */
@@ -162,8 +164,8 @@ export class ScriptedBudget {
   readonly answers: (number | 'ok' | Error)[] = [];
 
   budget = (limit: RateLimit | undefined): FrameBudget => ({
-    take: async (frames, _clock, onCredit, send) => {
-      this.calls.push({ limit, frames, onCredit });
+    take: async (frames, clock, onCredit, send) => {
+      this.calls.push({ limit, frames, onCredit, at: clock() });
       const answer = this.answers.shift() ?? 'ok';
       if (answer instanceof Error) throw answer;
       if (typeof answer === 'number') return { ok: false, waitMs: answer };

@@ -24,6 +24,8 @@ export class FakeSockets implements UnixSockets {
   connectError: Error | undefined;
   /** Thrown by close(), when set (the fd is closed all the same). */
   closeError: Error | undefined;
+  /** Thrown by receive(), when set (a connection reset). */
+  receiveError: Error | undefined;
   readonly closed: number[] = [];
   /** Every fd an attached message handed to the receiver. */
   readonly passed: number[] = [];
@@ -76,6 +78,7 @@ export class FakeSockets implements UnixSockets {
   }
 
   receive(fd: number, buf: Uint8Array): { length: number; fds: number[] } | undefined {
+    if (this.receiveError) throw this.receiveError;
     const end = this.end(fd);
     const message = end.inbox.shift();
     if (message) {

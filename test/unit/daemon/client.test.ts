@@ -23,6 +23,7 @@ let served: Request[];
 /** The announcer's side, when one runs: served whenever the client polls. */
 let daemon: ControlSocket | undefined;
 let polls: number[];
+let polledFds: number[][];
 let spawned: { lockFd: number; listenFd: number | undefined; settings: DaemonSettings | undefined }[];
 let daemonLockHeld: boolean;
 let closedFds: number[];
@@ -37,6 +38,7 @@ beforeEach(() => {
   served = [];
   daemon = undefined;
   polls = [];
+  polledFds = [];
   spawned = [];
   daemonLockHeld = false;
   closedFds = [];
@@ -46,6 +48,7 @@ beforeEach(() => {
     libc: fakeLibc({
       pollIn: (fds, ms) => {
         polls.push(ms);
+        polledFds.push([...fds]);
         daemon?.serve(new Set(daemon.fds()));
         timers.advance(Math.min(ms, 10));
         return fds.map(() => true);
@@ -117,6 +120,14 @@ describe('askDaemon', () => {
     expect(asked).toEqual({ sent: true });
     expect(timers.now()).toBeGreaterThanOrEqual(1000);
     expect(polls[0]).toBe(1000);
+    expect(polledFds[0]).toEqual([sockets.closed[0]]); // its own socket, closed afterwards
+  });
+
+  it('a connection reset while waiting for the reply: sent, no reply, socket closed', async () => {
+    startDaemon();
+    sockets.receiveError = new SysError('recvmsg', 104);
+    expect(await askDaemon(deps, state.dir, STATUS, 1000)).toEqual({ sent: true });
+    expect(sockets.closed).toHaveLength(1);
   });
 
   it('a socket buffer that stays full: not sent, retried every 10 ms until the timeout', async () => {
@@ -124,6 +135,7 @@ describe('askDaemon', () => {
     sockets.full = true;
     expect(await askDaemon(deps, state.dir, STATUS, 50)).toEqual({ sent: false });
     expect(polls).toEqual([10, 10, 10, 10, 10]);
+    expect(polledFds.every((fds) => fds.length === 1)).toBe(true);
     expect(served).toEqual([]);
   });
 
@@ -157,6 +169,7 @@ describe('askOrStartDaemon', () => {
     expect(asked).toEqual({ sent: true, started: true });
     expect(spawned).toEqual([{ lockFd: 77, listenFd: expect.any(Number), settings: { idleExitMs: 500 } }]);
     expect(closedFds).toEqual([77]); // its copy of the lock: the announcer keeps the lock
+    expect(sockets.closed).toContain(spawned[0]!.listenFd); // and its copy of the socket
     daemon!.serve(new Set(daemon!.fds()));
     expect(served).toMatchObject([{ op: 'sync', record: SYNC.record, settings: { idleExitMs: 500 } }]);
   });

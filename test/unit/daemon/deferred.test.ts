@@ -46,7 +46,7 @@ describe('runDeferred', () => {
   it('sends round 1 once the pod is ready, closes the wait, and schedules round 2 from then', async () => {
     const w = waiting({ rateLimit: { framesPerSecond: 20, burst: 5 } });
     expect(await runDeferred(deps, counters, w, T0 + 700)).toBeUndefined();
-    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false }]);
+    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 }]); // the boot clock
     expect(pod.sent).toHaveLength(1);
     expect({ deferred: w.deferred, firstRoundAt: w.firstRoundAt, next: w.next, dueAt: w.dueAt, roundsSent: w.roundsSent }).toEqual({
       deferred: undefined,

@@ -40,7 +40,7 @@ describe('runRound', () => {
   it('takes the planned frames from the budget, then sends the round, closes the session (packet socket in the background) and moves to the next round', async () => {
     const w = work({ rateLimit: { framesPerSecond: 20, burst: 5 } });
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
-    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false }]);
+    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 }]); // the boot clock
     expect(pod.sent).toHaveLength(1);
     expect(pod.sent[0]!.readUInt16BE(20)).toBe(1); // a GARP request
     expect(counters.frames).toEqual({ garpRequest: 1, garpReply: 0, na: 0 });
@@ -84,6 +84,13 @@ describe('runRound', () => {
     expect(counters.rateLimited).toEqual({ delayed: 1, dropped: 1 });
     expect(pod.opened).toBe(0);
     expect(lines.some((l) => l.includes('round dropped') && l.includes('round=2'))).toBe(true);
+  });
+
+  it('drops a round at once when the wait it is told reaches the next round, and the next round keeps its time', async () => {
+    const w = work();
+    budget.answers.push(2000);
+    expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
+    expect({ next: w.next, dueAt: w.dueAt, dropped: counters.rateLimited.dropped, skippedLate: counters.rounds.skippedLate }).toEqual({ next: 2, dueAt: T1 + 3000, dropped: 1, skippedLate: 0 });
   });
 
   it('never drops the last round for the budget: it waits however long', async () => {
