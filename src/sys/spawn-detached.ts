@@ -1,3 +1,4 @@
+import { userModeEmulator } from './emulator';
 import type { Libc } from './libc';
 import { processStartTime, type ProcessId } from './processes';
 
@@ -9,9 +10,12 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
  * must carry nothing of one call: not a pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS, nor CNI_COMMAND,
  * which would make it a plugin call again were it to run itself, nor the runtime's own variables
  * (containerd passes `LD_LIBRARY_PATH=<opt>/lib:`, whose empty entry means the current directory).
+ * Under a user-mode emulator (sys/emulator.ts) its own QEMU_* settings go along too: the child runs
+ * through the same emulator and cannot start without them (QEMU_LD_PREFIX: the emulated libraries).
  */
-export function detachedEnv(env: Readonly<Record<string, string | undefined>>): string[] {
-  return [`PATH=${env.PATH || DEFAULT_PATH}`];
+export function detachedEnv(env: Readonly<Record<string, string | undefined>>, emulated: boolean): string[] {
+  const emulator = emulated ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : [])) : [];
+  return [`PATH=${env.PATH || DEFAULT_PATH}`, ...emulator];
 }
 
 /**
@@ -26,7 +30,8 @@ export function detachedEnv(env: Readonly<Record<string, string | undefined>>): 
 export function spawnDetached(libc: Libc, command: readonly string[], args: readonly string[], inherit: readonly number[] = []): ProcessId {
   const path = command[0];
   if (path === undefined) throw new Error('spawnDetached: empty command');
-  const pid = libc.spawnDetached(path, [...command, ...args], detachedEnv(process.env), inherit, '/');
+  const env = detachedEnv(process.env, userModeEmulator() !== undefined);
+  const pid = libc.spawnDetached(path, [...command, ...args], env, inherit, '/');
   // The start time is fixed at fork, so reading it now is safe even if exec has not happened yet.
   const startTime = processStartTime(pid);
   if (startTime === undefined) throw new Error(`background process ${pid} exited at once`);

@@ -79,12 +79,17 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
 
 describe('detachedEnv', () => {
   it("keeps this process's PATH and nothing else", () => {
-    expect(detachedEnv({ PATH: '/a:/b', HOME: '/root', CNI_COMMAND: 'ADD', LD_LIBRARY_PATH: '/x:' })).toEqual(['PATH=/a:/b']);
+    expect(detachedEnv({ PATH: '/a:/b', HOME: '/root', CNI_COMMAND: 'ADD', LD_LIBRARY_PATH: '/x:', QEMU_LD_PREFIX: '/sysroot' }, false)).toEqual(['PATH=/a:/b']);
+  });
+
+  it("keeps a user-mode emulator's QEMU_* settings too when this process runs under one (the child runs through it)", () => {
+    const env = { PATH: '/a', HOME: '/root', QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', QEMU_STRACE: '1', LD_LIBRARY_PATH: '/x:' };
+    expect(detachedEnv(env, true)).toEqual(['PATH=/a', 'QEMU_LD_PREFIX=/usr/aarch64-linux-gnu', 'QEMU_STRACE=1']);
   });
 
   it('gives a default PATH when this process has none, or an empty one', () => {
     const standard = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'];
-    expect(detachedEnv({})).toEqual(standard);
-    expect(detachedEnv({ PATH: '' })).toEqual(standard);
+    expect(detachedEnv({}, false)).toEqual(standard);
+    expect(detachedEnv({ PATH: '' }, false)).toEqual(standard);
   });
 });
