@@ -124,9 +124,9 @@ async function bench(scope: Scope, base: Omit<Programs, 'emptyFile' | 'runtimeFl
   const lines = [
     ...header,
     '',
-    renderTable(table, { name: ROWS.node, label: 'node' }, { name: ROWS.tuning, label: 'tuning' }),
+    renderTable(table, { name: ROWS.runtimeFloor, label: 'floor' }, { name: ROWS.tuning, label: 'tuning' }),
     '',
-    'Budgets (issue 8):',
+    'Budgets (issue 18, against the runtime floor: the empty program built as the plugin is):',
     renderVerdicts(checkBudgets(table)),
     'Budget (issue 12, no conflict on the bench bridge):',
     renderVerdicts([probeCostVerdict(table)]),

@@ -7,36 +7,38 @@ const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[]
     { name: ROWS.tuning, samples: [4] },
     { name: ROWS.node, samples: [30] },
     { name: ROWS.runtimeFloor, samples: [10], rssKiB: 20 * 1024 },
-    { name: ROWS.version, samples: [15] },
-    { name: ROWS.addOne, samples: [22], rssKiB: 25 * 1024 },
-    { name: ROWS.addDefault, samples: [27], rssKiB: 29 * 1024 },
+    { name: ROWS.version, samples: [11.5] },
+    { name: ROWS.addOne, samples: [16], rssKiB: 25 * 1024 },
+    { name: ROWS.addDefault, samples: [27], rssKiB: 28 * 1024 },
+    { name: ROWS.del, samples: [14] },
   ].map((r) => ({ ...r, ...over[r.name] }));
 
 describe('checkBudgets', () => {
-  it('passes within every budget', () => {
+  it('passes within every budget, each a multiple of the runtime floor', () => {
     const verdicts = checkBudgets(rows());
     expect(verdicts.map((v) => [v.label, v.measured, v.pass])).toEqual([
-      ['ADD count 1 ≤ 0.8× node', '0.73× node', true],
-      ['ADD defaults ≤ 0.9× node', '0.90× node', true],
-      ['VERSION ≤ 0.6× node', '0.50× node', true],
-      ['ADD peak RSS ≤ 30 MiB', '29.0 MiB (the larger of the two ADD rows; the empty program: 20.0 MiB)', true],
+      ['ADD count 1 ≤ 1.6× floor', '1.60× floor', true],
+      ['DEL ≤ 1.4× floor', '1.40× floor', true],
+      ['VERSION ≤ 1.15× floor', '1.15× floor', true],
+      ['ADD peak RSS ≤ floor + 8 MiB', 'floor + 8.0 MiB (the larger of the two ADD rows; the floor: 20.0 MiB)', true],
     ]);
   });
 
-  it('fails a ratio over its limit and RSS over 30 MiB in either ADD row', () => {
-    const verdicts = checkBudgets(rows({ [ROWS.version]: { samples: [19] }, [ROWS.addOne]: { rssKiB: 31 * 1024 } }));
+  it('fails a ratio over its limit and RSS over floor + 8 MiB in either ADD row', () => {
+    const verdicts = checkBudgets(rows({ [ROWS.version]: { samples: [11.6] }, [ROWS.addOne]: { rssKiB: 28 * 1024 + 1 } }));
     expect(verdicts.map((v) => v.pass)).toEqual([true, true, false, false]);
+    expect(checkBudgets(rows({ [ROWS.del]: { samples: [14.1] }, [ROWS.addOne]: { samples: [16.1] } })).map((v) => v.pass)).toEqual([false, false, true, true]);
   });
 
   it('fails the RSS budget when a figure is missing', () => {
-    const verdicts = checkBudgets(rows({ [ROWS.addDefault]: { rssKiB: undefined } }));
-    expect(verdicts[3]!.pass).toBe(false);
+    expect(checkBudgets(rows({ [ROWS.addDefault]: { rssKiB: undefined } }))[3]!.pass).toBe(false);
+    expect(checkBudgets(rows({ [ROWS.runtimeFloor]: { rssKiB: undefined } }))[3]!.pass).toBe(false);
   });
 });
 
 describe('peerLine', () => {
-  it('gives ADD count 1 as a multiple of the Go peer', () => {
-    expect(peerLine(rows())).toBe('ADD count 1 / Go tuning ADD: 5.5× (goal on the way: ≤ 3×)');
+  it('gives ADD count 1, DEL and the floor as multiples of the Go peer', () => {
+    expect(peerLine(rows())).toBe('Against the Go tuning ADD: ADD count 1 4.0×, DEL 3.5×, the floor 2.5×');
   });
 });
 
