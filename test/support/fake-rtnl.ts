@@ -43,6 +43,8 @@ export interface FakeNetns {
   ports: Map<number, number>;
   /** Every setMac call, MAC as hex. */
   setMacs: { index: number; mac: string }[];
+  /** When set, setMac throws it (and changes nothing). */
+  setMacError?: Error;
 }
 
 /** An empty fake netns. */
@@ -58,7 +60,11 @@ export function fakeRtnl(ns: FakeNetns): Rtnl {
     links: () => [...ns.links],
     addresses: (index) => ns.addresses.filter((a) => a.index === index),
     bridgePortState: (index) => ns.ports.get(index),
-    setMac: (index, mac) => void ns.setMacs.push({ index, mac: Buffer.from(mac).toString('hex') }),
+    setMac: (index, mac) => {
+      if (ns.setMacError) throw ns.setMacError;
+      ns.setMacs.push({ index, mac: Buffer.from(mac).toString('hex') });
+      ns.links = ns.links.map((l) => (l.index === index ? { ...l, mac: Buffer.from(mac) } : l));
+    },
     close: () => undefined,
   };
   return fake as Rtnl;
