@@ -118,6 +118,25 @@ describe('round 1', () => {
   });
 });
 
+describe('telling the background announcer', () => {
+  it('logs why it could not, with the error', async () => {
+    h.answer = () => {
+      throw new Error('connect ECONNREFUSED');
+    };
+    await announceOnAdd(h.deps(), h.job());
+    expect(h.lines).toContainEqual(
+      'WARN cannot reach or start the background announcer: it takes the work from the record when it starts error="connect ECONNREFUSED"',
+    );
+    expect(h.closedAfterExit).toEqual([[PACKET_FD]]);
+  });
+
+  it('logs that it started one, naming the record', async () => {
+    h.answer = () => ({ sent: false, started: true });
+    await announceOnAdd(h.deps(), h.job());
+    expect(h.lines).toContainEqual('DEBUG started the background announcer: it takes the job from the record record=c1@eth0.json');
+  });
+});
+
 describe('when the pod is not ready within addWaitMs', () => {
   const NO_CARRIER = JSON.stringify(JSON.stringify(['eth0 has no carrier'])); // a logged list is JSON, quoted
   beforeEach(() => {
