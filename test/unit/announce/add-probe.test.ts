@@ -42,6 +42,7 @@ function described(): string[] {
 
 describe('conflictCheck warn', () => {
   it('probes every IPv4 address over the window, leaves out the one another host answers for, now and in later rounds', async () => {
+    h.timers.advance(500);
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 garp 10.88.0.6']);
@@ -80,7 +81,7 @@ describe('conflictCheck warn', () => {
   });
 
   it("takes no ARP from the pod's own interfaces for a conflict (a link without MAC beside them is fine)", async () => {
-    h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }), fakeLink({ index: 9, name: 'tun0', mac: undefined }));
+    h.pod.links = [fakeLink({ index: 9, name: 'tun0', mac: undefined }), ...h.pod.links, fakeLink({ index: 3, name: 'net1', mac: NET1_MAC })];
     h.arpIn.set(2, [replyFrom(NET1_MAC, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
@@ -93,6 +94,7 @@ describe('conflictCheck warn', () => {
     await announceOnAdd(h.deps(), h.job({ plan: planOf(v6), conflictCheck: { action: 'warn', ...PROBE } }));
     expect(h.receiversOpened).toEqual([]);
     expect(h.sent).toHaveLength(1);
+    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
   });
 
   it('announces unprobed, logging why, when the probe cannot run', async () => {
@@ -103,12 +105,19 @@ describe('conflictCheck warn', () => {
     await announceOnAdd(deps, h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 garp 10.88.0.5']);
     expect(h.lines).toContainEqual('ERROR conflict probe failed: announcing without it error="socket(AF_PACKET): EPERM"');
-    expect(readBack().job?.interfaces).toEqual([{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }]);
+    expect(readBack().job).toMatchObject({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }], conflicts: 0 });
+    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
   });
 });
 
 describe('conflictCheck fail', () => {
   const DERIVED = Buffer.from('0a580a580063', 'hex');
+
+  it('announces after a window in which nobody answered', async () => {
+    await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'fail', ...PROBE } }));
+    expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 garp 10.88.0.5', '2 garp 10.88.0.6']);
+    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
+  });
 
   it('fails ADD at the first conflict, announcing nothing, and puts the original MAC back', async () => {
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5', DERIVED)]);
