@@ -85,6 +85,27 @@ describe('IP-derived MACs', () => {
     expect(readBack()).toEqual({ network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID, originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
   });
 
+  it('records the original MAC of another interface beside one an earlier ADD recorded', async () => {
+    h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: Buffer.from('02000000aa03', 'hex') }));
+    h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
+    previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
+    const net1: InterfacePlan = { name: 'net1', resultIndex: 1, addresses: [], ipv4: ['10.89.0.7'], ipv6: [], targetMac: DERIVED };
+    await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces: [PLAN.interfaces[0]!, net1] } }));
+    expect(readBack().originalMacs).toEqual([
+      { name: 'eth0', mac: ORIGINAL },
+      { name: 'net1', mac: '02:00:00:00:aa:03' },
+    ]);
+  });
+
+  it('sets no MAC on an interface that left the pod after it was found, and fails ADD as gone', async () => {
+    let looks = 0;
+    const links = h.pod.links;
+    Object.defineProperty(h.pod, 'links', { get: () => (++looks > 1 ? [] : links), set: () => undefined });
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
+    expect(h.pod.setMacs).toEqual([]);
+    expect(h.lines).toContainEqual('WARN interface has no Ethernet address: not setting the IP-derived MAC interface=eth0');
+  });
+
   it('sets the MAC of the interface the plan names, by name', async () => {
     h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: Buffer.from('02000000aa03', 'hex') }));
     h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));

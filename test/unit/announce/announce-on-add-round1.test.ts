@@ -200,6 +200,12 @@ describe("round 1 and the node-wide budget", () => {
     expect(h.asked[0]!.request).toMatchObject({ sent: ONE_GARP });
   });
 
+  it('logs a single wait too', async () => {
+    h.budget = budget(1, 300).b;
+    await h.drive(announceOnAdd(h.deps(), h.job()));
+    expect(h.lines.filter((l) => l.includes('rate limit'))).toEqual(['INFO node-wide rate limit: round 1 waits its turn waitMs=300']);
+  });
+
   it('goes on credit addWaitMs after readiness, sleeping no longer than that', async () => {
     const { b, takes } = budget(Infinity, 60_000);
     h.budget = b;
