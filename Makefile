@@ -62,9 +62,9 @@ bench: deps system-deps build
 bench-mass: deps system-deps build
 	npx vite-node scripts/bench/mass-start.ts
 
-## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs). Slow: minutes per folder
+## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
 mutation: deps
-	MUTATE='$(MUTATE)' nice -n 10 npx stryker run stryker.config.mjs
+	MUTATE='$(MUTATE)' INCREMENTAL='$(INCREMENTAL)' nice -n 10 npx stryker run stryker.config.mjs
 	npx vite-node scripts/mutation/main.ts reports/mutation/mutation.json
 
 ## image: the installer image, built offline FROM scratch with podman (IMAGE=name:tag to rename)
