@@ -7,7 +7,7 @@ SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package.json package
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
-.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass clean image image-archive
+.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass mutation clean image image-archive
 
 all: build
 
@@ -61,6 +61,11 @@ bench: deps system-deps build
 ## bench-mass: many pods at once (issue 11): background processes, their PSS, node CPU per pod cycle against the bridge alone (needs root; BENCH_PODS=N BENCH_CYCLES=N)
 bench-mass: deps system-deps build
 	npx vite-node scripts/bench/mass-start.ts
+
+## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
+mutation: deps
+	MUTATE='$(MUTATE)' INCREMENTAL='$(INCREMENTAL)' nice -n 10 npx stryker run stryker.config.mjs
+	npx vite-node scripts/mutation/main.ts reports/mutation/mutation.json
 
 ## image: the installer image, built offline FROM scratch with podman (IMAGE=name:tag to rename)
 image: deps system-deps build

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictProbe, describeConflict, dropConflicting, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
-import { silentLogger } from '../../../src/log';
+import { createLogger, silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
 
@@ -189,5 +189,49 @@ describe('dropConflicting', () => {
       { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
     ]);
     expect(interfaces[0]!.ipv4).toHaveLength(2);
+  });
+});
+
+describe('edges of the probe window', () => {
+  it('is finished at once without addresses, also with stopAtFirst', () => {
+    const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0, true);
+    expect(probe.finished(0)).toBe(true);
+    expect(probe.waitMs(0)).toBe(0);
+  });
+
+  it('waits no longer once every address conflicts before the window ends', () => {
+    const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
+    probe.due(0);
+    expect(probe.waitMs(10)).toBe(40);
+    probe.receive(3, replyFrom(SQUATTER, C, NET1));
+    expect(probe.waitMs(10)).toBe(0);
+  });
+
+  it('logs a probe that cannot be sent, naming the interface', () => {
+    const { io } = fakeIo([], true);
+    const lines: string[] = [];
+    const log = createLogger((line) => lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
+    runProbe(io, new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0), log);
+    expect(lines).toEqual(['ERROR sending an ARP probe failed interface=net1 error="sendto: ENETDOWN"']);
+  });
+});
+
+describe('malformed ARP frames in a round', () => {
+  // EtherType ARP, but a hardware type parseArp does not take.
+  const odd = Buffer.from(gratuitousArp({ mac: OURS, ip: A, op: 'request' }));
+  odd.writeUInt16BE(6, 14);
+  const frames: OutgoingFrame[] = [
+    { index: 2, name: 'eth0', frame: odd },
+    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
+    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
+  ];
+  const conflict = (address: string) => ({ address, mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' as const });
+
+  it('are not probed', () => {
+    expect(probeTargets(frames)).toEqual([{ index: 2, name: 'eth0', mac: OURS, ipv4: [B, A] }]);
+  });
+
+  it('are kept by withoutConflicts, which drops the frames of any conflicting address', () => {
+    expect(withoutConflicts(frames, [conflict('10.88.0.6'), conflict('10.88.0.9')])).toEqual([frames[0], frames[2]]);
   });
 });

@@ -1,61 +1,81 @@
-// Finding a pod interface's host-side veth peer: IFLA_LINK names the peer's
-// ifindex in the netns of IFLA_LINK_NETNSID, and the peer must point back.
 import { describe, expect, it } from 'vitest';
 import { resolveInterface } from '../../../src/announce/pod-interface';
-import type { Rtnl } from '../../../src/sys/rtnl';
-import type { LinkInfo } from '../../../src/wire/rtnetlink';
+import { fakeLink, fakeNetns, fakeRtnl } from '../../support/fake-rtnl';
 
-function link(fields: Partial<LinkInfo> & { index: number; name: string }): LinkInfo {
-  return { mac: undefined, up: true, running: true, noarp: false, linkIndex: undefined, linkNetnsid: undefined, kind: 'veth', ipvlanMode: undefined, portState: undefined, ...fields };
+// The pod's eth0 (ifindex 2) is a veth whose peer is ifindex 7 in the netns of netnsid 0 (the host).
+const eth0 = fakeLink({ index: 2, name: 'eth0', linkIndex: 7, linkNetnsid: 0 });
+// The host's veth7: its peer is ifindex 2 in the pod (netnsid 3 as the host sees it).
+const hostVeth = fakeLink({ index: 7, name: 'veth7', linkIndex: 2, linkNetnsid: 3 });
+
+function resolve(pod: Parameters<typeof fakeLink>[0][], host: Parameters<typeof fakeLink>[0][], hints: string[] = [], name = 'eth0') {
+  return resolveInterface(fakeRtnl(fakeNetns({ links: pod.map(fakeLink) })), fakeRtnl(fakeNetns({ links: host.map(fakeLink) })), name, hints);
 }
-
-/** A netns's view holding `links`, and the names and indexes it was asked for. */
-function netns(links: LinkInfo[]) {
-  const asked: (string | number)[] = [];
-  const rtnl = {
-    linkByName: (name: string) => (asked.push(name), links.find((l) => l.name === name)),
-    linkByIndex: (index: number) => (asked.push(index), links.find((l) => l.index === index)),
-  } as unknown as Rtnl;
-  return { rtnl, asked };
-}
-
-/** The pod's eth0 (ifindex 2), a veth whose peer is ifindex 14 of netnsid 0. */
-const POD_ETH0 = link({ index: 2, name: 'eth0', linkIndex: 14, linkNetnsid: 0 });
-/** The host end: ifindex 14, pointing back at ifindex 2 of the pod's netnsid. */
-const HOST_PEER = link({ index: 14, name: 'veth1234', linkIndex: 2, linkNetnsid: 3 });
 
 describe('resolveInterface', () => {
-  it('finds the host peer through IFLA_LINK and IFLA_LINK_NETNSID', () => {
-    const host = netns([link({ index: 9, name: 'veth9', linkIndex: 2, linkNetnsid: 5 }), HOST_PEER]);
-    expect(resolveInterface(netns([POD_ETH0]).rtnl, host.rtnl, 'eth0', [])).toEqual({
-      name: 'eth0',
-      index: 2,
-      kind: 'veth',
-      ipvlanMode: undefined,
-      hostPeer: { index: 14, name: 'veth1234' },
+  it('is undefined when the pod has no link of that name', () => {
+    expect(resolve([eth0], [hostVeth], [], 'net1')).toBeUndefined();
+  });
+
+  it('finds a veth and its host peer through IFLA_LINK when the peer points back', () => {
+    expect(resolve([eth0], [hostVeth])).toEqual({ name: 'eth0', index: 2, kind: 'veth', ipvlanMode: undefined, hostPeer: { index: 7, name: 'veth7' } });
+  });
+
+  it('reports the kind and ipvlan mode of a link that has no host peer', () => {
+    const ipvl = fakeLink({ index: 4, name: 'eth0', kind: 'ipvlan', ipvlanMode: 'l3s', linkIndex: 7, linkNetnsid: 0 });
+    expect(resolve([ipvl], [hostVeth])).toEqual({ name: 'eth0', index: 4, kind: 'ipvlan', ipvlanMode: 'l3s', hostPeer: undefined });
+  });
+
+  describe('gives no host peer', () => {
+    it('for a veth whose peer is in its own netns (no IFLA_LINK_NETNSID)', () => {
+      expect(resolve([{ ...eth0, linkNetnsid: undefined }], [hostVeth])?.hostPeer).toBeUndefined();
     });
-    expect(host.asked).toEqual([14]);
+
+    it('for a veth without IFLA_LINK', () => {
+      expect(resolve([{ ...eth0, linkIndex: undefined }], [hostVeth], ['veth7'])?.hostPeer).toBeUndefined();
+    });
+
+    it('for a link that is no veth, even when the host link at its IFLA_LINK points back', () => {
+      expect(resolve([{ ...eth0, kind: 'macvlan' }], [hostVeth], ['veth7'])?.hostPeer).toBeUndefined();
+    });
+
+    it('when the host link at that index is no veth', () => {
+      expect(resolve([eth0], [{ ...hostVeth, kind: 'bridge' }])?.hostPeer).toBeUndefined();
+    });
+
+    it("when the host veth at that index is another pod's (its IFLA_LINK names another ifindex)", () => {
+      expect(resolve([eth0], [{ ...hostVeth, linkIndex: 3 }])?.hostPeer).toBeUndefined();
+    });
+
+    it('when the host veth at that index has its peer in the host itself (no IFLA_LINK_NETNSID)', () => {
+      expect(resolve([eth0], [{ ...hostVeth, linkNetnsid: undefined }])?.hostPeer).toBeUndefined();
+    });
+
+    it('when no host link has that index and no hint names the peer', () => {
+      expect(resolve([eth0], [{ ...hostVeth, index: 8 }], ['veth9'])?.hostPeer).toBeUndefined();
+      expect(resolve([eth0], [])?.hostPeer).toBeUndefined();
+    });
   });
 
-  it("tries prevResult's host interface names when the host link of that index does not point back", () => {
-    const stranger = link({ index: 14, name: 'eth1', kind: 'bridge' });
-    const moved = { ...HOST_PEER, index: 21, name: 'vethabcd' };
-    const host = netns([stranger, link({ index: 30, name: 'vethzzzz', linkIndex: 7, linkNetnsid: 3 }), moved]);
-    expect(resolveInterface(netns([POD_ETH0]).rtnl, host.rtnl, 'eth0', ['vethzzzz', 'vethabcd'])?.hostPeer).toEqual({ index: 21, name: 'vethabcd' });
-    expect(host.asked).toEqual([14, 'vethzzzz', 'vethabcd']);
-  });
+  describe('tries the host-side names of prevResult when IFLA_LINK does not lead to the peer', () => {
+    // The index means another link in the host: the pod's netns numbers differ from the host's.
+    const stranger = fakeLink({ index: 7, name: 'veth-other', linkIndex: 9, linkNetnsid: 1 });
+    const realPeer = fakeLink({ index: 12, name: 'vethpod', linkIndex: 2, linkNetnsid: 3 });
 
-  it('finds none for a veth whose peer is in the pod netns (no IFLA_LINK_NETNSID), nor a host link that is no veth peer', () => {
-    const host = netns([HOST_PEER]);
-    expect(resolveInterface(netns([{ ...POD_ETH0, linkNetnsid: undefined }]).rtnl, host.rtnl, 'eth0', ['veth1234'])?.hostPeer).toBeUndefined();
-    expect(host.asked).toEqual([]);
-    const notBack = netns([{ ...HOST_PEER, linkIndex: 3 }, { ...HOST_PEER, index: 15, name: 'vethsame', linkNetnsid: undefined }]);
-    expect(resolveInterface(netns([POD_ETH0]).rtnl, notBack.rtnl, 'eth0', ['vethsame'])?.hostPeer).toBeUndefined();
-  });
+    it('takes the first hint that is the peer', () => {
+      expect(resolve([eth0], [stranger, realPeer, hostVeth], ['nope', 'vethpod'])?.hostPeer).toEqual({ index: 12, name: 'vethpod' });
+    });
 
-  it('finds none for a macvlan, and nothing for a name the pod lacks', () => {
-    const macvlan = link({ index: 2, name: 'eth0', kind: 'macvlan', linkIndex: 14, linkNetnsid: 0 });
-    expect(resolveInterface(netns([macvlan]).rtnl, netns([HOST_PEER]).rtnl, 'eth0', [])).toMatchObject({ kind: 'macvlan', hostPeer: undefined });
-    expect(resolveInterface(netns([POD_ETH0]).rtnl, netns([HOST_PEER]).rtnl, 'net1', [])).toBeUndefined();
+    it('stops at the peer: a later hint does not replace it', () => {
+      const alsoPointsBack = fakeLink({ index: 13, name: 'vethtwo', linkIndex: 2, linkNetnsid: 4 });
+      expect(resolve([eth0], [stranger, realPeer, alsoPointsBack], ['vethpod', 'vethtwo'])?.hostPeer).toEqual({ index: 12, name: 'vethpod' });
+    });
+
+    it('keeps the peer found through IFLA_LINK whatever the hints say', () => {
+      expect(resolve([eth0], [hostVeth, realPeer], ['vethpod'])?.hostPeer).toEqual({ index: 7, name: 'veth7' });
+    });
+
+    it('gives none when no hint is the peer', () => {
+      expect(resolve([eth0], [stranger, realPeer], ['veth-other'])?.hostPeer).toBeUndefined();
+    });
   });
 });

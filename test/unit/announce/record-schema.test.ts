@@ -21,3 +21,50 @@ describe('checkRecord', () => {
     }
   });
 });
+
+describe('checkRecord problems', () => {
+  const RECORD = { ...IDS, originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }], job: JOB };
+  const problem = (record: unknown): string | undefined => {
+    const checked = checkRecord(record);
+    return checked.ok ? undefined : checked.problem;
+  };
+
+  it('takes a full record as it is', () => {
+    expect(checkRecord(RECORD)).toEqual({ ok: true, record: RECORD });
+  });
+
+  it.each([
+    ['an empty container ID', { containerId: '' }, '"containerId" must not be empty'],
+    ['an ifname that is no interface name', { ifname: 'eth0/x' }, '"ifname" must be an interface name'],
+    ['a relative netns', { netns: 'run/netns/pod' }, '"netns" must be an absolute path'],
+    ['a negative device', { netnsId: { dev: -1, ino: 1 } }, '"netnsId.dev" must be an integer ≥ 0'],
+    ['an inode that is no number', { netnsId: { dev: 1, ino: '1' } }, '"netnsId.ino" must be an integer ≥ 0'],
+    ['a MAC with a prefix', { originalMacs: [{ name: 'eth0', mac: 'x0a:58:0a:58:00:05' }] }, '"originalMacs.0.mac" must be a MAC address'],
+    ['a MAC with a suffix', { originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05:' }] }, '"originalMacs.0.mac" must be a MAC address'],
+    ['an original MAC of no interface', { originalMacs: [{ name: '', mac: '0a:58:0a:58:00:05' }] }, '"originalMacs.0.name" must be an interface name'],
+    [
+      'more than 64 original MACs',
+      { originalMacs: Array.from({ length: 65 }, () => ({ name: 'eth0', mac: '0a:58:0a:58:00:05' })) },
+      '"originalMacs" must have at most 64 entries',
+    ],
+  ])('refuses %s', (_what, fields, text) => {
+    expect(problem({ ...RECORD, ...fields })).toBe(text);
+  });
+
+  it('takes exactly 64 original MACs', () => {
+    expect(problem({ ...RECORD, originalMacs: Array.from({ length: 64 }, () => ({ name: 'eth0', mac: '0A:58:0A:58:00:05' })) })).toBeUndefined();
+  });
+
+  it.each([
+    ['an interface of its job whose IPv4 list is no list', { interfaces: [{ name: 'eth0', ipv4: '10.88.0.5', ipv6: [] }] }, '"job.interfaces.0.ipv4" must be an array'],
+    ['a negative rate', { rateLimit: { framesPerSecond: -1, burst: 5 } }, '"job.rateLimit.framesPerSecond" must be a finite number ≥ 0'],
+    ['a burst that is no number', { rateLimit: { framesPerSecond: 10, burst: 'x' } }, '"job.rateLimit.burst" must be a finite number ≥ 0'],
+    ['an empty container ID in its job', { containerId: '' }, '"job.containerId" must not be empty'],
+  ])('refuses %s', (_what, fields, text) => {
+    expect(problem({ ...RECORD, job: { ...JOB, ...fields } })).toBe(text);
+  });
+
+  it('names the record itself when it is no object', () => {
+    expect(problem('x')).toMatch(/^the record /);
+  });
+});

@@ -9,11 +9,14 @@ import {
   readRecordFile,
   recordPath,
   removeRecordQuietly,
+  stateDirProblem,
+  stateEntries,
   stateEntryKind,
   writeRecord,
   type AttachmentRecord,
 } from '../../../src/announce/state';
-import { silentLogger } from '../../../src/log';
+import { createLogger, silentLogger } from '../../../src/log';
+import { UnsafeDirError } from '../../../src/sys/private-dir';
 
 const RECORD: AttachmentRecord = {
   network: 'podnet',
@@ -217,5 +220,56 @@ describe('removeRecordQuietly', () => {
     expect(removeRecordQuietly(file, silentLogger)).toBe(true);
     expect(readRecordFile(file)).toEqual({ kind: 'none' });
     expect(removeRecordQuietly(file, silentLogger)).toBe(true);
+  });
+});
+
+describe('state edges', () => {
+  const logged = () => {
+    const lines: string[] = [];
+    return { lines, log: createLogger((line) => void lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)) };
+  };
+
+  it('does not act on a record it cannot read, and says why', () => {
+    const file = join(stateDir, 'c0ffee@eth0.json');
+    mkdirSync(file);
+    expect(readRecordFile(file)).toEqual({ kind: 'invalid', problem: `cannot read it: ${file} is not a regular file` });
+  });
+
+  it('removeRecordQuietly logs a record it cannot remove, and says false', () => {
+    const file = join(stateDir, 'c0ffee@eth0.json');
+    mkdirSync(join(file, 'blocker'), { recursive: true });
+    const { lines, log } = logged();
+    expect(removeRecordQuietly(file, log)).toBe(false);
+    expect(lines).toEqual([`ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, unlink '${file}'"`]);
+  });
+
+  it('hashes a name whose ifname part holds a slash, however it ends', () => {
+    expect(attachmentName('c1', 'eth0/x')).toMatch(/^sha256-[0-9a-f]{64}$/);
+    expect(attachmentName('c1', 'eth0\0')).toMatch(/^sha256-[0-9a-f]{64}$/);
+  });
+
+  it('lists no entries of a stateDir that does not exist', () => {
+    expect(stateEntries(join(tmp, 'missing'))).toEqual([]);
+    expect(listRecords(join(tmp, 'missing'))).toEqual([]);
+  });
+
+  describe('stateDirProblem', () => {
+    it('passes an unsafe directory on as such', () => {
+      expect(stateDirProblem('/x', new UnsafeDirError('/x is writable by group or others (mode 0770): chmod 0700 /x'))).toBe(
+        'unsafe stateDir: /x is writable by group or others (mode 0770): chmod 0700 /x',
+      );
+    });
+
+    it('names the directory and the error otherwise, also one that is no Error', () => {
+      expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe('cannot use stateDir /x: EROFS: read-only file system');
+      expect(stateDirProblem('/x', 'EIO')).toBe('cannot use stateDir /x: EIO');
+    });
+
+    it('shortens a stateDir longer than 200 characters and a message longer than 300', () => {
+      const dir200 = `/${'d'.repeat(199)}`;
+      const msg300 = 'm'.repeat(300);
+      expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
+      expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(`cannot use stateDir ${dir200}… (201 characters): ${msg300}…`);
+    });
   });
 });

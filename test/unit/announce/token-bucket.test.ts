@@ -49,3 +49,14 @@ describe('token bucket', () => {
     expect(firstWaits(one, LIMIT, 10, 400).firstWaitsUntil).toBe(460);
   });
 });
+
+describe('token bucket edges', () => {
+  it('a later round takes from a missing bucket as from a full one', () => {
+    expect(tryTakeLater(undefined, LIMIT, 2, 7)).toEqual({ ok: true, bucket: { tokens: 3, atMs: 7 } });
+  });
+
+  it('forgets a round 1 wait that has ended, and keeps one that has not', () => {
+    expect(refill({ tokens: 1, atMs: 0, firstWaitsUntil: 100 }, LIMIT, 100)).toStrictEqual({ tokens: 2, atMs: 100 });
+    expect(refill({ tokens: 1, atMs: 0, firstWaitsUntil: 101 }, LIMIT, 100)).toStrictEqual({ tokens: 2, atMs: 100, firstWaitsUntil: 101 });
+  });
+});

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { PodSession } from '../../../src/announce/session';
 import type { AttachmentRecord } from '../../../src/announce/state';
 import { restoreRecordedMacs } from '../../../src/announce/undo-macs';
-import { silentLogger } from '../../../src/log';
+import { createLogger, silentLogger } from '../../../src/log';
 
 function fakeSession(failOn: number | undefined) {
   const set: { index: number; mac: string }[] = [];
@@ -53,5 +53,17 @@ describe('restoreRecordedMacs', () => {
     const r = { ...record(), originalMacs: record().originalMacs.slice(0, 2) };
     restoreRecordedMacs(session, r, silentLogger);
     expect(r.originalMacs).toEqual([]);
+  });
+});
+
+describe('restoreRecordedMacs logs', () => {
+  it('each MAC restored and each it could not restore; an interface no longer in the pod is left to DEL silently', () => {
+    const lines: string[] = [];
+    const log = createLogger((line) => void lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
+    restoreRecordedMacs(fakeSession(3).session, record(), log);
+    expect(lines).toEqual([
+      'INFO restored the original MAC interface=eth0 mac=02:42:0a:58:00:05',
+      'ERROR cannot restore the original MAC: DEL will try again interface=net1 mac=02:42:0a:59:00:07 error="set MAC of ifindex 3: EBUSY"',
+    ]);
   });
 });

@@ -1,0 +1,160 @@
+// ADD's announcement without root (announceOnAdd): a fake pod and host behind
+// the injected socket opener, a manual clock, a fake background announcer,
+// ARP receivers fed by the test, and a real stateDir. Everything ADD does to
+// the outside is recorded.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddDeps, AddJob } from '../../src/announce/announce-on-add';
+import { UNLIMITED, type FrameBudget } from '../../src/announce/frame-budget';
+import type { SocketOpener } from '../../src/announce/session';
+import type { Asked } from '../../src/daemon/client';
+import type { Request } from '../../src/daemon/protocol';
+import { createLogger } from '../../src/log';
+import type { AnnouncePlan } from '../../src/plan';
+import type { ArpReceiver } from '../../src/sys/arp-receiver';
+import type { HostSockets, PodSockets } from '../../src/sys/netns';
+import type { RtnlEvents } from '../../src/sys/rtnl';
+import { fakeLibc } from './fake-libc';
+import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
+import { ManualTimers, settle } from './manual-timers';
+
+export const NETNS = '/run/netns/pod';
+export const NETNS_ID = { dev: 4, ino: 4026532999 };
+export const PACKET_FD = 60;
+/** The first ARP receiver's fd; the next ones count up. */
+export const RECEIVER_FD = 70;
+export const POD_MAC = Buffer.from('0a580a580005', 'hex');
+
+/** One IPv4 address on eth0, round 1 of three. */
+export const PLAN: AnnouncePlan = {
+  interfaces: [{ name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/24'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined }],
+  hostPeerNames: [],
+  arpOps: ['request'],
+  schedule: [0, 1000, 3000],
+};
+
+/** A fake ADD world; `cleanup` removes its stateDir. */
+export class AddHarness {
+  readonly stateDir = mkdtempSync(join(tmpdir(), 'announce-add-'));
+  readonly timers = new ManualTimers();
+  /** The pod: eth0 (ifindex 2) up with carrier, MAC POD_MAC, 10.88.0.5. */
+  readonly pod: FakeNetns = fakeNetns({ links: [fakeLink({ index: 2, name: 'eth0', mac: POD_MAC })], addresses: [fakeAddress(2, '10.88.0.5')] });
+  readonly host: FakeNetns = fakeNetns();
+  /** Log lines without their time stamp: `LEVEL message k=v…`. */
+  readonly lines: string[] = [];
+  /** Frames sent through the pod's packet socket, with the ifindex. */
+  readonly sent: { index: number; frame: Buffer }[] = [];
+  readonly asked: { request: Request; start: boolean; fds: readonly number[] }[] = [];
+  /** Each closeAfterExit call. */
+  readonly closedAfterExit: number[][] = [];
+  /** Each libc.close. */
+  readonly closed: number[] = [];
+  /** Each release of the attachment lock. */
+  readonly lockReleases: { remove?: boolean }[] = [];
+  /** ARP frames each receiver (by ifindex) gets when the probe reads. */
+  readonly arpIn = new Map<number, Buffer[]>();
+  /** The ifindexes ARP receivers were opened for, per call. */
+  readonly receiversOpened: number[][] = [];
+  /** What the background announcer answers. */
+  answer: (request: Request, start: boolean) => Asked = () => ({ sent: true, reply: { ok: true } });
+  budget: FrameBudget = UNLIMITED;
+  /** Runs when ADD opens the pod's sockets (after it read the previous record). */
+  onOpen: () => void = () => undefined;
+
+  cleanup(): void {
+    rmSync(this.stateDir, { recursive: true, force: true });
+  }
+
+  job(extra: Partial<AddJob> = {}): AddJob {
+    return {
+      network: 'net',
+      containerId: 'c1',
+      ifname: 'eth0',
+      netns: NETNS,
+      netnsId: NETNS_ID,
+      stateDir: this.stateDir,
+      plan: PLAN,
+      announce: true,
+      addWaitMs: 1000,
+      readyTimeoutMs: 5000,
+      logLevel: 'info',
+      idleExitMs: 30_000,
+      ...extra,
+    };
+  }
+
+  deps(): AddDeps {
+    return {
+      // poll(2): ARP receivers with frames queued are readable at once; otherwise the clock runs to the timeout.
+      libc: fakeLibc({
+        pollIn: (fds, ms) => {
+          const ready = fds.map((fd) => (this.arpIn.get(fd - RECEIVER_FD + 2)?.length ?? 0) > 0);
+          if (!ready.some(Boolean)) this.timers.advance(ms);
+          return ready;
+        },
+        close: (fd) => void this.closed.push(fd),
+      }),
+      open: this.opener(),
+      timers: this.timers,
+      log: createLogger((line) => this.lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)),
+      askDaemon: async (_stateDir, request, { start, fds = [] }) => {
+        this.asked.push({ request, start, fds: [...fds] });
+        return this.answer(request, start);
+      },
+      budget: this.budget,
+      lockFile: async (path) => ({ path, release: (opts = {}) => void this.lockReleases.push(opts) }),
+      closeAfterExit: (fds) => void this.closedAfterExit.push([...fds]),
+    };
+  }
+
+  private opener(): SocketOpener {
+    const events = (fd: number) => ({ fd, drain: () => undefined, close: () => undefined }) as unknown as RtnlEvents;
+    return {
+      pod: () => {
+        this.onOpen();
+        const pod: PodSockets = {
+          rtnl: fakeRtnl(this.pod),
+          events: events(50),
+          packet: { send: (index, frame) => void this.sent.push({ index, frame: Buffer.from(frame) }), close: () => undefined, release: () => PACKET_FD },
+          ipv6Forwarding: false,
+          close: () => undefined,
+        };
+        return pod;
+      },
+      host: (): HostSockets => ({ rtnl: fakeRtnl(this.host), events: events(51), close: () => undefined }),
+      arpReceivers: (_netns, ifindexes) => {
+        this.receiversOpened.push([...ifindexes]);
+        return ifindexes.map((ifindex) => this.receiver(ifindex));
+      },
+    };
+  }
+
+  private receiver(ifindex: number): ArpReceiver {
+    const fd = RECEIVER_FD + ifindex - 2;
+    return {
+      ifindex,
+      fd,
+      receive: (buf) => {
+        const frame = this.arpIn.get(ifindex)?.shift();
+        if (!frame) return undefined;
+        buf.set(frame);
+        return frame.length;
+      },
+      close: () => undefined,
+      release: () => fd,
+    };
+  }
+
+  /** Settles `run` while the manual clock moves on in `stepMs` steps (for sleeps), at most `limitMs`. */
+  async drive<T>(run: Promise<T>, stepMs = 100, limitMs = 120_000): Promise<T> {
+    let done = false;
+    const tracked = run.finally(() => (done = true));
+    tracked.catch(() => undefined);
+    for (let waited = 0; !done && waited < limitMs; waited += stepMs) {
+      await settle();
+      if (!done) this.timers.advance(stepMs);
+    }
+    return tracked;
+  }
+}

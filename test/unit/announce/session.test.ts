@@ -1,0 +1,259 @@
+import { describe, expect, it } from 'vitest';
+import type { ResolvedInterface } from '../../../src/announce/pod-interface';
+import type { AnnounceTarget } from '../../../src/announce/readiness';
+import { netnsSockets, openSession, readiness, waitReady, type PodSession, type SocketOpener } from '../../../src/announce/session';
+import type { Libc } from '../../../src/sys/libc';
+import type { HostSockets, PodSockets } from '../../../src/sys/netns';
+import { RtnlEvents } from '../../../src/sys/rtnl';
+import { PortState } from '../../../src/wire/rtnetlink';
+import { fakeLibc } from '../../support/fake-libc';
+import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';
+import { ManualTimers } from '../../support/manual-timers';
+
+const POD_EVENTS = 50;
+const HOST_EVENTS = 51;
+
+/** A pod with eth0 (veth peer veth7 in the host, forwarding) and net1 (macvlan), each with one address. */
+function world(): { pod: FakeNetns; host: FakeNetns } {
+  return {
+    pod: fakeNetns({
+      links: [fakeLink({ index: 2, name: 'eth0', linkIndex: 7, linkNetnsid: 0 }), fakeLink({ index: 3, name: 'net1', kind: 'macvlan' })],
+      addresses: [fakeAddress(2, '10.88.0.5'), fakeAddress(3, '10.89.0.7')],
+    }),
+    host: fakeNetns({ links: [fakeLink({ index: 7, name: 'veth7', linkIndex: 2, linkNetnsid: 3 })], ports: new Map([[7, PortState.Forwarding]]) }),
+  };
+}
+
+/** What the opener and libc were asked, in order. */
+interface Trace {
+  calls: string[];
+}
+
+/** Libc for the event sockets: poll(2) is `poll`, each socket has one queued notification to drain. */
+function eventLibc(trace: Trace, poll: (fds: readonly number[], ms: number) => boolean[] = (fds) => fds.map(() => false)): Libc {
+  const queued = new Set([POD_EVENTS, HOST_EVENTS]);
+  return fakeLibc({
+    pollIn: (fds, ms) => {
+      trace.calls.push(`poll ${fds.join(',')} ${ms}`);
+      return poll(fds, ms);
+    },
+    recvNow: (fd) => {
+      trace.calls.push(`recv ${fd}`);
+      if (!queued.delete(fd)) return undefined;
+      queued.add(-fd); // refilled by the next change
+      return 20;
+    },
+  });
+}
+
+function opener(w: { pod: FakeNetns; host: FakeNetns }, libc: Libc, trace: Trace, fail: { host?: Error } = {}): SocketOpener {
+  return {
+    pod: (netns) => {
+      trace.calls.push(`open pod ${netns}`);
+      const pod: PodSockets = {
+        rtnl: fakeRtnl(w.pod),
+        events: new RtnlEvents(libc, POD_EVENTS),
+        packet: { send: () => undefined, close: () => undefined, release: () => 60 },
+        ipv6Forwarding: false,
+        close: () => void trace.calls.push('close pod'),
+      };
+      return pod;
+    },
+    host: () => {
+      trace.calls.push('open host');
+      if (fail.host) throw fail.host;
+      const host: HostSockets = { rtnl: fakeRtnl(w.host), events: new RtnlEvents(libc, HOST_EVENTS), close: () => void trace.calls.push('close host') };
+      return host;
+    },
+    arpReceivers: () => expect.fail('no probe here'),
+  };
+}
+
+function open(w = world(), names = ['eth0', 'net1'], poll?: (fds: readonly number[], ms: number) => boolean[]) {
+  const trace: Trace = { calls: [] };
+  const libc = eventLibc(trace, poll);
+  const session = openSession({ libc, open: opener(w, libc, trace) }, '/run/netns/pod', names, []);
+  return { session, trace };
+}
+
+describe('netnsSockets', () => {
+  it('opens the host sockets in the current netns: a request socket, and one subscribed to link changes', () => {
+    const calls: string[] = [];
+    let fd = 40;
+    const libc = fakeLibc({
+      openNetlinkSocket: () => (calls.push(`netlink ${++fd}`), fd),
+      joinGroup: (socket, group) => void calls.push(`join ${socket} ${group}`),
+      close: (socket) => void calls.push(`close ${socket}`),
+    });
+    const host = netnsSockets(libc).host();
+    expect(host.events.fd).toBe(42);
+    expect(calls).toEqual(['netlink 41', 'netlink 42', 'join 42 1']);
+    host.close();
+    expect(calls.slice(3)).toEqual(['close 41', 'close 42']);
+  });
+
+  // Entering a pod needs root and a netns: these only show that each call goes to the netns it names.
+  it.each([
+    ['pod', (libc: Libc) => netnsSockets(libc).pod('/nonexistent/netns-a')],
+    ['arpReceivers', (libc: Libc) => netnsSockets(libc).arpReceivers('/nonexistent/netns-a', [2])],
+  ])('%s enters the netns given (a missing one fails before any syscall)', (_name, call) => {
+    expect(() => call(fakeLibc({}))).toThrow('open /nonexistent/netns-a');
+  });
+});
+
+describe('openSession', () => {
+  it('opens the pod, then the host, and resolves each planned name there with its host peer', () => {
+    const { session, trace } = open();
+    expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host']);
+    expect(session.interfaces).toEqual([
+      { name: 'eth0', index: 2, kind: 'veth', ipvlanMode: undefined, hostPeer: { index: 7, name: 'veth7' } },
+      { name: 'net1', index: 3, kind: 'macvlan', ipvlanMode: undefined, hostPeer: undefined },
+    ]);
+    expect(session.missing).toEqual([]);
+    expect(session.eventFds).toEqual([POD_EVENTS, HOST_EVENTS]);
+  });
+
+  it('lists the planned names the pod does not have', () => {
+    const { session } = open(world(), ['eth0', 'net9', 'net8']);
+    expect(session.interfaces.map((i) => i.name)).toEqual(['eth0']);
+    expect(session.missing).toEqual(['net9', 'net8']);
+  });
+
+  it('waits for a change on both event sockets, then drains both', () => {
+    const { session, trace } = open();
+    trace.calls = [];
+    session.awaitChange(250);
+    expect(trace.calls).toEqual([`poll ${POD_EVENTS},${HOST_EVENTS} 250`, `recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
+  });
+
+  it('drains both event sockets on request, and closes the pod and the host', () => {
+    const { session, trace } = open();
+    trace.calls = [];
+    session.drainEvents();
+    expect(trace.calls).toEqual([`recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
+    trace.calls = [];
+    session.close();
+    expect(trace.calls).toEqual(['close pod', 'close host']);
+  });
+
+  it('closes the pod when the host sockets cannot be opened', () => {
+    const trace: Trace = { calls: [] };
+    const libc = eventLibc(trace);
+    const err = new Error('socket: EMFILE');
+    expect(() => openSession({ libc, open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], [])).toThrow(err);
+    expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod']);
+  });
+
+  it('closes the pod and the host when resolving an interface fails', () => {
+    const trace: Trace = { calls: [] };
+    const libc = eventLibc(trace);
+    const sockets = opener(world(), libc, trace);
+    const failing: SocketOpener = {
+      ...sockets,
+      pod: (netns) => {
+        const pod = sockets.pod(netns);
+        pod.rtnl.linkByName = () => {
+          throw new Error('RTM_GETLINK eth0: ETIMEDOUT');
+        };
+        return pod;
+      },
+    };
+    expect(() => openSession({ libc, open: failing }, '/run/netns/pod', ['eth0'], [])).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
+    expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod', 'close host']);
+  });
+});
+
+const targetsOf = (session: PodSession, targets: AnnounceTarget[]): (AnnounceTarget & { iface: ResolvedInterface })[] =>
+  targets.map((t) => ({ ...t, iface: session.interfaces.find((i) => i.name === t.name)! }));
+const BOTH: AnnounceTarget[] = [
+  { name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] },
+  { name: 'net1', ipv4: ['10.89.0.7'], ipv6: [] },
+];
+
+describe('readiness', () => {
+  it('is ready with one input per target, in order', () => {
+    const { session } = open();
+    const now = readiness(session, targetsOf(session, BOTH));
+    expect(now.kind).toBe('ready');
+    expect(now.kind === 'ready' && now.inputs.map((i) => [i.name, i.ipv4.map((a) => a.join('.'))])).toEqual([
+      ['eth0', ['10.88.0.5']],
+      ['net1', ['10.89.0.7']],
+    ]);
+  });
+
+  it('waits with the reasons of every interface not ready', () => {
+    const w = world();
+    const { session } = open(w);
+    w.pod.links = w.pod.links.map((l) => ({ ...l, running: false }));
+    expect(readiness(session, targetsOf(session, BOTH))).toEqual({ kind: 'waiting', reasons: ['eth0 has no carrier', 'net1 has no carrier'] });
+  });
+
+  it('names the first interface gone, even when another is waiting', () => {
+    const w = world();
+    const { session } = open(w);
+    w.pod.links = [{ ...w.pod.links[0]!, up: false }];
+    expect(readiness(session, targetsOf(session, BOTH))).toEqual({ kind: 'gone', name: 'net1' });
+  });
+
+  it('is ready with no input for no target', () => {
+    const { session } = open();
+    expect(readiness(session, [])).toEqual({ kind: 'ready', inputs: [] });
+  });
+});
+
+describe('waitReady', () => {
+  /** A session whose poll(2) runs `onPoll` (a change in the pod), which says how long the manual clock moves (default: the whole timeout). */
+  function waiting(w: { pod: FakeNetns; host: FakeNetns }, timers: ManualTimers, onPoll: (n: number, ms: number) => number | void = () => undefined) {
+    let polls = 0;
+    const waits: number[] = [];
+    const { session } = open(w, ['eth0', 'net1'], (fds, ms) => {
+      waits.push(ms);
+      timers.advance(onPoll(++polls, ms) ?? ms);
+      return fds.map(() => false);
+    });
+    return { session, waits };
+  }
+
+  it('returns at once, without waiting, when everything is ready', async () => {
+    const timers = new ManualTimers();
+    const { session, waits } = waiting(world(), timers);
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    expect(outcome.kind).toBe('ready');
+    expect(waits).toEqual([]);
+  });
+
+  it('reads again after each change until ready, waiting only for what is left of the timeout', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    w.host.ports.set(7, PortState.Learning);
+    const { session, waits } = waiting(w, timers, (n) => {
+      if (n === 2) w.host.ports.set(7, PortState.Forwarding);
+      return n === 1 ? 100 : 50; // the first wake-up changes nothing that matters
+    });
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    expect(outcome.kind).toBe('ready');
+    expect(waits).toEqual([1000, 900]);
+    expect(timers.now()).toBe(150);
+  });
+
+  it('times out with the reasons of the last look', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    w.host.ports.set(7, PortState.Listening);
+    const { session, waits } = waiting(w, timers, (n) => {
+      if (n === 1) w.host.ports.set(7, PortState.Learning);
+    });
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    expect(outcome).toEqual({ kind: 'timeout', reasons: ['bridge port veth7 is learning'] });
+    expect(waits).toEqual([1000]);
+    expect(timers.now()).toBe(1000);
+  });
+
+  it('says which interface is gone', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    w.pod.links[0] = { ...w.pod.links[0]!, running: false };
+    const { session } = waiting(w, timers, () => void (w.pod.links = []));
+    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers })).toEqual({ kind: 'gone', name: 'eth0' });
+  });
+});
