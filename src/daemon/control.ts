@@ -34,11 +34,12 @@ export class ControlSocket {
   /** Sockets ADDs handed over, closed once their time comes. */
   private readonly handedOver: { fd: number; at: number }[] = [];
 
-  /** `handedListenFd`: the socket, already listening, that the client that started this announcer made; listen() takes it. */
+  /** `handedListenFd`: the socket, already listening, that the client that started this announcer made; listen() takes it. `failed` counts and logs what went wrong. */
   constructor(
     private readonly deps: ControlDeps,
     private readonly handle: (request: Request) => Reply,
     private handedListenFd: number | undefined,
+    private readonly failed: (what: string, error: unknown) => void,
   ) {}
 
   /** Whether a client is connected. */
@@ -46,9 +47,9 @@ export class ControlSocket {
     return this.clients.length > 0;
   }
 
-  /** The sockets to poll: the listening one first, then the clients. */
+  /** The sockets to poll: the listening one (when listening), then the clients. */
   fds(): number[] {
-    return [this.listenFd!, ...this.clients.map((c) => c.fd)];
+    return [...(this.listenFd === undefined ? [] : [this.listenFd]), ...this.clients.map((c) => c.fd)];
   }
 
   /** When the first client times out (boot ms); Infinity with none. */
@@ -69,8 +70,9 @@ export class ControlSocket {
 
   unlisten(): void {
     if (this.listenFd === undefined) return;
-    this.deps.sockets.close(this.listenFd);
+    const fd = this.listenFd;
     this.listenFd = undefined;
+    this.closeQuietly(fd);
     try {
       withSocketAddress(this.deps.stateDir, (address) => unlinkIfPresent(address));
     } catch {
@@ -78,9 +80,9 @@ export class ControlSocket {
     }
   }
 
-  /** Accepts new clients when the listening socket is readable, then serves every client. */
-  serve(listenReady: boolean): void {
-    if (listenReady) this.acceptAll();
+  /** Accepts new clients when the listening socket is among `readable`, then serves every client. */
+  serve(readable: ReadonlySet<number>): void {
+    if (this.listenFd !== undefined && readable.has(this.listenFd)) this.acceptAll();
     for (const client of [...this.clients]) this.serveOne(client);
   }
 
@@ -92,9 +94,17 @@ export class ControlSocket {
 
   /** Closes every client, every handed-over socket and the listening socket. */
   close(): void {
-    for (const c of this.clients) this.deps.sockets.close(c.fd);
+    for (const c of this.clients.splice(0)) this.closeQuietly(c.fd);
     this.closeHandedOver(true);
     this.unlisten();
+  }
+
+  private closeQuietly(fd: number): void {
+    try {
+      this.deps.sockets.close(fd);
+    } catch (err) {
+      this.failed('cannot close a control socket', err);
+    }
   }
 
   private acceptAll(): void {
@@ -103,7 +113,7 @@ export class ControlSocket {
       if (!peer) return;
       if (peer.uid !== this.deps.uid) {
         this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
-        this.deps.sockets.close(peer.fd);
+        this.closeQuietly(peer.fd);
         continue;
       }
       this.clients.push({ fd: peer.fd, until: this.deps.timers.bootMs() + CLIENT_MS });
@@ -129,11 +139,11 @@ export class ControlSocket {
     } catch (err) {
       // EPIPE: a client that did not wait for the reply (the ADD that started us queued its request and left).
       if (err instanceof SysError && err.code === 'EPIPE') this.deps.log.debug('control client left before the reply');
-      else this.deps.log.warn('control connection failed', { error: err });
+      else this.failed('control connection failed', err);
     } finally {
       if (done) {
-        this.deps.sockets.close(client.fd);
         this.clients.splice(this.clients.indexOf(client), 1);
+        this.closeQuietly(client.fd);
       }
     }
   }

@@ -10,6 +10,7 @@ import type { Logger } from '../log';
 import { totalFrames } from '../announce/round';
 import type { TryLock } from '../sys/libc';
 import { ControlSocket, type ControlDeps } from './control';
+import { BackgroundCloser } from './background-closer';
 import { addFrames, newCounters, prometheusText } from './counters';
 import { Jobs, type JobDeps } from './jobs';
 import { openDaemonLock } from './paths';
@@ -22,9 +23,13 @@ const DEFAULT_IDLE_EXIT_MS = 30_000;
 const LOCK_WAIT_MS = 2000;
 /** Metrics are written at most this often. */
 const METRICS_EVERY_MS = 1000;
+/** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
+const PAUSE_AFTER_ERROR_MS = 100;
 
 /** What the background announcer needs from the process. */
-export interface DaemonDeps extends JobDeps, ControlDeps {
+export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, Omit<ControlDeps, 'closeInBackground'> {
+  /** close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer bounds how many are in flight. */
+  closeInBackground(fd: number, done: (error?: unknown) => void): void;
   tryLock: TryLock;
   /** The announcer's own log (job logs come from jobLog). */
   log: Logger;
@@ -50,12 +55,17 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
     }
     await new Daemon(deps).run();
   } finally {
-    closeSync(lockFd); // releases the lock
+    try {
+      closeSync(lockFd); // releases the lock
+    } catch {
+      // close(2) releases the lock even when it reports an error
+    }
   }
 }
 
 class Daemon {
   private readonly counters = newCounters();
+  private readonly closer: BackgroundCloser;
   private readonly jobs: Jobs;
   private readonly control: ControlSocket;
   private settings: DaemonSettings;
@@ -67,12 +77,16 @@ class Daemon {
   constructor(private readonly deps: DaemonDeps) {
     this.settings = deps.settings ?? { idleExitMs: DEFAULT_IDLE_EXIT_MS };
     this.metricsWritten = prometheusText(this.counters);
-    this.jobs = new Jobs(deps, this.counters, (job) => {
+    const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
+    this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
+    const inner = { ...deps, closeInBackground: (fd: number) => this.closer.close(fd) };
+    this.jobs = new Jobs(inner, this.counters, (job) => {
       this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
     });
-    this.control = new ControlSocket(deps, (request) => this.handle(request), deps.inheritedListenFd);
+    this.control = new ControlSocket(inner, (request) => this.handleSafely(request), deps.inheritedListenFd, (what, error) => this.failed(what, error));
   }
 
+  /** Runs until SIGTERM or SIGINT, or idle for idleExitMs with no record holding work; never throws once listening. */
   async run(): Promise<void> {
     const stop = (): void => {
       this.stopping = true;
@@ -82,24 +96,33 @@ class Daemon {
     try {
       // Listen first: a client whose request found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
-      this.jobs.recover();
+      this.guard('cannot read the records', () => this.jobs.recover(), undefined);
       this.deps.log.info('background announcer started', { pid: process.pid, stateDir: this.deps.stateDir, pending: this.jobs.size });
-      let idleSince = this.deps.timers.now();
-      while (!this.stopping) {
-        const now = this.deps.timers.bootMs();
-        const busy = this.jobs.size > 0 || this.control.busy;
-        if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.exitIdle()) break;
-        await this.turn(now);
-        // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
-        if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
-      }
+      await this.loop();
     } finally {
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
-      this.jobs.close();
-      this.control.close();
+      this.guard('cannot close the pod sockets', () => this.jobs.close(), undefined);
+      this.guard('cannot close the control socket', () => this.control.close(), undefined);
+      this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
       this.flushMetrics(true);
       this.deps.log.info('background announcer stopped', { pid: process.pid });
+    }
+  }
+
+  private async loop(): Promise<void> {
+    let idleSince = this.deps.timers.now();
+    while (!this.stopping) {
+      const busy = this.jobs.size > 0 || this.control.busy;
+      if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle(), false)) break;
+      try {
+        await this.turn(this.deps.timers.bootMs());
+      } catch (err) {
+        this.failed('background announcer turn failed', err);
+        await this.deps.timers.sleep(PAUSE_AFTER_ERROR_MS);
+      }
+      // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
+      if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
     }
   }
 
@@ -107,12 +130,28 @@ class Daemon {
   private async turn(now: number): Promise<void> {
     const fds = [...this.control.fds(), ...this.jobs.eventFds()];
     const ready = this.deps.libc.pollIn(fds, Math.max(0, Math.min(this.jobs.wakeAt(now), this.control.wakeAt()) - now));
-    this.control.serve(ready[0]!);
-    await this.jobs.runDue(this.deps.timers.bootMs(), new Set(fds.filter((_, i) => ready[i])));
+    const readable = new Set(fds.filter((_, i) => ready[i]));
+    this.control.serve(readable);
+    await this.jobs.runDue(this.deps.timers.bootMs(), readable);
     this.flushMetrics(false);
     this.control.closeHandedOver(false);
     // Let completions of work done on other threads (background closes) run.
     await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  /** Runs `work`; a throw is counted and logged as `what`, and gives `otherwise`. */
+  private guard<T>(what: string, work: () => T, otherwise: T): T {
+    try {
+      return work();
+    } catch (err) {
+      this.failed(what, err);
+      return otherwise;
+    }
+  }
+
+  private failed(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
+    this.counters.errors++;
+    this.deps.log.error(what, { ...fields, error });
   }
 
   /** Whether the announcer may exit: it stops listening, then reads the records again, as an ADD that just wrote its job may have found the socket closed. */
@@ -122,6 +161,15 @@ class Daemon {
     if (this.jobs.size === 0) return true;
     this.control.listen();
     return false;
+  }
+
+  private handleSafely(request: Request): Reply {
+    try {
+      return this.handle(request);
+    } catch (err) {
+      this.failed('control request failed', err, { op: request.op });
+      return { ok: false, error: 'internal error' };
+    }
   }
 
   private handle(request: Request): Reply {

@@ -4,13 +4,15 @@
 // record is gone, or a DEL cancels it.
 import { join } from '../path';
 import type { Logger } from '../log';
-import { lockPath, releaseAttachmentLock, type LockFile } from '../announce/attachment-lock';
-import { listRecords, readRecordFile, writeRecord } from '../announce/state';
+import type { LockFile } from '../announce/attachment-lock';
+import { listRecords, readRecordFile } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import type { AttachmentStatus } from './protocol';
-import { CHECK_MS, dropDeferred, netnsAlive, runDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
+import { runDeferred } from './deferred';
+import { recordFirstRound, sameJob, stillWanted } from './job-record';
+import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 
 /** What the table needs from the process. */
 export interface JobDeps extends RoundDeps {
@@ -19,11 +21,6 @@ export interface JobDeps extends RoundDeps {
   lockFile: LockFile;
   /** A logger for one job (each job carries its network's logFile). */
   jobLog(job: BackgroundJob): Logger;
-}
-
-/** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
-function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
-  return a.netnsId.dev === b.netnsId.dev && a.netnsId.ino === b.netnsId.ino && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
 }
 
 /** The attachments with work, by record name. */
@@ -117,9 +114,14 @@ export class Jobs {
   forget(name: string, why: string | undefined): void {
     const w = this.works.get(name);
     if (!w) return;
-    dropDeferred(this.deps, w);
     this.works.delete(name);
     this.ended.set(name, w.job);
+    try {
+      dropDeferred(this.deps, w);
+    } catch (err) {
+      this.counters.errors++;
+      w.log.error('cannot close the pod sockets', { error: err });
+    }
     if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
   }
 
@@ -138,65 +140,54 @@ export class Jobs {
     return wake;
   }
 
-  /** Runs what is due at `now`: rounds, and deferred waits whose pod changed (an fd in `changed`) or whose check is due. */
+  /** Runs what is due at `now`: rounds, and deferred waits whose pod changed (an fd in `changed`) or whose check is due. A work that throws is counted and logged, and the others run on. */
   async runDue(now: number, changed: ReadonlySet<number>): Promise<void> {
     for (const w of [...this.works.values()]) {
       if (!this.works.has(w.name)) continue;
       let ended: Ended | undefined;
-      if (w.deferred) {
-        const open = w.deferred.open;
-        open?.session.drainEvents();
-        if (!open?.session.eventFds.some((fd) => changed.has(fd)) && w.deferred.checkAt > now) continue;
-        if (!this.stillWanted(w)) {
-          this.counters.deferred.gone++;
-          ended = { why: 'pod gone before it was ready' };
-        } else {
-          ended = await runDeferred(this.deps, this.counters, w, now);
-          if (!w.deferred) await this.recordFirstRound(w);
-        }
-      } else {
-        if (w.dueAt === undefined || w.dueAt > now) continue;
-        ended = this.stillWanted(w) ? await runRound(this.deps, this.counters, w, now) : { why: 'pod or record gone' };
+      try {
+        ended = w.deferred ? await this.runDeferredDue(w, now, changed) : await this.runRoundDue(w, now);
+      } catch (err) {
+        ended = this.failed(w, now, err);
       }
       if (ended) this.forget(w.name, ended.why);
     }
   }
 
-  /**
-   * Writes when a deferred round 1 went out into the record, so that an announcer started after
-   * this one (this one killed, the node's runtime restarted) takes the burst up where it stands
-   * instead of waiting for the pod again and announcing it once more. Under the attachment's lock,
-   * and only while the record still holds this very job: an ADD or DEL acting on the attachment
-   * right now replaces or removes it anyway.
-   */
-  private async recordFirstRound(w: Work): Promise<void> {
-    const { containerId, ifname } = w.job;
-    const file = join(this.deps.stateDir, w.name);
-    let lock;
-    try {
-      lock = await this.deps.lockFile(lockPath(this.deps.stateDir, containerId, ifname), 0);
-    } catch (err) {
-      w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
+  private async runDeferredDue(w: Work, now: number, changed: ReadonlySet<number>): Promise<Ended | undefined> {
+    const open = w.deferred!.open;
+    open?.session.drainEvents();
+    if (!open?.session.eventFds.some((fd) => changed.has(fd)) && w.deferred!.checkAt > now) return undefined;
+    if (!stillWanted(this.deps.stateDir, w)) {
+      this.counters.deferred.gone++;
+      return { why: 'pod gone before it was ready' };
     }
-    if (!lock) return;
-    try {
-      const read = readRecordFile(file);
-      if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return;
-      const job = { ...w.job, firstRoundAt: w.firstRoundAt };
-      writeRecord(this.deps.stateDir, { ...read.record, job });
-      w.job = job;
-    } catch (err) {
-      w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
-    } finally {
-      releaseAttachmentLock(lock, file);
-    }
+    const ended = await runDeferred(this.deps, this.counters, w, now);
+    if (!w.deferred) await recordFirstRound(this.deps, this.counters, w);
+    return ended;
   }
 
-  /** Whether the pod is still there and the attachment's record still holds this very job (DEL, GC or a new ADD end it). */
-  private stillWanted(w: Work): boolean {
-    if (!netnsAlive(w.job)) return false;
-    const read = readRecordFile(join(this.deps.stateDir, w.name));
-    return read.kind === 'ok' && read.record.job !== undefined && sameJob(read.record.job, w.job);
+  private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
+    if (w.dueAt === undefined || w.dueAt > now) return undefined;
+    return stillWanted(this.deps.stateDir, w) ? await runRound(this.deps, this.counters, w, now) : { why: 'pod or record gone' };
+  }
+
+  /** A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with sockets opened anew, until its ready deadline. */
+  private failed(w: Work, now: number, err: unknown): Ended | undefined {
+    this.counters.errors++;
+    w.log.error('background work failed', { round: w.next + 1, error: err });
+    if (!w.deferred) {
+      w.next++;
+      return advance(w, now, this.counters);
+    }
+    if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
+    w.deferred.checkAt = now + CHECK_MS;
+    try {
+      dropDeferred(this.deps, w);
+    } catch {
+      // the sockets are let go of; the throw that brought us here is counted
+    }
+    return undefined;
   }
 
   /** Every attachment with work, for `announcer status`. */
@@ -213,8 +204,16 @@ export class Jobs {
     }));
   }
 
-  /** Closes the sockets of every deferred wait (the announcer stops). */
+  /** Closes the sockets of every deferred wait (the announcer stops); the first failure is thrown once all are closed. */
   close(): void {
-    for (const w of this.works.values()) dropDeferred(this.deps, w);
+    const errors: unknown[] = [];
+    for (const w of this.works.values()) {
+      try {
+        dropDeferred(this.deps, w);
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length > 0) throw errors[0];
   }
 }

@@ -1,16 +1,15 @@
 // One attachment's work in the background announcer: the later rounds of a
-// burst, or the wait for a pod that was not ready during ADD. Each round
-// re-enters the pod's netns by path and holds nothing between rounds; only a
-// deferred wait keeps the pod's sockets (its event sockets join the
-// announcer's poll), and it ends once the netns path is gone or replaced.
+// burst (here), and what a deferred wait for the pod shares with them
+// (deferred.ts). Each round takes its frames from the node-wide budget first,
+// then re-enters the pod's netns by path, and holds nothing between rounds;
+// only a deferred wait keeps the pod's sockets, and it ends once the netns
+// path is gone or replaced.
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
-import { netnsIdAt } from '../sys/netns';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
-import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
-import { probePod } from '../announce/probe-pod';
+import type { AddressConflict } from '../announce/conflict-probe';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
@@ -41,8 +40,8 @@ export interface Work {
   roundsSent: number;
   /** A delayed round was counted once as delayed. */
   delayed: boolean;
-  /** While waiting for a pod that was not ready at ADD. */
-  deferred?: { open?: DeferredSession; checkAt: number };
+  /** While waiting for a pod that was not ready at ADD; `conflicts` once the pod was probed (conflictCheck). */
+  deferred?: { open?: DeferredSession; checkAt: number; conflicts?: AddressConflict[] };
 }
 
 /** What the rounds need from the process. */
@@ -60,14 +59,8 @@ export interface RoundDeps {
 /** The work is over; `why` is logged when there is one. */
 export type Ended = { why: string | undefined };
 
-/** Whether the job's netns path still names the netns ADD saw. */
-export function netnsAlive(job: BackgroundJob): boolean {
-  const now = netnsIdAt(job.netns);
-  return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
-}
-
 /** Opens the pod's sockets and resolves the job's interfaces; 'gone' when one interface is (its callers have checked the netns: Jobs.stillWanted). */
-function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
+export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
   let session: PodSession;
   try {
     session = openSession(deps, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
@@ -83,7 +76,7 @@ function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { go
 }
 
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
-function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
+export function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
   if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
@@ -92,18 +85,22 @@ function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
 
 /** Closes a session, its packet socket on another thread. */
 function closeSession(deps: RoundDeps, session: PodSession): void {
-  deps.closeInBackground(session.pod.packet.release());
-  session.close();
+  try {
+    deps.closeInBackground(session.pod.packet.release());
+  } finally {
+    session.close();
+  }
 }
 
 /** Closes the sockets of a deferred wait, if it has them open. */
 export function dropDeferred(deps: RoundDeps, w: Work): void {
-  if (w.deferred?.open) closeSession(deps, w.deferred.open.session);
+  const open = w.deferred?.open;
   if (w.deferred) w.deferred.open = undefined;
+  if (open) closeSession(deps, open.session);
 }
 
 /** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */
-async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frames: readonly OutgoingFrame[], onCredit: boolean) {
+export async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frames: readonly OutgoingFrame[], onCredit: boolean) {
   let sent: FrameCounts = NO_FRAMES;
   const taken = await deps.budget(w.job.rateLimit).take(frames.length, () => deps.timers.bootMs(), onCredit, () => {
     sent = sendFrames(session.pod.packet, frames, w.log);
@@ -112,7 +109,7 @@ async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frame
 }
 
 /** Moves to the next round still worth sending; ended when the burst is over. */
-function advance(w: Work, now: number, counters: Counters): Ended | undefined {
+export function advance(w: Work, now: number, counters: Counters): Ended | undefined {
   const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
   if (skipped > 0) {
     counters.rounds.skippedLate += skipped;
@@ -124,76 +121,25 @@ function advance(w: Work, now: number, counters: Counters): Ended | undefined {
   return dueAt === undefined ? { why: undefined } : undefined;
 }
 
-function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
+export function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
   addFrames(counters, sent);
   counters.rounds.sent++;
   w.roundsSent++;
 }
 
-/** Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget until the ready deadline. */
-export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
-  const d = w.deferred!;
-  d.checkAt = now + CHECK_MS;
-  if (!d.open) {
-    const opened = openForJob(deps, w.job);
-    if ('gone' in opened) {
-      counters.deferred.gone++;
-      return { why: opened.gone };
-    }
-    d.open = opened;
-  }
-  const seen = look(d.open, w.job, w.log);
-  if (seen.kind === 'gone') {
-    counters.deferred.gone++;
-    return { why: seen.why };
-  }
-  if (seen.kind === 'waiting') {
-    if (now < w.job.readyDeadline) return undefined;
-    counters.deferred.timedOut++;
-    w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
-    return { why: 'ready timeout' };
-  }
-  const frames = probeDeferred(deps, counters, w, d.open.session, seen.frames);
-  const taken = await sendBudgeted(deps, w, d.open.session, frames, now >= w.job.readyDeadline);
-  if (!taken.ok) {
-    if (!w.delayed) counters.rateLimited.delayed++;
-    w.delayed = true;
-    d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
-    return undefined;
-  }
-  dropDeferred(deps, w);
-  w.deferred = undefined;
-  counters.deferred.ready++;
-  roundSent(w, taken.sent, counters);
-  w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(taken.sent), deferred: true });
-  w.firstRoundAt = now;
-  w.next = 1;
-  return advance(w, now, counters);
+/** The frames a round of `job` sends at most: what it takes from the budget before it opens the pod's sockets. */
+export function plannedFrames(job: BackgroundJob): number {
+  return job.interfaces.reduce((n, i) => n + i.ipv4.length * job.arpOps.length + i.ipv6.length, 0);
 }
 
-/** Probes a deferred round 1 under conflictCheck (`fail` acts as `warn`: ADD has returned); conflicting addresses leave this and later rounds. */
-function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
-  const check = w.job.conflictCheck;
-  if (!check) return frames;
-  let conflicts;
-  try {
-    const handOff = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
-    conflicts = probePod({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, false);
-  } catch (err) {
-    counters.errors++;
-    w.log.error('conflict probe failed: announcing without it', { error: err });
-    return frames;
-  }
-  if (conflicts.length === 0) return frames;
-  if (check.action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
-  for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
-  counters.conflicts += conflicts.length;
-  w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
-  return withoutConflicts(frames, conflicts);
-}
-
-/** Sends the round that is due (a pod not ready for it skips it); the budget may hold it back, or drop it. */
+/**
+ * Sends the round that is due (a pod not ready for it skips it); the budget may hold it back, or drop it.
+ * The budget is asked first, for the most the round can send: a round held back has opened nothing,
+ * so waiting costs no socket and no close (frames the pod then does not send stay taken).
+ */
 export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+  const taken = await deps.budget(w.job.rateLimit).take(plannedFrames(w.job), () => deps.timers.bootMs(), false, () => {});
+  if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
   const opened = openForJob(deps, w.job);
   if ('gone' in opened) return { why: opened.gone };
   try {
@@ -203,10 +149,9 @@ export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now
       counters.rounds.skippedNotReady++;
       w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
     } else {
-      const taken = await sendBudgeted(deps, w, opened.session, seen.frames, false);
-      if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
-      roundSent(w, taken.sent, counters);
-      w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(taken.sent) });
+      const sent = sendFrames(opened.session.pod.packet, seen.frames, w.log);
+      roundSent(w, sent, counters);
+      w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(sent) });
     }
   } catch (err) {
     counters.errors++;

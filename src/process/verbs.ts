@@ -50,7 +50,7 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
     ...loggers,
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
     writeMetrics,
-    closeInBackground: (fd) => wiring.libc().closeInBackground(fd),
+    closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
     uid: process.geteuid?.() ?? 0,
     inheritedLockFd: handedOver ? INHERITED_LOCK_FD : undefined,
     inheritedListenFd: handedOver && isSocket(INHERITED_LISTEN_FD) ? INHERITED_LISTEN_FD : undefined,

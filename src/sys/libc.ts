@@ -30,8 +30,11 @@ export interface Libc {
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
   close(fd: number): void;
-  /** close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period. */
-  closeInBackground(fd: number): void;
+  /**
+   * close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period.
+   * `done` hears the outcome on this thread. koffi queues at most 256 such calls and throws beyond.
+   */
+  closeInBackground(fd: number, done?: (error?: unknown) => void): void;
   /** ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs file). */
   nsType(fd: number): number;
   /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
@@ -44,8 +47,11 @@ export interface Libc {
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /** posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd; returns the pid, not waited for. */
-  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[]): number;
+  /**
+   * posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd, in
+   * directory `cwd` when given (glibc 2.29+; older ones leave this process's); returns the pid, not waited for.
+   */
+  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[], cwd?: string): number;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
   /** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
@@ -74,6 +80,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   // glibc 2.34+ only (RHEL 8 has 2.28): bound when first needed, else one close action per open fd.
   const actionsCloseFrom = optionalFunc(lib, 'int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
   const actionsClose = lazyFunc(lib, 'int posix_spawn_file_actions_addclose(void *actions, int fd)');
+  // glibc 2.29+ only: without it, a detached process starts in this one's directory.
+  const actionsChdir = optionalFunc(lib, 'int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)');
   const actionsDup2 = lazyFunc(lib, 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
   const fcntl = lazyFunc(lib, 'int fcntl(int fd, int cmd, int arg)');
   const pipe2 = lazyFunc(lib, 'int pipe2(_Out_ int *fds, int flags)');
@@ -134,7 +142,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
-    closeInBackground: (fd) => close.async(fd, () => {}),
+    closeInBackground: (fd, done) =>
+      close.async(fd, (err: unknown, rc: number) => done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined)),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket: () =>
       closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
@@ -171,7 +180,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
       return fds.map((_, i) => n > 0 && revents(set, i) !== 0);
     },
-    spawnDetached(path, argv, env, inherit = []) {
+    spawnDetached(path, argv, env, inherit = [], cwd) {
       const actions = Buffer.alloc(ABI.posix_spawn_file_actions_t.size);
       const attr = Buffer.alloc(ABI.posix_spawnattr_t.size);
       const moved: number[] = [];
@@ -187,6 +196,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         sources.forEach((fd, i) => checkRc('posix_spawn_file_actions_adddup2', actionsDup2(actions, fd, 3 + i)));
         // Nothing the runtime left open (pipes it waits on, say) may live on in the child.
         addCloseFrom(actions, 3 + inherit.length);
+        const chdir = cwd === undefined ? undefined : actionsChdir();
+        if (chdir) checkRc('posix_spawn_file_actions_addchdir_np', chdir(actions, cwd));
         checkRc('posix_spawnattr_setflags', attrSetFlags(attr, POSIX_SPAWN_SETSID));
         const pid = [0];
         checkRc(`posix_spawn ${path}`, spawn(pid, path, actions, attr, [...argv, null], [...env, null]));

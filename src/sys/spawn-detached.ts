@@ -1,27 +1,32 @@
 import type { Libc } from './libc';
 import { processStartTime, type ProcessId } from './processes';
 
+/** PATH for a detached process when this one has none. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
 /**
- * The environment of a detached process: this one's without the CNI_* variables. It outlives the
- * command that starts it, so it must not carry one pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS,
- * nor CNI_COMMAND, which would make it a plugin call again were it to run itself.
+ * The environment of a detached process: PATH alone. It outlives the command that starts it, so it
+ * must carry nothing of one call: not a pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS, nor CNI_COMMAND,
+ * which would make it a plugin call again were it to run itself, nor the runtime's own variables
+ * (containerd passes `LD_LIBRARY_PATH=<opt>/lib:`, whose empty entry means the current directory).
  */
-function detachedEnv(): string[] {
-  return Object.entries(process.env).flatMap(([k, v]) => (v === undefined || k.startsWith('CNI_') ? [] : [`${k}=${v}`]));
+export function detachedEnv(env: Readonly<Record<string, string | undefined>>): string[] {
+  return [`PATH=${env.PATH || DEFAULT_PATH}`];
 }
 
 /**
  * Starts `...command ...args` detached: its own session, stdio on /dev/null
  * (the runtime waits for the plugin's stdout to close, so the child must not
- * hold it), no other inherited fd but `inherit`, not waited for. `command[0]`
- * is the executable's path and argv[0], so `ps` shows e.g. `/opt/cni/bin/announcer
- * daemon …` (see selfCommand). posix_spawn through koffi costs under a
+ * hold it), no other inherited fd but `inherit`, in `/` (it must keep no
+ * directory of the caller's busy, nor resolve paths there), with
+ * detachedEnv, not waited for. `command[0]` is the executable's path and
+ * argv[0], so `ps` shows e.g. `/opt/cni/bin/announcer daemon …` (see selfCommand). posix_spawn through koffi costs under a
  * millisecond; node:child_process would cost ADD ~10 ms to load.
  */
 export function spawnDetached(libc: Libc, command: readonly string[], args: readonly string[], inherit: readonly number[] = []): ProcessId {
   const path = command[0];
   if (path === undefined) throw new Error('spawnDetached: empty command');
-  const pid = libc.spawnDetached(path, [...command, ...args], detachedEnv(), inherit);
+  const pid = libc.spawnDetached(path, [...command, ...args], detachedEnv(process.env), inherit, '/');
   // The start time is fixed at fork, so reading it now is safe even if exec has not happened yet.
   const startTime = processStartTime(pid);
   if (startTime === undefined) throw new Error(`background process ${pid} exited at once`);

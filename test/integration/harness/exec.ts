@@ -1,6 +1,7 @@
 // Runs programs without a shell: argv arrays only, optionally inside a netns.
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { RUN_TAG_PATH_ENTRY } from './names';
 
 /** How run() starts a program. */
 export interface RunOptions {
@@ -34,14 +35,14 @@ export function inNetns(netns: string | undefined, cmd: string, args: readonly s
   return ['ip', ['netns', 'exec', netns, cmd, ...args]];
 }
 
-/** The env for a child: PATH always reaches the sbin directories where ip, sysctl and tcpdump live. */
+/** The env for a child: PATH always reaches the sbin directories where ip, sysctl and tcpdump live, and ends in RUN_TAG_PATH_ENTRY. */
 export function childEnv(env: Record<string, string> = {}, inherit = true): Record<string, string> {
   const base: Record<string, string> = {};
   if (inherit) {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) base[k] = v;
   }
   const merged = { ...base, ...env };
-  merged.PATH = merged.PATH ? `${merged.PATH}:${SBIN_PATH}` : SBIN_PATH;
+  merged.PATH = [merged.PATH, SBIN_PATH, RUN_TAG_PATH_ENTRY].filter(Boolean).join(':');
   return merged;
 }
 

@@ -8,6 +8,21 @@ export const IFNAME_MAX = 15;
 /** Random hex that tags everything this process creates (netns names, links, plugin env). */
 export const RUN_TAG = randomBytes(2).toString('hex');
 
+/**
+ * A directory that does not exist, appended to the PATH of every child (exec.ts childEnv): the tag
+ * that reaches processes the plugin starts detached, which get PATH alone as their environment.
+ */
+export const RUN_TAG_PATH_ENTRY = `/nonexistent/announcer-test-run-${RUN_TAG}`;
+
+/** The RUN_TAG a PATH carries (see RUN_TAG_PATH_ENTRY), if any. */
+export function runTagOfPath(path: string): string | undefined {
+  for (const entry of path.split(':')) {
+    const m = /^\/nonexistent\/announcer-test-run-([0-9a-f]+)$/.exec(entry);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 /** `prefix` + 6 random hex digits; throws if that would not fit in an interface name. */
 export function uniqueName(prefix: string): string {
   const name = `${prefix}${randomBytes(3).toString('hex')}`;

@@ -5,19 +5,18 @@ import { readdir, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RUN_TAG_ENV } from './cni';
-import { RUN_TAG } from './names';
+import { RUN_TAG, runTagOfPath } from './names';
 import type { Scope } from './scope';
 
 /** One live announcer process. */
 export interface AnnouncerProcess {
   pid: number;
   argv: string[];
-  /** RUN_TAG of the test process whose plugin call started it (inherited env), if any. */
+  /** RUN_TAG of the test process whose plugin call started it (inherited env, or the PATH of a detached process), if any. */
   runTag?: string;
   /**
    * CNI_CONTAINERID from its environment, if any. Left out for a background
-   * announcer: it inherits the env of the ADD that started it, yet serves
-   * every attachment of its stateDir.
+   * announcer: it serves every attachment of its stateDir.
    */
   containerId?: string;
   /** The stateDir a background announcer (`announcer daemon <stateDir>`) serves. */
@@ -62,6 +61,8 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
       const eq = kv.indexOf('=');
       const key = kv.slice(0, eq);
       if (key === RUN_TAG_ENV) proc.runTag = kv.slice(eq + 1);
+      // A detached process (background announcer, fd holder) has PATH alone: the tag is in it.
+      if (key === 'PATH') proc.runTag ??= runTagOfPath(kv.slice(eq + 1));
       if (key === 'CNI_CONTAINERID') proc.containerId = kv.slice(eq + 1);
     }
     const daemonStateDir = daemonStateDirOf(argv);
@@ -91,8 +92,8 @@ export async function ownAnnouncerProcessesNow(): Promise<AnnouncerProcess[]> {
 
 /**
  * Live announcer processes started through this test process's plugin calls
- * (by RUN_TAG; a background announcer inherits it from the ADD that started
- * it). fd holders (3 s) and background announcers (5 s) get a grace to exit on
+ * (by RUN_TAG; a background announcer gets it in the PATH the ADD that
+ * started it passes on). fd holders (3 s) and background announcers (5 s) get a grace to exit on
  * their own first: one still there after it is listed like any other leak.
  */
 export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {

@@ -41,3 +41,14 @@ describe('loadLibc binds on first use', () => {
     }
   });
 });
+
+describe('closeInBackground', () => {
+  it('closes on a worker thread and tells `done` how it went: nothing for an fd it closed, an error for one that was not open', async () => {
+    const libc = loadLibc();
+    const [readEnd, writeEnd] = libc.pipe();
+    const outcome = (fd: number) => new Promise<unknown>((resolve) => libc.closeInBackground(fd, resolve));
+    expect(await outcome(readEnd)).toBeUndefined();
+    expect(await outcome(2_000_000_000)).toBeInstanceOf(Error); // beyond any fd limit: EBADF
+    libc.close(writeEnd);
+  });
+});

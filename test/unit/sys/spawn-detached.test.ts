@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
 import { processStartTime } from '../../../src/sys/processes';
-import { spawnDetached } from '../../../src/sys/spawn-detached';
+import { detachedEnv, spawnDetached } from '../../../src/sys/spawn-detached';
 import { openLeakyFd, type LeakyFd } from '../../support/leaky-fd';
 
 
@@ -54,21 +54,37 @@ describe('spawnDetached (posix_spawn through koffi)', () => {
     }
   });
 
-  it("passes on this process's environment without its CNI_* variables (one pod's, in a process that outlives its command)", async () => {
+  it('gives the process PATH alone as its environment (no CNI_* of one pod, no LD_LIBRARY_PATH of the runtime) and / as its directory', async () => {
     const saved = { ...process.env };
-    Object.assign(process.env, { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c0ffee', ANNOUNCER_SPAWN_TEST: 'kept' });
+    Object.assign(process.env, { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c0ffee', LD_LIBRARY_PATH: '/opt/containerd/lib:', PATH: '/announcer-test/bin:/usr/bin:/bin' });
     let child;
     try {
       child = spawnDetached(loadLibc(), ['/bin/sleep'], ['30']);
     } finally {
-      for (const k of ['CNI_COMMAND', 'CNI_CONTAINERID', 'ANNOUNCER_SPAWN_TEST']) if (!(k in saved)) delete process.env[k];
+      for (const k of ['CNI_COMMAND', 'CNI_CONTAINERID', 'LD_LIBRARY_PATH', 'PATH']) {
+        if (k in saved) process.env[k] = saved[k];
+        else delete process.env[k];
+      }
     }
     try {
-      const environ = await environOnceExeced(child.pid);
-      expect(environ).toContain('ANNOUNCER_SPAWN_TEST=kept');
-      expect(environ.filter((kv) => kv.startsWith('CNI_'))).toEqual([]);
+      expect(process.cwd()).not.toBe('/'); // else the directory would prove nothing
+      // The file actions (chdir among them) run before exec, and environ is there once exec is done.
+      expect(await environOnceExeced(child.pid)).toEqual(['PATH=/announcer-test/bin:/usr/bin:/bin', '']);
+      expect(readlinkSync(`/proc/${child.pid}/cwd`)).toBe('/');
     } finally {
       process.kill(child.pid, 'SIGKILL');
     }
+  });
+});
+
+describe('detachedEnv', () => {
+  it("keeps this process's PATH and nothing else", () => {
+    expect(detachedEnv({ PATH: '/a:/b', HOME: '/root', CNI_COMMAND: 'ADD', LD_LIBRARY_PATH: '/x:' })).toEqual(['PATH=/a:/b']);
+  });
+
+  it('gives a default PATH when this process has none, or an empty one', () => {
+    const standard = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'];
+    expect(detachedEnv({})).toEqual(standard);
+    expect(detachedEnv({ PATH: '' })).toEqual(standard);
   });
 });

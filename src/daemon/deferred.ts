@@ -1,0 +1,79 @@
+// A deferred job's round 1 in the background announcer: the wait for a pod
+// that was not ready during ADD. The wait keeps the pod's sockets open (their
+// event sockets join the announcer's poll) until round 1 is out or the wait
+// ends; the budget may hold round 1 back, but never drops it.
+import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
+import { probePod } from '../announce/probe-pod';
+import { totalFrames, type OutgoingFrame } from '../announce/round';
+import type { PodSession } from '../announce/session';
+import type { Counters } from './counters';
+import { advance, CHECK_MS, dropDeferred, look, openForJob, roundSent, sendBudgeted, type Ended, type RoundDeps, type Work } from './rounds';
+
+/** Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget until the ready deadline. */
+export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+  const d = w.deferred!;
+  d.checkAt = now + CHECK_MS;
+  if (!d.open) {
+    const opened = openForJob(deps, w.job);
+    if ('gone' in opened) {
+      counters.deferred.gone++;
+      return { why: opened.gone };
+    }
+    d.open = opened;
+  }
+  const seen = look(d.open, w.job, w.log);
+  if (seen.kind === 'gone') {
+    counters.deferred.gone++;
+    return { why: seen.why };
+  }
+  if (seen.kind === 'waiting') {
+    if (now < w.job.readyDeadline) return undefined;
+    counters.deferred.timedOut++;
+    w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
+    return { why: 'ready timeout' };
+  }
+  const frames = probeDeferred(deps, counters, w, d.open.session, seen.frames);
+  // Held back by the budget, the wait comes back here with the same session: no socket opened or closed per retry.
+  const taken = await sendBudgeted(deps, w, d.open.session, frames, now >= w.job.readyDeadline);
+  if (!taken.ok) {
+    if (!w.delayed) counters.rateLimited.delayed++;
+    w.delayed = true;
+    d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
+    return undefined;
+  }
+  dropDeferred(deps, w);
+  w.deferred = undefined;
+  counters.deferred.ready++;
+  roundSent(w, taken.sent, counters);
+  w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(taken.sent), deferred: true });
+  w.firstRoundAt = now;
+  w.next = 1;
+  return advance(w, now, counters);
+}
+
+/**
+ * Probes a deferred round 1 under conflictCheck (`fail` acts as `warn`: ADD has returned), once per
+ * wait: a round 1 the budget holds back is not probed again. Conflicting addresses leave this and later rounds.
+ */
+function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
+  const d = w.deferred!;
+  const check = w.job.conflictCheck;
+  if (!check) return frames;
+  if (d.conflicts) return withoutConflicts(frames, d.conflicts);
+  try {
+    const handOff = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
+    d.conflicts = probePod({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, false);
+  } catch (err) {
+    counters.errors++;
+    w.log.error('conflict probe failed: announcing without it', { error: err });
+    d.conflicts = [];
+    return frames;
+  }
+  const conflicts = d.conflicts;
+  if (conflicts.length === 0) return frames;
+  if (check.action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
+  for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
+  counters.conflicts += conflicts.length;
+  w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
+  return withoutConflicts(frames, conflicts);
+}

@@ -1,0 +1,62 @@
+// A job as its record holds it: whether the record and the pod still want it,
+// and writing back when a deferred round 1 went out. The record, written
+// under the attachment's lock by ADD and DEL, is the truth.
+import { join } from '../path';
+import { netnsIdAt } from '../sys/netns';
+import { lockPath, releaseAttachmentLock, type LockFile } from '../announce/attachment-lock';
+import type { BackgroundJob } from '../announce/background-job';
+import { readRecordFile, writeRecord } from '../announce/state';
+import type { Counters } from './counters';
+import type { Work } from './rounds';
+
+/** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
+export function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
+  return a.netnsId.dev === b.netnsId.dev && a.netnsId.ino === b.netnsId.ino && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
+}
+
+/** Whether the job's netns path still names the netns ADD saw. */
+export function netnsAlive(job: BackgroundJob): boolean {
+  const now = netnsIdAt(job.netns);
+  return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
+}
+
+/** Whether the pod is still there and record `w.name` in `stateDir` still holds this very job (DEL, GC or a new ADD end it). */
+export function stillWanted(stateDir: string, w: Work): boolean {
+  if (!netnsAlive(w.job)) return false;
+  const read = readRecordFile(join(stateDir, w.name));
+  return read.kind === 'ok' && read.record.job !== undefined && sameJob(read.record.job, w.job);
+}
+
+/**
+ * Writes when a deferred round 1 went out into the record, so that an announcer started after
+ * this one (this one killed, the node's runtime restarted) takes the burst up where it stands
+ * instead of waiting for the pod again and announcing it once more. Under the attachment's lock,
+ * and only while the record still holds this very job: an ADD or DEL acting on the attachment
+ * right now replaces or removes it anyway. Failures are counted and logged, never thrown.
+ */
+export async function recordFirstRound(deps: { stateDir: string; lockFile: LockFile }, counters: Counters, w: Work): Promise<void> {
+  const { containerId, ifname } = w.job;
+  const file = join(deps.stateDir, w.name);
+  const failed = (err: unknown): void => {
+    counters.errors++;
+    w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
+  };
+  let lock;
+  try {
+    lock = await deps.lockFile(lockPath(deps.stateDir, containerId, ifname), 0);
+  } catch (err) {
+    failed(err);
+  }
+  if (!lock) return;
+  try {
+    const read = readRecordFile(file);
+    if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return;
+    const job = { ...w.job, firstRoundAt: w.firstRoundAt };
+    writeRecord(deps.stateDir, { ...read.record, job });
+    w.job = job;
+  } catch (err) {
+    failed(err);
+  } finally {
+    releaseAttachmentLock(lock, file);
+  }
+}

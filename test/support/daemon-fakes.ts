@@ -1,0 +1,180 @@
+// Fakes for the background announcer's unit tests: a pod behind an injected
+// socket opener, a scripted frame budget, a logger that keeps its lines, and
+// real records in a temporary stateDir (a plain file stands in for the netns).
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BackgroundJob } from '../../src/announce/background-job';
+import type { FrameBudget } from '../../src/announce/frame-budget';
+import type { SocketOpener } from '../../src/announce/session';
+import { attachmentName, writeRecord } from '../../src/announce/state';
+import type { RateLimit } from '../../src/announce/token-bucket';
+import { createLogger, type Logger } from '../../src/log';
+import type { HostSockets, PodSockets } from '../../src/sys/netns';
+import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
+import type { AddressInfo, LinkInfo } from '../../src/wire/rtnetlink';
+
+export const POD_MAC = Buffer.from('0a580a580005', 'hex');
+/** The fds of the pod's and the host's event sockets. */
+export const POD_EVENTS_FD = 50;
+export const HOST_EVENTS_FD = 51;
+
+/** A temporary stateDir with a stand-in netns file; `remove()` deletes it. */
+export interface StateDir {
+  dir: string;
+  netns: string;
+  netnsId: { dev: number; ino: number };
+  remove(): void;
+}
+
+export function makeStateDir(prefix = 'daemon-unit-'): StateDir {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const netns = join(dir, 'netns-pod');
+  writeFileSync(netns, '');
+  const st = statSync(netns);
+  return { dir, netns, netnsId: { dev: st.dev, ino: st.ino }, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A job of `containerId` on eth0 (10.88.0.5, GARP requests), rounds at 0, 1000, 3000, round 1 sent at boot ms `firstRoundAt`. */
+export function jobIn(state: StateDir, extra: Partial<BackgroundJob> = {}): BackgroundJob {
+  return {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: state.netns,
+    netnsId: state.netnsId,
+    interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+    hostPeerNames: [],
+    arpOps: ['request'],
+    schedule: [0, 1000, 3000],
+    firstRoundAt: 1_000_000,
+    readyDeadline: 1_010_000,
+    logLevel: 'debug',
+    ...extra,
+  };
+}
+
+/** Writes the record holding `job`; returns its file name in stateDir. */
+export function writeJob(state: StateDir, job: BackgroundJob): string {
+  writeRecord(state.dir, { network: job.network, containerId: job.containerId, ifname: job.ifname, netns: job.netns, netnsId: job.netnsId, originalMacs: [], job });
+  return `${attachmentName(job.containerId, job.ifname)}.json`;
+}
+
+export function link(fields: Partial<LinkInfo> = {}): LinkInfo {
+  return { index: 2, name: 'eth0', mac: POD_MAC, up: true, running: true, noarp: false, linkIndex: undefined, linkNetnsid: undefined, kind: 'veth', ipvlanMode: undefined, portState: undefined, ...fields };
+}
+
+function ipv4(index: number, text: string): AddressInfo {
+  return { index, family: 4, bytes: Buffer.from(text.split('.').map(Number)), prefixLength: 16, tentative: false, dadFailed: false, optimistic: false };
+}
+
+/** A pod with eth0 holding 10.88.0.5; tests change `links` (down: not ready; empty: gone) and watch what happens. */
+export class FakePod {
+  links: LinkInfo[] = [link()];
+  /** Thrown by the opener's pod() when set. */
+  openError: Error | undefined;
+  /** Thrown by a pod session's close() when set (it is closed all the same). */
+  closeError: Error | undefined;
+  /** Frames sent through the pod's packet socket. */
+  readonly sent: Buffer[] = [];
+  /** Sessions opened, and closed (both sockets). */
+  opened = 0;
+  closed = 0;
+  /** Packet socket fds given up (to be closed in the background). */
+  readonly released: number[] = [];
+  /** Event sockets drained. */
+  drained = 0;
+  /** Times the conflict probe asked for ARP receivers (without `arpFrames`, it then fails). */
+  probes = 0;
+  /** Frames the conflict probe's ARP receiver (fd 60, eth0) reads, once each; undefined: there is no receiver. */
+  arpFrames: Buffer[] | undefined;
+  private nextFd = 100;
+
+  get open(): number {
+    return this.opened - this.closed;
+  }
+
+  opener(): SocketOpener {
+    const rtnl = {
+      linkByName: (name: string) => this.links.find((l) => l.name === name),
+      linkByIndex: (index: number) => this.links.find((l) => l.index === index),
+      links: () => this.links,
+      addresses: (index: number) => (index === 2 ? [ipv4(index, '10.88.0.5')] : []),
+      bridgePortState: () => undefined,
+    } as unknown as Rtnl;
+    const events = (fd: number) => ({ fd, drain: () => void this.drained++, close: () => undefined }) as unknown as RtnlEvents;
+    const hostRtnl = { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl;
+    return {
+      pod: (): PodSockets => {
+        if (this.openError) throw this.openError;
+        this.opened++;
+        const fd = this.nextFd++;
+        let packetOpen = true;
+        return {
+          rtnl,
+          events: events(POD_EVENTS_FD),
+          packet: {
+            send: (_index, frame) => {
+              if (!packetOpen) throw new Error('send on a released packet socket');
+              this.sent.push(Buffer.from(frame));
+            },
+            close: () => undefined,
+            release: () => {
+              packetOpen = false;
+              this.released.push(fd);
+              return fd;
+            },
+          },
+          ipv6Forwarding: false,
+          close: () => {
+            this.closed++;
+            if (this.closeError) throw this.closeError;
+          },
+        };
+      },
+      host: (): HostSockets => ({ rtnl: hostRtnl, events: events(HOST_EVENTS_FD), close: () => undefined }),
+      arpReceivers: () => {
+        this.probes++;
+        const frames = this.arpFrames;
+        if (!frames) throw new Error('no ARP receivers here');
+        const receive = (buf: Uint8Array): number | undefined => {
+          const frame = frames.shift();
+          if (!frame) return undefined;
+          buf.set(frame);
+          return frame.length;
+        };
+        return [{ ifindex: 2, fd: 60, receive, close: () => undefined, release: () => (this.released.push(60), 60) }];
+      },
+    };
+  }
+}
+
+/** One call of the fake budget. */
+export interface BudgetCall {
+  limit: RateLimit | undefined;
+  frames: number;
+  onCredit: boolean;
+}
+
+/** A budget that answers from `answers` (then ok): a number is a wait in ms, a function throws. */
+export class ScriptedBudget {
+  readonly calls: BudgetCall[] = [];
+  readonly answers: (number | 'ok' | Error)[] = [];
+
+  budget = (limit: RateLimit | undefined): FrameBudget => ({
+    take: async (frames, _clock, onCredit, send) => {
+      this.calls.push({ limit, frames, onCredit });
+      const answer = this.answers.shift() ?? 'ok';
+      if (answer instanceof Error) throw answer;
+      if (typeof answer === 'number') return { ok: false, waitMs: answer };
+      send();
+      return { ok: true };
+    },
+  });
+}
+
+/** A logger whose lines (logfmt) are kept in `lines`. */
+export function keptLog(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { log: createLogger((line) => lines.push(line), 'debug'), lines };
+}

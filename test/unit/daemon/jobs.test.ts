@@ -1,0 +1,299 @@
+// The announcer's table of work, driven through fakes: jobs taken from the
+// records and from ADD's requests, rounds at their offsets, late rounds
+// skipped, cancel, deferred waits, and a throw on every path.
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BackgroundJob } from '../../../src/announce/background-job';
+import { newCounters, type Counters } from '../../../src/daemon/counters';
+import { Jobs, type JobDeps } from '../../../src/daemon/jobs';
+import { fakeLibc } from '../../support/fake-libc';
+import { FakePod, jobIn, keptLog, link, makeStateDir, ScriptedBudget, writeJob, type StateDir } from '../../support/daemon-fakes';
+import { ManualTimers } from '../../support/manual-timers';
+
+let state: StateDir;
+let pod: FakePod;
+let budget: ScriptedBudget;
+let timers: ManualTimers;
+let closed: number[];
+let counters: Counters;
+let lines: string[];
+let scheduled: BackgroundJob[];
+let locked: string[];
+let jobs: Jobs;
+
+beforeEach(() => {
+  state = makeStateDir();
+  pod = new FakePod();
+  budget = new ScriptedBudget();
+  timers = new ManualTimers();
+  closed = [];
+  counters = newCounters();
+  scheduled = [];
+  locked = [];
+  const kept = keptLog();
+  lines = kept.lines;
+  const deps: JobDeps = {
+    stateDir: state.dir,
+    libc: fakeLibc({}),
+    open: pod.opener(),
+    closeInBackground: (fd) => void closed.push(fd),
+    timers,
+    budget: budget.budget,
+    lockFile: async (path) => (locked.push(path), { path, release: () => undefined }),
+    jobLog: () => kept.log,
+  };
+  jobs = new Jobs(deps, counters, (job) => void scheduled.push(job));
+});
+afterEach(() => state.remove());
+
+const now = (): number => timers.bootMs();
+
+/** Runs what is due after moving the clock by `ms`. */
+async function at(ms: number, changed: number[] = []): Promise<void> {
+  timers.advance(ms - timers.now());
+  await jobs.runDue(now(), new Set(changed));
+}
+
+/** A job whose round 1 went out `ago` ms before the clock's start. */
+const sentAgo = (ago: number, extra: Partial<BackgroundJob> = {}): BackgroundJob => jobIn(state, { firstRoundAt: now() - ago, ...extra });
+const deferredJob = (extra: Partial<BackgroundJob> = {}): BackgroundJob => jobIn(state, { firstRoundAt: undefined, readyDeadline: now() + 10_000, ...extra });
+
+describe('Jobs: the schedule', () => {
+  it("sends a job's later rounds at their offsets, none early, then drops the job", async () => {
+    const name = writeJob(state, sentAgo(0));
+    expect(jobs.sync(name)).toBe(false);
+    expect(jobs.wakeAt(now())).toBe(now() + 500); // round 2 is further off than CHECK_MS
+    await at(999);
+    expect(pod.sent).toHaveLength(0);
+    expect(jobs.wakeAt(now())).toBe(now() + 1);
+    await at(1000);
+    expect(pod.sent).toHaveLength(1);
+    await at(2999);
+    expect(pod.sent).toHaveLength(1);
+    expect(jobs.status(now())).toEqual([
+      { network: 'net', containerId: 'c1', ifname: 'eth0', netns: state.netns, nextRoundInMs: 1, roundsSent: 2, roundsPlanned: 3, deferred: false },
+    ]);
+    await at(3000);
+    expect({ sent: pod.sent.length, size: jobs.size, rounds: counters.rounds.sent }).toEqual({ sent: 2, size: 0, rounds: 2 });
+    expect(scheduled).toHaveLength(1);
+  });
+
+  it('a job handed over by ADD keeps a round up to LATE_GRACE_MS late, and skips older ones (counted)', async () => {
+    jobs.sync(writeJob(state, sentAgo(2000)));
+    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(0); // round 2, 1000 ms late
+    jobs.sync(writeJob(state, sentAgo(2001, { containerId: 'c2' })));
+    expect(jobs.status(now())[1]!.nextRoundInMs).toBe(999); // round 3
+    expect(counters.rounds.skippedLate).toBe(1);
+    expect(lines.some((l) => l.includes('rounds skipped') && l.includes('skipped=1'))).toBe(true);
+  });
+
+  it('a job whose last round is long past is not scheduled', () => {
+    expect(jobs.sync(writeJob(state, sentAgo(10_000)))).toBe(false);
+    expect(jobs.size).toBe(0);
+  });
+});
+
+describe('Jobs: resume from the records', () => {
+  it('takes up jobs from the records, skipping rounds whose time has passed (no grace), and deferred jobs wait again', () => {
+    writeJob(state, sentAgo(500, { containerId: 'a' }));
+    writeJob(state, sentAgo(1001, { containerId: 'b', conflicts: 2 }));
+    writeJob(state, sentAgo(5000, { containerId: 'c' }));
+    writeJob(state, deferredJob({ containerId: 'd' }));
+    writeJob(state, jobIn(state, { containerId: 'e', firstRoundAt: undefined, readyDeadline: now() }));
+    writeFileSync(join(state.dir, 'junk@eth0.json'), '{"not":"a record"}');
+    jobs.recover();
+    const byId = Object.fromEntries(jobs.status(now()).map((s) => [s.containerId, s]));
+    expect(Object.keys(byId).sort()).toEqual(['a', 'b', 'd']);
+    expect(byId.a).toMatchObject({ nextRoundInMs: 500, roundsSent: 1, deferred: false });
+    expect(byId.b).toMatchObject({ nextRoundInMs: 1999, roundsSent: 1 });
+    expect(byId.d).toMatchObject({ roundsSent: 0, deferred: true });
+    expect(byId.d).not.toHaveProperty('nextRoundInMs');
+    expect(counters.deferred.started).toBe(1);
+    expect(counters.conflicts).toBe(2); // counted from the record: no ADD reported them to this announcer
+    expect(counters.rounds.skippedLate).toBe(0); // recovered: nothing counted as skipped
+    expect(jobs.wakeAt(now())).toBe(now()); // the deferred check is due
+  });
+
+  it('takes a job up once: recover again, or a sync by its ADD, keeps it; a sync resets its progress within grace until a round went out here', () => {
+    const name = writeJob(state, sentAgo(1500));
+    jobs.recover();
+    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(1500); // round 2 was 500 ms late: no grace when recovered
+    jobs.recover();
+    expect(jobs.size).toBe(1);
+    expect(jobs.sync(name)).toBe(true); // its ADD hands it over: round 2 is within the grace
+    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(0);
+    expect(scheduled).toHaveLength(1);
+  });
+
+  it('a sync keeps the progress of a job that sent a round here already, and of a deferred wait', async () => {
+    const name = writeJob(state, sentAgo(0));
+    jobs.recover();
+    await at(1000);
+    timers.advance(2500); // round 3 (due 3000) is 500 ms late now
+    expect(jobs.sync(name)).toBe(true);
+    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0, roundsSent: 2 });
+    const waiting = writeJob(state, deferredJob({ containerId: 'c2' }));
+    jobs.recover();
+    expect(jobs.sync(waiting)).toBe(true);
+    expect(jobs.status(now())[1]).toMatchObject({ deferred: true, roundsSent: 0 });
+  });
+
+  it("a recovered job's round due before the grace ran out is kept when its ADD syncs, one due earlier is not", () => {
+    const name = writeJob(state, sentAgo(2500, { schedule: [0, 1000, 2000] })); // round 3 due 500 ms ago
+    jobs.recover();
+    expect(jobs.status(now())).toEqual([]);
+    expect(jobs.sync(name)).toBe(false); // the record's job is taken as new: round 3 within the grace
+    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0 });
+  });
+
+  it('a job that ended here is not taken up again from its record, until the record is gone', async () => {
+    const job = sentAgo(0, { schedule: [0, 100, 60_000] });
+    const name = writeJob(state, job);
+    jobs.recover();
+    jobs.forget(name, 'cancelled');
+    jobs.recover();
+    expect(jobs.size).toBe(0);
+    expect(jobs.sync(name)).toBe(true);
+    expect(jobs.size).toBe(0);
+    rmSync(join(state.dir, name));
+    jobs.recover();
+    writeJob(state, job); // the same job again (a record restored): taken up once more
+    jobs.recover();
+    expect(jobs.size).toBe(1);
+  });
+
+  it('a new ADD of the attachment (another job in the record) replaces the job', () => {
+    jobs.sync(writeJob(state, sentAgo(0)));
+    jobs.sync(writeJob(state, sentAgo(0, { readyDeadline: now() + 20_000, schedule: [0, 300] })));
+    expect(jobs.status(now())).toMatchObject([{ nextRoundInMs: 300, roundsPlanned: 2 }]);
+  });
+});
+
+describe('Jobs: cancel and ends', () => {
+  it('after forget (a DEL), nothing more is sent', async () => {
+    const name = writeJob(state, sentAgo(0));
+    jobs.sync(name);
+    jobs.forget(name, 'cancelled');
+    await at(5000);
+    expect({ sent: pod.sent.length, size: jobs.size }).toEqual({ sent: 0, size: 0 });
+    expect(lines.some((l) => l.includes('background work ended') && l.includes('why=cancelled'))).toBe(true);
+    jobs.forget(name, 'again'); // nothing left: a no-op
+  });
+
+  it('a sync of a record without a job, or an invalid one, forgets the work', () => {
+    const name = writeJob(state, sentAgo(0));
+    jobs.sync(name);
+    writeFileSync(join(state.dir, name), '{}');
+    expect(jobs.sync(name)).toBe(false);
+    expect(jobs.size).toBe(0);
+    expect(lines.some((l) => l.includes('invalid record'))).toBe(true);
+    expect(jobs.sync('nobody@eth0.json')).toBe(false);
+  });
+
+  it('ends the work when its record is removed or the netns path is gone', async () => {
+    const name = writeJob(state, sentAgo(0));
+    jobs.sync(name);
+    writeJob(state, sentAgo(0, { containerId: 'c2' }));
+    jobs.recover();
+    rmSync(join(state.dir, name));
+    await at(1000);
+    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 1, sent: 1 });
+    rmSync(state.netns);
+    await at(3000);
+    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 0, sent: 1 });
+    expect(lines.some((l) => l.includes('why="pod or record gone"'))).toBe(true);
+  });
+});
+
+describe('Jobs: deferred waits', () => {
+  it('looks at the pod when its event sockets stir or its check is due, sends round 1 and writes when into the record', async () => {
+    const name = writeJob(state, deferredJob());
+    pod.links = [link({ up: false })];
+    jobs.sync(name);
+    await at(0);
+    expect(jobs.eventFds()).toEqual([50, 51]);
+    expect(jobs.wakeAt(now())).toBe(now() + 500);
+    pod.links = [link()];
+    await at(100); // not due, nothing stirred
+    expect(pod.sent).toHaveLength(0);
+    await at(200, [51]);
+    expect(pod.sent).toHaveLength(1);
+    expect(pod.drained).toBeGreaterThan(0);
+    expect({ eventFds: jobs.eventFds(), open: pod.open }).toEqual({ eventFds: [], open: 0 });
+    const record = JSON.parse(readFileSync(join(state.dir, name), 'utf8'));
+    expect(record.job.firstRoundAt).toBe(now());
+    expect(locked).toEqual([join(state.dir, 'c1@eth0.lock')]);
+    // The job read back from the record is the one running here.
+    expect(jobs.sync(name)).toBe(true);
+    await at(1200);
+    expect(pod.sent).toHaveLength(2);
+  });
+
+  it('ends a wait whose pod is gone, closing its sockets', async () => {
+    const name = writeJob(state, deferredJob());
+    pod.links = [link({ up: false })];
+    jobs.sync(name);
+    await at(0);
+    rmSync(state.netns);
+    await at(500);
+    expect({ size: jobs.size, open: pod.open, gone: counters.deferred.gone }).toEqual({ size: 0, open: 0, gone: 1 });
+    expect(lines.some((l) => l.includes('why="pod gone before it was ready"'))).toBe(true);
+  });
+
+  it('close() closes every wait', async () => {
+    pod.links = [link({ up: false })];
+    jobs.sync(writeJob(state, deferredJob()));
+    await at(0);
+    jobs.close();
+    expect(pod.open).toBe(0);
+  });
+});
+
+describe('Jobs: a throw on every path', () => {
+  it('the first hold-back of a round counts it as delayed', async () => {
+    jobs.sync(writeJob(state, sentAgo(0)));
+    budget.answers.push(100);
+    await at(1000);
+    expect(counters.rateLimited.delayed).toBe(1);
+  });
+
+  it('sockets that fail to close when a wait is forgotten are counted; close() reports the first failure once all are closed', async () => {
+    pod.links = [link({ up: false })];
+    const name = writeJob(state, deferredJob());
+    jobs.sync(name);
+    jobs.sync(writeJob(state, deferredJob({ containerId: 'c2' })));
+    await at(0);
+    expect(pod.open).toBe(2);
+    pod.closeError = new Error('EIO on close');
+    jobs.forget(name, 'cancelled');
+    expect(counters.errors).toBe(1);
+    expect(lines.some((l) => l.includes('cannot close the pod sockets') && l.includes('EIO on close'))).toBe(true);
+    expect(() => jobs.close()).toThrow('EIO on close');
+    expect(pod.open).toBe(0);
+  });
+
+  it('a round that throws is counted, skipped, and the other jobs go on', async () => {
+    jobs.sync(writeJob(state, sentAgo(0)));
+    jobs.sync(writeJob(state, sentAgo(0, { containerId: 'c2' })));
+    budget.answers.push(new Error('bucket on fire'));
+    await at(1000);
+    expect({ errors: counters.errors, sent: pod.sent.length, size: jobs.size }).toEqual({ errors: 1, sent: 1, size: 2 });
+    expect(jobs.status(now()).map((s) => s.nextRoundInMs)).toEqual([2000, 2000]);
+    expect(lines.some((l) => l.includes('background work failed') && l.includes('bucket on fire'))).toBe(true);
+  });
+
+  it('a deferred wait that throws looks again at its next check with new sockets, and ends once its ready deadline passed', async () => {
+    jobs.sync(writeJob(state, deferredJob({ readyDeadline: now() + 1000 })));
+    budget.answers.push(new Error('boom'));
+    await at(0);
+    expect({ errors: counters.errors, size: jobs.size, open: pod.open, wake: jobs.wakeAt(now()) - now() }).toEqual({ errors: 1, size: 1, open: 0, wake: 500 });
+    budget.answers.push(new Error('boom'));
+    await at(500);
+    expect(pod.opened).toBe(2);
+    budget.answers.push(new Error('boom'));
+    await at(1000);
+    expect({ errors: counters.errors, size: jobs.size, sent: pod.sent.length }).toEqual({ errors: 3, size: 0, sent: 0 });
+    expect(lines.some((l) => l.includes('why="failed until its ready deadline"'))).toBe(true);
+  });
+});
