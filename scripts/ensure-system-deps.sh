@@ -7,6 +7,9 @@
 #   iproute2 iputils-ping        ip, ping
 #   arping procps                arping, pgrep/ps/sysctl
 #   tcpdump tshark               capture, and an independent dissector
+#   python3-minimal              a SOCK_SEQPACKET client that sends garbage to
+#                                the background announcer's control socket
+#                                (node:net cannot connect to SEQPACKET)
 #   podman runc busybox-static   `make image` (built FROM scratch, offline) and
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
@@ -41,6 +44,7 @@ GROUPS_SPEC=(
 	"CNI reference plugins|containernetworking-plugins"
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
+	"SEQPACKET test client|python3-minimal"
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
 	"Kubernetes CRI|containerd"
