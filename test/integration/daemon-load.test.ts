@@ -166,6 +166,8 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
       expect(status!.pid).toBe(pid);
       expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([pid]);
       const cpu = await cpuMs(pid!);
+      const io = await readFile(`/proc/${pid}/io`, 'latin1');
+      const reads = /^syscr: (\d+)$/m.exec(io)?.[1];
       const frames = await capture.stop();
       const counters = status!.counters!;
       const rounds = loggedRounds(await files.log());
@@ -183,7 +185,7 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
           `later rounds sent ${ours.length - PODS}, dropped ${counters.rateLimited.dropped}, delayed ${counters.rateLimited.delayed}, ` +
           `skipped late ${counters.rounds.skippedLate}, not ready ${counters.rounds.skippedNotReady}, errors ${counters.errors}; ` +
           `ADDs ${Math.min(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} .. ${Math.max(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} ms after the first frame, ` +
-          `last frame ${Math.max(...ours.map(ms)) - Math.min(...ours.map(ms))} ms after it; the announcer's CPU time ${cpu} ms; drops ${Math.min(...leads).toFixed(0)} .. ${Math.max(...leads).toFixed(0)} ms before the next round was due`,
+          `last frame ${Math.max(...ours.map(ms)) - Math.min(...ours.map(ms))} ms after it; the announcer's CPU time ${cpu} ms, read(2) calls ${reads}; drops ${Math.min(...leads).toFixed(0)} .. ${Math.max(...leads).toFixed(0)} ms before the next round was due`,
       );
 
       // The counters account for every frame and every round.
