@@ -10,7 +10,6 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { missingTool, skipUnless } from '../support/skip';
 import {
   allocSubnet,
   announcerAdd,
@@ -19,24 +18,28 @@ import {
   announcerStatus,
   assertCniOk,
   createBridge,
+  createStandInFleet,
   DAEMON_SOCKET,
   daemonsOf,
   garpsFor,
   killStrays,
   leftoversAfterTeardown,
+  missingTool,
   ownAnnouncerProcesses,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
+  skipUnless,
   startCapture,
+  startGarbageClient,
   waitDaemonGone,
   waitFor,
   type AnnouncerAttachment,
   type AnnouncerFiles,
+  type FleetPod,
+  type GarbageStep,
   type StatusJson,
 } from './harness';
-import { startGarbageClient, type GarbageStep } from './harness/seqpacket-garbage';
-import { createStandInFleet, type FleetPod } from './harness/stand-in-fleet';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `g${RUN_TAG}`;

@@ -15,6 +15,7 @@ import {
   announcerStatus,
   assertCniOk,
   createBridge,
+  createStandInFleet,
   daemonsOf,
   garpsFor,
   killStrays,
@@ -29,10 +30,10 @@ import {
   waitFor,
   type AnnouncerAttachment,
   type AnnouncerFiles,
+  type FleetPod,
   type Frame,
   type StatusJson,
 } from './harness';
-import { createStandInFleet, type FleetPod } from './harness/stand-in-fleet';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `l${RUN_TAG}`;
