@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   allocSubnet,
+  ANNOUNCER,
   announcerAdd,
   announcerDel,
   announcerFiles,
@@ -50,6 +51,8 @@ const RUNNING = { count: 10, intervalMs: 700 };
 const MEANWHILE = { count: 5, intervalMs: 300 };
 /** How long the announcer keeps a socket an ADD handed over (src/daemon/control.ts HOLD_HANDED_OVER_MS), and a margin. */
 const HANDED_OVER_HELD_MS = 2000 + 300;
+/** RLIMIT_NOFILE of the announcer in the test of a descriptor shortage. */
+const FD_LIMIT = 64;
 /** "About the baseline": sockets of a round in progress, or a background close in flight. */
 const FD_SLACK = 3;
 
@@ -99,7 +102,9 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
   }, 60_000);
 
-  it.skipIf(skipUnless('python3 (a SOCK_SEQPACKET client)', missingTool(['python3'], 'scripts/ensure-system-deps.sh installs python3-minimal')))(
+  const noPython = (): boolean => skipUnless('python3 (a SOCK_SEQPACKET client)', missingTool(['python3'], 'scripts/ensure-system-deps.sh installs python3-minimal'));
+
+  it.skipIf(noPython())(
     `random bytes, a 1 MiB message, invalid requests and ${IDLE_CONNECTIONS} idle connections: an ADD meanwhile gets every round, same pid, status answers, fds back to baseline, RSS < 2×`,
     async () => {
       const s = scope();
@@ -173,5 +178,44 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
       expect(await files.stateFiles()).toEqual([]);
     },
     120_000,
+  );
+
+  // KNOWN DEFECT, reported to the owner of src/daemon: once accept(2) fails with EMFILE,
+  // ControlSocket.serve throws before it serves or drops any client, every turn, so the
+  // announcer sends no round, answers no request and never gets its descriptors back, even
+  // after every client has gone. `it.fails` until the fix; then make it `it`.
+  it.fails(
+    `more idle connections than the announcer may open (RLIMIT_NOFILE 64): its rounds go on, and it recovers once they close`,
+    async (ctx) => {
+      if (noPython()) ctx.skip();
+      const s = scope();
+      killStrays(s, { strict: true });
+      const files = await announcerFiles(s);
+      const net = allocSubnet();
+      const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+      const [pod] = await createStandInFleet(s, { prefix: PREFIX, net, bridge, hosts: [10] });
+      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+      // The announcer inherits the ADD's limits; Bun raises the soft limit to the hard one, so both are set.
+      const att = { ...attachmentOf(pod!, files, 'nofile'), command: { argv: ['prlimit', `--nofile=${FD_LIMIT}:${FD_LIMIT}`, ANNOUNCER] as [string, ...string[]] } };
+      const burst = { count: 10, intervalMs: 500 };
+      assertCniOk(`announcer ADD ${att.containerId}`, await announcerAdd(s, att, burst));
+      const [daemon] = await daemonsOf(files.stateDir);
+      const pid = daemon!.pid;
+      await sleep(HANDED_OVER_HELD_MS);
+      const baselineFds = await quietFds(pid);
+
+      const garbage = startGarbageClient(s, join(files.stateDir, DAEMON_SOCKET), 2 * FD_LIMIT);
+      for (const step of ['random', 'huge', 'invalid', 'held']) expect((await garbage.next()).step).toBe(step);
+      await sleep(1500); // longer than a silent client is kept
+      expect(await garbage.release()).toEqual({ step: 'closed' });
+      await waitFor(async () => (await openFds(pid)) <= baselineFds + FD_SLACK, { timeoutMs: 5000, what: 'the announcer to get its fds back' });
+      const status = await announcerStatus(files.stateDir);
+      expect({ source: status.source, pid: status.pid }).toEqual({ source: 'daemon', pid });
+      await waitFor(async () => (await announcerStatus(files.stateDir)).attachments.length === 0, { timeoutMs: 10_000, what: 'the burst over' });
+      expect(garpsFor(await capture.stop(), pod!.mac, pod!.ip)).toHaveLength(burst.count);
+      assertCniOk(`announcer DEL ${att.containerId}`, await announcerDel(att));
+      await waitDaemonGone(files.stateDir, 10_000);
+    },
+    60_000,
   );
 });
