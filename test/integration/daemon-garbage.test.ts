@@ -30,6 +30,7 @@ import {
   RUN_TAG,
   scopePerTest,
   skipIntegration,
+  skipTestUnless,
   skipUnless,
   startCapture,
   startGarbageClient,
@@ -51,6 +52,9 @@ const RUNNING = { count: 10, intervalMs: 700 };
 const MEANWHILE = { count: 5, intervalMs: 300 };
 /** How long the announcer keeps a socket an ADD handed over (src/daemon/control.ts HOLD_HANDED_OVER_MS), and a margin. */
 const HANDED_OVER_HELD_MS = 2000 + 300;
+/** What sends the garbage, and why it cannot when it cannot. */
+const PYTHON = 'python3 (a SOCK_SEQPACKET client)';
+const PYTHON_MISSING = missingTool(['python3'], 'scripts/ensure-system-deps.sh installs python3-minimal');
 /** RLIMIT_NOFILE of the announcer in the test of a descriptor shortage. */
 const FD_LIMIT = 64;
 /** "About the baseline": sockets of a round in progress, or a background close in flight. */
@@ -102,9 +106,7 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
   }, 60_000);
 
-  const noPython = (): boolean => skipUnless('python3 (a SOCK_SEQPACKET client)', missingTool(['python3'], 'scripts/ensure-system-deps.sh installs python3-minimal'));
-
-  it.skipIf(noPython())(
+  it.skipIf(skipUnless(PYTHON, PYTHON_MISSING))(
     `random bytes, a 1 MiB message, invalid requests and ${IDLE_CONNECTIONS} idle connections: an ADD meanwhile gets every round, same pid, status answers, fds back to baseline, RSS < 2×`,
     async () => {
       const s = scope();
@@ -187,7 +189,7 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
   it.fails(
     `more idle connections than the announcer may open (RLIMIT_NOFILE 64): its rounds go on, and it recovers once they close`,
     async (ctx) => {
-      if (noPython()) ctx.skip();
+      skipTestUnless(ctx, PYTHON, PYTHON_MISSING);
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);
