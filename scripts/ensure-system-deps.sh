@@ -8,7 +8,9 @@
 #   arping procps                arping, pgrep/ps/sysctl
 #   tcpdump tshark               capture, and an independent dissector
 #   python3                      raw frames the tests send (BPDUs) from an
-#                                AF_PACKET socket
+#                                AF_PACKET socket, and a SOCK_SEQPACKET client
+#                                that sends garbage to the background
+#                                announcer's control socket (node:net cannot)
 #   podman runc busybox-static   `make image` (built FROM scratch, offline) and
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
@@ -43,7 +45,7 @@ GROUPS_SPEC=(
 	"CNI reference plugins|containernetworking-plugins"
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
-	"raw frames|python3"
+	"test clients for raw frames and SEQPACKET|python3"
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
 	"Kubernetes CRI|containerd"

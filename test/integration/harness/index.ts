@@ -25,6 +25,8 @@ export * from './privileges';
 export * from './processes';
 export * from './routes';
 export * from './scope';
+export * from './seqpacket-garbage';
+export * from './stand-in-fleet';
 export * from './sysctl';
 export { missingTool, notRoot, skipTestUnless, skipUnless } from '../../support/skip';
 export * from './tshark';
