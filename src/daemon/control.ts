@@ -13,6 +13,12 @@ import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Reque
 const CLIENT_MS = 1000;
 /** How long a socket an ADD handed over is kept, so that the ADD's own close is never the last. */
 const HOLD_HANDED_OVER_MS = 2000;
+/**
+ * After accept(2) fails (EMFILE: out of descriptors), the listening socket is left out of the
+ * poll this long: it stays readable, and polling it would spin while the clients already
+ * accepted are served, timed out and closed, which gives the descriptors back.
+ */
+export const ACCEPT_PAUSE_MS = 100;
 
 /** What the control socket needs from the process. */
 export interface ControlDeps {
@@ -33,6 +39,8 @@ export class ControlSocket {
   private readonly receiveBuffer = Buffer.alloc(MAX_MESSAGE_BYTES);
   /** Sockets ADDs handed over, closed once their time comes. */
   private readonly handedOver: { fd: number; at: number }[] = [];
+  /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
+  private acceptPausedUntil = 0;
 
   /** `handedListenFd`: the socket, already listening, that the client that started this announcer made; listen() takes it. `failed` counts and logs what went wrong. */
   constructor(
@@ -47,14 +55,16 @@ export class ControlSocket {
     return this.clients.length > 0;
   }
 
-  /** The sockets to poll: the listening one (when listening), then the clients. */
+  /** The sockets to poll: the listening one (when listening and accepting), then the clients. */
   fds(): number[] {
-    return [...(this.listenFd === undefined ? [] : [this.listenFd]), ...this.clients.map((c) => c.fd)];
+    const accepting = this.listenFd !== undefined && this.deps.timers.bootMs() >= this.acceptPausedUntil;
+    return [...(accepting ? [this.listenFd!] : []), ...this.clients.map((c) => c.fd)];
   }
 
-  /** When the first client times out (boot ms); Infinity with none. */
+  /** When the first client times out or accepting resumes (boot ms); Infinity with neither. */
   wakeAt(): number {
-    return Math.min(Infinity, ...this.clients.map((c) => c.until));
+    const paused = this.acceptPausedUntil > this.deps.timers.bootMs() ? [this.acceptPausedUntil] : [];
+    return Math.min(Infinity, ...paused, ...this.clients.map((c) => c.until));
   }
 
   listen(): void {
@@ -109,7 +119,14 @@ export class ControlSocket {
 
   private acceptAll(): void {
     for (;;) {
-      const peer = this.deps.sockets.accept(this.listenFd!);
+      let peer;
+      try {
+        peer = this.deps.sockets.accept(this.listenFd!);
+      } catch (err) {
+        this.acceptPausedUntil = this.deps.timers.bootMs() + ACCEPT_PAUSE_MS;
+        this.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        return;
+      }
       if (!peer) return;
       if (peer.uid !== this.deps.uid) {
         this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });

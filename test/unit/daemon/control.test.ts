@@ -3,7 +3,7 @@
 // clients dropped after their time, handed-over fds held, then closed.
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ControlSocket, type ControlDeps } from '../../../src/daemon/control';
+import { ACCEPT_PAUSE_MS, ControlSocket, type ControlDeps } from '../../../src/daemon/control';
 import { DAEMON_SOCKET } from '../../../src/daemon/paths';
 import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from '../../../src/daemon/protocol';
 import { SysError } from '../../../src/sys/sys-error';
@@ -179,5 +179,34 @@ describe('ControlSocket', () => {
     expect(sockets.closed).toContain(listenFd);
     expect(failures.map(([what]) => what)).toEqual(['cannot close a control socket', 'cannot close a control socket', 'cannot close a control socket']);
     expect({ busy: control.busy, fds: control.fds() }).toEqual({ busy: false, fds: [] });
+  });
+
+  it('out of descriptors (accept fails with EMFILE): serves its clients, leaves the listening socket out of the poll for a while, then accepts again', () => {
+    control.listen();
+    const listenFd = control.fds()[0]!;
+    const waiting = sockets.connect(address); // accepted before the failure
+    sockets.send(waiting, encodeMessage({ op: 'status' }));
+    control.serve(new Set(control.fds()));
+    const realAccept = sockets.accept.bind(sockets);
+    let failOnce = true;
+    sockets.accept = (fd) => {
+      if (failOnce) {
+        failOnce = false;
+        throw new SysError('accept4', 24); // EMFILE
+      }
+      return realAccept(fd);
+    };
+    const later = sockets.connect(address);
+    sockets.send(later, encodeMessage({ op: 'status' }));
+    expect(() => control.serve(new Set(control.fds()))).not.toThrow();
+    expect(failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([['cannot accept a control connection: not accepting for 100 ms', 'EMFILE']]);
+    expect(replyOn(waiting)).toEqual({ ok: true });
+    expect(control.fds()).not.toContain(listenFd);
+    expect(control.wakeAt()).toBe(timers.bootMs() + ACCEPT_PAUSE_MS);
+    timers.advance(ACCEPT_PAUSE_MS);
+    expect(control.fds()).toEqual([listenFd]);
+    control.serve(new Set(control.fds()));
+    expect(replyOn(later)).toEqual({ ok: true });
+    expect(handled).toEqual([{ op: 'status' }, { op: 'status' }]);
   });
 });
