@@ -4,7 +4,8 @@
 // comes back on the pod's interfaces is classified. An address another host
 // answers for is never announced: announcing it would take that host's
 // traffic. The window is a pure state machine (ConflictProbe) so that a
-// caller can drive it from its own poll loop; runProbe drives it blocking.
+// caller can drive it from its own poll loop (SteppedPodProbe, in the
+// background announcer); runProbe drives it blocking (ADD).
 import type { Logger } from '../log';
 import type { ReceivedFrame } from '../sys/arp-receiver';
 import { arpProbe, parseArp } from '../wire/arp';
@@ -154,17 +155,22 @@ export interface ProbeIo {
   now(): number;
 }
 
+/** Sends the probes of `probe` due at `now` through `send`; a failed send is logged (the window goes on). */
+export function sendDueProbes(probe: ConflictProbe, now: number, send: (index: number, frame: Buffer) => void, log: Logger): void {
+  for (const { index, name, frame } of probe.due(now)) {
+    try {
+      send(index, frame);
+    } catch (err) {
+      log.error('sending an ARP probe failed', { interface: name, error: err });
+    }
+  }
+}
+
 /** Drives `probe` to the end of its window, blocking: sends each probe when due and classifies the ARP that arrives; a failed send is logged. */
 export function runProbe(io: ProbeIo, probe: ConflictProbe, log: Logger): AddressConflict[] {
   for (;;) {
     const now = io.now();
-    for (const { index, name, frame } of probe.due(now)) {
-      try {
-        io.send(index, frame);
-      } catch (err) {
-        log.error('sending an ARP probe failed', { interface: name, error: err });
-      }
-    }
+    sendDueProbes(probe, now, (index, frame) => io.send(index, frame), log);
     if (probe.finished(now)) return probe.conflicts();
     for (const { ifindex, frame } of io.read(probe.waitMs(now))) probe.receive(ifindex, frame);
   }

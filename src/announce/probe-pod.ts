@@ -1,9 +1,11 @@
 // The conflict probe run inside one pod: ARP receivers on the probed
 // interfaces, the pod's own MACs, probes sent through the pod's packet socket.
+// ADD probes blocking (probePod); the background announcer steps the same
+// window from its poll loop (SteppedPodProbe), so that no other pod waits.
 import type { Logger } from '../log';
-import { readArpFrames } from '../sys/arp-receiver';
+import { readArpFrames, type ArpReceiver } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
-import { ConflictProbe, probeTargets, runProbe, type AddressConflict, type ProbeSettings } from './conflict-probe';
+import { ConflictProbe, probeTargets, runProbe, sendDueProbes, type AddressConflict, type ProbeSettings, type ProbeTarget } from './conflict-probe';
 import type { OutgoingFrame } from './round';
 import type { PodSession, SocketOpener } from './session';
 import type { Timers } from './timers';
@@ -22,7 +24,28 @@ export interface PodProbeDeps {
   handOff(fds: readonly number[]): void;
 }
 
-/** Probes in one window the IPv4 addresses round `frames` announces from the pod; returns the conflicts (ARP from the pod's own MACs never is one). */
+/** A probe window set up in a pod: its receivers open, its window started at `startAt()`. */
+interface PodWindow {
+  targets: ProbeTarget[];
+  receivers: ArpReceiver[];
+  probe: ConflictProbe;
+}
+
+/** Opens the receivers (before the first probe goes out, so that no answer is missed) and starts the window; undefined when round `frames` has no IPv4 address to probe. */
+function setUp(deps: Pick<PodProbeDeps, 'open'>, session: PodSession, netns: string, frames: readonly OutgoingFrame[], settings: ProbeSettings, startAt: () => number, stopAtFirst: boolean): PodWindow | undefined {
+  const targets = probeTargets(frames);
+  if (targets.length === 0) return undefined;
+  const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
+  const receivers = deps.open.arpReceivers(
+    netns,
+    targets.map((t) => t.index),
+  );
+  return { targets, receivers, probe: new ConflictProbe(targets, ownMacs, settings, startAt(), stopAtFirst) };
+}
+
+const addressCount = (targets: readonly ProbeTarget[]): number => targets.reduce((n, t) => n + t.ipv4.length, 0);
+
+/** Probes in one window the IPv4 addresses round `frames` announces from the pod, blocking; returns the conflicts (ARP from the pod's own MACs never is one). */
 export function probePod(
   deps: PodProbeDeps,
   session: PodSession,
@@ -31,18 +54,12 @@ export function probePod(
   settings: ProbeSettings,
   stopAtFirst: boolean,
 ): AddressConflict[] {
-  const targets = probeTargets(frames);
-  if (targets.length === 0) return [];
   const setUpAt = deps.timers.now();
-  const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
-  // Open before the first probe goes out, so that no answer is missed.
-  const receivers = deps.open.arpReceivers(
-    netns,
-    targets.map((t) => t.index),
-  );
+  let startAt = setUpAt;
+  const window = setUp(deps, session, netns, frames, settings, () => (startAt = deps.timers.now()), stopAtFirst);
+  if (!window) return [];
+  const { targets, receivers, probe } = window;
   try {
-    const startAt = deps.timers.now();
-    const probe = new ConflictProbe(targets, ownMacs, settings, startAt, stopAtFirst);
     const io = {
       send: (index: number, frame: Buffer) => session.pod.packet.send(index, frame),
       read: (timeoutMs: number) => readArpFrames(deps.libc, receivers, timeoutMs),
@@ -51,7 +68,7 @@ export function probePod(
     const conflicts = runProbe(io, probe, deps.log);
     const ms = (from: number, to: number): number => Math.round((to - from) * 100) / 100;
     deps.log.debug('conflict probe done', {
-      addresses: targets.reduce((n, t) => n + t.ipv4.length, 0),
+      addresses: addressCount(targets),
       probes: settings.probes,
       conflicts: conflicts.length,
       setUpMs: ms(setUpAt, startAt),
@@ -60,5 +77,60 @@ export function probePod(
     return conflicts;
   } finally {
     deps.handOff(receivers.map((r) => r.release()));
+  }
+}
+
+/**
+ * A probe window driven by the caller's poll loop, never blocking: the caller
+ * polls fds() with the rest of its sockets, calls step() when one is readable
+ * or wakeAt() has come, and finish() once step() says the window is over.
+ */
+export class SteppedPodProbe {
+  private handedOff = false;
+
+  private constructor(
+    private readonly deps: Pick<PodProbeDeps, 'libc' | 'log' | 'handOff'>,
+    private readonly session: PodSession,
+    private readonly window: PodWindow,
+    private readonly settings: ProbeSettings,
+  ) {}
+
+  /** Starts a window at `now` (the caller's clock, which step() and wakeAt() then use); undefined when `frames` has no IPv4 address to probe. */
+  static start(deps: Pick<PodProbeDeps, 'libc' | 'log' | 'handOff' | 'open'>, session: PodSession, netns: string, frames: readonly OutgoingFrame[], settings: ProbeSettings, now: number): SteppedPodProbe | undefined {
+    const window = setUp(deps, session, netns, frames, settings, () => now, false);
+    return window && new SteppedPodProbe(deps, session, window, settings);
+  }
+
+  /** The receivers' fds, for the caller's poll. */
+  fds(): number[] {
+    return this.handedOff ? [] : this.window.receivers.map((r) => r.fd);
+  }
+
+  /** Classifies the ARP queued on the receivers (no wait), sends the probes due by `now`; whether the window is over. */
+  step(now: number): boolean {
+    const { probe, receivers } = this.window;
+    for (const { ifindex, frame } of readArpFrames(this.deps.libc, receivers, 0)) probe.receive(ifindex, frame);
+    sendDueProbes(probe, now, (index, frame) => this.session.pod.packet.send(index, frame), this.deps.log);
+    return probe.finished(now);
+  }
+
+  /** When step() is next due without ARP arriving: the next probe, or the end of the window. */
+  wakeAt(now: number): number {
+    return now + this.window.probe.waitMs(now);
+  }
+
+  /** Hands the receivers off and returns the conflicts found. */
+  finish(): AddressConflict[] {
+    const conflicts = this.window.probe.conflicts();
+    this.close();
+    this.deps.log.debug('conflict probe done', { addresses: addressCount(this.window.targets), probes: this.settings.probes, conflicts: conflicts.length, stepped: true });
+    return conflicts;
+  }
+
+  /** Hands the receivers off (once), the window left unfinished or finished. */
+  close(): void {
+    if (this.handedOff) return;
+    this.handedOff = true;
+    this.deps.handOff(this.window.receivers.map((r) => r.release()));
   }
 }

@@ -1,9 +1,11 @@
 // A deferred job's round 1 in the background announcer: the wait for a pod
 // that was not ready during ADD. The wait keeps the pod's sockets open (their
 // event sockets join the announcer's poll) until round 1 is out or the wait
-// ends; the budget may hold round 1 back, but never drops it.
-import { describeConflict, dropConflicting, withoutConflicts } from '../announce/conflict-probe';
-import { probePod } from '../announce/probe-pod';
+// ends; the budget may hold round 1 back, but never drops it. Under
+// conflictCheck, round 1 waits for a probe window first, stepped by the loop:
+// its receivers join the poll too, and no other pod waits behind it.
+import { describeConflict, dropConflicting, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
+import { SteppedPodProbe } from '../announce/probe-pod';
 import { totalFrames, type OutgoingFrame } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import type { Counters } from './counters';
@@ -32,7 +34,8 @@ export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, 
     w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
     return { why: 'ready timeout' };
   }
-  const frames = probeDeferred(deps, counters, w, d.open.session, seen.frames);
+  const frames = probeDeferred(deps, counters, w, d.open.session, seen.frames, now);
+  if (!frames) return undefined; // probing: back at the probe's next step
   // Held back by the budget, the wait comes back here with the same session: no socket opened or closed per retry.
   const taken = await sendBudgeted(deps, w, d.open.session, frames, now >= w.job.readyDeadline);
   if (!taken.ok) {
@@ -51,27 +54,52 @@ export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, 
   return advance(w, now, counters);
 }
 
+/** The fds a deferred wait waits on: its pod's event sockets, and its probe's receivers while it probes. */
+export function waitFds(w: Work): number[] {
+  const d = w.deferred;
+  return [...(d?.open?.session.eventFds ?? []), ...(d?.probe?.fds() ?? [])];
+}
+
 /**
  * Probes a deferred round 1 under conflictCheck (`fail` acts as `warn`: ADD has returned), once per
- * wait: a round 1 the budget holds back is not probed again. Conflicting addresses leave this and later rounds.
+ * wait: a round 1 the budget holds back is not probed again. The window is stepped from the loop:
+ * undefined while it lasts. Conflicting addresses leave this and later rounds.
  */
-function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[]): OutgoingFrame[] {
+function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[], now: number): OutgoingFrame[] | undefined {
   const d = w.deferred!;
   const check = w.job.conflictCheck;
   if (!check) return frames;
   if (d.conflicts) return withoutConflicts(frames, d.conflicts);
   try {
     const handOff = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
-    d.conflicts = probePod({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, false);
+    d.probe ??= SteppedPodProbe.start({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, now);
+    if (d.probe && !d.probe.step(now)) {
+      d.checkAt = Math.min(d.checkAt, d.probe.wakeAt(now));
+      return undefined;
+    }
+    d.conflicts = d.probe?.finish() ?? [];
   } catch (err) {
     counters.errors++;
     w.log.error('conflict probe failed: announcing without it', { error: err });
     d.conflicts = [];
     return frames;
+  } finally {
+    if (d.conflicts) closeProbe(d);
   }
-  const conflicts = d.conflicts;
+  return applyConflicts(counters, w, check.action, frames, d.conflicts);
+}
+
+/** Hands off the receivers of a deferred wait's probe, if one is open. */
+function closeProbe(d: NonNullable<Work['deferred']>): void {
+  const probe = d.probe;
+  d.probe = undefined;
+  probe?.close();
+}
+
+/** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
+function applyConflicts(counters: Counters, w: Work, action: string, frames: OutgoingFrame[], conflicts: AddressConflict[]): OutgoingFrame[] {
   if (conflicts.length === 0) return frames;
-  if (check.action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
+  if (action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
   for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
   counters.conflicts += conflicts.length;
   w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };

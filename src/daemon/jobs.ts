@@ -10,7 +10,7 @@ import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import type { AttachmentStatus } from './protocol';
-import { runDeferred } from './deferred';
+import { runDeferred, waitFds } from './deferred';
 import { recordFirstRound, sameJob, stillWanted } from './job-record';
 import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 
@@ -125,9 +125,9 @@ export class Jobs {
     if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
   }
 
-  /** The event sockets of deferred waits, for the announcer's poll. */
+  /** The event sockets of deferred waits and the receivers of their conflict probes, for the announcer's poll. */
   eventFds(): number[] {
-    return [...this.works.values()].flatMap((w) => w.deferred?.open?.session.eventFds ?? []);
+    return [...this.works.values()].flatMap(waitFds);
   }
 
   /** When the next work is due (boot ms), CHECK_MS from `now` at the latest. */
@@ -157,7 +157,7 @@ export class Jobs {
   private async runDeferredDue(w: Work, now: number, changed: ReadonlySet<number>): Promise<Ended | undefined> {
     const open = w.deferred!.open;
     open?.session.drainEvents();
-    if (!open?.session.eventFds.some((fd) => changed.has(fd)) && w.deferred!.checkAt > now) return undefined;
+    if (!waitFds(w).some((fd) => changed.has(fd)) && w.deferred!.checkAt > now) return undefined;
     if (!stillWanted(this.deps.stateDir, w)) {
       this.counters.deferred.gone++;
       return { why: 'pod gone before it was ready' };

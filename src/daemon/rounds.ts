@@ -10,6 +10,7 @@ import type { FrameBudget } from '../announce/frame-budget';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
 import type { AddressConflict } from '../announce/conflict-probe';
+import type { SteppedPodProbe } from '../announce/probe-pod';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
@@ -40,8 +41,8 @@ export interface Work {
   roundsSent: number;
   /** A delayed round was counted once as delayed. */
   delayed: boolean;
-  /** While waiting for a pod that was not ready at ADD; `conflicts` once the pod was probed (conflictCheck). */
-  deferred?: { open?: DeferredSession; checkAt: number; conflicts?: AddressConflict[] };
+  /** While waiting for a pod that was not ready at ADD; `probe` while its window runs and `conflicts` once the pod was probed (conflictCheck). */
+  deferred?: { open?: DeferredSession; checkAt: number; probe?: SteppedPodProbe; conflicts?: AddressConflict[] };
 }
 
 /** What the rounds need from the process. */
@@ -92,11 +93,17 @@ function closeSession(deps: RoundDeps, session: PodSession): void {
   }
 }
 
-/** Closes the sockets of a deferred wait, if it has them open. */
+/** Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the pod's. */
 export function dropDeferred(deps: RoundDeps, w: Work): void {
-  const open = w.deferred?.open;
-  if (w.deferred) w.deferred.open = undefined;
-  if (open) closeSession(deps, open.session);
+  const d = w.deferred;
+  const open = d?.open;
+  const probe = d?.probe;
+  if (d) [d.open, d.probe] = [undefined, undefined];
+  try {
+    probe?.close();
+  } finally {
+    if (open) closeSession(deps, open.session);
+  }
 }
 
 /** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */

@@ -256,4 +256,38 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const log = await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
     expect(log).toMatch(/WARN conflictCheck is fail, but ADD has returned: leaving the addresses out instead/);
   });
+
+  it("deferred round 1's probe holds no other pod: B's round 2, due in A's 2 s window, is on the wire between A's first probe and A's round 1", async () => {
+    const { files, net, ip, other, bridge } = await begin();
+    const a = await addPod(scope(), net, bridge, 'probing', [POD]);
+    const b = await addPod(scope(), net, bridge, 'other', [OTHER]);
+    // Only the announcer may send ARP when A's eth0 comes back up.
+    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, a.netns.name);
+    await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'down']);
+    const onBridge = await startCapture(scope(), { iface: bridge, filter: 'arp' });
+    const attA = attachmentOf(a, files, { conflictCheck: 'warn', probeMs: 2000, count: 1, addWaitMs: 100, readyTimeoutMs: 30000 });
+    const attB = attachmentOf(b, files, { count: 2, intervalMs: 1000 });
+
+    const addA = await announcerAdd(scope(), attA);
+    expect(addA.code, addA.stdout).toBe(0);
+    const addB = await announcerAdd(scope(), attB);
+    expect(addB.code, addB.stdout).toBe(0);
+    // A is ready at once: its 2 s window starts about when B's round 2 is 1 s away.
+    await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'up']);
+    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), { what: "A's deferred round 1", timeoutMs: 10_000 });
+    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: "B's round 2", timeoutMs: 10_000 });
+    const frames = await onBridge.stop();
+
+    const at = (frame: Frame | undefined): number => (frame ? frames.indexOf(frame) : -1);
+    const aProbe = at(probesIn(arpFrom(frames, [a.mac]))[0]);
+    const bGarps = garpsFor(arpFrom(frames, [b.mac]), other);
+    const aGarp = at(garpsFor(arpFrom(frames, [a.mac]), ip)[0]);
+    expect(bGarps).toHaveLength(2);
+    expect({ aProbe: aProbe >= 0, aGarp: aGarp >= 0 }).toEqual({ aProbe: true, aGarp: true });
+    // The order: A's first probe, B's round 2, A's round 1.
+    expect(aProbe).toBeLessThan(at(bGarps[1]));
+    expect(at(bGarps[1])).toBeLessThan(aGarp);
+    for (const att of [attA, attB]) expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
+    expect(await announcerLeftovers(files)).toEqual([]);
+  });
 });

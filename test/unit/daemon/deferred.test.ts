@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BackgroundJob } from '../../../src/announce/background-job';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
 import { gratuitousArp } from '../../../src/wire/arp';
-import { runDeferred } from '../../../src/daemon/deferred';
+import { runDeferred, waitFds } from '../../../src/daemon/deferred';
 import { dropDeferred, type RoundDeps, type Work } from '../../../src/daemon/rounds';
 import { fakeLibc } from '../../support/fake-libc';
 import { FakePod, jobIn, keptLog, link, makeStateDir, ScriptedBudget, type StateDir } from '../../support/daemon-fakes';
@@ -145,13 +145,29 @@ describe('runDeferred', () => {
     }
   });
 
-  it('announces everything when the probe finds no conflict', async () => {
+  it('probes in steps without waiting (receivers polled with timeout 0), then announces everything when the window found no conflict', async () => {
     pod.arpFrames = [];
-    const timers = deps.timers as ManualTimers;
-    deps.libc = fakeLibc({ pollIn: (fds, ms) => (timers.advance(ms), fds.map(() => false)) });
+    const timeouts: number[] = [];
+    deps.libc = fakeLibc({ pollIn: (fds, ms) => (timeouts.push(ms), fds.map(() => false)) });
+    const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 2 } });
+    expect(await runDeferred(deps, counters, w, T0)).toBeUndefined();
+    // The first probe is out, round 1 is not; the wait comes back at the second probe, its receiver polled with the pod's event sockets.
+    expect({ probes: pod.sent.length, sent: announced(), checkAt: w.deferred?.checkAt, fds: waitFds(w) }).toEqual({ probes: 1, sent: 0, checkAt: T0 + 50, fds: [50, 51, 60] });
+    expect(await runDeferred(deps, counters, w, T0 + 50)).toBeUndefined();
+    expect({ probes: pod.sent.length, checkAt: w.deferred?.checkAt, closed }).toEqual({ probes: 2, checkAt: T0 + 100, closed: [] });
+    await runDeferred(deps, counters, w, T0 + 100);
+    expect({ receivers: pod.probes, sent: announced(), conflicts: counters.conflicts, errors: counters.errors }).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
+    expect(timeouts.every((ms) => ms === 0)).toBe(true);
+    expect(closed).toContain(60);
+  });
+
+  it('gives up an unfinished probe window with the wait: its receivers are handed off', async () => {
+    pod.arpFrames = [];
+    deps.libc = fakeLibc({ pollIn: (fds) => fds.map(() => false) });
     const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } });
     await runDeferred(deps, counters, w, T0);
-    expect({ probes: pod.probes, sent: announced(), conflicts: counters.conflicts, errors: counters.errors }).toEqual({ probes: 1, sent: 1, conflicts: 0, errors: 0 });
+    dropDeferred(deps, w);
+    expect({ closed: closed.sort(), fds: waitFds(w) }).toEqual({ closed: [60, ...pod.released.filter((fd) => fd !== 60)].sort(), fds: [] });
   });
 
   it('does not probe without conflictCheck', async () => {
