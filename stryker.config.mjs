@@ -4,7 +4,7 @@ const DEFAULT_MUTATE = [
   'src/plan.ts',
   'src/cni/**/*.ts',
   'src/announce/**/*.ts',
-  ...['jobs', 'rounds', 'control', 'client', 'daemon', 'progress', 'protocol', 'counters', 'settings'].map(
+  ...['jobs', 'rounds', 'deferred', 'job-record', 'background-closer', 'control', 'client', 'daemon', 'progress', 'protocol', 'counters', 'settings'].map(
     (name) => `src/daemon/${name}.ts`,
   ),
 ];
