@@ -5,6 +5,7 @@
 import { ifnameProblem } from '../cni/ifname';
 import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
 import { accepting, check, choice, intFrom, isNumber, list, obj, optional, refined, str, type Schema } from '../cni/schema';
+import type { BackgroundJob } from './background-job';
 import type { AttachmentRecord } from './state';
 
 const nonEmpty = () => refined(str(), (s) => (s.length > 0 ? undefined : 'must not be empty'));
@@ -50,4 +51,10 @@ export function checkRecord(value: unknown): RecordCheck {
   const issue = checked.issues[0]!;
   const path = issue.path.map(String).join('.');
   return { ok: false, problem: path === '' ? `the record ${issue.message}` : `"${path}" ${issue.message}` };
+}
+
+/** A background job that passed the schema (as a record's `job` would), else undefined. */
+export function checkJob(value: unknown): BackgroundJob | undefined {
+  const checked = check(backgroundJob, value);
+  return checked.ok ? checked.value : undefined;
 }

@@ -1,6 +1,7 @@
 // The plugin's options, each declared once, in OPTIONS: its schema (type, range and the text
 // of its error message), its default, and who may set it. The config's types, its defaults,
 // what a pod may override and what an attachment's options hold are all derived from it.
+import { DEFAULT_STATE_DIR } from '../shim/wire';
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
 import { ifnameProblem } from './ifname';
 import { accepting, check, choice as anyOf, intRange, isBoolean, list, looseObject, numberFrom, refined, str, type Issue, type Schema } from './schema';
@@ -89,7 +90,7 @@ export const OPTIONS = {
   addWaitMs: option('attachment', intRange(0, 30000), 2000),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
   conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
-  stateDir: option('node', absPath(), '/run/cni-announcer'),
+  stateDir: option('node', absPath(), DEFAULT_STATE_DIR),
   logFile: option('node', absPath()),
   logLevel: option('node', choice(LOG_LEVELS), 'info'),
   // By default a pod may only turn announcing off and keep its MAC (live-migration targets need both).

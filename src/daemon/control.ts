@@ -1,18 +1,23 @@
-// The background announcer's control socket in stateDir: connections from
-// its own user only, one request per connection, each answered by `handle`.
-// An ADD sends its packet socket along with its request (see client.ts).
+// The announcer's stream socket in stateDir: connections from its own user
+// only, one request line per connection (src/shim/wire.ts). A control request
+// is answered at once. A CNI command is taken (`ack`) only while its sender
+// still waits (`ackBy`), so it runs on exactly one side; then it runs beside
+// every other, with a `beat` line every BEAT_MS, and its end closes the connection.
 import type { Logger } from '../log';
 import type { Timers } from '../announce/timers';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
+import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
+import { Connection } from './connection';
 import { withSocketAddress } from './paths';
-import { decodeRequest, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from './protocol';
+import type { Reply, Request } from './protocol';
+import { checkRequestLine } from './wire-request';
 
-/** A client that sends nothing within this is dropped. */
+/** A client whose request line is not in within this is dropped. */
 const CLIENT_MS = 1000;
-/** How long a socket an ADD handed over is kept, so that the ADD's own close is never the last. */
-const HOLD_HANDED_OVER_MS = 2000;
+/** Connections served at once; more are closed at accept. */
+const MAX_CLIENTS = 1024;
 /**
  * After accept(2) fails (EMFILE: out of descriptors), the listening socket is left out of the
  * poll this long: it stays readable, and polling it would spin while the clients already
@@ -28,56 +33,73 @@ export interface ControlDeps {
   log: Logger;
   /** The user whose connections are served. */
   uid: number;
-  closeInBackground(fd: number): void;
+}
+
+/** What the announcer does with a request. */
+export interface RequestHandlers {
+  control(request: Request): Reply;
+  /** Runs a CNI command; `refused` when this announcer does not take it (`handover`: a newer build is to serve). */
+  cni(command: { env: Record<string, string>; stdin: string; build: string }): { refused: string } | Promise<{ exit: number; stdout: string }>;
 }
 
 /** The listening socket and its connected clients. */
 export class ControlSocket {
   private listenFd: number | undefined;
-  private readonly clients: { fd: number; until: number }[] = [];
-  /** One buffer for every request: a request is read and answered before the next. */
-  private readonly receiveBuffer = Buffer.alloc(MAX_MESSAGE_BYTES);
-  /** Sockets ADDs handed over, closed once their time comes. */
-  private readonly handedOver: { fd: number; at: number }[] = [];
+  private readonly clients = new Set<Connection>();
+  /** CNI commands running, with when each is next due a beat (boot ms). */
+  private readonly running = new Map<Connection, number>();
+  private readonly scratch = Buffer.alloc(64 * 1024);
   /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
   private acceptPausedUntil = 0;
 
-  /** `handedListenFd`: the socket, already listening, that the client that started this announcer made; listen() takes it. `failed` counts and logs what went wrong. */
+  /** `failed` counts and logs what went wrong. */
   constructor(
     private readonly deps: ControlDeps,
-    private readonly handle: (request: Request) => Reply,
-    private handedListenFd: number | undefined,
+    private readonly handlers: RequestHandlers,
     private readonly failed: (what: string, error: unknown) => void,
   ) {}
 
-  /** Whether a client is connected. */
+  /** Whether a client is connected or a command runs. */
   get busy(): boolean {
-    return this.clients.length > 0;
+    return this.clients.size > 0;
   }
 
-  /** The sockets to poll: the listening one (when listening and accepting), then the clients. */
+  /** Whether the socket is listening. */
+  get listening(): boolean {
+    return this.listenFd !== undefined;
+  }
+
+  /** The sockets to poll for input: the listening one (when listening and accepting), then the clients whose request is still coming. */
   fds(): number[] {
     const accepting = this.listenFd !== undefined && this.deps.timers.bootMs() >= this.acceptPausedUntil;
-    return [...(accepting ? [this.listenFd!] : []), ...this.clients.map((c) => c.fd)];
+    return [...(accepting ? [this.listenFd!] : []), ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd)];
   }
 
-  /** When the first client times out or accepting resumes (boot ms); Infinity with neither. */
+  /** Whether `client`'s request line is still coming (a running or ending client is not read again: its EOF would keep poll(2) awake). */
+  private reading(client: Connection): boolean {
+    return !this.running.has(client) && !client.closing;
+  }
+
+  /** The clients whose replies wait for room in their socket. */
+  writeFds(): number[] {
+    return [...this.clients].filter((c) => c.wantsWrite).map((c) => c.fd);
+  }
+
+  /** When the next client times out, beat falls due or accepting resumes (boot ms); Infinity with none. */
   wakeAt(): number {
     const paused = this.acceptPausedUntil > this.deps.timers.bootMs() ? [this.acceptPausedUntil] : [];
-    return Math.min(Infinity, ...paused, ...this.clients.map((c) => c.until));
+    const reading = [...this.clients].filter((c) => this.reading(c)).map((c) => c.until);
+    return Math.min(Infinity, ...paused, ...reading, ...this.running.values());
   }
 
   listen(): void {
-    if (this.handedListenFd !== undefined) {
-      [this.listenFd, this.handedListenFd] = [this.handedListenFd, undefined];
-      return;
-    }
     withSocketAddress(this.deps.stateDir, (address) => {
       unlinkIfPresent(address); // a stale socket of a killed announcer; we hold the lock
       this.listenFd = this.deps.sockets.listen(address);
     });
   }
 
+  /** Stops listening: new clients find no one (and start or become the next announcer); connected ones are still served. */
   unlisten(): void {
     if (this.listenFd === undefined) return;
     const fd = this.listenFd;
@@ -90,23 +112,89 @@ export class ControlSocket {
     }
   }
 
-  /** Accepts new clients when the listening socket is among `readable`, then serves every client. */
-  serve(readable: ReadonlySet<number>): void {
+  /** Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time. */
+  serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     if (this.listenFd !== undefined && readable.has(this.listenFd)) this.acceptAll();
-    for (const client of [...this.clients]) this.serveOne(client);
+    const now = this.deps.timers.bootMs();
+    for (const client of [...this.clients]) {
+      if (writable.has(client.fd)) this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
+      if (!this.clients.has(client)) continue;
+      if (this.running.has(client)) this.beat(client, now);
+      else if (this.reading(client) && readable.has(client.fd)) this.guarded(client, () => this.readRequest(client));
+      else if (this.reading(client) && now >= client.until) this.drop(client);
+    }
   }
 
-  /** Closes the handed-over sockets whose time has come (`all`: every one). */
-  closeHandedOver(all: boolean): void {
-    const now = this.deps.timers.now();
-    while (this.handedOver.length > 0 && (all || this.handedOver[0]!.at <= now)) this.deps.closeInBackground(this.handedOver.shift()!.fd);
-  }
-
-  /** Closes every client, every handed-over socket and the listening socket. */
+  /** Closes every client and the listening socket. */
   close(): void {
-    for (const c of this.clients.splice(0)) this.closeQuietly(c.fd);
-    this.closeHandedOver(true);
+    for (const c of [...this.clients]) this.drop(c);
     this.unlisten();
+  }
+
+  private beat(client: Connection, now: number): void {
+    if (now < this.running.get(client)!) return;
+    this.running.set(client, now + BEAT_MS);
+    this.guarded(client, () => client.write(this.deps.sockets, encodeReply({ beat: true })));
+  }
+
+  private readRequest(client: Connection): void {
+    const got = client.read(this.deps.sockets, this.scratch, MAX_REQUEST_LINE);
+    if (got === 'pending') return;
+    if (got === 'closed') return this.drop(client);
+    if (got === 'too long') {
+      this.deps.log.warn('dropped a request line over the limit', { pid: client.peer.pid, limit: MAX_REQUEST_LINE });
+      return this.drop(client);
+    }
+    const request = checkRequestLine(got.line);
+    if (typeof request === 'string') return this.end(client, { refused: request });
+    // Its sender has stopped waiting, and may be running the command itself by now.
+    if (this.deps.timers.now() > request.ackBy) {
+      this.deps.log.warn('dropped a request its sender no longer waits for', { pid: client.peer.pid });
+      return this.drop(client);
+    }
+    if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
+    const taken = this.handlers.cni(request);
+    if ('refused' in taken) return this.end(client, taken);
+    client.write(this.deps.sockets, encodeReply({ ack: true }));
+    this.running.set(client, this.deps.timers.bootMs() + BEAT_MS);
+    taken.then(
+      (done) => this.finish(client, done),
+      (err: unknown) => {
+        this.failed('CNI command failed outside dispatch', err);
+        this.finish(client, undefined);
+      },
+    );
+  }
+
+  private finish(client: Connection, done: { exit: number; stdout: string } | undefined): void {
+    this.running.delete(client);
+    if (!this.clients.has(client)) return;
+    // Without an end the client runs the command itself; dispatch never rejects, so this is a bug's path.
+    if (done === undefined) return this.drop(client);
+    this.guarded(client, () => this.end(client, done));
+  }
+
+  /** Writes the last line; the connection closes once it is out. */
+  private end(client: Connection, reply: WireReply): void {
+    client.closing = true;
+    client.write(this.deps.sockets, encodeReply(reply));
+    if (!client.wantsWrite) this.drop(client);
+  }
+
+  /** Runs `work` on a client; a throw (EPIPE, ECONNRESET: the client left) drops it. */
+  private guarded(client: Connection, work: () => unknown): void {
+    try {
+      work();
+    } catch (err) {
+      if (err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')) this.deps.log.debug('client left before its reply');
+      else this.failed('control connection failed', err);
+      this.drop(client);
+    }
+  }
+
+  private drop(client: Connection): void {
+    if (!this.clients.delete(client)) return;
+    this.closeQuietly(client.fd);
   }
 
   private closeQuietly(fd: number): void {
@@ -128,40 +216,12 @@ export class ControlSocket {
         return;
       }
       if (!peer) return;
-      if (peer.uid !== this.deps.uid) {
-        this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+      if (peer.uid !== this.deps.uid || this.clients.size >= MAX_CLIENTS) {
+        if (peer.uid !== this.deps.uid) this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
         this.closeQuietly(peer.fd);
         continue;
       }
-      this.clients.push({ fd: peer.fd, until: this.deps.timers.bootMs() + CLIENT_MS });
-    }
-  }
-
-  private serveOne(client: { fd: number; until: number }): void {
-    const buf = this.receiveBuffer;
-    let done = true;
-    try {
-      const got = this.deps.sockets.receive(client.fd, buf);
-      if (got === undefined) {
-        done = this.deps.timers.bootMs() >= client.until;
-        return;
-      }
-      // An ADD hands over its packet socket: closing the last copy waits for an RCU grace period.
-      // Keep ours until that ADD has surely closed its own (so ours is the last), then close it on another thread.
-      for (const fd of got.fds) this.handedOver.push({ fd, at: this.deps.timers.now() + HOLD_HANDED_OVER_MS });
-      if (got.length === 0) return;
-      const request = decodeRequest(buf.subarray(0, got.length));
-      const reply: Reply = typeof request === 'string' ? { ok: false, error: request } : this.handle(request);
-      this.deps.sockets.send(client.fd, encodeMessage(reply));
-    } catch (err) {
-      // EPIPE: a client that did not wait for the reply (the ADD that started us queued its request and left).
-      if (err instanceof SysError && err.code === 'EPIPE') this.deps.log.debug('control client left before the reply');
-      else this.failed('control connection failed', err);
-    } finally {
-      if (done) {
-        this.clients.splice(this.clients.indexOf(client), 1);
-        this.closeQuietly(client.fd);
-      }
+      this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
     }
   }
 }

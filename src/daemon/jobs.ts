@@ -11,6 +11,7 @@ import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import type { AttachmentStatus } from './protocol';
 import { runDeferred, waitFds } from './deferred';
+import type { HandedOver } from './handover';
 import { recordFirstRound, sameJob, stillWanted } from './job-record';
 import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 
@@ -45,15 +46,18 @@ export class Jobs {
     return this.works.size;
   }
 
-  /** Schedules every pending job found in the records. */
-  recover(): void {
+  /** Schedules every pending job found in the records; a burst in `handedOver` (by the announcer this one replaced) goes on from its next round. */
+  recover(handedOver: ReadonlyMap<string, HandedOver>): void {
     const present = new Set<string>();
     for (const { file, read } of listRecords(this.deps.stateDir)) {
       const name = file.slice(this.deps.stateDir.length + 1);
       if (read.kind !== 'ok' || !read.record.job) continue;
       present.add(name);
       const ended = this.ended.get(name);
-      if (!this.works.has(name) && !(ended && sameJob(ended, read.record.job))) this.schedule(name, read.record.job, 'recovered');
+      if (this.works.has(name) || (ended && sameJob(ended, read.record.job))) continue;
+      const handed = handedOver.get(name);
+      if (handed && sameJob(handed.job, read.record.job)) this.schedule(name, read.record.job, 'handed over', handed.next);
+      else this.schedule(name, read.record.job, 'recovered');
     }
     for (const name of this.ended.keys()) if (!present.has(name)) this.ended.delete(name);
   }
@@ -82,7 +86,15 @@ export class Jobs {
     return false;
   }
 
-  private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered'): void {
+  /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
+  progress(): Map<string, HandedOver> {
+    const out = new Map<string, HandedOver>();
+    for (const w of this.works.values()) if (!w.deferred && w.firstRoundAt !== undefined) out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next });
+    return out;
+  }
+
+  /** `from`: the next round of a burst handed over (else round 2). */
+  private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered' | 'handed over', from = 1): void {
     const log = this.deps.jobLog(job);
     this.scheduled(job);
     const now = this.deps.timers.bootMs();
@@ -93,13 +105,13 @@ export class Jobs {
       work.deferred = { checkAt: now };
       this.counters.deferred.started++;
     } else {
-      work.roundsSent = 1;
+      work.roundsSent = from;
       // Recovered work may have been sent up to its last due round already: no grace for it.
-      const { index, dueAt } = nextRound(job.schedule, job.firstRoundAt, 1, now, how === 'added' ? LATE_GRACE_MS : 0);
+      const { index, dueAt } = nextRound(job.schedule, job.firstRoundAt, from, now, how === 'recovered' ? 0 : LATE_GRACE_MS);
       if (dueAt === undefined) return;
-      if (how === 'added' && index > 1) {
-        this.counters.rounds.skippedLate += index - 1;
-        log.info('rounds skipped: their time has passed', { skipped: index - 1 });
+      if (how !== 'recovered' && index > from) {
+        this.counters.rounds.skippedLate += index - from;
+        log.info('rounds skipped: their time has passed', { skipped: index - from });
       }
       work.next = index;
       work.dueAt = dueAt;

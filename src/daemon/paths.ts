@@ -1,29 +1,26 @@
-// Where the background announcer's files live in stateDir. None ends in .json
-// or .lock, so records and attachment locks never mix with them.
+// Where the announcer's files live in stateDir. None ends in .json or .lock,
+// so records and attachment locks never mix with them.
 import { closeSync, openSync } from 'node:fs';
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
 import { SUN_PATH_MAX } from '../sys/unix-socket';
+import { ANNOUNCER_SOCKET } from '../shim/wire';
 
 /** The verb that runs the background announcer. */
 export const DAEMON_VERB = 'daemon';
 
-/** The control socket (mode 0600). */
-export const DAEMON_SOCKET = 'announcer-daemon.sock';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
 export const DAEMON_LOCK = 'announcer-daemon.flock';
-/** Held by a client while it starts the background announcer, so that concurrent ADDs start exactly one. */
-export const START_LOCK = 'announcer-daemon-start.flock';
 
 const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 
-/** Runs `use` with the control socket's address: the path, or when too long for sockaddr_un, the same file through an O_PATH fd of stateDir. */
+/** Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an O_PATH fd of stateDir. */
 export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
-  const direct = join(stateDir, DAEMON_SOCKET);
+  const direct = join(stateDir, ANNOUNCER_SOCKET);
   if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
   const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
   try {
-    return use(`/proc/self/fd/${dir}/${DAEMON_SOCKET}`);
+    return use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
   } finally {
     closeSync(dir);
   }

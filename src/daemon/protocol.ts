@@ -49,14 +49,8 @@ export function encodeMessage(message: Request | Reply): Buffer {
   return bytes;
 }
 
-/** Decodes and checks a request; a string says what is wrong with it. */
-export function decodeRequest(bytes: Uint8Array): Request | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(bytes).toString('utf8'));
-  } catch {
-    return 'not JSON';
-  }
+/** Checks a decoded request; a string says what is wrong with it. */
+export function checkControlRequest(value: unknown): Request | string {
   if (!isObject(value)) return 'not an object';
   switch (value.op) {
     case 'sync':

@@ -1,22 +1,19 @@
 // The command-line verbs of the executable, wired to the real process:
 // `daemon` and `hold-fds` (started by ADD), and the CLI verbs of cli.ts.
 // Loaded only when the executable is run with arguments.
-import { fstatSync, lstatSync } from 'node:fs';
-import { basename, dirname, join } from '../path';
+import { statSync } from 'node:fs';
+import { basename, dirname } from '../path';
 import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
+import { cniRunner } from '../daemon/cni-host';
 import { runDaemon } from '../daemon/daemon';
 import { daemonLoggers } from '../daemon/daemon-log';
-import { DAEMON_LOCK, DAEMON_VERB } from '../daemon/paths';
-import { settingsFromArgv } from '../daemon/settings';
+import { DAEMON_VERB } from '../daemon/paths';
+import { BUILD_ID } from '../build-id';
 import { holdUntilParentExits, HOLD_FDS_VERB } from '../sys/close-after-exit';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
 import type { ProcessWiring } from './wiring';
-
-/** The fds a starting client hands the announcer its lock and its listening control socket on. */
-const INHERITED_LOCK_FD = 3;
-const INHERITED_LISTEN_FD = 4;
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
 export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: readonly string[], err: (line: string) => void): Promise<number> {
@@ -30,15 +27,13 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
   return 2;
 }
 
-/** `announcer daemon <stateDir> [settings]`, started by an ADD (src/daemon/client.ts). */
+/** `announcer daemon <stateDir>`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
 async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promise<number> {
   const stateDir = args[0] ?? '';
-  if (!stateDir.startsWith('/')) return 2;
-  const settings = settingsFromArgv(args.slice(1));
+  if (!stateDir.startsWith('/') || args.length > 1) return 2;
   ensurePrivateDir(stateDir);
   const loggers = daemonLoggers({ daemon: process.pid });
-  // Started by an ADD (client.ts): fd 3 is our lock and fd 4, if a socket, the control socket it made.
-  const handedOver = isDaemonLock(INHERITED_LOCK_FD, stateDir);
+  const started = fileId(process.execPath);
   await runDaemon({
     stateDir,
     libc: wiring.libc(),
@@ -52,11 +47,21 @@ async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promi
     writeMetrics,
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
     uid: process.geteuid?.() ?? 0,
-    inheritedLockFd: handedOver ? INHERITED_LOCK_FD : undefined,
-    inheritedListenFd: handedOver && isSocket(INHERITED_LISTEN_FD) ? INHERITED_LISTEN_FD : undefined,
-    settings,
+    build: BUILD_ID,
+    executableReplaced: () => fileId(process.execPath) !== started,
+    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host }),
   });
   return 0;
+}
+
+/** The identity (device and inode) of the file at `path`, as text; '' when there is none. */
+function fileId(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return '';
+  }
 }
 
 /** Writes the metrics file atomically, only into a directory no one else can write. */
@@ -64,23 +69,4 @@ function writeMetrics(file: string, text: string): void {
   const dir = dirname(file);
   if (checkPrivateDir(dir) === 'missing') throw new Error(`${dir} does not exist`);
   replaceFile(dir, basename(file), text, 0o644);
-}
-
-/** Whether `fd` is open on stateDir's announcer lock file (so it was handed over by our starter). */
-function isDaemonLock(fd: number, stateDir: string): boolean {
-  try {
-    const open = fstatSync(fd);
-    const named = lstatSync(join(stateDir, DAEMON_LOCK));
-    return open.dev === named.dev && open.ino === named.ino;
-  } catch {
-    return false;
-  }
-}
-
-function isSocket(fd: number): boolean {
-  try {
-    return fstatSync(fd).isSocket();
-  } catch {
-    return false;
-  }
 }

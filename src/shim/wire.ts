@@ -86,3 +86,25 @@ export function splitLines(buffered: string): { lines: string[]; rest: string } 
   const rest = parts.pop() ?? '';
   return { lines: parts, rest };
 }
+
+/** The stateDir whose announcer serves a config: its `stateDir` when an absolute path, else the default; undefined when stdin is not a JSON object (the command then runs in-process, which reports why). */
+export function stateDirOf(stdin: string): string | undefined {
+  let config: unknown;
+  try {
+    config = JSON.parse(stdin);
+  } catch {
+    return undefined;
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) return undefined;
+  const dir = (config as Record<string, unknown>).stateDir;
+  if (dir === undefined) return DEFAULT_STATE_DIR;
+  return typeof dir === 'string' && dir.startsWith('/') && !dir.includes('\0') ? dir : undefined;
+}
+
+/** `stateDir`'s default, for the options' table too. */
+export const DEFAULT_STATE_DIR = '/run/cni-announcer';
+
+/** The announcer's socket in stateDir (mode 0600). */
+export const ANNOUNCER_SOCKET = 'announcer.sock';
+/** Created (O_EXCL) by the one shim that starts the announcer, removed by the announcer once it listens. */
+export const START_MARKER = 'announcer-start.marker';

@@ -9,11 +9,11 @@ import { loadKoffi } from './koffi';
 import { lazyFunc, optionalFunc, type LibcLibrary } from './lazy-binding';
 import { openFds } from './processes';
 import { SysError } from './sys-error';
-import { messageHeader, sockaddrUn, type UnixSockets } from './unix-socket';
+import { sockaddrUn, type UnixSockets } from './unix-socket';
 
-const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, F_DUPFD_CLOEXEC, LOCK_EX, LOCK_NB, MSG_CMSG_CLOEXEC, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
-const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, O_CLOEXEC, O_RDONLY, O_WRONLY, POLLIN, POSIX_SPAWN_SETSID } = ABI;
-const { SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_SEQPACKET, SOL_NETLINK, SOL_SOCKET } = ABI;
+const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, F_DUPFD_CLOEXEC, LOCK_EX, LOCK_NB, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
+const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, O_CLOEXEC, O_RDONLY, O_WRONLY, POLLIN, POLLOUT, POSIX_SPAWN_SETSID } = ABI;
+const { SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_STREAM, SOL_NETLINK, SOL_SOCKET } = ABI;
 const BACKLOG = 128;
 
 export type { LibcLibrary } from './lazy-binding';
@@ -45,6 +45,8 @@ export interface Libc {
   recvNow(fd: number, buf: Uint8Array): number | undefined;
   /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
+  /** poll(2) for input on `readFds` and room to write on `writeFds`, for up to `timeoutMs`; the fds that are ready (or in error). */
+  pollInOut(readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): { readable: Set<number>; writable: Set<number> };
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
   /**
@@ -93,8 +95,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
   const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
   const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
-  const sendmsg = lazyFunc(lib, 'long sendmsg(int fd, const uint8_t *msg, int flags)');
-  const recvmsg = lazyFunc(lib, 'long recvmsg(int fd, uint8_t *msg, int flags)');
+  const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
   const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
   // posix_spawn* return the error number instead of setting errno.
   const checkRc = (operation: string, rc: number): void => {
@@ -104,6 +105,11 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, koffi.errno());
     return value;
+  };
+  const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
+    const n = poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
+    if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
+    return n;
   };
   /** check, but undefined when nothing is pending (EAGAIN, and EINTR unless `eintrFails`). */
   const unlessPending = (operation: string, rc: number | bigint, eintrFails = false): number | undefined => {
@@ -122,7 +128,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       throw err;
     }
   };
-  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   /** Adds to `actions` the closing of every fd from `from` up. */
   const addCloseFrom = (actions: Buffer, from: number): void => {
     const closeFrom = actionsCloseFrom();
@@ -176,9 +182,16 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     },
     pollIn(fds, timeoutMs) {
       const set = pollfds(fds, POLLIN);
-      const n = poll(set, fds.length, Math.max(0, Math.ceil(timeoutMs)));
-      if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
+      const n = pollSet(set, fds.length, timeoutMs);
       return fds.map((_, i) => n > 0 && revents(set, i) !== 0);
+    },
+    pollInOut(readFds, writeFds, timeoutMs) {
+      const fds = [...readFds, ...writeFds];
+      const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
+      const n = pollSet(set, fds.length, timeoutMs);
+      const ready = (from: number, count: number): Set<number> =>
+        new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
+      return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
     },
     spawnDetached(path, argv, env, inherit = [], cwd) {
       const actions = Buffer.alloc(ABI.posix_spawn_file_actions_t.size);
@@ -227,14 +240,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         const address = sockaddrUn(path);
         check(`connect ${path}`, connect(fd, address, address.length));
       }),
-    send(fd, message, fds = []) {
-      const io = messageHeader(koffi.address, message, fds);
-      return unlessPending('send', sendmsg(fd, io.header, MSG_NOSIGNAL), true) !== undefined;
-    },
-    receive(fd, buf) {
-      const io = messageHeader(koffi.address, buf);
-      const n = unlessPending('recv', recvmsg(fd, io.header, MSG_CMSG_CLOEXEC));
-      return n === undefined ? undefined : { length: n, fds: io.received() };
-    },
+    send: (fd, bytes) => unlessPending('send', send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
+    receive: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
   };
 }

@@ -1,7 +1,7 @@
-// Unix SOCK_SEQPACKET sockets in memory, both ends: listeners by path, a
-// backlog of connections with their peer's uid, messages with attached fds,
-// end of stream once the other end closes. For the control socket and its
-// clients, without a kernel.
+// Unix SOCK_STREAM sockets in memory, both ends: listeners by path, a backlog
+// of connections with their peer's uid, bytes queued each way, end of stream
+// once the other end closes. For the announcer's socket and its clients,
+// without a kernel.
 import { errnoNumber } from '../../src/sys/errno';
 import { SysError } from '../../src/sys/sys-error';
 import type { UnixSockets } from '../../src/sys/unix-socket';
@@ -10,7 +10,7 @@ const errno = (name: string): number => errnoNumber(name)!;
 
 interface End {
   peer: number | undefined;
-  inbox: { bytes: Buffer; fds: number[] }[];
+  inbox: Buffer;
   closed: boolean;
 }
 
@@ -18,8 +18,8 @@ interface End {
 export class FakeSockets implements UnixSockets {
   /** The uid the next connections present (SO_PEERCRED). */
   peerUid = 0;
-  /** While set, send() finds the socket buffer full. */
-  full = false;
+  /** How many bytes send() takes per call (Infinity: all); 0 is a full socket buffer. */
+  room = Infinity;
   /** Thrown by the next connect(), when set. */
   connectError: Error | undefined;
   /** Thrown by close(), when set (the fd is closed all the same). */
@@ -27,12 +27,8 @@ export class FakeSockets implements UnixSockets {
   /** Thrown by receive(), when set (a connection reset). */
   receiveError: Error | undefined;
   readonly closed: number[] = [];
-  /** Every fd an attached message handed to the receiver. */
-  readonly passed: number[] = [];
   private readonly listeners = new Map<string, { fd: number; backlog: { fd: number; uid: number }[] }>();
   private readonly ends = new Map<number, End>();
-  /** Extra references to an fd (a child process that inherited it): close() drops one first. */
-  private readonly refs = new Map<number, number>();
   private nextFd = 200;
 
   /** The paths listened on now. */
@@ -61,55 +57,53 @@ export class FakeSockets implements UnixSockets {
     const listener = this.listeners.get(path);
     if (!listener) throw new SysError(`connect ${path}`, errno('ENOENT'));
     const [client, server] = [this.nextFd++, this.nextFd++];
-    this.ends.set(client, { peer: server, inbox: [], closed: false });
-    this.ends.set(server, { peer: client, inbox: [], closed: false });
+    this.ends.set(client, { peer: server, inbox: Buffer.alloc(0), closed: false });
+    this.ends.set(server, { peer: client, inbox: Buffer.alloc(0), closed: false });
     listener.backlog.push({ fd: server, uid: this.peerUid });
     return client;
   }
 
-  send(fd: number, message: Uint8Array, fds: readonly number[] = []): boolean {
+  send(fd: number, bytes: Uint8Array): number {
     const end = this.end(fd);
     const peer = end.peer === undefined ? undefined : this.ends.get(end.peer);
     if (!peer || peer.closed) throw new SysError('send', errno('EPIPE'));
-    if (this.full) return false;
-    const copies = fds.map(() => this.nextFd++);
-    peer.inbox.push({ bytes: Buffer.from(message), fds: copies });
-    return true;
+    const n = Math.min(bytes.length, this.room);
+    peer.inbox = Buffer.concat([peer.inbox, Buffer.from(bytes.subarray(0, n))]);
+    return n;
   }
 
-  receive(fd: number, buf: Uint8Array): { length: number; fds: number[] } | undefined {
+  receive(fd: number, buf: Uint8Array): number | undefined {
     if (this.receiveError) throw this.receiveError;
     const end = this.end(fd);
-    const message = end.inbox.shift();
-    if (message) {
-      // SOCK_SEQPACKET: the part that does not fit is discarded.
-      const length = Math.min(message.bytes.length, buf.length);
-      message.bytes.copy(buf, 0, 0, length);
-      this.passed.push(...message.fds);
-      return { length, fds: message.fds };
+    if (end.inbox.length > 0) {
+      const n = Math.min(end.inbox.length, buf.length);
+      end.inbox.copy(buf, 0, 0, n);
+      end.inbox = end.inbox.subarray(n);
+      return n;
     }
     const peer = end.peer === undefined ? undefined : this.ends.get(end.peer);
-    return !peer || peer.closed ? { length: 0, fds: [] } : undefined;
-  }
-
-  /** Another process holds a copy of `fd` from now on: the next close() leaves it open. */
-  hold(fd: number): void {
-    this.refs.set(fd, (this.refs.get(fd) ?? 0) + 1);
+    return !peer || peer.closed ? 0 : undefined;
   }
 
   close(fd: number): void {
     this.closed.push(fd);
-    const refs = this.refs.get(fd) ?? 0;
-    if (refs > 0) return void this.refs.set(fd, refs - 1);
     const end = this.ends.get(fd);
     if (end) end.closed = true;
     for (const [path, l] of this.listeners) if (l.fd === fd) this.listeners.delete(path);
     if (this.closeError) throw this.closeError;
   }
 
-  /** Whether `fd` has a message waiting. */
+  /** Whether `fd` has bytes waiting. */
   pending(fd: number): boolean {
     return (this.ends.get(fd)?.inbox.length ?? 0) > 0;
+  }
+
+  /** Reads every byte waiting on `fd` as text (a test's client reading its replies). */
+  drain(fd: number): string {
+    const end = this.end(fd);
+    const text = end.inbox.toString('utf8');
+    end.inbox = Buffer.alloc(0);
+    return text;
   }
 
   private end(fd: number): End {

@@ -28,20 +28,19 @@ export interface KernelConstants {
   AF_NETLINK: number;
   AF_PACKET: number;
   SOCK_RAW: number;
-  SOCK_SEQPACKET: number;
+  SOCK_STREAM: number;
   SOCK_NONBLOCK: number;
   SOCK_CLOEXEC: number;
   SOL_SOCKET: number;
   SO_PEERCRED: number;
-  SCM_RIGHTS: number;
   SOL_NETLINK: number;
   NETLINK_ROUTE: number;
   NETLINK_ADD_MEMBERSHIP: number;
   MSG_DONTWAIT: number;
   MSG_NOSIGNAL: number;
-  MSG_CMSG_CLOEXEC: number;
   ARPHRD_ETHER: number;
   POLLIN: number;
+  POLLOUT: number;
   CLOCK_BOOTTIME: number;
   LOCK_EX: number;
   LOCK_NB: number;
@@ -70,12 +69,8 @@ export interface KernelStructs {
   sockaddr_ll: Layout<'sll_family' | 'sll_protocol' | 'sll_ifindex' | 'sll_hatype' | 'sll_pkttype' | 'sll_halen' | 'sll_addr'>;
   sockaddr_nl: Layout<'nl_family' | 'nl_pid' | 'nl_groups'>;
   sockaddr_un: Layout<'sun_family' | 'sun_path'>;
-  msghdr: Layout<'msg_name' | 'msg_namelen' | 'msg_iov' | 'msg_iovlen' | 'msg_control' | 'msg_controllen' | 'msg_flags'>;
-  /** Control messages are aligned to `align` (CMSG_ALIGN); the data follows the aligned header. */
-  cmsghdr: Layout<'align' | 'cmsg_len' | 'cmsg_level' | 'cmsg_type'>;
   ucred: Layout<'pid' | 'uid' | 'gid'>;
   pollfd: Layout<'fd' | 'events' | 'revents'>;
-  iovec: Layout<'iov_base' | 'iov_len'>;
   timespec: Layout<'tv_sec' | 'tv_nsec'>;
   /** Opaque to us: only allocated. */
   posix_spawn_file_actions_t: Layout<never>;

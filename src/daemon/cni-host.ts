@@ -1,0 +1,59 @@
+// The CNI commands as the announcer runs them: the same dispatcher and the
+// same commands as a CNI process (the shim's fallback), hosted here. Waits go
+// to the announcer's loop (LoopWaits), packet sockets are closed on another
+// thread, and what a command would tell "the announcer" goes straight to it.
+import { sharedFrameBudget, UNLIMITED } from '../announce/frame-budget';
+import type { LockFile } from '../announce/attachment-lock';
+import type { Timers } from '../announce/timers';
+import type { CommandDeps } from '../commands/deps';
+import { dispatch } from '../cni/dispatch';
+import { createLogger, fileSink, silentLogger } from '../log';
+import { announcerPlugin } from '../plugin';
+import { acquireFileLock } from '../sys/file-lock';
+import type { Libc } from '../sys/libc';
+import type { LoopWaits } from './loop-waits';
+import type { Reply, Request } from './protocol';
+
+/** What hosting the commands needs from the announcer. */
+export interface CniHostDeps {
+  libc: Libc;
+  /** The real clocks; sleeping goes to `waits`. */
+  timers: Timers;
+  waits: LoopWaits;
+  /** The announcer's own answer to a control request (sync, count, cancel). */
+  control(request: Request): Reply;
+  /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
+  closeInBackground(fd: number): void;
+}
+
+/** What a command printed and its exit status. */
+export interface CommandOutcome {
+  exit: number;
+  stdout: string;
+}
+
+/** Runs one CNI command (its CNI_* variables and stdin, as they came) to its end; never rejects. */
+export type CniRunner = (env: Record<string, string>, stdin: string) => Promise<CommandOutcome>;
+
+/** The announcer's runner of CNI commands. */
+export function cniRunner(deps: CniHostDeps): CniRunner {
+  const timers: Timers = { ...deps.timers, sleep: (ms) => deps.waits.sleep(ms) };
+  const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
+  const commands: CommandDeps = {
+    libc: () => deps.libc,
+    timers,
+    waits: deps.waits,
+    lockFile,
+    logger: (config, ids) =>
+      config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger,
+    frameBudget: (stateDir, limit, log) => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED),
+    askAnnouncer: async (_stateDir, request) => deps.control(request),
+    release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
+  };
+  const plugin = announcerPlugin(commands);
+  return async (env, stdin) => {
+    let stdout = '';
+    const exit = await dispatch({ env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) }, plugin);
+    return { exit, stdout };
+  };
+}
