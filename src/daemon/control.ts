@@ -147,12 +147,13 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
+    // A control request is safe to act on late (a sync of a record written by a fallback is wanted then too).
+    if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     // Its sender has stopped waiting, and may be running the command itself by now.
     if (this.deps.timers.now() > request.ackBy) {
-      this.deps.log.warn('dropped a request its sender no longer waits for', { pid: client.peer.pid });
+      this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid });
       return this.drop(client);
     }
-    if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const taken = this.handlers.cni(request);
     if ('refused' in taken) return this.end(client, taken);
     client.write(this.deps.sockets, encodeReply({ ack: true }));

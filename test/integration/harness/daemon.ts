@@ -11,8 +11,8 @@ import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
 import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
-/** The control socket of a running announcer. */
-export const DAEMON_SOCKET = 'announcer-daemon.sock';
+/** The socket of a running announcer. */
+export const DAEMON_SOCKET = 'announcer.sock';
 
 /** The entries of stateDir other than DAEMON_STATE_FILES: records, their locks, the socket, anything else. */
 export async function attachmentFiles(stateDir: string): Promise<string[]> {
