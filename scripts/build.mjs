@@ -3,11 +3,16 @@
 // with the pinned Bun (`make build` does):
 //
 //   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode] [--[no-]minify]
-//                                           [--entry=FILE]
+//                                           [--entry=FILE] [--build-id=ID]
 //
 // --entry builds another entry (default src/main.ts) with the same runtime and
 // options but no koffi addon: `make bench` builds an empty one, the runtime's
 // own floor of time and memory.
+//
+// Every build has an id (src/build-id.ts, printed by `announcer --version`): the first 16 hex digits
+// of sha256 over what the build reads (scripts/build/build-id.ts) and its settings, so the same sources
+// give the same id and any change that could change the bytes changes it. --build-id=ID writes ID in
+// instead (tests of an upgrade build a second binary from the same sources).
 //
 // - x64 builds on Bun's baseline runtime (no AVX2 needed; `--cpu=modern` takes
 //   the AVX2 one, which measured no faster) and with JavaScriptCore bytecode,
@@ -31,6 +36,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUILD_ID_PATTERN, buildId, buildInputs } from './build/build-id.ts';
 import { builtinRefusals, embedPlugin } from './build/plugin.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
@@ -62,9 +68,9 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts' };
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts', 'build-id': undefined };
   for (const a of argv) {
-    const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
+    const m = /^--(no-)?([a-z-]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
     const flag = m[2] === 'bytecode' || m[2] === 'minify';
     if (flag ? m[3] !== undefined : m[1] !== undefined || m[3] === undefined) fail(`malformed argument ${a}`);
@@ -73,6 +79,7 @@ function parseArgs(argv) {
   // JSC bytecode is made by the Bun running the build and is not portable to another architecture.
   if (args.arch !== 'x64' && args.bytecode) fail('--bytecode needs a build on the target architecture');
   args.bytecode ??= args.arch === 'x64';
+  if (args['build-id'] !== undefined && !BUILD_ID_PATTERN.test(args['build-id'])) fail(`malformed --build-id=${args['build-id']}: ${BUILD_ID_PATTERN}`);
   return args;
 }
 
@@ -155,6 +162,7 @@ async function main() {
   if (plugin) copyFileSync(target.koffiAddon, addonAsset);
 
   const outfile = resolve(root, args.out ?? (args.arch === 'x64' ? 'bin/announcer' : `bin/announcer-${args.arch}`));
+  const id = args['build-id'] ?? idOf(args, target, versions, entry, outfile, plugin ? addonAsset : undefined);
   mkdirSync(dirname(outfile), { recursive: true });
   // Built under the target's own name (Bun bakes it into the binary as /$bunfs/root/NAME) in a
   // private directory beside it, then renamed over it.
@@ -163,19 +171,27 @@ async function main() {
   rmSync(tmpdir, { recursive: true, force: true });
   mkdirSync(tmpdir, { mode: 0o700 });
   try {
-    await compile(args, target, entry, plugin ? addonAsset : undefined, { koffiVersion: versions.koffi }, tmpfile, manifest);
+    await compile(args, target, entry, plugin ? addonAsset : undefined, { id, koffiVersion: versions.koffi }, tmpfile, manifest);
     chmodSync(tmpfile, 0o755);
     renameSync(tmpfile, outfile);
   } finally {
     rmSync(tmpdir, { recursive: true, force: true });
   }
   const what = plugin ? `announcer ${versions.announcer}` : relative(root, entry);
-  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
+  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
+}
+
+/** The build's id (scripts/build/build-id.ts): what it reads, and every setting that reaches the bytes. */
+function idOf(args, target, versions, entry, outfile, addonAsset) {
+  const addon = addonAsset === undefined ? '' : createHash('sha256').update(readFileSync(addonAsset)).digest('hex');
+  const { arch, cpu, bytecode, minify } = args;
+  const [bun, koffi, name] = [versions.bun, versions.koffi, basename(outfile)];
+  return buildId(buildInputs(root, entry), { bun, bunTarget: target.bunTarget, arch, cpu, bytecode, minify, entry: relative(root, entry), name, koffi, addon });
 }
 
 /**
  * One `bun build --compile` of `entry` to `outfile`, embedding the file `addonAsset` as koffi's addon
- * (undefined: `entry` needs none), with `defines.koffiVersion` written in as koffi's version.
+ * (undefined: `entry` needs none), with `defines.id` written in as the build's id.
  */
 async function compile(args, target, entry, addonAsset, defines, outfile, manifest) {
   const used = { addon: false };
@@ -190,8 +206,8 @@ async function compile(args, target, entry, addonAsset, defines, outfile, manife
     bytecode: args.bytecode,
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
-    // src/native/embedded-koffi.ts declares it.
-    define: { __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion) },
+    // src/build-id.ts and src/native/embedded-koffi.ts declare these.
+    define: { __ANNOUNCER_BUILD_ID__: JSON.stringify(defines.id), __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion) },
     plugins: addonAsset ? [embedPlugin(root, addonAsset, used)] : [],
     compile: {
       target: target.bunTarget,
