@@ -3,11 +3,16 @@
 // with the pinned Bun (`make build` does):
 //
 //   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode] [--[no-]minify]
-//                                           [--entry=FILE]
+//                                           [--entry=FILE] [--build-id=ID]
 //
 // --entry builds another entry (default src/main.ts) with the same runtime and
 // options but no koffi addon: `make bench` builds an empty one, the runtime's
 // own floor of time and memory.
+//
+// Every build has an id (src/build-id.ts, printed by `announcer --version`): the first 16 hex digits
+// of sha256 over what the build reads (scripts/build/build-id.ts) and its settings, so the same sources
+// give the same id and any change that could change the bytes changes it. --build-id=ID writes ID in
+// instead (tests of an upgrade build a second binary from the same sources).
 //
 // - x64 builds on Bun's baseline runtime (no AVX2 needed; `--cpu=modern` takes
 //   the AVX2 one, which measured no faster) and with JavaScriptCore bytecode,
@@ -15,10 +20,12 @@
 //   minified (ADD: 2 ms less CPU, 1.3 ms sooner done); identifiers are not, so
 //   stack traces in logs keep their function names.
 // - koffi's addon travels as plain bytes (an embedded asset, not a `.node`
-//   module) and is dlopen()ed from an anonymous file by src/native/load-addon.ts.
-//   Bun's own mechanism for embedded addons (extraction to /tmp) is never used.
-//   The bundle takes koffi's API from the addon itself: koffi's JS entry (its
-//   search of node_modules paths, its deprecation shims) is not bundled.
+//   module). src/native/embedded-koffi.ts reads it whole and dlopen()s it from
+//   an anonymous file (src/native/load-addon.ts); the plugin (scripts/build/plugin.ts)
+//   points `require('koffi')` there. Bun's own mechanism for embedded addons
+//   (extraction to /tmp) is never used. The bundle takes koffi's API from the
+//   addon itself: koffi's JS entry (its search of node_modules paths, its
+//   deprecation shims) is not bundled.
 // - The Bun runtime and, for a cross build, koffi's prebuilt addon come only
 //   from the npm registry's packages, fetched with `npm pack` into
 //   node_modules/.cache/cni-announcer and checked against pinned sha512 sums.
@@ -26,9 +33,11 @@
 //   target and renamed over it: a runtime never execs half a file.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUILD_ID_PATTERN, buildId, buildInputs } from './build/build-id.ts';
+import { builtinRefusals, embedPlugin } from './build/plugin.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const cacheDir = join(root, 'node_modules', '.cache', 'cni-announcer');
@@ -59,9 +68,9 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts' };
+  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts', 'build-id': undefined };
   for (const a of argv) {
-    const m = /^--(no-)?([a-z]+)(?:=(.+))?$/.exec(a);
+    const m = /^--(no-)?([a-z-]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
     const flag = m[2] === 'bytecode' || m[2] === 'minify';
     if (flag ? m[3] !== undefined : m[1] !== undefined || m[3] === undefined) fail(`malformed argument ${a}`);
@@ -70,6 +79,7 @@ function parseArgs(argv) {
   // JSC bytecode is made by the Bun running the build and is not portable to another architecture.
   if (args.arch !== 'x64' && args.bytecode) fail('--bytecode needs a build on the target architecture');
   args.bytecode ??= args.arch === 'x64';
+  if (args['build-id'] !== undefined && !BUILD_ID_PATTERN.test(args['build-id'])) fail(`malformed --build-id=${args['build-id']}: ${BUILD_ID_PATTERN}`);
   return args;
 }
 
@@ -127,63 +137,11 @@ function buildTarget({ arch, cpu }, versions) {
   return fail(`unsupported --cpu=${cpu} (baseline or modern)`);
 }
 
-/**
- * The Bun plugin that embeds koffi's addon as bytes and refuses every other native module.
- * `addon`: the addon's file, its offset in the output (as digits) and koffi's version. `used.addon`
- * turns true once the bundle takes koffi from the embedded addon.
- */
-function embedPlugin({ path: addonAsset, offset: addonOffset, koffiVersion }, used) {
-  return {
-    name: 'cni-announcer',
-    setup(b) {
-      // koffi's JS entry finds its addon in node_modules (a require of @koromix/koffi-<platform>, then a
-      // search of paths baked in at build time) and wraps it in deprecation shims. The bundle takes the
-      // addon's own exports instead, loaded from the embedded bytes: none of koffi's JS is bundled, no
-      // build-machine path is left to look in, and ADD skips 1-2 ms of module set-up.
-      b.onResolve({ filter: /^koffi$/ }, (a) => {
-        if (a.importer === join(root, 'src/sys/koffi.ts') && a.kind === 'require-call') return { path: 'koffi-addon', namespace: 'cni-announcer' };
-        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/koffi.ts may, on first use.
-        return fail(`${relative(root, a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/koffi.ts`);
-      });
-      b.onLoad({ filter: /^koffi-addon$/, namespace: 'cni-announcer' }, () => {
-        used.addon = true;
-        return {
-          loader: 'js',
-          resolveDir: root,
-          contents: [
-            `import { readFileSync } from 'node:fs';`,
-            `import addonFile from ${JSON.stringify(addonAsset)} with { type: 'file' };`,
-            `import { addonInExecutable, loadAddon } from ${JSON.stringify(join(root, 'src/native/load-addon.ts'))};`,
-            // Where the addon's bytes lie in this very executable (see main()); readFileSync of the
-            // embedded asset is the fallback, should the file have been changed since.
-            `const OFFSET = ${JSON.stringify(addonOffset)};`,
-            `const addon = loadAddon('koffi', addonInExecutable(Number(OFFSET), ${statSync(addonAsset).size}, () => readFileSync(addonFile)));`,
-            // What koffi's own entry checks, with the same words.
-            `if (addon.version !== ${JSON.stringify(koffiVersion)}) throw new Error('Mismatched native Koffi modules');`,
-            // koffi's entry exports the addon as its default export, as loadKoffi() takes it.
-            `export default addon;`,
-          ].join('\n'),
-        };
-      });
-      // Bun's node:* builtins other than node:fs are written in JS, and the first one a run loads
-      // costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used).
-      b.onResolve({ filter: /^(node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(\/.*)?$/ }, (a) => {
-        if (a.importer.startsWith(join(root, 'src'))) fail(`${relative(root, a.importer)} imports ${a.path}: product code uses only node:fs (see src/path.ts)`);
-        return undefined;
-      });
-      // Bun would embed any other native module itself and extract it to /tmp at run time.
-      b.onResolve({ filter: /\.node$/ }, (a) => fail(`${relative(root, a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`));
-      // The netlink package's socket addon needs libuv's uv_poll_init, which Bun lacks.
-      b.onResolve({ filter: /^netlink(\/|$)/ }, (a) => fail(`${relative(root, a.importer)} imports '${a.path}', which cannot run under Bun: use src/sys/rtnl.ts`));
-    },
-  };
-}
-
-/** The npm packages the build took code from (koffi's addon asset and our virtual modules left out). */
+/** The npm packages the build took code from (koffi's addon asset left out); the metafile's paths are relative to the working directory. */
 function bundledPackages(metafile, addonAsset) {
   return new Set(
     Object.keys(metafile?.inputs ?? {})
-      .filter((p) => !p.startsWith('cni-announcer:') && (addonAsset === undefined || realpathSync(resolve(root, p)) !== realpathSync(addonAsset)))
+      .filter((p) => addonAsset === undefined || realpathSync(resolve(p)) !== realpathSync(addonAsset))
       .map((p) => /(?:^|[\\/])node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(p)?.[1])
       .filter(Boolean),
   );
@@ -204,6 +162,7 @@ async function main() {
   if (plugin) copyFileSync(target.koffiAddon, addonAsset);
 
   const outfile = resolve(root, args.out ?? (args.arch === 'x64' ? 'bin/announcer' : `bin/announcer-${args.arch}`));
+  const id = args['build-id'] ?? idOf(args, target, versions, entry, outfile, plugin ? addonAsset : undefined);
   mkdirSync(dirname(outfile), { recursive: true });
   // Built under the target's own name (Bun bakes it into the binary as /$bunfs/root/NAME) in a
   // private directory beside it, then renamed over it.
@@ -211,40 +170,30 @@ async function main() {
   const tmpfile = join(tmpdir, basename(outfile));
   rmSync(tmpdir, { recursive: true, force: true });
   mkdirSync(tmpdir, { mode: 0o700 });
-  // The addon is copied out of the executable at run time (src/native/load-addon.ts): reading the embedded
-  // asset whole cost ADD 5-7 ms. Its offset in the output is known only once the output exists, so the
-  // first pass writes a placeholder of the offset's width, and the second the offset: the same length, so
-  // the same layout, which is checked.
-  const compileWith = (addonOffset) =>
-    compile(args, target, entry, plugin ? { path: addonAsset, offset: addonOffset, koffiVersion: versions.koffi } : undefined, tmpfile, manifest);
-  const offsetIn = (file) => {
-    const addon = readFileSync(addonAsset);
-    const bytes = readFileSync(file);
-    const at = bytes.indexOf(addon);
-    if (at < 0 || bytes.indexOf(addon, at + 1) >= 0) fail(`${relative(root, file)}: koffi's addon is not in it exactly once`);
-    return at;
-  };
   try {
-    await compileWith('0'.repeat(OFFSET_DIGITS));
-    if (plugin) {
-      const offset = offsetIn(tmpfile);
-      await compileWith(String(offset).padStart(OFFSET_DIGITS, '0'));
-      if (offsetIn(tmpfile) !== offset) fail(`koffi's addon moved from offset ${offset} once its offset was written in: a layout that depends on the digits`);
-    }
+    await compile(args, target, entry, plugin ? addonAsset : undefined, { id, koffiVersion: versions.koffi }, tmpfile, manifest);
     chmodSync(tmpfile, 0o755);
     renameSync(tmpfile, outfile);
   } finally {
     rmSync(tmpdir, { recursive: true, force: true });
   }
   const what = plugin ? `announcer ${versions.announcer}` : relative(root, entry);
-  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
+  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
 }
 
-/** The width of the addon's offset in the code: both passes write the same number of characters. */
-const OFFSET_DIGITS = 12;
+/** The build's id (scripts/build/build-id.ts): what it reads, and every setting that reaches the bytes. */
+function idOf(args, target, versions, entry, outfile, addonAsset) {
+  const addon = addonAsset === undefined ? '' : createHash('sha256').update(readFileSync(addonAsset)).digest('hex');
+  const { arch, cpu, bytecode, minify } = args;
+  const [bun, koffi, name] = [versions.bun, versions.koffi, basename(outfile)];
+  return buildId(buildInputs(root, entry), { bun, bunTarget: target.bunTarget, arch, cpu, bytecode, minify, entry: relative(root, entry), name, koffi, addon });
+}
 
-/** One `bun build --compile` of `entry` to `outfile`, with `addon.offset` written in as koffi's addon's offset (no addon: `entry` needs none). */
-async function compile(args, target, entry, addon, outfile, manifest) {
+/**
+ * One `bun build --compile` of `entry` to `outfile`, embedding the file `addonAsset` as koffi's addon
+ * (undefined: `entry` needs none), with `defines.id` written in as the build's id.
+ */
+async function compile(args, target, entry, addonAsset, defines, outfile, manifest) {
   const used = { addon: false };
   const result = await Bun.build({
     entrypoints: [entry],
@@ -257,7 +206,9 @@ async function compile(args, target, entry, addon, outfile, manifest) {
     bytecode: args.bytecode,
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
-    plugins: addon ? [embedPlugin(addon, used)] : [],
+    // src/build-id.ts and src/native/embedded-koffi.ts declare these.
+    define: { __ANNOUNCER_BUILD_ID__: JSON.stringify(defines.id), __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion) },
+    plugins: addonAsset ? [embedPlugin(root, addonAsset, used)] : [],
     compile: {
       target: target.bunTarget,
       executablePath: target.executable,
@@ -274,8 +225,10 @@ async function compile(args, target, entry, addon, outfile, manifest) {
     },
   });
   if (!result.success) fail(result.logs.join('\n'));
-  if (addon && !used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
-  const packages = bundledPackages(result.metafile, addon?.path);
+  if (addonAsset && !used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
+  const refusals = builtinRefusals(result.metafile, root, process.cwd());
+  if (refusals.length) fail(refusals.join('\n'));
+  const packages = bundledPackages(result.metafile, addonAsset);
   const strays = [...packages].filter((p) => !(p in (manifest.dependencies ?? {})));
   // THIRD_PARTY_NOTICES covers the dependencies in package.json.
   if (strays.length) fail(`bundled packages that are not dependencies in package.json: ${strays.join(', ')}`);

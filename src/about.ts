@@ -1,6 +1,7 @@
 // What the plugin says about itself, as the reference plugins do: the about
 // text for a run without CNI_COMMAND, and `announcer --version`.
 import { version } from '../package.json';
+import { BUILD_ID } from './build-id';
 import { SUPPORTED_VERSIONS } from './cni/versions';
 
 /** The plugin's version: package.json's, inlined at build time. */
@@ -11,7 +12,7 @@ export function aboutText(): string {
   return `CNI announcer plugin v${VERSION}\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n`;
 }
 
-/** `announcer --version`, for stdout: the about text and where the third-party licences are. */
-export function versionText(): string {
-  return `${aboutText()}Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`;
+/** `announcer --version`, for stdout: the about text, the build's id and where the third-party licences are. */
+export function versionText(buildId: string = BUILD_ID): string {
+  return `${aboutText()}Build: ${buildId}\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`;
 }

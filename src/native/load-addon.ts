@@ -9,7 +9,7 @@
 // with the object already loaded, and /proc/self/fd/N paths repeat.
 // Bun's own mechanism for embedded addons is not used: it extracts them to
 // /tmp/.bun-<uid>-<hash>.node and loads an existing file of that name as is.
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { dirname } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
 
@@ -27,22 +27,12 @@ export function addonDirs(execPath: string = process.execPath): string[] {
   return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
 }
 
-/** Where an addon's bytes lie in a file: in the compiled binary, the addon's place in the executable (see scripts/build.mjs). */
-export interface FileRange {
-  path: string;
-  offset: number;
-  size: number;
-}
-
-/** An addon: its bytes, or where they lie. */
-export type AddonContent = Uint8Array | FileRange;
-
 /** The steps of {@link loadAddon} that touch the system, injectable in tests. */
 export interface AddonLoaderDeps {
   /** Opens an anonymous file in `dir`; returns its fd. */
   openAnonymous(dir: string): number;
-  /** Writes the addon into the file `fd`. */
-  write(fd: number, content: AddonContent): void;
+  /** Writes the addon's bytes into the file `fd`. */
+  write(fd: number, content: Uint8Array): void;
   /** process.dlopen of `path` into `module`. */
   dlopen(module: { exports: unknown }, path: string): void;
   close(fd: number): void;
@@ -52,58 +42,16 @@ export interface AddonLoaderDeps {
 export const systemAddonLoader: AddonLoaderDeps = {
   openAnonymous: (dir) => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
   write(fd, content) {
-    if (content instanceof Uint8Array) {
-      for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
-    } else {
-      copyRange(content, fd);
-    }
+    for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
   },
   dlopen: (module, path) => process.dlopen(module, path),
   close: (fd) => closeSync(fd),
 };
 
-// Copied in chunks: one 1.1 MB buffer measured 5-7 ms to allocate and fill under Bun, 64 KiB
-// chunks 0.8 ms for the whole copy.
-const COPY_CHUNK_BYTES = 64 * 1024;
-
-function copyRange({ path, offset, size }: FileRange, fd: number): void {
-  const src = openSync(path, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, size));
-    for (let done = 0; done < size; ) {
-      const n = readSync(src, chunk, 0, Math.min(chunk.length, size - done), offset + done);
-      if (n === 0) throw new Error(`${path} ends ${size - done} bytes short of the addon`);
-      for (let off = 0; off < n; ) off += writeSync(fd, chunk, off, n - off);
-      done += n;
-    }
-  } finally {
-    closeSync(src);
-  }
-}
-
-const ELF_MAGIC = Buffer.from('\x7fELF', 'latin1');
-
-/** The addon's `size` bytes at `offset` in the running executable, as the build found them; `fallback()` when they are not there. */
-export function addonInExecutable(offset: number, size: number, fallback: () => Uint8Array, executable = '/proc/self/exe'): AddonContent {
-  try {
-    const fd = openSync(executable, 'r');
-    try {
-      const head = Buffer.alloc(ELF_MAGIC.length);
-      const there = fstatSync(fd).size >= offset + size && readSync(fd, head, 0, head.length, offset) === head.length && head.equals(ELF_MAGIC);
-      if (there) return { path: executable, offset, size };
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Unreadable: the fallback reads the copy the runtime keeps.
-  }
-  return fallback();
-}
-
 /** dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory and why (in `cause`). */
 export function loadAddon(
   name: string,
-  content: AddonContent,
+  content: Uint8Array,
   dirs: readonly string[] = addonDirs(),
   deps: AddonLoaderDeps = systemAddonLoader,
 ): unknown {

@@ -5,7 +5,8 @@ import type Koffi from 'koffi';
 
 /**
  * koffi's API; the first call loads it (require caches it). koffi's entry exports its addon as
- * `default`; the compiled binary's bundle puts the addon itself there (scripts/build.mjs).
+ * `default`; in the compiled binary, the build points this require at src/native/embedded-koffi.ts,
+ * which puts the addon itself there.
  */
 export function loadKoffi(): typeof Koffi {
   return (require('koffi') as { default: typeof Koffi }).default;

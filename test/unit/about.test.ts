@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { aboutText, VERSION, versionText } from '../../src/about';
+import { BUILD_ID } from '../../src/build-id';
 
 describe('about and --version', () => {
   it('takes the version from package.json', () => {
@@ -11,7 +12,12 @@ describe('about and --version', () => {
     expect(aboutText()).toBe(`CNI announcer plugin v${VERSION}\nCNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0\n`);
   });
 
-  it('points --version at the third-party notices', () => {
-    expect(versionText()).toBe(`${aboutText()}Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`);
+  it('prints the build id in --version and points at the third-party notices', () => {
+    expect(versionText('0123456789abcdef')).toBe(`${aboutText()}Build: 0123456789abcdef\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`);
+  });
+
+  it("says 'dev' for the build id where no build wrote one in", () => {
+    expect(BUILD_ID).toBe('dev');
+    expect(versionText()).toContain('\nBuild: dev\n');
   });
 });

@@ -1,9 +1,9 @@
-import { fstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { fstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { addonDirs, addonInExecutable, loadAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
+import { addonDirs, loadAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
@@ -111,48 +111,6 @@ describe('loadAddon', () => {
       'cannot load the koffi addon from an anonymous file (/full: ENOSPC: no space left on device, write)',
     );
     expect(closed).toEqual([42]);
-  });
-});
-
-describe('an addon inside the executable', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-addon-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  /** A stand-in executable: `before` bytes, the addon, 3 bytes after. */
-  function executable(before: number): { path: string; addon: Buffer } {
-    const addon = readFileSync(KOFFI_NODE);
-    const path = join(dir, 'announcer');
-    writeFileSync(path, Buffer.concat([Buffer.alloc(before, 0x5a), addon, Buffer.from('end')]));
-    return { path, addon };
-  }
-
-  it('copies the range the build found, chunk by chunk, into the anonymous file, and loads it', () => {
-    const { path, addon } = executable(123_457);
-    const content = addonInExecutable(123_457, addon.length, () => expect.fail('no fallback'), path);
-    expect(content).toEqual({ path, offset: 123_457, size: addon.length });
-    let copied: Buffer | undefined;
-    const deps: AddonLoaderDeps = {
-      ...systemAddonLoader,
-      dlopen(module, fdPath) {
-        copied = readFileSync(fdPath);
-        systemAddonLoader.dlopen(module, fdPath);
-      },
-    };
-    const koffi = loadAddon('koffi', content, [dir], deps) as { version: string };
-    expect(copied?.equals(addon)).toBe(true);
-    expect(koffi.version).toBe(KOFFI_VERSION);
-  });
-
-  it('falls back to the bytes kept elsewhere when the executable holds no ELF object there, or is too short', () => {
-    const { path, addon } = executable(1000);
-    const fallback = new Uint8Array([1, 2, 3]);
-    expect(addonInExecutable(999, addon.length, () => fallback, path)).toBe(fallback);
-    expect(addonInExecutable(1000, addon.length + 4, () => fallback, path)).toBe(fallback);
-    expect(addonInExecutable(1000, addon.length, () => fallback, join(dir, 'missing'))).toBe(fallback);
-    expect(addonInExecutable(1000, addon.length, () => fallback, path)).toEqual({ path, offset: 1000, size: addon.length });
   });
 });
 
