@@ -41,7 +41,7 @@ export interface AddDeps {
   /**
    * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
    * last close waits for an RCU grace period (8-16 ms): the CNI process closes
-   * them, the announcer closes them on another thread.
+   * them, the announcer closes them on another thread. Never throws.
    */
   release(fds: readonly number[]): void;
 }

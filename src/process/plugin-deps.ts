@@ -3,6 +3,7 @@
 // may block: it serves one call). Loaded only when a command other than VERSION runs.
 import { closeSync } from 'node:fs';
 import type { CommandDeps } from '../commands/deps';
+import type { Libc } from '../sys/libc';
 import { blockingWaits } from '../announce/waits';
 import { askDaemon, askOrStartDaemon } from '../daemon/client';
 import { DAEMON_VERB, openDaemonLock } from '../daemon/paths';
@@ -50,6 +51,15 @@ export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): Comm
     frameBudget: wiring.frameBudget,
     lockFile,
     // The last close of each, paid here (8-16 ms each): the announcer pays it on another thread.
-    release: (fds) => fds.forEach((fd) => libc().close(fd)),
+    release: (fds) => fds.forEach((fd) => closeQuietly(libc(), fd)),
   };
+}
+
+/** close(2), its failure ignored: Linux frees the fd even when close reports an error, and release must not throw. */
+function closeQuietly(libc: Libc, fd: number): void {
+  try {
+    libc.close(fd);
+  } catch {
+    // nothing left to undo
+  }
 }
