@@ -1,42 +1,49 @@
-// ADD: find the pod interfaces, optionally set IP-derived MACs, wait (bounded)
-// until the pod can be heard, send round 1, and hand the rest to the node's
-// background announcer (src/daemon) through the attachment's record.
+// ADD: find the pod interfaces, optionally set IP-derived MACs, send round 1
+// (first-round.ts), and hand the rest to the node's background announcer
+// (src/daemon) through the attachment's record. ADD runs in the CNI process
+// or inside the announcer's single-threaded loop: it never blocks the process
+// by itself. Every wait on fds goes through `waits`, every sleep through
+// `timers`, and the sockets whose close is slow go to `release`.
 import type { Logger } from '../log';
-import type { AnnouncePlan, InterfacePlan } from '../plan';
+import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
-import { formatMac } from '../wire/mac';
-import type { ResolvedInterface } from './pod-interface';
-import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
+import { NO_FRAMES } from './round';
 import type { FrameBudget } from './frame-budget';
-import type { Request } from '../daemon/protocol';
-import type { Asked } from '../daemon/client';
+import type { Reply, Request } from '../daemon/protocol';
 import { basename } from '../path';
-import { openSession, waitReady, type PodSession, type SocketOpener } from './session';
+import { openSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
-import { unlinkIfPresent } from '../sys/safe-file';
-import { LOCK_GRACE_MS, lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
-import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, writeRecord, type AttachmentRecord } from './state';
+import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
+import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
-import { checkConflictsOnAdd } from './add-probe';
-import { dropConflicting } from './conflict-probe';
+import { persist, unpersist, writeRecordQuietly } from './add-record';
+import { firstRound, type AddClock, type FirstRound } from './first-round';
+import { applyTargetMacs } from './target-macs';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
+import type { Waits } from './waits';
 import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
 
-/** What ADD needs from the outside world. */
+/** What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their own. */
 export interface AddDeps {
   libc: Libc;
   open: SocketOpener;
   timers: Timers;
+  /** Every wait on fds (pod readiness, the conflict probe's window): blocking poll(2) in the CNI process, the loop's in the announcer. */
+  waits: Waits;
   log: Logger;
-  /** Asks the background announcer of `stateDir` (see daemon/client.ts), starting it when none answers with `start`, handing it copies of `fds`. */
-  askDaemon(stateDir: string, request: Request, opts: { start: boolean; fds?: readonly number[] }): Promise<Asked>;
+  /** Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came. Never throws. */
+  askAnnouncer(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | undefined>;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
   /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
   lockFile: LockFile;
-  /** Closes `fds` without making this process's exit wait for them (see sys/close-after-exit.ts). */
-  closeAfterExit(fds: readonly number[]): void;
+  /**
+   * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
+   * last close waits for an RCU grace period (8-16 ms): the CNI process closes
+   * them, the announcer closes them on another thread. Never throws.
+   */
+  release(fds: readonly number[]): void;
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
@@ -79,244 +86,75 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
 
 async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<number, string>> {
   const { log, timers } = deps;
-  const startedAt = timers.bootMs();
-  const lockedAt = timers.now();
+  const clock: AddClock = { startedAt: timers.bootMs(), lockedAt: timers.now() };
   // A repeated ADD takes over the attachment; it keeps the MACs it must restore.
   const previous = readRecordToActOn(file, log);
-  // MACs recorded in another netns (the path now names a new pod) are not this pod's to restore.
+  const record = freshRecord(job, previous, log);
+  const name = basename(file);
+  let done: { first: FirstRound; macs: Map<number, string> };
+  try {
+    done = await inPod(deps, job, record, clock);
+    if (done.first.later) record.job = done.first.later;
+    if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
+    else if (previous) unpersist(file);
+  } catch (err) {
+    if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
+    else removeRecordQuietly(file, log);
+    // The record no longer holds the previous ADD's job: a running announcer drops it.
+    if (previous?.job) await tell(deps, job, { op: 'sync', record: name, sent: NO_FRAMES }, false);
+    throw err;
+  }
+  await handOver(deps, job, name, record, done.first, previous?.job !== undefined);
+  return done.macs;
+}
+
+/** This ADD's record: the previous record's original MACs are kept only when it was made for the same netns (the path may name a new pod by now). */
+function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: Logger): AttachmentRecord {
   const sameNetns = previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }
   const { network, containerId, ifname, netns, netnsId } = job;
-  const record: AttachmentRecord = { network, containerId, ifname, netns, netnsId, originalMacs: sameNetns ? previous.originalMacs : [] };
-  const plan = job.plan;
-  const name = basename(file);
-  // ADD's packet socket goes to the background announcer with ADD's last
-  // message, which closes it on another thread (closing it here would make
-  // ADD wait for an RCU grace period); without an announcer, to a holder.
-  // The conflict probe's receiving packet sockets (add-probe.ts) go the same way.
-  const packetFds: number[] = [];
-  // Every request carries the announcer's settings: one started here may get no job to read them from.
-  const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
-  // Round 1 is out and the record written: failing to reach or start the announcer must not fail ADD.
-  const tell = async (request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Asked | undefined> => {
-    let asked: Asked;
-    try {
-      asked = await deps.askDaemon(job.stateDir, { ...request, settings }, { start, fds: packetFds });
-    } catch (err) {
-      log.warn('cannot reach or start the background announcer: it takes the work from the record when it starts', { error: err });
-      return undefined;
-    }
-    if (asked.sent) {
-      for (const fd of packetFds.splice(0)) deps.libc.close(fd); // the announcer has its own copy: not the last close
-    }
-    return asked;
-  };
+  return { network, containerId, ifname, netns, netnsId, originalMacs: sameNetns ? previous.originalMacs : [] };
+}
+
+/** Everything ADD does inside the pod: target MACs, then round 1; the packet socket goes to `release`, whatever happens. */
+async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<{ first: FirstRound; macs: Map<number, string> }> {
+  const { plan } = job;
+  const session = openSession(deps, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
   try {
-    let first: FirstRound;
-    let macs: Map<number, string>;
+    if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
+    const macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, deps.log);
     try {
-      const session = openSession(deps, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
-      try {
-        if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
-        macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, log);
-        try {
-          first = await firstRound(deps, job, session, { startedAt, lockedAt }, packetFds);
-        } catch (err) {
-          // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
-          if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, log);
-          throw err;
-        }
-      } finally {
-        packetFds.push(session.pod.packet.release());
-        session.close();
-      }
-      if (first.later) record.job = first.later;
-      if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
-      else if (previous) unpersist(file);
+      return { first: await firstRound(deps, job, session, clock), macs };
     } catch (err) {
-      if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
-      else removeRecordQuietly(file, log);
-      // The record no longer holds the previous ADD's job: a running announcer drops it.
-      if (previous?.job) await tell({ op: 'sync', record: name, sent: NO_FRAMES }, false);
+      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
+      if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, deps.log);
       throw err;
     }
-    if (record.job) {
-      const asked = await tell({ op: 'sync', record: name, sent: first.sent, conflicts: first.conflicts }, true);
-      if (!asked) return macs;
-      if (asked.started) log.debug('started the background announcer: it takes the job from the record', { record: name });
-      else if (asked.reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
-      else log.warn('background announcer did not answer in time: it takes the job from the record when it starts', { record: name });
-    } else {
-      const counts = { sent: first.sent, conflicts: first.conflicts };
-      // Nothing left for the background: tell one that runs (it takes the packet socket), start none.
-      await tell(previous?.job ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, false);
-    }
-    return macs;
   } finally {
-    if (packetFds.length > 0) deps.closeAfterExit(packetFds);
+    deps.release([session.pod.packet.release()]);
+    session.close();
   }
 }
 
-function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger): void {
-  try {
-    writeRecord(stateDir, record);
-  } catch (err) {
-    log.error('cannot record the original MACs', { error: err });
+/** Tells the announcer what round 1 did: with a job left, starting one if none runs; without, only one that runs. */
+async function handOver(deps: AddDeps, job: AddJob, name: string, record: AttachmentRecord, first: FirstRound, hadJob: boolean): Promise<void> {
+  const { log } = deps;
+  const counts = { sent: first.sent, conflicts: first.conflicts };
+  if (!record.job) {
+    // Nothing left for the background: tell one that runs, start none.
+    await tell(deps, job, hadJob ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, false);
+    return;
   }
+  const reply = await tell(deps, job, { op: 'sync', record: name, ...counts }, true);
+  if (reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
+  else if (reply) log.warn('background announcer refused the job: the record keeps it', { record: name, error: reply.error });
+  else log.info('no answer from the background announcer: it takes the job from the record', { record: name });
 }
 
-function persist(stateDir: string, record: AttachmentRecord): void {
-  try {
-    writeRecord(stateDir, record);
-  } catch (err) {
-    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
-  }
-}
-
-/** Removes the attachment's record; a StateError carrying the errno when it cannot. */
-function unpersist(file: string): void {
-  try {
-    unlinkIfPresent(file);
-  } catch (err) {
-    throw new StateError(`cannot remove the state record ${file}: ${(err as Error).message}`, { cause: err });
-  }
-}
-
-function applyTargetMacs(
-  session: PodSession,
-  interfaces: readonly InterfacePlan[],
-  record: AttachmentRecord,
-  stateDir: string,
-  log: Logger,
-): Map<number, string> {
-  const macs = new Map<number, string>();
-  for (const plan of interfaces) {
-    if (!plan.targetMac) continue;
-    const iface = session.interfaces.find((i) => i.name === plan.name)!;
-    if (iface.kind === 'ipvlan') {
-      log.warn('ipvlan shares its parent MAC: not setting the IP-derived MAC', { interface: plan.name });
-      continue;
-    }
-    const link = session.pod.rtnl.linkByIndex(iface.index);
-    if (!link?.mac || link.mac.length !== 6) {
-      log.warn('interface has no Ethernet address: not setting the IP-derived MAC', { interface: plan.name });
-      continue;
-    }
-    const target = formatMac(plan.targetMac);
-    if (!link.mac.equals(plan.targetMac)) {
-      const recorded = record.originalMacs.some((m) => m.name === plan.name);
-      // Record first: a DEL after a crash mid-way can still restore the original.
-      if (!recorded) {
-        record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
-        persist(stateDir, record);
-      }
-      session.pod.rtnl.setMac(iface.index, plan.targetMac);
-      log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
-    }
-    if (plan.resultIndex !== undefined) macs.set(plan.resultIndex, target);
-  }
-  return macs;
-}
-
-/** What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background announcer. */
-interface FirstRound {
-  sent: FrameCounts;
-  conflicts?: number;
-  later?: BackgroundJob;
-}
-
-/** Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck (its sockets go to `probeFds`); returns what is left for the background. */
-async function firstRound(
-  deps: AddDeps,
-  job: AddJob,
-  session: PodSession,
-  { startedAt, lockedAt }: { startedAt: number; lockedAt: number },
-  probeFds: number[],
-): Promise<FirstRound> {
-  const { log, timers } = deps;
-  // `shared`: the fields the background job carries as they are.
-  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
-  const nothing: FirstRound = { sent: NO_FRAMES };
-  if (!announce) {
-    log.info('announcements disabled for this attachment: sending nothing');
-    return nothing;
-  }
-  if (plan.schedule.length === 0) return nothing;
-  const targets = announceable(plan.interfaces, session.interfaces, log);
-  if (targets.length === 0) return nothing;
-  const timeoutMs = Math.min(addWaitMs, readyTimeoutMs);
-  const onWait = (reasons: readonly string[]): void => log.debug('pod not ready: waiting for it', { upToMs: timeoutMs, waitingFor: reasons });
-  const outcome = await waitReady(session, targets, { timeoutMs, timers, onWait });
-  const base: BackgroundJob = {
-    ...shared,
-    interfaces: targets.map((t) => ({ name: t.name, ipv4: [...t.ipv4], ipv6: [...t.ipv6] })),
-    hostPeerNames: plan.hostPeerNames,
-    arpOps: plan.arpOps,
-    schedule: plan.schedule,
-    readyDeadline: startedAt + readyTimeoutMs,
-  };
-  switch (outcome.kind) {
-    case 'gone':
-      throw new InterfaceMissingError([outcome.name], job.netns, true);
-    case 'ready': {
-      const round = buildRound(outcome.inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-      const probeDeps = { libc: deps.libc, open: deps.open, timers, log, handOff: (fds: readonly number[]) => void probeFds.push(...fds) };
-      const { frames, conflicts } = job.conflictCheck
-        ? checkConflictsOnAdd(probeDeps, session, job.netns, round, job.conflictCheck)
-        : { frames: round, conflicts: [] };
-      // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
-      // command waiting for this attachment's lock would give up on it.
-      const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
-      const sent = await sendWithinBudget(deps, frames.length, deadline, () => sendFrames(session.pod.packet, frames, log));
-      log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
-      // Later rounds leave out what the probe found in use, too.
-      const interfaces = dropConflicting(base.interfaces, conflicts);
-      const more = plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
-      const found = conflicts.length;
-      return more ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } } : { sent, conflicts: found };
-    }
-    case 'timeout':
-      if (readyTimeoutMs <= addWaitMs) {
-        log.warn('pod not ready in time: not announcing', { waitedMs: readyTimeoutMs, waitingFor: outcome.reasons });
-        return nothing;
-      }
-      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: addWaitMs, waitingFor: outcome.reasons });
-      return { sent: NO_FRAMES, later: base };
-  }
-}
-
-/** Round 1 is never dropped: it waits for the node-wide budget until `deadline` (monotonic ms), then goes on credit. */
-async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number, send: () => FrameCounts): Promise<FrameCounts> {
-  let sent: FrameCounts = NO_FRAMES;
-  let waited = false;
-  for (;;) {
-    const now = deps.timers.now();
-    const taken = await deps.budget.take(frames, () => deps.timers.bootMs(), now >= deadline, () => (sent = send()));
-    if (taken.ok) return sent;
-    if (!waited) deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
-    waited = true;
-    await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
-  }
-}
-
-/** Interfaces worth waiting for: those with addresses, on links where L2 neighbours exist. */
-function announceable(
-  plans: readonly InterfacePlan[],
-  resolved: readonly ResolvedInterface[],
-  log: Logger,
-): (InterfacePlan & { iface: ResolvedInterface })[] {
-  return plans.flatMap((p) => {
-    const iface = resolved.find((r) => r.name === p.name)!;
-    if (iface.ipvlanMode === 'l3' || iface.ipvlanMode === 'l3s') {
-      log.info('ipvlan in L3 mode has no L2 neighbours to update: sending nothing', { interface: p.name, mode: iface.ipvlanMode });
-      return [];
-    }
-    if (p.ipv4.length + p.ipv6.length === 0) {
-      log.debug('no addresses to announce', { interface: p.name });
-      return [];
-    }
-    return [{ ...p, iface }];
-  });
+/** Sends `request` with the announcer's settings (one started here may get no job to read them from); round 1 is out and the record written, so no answer fails nothing. */
+function tell(deps: AddDeps, job: AddJob, request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Reply | undefined> {
+  const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
+  return deps.askAnnouncer(job.stateDir, { ...request, settings }, { start });
 }

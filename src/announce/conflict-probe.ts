@@ -4,10 +4,8 @@
 // comes back on the pod's interfaces is classified. An address another host
 // answers for is never announced: announcing it would take that host's
 // traffic. The window is a pure state machine (ConflictProbe) so that a
-// caller can drive it from its own poll loop (SteppedPodProbe, in the
-// background announcer); runProbe drives it blocking (ADD).
+// caller can drive it from its own loop (SteppedPodProbe, probe-pod.ts).
 import type { Logger } from '../log';
-import type { ReceivedFrame } from '../sys/arp-receiver';
 import { arpProbe, parseArp } from '../wire/arp';
 import { classifyArp, type ConflictKind } from '../wire/arp-conflict';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
@@ -145,16 +143,6 @@ export class ConflictProbe {
   }
 }
 
-/** What a blocking probe needs. */
-export interface ProbeIo {
-  /** Sends a frame out of the pod interface with index `index`. */
-  send(index: number, frame: Buffer): void;
-  /** Waits up to `timeoutMs` for ARP frames on the probed interfaces; returns what arrived. */
-  read(timeoutMs: number): ReceivedFrame[];
-  /** Monotonic ms. */
-  now(): number;
-}
-
 /** Sends the probes of `probe` due at `now` through `send`; a failed send is logged (the window goes on). */
 export function sendDueProbes(probe: ConflictProbe, now: number, send: (index: number, frame: Buffer) => void, log: Logger): void {
   for (const { index, name, frame } of probe.due(now)) {
@@ -163,15 +151,5 @@ export function sendDueProbes(probe: ConflictProbe, now: number, send: (index: n
     } catch (err) {
       log.error('sending an ARP probe failed', { interface: name, error: err });
     }
-  }
-}
-
-/** Drives `probe` to the end of its window, blocking: sends each probe when due and classifies the ARP that arrives; a failed send is logged. */
-export function runProbe(io: ProbeIo, probe: ConflictProbe, log: Logger): AddressConflict[] {
-  for (;;) {
-    const now = io.now();
-    sendDueProbes(probe, now, (index, frame) => io.send(index, frame), log);
-    if (probe.finished(now)) return probe.conflicts();
-    for (const { ifindex, frame } of io.read(probe.waitMs(now))) probe.receive(ifindex, frame);
   }
 }

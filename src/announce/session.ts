@@ -3,10 +3,10 @@
 import type { ArpReceiver } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
 import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
-import { awaitChange } from '../sys/rtnl';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
 import type { Timers } from './timers';
+import type { Waits } from './waits';
 import { waitUntil } from './wait-until';
 
 /** Open sockets into a pod and the host, with the pod interfaces resolved. */
@@ -16,9 +16,7 @@ export interface PodSession {
   interfaces: ResolvedInterface[];
   /** Planned interface names that do not exist in the pod. */
   missing: string[];
-  /** Blocks until a pod link or address, or a host link (bridge port), changes, or `ms` passes. */
-  awaitChange(ms: number): void;
-  /** The sockets that become readable on such a change, for a caller's own poll(2); then call drainEvents. */
+  /** The sockets that become readable when a pod link or address, or a host link (bridge port), changes; wait on them, then call drainEvents. */
   eventFds: readonly number[];
   /** Discards queued change notifications. */
   drainEvents(): void;
@@ -42,9 +40,9 @@ export function netnsSockets(libc: Libc): SocketOpener {
   };
 }
 
-/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers); `libc` polls their event sockets. */
+/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers). */
 export function openSession(
-  { libc, open }: { libc: Libc; open: SocketOpener },
+  { open }: { open: SocketOpener },
   netns: string,
   names: readonly string[],
   hostPeerNames: readonly string[],
@@ -66,7 +64,6 @@ export function openSession(
       host: h,
       interfaces,
       missing,
-      awaitChange: (ms) => void awaitChange(libc, [pod.events, h.events], ms),
       eventFds: [pod.events.fd, h.events.fd],
       drainEvents: () => (pod.events.drain(), h.events.drain()),
       close: () => (pod.close(), h.close()),
@@ -81,18 +78,21 @@ export function openSession(
 /** How a readiness wait ended. */
 export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
 
-/** Waits on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes; `onWait` hears why, once, when the first look says wait. */
+/** Waits (through `waits`) on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes; `onWait` hears why, once, when the first look says wait. */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  wait: { timeoutMs: number; timers: Pick<Timers, 'now'>; onWait?: (reasons: readonly string[]) => void },
+  wait: { timeoutMs: number; timers: Pick<Timers, 'now'>; waits: Waits; onWait?: (reasons: readonly string[]) => void },
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
   let told = false;
   const outcome = await waitUntil<ReadyOutcome>({
     timeoutMs: wait.timeoutMs,
     timers: wait.timers,
-    nextChange: async (ms) => session.awaitChange(ms),
+    nextChange: async (ms) => {
+      await wait.waits.readable(session.eventFds, ms);
+      session.drainEvents();
+    },
     evaluate: async () => {
       const now = readiness(session, targets);
       if (now.kind === 'waiting') {

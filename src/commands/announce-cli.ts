@@ -8,6 +8,7 @@ import type { Logger } from '../log';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
 import { buildRound, sendFrames, totalFrames } from '../announce/round';
+import { blockingWaits } from '../announce/waits';
 import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';
 import type { Timers } from '../announce/timers';
 import type { Libc } from '../sys/libc';
@@ -86,7 +87,7 @@ async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, wa
     if (!iface) throw new Refusal(`interface ${ifname} not found in ${netns}`);
     const target = currentAddresses(session, iface);
     if (target.ipv4.length + target.ipv6.length === 0) throw new Refusal(`${ifname} has no address to announce`);
-    const outcome = await waitReady(session, [{ ...target, iface }], { timeoutMs: waitMs, timers: deps.timers });
+    const outcome = await waitReady(session, [{ ...target, iface }], { timeoutMs: waitMs, timers: deps.timers, waits: blockingWaits(deps.libc) });
     if (outcome.kind === 'gone') throw new Refusal(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
       if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);

@@ -50,7 +50,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
 
 /** Tells the background announcer to drop the attachment; one not running has nothing to drop, one not answering stops at its next round (no record). */
 export async function cancelBackground(deps: CommandDeps, stateDir: string, file: string): Promise<'cancelled' | 'not running'> {
-  const { reply } = await deps.askDaemon(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
+  const reply = await deps.askAnnouncer(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
   return reply?.ok ? 'cancelled' : 'not running';
 }
 

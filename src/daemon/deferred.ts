@@ -71,8 +71,8 @@ function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: Po
   if (!check) return frames;
   if (d.conflicts) return withoutConflicts(frames, d.conflicts);
   try {
-    const handOff = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
-    d.probe ??= SteppedPodProbe.start({ ...deps, log: w.log, handOff }, session, w.job.netns, frames, check, now);
+    const release = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
+    d.probe ??= SteppedPodProbe.start({ ...deps, log: w.log, release }, session, w.job.netns, frames, check, now);
     if (d.probe && !d.probe.step(now)) {
       d.checkAt = Math.min(d.checkAt, d.probe.wakeAt(now));
       return undefined;

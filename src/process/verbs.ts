@@ -1,5 +1,5 @@
 // The command-line verbs of the executable, wired to the real process:
-// `daemon` and `hold-fds` (started by ADD), and the CLI verbs of cli.ts.
+// `daemon` (started by a CNI call, or run by the DaemonSet), and the CLI verbs of cli.ts.
 // Loaded only when the executable is run with arguments.
 import { statSync } from 'node:fs';
 import { basename, dirname } from '../path';
@@ -10,7 +10,6 @@ import { runDaemon } from '../daemon/daemon';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { DAEMON_VERB } from '../daemon/paths';
 import { BUILD_ID } from '../build-id';
-import { holdUntilParentExits, HOLD_FDS_VERB } from '../sys/close-after-exit';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
 import type { ProcessWiring } from './wiring';
@@ -18,10 +17,6 @@ import type { ProcessWiring } from './wiring';
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
 export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: readonly string[], err: (line: string) => void): Promise<number> {
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
-  if (verb === HOLD_FDS_VERB) {
-    holdUntilParentExits();
-    return 0;
-  }
   if (verb === DAEMON_VERB) return daemonVerb(wiring, args);
   err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${[...CLI_VERBS, DAEMON_VERB].join(', ')}, --version`);
   return 2;

@@ -16,7 +16,7 @@ export interface ArpReceiver {
   receive(buf: Uint8Array): number | undefined;
   /** Closes the socket; further reads throw. */
   close(): void;
-  /** Gives up the socket without closing it and returns its fd (for closeAfterExit); further reads throw. */
+  /** Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further reads throw. */
   release(): number;
 }
 

@@ -124,12 +124,12 @@ async function bootMs(): Promise<number> {
   return Number((await readFile('/proc/uptime', 'utf8')).split(' ')[0]) * 1000;
 }
 
-/** Live announcer processes started for this container ID (ADD's fd holder gets its grace to exit first). */
+/** Live announcer processes started for this container ID. */
 async function processesOf(containerId: string): Promise<number[]> {
   return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }
 
-/** processesOf, at once: no grace for ADD's fd holder to exit on its own. */
+/** processesOf, at once, without waiting for any to exit. */
 async function processesOfNow(containerId: string): Promise<number[]> {
   return (await ownAnnouncerProcessesNow()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }

@@ -108,7 +108,7 @@ async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
   return { links, neigh, pod };
 }
 
-/** Plugin processes (and ADD's fd holders) of one attachment, by their CNI_CONTAINERID; background announcers are not among them. */
+/** Plugin processes of one attachment, by their CNI_CONTAINERID; background announcers are not among them. */
 async function processesOf(containerId: string): Promise<number[]> {
   return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }

@@ -1,15 +1,14 @@
 // ADD's announcement without root (announceOnAdd): a fake pod and host behind
-// the injected socket opener, a manual clock, a fake background announcer,
-// ARP receivers fed by the test, and a real stateDir. Everything ADD does to
-// the outside is recorded.
+// the injected socket opener, a manual clock with waits on it, a fake
+// background announcer, ARP receivers fed by the test, and a real stateDir.
+// Everything ADD does to the outside is recorded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddDeps, AddJob } from '../../src/announce/announce-on-add';
 import { UNLIMITED, type FrameBudget } from '../../src/announce/frame-budget';
 import type { SocketOpener } from '../../src/announce/session';
-import type { Asked } from '../../src/daemon/client';
-import type { Request } from '../../src/daemon/protocol';
+import type { Reply, Request } from '../../src/daemon/protocol';
 import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
 import type { ArpReceiver } from '../../src/sys/arp-receiver';
@@ -45,19 +44,21 @@ export class AddHarness {
   readonly lines: string[] = [];
   /** Frames sent through the pod's packet socket, with the ifindex. */
   readonly sent: { index: number; frame: Buffer }[] = [];
-  readonly asked: { request: Request; start: boolean; fds: readonly number[] }[] = [];
-  /** Each closeAfterExit call. */
-  readonly closedAfterExit: number[][] = [];
+  readonly asked: { request: Request; start: boolean }[] = [];
+  /** Each release call (sockets whose close is slow). */
+  readonly released: number[][] = [];
   /** Each libc.close. */
   readonly closed: number[] = [];
+  /** Each wait ADD made: its fds and ms. */
+  readonly waited: { fds: number[]; ms: number }[] = [];
   /** Each release of the attachment lock. */
   readonly lockReleases: { remove?: boolean }[] = [];
-  /** ARP frames each receiver (by ifindex) gets when the probe reads. */
+  /** ARP frames each receiver (by ifindex) gets once a frame went out on that interface (an answer to the probe). */
   readonly arpIn = new Map<number, Buffer[]>();
   /** The ifindexes ARP receivers were opened for, per call. */
   readonly receiversOpened: number[][] = [];
   /** What the background announcer answers. */
-  answer: (request: Request, start: boolean) => Asked = () => ({ sent: true, reply: { ok: true } });
+  answer: (request: Request, start: boolean) => Reply | undefined = () => ({ ok: true });
   budget: FrameBudget = UNLIMITED;
   /** Runs when ADD opens the pod's sockets (after it read the previous record). */
   onOpen: () => void = () => undefined;
@@ -86,10 +87,10 @@ export class AddHarness {
 
   deps(): AddDeps {
     return {
-      // poll(2): ARP receivers with frames queued are readable at once; otherwise the clock runs to the timeout.
+      // poll(2) (readArpFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise the clock runs to the timeout.
       libc: fakeLibc({
         pollIn: (fds, ms) => {
-          const ready = fds.map((fd) => (this.arpIn.get(fd - RECEIVER_FD + 2)?.length ?? 0) > 0);
+          const ready = fds.map((fd) => this.answerQueued(fd));
           if (!ready.some(Boolean)) this.timers.advance(ms);
           return ready;
         },
@@ -97,15 +98,28 @@ export class AddHarness {
       }),
       open: this.opener(),
       timers: this.timers,
+      // A wait ends at once when an answer is queued; otherwise the clock runs to its end.
+      waits: {
+        readable: async (fds, ms) => {
+          this.waited.push({ fds: [...fds], ms });
+          if (!fds.some((fd) => this.answerQueued(fd))) this.timers.advance(ms);
+        },
+      },
       log: createLogger((line) => this.lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)),
-      askDaemon: async (_stateDir, request, { start, fds = [] }) => {
-        this.asked.push({ request, start, fds: [...fds] });
+      askAnnouncer: async (_stateDir, request, { start }) => {
+        this.asked.push({ request, start });
         return this.answer(request, start);
       },
       budget: this.budget,
       lockFile: async (path) => ({ path, release: (opts = {}) => void this.lockReleases.push(opts) }),
-      closeAfterExit: (fds) => void this.closedAfterExit.push([...fds]),
+      release: (fds) => void this.released.push([...fds]),
     };
+  }
+
+  /** Whether the receiver on `fd` has an answer to read: ARP queued for its interface, and a frame sent there already. */
+  private answerQueued(fd: number): boolean {
+    const ifindex = fd - RECEIVER_FD + 2;
+    return (this.arpIn.get(ifindex)?.length ?? 0) > 0 && this.sent.some((s) => s.index === ifindex);
   }
 
   private opener(): SocketOpener {
@@ -136,7 +150,7 @@ export class AddHarness {
       ifindex,
       fd,
       receive: (buf) => {
-        const frame = this.arpIn.get(ifindex)?.shift();
+        const frame = this.answerQueued(fd) ? this.arpIn.get(ifindex)?.shift() : undefined;
         if (!frame) return undefined;
         buf.set(frame);
         return frame.length;

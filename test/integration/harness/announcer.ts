@@ -99,7 +99,7 @@ export async function announcerGc(stateDir: string, name: string, lists: Record<
 /**
  * What the announcer left behind: its live processes started by this test
  * process, and the files in stateDir. Waits (bounded) for both to be empty,
- * since a background announcer or an fd holder takes a moment to exit;
+ * since a background announcer takes a moment to exit;
  * resolves with what is still there.
  */
 export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>): Promise<string[]> {

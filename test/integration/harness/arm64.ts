@@ -1,7 +1,7 @@
 // The arm64 build, bin/announcer-arm64, run on this x86-64 machine under
 // qemu-user with Debian's arm64 cross libraries (field notes §13). The sysroot
 // goes in QEMU_LD_PREFIX, not qemu's -L: the environment, unlike qemu's own
-// options, reaches the background announcer and fd holder the plugin starts,
+// options, reaches the background announcer the plugin starts,
 // which it starts through the same qemu (src/sys/emulator.ts).
 import { existsSync } from 'node:fs';
 import type { AnnouncerCommand } from './announcer';

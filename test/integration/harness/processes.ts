@@ -1,5 +1,5 @@
-// Live announcer processes (the plugin itself, ADD's fd holder, or the
-// background announcer of a stateDir), found by scanning /proc, for "nothing
+// Live announcer processes (the plugin itself, or the background announcer
+// of a stateDir), found by scanning /proc, for "nothing
 // outlives its attachment" assertions.
 import { readdir, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -61,7 +61,7 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
       const eq = kv.indexOf('=');
       const key = kv.slice(0, eq);
       if (key === RUN_TAG_ENV) proc.runTag = kv.slice(eq + 1);
-      // A detached process (background announcer, fd holder) has PATH alone: the tag is in it.
+      // A detached process (the background announcer) has PATH alone: the tag is in it.
       if (key === 'PATH') proc.runTag ??= runTagOfPath(kv.slice(eq + 1));
       if (key === 'CNI_CONTAINERID') proc.containerId = kv.slice(eq + 1);
     }
@@ -75,10 +75,6 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
   return found;
 }
 
-/** The argv of ADD's fd holder (src/sys/close-after-exit.ts), which exits on its own once ADD has. */
-const HOLDER = 'hold-fds';
-/** How long a holder may outlive the plugin call that started it before it counts as a leak. */
-const HOLDER_GRACE_MS = 3000;
 /**
  * How long a background announcer may still run before it counts as a leak:
  * tests that check for leaks set a small idleExitMs (a few hundred ms).
@@ -93,12 +89,11 @@ export async function ownAnnouncerProcessesNow(): Promise<AnnouncerProcess[]> {
 /**
  * Live announcer processes started through this test process's plugin calls
  * (by RUN_TAG; a background announcer gets it in the PATH the ADD that
- * started it passes on). fd holders (3 s) and background announcers (5 s) get a grace to exit on
+ * started it passes on). Background announcers get a grace (5 s) to exit on
  * their own first: one still there after it is listed like any other leak.
  */
 export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {
-  const graced = (p: AnnouncerProcess, waited: number): boolean =>
-    (p.argv.includes(HOLDER) && waited < HOLDER_GRACE_MS) || (p.daemonStateDir !== undefined && waited < DAEMON_GRACE_MS);
+  const graced = (p: AnnouncerProcess, waited: number): boolean => p.daemonStateDir !== undefined && waited < DAEMON_GRACE_MS;
   const start = Date.now();
   for (;;) {
     const found = await ownAnnouncerProcessesNow();

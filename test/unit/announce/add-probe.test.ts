@@ -50,13 +50,12 @@ describe('conflictCheck warn', () => {
     expect(h.lines).toContainEqual(
       'WARN address conflict: not announcing 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0) address=10.88.0.5 mac=52:54:00:12:34:56 interface=eth0',
     );
-    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1 setUpMs=0 windowMs=200');
+    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1');
     expect(readBack().job).toMatchObject({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.6'], ipv6: [] }], conflicts: 1 });
-    // The receiver goes to the announcer with the packet socket.
-    expect(h.asked).toEqual([
-      { request: expect.objectContaining({ op: 'sync', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 }), start: true, fds: [RECEIVER_FD, PACKET_FD] },
-    ]);
-    expect(h.closed).toEqual([RECEIVER_FD, PACKET_FD]);
+    expect(h.asked).toEqual([{ request: expect.objectContaining({ op: 'sync', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 }), start: true }]);
+    // The receiver is released once the window is over, the packet socket once round 1 is out: neither closed by ADD itself.
+    expect(h.released).toEqual([[RECEIVER_FD], [PACKET_FD]]);
+    expect(h.closed).toEqual([]);
   });
 
   it('leaves no job when every address of the attachment is in use', async () => {
@@ -64,7 +63,7 @@ describe('conflictCheck warn', () => {
     await announceOnAdd(h.deps(), h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5']); // nothing left to learn: the window ends
     expect(existsSync(file())).toBe(false);
-    expect(h.asked).toEqual([{ request: expect.objectContaining({ op: 'count', conflicts: 1 }), start: false, fds: [RECEIVER_FD, PACKET_FD] }]);
+    expect(h.asked).toEqual([{ request: expect.objectContaining({ op: 'count', conflicts: 1 }), start: false }]);
   });
 
   it('keeps a job for the interfaces that have addresses left', async () => {
@@ -85,7 +84,8 @@ describe('conflictCheck warn', () => {
     h.arpIn.set(2, [replyFrom(NET1_MAC, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
-    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=1 probes=2 conflicts=0 setUpMs=0 windowMs=200');
+    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=1 probes=2 conflicts=0');
+    expect(h.timers.now()).toBe(200); // the whole window
   });
 
   it('probes nothing when round 1 has no IPv4 address', async () => {
@@ -117,6 +117,11 @@ describe('conflictCheck fail', () => {
     await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'fail', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 garp 10.88.0.5', '2 garp 10.88.0.6']);
     expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
+    // Between probes ADD waits on the receiver through the injected waits, never on its own.
+    expect(h.waited).toEqual([
+      { fds: [RECEIVER_FD], ms: 100 },
+      { fds: [RECEIVER_FD], ms: 100 },
+    ]);
   });
 
   it('fails ADD at the first conflict, announcing nothing, and puts the original MAC back', async () => {
@@ -126,13 +131,14 @@ describe('conflictCheck fail', () => {
     expect(err).toBeInstanceOf(AddressConflictError);
     expect((err as AddressConflictError).conflicts).toEqual([{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6']); // the window ended at the conflict
-    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1 setUpMs=0 windowMs=0');
+    expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1');
+    expect(h.timers.now()).toBe(0);
     expect(h.pod.setMacs).toEqual([
       { index: 2, mac: '0a580a580063' },
       { index: 2, mac: '0a580a580005' },
     ]);
     expect(existsSync(file())).toBe(false);
-    expect(h.closedAfterExit).toEqual([[RECEIVER_FD, PACKET_FD]]);
+    expect(h.released).toEqual([[RECEIVER_FD], [PACKET_FD]]);
   });
 
   it('fails ADD with the probe error when the probe cannot run, keeping the set MAC recorded for DEL', async () => {

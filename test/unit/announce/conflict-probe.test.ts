@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictProbe, describeConflict, dropConflicting, probeTargets, runProbe, withoutConflicts, type ProbeIo, type ProbeTarget } from '../../../src/announce/conflict-probe';
+import { ConflictProbe, describeConflict, dropConflicting, probeTargets, sendDueProbes, withoutConflicts, type ProbeTarget } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
 import { createLogger, silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
@@ -89,56 +89,25 @@ describe('ConflictProbe', () => {
   });
 });
 
-/** A ProbeIo on a fake clock: read() advances time by what it waits, and delivers `answers` due by then. */
-function fakeIo(answers: { at: number; ifindex: number; frame: Buffer }[], failSend = false) {
-  let now = 0;
-  const sent: { at: number; index: number; frame: string }[] = [];
-  const waits: number[] = [];
-  const io: ProbeIo = {
-    send: (index, frame) => {
-      if (failSend) throw new Error('sendto: ENETDOWN');
-      sent.push({ at: now, index, frame: frame.toString('hex') });
-    },
-    read: (timeoutMs) => {
-      waits.push(timeoutMs);
-      const arrived = answers.filter((a) => a.at > now && a.at <= now + timeoutMs).sort((x, y) => x.at - y.at);
-      now = arrived.length > 0 ? arrived[0]!.at : now + timeoutMs;
-      return arrived.filter((a) => a.at <= now).map(({ ifindex, frame }) => ({ ifindex, frame }));
-    },
-    now: () => now,
-  };
-  return { io, sent, waits, clock: () => now };
-}
-
-describe('runProbe', () => {
-  it('sends the probes on time and listens for the whole window when nobody answers', () => {
-    const { io, sent, waits, clock } = fakeIo([]);
-    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0), silentLogger);
-    expect(conflicts).toEqual([]);
-    expect(sent.map((s) => [s.at, s.index])).toEqual([
-      [0, 2],
-      [0, 2],
-      [50, 2],
-      [50, 2],
-    ]);
-    expect(sent[0]!.frame).toBe(arpProbe({ mac: OURS, ip: A }).toString('hex'));
-    expect(waits).toEqual([50, 50]);
-    expect(clock()).toBe(100);
+describe('sendDueProbes', () => {
+  it('sends the probes due, on time: one per address per probe', () => {
+    const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
+    const sent: string[] = [];
+    const send = (at: number) => (index: number, frame: Buffer) => void sent.push(`${at} ${index} ${frame.subarray(38, 42).join('.')}`);
+    sendDueProbes(probe, 0, send(0), silentLogger);
+    sendDueProbes(probe, 49, send(49), silentLogger);
+    sendDueProbes(probe, 50, send(50), silentLogger);
+    expect(sent).toEqual(['0 2 10.88.0.5', '0 2 10.88.0.6', '50 2 10.88.0.5', '50 2 10.88.0.6']);
   });
 
-  it('returns the conflicts an answer reveals, ending at the first with stopAtFirst', () => {
-    const { io, sent, clock } = fakeIo([{ at: 3, ifindex: 2, frame: replyFrom(SQUATTER, B) }]);
-    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0, true), silentLogger);
-    expect(conflicts).toEqual([{ address: '10.88.0.6', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
-    expect(clock()).toBe(3);
-    expect(sent).toHaveLength(2); // the second probe was never needed
-  });
-
-  it('keeps listening after a probe that cannot be sent', () => {
-    const { io, clock } = fakeIo([{ at: 80, ifindex: 2, frame: replyFrom(SQUATTER, A) }], true);
-    const conflicts = runProbe(io, new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0), silentLogger);
-    expect(conflicts.map((c) => c.address)).toEqual(['10.88.0.5']);
-    expect(clock()).toBe(100);
+  it('keeps the window going after a probe that cannot be sent', () => {
+    const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
+    sendDueProbes(probe, 0, () => {
+      throw new Error('sendto: ENETDOWN');
+    }, silentLogger);
+    expect(probe.finished(0)).toBe(false);
+    probe.receive(2, replyFrom(SQUATTER, A));
+    expect(probe.conflicts().map((c) => c.address)).toEqual(['10.88.0.5']);
   });
 });
 
@@ -208,10 +177,11 @@ describe('edges of the probe window', () => {
   });
 
   it('logs a probe that cannot be sent, naming the interface', () => {
-    const { io } = fakeIo([], true);
     const lines: string[] = [];
     const log = createLogger((line) => lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
-    runProbe(io, new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0), log);
+    sendDueProbes(new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0), 0, () => {
+      throw new Error('sendto: ENETDOWN');
+    }, log);
     expect(lines).toEqual(['ERROR sending an ARP probe failed interface=net1 error="sendto: ENETDOWN"']);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ResolvedInterface } from '../../../src/announce/pod-interface';
 import type { AnnounceTarget } from '../../../src/announce/readiness';
 import { netnsSockets, openSession, readiness, waitReady, type PodSession, type SocketOpener } from '../../../src/announce/session';
+import type { Waits } from '../../../src/announce/waits';
 import type { Libc } from '../../../src/sys/libc';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import { RtnlEvents } from '../../../src/sys/rtnl';
@@ -29,14 +30,10 @@ interface Trace {
   calls: string[];
 }
 
-/** Libc for the event sockets: poll(2) is `poll`, each socket has one queued notification to drain. */
-function eventLibc(trace: Trace, poll: (fds: readonly number[], ms: number) => boolean[] = (fds) => fds.map(() => false)): Libc {
+/** Libc for the event sockets: each socket has one queued notification to drain. */
+function eventLibc(trace: Trace): Libc {
   const queued = new Set([POD_EVENTS, HOST_EVENTS]);
   return fakeLibc({
-    pollIn: (fds, ms) => {
-      trace.calls.push(`poll ${fds.join(',')} ${ms}`);
-      return poll(fds, ms);
-    },
     recvNow: (fd) => {
       trace.calls.push(`recv ${fd}`);
       if (!queued.delete(fd)) return undefined;
@@ -69,10 +66,10 @@ function opener(w: { pod: FakeNetns; host: FakeNetns }, libc: Libc, trace: Trace
   };
 }
 
-function open(w = world(), names = ['eth0', 'net1'], poll?: (fds: readonly number[], ms: number) => boolean[]) {
+function open(w = world(), names = ['eth0', 'net1']) {
   const trace: Trace = { calls: [] };
-  const libc = eventLibc(trace, poll);
-  const session = openSession({ libc, open: opener(w, libc, trace) }, '/run/netns/pod', names, []);
+  const libc = eventLibc(trace);
+  const session = openSession({ open: opener(w, libc, trace) }, '/run/netns/pod', names, []);
   return { session, trace };
 }
 
@@ -119,13 +116,6 @@ describe('openSession', () => {
     expect(session.missing).toEqual(['net9', 'net8']);
   });
 
-  it('waits for a change on both event sockets, then drains both', () => {
-    const { session, trace } = open();
-    trace.calls = [];
-    session.awaitChange(250);
-    expect(trace.calls).toEqual([`poll ${POD_EVENTS},${HOST_EVENTS} 250`, `recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
-  });
-
   it('drains both event sockets on request, and closes the pod and the host', () => {
     const { session, trace } = open();
     trace.calls = [];
@@ -140,7 +130,7 @@ describe('openSession', () => {
     const trace: Trace = { calls: [] };
     const libc = eventLibc(trace);
     const err = new Error('socket: EMFILE');
-    expect(() => openSession({ libc, open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], [])).toThrow(err);
+    expect(() => openSession({ open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], [])).toThrow(err);
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod']);
   });
 
@@ -158,7 +148,7 @@ describe('openSession', () => {
         return pod;
       },
     };
-    expect(() => openSession({ libc, open: failing }, '/run/netns/pod', ['eth0'], [])).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
+    expect(() => openSession({ open: failing }, '/run/netns/pod', ['eth0'], [])).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod', 'close host']);
   });
 });
@@ -202,37 +192,50 @@ describe('readiness', () => {
 });
 
 describe('waitReady', () => {
-  /** A session whose poll(2) runs `onPoll` (a change in the pod), which says how long the manual clock moves (default: the whole timeout). */
-  function waiting(w: { pod: FakeNetns; host: FakeNetns }, timers: ManualTimers, onPoll: (n: number, ms: number) => number | void = () => undefined) {
-    let polls = 0;
-    const waits: number[] = [];
-    const { session } = open(w, ['eth0', 'net1'], (fds, ms) => {
-      waits.push(ms);
-      timers.advance(onPoll(++polls, ms) ?? ms);
-      return fds.map(() => false);
-    });
-    return { session, waits };
+  /** A session and injected waits whose readable() runs `onWait` (a change in the pod), which says how long the manual clock moves (default: the whole timeout). */
+  function waiting(w: { pod: FakeNetns; host: FakeNetns }, timers: ManualTimers, onWait: (n: number, ms: number) => number | void = () => undefined) {
+    let n = 0;
+    const waitedMs: number[] = [];
+    const { session, trace } = open(w, ['eth0', 'net1']);
+    const waits: Waits = {
+      readable: async (fds, ms) => {
+        trace.calls.push(`wait ${fds.join(',')} ${ms}`);
+        waitedMs.push(ms);
+        timers.advance(onWait(++n, ms) ?? ms);
+      },
+    };
+    return { session, waits, waitedMs, trace };
   }
 
   it('returns at once, without waiting, when everything is ready', async () => {
     const timers = new ManualTimers();
-    const { session, waits } = waiting(world(), timers);
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    const { session, waits, waitedMs } = waiting(world(), timers);
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
     expect(outcome.kind).toBe('ready');
-    expect(waits).toEqual([]);
+    expect(waitedMs).toEqual([]);
+  });
+
+  it('waits on both event sockets through the injected waits, then drains both before it looks again', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    w.host.ports.set(7, PortState.Learning);
+    const { session, waits, trace } = waiting(w, timers, () => void w.host.ports.set(7, PortState.Forwarding));
+    trace.calls = [];
+    expect((await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 250, timers, waits })).kind).toBe('ready');
+    expect(trace.calls).toEqual([`wait ${POD_EVENTS},${HOST_EVENTS} 250`, `recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
   });
 
   it('reads again after each change until ready, waiting only for what is left of the timeout', async () => {
     const timers = new ManualTimers();
     const w = world();
     w.host.ports.set(7, PortState.Learning);
-    const { session, waits } = waiting(w, timers, (n) => {
+    const { session, waits, waitedMs } = waiting(w, timers, (n) => {
       if (n === 2) w.host.ports.set(7, PortState.Forwarding);
       return n === 1 ? 100 : 50; // the first wake-up changes nothing that matters
     });
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
     expect(outcome.kind).toBe('ready');
-    expect(waits).toEqual([1000, 900]);
+    expect(waitedMs).toEqual([1000, 900]);
     expect(timers.now()).toBe(150);
   });
 
@@ -240,12 +243,12 @@ describe('waitReady', () => {
     const timers = new ManualTimers();
     const w = world();
     w.host.ports.set(7, PortState.Listening);
-    const { session, waits } = waiting(w, timers, (n) => {
+    const { session, waits, waitedMs } = waiting(w, timers, (n) => {
       if (n === 1) w.host.ports.set(7, PortState.Learning);
     });
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers });
+    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
     expect(outcome).toEqual({ kind: 'timeout', reasons: ['bridge port veth7 is learning'] });
-    expect(waits).toEqual([1000]);
+    expect(waitedMs).toEqual([1000]);
     expect(timers.now()).toBe(1000);
   });
 
@@ -253,7 +256,7 @@ describe('waitReady', () => {
     const timers = new ManualTimers();
     const w = world();
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
-    const { session } = waiting(w, timers, () => void (w.pod.links = []));
-    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers })).toEqual({ kind: 'gone', name: 'eth0' });
+    const { session, waits } = waiting(w, timers, () => void (w.pod.links = []));
+    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits })).toEqual({ kind: 'gone', name: 'eth0' });
   });
 });

@@ -34,12 +34,13 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     libc: () => fakeLibc({ openPacketSocket: () => 99, close: () => undefined }),
     timers,
     logger: (_config, ids) => createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
-    askDaemon: async (stateDir, request, opts) => {
+    waits: { readable: () => expect.fail('DEL waits on no fd') },
+    askAnnouncer: async (stateDir, request, opts) => {
       asked.push({ stateDir, request, start: opts.start });
-      return { sent: true, reply: { ok: true } };
+      return { ok: true };
     },
     frameBudget: () => UNLIMITED,
-    closeAfterExit: () => undefined,
+    release: () => expect.fail('DEL releases no socket'),
     lockFile: (path, timeoutMs) => {
       lockCalls.push({ path, timeoutMs });
       return acquireFileLock(path, timeoutMs, { tryLock, now: timers.now, sleep: timers.sleep });
@@ -104,8 +105,14 @@ describe('DEL', () => {
 
   it('does not start a background announcer to cancel, and says none was running', async () => {
     writeRecord(stateDir, record({ job: JOB }));
-    await del(deps({ askDaemon: async () => ({ sent: false }) }), delRequest());
+    await del(deps({ askAnnouncer: async () => undefined }), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
+    expect(lines.at(-1)).toMatch(/background="not running"/);
+  });
+
+  it('counts a refused cancel as nothing cancelled', async () => {
+    writeRecord(stateDir, record({ job: JOB }));
+    await del(deps({ askAnnouncer: async () => ({ ok: false, error: 'unknown record' }) }), delRequest());
     expect(lines.at(-1)).toMatch(/background="not running"/);
   });
 
