@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
-SOURCES := $(shell find src -name '*.ts') scripts/build.mjs package.json package-lock.json
+SOURCES := $(shell find src scripts/build -name '*.ts') scripts/build.mjs package.json package-lock.json
 # x64: baseline x86-64 (no AVX2 needed); arm64: cross-built from the npm registry's packages.
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
