@@ -168,9 +168,21 @@ function embedPlugin({ path: addonAsset, offset: addonOffset, koffiVersion }, us
       // Bun's node:* builtins other than node:fs are written in JS, and the first one a run loads
       // costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used).
       b.onResolve({ filter: /^(node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(\/.*)?$/ }, (a) => {
+        // The shim starts the announcer with node:child_process, loaded only then (no FFI on its path).
+        if (a.importer === join(root, 'src/sys/spawn-child.ts') && /^(node:)?child_process$/.test(a.path)) return undefined;
         if (a.importer.startsWith(join(root, 'src'))) fail(`${relative(root, a.importer)} imports ${a.path}: product code uses only node:fs (see src/path.ts)`);
         return undefined;
       });
+      // A module with a Bun twin (src/sys/X.bun.ts beside src/sys/X.ts) is left out of the binary: the
+      // runtime's selector loads the twin, and a run that picked the Node one would fail loudly.
+      b.onResolve({ filter: /^\.\/[\w-]+$/ }, (a) => {
+        if (!a.importer.startsWith(join(root, 'src')) || !existsSync(join(dirname(a.importer), `${a.path}.bun.ts`))) return undefined;
+        return { path: `node-twin:${relative(root, join(dirname(a.importer), a.path))}`, namespace: 'cni-announcer' };
+      });
+      b.onLoad({ filter: /^node-twin:/, namespace: 'cni-announcer' }, (a) => ({
+        loader: 'js',
+        contents: `throw new Error(${JSON.stringify(`${a.path.slice('node-twin:'.length)}.ts is the Node twin, not in the Bun build: load its .bun.ts`)});`,
+      }));
       // Bun would embed any other native module itself and extract it to /tmp at run time.
       b.onResolve({ filter: /\.node$/ }, (a) => fail(`${relative(root, a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`));
       // The netlink package's socket addon needs libuv's uv_poll_init, which Bun lacks.

@@ -1,6 +1,7 @@
 // One request to the announcer and its answer (see wire.ts): connect, write the request line, wait
 // for `ack` at most ACK_MS from the write, then take lines until the end with at most SILENCE_MS
 // between two. The transport and the clock are injected; the socket is closed on every outcome.
+import { readFileSync } from 'node:fs';
 import type { ConnectUnix, Connection } from '../sys/stream-connection';
 import { ACK_MS, decodeReply, encodeRequest, MAX_REQUEST_LINE, SILENCE_MS, splitLines, WIRE_VERSION, type RequestBody } from './wire';
 
@@ -19,7 +20,7 @@ export type Outcome =
   /** End of stream, a socket error or a line that is not the protocol's, before the end. */
   | { dropped: true };
 
-/** CLOCK_MONOTONIC in ms, and a timer that `after` starts and its result cancels. */
+/** CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and its result cancels. */
 export interface ShimClock {
   now(): number;
   after(ms: number, fire: () => void): () => void;
@@ -31,10 +32,19 @@ export interface ExchangeDeps {
   clock: ShimClock;
 }
 
-/** The real clock: process.hrtime (CLOCK_MONOTONIC on Linux) and setTimeout. */
-export function monotonicClock(): ShimClock {
+/**
+ * The real clock without FFI: /proc/uptime (CLOCK_BOOTTIME in centiseconds, read once) carried on by
+ * performance.now(). Bun's process.hrtime counts from the process's start, not CLOCK_MONOTONIC's
+ * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: an `ackBy` from it
+ * falls due early, never late, to an announcer that reads CLOCK_BOOTTIME.
+ */
+export function bootClock(uptime: () => string = () => readFileSync('/proc/uptime', 'latin1')): ShimClock {
+  let origin: number | undefined;
   return {
-    now: () => Number(process.hrtime.bigint() / 1000n) / 1000,
+    now: () => {
+      origin ??= Math.round(Number(uptime().split(' ')[0]) * 100) * 10 - performance.now();
+      return origin + performance.now();
+    },
     after: (ms, fire) => {
       const timer = setTimeout(fire, ms);
       return () => clearTimeout(timer);

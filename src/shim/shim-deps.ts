@@ -1,17 +1,17 @@
-// The shim's real dependencies: the runtime's unix-stream twin, CLOCK_MONOTONIC, and a start that
+// The shim's real dependencies: the runtime's unix-stream twin, CLOCK_BOOTTIME, and a start that
 // loads its modules (node:child_process among them) only when an announcer must be started.
 import { selfCommand } from '../self-command';
 import { detachedEnv } from '../sys/detached-env';
 import { userModeEmulator } from '../sys/emulator';
 import { loadTransport } from '../sys/unix-stream-select';
-import { exchange, monotonicClock } from './exchange';
+import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
 import { withAnnouncerAddress } from './socket-address';
 
 /** ShimDeps for this process, sending `build` in every request. */
 export async function realShimDeps(build: string): Promise<ShimDeps> {
   const { connectUnix } = await loadTransport();
-  const clock = monotonicClock();
+  const clock = bootClock();
   return {
     clock,
     exchange: (stateDir, body) =>
