@@ -38,12 +38,12 @@ export interface ExchangeDeps {
  * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: an `ackBy` from it
  * falls due early, never late, to an announcer that reads CLOCK_BOOTTIME.
  */
-export function bootClock(uptime: () => string = () => readFileSync('/proc/uptime', 'latin1')): ShimClock {
+export function bootClock(uptime: () => string = () => readFileSync('/proc/uptime', 'latin1'), elapsed: () => number = () => performance.now()): ShimClock {
   let origin: number | undefined;
   return {
     now: () => {
-      origin ??= Math.round(Number(uptime().split(' ')[0]) * 100) * 10 - performance.now();
-      return origin + performance.now();
+      origin ??= Math.round(Number(uptime().split(' ')[0]) * 100) * 10 - elapsed();
+      return origin + elapsed();
     },
     after: (ms, fire) => {
       const timer = setTimeout(fire, ms);
