@@ -19,7 +19,7 @@ function deps(outcomes: Outcome[]) {
   return { d, sent, starts };
 }
 
-describe('askAnnouncer', () => {
+describe('askAnnouncer', { timeout: 5000 }, () => {
   it("sends { control } and resolves with the announcer's value", async () => {
     const { d, sent } = deps([{ control: { jobs: 1 } }]);
     expect(await askAnnouncer('/s', { op: 'status' }, { start: false, timeoutMs: 100 }, d)).toEqual({ jobs: 1 });

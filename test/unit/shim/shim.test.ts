@@ -33,7 +33,7 @@ function harness(outcomes: Outcome[], start: () => Promise<unknown> = async () =
 
 const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
 
-describe('runShim', () => {
+describe('runShim', { timeout: 5000 }, () => {
   it("forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit", async () => {
     const h = harness([{ end: { exit: 7, stdout: 'result' } }]);
     expect(await h.result()).toEqual({ exit: 7 });
