@@ -56,10 +56,13 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
   return {
     write: (text) => {
       const bytes = new TextEncoder().encode(text);
-      const joined = new Uint8Array(pending.length + bytes.length);
-      joined.set(pending);
-      joined.set(bytes, pending.length);
-      pending = joined;
+      if (pending.length === 0) pending = bytes;
+      else {
+        const joined = new Uint8Array(pending.length + bytes.length);
+        joined.set(pending);
+        joined.set(bytes, pending.length);
+        pending = joined;
+      }
       flush(socket);
     },
     close: () => {
