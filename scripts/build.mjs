@@ -137,11 +137,11 @@ function buildTarget({ arch, cpu }, versions) {
   return fail(`unsupported --cpu=${cpu} (baseline or modern)`);
 }
 
-/** The npm packages the build took code from (koffi's addon asset left out); the metafile's paths are relative to the working directory. */
+/** The npm packages the build took code from (koffi's addon asset and the plugin's virtual modules left out); the metafile's paths are relative to the working directory. */
 function bundledPackages(metafile, addonAsset) {
   return new Set(
     Object.keys(metafile?.inputs ?? {})
-      .filter((p) => addonAsset === undefined || realpathSync(resolve(p)) !== realpathSync(addonAsset))
+      .filter((p) => !p.startsWith('cni-announcer:') && (addonAsset === undefined || realpathSync(resolve(p)) !== realpathSync(addonAsset)))
       .map((p) => /(?:^|[\\/])node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(p)?.[1])
       .filter(Boolean),
   );

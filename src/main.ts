@@ -1,12 +1,12 @@
-// The process entry point: wires env, stdin and stdout into the dispatcher.
+// The process entry point: forwards a CNI command to the node's announcer (src/shim/), else
+// wires env, stdin and stdout into the in-process dispatcher.
 // Run with arguments, it is one of the verbs (src/process/verbs.ts). What a
 // command needs is loaded when it runs, so that VERSION loads only the
 // protocol layer: start-up is the plugin's latency, once per pod.
 import { writeSync } from 'node:fs';
-import { aboutText, versionText } from './about';
-import { crashReply, dispatch, type CniPlugin } from './cni/dispatch';
-import { selfCommand } from './self-command';
-import { userModeEmulator } from './sys/emulator';
+import { aboutText, VERSION, versionText } from './about';
+import type { CniPlugin } from './cni/dispatch';
+import type { ShimResult } from './shim/shim';
 import { readStdinBounded } from './sys/stdin';
 
 /** Writes the CNI reply with write(2): process.stdout would load node:net and streams (~8 ms). */
@@ -52,8 +52,6 @@ async function main(): Promise<void> {
     writeSync(2, aboutText());
     return process.exit(0);
   }
-  // What starts this program again (`ps` then shows e.g. `/opt/cni/bin/announcer daemon …`).
-  const plugin = lazyPlugin(() => selfCommand(process.argv, process.execPath, userModeEmulator()));
   // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as
   // one CNI error object and exit 1, never a stack trace.
   let replied = false;
@@ -62,17 +60,42 @@ async function main(): Promise<void> {
     writeStdout(text);
   };
   const crash = (err: unknown): void => {
-    try {
-      if (!replied) reply(crashReply(err));
-    } finally {
-      process.exit(1);
-    }
+    // The shim does not load the in-process dispatch: a crash there loads it for its error reply.
+    void import('./cni/dispatch')
+      .then(({ crashReply }) => {
+        if (!replied) reply(crashReply(err));
+      })
+      .finally(() => process.exit(1));
   };
   process.on('uncaughtException', crash);
   process.on('unhandledRejection', crash);
-  const code = await dispatch({ env: process.env, readStdin: readStdinBounded, writeStdout: reply }, plugin);
+  let readStdin = readStdinBounded;
+  // The node's announcer runs the command (issue 18); VERSION stays here.
+  if (process.env.CNI_COMMAND !== 'VERSION') {
+    const shimmed = await forwardToAnnouncer(reply);
+    if ('exit' in shimmed) return process.exit(shimmed.exit);
+    // In-process, on the bytes the shim read.
+    if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdinBounded);
+  }
+  const [{ dispatch }, { selfCommand }, { userModeEmulator }] = await Promise.all([import('./cni/dispatch'), import('./self-command'), import('./sys/emulator')]);
+  // What starts this program again (`ps` then shows e.g. `/opt/cni/bin/announcer daemon …`).
+  const plugin = lazyPlugin(() => selfCommand(process.argv, process.execPath, userModeEmulator()));
+  const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, plugin);
   // stdout was written synchronously: exit now, whatever handles are still open.
   process.exit(code);
+}
+
+/** Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here. */
+// Loaded here, not at start-up: VERSION needs none of it.
+async function forwardToAnnouncer(writeStdout: (text: string) => void): Promise<ShimResult> {
+  const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
+  let deps;
+  try {
+    deps = await realShimDeps(VERSION);
+  } catch (err) {
+    return { fallback: `shim: ${(err as Error).message}`, stdin: undefined };
+  }
+  return runShim({ env: process.env, readStdin: readStdinBounded, writeStdout }, deps);
 }
 
 main().catch(() => process.exit(1));

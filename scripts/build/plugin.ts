@@ -1,7 +1,8 @@
 // The Bun plugin of scripts/build.mjs: it takes koffi's API from its addon, embedded as plain bytes, and
 // refuses what cannot, or must not, go into the binary. Its refusals are its whole point: each throws
 // and fails the build, naming the importer.
-import { join, relative, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 
 /** What Bun hands an onResolve callback (the part the plugin reads). */
 export interface ResolveArgs {
@@ -12,7 +13,8 @@ export interface ResolveArgs {
 
 /** The part of Bun's PluginBuilder the plugin uses (Bun's types are not in this project's tsconfig). */
 export interface PluginBuilder {
-  onResolve(options: { filter: RegExp }, callback: (args: ResolveArgs) => { path: string } | undefined): void;
+  onResolve(options: { filter: RegExp }, callback: (args: ResolveArgs) => { path: string; namespace?: string } | undefined): void;
+  onLoad(options: { filter: RegExp; namespace: string }, callback: (args: { path: string }) => { loader: 'js'; contents: string }): void;
 }
 
 /** The specifier under which src/native/embedded-koffi.ts imports koffi's addon (declared in src/native/assets.d.ts). */
@@ -27,7 +29,7 @@ export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
  */
 export const BUILTINS_ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'src/sys/unix-stream.ts': ['net'],
-  'src/shim/start.ts': ['child_process'],
+  'src/sys/spawn-child.ts': ['child_process'],
 };
 
 const BUILTIN = /^(?:node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(?:\/.*)?$/;
@@ -81,6 +83,16 @@ export function embedPlugin(root: string, addonAsset: string, used: { addon: boo
         used.addon = true;
         return { path: addonAsset };
       });
+      // A module with a Bun twin (src/sys/X.bun.ts beside src/sys/X.ts) is left out of the binary: the
+      // runtime's selector loads the twin, and a run that picked the Node one would fail loudly.
+      b.onResolve({ filter: /^\.\/[\w-]+$/ }, (a) => {
+        if (!a.importer.startsWith(join(root, 'src')) || !existsSync(join(dirname(a.importer), `${a.path}.bun.ts`))) return undefined;
+        return { path: `node-twin:${rel(join(dirname(a.importer), a.path))}`, namespace: 'cni-announcer' };
+      });
+      b.onLoad({ filter: /^node-twin:/, namespace: 'cni-announcer' }, (a) => ({
+        loader: 'js',
+        contents: `throw new Error(${JSON.stringify(`${a.path.slice('node-twin:'.length)}.ts is the Node twin, not in the Bun build: load its .bun.ts`)});`,
+      }));
       // Bun would embed any other native module itself and extract it to /tmp at run time.
       b.onResolve({ filter: /\.node$/ }, (a) => {
         throw new Error(`${rel(a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`);

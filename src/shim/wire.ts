@@ -15,6 +15,13 @@ export const MAX_REQUEST_LINE = 6 * MAX_FORWARDED_STDIN + 64 * 1024;
 
 /** Without an `ack` this long after the request went out, the announcer is taken for hung. */
 export const ACK_MS = 300;
+/** The announcer's socket in stateDir (mode 0600). */
+export const ANNOUNCER_SOCKET = 'announcer.sock';
+/** Created O_EXCL by the shim that starts the announcer; the announcer removes it once it listens. */
+export const START_MARKER = 'announcer-start.marker';
+/** How long a shim waits for the announcer it starts to listen; a start marker older than this is stale. */
+export const START_MS = 2000;
+
 /** Between the announcer's lines while a command runs. */
 export const BEAT_MS = 100;
 /** Silence this long after the `ack` (no `beat`, no end) and the announcer is taken for hung. */
@@ -28,7 +35,7 @@ export type WireRequest = RequestBody & {
   v: number;
   /** The build of the sender: an announcer whose own executable was replaced hands over when a request from another build comes. */
   build: string;
-  /** CLOCK_MONOTONIC ms after which the sender no longer waits for the `ack`: the announcer then drops the request unread, and never runs it. */
+  /** CLOCK_BOOTTIME ms (libc.bootTimeMs(); the shim reads it from /proc/uptime, up to 10 ms behind) after which the sender no longer waits for the `ack`: the announcer then drops the request unread, and never runs it. */
   ackBy: number;
 };
 

@@ -1,22 +1,9 @@
+import { detachedEnv } from './detached-env';
 import { userModeEmulator } from './emulator';
 import type { Libc } from './libc';
 import { processStartTime, type ProcessId } from './processes';
 
-/** PATH for a detached process when this one has none. */
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-/**
- * The environment of a detached process: PATH alone. It outlives the command that starts it, so it
- * must carry nothing of one call: not a pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS, nor CNI_COMMAND,
- * which would make it a plugin call again were it to run itself, nor the runtime's own variables
- * (containerd passes `LD_LIBRARY_PATH=<opt>/lib:`, whose empty entry means the current directory).
- * Under a user-mode emulator (sys/emulator.ts) its own QEMU_* settings go along too: the child runs
- * through the same emulator and cannot start without them (QEMU_LD_PREFIX: the emulated libraries).
- */
-export function detachedEnv(env: Readonly<Record<string, string | undefined>>, emulated: boolean): string[] {
-  const emulator = emulated ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : [])) : [];
-  return [`PATH=${env.PATH || DEFAULT_PATH}`, ...emulator];
-}
+export { detachedEnv } from './detached-env';
 
 /**
  * Starts `...command ...args` detached: its own session, stdio on /dev/null

@@ -55,10 +55,18 @@ function staticGraph(entry: string): Set<string> {
 describe("start-up's static imports", () => {
   it('leave the options, their schemas and the config parser to the commands that need them', () => {
     const graph = staticGraph('src/main.ts');
-    expect(graph).toContain('src/cni/dispatch.ts');
+    expect(graph).toContain('src/about.ts');
     for (const lazy of ['src/cni/config.ts', 'src/cni/options.ts', 'src/cni/option-schema.ts', 'src/cni/schema.ts']) {
       expect(graph).not.toContain(lazy);
     }
+  });
+
+  it("leave FFI and validation off the shim's path: its modules, and the unix-stream twin it loads", () => {
+    const graph = new Set([...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/sys/unix-stream.bun.ts'), ...staticGraph('src/sys/unix-stream.ts'), ...staticGraph('src/shim/start.ts'), ...staticGraph('src/sys/private-dir.ts'), ...staticGraph('src/sys/spawn-child.ts')]);
+    expect(graph).toContain('src/shim/exchange.ts');
+    expect(graph).toContain('src/sys/unix-stream-select.ts');
+    const banned = [...graph].filter((f) => f === 'src/sys/libc.ts' || f === 'src/sys/koffi.ts' || f.startsWith('src/native/') || /^src\/cni\/(config|options|option-schema|schema)\.ts$/.test(f));
+    expect(banned).toEqual([]);
   });
 
   it('are followed through a value import (the walk would see a regression)', () => {

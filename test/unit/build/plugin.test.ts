@@ -73,15 +73,15 @@ describe('builtinRefusals', () => {
   });
 
   it('allows each module only the builtins its allow-list names', () => {
-    expect(BUILTINS_ALLOWED).toEqual({ 'src/sys/unix-stream.ts': ['net'], 'src/shim/start.ts': ['child_process'] });
+    expect(BUILTINS_ALLOWED).toEqual({ 'src/sys/unix-stream.ts': ['net'], 'src/sys/spawn-child.ts': ['child_process'] });
     const meta = metafile({
       'src/sys/unix-stream.ts': ['node:net', 'net', 'node:child_process'],
-      'src/shim/start.ts': ['node:child_process', 'node:net'],
+      'src/sys/spawn-child.ts': ['node:child_process', 'node:net'],
       'src/shim/unix-stream.ts': ['node:net'],
     });
     expect(builtinRefusals(meta, ROOT, ROOT)).toEqual([
       refusal('src/sys/unix-stream.ts', 'node:child_process'),
-      refusal('src/shim/start.ts', 'node:net'),
+      refusal('src/sys/spawn-child.ts', 'node:net'),
       refusal('src/shim/unix-stream.ts', 'node:net'),
     ]);
   });

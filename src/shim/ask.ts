@@ -1,0 +1,29 @@
+// A control request to the node's announcer (status, sync, cancel, count), over the shim's
+// transport and exchange.
+import type { ShimDeps } from './shim';
+import { startAndRetry, wantsStart } from './shim';
+
+/** How to ask: whether to start an absent announcer, and how long to wait for one that starts. */
+export interface AskOptions {
+  start: boolean;
+  timeoutMs: number;
+}
+
+/** The announcer's answer to `control`, or undefined when none came (absent, hung, dropped, refused). */
+export async function askAnnouncer(stateDir: string, control: Record<string, unknown>, options: AskOptions, deps?: ShimDeps): Promise<unknown> {
+  const d = deps ?? (await defaultDeps());
+  const body = { control };
+  let outcome = await d.exchange(stateDir, body);
+  if (options.start && wantsStart(outcome)) {
+    const retried = await startAndRetry(d, stateDir, body, options.timeoutMs);
+    if (typeof retried === 'string') return undefined;
+    outcome = retried;
+  }
+  return 'control' in outcome ? outcome.control : undefined;
+}
+
+/** This process's ShimDeps, loaded on the first ask. */
+async function defaultDeps(): Promise<ShimDeps> {
+  const [{ realShimDeps }, { VERSION }] = await Promise.all([import('./shim-deps'), import('../about')]);
+  return realShimDeps(VERSION);
+}

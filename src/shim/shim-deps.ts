@@ -1,0 +1,41 @@
+// The shim's real dependencies: the runtime's unix-stream twin, CLOCK_BOOTTIME, and a start that
+// loads its modules (node:child_process among them) only when an announcer must be started.
+import { selfCommand } from '../self-command';
+import { detachedEnv } from '../sys/detached-env';
+import { userModeEmulator } from '../sys/emulator';
+import { loadTransport } from '../sys/unix-stream-select';
+import { exchange, bootClock } from './exchange';
+import type { ShimDeps } from './shim';
+import { withAnnouncerAddress } from './socket-address';
+
+/** ShimDeps for this process, sending `build` in every request. */
+export async function realShimDeps(build: string): Promise<ShimDeps> {
+  const { connectUnix } = await loadTransport();
+  const clock = bootClock();
+  return {
+    clock,
+    exchange: (stateDir, body) =>
+      withAnnouncerAddress(stateDir, (address) => exchange({ connect: connectUnix, clock }, address, body, build)).catch((err: unknown) => ({
+        // The O_PATH open of a long stateDir failed: as connect(2) would have.
+        unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
+      })),
+    start: async (stateDir) => {
+      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
+        import('./start'),
+        import('../sys/spawn-child'),
+        import('../sys/private-dir'),
+      ]);
+      const emulator = userModeEmulator();
+      return startAnnouncer(
+        {
+          ensureStateDir: (dir) => ensurePrivateDir(dir),
+          wallNow: Date.now,
+          spawn: spawnChild,
+          self: selfCommand(process.argv, process.execPath, emulator),
+          env: envObject(detachedEnv(process.env, emulator !== undefined)),
+        },
+        stateDir,
+      );
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// Starts the node's announcer from a shim, without FFI, at most once across shims that find it
+// absent together: the one that creates the start marker (O_EXCL) spawns it; the others, and it,
+// then retry the connection. The announcer takes its own flock and removes the marker once it
+// listens, so the marker only keeps a herd from spawning a process each.
+import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { join } from '../path';
+import { START_MARKER, START_MS } from './wire';
+
+/** What starting needs: the files, the wall clock, the spawner and what to spawn. */
+export interface StartDeps {
+  /** Creates stateDir 0700 if missing, and refuses one another user could change (see sys/private-dir.ts). */
+  ensureStateDir(stateDir: string): void;
+  /** Wall-clock ms, compared with the marker's mtime. */
+  wallNow(): number;
+  /** Starts `command` detached with `env` (src/sys/spawn-child.ts). */
+  spawn(command: readonly string[], env: Readonly<Record<string, string>>): void;
+  /** The command that starts this program again (selfCommand). */
+  self: readonly string[];
+  /** The announcer's environment: PATH alone, plus QEMU_* under a user-mode emulator (detachedEnv). */
+  env: Readonly<Record<string, string>>;
+}
+
+/** The verb that runs the announcer. */
+export const ANNOUNCER_VERB = 'daemon';
+
+/** Creates the start marker; false when another shim holds a fresh one (a stale one is removed and taken). */
+export function takeStartMarker(stateDir: string, wallNow: () => number): boolean {
+  const marker = join(stateDir, START_MARKER);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      closeSync(openSync(marker, 'wx', 0o600));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (attempt > 0) return false; // another shim took it after the stale one went
+    }
+    let age: number;
+    try {
+      age = wallNow() - statSync(marker).mtimeMs;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      continue; // removed since: take it
+    }
+    if (age <= START_MS) return false;
+    // Stale: its shim died, or its announcer never came up.
+    try {
+      unlinkSync(marker);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
+/** Starts `announcer daemon <stateDir>` unless another shim is starting it: 'spawned' or 'starting'. Throws on a file or spawn error. */
+export function startAnnouncer(deps: StartDeps, stateDir: string): 'spawned' | 'starting' {
+  deps.ensureStateDir(stateDir);
+  if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
+  try {
+    deps.spawn([...deps.self, ANNOUNCER_VERB, stateDir], deps.env);
+  } catch (err) {
+    try {
+      unlinkSync(join(stateDir, START_MARKER));
+    } catch {
+      // the error that matters is the spawn's
+    }
+    throw err;
+  }
+  return 'spawned';
+}
+
+/** The environment list of detachedEnv (`K=V` strings) as spawn takes it. */
+export function envObject(list: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of list) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return out;
+}

@@ -1,0 +1,124 @@
+// Starting the announcer from shims: one start marker (O_EXCL) per start, a stale one taken over,
+// the command and environment it spawns with; and a shim that finds no announcer, starts one
+// (here a fake that listens) and gets its answer.
+import { existsSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exchange } from '../../../src/shim/exchange';
+import { runShim } from '../../../src/shim/shim';
+import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
+import { encodeReply, START_MARKER, START_MS } from '../../../src/shim/wire';
+import { connectUnix } from '../../../src/sys/unix-stream';
+import { fakeAnnouncer, fakeClock, type FakeAnnouncer } from './fakes';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'shim-start-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+// Wall time now: markers made by the test are fresh.
+const NOW = Math.floor(Date.now() / 1000) * 1000;
+
+function deps(spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[], spawn?: () => void): StartDeps {
+  return {
+    ensureStateDir: () => undefined,
+    wallNow: () => NOW,
+    spawn: (command, env) => {
+      spawned.push({ command, env });
+      spawn?.();
+    },
+    self: ['/opt/cni/bin/announcer'],
+    env: { PATH: '/bin' },
+  };
+}
+
+describe('startAnnouncer', () => {
+  it('spawns `self daemon <stateDir>` with its env, once, however many shims ask together', () => {
+    const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
+    const results = Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir));
+    expect(results).toEqual(['spawned', 'starting', 'starting', 'starting', 'starting']);
+    expect(spawned).toEqual([{ command: ['/opt/cni/bin/announcer', 'daemon', dir], env: { PATH: '/bin' } }]);
+    expect(statSync(join(dir, START_MARKER)).mode & 0o777).toBe(0o600);
+  });
+
+  it('takes over a marker older than START_MS, not a fresh one', () => {
+    const marker = join(dir, START_MARKER);
+    writeFileSync(marker, '');
+    utimesSync(marker, (NOW - START_MS) / 1000, (NOW - START_MS) / 1000);
+    expect(takeStartMarker(dir, () => NOW)).toBe(false);
+    utimesSync(marker, (NOW - START_MS - 1000) / 1000, (NOW - START_MS - 1000) / 1000);
+    expect(takeStartMarker(dir, () => NOW)).toBe(true);
+    expect(takeStartMarker(dir, () => NOW)).toBe(false);
+  });
+
+  it('removes its marker when the spawn fails, so the next shim can start one', () => {
+    expect(() =>
+      startAnnouncer(
+        deps([], () => {
+          throw new Error('spawn ENOENT');
+        }),
+        dir,
+      ),
+    ).toThrow('spawn ENOENT');
+    expect(existsSync(join(dir, START_MARKER))).toBe(false);
+  });
+
+  it('creates stateDir before the marker', () => {
+    const made: string[] = [];
+    startAnnouncer({ ...deps([]), ensureStateDir: (d) => void made.push(d) }, dir);
+    expect(made).toEqual([dir]);
+  });
+});
+
+describe('envObject', () => {
+  it("turns detachedEnv's K=V list into spawn's object", () => {
+    expect(envObject(['PATH=/a:/b', 'QEMU_LD_PREFIX=/x=y', 'junk'])).toEqual({ PATH: '/a:/b', QEMU_LD_PREFIX: '/x=y' });
+  });
+});
+
+describe('a shim that finds no announcer', () => {
+  let announcer: FakeAnnouncer | undefined;
+  afterEach(async () => {
+    await announcer?.stop();
+    announcer = undefined;
+  });
+
+  it('starts one (its spawn is the fake announcer starting) and gets its answer', async () => {
+    const clock = fakeClock();
+    const spawned: unknown[] = [];
+    const startDeps: StartDeps = {
+      ...deps([]),
+      spawn: (command) => {
+        spawned.push(command);
+        void fakeAnnouncer((t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })), { dir }).then((a) => {
+          announcer = a;
+        });
+      },
+    };
+    const printed: string[] = [];
+    const stdin = new TextEncoder().encode(JSON.stringify({ stateDir: dir }));
+    const result = runShim(
+      { env: { CNI_COMMAND: 'ADD' }, readStdin: async () => stdin, writeStdout: (t) => void printed.push(t) },
+      {
+        clock,
+        exchange: (stateDir, body) => exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b'),
+        start: async (stateDir) => startAnnouncer(startDeps, stateDir),
+      },
+    );
+    // Let the retry timers go as soon as they are set.
+    while (printed.length === 0 && spawned.length <= 1) {
+      await new Promise((r) => setImmediate(r));
+      const retry = clock.timers.find((t) => t.ms === 5);
+      if (retry) {
+        clock.timers.splice(clock.timers.indexOf(retry), 1);
+        retry.fire();
+      }
+    }
+    expect(await result).toEqual({ exit: 0 });
+    expect(printed).toEqual(['answered']);
+    expect(spawned).toHaveLength(1);
+    expect(announcer?.taken).toHaveLength(1);
+  });
+});
