@@ -10,12 +10,10 @@ import { netnsSockets } from './announce/session';
 import { realTimers } from './announce/timers';
 import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
 import { statusCommand, STATUS_VERB } from './commands/status-cli';
-import { askDaemon } from './daemon/client';
+import { checkReply } from './daemon/protocol';
+import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
-
-/** How long `status` waits for the background announcer to answer. */
-const STATUS_TIMEOUT_MS = 2000;
 
 /** The verbs runVerb handles. */
 export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB];
@@ -31,9 +29,8 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
     const timers = realTimers(() => libc.bootTimeMs());
     const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
     if (verb === ANNOUNCE_VERB) return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
-    const client = { libc, sockets: libc, now: timers.now };
     return statusCommand(
-      { ask: async (stateDir) => (await askDaemon(client, stateDir, { op: 'status' }, STATUS_TIMEOUT_MS)).reply, records: listRecords, bootMs: timers.bootMs, ...io },
+      { ask: async (stateDir) => checkReply(await askAnnouncer(stateDir, { op: 'status' }, { start: false, timeoutMs: 0 })), records: listRecords, bootMs: timers.bootMs, ...io },
       args,
     );
   }

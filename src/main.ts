@@ -4,7 +4,8 @@
 // command needs is loaded when it runs, so that VERSION loads only the
 // protocol layer: start-up is the plugin's latency, once per pod.
 import { writeSync } from 'node:fs';
-import { aboutText, VERSION, versionText } from './about';
+import { aboutText, versionText } from './about';
+import { BUILD_ID } from './build-id';
 import type { CniPlugin } from './cni/dispatch';
 import type { ShimResult } from './shim/shim';
 import { readStdinBounded } from './sys/stdin';
@@ -21,12 +22,12 @@ function writeStdout(text: string): void {
   }
 }
 
-/** The plugin, loaded with its dependencies on its first command (VERSION never calls one); `self()` starts this program again. */
-function lazyPlugin(self: () => readonly string[]): CniPlugin {
+/** The plugin, loaded with its dependencies on its first command (VERSION never calls one). */
+function lazyPlugin(): CniPlugin {
   let loaded: Promise<CniPlugin> | undefined;
   const plugin = (): Promise<CniPlugin> =>
     (loaded ??= Promise.all([import('./plugin'), import('./process/plugin-deps'), import('./process/wiring')]).then(
-      ([{ announcerPlugin }, { pluginDeps }, { processWiring }]) => announcerPlugin(pluginDeps(processWiring(), self())),
+      ([{ announcerPlugin }, { pluginDeps }, { processWiring }]) => announcerPlugin(pluginDeps(processWiring())),
     ));
   return {
     add: async (req) => (await plugin()).add(req),
@@ -77,10 +78,8 @@ async function main(): Promise<void> {
     // In-process, on the bytes the shim read.
     if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdinBounded);
   }
-  const [{ dispatch }, { selfCommand }, { userModeEmulator }] = await Promise.all([import('./cni/dispatch'), import('./self-command'), import('./sys/emulator')]);
-  // What starts this program again (`ps` then shows e.g. `/opt/cni/bin/announcer daemon …`).
-  const plugin = lazyPlugin(() => selfCommand(process.argv, process.execPath, userModeEmulator()));
-  const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, plugin);
+  const { dispatch } = await import('./cni/dispatch');
+  const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, lazyPlugin());
   // stdout was written synchronously: exit now, whatever handles are still open.
   process.exit(code);
 }
@@ -91,7 +90,7 @@ async function forwardToAnnouncer(writeStdout: (text: string) => void): Promise<
   const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
   let deps;
   try {
-    deps = await realShimDeps(VERSION);
+    deps = await realShimDeps(BUILD_ID);
   } catch (err) {
     return { fallback: `shim: ${(err as Error).message}`, stdin: undefined };
   }

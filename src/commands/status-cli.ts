@@ -1,6 +1,7 @@
 // `announcer status [--json] [--state-dir DIR]`: what the background
 // announcer is doing, for operators on the node. It asks the announcer; when
 // none runs, it reads the records in stateDir (no counters then).
+import { DEFAULT_STATE_DIR } from '../shim/wire';
 import { parseFlags } from '../cli-flags';
 import type { RecordRead } from '../announce/state';
 import type { Counters } from '../daemon/counters';
@@ -10,7 +11,6 @@ import type { AttachmentStatus, Reply } from '../daemon/protocol';
 /** The verb. */
 export const STATUS_VERB = 'status';
 /** Where records live unless --state-dir says otherwise (the config default). */
-const DEFAULT_STATE_DIR = '/run/cni-announcer';
 const USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-dir DIR]`;
 
 /** What `status` needs from the process. */

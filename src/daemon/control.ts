@@ -8,7 +8,7 @@ import type { Timers } from '../announce/timers';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
-import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
+import { ACK_MARGIN_MS, BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
 import { Connection } from './connection';
 import { withSocketAddress } from './paths';
 import type { Reply, Request } from './protocol';
@@ -150,7 +150,7 @@ export class ControlSocket {
     // A control request is safe to act on late (a sync of a record written by a fallback is wanted then too).
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     // Its sender has stopped waiting, and may be running the command itself by now.
-    if (this.deps.timers.now() > request.ackBy) {
+    if (this.deps.timers.bootMs() > request.ackBy - ACK_MARGIN_MS) {
       this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid });
       return this.drop(client);
     }

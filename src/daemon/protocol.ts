@@ -1,12 +1,9 @@
-// Pure: the background announcer's control messages, one JSON object per
-// SOCK_SEQPACKET message. Requests name an attachment by its record file in
-// stateDir; the record, written under the attachment's lock, is the truth.
+// Pure: the announcer's control requests and replies, carried as `control` on
+// its socket (src/shim/wire.ts). Requests name an attachment by its record file
+// in stateDir; the record, written under the attachment's lock, is the truth.
 import { NO_FRAMES, type FrameCounts } from '../announce/round';
 import type { Counters } from './counters';
 import { decodeSettings, type DaemonSettings } from './settings';
-
-/** Largest message either side sends or accepts. */
-export const MAX_MESSAGE_BYTES = 256 * 1024;
 
 /** What a client asks. */
 export type Request =
@@ -42,13 +39,6 @@ export interface DaemonStatus {
 /** The answer to a request. */
 export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: string };
 
-/** Encodes a message, refusing one larger than MAX_MESSAGE_BYTES. */
-export function encodeMessage(message: Request | Reply): Buffer {
-  const bytes = Buffer.from(JSON.stringify(message));
-  if (bytes.length > MAX_MESSAGE_BYTES) throw new RangeError(`control message of ${bytes.length} bytes exceeds ${MAX_MESSAGE_BYTES}`);
-  return bytes;
-}
-
 /** Checks a decoded request; a string says what is wrong with it. */
 export function checkControlRequest(value: unknown): Request | string {
   if (!isObject(value)) return 'not an object';
@@ -68,15 +58,9 @@ export function checkControlRequest(value: unknown): Request | string {
   }
 }
 
-/** Decodes a reply; undefined when it is not one. */
-export function decodeReply(bytes: Uint8Array): Reply | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
-    if (isObject(value) && typeof value.ok === 'boolean') return value as Reply;
-  } catch {
-    // not a reply
-  }
-  return undefined;
+/** A reply as the announcer sent it (the shim decoded the line); undefined when it is not one. */
+export function checkReply(value: unknown): Reply | undefined {
+  return isObject(value) && typeof value.ok === 'boolean' ? (value as Reply) : undefined;
 }
 
 /** A record's file name, never a path: requests cannot point outside stateDir. */

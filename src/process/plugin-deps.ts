@@ -1,23 +1,18 @@
-// The CNI commands' dependencies in the real process: loggers to logFile, the
-// background announcer's client, blocking waits and closes (the CNI process
-// may block: it serves one call). Loaded only when a command other than VERSION runs.
-import { closeSync } from 'node:fs';
+// The CNI commands' dependencies in the CNI process, where they run when the
+// shim falls back (src/shim): loggers to logFile, the announcer asked over its
+// socket, blocking waits and closes (the CNI process may block: it serves one
+// call). Loaded only when a command runs in-process.
 import type { CommandDeps } from '../commands/deps';
 import type { Libc } from '../sys/libc';
 import { blockingWaits } from '../announce/waits';
-import { askDaemon, askOrStartDaemon } from '../daemon/client';
-import { DAEMON_VERB, openDaemonLock } from '../daemon/paths';
-import { settingsArgv, type DaemonSettings } from '../daemon/settings';
+import { checkReply } from '../daemon/protocol';
 import { createLogger, fileSink, silentLogger } from '../log';
-import { spawnDetached } from '../sys/spawn-detached';
+import { askAnnouncer } from '../shim/ask';
+import { START_MS } from '../shim/wire';
 import type { ProcessWiring } from './wiring';
 
-/** How long an ADD waits for the background announcer it starts, or a DEL for one that runs. */
-const START_DAEMON_MS = 1000;
-const ASK_DAEMON_MS = 2000;
-
-/** The commands' dependencies; `self` is the argv prefix that starts this program again. */
-export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): CommandDeps {
+/** The commands' dependencies in this process. */
+export function pluginDeps(wiring: ProcessWiring): CommandDeps {
   const { libc, timers, lockFile } = wiring;
   return {
     libc,
@@ -26,26 +21,10 @@ export function pluginDeps(wiring: ProcessWiring, self: readonly string[]): Comm
       config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger,
     waits: blockingWaits({ pollIn: (fds, ms) => libc().pollIn(fds, ms) }),
     askAnnouncer: async (stateDir, request, { start }) => {
-      const client = {
-        libc: libc(),
-        sockets: libc(),
-        now: timers.now,
-        sleep: timers.sleep,
-        lockFile,
-        claimDaemonLock: (dir: string) => {
-          const fd = openDaemonLock(dir);
-          if (libc().tryLock(fd)) return fd;
-          closeSync(fd);
-          return undefined;
-        },
-        spawnDaemon: (dir: string, lockFd: number, listenFd: number | undefined, settings: DaemonSettings | undefined) =>
-          void spawnDetached(libc(), self, [DAEMON_VERB, dir, ...settingsArgv(settings)], listenFd === undefined ? [lockFd] : [lockFd, listenFd]),
-        closeFd: closeSync,
-      };
       try {
-        return (start ? await askOrStartDaemon(client, stateDir, request, START_DAEMON_MS) : await askDaemon(client, stateDir, request, ASK_DAEMON_MS)).reply;
+        return checkReply(await askAnnouncer(stateDir, request, { start, timeoutMs: START_MS }));
       } catch {
-        return undefined; // no announcer to ask, nor one to start (a spawn that failed): the record keeps the work
+        return undefined; // no announcer to ask, nor one to start: the record keeps the work
       }
     },
     frameBudget: wiring.frameBudget,

@@ -24,6 +24,6 @@ export async function askAnnouncer(stateDir: string, control: Record<string, unk
 
 /** This process's ShimDeps, loaded on the first ask. */
 async function defaultDeps(): Promise<ShimDeps> {
-  const [{ realShimDeps }, { VERSION }] = await Promise.all([import('./shim-deps'), import('../about')]);
-  return realShimDeps(VERSION);
+  const [{ realShimDeps }, { BUILD_ID }] = await Promise.all([import('./shim-deps'), import('../build-id')]);
+  return realShimDeps(BUILD_ID);
 }

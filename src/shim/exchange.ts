@@ -57,10 +57,11 @@ export function replyOutcome(line: string, acked: boolean): Outcome | 'ack' | 'b
   const reply = decodeReply(line);
   if (reply === undefined) return { dropped: true };
   if ('refused' in reply) return acked ? { dropped: true } : { refused: reply.refused };
+  // A control request is answered at once, without an `ack`.
+  if ('control' in reply) return acked ? { dropped: true } : { control: reply.control };
   if ('ack' in reply) return acked ? { dropped: true } : 'ack';
   if (!acked) return { dropped: true }; // the protocol answers `ack` first
   if ('beat' in reply) return 'beat';
-  if ('control' in reply) return { control: reply.control };
   return { end: { exit: reply.exit, stdout: reply.stdout } };
 }
 
@@ -80,9 +81,13 @@ export function exchange(deps: ExchangeDeps, address: string, body: RequestBody,
       connection?.close();
       resolve(outcome);
     };
+    let waits = 0;
     const wait = (ms: number): void => {
       cancelTimer();
-      cancelTimer = deps.clock.after(ms, () => finish({ hung: true }));
+      const current = ++waits;
+      // Time is up: a line that came meanwhile but was not read yet (this process was held back)
+      // is read first, so that an `ack` sent in time is never taken for silence.
+      cancelTimer = deps.clock.after(ms, () => setImmediate(() => current === waits && finish({ hung: true })));
     };
     const onLine = (line: string): void => {
       const next = replyOutcome(line, acked);

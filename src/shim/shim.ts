@@ -4,10 +4,8 @@
 // dropped one, an odd stdin) ends in a fallback: the caller runs the command in-process, on the
 // same stdin bytes.
 import type { Outcome, ShimClock } from './exchange';
-import { cniEnv, MAX_FORWARDED_STDIN, START_MS, type RequestBody } from './wire';
+import { cniEnv, MAX_FORWARDED_STDIN, START_MS, stateDirOf, type RequestBody } from './wire';
 
-/** stateDir when the config names none (the option's default). */
-export const DEFAULT_STATE_DIR = '/run/cni-announcer';
 /** Between two connection attempts while an announcer starts. */
 export const RETRY_MS = 5;
 
@@ -35,20 +33,6 @@ export type ShimResult = { exit: number } | { fallback: string; stdin: Uint8Arra
 export function wantsStart(outcome: Outcome): boolean {
   if ('refused' in outcome) return outcome.refused === 'handover';
   return 'unreachable' in outcome && ['ENOENT', 'ECONNREFUSED', 'EAGAIN'].includes(outcome.unreachable);
-}
-
-/** The config's stateDir: an absolute path without NUL, the default when absent; undefined for anything odd. */
-export function stateDirOf(config: string): string | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(config);
-  } catch {
-    return undefined;
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-  const dir = (value as Record<string, unknown>).stateDir;
-  if (dir === undefined) return DEFAULT_STATE_DIR;
-  return typeof dir === 'string' && dir.startsWith('/') && !dir.includes('\0') ? dir : undefined;
 }
 
 /** Starts the announcer, then exchanges every RETRY_MS until it answers or `waitMs` has passed; a string: why it could not start. */

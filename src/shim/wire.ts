@@ -22,6 +22,8 @@ export const START_MARKER = 'announcer-start.marker';
 /** How long a shim waits for the announcer it starts to listen; a start marker older than this is stale. */
 export const START_MS = 2000;
 
+/** The announcer takes a command only this long before its `ackBy` at the latest, so that the `ack` reaches a shim that still waits. */
+export const ACK_MARGIN_MS = 50;
 /** Between the announcer's lines while a command runs. */
 export const BEAT_MS = 100;
 /** Silence this long after the `ack` (no `beat`, no end) and the announcer is taken for hung. */
@@ -110,8 +112,3 @@ export function stateDirOf(stdin: string): string | undefined {
 
 /** `stateDir`'s default, for the options' table too. */
 export const DEFAULT_STATE_DIR = '/run/cni-announcer';
-
-/** The announcer's socket in stateDir (mode 0600). */
-export const ANNOUNCER_SOCKET = 'announcer.sock';
-/** Created (O_EXCL) by the one shim that starts the announcer, removed by the announcer once it listens. */
-export const START_MARKER = 'announcer-start.marker';

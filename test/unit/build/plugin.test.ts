@@ -10,7 +10,7 @@ const ASSET = '/checkout/node_modules/.cache/cni-announcer/koffi-3.3.4-linux-x64
 function resolver() {
   const handlers: { filter: RegExp; callback: (a: ResolveArgs) => { path: string } | undefined }[] = [];
   const used = { addon: false };
-  embedPlugin(ROOT, ASSET, used).setup({ onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }) });
+  embedPlugin(ROOT, ASSET, used).setup({ onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }), onLoad: () => undefined });
   const resolve = (path: string, importer: string, kind = 'import-statement') => {
     const handler = handlers.find((h) => h.filter.test(path));
     return handler?.callback({ path, importer: `${ROOT}/${importer}`, kind });

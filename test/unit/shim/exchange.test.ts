@@ -50,8 +50,8 @@ describe('exchange', { timeout: 5000 }, () => {
     expect(await exchange({ connect, clock: fakeClock() }, '/x', BODY, 'b')).toEqual({ end: { exit: 0, stdout: 'é€' } });
   });
 
-  it("answers a control request with the announcer's value", async () => {
-    const { outcome } = await run((t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ control: { jobs: 2 } })));
+  it("answers a control request with the announcer's value, at once (no ack)", async () => {
+    const { outcome } = await run((t) => t.socket.write(encodeReply({ control: { jobs: 2 } })));
     expect(await outcome).toEqual({ control: { jobs: 2 } });
   });
 

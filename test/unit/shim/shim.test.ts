@@ -2,7 +2,8 @@
 // and every way to the in-process fallback (with the stdin bytes it read).
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shim/exchange';
-import { DEFAULT_STATE_DIR, RETRY_MS, runShim, stateDirOf, wantsStart, type ShimDeps } from '../../../src/shim/shim';
+import { RETRY_MS, runShim, wantsStart, type ShimDeps } from '../../../src/shim/shim';
+import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
 import { MAX_FORWARDED_STDIN, START_MS, type RequestBody } from '../../../src/shim/wire';
 import { fakeClock, until } from './fakes';
 
