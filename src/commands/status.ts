@@ -9,8 +9,8 @@ import type { CommandDeps } from './deps';
 export async function status(deps: CommandDeps, req: StatusRequest): Promise<void> {
   const problems: string[] = [];
   try {
-    const libc = deps.libc();
-    libc.close(libc.openPacketSocket());
+    // Its last close waits for an RCU grace period: the announcer closes it on another thread.
+    deps.release([deps.libc().openPacketSocket()]);
   } catch (err) {
     problems.push(`cannot open an AF_PACKET socket (${(err as Error).message}): CAP_NET_RAW is needed`);
   }

@@ -194,15 +194,20 @@ describe('GC', () => {
 describe('STATUS', () => {
   const request = (): StatusRequest => ({ config: config(), cniVersion: '1.1.0', options: {} as StatusRequest['options'], notes: [], env: { command: 'STATUS', args: {} } as StatusRequest['env'] });
 
-  it('is ready with a private stateDir', async () => {
-    await expect(status(deps(), request())).resolves.toBeUndefined();
+  const released: number[][] = [];
+  const statusDeps = (): CommandDeps => deps({ release: (fds) => void released.push([...fds]) });
+
+  it('is ready with a private stateDir, the packet socket it opened handed to release (its last close is slow)', async () => {
+    released.length = 0;
+    await expect(status(statusDeps(), request())).resolves.toBeUndefined();
+    expect(released).toEqual([[99]]);
   });
 
   it('is code 50 naming the fix for a stateDir others can write or that is a file', async () => {
     chmodSync(stateDir, 0o777);
-    await expect(status(deps(), request())).rejects.toMatchObject({ code: 50, message: `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir}` });
+    await expect(status(statusDeps(), request())).rejects.toMatchObject({ code: 50, message: `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir}` });
     rmSync(stateDir, { recursive: true });
     closeSync(openSync(stateDir, 'w'));
-    await expect(status(deps(), request())).rejects.toMatchObject({ code: 50, message: expect.stringContaining('is not a directory') });
+    await expect(status(statusDeps(), request())).rejects.toMatchObject({ code: 50, message: expect.stringContaining('is not a directory') });
   });
 });
