@@ -71,16 +71,21 @@ export function encodeReply(reply: WireReply): string {
   return `${JSON.stringify(reply)}\n`;
 }
 
-/** Decodes one reply line; undefined when it is not one. */
-export function decodeReply(line: string): WireReply | undefined {
+/** The JSON object `text` holds; undefined when it is not JSON or not an object. */
+export function parseObject(text: string): Record<string, unknown> | undefined {
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-  const v = value as Record<string, unknown>;
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** Decodes one reply line; undefined when it is not one. */
+export function decodeReply(line: string): WireReply | undefined {
+  const v = parseObject(line);
+  if (v === undefined) return undefined;
   if (v.ack === true) return { ack: true };
   if (v.beat === true) return { beat: true };
   if (Number.isInteger(v.exit) && typeof v.stdout === 'string') return { exit: v.exit as number, stdout: v.stdout };
@@ -98,14 +103,9 @@ export function splitLines(buffered: string): { lines: string[]; rest: string } 
 
 /** The stateDir whose announcer serves a config: its `stateDir` when an absolute path, else the default; undefined when stdin is not a JSON object (the command then runs in-process, which reports why). */
 export function stateDirOf(stdin: string): string | undefined {
-  let config: unknown;
-  try {
-    config = JSON.parse(stdin);
-  } catch {
-    return undefined;
-  }
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) return undefined;
-  const dir = (config as Record<string, unknown>).stateDir;
+  const config = parseObject(stdin);
+  if (config === undefined) return undefined;
+  const dir = config.stateDir;
   if (dir === undefined) return DEFAULT_STATE_DIR;
   return typeof dir === 'string' && dir.startsWith('/') && !dir.includes('\0') ? dir : undefined;
 }
