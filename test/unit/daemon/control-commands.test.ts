@@ -99,6 +99,20 @@ describe('ControlSocket: CNI commands', () => {
     expect({ busy: f.control.busy, writeFds: f.control.writeFds() }).toEqual({ busy: false, writeFds: [] });
   });
 
+  it('drops a client that reads none of its end for CLIENT_MS (a stopped shim would keep the announcer busy for ever)', async () => {
+    const c = f.client(add());
+    f.sockets.room = 10;
+    f.runs[0]!.end({ exit: 0, stdout: 'z'.repeat(100) });
+    await settle();
+    expect(f.control.wakeAt()).toBe(f.timers.bootMs() + 1000);
+    f.timers.advance(999);
+    f.turn();
+    expect(f.control.busy).toBe(true);
+    f.timers.advance(1);
+    f.turn();
+    expect({ busy: f.control.busy, ended: c.read().ended, wakeAt: f.control.wakeAt() }).toEqual({ busy: false, ended: true, wakeAt: Infinity });
+  });
+
   it('answers a command the announcer refuses with {"refused": why} and closes', () => {
     f.refuse = 'handover';
     const c = f.client(add()).read();
