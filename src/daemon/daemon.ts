@@ -99,7 +99,7 @@ class Daemon {
     this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters, (job) => {
       this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
     });
-    this.waits = new LoopWaits(deps.timers.now);
+    this.waits = new LoopWaits(() => deps.timers.now());
     this.runCni = deps.commands({ waits: this.waits, control: (r) => this.handleSafely(r), closeInBackground });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
