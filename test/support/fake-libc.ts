@@ -40,10 +40,14 @@ export class ScriptedPoll {
   readonly ready = new Set<number>();
   /** Thrown by the next poll, when set. */
   error: Error | undefined;
-  /** Whether the loop polled SPIN_LIMIT times at one instant (each such poll then throws). */
+  /** Whether the loop polled SPIN_LIMIT times at one instant (each such poll then throws), or past `limit`. */
   spun = false;
   /** Runs before each poll (test clients reading their replies). */
   onPoll: () => void = () => undefined;
+  /** Polls after which the loop is stopped through `stop` (a loop that never ends fails instead of hanging the test). */
+  limit = 20_000;
+  /** Stops the loop under test. */
+  stop: () => void = () => undefined;
   private readonly acts: { at: number; act: () => void }[] = [];
 
   constructor(
@@ -58,7 +62,12 @@ export class ScriptedPoll {
 
   readonly pollInOut: Libc['pollInOut'] = (readFds, writeFds, timeoutMs) => {
     this.calls.push({ at: this.timers.now(), timeoutMs, read: [...readFds], write: [...writeFds] });
+    if (this.calls.length > this.limit) {
+      this.spun = true;
+      this.stop();
+    }
     this.onPoll();
+    if (Number.isNaN(timeoutMs) || timeoutMs < 0) throw new Error(`poll(2) with a timeout of ${timeoutMs} ms`);
     this.runDue();
     this.checkSpin();
     if (this.error) {
