@@ -26,7 +26,7 @@ export interface HeldCommand {
 
 /** Everything around one runDaemon(). */
 export class DaemonLoop {
-  readonly state: StateDir = makeStateDir();
+  readonly state: StateDir;
   readonly pod = new FakePod();
   readonly budget = new ScriptedBudget();
   readonly sockets = new FakeSockets();
@@ -43,7 +43,9 @@ export class DaemonLoop {
   replaced = false;
   readonly deps: DaemonDeps;
 
-  constructor() {
+  /** `state`: another announcer's stateDir (the next one after a hand-over), else a new one. */
+  constructor(state?: StateDir) {
+    this.state = state ?? makeStateDir();
     this.timers.sleep = async (ms) => this.timers.advance(ms);
     const kept = keptLog();
     this.lines = kept.lines;
