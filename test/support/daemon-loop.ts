@@ -41,6 +41,8 @@ export class DaemonLoop {
   /** What the runner does with a command (by default: holds it in `commands` until the test ends it). */
   runner: (env: Record<string, string>, stdin: string, host: CommandHost) => Promise<CommandOutcome>;
   replaced = false;
+  /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
+  readonly pollInTimeouts: number[] = [];
   readonly deps: DaemonDeps;
 
   /** `state`: another announcer's stateDir (the next one after a hand-over), else a new one. */
@@ -53,7 +55,8 @@ export class DaemonLoop {
     this.runner = (env, stdin) => new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
     this.deps = {
       stateDir: this.state.dir,
-      libc: fakeLibc({ pollInOut: this.poll.pollInOut, close: () => undefined }),
+      // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its timeouts are kept.
+      libc: fakeLibc({ pollInOut: this.poll.pollInOut, pollIn: (fds, ms) => (this.pollInTimeouts.push(ms), fds.map(() => true)), close: () => undefined }),
       sockets: this.sockets,
       open: this.pod.opener(),
       timers: this.timers,
