@@ -58,6 +58,20 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.timers.now()).toBeLessThan(1000); // idleExitMs 100 from the request
   });
 
+  it('rate limit: a held-back round goes out when the budget says, holding no socket meanwhile; one held past the next round is dropped and counted', async () => {
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 3500], rateLimit: { framesPerSecond: 20, burst: 5 } }));
+    d.budget.answers.push(300, 'ok', 800); // round 2 waits 300 ms; round 3 would wait past round 4
+    const polls: number[] = [];
+    d.poll.at(1001, () => void polls.push(d.pod.sent.length, d.pod.open));
+    const status = d.controlAt(3600, { op: 'status' });
+    await d.run();
+    expect(d.budget.calls.map((c) => c.at)).toEqual([1_001_000, 1_001_300, 1_003_000, 1_003_500]);
+    expect(polls).toEqual([0, 0]); // held back: nothing sent, no pod socket open
+    expect(d.pod.sent).toHaveLength(2); // rounds 2 and 4
+    expect(d.pod.opened).toBe(2);
+    expect(countersOf(status).rateLimited).toEqual({ delayed: 1, dropped: 1 });
+  });
+
   it('counts a round only when the ADD sent frames', async () => {
     d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 100 } });
     const status = d.controlAt(10, { op: 'status' });
