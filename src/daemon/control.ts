@@ -147,8 +147,9 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
-    // Its sender has stopped waiting, and may be running the command itself by now.
-    if (this.deps.timers.now() > request.ackBy) {
+    // Its sender has stopped waiting, and may be running the command itself by now. ackBy is on CLOCK_BOOTTIME, which
+    // every process reads alike; Timers.now is per process (Bun's process.hrtime starts at the process's start).
+    if (this.deps.timers.bootMs() > request.ackBy) {
       this.deps.log.warn('dropped a request its sender no longer waits for', { pid: client.peer.pid });
       return this.drop(client);
     }

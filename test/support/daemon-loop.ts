@@ -89,13 +89,13 @@ export class DaemonLoop {
     return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, idleExitMs: 1000, ...extra });
   }
 
-  /** At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends; its replies gather in the client. */
+  /** At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends (on CLOCK_BOOTTIME); its replies gather in the client. */
   lineAt(at: number, line: (ackBy: number) => string | Buffer): { client?: WireClient } {
     const slot: { client?: WireClient } = {};
     this.poll.at(at, () => {
       const client = new WireClient(this.sockets, this.timers, join(this.state.dir, ANNOUNCER_SOCKET));
       this.clients.push(client);
-      client.send(line(this.timers.now() + ACK_MS));
+      client.send(line(this.timers.bootMs() + ACK_MS));
       slot.client = client;
     });
     return slot;

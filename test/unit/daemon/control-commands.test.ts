@@ -16,7 +16,7 @@ beforeEach(() => {
 afterEach(() => f.state.remove());
 
 const ENV = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1' };
-const add = (ackBy = 5000, build = 'b1'): string => cniLine(ENV, '{"cniVersion":"1.0.0"}', ackBy, build);
+const add = (ackBy = f.timers.bootMs() + 5000, build = 'b1'): string => cniLine(ENV, '{"cniVersion":"1.0.0"}', ackBy, build);
 const beat: WireReply = { beat: true };
 
 describe('ControlSocket: CNI commands', () => {
@@ -42,15 +42,16 @@ describe('ControlSocket: CNI commands', () => {
     expect({ ended: c.ended, busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ ended: true, busy: false, wakeAt: Infinity });
   });
 
-  it('drops unread a request whose sender no longer waits for the ack (ackBy past), and never runs it', () => {
+  it('drops unread a request whose sender no longer waits for the ack (ackBy past, on CLOCK_BOOTTIME), and never runs it', () => {
     f.timers.advance(1000);
-    const late = f.client(add(999)).read();
+    const boot = f.timers.bootMs();
+    const late = f.client(add(boot - 1)).read();
     expect({ lines: late.lines(), ended: late.ended, runs: f.runs.length }).toEqual({ lines: [], ended: true, runs: 0 });
     expect(f.logged('dropped a request its sender no longer waits for')).toHaveLength(1);
-    const lateControl = f.client(cniLine(ENV, '{}', 999).replace('"cni":{"env":{"CNI_COMMAND":"ADD","CNI_CONTAINERID":"c1"},"stdin":"{}"}', '"control":{"op":"status"}')).read();
+    const lateControl = f.client(cniLine(ENV, '{}', boot - 1).replace('"cni":{"env":{"CNI_COMMAND":"ADD","CNI_CONTAINERID":"c1"},"stdin":"{}"}', '"control":{"op":"status"}')).read();
     expect({ lines: lateControl.lines(), handled: f.handled }).toEqual({ lines: [], handled: [] });
     // On the dot it is still waiting.
-    expect(f.client(add(1000)).read().lines()).toEqual([{ ack: true }]);
+    expect(f.client(add(boot)).read().lines()).toEqual([{ ack: true }]);
     expect(f.runs).toHaveLength(1);
   });
 

@@ -16,7 +16,7 @@ beforeEach(() => {
 });
 afterEach(() => f.state.remove());
 
-const status = (ackBy = 5000): string => controlLine({ op: 'status' }, ackBy);
+const status = (ackBy = f.timers.bootMs() + 5000): string => controlLine({ op: 'status' }, ackBy);
 
 describe('ControlSocket: connections and request lines', () => {
   it('answers a control request with one line, then closes the connection', () => {
@@ -64,7 +64,7 @@ describe('ControlSocket: connections and request lines', () => {
 
   it('takes a line of MAX_REQUEST_LINE bytes and drops one a byte longer, unanswered, with a warning', () => {
     const padded = (length: number): string => {
-      const bare = controlLine({ op: 'status', pad: '' }, 5000).trimEnd();
+      const bare = controlLine({ op: 'status', pad: '' }, f.timers.bootMs() + 5000).trimEnd();
       return `${bare.replace('"pad":""', `"pad":"${'x'.repeat(length - bare.length)}"`)}\n`;
     };
     expect(padded(MAX_REQUEST_LINE)).toHaveLength(MAX_REQUEST_LINE + 1);
