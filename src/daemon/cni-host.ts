@@ -37,7 +37,14 @@ export type CniRunner = (env: Record<string, string>, stdin: string) => Promise<
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
-  const timers: Timers = { ...deps.timers, sleep: (ms) => deps.waits.sleep(ms) };
+  const real = deps.timers;
+  const timers: Timers = {
+    now: () => real.now(),
+    bootMs: () => real.bootMs(),
+    sleep: (ms) => deps.waits.sleep(ms),
+    setTimeout: (fn, ms) => real.setTimeout(fn, ms),
+    clearTimeout: (handle) => real.clearTimeout(handle),
+  };
   const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
   const commands: CommandDeps = {
     libc: () => deps.libc,

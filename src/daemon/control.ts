@@ -85,11 +85,11 @@ export class ControlSocket {
     return [...this.clients].filter((c) => c.wantsWrite).map((c) => c.fd);
   }
 
-  /** When the next client times out, beat falls due or accepting resumes (boot ms); Infinity with none. */
+  /** When the next client times out (reading its request, or its end), beat falls due or accepting resumes (boot ms); Infinity with none. */
   wakeAt(): number {
     const paused = this.acceptPausedUntil > this.deps.timers.bootMs() ? [this.acceptPausedUntil] : [];
-    const reading = [...this.clients].filter((c) => this.reading(c)).map((c) => c.until);
-    return Math.min(Infinity, ...paused, ...reading, ...this.running.values());
+    const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
+    return Math.min(Infinity, ...paused, ...timed, ...this.running.values());
   }
 
   listen(): void {
@@ -121,7 +121,7 @@ export class ControlSocket {
       if (!this.clients.has(client)) continue;
       if (this.running.has(client)) this.beat(client, now);
       else if (this.reading(client) && readable.has(client.fd)) this.guarded(client, () => this.readRequest(client));
-      else if (this.reading(client) && now >= client.until) this.drop(client);
+      else if ((this.reading(client) || client.closing) && now >= client.until) this.drop(client);
     }
   }
 
@@ -149,7 +149,8 @@ export class ControlSocket {
     if (typeof request === 'string') return this.end(client, { refused: request });
     // A control request is safe to act on late (a sync of a record written by a fallback is wanted then too).
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
-    // Its sender has stopped waiting, and may be running the command itself by now.
+    // Its sender has stopped waiting, and may be running the command itself by now. ackBy is on CLOCK_BOOTTIME, which
+    // every process reads alike; Timers.now is per process (Bun's process.hrtime starts at the process's start).
     if (this.deps.timers.bootMs() > request.ackBy - ACK_MARGIN_MS) {
       this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid });
       return this.drop(client);
@@ -175,9 +176,10 @@ export class ControlSocket {
     this.guarded(client, () => this.end(client, done));
   }
 
-  /** Writes the last line; the connection closes once it is out. */
+  /** Writes the last line; the connection closes once it is out, or CLIENT_MS on when the client reads none of it (a stopped shim). */
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
+    client.until = this.deps.timers.bootMs() + CLIENT_MS;
     client.write(this.deps.sockets, encodeReply(reply));
     if (!client.wantsWrite) this.drop(client);
   }

@@ -21,6 +21,7 @@ import { takeHandover, writeHandover } from './handover';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
 import { openDaemonLock } from './paths';
+import { CHECK_MS } from './rounds';
 import type { Reply, Request } from './protocol';
 import type { DaemonSettings } from './settings';
 
@@ -99,7 +100,7 @@ class Daemon {
     this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters, (job) => {
       this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
     });
-    this.waits = new LoopWaits(deps.timers.now);
+    this.waits = new LoopWaits(() => deps.timers.now());
     this.runCni = deps.commands({ waits: this.waits, control: (r) => this.handleSafely(r), closeInBackground });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
@@ -107,9 +108,7 @@ class Daemon {
 
   /** Runs until SIGTERM or SIGINT, idle for idleExitMs with no record holding work, or handed over; never throws once listening. */
   async run(): Promise<void> {
-    const stop = (): void => {
-      this.stopping = true;
-    };
+    const stop = (): void => void (this.stopping = true);
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
     try {
@@ -153,12 +152,15 @@ class Daemon {
 
   /** One wait for sockets or the next due time, then whatever is due. */
   private async turn(now: number): Promise<void> {
-    const reading = [...this.control.fds(), ...this.jobs.eventFds(), ...this.waits.fds()];
-    const dueIn = Math.min(this.jobs.wakeAt(now), this.control.wakeAt()) - now;
+    // While handing over, bursts stand still (the next announcer takes them up where they are): a round
+    // falling due or a pod's event must not wake every poll at once.
+    const jobsFds = this.handingOver ? [] : this.jobs.eventFds();
+    const jobsWake = this.handingOver ? now + CHECK_MS : this.jobs.wakeAt(now);
+    const reading = [...this.control.fds(), ...jobsFds, ...this.waits.fds()];
+    const dueIn = Math.min(jobsWake, this.control.wakeAt()) - now;
     const { readable, writable } = this.deps.libc.pollInOut(reading, this.control.writeFds(), Math.max(0, Math.min(dueIn, this.waits.msLeft())));
     this.control.serve(readable, writable);
     this.waits.settle(readable);
-    // While handing over, bursts stand still: the next announcer takes them up where they are.
     if (!this.handingOver) await this.jobs.runDue(this.deps.timers.bootMs(), readable);
     this.flushMetrics(false);
     // Let the commands whose waits settled run on, and completions from other threads (background closes).

@@ -37,7 +37,11 @@ export type WireRequest = RequestBody & {
   v: number;
   /** The build of the sender: an announcer whose own executable was replaced hands over when a request from another build comes. */
   build: string;
-  /** CLOCK_BOOTTIME ms (libc.bootTimeMs(); the shim reads it from /proc/uptime, up to 10 ms behind) after which the sender no longer waits for the `ack`: the announcer then drops the request unread, and never runs it. */
+  /**
+   * CLOCK_BOOTTIME ms (the clock of /proc/uptime, which every process reads alike; not process.hrtime, which under Bun
+   * starts at the process's start) after which the sender no longer waits for the `ack`: the announcer then drops the
+   * request unread, and never runs it.
+   */
   ackBy: number;
 };
 

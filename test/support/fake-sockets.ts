@@ -18,7 +18,7 @@ interface End {
 export class FakeSockets implements UnixSockets {
   /** The uid the next connections present (SO_PEERCRED). */
   peerUid = 0;
-  /** How many bytes send() takes per call (Infinity: all); 0 is a full socket buffer. */
+  /** How many bytes a connection's queue holds (Infinity: no limit); send() takes what fits, 0 when full. */
   room = Infinity;
   /** Thrown by the next connect(), when set. */
   connectError: Error | undefined;
@@ -67,7 +67,7 @@ export class FakeSockets implements UnixSockets {
     const end = this.end(fd);
     const peer = end.peer === undefined ? undefined : this.ends.get(end.peer);
     if (!peer || peer.closed) throw new SysError('send', errno('EPIPE'));
-    const n = Math.min(bytes.length, this.room);
+    const n = Math.max(0, Math.min(bytes.length, this.room - peer.inbox.length));
     peer.inbox = Buffer.concat([peer.inbox, Buffer.from(bytes.subarray(0, n))]);
     return n;
   }
@@ -91,6 +91,29 @@ export class FakeSockets implements UnixSockets {
     if (end) end.closed = true;
     for (const [path, l] of this.listeners) if (l.fd === fd) this.listeners.delete(path);
     if (this.closeError) throw this.closeError;
+  }
+
+  /** Whether poll(2) would call `fd` readable: a listener with a connection pending, an end with bytes queued or whose peer closed. */
+  readable(fd: number): boolean {
+    const listener = [...this.listeners.values()].find((l) => l.fd === fd);
+    if (listener) return listener.backlog.length > 0;
+    const end = this.ends.get(fd);
+    if (!end || end.closed) return false;
+    const peer = end.peer === undefined ? undefined : this.ends.get(end.peer);
+    return end.inbox.length > 0 || !peer || peer.closed;
+  }
+
+  /** Whether poll(2) would say `fd` has room to write (an end whose peer closed too: the write then fails). */
+  writable(fd: number): boolean {
+    const end = this.ends.get(fd);
+    if (!end || end.closed) return false;
+    const peer = end.peer === undefined ? undefined : this.ends.get(end.peer);
+    return !peer || peer.closed || peer.inbox.length < this.room;
+  }
+
+  /** Whether `fd` is one of these sockets, open. */
+  owns(fd: number): boolean {
+    return [...this.listeners.values()].some((l) => l.fd === fd) || (this.ends.has(fd) && !this.ends.get(fd)!.closed);
   }
 
   /** Whether `fd` has bytes waiting. */

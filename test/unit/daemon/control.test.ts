@@ -1,212 +1,167 @@
-// The control socket over in-memory sockets: one request per connection from
-// our own uid, garbage answered with an error, other users refused, silent
-// clients dropped after their time, handed-over fds held, then closed.
-import { join } from 'node:path';
+// The announcer's socket, its connections and request lines, over in-memory
+// sockets: a control request answered and closed, bad lines refused naming
+// the problem, an overlong line or a silent client dropped, other users
+// refused, accept failures paused on. CNI commands: control-commands.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ACCEPT_PAUSE_MS, ControlSocket, type ControlDeps } from '../../../src/daemon/control';
-import { DAEMON_SOCKET } from '../../../src/daemon/paths';
-import { decodeReply, encodeMessage, MAX_MESSAGE_BYTES, type Reply, type Request } from '../../../src/daemon/protocol';
+import { ACCEPT_PAUSE_MS } from '../../../src/daemon/control';
+import { MAX_REQUEST_LINE } from '../../../src/shim/wire';
 import { SysError } from '../../../src/sys/sys-error';
-import { keptLog, makeStateDir, type StateDir } from '../../support/daemon-fakes';
-import { FakeSockets } from '../../support/fake-sockets';
-import { ManualTimers } from '../../support/manual-timers';
+import { ControlFixture, UID } from '../../support/control-fixture';
+import { controlLine } from '../../support/wire-client';
 
-const UID = 1000;
-
-let state: StateDir;
-let sockets: FakeSockets;
-let timers: ManualTimers;
-let lines: string[];
-let handled: Request[];
-let failures: [string, unknown][];
-let backgroundClosed: number[];
-let deps: ControlDeps;
-let control: ControlSocket;
-let address: string;
-
+let f: ControlFixture;
 beforeEach(() => {
-  state = makeStateDir();
-  sockets = new FakeSockets();
-  sockets.peerUid = UID;
-  timers = new ManualTimers();
-  handled = [];
-  failures = [];
-  backgroundClosed = [];
-  const kept = keptLog();
-  lines = kept.lines;
-  address = join(state.dir, DAEMON_SOCKET);
-  deps = { stateDir: state.dir, sockets, timers, log: kept.log, uid: UID, closeInBackground: (fd) => void backgroundClosed.push(fd) };
-  control = new ControlSocket(deps, (request) => answer(request), undefined, (what, error) => void failures.push([what, error]));
+  f = new ControlFixture();
+  f.control.listen();
 });
-afterEach(() => state.remove());
+afterEach(() => f.state.remove());
 
-let answer = (request: Request): Reply => (handled.push(request), { ok: true });
+const status = (ackBy = f.timers.bootMs() + 5000): string => controlLine({ op: 'status' }, ackBy);
 
-/** Connects, sends `message` (unless undefined), lets the control socket serve, and returns the client fd. */
-function ask(message: Uint8Array | undefined, fds: number[] = []): number {
-  const fd = sockets.connect(address);
-  if (message) sockets.send(fd, message, fds);
-  control.serve(new Set(control.fds()));
-  return fd;
-}
-
-function replyOn(fd: number): Reply | undefined {
-  const buf = Buffer.alloc(MAX_MESSAGE_BYTES);
-  const got = sockets.receive(fd, buf);
-  return got && got.length > 0 ? decodeReply(buf.subarray(0, got.length)) : undefined;
-}
-
-describe('ControlSocket', () => {
-  it('answers one request per connection, then closes it', () => {
-    control.listen();
-    expect(sockets.paths).toEqual([address]);
-    const fd = ask(encodeMessage({ op: 'status' }));
-    expect(handled).toEqual([{ op: 'status' }]);
-    expect(replyOn(fd)).toEqual({ ok: true });
-    expect(replyOn(fd)).toBeUndefined(); // end of stream: closed after one reply
-    expect(control.busy).toBe(false);
-    expect(control.fds()).toHaveLength(1);
+describe('ControlSocket: connections and request lines', () => {
+  it('answers a control request with one line, then closes the connection', () => {
+    expect(f.sockets.paths).toEqual([f.address]);
+    const c = f.client(status()).read();
+    expect(f.handled).toEqual([{ op: 'status' }]);
+    expect(c.lines()).toEqual([{ control: { ok: true } }]);
+    expect(c.ended).toBe(true);
+    expect({ busy: f.control.busy, fds: f.control.fds().length, runs: f.runs.length }).toEqual({ busy: false, fds: 1, runs: 0 });
   });
 
-  it('answers garbage with an error and never hands it on: not JSON, oversized, unknown op', () => {
-    control.listen();
-    expect(replyOn(ask(Buffer.from('{"op":')))).toEqual({ ok: false, error: 'not JSON' });
-    // Larger than a message may be: the kernel cuts it at the buffer, which leaves no JSON.
-    const huge = Buffer.from(JSON.stringify({ op: 'status', pad: 'x'.repeat(MAX_MESSAGE_BYTES) }));
-    expect(replyOn(ask(huge))).toEqual({ ok: false, error: 'not JSON' });
-    expect(replyOn(ask(Buffer.from('{"op":"reboot"}')))).toEqual({ ok: false, error: 'unknown op "reboot"' });
-    expect(handled).toEqual([]);
+  it('refuses a bad line naming the problem, and hands nothing on', () => {
+    const cases: [string, string][] = [
+      ['{"v":', 'not JSON'],
+      ['[1]', 'not an object'],
+      ['{"v":2,"build":"b","ackBy":9}', 'protocol version 2 (this announcer speaks 1)'],
+      ['{"v":1,"build":7,"ackBy":9,"control":{"op":"status"}}', 'bad build'],
+      [`{"v":1,"build":"${'b'.repeat(129)}","ackBy":9,"control":{"op":"status"}}`, 'bad build'],
+      ['{"v":1,"build":"b","ackBy":"9","control":{"op":"status"}}', 'bad ackBy'],
+      ['{"v":1,"build":"b","ackBy":9,"cni":{"env":{"PATH":"/bin"},"stdin":"{}"}}', 'bad cni.env'],
+      ['{"v":1,"build":"b","ackBy":9,"cni":{"env":{"CNI_COMMAND":1},"stdin":"{}"}}', 'bad cni.env'],
+      ['{"v":1,"build":"b","ackBy":9,"cni":{"env":{},"stdin":{}}}', 'bad cni.stdin'],
+      ['{"v":1,"build":"b","ackBy":9}', 'neither cni nor control'],
+      ['{"v":1,"build":"b","ackBy":9,"control":{"op":"reboot"}}', 'unknown op "reboot"'],
+    ];
+    for (const [line, problem] of cases) {
+      const c = f.client(`${line}\n`).read();
+      expect([line, c.lines(), c.ended]).toEqual([line, [{ refused: problem }], true]);
+    }
+    expect({ handled: f.handled, runs: f.runs, failures: f.failures, busy: f.control.busy }).toEqual({ handled: [], runs: [], failures: [], busy: false });
   });
 
-  it("refuses another user's connection at once", () => {
-    control.listen();
-    sockets.peerUid = UID + 1;
-    const fd = ask(encodeMessage({ op: 'status' }));
-    expect({ handled, busy: control.busy, reply: replyOn(fd) }).toEqual({ handled: [], busy: false, reply: undefined });
-    expect(lines.some((l) => l.includes('refused a control connection from another user') && l.includes('uid=1001'))).toBe(true);
+  it('reads a line that comes in pieces over several turns, and ignores what follows its newline', () => {
+    const line = status();
+    const c = f.client(line.slice(0, 10));
+    f.turn();
+    expect(f.handled).toEqual([]);
+    c.send(line.slice(10, 30));
+    f.turn();
+    c.send(`${line.slice(30)}{"more":1}\n`);
+    f.turn();
+    expect(c.read().lines()).toEqual([{ control: { ok: true } }]);
+    expect(f.handled).toEqual([{ op: 'status' }]);
   });
 
-  it('drops a client that sends nothing once its time is up, not before', () => {
-    control.listen();
-    const fd = ask(undefined);
-    expect({ busy: control.busy, wakeAt: control.wakeAt() }).toEqual({ busy: true, wakeAt: timers.bootMs() + 1000 });
-    timers.advance(999);
-    control.serve(new Set());
-    expect(control.busy).toBe(true);
-    timers.advance(1);
-    control.serve(new Set());
-    expect({ busy: control.busy, wakeAt: control.wakeAt() }).toEqual({ busy: false, wakeAt: Infinity });
-    expect(sockets.closed).toContain(fd + 1); // our end
+  it('takes a line of MAX_REQUEST_LINE bytes and drops one a byte longer, unanswered, with a warning', () => {
+    const padded = (length: number): string => {
+      const bare = controlLine({ op: 'status', pad: '' }, f.timers.bootMs() + 5000).trimEnd();
+      return `${bare.replace('"pad":""', `"pad":"${'x'.repeat(length - bare.length)}"`)}\n`;
+    };
+    expect(padded(MAX_REQUEST_LINE)).toHaveLength(MAX_REQUEST_LINE + 1);
+    expect(f.client(padded(MAX_REQUEST_LINE)).read().lines()).toEqual([{ control: { ok: true } }]);
+    const long = f.client(padded(MAX_REQUEST_LINE + 1)).read();
+    expect({ lines: long.lines(), ended: long.ended, handled: f.handled.length }).toEqual({ lines: [], ended: true, handled: 1 });
+    expect(f.logged('dropped a request line over the limit')).toHaveLength(1);
+    // No newline at all: dropped once past the limit, not held on to.
+    const endless = f.client(Buffer.alloc(MAX_REQUEST_LINE + 1, 0x20)).read();
+    expect({ ended: endless.ended, busy: f.control.busy }).toEqual({ ended: true, busy: false });
   });
 
-  it('serves a client whose request comes on a later turn', () => {
-    control.listen();
-    const fd = ask(undefined);
-    sockets.send(fd, encodeMessage({ op: 'status' }));
-    control.serve(new Set());
-    expect(replyOn(fd)).toEqual({ ok: true });
+  it('drops a client that sends nothing once CLIENT_MS is up, not before', () => {
+    const c = f.client();
+    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ busy: true, wakeAt: f.timers.bootMs() + 1000 });
+    f.timers.advance(999);
+    f.turn();
+    expect(c.read().ended).toBe(false);
+    f.timers.advance(1);
+    f.turn();
+    expect(c.read().ended).toBe(true);
+    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ busy: false, wakeAt: Infinity });
   });
 
-  it('a client that closes without a word is let go', () => {
-    control.listen();
-    const fd = sockets.connect(address);
-    sockets.close(fd);
-    control.serve(new Set(control.fds()));
-    expect({ busy: control.busy, handled }).toEqual({ busy: false, handled: [] });
+  it("refuses another user's connection at once, unread", () => {
+    f.sockets.peerUid = UID + 1;
+    const c = f.client(status()).read();
+    expect({ handled: f.handled, busy: f.control.busy, lines: c.lines(), ended: c.ended }).toEqual({ handled: [], busy: false, lines: [], ended: true });
+    expect(f.logged('refused a control connection from another user').filter((l) => l.includes('uid=1001'))).toHaveLength(1);
   });
 
-  it('holds the fds a client hands over for 2 s, then closes them in the background; close() closes them all', () => {
-    control.listen();
-    ask(encodeMessage({ op: 'status' }), [7, 8]);
-    const passed = [...sockets.passed];
-    expect(passed).toHaveLength(2);
-    timers.advance(1999);
-    control.closeHandedOver(false);
-    expect(backgroundClosed).toEqual([]);
-    timers.advance(1);
-    control.closeHandedOver(false);
-    expect(backgroundClosed).toEqual(passed);
-    ask(encodeMessage({ op: 'status' }), [9]);
-    control.close();
-    expect(backgroundClosed).toEqual(sockets.passed);
+  it('lets go of a client that closes without a word', () => {
+    const c = f.client();
+    c.close();
+    f.turn();
+    expect({ busy: f.control.busy, handled: f.handled, failures: f.failures }).toEqual({ busy: false, handled: [], failures: [] });
   });
 
-  it('a client that left before the reply is logged at debug, not counted; other failures are', () => {
-    control.listen();
-    const fd = sockets.connect(address);
-    sockets.send(fd, encodeMessage({ op: 'status' }));
-    sockets.close(fd);
-    control.serve(new Set(control.fds()));
-    expect(failures).toEqual([]);
-    expect(lines.some((l) => l.includes('DEBUG control client left before the reply'))).toBe(true);
-    answer = () => {
+  it('serves at most 1024 clients at once: the next is closed at accept', () => {
+    const clients = Array.from({ length: 1025 }, () => f.client());
+    expect(clients.slice(0, 1024).every((c) => !c.read().ended)).toBe(true);
+    expect(clients[1024]!.read().ended).toBe(true);
+  });
+
+  it('out of descriptors (accept fails with EMFILE): leaves the listening socket out of the poll for ACCEPT_PAUSE_MS, serves its clients, then accepts again', () => {
+    const listenFd = f.control.fds()[0]!;
+    const waiting = f.client();
+    const accept = f.sockets.accept.bind(f.sockets);
+    f.sockets.accept = () => {
+      f.sockets.accept = accept;
+      throw new SysError('accept4', 24);
+    };
+    const later = f.client(status());
+    expect(f.failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([['cannot accept a control connection: not accepting for 100 ms', 'EMFILE']]);
+    expect(f.control.fds()).toEqual([waiting.fd + 1]); // the client's server end; not the listener
+    expect(f.control.wakeAt()).toBe(f.timers.bootMs() + ACCEPT_PAUSE_MS);
+    waiting.send(status());
+    f.turn();
+    expect(waiting.read().lines()).toEqual([{ control: { ok: true } }]);
+    f.timers.advance(ACCEPT_PAUSE_MS - 1);
+    expect(f.control.fds()).toEqual([]);
+    f.timers.advance(1);
+    expect(f.control.fds()).toEqual([listenFd]);
+    f.turn(); // accepts
+    f.turn(); // reads
+    expect(later.read().lines()).toEqual([{ control: { ok: true } }]);
+  });
+
+  it('unlisten stops listening and removes the socket (a connect fails); listen starts again; both may repeat', () => {
+    f.control.unlisten();
+    f.control.unlisten();
+    expect({ fds: f.control.fds(), listening: f.control.listening, paths: f.sockets.paths }).toEqual({ fds: [], listening: false, paths: [] });
+    expect(() => f.client()).toThrow(SysError);
+    f.control.listen();
+    expect({ fds: f.control.fds().length, listening: f.control.listening }).toEqual({ fds: 1, listening: true });
+  });
+
+  it('close() closes every client and the listening socket; a failing close is reported and the rest still closed', () => {
+    const listenFd = f.control.fds()[0]!;
+    f.client();
+    f.client();
+    f.sockets.closeError = new Error('EIO');
+    f.control.close();
+    expect(f.sockets.closed).toHaveLength(3);
+    expect(f.sockets.closed).toContain(listenFd);
+    expect(f.failures.map(([what]) => what)).toEqual(Array(3).fill('cannot close a control socket'));
+    expect({ busy: f.control.busy, fds: f.control.fds() }).toEqual({ busy: false, fds: [] });
+  });
+
+  it('a handler that throws is reported and its client dropped; the socket serves on', () => {
+    f.answer = () => {
       throw new Error('handler broke');
     };
-    ask(encodeMessage({ op: 'status' }));
-    answer = (request) => (handled.push(request), { ok: true });
-    expect(failures.map(([what, err]) => [what, (err as Error).message])).toEqual([['control connection failed', 'handler broke']]);
-    expect(control.busy).toBe(false);
-  });
-
-  it('takes a listening socket handed over by its starter instead of making one', () => {
-    const handed = sockets.listen(address);
-    control = new ControlSocket(deps, answer, handed, () => undefined);
-    control.listen();
-    expect(control.fds()).toEqual([handed]);
-    const fd = ask(encodeMessage({ op: 'status' }));
-    expect(replyOn(fd)).toEqual({ ok: true });
-  });
-
-  it('unlisten stops listening (a connect then fails) and listen starts again; both may repeat', () => {
-    control.listen();
-    control.unlisten();
-    control.unlisten();
-    expect(control.fds()).toEqual([]);
-    expect(() => sockets.connect(address)).toThrow(SysError);
-    control.serve(new Set([123]));
-    control.listen();
-    expect(control.fds()).toHaveLength(1);
-  });
-
-  it('close() closes clients and the listening socket; a failing close is reported and the rest still closed', () => {
-    control.listen();
-    const listenFd = control.fds()[0]!;
-    ask(undefined);
-    ask(undefined);
-    sockets.closeError = new Error('EIO');
-    control.close();
-    expect(sockets.closed.filter((fd) => fd !== listenFd)).toHaveLength(2);
-    expect(sockets.closed).toContain(listenFd);
-    expect(failures.map(([what]) => what)).toEqual(['cannot close a control socket', 'cannot close a control socket', 'cannot close a control socket']);
-    expect({ busy: control.busy, fds: control.fds() }).toEqual({ busy: false, fds: [] });
-  });
-
-  it('out of descriptors (accept fails with EMFILE): serves its clients, leaves the listening socket out of the poll for a while, then accepts again', () => {
-    control.listen();
-    const listenFd = control.fds()[0]!;
-    const waiting = sockets.connect(address); // accepted before the failure
-    sockets.send(waiting, encodeMessage({ op: 'status' }));
-    control.serve(new Set(control.fds()));
-    const realAccept = sockets.accept.bind(sockets);
-    let failOnce = true;
-    sockets.accept = (fd) => {
-      if (failOnce) {
-        failOnce = false;
-        throw new SysError('accept4', 24); // EMFILE
-      }
-      return realAccept(fd);
-    };
-    const later = sockets.connect(address);
-    sockets.send(later, encodeMessage({ op: 'status' }));
-    expect(() => control.serve(new Set(control.fds()))).not.toThrow();
-    expect(failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([['cannot accept a control connection: not accepting for 100 ms', 'EMFILE']]);
-    expect(replyOn(waiting)).toEqual({ ok: true });
-    expect(control.fds()).not.toContain(listenFd);
-    expect(control.wakeAt()).toBe(timers.bootMs() + ACCEPT_PAUSE_MS);
-    timers.advance(ACCEPT_PAUSE_MS);
-    expect(control.fds()).toEqual([listenFd]);
-    control.serve(new Set(control.fds()));
-    expect(replyOn(later)).toEqual({ ok: true });
-    expect(handled).toEqual([{ op: 'status' }, { op: 'status' }]);
+    const c = f.client(status()).read();
+    expect({ ended: c.ended, lines: c.lines() }).toEqual({ ended: true, lines: [] });
+    expect(f.failures.map(([what, err]) => [what, (err as Error).message])).toEqual([['control connection failed', 'handler broke']]);
+    f.answer = () => ({ ok: true });
+    expect(f.client(status()).read().lines()).toEqual([{ control: { ok: true } }]);
   });
 });

@@ -102,7 +102,7 @@ describe('Jobs: resume from the records', () => {
     writeJob(state, deferredJob({ containerId: 'd' }));
     writeJob(state, jobIn(state, { containerId: 'e', firstRoundAt: undefined, readyDeadline: now() }));
     writeFileSync(join(state.dir, 'junk@eth0.json'), '{"not":"a record"}');
-    jobs.recover();
+    jobs.recover(new Map());
     const byId = Object.fromEntries(jobs.status(now()).map((s) => [s.containerId, s]));
     expect(Object.keys(byId).sort()).toEqual(['a', 'b', 'd']);
     expect(byId.a).toMatchObject({ nextRoundInMs: 500, roundsSent: 1, deferred: false });
@@ -117,9 +117,9 @@ describe('Jobs: resume from the records', () => {
 
   it('takes a job up once: recover again, or a sync by its ADD, keeps it; a sync resets its progress within grace until a round went out here', () => {
     const name = writeJob(state, sentAgo(1500));
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.status(now())[0]!.nextRoundInMs).toBe(1500); // round 2 was 500 ms late: no grace when recovered
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.size).toBe(1);
     expect(jobs.sync(name)).toBe(true); // its ADD hands it over: round 2 is within the grace
     expect(jobs.status(now())[0]!.nextRoundInMs).toBe(0);
@@ -128,20 +128,20 @@ describe('Jobs: resume from the records', () => {
 
   it('a sync keeps the progress of a job that sent a round here already, and of a deferred wait', async () => {
     const name = writeJob(state, sentAgo(0));
-    jobs.recover();
+    jobs.recover(new Map());
     await at(1000);
     timers.advance(2500); // round 3 (due 3000) is 500 ms late now
     expect(jobs.sync(name)).toBe(true);
     expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0, roundsSent: 2 });
     const waiting = writeJob(state, deferredJob({ containerId: 'c2' }));
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.sync(waiting)).toBe(true);
     expect(jobs.status(now())[1]).toMatchObject({ deferred: true, roundsSent: 0 });
   });
 
   it("a recovered job's round due before the grace ran out is kept when its ADD syncs, one due earlier is not", () => {
     const name = writeJob(state, sentAgo(2500, { schedule: [0, 1000, 2000] })); // round 3 due 500 ms ago
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.status(now())).toEqual([]);
     expect(jobs.sync(name)).toBe(false); // the record's job is taken as new: round 3 within the grace
     expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0 });
@@ -150,16 +150,16 @@ describe('Jobs: resume from the records', () => {
   it('a job that ended here is not taken up again from its record, until the record is gone', async () => {
     const job = sentAgo(0, { schedule: [0, 100, 60_000] });
     const name = writeJob(state, job);
-    jobs.recover();
+    jobs.recover(new Map());
     jobs.forget(name, 'cancelled');
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.size).toBe(0);
     expect(jobs.sync(name)).toBe(true);
     expect(jobs.size).toBe(0);
     rmSync(join(state.dir, name));
-    jobs.recover();
+    jobs.recover(new Map());
     writeJob(state, job); // the same job again (a record restored): taken up once more
-    jobs.recover();
+    jobs.recover(new Map());
     expect(jobs.size).toBe(1);
   });
 
@@ -195,7 +195,7 @@ describe('Jobs: cancel and ends', () => {
     const name = writeJob(state, sentAgo(0));
     jobs.sync(name);
     writeJob(state, sentAgo(0, { containerId: 'c2' }));
-    jobs.recover();
+    jobs.recover(new Map());
     rmSync(join(state.dir, name));
     await at(1000);
     expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 1, sent: 1 });

@@ -1,68 +1,112 @@
-// The control socket's syscalls for real, in a temp dir: listen, connect,
-// SO_PEERCRED, one message each way, and an fd passed along (SCM_RIGHTS).
-import { mkdtempSync, readlinkSync, rmSync, statSync } from 'node:fs';
+// The announcer socket's syscalls for real, in a temp dir: a SOCK_STREAM
+// socket mode 0600, SO_PEERCRED, bytes both ways in pieces, a full buffer,
+// end of stream, EPIPE without SIGPIPE, and poll(2) for input and room.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { controlRights, rightsIn, sockaddrUn } from '../../../src/sys/unix-socket';
+import { sockaddrUn, SUN_PATH_MAX } from '../../../src/sys/unix-socket';
 
 const libc = loadLibc();
-const sockets = libc;
 let dir: string;
+let opened: number[];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'unix-socket-'));
+  opened = [];
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-describe('SCM_RIGHTS control messages', () => {
-  it('carry fds in a cmsghdr (len 16 + 4 per fd, SOL_SOCKET, SCM_RIGHTS), padded to 8', () => {
-    const control = controlRights([7, 9]);
-    expect(control.toString('hex')).toBe('1800000000000000' + '01000000' + '01000000' + '07000000' + '09000000');
-    expect(rightsIn(control, control.length)).toEqual([7, 9]);
-    expect(controlRights([])).toHaveLength(0);
-    expect(rightsIn(Buffer.alloc(32), 0)).toEqual([]);
-  });
-});
-
-describe('unix SOCK_SEQPACKET sockets', () => {
-  it('refuses a path longer than sun_path', () => {
-    expect(() => sockaddrUn(`/${'x'.repeat(107)}`)).toThrow(/ENAMETOOLONG/);
-  });
-
-  it('connects, tells who is calling, keeps message boundaries and passes an fd along', () => {
-    const path = join(dir, 's.sock');
-    const listener = sockets.listen(path);
-    const client = sockets.connect(path);
-    const [readEnd, writeEnd] = libc.pipe();
+afterEach(() => {
+  for (const fd of opened) {
     try {
-      expect(statSync(path).isSocket()).toBe(true);
-      expect(statSync(path).mode & 0o777).toBe(0o600);
-      const peer = sockets.accept(listener)!;
-      expect([peer.pid, peer.uid]).toEqual([process.pid, process.getuid!()]);
-      expect(sockets.accept(listener)).toBeUndefined(); // nothing else pending
-      expect(sockets.send(client, Buffer.from('one'), [readEnd])).toBe(true);
-      expect(sockets.send(client, Buffer.from('two'))).toBe(true);
-      const buf = Buffer.alloc(64);
-      const first = sockets.receive(peer.fd, buf)!;
-      expect([buf.subarray(0, first.length).toString(), first.fds.length]).toEqual(['one', 1]);
-      expect(readlinkSync(`/proc/self/fd/${first.fds[0]}`)).toBe(readlinkSync(`/proc/self/fd/${readEnd}`));
-      const second = sockets.receive(peer.fd, buf)!;
-      expect([buf.subarray(0, second.length).toString(), second.fds]).toEqual(['two', []]);
-      expect(sockets.receive(peer.fd, buf)).toBeUndefined();
-      sockets.close(first.fds[0]!);
-      sockets.close(client);
-      expect(sockets.receive(peer.fd, buf)).toEqual({ length: 0, fds: [] }); // end of stream
-      sockets.close(peer.fd);
-    } finally {
-      libc.close(readEnd);
-      libc.close(writeEnd);
-      sockets.close(listener);
+      libc.close(fd);
+    } catch {
+      // closed by the test
     }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const track = (fd: number): number => (opened.push(fd), fd);
+
+/** A listening socket, a connected client and the accepted server end. */
+function pair(): { listener: number; client: number; server: { fd: number; pid: number; uid: number } } {
+  const path = join(dir, 's.sock');
+  const listener = track(libc.listen(path));
+  const client = track(libc.connect(path));
+  const server = libc.accept(listener)!;
+  track(server.fd);
+  return { listener, client, server };
+}
+
+describe('sockaddr_un', () => {
+  it('holds a path of up to sun_path less its NUL, and refuses a longer one or a NUL', () => {
+    expect(SUN_PATH_MAX).toBe(107);
+    const address = sockaddrUn('/a');
+    expect(address.toString('hex')).toBe('0100' + '2f61' + '00');
+    expect(sockaddrUn(`/${'x'.repeat(106)}`)).toHaveLength(2 + 107 + 1);
+    expect(() => sockaddrUn(`/${'x'.repeat(107)}`)).toThrow(/ENAMETOOLONG/);
+    expect(() => sockaddrUn('/a\0b')).toThrow(/ENAMETOOLONG/);
+  });
+});
+
+describe('unix SOCK_STREAM sockets', () => {
+  it('listens at mode 0600 and tells who is calling (SO_PEERCRED); accept says undefined when nobody waits', () => {
+    const { listener, server } = pair();
+    expect(statSync(join(dir, 's.sock')).isSocket()).toBe(true);
+    expect(statSync(join(dir, 's.sock')).mode & 0o777).toBe(0o600);
+    expect([server.pid, server.uid]).toEqual([process.pid, process.getuid!()]);
+    expect(libc.accept(listener)).toBeUndefined();
   });
 
-  it('says ECONNREFUSED or ENOENT when nobody listens', () => {
-    expect(() => sockets.connect(join(dir, 'none.sock'))).toThrow(/ENOENT/);
+  it('carries bytes both ways as a stream: writes merge, reads take what fits, undefined when nothing is queued', () => {
+    const { client, server } = pair();
+    const buf = Buffer.alloc(4);
+    expect(libc.receive(server.fd, buf)).toBeUndefined();
+    expect(libc.send(client, Buffer.from('abc'))).toBe(3);
+    expect(libc.send(client, Buffer.from('def\n'))).toBe(4);
+    expect(libc.receive(server.fd, buf)).toBe(4); // a partial read: no message boundaries
+    expect(buf.toString()).toBe('abcd');
+    expect(libc.receive(server.fd, buf)).toBe(3);
+    expect(buf.subarray(0, 3).toString()).toBe('ef\n');
+    expect(libc.receive(server.fd, buf)).toBeUndefined();
+    expect(libc.send(server.fd, Buffer.from('ok'))).toBe(2);
+    expect(libc.receive(client, buf)).toBe(2);
+  });
+
+  it('a full socket takes part of a write, then 0, and poll(2) says when there is room again', () => {
+    const { client, server } = pair();
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const counts: number[] = [];
+    while (counts.at(-1) !== 0 && counts.length < 10_000) counts.push(libc.send(server.fd, chunk));
+    const written = counts.reduce((a, b) => a + b, 0);
+    expect(counts.at(-1)).toBe(0);
+    expect(counts.filter((n) => n > 0 && n < chunk.length).length).toBeGreaterThan(0); // a write that went in part
+    expect(libc.pollInOut([client], [server.fd], 0)).toEqual({ readable: new Set([client]), writable: new Set() });
+    const buf = Buffer.alloc(1024 * 1024);
+    let read = 0;
+    for (let n = libc.receive(client, buf); n !== undefined; n = libc.receive(client, buf)) read += n;
+    expect(read).toBe(written);
+    expect(libc.pollInOut([client], [server.fd], 0)).toEqual({ readable: new Set(), writable: new Set([server.fd]) });
+  });
+
+  it('says end of stream (0) once the peer closed, and EPIPE on a write to it, with no SIGPIPE', () => {
+    const { client, server } = pair();
+    libc.send(client, Buffer.from('x'));
+    libc.close(client);
+    opened.splice(opened.indexOf(client), 1);
+    const buf = Buffer.alloc(8);
+    expect(libc.receive(server.fd, buf)).toBe(1);
+    expect(libc.pollInOut([server.fd], [], 0).readable).toEqual(new Set([server.fd])); // EOF stays readable
+    expect(libc.receive(server.fd, buf)).toBe(0);
+    expect(() => libc.send(server.fd, Buffer.from('late'))).toThrow(/EPIPE/);
+  });
+
+  it('says ENOENT when nobody listens at the path, ECONNREFUSED when the socket file is left behind', () => {
+    expect(() => libc.connect(join(dir, 'none.sock'))).toThrow(/ENOENT/);
+    const path = join(dir, 's.sock');
+    libc.close(libc.listen(path));
+    expect(() => libc.connect(path)).toThrow(/ECONNREFUSED/);
+    expect(() => libc.listen(path)).toThrow(/EADDRINUSE/);
   });
 });

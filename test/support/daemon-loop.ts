@@ -1,0 +1,140 @@
+// The announcer's whole loop through fakes: a fake pod and budget, in-memory
+// sockets, a manual clock moved by a scripted poll(2), records in a temporary
+// stateDir, and a runner of CNI commands whose outcomes the test decides.
+// Clients connect and send at scripted times and read their replies each turn.
+import { join } from 'node:path';
+import type { BackgroundJob } from '../../src/announce/background-job';
+import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
+import type { Counters } from '../../src/daemon/counters';
+import { runDaemon, type CommandHost, type DaemonDeps } from '../../src/daemon/daemon';
+import { ACK_MS, ANNOUNCER_SOCKET } from '../../src/shim/wire';
+import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
+import { fakeLibc, ScriptedPoll } from './fake-libc';
+import { FakeSockets } from './fake-sockets';
+import { ManualTimers } from './manual-timers';
+import { cniLine, controlLine, WireClient } from './wire-client';
+
+export const BUILD = 'b1';
+
+/** A CNI command the runner got, with the host it runs on; `end` settles it. */
+export interface HeldCommand {
+  env: Record<string, string>;
+  stdin: string;
+  at: number;
+  end(outcome: CommandOutcome): void;
+}
+
+/** Everything around one runDaemon(). */
+export class DaemonLoop {
+  readonly state: StateDir;
+  readonly pod = new FakePod();
+  readonly budget = new ScriptedBudget();
+  readonly sockets = new FakeSockets();
+  readonly timers = new ManualTimers();
+  readonly poll = new ScriptedPoll(this.timers, this.sockets);
+  readonly lines: string[];
+  readonly metrics: { file: string; text: string }[] = [];
+  readonly commands: HeldCommand[] = [];
+  readonly clients: WireClient[] = [];
+  /** The host the announcer gave its runner. */
+  host: CommandHost | undefined;
+  /** What the runner does with a command (by default: holds it in `commands` until the test ends it). */
+  runner: (env: Record<string, string>, stdin: string, host: CommandHost) => Promise<CommandOutcome>;
+  replaced = false;
+  /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
+  readonly pollInTimeouts: number[] = [];
+  readonly deps: DaemonDeps;
+
+  /** `state`: another announcer's stateDir (the next one after a hand-over), else a new one. */
+  constructor(state?: StateDir) {
+    this.state = state ?? makeStateDir();
+    this.timers.sleep = async (ms) => this.timers.advance(ms);
+    const kept = keptLog();
+    this.lines = kept.lines;
+    this.poll.onPoll = () => this.clients.forEach((c) => c.read());
+    this.runner = (env, stdin) => new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
+    this.deps = {
+      stateDir: this.state.dir,
+      // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its timeouts are kept.
+      libc: fakeLibc({ pollInOut: this.poll.pollInOut, pollIn: (fds, ms) => (this.pollInTimeouts.push(ms), fds.map(() => true)), close: () => undefined }),
+      sockets: this.sockets,
+      open: this.pod.opener(),
+      timers: this.timers,
+      lockFile: async (path) => ({ path, release: () => undefined }),
+      jobLog: () => kept.log,
+      log: kept.log,
+      budget: this.budget.budget,
+      uid: 0,
+      tryLock: () => true,
+      writeMetrics: (file, text) => void this.metrics.push({ file, text }),
+      closeInBackground: (_fd, done) => queueMicrotask(() => done()),
+      build: BUILD,
+      executableReplaced: () => this.replaced,
+      commands: (host): CniRunner => {
+        this.host = host;
+        return (env, stdin) => this.runner(env, stdin, host);
+      },
+    };
+  }
+
+  /** Runs the announcer to its end; throws when its loop spun or never ended (ScriptedPoll). */
+  async run(): Promise<void> {
+    this.poll.stop = () => process.listeners('SIGTERM').at(-1)?.('SIGTERM');
+    await runDaemon(this.deps);
+    if (this.poll.spun) throw new Error(`the announcer's loop spun: ${this.poll.calls.length} polls, the last at ${this.timers.now()} ms`);
+  }
+
+  /** A job whose round 1 went out `at` ms from now (rounds at 0, 1000, 3000; idle exit 1000 ms after the work). */
+  sentAt(at: number, extra: Partial<BackgroundJob> = {}): BackgroundJob {
+    return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, idleExitMs: 1000, ...extra });
+  }
+
+  /** At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends (on CLOCK_BOOTTIME); its replies gather in the client. */
+  lineAt(at: number, line: (ackBy: number) => string | Buffer): { client?: WireClient } {
+    const slot: { client?: WireClient } = {};
+    this.poll.at(at, () => {
+      const client = new WireClient(this.sockets, this.timers, join(this.state.dir, ANNOUNCER_SOCKET));
+      this.clients.push(client);
+      client.send(line(this.timers.bootMs() + ACK_MS));
+      slot.client = client;
+    });
+    return slot;
+  }
+
+  /** At `at` ms, a control request. */
+  controlAt(at: number, control: Record<string, unknown>, build = BUILD): { client?: WireClient } {
+    return this.lineAt(at, (ackBy) => controlLine(control, ackBy, build));
+  }
+
+  /** At `at` ms, a CNI command of this stateDir (or `stdin`). */
+  cniAt(at: number, build = BUILD, stdin = this.stdin()): { client?: WireClient } {
+    return this.lineAt(at, (ackBy) => cniLine({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: `c${at}` }, stdin, ackBy, build));
+  }
+
+  /** A network config whose stateDir is this one. */
+  stdin(stateDir = this.state.dir): string {
+    return JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir });
+  }
+
+  /** At `at` ms, `signal` to the announcer. */
+  signalAt(at: number, signal: 'SIGTERM' | 'SIGINT'): void {
+    this.poll.at(at, () => process.listeners(signal).at(-1)!(signal));
+  }
+
+  /** The log lines that contain `text`. */
+  logged(text: string): string[] {
+    return this.lines.filter((l) => l.includes(text));
+  }
+}
+
+/** The counters in a status reply's control answer. */
+export function countersOf(slot: { client?: WireClient }): Counters {
+  const reply = slot.client?.lines()[0] as { control: { status: { counters: Counters } } } | undefined;
+  if (!reply) throw new Error('no status reply');
+  return reply.control.status.counters;
+}
+
+/** The control answer a client got. */
+export function answerOf(slot: { client?: WireClient }): unknown {
+  return (slot.client?.lines()[0] as { control?: unknown } | undefined)?.control;
+}

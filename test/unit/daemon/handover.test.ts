@@ -1,0 +1,42 @@
+// The hand-over file between an announcer whose executable was replaced and
+// the next one: written whole, taken once, anything invalid left out, the
+// file removed in every case.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HANDOVER_FILE, takeHandover, writeHandover } from '../../../src/daemon/handover';
+import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
+
+let state: StateDir;
+let file: string;
+beforeEach(() => {
+  state = makeStateDir();
+  file = join(state.dir, HANDOVER_FILE);
+});
+afterEach(() => state.remove());
+
+describe('the hand-over file', () => {
+  it('carries each burst and its next round to the next announcer, once', () => {
+    const job = jobIn(state);
+    writeHandover(state.dir, new Map([['c1@eth0.json', { job, next: 2 }]]));
+    expect(takeHandover(state.dir)).toEqual(new Map([['c1@eth0.json', { job, next: 2 }]]));
+    expect(existsSync(file)).toBe(false);
+    expect(takeHandover(state.dir)).toEqual(new Map());
+  });
+
+  it('is ignored and removed when not JSON or not an object', () => {
+    for (const text of ['{"c1@eth0.json":', 'null', '7']) {
+      writeFileSync(file, text);
+      expect([text, takeHandover(state.dir)]).toEqual([text, new Map()]);
+      expect(existsSync(file)).toBe(false);
+    }
+  });
+
+  it('leaves out an entry whose job does not check or whose next round is not an integer from 1', () => {
+    const job = jobIn(state);
+    const entries = { good: { job, next: 1 }, zero: { job, next: 0 }, half: { job, next: 1.5 }, badJob: { job: { ...job, schedule: 'x' }, next: 1 }, bare: 3, none: null };
+    writeFileSync(file, JSON.stringify(entries));
+    expect([...takeHandover(state.dir).keys()]).toEqual(['good']);
+    expect(existsSync(file)).toBe(false);
+  });
+});
