@@ -21,7 +21,6 @@ import { takeHandover, writeHandover } from './handover';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
 import { openDaemonLock } from './paths';
-import { CHECK_MS } from './rounds';
 import type { Reply, Request } from './protocol';
 import type { DaemonSettings } from './settings';
 
@@ -152,16 +151,13 @@ class Daemon {
 
   /** One wait for sockets or the next due time, then whatever is due. */
   private async turn(now: number): Promise<void> {
-    // While handing over, bursts stand still (the next announcer takes them up where they are): a round
-    // falling due or a pod's event must not wake every poll at once.
-    const jobsFds = this.handingOver ? [] : this.jobs.eventFds();
-    const jobsWake = this.handingOver ? now + CHECK_MS : this.jobs.wakeAt(now);
-    const reading = [...this.control.fds(), ...jobsFds, ...this.waits.fds()];
-    const dueIn = Math.min(jobsWake, this.control.wakeAt()) - now;
+    // While handing over, bursts go on until the commands still running end: then where each stands is written.
+    const reading = [...this.control.fds(), ...this.jobs.eventFds(), ...this.waits.fds()];
+    const dueIn = Math.min(this.jobs.wakeAt(now), this.control.wakeAt()) - now;
     const { readable, writable } = this.deps.libc.pollInOut(reading, this.control.writeFds(), Math.max(0, Math.min(dueIn, this.waits.msLeft())));
     this.control.serve(readable, writable);
     this.waits.settle(readable);
-    if (!this.handingOver) await this.jobs.runDue(this.deps.timers.bootMs(), readable);
+    await this.jobs.runDue(this.deps.timers.bootMs(), readable);
     this.flushMetrics(false);
     // Let the commands whose waits settled run on, and completions from other threads (background closes).
     await new Promise<void>((resolve) => setImmediate(resolve));

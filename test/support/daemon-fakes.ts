@@ -84,6 +84,8 @@ export class FakePod {
   readonly released: number[] = [];
   /** Event sockets drained. */
   drained = 0;
+  /** Hears each drained event socket's fd (a scripted poll then stops calling it readable). */
+  onDrain: (fd: number) => void = () => undefined;
   /** Times the conflict probe asked for ARP receivers (without `arpFrames`, it then fails). */
   probes = 0;
   /** Frames the conflict probe's ARP receiver (fd 60, eth0) reads, once each; undefined: there is no receiver. */
@@ -102,7 +104,7 @@ export class FakePod {
       addresses: (index: number) => (index === 2 ? [ipv4(index, '10.88.0.5')] : []),
       bridgePortState: () => undefined,
     } as unknown as Rtnl;
-    const events = (fd: number) => ({ fd, drain: () => void this.drained++, close: () => undefined }) as unknown as RtnlEvents;
+    const events = (fd: number) => ({ fd, drain: () => (this.drained++, this.onDrain(fd)), close: () => undefined }) as unknown as RtnlEvents;
     const hostRtnl = { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl;
     return {
       pod: (): PodSockets => {
