@@ -8,7 +8,7 @@
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,8 @@ const DEFAULT_ROUNDS = 30;
 const WARMUP_ROUNDS = 3;
 /** Peak RSS is taken in runs of its own (GNU time would add to the wall times); the largest of these counts. */
 const RSS_RUNS = 3;
+/** The fallback row's start marker: long stale (see rows.ts, unreachableStateDir). */
+const STALE_MARKER_DATE = new Date('2000-01-01T00:00:00Z');
 
 /** What the bench runs before its scratch dir exists. */
 type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir' | 'unreachableStateDir'>;
@@ -102,8 +104,9 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
     '',
     peerLine(table),
     'warm: the announcer of the bench stateDir runs (idleExitMs an hour). cold: it is stopped (SIGTERM, waited for) before',
-    'each sample, untimed, and the shim starts one. in-process fallback: announcer.sock of its stateDir is a symlink to',
-    'itself, so connect(2) fails at once (ELOOP) and no announcer is started: the in-process cost without a wait before it.',
+    'each sample, untimed, and the shim starts one. in-process fallback: in its stateDir no announcer listens and none can',
+    'start (the start marker is a stale directory the shim cannot unlink), so the shim runs ADD in-process at once: the',
+    "fallback's own cost, without the wait (ACK_MS or START_MS) that precedes it when an announcer is hung or slow to start.",
     announcerLine(stateDir),
     `load at the end: ${loadLine()}`,
   ];
@@ -122,8 +125,9 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     unreachableStateDir: join(scratch, 'state-unreachable'),
   };
   writeFileSync(programs.emptyFile, '');
-  mkdirSync(programs.unreachableStateDir, { mode: 0o700 });
-  symlinkSync(ANNOUNCER_SOCKET, join(programs.unreachableStateDir, ANNOUNCER_SOCKET));
+  const marker = join(programs.unreachableStateDir, START_MARKER);
+  mkdirSync(marker, { recursive: true, mode: 0o700 });
+  utimesSync(marker, STALE_MARKER_DATE, STALE_MARKER_DATE);
   buildRuntimeFloor(programs.runtimeFloor);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
@@ -143,7 +147,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   });
 
   // The fallback row's premise: its shim never found an announcer to start (see rows.ts, unreachableStateDir).
-  if (findAnnouncer(programs.unreachableStateDir) !== undefined || existsSync(join(programs.unreachableStateDir, START_MARKER))) {
+  if (findAnnouncer(programs.unreachableStateDir) !== undefined || existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) || !statSync(marker).isDirectory()) {
     throw new Error(`an announcer was started for ${programs.unreachableStateDir}: the in-process fallback row measured something else`);
   }
 

@@ -24,9 +24,9 @@ export interface Programs {
    */
   stateDir: string;
   /**
-   * A stateDir whose announcer.sock is a symlink to itself: connect(2) fails
-   * with ELOOP, which is neither "absent" nor "starting", so the shim starts
-   * no announcer and runs the command in-process at once.
+   * A stateDir where no announcer listens and none can be started: its start
+   * marker is a directory dated 2000, so the shim finds the marker stale,
+   * cannot unlink it (EISDIR), and runs the command in-process at once.
    */
   unreachableStateDir: string;
 }
