@@ -48,16 +48,22 @@ export function isDaemonOf(argv: readonly string[], stateDir: string): boolean {
   return argv.length === 3 && argv[1] === 'daemon' && argv[2] === stateDir;
 }
 
-/** The live announcer of stateDir, if one runs. */
-export function findAnnouncer(stateDir: string): AnnouncerProc | undefined {
+/** Every live announcer of stateDir (one, unless the start lock failed). */
+export function announcersOf(stateDir: string): AnnouncerProc[] {
+  const found: AnnouncerProc[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const argv = readOrEmpty(`/proc/${entry}/cmdline`).split('\0').filter((s) => s !== '');
     if (!isDaemonOf(argv, stateDir)) continue;
     const startTime = statFields(Number(entry))?.[19];
-    if (startTime !== undefined) return { pid: Number(entry), startTime };
+    if (startTime !== undefined) found.push({ pid: Number(entry), startTime });
   }
-  return undefined;
+  return found;
+}
+
+/** The live announcer of stateDir, if one runs. */
+export function findAnnouncer(stateDir: string): AnnouncerProc | undefined {
+  return announcersOf(stateDir)[0];
 }
 
 /** Whether p is still the same live process. */

@@ -7,11 +7,9 @@
 // the announcer of its stateDir included.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
 import { createBridgePod, type BridgePod } from '../../test/integration/harness/bridge-pods';
 import type { Scope } from '../../test/integration/harness/scope';
@@ -24,9 +22,9 @@ import { GNU_TIME } from './measure';
 import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
+import { buildRuntimeFloor } from './runtime-floor';
 import { ANNOUNCER_DEFAULTS, announcerConf, processRows, rssSample, timedStep, type Programs } from './rows';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_ROUNDS = 30;
 const WARMUP_ROUNDS = 3;
 /** Peak RSS is taken in runs of its own (GNU time would add to the wall times); the largest of these counts. */
@@ -55,15 +53,6 @@ function preflight(p: Base): void {
     [p.tuning, 'run `make system-deps` (containernetworking-plugins)'],
     [GNU_TIME, 'run `make system-deps` (Debian package `time`)'],
   ]);
-}
-
-/** Compiles an empty program with the plugin's runtime and build options: what a start costs before any plugin code runs. */
-function buildRuntimeFloor(out: string): void {
-  const root = resolve(HERE, '../..');
-  execFileSync(join(root, 'node_modules/.bin/bun'), [join(root, 'scripts/build.mjs'), `--entry=${join(HERE, 'empty-entry.ts')}`, `--out=${out}`], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
 }
 
 /** Registers the undo steps for what plugin runs leave behind (a run cut short by a signal included), run newest first. */
