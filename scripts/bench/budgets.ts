@@ -9,6 +9,7 @@ export const ROWS = {
   node: 'node, empty file',
   runtimeFloor: 'empty program, built as the plugin is',
   version: 'announcer VERSION',
+  addNothing: 'announcer ADD, count 0 (warm): nothing to send',
   addOne: 'announcer ADD, count 1 (warm)',
   addProbe: 'announcer ADD, count 1, conflictCheck warn (warm)',
   addDefault: 'announcer ADD, defaults (warm)',

@@ -92,6 +92,7 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
     renderVerdicts([probeCostVerdict(table)]),
     '',
     peerLine(table),
+    'count 0: nothing to send, so the announcer validates and answers at once: the shim, the exchange and the validation.',
     'warm: the announcer of the bench stateDir runs (idleExitMs an hour). cold: it is stopped (SIGTERM, waited for) before',
     'each sample, untimed, and the shim starts one. in-process fallback: in its stateDir no announcer listens and none can',
     'start (the start marker is a stale directory the shim cannot unlink), so the shim runs ADD in-process at once: the',

@@ -49,6 +49,8 @@ export interface ProcessRow {
 export const IDLE_EXIT_MS = 3_600_000;
 /** The announcer settings of one round only. */
 export const ANNOUNCER_ONE = { count: 1 };
+/** Nothing to send: ADD validates and answers with the prevResult, without entering the pod (what the shim and the exchange cost). */
+export const ANNOUNCER_NOTHING = { count: 0 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
 /** Every default (count 3: rounds 2 and 3 are sent by the announcer after ADD returns). */
@@ -90,6 +92,7 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
       name: ROWS.version,
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
     },
+    { name: ROWS.addNothing, command: announcer('ADD', ANNOUNCER_NOTHING), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_NOTHING)) },
     { name: ROWS.addOne, command: addOne, after: delOne },
     { name: ROWS.addProbe, command: announcer('ADD', ANNOUNCER_PROBE), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)) },
     // DEL cancels the later rounds, so they do not compete with the next rows.
