@@ -51,7 +51,7 @@ interface Pod {
 /** One churn's figures. */
 interface Churn {
   cpuMs: number;
-  background?: { processes: number; pssMiB: number; cpuMs: number };
+  background?: { processes: number; pssMiB: number; cpuMs: number; processesLater: number };
 }
 
 /**
@@ -108,6 +108,7 @@ async function churn(setup: Awaited<ReturnType<typeof setUp>>, stateDir: string,
   const procs = withAnnouncer ? announcersOf(stateDir) : [];
   const pssKiB = procs.reduce((sum, p) => sum + (announcerUsage(p)?.pssKiB ?? 0), 0);
   if (withAnnouncer) await sleep(2500); // the default burst: rounds at +1 s and +2 s
+  const processesLater = announcersOf(stateDir).length;
   await Promise.all(
     pods.map(async (p, i) => {
       if (withAnnouncer) ok('announcer DEL', await cniExec(ANNOUNCER, call(p, 'DEL'), chainConfig(bridgeConf(p), announcerConf, results[i])));
@@ -119,7 +120,7 @@ async function churn(setup: Awaited<ReturnType<typeof setUp>>, stateDir: string,
   // Read before its idle exit (IDLE_EXIT_MS after the DELs), which it spends asleep.
   const cpuMs = (last && announcerUsage(last)?.cpuMs) ?? Number.NaN;
   for (let i = 0; i < 100 && findAnnouncer(stateDir) !== undefined; i++) await sleep(100);
-  return { cpuMs: childrenCpuMs() - before + cpuMs, background: { processes: procs.length, pssMiB: pssKiB / 1024, cpuMs } };
+  return { cpuMs: childrenCpuMs() - before + cpuMs, background: { processes: procs.length, pssMiB: pssKiB / 1024, cpuMs, processesLater } };
 }
 
 await scopedMain('bench-mass', async (scope) => {
@@ -146,8 +147,10 @@ await scopedMain('bench-mass', async (scope) => {
   console.log('');
   console.log('| measure | value | budget | verdict |');
   console.log('|---|---|---|---|');
-  console.log(`| announcer processes once every ADD returned (worst cycle) | ${worst.processes} | ≤ ${PROCESS_BUDGET} | ${verdict(worst.processes <= PROCESS_BUDGET)} |`);
-  console.log(`| its PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`);
+  const most = (pick: (b: NonNullable<Churn['background']>) => number): number => Math.max(...full.map((f) => pick(f.background!)));
+  console.log(`| announcer processes once every ADD returned (worst cycle) | ${most((b) => b.processes)} | ≤ ${PROCESS_BUDGET} | ${verdict(most((b) => b.processes) <= PROCESS_BUDGET)} |`);
+  console.log(`| their PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`);
+  console.log(`| announcer processes 2.5 s later, the bursts sent (worst cycle) | ${most((b) => b.processesLater)} | | |`);
   console.log(`| node CPU per pod cycle, bridge alone (median) | ${(median(bare) / PODS).toFixed(1)} ms | | |`);
   console.log(`| node CPU per pod cycle, bridge + announcer (median) | ${(median(full.map((f) => f.cpuMs)) / PODS).toFixed(1)} ms | | |`);
   console.log(`| the announcer's share per pod cycle (shims + announcer) | ${perPod.toFixed(1)} ms | ≤ 4× floor | |`);
