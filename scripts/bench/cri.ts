@@ -44,6 +44,8 @@ async function startContainerd(scope: Scope, dir: string, pods: number): Promise
   const stateDir = join(dir, 'announcer-state');
   const ipam = { type: 'host-local', ranges: [[{ subnet: `${net.v4(0)}/24`, rangeStart: net.v4(10), rangeEnd: net.v4(10 + pods + 10), gateway: net.v4(1) }]] };
   const bridgeConf = { type: 'bridge', bridge, isGateway: false, ipMasq: false, ipam };
+  // Runs after containerd's undo steps (newest first), whose DELs of any sandbox left may start an announcer.
+  scope.defer(() => stopAnnouncer(stateDir), 'the announcer of the bench stateDir');
   const ctd = await privateContainerd(scope, {
     dir,
     networks: [
@@ -53,8 +55,6 @@ async function startContainerd(scope: Scope, dir: string, pods: number): Promise
     sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
     plugins: { announcer: ANNOUNCER, ...Object.fromEntries(['bridge', 'host-local', 'loopback'].map((p) => [p, join(SYSTEM_CNI_DIR, p)])) },
   });
-  // Runs before containerd stops (scope order: newest first): the announcer started by a shim in the last batch.
-  scope.defer(() => stopAnnouncer(stateDir), 'the announcer of the bench stateDir');
   return { ctd, stateDir };
 }
 
