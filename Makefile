@@ -7,7 +7,7 @@ SOURCES := $(shell find src scripts/build -name '*.ts') scripts/build.mjs packag
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
-.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass mutation clean image image-archive
+.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass bench-cri mutation clean image image-archive
 
 all: build
 
@@ -54,13 +54,17 @@ test-integration: deps system-deps build bin/announcer-arm64
 demo: deps system-deps build
 	npx vite-node scripts/demo/main.ts
 
-## bench: each command's start-up cost next to `node` and the Go peer, one table with budgets (needs root; BENCH_ROUNDS=N)
+## bench: each command's start-up cost (warm, cold, in-process) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
 	npx vite-node scripts/bench/main.ts
 
-## bench-mass: many pods at once (issue 11): background processes, their PSS, node CPU per pod cycle against the bridge alone (needs root; BENCH_PODS=N BENCH_CYCLES=N)
+## bench-mass: many pods at once (issues 11, 18): the announcer's processes and PSS, CPU per pod cycle against the bridge alone and the runtime floor (needs root; BENCH_PODS=N BENCH_CYCLES=N)
 bench-mass: deps system-deps build
 	npx vite-node scripts/bench/mass-start.ts
+
+## bench-cri: 40 pod sandboxes at once through a private containerd's CRI, bridge alone vs. bridge + announcer cold and warm; median RunPodSandbox and the ratio (needs root; 2 to 4 minutes; BENCH_PODS=N BENCH_CRI_RUNS=N)
+bench-cri: deps system-deps build
+	npx vite-node -c scripts/bench/vite-node.config.ts scripts/bench/cri.ts
 
 ## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
 mutation: deps

@@ -1,5 +1,6 @@
 // What the bench runs: each table row as a command in a clean environment,
-// with the untimed steps that keep the pod in the same state between samples.
+// with the untimed steps that keep the pod and the announcer in the same
+// state between samples.
 import type { Row } from './rounds';
 import { ROWS } from './budgets';
 import { cleanEnv, expectOk, peakRssKiB, timedRun, type Command } from './measure';
@@ -17,15 +18,21 @@ export interface Programs {
   emptyFile: string;
   /** An empty program compiled as the plugin is (scripts/build.mjs --entry): the runtime's own floor. */
   runtimeFloor: string;
-  /** packet-close-probe.mjs. */
-  probe: string;
   /**
-   * The announcer's stateDir for this run, its only setting besides each row's
-   * own: the background announcer (one per stateDir) and the records stay apart
-   * from the node's and from the tests'.
+   * The announcer's stateDir for this run: its announcer (one per stateDir)
+   * and its records stay apart from the node's and from the tests'.
    */
   stateDir: string;
+  /**
+   * A stateDir where no announcer listens and none can be started: its start
+   * marker is a directory dated 2000, so the shim finds the marker stale,
+   * cannot unlink it (EISDIR), and runs the command in-process at once.
+   */
+  unreachableStateDir: string;
 }
+
+/** Stops the announcer of a stateDir (announcer-proc.ts), untimed. */
+export type StopAnnouncer = (stateDir: string) => void;
 
 /** A table row that is one process: its command, and untimed steps around it. */
 export interface ProcessRow {
@@ -35,16 +42,23 @@ export interface ProcessRow {
   after?: () => void;
 }
 
+/**
+ * The announcer stays up for the whole run (the option's maximum, an hour):
+ * the cold row alone stops it, before each of its samples.
+ */
+export const IDLE_EXIT_MS = 3_600_000;
 /** The announcer settings of one round only. */
 export const ANNOUNCER_ONE = { count: 1 };
+/** Nothing to send: ADD validates and answers with the prevResult, without entering the pod (what the shim and the exchange cost). */
+export const ANNOUNCER_NOTHING = { count: 0 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
-/** Every default (count 3: rounds 2 and 3 are sent by the background announcer). */
+/** Every default (count 3: rounds 2 and 3 are sent by the announcer after ADD returns). */
 export const ANNOUNCER_DEFAULTS = {};
 
-/** The announcer's own config in the chain: `settings` on top of the run's stateDir. */
-export function announcerConf(p: Programs, settings: object): object {
-  return { type: 'announcer', stateDir: p.stateDir, ...settings };
+/** The announcer's own config in the chain: `settings` on top of the stateDir and IDLE_EXIT_MS. */
+export function announcerConf(stateDir: string, settings: object): object {
+  return { type: 'announcer', stateDir, idleExitMs: IDLE_EXIT_MS, ...settings };
 }
 
 /** A chained plugin call on the pod, as a runtime makes it, in a clean environment. */
@@ -57,17 +71,18 @@ export function pluginCommand(p: Programs, pod: BridgePod, file: string, command
   };
 }
 
-/** An announcer call on the pod with `settings` (see announcerConf). */
-export function announcerCommand(p: Programs, pod: BridgePod, command: string, settings: object): Command {
-  return pluginCommand(p, pod, p.announcer, command, announcerConf(p, settings));
+/** An announcer call on the pod with `settings`, on the run's stateDir or another one. */
+export function announcerCommand(p: Programs, pod: BridgePod, command: string, settings: object, stateDir = p.stateDir): Command {
+  return pluginCommand(p, pod, p.announcer, command, announcerConf(stateDir, settings));
 }
 
 /** The plugin commands of the table, in table order. */
-export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
+export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): ProcessRow[] {
   const plugin = (file: string, command: string, conf: object): Command => pluginCommand(p, pod, file, command, conf);
-  const announcer = (command: string, settings: object): Command => announcerCommand(p, pod, command, settings);
+  const announcer = (command: string, settings: object, stateDir?: string): Command => announcerCommand(p, pod, command, settings, stateDir);
   const untimed = (what: string, cmd: Command) => () => void expectOk(what, timedRun(cmd));
   const addOne = announcer('ADD', ANNOUNCER_ONE);
+  const delOne = untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE));
   return [
     { name: ROWS.floor, command: { file: '/bin/true', args: [], env: cleanEnv() } },
     { name: ROWS.tuning, command: plugin(p.tuning, 'ADD', { type: 'tuning' }) },
@@ -77,19 +92,18 @@ export function processRows(p: Programs, pod: BridgePod): ProcessRow[] {
       name: ROWS.version,
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
     },
-    { name: ROWS.addOne, command: addOne, after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE)) },
-    {
-      name: ROWS.addProbe,
-      command: announcer('ADD', ANNOUNCER_PROBE),
-      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)),
-    },
-    {
-      name: ROWS.addDefault,
-      command: announcer('ADD', ANNOUNCER_DEFAULTS),
-      // DEL stops the background rounds, so they do not compete with the next rows.
-      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_DEFAULTS)),
-    },
+    { name: ROWS.addNothing, command: announcer('ADD', ANNOUNCER_NOTHING), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_NOTHING)) },
+    { name: ROWS.addOne, command: addOne, after: delOne },
+    { name: ROWS.addProbe, command: announcer('ADD', ANNOUNCER_PROBE), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)) },
+    // DEL cancels the later rounds, so they do not compete with the next rows.
+    { name: ROWS.addDefault, command: announcer('ADD', ANNOUNCER_DEFAULTS), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_DEFAULTS)) },
+    { name: ROWS.addCold, command: addOne, before: () => stop(p.stateDir), after: delOne },
     { name: ROWS.del, command: announcer('DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
+    {
+      name: ROWS.addFallback,
+      command: announcer('ADD', ANNOUNCER_ONE, p.unreachableStateDir),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE, p.unreachableStateDir)),
+    },
   ];
 }
 
@@ -111,18 +125,4 @@ export function rssSample(row: ProcessRow): number {
   const kib = peakRssKiB(row.command);
   row.after?.();
   return kib;
-}
-
-/**
- * A round step that opens and closes an AF_PACKET socket inside the pod's
- * netns (never the host's) and reports the two close(2) times the probe took.
- */
-export function packetCloseStep(p: Programs, pod: BridgePod): Row {
-  const cmd: Command = { file: 'ip', args: ['netns', 'exec', pod.netns.name, p.node, p.probe], env: cleanEnv() };
-  return {
-    sample() {
-      const out = JSON.parse(expectOk('packet-close probe', timedRun(cmd)).stdout) as { lastMs: number; sharedMs: number };
-      return { [ROWS.closeLast]: out.lastMs, [ROWS.closeShared]: out.sharedMs };
-    },
-  };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkBudgets, peerLine, probeCostVerdict, ROWS } from '../../../scripts/bench/budgets';
+import { checkBudgets, cpuVerdict, criVerdict, peerLine, probeCostVerdict, ROWS } from '../../../scripts/bench/budgets';
 import type { TableRow } from '../../../scripts/bench/report';
 
 const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[] =>
@@ -10,6 +10,7 @@ const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[]
     { name: ROWS.version, samples: [11.5] },
     { name: ROWS.addOne, samples: [16], rssKiB: 25 * 1024 },
     { name: ROWS.addDefault, samples: [27], rssKiB: 28 * 1024 },
+    { name: ROWS.addCold, samples: [50], rssKiB: 40 * 1024 },
     { name: ROWS.del, samples: [14] },
   ].map((r) => ({ ...r, ...over[r.name] }));
 
@@ -17,28 +18,56 @@ describe('checkBudgets', () => {
   it('passes within every budget, each a multiple of the runtime floor', () => {
     const verdicts = checkBudgets(rows());
     expect(verdicts.map((v) => [v.label, v.measured, v.pass])).toEqual([
-      ['ADD count 1 ≤ 1.6× floor', '1.60× floor', true],
+      ['warm ADD count 1 ≤ 1.6× floor', '1.60× floor', true],
+      ['cold ADD count 1 ≤ 5× floor', '5.00× floor', true],
       ['DEL ≤ 1.4× floor', '1.40× floor', true],
       ['VERSION ≤ 1.15× floor', '1.15× floor', true],
-      ['ADD peak RSS ≤ floor + 8 MiB', 'floor + 8.0 MiB (the larger of the two ADD rows; the floor: 20.0 MiB)', true],
+      ['ADD peak RSS ≤ floor + 8 MiB', 'floor + 8.0 MiB (the shim; the larger of the two warm ADD rows; the floor: 20.0 MiB)', true],
     ]);
   });
 
-  it('fails a ratio over its limit and RSS over floor + 8 MiB in either ADD row', () => {
+  it('fails a ratio over its limit and RSS over floor + 8 MiB in either warm ADD row', () => {
     const verdicts = checkBudgets(rows({ [ROWS.version]: { samples: [11.6] }, [ROWS.addOne]: { rssKiB: 28 * 1024 + 1 } }));
-    expect(verdicts.map((v) => v.pass)).toEqual([true, true, false, false]);
-    expect(checkBudgets(rows({ [ROWS.del]: { samples: [14.1] }, [ROWS.addOne]: { samples: [16.1] } })).map((v) => v.pass)).toEqual([false, false, true, true]);
+    expect(verdicts.map((v) => v.pass)).toEqual([true, true, true, false, false]);
+    expect(checkBudgets(rows({ [ROWS.del]: { samples: [14.1] }, [ROWS.addOne]: { samples: [16.1] } })).map((v) => v.pass)).toEqual([false, true, false, true, true]);
+    expect(checkBudgets(rows({ [ROWS.addCold]: { samples: [50.1] }, [ROWS.addDefault]: { rssKiB: 28 * 1024 + 1 } })).map((v) => v.pass)).toEqual([true, false, true, true, false]);
+  });
+
+  it('leaves the cold row out of the RSS budget: its shim is not a warm ADD', () => {
+    expect(checkBudgets(rows({ [ROWS.addCold]: { rssKiB: 99 * 1024 } }))[4]!.pass).toBe(true);
+  });
+
+  it('fails a ratio whose row has no samples', () => {
+    expect(checkBudgets(rows({ [ROWS.addCold]: { samples: [] } }))[1]!.pass).toBe(false);
   });
 
   it('fails the RSS budget when a figure is missing', () => {
-    expect(checkBudgets(rows({ [ROWS.addDefault]: { rssKiB: undefined } }))[3]!.pass).toBe(false);
-    expect(checkBudgets(rows({ [ROWS.runtimeFloor]: { rssKiB: undefined } }))[3]!.pass).toBe(false);
+    expect(checkBudgets(rows({ [ROWS.addDefault]: { rssKiB: undefined } }))[4]!.pass).toBe(false);
+    expect(checkBudgets(rows({ [ROWS.runtimeFloor]: { rssKiB: undefined } }))[4]!.pass).toBe(false);
   });
 });
 
 describe('peerLine', () => {
-  it('gives ADD count 1, DEL and the floor as multiples of the Go peer', () => {
-    expect(peerLine(rows())).toBe('Against the Go tuning ADD: ADD count 1 4.0×, DEL 3.5×, the floor 2.5×');
+  it('gives the budgeted rows and the floor as multiples of the Go peer', () => {
+    expect(peerLine(rows())).toBe('Against the Go tuning ADD: warm ADD count 1 4.0×, cold ADD 12.5×, DEL 3.5×, VERSION 2.9×, the floor 2.5×');
+  });
+});
+
+describe('criVerdict', () => {
+  it('passes at 1.2× the bridge alone and fails above', () => {
+    expect(criVerdict(1200, 1000)).toEqual({ label: 'CRI median RunPodSandbox ≤ 1.2× the bridge alone', measured: '1.20× the bridge alone', pass: true });
+    expect(criVerdict(1201, 1000).pass).toBe(false);
+  });
+});
+
+describe('cpuVerdict', () => {
+  it("passes at 4× the floor's CPU for one run and fails above", () => {
+    expect(cpuVerdict(20, 5)).toEqual({
+      label: "node CPU per pod cycle ≤ 4× the floor's CPU for one run",
+      measured: "20.0 ms = 4.00× the floor's 5.0 ms",
+      pass: true,
+    });
+    expect(cpuVerdict(20.1, 5).pass).toBe(false);
   });
 });
 
