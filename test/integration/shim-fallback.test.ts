@@ -66,39 +66,38 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
     const first = await pod(10, 'first');
     const firstAtt = attachmentOf(first, files);
     assertCniOk('first ADD', await announcerAdd(s, firstAtt, { count: 1 }));
-    await stopDaemon(s, files.stateDir).then(async (stopped) => {
-      // A pod reusing an IP: the node's entry points at the MAC of the pod that left.
-      await plantStale(bridge, net.v4(11), OLD_MAC);
-      const reused = await pod(11, 'reused');
-      const trace = await traceFile(s);
-      const att = { ...attachmentOf(reused, files), command: tracedAnnouncer(trace) };
-      const add = assertCniOk('ADD with the announcer stopped', await announcerAdd(s, att, { count: 1 }));
-      const entry = await neighEntry(bridge, reused.ip);
-      const beforeResume = await capture.count();
+    const stopped = await stopDaemon(s, files.stateDir);
+    // A pod reusing an IP: the node's entry points at the MAC of the pod that left.
+    await plantStale(bridge, net.v4(11), OLD_MAC);
+    const reused = await pod(11, 'reused');
+    const trace = await traceFile(s);
+    const att = { ...attachmentOf(reused, files), command: tracedAnnouncer(trace) };
+    const add = assertCniOk('ADD with the announcer stopped', await announcerAdd(s, att, { count: 1 }));
+    const entry = await neighEntry(bridge, reused.ip);
+    const beforeResume = await capture.count();
 
-      // In-process: this CNI process entered the pod's netns itself (the shim never does).
-      expect((await tracedCalls(trace, 'setns')).length).toBeGreaterThan(0);
-      expect(entry?.mac, `the node's entry for ${reused.ip} once ADD returned`).toBe(reused.mac);
+    // In-process: this CNI process entered the pod's netns itself (the shim never does).
+    expect((await tracedCalls(trace, 'setns')).length).toBeGreaterThan(0);
+    expect(entry?.mac, `the node's entry for ${reused.ip} once ADD returned`).toBe(reused.mac);
 
-      await stopped.resume();
-      // A later request is served by the same announcer; it ran nothing of the stale one.
-      const later = await pod(12, 'later');
-      const laterTrace = await traceFile(s);
-      const laterAtt = { ...attachmentOf(later, files), command: tracedAnnouncer(laterTrace) };
-      assertCniOk('ADD once resumed', await announcerAdd(s, laterAtt, { count: 1 }));
-      expect(await tracedCalls(laterTrace, 'setns')).toEqual([]);
-      expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
-      await waitFor(async () => (await capture.count()) >= beforeResume + 1, { what: "the later pod's GARP" });
-      for (const a of [firstAtt, att, laterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
-      await terminateDaemon(files.stateDir);
-      const frames = await capture.stop();
+    await stopped.resume();
+    // A later request is served by the same announcer; it ran nothing of the stale one.
+    const later = await pod(12, 'later');
+    const laterTrace = await traceFile(s);
+    const laterAtt = { ...attachmentOf(later, files), command: tracedAnnouncer(laterTrace) };
+    assertCniOk('ADD once resumed', await announcerAdd(s, laterAtt, { count: 1 }));
+    expect(await tracedCalls(laterTrace, 'setns')).toEqual([]);
+    expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
+    await waitFor(async () => (await capture.count()) >= beforeResume + 1, { what: "the later pod's GARP" });
+    for (const a of [firstAtt, att, laterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
+    await terminateDaemon(files.stateDir);
+    const frames = await capture.stop();
 
-      const garps = garpsFor(frames, reused.mac, reused.ip);
-      expect(garps, 'GARPs of the pod ADDed while the announcer was stopped').toHaveLength(1);
-      expect(ms(garps[0]!)).toBeLessThanOrEqual(add.exitedAt);
-      expect(garpsFor(frames, later.mac, later.ip)).toHaveLength(1);
-      expect(garpsFor(frames, first.mac, first.ip)).toHaveLength(1);
-    });
+    const garps = garpsFor(frames, reused.mac, reused.ip);
+    expect(garps, 'GARPs of the pod ADDed while the announcer was stopped').toHaveLength(1);
+    expect(ms(garps[0]!)).toBeLessThanOrEqual(add.exitedAt);
+    expect(garpsFor(frames, later.mac, later.ip)).toHaveLength(1);
+    expect(garpsFor(frames, first.mac, first.ip)).toHaveLength(1);
   });
 
   /** A pod whose bridge port the test holds in `listening`, an announcer already running (started by another pod's ADD), and a capture on the bridge. */
