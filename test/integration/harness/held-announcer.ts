@@ -5,14 +5,14 @@
 // traced by strace (its setns(2) shows the command ran in-process), and the
 // announcers of a stateDir sampled while work runs.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';
 import { daemonsOf } from './daemon';
-import { childEnv, run, runOk } from './exec';
+import { childEnv, runOk } from './exec';
 import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
@@ -129,13 +129,6 @@ export async function flockHolders(file: string): Promise<number[]> {
     .map((m) => Number(m[1]));
 }
 
-/** Whether process pid has `file` open (a link in /proc/PID/fd names it). */
-export async function holdsOpen(pid: number, file: string): Promise<boolean> {
-  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
-  for (const fd of fds) if ((await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')) === file) return true;
-  return false;
-}
-
 /** The pid of the process tracing pid (TracerPid in /proc/PID/status); 0 when none, undefined once gone. */
 async function tracerOf(pid: number): Promise<number | undefined> {
   const status = await readFile(`/proc/${pid}/status`, 'latin1').catch(() => undefined);
@@ -158,11 +151,6 @@ export async function traceRunning(scope: Scope, pid: number, syscalls: readonly
   scope.defer(detach, `strace -p ${pid}`);
   await waitFor(async () => (await tracerOf(pid)) === child.pid, { what: `strace to attach to ${pid}` });
   return { detach };
-}
-
-/** Whether strace runs here (it needs ptrace). */
-export async function straceWorks(): Promise<boolean> {
-  return (await run('strace', ['-qq', '-e', 'trace=none', 'true'])).code === 0;
 }
 
 /** A running sample of the announcers of a stateDir: stop() ends it and resolves with every pid seen. */
