@@ -2,11 +2,23 @@
 // loads its modules (node:child_process among them) only when an announcer must be started.
 import { selfCommand } from '../self-command';
 import { detachedEnv } from '../sys/detached-env';
+import type { ConnectUnix } from '../sys/stream-connection';
 import { userModeEmulator } from '../sys/emulator';
 import { loadTransport } from '../sys/unix-stream-select';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
 import { withAnnouncerAddress } from './socket-address';
+
+/** Whether the announcer's socket in stateDir accepts a connection (closed at once, unused: the announcer drops it). */
+function accepts(connect: ConnectUnix, stateDir: string): Promise<boolean> {
+  const ignore = (): void => undefined;
+  return withAnnouncerAddress(stateDir, (address) => connect(address, { data: ignore, end: ignore, error: ignore }))
+    .then((connection) => {
+      connection.close();
+      return true;
+    })
+    .catch(() => false);
+}
 
 /** ShimDeps for this process, sending `build` in every request. */
 export async function realShimDeps(build: string): Promise<ShimDeps> {
@@ -20,13 +32,13 @@ export async function realShimDeps(build: string): Promise<ShimDeps> {
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
     start: async (stateDir) => {
-      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
+      const [{ startUnlessListening, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
         import('../sys/private-dir'),
       ]);
       const emulator = userModeEmulator();
-      return startAnnouncer(
+      return startUnlessListening(
         {
           ensureStateDir: (dir) => ensurePrivateDir(dir),
           wallNow: Date.now,
@@ -35,6 +47,7 @@ export async function realShimDeps(build: string): Promise<ShimDeps> {
           env: envObject(detachedEnv(process.env, emulator !== undefined)),
         },
         stateDir,
+        () => accepts(connectUnix, stateDir),
       );
     },
   };

@@ -55,17 +55,46 @@ export function takeStartMarker(stateDir: string, wallNow: () => number): boolea
 export function startAnnouncer(deps: StartDeps, stateDir: string): 'spawned' | 'starting' {
   deps.ensureStateDir(stateDir);
   if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
+  spawnUnderMarker(deps, stateDir);
+  return 'spawned';
+}
+
+/**
+ * startAnnouncer, but once the marker is taken, `listening` is asked first: an announcer that
+ * began to listen after this shim found none has removed the marker since, so a shim of a herd
+ * would start a second one (which waits for the first's lock). 'running': one listens.
+ */
+export async function startUnlessListening(deps: StartDeps, stateDir: string, listening: () => Promise<boolean>): Promise<'spawned' | 'starting' | 'running'> {
+  deps.ensureStateDir(stateDir);
+  if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
+  if (await listening()) {
+    removeMarker(stateDir);
+    return 'running';
+  }
+  spawnUnderMarker(deps, stateDir);
+  return 'spawned';
+}
+
+/** Spawns the announcer; the marker goes when the spawn fails, so that the next shim can start one. */
+function spawnUnderMarker(deps: StartDeps, stateDir: string): void {
   try {
     deps.spawn([...deps.self, ANNOUNCER_VERB, stateDir], deps.env);
   } catch (err) {
     try {
-      unlinkSync(join(stateDir, START_MARKER));
+      removeMarker(stateDir);
     } catch {
       // the error that matters is the spawn's
     }
     throw err;
   }
-  return 'spawned';
+}
+
+function removeMarker(stateDir: string): void {
+  try {
+    unlinkSync(join(stateDir, START_MARKER));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 }
 
 /** The environment list of detachedEnv (`K=V` strings) as spawn takes it. */

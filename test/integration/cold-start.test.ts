@@ -1,0 +1,74 @@
+// Cold start under concurrency (issue 18, "Start and fallback"): with no
+// announcer running, 20 ADDs of different pods at once start exactly one
+// `announcer daemon <stateDir>` (the start marker, O_EXCL, lets one shim spawn
+// it; the others retry the socket), and every ADD succeeds. /proc is sampled
+// all through: a second announcer, even one that would give up on the
+// announcer's flock a few seconds later, is seen.
+import { describe, expect, it } from 'vitest';
+import {
+  allocSubnet,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  attachBridgePod,
+  bridgeWithKeeper,
+  daemonsOf,
+  garpsFor,
+  killStrays,
+  ms,
+  RUN_TAG,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitDaemonGone,
+  waitFor,
+  type AnnouncerAttachment,
+  type BridgePod,
+} from './harness';
+import { sampleDaemons } from './harness/held-announcer';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `cs${RUN_TAG}`;
+const PODS = 20;
+const BURST = { count: 2, intervalMs: 500 };
+
+describe.skipIf(skipIntegration())('cold start under concurrency', () => {
+  const scope = scopePerTest(PREFIX);
+
+  it(`${PODS} ADDs at once with no announcer running: exactly one announcer starts, every ADD succeeds, ${BURST.count} GARPs per pod`, async () => {
+    const s = scope();
+    killStrays(s, { strict: true });
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
+    const pods: BridgePod[] = [];
+    for (let i = 0; i < PODS; i += 5) {
+      const batch = Array.from({ length: Math.min(5, PODS - i) }, (_, k) => i + k);
+      pods.push(...(await Promise.all(batch.map((n) => attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + n, containerId: `${PREFIX}-pod${n}`, settle: true })))));
+    }
+    const atts: AnnouncerAttachment[] = pods.map((pod) => ({
+      mainConf: pod.conf,
+      prevResult: pod.result,
+      containerId: pod.containerId,
+      netns: pod.netns.path,
+      files,
+      options: { idleExitMs: 1000 },
+    }));
+    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+    expect(await daemonsOf(files.stateDir)).toEqual([]);
+
+    const sampler = sampleDaemons(files.stateDir);
+    const added = await Promise.all(atts.map((att) => announcerAdd(s, att, BURST)));
+    expect(added.map((a) => a.code), added.map((a) => a.stdout).join('\n')).toEqual(atts.map(() => 0));
+    await waitFor(async () => (await capture.count()) >= PODS * BURST.count, { timeoutMs: 15_000, what: `${PODS * BURST.count} GARPs` }).catch(() => undefined);
+    for (const att of atts) expect(await announcerDel(att)).toMatchObject({ code: 0 });
+    const seen = await sampler.stop();
+    const frames = await capture.stop();
+
+    expect([...seen], 'announcers of the stateDir seen while the ADDs and DELs ran').toHaveLength(1);
+    await waitDaemonGone(files.stateDir, 10_000);
+    expect(pods.map((pod) => garpsFor(frames, pod.mac, pod.ip).length)).toEqual(pods.map(() => BURST.count));
+    for (const [i, pod] of pods.entries()) expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+    expect(await files.stateFiles()).toEqual([]);
+  }, 120_000);
+});

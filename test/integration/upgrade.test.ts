@@ -1,0 +1,120 @@
+// An upgrade in the middle of a burst (issue 18, "Upgrades"): the DaemonSet
+// renames a new build over the installed plugin while the announcer of the
+// old build runs bursts. The next CNI call, from the new build, makes the old
+// announcer hand over (it stops serving, writes each burst's next round to
+// `announcer-handover`, exits) and starts the new build, which goes on from
+// there. Every pod gets exactly its planned GARPs, counted per pod IP on the
+// bridge over the whole test: nothing lost, nothing sent twice.
+import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  allocSubnet,
+  ANNOUNCER,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  assertCniOk,
+  attachBridgePod,
+  bridgeWithKeeper,
+  daemonsOf,
+  garpsFor,
+  killStrays,
+  ms,
+  RUN_TAG,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitFor,
+  type AnnouncerAttachment,
+  type BridgePod,
+} from './harness';
+import { buildAnnouncerAs, buildOf, runningBuild, terminateDaemon, theDaemonOf } from './harness/held-announcer';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `up${RUN_TAG}`;
+/** Each pod's burst: rounds of the pods before the swap fall due every ~80 ms, so some fall due while the announcers change places. */
+const BURST = { count: 6, intervalMs: 250 };
+/** Pods ADDed before the swap, and after it. */
+const BEFORE = 3;
+const AFTER = 1;
+
+let dir: string;
+/** The build of bin/announcer, and the other one built from the same sources. */
+let oldBuild: string;
+const NEXT_BUILD = `next${RUN_TAG}`;
+
+describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () => {
+  const scope = scopePerTest(PREFIX);
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'announcer-upgrade-'));
+    await buildAnnouncerAs(join(dir, 'announcer-next'), NEXT_BUILD);
+    oldBuild = await buildOf(ANNOUNCER);
+    expect(await buildOf(join(dir, 'announcer-next'))).toBe(NEXT_BUILD);
+  }, 180_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`${BEFORE} bursts by the old build, the new build renamed over it, ${AFTER} more ADD: the old announcer hands over and exits, the new one finishes every burst; ${BURST.count} GARPs per pod`, async () => {
+    const s = scope();
+    killStrays(s, { strict: true });
+    // The installed plugin: a copy of bin/announcer, where the DaemonSet puts it.
+    const binDir = join(dir, `bin-${Math.random().toString(16).slice(2, 8)}`);
+    await mkdir(binDir);
+    s.defer(() => rm(binDir, { recursive: true, force: true }), `installed plugin dir ${binDir}`);
+    const installed = join(binDir, 'announcer');
+    await copyFile(ANNOUNCER, installed);
+    const next = join(binDir, 'announcer.new');
+    await copyFile(join(dir, 'announcer-next'), next);
+
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
+    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+    const pods: BridgePod[] = [];
+    for (let i = 0; i < BEFORE + AFTER; i++) pods.push(await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId: `${PREFIX}-pod${i}`, settle: true }));
+    const atts: AnnouncerAttachment[] = pods.map((pod) => ({
+      mainConf: pod.conf,
+      prevResult: pod.result,
+      containerId: pod.containerId,
+      netns: pod.netns.path,
+      files,
+      options: { logLevel: 'debug', idleExitMs: 1000 },
+      command: { argv: [installed] },
+    }));
+
+    const added = [];
+    for (const att of atts.slice(0, BEFORE)) added.push(assertCniOk(`ADD ${att.containerId}`, await announcerAdd(s, att, BURST)));
+    const old = await theDaemonOf(files.stateDir);
+    expect(await runningBuild(old)).toBe(oldBuild);
+
+    // Mid-burst: the first pod's round 3 is out.
+    const round3 = new RegExp(`INFO announced daemon=${old} containerId=${pods[0]!.containerId} .*round=3 of=${BURST.count}`);
+    await waitFor(async () => round3.test(await files.log()), { what: `round 3 of ${pods[0]!.containerId}` });
+    // The DaemonSet's upgrade: rename(2) over the installed file while the bursts run.
+    await rename(next, installed);
+    for (const att of atts.slice(BEFORE)) added.push(assertCniOk(`ADD ${att.containerId} after the upgrade`, await announcerAdd(s, att, BURST)));
+    await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === old), { timeoutMs: 10_000, what: `the old announcer ${old} to exit` });
+    const successor = await theDaemonOf(files.stateDir);
+    expect(await runningBuild(successor)).toBe(NEXT_BUILD);
+
+    const planned = pods.length * BURST.count;
+    // Should some never come, the counts per pod below say whose.
+    await waitFor(async () => (await capture.count()) >= planned, { timeoutMs: 15_000, what: `${planned} GARPs` }).catch(() => undefined);
+    const log = await files.log();
+    for (const att of atts) expect(await announcerDel(att)).toMatchObject({ code: 0 });
+    expect(await theDaemonOf(files.stateDir)).toBe(successor);
+    await terminateDaemon(files.stateDir);
+    const frames = await capture.stop();
+
+    expect(pods.map((pod) => garpsFor(frames, pod.mac, pod.ip).length)).toEqual(pods.map(() => BURST.count));
+    for (const [i, pod] of pods.entries()) expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+    expect(log).toMatch(new RegExp(`executable replaced: handing over to the new build .*newBuild=${NEXT_BUILD}`));
+    expect(log).toMatch(new RegExp(`announcer started .*build=${NEXT_BUILD} .*handedOver=${BEFORE}`));
+    expect(await files.stateFiles()).toEqual([]);
+  });
+});
