@@ -3,6 +3,7 @@
 // and what the announcer left behind.
 import type { AnnouncerFiles } from './announcer-files';
 import { stateFiles } from './announcer-files';
+import { stopDaemonsOf } from './daemon-stop';
 import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
 import { ownAnnouncerProcesses } from './processes';
 import type { Scope } from './scope';
@@ -97,12 +98,14 @@ export async function announcerGc(stateDir: string, name: string, lists: Record<
 }
 
 /**
- * What the announcer left behind: its live processes started by this test
- * process, and the files in stateDir. Waits (bounded) for both to be empty,
- * since a background announcer takes a moment to exit;
- * resolves with what is still there.
+ * What the announcer left behind once the background announcer of stateDir
+ * is stopped (it runs idleExitMs after any command, and removes its socket
+ * as it exits): the live processes this test process started, and the files
+ * in stateDir. Waits (bounded) for both to be empty; resolves with what is
+ * still there.
  */
 export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>): Promise<string[]> {
+  await stopDaemonsOf(files.stateDir);
   const now = async (): Promise<string[]> => [
     ...(await ownAnnouncerProcesses()).map((p) => `process ${p.pid}: ${p.argv.join(' ')}`),
     ...(await stateFiles(files.stateDir)).map((f) => `state file ${f}`),

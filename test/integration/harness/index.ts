@@ -7,6 +7,7 @@ export * from './bridge-pods';
 export * from './capture';
 export * from './cni';
 export * from './daemon';
+export * from './daemon-stop';
 export * from './exec';
 export * from './expect-cni';
 export * from './frames';
