@@ -12,6 +12,12 @@ import { withAnnouncerAddress } from './socket-address';
 export async function realShimDeps(build: string): Promise<ShimDeps> {
   const { connectUnix } = await loadTransport();
   const clock = bootClock();
+  const listening = (stateDir: string): Promise<boolean> =>
+    withAnnouncerAddress(stateDir, async (address) => {
+      const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
+      probe.close();
+      return true;
+    }).catch(() => false);
   return {
     clock,
     exchange: (stateDir, body) =>
@@ -33,6 +39,7 @@ export async function realShimDeps(build: string): Promise<ShimDeps> {
           spawn: spawnChild,
           self: selfCommand(process.argv, process.execPath, emulator),
           env: envObject(detachedEnv(process.env, emulator !== undefined)),
+          listening,
         },
         stateDir,
       );

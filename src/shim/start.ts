@@ -1,7 +1,8 @@
 // Starts the node's announcer from a shim, without FFI, at most once across shims that find it
 // absent together: the one that creates the start marker (O_EXCL) spawns it; the others, and it,
 // then retry the connection. The announcer takes its own flock and removes the marker once it
-// listens, so the marker only keeps a herd from spawning a process each.
+// listens, so the marker only keeps a herd from spawning a process each; the shim that takes it
+// looks once more whether an announcer listens before it spawns one.
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
 import { START_MARKER, START_MS } from './wire';
@@ -18,6 +19,8 @@ export interface StartDeps {
   self: readonly string[];
   /** The announcer's environment: PATH alone, plus QEMU_* under a user-mode emulator (detachedEnv). */
   env: Readonly<Record<string, string>>;
+  /** Whether an announcer of stateDir accepts a connection now. */
+  listening(stateDir: string): Promise<boolean>;
 }
 
 /** The verb that runs the announcer. */
@@ -51,21 +54,35 @@ export function takeStartMarker(stateDir: string, wallNow: () => number): boolea
   }
 }
 
-/** Starts `announcer daemon <stateDir>` unless another shim is starting it: 'spawned' or 'starting'. Throws on a file or spawn error. */
-export function startAnnouncer(deps: StartDeps, stateDir: string): 'spawned' | 'starting' {
+/**
+ * Starts `announcer daemon <stateDir>` unless another shim is starting it ('starting') or one
+ * listens by now ('running'): 'spawned'. Rejects on a file or spawn error.
+ */
+export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise<'spawned' | 'starting' | 'running'> {
   deps.ensureStateDir(stateDir);
   if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
   try {
+    // The announcer removes the marker once it listens: a shim whose connect failed just before
+    // that takes the marker again here, and would spawn a second announcer (which waits for the
+    // lock in vain). Look once more, now that the marker is ours.
+    if (await deps.listening(stateDir)) {
+      removeMarker(stateDir);
+      return 'running';
+    }
     deps.spawn([...deps.self, ANNOUNCER_VERB, stateDir], deps.env);
   } catch (err) {
-    try {
-      unlinkSync(join(stateDir, START_MARKER));
-    } catch {
-      // the error that matters is the spawn's
-    }
+    removeMarker(stateDir);
     throw err;
   }
   return 'spawned';
+}
+
+function removeMarker(stateDir: string): void {
+  try {
+    unlinkSync(join(stateDir, START_MARKER));
+  } catch {
+    // ENOENT: stale, taken over; anything else: the next shim finds it stale
+  }
 }
 
 /** The environment list of detachedEnv (`K=V` strings) as spawn takes it. */
