@@ -60,11 +60,19 @@ export async function makeAnnouncerFiles(dirPrefix: string): Promise<AnnouncerFi
  * At scope close, after every step registered later (the DELs of the test's
  * attachments), stops the background announcer of stateDir (stopDaemonsOf):
  * it runs for idleExitMs after any command, so it is part of the test's state,
- * not a stray. A test that owns a stateDir calls this once it knows the path.
+ * not a stray. announcerAdd calls it too; a test that owns a stateDir
+ * otherwise calls it once it knows the path. Registered once per scope and stateDir.
  */
 export function stopDaemonAtClose(scope: Scope, stateDir: string): void {
+  const dirs = stopping.get(scope) ?? new Set<string>();
+  stopping.set(scope, dirs);
+  if (dirs.has(stateDir)) return; // once, at the first registration's turn: after every DEL registered since
+  dirs.add(stateDir);
   scope.defer(() => stopDaemonsOf(stateDir), `stop the announcer of ${stateDir}`);
 }
+
+/** The stateDirs each scope stops the announcer of at close. */
+const stopping = new WeakMap<Scope, Set<string>>();
 
 /** makeAnnouncerFiles under the system temp dir; at scope close its announcer is stopped, then the dir removed. */
 export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {

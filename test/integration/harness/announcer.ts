@@ -2,7 +2,7 @@
 // ADD, CHECK and DEL (optionally run inside a "node" netns), GC of a stateDir,
 // and what the announcer left behind.
 import type { AnnouncerFiles } from './announcer-files';
-import { stateFiles } from './announcer-files';
+import { stateFiles, stopDaemonAtClose } from './announcer-files';
 import { stopDaemonsOf } from './daemon-stop';
 import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
 import { ownAnnouncerProcesses } from './processes';
@@ -78,9 +78,11 @@ export async function announcerDel(a: AnnouncerAttachment): Promise<AnnouncerOut
  * half-done ADD is undone too, unless the test's own announcerDel exited 0
  * since. That DEL carries only what finds the record (stateDir, logFile, the
  * netns): no options, CNI_ARGS or prevResult, which a test may have made invalid.
+ * The announcer of stateDir is stopped at close too, after those DELs (stopDaemonAtClose).
  */
 export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
   deleted.delete(a);
+  stopDaemonAtClose(scope, a.files.stateDir);
   const { args: _args, options: _options, ...plain } = a;
   scope.defer(async () => {
     if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
