@@ -2,28 +2,22 @@
 // loads its modules (node:child_process among them) only when an announcer must be started.
 import { selfCommand } from '../self-command';
 import { detachedEnv } from '../sys/detached-env';
-import type { ConnectUnix } from '../sys/stream-connection';
 import { userModeEmulator } from '../sys/emulator';
 import { loadTransport } from '../sys/unix-stream-select';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
 import { withAnnouncerAddress } from './socket-address';
 
-/** Whether the announcer's socket in stateDir accepts a connection (closed at once, unused: the announcer drops it). */
-function accepts(connect: ConnectUnix, stateDir: string): Promise<boolean> {
-  const ignore = (): void => undefined;
-  return withAnnouncerAddress(stateDir, (address) => connect(address, { data: ignore, end: ignore, error: ignore }))
-    .then((connection) => {
-      connection.close();
-      return true;
-    })
-    .catch(() => false);
-}
-
 /** ShimDeps for this process, sending `build` in every request. */
 export async function realShimDeps(build: string): Promise<ShimDeps> {
   const { connectUnix } = await loadTransport();
   const clock = bootClock();
+  const listening = (stateDir: string): Promise<boolean> =>
+    withAnnouncerAddress(stateDir, async (address) => {
+      const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
+      probe.close();
+      return true;
+    }).catch(() => false);
   return {
     clock,
     exchange: (stateDir, body) =>
@@ -32,22 +26,22 @@ export async function realShimDeps(build: string): Promise<ShimDeps> {
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
     start: async (stateDir) => {
-      const [{ startUnlessListening, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
+      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
         import('../sys/private-dir'),
       ]);
       const emulator = userModeEmulator();
-      return startUnlessListening(
+      return startAnnouncer(
         {
           ensureStateDir: (dir) => ensurePrivateDir(dir),
           wallNow: Date.now,
           spawn: spawnChild,
           self: selfCommand(process.argv, process.execPath, emulator),
           env: envObject(detachedEnv(process.env, emulator !== undefined)),
+          listening,
         },
         stateDir,
-        () => accepts(connectUnix, stateDir),
       );
     },
   };

@@ -1,7 +1,8 @@
 // Starts the node's announcer from a shim, without FFI, at most once across shims that find it
 // absent together: the one that creates the start marker (O_EXCL) spawns it; the others, and it,
 // then retry the connection. The announcer takes its own flock and removes the marker once it
-// listens, so the marker only keeps a herd from spawning a process each.
+// listens, so the marker only keeps a herd from spawning a process each; the shim that takes it
+// looks once more whether an announcer listens before it spawns one.
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
 import { START_MARKER, START_MS } from './wire';
@@ -18,6 +19,8 @@ export interface StartDeps {
   self: readonly string[];
   /** The announcer's environment: PATH alone, plus QEMU_* under a user-mode emulator (detachedEnv). */
   env: Readonly<Record<string, string>>;
+  /** Whether an announcer of stateDir accepts a connection now. */
+  listening(stateDir: string): Promise<boolean>;
 }
 
 /** The verb that runs the announcer. */
@@ -51,49 +54,34 @@ export function takeStartMarker(stateDir: string, wallNow: () => number): boolea
   }
 }
 
-/** Starts `announcer daemon <stateDir>` unless another shim is starting it: 'spawned' or 'starting'. Throws on a file or spawn error. */
-export function startAnnouncer(deps: StartDeps, stateDir: string): 'spawned' | 'starting' {
-  deps.ensureStateDir(stateDir);
-  if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
-  spawnUnderMarker(deps, stateDir);
-  return 'spawned';
-}
-
 /**
- * startAnnouncer, but once the marker is taken, `listening` is asked first: an announcer that
- * began to listen after this shim found none has removed the marker since, so a shim of a herd
- * would start a second one (which waits for the first's lock). 'running': one listens.
+ * Starts `announcer daemon <stateDir>` unless another shim is starting it ('starting') or one
+ * listens by now ('running'): 'spawned'. Rejects on a file or spawn error.
  */
-export async function startUnlessListening(deps: StartDeps, stateDir: string, listening: () => Promise<boolean>): Promise<'spawned' | 'starting' | 'running'> {
+export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise<'spawned' | 'starting' | 'running'> {
   deps.ensureStateDir(stateDir);
   if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
-  if (await listening()) {
-    removeMarker(stateDir);
-    return 'running';
-  }
-  spawnUnderMarker(deps, stateDir);
-  return 'spawned';
-}
-
-/** Spawns the announcer; the marker goes when the spawn fails, so that the next shim can start one. */
-function spawnUnderMarker(deps: StartDeps, stateDir: string): void {
   try {
+    // The announcer removes the marker once it listens: a shim whose connect failed just before
+    // that takes the marker again here, and would spawn a second announcer (which waits for the
+    // lock in vain). Look once more, now that the marker is ours.
+    if (await deps.listening(stateDir)) {
+      removeMarker(stateDir);
+      return 'running';
+    }
     deps.spawn([...deps.self, ANNOUNCER_VERB, stateDir], deps.env);
   } catch (err) {
-    try {
-      removeMarker(stateDir);
-    } catch {
-      // the error that matters is the spawn's
-    }
+    removeMarker(stateDir);
     throw err;
   }
+  return 'spawned';
 }
 
 function removeMarker(stateDir: string): void {
   try {
     unlinkSync(join(stateDir, START_MARKER));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  } catch {
+    // ENOENT: stale, taken over; anything else: the next shim finds it stale
   }
 }
 

@@ -51,6 +51,7 @@ import {
   setSysctl,
   skipIntegration,
   startCapture,
+  stopDaemonAtClose,
   waitDaemonGone,
   waitFor,
 } from './harness';
@@ -434,8 +435,9 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   });
 
   it('STATUS: 0 with a writable stateDir (created 0700), code 50 when stateDir cannot be created', async () => {
-    begin();
+    const s = begin();
     const { stateDir } = await tempState();
+    stopDaemonAtClose(s, stateDir); // STATUS goes through the announcer it starts
     const ok = await cniExec(ANNOUNCER, { command: 'STATUS' }, { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir });
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
     const st = await stat(stateDir);

@@ -36,6 +36,7 @@ import {
   throwCleanupErrors,
   waitFor,
   type Subnet,
+  stopDaemonAtClose,
 } from './harness';
 import { privateContainerd, skipContainerd, type PrivateContainerd } from './harness/containerd';
 import { daemonsOf, waitDaemonGone } from './harness/daemon';
@@ -71,6 +72,8 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     scope.defer(() => rm(dir, { recursive: true, force: true }), `containerd dir ${dir}`);
     stateDir = join(dir, 'announcer-state');
     logFile = join(dir, 'announcer.log');
+    // After containerd (and the DELs it makes) is gone: every command leaves the announcer of stateDir running.
+    stopDaemonAtClose(scope, stateDir);
     const bridgeConf = {
       type: 'bridge',
       bridge,

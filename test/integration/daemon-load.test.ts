@@ -152,6 +152,7 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
         async (att) => assertCniOk(`announcer ADD ${att.containerId}`, await announcerAdd(s, att)),
         checkDaemon,
       );
+      if (pids.size !== 1) console.info(`announcers seen: ${[...pids].join(', ')}; their own lines:\n${(await files.log()).split('\n').filter((l) => /announcer (started|stopped)|ERROR|WARN/.test(l)).slice(0, 40).join('\n')}`);
       expect([...pids]).toHaveLength(1);
       const [pid] = pids;
 

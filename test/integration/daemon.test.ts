@@ -270,7 +270,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, intervalMs: 10, what: "A's round 2" });
     const first = await daemonsOf(files.stateDir);
     expect(first).toHaveLength(1);
-    expect(first[0]!.argv.slice(1, 3)).toEqual(['daemon', files.stateDir]); // `announcer daemon <stateDir> [settings]`
+    expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir]); // `announcer daemon <stateDir>`, no setting on its argv
     const killed = await killDaemon(files.stateDir);
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
@@ -439,8 +439,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     ]);
     expect(lines[2]).toMatch(/^frames sent: garp-request=\d+ garp-reply=0 na=0$/);
 
-    // Killed: status reads the records (no counters), and DEL cleans up without an announcer.
-    await killDaemon(files.stateDir);
+    // Killed: status reads the records (no counters); the DEL then starts the next announcer, which cleans up.
+    const killed = await killDaemon(files.stateDir);
     const fromRecords = await announcerStatus(files.stateDir);
     expect(fromRecords).toMatchObject({ source: 'records', stateDir: files.stateDir });
     expect(fromRecords.counters).toBeUndefined();
@@ -449,12 +449,11 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(humanRecords.stdout.split('\n')[0]).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)`);
 
     await delOk(att);
+    const [next] = await daemonsOf(files.stateDir);
+    expect(next!.pid).not.toBe(killed);
     const after = await announcerCli(['status', '--state-dir', files.stateDir]);
-    expect(after.stdout.split('\n').slice(0, 2)).toEqual([
-      `background announcer: not running; from the records in ${files.stateDir} (no counters)`,
-      'no active attachments',
-    ]);
-    // The killed announcer's socket stays until the next one replaces it; no record is left.
+    expect(after.stdout.split('\n').slice(0, 2)).toEqual([`background announcer: running, pid ${next!.pid}, stateDir ${files.stateDir}`, 'no active attachments']);
+    // The next announcer replaced the killed one's socket; no record is left.
     expect((await attachmentFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
     await capture.stop();
   });

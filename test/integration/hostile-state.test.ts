@@ -4,8 +4,10 @@
 // another pod. Every call that reads a record runs in a private pid namespace
 // (see harness/pidns.ts), so even a regression could not signal the node's
 // processes; malformed records are also run under strace, which shows every
-// signal the plugin sends. Background announcers started here exit 200 ms
-// after their last job (idleExitMs), and each test waits for that.
+// signal the plugin sends: the shim's calls, and the whole life of the
+// announcer they go to (started under strace in the same pid namespace).
+// Background announcers started here exit 200 ms after their last job
+// (idleExitMs, from the job); one that never had a job is stopped at scope close.
 import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -41,6 +43,7 @@ import {
   skipIntegration,
   startCapture,
   stateFiles,
+  stopDaemonAtClose,
   waitFor,
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
@@ -207,7 +210,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       ['a tail-era record with pid -1 and an empty start time', (a) => recordWith(a, { tail: { pid: -1, startTime: '' } }), 'valid'],
       ['a tail-era record with pid 2 and no start time', (a) => recordWith(a, { tail: { pid: 2 } }), 'valid'],
       ['a tail-era record with pid "-1" as a string, and a jobDeadline', (a) => recordWith(a, { tail: { pid: '-1' }, jobDeadline: 1 }), 'valid'],
-      // DEL and GC cancel it (no announcer runs); the repeated ADD tells the announcer it starts, whose whole life strace follows.
+      // The traced announcer started before it was planted: DEL and GC remove it, the repeated ADD replaces it.
       ['a valid job carrying pid -1 and a tail of its own', async (a) => recordWith(a, { tail: { pid: -1 }, job: { ...(await jobFor(a)), pid: -1, tail: { pid: 0 } } }), 'valid'],
       ['only {"tail":{"pid":-1}}', async () => '{"tail":{"pid":-1}}', 'invalid'],
       ['garbage JSON', async () => '{"containerId": "x", "tail": {"pid": -1', 'invalid'],
@@ -219,6 +222,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     for (const [name, makeRecord, validity] of cases) {
       it(name, async () => {
         const a = await attachment(scope(), 'bad');
+        // Started before the record is planted: it reads the record only when a command comes.
+        const announcer = await a.ns.traceAnnouncer(ANNOUNCER, a.files.stateDir);
         const file = await plant(a, await makeRecord(a));
         const d = await del(a, { trace: true });
         expectOk('DEL', d);
@@ -238,13 +243,14 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         // count 1 and no MAC change: nothing to record; the planted record is gone.
         expect(await recordFiles(a.files.stateDir)).toEqual([]);
 
+        expect(await announcer.stop()).toEqual([]);
         expect(await a.ns.signalsSeen()).toEqual([]);
         const log = await a.files.log();
         const invalid = log.match(/invalid state record: removing it without acting on it/g)?.length ?? 0;
         expect(invalid).toBe(validity === 'invalid' ? 3 : 0);
         if (validity === 'invalid') expect(log).toContain(`file=${file}`);
-        // A valid record is acted on for what it holds, its unknown fields never.
-        else expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running") macsRestored=none recordRemoved=true`));
+        // A valid record is acted on for what it holds (its job cancelled), its unknown fields never.
+        else expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running"|cancelled) macsRestored=none recordRemoved=true`));
         expect(await daemonsOf(a.files.stateDir)).toEqual([]);
       });
     }
@@ -264,18 +270,15 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       await writeFile(join(dir, `${valid.containerId}@eth0.json`), await recordWith(valid, { ...junk, job: { ...(await jobFor(valid, 600, 10)), ...junk } }), { mode: 0o600 });
       // The same job with one bad field: the ARP op "both" is not a wire op.
       await writeFile(join(dir, `${invalid.containerId}@eth0.json`), await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }), { mode: 0o600 });
-      // An ADD of a third attachment starts the background announcer, which reads every record. Under
-      // strace -f the call returns only once the announcer it started has exited: its whole life is traced.
+      // The announcer, under strace for its whole life, reads every record as it starts; an ADD of a third attachment goes to it.
+      const announcer = await starter.ns.traceAnnouncer(ANNOUNCER, dir);
       const call = { command: 'ADD', containerId: starter.containerId, netns: starter.pod.netns.path, ifname: 'eth0' };
-      const adding = starter.ns.cniExec(ANNOUNCER, call, conf(starter, { count: 3, intervalMs: 500 }, dir), { trace: true });
+      const started = await starter.ns.cniExec(ANNOUNCER, call, conf(starter, { count: 3, intervalMs: 500 }, dir), { trace: true });
       await waitFor(async () => (await captures[0]!.count()) >= 2, { what: 'rounds of the valid job' });
       await sleep(1500);
       const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
-      const started = await adding;
       expectOk('ADD', started);
       expect(started.signals).toEqual([]);
-      expect(await starter.ns.signalsSeen()).toEqual([]);
-      expect(await daemonsOf(dir)).toEqual([]);
       expect(garps(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
       expect(garps(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
       expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
@@ -283,7 +286,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expectOk('GC', await gc(valid, []));
       expect(await recordFiles(dir)).toEqual([]);
       expect(await valid.files.log()).toMatch(/invalid state record: removing it without acting on it/);
-      await waitDaemonGone(dir);
+      expect(await announcer.stop()).toEqual([]);
+      expect(await starter.ns.signalsSeen()).toEqual([]);
+      expect(await daemonsOf(dir)).toEqual([]);
     });
   });
 
@@ -356,8 +361,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(await a.files.log()).not.toMatch(/background announcer started/);
     });
 
-    it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, nothing started, the MAC unchanged', async () => {
+    it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, no job, the MAC unchanged', async () => {
       const a = await attachment(scope(), 'full');
+      const tiny = join(a.files.dir, 'tiny', 'state');
+      // The shim starts the announcer before the ADD it runs fails there (inside the mount namespace, ours by RUN_TAG).
+      stopDaemonAtClose(a.s, tiny);
       const out = await cniExecInMountNs(
         ANNOUNCER,
         { command: 'ADD', containerId: a.containerId, netns: a.pod.netns.path, ifname: 'eth0' },
@@ -375,9 +383,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         },
       );
       expect(out.json, out.stderr).toMatchObject({ code: 105, msg: expect.stringMatching(/ENOSPC/) });
-      expect(out.stderr).toMatch(/^left: ?$/m);
+      // Nothing of the attachment: only the announcer's own lock and socket.
+      const left = (/^left:(.*)$/m.exec(out.stderr)?.[1] ?? 'no listing').split(' ').filter((f) => f !== '');
+      expect(left.filter((f) => !['announcer-daemon.flock', DAEMON_SOCKET].includes(f))).toEqual([]);
       expect(await processesOf(a.containerId)).toEqual([]);
-      expect(await daemonsOf(join(a.files.dir, 'tiny', 'state'))).toEqual([]);
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
       // The tmpfs went with the mount namespace: nothing is mounted on the host.
       expect((await run('findmnt', ['-n', '-o', 'TARGET', '-S', 'announcer-enospc'])).stdout.trim()).toBe('');
@@ -408,7 +417,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       await runOk('ip', ['-n', a.pod.netns.name, 'link', 'set', 'eth0', 'up']);
       await sleep(2000);
       expect(garps(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
-      // Whether or not it ever read the job, the announcer has the ADD's idleExitMs (its command line) and exits.
+      // The ADD ran in the announcer and left it the job's idleExitMs: with the job cancelled, it exits.
       await waitDaemonGone(a.files.stateDir);
     });
 
@@ -451,7 +460,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(await processesOf(a.containerId)).toEqual([]);
       // Not DEL's lock: the holder's file stays.
       expect(await recordFiles(a.files.stateDir)).toEqual([`${a.containerId}@eth0.lock`]);
-      expect(await daemonsOf(a.files.stateDir)).toEqual([]);
+      // Both went through the announcer the first of them started: it holds no job.
+      expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
     });
   });
 
@@ -511,18 +521,21 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     });
   }
 
-  it('DEL after the background announcer was killed: logs background="not running", removes the record, signals nothing', async () => {
+  it('DEL after the background announcer was killed: the next announcer takes the job up from the record, DEL cancels it and removes the record; nobody signals anything', async () => {
     const a = await attachment(scope(), 'killed');
     expectOk('ADD', await add(a, { count: 3, intervalMs: 60_000 }));
     await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', { what: 'the background announcer to answer' });
     await killDaemon(a.files.stateDir);
+    // The next announcer (the one DEL would start), under strace: it reads the record as it starts.
+    const announcer = await a.ns.traceAnnouncer(ANNOUNCER, a.files.stateDir);
+    expect((await announcerStatus(a.files.stateDir)).attachments.map((x) => x.containerId)).toEqual([a.containerId]);
     const d = await del(a, { trace: true });
     expectOk('DEL', d);
     expect(d.signals).toEqual([]);
-    expect(await a.ns.signalsSeen()).toEqual([]);
-    expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background="not running" macsRestored=none recordRemoved=true`));
-    // The killed announcer's socket stays (the next one replaces it); nothing of the attachment does.
+    expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`));
     expect(await recordFiles(a.files.stateDir)).toEqual([]);
+    expect(await announcer.stop()).toEqual([]);
+    expect(await a.ns.signalsSeen()).toEqual([]);
     expect(await daemonsOf(a.files.stateDir)).toEqual([]);
   });
 
@@ -563,9 +576,12 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     await writeFile(join(dir, 'other@eth0.json'), '{"tail":{"pid":-1}}', { mode: 0o600 });
     await writeFile(join(dir, 'gone@eth0.lock'), '', { mode: 0o600 });
     await writeFile(join(dir, '.gone@eth0.json.4194305.deadbeef.tmp'), '{', { mode: 0o600 });
+    // GC goes to an announcer under strace (the ADD's, stopped first; this one reads the records as it starts).
+    const announcer = await a.ns.traceAnnouncer(ANNOUNCER, dir);
     const g = await gc(a, [{ containerID: a.containerId, ifname: 'eth0' }], true);
     expectOk('GC', g);
     expect(g.signals).toEqual([]);
+    expect(await announcer.stop()).toEqual([]);
     expect(await a.ns.signalsSeen()).toEqual([]);
     expect(await recordFiles(dir)).toEqual([live, `${a.containerId}@eth0.lock`].sort());
     expectOk('DEL', await del(a));

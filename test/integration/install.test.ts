@@ -37,7 +37,9 @@ import {
   type CniOutput,
   type Scope,
   type Subnet,
+  stopDaemonAtClose,
 } from './harness';
+import { DEFAULT_STATE_DIR } from '../../src/shim/wire';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 import { bunfsNames, elfHeader, EM_X86_64 } from './harness/elf';
 
@@ -103,6 +105,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
     killStrays(s, { strict: true });
     await runOk('mkdir', ['-m', '0700', join(dir, 'state')]);
+    stopDaemonAtClose(s, join(dir, 'state')); // every command leaves the announcer of its stateDir running
     return { dir, stateDir: join(dir, 'state') };
   }
 
@@ -198,7 +201,9 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(version.stderr).toBe('');
     expect(await leftInTmp(dir)).toEqual([]);
     expect(await readdir(dir)).not.toContain('pwned');
-    // Were .env loaded, it would supply the ids this DEL lacks.
+    // Were .env loaded, it would supply the ids this DEL lacks. Without a stateDir it goes to the
+    // announcer of the default one, started inside the sealed mount namespace (ours by RUN_TAG).
+    stopDaemonAtClose(scope(), DEFAULT_STATE_DIR);
     const del = await runSealed({ command: 'DEL' }, { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer' }, dir, { prelude: hostile, cwd });
     expect(del.code).toBe(1);
     expect(del.json).toMatchObject({ code: 4, msg: expect.stringContaining('CNI_CONTAINERID') });

@@ -38,7 +38,7 @@ import {
   setSysctl,
   skipIntegration,
   startCapture,
-  stateFiles,
+  attachmentFiles,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Subnet,
@@ -243,7 +243,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         netns: pod.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
       assertCniOk('announcer ADD repeated', await announcerAdd(scope(), att));
@@ -251,7 +251,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
-      expect(await stateFiles(files.stateDir)).toEqual([]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([]);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
 
@@ -267,11 +267,11 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { files, pod, att, derived } = await nicPod('gone');
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derived);
-      expect((await stateFiles(files.stateDir)).sort()).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
 
       await deleteNetns(pod.netns.name);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
-      expect(await stateFiles(files.stateDir)).toEqual([]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([]);
       expect(await announcerDel({ ...att, netns: undefined })).toMatchObject({ code: 0, stdout: '' });
       expect(await announcerLeftovers(files)).toEqual([]);
     });
@@ -301,7 +301,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     expect(garps.length, describeFrames(frames)).toBe(1); // count 1
     expect(garps.every((f) => f.eth.src === runtimeMac && f.arp!.senderMac === runtimeMac)).toBe(true);
     // Nothing replaced, no later rounds (count 1): no record. CHECK does not compare MACs here.
-    expect(await stateFiles(files.stateDir)).toEqual([]);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
     expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
     assertCniOk('announcer DEL', await announcerDel(att));

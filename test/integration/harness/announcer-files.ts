@@ -3,6 +3,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
 
 /**
@@ -10,12 +11,7 @@ import type { Scope } from './scope';
  * long as it exists (lock files and the token bucket). The control socket is
  * not among them: an announcer removes it when it exits.
  */
-export const DAEMON_STATE_FILES: readonly string[] = [
-  'announcer-daemon.flock',
-  'announcer-daemon-start.flock',
-  'rate-limit.bucket',
-  'rate-limit.bucket.flock',
-];
+export const DAEMON_STATE_FILES: readonly string[] = ['announcer-daemon.flock', 'rate-limit.bucket', 'rate-limit.bucket.flock'];
 
 /**
  * Names of the entries in stateDir (records and anything else) but
@@ -60,9 +56,28 @@ export async function makeAnnouncerFiles(dirPrefix: string): Promise<AnnouncerFi
   return { dir, stateDir, logFile, log: () => readLog(logFile), stateFiles: () => stateFiles(stateDir) };
 }
 
-/** makeAnnouncerFiles under the system temp dir, the dir removed at scope close. */
+/**
+ * At scope close, after every step registered later (the DELs of the test's
+ * attachments), stops the background announcer of stateDir (stopDaemonsOf):
+ * it runs for idleExitMs after any command, so it is part of the test's state,
+ * not a stray. announcerAdd calls it too; a test that owns a stateDir
+ * otherwise calls it once it knows the path. Registered once per scope and stateDir.
+ */
+export function stopDaemonAtClose(scope: Scope, stateDir: string): void {
+  const dirs = stopping.get(scope) ?? new Set<string>();
+  stopping.set(scope, dirs);
+  if (dirs.has(stateDir)) return; // once, at the first registration's turn: after every DEL registered since
+  dirs.add(stateDir);
+  scope.defer(() => stopDaemonsOf(stateDir), `stop the announcer of ${stateDir}`);
+}
+
+/** The stateDirs each scope stops the announcer of at close. */
+const stopping = new WeakMap<Scope, Set<string>>();
+
+/** makeAnnouncerFiles under the system temp dir; at scope close its announcer is stopped, then the dir removed. */
 export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {
   const files = await makeAnnouncerFiles(join(tmpdir(), 'announcer-e2e-'));
   scope.defer(() => rm(files.dir, { recursive: true, force: true }), `announcer dir ${files.dir}`);
+  stopDaemonAtClose(scope, files.stateDir);
   return files;
 }

@@ -2,7 +2,8 @@
 // ADD, CHECK and DEL (optionally run inside a "node" netns), GC of a stateDir,
 // and what the announcer left behind.
 import type { AnnouncerFiles } from './announcer-files';
-import { stateFiles } from './announcer-files';
+import { stateFiles, stopDaemonAtClose } from './announcer-files';
+import { stopDaemonsOf } from './daemon-stop';
 import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
 import { ownAnnouncerProcesses } from './processes';
 import type { Scope } from './scope';
@@ -77,9 +78,11 @@ export async function announcerDel(a: AnnouncerAttachment): Promise<AnnouncerOut
  * half-done ADD is undone too, unless the test's own announcerDel exited 0
  * since. That DEL carries only what finds the record (stateDir, logFile, the
  * netns): no options, CNI_ARGS or prevResult, which a test may have made invalid.
+ * The announcer of stateDir is stopped at close too, after those DELs (stopDaemonAtClose).
  */
 export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
   deleted.delete(a);
+  stopDaemonAtClose(scope, a.files.stateDir);
   const { args: _args, options: _options, ...plain } = a;
   scope.defer(async () => {
     if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
@@ -97,12 +100,14 @@ export async function announcerGc(stateDir: string, name: string, lists: Record<
 }
 
 /**
- * What the announcer left behind: its live processes started by this test
- * process, and the files in stateDir. Waits (bounded) for both to be empty,
- * since a background announcer takes a moment to exit;
- * resolves with what is still there.
+ * What the announcer left behind once the background announcer of stateDir
+ * is stopped (it runs idleExitMs after any command, and removes its socket
+ * as it exits): the live processes this test process started, and the files
+ * in stateDir. Waits (bounded) for both to be empty; resolves with what is
+ * still there.
  */
 export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>): Promise<string[]> {
+  await stopDaemonsOf(files.stateDir);
   const now = async (): Promise<string[]> => [
     ...(await ownAnnouncerProcesses()).map((p) => `process ${p.pid}: ${p.argv.join(' ')}`),
     ...(await stateFiles(files.stateDir)).map((f) => `state file ${f}`),

@@ -14,9 +14,14 @@ import { waitFor } from './wait';
 /** The socket of a running announcer. */
 export const DAEMON_SOCKET = 'announcer.sock';
 
-/** The entries of stateDir other than DAEMON_STATE_FILES: records, their locks, the socket, anything else. */
+/**
+ * The entries of stateDir other than DAEMON_STATE_FILES and the announcer's
+ * socket: records, their locks, anything else. The socket is there while an
+ * announcer runs, and every command leaves one running for idleExitMs
+ * (announcerLeftovers checks that it goes with its announcer).
+ */
 export async function attachmentFiles(stateDir: string): Promise<string[]> {
-  return (await stateFiles(stateDir)).sort();
+  return (await stateFiles(stateDir)).filter((f) => f !== DAEMON_SOCKET).sort();
 }
 
 /** The live background announcers of stateDir that this test process started (no grace). */

@@ -4,11 +4,15 @@
 // signals and write what they got to a marker file; strace can record every
 // signal a call sends. Killing the init at scope close ends everything inside.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cniEnv, runCniCommand, type CniCall, type CniOutput } from './cni';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { cniEnv, RUN_TAG_ENV, runCniCommand, type CniCall, type CniOutput } from './cni';
+import { stopDaemonsOf } from './daemon-stop';
 import { childEnv } from './exec';
+import { RUN_TAG } from './names';
+import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
 
@@ -37,6 +41,23 @@ export interface PidNamespace {
    * returned as `signals`. Never throws on a plugin error.
    */
   cniExec(pluginPath: string, call: CniCall, config: object | string, opts?: { trace?: boolean }): Promise<CniOutput & { signals?: SignalSyscall[] }>;
+  /**
+   * Stops any announcer of stateDir (ours), then runs `announcer daemon
+   * <stateDir>` inside the namespace under strace -f, tagged with RUN_TAG, and
+   * resolves once it listens: commands then go to it, and its whole life is
+   * traced (a shim under strace -f that starts an announcer would return only
+   * once that announcer exits, idleExitMs later). stop() SIGTERMs it and
+   * resolves with every signal syscall it made; it rejects if the traced
+   * announcer had exited before.
+   */
+  traceAnnouncer(pluginPath: string, stateDir: string): Promise<TracedAnnouncer>;
+}
+
+/** An announcer running under strace in a pid namespace. */
+export interface TracedAnnouncer {
+  /** Its host pid. */
+  readonly pid: number;
+  stop(): Promise<SignalSyscall[]>;
 }
 
 /** Parses strace -f output into the signal syscalls it shows. */
@@ -122,6 +143,48 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
       const out: CniOutput & { signals?: SignalSyscall[] } = await runCniCommand('nsenter', args, call, config, cniEnv(call));
       if (opts.trace) out.signals = parseSignalTrace(await readFile(traceFile, 'utf8'));
       return out;
+    },
+    async traceAnnouncer(pluginPath, stateDir) {
+      await stopDaemonsOf(stateDir);
+      await mkdir(stateDir, { recursive: true, mode: 0o700 });
+      // A killed announcer's socket stays until the next one replaces it: gone, it cannot be taken for this one's.
+      await rm(join(stateDir, 'announcer.sock'), { force: true });
+      const traceFile = join(dir, `trace-${traces++}`);
+      const strace = ['strace', '-f', '-qq', '-o', traceFile, '-e', `trace=${SIGNAL_SYSCALLS}`, pluginPath, 'daemon', stateDir];
+      const child = spawn('nsenter', ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...strace], {
+        env: { ...childEnv(), [RUN_TAG_ENV]: RUN_TAG },
+        stdio: 'ignore',
+      });
+      const ended = new Promise<void>((resolve) => {
+        child.on('close', () => resolve());
+        child.on('error', () => resolve());
+      });
+      let done = false;
+      void ended.then(() => (done = true));
+      scope.defer(async () => {
+        // It may not have been exec'd yet when the test failed: stop it once it shows, within bounds.
+        for (let i = 0; !done && i < 100; i++) {
+          await stopDaemonsOf(stateDir);
+          await Promise.race([ended, sleep(100)]);
+        }
+        if (!done) throw new Error(`the traced announcer of ${stateDir} did not end`);
+      }, `traced announcer of ${stateDir}`);
+      const daemon = await waitFor(
+        async () => {
+          const listening = (await stat(join(stateDir, 'announcer.sock')).catch(() => undefined))?.isSocket();
+          return listening && (await ownAnnouncerProcessesNow()).find((p) => p.daemonStateDir === stateDir);
+        },
+        { what: `the traced announcer of ${stateDir} to listen` },
+      );
+      return {
+        pid: daemon.pid,
+        async stop() {
+          const stopped = await stopDaemonsOf(stateDir);
+          await ended;
+          if (!stopped.includes(daemon.pid)) throw new Error(`the traced announcer ${daemon.pid} of ${stateDir} had exited before stop()`);
+          return parseSignalTrace(await readFile(traceFile, 'utf8'));
+        },
+      };
     },
   };
 }

@@ -76,8 +76,9 @@ export async function announcerProcesses(): Promise<AnnouncerProcess[]> {
 }
 
 /**
- * How long a background announcer may still run before it counts as a leak:
- * tests that check for leaks set a small idleExitMs (a few hundred ms).
+ * How long a background announcer may still run before it counts as a leak.
+ * Every command leaves one running for idleExitMs; the harness stops a test's
+ * own at scope close (stopDaemonAtClose), so one still here is another's.
  */
 const DAEMON_GRACE_MS = 5000;
 

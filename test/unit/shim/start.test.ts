@@ -21,8 +21,9 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 // Wall time now: markers made by the test are fresh.
 const NOW = Math.floor(Date.now() / 1000) * 1000;
 
-function deps(spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[], spawn?: () => void): StartDeps {
+function deps(spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[], spawn?: () => void, listening = false): StartDeps {
   return {
+    listening: async () => listening,
     ensureStateDir: () => undefined,
     wallNow: () => NOW,
     spawn: (command, env) => {
@@ -35,9 +36,9 @@ function deps(spawned: { command: readonly string[]; env: Readonly<Record<string
 }
 
 describe('startAnnouncer', () => {
-  it('spawns `self daemon <stateDir>` with its env, once, however many shims ask together', () => {
+  it('spawns `self daemon <stateDir>` with its env, once, however many shims ask together', async () => {
     const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
-    const results = Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir));
+    const results = await Promise.all(Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir)));
     expect(results).toEqual(['spawned', 'starting', 'starting', 'starting', 'starting']);
     expect(spawned).toEqual([{ command: ['/opt/cni/bin/announcer', 'daemon', dir], env: { PATH: '/bin' } }]);
     expect(statSync(join(dir, START_MARKER)).mode & 0o777).toBe(0o600);
@@ -53,21 +54,28 @@ describe('startAnnouncer', () => {
     expect(takeStartMarker(dir, () => NOW)).toBe(false);
   });
 
-  it('removes its marker when the spawn fails, so the next shim can start one', () => {
-    expect(() =>
+  it('removes its marker when the spawn fails, so the next shim can start one', async () => {
+    await expect(
       startAnnouncer(
         deps([], () => {
           throw new Error('spawn ENOENT');
         }),
         dir,
       ),
-    ).toThrow('spawn ENOENT');
+    ).rejects.toThrow('spawn ENOENT');
     expect(existsSync(join(dir, START_MARKER))).toBe(false);
   });
 
-  it('creates stateDir before the marker', () => {
+  it('spawns none when an announcer listens by the time the marker is taken (it removed the marker as it began to listen), and lets go of the marker', async () => {
+    const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
+    expect(await startAnnouncer(deps(spawned, undefined, true), dir)).toBe('running');
+    expect(spawned).toEqual([]);
+    expect(existsSync(join(dir, START_MARKER))).toBe(false);
+  });
+
+  it('creates stateDir before the marker', async () => {
     const made: string[] = [];
-    startAnnouncer({ ...deps([]), ensureStateDir: (d) => void made.push(d) }, dir);
+    await startAnnouncer({ ...deps([]), ensureStateDir: (d) => void made.push(d) }, dir);
     expect(made).toEqual([dir]);
   });
 });
