@@ -6,13 +6,14 @@ import { sharedFrameBudget, UNLIMITED } from '../announce/frame-budget';
 import type { LockFile } from '../announce/attachment-lock';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
-import { dispatch } from '../cni/dispatch';
+import { dispatch, type CniPlugin, type NetworkRequest } from '../cni/dispatch';
 import { createLogger, fileSink, silentLogger } from '../log';
 import { announcerPlugin } from '../plugin';
 import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
 import type { LoopWaits } from './loop-waits';
 import type { Reply, Request } from './protocol';
+import type { DaemonSettings } from './settings';
 
 /** What hosting the commands needs from the announcer. */
 export interface CniHostDeps {
@@ -24,6 +25,8 @@ export interface CniHostDeps {
   control(request: Request): Reply;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
+  /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
+  useSettings(settings: DaemonSettings): void;
 }
 
 /** What a command printed and its exit status. */
@@ -57,10 +60,19 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     askAnnouncer: async (_stateDir, request) => deps.control(request),
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  const plugin = announcerPlugin(commands);
+  const plugin = withSettings(announcerPlugin(commands), deps.useSettings);
   return async (env, stdin) => {
     let stdout = '';
     const exit = await dispatch({ env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) }, plugin);
     return { exit, stdout };
   };
+}
+
+/** `plugin`, each command first handing its config's announcer settings to `use`. */
+function withSettings(plugin: CniPlugin, use: (settings: DaemonSettings) => void): CniPlugin {
+  const first = <R extends NetworkRequest, T>(run: (req: R) => Promise<T>) => (req: R): Promise<T> => {
+    use({ idleExitMs: req.config.idleExitMs, metricsFile: req.config.metricsFile });
+    return run(req);
+  };
+  return { add: first(plugin.add), del: first(plugin.del), check: first(plugin.check), status: first(plugin.status), gc: first(plugin.gc) };
 }

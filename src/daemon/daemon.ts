@@ -55,6 +55,8 @@ export interface CommandHost {
   waits: LoopWaits;
   control(request: Request): Reply;
   closeInBackground(fd: number): void;
+  /** The settings of the latest command's config win. */
+  useSettings(settings: DaemonSettings): void;
 }
 
 /** Runs the announcer of deps.stateDir until idle for idleExitMs, SIGTERM, or a hand-over; returns at once when another one holds the lock. */
@@ -100,7 +102,8 @@ class Daemon {
       this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
     });
     this.waits = new LoopWaits(() => deps.timers.now());
-    this.runCni = deps.commands({ waits: this.waits, control: (r) => this.handleSafely(r), closeInBackground });
+    const useSettings = (settings: DaemonSettings): void => void (this.settings = settings);
+    this.runCni = deps.commands({ waits: this.waits, control: (r) => this.handleSafely(r), closeInBackground, useSettings });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
   }

@@ -1,0 +1,52 @@
+// The CNI commands as the announcer hosts them: the same dispatcher (its error
+// objects unchanged), the announcer's own settings taken from each command's
+// config, packet sockets closed on another thread, and sleeps that go to the loop.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cniRunner } from '../../../src/daemon/cni-host';
+import { LoopWaits } from '../../../src/daemon/loop-waits';
+import type { DaemonSettings } from '../../../src/daemon/settings';
+import { fakeLibc } from '../../support/fake-libc';
+import { ManualTimers } from '../../support/manual-timers';
+
+let dir: string;
+let settings: DaemonSettings[];
+let closed: number[];
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cni-host-'));
+  settings = [];
+  closed = [];
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function runner() {
+  const timers = new ManualTimers();
+  return cniRunner({
+    libc: fakeLibc({ openPacketSocket: () => 77 }),
+    timers,
+    waits: new LoopWaits(() => timers.now()),
+    control: () => ({ ok: true }),
+    closeInBackground: (fd) => void closed.push(fd),
+    useSettings: (s) => void settings.push(s),
+  });
+}
+
+const status = (extra: object) => JSON.stringify({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir: join(dir, 'state'), ...extra });
+
+describe('cniRunner', () => {
+  it("runs STATUS through dispatch: the announcer takes the config's idleExitMs and metricsFile, and the packet socket is closed on another thread", async () => {
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 1234, metricsFile: '/run/x.prom' }));
+    expect(done).toEqual({ exit: 0, stdout: '' });
+    expect(settings).toEqual([{ idleExitMs: 1234, metricsFile: '/run/x.prom' }]);
+    expect(closed).toEqual([77]);
+  });
+
+  it('answers bad input with the CNI error object dispatch prints in a CNI process, and takes no settings from it', async () => {
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon' }));
+    expect(done.exit).toBe(1);
+    expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('idleExitMs') });
+    expect(settings).toEqual([]);
+  });
+});
