@@ -11,18 +11,3 @@ export function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknow
   let fn: LibcFunction | undefined;
   return (...args) => (fn ??= lib.func(definition))(...args);
 }
-
-/** Binds `definition` on first use; undefined when the library lacks it (koffi throws at binding), for calls with a fallback. */
-export function optionalFunc(lib: LibcLibrary, definition: string): () => LibcFunction | undefined {
-  let bound: { fn: LibcFunction | undefined } | undefined;
-  return () => {
-    if (!bound) {
-      try {
-        bound = { fn: lib.func(definition) };
-      } catch {
-        bound = { fn: undefined };
-      }
-    }
-    return bound.fn;
-  };
-}

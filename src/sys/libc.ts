@@ -6,13 +6,12 @@ import { ABI } from './abi/kernel-abi';
 import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
 import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
-import { lazyFunc, optionalFunc, type LibcLibrary } from './lazy-binding';
-import { openFds } from './processes';
+import { lazyFunc, type LibcLibrary } from './lazy-binding';
 import { SysError } from './sys-error';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
-const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, F_DUPFD_CLOEXEC, LOCK_EX, LOCK_NB, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
-const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, O_CLOEXEC, O_RDONLY, O_WRONLY, POLLIN, POLLOUT, POSIX_SPAWN_SETSID } = ABI;
+const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
+const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, POLLIN, POLLOUT } = ABI;
 const { SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_STREAM, SOL_NETLINK, SOL_SOCKET } = ABI;
 const BACKLOG = 128;
 
@@ -49,13 +48,6 @@ export interface Libc {
   pollInOut(readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): { readable: Set<number>; writable: Set<number> };
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /**
-   * posix_spawn(3) in a new session, stdio on /dev/null, `inherit[i]` as fd 3+i and no other fd, in
-   * directory `cwd` when given (glibc 2.29+; older ones leave this process's); returns the pid, not waited for.
-   */
-  spawnDetached(path: string, argv: readonly string[], env: readonly string[], inherit?: readonly number[], cwd?: string): number;
-  /** pipe2(O_CLOEXEC): [read end, write end]. */
-  pipe(): [number, number];
   /** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
   tryLock(fd: number): boolean;
 }
@@ -76,31 +68,12 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
   const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
   const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
-  const spawn = lazyFunc(lib, 'int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)');
-  const actionsInit = lazyFunc(lib, 'int posix_spawn_file_actions_init(void *actions)');
-  const actionsOpen = lazyFunc(lib, 'int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, int mode)');
-  // glibc 2.34+ only (RHEL 8 has 2.28): bound when first needed, else one close action per open fd.
-  const actionsCloseFrom = optionalFunc(lib, 'int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)');
-  const actionsClose = lazyFunc(lib, 'int posix_spawn_file_actions_addclose(void *actions, int fd)');
-  // glibc 2.29+ only: without it, a detached process starts in this one's directory.
-  const actionsChdir = optionalFunc(lib, 'int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)');
-  const actionsDup2 = lazyFunc(lib, 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)');
-  const fcntl = lazyFunc(lib, 'int fcntl(int fd, int cmd, int arg)');
-  const pipe2 = lazyFunc(lib, 'int pipe2(_Out_ int *fds, int flags)');
-  const actionsDestroy = lazyFunc(lib, 'int posix_spawn_file_actions_destroy(void *actions)');
-  const attrInit = lazyFunc(lib, 'int posix_spawnattr_init(void *attr)');
-  const attrSetFlags = lazyFunc(lib, 'int posix_spawnattr_setflags(void *attr, short flags)');
-  const attrDestroy = lazyFunc(lib, 'int posix_spawnattr_destroy(void *attr)');
   const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
   const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
   const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
   const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
   const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
   const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
-  // posix_spawn* return the error number instead of setting errno.
-  const checkRc = (operation: string, rc: number): void => {
-    if (rc !== 0) throw new SysError(operation, rc);
-  };
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, koffi.errno());
@@ -129,12 +102,6 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     }
   };
   const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  /** Adds to `actions` the closing of every fd from `from` up. */
-  const addCloseFrom = (actions: Buffer, from: number): void => {
-    const closeFrom = actionsCloseFrom();
-    if (closeFrom) return checkRc('posix_spawn_file_actions_addclosefrom_np', closeFrom(actions, from));
-    for (const fd of openFds()) if (fd >= from) checkRc('posix_spawn_file_actions_addclose', actionsClose(actions, fd));
-  };
   return {
     setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
@@ -162,11 +129,6 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       check(`join netlink group ${group}`, setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
     recvNow: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
-    pipe() {
-      const fds = [0, 0];
-      check('pipe2', pipe2(fds, O_CLOEXEC));
-      return [fds[0]!, fds[1]!];
-    },
     tryLock(fd) {
       for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
@@ -192,34 +154,6 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       const ready = (from: number, count: number): Set<number> =>
         new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
       return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
-    },
-    spawnDetached(path, argv, env, inherit = [], cwd) {
-      const actions = Buffer.alloc(ABI.posix_spawn_file_actions_t.size);
-      const attr = Buffer.alloc(ABI.posix_spawnattr_t.size);
-      const moved: number[] = [];
-      checkRc('posix_spawn_file_actions_init', actionsInit(actions));
-      checkRc('posix_spawnattr_init', attrInit(attr));
-      try {
-        checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 0, '/dev/null', O_RDONLY, 0));
-        checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 1, '/dev/null', O_WRONLY, 0));
-        checkRc('posix_spawn_file_actions_addopen', actionsOpen(actions, 2, '/dev/null', O_WRONLY, 0));
-        // dup2 onto 3, 4, … in order: a source already in that range is moved above it first.
-        const sources = inherit.map((fd) => (fd < 3 + inherit.length ? check('fcntl(F_DUPFD_CLOEXEC)', fcntl(fd, F_DUPFD_CLOEXEC, 3 + inherit.length)) : fd));
-        moved.push(...sources.filter((fd, i) => fd !== inherit[i]));
-        sources.forEach((fd, i) => checkRc('posix_spawn_file_actions_adddup2', actionsDup2(actions, fd, 3 + i)));
-        // Nothing the runtime left open (pipes it waits on, say) may live on in the child.
-        addCloseFrom(actions, 3 + inherit.length);
-        const chdir = cwd === undefined ? undefined : actionsChdir();
-        if (chdir) checkRc('posix_spawn_file_actions_addchdir_np', chdir(actions, cwd));
-        checkRc('posix_spawnattr_setflags', attrSetFlags(attr, POSIX_SPAWN_SETSID));
-        const pid = [0];
-        checkRc(`posix_spawn ${path}`, spawn(pid, path, actions, attr, [...argv, null], [...env, null]));
-        return pid[0]!;
-      } finally {
-        actionsDestroy(actions);
-        attrDestroy(attr);
-        for (const fd of moved) close(fd);
-      }
     },
     listen: (path) =>
       closing(unixSocket(), (fd) => {

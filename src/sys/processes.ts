@@ -32,17 +32,3 @@ export function processStartTime(pid: number): string | undefined {
   const start = fields[19]; // field 22 overall; fields[] starts at field 3
   return start !== undefined && /^\d+$/.test(start) ? start : undefined;
 }
-
-/** The fds this process has open, from /proc/self/fd (less the listing's own, closed by then). */
-export function openFds(): number[] {
-  return readdirSync('/proc/self/fd')
-    .map(Number)
-    .filter((fd) => {
-      try {
-        fstatSync(fd);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-}

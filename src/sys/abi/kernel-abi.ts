@@ -44,9 +44,6 @@ export interface KernelConstants {
   CLOCK_BOOTTIME: number;
   LOCK_EX: number;
   LOCK_NB: number;
-  F_DUPFD_CLOEXEC: number;
-  /** glibc 2.26+. */
-  POSIX_SPAWN_SETSID: number;
   /** _IO(0xb7, 0x3), Linux 4.11+. */
   NS_GET_NSTYPE: number;
   /** statfs(2) f_type of a namespace file. */
@@ -72,9 +69,6 @@ export interface KernelStructs {
   ucred: Layout<'pid' | 'uid' | 'gid'>;
   pollfd: Layout<'fd' | 'events' | 'revents'>;
   timespec: Layout<'tv_sec' | 'tv_nsec'>;
-  /** Opaque to us: only allocated. */
-  posix_spawn_file_actions_t: Layout<never>;
-  posix_spawnattr_t: Layout<never>;
 }
 
 /** One architecture's table. */

@@ -37,8 +37,6 @@ export const X64: KernelAbi = {
   CLOCK_BOOTTIME: 7,
   LOCK_EX: 2,
   LOCK_NB: 4,
-  F_DUPFD_CLOEXEC: 1030,
-  POSIX_SPAWN_SETSID: 0x80,
   NS_GET_NSTYPE: 0xb703,
   NSFS_MAGIC: 0x6e736673,
   CLONE_NEWNET: 0x40000000,
@@ -55,6 +53,4 @@ export const X64: KernelAbi = {
   ucred: { size: 12, pid: 0, uid: 4, gid: 8 },
   pollfd: { size: 8, fd: 0, events: 4, revents: 6 },
   timespec: { size: 16, tv_sec: 0, tv_nsec: 8 },
-  posix_spawn_file_actions_t: { size: 80 },
-  posix_spawnattr_t: { size: 336 },
 };
