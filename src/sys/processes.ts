@@ -1,6 +1,6 @@
 // Process identity through /proc. A pid alone can be recycled; a pid plus its
 // start time (field 22 of /proc/PID/stat) cannot. The plugin signals no process.
-import { fstatSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 /** A process as recorded in the state dir. */
 export interface ProcessId {
