@@ -2,13 +2,6 @@
 // start time (field 22 of /proc/PID/stat) cannot. The plugin signals no process.
 import { readFileSync } from 'node:fs';
 
-/** A process as recorded in the state dir. */
-export interface ProcessId {
-  pid: number;
-  /** Start time in clock ticks since boot, from /proc/PID/stat. */
-  startTime: string;
-}
-
 /** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
 const PID_MAX_LIMIT = 4_194_304;
 
