@@ -2,25 +2,14 @@
 // wires env, stdin and stdout into the in-process dispatcher.
 // Run with arguments, it is one of the verbs (src/process/verbs.ts). What a
 // command needs is loaded when it runs, so that VERSION loads only the
-// protocol layer: start-up is the plugin's latency, once per pod.
-import { writeSync } from 'node:fs';
+// protocol layer: start-up is the plugin's latency, once per pod. Nothing on
+// the shim's path loads node:fs: stdin and stdout go through the stdio twin
+// (src/sys/stdio-select.ts), Bun's own file API in the binary.
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';
 import type { CniPlugin } from './cni/dispatch';
 import type { ShimResult } from './shim/shim';
-import { readStdinBounded } from './sys/stdin';
-
-/** Writes the CNI reply with write(2): process.stdout would load node:net and streams (~8 ms). */
-function writeStdout(text: string): void {
-  const bytes = Buffer.from(text);
-  for (let off = 0; off < bytes.length; ) {
-    try {
-      off += writeSync(1, bytes, off);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err; // a non-blocking pipe: retry
-    }
-  }
-}
+import { loadStdio, type Stdio } from './sys/stdio-select';
 
 /** The plugin, loaded with its dependencies on its first command (VERSION never calls one). */
 function lazyPlugin(): CniPlugin {
@@ -38,27 +27,41 @@ function lazyPlugin(): CniPlugin {
   };
 }
 
+/** stdout and stderr in order, and an exit once what was written is out. */
+function output(stdio: Stdio): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
+  let written: Promise<unknown> = Promise.resolve();
+  return {
+    write: (fd, text) => void (written = written.then(() => stdio.writeFd(fd, text)).catch(() => undefined)),
+    exit: async (code) => {
+      await written;
+      return process.exit(code);
+    },
+  };
+}
+
 async function main(): Promise<void> {
+  const stdio = await loadStdio();
+  const out = output(stdio);
   const verb = process.argv[2];
   if (verb === '--version') {
-    writeStdout(versionText());
-    return process.exit(0);
+    out.write(1, versionText());
+    return out.exit(0);
   }
   if (verb !== undefined) {
     const [{ runProcessVerb }, { processWiring }] = await Promise.all([import('./process/verbs'), import('./process/wiring')]);
-    return process.exit(await runProcessVerb(processWiring(), verb, process.argv.slice(3), (line) => writeSync(2, `${line}\n`)));
+    return out.exit(await runProcessVerb(processWiring(), verb, process.argv.slice(3), (line) => out.write(2, `${line}\n`)));
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
   if (!process.env.CNI_COMMAND) {
-    writeSync(2, aboutText());
-    return process.exit(0);
+    out.write(2, aboutText());
+    return out.exit(0);
   }
   // Whatever escapes dispatch (a throw in a callback, a rejection nobody awaited) still ends as
   // one CNI error object and exit 1, never a stack trace.
   let replied = false;
   const reply = (text: string): void => {
     replied = true;
-    writeStdout(text);
+    out.write(1, text);
   };
   const crash = (err: unknown): void => {
     // The shim does not load the in-process dispatch: a crash there loads it for its error reply.
@@ -66,35 +69,35 @@ async function main(): Promise<void> {
       .then(({ crashReply }) => {
         if (!replied) reply(crashReply(err));
       })
-      .finally(() => process.exit(1));
+      .finally(() => out.exit(1));
   };
   process.on('uncaughtException', crash);
   process.on('unhandledRejection', crash);
-  let readStdin = readStdinBounded;
+  const stdin = stdio.stdinReader();
+  let readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
   // The node's announcer runs the command (issue 18); VERSION stays here.
   if (process.env.CNI_COMMAND !== 'VERSION') {
-    const shimmed = await forwardToAnnouncer(reply);
-    if ('exit' in shimmed) return process.exit(shimmed.exit);
-    // In-process, on the bytes the shim read.
-    if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdinBounded);
+    const shimmed = await forwardToAnnouncer(stdio, readStdin, reply);
+    if ('exit' in shimmed) return out.exit(shimmed.exit);
+    // In-process, on the bytes the shim read, then on what is left of the same stdin.
+    if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
   }
   const { dispatch } = await import('./cni/dispatch');
   const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, lazyPlugin());
-  // stdout was written synchronously: exit now, whatever handles are still open.
-  process.exit(code);
+  return out.exit(code);
 }
 
 /** Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here. */
 // Loaded here, not at start-up: VERSION needs none of it.
-async function forwardToAnnouncer(writeStdout: (text: string) => void): Promise<ShimResult> {
+async function forwardToAnnouncer(stdio: Stdio, readStdin: (maxBytes: number) => Promise<Uint8Array>, writeStdout: (text: string) => void): Promise<ShimResult> {
   const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
   let deps;
   try {
-    deps = await realShimDeps(BUILD_ID);
+    deps = await realShimDeps(BUILD_ID, stdio);
   } catch (err) {
     return { fallback: `shim: ${(err as Error).message}`, stdin: undefined };
   }
-  return runShim({ env: process.env, readStdin: readStdinBounded, writeStdout }, deps);
+  return runShim({ env: process.env, readStdin, writeStdout }, deps);
 }
 
 main().catch(() => process.exit(1));

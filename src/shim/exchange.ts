@@ -1,7 +1,6 @@
 // One request to the announcer and its answer (see wire.ts): connect, write the request line, wait
 // for `ack` at most ACK_MS from the write, then take lines until the end with at most SILENCE_MS
 // between two. The transport and the clock are injected; the socket is closed on every outcome.
-import { readFileSync } from 'node:fs';
 import type { ConnectUnix, Connection } from '../sys/stream-connection';
 import { ACK_MS, decodeReply, encodeRequest, MAX_REQUEST_LINE, SILENCE_MS, splitLines, WIRE_VERSION, type RequestBody } from './wire';
 
@@ -33,12 +32,12 @@ export interface ExchangeDeps {
 }
 
 /**
- * The real clock without FFI: /proc/uptime (CLOCK_BOOTTIME in centiseconds, read once) carried on by
+ * The real clock without FFI: /proc/uptime's text (`uptime`: CLOCK_BOOTTIME in centiseconds, read once) carried on by
  * performance.now(). Bun's process.hrtime counts from the process's start, not CLOCK_MONOTONIC's
  * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: an `ackBy` from it
  * falls due early, never late, to an announcer that reads CLOCK_BOOTTIME.
  */
-export function bootClock(uptime: () => string = () => readFileSync('/proc/uptime', 'latin1'), elapsed: () => number = () => performance.now()): ShimClock {
+export function bootClock(uptime: () => string, elapsed: () => number = () => performance.now()): ShimClock {
   let origin: number | undefined;
   return {
     now: () => {

@@ -1,17 +1,15 @@
 // The shim's real dependencies: the runtime's unix-stream twin, CLOCK_BOOTTIME, and a start that
-// loads its modules (node:child_process among them) only when an announcer must be started.
-import { selfCommand } from '../self-command';
-import { detachedEnv } from '../sys/detached-env';
-import { userModeEmulator } from '../sys/emulator';
+// loads its modules (node:fs and node:child_process among them) only when an announcer must be started.
+import type { Stdio } from '../sys/stdio-select';
 import { loadTransport } from '../sys/unix-stream-select';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
 import { withAnnouncerAddress } from './socket-address';
 
-/** ShimDeps for this process, sending `build` in every request. */
-export async function realShimDeps(build: string): Promise<ShimDeps> {
-  const { connectUnix } = await loadTransport();
-  const clock = bootClock();
+/** ShimDeps for this process, sending `build` in every request; `stdio` reads /proc/uptime. */
+export async function realShimDeps(build: string, stdio: Stdio): Promise<ShimDeps> {
+  const [{ connectUnix }, uptime] = await Promise.all([loadTransport(), stdio.readText('/proc/uptime')]);
+  const clock = bootClock(() => uptime);
   const listening = (stateDir: string): Promise<boolean> =>
     withAnnouncerAddress(stateDir, async (address) => {
       const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
@@ -26,10 +24,13 @@ export async function realShimDeps(build: string): Promise<ShimDeps> {
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
     start: async (stateDir) => {
-      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }] = await Promise.all([
+      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }, { selfCommand }, { detachedEnv }, { userModeEmulator }] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
         import('../sys/private-dir'),
+        import('../self-command'),
+        import('../sys/detached-env'),
+        import('../sys/emulator'),
       ]);
       const emulator = userModeEmulator();
       return startAnnouncer(

@@ -12,7 +12,7 @@ export const RETRY_MS = 5;
 /** The process around the shim. */
 export interface ShimIo {
   env: Readonly<Record<string, string | undefined>>;
-  /** Reads stdin to EOF, at most maxBytes + 1 bytes (src/sys/stdin.ts). */
+  /** Reads stdin to EOF, at most maxBytes + 1 bytes (src/sys/stdio.ts). */
   readStdin(maxBytes: number): Promise<Uint8Array>;
   writeStdout(text: string): void;
 }

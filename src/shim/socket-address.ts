@@ -1,7 +1,6 @@
 // The announcer's socket address for connect(2). sockaddr_un holds 107 bytes of path: a longer
 // stateDir is reached through an O_PATH fd of it, /proc/self/fd/N/announcer.sock, held open
 // until the connect has settled.
-import { closeSync, openSync } from 'node:fs';
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
 import { ANNOUNCER_SOCKET } from './wire';
@@ -13,6 +12,8 @@ const SUN_PATH_MAX = 107;
 export async function withAnnouncerAddress<T>(stateDir: string, use: (address: string) => Promise<T>): Promise<T> {
   const direct = join(stateDir, ANNOUNCER_SOCKET);
   if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
+  // node:fs only here: a run with the usual short stateDir never loads it.
+  const { closeSync, openSync } = await import('node:fs');
   const dir = openSync(stateDir, ABI.O_PATH | ABI.O_DIRECTORY | ABI.O_NOFOLLOW);
   try {
     return await use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
