@@ -75,13 +75,17 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', crash);
   const stdin = stdio.stdinReader();
   let readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
-  // The node's announcer runs the command (issue 18); VERSION stays here.
-  if (process.env.CNI_COMMAND !== 'VERSION') {
-    const shimmed = await forwardToAnnouncer(stdio, readStdin, reply);
-    if ('exit' in shimmed) return out.exit(shimmed.exit);
-    // In-process, on the bytes the shim read, then on what is left of the same stdin.
-    if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
+  // VERSION stays here, and loads its answer alone (podman asks it once per pod).
+  if (process.env.CNI_COMMAND === 'VERSION') {
+    const [{ versionReply }, { MAX_STDIN_BYTES }] = await Promise.all([import('./cni/version-reply'), import('./cni/decode')]);
+    reply(`${JSON.stringify(versionReply(await readStdin(MAX_STDIN_BYTES).catch(() => undefined)))}\n`);
+    return out.exit(0);
   }
+  // The node's announcer runs the command (issue 18).
+  const shimmed = await forwardToAnnouncer(stdio, readStdin, reply);
+  if ('exit' in shimmed) return out.exit(shimmed.exit);
+  // In-process, on the bytes the shim read, then on what is left of the same stdin.
+  if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
   const { dispatch } = await import('./cni/dispatch');
   const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, lazyPlugin());
   return out.exit(code);

@@ -5,6 +5,7 @@ import { CniError, ErrorCode, isCniError } from './errors';
 import { describeValue } from './field-path';
 import type { AnnounceOptions, OptionNote } from './options';
 import { parsePrevResult, type PrevResult } from './result';
+import { versionReply } from './version-reply';
 import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
 
 /** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
@@ -201,19 +202,6 @@ function parseDelConfig(raw: Record<string, unknown>, parseConfig: (raw: unknown
       throw e;
     }
   }
-}
-
-function versionReply(stdin: Uint8Array | undefined): { cniVersion: CniVersion; supportedVersions: CniVersion[] } {
-  let asked: unknown;
-  try {
-    if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;
-  } catch {
-    asked = undefined;
-  }
-  return {
-    cniVersion: isSupportedVersion(asked) ? asked : LATEST_VERSION,
-    supportedVersions: [...SUPPORTED_VERSIONS],
-  };
 }
 
 async function readConfig(io: CniIo): Promise<Uint8Array> {
