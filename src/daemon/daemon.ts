@@ -20,7 +20,7 @@ import { addFrames, newCounters, prometheusText } from './counters';
 import { takeHandover, writeHandover } from './handover';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
-import { openDaemonLock } from './paths';
+import { openDaemonLock, someoneListens } from './paths';
 import type { Reply, Request } from './protocol';
 import type { DaemonSettings } from './settings';
 
@@ -65,7 +65,9 @@ export async function runDaemon(deps: DaemonDeps): Promise<void> {
   try {
     const start = deps.timers.now();
     while (!deps.tryLock(lockFd)) {
-      if (deps.timers.now() - start > LOCK_WAIT_MS) return; // another announcer runs
+      // Another announcer holds the lock. One that listens serves, and this one is not needed (two
+      // shims started one each); one that does not is exiting or handing over: wait for it.
+      if (deps.timers.now() - start > LOCK_WAIT_MS || someoneListens(deps.stateDir, deps.sockets)) return;
       await deps.timers.sleep(20);
     }
     await new Daemon(deps).run();

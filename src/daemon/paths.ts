@@ -3,7 +3,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
-import { SUN_PATH_MAX } from '../sys/unix-socket';
+import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
 import { ANNOUNCER_SOCKET } from '../shim/wire';
 
 /** The verb that runs the background announcer. */
@@ -29,4 +29,14 @@ export function withSocketAddress<T>(stateDir: string, use: (address: string) =>
 /** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
 export function openDaemonLock(stateDir: string): number {
   return openSync(join(stateDir, DAEMON_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
+}
+
+/** Whether an announcer accepts connections on stateDir's socket (the connection is closed at once). */
+export function someoneListens(stateDir: string, sockets: Pick<UnixSockets, 'connect' | 'close'>): boolean {
+  try {
+    withSocketAddress(stateDir, (address) => sockets.close(sockets.connect(address)));
+    return true;
+  } catch {
+    return false; // ENOENT, ECONNREFUSED: nobody listens
+  }
 }

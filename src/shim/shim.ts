@@ -32,7 +32,8 @@ export type ShimResult = { exit: number } | { fallback: string; stdin: Uint8Arra
 /** Whether an announcer (re)started could take the request: none listens, or an older build hands over. */
 export function wantsStart(outcome: Outcome): boolean {
   if ('refused' in outcome) return outcome.refused === 'handover';
-  return 'unreachable' in outcome && ['ENOENT', 'ECONNREFUSED', 'EAGAIN'].includes(outcome.unreachable);
+  // EAGAIN: a full backlog, so an announcer listens (busy): starting another would not help.
+  return 'unreachable' in outcome && ['ENOENT', 'ECONNREFUSED'].includes(outcome.unreachable);
 }
 
 /** Starts the announcer, then exchanges every RETRY_MS until it answers or `waitMs` has passed; a string: why it could not start. */

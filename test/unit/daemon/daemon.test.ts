@@ -123,6 +123,17 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect({ sent: d.pod.sent.length, polls: d.poll.calls.length, paths: d.sockets.paths, now: d.timers.now() }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_020 });
   });
 
+  it('returns at once, without running, when the announcer holding the lock listens (two shims started one each)', async () => {
+    d.timers.advance(5000);
+    d.deps.tryLock = () => false;
+    const serving = d.sockets.listen(join(d.state.dir, ANNOUNCER_SOCKET));
+    writeJob(d.state, d.sentAt(0));
+    await d.run();
+    expect({ sent: d.pod.sent.length, polls: d.poll.calls.length, now: d.timers.now() }).toEqual({ sent: 0, polls: 0, now: 5000 });
+    expect(d.sockets.paths).toEqual([join(d.state.dir, ANNOUNCER_SOCKET)]); // the other's, left alone
+    d.sockets.close(serving);
+  });
+
   it('takes the lock on the lock file in stateDir, and closes it on return', async () => {
     const locked: number[] = [];
     d.deps.tryLock = (fd) => (locked.push(fd), true);

