@@ -7,11 +7,12 @@ import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
 
 /**
- * Files the background announcer and the rate limit keep in stateDir for as
- * long as it exists (lock files and the token bucket). The control socket is
- * not among them: an announcer removes it when it exits.
+ * Files the announcer and the rate limit keep in stateDir: lock files and the
+ * token bucket for as long as it exists, and the announcer's socket while one
+ * runs (every command leaves one running for idleExitMs; announcerLeftovers
+ * checks that the socket goes with it).
  */
-export const DAEMON_STATE_FILES: readonly string[] = ['announcer-daemon.flock', 'rate-limit.bucket', 'rate-limit.bucket.flock'];
+export const DAEMON_STATE_FILES: readonly string[] = ['announcer-daemon.flock', 'announcer.sock', 'rate-limit.bucket', 'rate-limit.bucket.flock'];
 
 /**
  * Names of the entries in stateDir (records and anything else) but

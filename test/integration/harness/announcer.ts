@@ -1,8 +1,11 @@
 // The built announcer chained the way a runtime chains it: one attachment's
 // ADD, CHECK and DEL (optionally run inside a "node" netns), GC of a stateDir,
 // and what the announcer left behind.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AnnouncerFiles } from './announcer-files';
 import { stateFiles, stopDaemonAtClose } from './announcer-files';
+import { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/shim/wire';
 import { stopDaemonsOf } from './daemon-stop';
 import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
 import { ownAnnouncerProcesses } from './processes';
@@ -111,6 +114,8 @@ export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>
   const now = async (): Promise<string[]> => [
     ...(await ownAnnouncerProcesses()).map((p) => `process ${p.pid}: ${p.argv.join(' ')}`),
     ...(await stateFiles(files.stateDir)).map((f) => `state file ${f}`),
+    // Stopped, the announcer takes its socket with it.
+    ...(existsSync(join(files.stateDir, DAEMON_SOCKET)) ? [`state file ${DAEMON_SOCKET}`] : []),
   ];
   return waitFor(async () => ((await now()).length === 0 ? [] : false), { timeoutMs: 3000, what: 'no announcer leftovers' }).catch(now);
 }

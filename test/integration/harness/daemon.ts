@@ -12,16 +12,14 @@ import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
 /** The socket of a running announcer. */
-export const DAEMON_SOCKET = 'announcer.sock';
+export { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/shim/wire';
 
 /**
- * The entries of stateDir other than DAEMON_STATE_FILES and the announcer's
- * socket: records, their locks, anything else. The socket is there while an
- * announcer runs, and every command leaves one running for idleExitMs
- * (announcerLeftovers checks that it goes with its announcer).
+ * The entries of stateDir other than DAEMON_STATE_FILES (the announcer's
+ * socket among them): records, their locks, anything else, sorted.
  */
 export async function attachmentFiles(stateDir: string): Promise<string[]> {
-  return (await stateFiles(stateDir)).filter((f) => f !== DAEMON_SOCKET).sort();
+  return (await stateFiles(stateDir)).sort();
 }
 
 /** The live background announcers of stateDir that this test process started (no grace). */
