@@ -4,7 +4,7 @@
 declare const __ANNOUNCER_BUILD_ID__: string | undefined;
 
 /**
- * The build's id, written in by scripts/build.mjs (Bun.build's `define`): the same sources give the same
+ * The build's id, written in by scripts/build.mjs (the bundler's `define`): the same sources give the same
  * id; 'dev' where nothing wrote one in (vitest, a run from source).
  */
 export const BUILD_ID: string = typeof __ANNOUNCER_BUILD_ID__ === 'string' ? __ANNOUNCER_BUILD_ID__ : 'dev';

@@ -3,13 +3,13 @@
 // Run with arguments, it is one of the verbs (src/process/verbs.ts). What a
 // command needs is loaded when it runs, so that VERSION loads only the
 // protocol layer: start-up is the plugin's latency, once per pod. Nothing on
-// the shim's path loads node:fs: stdin and stdout go through the stdio twin
-// (src/sys/stdio-select.ts), Bun's own file API in the binary.
+// the shim's path loads node:fs: stdin and stdout go through src/sys/stdio.ts,
+// whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';
 import type { CniPlugin } from './cni/dispatch';
 import type { ShimResult } from './shim/shim';
-import { loadStdio, type Stdio } from './sys/stdio-select';
+import { readText, stdinReader, writeFd } from './sys/stdio';
 
 /** The plugin, loaded with its dependencies on its first command (VERSION never calls one). */
 function lazyPlugin(): CniPlugin {
@@ -28,10 +28,10 @@ function lazyPlugin(): CniPlugin {
 }
 
 /** stdout and stderr in order, and an exit once what was written is out. */
-function output(stdio: Stdio): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
+function output(): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
   let written: Promise<unknown> = Promise.resolve();
   return {
-    write: (fd, text) => void (written = written.then(() => stdio.writeFd(fd, text)).catch(() => undefined)),
+    write: (fd, text) => void (written = written.then(() => writeFd(fd, text)).catch(() => undefined)),
     exit: async (code) => {
       await written;
       return process.exit(code);
@@ -40,8 +40,7 @@ function output(stdio: Stdio): { write(fd: 1 | 2, text: string): void; exit(code
 }
 
 async function main(): Promise<void> {
-  const stdio = await loadStdio();
-  const out = output(stdio);
+  const out = output();
   const verb = process.argv[2];
   if (verb === '--version') {
     out.write(1, versionText());
@@ -73,7 +72,7 @@ async function main(): Promise<void> {
   };
   process.on('uncaughtException', crash);
   process.on('unhandledRejection', crash);
-  const stdin = stdio.stdinReader();
+  const stdin = stdinReader();
   let readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
   // VERSION stays here, and loads its answer alone (podman asks it once per pod).
   if (process.env.CNI_COMMAND === 'VERSION') {
@@ -82,7 +81,7 @@ async function main(): Promise<void> {
     return out.exit(0);
   }
   // The node's announcer runs the command (issue 18).
-  const shimmed = await forwardToAnnouncer(stdio, readStdin, reply);
+  const shimmed = await forwardToAnnouncer(readStdin, reply);
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // In-process, on the bytes the shim read, then on what is left of the same stdin.
   if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
@@ -93,11 +92,11 @@ async function main(): Promise<void> {
 
 /** Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here. */
 // Loaded here, not at start-up: VERSION needs none of it.
-async function forwardToAnnouncer(stdio: Stdio, readStdin: (maxBytes: number) => Promise<Uint8Array>, writeStdout: (text: string) => void): Promise<ShimResult> {
+async function forwardToAnnouncer(readStdin: (maxBytes: number) => Promise<Uint8Array>, writeStdout: (text: string) => void): Promise<ShimResult> {
   const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
   let deps;
   try {
-    deps = await realShimDeps(BUILD_ID, stdio);
+    deps = await realShimDeps(BUILD_ID, readText);
   } catch (err) {
     return { fallback: `shim: ${(err as Error).message}`, stdin: undefined };
   }

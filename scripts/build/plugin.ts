@@ -13,8 +13,7 @@ export interface ResolveArgs {
 
 /** The part of Bun's PluginBuilder the plugin uses (Bun's types are not in this project's tsconfig). */
 export interface PluginBuilder {
-  onResolve(options: { filter: RegExp }, callback: (args: ResolveArgs) => { path: string; namespace?: string } | undefined): void;
-  onLoad(options: { filter: RegExp; namespace: string }, callback: (args: { path: string }) => { loader: 'js'; contents: string }): void;
+  onResolve(options: { filter: RegExp }, callback: (args: ResolveArgs) => { path: string } | undefined): void;
 }
 
 /** The specifier under which src/native/embedded-koffi.ts imports koffi's addon (declared in src/native/assets.d.ts). */
@@ -28,7 +27,6 @@ export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
  * one when none runs.
  */
 export const BUILTINS_ALLOWED: Readonly<Record<string, readonly string[]>> = {
-  'src/sys/unix-stream.ts': ['net'],
   'src/sys/spawn-child.ts': ['child_process'],
 };
 
@@ -83,16 +81,12 @@ export function embedPlugin(root: string, addonAsset: string, used: { addon: boo
         used.addon = true;
         return { path: addonAsset };
       });
-      // A module with a Bun twin (src/sys/X.bun.ts beside src/sys/X.ts) is left out of the binary: the
-      // runtime's selector loads the twin, and a run that picked the Node one would fail loudly.
-      b.onResolve({ filter: /^\.\/[\w-]+$/ }, (a) => {
-        if (!a.importer.startsWith(join(root, 'src')) || !existsSync(join(dirname(a.importer), `${a.path}.bun.ts`))) return undefined;
-        return { path: `node-twin:${rel(join(dirname(a.importer), a.path))}`, namespace: 'cni-announcer' };
+      // A module with a Bun twin (src/sys/X.bun.ts beside src/sys/X.ts): the binary takes the twin
+      // wherever X is imported. Node (the unit tests) loads X itself; nothing picks at run time.
+      b.onResolve({ filter: /^(\.\.?\/)+[\w/-]+$/ }, (a) => {
+        const twin = `${resolve(dirname(a.importer), a.path)}.bun.ts`;
+        return a.importer.startsWith(join(root, 'src')) && existsSync(twin) ? { path: twin } : undefined;
       });
-      b.onLoad({ filter: /^node-twin:/, namespace: 'cni-announcer' }, (a) => ({
-        loader: 'js',
-        contents: `throw new Error(${JSON.stringify(`${a.path.slice('node-twin:'.length)}.ts is the Node twin, not in the Bun build: load its .bun.ts`)});`,
-      }));
       // Bun would embed any other native module itself and extract it to /tmp at run time.
       b.onResolve({ filter: /\.node$/ }, (a) => {
         throw new Error(`${rel(a.importer)} requires the native module ${a.path}: only koffi's addon may be embedded`);

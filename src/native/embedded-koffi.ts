@@ -5,7 +5,7 @@
 import addonFile from 'cni-announcer:koffi-addon' with { type: 'file' };
 import { loadKoffiAddon } from './koffi-addon';
 
-// koffi's version, written in by the build (Bun.build's `define`): the addon must be that one.
+// koffi's version, written in by the build (the bundler's `define`): the addon must be that one.
 declare const __KOFFI_VERSION__: string;
 
 /** koffi's API, as koffi's entry exports it (its default export), loaded when this module is. */

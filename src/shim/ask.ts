@@ -24,6 +24,6 @@ export async function askAnnouncer(stateDir: string, control: Record<string, unk
 
 /** This process's ShimDeps, loaded on the first ask. */
 async function defaultDeps(): Promise<ShimDeps> {
-  const [{ realShimDeps }, { BUILD_ID }, { loadStdio }] = await Promise.all([import('./shim-deps'), import('../build-id'), import('../sys/stdio-select')]);
-  return realShimDeps(BUILD_ID, await loadStdio());
+  const [{ realShimDeps }, { BUILD_ID }, { readText }] = await Promise.all([import('./shim-deps'), import('../build-id'), import('../sys/stdio')]);
+  return realShimDeps(BUILD_ID, readText);
 }

@@ -1,14 +1,13 @@
 // The shim's real dependencies: the runtime's unix-stream twin, CLOCK_BOOTTIME, and a start that
 // loads its modules (node:fs and node:child_process among them) only when an announcer must be started.
-import type { Stdio } from '../sys/stdio-select';
-import { loadTransport } from '../sys/unix-stream-select';
+import { connectUnix } from '../sys/unix-stream';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
 import { withAnnouncerAddress } from './socket-address';
 
-/** ShimDeps for this process, sending `build` in every request; `stdio` reads /proc/uptime. */
-export async function realShimDeps(build: string, stdio: Stdio): Promise<ShimDeps> {
-  const [{ connectUnix }, uptime] = await Promise.all([loadTransport(), stdio.readText('/proc/uptime')]);
+/** ShimDeps for this process, sending `build` in every request; `readText` reads /proc/uptime. */
+export async function realShimDeps(build: string, readText: (path: string) => Promise<string>): Promise<ShimDeps> {
+  const uptime = await readText('/proc/uptime');
   const clock = bootClock(() => uptime);
   const listening = (stateDir: string): Promise<boolean> =>
     withAnnouncerAddress(stateDir, async (address) => {

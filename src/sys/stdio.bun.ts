@@ -4,9 +4,6 @@
 // serves Node and the unit tests.
 import type { StdinReader } from './stdio';
 
-/** Which twin this is. */
-export const STDIO = 'bun';
-
 /** The little of Bun's API this module uses (the project's types are Node's). */
 interface BunGlobal {
   stdin: { stream(): ReadableStream<Uint8Array> };

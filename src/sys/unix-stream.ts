@@ -3,9 +3,6 @@
 import { connect } from 'node:net';
 import { streamError, type Connection, type StreamHandlers } from './stream-connection';
 
-/** Which twin this is. */
-export const TRANSPORT = 'node';
-
 /** Connects to the unix stream socket at `path` (see ConnectUnix). */
 export function connectUnix(path: string, handlers: StreamHandlers): Promise<Connection> {
   return new Promise((resolve, reject) => {

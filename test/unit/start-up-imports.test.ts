@@ -33,10 +33,10 @@ function typeOnly(clause: ts.ImportClause | undefined): boolean {
   return named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
 }
 
-/** The .ts file a relative specifier names; undefined for anything else (package.json). */
+/** The .ts file a relative specifier names in the binary (its Bun twin, X.bun.ts, where one exists: scripts/build/plugin.ts); undefined for anything else (package.json). */
 function resolveTs(from: string, specifier: string): string | undefined {
   const base = resolve(from, specifier);
-  return [`${base}.ts`, join(base, 'index.ts')].find((f) => existsSync(f));
+  return [`${base}.bun.ts`, `${base}.ts`, join(base, 'index.ts')].find((f) => existsSync(f));
 }
 
 /** Every source file loaded with `entry`, as paths relative to the repository. */
@@ -62,18 +62,20 @@ describe("start-up's static imports", () => {
   });
 
   it("leave FFI and validation off the shim's path: its modules, and the unix-stream twin it loads", () => {
-    const graph = new Set([...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/sys/unix-stream.bun.ts'), ...staticGraph('src/sys/unix-stream.ts'), ...staticGraph('src/shim/start.ts'), ...staticGraph('src/sys/private-dir.ts'), ...staticGraph('src/sys/spawn-child.ts')]);
+    const graph = new Set([...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/sys/unix-stream.ts'), ...staticGraph('src/shim/start.ts'), ...staticGraph('src/sys/private-dir.ts'), ...staticGraph('src/sys/spawn-child.ts')]);
     expect(graph).toContain('src/shim/exchange.ts');
-    expect(graph).toContain('src/sys/unix-stream-select.ts');
+    expect(graph).toContain('src/sys/unix-stream.bun.ts');
     const banned = [...graph].filter((f) => f === 'src/sys/libc.ts' || f === 'src/sys/koffi.ts' || f.startsWith('src/native/') || /^src\/cni\/(config|options|option-schema|schema)\.ts$/.test(f));
     expect(banned).toEqual([]);
   });
 
   it("leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB", () => {
-    const fast = ['src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts', 'src/sys/unix-stream.bun.ts', 'src/sys/stdio.bun.ts', 'src/sys/stdio-select.ts', 'src/sys/unix-stream-select.ts'];
+    const fast = ['src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts'];
     const graph = new Set(fast.flatMap((entry) => [...staticGraph(entry)]));
     const importsFs = (file: string): boolean => /^import [^;]* from 'node:fs';$/m.test(readFileSync(join(ROOT, file), 'utf8'));
     expect(graph).toContain('src/shim/exchange.ts');
+    expect(graph).toContain('src/sys/stdio.bun.ts');
+    expect(graph).not.toContain('src/sys/stdio.ts');
     expect([...graph].filter(importsFs)).toEqual([]);
     // The walk sees it where it is: the Node twin and the cold start.
     expect(importsFs('src/sys/stdio.ts') && importsFs('src/shim/start.ts')).toBe(true);

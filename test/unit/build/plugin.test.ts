@@ -6,11 +6,18 @@ import { ADDON_SPECIFIER, BUILTINS_ALLOWED, builtinRefusals, embedPlugin, type M
 const ROOT = '/checkout';
 const ASSET = '/checkout/node_modules/.cache/cni-announcer/koffi-3.3.4-linux-x64.addon';
 
+/** resolver() for a checkout at `root` (its files on disk decide twins). */
+function resolverAt(root: string) {
+  const handlers: { filter: RegExp; callback: (a: ResolveArgs) => { path: string } | undefined }[] = [];
+  embedPlugin(root, ASSET, { addon: false }).setup({ onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }) });
+  return { resolve: (path: string, importer: string) => handlers.find((h) => h.filter.test(path))?.callback({ path, importer: `${root}/${importer}`, kind: 'import-statement' }) };
+}
+
 /** The plugin's answer for `path` imported by `importer` (relative to ROOT) with `kind`: the first handler whose filter matches, as Bun asks them. */
 function resolver() {
   const handlers: { filter: RegExp; callback: (a: ResolveArgs) => { path: string } | undefined }[] = [];
   const used = { addon: false };
-  embedPlugin(ROOT, ASSET, used).setup({ onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }), onLoad: () => undefined });
+  embedPlugin(ROOT, ASSET, used).setup({ onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }) });
   const resolve = (path: string, importer: string, kind = 'import-statement') => {
     const handler = handlers.find((h) => h.filter.test(path));
     return handler?.callback({ path, importer: `${ROOT}/${importer}`, kind });
@@ -65,6 +72,18 @@ describe('builtinRefusals', () => {
   const refusal = (importer: string, specifier: string) =>
     `${importer} imports ${specifier}: product code uses only node:fs (see src/path.ts), besides BUILTINS_ALLOWED in scripts/build/plugin.ts`;
 
+  it("resolves a src module with a Bun twin to the twin, wherever it is imported from, and leaves other modules alone", () => {
+    const { resolve } = resolver();
+    const twin = (p: string) => p.endsWith('.bun.ts');
+    // The resolver reads the disk: these twins exist in this checkout.
+    const real = resolverAt(process.cwd());
+    expect(real.resolve('../sys/unix-stream', 'src/shim/shim-deps.ts')).toEqual({ path: `${process.cwd()}/src/sys/unix-stream.bun.ts` });
+    expect(real.resolve('./sys/stdio', 'src/main.ts')).toEqual({ path: `${process.cwd()}/src/sys/stdio.bun.ts` });
+    expect(real.resolve('./exchange', 'src/shim/shim-deps.ts')).toBeUndefined();
+    expect(real.resolve('../src/sys/stdio', 'scripts/x.ts')).toBeUndefined(); // outside src: no twin
+    expect(twin(resolve('./x', 'src/a.ts')?.path ?? '')).toBe(false);
+  });
+
   it('refuses node:* builtins other than node:fs in product code, with or without the prefix, and subpaths', () => {
     const specifiers = ['node:os', 'os', 'node:path', 'util', 'node:stream/web', 'node:child_process', 'net', 'crypto'];
     expect(builtinRefusals(metafile({ 'src/cni/dispatch.ts': [...specifiers, 'node:fs', 'fs'] }), ROOT, ROOT)).toEqual(
@@ -73,16 +92,17 @@ describe('builtinRefusals', () => {
   });
 
   it('allows each module only the builtins its allow-list names', () => {
-    expect(BUILTINS_ALLOWED).toEqual({ 'src/sys/unix-stream.ts': ['net'], 'src/sys/spawn-child.ts': ['child_process'] });
+    // node:net is nobody's: the Node twin src/sys/unix-stream.ts never goes into the binary (its Bun twin does).
+    expect(BUILTINS_ALLOWED).toEqual({ 'src/sys/spawn-child.ts': ['child_process'] });
     const meta = metafile({
       'src/sys/unix-stream.ts': ['node:net', 'net', 'node:child_process'],
       'src/sys/spawn-child.ts': ['node:child_process', 'node:net'],
-      'src/shim/unix-stream.ts': ['node:net'],
     });
     expect(builtinRefusals(meta, ROOT, ROOT)).toEqual([
+      refusal('src/sys/unix-stream.ts', 'node:net'),
+      refusal('src/sys/unix-stream.ts', 'net'),
       refusal('src/sys/unix-stream.ts', 'node:child_process'),
       refusal('src/sys/spawn-child.ts', 'node:net'),
-      refusal('src/shim/unix-stream.ts', 'node:net'),
     ]);
   });
 

@@ -1,21 +1,12 @@
-// The twin selector, the Bun twin outside Bun, the fallback's stdin and the boot clock.
+// The Bun twin outside Bun, the fallback's stdin and the boot clock.
 import { describe, expect, it } from 'vitest';
 import { bootClock } from '../../../src/shim/exchange';
 import { resumedStdin } from '../../../src/shim/fallback-stdin';
 import { MAX_FORWARDED_STDIN } from '../../../src/shim/wire';
 import { connectUnix as bunConnect } from '../../../src/sys/unix-stream.bun';
-import { loadTransport, onBun } from '../../../src/sys/unix-stream-select';
 import { StreamError } from '../../../src/sys/stream-connection';
 
 describe('the unix-stream twins', () => {
-  it("load Bun's under Bun, node:net's elsewhere", async () => {
-    expect(onBun({ ...process.versions, bun: '1.4.5' } as NodeJS.ProcessVersions)).toBe(true);
-    expect(onBun(process.versions)).toBe(false);
-    expect((await loadTransport(true)).kind).toBe('bun');
-    expect((await loadTransport(false)).kind).toBe('node');
-    expect((await loadTransport()).kind).toBe('node');
-  });
-
   it("Bun's refuses with a StreamError outside Bun", async () => {
     const err = await bunConnect('/x', { data: () => undefined, end: () => undefined, error: () => undefined }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StreamError);
