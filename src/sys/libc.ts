@@ -1,19 +1,19 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import { chmodSync } from 'node:fs';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
 import { ABI } from './abi/kernel-abi';
-import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
+import { pollfds, revents, sockaddrLl, sockaddrNl, timespec, timespecMs } from './abi/structs';
 import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
 import { lazyFunc, type LibcLibrary } from './lazy-binding';
 import { SysError } from './sys-error';
-import { sockaddrUn, type UnixSockets } from './unix-socket';
+import { callChecks, type CallChecks } from './libc-calls';
+import { bindUnixSockets } from './libc-unix';
+import type { UnixSockets } from './unix-socket';
 
-const { AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT, MSG_NOSIGNAL } = ABI;
+const { AF_NETLINK, AF_PACKET, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT } = ABI;
 const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, POLLIN, POLLOUT } = ABI;
-const { SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_STREAM, SOL_NETLINK, SOL_SOCKET } = ABI;
-const BACKLOG = 128;
+const { SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOL_NETLINK } = ABI;
 
 export type { LibcLibrary } from './lazy-binding';
 
@@ -66,43 +66,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
   const setsockopt = lazyFunc(lib, 'int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
   const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
-  const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
-  const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
-  const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
-  const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
-  const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
-  const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
-  const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
-  const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
-  const check = (operation: string, rc: number | bigint): number => {
-    const value = Number(rc);
-    if (value < 0) throw new SysError(operation, koffi.errno());
-    return value;
-  };
-  const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
-    const n = poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
-    if (n < 0 && koffi.errno() !== EINTR) throw new SysError('poll', koffi.errno());
-    return n;
-  };
-  /** check, but undefined when nothing is pending (EAGAIN, and EINTR unless `eintrFails`). */
-  const unlessPending = (operation: string, rc: number | bigint, eintrFails = false): number | undefined => {
-    if (Number(rc) >= 0) return Number(rc);
-    const errno = koffi.errno();
-    if (errno === EAGAIN || (errno === EINTR && !eintrFails)) return undefined;
-    throw new SysError(operation, errno);
-  };
-  /** The fd `work` returns; closed when `work` throws. */
-  const closing = (fd: number, work: (fd: number) => void): number => {
-    try {
-      work(fd);
-      return fd;
-    } catch (err) {
-      close(fd);
-      throw err;
-    }
-  };
-  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  return {
+  const { check, unlessPending, closing } = callChecks(() => koffi.errno(), close);
+  const core: Libc = {
     setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openArpReceiver(ifindex) {
@@ -129,12 +94,28 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       check(`join netlink group ${group}`, setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
     recvNow: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
+    ...bindWaitsAndLocks(lib, check, () => koffi.errno()),
+  };
+  return { ...core, ...bindUnixSockets(lib, { check, unlessPending, closing }, core.close) };
+}
+
+/** poll(2), flock(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
+function bindWaitsAndLocks(lib: LibcLibrary, check: CallChecks['check'], errno: () => number): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut'> {
+  const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
+  const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
+  const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
+  const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
+    const n = poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
+    if (n < 0 && errno() !== EINTR) throw new SysError('poll', errno());
+    return n;
+  };
+  return {
     tryLock(fd) {
       for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
-        const errno = koffi.errno();
-        if (errno === EAGAIN) return false; // EWOULDBLOCK
-        if (errno !== EINTR) throw new SysError('flock', errno);
+        const e = errno();
+        if (e === EAGAIN) return false; // EWOULDBLOCK
+        if (e !== EINTR) throw new SysError('flock', e);
       }
     },
     bootTimeMs() {
@@ -155,26 +136,5 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
       return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
     },
-    listen: (path) =>
-      closing(unixSocket(), (fd) => {
-        const address = sockaddrUn(path);
-        check(`bind ${path}`, bind(fd, address, address.length));
-        chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
-        check(`listen ${path}`, listen(fd, BACKLOG));
-      }),
-    accept(fd) {
-      const peer = unlessPending('accept', accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (peer === undefined) return undefined;
-      const cred = ucred();
-      closing(peer, () => check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])));
-      return { fd: peer, ...readUcred(cred) };
-    },
-    connect: (path) =>
-      closing(unixSocket(), (fd) => {
-        const address = sockaddrUn(path);
-        check(`connect ${path}`, connect(fd, address, address.length));
-      }),
-    send: (fd, bytes) => unlessPending('send', send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
-    receive: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
   };
 }

@@ -1,0 +1,48 @@
+// The announcer's unix stream socket calls (UnixSockets), bound with koffi:
+// loadLibc's part for src/daemon's socket.
+import { chmodSync } from 'node:fs';
+import { ABI } from './abi/kernel-abi';
+import { readUcred, ucred } from './abi/structs';
+import type { CallChecks } from './libc-calls';
+import { lazyFunc, type LibcLibrary } from './lazy-binding';
+import { sockaddrUn, type UnixSockets } from './unix-socket';
+
+const { AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET } = ABI;
+const BACKLOG = 128;
+
+/** UnixSockets over `lib`; `close` is the bound close(2) the caller owns (its .async is koffi's). */
+export function bindUnixSockets(lib: LibcLibrary, { check, unlessPending, closing }: CallChecks, close: (fd: number) => void): UnixSockets {
+  const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
+  const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
+  const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
+  const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
+  const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
+  const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
+  const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
+  const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
+  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  return {
+    listen: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`bind ${path}`, bind(fd, address, address.length));
+        chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
+        check(`listen ${path}`, listen(fd, BACKLOG));
+      }),
+    accept(fd) {
+      const peer = unlessPending('accept', accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (peer === undefined) return undefined;
+      const cred = ucred();
+      closing(peer, () => check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])));
+      return { fd: peer, ...readUcred(cred) };
+    },
+    connect: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`connect ${path}`, connect(fd, address, address.length));
+      }),
+    send: (fd, bytes) => unlessPending('send', send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
+    receive: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
+    close: (fd) => close(fd),
+  };
+}
