@@ -65,3 +65,11 @@ function safeJson(v: unknown): string {
     return String(v); // BigInt, circular objects: a log line must never throw
   }
 }
+
+/** A command's logger: to its config's logFile at its logLevel, each line naming the attachment; silent without a logFile. */
+export function commandLogger(
+  config: { logFile?: string | undefined; logLevel: LogLevel },
+  ids: { containerId?: string | undefined; ifname?: string | undefined },
+): Logger {
+  return config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger;
+}

@@ -7,7 +7,7 @@ import type { LockFile } from '../announce/attachment-lock';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
 import { dispatch, type CniPlugin, type NetworkRequest } from '../cni/dispatch';
-import { createLogger, fileSink, silentLogger } from '../log';
+import { commandLogger } from '../log';
 import { announcerPlugin } from '../plugin';
 import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
@@ -54,8 +54,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     timers,
     waits: deps.waits,
     lockFile,
-    logger: (config, ids) =>
-      config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger,
+    logger: commandLogger,
     frameBudget: (stateDir, limit, log) => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED),
     askAnnouncer: async (_stateDir, request) => deps.control(request),
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),

@@ -6,7 +6,7 @@ import type { CommandDeps } from '../commands/deps';
 import type { Libc } from '../sys/libc';
 import { blockingWaits } from '../announce/waits';
 import { checkReply } from '../daemon/protocol';
-import { createLogger, fileSink, silentLogger } from '../log';
+import { commandLogger } from '../log';
 import { askAnnouncer } from '../shim/ask';
 import { START_MS } from '../shim/wire';
 import type { ProcessWiring } from './wiring';
@@ -17,8 +17,7 @@ export function pluginDeps(wiring: ProcessWiring): CommandDeps {
   return {
     libc,
     timers,
-    logger: (config, ids) =>
-      config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger,
+    logger: commandLogger,
     waits: blockingWaits({ pollIn: (fds, ms) => libc().pollIn(fds, ms) }),
     askAnnouncer: async (stateDir, request, { start }) => {
       try {
