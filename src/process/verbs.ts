@@ -7,6 +7,7 @@ import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
 import { cniRunner } from '../daemon/cni-host';
 import { runDaemon } from '../daemon/daemon';
+import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { DAEMON_VERB } from '../daemon/paths';
 import { BUILD_ID } from '../build-id';
@@ -17,15 +18,19 @@ import type { ProcessWiring } from './wiring';
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
 export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: readonly string[], err: (line: string) => void): Promise<number> {
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
-  if (verb === DAEMON_VERB) return daemonVerb(wiring, args);
+  if (verb === DAEMON_VERB) {
+    const parsed = parseDaemonArgs(args);
+    if (parsed.ok) return daemonVerb(wiring, parsed.args);
+    err(`announcer ${DAEMON_VERB}: ${parsed.problem}`);
+    return 2;
+  }
   err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${[...CLI_VERBS, DAEMON_VERB].join(', ')}, --version`);
   return 2;
 }
 
-/** `announcer daemon <stateDir>`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
-async function daemonVerb(wiring: ProcessWiring, args: readonly string[]): Promise<number> {
-  const stateDir = args[0] ?? '';
-  if (!stateDir.startsWith('/') || args.length > 1) return 2;
+/** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
+async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<number> {
+  const { stateDir } = args;
   ensurePrivateDir(stateDir);
   const loggers = daemonLoggers({ daemon: process.pid });
   const started = fileId(process.execPath);

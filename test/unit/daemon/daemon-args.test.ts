@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
+
+describe('parseDaemonArgs', () => {
+  it('takes the stateDir alone, as a shim starts it', () => {
+    expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({ ok: true, args: { stateDir: '/run/cni-announcer', resident: false } });
+  });
+
+  it('takes the DaemonSet flags', () => {
+    expect(parseDaemonArgs(['/run/a', '--resident', '--log-format=json', '--listen', '127.0.0.1:9464'])).toEqual({
+      ok: true,
+      args: { stateDir: '/run/a', resident: true, logFormat: 'json', listen: '127.0.0.1:9464' },
+    });
+    expect(parseDaemonArgs(['/run/a', '--log-format=logfmt', '--listen=[::1]:80', '--listen-x']).ok).toBe(false);
+    expect(parseDaemonArgs(['/run/a', '--listen=:9464'])).toMatchObject({ ok: true, args: { listen: ':9464' } });
+  });
+
+  it.each([
+    [[], /stateDir must be an absolute path \(got ""\)/],
+    [['run/a'], /absolute path \(got "run\/a"\)/],
+    [['/run/a', 'extra'], /unknown argument "extra"/],
+    [['/run/a', '--log-format=xml'], /--log-format must be json or logfmt \(got "xml"\)/],
+    [['/run/a', '--listen=9464'], /--listen must be HOST:PORT \(got "9464"\)/],
+    [['/run/a', '--resident=yes'], /--resident takes no value/],
+  ])('refuses %j, naming the argument', (argv, problem) => {
+    const parsed = parseDaemonArgs(argv);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.problem).toMatch(problem);
+  });
+});
