@@ -72,13 +72,13 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     expect(fake.taken[0]!.closed).toBe(true);
   });
 
-  it('does not forward a stdin over MAX_FORWARDED_STDIN', async () => {
+  it('does not forward a stdin over MAX_FORWARDED_STDIN, and runs it in-process on the whole of it', async () => {
     const fake = await announcer((t) => t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })));
-    const big = JSON.stringify({ ...config(fake.dir), pad: 'x'.repeat(MAX_FORWARDED_STDIN) });
+    // The bad field comes last, past what the shim read: the in-process run must see every byte.
+    const big = JSON.stringify({ pad: 'x'.repeat(MAX_FORWARDED_STDIN), ...config(fake.dir), count: 99 });
     const res = await cniExec(ANNOUNCER, call, big);
     expect(fake.taken).toHaveLength(0);
-    expect(res.stdout).not.toBe('ANSWER');
-    expect(res.json).toMatchObject({ code: expect.any(Number) });
+    expect(res.json).toMatchObject({ code: 7, msg: expect.stringContaining('count') });
   });
 
   it('answers VERSION itself', async () => {
