@@ -8,9 +8,7 @@
 #   arping procps                arping, pgrep/ps/sysctl
 #   tcpdump tshark               capture, and an independent dissector
 #   python3                      raw frames the tests send (BPDUs) from an
-#                                AF_PACKET socket, and a SOCK_SEQPACKET client
-#                                that sends garbage to the background
-#                                announcer's control socket (node:net cannot)
+#                                AF_PACKET socket
 #   podman runc busybox-static   `make image` (built FROM scratch, offline) and
 #                                the image and podman tests (runc: crun fails
 #                                on cgroup v1 hybrid hosts; busybox-static is
@@ -45,7 +43,7 @@ GROUPS_SPEC=(
 	"CNI reference plugins|containernetworking-plugins"
 	"network tools|iproute2 iputils-ping arping procps"
 	"packet capture|tcpdump tshark"
-	"test clients for raw frames and SEQPACKET|python3"
+	"test client for raw frames|python3"
 	"containers|podman runc busybox-static"
 	"bench tools|time strace"
 	"Kubernetes CRI|containerd"

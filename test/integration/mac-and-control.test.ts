@@ -356,7 +356,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const pod = await bridgePod(tag);
       if (opts.silenceKernel) {
         // The bridge plugin sets arp_notify=1, so the kernel itself sends a GARP when the MAC changes
-        // (README, live-migration targets): a target that must stay silent turns it off.
+        // (docs/operations.md, live-migration targets): a target that must stay silent turns it off.
         await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
       }
       const att = attachment(files, {
