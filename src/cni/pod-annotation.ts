@@ -45,7 +45,8 @@ export function readAnnounceAnnotation(doc: Record<string, unknown>): Annotation
   if (runtimeConfig === null || typeof runtimeConfig !== 'object' || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY)) {
     return { kind: 'absent' };
   }
-  const annotations = (runtimeConfig as Record<string, unknown>)[POD_ANNOTATIONS_CAPABILITY];
+  // containerd 1.6 sends null for a pod without annotations.
+  const annotations = (runtimeConfig as Record<string, unknown>)[POD_ANNOTATIONS_CAPABILITY] ?? {};
   const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
   const isMap = annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations);
   if (!declared) {

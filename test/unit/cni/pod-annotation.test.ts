@@ -59,6 +59,11 @@ describe('readAnnounceAnnotation: only with the capability declared', () => {
     expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: { other: 'x' } } })).toEqual({ kind: 'absent' });
   });
 
+  it('reads null, which containerd 1.6 sends for a pod without annotations, as no annotations', () => {
+    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } })).toEqual({ kind: 'absent' });
+    expect(parseConfig({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } }).podAnnounce).toBeUndefined();
+  });
+
   it.each([[undefined], [{}], [{ [CAP]: false }], [{ [CAP]: 'true' }], [{ mac: true }]])(
     'reports an annotation sent under capabilities %j as undeclared, unread',
     (capabilities) => {
