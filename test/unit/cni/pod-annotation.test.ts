@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { CniError } from '../../../src/cni/errors';
@@ -241,6 +243,16 @@ describe('args.cni.announce and the annotation together', () => {
     expect(configError({ ...withAnnotation('{"count":11}', { podOverrides: ['count'] }), args: { cni: { announce: { count: 12 } } } }).message).toBe(
       `invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 12); ${ANN}: "count" must be an integer from 0 to 10 (got 11)`,
     );
+  });
+});
+
+describe('examples/containerd-annotations-conflist.json', () => {
+  it('declares the capability, so that a pod\'s annotation reaches the announcer', () => {
+    const list = JSON.parse(readFileSync(fileURLToPath(new URL('../../../examples/containerd-annotations-conflist.json', import.meta.url)), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
+    const entry = list.plugins.find((p) => p.type === 'announcer');
+    const sent = (text: string) => ({ ...entry, cniVersion: list.cniVersion, name: list.name, runtimeConfig: { [CAP]: { 'cni-announcer/announce': text } } });
+    expect(resolveOptions(parseConfig(sent('false')), { raw: {} }).options.enabled).toBe(false);
+    expect(resolveOptions(parseConfig(sent('{"count":1}')), { raw: {} }).options.count).toBe(1);
   });
 });
 
