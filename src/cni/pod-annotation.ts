@@ -3,6 +3,7 @@
 // capability. On a primary network that no Multus cni-args reach, the annotation
 // `cni-announcer/announce` is how a pod says what `args.cni.announce` says; the operator opens
 // the channel by declaring the capability, and podOverrides still decides what it may change.
+import { MAX_JSON_DEPTH, nestingExceeds } from './decode';
 import { describeValue, fieldProblem } from './field-path';
 import type { PodChannel } from './pod-overrides';
 
@@ -62,6 +63,10 @@ export function readAnnounceAnnotation(doc: Record<string, unknown>): Annotation
 /** The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation. */
 export function parseAnnotation(text: unknown): AnnotationRead {
   if (typeof text !== 'string') return { kind: 'problem', problem: `${NAME} must be a string (got ${describeValue(text)})` };
+  // As stdin: JSON.parse, and what later logs the values, must never meet a nesting bomb.
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+    return { kind: 'problem', problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep` };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

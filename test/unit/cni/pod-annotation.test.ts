@@ -49,6 +49,12 @@ describe('parseAnnotation: JSON true, false or an object', () => {
     expect(parseAnnotation(text)).toEqual({ kind: 'problem', problem: `${ANN} ${EXPECTED} (got ${JSON.stringify(text)})` });
   });
 
+  it('refuses a nesting bomb before JSON.parse, naming the annotation', () => {
+    const bomb = `{"stateDir":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    expect(parseAnnotation(bomb)).toEqual({ kind: 'problem', problem: `${ANN} nests JSON arrays and objects more than 64 levels deep` });
+    expect(parseAnnotation(`{"stateDir":${'['.repeat(63)}${']'.repeat(63)}}`)).toMatchObject({ kind: 'value' });
+  });
+
   it('names the annotation when the runtime sent it as something other than a string', () => {
     expect(parseAnnotation(false)).toEqual({ kind: 'problem', problem: `${ANN} must be a string (got false)` });
   });
