@@ -11,6 +11,9 @@
 // request. The conflist's count is 4, so a count of 2 can only come from the
 // annotation. A burst is over once the stateDir's background announcer has
 // exited (idleExitMs after its last round); then the capture is complete.
+// A second handler runs the same entry without the capability: there the
+// annotation changes nothing (containerd sends no annotations to it; were a
+// runtime to send them anyway, the announcer ignores them, see the unit tests).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,9 +91,14 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the 
       idleExitMs: 300,
       podOverrides: ['enabled=false', 'mac=keep', 'count'],
     };
+    // The same entry without the capability: the operator has not opened the channel.
+    const { capabilities: _declared, ...undeclaredConf } = announcerConf;
     ctd = await privateContainerd(scope, {
       dir,
-      networks: [{ handler: 'annotated', conflist: { cniVersion: '1.0.0', name: `${PREFIX}-ann`, plugins: [bridgeConf, announcerConf] } }],
+      networks: [
+        { handler: 'annotated', conflist: { cniVersion: '1.0.0', name: `${PREFIX}-ann`, plugins: [bridgeConf, announcerConf] } },
+        { handler: 'undeclared', conflist: { cniVersion: '1.0.0', name: `${PREFIX}-und`, plugins: [bridgeConf, undeclaredConf] } },
+      ],
       sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
       plugins: {
         announcer: ANNOUNCER,
@@ -105,11 +113,11 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the 
   }, 120_000);
 
   /** RunPodSandbox with `annotations`; the sandbox is stopped and removed at scope close. Resolves with its ID. */
-  async function runPod(s: Scope, annotations: Record<string, string>): Promise<string> {
+  async function runPod(s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> {
     pods += 1;
     const metadata = { name: `pod-${pods}`, uid: `${PREFIX}-uid-${pods}`, namespace: PREFIX };
     const config = { metadata, hostname: metadata.name, annotations, linux: { cgroupParent: ctd.cgroupParent } };
-    const id = await ctd.cri.runPodSandbox(config, 'annotated');
+    const id = await ctd.cri.runPodSandbox(config, handler);
     s.defer(async () => {
       if (!(await ctd.cri.listPodSandbox()).some((p) => p.id === id)) return;
       await ctd.cri.stopPodSandbox(id);
@@ -136,10 +144,10 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the 
   }
 
   /** Runs a pod with `annotations` under a capture of the bridge; resolves, once its burst is over, with the announcer's replies for the pod IP. */
-  async function announcedReplies(annotations: Record<string, string>): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
+  async function announcedReplies(annotations: Record<string, string>, handler?: string): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
     const s = perTest();
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-    const id = await runPod(s, annotations);
+    const id = await runPod(s, annotations, handler);
     const mac = await podMac(id);
     await waitDaemonGone(stateDir);
     const frames = await capture.stop();
@@ -167,6 +175,12 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the 
   it('{"count":2}, which podOverrides allows: 2 rounds', async () => {
     const { replies, frames } = await announcedReplies({ [ANNOTATION]: '{"count":2}' });
     expect(replies, describeFrames(frames)).toHaveLength(2);
+  });
+
+  it('without the capability in the conflist entry, "false" changes nothing: the conflist\'s 4 rounds', async () => {
+    const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false' }, 'undeclared');
+    expect(replies, describeFrames(frames)).toHaveLength(4);
+    expect((await logOf(id)).filter((l) => l.includes('announcing turned off'))).toEqual([]);
   });
 
   it.each([
