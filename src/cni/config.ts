@@ -1,8 +1,9 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
 import { CniError, ErrorCode } from './errors';
 import { describeValue, valueAt } from './field-path';
-import { issueTexts, list, obj, OPTIONS, str, type AnnounceOverrides, type PluginOptions } from './option-schema';
-import { ANNOUNCE_PATH, applyPodOverrides, type PodAnnounce } from './pod-overrides';
+import { issueTexts, list, obj, OPTIONS, str, type PluginOptions, type PodOverride } from './option-schema';
+import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
+import { ANNOUNCE_PATH, applyPodOverrides, combinePodAnnounces, type PodAnnounce, type PodChannel } from './pod-overrides';
 import { listProblems } from './problems';
 import { optional, type Issue } from './schema';
 
@@ -20,7 +21,7 @@ export type PluginConfig = PluginOptions & {
   cniVersion: string;
   name: string;
   type: string;
-  /** What `args.cni.announce` changes for this attachment under podOverrides; absent without it. */
+  /** What the pod's `args.cni.announce` and annotation change for this attachment under podOverrides; absent without either. */
   podAnnounce?: PodAnnounce;
   /** The previous plugin's result, unvalidated: see parsePrevResult. */
   prevResult?: unknown;
@@ -64,27 +65,45 @@ export function parseConfig(raw: unknown): PluginConfig {
     if (issues.length === before && chosen !== undefined) options[key] = chosen;
   }
   const problems = issueTexts(issues, doc, []);
-  const announceRaw = valueAt(doc, ANNOUNCE_PATH);
-  let podAnnounce: PodAnnounce | undefined;
-  if (announceRaw !== undefined) {
-    // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
-    const allowed = (options.podOverrides as PluginOptions['podOverrides'] | undefined) ?? [];
-    const result = applyPodOverrides(announceRaw, allowed);
-    if (result.ok) podAnnounce = result.announce;
-    else problems.push(...result.problems);
-  }
+  // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
+  const pod = readPodAnnounce(doc, (options.podOverrides as PluginOptions['podOverrides'] | undefined) ?? []);
+  problems.push(...pod.problems);
   if (problems.length > 0) throw configError(problems);
 
   const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type, ...options } as PluginConfig;
-  if (podAnnounce !== undefined) config.podAnnounce = podAnnounce;
+  if (pod.announce !== undefined) config.podAnnounce = pod.announce;
   if ('prevResult' in doc) config.prevResult = doc.prevResult;
   if (envelope.runtimeConfig !== undefined) config.runtimeConfig = envelope.runtimeConfig;
   if (envelope.args !== undefined) config.args = envelope.args;
   const lists = ATTACHMENT_KEYS.map((k) => envelope[k]).filter((l) => l !== undefined);
   if (lists.length > 0) config.validAttachments = mergeAttachments(lists.flat());
-  const burst = burstProblem(config, podAnnounce?.overrides ?? {});
+  const burst = burstProblem(config, pod.announce ?? { overrides: {}, ignored: [], from: {} });
   if (burst !== undefined) throw configError([burst]);
   return config;
+}
+
+/**
+ * What the pod asks through `args.cni.announce` and through its annotation (see
+ * pod-annotation.ts), each under podOverrides, combined (see combinePodAnnounces):
+ * `args.cni.announce` names one attachment, so it comes first.
+ */
+function readPodAnnounce(doc: Record<string, unknown>, allowed: readonly PodOverride[]): { announce?: PodAnnounce; problems: string[] } {
+  const asks: PodAnnounce[] = [];
+  const problems: string[] = [];
+  const ask = (value: unknown, channel?: PodChannel) => {
+    const result = applyPodOverrides(value, allowed, channel);
+    if (result.ok) asks.push(result.announce);
+    else problems.push(...result.problems);
+  };
+  const fromArgs = valueAt(doc, ANNOUNCE_PATH);
+  if (fromArgs !== undefined) ask(fromArgs);
+  const annotation = readAnnounceAnnotation(doc);
+  if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
+  if (annotation.kind === 'problem') problems.push(annotation.problem);
+  if (annotation.kind === 'undeclared') {
+    asks.push({ overrides: {}, ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }], from: {} });
+  }
+  return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
 }
 
 /**
@@ -92,10 +111,10 @@ export function parseConfig(raw: unknown): PluginConfig {
  * config or pod keeps a background process alive for long (count 10, intervalMs 60000 and
  * backoff 4 would take 60 days). Checked on the conflist alone, then with the pod's overrides.
  */
-function burstProblem(config: PluginConfig, overrides: AnnounceOverrides): string | undefined {
+function burstProblem(config: PluginConfig, pod: PodAnnounce): string | undefined {
   for (const withPod of [false, true]) {
     const at = (k: 'count' | 'intervalMs' | 'backoff') =>
-      withPod && overrides[k] !== undefined ? { value: overrides[k], name: `"${ANNOUNCE_PATH.join('.')}.${k}"` } : { value: config[k], name: `"${k}"` };
+      withPod && pod.overrides[k] !== undefined ? { value: pod.overrides[k], name: overrideName(pod.from[k], k) } : { value: config[k], name: `"${k}"` };
     const [count, intervalMs, backoff] = [at('count'), at('intervalMs'), at('backoff')];
     const span = burstSpanMs(count.value, intervalMs.value, backoff.value);
     if (span > MAX_BURST_SPAN_MS) {
@@ -107,6 +126,12 @@ function burstProblem(config: PluginConfig, overrides: AnnounceOverrides): strin
     }
   }
   return undefined;
+}
+
+/** `"args.cni.announce.count"`; a channel whose name holds quotes (the annotation's) is not quoted again. */
+function overrideName(channel: string | undefined, key: string): string {
+  const name = `${channel ?? ''}.${key}`;
+  return name.includes('"') ? name : `"${name}"`;
 }
 
 /** 600000 → "10 min"; 5242820000 → "60 days"; below a minute, in seconds. */

@@ -23,8 +23,9 @@ export interface RuntimeMac {
 /**
  * Computes one attachment's options. Precedence, by who may decide what:
  * 1. the conflist (the operator) sets every option;
- * 2. `args.cni.announce` (the pod) changes only what podOverrides allows (see applyPodOverrides);
- * 3. announcing is off when CNI_ARGS `ANNOUNCE=false` or `args.cni.announce` false/`{"enabled": false}`
+ * 2. the pod, through `args.cni.announce` or its annotation `cni-announcer/announce`, changes only
+ *    what podOverrides allows (see applyPodOverrides; combinePodAnnounces for both at once);
+ * 3. announcing is off when CNI_ARGS `ANNOUNCE=false` or the pod's false/`{"enabled": false}`
  *    says so, and nothing turns it back on: `ANNOUNCE=true` and `enabled: true` only mean
  *    "not turned off", and never undo `count: 0` or `ipv4`/`ipv6: false` either;
  * 4. a MAC the runtime chose (runtimeConfig.mac, args.cni.mac, CNI_ARGS MAC=) turns `mac:
@@ -39,6 +40,7 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   }
 
   const { enabled: podEnabled, ...podFields } = config.podAnnounce?.overrides ?? {};
+  const podBy = config.podAnnounce?.from.enabled ?? '';
   for (const [key, value] of Object.entries(podFields)) {
     if (value !== undefined) Object.assign(options, { [key]: value });
   }
@@ -46,17 +48,18 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
     notes.push({ level: 'warn', msg: 'ignoring a pod override', fields: { field, value, reason } });
   }
   if (Object.keys(podFields).length > 0) {
-    notes.push({ level: 'info', msg: 'pod overrides applied', fields: { overrides: podFields } });
+    const { enabled: _enabledBy, ...from } = config.podAnnounce?.from ?? {};
+    notes.push({ level: 'info', msg: 'pod overrides applied', fields: { overrides: podFields, from } });
   }
 
   const offBy = [
     ...(args.announce === false ? ['CNI_ARGS ANNOUNCE=false'] : []),
-    ...(podEnabled === false ? ['args.cni.announce'] : []),
+    ...(podEnabled === false ? [podBy] : []),
   ];
   if (offBy.length > 0) {
     options.enabled = false;
     notes.push({ level: 'info', msg: 'announcing turned off for this attachment', fields: { by: offBy.join(', ') } });
-    const onBy = [...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []), ...(podEnabled === true ? ['args.cni.announce'] : [])];
+    const onBy = [...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []), ...(podEnabled === true ? [podBy] : [])];
     if (onBy.length > 0) {
       notes.push({ level: 'warn', msg: 'a request to announce does not turn announcing back on', fields: { by: onBy.join(', ') } });
     }

@@ -205,7 +205,7 @@ describe('no unknown field anywhere (TypeScript excess property checks on the ku
 });
 
 describe('examples/*.json', () => {
-  it.each(['examples/bridge-conflist.json', 'examples/macvlan-conflist.json'])('%s is a conflist whose announcer entry the plugin accepts', (path) => {
+  it.each(['examples/bridge-conflist.json', 'examples/macvlan-conflist.json', 'examples/containerd-annotations-conflist.json'])('%s is a conflist whose announcer entry the plugin accepts', (path) => {
     expectAnnouncerConflist(readFileSync(join(ROOT, path), 'utf8'), path);
   });
 });

@@ -148,11 +148,13 @@ describe('args.cni.announce under podOverrides', () => {
     ...fields,
     args: { cni: { announce, other: 1 }, foo: 'bar' },
   });
+  /** `from` of a podAnnounce whose overrides all came from args.cni.announce. */
+  const fromArgs = (overrides: object) => Object.fromEntries(Object.keys(overrides).map((k) => [k, 'args.cni.announce']));
 
   it.each([true, false])('keeps args as received and turns %s into an enabled override', (announce) => {
     const config = parseConfig(withAnnounce(announce));
     expect(config.args).toEqual({ cni: { announce, other: 1 }, foo: 'bar' });
-    expect(config.podAnnounce).toEqual({ overrides: { enabled: announce }, ignored: [] });
+    expect(config.podAnnounce).toEqual({ overrides: { enabled: announce }, ignored: [], from: { enabled: 'args.cni.announce' } });
   });
 
   it('has no podAnnounce without args.cni.announce', () => {
@@ -174,7 +176,7 @@ describe('args.cni.announce under podOverrides', () => {
     };
     const podOverrides = ['enabled=false', 'ipv4', 'ipv6', 'arpOp', 'mac', 'macPrefix', 'count', 'intervalMs', 'backoff'];
     const { future: _dropped, ...known } = overrides;
-    expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({ overrides: known, ignored: [] });
+    expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({ overrides: known, ignored: [], from: fromArgs(known) });
   });
 
   it('by default allows only enabled: false and mac: keep; the rest is ignored with its reason', () => {
@@ -187,6 +189,7 @@ describe('args.cni.announce under podOverrides', () => {
         { field: 'args.cni.announce.macPrefix', value: '02:00', reason },
         { field: 'args.cni.announce.stateDir', value: '/x', reason: 'only the conflist sets it' },
       ],
+      from: { enabled: 'args.cni.announce', mac: 'args.cni.announce' },
     });
   });
 
@@ -200,8 +203,13 @@ describe('args.cni.announce under podOverrides', () => {
     expect(parseConfig(withAnnounce(false, { podOverrides: [] })).podAnnounce).toEqual({
       overrides: {},
       ignored: [{ field: 'args.cni.announce.enabled', value: false, reason: 'not allowed: podOverrides allows nothing' }],
+      from: {},
     });
-    expect(parseConfig(withAnnounce(true, { podOverrides: [] })).podAnnounce).toEqual({ overrides: { enabled: true }, ignored: [] });
+    expect(parseConfig(withAnnounce(true, { podOverrides: [] })).podAnnounce).toEqual({
+      overrides: { enabled: true },
+      ignored: [],
+      from: { enabled: 'args.cni.announce' },
+    });
   });
 
   it('never errors on a field the pod may not change, whatever its value', () => {

@@ -639,3 +639,32 @@ describe('internal errors', () => {
     expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: ADD produced no result object' });
   });
 });
+
+describe('the pod annotation (containerd runtimeConfig, with the capability declared)', () => {
+  const CAP = 'io.kubernetes.cri.pod-annotations';
+  const annotated = (text: string) =>
+    config({ capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: { 'cni-announcer/announce': text } } });
+
+  it('turns announcing off for ADD with "false"', async () => {
+    const r = await run(ADD, annotated('false'));
+    expect(r.exitCode).toBe(0);
+    expect(r.calls.add[0]?.options.enabled).toBe(false);
+  });
+
+  it('fails ADD with code 7 naming the annotation, before the plugin runs', async () => {
+    const r = await expectError(
+      ADD,
+      annotated('{"count":'),
+      7,
+      'invalid config: runtimeConfig["io.kubernetes.cri.pod-annotations"]["cni-announcer/announce"] is not JSON: ' +
+        'it must be "false", "true" or the JSON text of an object of option overrides (got "{\\"count\\":")',
+    );
+    expect(r.calls.add).toEqual([]);
+  });
+
+  it('never fails DEL: the pod must still be torn down', async () => {
+    const r = await run(DEL, annotated('{"count":'));
+    expect(r.exitCode).toBe(0);
+    expect(r.calls.del).toHaveLength(1);
+  });
+});

@@ -94,7 +94,16 @@ describe('resolveOptions', () => {
     });
     const { options, notes } = resolveOptions(config, NO_ARGS);
     expect(options).toMatchObject({ enabled: true, count: 6, arpOp: 'both', mac: 'keep', backoff: 2, intervalMs: 500, ipv4: true });
-    expect(notes).toEqual([{ level: 'info', msg: 'pod overrides applied', fields: { overrides: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 } } }]);
+    expect(notes).toEqual([
+      {
+        level: 'info',
+        msg: 'pod overrides applied',
+        fields: {
+          overrides: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 },
+          from: { count: 'args.cni.announce', arpOp: 'args.cni.announce', mac: 'args.cni.announce', backoff: 'args.cni.announce' },
+        },
+      },
+    ]);
   });
 
   it('lets a pod tune the conflict probe only where podOverrides allows it, and never turn the check off', () => {
