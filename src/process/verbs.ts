@@ -10,6 +10,7 @@ import { runDaemon } from '../daemon/daemon';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { DAEMON_VERB } from '../daemon/paths';
+import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
@@ -20,7 +21,7 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
   if (verb === DAEMON_VERB) {
     const parsed = parseDaemonArgs(args);
-    if (parsed.ok) return daemonVerb(wiring, parsed.args);
+    if (parsed.ok) return daemonVerb(wiring, parsed.args, err);
     err(`announcer ${DAEMON_VERB}: ${parsed.problem}`);
     return 2;
   }
@@ -29,13 +30,15 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
 }
 
 /** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
-async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<number> {
+async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
   const { stateDir } = args;
   ensurePrivateDir(stateDir);
   const loggers = daemonLoggers({ daemon: process.pid });
   const started = fileId(process.execPath);
-  await runDaemon({
+  const took = await runDaemon({
     stateDir,
+    resident: args.resident,
+    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
     libc: wiring.libc(),
     sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
@@ -51,7 +54,9 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<numb
     executableReplaced: () => fileId(process.execPath) !== started,
     commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host }),
   });
-  return 0;
+  if (took !== 'resident') return 0;
+  err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
+  return 1;
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */
