@@ -33,7 +33,8 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
 async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
   const { stateDir } = args;
   ensurePrivateDir(stateDir);
-  const loggers = daemonLoggers({ daemon: process.pid });
+  const stdout = args.logFormat ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) } : undefined;
+  const loggers = daemonLoggers({ daemon: process.pid }, stdout);
   const started = fileId(process.execPath);
   const took = await runDaemon({
     stateDir,
@@ -45,14 +46,15 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     timers: wiring.timers,
     lockFile: wiring.lockFile,
     tryLock: wiring.libc().tryLock,
-    ...loggers,
+    log: loggers.log,
+    jobLog: loggers.jobLog,
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
     writeMetrics,
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
     uid: process.geteuid?.() ?? 0,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host }),
+    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
   });
   if (took !== 'resident') return 0;
   err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
