@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   allocSubnet,
+  ANNOUNCER,
   announcerAdd,
   announcerDel,
   announcerFiles,
@@ -80,9 +81,9 @@ function runFlags(ds: Awaited<ReturnType<typeof mainContainer>>, stateDir: strin
   return flags;
 }
 
-/** The container's command with the test's stateDir and the node's loopback for HOST_IP. */
+/** The container's command with the test's stateDir, and the node's loopback and a port the kernel picks for --listen (the node's port may be taken). */
 function commandOf(main: MainContainer, stateDir: string): string[] {
-  return main.command.slice(1).map((a) => (a === DS_STATE_DIR ? stateDir : a.replace('$(HOST_IP)', '127.0.0.1')));
+  return main.command.slice(1).map((a) => (a === DS_STATE_DIR ? stateDir : a.startsWith('--listen=') ? '--listen=127.0.0.1:0' : a));
 }
 
 /** A process that keeps a netns alive and names it as /proc/PID/ns/net; killed at scope close. */
@@ -173,6 +174,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     assertCniOk('ADD pod0', await announcerAdd(s, atts[0]!, FIRST));
     expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
     expect(await daemonsOf(files.stateDir)).toEqual([]); // no announcer of the host's own
+    // A second resident one (a second DaemonSet pod on the node) is refused, and says so.
+    const second = await run(ANNOUNCER, ['daemon', files.stateDir, '--resident'], { timeoutMs: 30_000 });
+    expect([second.code, second.stderr.trim()]).toEqual([1, `announcer daemon: another resident announcer serves ${files.stateDir}: exiting`]);
+    expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
     await waitFor(async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announced' && l.K8S_POD_NAME === 'web-0').length >= FIRST.count, {
       what: `${FIRST.count} rounds for web-0 in the container's log`,
     }).catch(async (err: Error) => {
