@@ -58,13 +58,24 @@ const BURST = { count: 8, intervalMs: 400 };
 interface MainContainer {
   command: string[];
   securityContext: { runAsUser: number; runAsGroup: number; readOnlyRootFilesystem: boolean; allowPrivilegeEscalation: boolean; capabilities: { drop: string[]; add: string[] } };
-  volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean; mountPropagation?: string }[];
 }
 
-/** The DaemonSet's main container, and whether its pod shares the node's PIDs and network. */
-async function mainContainer(): Promise<{ main: MainContainer; hostPID: boolean; hostNetwork: boolean }> {
+/** The DaemonSet's main container, whether its pod shares the node's PIDs and network, and its volumes' host paths by name. */
+async function mainContainer(): Promise<{ main: MainContainer; hostPID: boolean; hostNetwork: boolean; hostPaths: Map<string, string> }> {
   const spec = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8')).spec.template.spec;
-  return { main: spec.containers[0], hostPID: spec.hostPID === true, hostNetwork: spec.hostNetwork === true };
+  const hostPaths = new Map<string, string>(spec.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
+  return { main: spec.containers[0], hostPID: spec.hostPID === true, hostNetwork: spec.hostNetwork === true, hostPaths };
+}
+
+/** `-v` flags for the main container's netns mounts as the yaml has them (HostToContainer is rslave), or with `propagation` instead. */
+function netnsMountFlags(ds: Awaited<ReturnType<typeof mainContainer>>, propagation?: string): string[] {
+  return ds.main.volumeMounts
+    .filter((m) => m.mountPath !== DS_STATE_DIR)
+    .flatMap((m) => {
+      const opts = [...(m.readOnly ? ['ro'] : []), propagation ?? (m.mountPropagation === 'HostToContainer' ? 'rslave' : 'rprivate')];
+      return ['-v', `${ds.hostPaths.get(m.name)}:${m.mountPath}:${opts.join(',')}`];
+    });
 }
 
 /** `podman run` flags for the main container as kubelet would run it, its stateDir being `stateDir` (mounted at the same path). */
@@ -211,4 +222,41 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
     expect(await files.log()).toContain('a resident announcer starts: handing over to it');
   }, 180_000);
+
+  it('its netns mounts (HostToContainer) show a netns named on the node after it started; with private propagation they would not', async () => {
+    const s = scope();
+    const ds = await mainContainer();
+    // The node here is podman's own mount namespace (/run is a tmpfs there): the netns dirs are made, and named, in it.
+    const inNode = async (cmd: string, args: string[]): Promise<void> => {
+      const res = await podman.inMountNs(cmd, args);
+      if (res.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+    };
+    for (const m of ds.main.volumeMounts) if (m.mountPath !== DS_STATE_DIR) await inNode('mkdir', ['-p', ds.hostPaths.get(m.name)!]);
+    const early = `${PREFIX}e${Math.random().toString(16).slice(2, 6)}`;
+    s.defer(() => podman.inMountNs('ip', ['netns', 'del', early]), `netns ${early}`);
+    await inNode('ip', ['netns', 'add', early]); // makes /run/netns a shared mount point, as on a node
+    const files = await announcerFiles(s);
+    await mkdir(files.stateDir, { mode: 0o700 });
+    const names = { yaml: `${PREFIX}-mounts`, private: `${PREFIX}-private` };
+    for (const n of Object.values(names)) s.defer(() => podman.run(['rm', '-f', '-t', '5', n]), `container ${n}`);
+    await podman.ok(['run', '-d', '--name', names.yaml, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds), IMAGE, ...commandOf(ds.main, files.stateDir)]);
+    await podman.ok(['run', '-d', '--name', names.private, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds, 'rprivate'), IMAGE, 'sleep']);
+
+    // A pod's netns named after both started: an interface with an address, up, in it.
+    const late = `${PREFIX}l${Math.random().toString(16).slice(2, 6)}`;
+    s.defer(() => podman.inMountNs('ip', ['netns', 'del', late]), `netns ${late}`);
+    await inNode('ip', ['netns', 'add', late]);
+    for (const cmd of ['ip link add eth0 type veth peer name peer0', 'ip addr add 10.99.0.5/24 dev eth0', 'ip link set peer0 up', 'ip link set eth0 up']) {
+      await inNode('ip', ['netns', 'exec', late, ...cmd.split(' ')]);
+    }
+    const announce = (n: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> =>
+      podman.run(['exec', n, '/announcer', 'announce', '--netns', `${dir}/${late}`, '--ifname', 'eth0', '--count', '1', '--wait', '5000']);
+    for (const dir of ['/run/netns', '/var/run/netns']) {
+      const seen = await announce(names.yaml, dir);
+      expect(seen.code, `${dir}: ${seen.stdout}${seen.stderr}`).toBe(0);
+      const unseen = await announce(names.private, dir);
+      expect(unseen.code, dir).not.toBe(0);
+      expect(unseen.stderr + unseen.stdout, dir).toMatch(/does not exist|ENOENT|not a namespace file/);
+    }
+  }, 120_000);
 });
