@@ -5,7 +5,8 @@
 // deadlines of the commands' own waits (LoopWaits). Its work lives in the
 // records of stateDir (written under the attachment's lock), so a killed
 // announcer loses nothing: the next one reads them again, skipping rounds
-// whose time has passed. One whose executable was replaced hands over.
+// whose time has passed. One whose executable was replaced hands over, and so
+// does one a shim started when the DaemonSet's (`--resident`) asks it to.
 import type { Logger } from '../log';
 import { join } from '../path';
 import { totalFrames } from '../announce/round';
