@@ -1,9 +1,11 @@
 // A small line logger. The plugin's stdout belongs to the CNI protocol, so
 // logs go to a file (config `logFile`) or nowhere.
 import type { LogLevel } from './cni/option-schema';
+import { formatLine, type LogFormat } from './log-format';
 import { appendToRegularFile } from './sys/append-file';
 
 export type { LogLevel } from './cni/option-schema';
+export type { LogFormat } from './log-format';
 const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 /** Structured log lines carrying the attachment's container ID and ifname. */
@@ -19,23 +21,24 @@ export interface Logger {
 /** Where log lines go. */
 export type LogSink = (line: string) => void;
 
-/** A logger writing `time level msg k=v…` lines at or above `level` to `sink`. */
-export function createLogger(sink: LogSink, level: LogLevel, base: Record<string, unknown> = {}, now: () => Date = () => new Date()): Logger {
+/** A logger writing lines at or above `level` to `sink`: `time LEVEL msg k=v…` (`text`), or one JSON object or logfmt line per event. */
+export function createLogger(
+  sink: LogSink,
+  level: LogLevel,
+  base: Record<string, unknown> = {},
+  now: () => Date = () => new Date(),
+  format: LogFormat = 'text',
+): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (RANK[lvl] > RANK[level]) return;
-    const all = { ...base, ...fields };
-    const kv = Object.entries(all)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${formatValue(v)}`)
-      .join(' ');
-    sink(`${now().toISOString()} ${lvl.toUpperCase()} ${msg}${kv ? ` ${kv}` : ''}\n`);
+    sink(formatLine(format, { time: now(), level: lvl, msg, fields: { ...base, ...fields } }));
   };
   return {
     error: (m, f) => emit('error', m, f),
     warn: (m, f) => emit('warn', m, f),
     info: (m, f) => emit('info', m, f),
     debug: (m, f) => emit('debug', m, f),
-    with: (fields) => createLogger(sink, level, { ...base, ...fields }, now),
+    with: (fields) => createLogger(sink, level, { ...base, ...fields }, now, format),
   };
 }
 
@@ -53,17 +56,15 @@ export function fileSink(file: string): LogSink {
 /** A logger that drops everything. */
 export const silentLogger: Logger = createLogger(() => {}, 'error');
 
-function formatValue(v: unknown): string {
-  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : safeJson(v);
-  return /[\s"=]/.test(s) ? JSON.stringify(s) : s;
-}
-
-function safeJson(v: unknown): string {
-  try {
-    return JSON.stringify(v) ?? String(v);
-  } catch {
-    return String(v); // BigInt, circular objects: a log line must never throw
-  }
+/** A logger writing every line to both `a` and `b`. */
+export function teeLogger(a: Logger, b: Logger): Logger {
+  return {
+    error: (m, f) => (a.error(m, f), b.error(m, f)),
+    warn: (m, f) => (a.warn(m, f), b.warn(m, f)),
+    info: (m, f) => (a.info(m, f), b.info(m, f)),
+    debug: (m, f) => (a.debug(m, f), b.debug(m, f)),
+    with: (fields) => teeLogger(a.with(fields), b.with(fields)),
+  };
 }
 
 /** A command's logger: to its config's logFile at its logLevel, each line naming the attachment; silent without a logFile. */

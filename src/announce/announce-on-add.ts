@@ -47,7 +47,7 @@ export interface AddDeps {
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob = keyof AttachmentIds | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
+type SharedWithJob = keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
 
 /** One attachment's ADD. */
 export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {

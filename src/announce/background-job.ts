@@ -14,8 +14,16 @@ export interface AttachmentIds {
   netnsId: NetnsId;
 }
 
+/** The Kubernetes pod of an attachment, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME), for log lines. */
+export interface PodRef {
+  namespace?: string | undefined;
+  name?: string | undefined;
+}
+
 /** The background announcer's work order for one attachment, kept in its record. */
 export interface BackgroundJob extends AttachmentIds {
+  /** The pod, when CNI_ARGS named it: the announcer's lines name it. */
+  pod?: PodRef | undefined;
   interfaces: { name: string; ipv4: string[]; ipv6: string[] }[];
   hostPeerNames: string[];
   arpOps: ArpOp[];

@@ -79,7 +79,7 @@ async function sendReady(deps: AddDeps, job: AddJob, session: PodSession, inputs
   // command waiting for this attachment's lock would give up on it.
   const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
   const sent = await sendWithinBudget(deps, frames.length, deadline, () => sendFrames(session.pod.packet, frames, log));
-  log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent) });
+  log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent), ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]) });
   // Later rounds leave out what the probe found in use, too.
   const interfaces = dropConflicting(base.interfaces, conflicts);
   const more = plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);

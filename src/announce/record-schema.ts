@@ -33,6 +33,7 @@ const backgroundJob = obj({
   rateLimit: optional(obj({ framesPerSecond: ms(), burst: ms() })),
   conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema })),
   conflicts: optional(count()),
+  pod: optional(obj({ namespace: optional(str()), name: optional(str()) })),
 });
 
 const recordSchema = obj({

@@ -10,6 +10,13 @@ export interface CniArgs {
   raw: Record<string, string>;
 }
 
+/** The pod CNI_ARGS names (K8S_POD_NAMESPACE, K8S_POD_NAME, as kubelet's runtimes send them); undefined when neither is there. */
+export function podOf(raw: Readonly<Record<string, string>>): { namespace?: string; name?: string } | undefined {
+  const { K8S_POD_NAMESPACE: namespace, K8S_POD_NAME: name } = raw;
+  if (namespace === undefined && name === undefined) return undefined;
+  return { ...(namespace !== undefined ? { namespace } : {}), ...(name !== undefined ? { name } : {}) };
+}
+
 /** The outcome of parsing CNI_ARGS: the args, or the problem text naming what is wrong. */
 export type CniArgsParse = { ok: true; args: CniArgs } | { ok: false; problem: string };
 

@@ -3,6 +3,7 @@ import { announceOnAdd } from '../announce/announce-on-add';
 import { netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
+import { podOf } from '../cni/cni-args';
 import { formatResult } from '../cni/result';
 import { isLocallyAdministeredMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
@@ -39,6 +40,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         ifname: env.ifname,
         netns: env.netns,
         netnsId,
+        pod: podOf(env.args.raw),
         stateDir: config.stateDir,
         plan,
         announce: options.enabled,

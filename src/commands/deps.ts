@@ -9,8 +9,8 @@ import type { RateLimit } from '../announce/token-bucket';
 export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile'> {
   /** libc through koffi, loaded on first use. */
   libc(): Libc;
-  /** A logger for one attachment (or for the network, when ids are absent). */
-  logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined }): Logger;
+  /** A logger for one attachment (or for the network, when ids are absent); `args` (CNI_ARGS) may name its pod. */
+  logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } }): Logger;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
   frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
 }

@@ -27,6 +27,8 @@ export interface CniHostDeps {
   closeInBackground(fd: number): void;
   /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
   useSettings(settings: DaemonSettings): void;
+  /** The commands' loggers (default: commandLogger, to each config's logFile). */
+  logger?: CommandDeps['logger'] | undefined;
 }
 
 /** What a command printed and its exit status. */
@@ -54,7 +56,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     timers,
     waits: deps.waits,
     lockFile,
-    logger: commandLogger,
+    logger: deps.logger ?? commandLogger,
     frameBudget: (stateDir, limit, log) => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED),
     askAnnouncer: async (_stateDir, request) => deps.control(request),
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),

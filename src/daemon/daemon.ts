@@ -5,8 +5,8 @@
 // deadlines of the commands' own waits (LoopWaits). Its work lives in the
 // records of stateDir (written under the attachment's lock), so a killed
 // announcer loses nothing: the next one reads them again, skipping rounds
-// whose time has passed. One whose executable was replaced hands over.
-import { closeSync } from 'node:fs';
+// whose time has passed. One whose executable was replaced hands over, and so
+// does one a shim started when the DaemonSet's (`--resident`) asks it to.
 import type { Logger } from '../log';
 import { join } from '../path';
 import { totalFrames } from '../announce/round';
@@ -20,21 +20,19 @@ import { addFrames, newCounters, prometheusText } from './counters';
 import { takeHandover, writeHandover } from './handover';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
-import { openDaemonLock, someoneListens } from './paths';
-import type { Reply, Request } from './protocol';
+import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
 import type { DaemonSettings } from './settings';
+import { withDaemonLock, type TakeOver, type TakeOverDeps } from './take-over';
 
 /** Default of `idleExitMs`. */
 const DEFAULT_IDLE_EXIT_MS = 30_000;
-/** How long a starting announcer waits for one that is exiting (or handing over) to let go of the lock. */
-const LOCK_WAIT_MS = 5000;
 /** Metrics are written at most this often. */
 const METRICS_EVERY_MS = 1000;
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
 
 /** What the announcer needs from the process. */
-export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, ControlDeps {
+export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, ControlDeps, Pick<TakeOverDeps, 'resident' | 'askHandover'> {
   /** close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer bounds how many are in flight. */
   closeInBackground(fd: number, done: (error?: unknown) => void): void;
   tryLock: TryLock;
@@ -59,25 +57,9 @@ export interface CommandHost {
   useSettings(settings: DaemonSettings): void;
 }
 
-/** Runs the announcer of deps.stateDir until idle for idleExitMs, SIGTERM, or a hand-over; returns at once when another one holds the lock. */
-export async function runDaemon(deps: DaemonDeps): Promise<void> {
-  const lockFd = openDaemonLock(deps.stateDir);
-  try {
-    const start = deps.timers.now();
-    while (!deps.tryLock(lockFd)) {
-      // Another announcer holds the lock. One that listens serves, and this one is not needed (two
-      // shims started one each); one that does not is exiting or handing over: wait for it.
-      if (deps.timers.now() - start > LOCK_WAIT_MS || someoneListens(deps.stateDir, deps.sockets)) return;
-      await deps.timers.sleep(20);
-    }
-    await new Daemon(deps).run();
-  } finally {
-    try {
-      closeSync(lockFd); // releases the lock
-    } catch {
-      // close(2) releases the lock even when it reports an error
-    }
-  }
+/** Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns at once when another one serves (take-over.ts). */
+export function runDaemon(deps: DaemonDeps): Promise<TakeOver> {
+  return withDaemonLock(deps, () => new Daemon(deps).run());
 }
 
 class Daemon {
@@ -136,13 +118,13 @@ class Daemon {
 
   private async loop(): Promise<void> {
     let idleSince = this.deps.timers.now();
-    while (!this.stopping) {
+    while (!this.stopping || this.handsOverOnStop()) {
       if (this.handingOver && !this.control.busy) {
         this.guard('cannot write the hand-over', () => writeHandover(this.deps.stateDir, this.jobs.progress()), undefined);
         break;
       }
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (!busy && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle(), false)) break;
+      if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle(), false)) break;
       try {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
@@ -172,12 +154,25 @@ class Daemon {
   private takeCommand(command: { env: Record<string, string>; stdin: string; build: string }): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
     if (!this.handingOver && command.build !== this.deps.build && this.guard('cannot look at the executable', () => this.deps.executableReplaced(), false)) {
-      this.handingOver = true;
-      this.control.unlisten();
-      this.deps.log.info('executable replaced: handing over to the new build', { build: this.deps.build, newBuild: command.build });
+      this.handOver('executable replaced: handing over to the new build', { build: this.deps.build, newBuild: command.build });
     }
     if (this.handingOver) return { refused: 'handover' };
     return this.runCni(command.env, command.stdin);
+  }
+
+  /** Whether the loop goes on once stopping: a resident announcer (its pod stops) hands over to whichever announcer comes next (a shim starts one). */
+  private handsOverOnStop(): boolean {
+    if (!this.deps.resident) return false;
+    this.handOver('SIGTERM: handing over to the next announcer', {});
+    return true;
+  }
+
+  /** Serves no more: stops listening, and once the running commands end writes where each burst stands and returns. */
+  private handOver(why: string, fields: Record<string, unknown>): void {
+    if (this.handingOver) return;
+    this.handingOver = true;
+    this.control.unlisten();
+    this.deps.log.info(why, fields);
   }
 
   /** Runs `work`; a throw is counted and logged as `what`, and gives `otherwise`. */
@@ -219,6 +214,11 @@ class Daemon {
     }
     if (request.op === 'cancel') {
       this.jobs.forget(request.record, 'cancelled');
+      return { ok: true };
+    }
+    if (request.op === 'handover') {
+      if (this.deps.resident) return { ok: false, error: RESIDENT_REFUSAL };
+      this.handOver('a resident announcer starts: handing over to it', {});
       return { ok: true };
     }
     if (request.settings) this.settings = request.settings;

@@ -13,7 +13,12 @@ export type Request =
   | { op: 'cancel'; record: string }
   /** Count frames an ADD sent, and addresses its probe left out, without needing background work. */
   | { op: 'count'; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
-  | { op: 'status' };
+  | { op: 'status' }
+  /** Stop serving and hand over to the caller, as on an upgrade (asked by a starting resident announcer). */
+  | { op: 'handover' };
+
+/** The error a resident announcer answers `handover` with: it never hands over to another resident one. */
+export const RESIDENT_REFUSAL = 'a resident announcer serves this stateDir';
 
 /** One attachment as `announcer status` shows it. */
 export interface AttachmentStatus {
@@ -53,6 +58,8 @@ export function checkControlRequest(value: unknown): Request | string {
       return { op: 'count', sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts), ...settingsOf(value.settings) };
     case 'status':
       return { op: 'status' };
+    case 'handover':
+      return { op: 'handover' };
     default:
       return `unknown op ${JSON.stringify(value.op)}`;
   }

@@ -10,6 +10,7 @@ import { runDaemon } from '../daemon/daemon';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { DAEMON_VERB } from '../daemon/paths';
+import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
@@ -20,7 +21,7 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
   if (verb === DAEMON_VERB) {
     const parsed = parseDaemonArgs(args);
-    if (parsed.ok) return daemonVerb(wiring, parsed.args);
+    if (parsed.ok) return daemonVerb(wiring, parsed.args, err);
     err(`announcer ${DAEMON_VERB}: ${parsed.problem}`);
     return 2;
   }
@@ -29,29 +30,35 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
 }
 
 /** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
-async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<number> {
+async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
   const { stateDir } = args;
   ensurePrivateDir(stateDir);
-  const loggers = daemonLoggers({ daemon: process.pid });
+  const stdout = args.logFormat ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) } : undefined;
+  const loggers = daemonLoggers({ daemon: process.pid }, stdout);
   const started = fileId(process.execPath);
-  await runDaemon({
+  const took = await runDaemon({
     stateDir,
+    resident: args.resident,
+    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
     libc: wiring.libc(),
     sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
     lockFile: wiring.lockFile,
     tryLock: wiring.libc().tryLock,
-    ...loggers,
+    log: loggers.log,
+    jobLog: loggers.jobLog,
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
     writeMetrics,
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
     uid: process.geteuid?.() ?? 0,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host }),
+    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
   });
-  return 0;
+  if (took !== 'resident') return 0;
+  err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
+  return 1;
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */

@@ -48,10 +48,10 @@ interface Container {
   resources: { limits: { cpu: string; memory: string } };
 }
 
-/** The DaemonSet's init container and sleep container, as the YAML has them. */
+/** The DaemonSet's init container, and `announcer sleep` with its main container's security context and limits. */
 async function daemonSetContainers(): Promise<{ install: Container; sleep: Container }> {
   const ds = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8'));
-  return { install: ds.spec.template.spec.initContainers[0], sleep: ds.spec.template.spec.containers[0] };
+  return { install: ds.spec.template.spec.initContainers[0], sleep: { ...ds.spec.template.spec.containers[0], command: ['/announcer', 'sleep'] } };
 }
 
 /** `podman run` flags that apply a container's command, security context and limits as kubelet would. */
@@ -205,7 +205,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     expect(await neighEntry(bridge, net.v4(5))).toMatchObject({ mac: pod.mac });
   });
 
-  it('the sleep container runs as the DaemonSet runs it and exits 0 on SIGTERM', async () => {
+  it("`announcer sleep` runs with the main container's security context and exits 0 on SIGTERM", async () => {
     const { sleep } = await daemonSetContainers();
     const name = `${PREFIX}-sleep`;
     scope().defer(() => podman.run(['rm', '-f', '-t', '0', name]), `container ${name}`);

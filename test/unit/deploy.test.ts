@@ -11,10 +11,12 @@ import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/cni/config';
+import { parseDaemonArgs } from '../../src/daemon/daemon-args';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CNI_BIN = '/opt/cni/bin';
 const INSTALL_DEST = '/host/opt/cni/bin';
+const STATE_DIR = '/run/cni-announcer';
 
 /** The YAML documents of a file, as plain objects; a YAML error fails. */
 function yamlDocs(path: string): unknown[] {
@@ -100,13 +102,49 @@ describe('deploy/daemonset.yaml', () => {
     expect(volume?.hostPath).toEqual({ path: CNI_BIN, type: 'Directory' });
   });
 
-  it('then keeps one tiny container that sleeps, from the same image, with nothing of the host mounted', () => {
+  it('then runs the resident announcer from the same image, for /run/cni-announcer, logging JSON, serving on the node\'s address', () => {
     expect(pod.containers).toHaveLength(1);
     const main = pod.containers[0]!;
-    expect(main.command).toEqual(['/announcer', 'sleep']);
     expect(main.image).toBe(pod.initContainers![0]!.image);
-    expect(main.volumeMounts ?? []).toEqual([]);
-    expect(main.securityContext?.runAsNonRoot).toBe(true);
+    expect(main.command).toEqual(['/announcer', 'daemon', STATE_DIR, '--resident', '--log-format=json', '--listen=$(HOST_IP):9464']);
+    expect(parseDaemonArgs(main.command!.slice(2))).toEqual({ ok: true, args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' } });
+    expect(main.env).toEqual([{ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
+    expect(pod.hostNetwork).toBe(true);
+  });
+
+  it('probes /healthz on the port it listens on, both liveness and readiness', () => {
+    const main = pod.containers[0]!;
+    const port = main.ports?.find((p) => p.name === 'metrics');
+    expect(port?.containerPort).toBe(9464);
+    for (const probe of [main.livenessProbe, main.readinessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+  });
+
+  it('runs as root (the plugin\'s uid) with ALL dropped and exactly SYS_ADMIN, NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason', () => {
+    const sc = pod.containers[0]!.securityContext!;
+    expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([0, false, false, true]);
+    expect(sc.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+    expect(sc.capabilities?.drop).toEqual(['ALL']);
+    expect([...(sc.capabilities?.add ?? [])].sort()).toEqual(['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN', 'SYS_PTRACE']);
+    const text = readFileSync(join(ROOT, 'deploy/daemonset.yaml'), 'utf8');
+    for (const [cap, why] of [['SYS_ADMIN', /setns\(2\)/], ['NET_RAW', /AF_PACKET/], ['NET_ADMIN', /rtnetlink/], ['SYS_PTRACE', /\/proc\/PID\/ns\/net/]] as const) {
+      const comment = new RegExp(`((?:\\n\\s*#[^\\n]*)+)\\n\\s*- ${cap}\\n`).exec(text)?.[1];
+      expect(comment, cap).toMatch(why);
+    }
+  });
+
+  it('mounts the stateDir at its own path, the netns dirs with HostToContainer propagation, and shares the node\'s PIDs for /proc/PID/ns/net', () => {
+    const main = pod.containers[0]!;
+    const hostPathOf = (mountPath: string): string | undefined => {
+      const mount = main.volumeMounts?.find((m) => m.mountPath === mountPath);
+      return pod.volumes?.find((v) => v.name === mount?.name)?.hostPath?.path;
+    };
+    expect(hostPathOf(STATE_DIR)).toBe(STATE_DIR);
+    for (const dir of ['/var/run/netns', '/run/netns', '/run/containerd/io.containerd.grpc.v1.cri']) {
+      expect(hostPathOf(dir), dir).toBe(dir);
+      expect(main.volumeMounts!.find((m) => m.mountPath === dir)?.mountPropagation, dir).toBe('HostToContainer');
+    }
+    expect(main.volumeMounts!.find((m) => m.mountPath === STATE_DIR)?.readOnly).not.toBe(true);
+    expect(pod.hostPID).toBe(true);
   });
 
   it('gives every container small requests and limits, limits ≥ requests', () => {

@@ -32,7 +32,7 @@ function plan(extra: Partial<AnnouncePlan>): AnnouncePlan {
 describe('round 1', () => {
   it('logs what it sent, hands the rest to the announcer with exact counts, and leaves a job due by the readiness deadline', async () => {
     await announceOnAdd(h.deps(), h.job());
-    expect(h.lines).toContainEqual('INFO announced round=1 of=3 frames=1');
+    expect(h.lines).toContainEqual('INFO announced round=1 of=3 frames=1 ips="[\\"10.88.0.5\\"]"');
     expect(h.lines).toContainEqual('DEBUG background announcer has the job rounds=3');
     expect(readBack().job).toEqual({
       network: 'net',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCniArgs } from '../../../src/cni/cni-args';
+import { parseCniArgs, podOf } from '../../../src/cni/cni-args';
 
 describe('parseCniArgs', () => {
   it('accepts an empty string and a trailing ";"', () => {
@@ -40,5 +40,14 @@ describe('parseCniArgs', () => {
     ['ANNOUNCE=', 'ANNOUNCE must be "true" or "false" (got "")'],
   ])('rejects %j', (text, problem) => {
     expect(parseCniArgs(text)).toEqual({ ok: false, problem });
+  });
+});
+
+describe('podOf', () => {
+  it('names the pod from K8S_POD_NAMESPACE and K8S_POD_NAME, either alone; nothing without both', () => {
+    expect(podOf({ IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p', K8S_POD_UID: 'u' })).toEqual({ namespace: 'ns', name: 'p' });
+    expect(podOf({ K8S_POD_NAME: 'p' })).toEqual({ name: 'p' });
+    expect(podOf({ K8S_POD_NAMESPACE: 'ns' })).toEqual({ namespace: 'ns' });
+    expect(podOf({ IgnoreUnknown: '1' })).toBeUndefined();
   });
 });

@@ -4,12 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { checkControlRequest } from '../../../src/daemon/protocol';
 
 describe('checkControlRequest', () => {
-  it('takes the four operations', () => {
+  it('takes the five operations', () => {
     const sent = { garpRequest: 1, garpReply: 0, na: 2 };
     expect(checkControlRequest({ op: 'sync', record: 'c1@eth0.json', sent, conflicts: 1 })).toEqual({ op: 'sync', record: 'c1@eth0.json', sent, conflicts: 1 });
     expect(checkControlRequest({ op: 'count', sent, conflicts: 2 })).toEqual({ op: 'count', sent, conflicts: 2 });
     expect(checkControlRequest({ op: 'cancel', record: 'c1@eth0.json' })).toEqual({ op: 'cancel', record: 'c1@eth0.json' });
     expect(checkControlRequest({ op: 'status', extra: 1 })).toEqual({ op: 'status' });
+    expect(checkControlRequest({ op: 'handover', record: 'c1@eth0.json' })).toEqual({ op: 'handover' });
   });
 
   it('accepts only record file names, never paths', () => {

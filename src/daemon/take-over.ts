@@ -1,0 +1,82 @@
+// Taking stateDir's announcer lock (flock, held for the announcer's life). An
+// announcer a shim started gives up when another one listens (two shims
+// started one each). A resident one (the DaemonSet's) asks the one that
+// listens to hand over, as an upgrade would, and waits for the lock as long
+// as it takes: running commands end first. A resident one never hands over
+// to another resident one: that one is told so and exits.
+import { closeSync } from 'node:fs';
+import type { Logger } from '../log';
+import type { Timers } from '../announce/timers';
+import type { TryLock } from '../sys/libc';
+import type { UnixSockets } from '../sys/unix-socket';
+import { openDaemonLock, someoneListens } from './paths';
+import { RESIDENT_REFUSAL } from './protocol';
+
+/** How long an announcer a shim started waits for one that is exiting (or handing over) to let go of the lock. */
+export const LOCK_WAIT_MS = 5000;
+/** Between two looks at the lock. */
+const LOCK_POLL_MS = 20;
+/** After a `handover` that got no answer (an older build, a hung one), before asking again. */
+const ASK_AGAIN_MS = 1000;
+
+/** What taking the lock needs. */
+export interface TakeOverDeps {
+  stateDir: string;
+  tryLock: TryLock;
+  timers: Timers;
+  sockets: Pick<UnixSockets, 'connect' | 'close'>;
+  log: Logger;
+  /** Run by the DaemonSet: take over from an announcer a shim started. */
+  resident?: boolean | undefined;
+  /** Sends `{"op":"handover"}` to the announcer listening on stateDir; its reply, undefined when none came. */
+  askHandover?: (() => Promise<unknown>) | undefined;
+}
+
+/** How it went: the lock is ours, another announcer serves (not needed), or a resident one serves and refused to hand over. */
+export type TakeOver = 'taken' | 'served' | 'resident';
+
+/** Runs `serve` once the announcer lock of stateDir is taken (see the top of this file); the lock goes when it returns. */
+export async function withDaemonLock(deps: TakeOverDeps, serve: () => Promise<void>): Promise<TakeOver> {
+  const lockFd = openDaemonLock(deps.stateDir);
+  try {
+    const took = await takeDaemonLock(deps, lockFd);
+    if (took === 'taken') await serve();
+    return took;
+  } finally {
+    try {
+      closeSync(lockFd); // releases the lock
+    } catch {
+      // close(2) releases the lock even when it reports an error
+    }
+  }
+}
+
+/** Takes the announcer lock on `lockFd`. */
+async function takeDaemonLock(deps: TakeOverDeps, lockFd: number): Promise<TakeOver> {
+  const start = deps.timers.now();
+  while (!deps.tryLock(lockFd)) {
+    // One that does not listen is exiting or handing over: wait for it.
+    const listens = someoneListens(deps.stateDir, deps.sockets);
+    if (!deps.resident) {
+      if (listens || deps.timers.now() - start > LOCK_WAIT_MS) return 'served';
+    } else if (listens) {
+      const reply = await deps.askHandover?.();
+      if (isRefusal(reply)) return 'resident';
+      if (isOk(reply)) deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
+      else {
+        deps.log.warn('the running announcer did not answer "handover": asking again', { stateDir: deps.stateDir, inMs: ASK_AGAIN_MS });
+        await deps.timers.sleep(ASK_AGAIN_MS);
+      }
+    }
+    await deps.timers.sleep(LOCK_POLL_MS);
+  }
+  return 'taken';
+}
+
+function isOk(reply: unknown): boolean {
+  return typeof reply === 'object' && reply !== null && (reply as { ok?: unknown }).ok === true;
+}
+
+function isRefusal(reply: unknown): boolean {
+  return typeof reply === 'object' && reply !== null && (reply as { error?: unknown }).error === RESIDENT_REFUSAL;
+}

@@ -1,0 +1,267 @@
+// The DaemonSet's announcer (issue 20, Deliver 1), with real parts: the image
+// scripts/image.sh builds offline, run with podman the way deploy/daemonset.yaml
+// runs its main container (its command, user, capabilities, read-only root,
+// host network and PIDs, the stateDir mounted at its own path), and the plugin
+// called on the host: bin/announcer chained after the real bridge plugin.
+//
+// 1. An ADD on the host is served by the containerized announcer: its stdout
+//    has the pod's JSON lines, `announcer status` names its pid, and the
+//    pod's GARPs are on the wire.
+// 2. The container stops mid-burst (its pod restarts) and hands over; an ADD
+//    starts an announcer on the host, as on a bare host, which goes on with
+//    that burst; the container starts again in the middle of the next burst,
+//    takes over (`{"op":"handover"}`), and sends the rest. Every pod gets
+//    exactly its planned GARPs, counted on the bridge.
+//
+// The pods' CNI_NETNS are /proc/PID/ns/net paths (as containerd's ctr gives),
+// read through the node's PIDs (hostPID): the harness's podman runs in a
+// mount namespace of its own where /run is a fresh tmpfs, so the host's
+// /run/netns cannot be shared with the container from there.
+import { spawn } from 'node:child_process';
+import { mkdir, readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  allocSubnet,
+  ANNOUNCER,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  announcerStatus,
+  assertCniOk,
+  attachBridgePod,
+  bridgeWithKeeper,
+  daemonsOf,
+  garpsFor,
+  RUN_TAG,
+  run,
+  Scope,
+  scopePerTest,
+  startCapture,
+  throwCleanupErrors,
+  waitFor,
+  type AnnouncerAttachment,
+  type BridgePod,
+} from './harness';
+import { privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const PREFIX = `ds${RUN_TAG}`;
+const IMAGE = `localhost/cni-announcer-ds-test:${RUN_TAG}`;
+/** The DaemonSet's stateDir: the test mounts its own at the same path inside. */
+const DS_STATE_DIR = '/run/cni-announcer';
+/** pod0's burst: the container is stopped after its round 2, and the rest goes on elsewhere (rounds 1.5 s apart: later than LATE_GRACE_MS only if podman takes seconds). */
+const FIRST = { count: 4, intervalMs: 1500 };
+/** The burst the container takes over in the middle of. */
+const BURST = { count: 8, intervalMs: 400 };
+
+interface MainContainer {
+  command: string[];
+  securityContext: { runAsUser: number; runAsGroup: number; readOnlyRootFilesystem: boolean; allowPrivilegeEscalation: boolean; capabilities: { drop: string[]; add: string[] } };
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean; mountPropagation?: string }[];
+}
+
+/** The DaemonSet's main container, whether its pod shares the node's PIDs and network, and its volumes' host paths by name. */
+async function mainContainer(): Promise<{ main: MainContainer; hostPID: boolean; hostNetwork: boolean; hostPaths: Map<string, string> }> {
+  const spec = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8')).spec.template.spec;
+  const hostPaths = new Map<string, string>(spec.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
+  return { main: spec.containers[0], hostPID: spec.hostPID === true, hostNetwork: spec.hostNetwork === true, hostPaths };
+}
+
+/** `-v` flags for the main container's netns mounts as the yaml has them (HostToContainer is rslave), or with `propagation` instead. */
+function netnsMountFlags(ds: Awaited<ReturnType<typeof mainContainer>>, propagation?: string): string[] {
+  return ds.main.volumeMounts
+    .filter((m) => m.mountPath !== DS_STATE_DIR)
+    .flatMap((m) => {
+      const opts = [...(m.readOnly ? ['ro'] : []), propagation ?? (m.mountPropagation === 'HostToContainer' ? 'rslave' : 'rprivate')];
+      return ['-v', `${ds.hostPaths.get(m.name)}:${m.mountPath}:${opts.join(',')}`];
+    });
+}
+
+/** `podman run` flags for the main container as kubelet would run it, its stateDir being `stateDir` (mounted at the same path). */
+function runFlags(ds: Awaited<ReturnType<typeof mainContainer>>, stateDir: string): string[] {
+  const sc = ds.main.securityContext;
+  const flags = ['--user', `${sc.runAsUser}:${sc.runAsGroup}`, '--entrypoint', JSON.stringify(ds.main.command.slice(0, 1))];
+  if (ds.hostNetwork) flags.push('--network', 'host');
+  if (ds.hostPID) flags.push('--pid', 'host');
+  if (sc.readOnlyRootFilesystem) flags.push('--read-only');
+  if (!sc.allowPrivilegeEscalation) flags.push('--security-opt', 'no-new-privileges');
+  for (const cap of sc.capabilities.drop) flags.push('--cap-drop', cap);
+  for (const cap of sc.capabilities.add) flags.push('--cap-add', cap);
+  flags.push('-v', `${stateDir}:${stateDir}`);
+  return flags;
+}
+
+/** The container's command with the test's stateDir, and the node's loopback and a port the kernel picks for --listen (the node's port may be taken). */
+function commandOf(main: MainContainer, stateDir: string): string[] {
+  return main.command.slice(1).map((a) => (a === DS_STATE_DIR ? stateDir : a.startsWith('--listen=') ? '--listen=127.0.0.1:0' : a));
+}
+
+/** A process that keeps a netns alive and names it as /proc/PID/ns/net; killed at scope close. */
+async function procNetns(scope: Scope, name: string): Promise<string> {
+  const holder = spawn('ip', ['netns', 'exec', name, 'sleep', '600'], { stdio: 'ignore' });
+  const exited = new Promise<void>((done) => holder.on('close', () => done()));
+  scope.defer(async () => {
+    holder.kill('SIGKILL');
+    await exited;
+  }, `netns holder ${holder.pid}`);
+  const path = `/proc/${holder.pid}/ns/net`;
+  await waitFor(async () => (await run('readlink', [path])).stdout.trim() === (await run('ip', ['netns', 'exec', name, 'readlink', '/proc/self/ns/net'])).stdout.trim(), {
+    what: `${path} in ${name}`,
+  });
+  return path;
+}
+
+/** OpenShift's and ovn-kubernetes's MAC for an IPv4 address: 0a:58 and its four bytes. */
+function ipDerivedMac(ip: string): string {
+  return ['0a', '58', ...ip.split('.').map((b) => Number(b).toString(16).padStart(2, '0'))].join(':');
+}
+
+/** The JSON lines the container printed. */
+async function jsonLogs(podman: PrivatePodman, name: string): Promise<Record<string, unknown>[]> {
+  const out = (await podman.ok(['logs', name])).stdout;
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deploy/daemonset.yaml says', () => {
+  const fileScope = new Scope();
+  const scope = scopePerTest(PREFIX);
+  let podman: PrivatePodman;
+
+  beforeAll(async () => {
+    podman = await privatePodman(fileScope);
+    const res = await run('bash', [join(ROOT, 'scripts/image.sh'), '--tag', IMAGE], { env: { ...podman.env, PODMAN: podman.command.join(' ') }, timeoutMs: 600_000 });
+    if (res.code !== 0) throw new Error(`scripts/image.sh exited ${res.code}: ${res.stderr.trim()}`);
+  }, 660_000);
+
+  afterAll(async () => {
+    throwCleanupErrors(await fileScope.close());
+  }, 120_000);
+
+  it(`serves an ADD made on the host; stopped, a shim starts one on the host; started again mid-burst, it takes over: ${BURST.count} GARPs, none lost or twice`, async () => {
+    const s = scope();
+    const ds = await mainContainer();
+    const files = await announcerFiles(s);
+    await mkdir(files.stateDir, { mode: 0o700 });
+    const name = `${PREFIX}-announcer`;
+    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
+    await podman.ok(['create', '--name', name, ...runFlags(ds, files.stateDir), IMAGE, ...commandOf(ds.main, files.stateDir)]);
+    const started = async (times: number): Promise<void> => {
+      await podman.ok(['start', name]);
+      await waitFor(async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announcer started').length >= times, { timeoutMs: 30_000, what: `the container's announcer started (${times})` });
+    };
+    await started(1);
+    const containerPid = (): Promise<number> => podman.ok(['inspect', '--format', '{{.State.Pid}}', name]).then((r) => Number(r.stdout.trim()));
+
+    const net = allocSubnet();
+    const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
+    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+    const pods: BridgePod[] = [];
+    const atts: AnnouncerAttachment[] = [];
+    for (let i = 0; i < 2; i++) {
+      const pod = await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId: `${PREFIX}-pod${i}`, settle: true });
+      pods.push(pod);
+      const netns = await procNetns(s, pod.netns.name);
+      // As a runtime that names the netns by /proc/PID/ns/net gives it to every plugin of the chain.
+      const prevResult = structuredClone(pod.result);
+      for (const iface of prevResult.interfaces) if (iface.sandbox === pod.netns.path) iface.sandbox = netns;
+      atts.push({
+        mainConf: pod.conf,
+        prevResult,
+        containerId: pod.containerId,
+        netns,
+        args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web-${i}`,
+        files,
+        // pod0's MAC is set from its IP (rtnetlink in its netns: NET_ADMIN), and restored at DEL.
+        options: { logLevel: 'debug', idleExitMs: 2000, ...(i === 0 ? { mac: 'ip-derived' } : {}) },
+      });
+    }
+
+    // 1. Served by the container.
+    const resident = await containerPid();
+    assertCniOk('ADD pod0', await announcerAdd(s, atts[0]!, FIRST));
+    expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
+    expect(await daemonsOf(files.stateDir)).toEqual([]); // no announcer of the host's own
+    // A second resident one (a second DaemonSet pod on the node) is refused, and says so.
+    const second = await run(ANNOUNCER, ['daemon', files.stateDir, '--resident'], { timeoutMs: 30_000 });
+    expect([second.code, second.stderr.trim()]).toEqual([1, `announcer daemon: another resident announcer serves ${files.stateDir}: exiting`]);
+    expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
+    await waitFor(async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announced' && l.K8S_POD_NAME === 'web-0').length >= 2, {
+      what: `2 rounds for web-0 in the container's log`,
+    }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; the container's log:\n${(await podman.run(['logs', name])).stdout}${(await podman.run(['logs', name])).stderr}`);
+    });
+    const web0 = (await jsonLogs(podman, name)).filter((l) => l.K8S_POD_NAME === 'web-0' && l.msg === 'announced');
+    expect(web0.map((l) => l.round).slice(0, 2)).toEqual([1, 2]);
+    expect(web0.every((l) => l.containerId === pods[0]!.containerId && l.K8S_POD_NAMESPACE === 'team-a' && (l.frames as number) >= 1)).toBe(true);
+    expect(web0.slice(1).every((l) => JSON.stringify(l.ips) === JSON.stringify([pods[0]!.ip]))).toBe(true);
+
+    // 2. Its pod restarts mid-burst: SIGTERM, and it hands pod0's rest over to whichever announcer comes next.
+    await podman.ok(['stop', '--time', '10', name]);
+    expect((await jsonLogs(podman, name)).filter((l) => l.msg === 'SIGTERM: handing over to the next announcer')).toHaveLength(1);
+    // 3. An ADD starts an announcer on the host, which goes on with pod0's burst; the container comes back mid-burst of pod1.
+    assertCniOk('ADD pod1', await announcerAdd(s, atts[1]!, BURST));
+    const [onDemand] = await daemonsOf(files.stateDir);
+    expect(onDemand).toBeDefined();
+    await waitFor(async () => (await files.log()).includes(`containerId=${pods[1]!.containerId}`) && /round=3 of=8/.test(await files.log()), { what: 'round 3 of web-1 from the host' });
+    await started(2);
+    const back = await containerPid();
+    await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, { timeoutMs: 15_000, what: `the host's announcer ${onDemand!.pid} to hand over and exit` });
+    expect((await announcerStatus(files.stateDir)).pid).toBe(back);
+
+    // pod0 has one more: the kernel's own GARP when its MAC changed (the bridge plugin sets arp_notify=1).
+    const planned = FIRST.count + 1 + BURST.count;
+    await waitFor(async () => (await capture.count()) >= planned, { timeoutMs: 20_000, what: `${planned} GARPs` }).catch(() => undefined);
+    for (const att of atts) assertCniOk(`DEL ${att.containerId}`, await announcerDel(att));
+    const frames = await capture.stop();
+    const macs = [ipDerivedMac(pods[0]!.ip), pods[1]!.mac];
+    expect(pods.map((pod, i) => garpsFor(frames, macs[i]!, pod.ip).length)).toEqual([FIRST.count + 1, BURST.count]);
+    const logs = await jsonLogs(podman, name);
+    expect(logs.some((l) => l.msg === 'announcer started' && (l.handedOver as number) >= 1)).toBe(true);
+    expect(await files.log()).toMatch(/INFO announcer started .*handedOver=1\b/); // the host's one took pod0's burst from the container
+    expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
+    expect(await files.log()).toContain('a resident announcer starts: handing over to it');
+  }, 180_000);
+
+  it('its netns mounts (HostToContainer) show a netns named on the node after it started; with private propagation they would not', async () => {
+    const s = scope();
+    const ds = await mainContainer();
+    // The node here is podman's own mount namespace (/run is a tmpfs there): the netns dirs are made, and named, in it.
+    const inNode = async (cmd: string, args: string[]): Promise<void> => {
+      const res = await podman.inMountNs(cmd, args);
+      if (res.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+    };
+    for (const m of ds.main.volumeMounts) if (m.mountPath !== DS_STATE_DIR) await inNode('mkdir', ['-p', ds.hostPaths.get(m.name)!]);
+    const early = `${PREFIX}e${Math.random().toString(16).slice(2, 6)}`;
+    s.defer(() => podman.inMountNs('ip', ['netns', 'del', early]), `netns ${early}`);
+    await inNode('ip', ['netns', 'add', early]); // makes /run/netns a shared mount point, as on a node
+    const files = await announcerFiles(s);
+    await mkdir(files.stateDir, { mode: 0o700 });
+    const names = { yaml: `${PREFIX}-mounts`, private: `${PREFIX}-private` };
+    for (const n of Object.values(names)) s.defer(() => podman.run(['rm', '-f', '-t', '5', n]), `container ${n}`);
+    await podman.ok(['run', '-d', '--name', names.yaml, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds), IMAGE, ...commandOf(ds.main, files.stateDir)]);
+    await podman.ok(['run', '-d', '--name', names.private, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds, 'rprivate'), IMAGE, 'sleep']);
+
+    // A pod's netns named after both started: an interface with an address, up, in it.
+    const late = `${PREFIX}l${Math.random().toString(16).slice(2, 6)}`;
+    s.defer(() => podman.inMountNs('ip', ['netns', 'del', late]), `netns ${late}`);
+    await inNode('ip', ['netns', 'add', late]);
+    for (const cmd of ['ip link add eth0 type veth peer name peer0', 'ip addr add 10.99.0.5/24 dev eth0', 'ip link set peer0 up', 'ip link set eth0 up']) {
+      await inNode('ip', ['netns', 'exec', late, ...cmd.split(' ')]);
+    }
+    const announce = (n: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> =>
+      podman.run(['exec', n, '/announcer', 'announce', '--netns', `${dir}/${late}`, '--ifname', 'eth0', '--count', '1', '--wait', '5000']);
+    for (const dir of ['/run/netns', '/var/run/netns']) {
+      const seen = await announce(names.yaml, dir);
+      expect(seen.code, `${dir}: ${seen.stdout}${seen.stderr}`).toBe(0);
+      const unseen = await announce(names.private, dir);
+      expect(unseen.code, dir).not.toBe(0);
+      expect(unseen.stderr + unseen.stdout, dir).toMatch(/does not exist|ENOENT|not a namespace file/);
+    }
+  }, 120_000);
+});
