@@ -6,13 +6,15 @@ import { basename, dirname } from '../path';
 import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
 import { cniRunner } from '../daemon/cni-host';
-import { runDaemon } from '../daemon/daemon';
+import { runDaemon, type DaemonDeps } from '../daemon/daemon';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
+import { HttpListenError } from '../daemon/http-server';
 import { DAEMON_VERB } from '../daemon/paths';
 import { BUILD_ID } from '../build-id';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
+import { parseListenAddress } from '../sys/tcp-socket';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
@@ -20,7 +22,7 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
   if (verb === DAEMON_VERB) {
     const parsed = parseDaemonArgs(args);
-    if (parsed.ok) return daemonVerb(wiring, parsed.args);
+    if (parsed.ok) return daemonVerb(wiring, parsed.args, err);
     err(`announcer ${DAEMON_VERB}: ${parsed.problem}`);
     return 2;
   }
@@ -29,13 +31,21 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
 }
 
 /** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
-async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<number> {
+async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
   const { stateDir } = args;
+  let http: DaemonDeps['http'];
+  try {
+    http = args.listen === undefined ? undefined : { address: parseListenAddress(args.listen), sockets: wiring.libc() };
+  } catch (error) {
+    err(`announcer ${DAEMON_VERB}: --listen: ${(error as Error).message}`);
+    return 2;
+  }
   ensurePrivateDir(stateDir);
   const loggers = daemonLoggers({ daemon: process.pid });
   const started = fileId(process.execPath);
-  await runDaemon({
+  const run = runDaemon({
     stateDir,
+    http,
     libc: wiring.libc(),
     sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
@@ -51,7 +61,15 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs): Promise<numb
     executableReplaced: () => fileId(process.execPath) !== started,
     commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host }),
   });
-  return 0;
+  // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
+  return run.then(
+    () => 0,
+    (error: unknown) => {
+      if (!(error instanceof HttpListenError)) throw error;
+      err(`announcer ${DAEMON_VERB}: ${error.message}`);
+      return 1;
+    },
+  );
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */
