@@ -81,6 +81,16 @@ describe("start-up's static imports", () => {
     expect(importsFs('src/sys/stdio.ts') && importsFs('src/shim/start.ts')).toBe(true);
   });
 
+  it("leave prom-client and the HTTP endpoint to the announcer: neither start-up nor the shim's path loads them", () => {
+    const startUp = [...staticGraph('src/main.ts'), ...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/shim/start.ts')];
+    const importsProm = (file: string): boolean => /from 'prom-client/.test(readFileSync(join(ROOT, file), 'utf8'));
+    expect(startUp.filter((f) => importsProm(f) || /^src\/daemon\/(metrics|http)/.test(f))).toEqual([]);
+    // The walk sees them where they are.
+    const announcer = staticGraph('src/daemon/daemon.ts');
+    expect(announcer).toContain('src/daemon/http-server.ts');
+    expect([...announcer].filter(importsProm)).toEqual(['src/daemon/metrics.ts']);
+  });
+
   it('are followed through a value import (the walk would see a regression)', () => {
     expect(staticGraph('src/cni/options.ts')).toContain('src/cni/schema.ts');
   });
