@@ -89,6 +89,9 @@ describe("start-up's static imports", () => {
     const announcer = staticGraph('src/daemon/daemon.ts');
     expect(announcer).toContain('src/daemon/http-server.ts');
     expect([...announcer].filter(importsProm)).toEqual(['src/daemon/metrics.ts']);
+    // Its modules one by one: the index also loads the Pushgateway (node:http, https, zlib) and node:cluster.
+    const specifiers = [...readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g)].map((m) => m[1]);
+    expect(specifiers.sort()).toEqual(['prom-client/lib/counter', 'prom-client/lib/histogram', 'prom-client/lib/registry']);
   });
 
   it('are followed through a value import (the walk would see a regression)', () => {
