@@ -21,7 +21,7 @@ import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
-import { AnnouncerMetrics } from './metrics';
+import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { openDaemonLock, someoneListens } from './paths';
 import type { Reply, Request } from './protocol';
@@ -94,7 +94,7 @@ class Daemon {
   private stopping = false;
   /** Set once a request from another build found this executable replaced: serve no more, hand over once running commands end. */
   private handingOver = false;
-  private readonly metrics = new AnnouncerMetrics(() => this.counters);
+  private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
 

@@ -1,6 +1,6 @@
 // metricsFile (bare hosts: node_exporter's textfile collector), written from
 // the announcer's registry at most once a second, and only once it changed.
-import type { AnnouncerMetrics } from './metrics';
+import type { LazyMetrics } from './lazy-metrics';
 
 /** Metrics are written at most this often. */
 export const METRICS_EVERY_MS = 1000;
@@ -18,20 +18,19 @@ export interface MetricsFileDeps {
 /** The metrics file of one announcer. */
 export class MetricsFile {
   /** The text as last written (at first, the registry's text with nothing counted, which is never written). */
-  private written: Promise<string>;
+  private written: Promise<string> | undefined;
   private writtenAt = -Infinity;
 
   constructor(
     private readonly deps: MetricsFileDeps,
-    private readonly metrics: AnnouncerMetrics,
-  ) {
-    this.written = metrics.text();
-  }
+    private readonly metrics: Pick<LazyMetrics, 'text' | 'zeroText'>,
+  ) {}
 
   /** Writes the metrics to `file` (none: nothing) if they changed, and unless written less than METRICS_EVERY_MS ago (`force`: whenever). */
   async flush(file: string | undefined, force: boolean): Promise<void> {
     const now = this.deps.now();
     if (!file || (!force && now - this.writtenAt < METRICS_EVERY_MS)) return;
+    this.written ??= this.metrics.zeroText();
     const text = await this.metrics.text();
     if (text === (await this.written)) return;
     try {

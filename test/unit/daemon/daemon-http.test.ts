@@ -8,6 +8,10 @@ import { parseListenAddress } from '../../../src/sys/tcp-socket';
 import { DaemonLoop } from '../../support/daemon-loop';
 import { fakeTcp, HttpClient, PICKED_PORT } from '../../support/fake-tcp';
 
+// The registry loads on first use (lazy-metrics.ts): loaded here once, its import resolves within a turn of the
+// fake loop, whose clock moves without waiting for the real time a first import takes.
+await import('../../../src/daemon/metrics');
+
 let d: DaemonLoop;
 beforeEach(() => {
   d = new DaemonLoop();

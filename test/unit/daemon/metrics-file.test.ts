@@ -3,7 +3,7 @@
 // is reported and tried again.
 import { describe, expect, it } from 'vitest';
 import { newCounters } from '../../../src/daemon/counters';
-import { AnnouncerMetrics } from '../../../src/daemon/metrics';
+import { LazyMetrics } from '../../../src/daemon/lazy-metrics';
 import { METRICS_EVERY_MS, MetricsFile } from '../../../src/daemon/metrics-file';
 
 function setup() {
@@ -20,7 +20,7 @@ function setup() {
       },
       failed: (f, err) => void failures.push(`${f}: ${(err as Error).message}`),
     },
-    new AnnouncerMetrics(() => counters),
+    new LazyMetrics(() => counters),
   );
   return { counters, writes, failures, clock, file };
 }
