@@ -170,7 +170,7 @@ class Daemon {
     for (const s of served) s.serve(readable, writable);
     this.waits.settle(readable);
     await this.jobs.runDue(this.deps.timers.bootMs(), readable);
-    await this.metricsFile.flush(this.settings.metricsFile, false);
+    if (this.settings.metricsFile) await this.metricsFile.flush(this.settings.metricsFile, false);
     // Let the commands whose waits settled run on, and completions from other threads (background closes).
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
