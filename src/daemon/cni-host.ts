@@ -21,8 +21,8 @@ export interface CniHostDeps {
   /** The real clocks; sleeping goes to `waits`. */
   timers: Timers;
   waits: LoopWaits;
-  /** The announcer's own answer to a control request (sync, count, cancel). */
-  control(request: Request): Reply;
+  /** The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms). */
+  control(request: Request, takenAt: number): Reply;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
   /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
@@ -51,18 +51,20 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     clearTimeout: (handle) => real.clearTimeout(handle),
   };
   const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
-  const commands: CommandDeps = {
+  const commands: Omit<CommandDeps, 'askAnnouncer'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
     lockFile,
     logger: deps.logger ?? commandLogger,
     frameBudget: (stateDir, limit, log) => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED),
-    askAnnouncer: async (_stateDir, request) => deps.control(request),
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  const plugin = withSettings(announcerPlugin(commands), deps.useSettings);
   return async (env, stdin) => {
+    // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
+    const takenAt = real.bootMs();
+    const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
+    const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer }), deps.useSettings);
     let stdout = '';
     const exit = await dispatch({ env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) }, plugin);
     return { exit, stdout };

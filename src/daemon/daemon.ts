@@ -16,18 +16,19 @@ import { START_MARKER, stateDirOf } from '../shim/wire';
 import { BackgroundCloser } from './background-closer';
 import type { CniRunner } from './cni-host';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
-import { addFrames, newCounters, prometheusText } from './counters';
+import { addFrames, newCounters } from './counters';
 import { takeHandover, writeHandover } from './handover';
+import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
+import { LazyMetrics } from './lazy-metrics';
+import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
 import type { DaemonSettings } from './settings';
 import { withDaemonLock, type TakeOver, type TakeOverDeps } from './take-over';
 
 /** Default of `idleExitMs`. */
 const DEFAULT_IDLE_EXIT_MS = 30_000;
-/** Metrics are written at most this often. */
-const METRICS_EVERY_MS = 1000;
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
 
@@ -40,6 +41,8 @@ export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, ControlD
   log: Logger;
   /** Writes the metrics file atomically. */
   writeMetrics(file: string, text: string): void;
+  /** Where to serve /metrics and /healthz (--listen), and the calls to. */
+  http?: Pick<HttpDeps, 'address' | 'sockets'>;
   /** This executable's build (src/build-id.ts). */
   build: string;
   /** Whether the file this announcer was started from has been replaced (an upgrade). */
@@ -51,7 +54,7 @@ export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, ControlD
 /** What the announcer gives the commands it runs: its loop's waits, its own answers to control requests, its closer. */
 export interface CommandHost {
   waits: LoopWaits;
-  control(request: Request): Reply;
+  control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
   closeInBackground(fd: number): void;
   /** The settings of the latest command's config win. */
   useSettings(settings: DaemonSettings): void;
@@ -73,12 +76,13 @@ class Daemon {
   private stopping = false;
   /** Set once a request from another build found this executable replaced: serve no more, hand over once running commands end. */
   private handingOver = false;
-  /** The metrics as last written: they are written again only once they differ. */
-  private metricsWritten: string;
-  private metricsAt = 0;
+  private readonly metrics = new LazyMetrics(() => this.counters);
+  private readonly metricsFile: MetricsFile;
+  private http: HttpEndpoint | undefined;
 
   constructor(private readonly deps: DaemonDeps) {
-    this.metricsWritten = prometheusText(this.counters);
+    const failed = (file: string, error: unknown): void => this.failed('cannot write the metrics file', error, { file });
+    this.metricsFile = new MetricsFile({ now: () => deps.timers.now(), write: deps.writeMetrics, failed }, this.metrics);
     const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
@@ -87,7 +91,7 @@ class Daemon {
     });
     this.waits = new LoopWaits(() => deps.timers.now());
     const useSettings = (settings: DaemonSettings): void => void (this.settings = settings);
-    this.runCni = deps.commands({ waits: this.waits, control: (r) => this.handleSafely(r), closeInBackground, useSettings });
+    this.runCni = deps.commands({ waits: this.waits, control: (r, takenAt) => this.handleSafely(r, takenAt), closeInBackground, useSettings });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
   }
@@ -98,6 +102,7 @@ class Daemon {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
     try {
+      if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a command that found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
       this.guard('cannot remove the start marker', () => unlinkIfPresent(join(this.deps.stateDir, START_MARKER)), undefined);
@@ -111,7 +116,8 @@ class Daemon {
       this.guard('cannot close the pod sockets', () => this.jobs.close(), undefined);
       this.guard('cannot close the control socket', () => this.control.close(), undefined);
       this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
-      this.flushMetrics(true);
+      this.guard('cannot close the HTTP endpoint', () => this.http?.close(), undefined);
+      await this.metricsFile.flush(this.settings.metricsFile, true);
       this.deps.log.info('announcer stopped', { pid: process.pid, handedOver: this.handingOver });
     }
   }
@@ -139,13 +145,14 @@ class Daemon {
   /** One wait for sockets or the next due time, then whatever is due. */
   private async turn(now: number): Promise<void> {
     // While handing over, bursts go on until the commands still running end: then where each stands is written.
-    const reading = [...this.control.fds(), ...this.jobs.eventFds(), ...this.waits.fds()];
-    const dueIn = Math.min(this.jobs.wakeAt(now), this.control.wakeAt()) - now;
-    const { readable, writable } = this.deps.libc.pollInOut(reading, this.control.writeFds(), Math.max(0, Math.min(dueIn, this.waits.msLeft())));
-    this.control.serve(readable, writable);
+    const served = this.http ? [this.control, this.http] : [this.control];
+    const reading = [...served.flatMap((s) => s.fds()), ...this.jobs.eventFds(), ...this.waits.fds()];
+    const dueIn = Math.min(this.jobs.wakeAt(now), ...served.map((s) => s.wakeAt())) - now;
+    const { readable, writable } = this.deps.libc.pollInOut(reading, served.flatMap((s) => s.writeFds()), Math.max(0, Math.min(dueIn, this.waits.msLeft())));
+    for (const s of served) s.serve(readable, writable);
     this.waits.settle(readable);
     await this.jobs.runDue(this.deps.timers.bootMs(), readable);
-    this.flushMetrics(false);
+    if (this.settings.metricsFile) await this.metricsFile.flush(this.settings.metricsFile, false);
     // Let the commands whose waits settled run on, and completions from other threads (background closes).
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
@@ -199,16 +206,16 @@ class Daemon {
     return false;
   }
 
-  private handleSafely(request: Request): Reply {
+  private handleSafely(request: Request, takenAt?: number): Reply {
     try {
-      return this.handle(request);
+      return this.handle(request, takenAt);
     } catch (err) {
       this.failed('control request failed', err, { op: request.op });
       return { ok: false, error: 'internal error' };
     }
   }
 
-  private handle(request: Request): Reply {
+  private handle(request: Request, takenAt: number | undefined): Reply {
     if (request.op === 'status') {
       return { ok: true, status: { pid: process.pid, attachments: this.jobs.status(this.deps.timers.bootMs()), counters: structuredClone(this.counters) } };
     }
@@ -226,25 +233,17 @@ class Daemon {
     if (totalFrames(request.sent) > 0) {
       addFrames(this.counters, request.sent);
       this.counters.rounds.sent++;
+      if (takenAt !== undefined) this.metrics.observeAddToFirstRound((this.deps.timers.bootMs() - takenAt) / 1000);
     }
     // A job kept as read from its record had its conflicts counted from there.
     if (request.op === 'count' || !this.jobs.sync(request.record)) this.counters.conflicts += request.conflicts ?? 0;
     return { ok: true };
   }
 
-  private flushMetrics(force: boolean): void {
-    const file = this.settings.metricsFile;
-    const now = this.deps.timers.now();
-    if (!file || (!force && now - this.metricsAt < METRICS_EVERY_MS)) return;
-    const text = prometheusText(this.counters);
-    if (text === this.metricsWritten) return;
-    try {
-      this.deps.writeMetrics(file, text);
-      this.metricsWritten = text;
-      this.metricsAt = now;
-    } catch (err) {
-      this.counters.errors++;
-      this.deps.log.warn('cannot write the metrics file', { file, error: err });
-    }
+  /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
+  private listenHttp(http: NonNullable<DaemonDeps['http']>): HttpEndpoint {
+    const healthy = (): boolean => this.control.listening && !this.handingOver && !this.stopping;
+    const deps: HttpDeps = { ...http, bootMs: () => this.deps.timers.bootMs(), log: this.deps.log, failed: (what, error) => this.failed(what, error) };
+    return HttpEndpoint.listen(deps, { healthy, metrics: this.metrics });
   }
 }

@@ -6,14 +6,16 @@ import { basename, dirname } from '../path';
 import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
 import { cniRunner } from '../daemon/cni-host';
-import { runDaemon } from '../daemon/daemon';
+import { runDaemon, type DaemonDeps } from '../daemon/daemon';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
+import { HttpListenError } from '../daemon/http-server';
 import { DAEMON_VERB } from '../daemon/paths';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
+import { parseListenAddress } from '../sys/tcp-socket';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
@@ -32,14 +34,22 @@ export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: 
 /** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
 async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
   const { stateDir } = args;
+  let http: DaemonDeps['http'];
+  try {
+    http = args.listen === undefined ? undefined : { address: parseListenAddress(args.listen), sockets: wiring.libc() };
+  } catch (error) {
+    err(`announcer ${DAEMON_VERB}: --listen: ${(error as Error).message}`);
+    return 2;
+  }
   ensurePrivateDir(stateDir);
   const stdout = args.logFormat ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) } : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, stdout);
   const started = fileId(process.execPath);
-  const took = await runDaemon({
+  const run = runDaemon({
     stateDir,
     resident: args.resident,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
+    http,
     libc: wiring.libc(),
     sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
@@ -56,9 +66,19 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     executableReplaced: () => fileId(process.execPath) !== started,
     commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
   });
-  if (took !== 'resident') return 0;
-  err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
-  return 1;
+  // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
+  return run.then(
+    (took) => {
+      if (took !== 'resident') return 0;
+      err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
+      return 1;
+    },
+    (error: unknown) => {
+      if (!(error instanceof HttpListenError)) throw error;
+      err(`announcer ${DAEMON_VERB}: ${error.message}`);
+      return 1;
+    },
+  );
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */

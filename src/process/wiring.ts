@@ -8,12 +8,13 @@ import type { RateLimit } from '../announce/token-bucket';
 import type { Logger } from '../log';
 import { acquireFileLock } from '../sys/file-lock';
 import { loadLibc, type Libc } from '../sys/libc';
+import type { TcpSockets } from '../sys/tcp-socket';
 import type { UnixSockets } from '../sys/unix-socket';
 
 /** What every part of the process is built from. */
 export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
-  libc(): Libc & UnixSockets;
+  libc(): Libc & UnixSockets & TcpSockets;
   timers: Timers;
   lockFile: LockFile;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */

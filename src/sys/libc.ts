@@ -8,7 +8,9 @@ import { loadKoffi } from './koffi';
 import { lazyFunc, type LibcLibrary } from './lazy-binding';
 import { SysError } from './sys-error';
 import { callChecks, type CallChecks } from './libc-calls';
+import { bindTcpSockets } from './libc-tcp';
 import { bindUnixSockets } from './libc-unix';
+import type { TcpSockets } from './tcp-socket';
 import type { UnixSockets } from './unix-socket';
 
 const { AF_NETLINK, AF_PACKET, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT } = ABI;
@@ -55,8 +57,8 @@ export interface Libc {
 /** Libc.tryLock, as lock takers get it injected (tests may fake it). */
 export type TryLock = Libc['tryLock'];
 
-/** Loads libc through koffi and binds the calls of {@link Libc} and {@link UnixSockets}. */
-export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets {
+/** Loads libc through koffi and binds the calls of {@link Libc}, {@link UnixSockets} and {@link TcpSockets}. */
+export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
   const koffi = loadKoffi();
   const setns = lazyFunc(lib, 'int setns(int fd, int nstype)');
   const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
@@ -96,7 +98,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     recvNow: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
     ...bindWaitsAndLocks(lib, check, () => koffi.errno()),
   };
-  return { ...core, ...bindUnixSockets(lib, { check, unlessPending, closing }, core.close) };
+  const checks = { check, unlessPending, closing };
+  return { ...core, ...bindUnixSockets(lib, checks, core.close), ...bindTcpSockets(lib, checks) };
 }
 
 /** poll(2), flock(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */

@@ -566,6 +566,7 @@ function parsePrometheusText(text: string): Sample[] {
   const samples: Sample[] = [];
   for (const [i, line] of text.slice(0, -1).split('\n').entries()) {
     const where = `line ${i + 1} ${JSON.stringify(line)}`;
+    if (line === '') continue; // the format ignores empty lines (prom-client puts one between metrics)
     const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
     if (meta) {
       const [, kind, name, rest] = meta as unknown as [string, string, string, string];
@@ -582,11 +583,13 @@ function parsePrometheusText(text: string): Sample[] {
     const m = SAMPLE_LINE.exec(line);
     if (!m) throw new Error(`${where}: not a sample line`);
     const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
-    if (!help.has(name) || !type.has(name)) throw new Error(`${where}: sample before its HELP and TYPE`);
+    // A histogram's samples are its family's name with _bucket, _sum or _count.
+    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find((n) => type.has(n) && (n === name || type.get(n) === 'histogram'));
+    if (family === undefined || !help.has(family)) throw new Error(`${where}: sample before its HELP and TYPE`);
     const labels: Record<string, string> = {};
     for (const [, k, v] of (labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
     const number = Number(value);
-    if (type.get(name) === 'counter' && !(Number.isInteger(number) && number >= 0)) throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
+    if (type.get(family) === 'counter' && !(Number.isInteger(number) && number >= 0)) throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
     samples.push({ name, labels, value: number });
   }
   if (samples.length === 0) throw new Error('no sample in the metrics text');

@@ -23,6 +23,7 @@ const HEADERS = [
   'sys/un.h',
   'time.h',
   'net/if_arp.h',
+  'netinet/in.h',
   'netpacket/packet.h',
   'linux/magic.h',
   'linux/netlink.h',

@@ -81,6 +81,22 @@ describe("start-up's static imports", () => {
     expect(importsFs('src/sys/stdio.ts') && importsFs('src/shim/start.ts')).toBe(true);
   });
 
+  it("leave prom-client and the HTTP endpoint to the announcer: neither start-up nor the shim's path loads them", () => {
+    const startUp = [...staticGraph('src/main.ts'), ...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/shim/start.ts')];
+    const importsProm = (file: string): boolean => /from 'prom-client/.test(readFileSync(join(ROOT, file), 'utf8'));
+    expect(startUp.filter((f) => importsProm(f) || /^src\/daemon\/(metrics|http)/.test(f))).toEqual([]);
+    // The walk sees them where they are.
+    // The announcer loads the registry on first use (lazy-metrics.ts): not before it listens.
+    const announcer = staticGraph('src/daemon/daemon.ts');
+    expect(announcer).toContain('src/daemon/http-server.ts');
+    expect([...announcer].filter(importsProm)).toEqual([]);
+    expect(staticGraph('src/daemon/metrics.ts')).toContain('src/daemon/metrics.ts');
+    expect(readFileSync(join(ROOT, 'src/daemon/lazy-metrics.ts'), 'utf8')).toContain("await import('./metrics')");
+    // Its modules one by one: the index also loads the Pushgateway (node:http, https, zlib) and node:cluster.
+    const specifiers = [...readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g)].map((m) => m[1]);
+    expect(specifiers.sort()).toEqual(['prom-client/lib/counter', 'prom-client/lib/histogram', 'prom-client/lib/registry']);
+  });
+
   it('are followed through a value import (the walk would see a regression)', () => {
     expect(staticGraph('src/cni/options.ts')).toContain('src/cni/schema.ts');
   });

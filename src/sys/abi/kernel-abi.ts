@@ -25,6 +25,8 @@ export interface KernelConstants {
   /** __O_TMPFILE | O_DIRECTORY. */
   O_TMPFILE: number;
   AF_UNIX: number;
+  AF_INET: number;
+  AF_INET6: number;
   AF_NETLINK: number;
   AF_PACKET: number;
   SOCK_RAW: number;
@@ -33,6 +35,7 @@ export interface KernelConstants {
   SOCK_CLOEXEC: number;
   SOL_SOCKET: number;
   SO_PEERCRED: number;
+  SO_REUSEADDR: number;
   SOL_NETLINK: number;
   NETLINK_ROUTE: number;
   NETLINK_ADD_MEMBERSHIP: number;
@@ -66,6 +69,8 @@ export interface KernelStructs {
   sockaddr_ll: Layout<'sll_family' | 'sll_protocol' | 'sll_ifindex' | 'sll_hatype' | 'sll_pkttype' | 'sll_halen' | 'sll_addr'>;
   sockaddr_nl: Layout<'nl_family' | 'nl_pid' | 'nl_groups'>;
   sockaddr_un: Layout<'sun_family' | 'sun_path'>;
+  sockaddr_in: Layout<'sin_family' | 'sin_port' | 'sin_addr'>;
+  sockaddr_in6: Layout<'sin6_family' | 'sin6_port' | 'sin6_flowinfo' | 'sin6_addr' | 'sin6_scope_id'>;
   ucred: Layout<'pid' | 'uid' | 'gid'>;
   pollfd: Layout<'fd' | 'events' | 'revents'>;
   timespec: Layout<'tv_sec' | 'tv_nsec'>;

@@ -5,9 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cniRunner } from '../../../src/daemon/cni-host';
+import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
 import { LoopWaits } from '../../../src/daemon/loop-waits';
 import type { DaemonSettings } from '../../../src/daemon/settings';
+import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
 
@@ -21,13 +22,12 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function runner() {
-  const timers = new ManualTimers();
+function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers = new ManualTimers()) {
   return cniRunner({
-    libc: fakeLibc({ openPacketSocket: () => 77 }),
+    libc: fakeLibc({ openPacketSocket: () => 77, tryLock: () => true }),
     timers,
     waits: new LoopWaits(() => timers.now()),
-    control: () => ({ ok: true }),
+    control,
     closeInBackground: (fd) => void closed.push(fd),
     useSettings: (s) => void settings.push(s),
   });
@@ -48,5 +48,24 @@ describe('cniRunner', () => {
     expect(done.exit).toBe(1);
     expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('idleExitMs') });
     expect(settings).toEqual([]);
+  });
+
+  it('tells the announcer, with each request a command makes, when that command was taken (boot ms)', async () => {
+    const state = makeStateDir();
+    try {
+      writeJob(state, jobIn(state));
+      const timers = new ManualTimers();
+      const seen: { op: string; takenAt: number }[] = [];
+      const run = runner((request, takenAt) => (seen.push({ op: request.op, takenAt }), { ok: true }), timers);
+      timers.advance(5000); // taken now, not when the runner was made
+      const config = JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir: state.dir });
+      const env = { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', CNI_NETNS: state.netns, CNI_PATH: '/opt/cni/bin' };
+      const takenAt = timers.bootMs();
+      const done = await run(env, config);
+      expect(done.exit).toBe(0);
+      expect(seen).toEqual([{ op: 'cancel', takenAt }]);
+    } finally {
+      state.remove();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pluginDeps } from '../../../src/process/plugin-deps';
 import type { ProcessWiring } from '../../../src/process/wiring';
 import type { Libc } from '../../../src/sys/libc';
+import type { TcpSockets } from '../../../src/sys/tcp-socket';
 import type { UnixSockets } from '../../../src/sys/unix-socket';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
@@ -20,7 +21,7 @@ beforeEach(() => {
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 function wiring(libc: Partial<Libc & UnixSockets>, lockFile: ProcessWiring['lockFile'] = async () => undefined): ProcessWiring {
-  const fake = fakeLibc(libc as Partial<Libc>) as Libc & UnixSockets;
+  const fake = fakeLibc(libc as Partial<Libc>) as Libc & UnixSockets & TcpSockets;
   return { libc: () => fake, timers: new ManualTimers(), lockFile, frameBudget: () => expect.fail('no budget here') };
 }
 

@@ -1,0 +1,196 @@
+// The announcer's HTTP endpoint (--listen), served by its one poll(2) loop
+// like its unix socket: the listening TCP socket and the connections are
+// polled with the rest, so a scrape is answered in the turn it arrives in,
+// the idle loop wakes no more often than without it, and a /healthz answer
+// proves the loop itself turns. Bounded: MAX_CONNECTIONS at once (more are
+// closed at accept), MAX_HEAD_BYTES per request, REQUEST_MS to send it (a slow
+// client is dropped), WRITE_MS to take the answer.
+import type { Logger } from '../log';
+import { SysError } from '../sys/sys-error';
+import type { TcpAddress, TcpSockets } from '../sys/tcp-socket';
+import type { UnixSockets } from '../sys/unix-socket';
+import { headEnd, MAX_HEAD_BYTES, parseHead, responseBytes, textAnswer, type HttpAnswer } from './http-request';
+import { route, type EndpointState } from './http-routes';
+
+/** Connections served at once. */
+export const MAX_CONNECTIONS = 16;
+/** A connection whose request head is not in within this is dropped. */
+export const REQUEST_MS = 5000;
+/** A connection that has not taken its whole answer within this is dropped. */
+export const WRITE_MS = 5000;
+/** After accept(2) fails (EMFILE), the listening socket is left out of the poll this long (as the unix socket's ACCEPT_PAUSE_MS). */
+const ACCEPT_PAUSE_MS = 100;
+const BACKLOG = 64;
+
+/** What the endpoint needs: its address, TCP calls and the stream calls it shares with the unix socket, the boot clock, a log. */
+export interface HttpDeps {
+  address: TcpAddress;
+  sockets: TcpSockets & Pick<UnixSockets, 'send' | 'receive' | 'close'>;
+  log: Logger;
+  bootMs(): number;
+  failed(what: string, error: unknown): void;
+}
+
+interface Client {
+  fd: number;
+  /** Boot ms by which the request must be in, or the answer out. */
+  until: number;
+  inbound: Buffer;
+  /** undefined while the request is read; then the bytes left to send (empty while the answer is made). */
+  outbound?: Buffer;
+}
+
+/** The listening socket and its connections. */
+export class HttpEndpoint {
+  private readonly clients = new Set<Client>();
+  private readonly scratch = Buffer.alloc(MAX_HEAD_BYTES + 1);
+  private acceptPausedUntil = 0;
+
+  private constructor(
+    private readonly deps: HttpDeps,
+    private readonly state: EndpointState,
+    private readonly listenFd: number,
+    /** The port it listens on (the kernel's pick for port 0). */
+    readonly port: number,
+  ) {}
+
+  /** Listens on deps.address; when it cannot (EADDRINUSE, EACCES), says so through `failed` and throws HttpListenError. */
+  static listen(deps: HttpDeps, state: EndpointState): HttpEndpoint {
+    try {
+      const { fd, port } = deps.sockets.listenTcp(deps.address, BACKLOG);
+      deps.log.info('serving /metrics and /healthz', { port });
+      return new HttpEndpoint(deps, state, fd, port);
+    } catch (err) {
+      deps.failed('cannot listen for HTTP', err);
+      throw new HttpListenError(err);
+    }
+  }
+
+  /** The sockets to poll for input: the listening one (unless paused), and the connections whose request is still coming. */
+  fds(): number[] {
+    const accepting = this.deps.bootMs() >= this.acceptPausedUntil ? [this.listenFd] : [];
+    return [...accepting, ...[...this.clients].filter((c) => c.outbound === undefined).map((c) => c.fd)];
+  }
+
+  /** The connections whose answer waits for room in their socket. */
+  writeFds(): number[] {
+    return [...this.clients].filter((c) => c.outbound !== undefined && c.outbound.length > 0).map((c) => c.fd);
+  }
+
+  /** When the next connection times out or accepting resumes (boot ms); Infinity with none. */
+  wakeAt(): number {
+    const paused = this.acceptPausedUntil > this.deps.bootMs() ? [this.acceptPausedUntil] : [];
+    return Math.min(Infinity, ...paused, ...[...this.clients].map((c) => c.until));
+  }
+
+  /** Accepts, reads requests, writes answers, drops connections past their time. */
+  serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
+    const known = [...this.clients];
+    if (readable.has(this.listenFd)) this.acceptAll();
+    const now = this.deps.bootMs();
+    for (const c of known) {
+      if (c.outbound === undefined && readable.has(c.fd)) this.guarded(c, () => this.read(c));
+      else if (c.outbound !== undefined && writable.has(c.fd)) this.guarded(c, () => this.flush(c));
+      if (this.clients.has(c) && now >= c.until) this.drop(c);
+    }
+  }
+
+  /** Closes every connection and the listening socket. */
+  close(): void {
+    for (const c of [...this.clients]) this.drop(c);
+    this.closeQuietly(this.listenFd);
+  }
+
+  private acceptAll(): void {
+    for (;;) {
+      let fd;
+      try {
+        fd = this.deps.sockets.acceptTcp(this.listenFd);
+      } catch (err) {
+        this.acceptPausedUntil = this.deps.bootMs() + ACCEPT_PAUSE_MS;
+        this.deps.failed(`cannot accept an HTTP connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        return;
+      }
+      if (fd === undefined) return;
+      if (this.clients.size >= MAX_CONNECTIONS) {
+        this.closeQuietly(fd);
+        continue;
+      }
+      const c: Client = { fd, until: this.deps.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
+      this.clients.add(c);
+      this.guarded(c, () => this.read(c)); // the request usually came with the connection: no turn waits for it
+
+    }
+  }
+
+  private read(c: Client): void {
+    for (;;) {
+      const n = this.deps.sockets.receive(c.fd, this.scratch);
+      if (n === undefined) return;
+      if (n === 0) return this.drop(c); // gone before its request was in
+      c.inbound = Buffer.concat([c.inbound, this.scratch.subarray(0, n)]);
+      const end = headEnd(c.inbound);
+      if (end < 0 && c.inbound.length <= MAX_HEAD_BYTES) continue;
+      if (end < 0 || end > MAX_HEAD_BYTES) return this.answer(c, Promise.resolve(textAnswer(431, 'request head too large\n')), false);
+      const head = parseHead(c.inbound.subarray(0, end));
+      if ('status' in head) return this.answer(c, Promise.resolve(head), false);
+      return this.answer(c, route(head.method, head.path, this.state), head.method === 'HEAD');
+    }
+  }
+
+  /** Stops reading `c` and sends `answer` once it is made; the connection ends once it is out. */
+  private answer(c: Client, answer: Promise<HttpAnswer>, headOnly: boolean): void {
+    c.outbound = Buffer.alloc(0);
+    c.inbound = Buffer.alloc(0);
+    answer
+      .catch((err: unknown) => {
+        this.deps.failed('cannot answer an HTTP request', err);
+        return textAnswer(500, 'internal error\n');
+      })
+      .then((made) => {
+        if (!this.clients.has(c)) return;
+        c.outbound = responseBytes(made, headOnly);
+        c.until = this.deps.bootMs() + WRITE_MS;
+        this.guarded(c, () => this.flush(c));
+      });
+  }
+
+  private flush(c: Client): void {
+    while (c.outbound!.length > 0) {
+      const n = this.deps.sockets.send(c.fd, c.outbound!);
+      if (n === 0) return;
+      c.outbound = c.outbound!.subarray(n);
+    }
+    this.drop(c);
+  }
+
+  /** Runs `work` on a connection; a throw (ECONNRESET, EPIPE: the client left) drops it. */
+  private guarded(c: Client, work: () => void): void {
+    try {
+      work();
+    } catch (err) {
+      if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET'))) this.deps.failed('HTTP connection failed', err);
+      this.drop(c);
+    }
+  }
+
+  private drop(c: Client): void {
+    if (this.clients.delete(c)) this.closeQuietly(c.fd);
+  }
+
+  private closeQuietly(fd: number): void {
+    try {
+      this.deps.sockets.close(fd);
+    } catch (err) {
+      this.deps.failed('cannot close an HTTP socket', err);
+    }
+  }
+}
+
+/** The announcer could not listen on its --listen address: it exits non-zero (a DaemonSet restarts it). */
+export class HttpListenError extends Error {
+  override name = 'HttpListenError';
+  constructor(cause: unknown) {
+    super(`cannot listen for HTTP: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}

@@ -1,0 +1,135 @@
+// The announcer's HTTP endpoint for real: `announcer daemon <stateDir>
+// --listen=127.0.0.1:0` (the kernel picks the port; ss(8) says which), a real
+// ADD with count 2 through it after the real bridge plugin, frames captured
+// by tcpdump and decoded by tshark. /metrics is scraped over HTTP and parsed:
+// its frame counters equal the frames on the wire, and the ADD-to-round-1
+// histogram holds one observation. /healthz answers 200, and nothing once the
+// announcer is SIGTERMed. A second announcer on the same port exits 1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOUNCER,
+  allocSubnet,
+  announcerAdd,
+  announcerFiles,
+  attachBridgePod,
+  bridgeWithKeeper,
+  garpsFor,
+  killStrays,
+  nasFor,
+  runOk,
+  RUN_TAG,
+  RUN_TAG_ENV,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitFor,
+  type Scope,
+} from './harness';
+
+const PREFIX = `mx${RUN_TAG}`;
+
+/** A running `announcer daemon`, stopped (SIGTERM, then SIGKILL) at scope close if it still runs. */
+function startAnnouncer(scope: Scope, stateDir: string, listen: string): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
+  const child = spawn(ANNOUNCER, ['daemon', stateDir, `--listen=${listen}`], { env: { ...process.env, [RUN_TAG_ENV]: RUN_TAG }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  scope.defer(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }, `announcer daemon ${stateDir}`);
+  return { child, stderr: () => stderr, exited };
+}
+
+/** The TCP port `pid` listens on (ss -ltnp), once it does. */
+async function listeningPort(pid: number): Promise<number> {
+  let port: number | undefined;
+  await waitFor(async () => {
+    const out = (await runOk('ss', ['-Hltnp'])).stdout;
+    const line = out.split('\n').find((l) => l.includes(`pid=${pid},`));
+    port = line ? Number(/:(\d+)\s/.exec(line)?.[1]) : undefined;
+    return port !== undefined && port > 0;
+  }, { timeoutMs: 10_000, what: `announcer ${pid} listening on TCP` });
+  return port!;
+}
+
+/** Prometheus text's samples: `name{labels}` -> value (comments and blank lines left out). */
+function parseSamples(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (!m) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
+    samples.set(m[1]!, Number(m[2]));
+  }
+  return samples;
+}
+
+describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /healthz over HTTP', () => {
+  const scope = scopePerTest(PREFIX);
+
+  it('counts exactly the frames on the wire, observes one ADD in the histogram, and stops answering once SIGTERMed', async () => {
+    killStrays(scope(), { strict: true });
+    const files = await announcerFiles(scope());
+    const net = allocSubnet();
+    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX, ip6: true });
+    const containerId = `${PREFIX}-pod`;
+    const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, host: 5, containerId, ip6: true });
+    const ip6 = net.v6(5);
+
+    const announcer = startAnnouncer(scope(), files.stateDir, '127.0.0.1:0');
+    const port = await listeningPort(announcer.child.pid!);
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 10_000, what: '/healthz 200' });
+
+    const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
+    // idleExitMs: the announcer stays while the test scrapes; intervalMs: round 2 soon after round 1.
+    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files }, { count: 2, intervalMs: 300, idleExitMs: 60_000 });
+    expect(add.code, add.stdout + add.stderr).toBe(0);
+    let samples = new Map<string, number>();
+    await waitFor(async () => {
+      samples = parseSamples(await (await fetch(`${base}/metrics`)).text());
+      return samples.get('cni_announcer_rounds_total{outcome="sent"}') === 2;
+    }, { timeoutMs: 10_000, what: 'two rounds counted' });
+    const frames = await capture.stop();
+
+    const requests = garpsFor(frames, pod.mac, pod.ip).filter((f) => f.arp!.opcode === 1);
+    const replies = garpsFor(frames, pod.mac, pod.ip).filter((f) => f.arp!.opcode === 2);
+    const nas = nasFor(frames, pod.mac, ip6).filter((f) => f.icmpv6!.flags?.solicited === false);
+    expect(requests.length).toBe(2); // one per round
+    expect(nas.length).toBe(2);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_request"}')).toBe(requests.length);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_reply"}')).toBe(replies.length);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="na"}')).toBe(nas.length);
+    expect(samples.get('cni_announcer_errors_total')).toBe(0);
+    // The ADD was taken by this announcer: one observation, from its own round 1.
+    expect(samples.get('cni_announcer_add_to_first_round_seconds_count')).toBe(1);
+    expect(samples.get('cni_announcer_add_to_first_round_seconds_bucket{le="+Inf"}')).toBe(1);
+    expect(samples.get('cni_announcer_add_to_first_round_seconds_sum')).toBeGreaterThan(0);
+
+    const metrics = await fetch(`${base}/metrics`);
+    expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect((await fetch(`${base}/nothing`)).status).toBe(404);
+    const health = await fetch(`${base}/healthz`);
+    expect([health.status, await health.text()]).toEqual([200, 'ok\n']);
+
+    announcer.child.kill('SIGTERM');
+    expect(await announcer.exited).toBe(0);
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow(); // connection refused: nobody listens
+  });
+
+  it('a second announcer on a port in use says so on stderr and exits 1', async () => {
+    const [a, b] = [await announcerFiles(scope()), await announcerFiles(scope())];
+    const first = startAnnouncer(scope(), a.stateDir, '127.0.0.1:0');
+    const port = await listeningPort(first.child.pid!);
+    const second = startAnnouncer(scope(), b.stateDir, `127.0.0.1:${port}`);
+    expect(await second.exited).toBe(1);
+    expect(second.stderr()).toContain(`announcer daemon: cannot listen for HTTP: bind 127.0.0.1:${port}: EADDRINUSE`);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200); // the first one serves on
+  });
+});
