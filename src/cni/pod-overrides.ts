@@ -4,7 +4,7 @@
 // so that tightening the policy never breaks a pod's start.
 import { fieldProblem } from './field-path';
 import { isConflistOnly, issueTexts, overrideSchema, type AnnounceOverrides, type PodOverride } from './option-schema';
-import { check } from './schema';
+import { check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
 export const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;

@@ -221,6 +221,8 @@ class Daemon {
       this.jobs.forget(request.record, 'cancelled');
       return { ok: true };
     }
+    // Helper S's branch serves it (issue 20); the protocol already names it.
+    if (request.op === 'handover') return { ok: false, error: 'handover is not served by this build' };
     if (request.settings) this.settings = request.settings;
     // What the ADD's round 1 sent.
     if (totalFrames(request.sent) > 0) {
