@@ -11,7 +11,8 @@ import { absPath, bool, check, choice as anyOf, ifname, intRange, list, matching
 // `"<path>" <expectation> (got <value>)`.
 // Quoted, like the `(got "…")` that follows them.
 const choice = <const T extends readonly [string, ...string[]]>(values: T) => anyOf(values, '"');
-// Two patterns, not a function, so that the JSON Schema (announcer schema) carries them too.
+// Two patterns, not a function, so that the JSON Schema (announcer schema) carries them too; a
+// prefix that fails both is named by the first (check keeps one issue per field).
 const macPrefix = () =>
   matching(/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/, 'must be two hex bytes such as "0a:58"').check(
     regex(/^.[02468aceACE]/, { error: 'must not have the multicast bit (0x01 of the first byte) set' }),

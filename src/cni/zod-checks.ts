@@ -63,7 +63,7 @@ export const choice = <const T extends readonly [string, ...string[]]>(values: T
 /** A string starting with "/" (`message` by default says so). */
 export const absPath = (message = 'must be an absolute path') => z.string(says(message)).check(z.regex(/^\//, says(message)));
 /** A string `pattern` matches. */
-export const matching = (pattern: RegExp, message: string) => str().check(z.regex(pattern, { error: message, abort: true }));
+export const matching = (pattern: RegExp, message: string) => str().check(z.regex(pattern, says(message)));
 /** A Linux interface name; `message` replaces ifnameProblem's own text. */
 export const ifname = (message?: string) =>
   str().check(z.refine((s: string) => ifnameProblem(s) === undefined, { error: (iss) => message ?? ifnameProblem(String(iss.input)) }));
