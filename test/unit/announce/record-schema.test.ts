@@ -53,6 +53,10 @@ describe('checkRecord problems', () => {
     expect(problem({ ...RECORD, ...fields })).toBe(text);
   });
 
+  it('names the first bad field, in the order of the record', () => {
+    expect(problem({ ...RECORD, containerId: '', netns: 'rel', job: { ...JOB, logLevel: 'trace' } })).toBe('"containerId" must not be empty');
+  });
+
   it('takes exactly 64 original MACs', () => {
     expect(problem({ ...RECORD, originalMacs: Array.from({ length: 64 }, () => ({ name: 'eth0', mac: '0A:58:0A:58:00:05' })) })).toBeUndefined();
   });
