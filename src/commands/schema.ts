@@ -5,6 +5,7 @@
 import { optional, toJSONSchema } from 'zod/mini';
 import { optionFields } from '../cni/option-schema';
 import { bool, obj, str } from '../cni/zod-checks';
+import { OPTION_DOCS } from './schema-docs';
 import { SCHEMA_VERB } from './schema-verb';
 
 /** The conflist entry: its `type`, the capabilities it may declare, and every option; unknown fields are tolerated, as the plugin does. */
@@ -18,8 +19,9 @@ export function entrySchema() {
  * service, yaml-language-server) support fully. Options with a default are optional and carry it.
  */
 export function entryJsonSchema(): Record<string, unknown> {
-  const schema = toJSONSchema(entrySchema(), { target: 'draft-07', io: 'input' }) as Record<string, unknown>;
+  const schema = toJSONSchema(entrySchema(), { target: 'draft-07', io: 'input' }) as { $schema: string; properties: Record<string, object> };
   const { $schema, ...rest } = schema;
+  for (const [key, description] of Object.entries(OPTION_DOCS)) schema.properties[key] = { description, ...schema.properties[key] };
   return { $schema, title: 'cni-announcer', description: "The announcer's entry in a CNI conflist's plugins", ...rest };
 }
 

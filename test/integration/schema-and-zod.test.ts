@@ -16,7 +16,7 @@ describe('announcer schema, the built executable', () => {
     const schema = JSON.parse(res.stdout) as { $schema: string; required: string[]; properties: Record<string, { default?: unknown }> };
     expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
     expect(schema.required).toEqual(['type']);
-    expect(schema.properties.count).toEqual({ default: 3, type: 'integer', minimum: 0, maximum: 10 });
+    expect(schema.properties.count).toMatchObject({ default: 3, type: 'integer', minimum: 0, maximum: 10, description: expect.stringMatching(/^Rounds/) });
     expect(schema.properties.stateDir?.default).toBe('/run/cni-announcer');
   });
 

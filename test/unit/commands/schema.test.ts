@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
 import { parseConfig } from '../../../src/cni/config';
+import { OPTIONS } from '../../../src/cni/option-schema';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const validate = new Ajv({ strict: true, allErrors: true }).compile(entryJsonSchema());
@@ -82,6 +83,12 @@ describe('the JSON Schema of `announcer schema`', () => {
     const entry = { type: 'announcer', ...fields };
     expect(valid(entry)).toBe(false);
     expect(parses(entry)).toBe(false);
+  });
+
+  it('describes every option, for editors', () => {
+    const { properties } = entryJsonSchema() as { properties: Record<string, { description?: string }> };
+    const undescribed = Object.keys(OPTIONS).filter((k) => !properties[k]?.description);
+    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([21, []]);
   });
 
   it('refuses an entry without a type', () => {
