@@ -53,16 +53,15 @@ const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);
 const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({ ...NO_FRAMES }));
 /** Settings that are not valid are none: the announcer keeps its own. */
 const settings = z.catch(z.optional(settingsSchema), undefined);
-const op = <const T extends string>(name: T) => z.literal(name);
 
 const requestSchema = z.discriminatedUnion(
   'op',
   [
-    strictShape({ op: op('sync'), record: recordName, sent: frameCounts, conflicts: smallCount, settings }),
-    strictShape({ op: op('cancel'), record: recordName }),
-    strictShape({ op: op('count'), sent: frameCounts, conflicts: smallCount, settings }),
-    strictShape({ op: op('status') }),
-    strictShape({ op: op('handover') }),
+    strictShape({ op: z.literal('sync'), record: recordName, sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('cancel'), record: recordName }),
+    strictShape({ op: z.literal('count'), sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('status') }),
+    strictShape({ op: z.literal('handover') }),
   ],
   { error: (iss) => (isObject(iss.input) ? `unknown op ${JSON.stringify(iss.input.op)}` : 'not an object') },
 );
