@@ -1,6 +1,6 @@
 // The command-line verbs besides the CNI protocol (which runtimes drive with
 // CNI_* variables and no arguments): `install` and `sleep`, for the DaemonSet;
-// `status` and `announce`, for operators on a node.
+// `status` and `announce`, for operators on a node; `schema`, for editors.
 import { writeSync } from 'node:fs';
 import { install, INSTALL_VERB } from './commands/install';
 import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
@@ -14,9 +14,10 @@ import { checkReply } from './daemon/protocol';
 import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
+import { SCHEMA_VERB } from './commands/schema-verb';
 
 /** The verbs runVerb handles. */
-export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB];
+export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB, SCHEMA_VERB];
 
 function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
@@ -24,6 +25,8 @@ function line(fd: number, text: string): void {
 
 /** Runs `verb` with `args` and resolves with its exit status; `self` is the running executable (what `install` copies). */
 export async function runVerb(verb: string, args: readonly string[], self: string): Promise<number> {
+  // Loaded when it runs: zod's JSON Schema export is no part of the announcer's start.
+  if (verb === SCHEMA_VERB) return (await import('./commands/schema')).schemaCommand({ out: (t) => line(1, t), err: (t) => line(2, t) }, args);
   if (verb === STATUS_VERB || verb === ANNOUNCE_VERB) {
     const libc = loadLibc();
     const timers = realTimers(() => libc.bootTimeMs());

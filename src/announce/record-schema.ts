@@ -2,19 +2,17 @@
 // names MACs to write into a pod and a netns to enter, so a field that is
 // missing, of the wrong type or out of range makes the whole record invalid:
 // it is never half-trusted.
-import { ifnameProblem } from '../cni/ifname';
+import { optional, refine } from 'zod/mini';
 import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
-import { accepting, check, choice, intFrom, isNumber, list, obj, optional, refined, str, type Schema } from '../cni/schema';
+import { check, choice, ifname as ifnameOf, intRange, listOf, nonEmpty, numRange, obj, str } from '../cni/zod-checks';
 import type { BackgroundJob } from './background-job';
 import type { AttachmentRecord } from './state';
 
-const nonEmpty = () => refined(str(), (s) => (s.length > 0 ? undefined : 'must not be empty'));
-const absPath = () => refined(str(), (s) => (s.startsWith('/') && !s.includes('\0') ? undefined : 'must be an absolute path'));
-const count = () => intFrom(0, Number.MAX_SAFE_INTEGER, 'must be an integer ≥ 0');
-const ms = () => accepting((v): v is number => isNumber(v) && v >= 0, 'must be a finite number ≥ 0');
-const ifname = () => refined(str(), (s) => (ifnameProblem(s) === undefined ? undefined : 'must be an interface name'));
-const mac = () => refined(str(), (s) => (/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(s) ? undefined : 'must be a MAC address'));
-const listOf = <T>(item: Schema<T>, max: number) => refined(list(item), (a) => (a.length <= max ? undefined : `must have at most ${max} entries`));
+const absPath = () => str().check(refine((s: string) => s.startsWith('/') && !s.includes('\0'), { error: 'must be an absolute path' }));
+const count = () => intRange(0, Number.MAX_SAFE_INTEGER, 'must be an integer ≥ 0');
+const ms = () => numRange(0, Infinity, 'must be a finite number ≥ 0');
+const ifname = () => ifnameOf('must be an interface name');
+const mac = () => str().check(refine((s: string) => /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(s), { error: 'must be a MAC address' }));
 
 const attachmentIds = { network: str(), containerId: nonEmpty(), ifname: ifname(), netns: absPath(), netnsId: obj({ dev: count(), ino: count() }) };
 

@@ -1,11 +1,12 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
 import { CniError, ErrorCode } from './errors';
 import { describeValue, valueAt } from './field-path';
-import { issueTexts, list, obj, OPTIONS, str, type PluginOptions, type PodOverride } from './option-schema';
+import { optional } from 'zod/mini';
+import { checkOption, issueTexts, optionFields, OPTIONS, type PluginOptions, type PodOverride } from './option-schema';
 import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
 import { ANNOUNCE_PATH, applyPodOverrides, combinePodAnnounces, type PodAnnounce, type PodChannel } from './pod-overrides';
 import { listProblems } from './problems';
-import { optional, type Issue } from './schema';
+import { check, list, obj, str } from './zod-checks';
 
 export type { AnnounceOverrides, ArpOpOption, ConflictCheck, LogLevel, MacMode, PodOverride } from './option-schema';
 export type { PodAnnounce } from './pod-overrides';
@@ -38,8 +39,8 @@ export const ATTACHMENT_KEYS = ['cni.dev/valid-attachments', 'cni.dev/attachment
 
 const attachment = obj({ containerID: str(), ifname: str() });
 
-/** The fields besides the options; the options are checked one by one, from OPTIONS. */
-const envelopeSchema = obj({
+/** The fields besides the options. */
+const envelopeFields = {
   cniVersion: str(),
   name: str(),
   type: str(),
@@ -47,7 +48,14 @@ const envelopeSchema = obj({
   args: optional(obj({ cni: optional(obj({})) })),
   [ATTACHMENT_KEYS[0]]: optional(list(attachment)),
   [ATTACHMENT_KEYS[1]]: optional(list(attachment)),
-});
+};
+
+/** The network config: the envelope's fields, then the options of OPTIONS with their defaults; unknown fields kept. */
+const configSchema = obj({ ...envelopeFields, ...optionFields() });
+
+type Envelope = { cniVersion: string; name: string; type: string } & Pick<PluginConfig, 'runtimeConfig' | 'args'> & {
+    [K in (typeof ATTACHMENT_KEYS)[number]]?: { containerID: string; ifname: string }[];
+  };
 
 /** Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7 CniError naming every bad field. */
 export function parseConfig(raw: unknown): PluginConfig {
@@ -55,22 +63,17 @@ export function parseConfig(raw: unknown): PluginConfig {
     throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);
   }
   const doc = raw as Record<string, unknown>;
-  const issues: Issue[] = [];
-  const envelope = envelopeSchema(doc, [], issues);
-  const options: Record<string, unknown> = {};
-  for (const [key, { schema, fallback }] of Object.entries(OPTIONS)) {
-    const before = issues.length;
-    const value = doc[key] === undefined ? undefined : schema(doc[key], [key], issues);
-    const chosen = value ?? (Array.isArray(fallback) ? [...fallback] : fallback);
-    if (issues.length === before && chosen !== undefined) options[key] = chosen;
-  }
-  const problems = issueTexts(issues, doc, []);
+  const checked = check(configSchema, doc);
+  const problems = checked.ok ? [] : issueTexts(checked.issues, doc, []);
   // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
-  const pod = readPodAnnounce(doc, (options.podOverrides as PluginOptions['podOverrides'] | undefined) ?? []);
+  const allowed = doc.podOverrides === undefined ? OPTIONS.podOverrides.fallback : (checkOption('podOverrides', doc.podOverrides) ?? []);
+  const pod = readPodAnnounce(doc, allowed);
   problems.push(...pod.problems);
-  if (problems.length > 0) throw configError(problems);
+  if (!checked.ok || problems.length > 0) throw configError(problems);
 
-  const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type, ...options } as PluginConfig;
+  const envelope = checked.value as Envelope & Record<string, unknown>;
+  const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
+  for (const key of Object.keys(OPTIONS)) if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
   if (pod.announce !== undefined) config.podAnnounce = pod.announce;
   if ('prevResult' in doc) config.prevResult = doc.prevResult;
   if (envelope.runtimeConfig !== undefined) config.runtimeConfig = envelope.runtimeConfig;

@@ -1,28 +1,22 @@
 // The plugin's options, each declared once, in OPTIONS: its schema (type, range and the text
 // of its error message), its default, and who may set it. The config's types, its defaults,
 // what a pod may override and what an attachment's options hold are all derived from it.
+import type { z } from 'zod/mini';
+import { _default, optional, regex } from 'zod/mini';
 import { DEFAULT_STATE_DIR } from '../shim/wire';
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
-import { ifnameProblem } from './ifname';
-import { accepting, check, choice as anyOf, intRange, isBoolean, list, looseObject, numberFrom, refined, str, type Issue, type Schema } from './schema';
-
-/** The stock schemas the config's own fields use. */
-export { list, obj, str } from './schema';
+import { absPath, bool, check, choice as anyOf, ifname, intRange, list, matching, numRange, strictShape, type AnySchema, type Issue } from './zod-checks';
 
 // Every schema carries its expectation as the issue message, so that issues read as
 // `"<path>" <expectation> (got <value>)`.
-const bool = () => accepting(isBoolean, 'must be true or false');
 // Quoted, like the `(got "…")` that follows them.
-const choice = <const T extends readonly string[]>(values: T) => anyOf(values, '"');
-const numRange = (min: number, max: number) => numberFrom(min, max, `must be a number from ${min} to ${max}`);
-const absPath = () => accepting((v): v is string => typeof v === 'string' && v.startsWith('/'), 'must be an absolute path');
+const choice = <const T extends readonly [string, ...string[]]>(values: T) => anyOf(values, '"');
+// Two patterns, not a function, so that the JSON Schema (announcer schema) carries them too; a
+// prefix that fails both is named by the first (check keeps one issue per field).
 const macPrefix = () =>
-  refined(
-    str(),
-    (s) => (/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/.test(s) ? undefined : 'must be two hex bytes such as "0a:58"'),
-    (s) => ((parseInt(s.slice(0, 2), 16) & 1) === 0 ? undefined : 'must not have the multicast bit (0x01 of the first byte) set'),
+  matching(/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/, 'must be two hex bytes such as "0a:58"').check(
+    regex(/^.[02468aceACE]/, { error: 'must not have the multicast bit (0x01 of the first byte) set' }),
   );
-const ifname = () => refined(str(), ifnameProblem);
 
 const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;
@@ -48,13 +42,13 @@ export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
 export type OptionScope = 'pod' | 'attachment' | 'node';
 
 /** One option: its schema, its default (none: the option may be absent) and its scope. */
-export interface Option<T, S extends OptionScope, D extends T | undefined> {
+export interface Option<Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined> {
   scope: S;
-  schema: Schema<T>;
+  schema: Z;
   fallback: D;
 }
 
-const option = <T, S extends OptionScope, D extends T | undefined = undefined>(scope: S, schema: Schema<T>, fallback?: D): Option<T, S, D> => ({
+const option = <Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined = undefined>(scope: S, schema: Z, fallback?: D): Option<Z, S, D> => ({
   scope,
   schema,
   fallback: fallback as D,
@@ -95,14 +89,14 @@ export const OPTIONS = {
   logLevel: option('node', choice(LOG_LEVELS), 'info'),
   // By default a pod may only turn announcing off and keep its MAC (live-migration targets need both).
   podOverrides: option('node', list(choice(POD_OVERRIDE_TOKENS)), ['enabled=false', 'mac=keep'] as PodOverride[]),
-  rateLimit: option('node', looseObject({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) }, 'must be an object', 'drop')),
+  rateLimit: option('node', strictShape({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) })),
   idleExitMs: option('node', intRange(100, 3600000), 30000),
   metricsFile: option('node', absPath()),
 };
 
 type Options = typeof OPTIONS;
 type OptionKey = keyof Options;
-type ValueOf<K extends OptionKey> = Options[K] extends Option<infer T, OptionScope, infer _D> ? T : never;
+type ValueOf<K extends OptionKey> = z.output<Options[K]['schema']>;
 type KeysWith<Cond> = { [K in OptionKey]: Options[K] extends Cond ? K : never }[OptionKey];
 type Defaulted = Exclude<OptionKey, KeysWith<{ fallback: undefined }>>;
 
@@ -121,7 +115,7 @@ export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ sc
 export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: ValueOf<K> };
 
 /** The schema of an `args.cni.announce` field: `enabled` or an overridable option; undefined for any other key. */
-export function overrideSchema(key: string): Schema<unknown> | undefined {
+export function overrideSchema(key: string): AnySchema | undefined {
   if (key === 'enabled') return bool();
   return Object.hasOwn(POD_OPTIONS, key) ? POD_OPTIONS[key as OverridableField].schema : undefined;
 }
@@ -133,8 +127,18 @@ export function isConflistOnly(key: string): boolean {
 
 /** Checks one option's value on its own (e.g. settings that reach the background announcer); undefined when invalid or absent. */
 export function checkOption<K extends OptionKey>(key: K, value: unknown): ValueOf<K> | undefined {
-  const checked = check(OPTIONS[key].schema as Schema<ValueOf<K>>, value);
+  const checked = check(OPTIONS[key].schema, value);
   return checked.ok ? (checked.value as ValueOf<K>) : undefined;
+}
+
+/** The options as fields of an object schema, in table order: each may be absent, and its default then applies. */
+export function optionFields(): Record<OptionKey, AnySchema> {
+  const fields = {} as Record<OptionKey, AnySchema>;
+  for (const [key, { schema, fallback }] of Object.entries(OPTIONS) as [OptionKey, Options[OptionKey]][]) {
+    // A fresh copy each time: a parsed config's podOverrides is its own.
+    fields[key] = fallback === undefined ? optional(schema) : _default(schema as AnySchema, () => (Array.isArray(fallback) ? [...fallback] : fallback) as never);
+  }
+  return fields;
 }
 
 /** The texts of issues found in `doc`, each naming its field under `prefix`. */

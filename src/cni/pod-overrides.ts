@@ -5,7 +5,7 @@
 // never breaks a pod's start.
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
 import { isConflistOnly, overrideSchema, POD_OVERRIDE_TOKENS, type AnnounceOverrides, type PodOverride } from './option-schema';
-import { check } from './schema';
+import { check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
 export const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;

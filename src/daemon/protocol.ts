@@ -1,9 +1,11 @@
 // Pure: the announcer's control requests and replies, carried as `control` on
 // its socket (src/shim/wire.ts). Requests name an attachment by its record file
 // in stateDir; the record, written under the attachment's lock, is the truth.
+import { z } from 'zod/mini';
 import { NO_FRAMES, type FrameCounts } from '../announce/round';
+import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
 import type { Counters } from './counters';
-import { decodeSettings, type DaemonSettings } from './settings';
+import { settingsSchema, type DaemonSettings } from './settings';
 
 /** What a client asks. */
 export type Request =
@@ -44,51 +46,55 @@ export interface DaemonStatus {
 /** The answer to a request. */
 export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: string };
 
+/** A record's file name, never a path: requests cannot point outside stateDir. */
+const recordName = str('bad record name').check(
+  z.refine((name: string) => name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255, { error: 'bad record name' }),
+);
+/** A count a client reports: an integer from 0 below 1e6, else 0. */
+const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);
+/** Frame counts, each a small count; anything but an object counts nothing. */
+const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({ ...NO_FRAMES }));
+/** Settings that are not valid are none: the announcer keeps its own. */
+const settings = z.catch(z.optional(settingsSchema), undefined);
+
+const requestSchema = z.discriminatedUnion(
+  'op',
+  [
+    strictShape({ op: z.literal('sync'), record: recordName, sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('cancel'), record: recordName }),
+    strictShape({ op: z.literal('count'), sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('status') }),
+    strictShape({ op: z.literal('handover') }),
+  ],
+  { error: (iss) => (isObject(iss.input) ? `unknown op ${JSON.stringify(iss.input.op)}` : 'not an object') },
+);
+
 /** Checks a decoded request; a string says what is wrong with it. */
 export function checkControlRequest(value: unknown): Request | string {
-  if (!isObject(value)) return 'not an object';
-  switch (value.op) {
-    case 'sync':
-      return isRecordName(value.record)
-        ? { op: 'sync', record: value.record, sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts), ...settingsOf(value.settings) }
-        : 'bad record name';
-    case 'cancel':
-      return isRecordName(value.record) ? { op: 'cancel', record: value.record } : 'bad record name';
-    case 'count':
-      return { op: 'count', sent: frameCounts(value.sent), conflicts: smallCount(value.conflicts), ...settingsOf(value.settings) };
-    case 'status':
-      return { op: 'status' };
-    case 'handover':
-      return { op: 'handover' };
-    default:
-      return `unknown op ${JSON.stringify(value.op)}`;
-  }
+  const checked = check(requestSchema, value);
+  if (!checked.ok) return checked.issues[0]!.message;
+  // Settings that were dropped leave no key behind.
+  const { settings: taken, ...request } = checked.value as Request & { settings?: DaemonSettings };
+  return (taken === undefined ? request : { ...request, settings: taken }) as Request;
 }
+
+const attachmentStatus = obj({
+  network: str(),
+  containerId: str(),
+  ifname: str(),
+  netns: str(),
+  nextRoundInMs: z.optional(z.number()),
+  roundsSent: z.number(),
+  roundsPlanned: z.number(),
+  deferred: bool(),
+});
+const statusSchema = obj({ pid: z.int(), attachments: z.array(attachmentStatus), counters: obj({}) });
+const replySchema = z.discriminatedUnion('ok', [obj({ ok: z.literal(true), status: z.optional(statusSchema) }), obj({ ok: z.literal(false), error: str() })]);
 
 /** A reply as the announcer sent it (the shim decoded the line); undefined when it is not one. */
 export function checkReply(value: unknown): Reply | undefined {
-  return isObject(value) && typeof value.ok === 'boolean' ? (value as Reply) : undefined;
-}
-
-/** A record's file name, never a path: requests cannot point outside stateDir. */
-function isRecordName(name: unknown): name is string {
-  return typeof name === 'string' && name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255;
-}
-
-function frameCounts(value: unknown): FrameCounts {
-  if (!isObject(value)) return { ...NO_FRAMES };
-  return { garpRequest: smallCount(value.garpRequest), garpReply: smallCount(value.garpReply), na: smallCount(value.na) };
-}
-
-/** `{ settings }` when they are valid, else nothing: the announcer keeps its own. */
-function settingsOf(value: unknown): { settings?: DaemonSettings } {
-  const settings = decodeSettings(value);
-  return settings ? { settings } : {};
-}
-
-/** A count a client reports: an integer from 0 below 1e6, else 0. */
-function smallCount(v: unknown): number {
-  return Number.isInteger(v) && (v as number) >= 0 && (v as number) < 1e6 ? (v as number) : 0;
+  const checked = check(replySchema, value);
+  return checked.ok ? (checked.value as Reply) : undefined;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

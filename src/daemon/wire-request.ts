@@ -1,5 +1,7 @@
 // Pure: checks a request line of the announcer's socket (src/shim/wire.ts)
 // before anything acts on it. A string says what is wrong.
+import { z } from 'zod/mini';
+import { check, obj, str } from '../cni/zod-checks';
 import { WIRE_VERSION } from '../shim/wire';
 import { checkControlRequest, type Request } from './protocol';
 
@@ -9,6 +11,27 @@ export type CheckedRequest = { build: string; ackBy: number } & (
   | { kind: 'control'; request: Request }
 );
 
+/** An object, else nothing: which of `cni` and `control` a line carries. */
+const body = z.catch(z.optional(obj({})), undefined);
+
+/** The envelope, its fields in the order they are checked. */
+const envelope = z.looseObject(
+  {
+    v: z.literal(WIRE_VERSION, { error: (iss) => `protocol version ${JSON.stringify(iss.input)} (this announcer speaks ${WIRE_VERSION})` }),
+    build: str('bad build').check(z.maxLength(128, { error: 'bad build' })),
+    ackBy: z.number({ error: 'bad ackBy' }),
+    cni: body,
+    control: body,
+  },
+  { error: 'not an object' },
+);
+
+/** A CNI command: CNI_* variables only, and stdin as text. */
+const cniCommand = obj({
+  env: z.record(str().check(z.startsWith('CNI_')), str('bad cni.env'), { error: 'bad cni.env' }),
+  stdin: str('bad cni.stdin'),
+});
+
 /** The request on `line`, or what is wrong with it. */
 export function checkRequestLine(line: string): CheckedRequest | string {
   let value: unknown;
@@ -17,24 +40,16 @@ export function checkRequestLine(line: string): CheckedRequest | string {
   } catch {
     return 'not JSON';
   }
-  if (!isObject(value)) return 'not an object';
-  if (value.v !== WIRE_VERSION) return `protocol version ${JSON.stringify(value.v)} (this announcer speaks ${WIRE_VERSION})`;
-  const { build, ackBy } = value;
-  if (typeof build !== 'string' || build.length > 128) return 'bad build';
-  if (typeof ackBy !== 'number' || !Number.isFinite(ackBy)) return 'bad ackBy';
-  if (isObject(value.cni)) {
-    const { env, stdin } = value.cni;
-    if (!isObject(env) || !Object.entries(env).every(([k, v]) => k.startsWith('CNI_') && typeof v === 'string')) return 'bad cni.env';
-    if (typeof stdin !== 'string') return 'bad cni.stdin';
-    return { kind: 'cni', build, ackBy, env: env as Record<string, string>, stdin };
+  const head = check(envelope, value);
+  if (!head.ok) return head.issues[0]!.message;
+  const { build, ackBy, cni, control } = head.value;
+  if (cni !== undefined) {
+    const command = check(cniCommand, cni);
+    return command.ok ? { kind: 'cni', build, ackBy, env: command.value.env, stdin: command.value.stdin } : command.issues[0]!.message;
   }
-  if (isObject(value.control)) {
-    const request = checkControlRequest(value.control);
+  if (control !== undefined) {
+    const request = checkControlRequest(control);
     return typeof request === 'string' ? request : { kind: 'control', build, ackBy, request };
   }
   return 'neither cni nor control';
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

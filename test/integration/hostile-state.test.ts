@@ -237,7 +237,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         expect(await recordFiles(a.files.stateDir)).toEqual([]);
 
         await plant(a, await makeRecord(a));
-        const r = await add(a, { count: 1 }, true);
+        // idleExitMs well past the checks below: the traced announcer must still run when stop() comes,
+        // however loaded the machine (with the tests' 500 ms it once idle-exited first).
+        const r = await add(a, { count: 1, idleExitMs: 60_000 }, true);
         expectOk('ADD', r);
         expect(r.signals).toEqual([]);
         // count 1 and no MAC change: nothing to record; the planted record is gone.

@@ -1,6 +1,8 @@
 // What the plugin loads before it knows its command: the static import graph of src/main.ts.
 // VERSION (and every command's start-up) must not build the options' schemas; those come in
-// through dispatch's lazy import('./config') and import('./options').
+// through dispatch's lazy import('./config') and import('./options'). zod (the validation
+// library) is loaded only by the announcer and the verbs (process/verbs.ts loads it) and the
+// in-process fallback; test/integration/schema-and-zod.test.ts checks the same in the bundle's chunks.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,20 +11,36 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The relative modules a file loads when it is loaded: static imports and re-exports, not `import type` nor `import(…)`. */
-function staticImports(file: string): string[] {
+/** The modules a file loads when it is loaded: static imports and re-exports, not `import type` nor `import(…)`; relative ones resolved, packages as named. */
+function staticSpecifiers(file: string): { relative: string[]; packages: string[] } {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022);
   const specifiers: ts.Expression[] = [];
   for (const stmt of source.statements) {
     if (ts.isImportDeclaration(stmt) && !typeOnly(stmt.importClause)) specifiers.push(stmt.moduleSpecifier);
     if (ts.isExportDeclaration(stmt) && !stmt.isTypeOnly && stmt.moduleSpecifier) specifiers.push(stmt.moduleSpecifier);
   }
-  return specifiers
-    .map((s) => (s as ts.StringLiteral).text)
-    .filter((s) => s.startsWith('.'))
-    .map((s) => resolveTs(dirname(file), s))
-    .filter((f) => f !== undefined);
+  const texts = specifiers.map((s) => (s as ts.StringLiteral).text);
+  return {
+    relative: texts
+      .filter((s) => s.startsWith('.'))
+      .map((s) => resolveTs(dirname(file), s))
+      .filter((f) => f !== undefined),
+    packages: texts.filter((s) => !s.startsWith('.')),
+  };
 }
+
+/** The relative modules a file loads when it is loaded. */
+function staticImports(file: string): string[] {
+  return staticSpecifiers(file).relative;
+}
+
+/** The npm packages (and builtins) the files of `graph` load when loaded. */
+function packagesOf(graph: Set<string>): Set<string> {
+  return new Set([...graph].flatMap((f) => staticSpecifiers(join(ROOT, f)).packages));
+}
+
+/** Whether a specifier names zod or one of its entries (zod/mini, zod/v4/core...). */
+const isZod = (specifier: string): boolean => specifier === 'zod' || specifier.startsWith('zod/');
 
 /** Whether an import is erased: `import type …`, or only `type` names (TypeScript and Bun drop those too). */
 function typeOnly(clause: ts.ImportClause | undefined): boolean {
@@ -56,8 +74,18 @@ describe("start-up's static imports", () => {
   it('leave the options, their schemas and the config parser to the commands that need them', () => {
     const graph = staticGraph('src/main.ts');
     expect(graph).toContain('src/about.ts');
-    for (const lazy of ['src/cni/config.ts', 'src/cni/options.ts', 'src/cni/option-schema.ts', 'src/cni/schema.ts']) {
+    for (const lazy of ['src/cni/config.ts', 'src/cni/options.ts', 'src/cni/option-schema.ts', 'src/cni/zod-checks.ts']) {
       expect(graph).not.toContain(lazy);
+    }
+    expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
+  });
+
+  it('leave zod to the announcer, the verbs and the in-process fallback: not VERSION', () => {
+    const version = new Set([...staticGraph('src/cni/version-reply.ts'), ...staticGraph('src/cni/decode.ts')]);
+    expect([...packagesOf(version)].filter(isZod)).toEqual([]);
+    // The walk sees zod where it is loaded.
+    for (const user of ['src/process/verbs.ts', 'src/cni/config.ts', 'src/commands/schema.ts']) {
+      expect([...packagesOf(staticGraph(user))], user).toContain('zod/mini');
     }
   });
 
@@ -65,8 +93,9 @@ describe("start-up's static imports", () => {
     const graph = new Set([...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/sys/unix-stream.ts'), ...staticGraph('src/shim/start.ts'), ...staticGraph('src/sys/private-dir.ts'), ...staticGraph('src/sys/spawn-child.ts')]);
     expect(graph).toContain('src/shim/exchange.ts');
     expect(graph).toContain('src/sys/unix-stream.bun.ts');
-    const banned = [...graph].filter((f) => f === 'src/sys/libc.ts' || f === 'src/sys/koffi.ts' || f.startsWith('src/native/') || /^src\/cni\/(config|options|option-schema|schema)\.ts$/.test(f));
+    const banned = [...graph].filter((f) => f === 'src/sys/libc.ts' || f === 'src/sys/koffi.ts' || f.startsWith('src/native/') || /^src\/cni\/(config|options|option-schema|zod-checks)\.ts$/.test(f));
     expect(banned).toEqual([]);
+    expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
   });
 
   it("leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB", () => {
@@ -98,6 +127,6 @@ describe("start-up's static imports", () => {
   });
 
   it('are followed through a value import (the walk would see a regression)', () => {
-    expect(staticGraph('src/cni/options.ts')).toContain('src/cni/schema.ts');
+    expect(staticGraph('src/cni/options.ts')).toContain('src/cni/zod-checks.ts');
   });
 });

@@ -37,6 +37,8 @@ describe('checkRecord problems', () => {
     ['an empty container ID', { containerId: '' }, '"containerId" must not be empty'],
     ['an ifname that is no interface name', { ifname: 'eth0/x' }, '"ifname" must be an interface name'],
     ['a relative netns', { netns: 'run/netns/pod' }, '"netns" must be an absolute path'],
+    ['a netns with a NUL', { netns: '/run/netns/pod\0x' }, '"netns" must be an absolute path'],
+    ['a netns that is no string', { netns: 7 }, '"netns" must be a string'],
     ['a negative device', { netnsId: { dev: -1, ino: 1 } }, '"netnsId.dev" must be an integer ≥ 0'],
     ['an inode that is no number', { netnsId: { dev: 1, ino: '1' } }, '"netnsId.ino" must be an integer ≥ 0'],
     ['a MAC with a prefix', { originalMacs: [{ name: 'eth0', mac: 'x0a:58:0a:58:00:05' }] }, '"originalMacs.0.mac" must be a MAC address'],
@@ -49,6 +51,10 @@ describe('checkRecord problems', () => {
     ],
   ])('refuses %s', (_what, fields, text) => {
     expect(problem({ ...RECORD, ...fields })).toBe(text);
+  });
+
+  it('names the first bad field, in the order of the record', () => {
+    expect(problem({ ...RECORD, containerId: '', netns: 'rel', job: { ...JOB, logLevel: 'trace' } })).toBe('"containerId" must not be empty');
   });
 
   it('takes exactly 64 original MACs', () => {

@@ -91,6 +91,8 @@ describe('parseConfig', () => {
     [{ count: 11 }, '"count" must be an integer from 0 to 10 (got 11)'],
     [{ count: -1 }, '"count" must be an integer from 0 to 10 (got -1)'],
     [{ count: 1.5 }, '"count" must be an integer from 0 to 10 (got 1.5)'],
+    // Unsafe and out of range: two checks fail, the field is named once.
+    [{ count: 2 ** 60 }, '"count" must be an integer from 0 to 10 (got 1152921504606847000)'],
     [{ count: '3' }, '"count" must be an integer from 0 to 10 (got "3")'],
     [{ intervalMs: 9 }, '"intervalMs" must be an integer from 10 to 60000 (got 9)'],
     [{ backoff: 4.5 }, '"backoff" must be a number from 1 to 4 (got 4.5)'],
@@ -108,6 +110,7 @@ describe('parseConfig', () => {
     [{ macPrefix: '0a58' }, '"macPrefix" must be two hex bytes such as "0a:58" (got "0a58")'],
     [{ macPrefix: '0a:58:00' }, '"macPrefix" must be two hex bytes such as "0a:58" (got "0a:58:00")'],
     [{ macPrefix: '01:00' }, '"macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "01:00")'],
+    [{ macPrefix: '0b:58:00' }, '"macPrefix" must be two hex bytes such as "0a:58" (got "0b:58:00")'],
     [{ macPrefix: '0b:58' }, '"macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "0b:58")'],
     [{ stateDir: 'run/x' }, '"stateDir" must be an absolute path (got "run/x")'],
     [{ logFile: 3 }, '"logFile" must be an absolute path (got 3)'],

@@ -1,7 +1,7 @@
 // The control operations a request line may carry (checkControlRequest): what
 // stays of the control protocol once the request line is the envelope.
 import { describe, expect, it } from 'vitest';
-import { checkControlRequest } from '../../../src/daemon/protocol';
+import { checkControlRequest, checkReply } from '../../../src/daemon/protocol';
 
 describe('checkControlRequest', () => {
   it('takes the five operations', () => {
@@ -10,6 +10,10 @@ describe('checkControlRequest', () => {
     expect(checkControlRequest({ op: 'count', sent, conflicts: 2 })).toEqual({ op: 'count', sent, conflicts: 2 });
     expect(checkControlRequest({ op: 'cancel', record: 'c1@eth0.json' })).toEqual({ op: 'cancel', record: 'c1@eth0.json' });
     expect(checkControlRequest({ op: 'status', extra: 1 })).toEqual({ op: 'status' });
+    expect(checkControlRequest({ op: 'handover', record: 'c1@eth0.json' })).toEqual({ op: 'handover' });
+  });
+
+  it('takes a handover request, which has no fields', () => {
     expect(checkControlRequest({ op: 'handover', record: 'c1@eth0.json' })).toEqual({ op: 'handover' });
   });
 
@@ -52,6 +56,21 @@ describe('checkControlRequest', () => {
     });
     for (const bad of [{ idleExitMs: 99 }, { idleExitMs: 1.5 }, { metricsFile: '/m' }, { idleExitMs: 300, metricsFile: 'rel' }, 'fast']) {
       expect(checkControlRequest({ op: 'count', sent, settings: bad })).toEqual({ op: 'count', sent, conflicts: 0 });
+    }
+  });
+});
+
+describe('checkReply', () => {
+  const status = { pid: 7, attachments: [{ network: 'n', containerId: 'c', ifname: 'eth0', netns: '/x', roundsSent: 1, roundsPlanned: 3, deferred: false }], counters: {} };
+
+  it('takes the replies the announcer sends, as they are', () => {
+    for (const reply of [{ ok: true }, { ok: true, status }, { ok: false, error: 'internal error' }, { ok: true, future: 1 }]) expect(checkReply(reply)).toEqual(reply);
+  });
+
+  it('refuses what is not one: no ok, a failure without its error, a status of the wrong shape', () => {
+    const attachment = status.attachments[0]!;
+    for (const bad of [null, [], 'ok', { ok: 'yes' }, { ok: false }, { ok: true, status: { ...status, pid: '7' } }, { ok: true, status: { ...status, attachments: [{ ...attachment, deferred: 'no' }] } }]) {
+      expect(checkReply(bad), JSON.stringify(bad)).toBeUndefined();
     }
   });
 });

@@ -7,5 +7,6 @@ describe("the background announcer's settings", () => {
       expect(decodeSettings(bad)).toBeUndefined();
     }
     expect(decodeSettings({ idleExitMs: 300, metricsFile: '/run/m.prom' })).toEqual({ idleExitMs: 300, metricsFile: '/run/m.prom' });
+    expect(decodeSettings({ idleExitMs: 300, stateDir: '/x' })).toStrictEqual({ idleExitMs: 300 });
   });
 });

@@ -1,0 +1,2 @@
+/** The verb of `announcer schema` (src/commands/schema.ts, which loads zod: imported only when it runs). */
+export const SCHEMA_VERB = 'schema';

@@ -1,0 +1,122 @@
+// `announcer schema` (src/commands/schema.ts): the conflist entry's JSON Schema, made by zod's
+// toJSONSchema. ajv (draft-07) checks with it every announcer entry this repository ships
+// (examples/, deploy/, README's conflists), refuses bad entries, and agrees with parseConfig
+// itself on every option's values: the schema and the plugin read the same OPTIONS.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Ajv from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
+import { parseConfig } from '../../../src/cni/config';
+import { OPTIONS } from '../../../src/cni/option-schema';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const validate = new Ajv({ strict: true, allErrors: true }).compile(entryJsonSchema());
+const valid = (entry: unknown): boolean => validate(entry) === true;
+/** What parseConfig says of `entry`, placed in a conflist named podnet. */
+const parses = (entry: object): boolean => {
+  try {
+    parseConfig({ cniVersion: '1.0.0', name: 'podnet', ...entry });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The announcer entries of a conflist (or of one plugin config), wherever `doc` holds one. */
+function announcerEntries(doc: unknown): unknown[] {
+  if (typeof doc === 'string') {
+    try {
+      return announcerEntries(JSON.parse(doc));
+    } catch {
+      return [];
+    }
+  }
+  if (doc === null || typeof doc !== 'object') return [];
+  if ((doc as { type?: unknown }).type === 'announcer') return [doc];
+  return Object.values(doc).flatMap(announcerEntries);
+}
+
+/** Every announcer entry of examples/*.json, deploy/*.yaml (conflists in a NAD's spec.config, or any string) and README's ```json blocks. */
+function shippedEntries(): { where: string; entry: unknown }[] {
+  const found: { where: string; entry: unknown }[] = [];
+  const add = (where: string, entries: unknown[]) => found.push(...entries.map((entry, i) => ({ where: `${where} #${i + 1}`, entry })));
+  for (const f of readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.json'))) {
+    add(`examples/${f}`, announcerEntries(JSON.parse(readFileSync(join(ROOT, 'examples', f), 'utf8'))));
+  }
+  for (const f of readdirSync(join(ROOT, 'deploy')).filter((f) => /\.ya?ml$/.test(f))) {
+    add(`deploy/${f}`, parseAllDocuments(readFileSync(join(ROOT, 'deploy', f), 'utf8')).flatMap((d) => announcerEntries(d.toJS())));
+  }
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  add('README.md', [...readme.matchAll(/```json\n([\s\S]*?)```/g)].flatMap((m) => announcerEntries(m[1])));
+  return found;
+}
+
+describe('the JSON Schema of `announcer schema`', () => {
+  const shipped = shippedEntries();
+
+  it('finds the entries this repository ships: both examples, the NAD, README', () => {
+    const where = shipped.map((s) => s.where.split(' ')[0]);
+    expect(where).toEqual(expect.arrayContaining(['examples/bridge-conflist.json', 'examples/macvlan-conflist.json', 'deploy/network-attachment-definition.yaml', 'README.md']));
+  });
+
+  it.each(shippedEntries().map((s) => [s.where, s.entry]))('validates the entry of %s', (_where, entry) => {
+    expect(valid(entry), JSON.stringify(validate.errors)).toBe(true);
+    expect(parses(entry as object)).toBe(true);
+  });
+
+  it.each([
+    ['count out of range', { count: 11 }],
+    ['a fractional count', { count: 1.5 }],
+    ['a count as text', { count: '3' }],
+    ['an unknown ARP op', { arpOp: 'gratuitous' }],
+    ['a multicast MAC prefix', { macPrefix: '01:00' }],
+    ['a MAC prefix of three bytes', { macPrefix: '0a:58:00' }],
+    ['a relative log file', { logFile: 'var/log/a.log' }],
+    ['an unknown pod override', { podOverrides: ['everything'] }],
+    ['a rate limit without a burst', { rateLimit: { framesPerSecond: 10 } }],
+    ['interfaces as one string', { interfaces: 'eth0' }],
+    ['ipv4 as text', { ipv4: 'yes' }],
+  ])('refuses an entry with %s, as parseConfig does', (_what, fields) => {
+    const entry = { type: 'announcer', ...fields };
+    expect(valid(entry)).toBe(false);
+    expect(parses(entry)).toBe(false);
+  });
+
+  it('describes every option, for editors', () => {
+    const { properties } = entryJsonSchema() as { properties: Record<string, { description?: string }> };
+    const undescribed = Object.keys(OPTIONS).filter((k) => !properties[k]?.description);
+    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([21, []]);
+  });
+
+  it('refuses an entry without a type', () => {
+    expect(valid({ count: 3 })).toBe(false);
+    expect(valid({ type: 'announcer' })).toBe(true);
+  });
+
+  it("agrees with parseConfig on each option's values (but interfaces, whose names a function checks)", () => {
+    const values = [-1, 0, 0.5, 1, 1.5, 2, 3, 4, 4.5, 9, 10, 11, 99, 100, 2000, 2001, 30000, 30001, 60000, 60001, 600000, 600001, 3600000, 3600001,
+      true, false, null, '', 'x', '/abs', 'rel/x', '0a:58', '02:AB', '03:00', 'request', 'both', 'ip-derived', 'keep', 'fail', 'debug', 'trace',
+      [], ['count'], ['enabled=false', 'mac=keep'], ['enabled'], { framesPerSecond: 10, burst: 20 }, { framesPerSecond: 0, burst: 1 }, {}];
+    const schema = entryJsonSchema() as { properties: Record<string, unknown> };
+    const options = Object.keys(schema.properties).filter((k) => !['type', 'capabilities', 'interfaces'].includes(k));
+    expect(options).toHaveLength(20);
+    const disagreements = options.flatMap((key) =>
+      values.filter((v) => valid({ type: 'announcer', [key]: v }) !== parses({ type: 'announcer', [key]: v })).map((v) => `${key}: ${JSON.stringify(v)}`),
+    );
+    expect(disagreements).toEqual([]);
+  });
+});
+
+describe('schemaCommand', () => {
+  it('prints the schema as JSON, and refuses arguments with exit 2', () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, [])).toBe(0);
+    expect([out.map((t) => JSON.parse(t)), err]).toEqual([[entryJsonSchema()], []]);
+    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, ['x'])).toBe(2);
+    expect(err).toEqual(['announcer schema: takes no arguments']);
+  });
+});
