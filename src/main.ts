@@ -7,7 +7,7 @@
 // whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';
-import type { CniPlugin } from './cni/dispatch';
+import type { CniPlugin } from './cni/requests';
 import type { ShimResult } from './shim/shim';
 import { readText, stdinReader, writeFd } from './sys/stdio';
 

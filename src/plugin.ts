@@ -1,4 +1,4 @@
-import type { CniPlugin } from './cni/dispatch';
+import type { CniPlugin } from './cni/requests';
 import type { CommandDeps } from './commands/deps';
 
 /**

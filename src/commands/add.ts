@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { announceOnAdd } from '../announce/announce-on-add';
 import { netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
-import type { AddRequest } from '../cni/dispatch';
+import type { AddRequest } from '../cni/requests';
 import { podOf } from '../cni/cni-args';
 import { formatResult } from '../cni/result';
 import { isLocallyAdministeredMac } from '../wire/mac';

@@ -1,7 +1,7 @@
 import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from '../announce/state';
 import { basename } from '../path';
-import type { DelRequest } from '../cni/dispatch';
+import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
 import type { HeldLock } from '../sys/file-lock';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';

@@ -2,7 +2,7 @@ import { basename, dirname, join } from '../path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
 import { attachmentName, readRecordFile, readRecordToActOn, removeRecordQuietly, stateDirProblem, stateEntries, stateEntryKind } from '../announce/state';
 import { cancelBackground } from './del';
-import type { GcRequest } from '../cni/dispatch';
+import type { GcRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
 import { checkPrivateDir } from '../sys/private-dir';

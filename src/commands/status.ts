@@ -1,6 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { stateDirProblem } from '../announce/state';
-import type { StatusRequest } from '../cni/dispatch';
+import type { StatusRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';
 import type { CommandDeps } from './deps';

@@ -8,7 +8,7 @@ import { LOCK_GRACE_MS } from '../../../src/announce/attachment-lock';
 import { writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import { realTimers } from '../../../src/announce/timers';
 import { parseConfig } from '../../../src/cni/config';
-import type { DelRequest, GcRequest, StatusRequest } from '../../../src/cni/dispatch';
+import type { DelRequest, GcRequest, StatusRequest } from '../../../src/cni/requests';
 import { del } from '../../../src/commands/del';
 import type { CommandDeps } from '../../../src/commands/deps';
 import { gc } from '../../../src/commands/gc';
