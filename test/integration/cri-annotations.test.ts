@@ -14,75 +14,44 @@
 // A second handler runs the same entry without the capability: there the
 // annotation changes nothing (containerd sends no annotations to it; were a
 // runtime to send them anyway, the announcer ignores them, see the unit tests).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  allocSubnet,
-  ANNOUNCER,
-  bridgeWithKeeper,
   describeFrames,
   garpsFor,
-  killStrays,
   readLog,
   RUN_TAG,
-  runOk,
   Scope,
   scopePerTest,
   startCapture,
   stateFiles,
-  stopDaemonAtClose,
-  SYSTEM_CNI_DIR,
   throwCleanupErrors,
   type Frame,
   type Subnet,
 } from './harness';
-import { privateContainerd, skipContainerd, type PrivateContainerd } from './harness/containerd';
+import { skipContainerd, type PrivateContainerd } from './harness/containerd';
 import { waitDaemonGone } from './harness/daemon';
-import { buildPauseImage } from './harness/oci-image';
+import { criBridge, POD_HOST, type CriBridge } from './harness/cri-bridge';
 import { pidsWithArgv } from './harness/proc-tree';
 
 const PREFIX = `cra${RUN_TAG}`;
-const SANDBOX_IMAGE = 'localhost/announcer-test-pause:1';
-const POD_HOST = 5;
 const ANNOTATION = 'cni-announcer/announce';
 const ANNOTATION_NAME = 'runtimeConfig["io.kubernetes.cri.pod-annotations"]["cni-announcer/announce"]';
 
 describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the pod annotation cni-announcer/announce', () => {
   const scope = new Scope();
   const perTest = scopePerTest(PREFIX);
+  let cri: CriBridge;
   let ctd: PrivateContainerd;
   let net: Subnet;
   let bridge: string;
   let stateDir: string;
   let logFile: string;
-  let pods = 0;
-  let dir: string;
-  let keeperPorts: string[];
 
   beforeAll(async () => {
-    net = allocSubnet();
-    bridge = await bridgeWithKeeper(scope, net, { prefix: PREFIX });
-    killStrays(scope);
-    keeperPorts = await ports();
-    dir = await mkdtemp(join(tmpdir(), 'announcer-cra-'));
-    scope.defer(() => rm(dir, { recursive: true, force: true }), `containerd dir ${dir}`);
-    stateDir = join(dir, 'announcer-state');
-    logFile = join(dir, 'announcer.log');
-    stopDaemonAtClose(scope, stateDir);
-    const bridgeConf = {
-      type: 'bridge',
-      bridge,
-      isGateway: false,
-      ipMasq: false,
-      ipam: { type: 'static', addresses: [{ address: net.v4Cidr(POD_HOST), gateway: net.v4(1) }] },
-    };
-    const announcerConf = {
+    const announcerConf = (files: { stateDir: string; logFile: string }): Record<string, unknown> => ({
       type: 'announcer',
       capabilities: { 'io.kubernetes.cri.pod-annotations': true },
-      stateDir,
-      logFile,
+      ...files,
       logLevel: 'debug',
       ipv6: false,
       arpOp: 'reply',
@@ -90,58 +59,26 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the 
       intervalMs: 100,
       idleExitMs: 300,
       podOverrides: ['enabled=false', 'mac=keep', 'count'],
-    };
-    // The same entry without the capability: the operator has not opened the channel.
-    const { capabilities: _declared, ...undeclaredConf } = announcerConf;
-    ctd = await privateContainerd(scope, {
-      dir,
-      networks: [
-        { handler: 'annotated', conflist: { cniVersion: '1.0.0', name: `${PREFIX}-ann`, plugins: [bridgeConf, announcerConf] } },
-        { handler: 'undeclared', conflist: { cniVersion: '1.0.0', name: `${PREFIX}-und`, plugins: [bridgeConf, undeclaredConf] } },
-      ],
-      sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
-      plugins: {
-        announcer: ANNOUNCER,
-        ...Object.fromEntries(['bridge', 'static', 'loopback'].map((p) => [p, join(SYSTEM_CNI_DIR, p)])),
+    });
+    cri = await criBridge(scope, PREFIX, {
+      annotated: announcerConf,
+      // The same entry without the capability: the operator has not opened the channel.
+      undeclared: (files) => {
+        const { capabilities: _declared, ...undeclared } = announcerConf(files);
+        return undeclared;
       },
     });
+    ({ ctd, net, bridge, stateDir, logFile } = cri);
   }, 120_000);
 
   afterAll(async () => {
     throwCleanupErrors(await scope.close());
-    if (dir !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(dir)))).toEqual([]);
+    if (cri !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(cri.dir)))).toEqual([]);
   }, 120_000);
 
-  /** RunPodSandbox with `annotations`; the sandbox is stopped and removed at scope close. Resolves with its ID. */
-  async function runPod(s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> {
-    pods += 1;
-    const metadata = { name: `pod-${pods}`, uid: `${PREFIX}-uid-${pods}`, namespace: PREFIX };
-    const config = { metadata, hostname: metadata.name, annotations, linux: { cgroupParent: ctd.cgroupParent } };
-    const id = await ctd.cri.runPodSandbox(config, handler);
-    s.defer(async () => {
-      if (!(await ctd.cri.listPodSandbox()).some((p) => p.id === id)) return;
-      await ctd.cri.stopPodSandbox(id);
-      await ctd.cri.removePodSandbox(id);
-    }, `pod sandbox ${id}`);
-    return id;
-  }
-
-  async function ports(): Promise<string[]> {
-    return (JSON.parse((await runOk('ip', ['-j', 'link', 'show', 'master', bridge])).stdout) as { ifname: string }[]).map((p) => p.ifname);
-  }
-
-  async function podPorts(): Promise<string[]> {
-    return (await ports()).filter((p) => !keeperPorts.includes(p));
-  }
-
-  /** The pod's eth0 MAC, read inside its netns (pid from the verbose status). */
-  async function podMac(id: string): Promise<string> {
-    const { info } = await ctd.cri.podSandboxStatus(id, true);
-    const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
-    if (!pid) throw new Error(`no sandbox pid in the status of ${id}`);
-    const { stdout } = await runOk('nsenter', [`--net=/proc/${pid}/ns/net`, '--', 'ip', '-j', 'link', 'show', 'eth0']);
-    return (JSON.parse(stdout) as { address: string }[])[0]!.address;
-  }
+  const runPod = (s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> => cri.runPod(s, handler, annotations);
+  const podMac = (id: string): Promise<string> => cri.podMac(id);
+  const podPorts = (): Promise<string[]> => cri.podPorts();
 
   /** Runs a pod with `annotations` under a capture of the bridge; resolves, once its burst is over, with the announcer's replies for the pod IP. */
   async function announcedReplies(annotations: Record<string, string>, handler?: string): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
