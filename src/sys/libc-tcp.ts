@@ -2,7 +2,7 @@
 // for the HTTP endpoint. send, recv and close are the unix socket's own.
 import { ABI } from './abi/kernel-abi';
 import type { CallChecks } from './libc-calls';
-import { lazyFunc, type LibcLibrary } from './lazy-binding';
+import { lazyFunc, listenCalls, type LibcLibrary } from './lazy-binding';
 import { formatIPv6 } from '../wire/ip';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
 
@@ -10,10 +10,7 @@ const { AF_INET, AF_INET6, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREA
 
 /** TcpSockets over `lib`. */
 export function bindTcpSockets(lib: LibcLibrary, { check, unlessPending, closing }: CallChecks): TcpSockets {
-  const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
-  const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
-  const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
-  const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
+  const { socket, bind, listen, accept4 } = listenCalls(lib);
   const setsockopt = lazyFunc(lib, 'int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
   const getsockname = lazyFunc(lib, 'int getsockname(int fd, uint8_t *addr, _Inout_ uint32_t *len)');
   const one = Buffer.from(Int32Array.of(1).buffer);

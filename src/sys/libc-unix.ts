@@ -4,7 +4,7 @@ import { chmodSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { readUcred, ucred } from './abi/structs';
 import type { CallChecks } from './libc-calls';
-import { lazyFunc, type LibcLibrary } from './lazy-binding';
+import { lazyFunc, listenCalls, type LibcLibrary } from './lazy-binding';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
 const { AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET } = ABI;
@@ -12,10 +12,7 @@ const BACKLOG = 128;
 
 /** UnixSockets over `lib`; `close` is the bound close(2) the caller owns (its .async is koffi's). */
 export function bindUnixSockets(lib: LibcLibrary, { check, unlessPending, closing }: CallChecks, close: (fd: number) => void): UnixSockets {
-  const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
-  const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
-  const listen = lazyFunc(lib, 'int listen(int fd, int backlog)');
-  const accept4 = lazyFunc(lib, 'int accept4(int fd, void *addr, void *len, int flags)');
+  const { socket, bind, listen, accept4 } = listenCalls(lib);
   const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
   const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
   const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
