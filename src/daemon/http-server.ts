@@ -90,7 +90,8 @@ export class HttpEndpoint {
     const now = this.deps.bootMs();
     for (const c of known) {
       if (c.outbound === undefined && readable.has(c.fd)) this.guarded(c, () => this.read(c));
-      else if (c.outbound !== undefined && writable.has(c.fd)) this.guarded(c, () => this.flush(c));
+      // An answer still being made has no bytes yet: a flush would take it for sent and drop the client.
+      else if (c.outbound !== undefined && c.outbound.length > 0 && writable.has(c.fd)) this.guarded(c, () => this.flush(c));
       if (this.clients.has(c) && now >= c.until) this.drop(c);
     }
   }
@@ -119,7 +120,6 @@ export class HttpEndpoint {
       const c: Client = { fd, until: this.deps.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
       this.clients.add(c);
       this.guarded(c, () => this.read(c)); // the request usually came with the connection: no turn waits for it
-
     }
   }
 

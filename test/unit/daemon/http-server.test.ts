@@ -201,6 +201,95 @@ describe('HttpEndpoint', () => {
     expect(failures).toEqual(['cannot accept an HTTP connection: not accepting for 100 ms: accept: EMFILE']);
   });
 
+  it(`reads a head of up to MAX_HEAD_BYTES (${MAX_HEAD_BYTES}) bytes, waits while one of that size has not ended, and answers 431 past it`, async () => {
+    const head = (size: number): string => {
+      const start = 'GET /nowhere HTTP/1.1\r\nX: ';
+      return `${start}${'a'.repeat(size - start.length - 4)}\r\n\r\n`;
+    };
+    const fits = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES));
+    const over = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES + 1));
+    const unended = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES + 4).slice(0, MAX_HEAD_BYTES)); // its end not in yet
+    await turn();
+    expect([fits.read(), over.read(), unended.read()]).toEqual([true, true, false]);
+    expect([fits.status, over.status]).toEqual([404, 431]);
+  });
+
+  it('while an answer is being made, reads nothing more from that client and polls it for nothing; one that timed out meanwhile gets nothing', async () => {
+    const pending: (() => void)[] = [];
+    const slowMetrics = { contentType: METRICS.contentType, text: () => new Promise<string>((resolve) => pending.push(() => resolve('m 1\n'))) };
+    endpoint.close();
+    endpoint = HttpEndpoint.listen(deps(), { healthy: () => true, metrics: slowMetrics });
+    const late = new HttpClient(sockets, PICKED_PORT, 'GET /metrics HTTP/1.1\r\n\r\n');
+    await turn();
+    now += REQUEST_MS - 1;
+    const waiting = new HttpClient(sockets, PICKED_PORT, 'GET /metrics HTTP/1.1\r\n\r\n');
+    await turn();
+    expect(pending).toHaveLength(2);
+    expect(endpoint.fds()).toHaveLength(1); // the listener alone: neither client is read again
+    expect(endpoint.writeFds()).toEqual([]); // nothing to write yet
+    sockets.send(waiting.fd, Buffer.from('GET /healthz HTTP/1.1\r\n\r\n'));
+    const every = new Set(Array.from({ length: 256 }, (_, fd) => fd));
+    endpoint.serve(every, every); // even when poll says every fd is ready
+    expect(pending).toHaveLength(2);
+    now += 1; // `late` times out before its answer is made
+    await turn();
+    expect([late.read(), waiting.read()]).toEqual([true, false]);
+    for (const resolve of pending) resolve();
+    await turn();
+    expect(waiting.read()).toBe(true);
+    expect([waiting.status, waiting.body]).toEqual([200, 'm 1\n']);
+    expect(late.answer).toBe('');
+    expect(failures).toEqual([]);
+  });
+
+  it('drops a client that left (EPIPE, ECONNRESET) quietly, and reports any other failure of its socket', async () => {
+    const tcp = fakeTcp(sockets);
+    let errno = 'EPIPE';
+    const throwing: HttpDeps = {
+      ...deps(),
+      address: parseListenAddress('127.0.0.1:9001'),
+      sockets: {
+        ...tcp,
+        send: () => {
+          throw new SysError('send', errnoNumber(errno)!);
+        },
+      },
+    };
+    const e = HttpEndpoint.listen(throwing, { healthy: () => true, metrics: METRICS });
+    const serveOnce = async (): Promise<void> => {
+      e.serve(new Set(e.fds()), new Set());
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    const first = new HttpClient(sockets, 9001, 'GET /healthz HTTP/1.1\r\n\r\n');
+    await serveOnce();
+    expect(first.read()).toBe(true);
+    errno = 'EIO';
+    const second = new HttpClient(sockets, 9001, 'GET /healthz HTTP/1.1\r\n\r\n');
+    await serveOnce();
+    expect(second.read()).toBe(true);
+    expect(failures).toEqual(['HTTP connection failed: send: EIO']);
+    expect(e.fds()).toHaveLength(1);
+  });
+
+  it('reports a close that fails, and goes on', () => {
+    const tcp = fakeTcp(sockets);
+    const e = HttpEndpoint.listen(
+      {
+        ...deps(),
+        address: parseListenAddress('127.0.0.1:9002'),
+        sockets: {
+          ...tcp,
+          close: () => {
+            throw new SysError('close', errnoNumber('EIO')!);
+          },
+        },
+      },
+      { healthy: () => true, metrics: METRICS },
+    );
+    e.close();
+    expect(failures).toEqual(['cannot close an HTTP socket: close: EIO']);
+  });
+
   it('a bind that fails is reported and thrown as HttpListenError, its cause kept; close() closes everything', () => {
     const busy = { ...deps(), address: parseListenAddress(`127.0.0.1:${PICKED_PORT}`) };
     const thrown = (() => {
