@@ -7,7 +7,7 @@ SOURCES := $(shell find src scripts/build -name '*.ts') scripts/build.mjs packag
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
-.PHONY: all build install deps system-deps typecheck test test-unit test-integration demo bench bench-mass bench-cri mutation clean image image-archive
+.PHONY: all build install deps system-deps typecheck lint format test test-unit test-integration demo bench bench-mass bench-cri mutation clean image image-archive
 
 all: build
 
@@ -38,8 +38,15 @@ install: $(ANNOUNCER)
 typecheck: deps
 	npx tsc --noEmit -p .
 
+## lint: Biome (pinned in devDependencies) checks formatting and lint rules; `make format` rewrites
+lint: deps
+	npx biome ci --reporter=summary .
+
+format: deps
+	npx biome check --write .
+
 ## test: type check, unit tests, integration tests (real namespaces and plugins, the arm64 build under qemu-user; needs root)
-test: deps system-deps build bin/announcer-arm64 typecheck
+test: deps system-deps build bin/announcer-arm64 typecheck lint
 	@mkdir -p .test-results
 	npx vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json; \
 	  status=$$?; node scripts/test-summary.mjs .test-results/vitest.json || true; exit $$status

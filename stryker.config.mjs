@@ -4,16 +4,32 @@ const DEFAULT_MUTATE = [
   'src/plan.ts',
   'src/cni/**/*.ts',
   'src/announce/**/*.ts',
-  ...['jobs', 'rounds', 'deferred', 'job-record', 'background-closer', 'control', 'client', 'daemon', 'progress', 'protocol', 'counters', 'settings'].map(
-    (name) => `src/daemon/${name}.ts`,
-  ),
+  ...[
+    'jobs',
+    'rounds',
+    'deferred',
+    'job-record',
+    'background-closer',
+    'control',
+    'client',
+    'daemon',
+    'progress',
+    'protocol',
+    'counters',
+    'settings',
+  ].map((name) => `src/daemon/${name}.ts`),
 ];
 
 const mutate = process.env.MUTATE ? process.env.MUTATE.split(',').map((glob) => glob.trim()) : DEFAULT_MUTATE;
 // INCREMENTAL=1 reuses the results of the last run of the same file set (one file per set, so a
 // one-folder run does not drop the others'). Off by default: StrykerJS 9.6 reuses a static mutant's
 // result (a module-level constant, a schema) even when new tests would now kill it.
-const slug = process.env.MUTATE ? mutate.join('+').replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '') : 'all';
+const slug = process.env.MUTATE
+  ? mutate
+      .join('+')
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+  : 'all';
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {

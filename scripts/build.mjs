@@ -2,7 +2,8 @@
 // holding the Bun runtime, the bundled plugin and koffi's native addon. Run it
 // with the pinned Bun (`make build` does):
 //
-//   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode] [--[no-]minify]
+//   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode]
+// [--[no-]minify]
 //                                           [--entry=FILE] [--build-id=ID]
 //
 // --entry builds another entry (default src/main.ts) with the same runtime and
@@ -33,7 +34,17 @@
 //   target and renamed over it: a runtime never execs half a file.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUILD_ID_PATTERN, buildId, buildInputs } from './build/build-id.ts';
@@ -47,7 +58,8 @@ const cacheDir = join(root, 'node_modules', '.cache', 'cni-announcer');
  * holds the others). A new pinned Bun needs its line: `npm pack NAME@VERSION --json` prints it.
  */
 const PINNED_INTEGRITY = {
-  '@oven/bun-linux-x64-baseline@1.4.5': 'sha512-s8yMwYcFnnrA178gji0gZbkE2WVDej/Ti1x770oPfihxyRxSMNhGhiAQNXV53aDeraZxksdvKV/RAdQBCd0qPA==',
+  '@oven/bun-linux-x64-baseline@1.4.5':
+    'sha512-s8yMwYcFnnrA178gji0gZbkE2WVDej/Ti1x770oPfihxyRxSMNhGhiAQNXV53aDeraZxksdvKV/RAdQBCd0qPA==',
 };
 
 /** The executable's JIT tier-up threshold scale (Bun's compile.jitPolicy; 1 is normal). */
@@ -68,7 +80,15 @@ function packageVersion(name) {
 }
 
 function parseArgs(argv) {
-  const args = { arch: 'x64', cpu: 'baseline', bytecode: undefined, minify: true, out: undefined, entry: 'src/main.ts', 'build-id': undefined };
+  const args = {
+    arch: 'x64',
+    cpu: 'baseline',
+    bytecode: undefined,
+    minify: true,
+    out: undefined,
+    entry: 'src/main.ts',
+    'build-id': undefined,
+  };
   for (const a of argv) {
     const m = /^--(no-)?([a-z-]+)(?:=(.+))?$/.exec(a);
     if (!m || !(m[2] in args)) fail(`unknown argument ${a}`);
@@ -79,7 +99,8 @@ function parseArgs(argv) {
   // JSC bytecode is made by the Bun running the build and is not portable to another architecture.
   if (args.arch !== 'x64' && args.bytecode) fail('--bytecode needs a build on the target architecture');
   args.bytecode ??= args.arch === 'x64';
-  if (args['build-id'] !== undefined && !BUILD_ID_PATTERN.test(args['build-id'])) fail(`malformed --build-id=${args['build-id']}: ${BUILD_ID_PATTERN}`);
+  if (args['build-id'] !== undefined && !BUILD_ID_PATTERN.test(args['build-id']))
+    fail(`malformed --build-id=${args['build-id']}: ${BUILD_ID_PATTERN}`);
   return args;
 }
 
@@ -87,7 +108,10 @@ function parseArgs(argv) {
 function expectedIntegrity(name, version) {
   const locked = readJson(join(root, 'package-lock.json')).packages?.[`node_modules/${name}`];
   if (locked?.version === version && locked.integrity) return locked.integrity;
-  return PINNED_INTEGRITY[`${name}@${version}`] ?? fail(`no pinned sha512 for ${name}@${version}: add it to PINNED_INTEGRITY in scripts/build.mjs`);
+  return (
+    PINNED_INTEGRITY[`${name}@${version}`] ??
+    fail(`no pinned sha512 for ${name}@${version}: add it to PINNED_INTEGRITY in scripts/build.mjs`)
+  );
 }
 
 /**
@@ -106,7 +130,9 @@ function registryFile(name, version, inner) {
   if (existsSync(out) && existsSync(stamp) && readFileSync(stamp, 'utf8') === integrity) return out;
   if (!existsSync(tgz) || sri() !== integrity) {
     console.log(`build: npm pack ${name}@${version}`);
-    execFileSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cacheDir, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cacheDir, '--silent'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (sri() !== integrity) fail(`${name}@${version}: the registry's tarball does not match sha512 ${integrity}`);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -130,18 +156,29 @@ function buildTarget({ arch, cpu }, versions) {
   if (process.platform !== 'linux' || process.arch !== 'x64') fail('x64 builds run on linux-x64 only');
   const koffiAddon = join(root, 'node_modules', '@koromix', 'koffi-linux-x64', 'linux_x64', 'koffi.node');
   if (cpu === 'baseline') {
-    return { bunTarget: 'bun-linux-x64-baseline', executable: registryFile('@oven/bun-linux-x64-baseline', versions.bun, 'bin/bun'), koffiAddon };
+    return {
+      bunTarget: 'bun-linux-x64-baseline',
+      executable: registryFile('@oven/bun-linux-x64-baseline', versions.bun, 'bin/bun'),
+      koffiAddon,
+    };
   }
   // The installed Bun: the `bun` package links @oven/bun-linux-x64's binary (AVX2) there.
   if (cpu === 'modern') return { bunTarget: 'bun-linux-x64-modern', executable: process.execPath, koffiAddon };
   return fail(`unsupported --cpu=${cpu} (baseline or modern)`);
 }
 
-/** The npm packages the build took code from (koffi's addon asset and the plugin's virtual modules left out); the metafile's paths are relative to the working directory. */
+/**
+ * The npm packages the build took code from (koffi's addon asset and the plugin's virtual modules left out); the
+ * metafile's paths are relative to the working directory.
+ */
 function bundledPackages(metafile, addonAsset) {
   return new Set(
     Object.keys(metafile?.inputs ?? {})
-      .filter((p) => !p.startsWith('cni-announcer:') && (addonAsset === undefined || realpathSync(resolve(p)) !== realpathSync(addonAsset)))
+      .filter(
+        (p) =>
+          !p.startsWith('cni-announcer:') &&
+          (addonAsset === undefined || realpathSync(resolve(p)) !== realpathSync(addonAsset)),
+      )
       .map((p) => /(?:^|[\\/])node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(p)?.[1])
       .filter(Boolean),
   );
@@ -151,7 +188,8 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const manifest = readJson(join(root, 'package.json'));
   const versions = { announcer: manifest.version, bun: packageVersion('bun'), koffi: packageVersion('koffi') };
-  if (typeof Bun === 'undefined' || Bun.version !== versions.bun) fail(`run this with the pinned Bun ${versions.bun}: node_modules/.bin/bun scripts/build.mjs`);
+  if (typeof Bun === 'undefined' || Bun.version !== versions.bun)
+    fail(`run this with the pinned Bun ${versions.bun}: node_modules/.bin/bun scripts/build.mjs`);
   mkdirSync(cacheDir, { recursive: true });
   const target = buildTarget(args, versions);
   const entry = resolve(root, args.entry);
@@ -171,14 +209,24 @@ async function main() {
   rmSync(tmpdir, { recursive: true, force: true });
   mkdirSync(tmpdir, { mode: 0o700 });
   try {
-    await compile(args, target, entry, plugin ? addonAsset : undefined, { id, koffiVersion: versions.koffi }, tmpfile, manifest);
+    await compile(
+      args,
+      target,
+      entry,
+      plugin ? addonAsset : undefined,
+      { id, koffiVersion: versions.koffi },
+      tmpfile,
+      manifest,
+    );
     chmodSync(tmpfile, 0o755);
     renameSync(tmpfile, outfile);
   } finally {
     rmSync(tmpdir, { recursive: true, force: true });
   }
   const what = plugin ? `announcer ${versions.announcer}` : relative(root, entry);
-  console.log(`built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`);
+  console.log(
+    `built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`,
+  );
 }
 
 /** The build's id (scripts/build/build-id.ts): what it reads, and every setting that reaches the bytes. */
@@ -186,7 +234,18 @@ function idOf(args, target, versions, entry, outfile, addonAsset) {
   const addon = addonAsset === undefined ? '' : createHash('sha256').update(readFileSync(addonAsset)).digest('hex');
   const { arch, cpu, bytecode, minify } = args;
   const [bun, koffi, name] = [versions.bun, versions.koffi, basename(outfile)];
-  return buildId(buildInputs(root, entry), { bun, bunTarget: target.bunTarget, arch, cpu, bytecode, minify, entry: relative(root, entry), name, koffi, addon });
+  return buildId(buildInputs(root, entry), {
+    bun,
+    bunTarget: target.bunTarget,
+    arch,
+    cpu,
+    bytecode,
+    minify,
+    entry: relative(root, entry),
+    name,
+    koffi,
+    addon,
+  });
 }
 
 /**
@@ -207,7 +266,10 @@ async function compile(args, target, entry, addonAsset, defines, outfile, manife
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
     // src/build-id.ts and src/native/embedded-koffi.ts declare these.
-    define: { __ANNOUNCER_BUILD_ID__: JSON.stringify(defines.id), __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion) },
+    define: {
+      __ANNOUNCER_BUILD_ID__: JSON.stringify(defines.id),
+      __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion),
+    },
     plugins: addonAsset ? [embedPlugin(root, addonAsset, used)] : [],
     compile: {
       target: target.bunTarget,
@@ -237,7 +299,8 @@ async function compile(args, target, entry, addonAsset, defines, outfile, manife
 try {
   await main();
 } catch (err) {
-  const messages = err instanceof AggregateError ? err.errors.map((e) => e?.message ?? String(e)) : [err?.message ?? String(err)];
+  const messages =
+    err instanceof AggregateError ? err.errors.map((e) => e?.message ?? String(e)) : [err?.message ?? String(err)];
   console.error(`build: ${messages.join('\nbuild: ')}`);
   if (!(err instanceof BuildError || err instanceof AggregateError)) console.error(err);
   process.exit(1);

@@ -12,7 +12,8 @@ for (const file of report.testResults ?? []) {
   const tests = (file.assertionResults ?? []).filter((t) => t.status !== 'passed' && t.status !== 'failed');
   if (tests.length === 0) continue;
   lines.push(`  ${relative(process.cwd(), file.name)} (${tests.length})`);
-  for (const t of tests) lines.push(`    ${[...t.ancestorTitles, t.title].join(' > ')}${t.status === 'skipped' ? '' : ` [${t.status}]`}`);
+  for (const t of tests)
+    lines.push(`    ${[...t.ancestorTitles, t.title].join(' > ')}${t.status === 'skipped' ? '' : ` [${t.status}]`}`);
 }
 if (lines.length > 0) console.log(['skipped tests, by file:', ...lines].join('\n'));
 console.log(`${report.numPassedTests} passed, ${report.numFailedTests} failed, ${skipped} skipped`);

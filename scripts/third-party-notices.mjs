@@ -104,16 +104,19 @@ for (const key of productionClosure()) {
   if (existsSync(vendor)) {
     for (const sub of readdirSync(vendor).sort()) {
       if (!statSync(join(vendor, sub)).isDirectory()) continue;
-      for (const f of licenceFiles(join(vendor, sub))) files.push({ label: `vendor/${sub}/${f}`, path: join(vendor, sub, f) });
+      for (const f of licenceFiles(join(vendor, sub)))
+        files.push({ label: `vendor/${sub}/${f}`, path: join(vendor, sub, f) });
     }
   }
-  if (files.length === 0 && !pkg.license) throw new Error(`${pkg.name}: no licence file and no "license" in its package.json`);
+  if (files.length === 0 && !pkg.license)
+    throw new Error(`${pkg.name}: no licence file and no "license" in its package.json`);
   summary.push(`  ${pkg.name} ${pkg.version} (${pkg.license ?? 'see below'})`);
   const head = [rule, `${pkg.name} ${pkg.version}`, `License: ${pkg.license ?? 'see below'}`];
   const url = sourceUrl(pkg);
   if (url) head.push(`Source: ${url}`);
   head.push(rule);
-  if (files.length === 0) head.push(`The package ships no licence file; its package.json declares the ${pkg.license} license.`, '');
+  if (files.length === 0)
+    head.push(`The package ships no licence file; its package.json declares the ${pkg.license} license.`, '');
   for (const f of files) head.push(`--- ${f.label} ---`, readFileSync(f.path, 'utf8').trimEnd(), '');
   sections.push(head.join('\n'));
 }

@@ -19,7 +19,8 @@ export function parseFlags<S extends Record<string, FlagKind>>(
     const eq = arg.indexOf('=');
     const name = arg.startsWith('--') ? arg.slice(2, eq < 0 ? undefined : eq) : undefined;
     const kind = name !== undefined && Object.hasOwn(spec, name) ? spec[name] : undefined;
-    if (name === undefined || kind === undefined) return { ok: false, problem: `unknown argument ${JSON.stringify(arg)}; ${usage}` };
+    if (name === undefined || kind === undefined)
+      return { ok: false, problem: `unknown argument ${JSON.stringify(arg)}; ${usage}` };
     if (name in flags) return { ok: false, problem: `--${name} given twice; ${usage}` };
     if (kind === 'bool') {
       if (eq >= 0) return { ok: false, problem: `--${name} takes no value; ${usage}` };
@@ -29,7 +30,8 @@ export function parseFlags<S extends Record<string, FlagKind>>(
     const text = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
     if (text === undefined || text === '') return { ok: false, problem: `--${name} needs a value; ${usage}` };
     if (kind === 'int') {
-      if (!/^\d{1,9}$/.test(text)) return { ok: false, problem: `--${name} must be a whole number (got ${JSON.stringify(text)}); ${usage}` };
+      if (!/^\d{1,9}$/.test(text))
+        return { ok: false, problem: `--${name} must be a whole number (got ${JSON.stringify(text)}); ${usage}` };
       flags[name] = Number(text);
     } else flags[name] = text;
   }

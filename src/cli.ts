@@ -23,22 +23,43 @@ function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
 }
 
-/** Runs `verb` with `args` and resolves with its exit status; `self` is the running executable (what `install` copies). */
+/**
+ * Runs `verb` with `args` and resolves with its exit status; `self` is the running executable (what `install` copies).
+ */
 export async function runVerb(verb: string, args: readonly string[], self: string): Promise<number> {
   // Loaded when it runs: zod's JSON Schema export is no part of the announcer's start.
-  if (verb === SCHEMA_VERB) return (await import('./commands/schema')).schemaCommand({ out: (t) => line(1, t), err: (t) => line(2, t) }, args);
+  if (verb === SCHEMA_VERB)
+    return (await import('./commands/schema')).schemaCommand({ out: (t) => line(1, t), err: (t) => line(2, t) }, args);
   if (verb === STATUS_VERB || verb === ANNOUNCE_VERB) {
     const libc = loadLibc();
     const timers = realTimers(() => libc.bootTimeMs());
     const io = { out: (t: string) => line(1, t), err: (t: string) => line(2, t) };
-    if (verb === ANNOUNCE_VERB) return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
+    if (verb === ANNOUNCE_VERB)
+      return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
     return statusCommand(
-      { ask: async (stateDir) => checkReply(await askAnnouncer(stateDir, { op: 'status' }, { start: false, timeoutMs: 0 })), records: listRecords, bootMs: timers.bootMs, ...io },
+      {
+        ask: async (stateDir) =>
+          checkReply(await askAnnouncer(stateDir, { op: 'status' }, { start: false, timeoutMs: 0 })),
+        records: listRecords,
+        bootMs: timers.bootMs,
+        ...io,
+      },
       args,
     );
   }
   if (verb === INSTALL_VERB) {
-    return install({ self, dirProblem, installFile, removeStaleTemps, now: Date.now, out: (t) => line(1, t), err: (t) => line(2, t) }, args);
+    return install(
+      {
+        self,
+        dirProblem,
+        installFile,
+        removeStaleTemps,
+        now: Date.now,
+        out: (t) => line(1, t),
+        err: (t) => line(2, t),
+      },
+      args,
+    );
   }
   if (args.length > 0) {
     line(2, `announcer ${SLEEP_VERB}: takes no arguments`);

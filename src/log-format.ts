@@ -20,7 +20,9 @@ export function formatLine(format: LogFormat, e: LogEvent): string {
   const fields = Object.entries(e.fields).filter(([k, v]) => v !== undefined && (format === 'text' || !CORE.has(k)));
   if (format === 'json') return `${jsonLine(e, fields)}\n`;
   if (format === 'logfmt') {
-    const pairs = [['time', e.time.toISOString()], ['level', e.level], ['msg', e.msg], ...fields].map(([k, v]) => `${logfmtKey(k as string)}=${logfmtValue(v)}`);
+    const pairs = [['time', e.time.toISOString()], ['level', e.level], ['msg', e.msg], ...fields].map(
+      ([k, v]) => `${logfmtKey(k as string)}=${logfmtValue(v)}`,
+    );
     return `${pairs.join(' ')}\n`;
   }
   const kv = fields.map(([k, v]) => `${k}=${textValue(v)}`).join(' ');
@@ -42,7 +44,12 @@ function jsonLine(e: LogEvent, fields: [string, unknown][]): string {
     return JSON.stringify({ ...head, ...Object.fromEntries(fields) }, plain);
   } catch {
     // A circular field: each field alone, the bad one as text.
-    return JSON.stringify({ ...head, ...Object.fromEntries(fields.map(([k, v]) => [k, safe(() => JSON.parse(JSON.stringify(v, plain) ?? 'null'), String(v))])) });
+    return JSON.stringify({
+      ...head,
+      ...Object.fromEntries(
+        fields.map(([k, v]) => [k, safe(() => JSON.parse(JSON.stringify(v, plain) ?? 'null'), String(v))]),
+      ),
+    });
   }
 }
 
@@ -51,15 +58,24 @@ function logfmtKey(k: string): string {
   return k.replace(/[^A-Za-z0-9_.-]/g, '_') || '_';
 }
 
-/** A logfmt value: bare when it holds no space, quote, `=`, backslash or control character; else quoted with JSON's escapes. */
+/**
+ * A logfmt value: bare when it holds no space, quote, `=`, backslash or control character; else quoted with JSON's
+ * escapes.
+ */
 function logfmtValue(v: unknown): string {
-  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : safe(() => JSON.stringify(v, plain) ?? String(v), String(v));
+  const s =
+    typeof v === 'string'
+      ? v
+      : v instanceof Error
+        ? v.message
+        : safe(() => JSON.stringify(v, plain) ?? String(v), String(v));
   // eslint-disable-next-line no-control-regex
   return s === '' || /[\s"=\\\u0000-\u001f\u007f]/.test(s) ? JSON.stringify(s) : s;
 }
 
 function textValue(v: unknown): string {
-  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : safe(() => JSON.stringify(v) ?? String(v), String(v));
+  const s =
+    typeof v === 'string' ? v : v instanceof Error ? v.message : safe(() => JSON.stringify(v) ?? String(v), String(v));
   return /[\s"=]/.test(s) ? JSON.stringify(s) : s;
 }
 

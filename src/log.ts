@@ -21,7 +21,10 @@ export interface Logger {
 /** Where log lines go. */
 export type LogSink = (line: string) => void;
 
-/** A logger writing lines at or above `level` to `sink`: `time LEVEL msg k=v…` (`text`), or one JSON object or logfmt line per event. */
+/**
+ * A logger writing lines at or above `level` to `sink`: `time LEVEL msg k=v…` (`text`), or one JSON object or logfmt
+ * line per event.
+ */
 export function createLogger(
   sink: LogSink,
   level: LogLevel,
@@ -42,7 +45,10 @@ export function createLogger(
   };
 }
 
-/** A sink appending to the regular file `file` (created 0600); never blocks or throws, and refuses a FIFO, device or symlink there. */
+/**
+ * A sink appending to the regular file `file` (created 0600); never blocks or throws, and refuses a FIFO, device or
+ * symlink there.
+ */
 export function fileSink(file: string): LogSink {
   return (line) => {
     try {
@@ -67,10 +73,15 @@ export function teeLogger(a: Logger, b: Logger): Logger {
   };
 }
 
-/** A command's logger: to its config's logFile at its logLevel, each line naming the attachment; silent without a logFile. */
+/**
+ * A command's logger: to its config's logFile at its logLevel, each line naming the attachment; silent without a
+ * logFile.
+ */
 export function commandLogger(
   config: { logFile?: string | undefined; logLevel: LogLevel },
   ids: { containerId?: string | undefined; ifname?: string | undefined },
 ): Logger {
-  return config.logFile ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname }) : silentLogger;
+  return config.logFile
+    ? createLogger(fileSink(config.logFile), config.logLevel, { containerId: ids.containerId, ifname: ids.ifname })
+    : silentLogger;
 }

@@ -47,8 +47,13 @@ async function main(): Promise<void> {
     return out.exit(0);
   }
   if (verb !== undefined) {
-    const [{ runProcessVerb }, { processWiring }] = await Promise.all([import('./process/verbs'), import('./process/wiring')]);
-    return out.exit(await runProcessVerb(processWiring(), verb, process.argv.slice(3), (line) => out.write(2, `${line}\n`)));
+    const [{ runProcessVerb }, { processWiring }] = await Promise.all([
+      import('./process/verbs'),
+      import('./process/wiring'),
+    ]);
+    return out.exit(
+      await runProcessVerb(processWiring(), verb, process.argv.slice(3), (line) => out.write(2, `${line}\n`)),
+    );
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
   if (!process.env.CNI_COMMAND) {
@@ -76,7 +81,10 @@ async function main(): Promise<void> {
   let readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
   // VERSION stays here, and loads its answer alone (podman asks it once per pod).
   if (process.env.CNI_COMMAND === 'VERSION') {
-    const [{ versionReply }, { MAX_STDIN_BYTES }] = await Promise.all([import('./cni/version-reply'), import('./cni/decode')]);
+    const [{ versionReply }, { MAX_STDIN_BYTES }] = await Promise.all([
+      import('./cni/version-reply'),
+      import('./cni/decode'),
+    ]);
     reply(`${JSON.stringify(versionReply(await readStdin(MAX_STDIN_BYTES).catch(() => undefined)))}\n`);
     return out.exit(0);
   }
@@ -84,15 +92,21 @@ async function main(): Promise<void> {
   const shimmed = await forwardToAnnouncer(readStdin, reply);
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // In-process, on the bytes the shim read, then on what is left of the same stdin.
-  if (shimmed.stdin !== undefined) readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
+  if (shimmed.stdin !== undefined)
+    readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
   const { dispatch } = await import('./cni/dispatch');
   const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, lazyPlugin());
   return out.exit(code);
 }
 
-/** Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here. */
+/**
+ * Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here.
+ */
 // Loaded here, not at start-up: VERSION needs none of it.
-async function forwardToAnnouncer(readStdin: (maxBytes: number) => Promise<Uint8Array>, writeStdout: (text: string) => void): Promise<ShimResult> {
+async function forwardToAnnouncer(
+  readStdin: (maxBytes: number) => Promise<Uint8Array>,
+  writeStdout: (text: string) => void,
+): Promise<ShimResult> {
   const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
   let deps;
   try {

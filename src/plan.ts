@@ -50,12 +50,23 @@ export interface AnnouncePlan {
 }
 
 /** Builds the plan for one attachment. */
-export function planAnnouncement(options: PlanOptions, result: PlanResult, env: { netns: string; ifname: string }): AnnouncePlan {
-  const sandboxed = result.interfaces.flatMap((iface, index) => (iface.sandbox === env.netns ? [{ name: iface.name, index }] : []));
+export function planAnnouncement(
+  options: PlanOptions,
+  result: PlanResult,
+  env: { netns: string; ifname: string },
+): AnnouncePlan {
+  const sandboxed = result.interfaces.flatMap((iface, index) =>
+    iface.sandbox === env.netns ? [{ name: iface.name, index }] : [],
+  );
   const pod =
     sandboxed.length > 0
       ? sandboxed
-      : [{ name: env.ifname, index: indexOrUndefined(result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox)) }];
+      : [
+          {
+            name: env.ifname,
+            index: indexOrUndefined(result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox)),
+          },
+        ];
   const chosen = options.interfaces ? pod.filter((p) => options.interfaces!.includes(p.name)) : pod;
   const prefix = options.mac === 'ip-derived' ? parseMacPrefix(options.macPrefix) : undefined;
   const interfaces = chosen.map((p): InterfacePlan => {
@@ -108,7 +119,10 @@ export interface RoundAddresses {
   ipv6: readonly { bytes: Uint8Array; optimistic: boolean }[];
 }
 
-/** One round: a gratuitous ARP per IPv4 address and ARP op, an unsolicited NA per IPv6 one (O clear when optimistic, R set when the pod forwards). */
+/**
+ * One round: a gratuitous ARP per IPv4 address and ARP op, an unsolicited NA per IPv6 one (O clear when optimistic, R
+ * set when the pod forwards).
+ */
 export function roundFrames(round: RoundAddresses, arpOps: readonly ArpOp[], router: boolean): Buffer[] {
   const frames: Buffer[] = [];
   if (!round.noarp) {

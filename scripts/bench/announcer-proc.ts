@@ -53,7 +53,9 @@ export function announcersOf(stateDir: string): AnnouncerProc[] {
   const found: AnnouncerProc[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const argv = readOrEmpty(`/proc/${entry}/cmdline`).split('\0').filter((s) => s !== '');
+    const argv = readOrEmpty(`/proc/${entry}/cmdline`)
+      .split('\0')
+      .filter((s) => s !== '');
     if (!isDaemonOf(argv, stateDir)) continue;
     const startTime = statFields(Number(entry))?.[19];
     if (startTime !== undefined) found.push({ pid: Number(entry), startTime });

@@ -18,7 +18,10 @@ export const ROWS = {
   addFallback: 'announcer ADD, count 1, in-process fallback',
 } as const;
 
-/** Issue 18's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in MiB over it. */
+/**
+ * Issue 18's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in MiB
+ * over it.
+ */
 export const BUDGETS = {
   /** ADD count 1 with an announcer already running. */
   addOneVsFloor: 1.6,
@@ -85,19 +88,28 @@ export function peerLine(rows: readonly TableRow[]): string {
   return `Against the Go tuning ADD: warm ADD count 1 ${x(ROWS.addOne)}, cold ADD ${x(ROWS.addCold)}, DEL ${x(ROWS.del)}, VERSION ${x(ROWS.version)}, the floor ${x(ROWS.runtimeFloor)}`;
 }
 
-/** Issue 18's budget for pod sandboxes started together through containerd's CRI: median with the announcer ≤ 1.2× the bridge alone's. */
+/**
+ * Issue 18's budget for pod sandboxes started together through containerd's CRI: median with the announcer ≤ 1.2× the
+ * bridge alone's.
+ */
 export const CRI_BUDGET = 1.2;
 
 /** The CRI budget's verdict, from the median RunPodSandbox times (ms) with and without the announcer. */
 export function criVerdict(withAnnouncerMs: number, bridgeAloneMs: number): Verdict {
   const r = withAnnouncerMs / bridgeAloneMs;
-  return { label: `CRI median RunPodSandbox ≤ ${CRI_BUDGET}× the bridge alone`, measured: `${r.toFixed(2)}× the bridge alone`, pass: r <= CRI_BUDGET };
+  return {
+    label: `CRI median RunPodSandbox ≤ ${CRI_BUDGET}× the bridge alone`,
+    measured: `${r.toFixed(2)}× the bridge alone`,
+    pass: r <= CRI_BUDGET,
+  };
 }
 
 /** Issue 18's budget for node CPU per pod cycle, in multiples of the runtime floor's CPU for one run. */
 export const CPU_BUDGET_VS_FLOOR = 4;
 
-/** The CPU budget's verdict: the announcer's share of node CPU per pod cycle against the floor's CPU for one run (ms). */
+/**
+ * The CPU budget's verdict: the announcer's share of node CPU per pod cycle against the floor's CPU for one run (ms).
+ */
 export function cpuVerdict(perPodMs: number, floorRunMs: number): Verdict {
   const r = perPodMs / floorRunMs;
   return {

@@ -15,7 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ANNOUNCER, SYSTEM_CNI_DIR } from '../../test/integration/harness/cni';
 import { createPodNetwork } from '../../test/integration/harness/bridge-pods';
-import { containerdUnavailable, privateContainerd, type PrivateContainerd } from '../../test/integration/harness/containerd';
+import {
+  containerdUnavailable,
+  privateContainerd,
+  type PrivateContainerd,
+} from '../../test/integration/harness/containerd';
 import { buildPauseImage } from '../../test/integration/harness/oci-image';
 import type { Scope } from '../../test/integration/harness/scope';
 import { scopedMain } from '../shared/scoped-main';
@@ -39,33 +43,56 @@ function intFromEnv(name: string, fallback: number): number {
 }
 
 /** containerd with both handlers on one fresh bridge; the announcer's stateDir in the bench's temp dir. */
-async function startContainerd(scope: Scope, dir: string, pods: number): Promise<{ ctd: PrivateContainerd; stateDir: string }> {
+async function startContainerd(
+  scope: Scope,
+  dir: string,
+  pods: number,
+): Promise<{ ctd: PrivateContainerd; stateDir: string }> {
   const { bridge, net } = await createPodNetwork(scope, 'bcri');
   const stateDir = join(dir, 'announcer-state');
-  const ipam = { type: 'host-local', ranges: [[{ subnet: `${net.v4(0)}/24`, rangeStart: net.v4(10), rangeEnd: net.v4(10 + pods + 10), gateway: net.v4(1) }]] };
+  const ipam = {
+    type: 'host-local',
+    ranges: [
+      [{ subnet: `${net.v4(0)}/24`, rangeStart: net.v4(10), rangeEnd: net.v4(10 + pods + 10), gateway: net.v4(1) }],
+    ],
+  };
   const bridgeConf = { type: 'bridge', bridge, isGateway: false, ipMasq: false, ipam };
   // Runs after containerd's undo steps (newest first), whose DELs of any sandbox left may start an announcer.
   scope.defer(() => stopAnnouncer(stateDir), 'the announcer of the bench stateDir');
   const ctd = await privateContainerd(scope, {
     dir,
     networks: [
-      { handler: 'announcer', conflist: { cniVersion: '1.0.0', name: 'bcri-ann', plugins: [bridgeConf, { type: 'announcer', stateDir }] } },
+      {
+        handler: 'announcer',
+        conflist: { cniVersion: '1.0.0', name: 'bcri-ann', plugins: [bridgeConf, { type: 'announcer', stateDir }] },
+      },
       { handler: 'control', conflist: { cniVersion: '1.0.0', name: 'bcri-ctl', plugins: [bridgeConf] } },
     ],
     sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
-    plugins: { announcer: ANNOUNCER, ...Object.fromEntries(['bridge', 'host-local', 'loopback'].map((p) => [p, join(SYSTEM_CNI_DIR, p)])) },
+    plugins: {
+      announcer: ANNOUNCER,
+      ...Object.fromEntries(['bridge', 'host-local', 'loopback'].map((p) => [p, join(SYSTEM_CNI_DIR, p)])),
+    },
   });
   return { ctd, stateDir };
 }
 
-/** Starts `pods` sandboxes at once through `handler`; resolves with each RunPodSandbox's time (ms), after removing them all. */
+/**
+ * Starts `pods` sandboxes at once through `handler`; resolves with each RunPodSandbox's time (ms), after removing them
+ * all.
+ */
 async function batch(ctd: PrivateContainerd, handler: string, pods: number, tag: string): Promise<number[]> {
   const ids: string[] = [];
   const times = await Promise.all(
     Array.from({ length: pods }, async (_, i) => {
       const metadata = { name: `pod-${i}`, uid: `bench-cri-${tag}-${i}`, namespace: 'bench-cri' };
       const t0 = process.hrtime.bigint();
-      ids.push(await ctd.cri.runPodSandbox({ metadata, hostname: metadata.name, linux: { cgroupParent: ctd.cgroupParent } }, handler));
+      ids.push(
+        await ctd.cri.runPodSandbox(
+          { metadata, hostname: metadata.name, linux: { cgroupParent: ctd.cgroupParent } },
+          handler,
+        ),
+      );
       return Number(process.hrtime.bigint() - t0) / 1e6;
     }),
   );
@@ -85,16 +112,32 @@ function report(samples: Map<Batch, number[][]>, pods: number, runs: number): st
   const fmt = (ms: number): string => (ms / 1000).toFixed(2);
   const body = BATCHES.map((b) => {
     const xs = all(b);
-    return [b, fmt(median(xs)), `${fmt(quantile(xs, 0.25))}–${fmt(quantile(xs, 0.75))}`, `${(median(xs) / control).toFixed(2)}×`];
+    return [
+      b,
+      fmt(median(xs)),
+      `${fmt(quantile(xs, 0.25))}–${fmt(quantile(xs, 0.75))}`,
+      `${(median(xs) / control).toFixed(2)}×`,
+    ];
   });
-  const perRun = BATCHES.map((b) => `${b}: ${samples.get(b)!.map((xs) => fmt(median(xs))).join(', ')} s`);
+  const perRun = BATCHES.map(
+    (b) =>
+      `${b}: ${samples
+        .get(b)!
+        .map((xs) => fmt(median(xs)))
+        .join(', ')} s`,
+  );
   return [
     `${pods} pod sandboxes at once through containerd's CRI, ${runs} runs of 3 batches (bridge alone, announcer cold, announcer warm)`,
     '',
     markdownTable(['RunPodSandbox', 'median s', 'p25–p75 s', '× bridge alone'], body, [false, true, true, true]),
     '',
     'Budget (issue 18: median start ≤ 1.2× the bridge alone):',
-    renderVerdicts(['announcer, cold', 'announcer, warm'].map((b) => ({ ...criVerdict(median(all(b as Batch)), control), label: `${b}: ≤ 1.2× the bridge alone` }))),
+    renderVerdicts(
+      ['announcer, cold', 'announcer, warm'].map((b) => ({
+        ...criVerdict(median(all(b as Batch)), control),
+        label: `${b}: ≤ 1.2× the bridge alone`,
+      })),
+    ),
     `Each run's medians: ${perRun.join('; ')}`,
     `load at the end: ${loadLine()}`,
   ];
@@ -112,8 +155,13 @@ await scopedMain('bench-cri', async (scope, abort) => {
   for (let run = 0; run < runs; run++) {
     for (const b of BATCHES) {
       if (b === 'announcer, cold') stopAnnouncer(stateDir);
-      if (b === 'announcer, warm' && findAnnouncer(stateDir) === undefined) throw new Error('no announcer running before the warm batch');
-      samples.get(b)!.push(await batch(ctd, b === 'bridge alone' ? 'control' : 'announcer', pods, `${run}-${b.replace(/\W+/g, '')}`));
+      if (b === 'announcer, warm' && findAnnouncer(stateDir) === undefined)
+        throw new Error('no announcer running before the warm batch');
+      samples
+        .get(b)!
+        .push(
+          await batch(ctd, b === 'bridge alone' ? 'control' : 'announcer', pods, `${run}-${b.replace(/\W+/g, '')}`),
+        );
       process.stderr.write(`run ${run + 1}/${runs}: ${b} done\n`);
       abort.throwIfAborted();
     }

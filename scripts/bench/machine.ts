@@ -7,7 +7,11 @@ import type { Programs } from './rows';
 /** What the announcer binary is: a compiled ELF or a script, and its size. */
 export function announcerKind(path: string): string {
   const head = readFileSync(path).subarray(0, 4);
-  const kind = head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])) ? 'ELF executable' : head.subarray(0, 2).toString() === '#!' ? 'script' : 'unknown format';
+  const kind = head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]))
+    ? 'ELF executable'
+    : head.subarray(0, 2).toString() === '#!'
+      ? 'script'
+      : 'unknown format';
   return `${kind}, ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`;
 }
 

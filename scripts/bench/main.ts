@@ -55,7 +55,9 @@ function preflight(p: Base): void {
   ]);
 }
 
-/** Registers the undo steps for what plugin runs leave behind (a run cut short by a signal included), run newest first. */
+/**
+ * Registers the undo steps for what plugin runs leave behind (a run cut short by a signal included), run newest first.
+ */
 function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(() => stopAnnouncer(p.stateDir), 'the announcer of the bench stateDir');
   const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, command: 'DEL' };
@@ -70,7 +72,8 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
 function announcerLine(stateDir: string): string {
   const proc = findAnnouncer(stateDir);
   const usage = proc && announcerUsage(proc);
-  if (usage === undefined) return 'The announcer of the bench stateDir: not running at the end (it should be: idleExitMs is an hour).';
+  if (usage === undefined)
+    return 'The announcer of the bench stateDir: not running at the end (it should be: idleExitMs is an hour).';
   const mib = (kib: number): string => (kib / 1024).toFixed(1);
   return `The announcer at the end (pid ${proc!.pid}, started by the last cold sample): peak RSS ${mib(usage.peakKiB)} MiB, PSS ${mib(usage.pssKiB)} MiB, CPU ${usage.cpuMs.toFixed(0)} ms.`;
 }
@@ -104,7 +107,8 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
 
 async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
   const pod = await createBridgePod(scope, { prefix: 'bnch' });
-  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs (the plugin creates the first).
+  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs (the plugin
+  // creates the first).
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
   const programs: Programs = {
@@ -137,8 +141,14 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   });
 
   // The fallback row's premise: its shim never found an announcer to start (see rows.ts, unreachableStateDir).
-  if (findAnnouncer(programs.unreachableStateDir) !== undefined || existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) || !statSync(marker).isDirectory()) {
-    throw new Error(`an announcer was started for ${programs.unreachableStateDir}: the in-process fallback row measured something else`);
+  if (
+    findAnnouncer(programs.unreachableStateDir) !== undefined ||
+    existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) ||
+    !statSync(marker).isDirectory()
+  ) {
+    throw new Error(
+      `an announcer was started for ${programs.unreachableStateDir}: the in-process fallback row measured something else`,
+    );
   }
 
   const rssKiB = new Map<string, number>();

@@ -20,7 +20,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createBridge } from '../../test/integration/harness/bridge';
-import { ANNOUNCER, BRIDGE_PLUGIN, bridgeConfig, chainConfig, cniExec, type CniOutput } from '../../test/integration/harness/cni';
+import {
+  ANNOUNCER,
+  BRIDGE_PLUGIN,
+  bridgeConfig,
+  chainConfig,
+  cniExec,
+  type CniOutput,
+} from '../../test/integration/harness/cni';
 import { allocSubnet, uniqueName } from '../../test/integration/harness/names';
 import { createNetns, type Netns } from '../../test/integration/harness/netns';
 import type { Scope } from '../../test/integration/harness/scope';
@@ -35,7 +42,10 @@ import { median } from './stats';
 
 const PODS = Number(process.env.BENCH_PODS ?? 40);
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 3);
-/** Long enough to outlive the wait between the ADDs and the DELs; the announcer's exit after the DELs is part of the cycle. */
+/**
+ * Long enough to outlive the wait between the ADDs and the DELs; the announcer's exit after the DELs is part of the
+ * cycle.
+ */
 const IDLE_EXIT_MS = 3000;
 /** Issue 11's and 18's budgets. */
 const PSS_BUDGET_MIB = 60;
@@ -75,9 +85,15 @@ function ok(what: string, out: CniOutput): CniOutput {
 async function floorCpuMs(file: string, n: number): Promise<number> {
   const before = childrenCpuMs();
   await Promise.all(
-    Array.from({ length: n }, () => new Promise<void>((resolve, reject) => {
-      spawn(file, [], { env: cleanEnv(), stdio: 'ignore' }).once('error', reject).once('exit', () => resolve());
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<void>((resolve, reject) => {
+          spawn(file, [], { env: cleanEnv(), stdio: 'ignore' })
+            .once('error', reject)
+            .once('exit', () => resolve());
+        }),
+    ),
   );
   return childrenCpuMs() - before;
 }
@@ -87,21 +103,32 @@ async function setUp(scope: Scope, stateDir: string) {
   const net = allocSubnet();
   const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: 'bmas' });
   const pods: Pod[] = [];
-  for (let i = 0; i < PODS; i++) pods.push({ netns: await createNetns(scope, 'bmas'), containerId: uniqueName('bmas-'), ip: net.v4Cidr(10 + i) });
+  for (let i = 0; i < PODS; i++)
+    pods.push({ netns: await createNetns(scope, 'bmas'), containerId: uniqueName('bmas-'), ip: net.v4Cidr(10 + i) });
   const bridgeConf = (p: Pod) => bridgeConfig({ bridge, ip: p.ip, gw: net.v4(1), name: 'bench-mass' });
-  const call = (p: Pod, command: 'ADD' | 'DEL') => ({ command, containerId: p.containerId, netns: p.netns.path, ifname: 'eth0' });
+  const call = (p: Pod, command: 'ADD' | 'DEL') => ({
+    command,
+    containerId: p.containerId,
+    netns: p.netns.path,
+    ifname: 'eth0',
+  });
   const announcerConf = { type: 'announcer', stateDir, idleExitMs: IDLE_EXIT_MS };
   return { pods, bridgeConf, call, announcerConf };
 }
 
 /** One churn: every pod ADDed at once, then (after the bursts) DELed at once, then the announcer's idle exit. */
-async function churn(setup: Awaited<ReturnType<typeof setUp>>, stateDir: string, withAnnouncer: boolean): Promise<Churn> {
+async function churn(
+  setup: Awaited<ReturnType<typeof setUp>>,
+  stateDir: string,
+  withAnnouncer: boolean,
+): Promise<Churn> {
   const { pods, bridgeConf, call, announcerConf } = setup;
   const before = childrenCpuMs();
   const results = await Promise.all(
     pods.map(async (p) => {
       const prev = ok('bridge ADD', await cniExec(BRIDGE_PLUGIN, call(p, 'ADD'), bridgeConf(p))).json;
-      if (withAnnouncer) ok('announcer ADD', await cniExec(ANNOUNCER, call(p, 'ADD'), chainConfig(bridgeConf(p), announcerConf, prev)));
+      if (withAnnouncer)
+        ok('announcer ADD', await cniExec(ANNOUNCER, call(p, 'ADD'), chainConfig(bridgeConf(p), announcerConf, prev)));
       return prev;
     }),
   );
@@ -111,7 +138,11 @@ async function churn(setup: Awaited<ReturnType<typeof setUp>>, stateDir: string,
   const processesLater = announcersOf(stateDir).length;
   await Promise.all(
     pods.map(async (p, i) => {
-      if (withAnnouncer) ok('announcer DEL', await cniExec(ANNOUNCER, call(p, 'DEL'), chainConfig(bridgeConf(p), announcerConf, results[i])));
+      if (withAnnouncer)
+        ok(
+          'announcer DEL',
+          await cniExec(ANNOUNCER, call(p, 'DEL'), chainConfig(bridgeConf(p), announcerConf, results[i])),
+        );
       ok('bridge DEL', await cniExec(BRIDGE_PLUGIN, call(p, 'DEL'), bridgeConf(p)));
     }),
   );
@@ -120,7 +151,10 @@ async function churn(setup: Awaited<ReturnType<typeof setUp>>, stateDir: string,
   // Read before its idle exit (IDLE_EXIT_MS after the DELs), which it spends asleep.
   const cpuMs = (last && announcerUsage(last)?.cpuMs) ?? Number.NaN;
   for (let i = 0; i < 100 && findAnnouncer(stateDir) !== undefined; i++) await sleep(100);
-  return { cpuMs: childrenCpuMs() - before + cpuMs, background: { processes: procs.length, pssMiB: pssKiB / 1024, cpuMs, processesLater } };
+  return {
+    cpuMs: childrenCpuMs() - before + cpuMs,
+    background: { processes: procs.length, pssMiB: pssKiB / 1024, cpuMs, processesLater },
+  };
 }
 
 await scopedMain('bench-mass', async (scope) => {
@@ -143,20 +177,37 @@ await scopedMain('bench-mass', async (scope) => {
   const perPod = (median(full.map((f) => f.cpuMs)) - median(bare)) / PODS;
   const worst = full.map((f) => f.background!).reduce((a, b) => (b.pssMiB > a.pssMiB ? b : a));
   const verdict = (okay: boolean): string => (okay ? 'PASS' : 'FAIL');
-  console.log(`cni-announcer bench-mass: ${PODS} pods at once, default bursts, ${CYCLES} interleaved cycles (load average ${loadLine()})`);
+  console.log(
+    `cni-announcer bench-mass: ${PODS} pods at once, default bursts, ${CYCLES} interleaved cycles (load average ${loadLine()})`,
+  );
   console.log('');
   console.log('| measure | value | budget | verdict |');
   console.log('|---|---|---|---|');
-  const most = (pick: (b: NonNullable<Churn['background']>) => number): number => Math.max(...full.map((f) => pick(f.background!)));
-  console.log(`| announcer processes once every ADD returned (worst cycle) | ${most((b) => b.processes)} | ≤ ${PROCESS_BUDGET} | ${verdict(most((b) => b.processes) <= PROCESS_BUDGET)} |`);
-  console.log(`| their PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`);
-  console.log(`| announcer processes 2.5 s later, the bursts sent (worst cycle) | ${most((b) => b.processesLater)} | | |`);
+  const most = (pick: (b: NonNullable<Churn['background']>) => number): number =>
+    Math.max(...full.map((f) => pick(f.background!)));
+  console.log(
+    `| announcer processes once every ADD returned (worst cycle) | ${most((b) => b.processes)} | ≤ ${PROCESS_BUDGET} | ${verdict(most((b) => b.processes) <= PROCESS_BUDGET)} |`,
+  );
+  console.log(
+    `| their PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`,
+  );
+  console.log(
+    `| announcer processes 2.5 s later, the bursts sent (worst cycle) | ${most((b) => b.processesLater)} | | |`,
+  );
   console.log(`| node CPU per pod cycle, bridge alone (median) | ${(median(bare) / PODS).toFixed(1)} ms | | |`);
-  console.log(`| node CPU per pod cycle, bridge + announcer (median) | ${(median(full.map((f) => f.cpuMs)) / PODS).toFixed(1)} ms | | |`);
+  console.log(
+    `| node CPU per pod cycle, bridge + announcer (median) | ${(median(full.map((f) => f.cpuMs)) / PODS).toFixed(1)} ms | | |`,
+  );
   console.log(`| the announcer's share per pod cycle (shims + announcer) | ${perPod.toFixed(1)} ms | ≤ 4× floor | |`);
-  console.log(`| of which the announcer process (median) | ${(median(full.map((f) => f.background!.cpuMs)) / PODS).toFixed(1)} ms | | |`);
-  console.log(`| the runtime floor's CPU for one run (${PODS} at once, median) | ${median(floors).toFixed(1)} ms | | |`);
+  console.log(
+    `| of which the announcer process (median) | ${(median(full.map((f) => f.background!.cpuMs)) / PODS).toFixed(1)} ms | | |`,
+  );
+  console.log(
+    `| the runtime floor's CPU for one run (${PODS} at once, median) | ${median(floors).toFixed(1)} ms | | |`,
+  );
   console.log('');
   console.log(renderVerdicts([cpuVerdict(perPod, median(floors))]));
-  console.log("CPU: the bench's reaped children (cutime + cstime) and the announcer's utime + stime; other load on the machine slows them, it does not add to them.");
+  console.log(
+    "CPU: the bench's reaped children (cutime + cstime) and the announcer's utime + stime; other load on the machine slows them, it does not add to them.",
+  );
 });

@@ -59,7 +59,12 @@ export function cleanEnv(cni?: CniVars): Record<string, string> {
 /** Runs cmd to the end and measures its wall time (spawn to reaped exit). Throws only if it cannot start. */
 export function timedRun(cmd: Command): Timed {
   const t0 = process.hrtime.bigint();
-  const res = spawnSync(cmd.file, cmd.args, { env: cmd.env, input: cmd.stdin ?? '', encoding: 'utf8', timeout: TIMEOUT_MS });
+  const res = spawnSync(cmd.file, cmd.args, {
+    env: cmd.env,
+    input: cmd.stdin ?? '',
+    encoding: 'utf8',
+    timeout: TIMEOUT_MS,
+  });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   if (res.error) throw new Error(`cannot run ${cmd.file}: ${res.error.message}`, { cause: res.error });
   return { ms, code: res.status ?? 128, stdout: res.stdout, stderr: res.stderr };
@@ -68,7 +73,9 @@ export function timedRun(cmd: Command): Timed {
 /** Throws with the command's output unless it exited 0; returns it otherwise. */
 export function expectOk(what: string, res: Timed): Timed {
   if (res.code !== 0) {
-    throw new Error(`${what} exited ${res.code}: ${(res.stdout.trim() || res.stderr.trim() || '(no output)').slice(0, 2000)}`);
+    throw new Error(
+      `${what} exited ${res.code}: ${(res.stdout.trim() || res.stderr.trim() || '(no output)').slice(0, 2000)}`,
+    );
   }
   return res;
 }
@@ -88,7 +95,12 @@ export function peakRssKiB(cmd: Command): number {
       timeout: TIMEOUT_MS,
     });
     if (res.error) throw new Error(`cannot run ${GNU_TIME}: ${res.error.message}`, { cause: res.error });
-    expectOk(`${cmd.file} (under ${GNU_TIME})`, { ms: 0, code: res.status ?? 128, stdout: res.stdout, stderr: res.stderr });
+    expectOk(`${cmd.file} (under ${GNU_TIME})`, {
+      ms: 0,
+      code: res.status ?? 128,
+      stdout: res.stdout,
+      stderr: res.stderr,
+    });
     // On a non-zero exit GNU time writes a "Command exited with…" line first; the figure is last.
     const kib = Number(readFileSync(out, 'utf8').trim().split('\n').at(-1));
     if (!Number.isFinite(kib)) throw new Error(`${GNU_TIME} wrote no RSS figure for ${cmd.file}`);

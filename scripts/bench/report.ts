@@ -25,7 +25,11 @@ const fmtRatio = (r: number): string => r.toFixed(2);
 const fmtMiB = (kib: number | undefined): string => (kib === undefined ? '—' : (kib / 1024).toFixed(1));
 
 /** Pads every column to its widest cell and joins the cells as a Markdown table. */
-export function markdownTable(header: readonly string[], body: readonly (readonly string[])[], rightAligned: readonly boolean[]): string {
+export function markdownTable(
+  header: readonly string[],
+  body: readonly (readonly string[])[],
+  rightAligned: readonly boolean[],
+): string {
   const widths = header.map((h, c) => Math.max(h.length, ...body.map((r) => r[c]!.length)));
   const line = (cells: readonly string[]): string =>
     `| ${cells.map((cell, c) => (rightAligned[c] ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
@@ -38,7 +42,11 @@ export function markdownTable(header: readonly string[], body: readonly (readonl
  * machine's noise), the median's ratio to the yardstick and to the peer rows,
  * and peak RSS.
  */
-export function renderTable(rows: readonly TableRow[], yardstick: { name: string; label: string }, peer: { name: string; label: string }): string {
+export function renderTable(
+  rows: readonly TableRow[],
+  yardstick: { name: string; label: string },
+  peer: { name: string; label: string },
+): string {
   const medianOf = (name: string): number => median(rows.find((r) => r.name === name)?.samples ?? []);
   const base = medianOf(yardstick.name);
   const peerMs = medianOf(peer.name);

@@ -49,7 +49,10 @@ export interface ProcessRow {
 export const IDLE_EXIT_MS = 3_600_000;
 /** The announcer settings of one round only. */
 export const ANNOUNCER_ONE = { count: 1 };
-/** Nothing to send: ADD validates and answers with the prevResult, without entering the pod (what the shim and the exchange cost). */
+/**
+ * Nothing to send: ADD validates and answers with the prevResult, without entering the pod (what the shim and the
+ * exchange cost).
+ */
 export const ANNOUNCER_NOTHING = { count: 0 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
@@ -66,20 +69,33 @@ export function pluginCommand(p: Programs, pod: BridgePod, file: string, command
   return {
     file,
     args: [],
-    env: cleanEnv({ command, containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, path: p.cniPath }),
+    env: cleanEnv({
+      command,
+      containerId: pod.containerId,
+      netns: pod.netns.path,
+      ifname: pod.ifname,
+      path: p.cniPath,
+    }),
     stdin: JSON.stringify(pod.chained(conf)),
   };
 }
 
 /** An announcer call on the pod with `settings`, on the run's stateDir or another one. */
-export function announcerCommand(p: Programs, pod: BridgePod, command: string, settings: object, stateDir = p.stateDir): Command {
+export function announcerCommand(
+  p: Programs,
+  pod: BridgePod,
+  command: string,
+  settings: object,
+  stateDir = p.stateDir,
+): Command {
   return pluginCommand(p, pod, p.announcer, command, announcerConf(stateDir, settings));
 }
 
 /** The plugin commands of the table, in table order. */
 export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): ProcessRow[] {
   const plugin = (file: string, command: string, conf: object): Command => pluginCommand(p, pod, file, command, conf);
-  const announcer = (command: string, settings: object, stateDir?: string): Command => announcerCommand(p, pod, command, settings, stateDir);
+  const announcer = (command: string, settings: object, stateDir?: string): Command =>
+    announcerCommand(p, pod, command, settings, stateDir);
   const untimed = (what: string, cmd: Command) => () => void expectOk(what, timedRun(cmd));
   const addOne = announcer('ADD', ANNOUNCER_ONE);
   const delOne = untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE));
@@ -92,11 +108,23 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
       name: ROWS.version,
       command: { file: p.announcer, args: [], env: cleanEnv({ command: 'VERSION' }), stdin: '{"cniVersion":"1.0.0"}' },
     },
-    { name: ROWS.addNothing, command: announcer('ADD', ANNOUNCER_NOTHING), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_NOTHING)) },
+    {
+      name: ROWS.addNothing,
+      command: announcer('ADD', ANNOUNCER_NOTHING),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_NOTHING)),
+    },
     { name: ROWS.addOne, command: addOne, after: delOne },
-    { name: ROWS.addProbe, command: announcer('ADD', ANNOUNCER_PROBE), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)) },
+    {
+      name: ROWS.addProbe,
+      command: announcer('ADD', ANNOUNCER_PROBE),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)),
+    },
     // DEL cancels the later rounds, so they do not compete with the next rows.
-    { name: ROWS.addDefault, command: announcer('ADD', ANNOUNCER_DEFAULTS), after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_DEFAULTS)) },
+    {
+      name: ROWS.addDefault,
+      command: announcer('ADD', ANNOUNCER_DEFAULTS),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_DEFAULTS)),
+    },
     { name: ROWS.addCold, command: addOne, before: () => stop(p.stateDir), after: delOne },
     { name: ROWS.del, command: announcer('DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
     {

@@ -6,11 +6,18 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-/** Compiles scripts/bench/empty-entry.ts to `out` as the plugin is compiled: what a start costs before any plugin code runs. */
+/**
+ * Compiles scripts/bench/empty-entry.ts to `out` as the plugin is compiled: what a start costs before any plugin code
+ * runs.
+ */
 export function buildRuntimeFloor(out: string): void {
   const root = resolve(HERE, '../..');
-  execFileSync(join(root, 'node_modules/.bin/bun'), [join(root, 'scripts/build.mjs'), `--entry=${join(HERE, 'empty-entry.ts')}`, `--out=${out}`], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  execFileSync(
+    join(root, 'node_modules/.bin/bun'),
+    [join(root, 'scripts/build.mjs'), `--entry=${join(HERE, 'empty-entry.ts')}`, `--out=${out}`],
+    {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
 }

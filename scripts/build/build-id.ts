@@ -7,7 +7,9 @@ import { join, relative, resolve } from 'node:path';
 /** What an id may look like: it goes into every request between a CNI call and the announcer. */
 export const BUILD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-/** One input of a build: its path relative to the checkout (so the checkout's own path does not count) and its bytes. */
+/**
+ * One input of a build: its path relative to the checkout (so the checkout's own path does not count) and its bytes.
+ */
 export interface BuildInput {
   path: string;
   content: Uint8Array;
@@ -17,7 +19,10 @@ export interface BuildInput {
  * The first 16 hex digits of sha256 over the inputs (sorted by path, each as path, length and bytes) and
  * the settings (Bun's version, the target, the flags: as sorted JSON).
  */
-export function buildId(inputs: readonly BuildInput[], settings: Readonly<Record<string, string | number | boolean>>): string {
+export function buildId(
+  inputs: readonly BuildInput[],
+  settings: Readonly<Record<string, string | number | boolean>>,
+): string {
   const hash = createHash('sha256');
   for (const { path, content } of [...inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     hash.update(`${path}\0${content.length}\0`).update(content);
@@ -40,6 +45,7 @@ export function buildInputs(root: string, entry: string): BuildInput[] {
   };
   walk('src');
   walk('scripts/build');
-  for (const f of ['scripts/build.mjs', 'package.json', 'package-lock.json', relative(root, resolve(root, entry))]) files.add(f);
+  for (const f of ['scripts/build.mjs', 'package.json', 'package-lock.json', relative(root, resolve(root, entry))])
+    files.add(f);
   return [...files].map((path) => ({ path, content: readFileSync(join(root, path)) }));
 }

@@ -16,7 +16,9 @@ export interface PluginBuilder {
   onResolve(options: { filter: RegExp }, callback: (args: ResolveArgs) => { path: string } | undefined): void;
 }
 
-/** The specifier under which src/native/embedded-koffi.ts imports koffi's addon (declared in src/native/assets.d.ts). */
+/**
+ * The specifier under which src/native/embedded-koffi.ts imports koffi's addon (declared in src/native/assets.d.ts).
+ */
 export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
 
 /**
@@ -34,7 +36,10 @@ const BUILTIN = /^(?:node:)?(assert|buffer|child_process|crypto|events|module|ne
 
 /** The part of Bun.build's metafile that {@link builtinRefusals} reads: each input's imports. */
 export interface Metafile {
-  inputs: Record<string, { imports?: readonly { path: string; kind: string; original?: string; external?: boolean }[] }>;
+  inputs: Record<
+    string,
+    { imports?: readonly { path: string; kind: string; original?: string; external?: boolean }[] }
+  >;
 }
 
 /**
@@ -50,7 +55,9 @@ export function builtinRefusals(metafile: Metafile, root: string, cwd: string): 
     for (const i of imports) {
       const name = i.external ? BUILTIN.exec(i.original ?? i.path)?.[1] : undefined;
       if (name === undefined || BUILTINS_ALLOWED[importer]?.includes(name)) continue;
-      refusals.push(`${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts), besides BUILTINS_ALLOWED in scripts/build/plugin.ts`);
+      refusals.push(
+        `${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts), besides BUILTINS_ALLOWED in scripts/build/plugin.ts`,
+      );
     }
   }
   return refusals;
@@ -77,7 +84,8 @@ export function embedPlugin(root: string, addonAsset: string, used: { addon: boo
         throw new Error(`${rel(a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/koffi.ts`);
       });
       b.onResolve({ filter: new RegExp(`^${ADDON_SPECIFIER}$`) }, (a) => {
-        if (a.importer !== loader) throw new Error(`${rel(a.importer)} imports koffi's addon: only src/native/embedded-koffi.ts may`);
+        if (a.importer !== loader)
+          throw new Error(`${rel(a.importer)} imports koffi's addon: only src/native/embedded-koffi.ts may`);
         used.addon = true;
         return { path: addonAsset };
       });

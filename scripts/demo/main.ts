@@ -15,7 +15,12 @@
 // status 0 when the demo showed both the bug and the fix, 1 otherwise.
 import { execFileSync } from 'node:child_process';
 import { isDeepStrictEqual } from 'node:util';
-import { attachBridgePod, createPodNetwork, type BridgePod, type PodNetwork } from '../../test/integration/harness/bridge-pods';
+import {
+  attachBridgePod,
+  createPodNetwork,
+  type BridgePod,
+  type PodNetwork,
+} from '../../test/integration/harness/bridge-pods';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, assertCniOk } from '../../test/integration/harness/cni';
 import { neighEntry, OLD_MAC, plantStale } from '../../test/integration/harness/neigh';
 import { pingOnce } from '../../test/integration/harness/ping';
@@ -38,13 +43,14 @@ const KEEPER_HOST = 9;
 const PREFIX = 'cnidemo';
 const LOG_LINES = 12;
 
-const style = process.stdout.isTTY && !process.env.NO_COLOR && (process.env.TERM ?? 'dumb') !== 'dumb' ? COLOURS : PLAIN;
+const style =
+  process.stdout.isTTY && !process.env.NO_COLOR && (process.env.TERM ?? 'dumb') !== 'dumb' ? COLOURS : PLAIN;
 const say = (line = ''): void => void process.stdout.write(`${line}\n`);
 
 /** The containernetworking-plugins version dpkg knows, or `unknown`. */
 function pluginsVersion(): string {
   try {
-    return execFileSync('dpkg-query', ['-W', '-f=${Version}', 'containernetworking-plugins'], { encoding: 'utf8' });
+    return execFileSync('dpkg-query', ['-W', `-f=\${Version}`, 'containernetworking-plugins'], { encoding: 'utf8' });
   } catch {
     return 'unknown';
   }
@@ -63,7 +69,12 @@ async function observe(pod: BridgePod, result: string, step: (line: string) => v
   step(`node entry now: ${pod.ip} ${entry?.mac ?? '-'} ${entry?.state ?? 'none'}`);
   const ping = await pingOnce(pod.ip, PING_WAIT_S);
   step(`ping -c1 -W${PING_WAIT_S} ${pod.ip}: ${pingText(ping.rttMs, PING_WAIT_S)}`);
-  return { ...(entry ? { entry } : {}), podMac: pod.mac, ...(ping.replied ? { pingMs: ping.rttMs ?? '?' } : {}), result };
+  return {
+    ...(entry ? { entry } : {}),
+    podMac: pod.mac,
+    ...(ping.replied ? { pingMs: ping.rttMs ?? '?' } : {}),
+    result,
+  };
 }
 
 /** What the chained plugin printed, next to the prevResult it was given. */
@@ -74,7 +85,8 @@ function judgeResult(stdout: string, prevResult: unknown): string {
   } catch {
     return 'INVALID: not JSON';
   }
-  if (typeof out !== 'object' || out === null || !Array.isArray((out as { ips?: unknown }).ips)) return 'INVALID: not a result';
+  if (typeof out !== 'object' || out === null || !Array.isArray((out as { ips?: unknown }).ips))
+    return 'INVALID: not a result';
   return isDeepStrictEqual(out, prevResult) ? 'prevResult passed through' : 'result (changed)';
 }
 
@@ -91,9 +103,16 @@ async function before(scope: Scope, network: PodNetwork, step: (line: string) =>
   return seen;
 }
 
-async function after(scope: Scope, network: PodNetwork, files: AnnouncerFiles, step: (line: string) => void): Promise<Observation> {
+async function after(
+  scope: Scope,
+  network: PodNetwork,
+  files: AnnouncerFiles,
+  step: (line: string) => void,
+): Promise<Observation> {
   say();
-  say(`${style.bold}AFTER${style.off}: pod B takes ${network.net.v4(POD_HOST)}, bridge plugin then announcer (chained)`);
+  say(
+    `${style.bold}AFTER${style.off}: pod B takes ${network.net.v4(POD_HOST)}, bridge plugin then announcer (chained)`,
+  );
   await plantOld(network.bridge, network.net.v4(POD_HOST), step);
   const pod = await attachPod(scope, network, POD_HOST);
   const t0 = Date.now();
@@ -110,7 +129,9 @@ async function after(scope: Scope, network: PodNetwork, files: AnnouncerFiles, s
   );
   const announcerMs = Date.now() - t0;
   const result = judgeResult(out.stdout, pod.result);
-  step(`ADD returned: bridge ${pod.addMs} ms + announcer ${announcerMs} ms; pod B ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`);
+  step(
+    `ADD returned: bridge ${pod.addMs} ms + announcer ${announcerMs} ms; pod B ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`,
+  );
   const seen = await observe(pod, result, step);
   const log = (await files.log()).split('\n').filter((l) => l !== '');
   if (log.length > 0) step(`announcer log (${files.logFile}):`);
@@ -128,7 +149,9 @@ await scopedMain('demo', async (scope, abort) => {
   requireRoot('make demo', 'it creates a bridge and network namespaces');
   requireExecutables([
     [ANNOUNCER, 'run `make build`'],
-    ...[BRIDGE_PLUGIN, `${SYSTEM_CNI_DIR}/static`].map((p) => [p, 'run `make system-deps` (containernetworking-plugins)'] as const),
+    ...[BRIDGE_PLUGIN, `${SYSTEM_CNI_DIR}/static`].map(
+      (p) => [p, 'run `make system-deps` (containernetworking-plugins)'] as const,
+    ),
   ]);
   say(`${style.bold}cni-announcer demo: the node's stale ARP entry for a reused pod IP${style.off}`);
   say(`bridge plugin: ${BRIDGE_PLUGIN} (containernetworking-plugins ${pluginsVersion()})`);

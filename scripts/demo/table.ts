@@ -23,7 +23,14 @@ export interface Style {
 }
 
 /** Styles for a terminal that shows colours. */
-export const COLOURS: Style = { bold: '\x1b[1m', dim: '\x1b[2m', red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', off: '\x1b[0m' };
+export const COLOURS: Style = {
+  bold: '\x1b[1m',
+  dim: '\x1b[2m',
+  red: '\x1b[31m',
+  green: '\x1b[32m',
+  yellow: '\x1b[33m',
+  off: '\x1b[0m',
+};
 /** No styles: plain text. */
 export const PLAIN: Style = { bold: '', dim: '', red: '', green: '', yellow: '', off: '' };
 
@@ -51,7 +58,9 @@ export function pingText(pingMs: string | undefined, pingWaitS: number): string 
   return pingMs === undefined ? `lost (no reply in ${pingWaitS} s)` : `ok (${pingMs} ms)`;
 }
 
-/** Whether the bug showed before (old MAC kept, ping lost) and the fix after (pod's MAC, ping answered, a valid result). */
+/**
+ * Whether the bug showed before (old MAC kept, ping lost) and the fix after (pod's MAC, ping answered, a valid result).
+ */
 export function outcome(before: Observation, after: Observation): { bugShown: boolean; fixShown: boolean } {
   return {
     bugShown: before.entry?.mac !== before.podMac && before.pingMs === undefined,
@@ -63,7 +72,11 @@ const LABEL_WIDTH = 24;
 const CELL_WIDTH = 28;
 
 /** The before/after table, one string per line. */
-export function renderTable(before: Observation, after: Observation, opts: { oldMac: string; pingWaitS: number; style: Style }): string[] {
+export function renderTable(
+  before: Observation,
+  after: Observation,
+  opts: { oldMac: string; pingWaitS: number; style: Style },
+): string[] {
   const s = opts.style;
   const b = facts(before, opts.oldMac, opts.pingWaitS);
   const a = facts(after, opts.oldMac, opts.pingWaitS);
@@ -78,8 +91,16 @@ export function renderTable(before: Observation, after: Observation, opts: { old
     row('node entry after ADD', judged(b.entryText, b.holdsPodMac), judged(a.entryText, a.holdsPodMac)),
     row("pod's eth0 MAC", cell(before.podMac, 'plain'), cell(after.podMac, 'plain')),
     row("entry holds pod's MAC", judged(b.matchText, b.holdsPodMac), judged(a.matchText, a.holdsPodMac)),
-    row('ADD result', judged(before.result, !before.result.startsWith('INVALID')), judged(after.result, !after.result.startsWith('INVALID'))),
-    row(`first ping (-W${opts.pingWaitS})`, judged(b.pingText, before.pingMs !== undefined), judged(a.pingText, after.pingMs !== undefined)),
+    row(
+      'ADD result',
+      judged(before.result, !before.result.startsWith('INVALID')),
+      judged(after.result, !after.result.startsWith('INVALID')),
+    ),
+    row(
+      `first ping (-W${opts.pingWaitS})`,
+      judged(b.pingText, before.pingMs !== undefined),
+      judged(a.pingText, after.pingMs !== undefined),
+    ),
   ];
 }
 

@@ -1,7 +1,15 @@
 // Mutation scores per folder, summed from StrykerJS's JSON report (pure).
 
 /** A mutant's status as the mutation-testing-report schema spells it. */
-export type MutantStatus = 'Killed' | 'Survived' | 'NoCoverage' | 'Timeout' | 'CompileError' | 'RuntimeError' | 'Ignored' | 'Pending';
+export type MutantStatus =
+  | 'Killed'
+  | 'Survived'
+  | 'NoCoverage'
+  | 'Timeout'
+  | 'CompileError'
+  | 'RuntimeError'
+  | 'Ignored'
+  | 'Pending';
 
 /** The part of Stryker's JSON report (mutation-testing-report-schema) this sums. */
 export interface MutationReport {
@@ -81,5 +89,7 @@ export function renderScores(rows: readonly FolderScore[]): string[] {
   ]);
   const table = [[...COLUMNS], ...cells];
   const widths = COLUMNS.map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  return table.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
+  return table.map((row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '),
+  );
 }

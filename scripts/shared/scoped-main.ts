@@ -18,7 +18,9 @@ export async function scopedMain(name: string, body: ScriptBody): Promise<void> 
   const abort = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(sig, () => {
-      process.stderr.write(`\n${name}: ${sig}: ${abort.signal.aborted ? 'still cleaning up' : 'stopping and cleaning up'}\n`);
+      process.stderr.write(
+        `\n${name}: ${sig}: ${abort.signal.aborted ? 'still cleaning up' : 'stopping and cleaning up'}\n`,
+      );
       abort.abort(sig);
     });
   }
@@ -30,7 +32,8 @@ export async function scopedMain(name: string, body: ScriptBody): Promise<void> 
     // a failed cleanup step (body may close its scope itself) is reported all the same.
     await new Promise(setImmediate);
     const cleanupFailed = err instanceof AggregateError && err.errors.every((e) => e instanceof CleanupError);
-    if (!abort.signal.aborted || cleanupFailed) process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (!abort.signal.aborted || cleanupFailed)
+      process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
     status = 1;
   } finally {
     const errors = await scope.close();

@@ -47,12 +47,19 @@ export async function checkConflictsOnAdd(
   if (conflicts.length === 0) return { frames: [...frames], conflicts };
   if (check.action === 'fail') throw new AddressConflictError(conflicts);
   for (const c of conflicts) {
-    deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
+    deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
+      address: c.address,
+      mac: c.mac,
+      interface: c.interface,
+    });
   }
   return { frames: withoutConflicts(frames, conflicts), conflicts };
 }
 
-/** Steps one window to its end, waiting on its receivers (or for its next probe) between steps; the receivers are released whatever happens. */
+/**
+ * Steps one window to its end, waiting on its receivers (or for its next probe) between steps; the receivers are
+ * released whatever happens.
+ */
 async function probeWindow(
   deps: AddProbeDeps,
   session: PodSession,

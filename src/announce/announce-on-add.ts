@@ -24,15 +24,24 @@ import type { Timers } from './timers';
 import type { Waits } from './waits';
 import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
 
-/** What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their own. */
+/**
+ * What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their
+ * own.
+ */
 export interface AddDeps {
   libc: Libc;
   open: SocketOpener;
   timers: Timers;
-  /** Every wait on fds (pod readiness, the conflict probe's window): blocking poll(2) in the CNI process, the loop's in the announcer. */
+  /**
+   * Every wait on fds (pod readiness, the conflict probe's window): blocking poll(2) in the CNI process, the loop's in
+   * the announcer.
+   */
   waits: Waits;
   log: Logger;
-  /** Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came. Never throws. */
+  /**
+   * Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came.
+   * Never throws.
+   */
   askAnnouncer(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | undefined>;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
@@ -47,7 +56,14 @@ export interface AddDeps {
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob = keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'metricsFile' | 'rateLimit' | 'conflictCheck';
+type SharedWithJob =
+  | keyof AttachmentIds
+  | 'pod'
+  | 'logFile'
+  | 'logLevel'
+  | 'metricsFile'
+  | 'rateLimit'
+  | 'conflictCheck';
 
 /** One attachment's ADD. */
 export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
@@ -61,7 +77,10 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   idleExitMs: number;
 }
 
-/** Runs ADD's announcement under the attachment's lock (AttachmentBusyError past lockWaitMs) in a private stateDir; returns the MACs it set, by prevResult index. */
+/**
+ * Runs ADD's announcement under the attachment's lock (AttachmentBusyError past lockWaitMs) in a private stateDir;
+ * returns the MACs it set, by prevResult index.
+ */
 export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
@@ -108,9 +127,13 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   return done.macs;
 }
 
-/** This ADD's record: the previous record's original MACs are kept only when it was made for the same netns (the path may name a new pod by now). */
+/**
+ * This ADD's record: the previous record's original MACs are kept only when it was made for the same netns (the path
+ * may name a new pod by now).
+ */
 function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: Logger): AttachmentRecord {
-  const sameNetns = previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
+  const sameNetns =
+    previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }
@@ -118,10 +141,22 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
   return { network, containerId, ifname, netns, netnsId, originalMacs: sameNetns ? previous.originalMacs : [] };
 }
 
-/** Everything ADD does inside the pod: target MACs, then round 1; the packet socket goes to `release`, whatever happens. */
-async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<{ first: FirstRound; macs: Map<number, string> }> {
+/**
+ * Everything ADD does inside the pod: target MACs, then round 1; the packet socket goes to `release`, whatever happens.
+ */
+async function inPod(
+  deps: AddDeps,
+  job: AddJob,
+  record: AttachmentRecord,
+  clock: AddClock,
+): Promise<{ first: FirstRound; macs: Map<number, string> }> {
   const { plan } = job;
-  const session = openSession(deps, job.netns, plan.interfaces.map((i) => i.name), plan.hostPeerNames);
+  const session = openSession(
+    deps,
+    job.netns,
+    plan.interfaces.map((i) => i.name),
+    plan.hostPeerNames,
+  );
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
     const macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, deps.log);
@@ -139,7 +174,14 @@ async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock
 }
 
 /** Tells the announcer what round 1 did: with a job left, starting one if none runs; without, only one that runs. */
-async function handOver(deps: AddDeps, job: AddJob, name: string, record: AttachmentRecord, first: FirstRound, hadJob: boolean): Promise<void> {
+async function handOver(
+  deps: AddDeps,
+  job: AddJob,
+  name: string,
+  record: AttachmentRecord,
+  first: FirstRound,
+  hadJob: boolean,
+): Promise<void> {
   const { log } = deps;
   const counts = { sent: first.sent, conflicts: first.conflicts };
   if (!record.job) {
@@ -149,12 +191,21 @@ async function handOver(deps: AddDeps, job: AddJob, name: string, record: Attach
   }
   const reply = await tell(deps, job, { op: 'sync', record: name, ...counts }, true);
   if (reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
-  else if (reply) log.warn('background announcer refused the job: the record keeps it', { record: name, error: reply.error });
+  else if (reply)
+    log.warn('background announcer refused the job: the record keeps it', { record: name, error: reply.error });
   else log.info('no answer from the background announcer: it takes the job from the record', { record: name });
 }
 
-/** Sends `request` with the announcer's settings (one started here may get no job to read them from); round 1 is out and the record written, so no answer fails nothing. */
-function tell(deps: AddDeps, job: AddJob, request: Extract<Request, { op: 'sync' | 'count' }>, start: boolean): Promise<Reply | undefined> {
+/**
+ * Sends `request` with the announcer's settings (one started here may get no job to read them from); round 1 is out and
+ * the record written, so no answer fails nothing.
+ */
+function tell(
+  deps: AddDeps,
+  job: AddJob,
+  request: Extract<Request, { op: 'sync' | 'count' }>,
+  start: boolean,
+): Promise<Reply | undefined> {
   const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
   return deps.askAnnouncer(job.stateDir, { ...request, settings }, { start });
 }

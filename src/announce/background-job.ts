@@ -10,7 +10,10 @@ export interface AttachmentIds {
   containerId: string;
   ifname: string;
   netns: string;
-  /** The netns file's identity at ADD: a different one at the path means the pod is gone, and MACs are restored only into this one. */
+  /**
+   * The netns file's identity at ADD: a different one at the path means the pod is gone, and MACs are restored only
+   * into this one.
+   */
   netnsId: NetnsId;
 }
 
@@ -44,7 +47,10 @@ export interface BackgroundJob extends AttachmentIds {
    * In the background `fail` acts as `warn`: ADD has returned.
    */
   conflictCheck?: ConflictCheckJob | undefined;
-  /** IPv4 addresses ADD's probe left out: an announcer that reads this job from the records (not told by ADD) counts them. */
+  /**
+   * IPv4 addresses ADD's probe left out: an announcer that reads this job from the records (not told by ADD) counts
+   * them.
+   */
   conflicts?: number | undefined;
 }
 

@@ -38,7 +38,10 @@ export interface AddressConflict {
   kind: ConflictKind;
 }
 
-/** The interface, MAC and address of each gratuitous ARP frame of a round (NOARP and IPv6-only interfaces have none to probe). */
+/**
+ * The interface, MAC and address of each gratuitous ARP frame of a round (NOARP and IPv6-only interfaces have none to
+ * probe).
+ */
 export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
   const targets = new Map<number, ProbeTarget>();
   for (const { index, name, frame } of frames) {
@@ -53,7 +56,10 @@ export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
 }
 
 /** `frames` without the gratuitous ARP frames of conflicting addresses (on the interface they were seen on). */
-export function withoutConflicts(frames: readonly OutgoingFrame[], conflicts: readonly AddressConflict[]): OutgoingFrame[] {
+export function withoutConflicts(
+  frames: readonly OutgoingFrame[],
+  conflicts: readonly AddressConflict[],
+): OutgoingFrame[] {
   if (conflicts.length === 0) return [...frames];
   return frames.filter(({ name, frame }) => {
     if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) return true;
@@ -68,13 +74,19 @@ const HOW_SEEN: Record<ConflictKind, string> = {
   probe: 'it is probing for that address itself',
 };
 
-/** One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0)`. */
+/**
+ * One conflict in words, e.g. `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that
+ * address on eth0)`.
+ */
 export function describeConflict(c: AddressConflict): string {
   return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
 }
 
 /** `interfaces` (a job's) without the IPv4 addresses that conflict on them: later rounds leave those out too. */
-export function dropConflicting<T extends { name: string; ipv4: readonly string[] }>(interfaces: readonly T[], conflicts: readonly AddressConflict[]): T[] {
+export function dropConflicting<T extends { name: string; ipv4: readonly string[] }>(
+  interfaces: readonly T[],
+  conflicts: readonly AddressConflict[],
+): T[] {
   return interfaces.map((i) => ({
     ...i,
     ipv4: i.ipv4.filter((text) => !conflicts.some((c) => c.interface === i.name && c.address === canonicalIP(text))),
@@ -89,7 +101,10 @@ export class ConflictProbe {
   private readonly found = new Map<string, AddressConflict>();
   private readonly addressCount: number;
 
-  /** A window from `startMs`: probe k of `probes` is due at k × probeMs / probes; it ends after probeMs, or once every address (`stopAtFirst`: one) conflicts. */
+  /**
+   * A window from `startMs`: probe k of `probes` is due at k × probeMs / probes; it ends after probeMs, or once every
+   * address (`stopAtFirst`: one) conflicts.
+   */
   constructor(
     private readonly targets: readonly ProbeTarget[],
     private readonly ownMacs: readonly Uint8Array[],
@@ -98,7 +113,10 @@ export class ConflictProbe {
     private readonly stopAtFirst = false,
   ) {
     this.end = startMs + settings.probeMs;
-    this.dueTimes = Array.from({ length: settings.probes }, (_, k) => startMs + (k * settings.probeMs) / settings.probes);
+    this.dueTimes = Array.from(
+      { length: settings.probes },
+      (_, k) => startMs + (k * settings.probeMs) / settings.probes,
+    );
     this.addressCount = targets.reduce((n, t) => n + t.ipv4.length, 0);
   }
 
@@ -107,7 +125,8 @@ export class ConflictProbe {
     const out: OutgoingFrame[] = [];
     while (this.sent < this.dueTimes.length && this.dueTimes[this.sent]! <= now && !this.finished(now)) {
       this.sent++;
-      for (const t of this.targets) for (const ip of t.ipv4) out.push({ index: t.index, name: t.name, frame: arpProbe({ mac: t.mac, ip }) });
+      for (const t of this.targets)
+        for (const ip of t.ipv4) out.push({ index: t.index, name: t.name, frame: arpProbe({ mac: t.mac, ip }) });
     }
     return out;
   }
@@ -121,7 +140,8 @@ export class ConflictProbe {
     if (!conflict) return;
     const address = conflict.address.join('.');
     const key = `${target.name} ${address}`;
-    if (!this.found.has(key)) this.found.set(key, { address, mac: formatMac(conflict.mac), interface: target.name, kind: conflict.kind });
+    if (!this.found.has(key))
+      this.found.set(key, { address, mac: formatMac(conflict.mac), interface: target.name, kind: conflict.kind });
   }
 
   /** Whether the window is over: its time is up, or nothing is left to learn. */
@@ -144,7 +164,12 @@ export class ConflictProbe {
 }
 
 /** Sends the probes of `probe` due at `now` through `send`; a failed send is logged (the window goes on). */
-export function sendDueProbes(probe: ConflictProbe, now: number, send: (index: number, frame: Buffer) => void, log: Logger): void {
+export function sendDueProbes(
+  probe: ConflictProbe,
+  now: number,
+  send: (index: number, frame: Buffer) => void,
+  log: Logger,
+): void {
   for (const { index, name, frame } of probe.due(now)) {
     try {
       send(index, frame);

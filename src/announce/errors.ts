@@ -19,8 +19,14 @@ export class AttachmentBusyError extends Error {
 /** Pod interfaces that are not in the pod netns (`gone`: they left it while ADD waited). */
 export class InterfaceMissingError extends Error {
   override name = 'InterfaceMissingError';
-  constructor(readonly names: readonly string[], readonly netns: string, readonly gone = false) {
-    super(`pod interface ${names.map((n) => `"${n}"`).join(', ')} ${gone ? 'disappeared from' : 'not found in'} ${netns}`);
+  constructor(
+    readonly names: readonly string[],
+    readonly netns: string,
+    readonly gone = false,
+  ) {
+    super(
+      `pod interface ${names.map((n) => `"${n}"`).join(', ')} ${gone ? 'disappeared from' : 'not found in'} ${netns}`,
+    );
   }
 }
 
@@ -28,6 +34,8 @@ export class InterfaceMissingError extends Error {
 export class AddressConflictError extends Error {
   override name = 'AddressConflictError';
   constructor(readonly conflicts: readonly AddressConflict[]) {
-    super(`IPv4 address conflict: ${conflicts.map(describeConflict).join('; ')}: announcing nothing (conflictCheck: fail)`);
+    super(
+      `IPv4 address conflict: ${conflicts.map(describeConflict).join('; ')}: announcing nothing (conflictCheck: fail)`,
+    );
   }
 }

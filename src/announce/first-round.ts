@@ -14,7 +14,10 @@ import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import { waitReady, type PodSession } from './session';
 
-/** What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background announcer. */
+/**
+ * What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background
+ * announcer.
+ */
 export interface FirstRound {
   sent: FrameCounts;
   conflicts?: number;
@@ -29,8 +32,16 @@ export interface AddClock {
 
 const NOTHING: FirstRound = { sent: NO_FRAMES };
 
-/** Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck; returns what is left for the background. */
-export async function firstRound(deps: AddDeps, job: AddJob, session: PodSession, clock: AddClock): Promise<FirstRound> {
+/**
+ * Sends round 1 if the pod gets ready within addWaitMs, probed first under conflictCheck; returns what is left for the
+ * background.
+ */
+export async function firstRound(
+  deps: AddDeps,
+  job: AddJob,
+  session: PodSession,
+  clock: AddClock,
+): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
   const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
@@ -42,7 +53,8 @@ export async function firstRound(deps: AddDeps, job: AddJob, session: PodSession
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return NOTHING;
   const timeoutMs = Math.min(addWaitMs, readyTimeoutMs);
-  const onWait = (reasons: readonly string[]): void => log.debug('pod not ready: waiting for it', { upToMs: timeoutMs, waitingFor: reasons });
+  const onWait = (reasons: readonly string[]): void =>
+    log.debug('pod not ready: waiting for it', { upToMs: timeoutMs, waitingFor: reasons });
   const outcome = await waitReady(session, targets, { timeoutMs, timers, waits: deps.waits, onWait });
   const base: BackgroundJob = {
     ...shared,
@@ -62,13 +74,26 @@ export async function firstRound(deps: AddDeps, job: AddJob, session: PodSession
         log.warn('pod not ready in time: not announcing', { waitedMs: readyTimeoutMs, waitingFor: outcome.reasons });
         return NOTHING;
       }
-      log.info('pod not ready yet: announcing from the background once it is', { waitedMs: addWaitMs, waitingFor: outcome.reasons });
+      log.info('pod not ready yet: announcing from the background once it is', {
+        waitedMs: addWaitMs,
+        waitingFor: outcome.reasons,
+      });
       return { sent: NO_FRAMES, later: base };
   }
 }
 
-/** The pod is ready: probes (conflictCheck), sends round 1, and leaves the later rounds (without conflicting addresses) as `base`'s job. */
-async function sendReady(deps: AddDeps, job: AddJob, session: PodSession, inputs: RoundInput[], base: BackgroundJob, lockedAt: number): Promise<FirstRound> {
+/**
+ * The pod is ready: probes (conflictCheck), sends round 1, and leaves the later rounds (without conflicting addresses)
+ * as `base`'s job.
+ */
+async function sendReady(
+  deps: AddDeps,
+  job: AddJob,
+  session: PodSession,
+  inputs: RoundInput[],
+  base: BackgroundJob,
+  lockedAt: number,
+): Promise<FirstRound> {
   const { log, timers } = deps;
   const { plan, addWaitMs } = job;
   const round = buildRound(inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
@@ -79,21 +104,38 @@ async function sendReady(deps: AddDeps, job: AddJob, session: PodSession, inputs
   // command waiting for this attachment's lock would give up on it.
   const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
   const sent = await sendWithinBudget(deps, frames.length, deadline, () => sendFrames(session.pod.packet, frames, log));
-  log.info('announced', { round: 1, of: plan.schedule.length, frames: totalFrames(sent), ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]) });
+  log.info('announced', {
+    round: 1,
+    of: plan.schedule.length,
+    frames: totalFrames(sent),
+    ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]),
+  });
   // Later rounds leave out what the probe found in use, too.
   const interfaces = dropConflicting(base.interfaces, conflicts);
   const more = plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   const found = conflicts.length;
-  return more ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } } : { sent, conflicts: found };
+  return more
+    ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } }
+    : { sent, conflicts: found };
 }
 
 /** Round 1 is never dropped: it waits for the node-wide budget until `deadline` (monotonic ms), then goes on credit. */
-async function sendWithinBudget(deps: AddDeps, frames: number, deadline: number, send: () => FrameCounts): Promise<FrameCounts> {
+async function sendWithinBudget(
+  deps: AddDeps,
+  frames: number,
+  deadline: number,
+  send: () => FrameCounts,
+): Promise<FrameCounts> {
   let sent: FrameCounts = NO_FRAMES;
   let waited = false;
   for (;;) {
     const now = deps.timers.now();
-    const taken = await deps.budget.take(frames, () => deps.timers.bootMs(), now >= deadline, () => (sent = send()));
+    const taken = await deps.budget.take(
+      frames,
+      () => deps.timers.bootMs(),
+      now >= deadline,
+      () => (sent = send()),
+    );
     if (taken.ok) return sent;
     if (!waited) deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
     waited = true;
@@ -110,7 +152,10 @@ function announceable(
   return plans.flatMap((p) => {
     const iface = resolved.find((r) => r.name === p.name)!;
     if (iface.ipvlanMode === 'l3' || iface.ipvlanMode === 'l3s') {
-      log.info('ipvlan in L3 mode has no L2 neighbours to update: sending nothing', { interface: p.name, mode: iface.ipvlanMode });
+      log.info('ipvlan in L3 mode has no L2 neighbours to update: sending nothing', {
+        interface: p.name,
+        mode: iface.ipvlanMode,
+      });
       return [];
     }
     if (p.ipv4.length + p.ipv6.length === 0) {

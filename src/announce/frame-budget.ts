@@ -23,7 +23,12 @@ export interface FrameBudget {
    * is held: the time the bucket accounts is the time the frames leave, not
    * the time a process that then waited for the lock asked.
    */
-  take(frames: number, clock: () => number, onCredit: boolean, send: () => void): Promise<{ ok: true } | { ok: false; waitMs: number }>;
+  take(
+    frames: number,
+    clock: () => number,
+    onCredit: boolean,
+    send: () => void,
+  ): Promise<{ ok: true } | { ok: false; waitMs: number }>;
 }
 
 /** A budget that never limits (rateLimit off). */
@@ -34,8 +39,17 @@ export const UNLIMITED: FrameBudget = {
   },
 };
 
-/** The budget `limit` in `<stateDir>/rate-limit.bucket`, shared by the processes of that stateDir; round 1s (`first`, never dropped) go before `later` rounds. */
-export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: LockFile, log: Logger, rounds: 'first' | 'later'): FrameBudget {
+/**
+ * The budget `limit` in `<stateDir>/rate-limit.bucket`, shared by the processes of that stateDir; round 1s (`first`,
+ * never dropped) go before `later` rounds.
+ */
+export function sharedFrameBudget(
+  stateDir: string,
+  limit: RateLimit,
+  lockFile: LockFile,
+  log: Logger,
+  rounds: 'first' | 'later',
+): FrameBudget {
   const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
   return {
     async take(frames, clock, onCredit, send) {
@@ -61,9 +75,12 @@ export function sharedFrameBudget(stateDir: string, limit: RateLimit, lockFile: 
           const now = clock();
           const bucket = readBucket(join(stateDir, BUCKET_FILE));
           const take = rounds === 'first' ? tryTake : tryTakeLater;
-          const next = onCredit ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) } : take(bucket, limit, frames, now);
+          const next = onCredit
+            ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) }
+            : take(bucket, limit, frames, now);
           if (!next.ok) {
-            if (rounds === 'first') replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
+            if (rounds === 'first')
+              replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
             return next;
           }
           replaceFile(stateDir, BUCKET_FILE, JSON.stringify(next.bucket));

@@ -5,7 +5,14 @@
 import type { Logger } from '../log';
 import { readArpFrames, type ArpReceiver } from '../sys/arp-receiver';
 import type { Libc } from '../sys/libc';
-import { ConflictProbe, probeTargets, sendDueProbes, type AddressConflict, type ProbeSettings, type ProbeTarget } from './conflict-probe';
+import {
+  ConflictProbe,
+  probeTargets,
+  sendDueProbes,
+  type AddressConflict,
+  type ProbeSettings,
+  type ProbeTarget,
+} from './conflict-probe';
 import type { OutgoingFrame } from './round';
 import type { PodSession, SocketOpener } from './session';
 import type { Timers } from './timers';
@@ -31,8 +38,19 @@ interface PodWindow {
   probe: ConflictProbe;
 }
 
-/** Opens the receivers (before the first probe goes out, so that no answer is missed) and starts the window at `startAt`; undefined when round `frames` has no IPv4 address to probe. */
-function setUp(deps: Pick<PodProbeDeps, 'open'>, session: PodSession, netns: string, frames: readonly OutgoingFrame[], settings: ProbeSettings, startAt: number, stopAtFirst: boolean): PodWindow | undefined {
+/**
+ * Opens the receivers (before the first probe goes out, so that no answer is missed) and starts the window at
+ * `startAt`; undefined when round `frames` has no IPv4 address to probe.
+ */
+function setUp(
+  deps: Pick<PodProbeDeps, 'open'>,
+  session: PodSession,
+  netns: string,
+  frames: readonly OutgoingFrame[],
+  settings: ProbeSettings,
+  startAt: number,
+  stopAtFirst: boolean,
+): PodWindow | undefined {
   const targets = probeTargets(frames);
   if (targets.length === 0) return undefined;
   const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
@@ -82,7 +100,9 @@ export class SteppedPodProbe {
     return this.released ? [] : this.window.receivers.map((r) => r.fd);
   }
 
-  /** Classifies the ARP queued on the receivers (no wait), sends the probes due by `now`; whether the window is over. */
+  /**
+   * Classifies the ARP queued on the receivers (no wait), sends the probes due by `now`; whether the window is over.
+   */
   step(now: number): boolean {
     const { probe, receivers } = this.window;
     for (const { ifindex, frame } of readArpFrames(this.deps.libc, receivers, 0)) probe.receive(ifindex, frame);
@@ -99,7 +119,11 @@ export class SteppedPodProbe {
   finish(): AddressConflict[] {
     const conflicts = this.window.probe.conflicts();
     this.close();
-    this.deps.log.debug('conflict probe done', { addresses: addressCount(this.window.targets), probes: this.settings.probes, conflicts: conflicts.length });
+    this.deps.log.debug('conflict probe done', {
+      addresses: addressCount(this.window.targets),
+      probes: this.settings.probes,
+      conflicts: conflicts.length,
+    });
     return conflicts;
   }
 

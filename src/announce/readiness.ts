@@ -31,7 +31,10 @@ export type Snapshot =
 
 const PORT_STATE_NAMES = ['disabled', 'listening', 'learning', 'forwarding', 'blocking'];
 
-/** Whether the interface may be announced: link up with carrier, bridge port forwarding, no planned IPv6 address tentative (absent or DAD-failed ones never are). */
+/**
+ * Whether the interface may be announced: link up with carrier, bridge port forwarding, no planned IPv6 address
+ * tentative (absent or DAD-failed ones never are).
+ */
 export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target: AnnounceTarget): Snapshot {
   const link = pod.linkByIndex(iface.index);
   if (!link || link.name !== iface.name) return { state: 'gone' };
@@ -62,8 +65,11 @@ export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target
     else ipv6.push({ bytes, optimistic: found.optimistic });
   }
   if (reasons.length > 0) return { state: 'waiting', reasons };
-  if (!link.mac || link.mac.length !== 6) return { state: 'waiting', reasons: [`${iface.name} has no Ethernet address`] };
-  return { state: 'ready', input: { index: iface.index, name: iface.name, mac: link.mac, noarp: link.noarp, ipv4, ipv6, skipped } };
+  if (link.mac?.length !== 6) return { state: 'waiting', reasons: [`${iface.name} has no Ethernet address`] };
+  return {
+    state: 'ready',
+    input: { index: iface.index, name: iface.name, mac: link.mac, noarp: link.noarp, ipv4, ipv6, skipped },
+  };
 }
 
 function findAddress(present: readonly AddressInfo[], bytes: Buffer): AddressInfo | undefined {

@@ -8,13 +8,21 @@ import { check, choice, ifname as ifnameOf, intRange, listOf, nonEmpty, numRange
 import type { BackgroundJob } from './background-job';
 import type { AttachmentRecord } from './state';
 
-const absPath = () => str().check(refine((s: string) => s.startsWith('/') && !s.includes('\0'), { error: 'must be an absolute path' }));
+const absPath = () =>
+  str().check(refine((s: string) => s.startsWith('/') && !s.includes('\0'), { error: 'must be an absolute path' }));
 const count = () => intRange(0, Number.MAX_SAFE_INTEGER, 'must be an integer ≥ 0');
 const ms = () => numRange(0, Infinity, 'must be a finite number ≥ 0');
 const ifname = () => ifnameOf('must be an interface name');
-const mac = () => str().check(refine((s: string) => /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(s), { error: 'must be a MAC address' }));
+const mac = () =>
+  str().check(refine((s: string) => /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(s), { error: 'must be a MAC address' }));
 
-const attachmentIds = { network: str(), containerId: nonEmpty(), ifname: ifname(), netns: absPath(), netnsId: obj({ dev: count(), ino: count() }) };
+const attachmentIds = {
+  network: str(),
+  containerId: nonEmpty(),
+  ifname: ifname(),
+  netns: absPath(),
+  netnsId: obj({ dev: count(), ino: count() }),
+};
 
 const backgroundJob = obj({
   ...attachmentIds,
@@ -29,7 +37,9 @@ const backgroundJob = obj({
   idleExitMs: optional(ms()),
   metricsFile: optional(absPath()),
   rateLimit: optional(obj({ framesPerSecond: ms(), burst: ms() })),
-  conflictCheck: optional(obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema })),
+  conflictCheck: optional(
+    obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema }),
+  ),
   conflicts: optional(count()),
   pod: optional(obj({ namespace: optional(str()), name: optional(str()) })),
 });

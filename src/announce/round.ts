@@ -29,7 +29,12 @@ export function totalFrames(counts: FrameCounts): number {
 }
 
 /** Builds one round's frames for each interface; addresses left out and build errors are logged. */
-export function buildRound(inputs: readonly RoundInput[], arpOps: readonly ArpOp[], router: boolean, log: Logger): OutgoingFrame[] {
+export function buildRound(
+  inputs: readonly RoundInput[],
+  arpOps: readonly ArpOp[],
+  router: boolean,
+  log: Logger,
+): OutgoingFrame[] {
   const out: OutgoingFrame[] = [];
   for (const input of inputs) {
     for (const s of input.skipped) log.warn('not announcing address', { interface: input.name, address: s });

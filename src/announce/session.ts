@@ -16,14 +16,20 @@ export interface PodSession {
   interfaces: ResolvedInterface[];
   /** Planned interface names that do not exist in the pod. */
   missing: string[];
-  /** The sockets that become readable when a pod link or address, or a host link (bridge port), changes; wait on them, then call drainEvents. */
+  /**
+   * The sockets that become readable when a pod link or address, or a host link (bridge port), changes; wait on them,
+   * then call drainEvents.
+   */
   eventFds: readonly number[];
   /** Discards queued change notifications. */
   drainEvents(): void;
   close(): void;
 }
 
-/** Opens sockets in the host's netns or a pod's (sys/netns.ts): injected, so that the announce layer is tested without root. */
+/**
+ * Opens sockets in the host's netns or a pod's (sys/netns.ts): injected, so that the announce layer is tested without
+ * root.
+ */
 export interface SocketOpener {
   pod(netns: string): PodSockets;
   host(): HostSockets;
@@ -76,9 +82,15 @@ export function openSession(
 }
 
 /** How a readiness wait ended. */
-export type ReadyOutcome = { kind: 'ready'; inputs: RoundInput[] } | { kind: 'timeout'; reasons: string[] } | { kind: 'gone'; name: string };
+export type ReadyOutcome =
+  | { kind: 'ready'; inputs: RoundInput[] }
+  | { kind: 'timeout'; reasons: string[] }
+  | { kind: 'gone'; name: string };
 
-/** Waits (through `waits`) on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs` passes; `onWait` hears why, once, when the first look says wait. */
+/**
+ * Waits (through `waits`) on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs`
+ * passes; `onWait` hears why, once, when the first look says wait.
+ */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],

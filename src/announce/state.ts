@@ -51,7 +51,10 @@ export type RecordRead =
   /** Not to be acted on: the caller logs `problem` and removes the file. */
   | { kind: 'invalid'; problem: string };
 
-/** Reads a record: a regular file of at most MAX_RECORD_BYTES that passes the record schema and is named for the attachment it describes. */
+/**
+ * Reads a record: a regular file of at most MAX_RECORD_BYTES that passes the record schema and is named for the
+ * attachment it describes.
+ */
 export function readRecordFile(file: string): RecordRead {
   let text: string | undefined;
   try {
@@ -75,7 +78,9 @@ export function readRecordFile(file: string): RecordRead {
   return { kind: 'ok', record: checked.record };
 }
 
-/** A record for ADD, DEL or GC to act on (an invalid one is logged and removed); call it holding the attachment's lock. */
+/**
+ * A record for ADD, DEL or GC to act on (an invalid one is logged and removed); call it holding the attachment's lock.
+ */
 export function readRecordToActOn(file: string, log: Logger): AttachmentRecord | undefined {
   const read = readRecordFile(file);
   if (read.kind === 'ok') return read.record;
@@ -106,9 +111,16 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
   return `cannot use stateDir ${shown}: ${why}`;
 }
 
-/** Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir; a failure leaves no temporary file. */
+/**
+ * Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir; a failure leaves no temporary
+ * file.
+ */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
-  return replaceFile(stateDir, `${attachmentName(record.containerId, record.ifname)}.json`, `${JSON.stringify(record)}\n`);
+  return replaceFile(
+    stateDir,
+    `${attachmentName(record.containerId, record.ifname)}.json`,
+    `${JSON.stringify(record)}\n`,
+  );
 }
 
 /** What an entry of stateDir is, by its name. */

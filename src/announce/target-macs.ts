@@ -7,7 +7,10 @@ import { persist } from './add-record';
 import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 
-/** Sets the target MACs of `interfaces` in the pod, recording each original in `record` (written to stateDir first); returns the MACs by prevResult index. */
+/**
+ * Sets the target MACs of `interfaces` in the pod, recording each original in `record` (written to stateDir first);
+ * returns the MACs by prevResult index.
+ */
 export function applyTargetMacs(
   session: PodSession,
   interfaces: readonly InterfacePlan[],
@@ -24,7 +27,7 @@ export function applyTargetMacs(
       continue;
     }
     const link = session.pod.rtnl.linkByIndex(iface.index);
-    if (!link?.mac || link.mac.length !== 6) {
+    if (link?.mac?.length !== 6) {
       log.warn('interface has no Ethernet address: not setting the IP-derived MAC', { interface: plan.name });
       continue;
     }

@@ -2,7 +2,10 @@
 export interface Timers {
   /** Milliseconds on this process's monotonic clock: for durations within the process. */
   now(): number;
-  /** Milliseconds since boot (CLOCK_BOOTTIME), the clock of times written to state: shared with the background process, never stepped. */
+  /**
+   * Milliseconds since boot (CLOCK_BOOTTIME), the clock of times written to state: shared with the background process,
+   * never stepped.
+   */
   bootMs(): number;
   /** Resolves after `ms` milliseconds. */
   sleep(ms: number): Promise<void>;

@@ -12,7 +12,10 @@ export interface RateLimit {
 export interface TokenBucket {
   tokens: number;
   atMs: number;
-  /** Until when (boot clock) a round 1, never dropped, waits for tokens: later rounds, which may be dropped, let it go first. */
+  /**
+   * Until when (boot clock) a round 1, never dropped, waits for tokens: later rounds, which may be dropped, let it go
+   * first.
+   */
   firstWaitsUntil?: number;
 }
 
@@ -58,14 +61,27 @@ export function tryTakeLater(
   return tryTake(bucket, limit, frames, now);
 }
 
-/** The bucket once a round 1 found too few tokens and was told to wait `waitMs`: later rounds hold back until it is back. */
-export function firstWaits(bucket: TokenBucket | undefined, limit: RateLimit, now: number, waitMs: number): TokenBucket {
+/**
+ * The bucket once a round 1 found too few tokens and was told to wait `waitMs`: later rounds hold back until it is
+ * back.
+ */
+export function firstWaits(
+  bucket: TokenBucket | undefined,
+  limit: RateLimit,
+  now: number,
+  waitMs: number,
+): TokenBucket {
   const full = refill(bucket, limit, now);
   return { ...full, firstWaitsUntil: Math.max(full.firstWaitsUntil ?? 0, now + waitMs + FIRST_RETURN_MS) };
 }
 
 /** Takes `frames` tokens whatever is left (round 1 of a pod that has waited long enough). */
-export function takeOnCredit(bucket: TokenBucket | undefined, limit: RateLimit, frames: number, now: number): TokenBucket {
+export function takeOnCredit(
+  bucket: TokenBucket | undefined,
+  limit: RateLimit,
+  frames: number,
+  now: number,
+): TokenBucket {
   const full = refill(bucket, limit, now);
   return { ...full, tokens: full.tokens - frames };
 }

@@ -5,7 +5,10 @@ import { parseMac } from '../wire/mac';
 import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 
-/** Restores each MAC `record` says was replaced; restored ones leave record.originalMacs, the others stay (logged) for DEL to retry. */
+/**
+ * Restores each MAC `record` says was replaced; restored ones leave record.originalMacs, the others stay (logged) for
+ * DEL to retry.
+ */
 export function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
   record.originalMacs = record.originalMacs.filter(({ name, mac }) => {
     const iface = session.interfaces.find((i) => i.name === name);

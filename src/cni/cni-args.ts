@@ -4,13 +4,19 @@ import { describeValue } from './field-path';
 export interface CniArgs {
   /** ANNOUNCE=true|false: turn announcing on or off for this attachment. */
   announce?: boolean;
-  /** MAC=: the MAC the runtime asked for (podman's `--mac-address`); empty counts as absent. Not validated: the announcer never sets it. */
+  /**
+   * MAC=: the MAC the runtime asked for (podman's `--mac-address`); empty counts as absent. Not validated: the
+   * announcer never sets it.
+   */
   mac?: string;
   /** Every K=V pair, known or not (the last one wins for a repeated key). */
   raw: Record<string, string>;
 }
 
-/** The pod CNI_ARGS names (K8S_POD_NAMESPACE, K8S_POD_NAME, as kubelet's runtimes send them); undefined when neither is there. */
+/**
+ * The pod CNI_ARGS names (K8S_POD_NAMESPACE, K8S_POD_NAME, as kubelet's runtimes send them); undefined when neither is
+ * there.
+ */
 export function podOf(raw: Readonly<Record<string, string>>): { namespace?: string; name?: string } | undefined {
   const { K8S_POD_NAMESPACE: namespace, K8S_POD_NAME: name } = raw;
   if (namespace === undefined && name === undefined) return undefined;

@@ -4,7 +4,13 @@ import { describeValue, valueAt } from './field-path';
 import { optional } from 'zod/mini';
 import { checkOption, issueTexts, optionFields, OPTIONS, type PluginOptions, type PodOverride } from './option-schema';
 import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
-import { ANNOUNCE_PATH, applyPodOverrides, combinePodAnnounces, type PodAnnounce, type PodChannel } from './pod-overrides';
+import {
+  ANNOUNCE_PATH,
+  applyPodOverrides,
+  combinePodAnnounces,
+  type PodAnnounce,
+  type PodChannel,
+} from './pod-overrides';
 import { listProblems } from './problems';
 import { check, list, obj, str } from './zod-checks';
 
@@ -17,12 +23,17 @@ export interface Attachment {
   ifname: string;
 }
 
-/** The network config from stdin, validated, with defaults applied: the options of OPTIONS, and what the runtime adds. */
+/**
+ * The network config from stdin, validated, with defaults applied: the options of OPTIONS, and what the runtime adds.
+ */
 export type PluginConfig = PluginOptions & {
   cniVersion: string;
   name: string;
   type: string;
-  /** What the pod's `args.cni.announce` and annotation change for this attachment under podOverrides; absent without either. */
+  /**
+   * What the pod's `args.cni.announce` and annotation change for this attachment under podOverrides; absent without
+   * either.
+   */
   podAnnounce?: PodAnnounce;
   /** The previous plugin's result, unvalidated: see parsePrevResult. */
   prevResult?: unknown;
@@ -30,7 +41,10 @@ export type PluginConfig = PluginOptions & {
   runtimeConfig?: { mac?: string; [key: string]: unknown };
   /** Per-attachment args as received (Multus puts a pod's cni-args in `args.cni`); `podAnnounce` is what counts. */
   args?: { cni?: Record<string, unknown>; [key: string]: unknown };
-  /** GC's live attachments: the union of `cni.dev/valid-attachments` and `cni.dev/attachments`; absent when neither is given. */
+  /**
+   * GC's live attachments: the union of `cni.dev/valid-attachments` and `cni.dev/attachments`; absent when neither is
+   * given.
+   */
   validAttachments?: Attachment[];
 };
 
@@ -57,7 +71,10 @@ type Envelope = { cniVersion: string; name: string; type: string } & Pick<Plugin
     [K in (typeof ATTACHMENT_KEYS)[number]]?: { containerID: string; ifname: string }[];
   };
 
-/** Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7 CniError naming every bad field. */
+/**
+ * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
+ * CniError naming every bad field.
+ */
 export function parseConfig(raw: unknown): PluginConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);
@@ -65,15 +82,20 @@ export function parseConfig(raw: unknown): PluginConfig {
   const doc = raw as Record<string, unknown>;
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : issueTexts(checked.issues, doc, []);
-  // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the conflist's.
-  const allowed = doc.podOverrides === undefined ? OPTIONS.podOverrides.fallback : (checkOption('podOverrides', doc.podOverrides) ?? []);
+  // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the
+  // conflist's.
+  const allowed =
+    doc.podOverrides === undefined
+      ? OPTIONS.podOverrides.fallback
+      : (checkOption('podOverrides', doc.podOverrides) ?? []);
   const pod = readPodAnnounce(doc, allowed);
   problems.push(...pod.problems);
   if (!checked.ok || problems.length > 0) throw configError(problems);
 
   const envelope = checked.value as Envelope & Record<string, unknown>;
   const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
-  for (const key of Object.keys(OPTIONS)) if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
+  for (const key of Object.keys(OPTIONS))
+    if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
   if (pod.announce !== undefined) config.podAnnounce = pod.announce;
   if ('prevResult' in doc) config.prevResult = doc.prevResult;
   if (envelope.runtimeConfig !== undefined) config.runtimeConfig = envelope.runtimeConfig;
@@ -90,7 +112,10 @@ export function parseConfig(raw: unknown): PluginConfig {
  * pod-annotation.ts), each under podOverrides, combined (see combinePodAnnounces):
  * `args.cni.announce` names one attachment, so it comes first.
  */
-function readPodAnnounce(doc: Record<string, unknown>, allowed: readonly PodOverride[]): { announce?: PodAnnounce; problems: string[] } {
+function readPodAnnounce(
+  doc: Record<string, unknown>,
+  allowed: readonly PodOverride[],
+): { announce?: PodAnnounce; problems: string[] } {
   const asks: PodAnnounce[] = [];
   const problems: string[] = [];
   const ask = (value: unknown, channel?: PodChannel) => {
@@ -104,7 +129,11 @@ function readPodAnnounce(doc: Record<string, unknown>, allowed: readonly PodOver
   if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
   if (annotation.kind === 'problem') problems.push(annotation.problem);
   if (annotation.kind === 'undeclared') {
-    asks.push({ overrides: {}, ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }], from: {} });
+    asks.push({
+      overrides: {},
+      ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }],
+      from: {},
+    });
   }
   return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
 }
@@ -117,7 +146,9 @@ function readPodAnnounce(doc: Record<string, unknown>, allowed: readonly PodOver
 function burstProblem(config: PluginConfig, pod: PodAnnounce): string | undefined {
   for (const withPod of [false, true]) {
     const at = (k: 'count' | 'intervalMs' | 'backoff') =>
-      withPod && pod.overrides[k] !== undefined ? { value: pod.overrides[k], name: overrideName(pod.from[k], k) } : { value: config[k], name: `"${k}"` };
+      withPod && pod.overrides[k] !== undefined
+        ? { value: pod.overrides[k], name: overrideName(pod.from[k], k) }
+        : { value: config[k], name: `"${k}"` };
     const [count, intervalMs, backoff] = [at('count'), at('intervalMs'), at('backoff')];
     const span = burstSpanMs(count.value, intervalMs.value, backoff.value);
     if (span > MAX_BURST_SPAN_MS) {

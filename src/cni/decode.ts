@@ -19,15 +19,20 @@ export function stdinTooLarge(): CniError {
   );
 }
 
-/** Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH deep; throws code 6 naming what is wrong. */
+/**
+ * Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH deep; throws code 6 naming what is wrong.
+ */
 export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodeFailure, 'stdin is not valid UTF-8: expected the network config as JSON', { cause: e });
+    throw new CniError(ErrorCode.DecodeFailure, 'stdin is not valid UTF-8: expected the network config as JSON', {
+      cause: e,
+    });
   }
-  if (text.trim() === '') throw new CniError(ErrorCode.DecodeFailure, 'stdin is empty: expected the network config as JSON');
+  if (text.trim() === '')
+    throw new CniError(ErrorCode.DecodeFailure, 'stdin is empty: expected the network config as JSON');
   if (nestingExceeds(text, MAX_JSON_DEPTH)) {
     throw new CniError(
       ErrorCode.DecodeFailure,
@@ -38,7 +43,9 @@ export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodeFailure, `stdin is not JSON: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new CniError(ErrorCode.DecodeFailure, `stdin is not JSON: ${e instanceof Error ? e.message : String(e)}`, {
+      cause: e,
+    });
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
@@ -46,14 +53,18 @@ export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** Whether `[` and `{` outside strings nest deeper than `max` in `text`: one linear pass without recursion, on text that need not be valid JSON. */
+/**
+ * Whether `[` and `{` outside strings nest deeper than `max` in `text`: one linear pass without recursion, on text that
+ * need not be valid JSON.
+ */
 export function nestingExceeds(text: string, max: number): boolean {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {

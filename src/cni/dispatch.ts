@@ -11,7 +11,10 @@ import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS
 /** Commands that need at least a given config version. */
 const MIN_VERSION: Partial<Record<CniCommand, CniVersion>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
 
-/** Runs one CNI command, checking env, stdin and config in spec order; writes one JSON document or nothing, returns the exit code, never throws. */
+/**
+ * Runs one CNI command, checking env, stdin and config in spec order; writes one JSON document or nothing, returns the
+ * exit code, never throws.
+ */
 export async function dispatch(io: CniIo, plugin: CniPlugin): Promise<number> {
   let reply: Reply;
   try {
@@ -35,7 +38,9 @@ export async function dispatch(io: CniIo, plugin: CniPlugin): Promise<number> {
   return reply.exitCode;
 }
 
-/** The line to print for a failure outside dispatch (an uncaught exception): a code-999 error object, no stack trace. */
+/**
+ * The line to print for a failure outside dispatch (an uncaught exception): a code-999 error object, no stack trace.
+ */
 export function crashReply(e: unknown): string {
   return `${JSON.stringify(errorReply(e, LATEST_VERSION).doc)}\n`;
 }
@@ -49,7 +54,8 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
   let replyVersion: CniVersion = LATEST_VERSION;
   try {
     const env = parseEnv(io.env);
-    if (env.command === 'VERSION') return { exitCode: 0, doc: versionReply(await io.readStdin(MAX_STDIN_BYTES).catch(() => undefined)) };
+    if (env.command === 'VERSION')
+      return { exitCode: 0, doc: versionReply(await io.readStdin(MAX_STDIN_BYTES).catch(() => undefined)) };
     const raw = decodeConfig(await readConfig(io));
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;

@@ -40,7 +40,10 @@ export interface EnvRule {
 
 const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
 
-/** The environment variables the plugin reads, per command, with their validators (CNI_COMMAND is checked first, on its own). */
+/**
+ * The environment variables the plugin reads, per command, with their validators (CNI_COMMAND is checked first, on its
+ * own).
+ */
 export const ENV_RULES: readonly EnvRule[] = [
   {
     name: 'CNI_CONTAINERID',
@@ -78,7 +81,10 @@ export const ENV_RULES: readonly EnvRule[] = [
   },
 ];
 
-/** Reads the CNI_* variables of CNI_COMMAND; throws one code-4 CniError listing every missing (or empty) and invalid one. */
+/**
+ * Reads the CNI_* variables of CNI_COMMAND; throws one code-4 CniError listing every missing (or empty) and invalid
+ * one.
+ */
 export function parseEnv(env: Readonly<Record<string, string | undefined>>): CniEnv {
   const command = env.CNI_COMMAND;
   if (command === undefined || command === '') throw envError(['CNI_COMMAND is required']);
@@ -97,7 +103,9 @@ export function parseEnv(env: Readonly<Record<string, string | undefined>>): Cni
     }
     const problem = rule.validate?.(value);
     if (problem !== undefined) {
-      problems.push(rule.key === 'args' ? `${rule.name} ${problem}` : `${rule.name} ${problem} (got ${describeValue(value)})`);
+      problems.push(
+        rule.key === 'args' ? `${rule.name} ${problem}` : `${rule.name} ${problem} (got ${describeValue(value)})`,
+      );
       continue;
     }
     if (rule.key === 'args') {

@@ -52,7 +52,10 @@ export interface CniErrorSpec {
   details?: string;
 }
 
-/** A failure the dispatcher prints unchanged as a CNI error object with its code (anything else thrown becomes ErrorCode.Internal). */
+/**
+ * A failure the dispatcher prints unchanged as a CNI error object with its code (anything else thrown becomes
+ * ErrorCode.Internal).
+ */
 export class CniError extends Error {
   override name = 'CniError';
   readonly code: number;

@@ -5,7 +5,20 @@ import type { z } from 'zod/mini';
 import { _default, optional, regex } from 'zod/mini';
 import { DEFAULT_STATE_DIR } from '../shim/wire';
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
-import { absPath, bool, check, choice as anyOf, ifname, intRange, list, matching, numRange, strictShape, type AnySchema, type Issue } from './zod-checks';
+import {
+  absPath,
+  bool,
+  check,
+  choice as anyOf,
+  ifname,
+  intRange,
+  list,
+  matching,
+  numRange,
+  strictShape,
+  type AnySchema,
+  type Issue,
+} from './zod-checks';
 
 // Every schema carries its expectation as the issue message, so that issues read as
 // `"<path>" <expectation> (got <value>)`.
@@ -48,7 +61,11 @@ export interface Option<Z extends AnySchema, S extends OptionScope, D extends z.
   fallback: D;
 }
 
-const option = <Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined = undefined>(scope: S, schema: Z, fallback?: D): Option<Z, S, D> => ({
+const option = <Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined = undefined>(
+  scope: S,
+  schema: Z,
+  fallback?: D,
+): Option<Z, S, D> => ({
   scope,
   schema,
   fallback: fallback as D,
@@ -71,8 +88,14 @@ const POD_OPTIONS = {
 /** An option `args.cni.announce` may name, besides `enabled`. */
 export type OverridableField = keyof typeof POD_OPTIONS;
 
-/** What `podOverrides` may list: an overridable option (any valid value), or a restricted form allowing only that value. */
-export const POD_OVERRIDE_TOKENS = ['enabled=false', 'mac=keep', ...(Object.keys(POD_OPTIONS) as OverridableField[])] as const;
+/**
+ * What `podOverrides` may list: an overridable option (any valid value), or a restricted form allowing only that value.
+ */
+export const POD_OVERRIDE_TOKENS = [
+  'enabled=false',
+  'mac=keep',
+  ...(Object.keys(POD_OPTIONS) as OverridableField[]),
+] as const;
 
 /** One entry of `podOverrides`. */
 export type PodOverride = (typeof POD_OVERRIDE_TOKENS)[number];
@@ -108,7 +131,9 @@ export type AttachmentOptionKey = KeysWith<{ scope: 'pod' | 'attachment' }>;
 
 /** The keys of OPTIONS whose scope is in `scopes`, in table order. */
 export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ scope: S }>[] {
-  return (Object.keys(OPTIONS) as OptionKey[]).filter((k) => (scopes as OptionScope[]).includes(OPTIONS[k].scope)) as never;
+  return (Object.keys(OPTIONS) as OptionKey[]).filter((k) =>
+    (scopes as OptionScope[]).includes(OPTIONS[k].scope),
+  ) as never;
 }
 
 /** What `args.cni.announce` may set for one attachment, as validated. */
@@ -125,7 +150,10 @@ export function isConflistOnly(key: string): boolean {
   return Object.hasOwn(OPTIONS, key) && OPTIONS[key as OptionKey].scope !== 'pod';
 }
 
-/** Checks one option's value on its own (e.g. settings that reach the background announcer); undefined when invalid or absent. */
+/**
+ * Checks one option's value on its own (e.g. settings that reach the background announcer); undefined when invalid or
+ * absent.
+ */
 export function checkOption<K extends OptionKey>(key: K, value: unknown): ValueOf<K> | undefined {
   const checked = check(OPTIONS[key].schema, value);
   return checked.ok ? (checked.value as ValueOf<K>) : undefined;
@@ -136,7 +164,10 @@ export function optionFields(): Record<OptionKey, AnySchema> {
   const fields = {} as Record<OptionKey, AnySchema>;
   for (const [key, { schema, fallback }] of Object.entries(OPTIONS) as [OptionKey, Options[OptionKey]][]) {
     // A fresh copy each time: a parsed config's podOverrides is its own.
-    fields[key] = fallback === undefined ? optional(schema) : _default(schema as AnySchema, () => (Array.isArray(fallback) ? [...fallback] : fallback) as never);
+    fields[key] =
+      fallback === undefined
+        ? optional(schema)
+        : _default(schema as AnySchema, () => (Array.isArray(fallback) ? [...fallback] : fallback) as never);
   }
   return fields;
 }

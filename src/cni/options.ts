@@ -59,9 +59,16 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   if (offBy.length > 0) {
     options.enabled = false;
     notes.push({ level: 'info', msg: 'announcing turned off for this attachment', fields: { by: offBy.join(', ') } });
-    const onBy = [...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []), ...(podEnabled === true ? [podBy] : [])];
+    const onBy = [
+      ...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []),
+      ...(podEnabled === true ? [podBy] : []),
+    ];
     if (onBy.length > 0) {
-      notes.push({ level: 'warn', msg: 'a request to announce does not turn announcing back on', fields: { by: onBy.join(', ') } });
+      notes.push({
+        level: 'warn',
+        msg: 'a request to announce does not turn announcing back on',
+        fields: { by: onBy.join(', ') },
+      });
     }
   }
 
@@ -69,7 +76,11 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   if (runtime !== undefined) {
     if (options.mac === 'ip-derived') {
       options.mac = 'keep';
-      notes.push({ level: 'info', msg: 'the runtime chose the MAC: keeping it instead of the IP-derived one', fields: { ...runtime } });
+      notes.push({
+        level: 'info',
+        msg: 'the runtime chose the MAC: keeping it instead of the IP-derived one',
+        fields: { ...runtime },
+      });
     } else {
       notes.push({ level: 'debug', msg: 'the runtime chose the MAC', fields: { ...runtime } });
     }
@@ -77,7 +88,10 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   return { options, notes };
 }
 
-/** The runtime's MAC, read as the tuning plugin does: runtimeConfig.mac, then args.cni.mac (a non-string one noted and ignored), then CNI_ARGS MAC=. */
+/**
+ * The runtime's MAC, read as the tuning plugin does: runtimeConfig.mac, then args.cni.mac (a non-string one noted and
+ * ignored), then CNI_ARGS MAC=.
+ */
 export function runtimeMac(config: PluginConfig, args: CniArgs, notes: OptionNote[] = []): RuntimeMac | undefined {
   const fromArgs = config.args?.cni?.mac;
   if (fromArgs !== undefined && typeof fromArgs !== 'string') {

@@ -21,7 +21,9 @@ export const ANNOTATION_CHANNEL: PodChannel = {
   name: NAME,
   strict: true,
   problem: (path, message, value) =>
-    path.length === 0 ? `${NAME} ${message} (got ${describeValue(value)})` : `${NAME}: ${fieldProblem(path, message, value)}`,
+    path.length === 0
+      ? `${NAME} ${message} (got ${describeValue(value)})`
+      : `${NAME}: ${fieldProblem(path, message, value)}`,
 };
 
 /** What the config says about the annotation. */
@@ -43,7 +45,11 @@ export type AnnotationRead =
  */
 export function readAnnounceAnnotation(doc: Record<string, unknown>): AnnotationRead {
   const runtimeConfig = doc.runtimeConfig;
-  if (runtimeConfig === null || typeof runtimeConfig !== 'object' || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY)) {
+  if (
+    runtimeConfig === null ||
+    typeof runtimeConfig !== 'object' ||
+    !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY)
+  ) {
     return { kind: 'absent' };
   }
   // containerd 1.6 sends null for a pod without annotations.
@@ -55,17 +61,27 @@ export function readAnnounceAnnotation(doc: Record<string, unknown>): Annotation
     const reason = `the config does not declare the capability: "capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
     return { kind: 'undeclared', text: (annotations as Record<string, unknown>)[ANNOUNCE_ANNOTATION], reason };
   }
-  if (!isMap) return { kind: 'problem', problem: `${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})` };
+  if (!isMap)
+    return {
+      kind: 'problem',
+      problem: `${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`,
+    };
   if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
   return parseAnnotation((annotations as Record<string, unknown>)[ANNOUNCE_ANNOTATION]);
 }
 
-/** The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation. */
+/**
+ * The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation.
+ */
 export function parseAnnotation(text: unknown): AnnotationRead {
-  if (typeof text !== 'string') return { kind: 'problem', problem: `${NAME} must be a string (got ${describeValue(text)})` };
+  if (typeof text !== 'string')
+    return { kind: 'problem', problem: `${NAME} must be a string (got ${describeValue(text)})` };
   // As stdin: JSON.parse, and what later logs the values, must never meet a nesting bomb.
   if (nestingExceeds(text, MAX_JSON_DEPTH)) {
-    return { kind: 'problem', problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep` };
+    return {
+      kind: 'problem',
+      problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
+    };
   }
   let value: unknown;
   try {
@@ -73,6 +89,7 @@ export function parseAnnotation(text: unknown): AnnotationRead {
   } catch {
     return { kind: 'problem', problem: `${NAME} is not JSON: it ${EXPECTED} (got ${describeValue(text)})` };
   }
-  if (typeof value === 'boolean' || (value !== null && typeof value === 'object' && !Array.isArray(value))) return { kind: 'value', value };
+  if (typeof value === 'boolean' || (value !== null && typeof value === 'object' && !Array.isArray(value)))
+    return { kind: 'value', value };
   return { kind: 'problem', problem: `${NAME} ${EXPECTED} (got ${describeValue(text)})` };
 }

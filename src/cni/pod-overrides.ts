@@ -4,7 +4,13 @@
 // anything else they name is ignored and logged, never an error, so that tightening the policy
 // never breaks a pod's start.
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
-import { isConflistOnly, overrideSchema, POD_OVERRIDE_TOKENS, type AnnounceOverrides, type PodOverride } from './option-schema';
+import {
+  isConflistOnly,
+  overrideSchema,
+  POD_OVERRIDE_TOKENS,
+  type AnnounceOverrides,
+  type PodOverride,
+} from './option-schema';
 import { check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
@@ -38,7 +44,9 @@ export interface PodChannel {
   problem(path: readonly PathSegment[], message: string, value: unknown): string;
 }
 
-/** `args.cni.announce`: lenient, as it always was, so that a pod's cni-args written for a newer announcer still start. */
+/**
+ * `args.cni.announce`: lenient, as it always was, so that a pod's cni-args written for a newer announcer still start.
+ */
 export const ARGS_CHANNEL: PodChannel = {
   name: ANNOUNCE_PATH.join('.'),
   strict: false,
@@ -65,12 +73,16 @@ export function applyPodOverrides(
 ): { ok: true; announce: PodAnnounce } | { ok: false; problems: string[] } {
   const fields = typeof value === 'boolean' ? { enabled: value } : value;
   if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
-    return { ok: false, problems: [channel.problem([], 'must be true, false or an object of option overrides', value)] };
+    return {
+      ok: false,
+      problems: [channel.problem([], 'must be true, false or an object of option overrides', value)],
+    };
   }
   const announce: PodAnnounce = { overrides: {}, ignored: [], from: {} };
   const problems: string[] = [];
   const policy = `podOverrides allows ${allowed.length === 0 ? 'nothing' : allowed.join(', ')}`;
-  const ignore = (key: string, v: unknown, reason: string) => announce.ignored.push({ field: `${channel.name}.${key}`, value: v, reason });
+  const ignore = (key: string, v: unknown, reason: string) =>
+    announce.ignored.push({ field: `${channel.name}.${key}`, value: v, reason });
   for (const [key, v] of Object.entries(fields)) {
     if (isConflistOnly(key)) {
       ignore(key, v, 'only the conflist sets it');
@@ -78,7 +90,8 @@ export function applyPodOverrides(
     }
     const schema = overrideSchema(key);
     if (schema === undefined) {
-      if (channel.strict) problems.push(channel.problem([key], `is not an option a pod may set (${POD_KEYS.join(', ')})`, v));
+      if (channel.strict)
+        problems.push(channel.problem([key], `is not an option a pod may set (${POD_KEYS.join(', ')})`, v));
       continue;
     }
     if (key === 'enabled' && v === true) {
@@ -91,7 +104,10 @@ export function applyPodOverrides(
       problems.push(...parsed.issues.map((i) => channel.problem([key, ...i.path], i.message, valueAt(v, i.path))));
       continue;
     }
-    if (named && (allowed.includes(key as PodOverride) || allowed.includes(`${key}=${String(parsed?.value)}` as PodOverride))) {
+    if (
+      named &&
+      (allowed.includes(key as PodOverride) || allowed.includes(`${key}=${String(parsed?.value)}` as PodOverride))
+    ) {
       apply(announce, channel, key as keyof AnnounceOverrides, parsed?.value);
     } else {
       ignore(key, v, `not allowed: ${policy}`);
@@ -120,14 +136,23 @@ export function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
     for (const [key, value] of Object.entries(ask.overrides) as [keyof AnnounceOverrides, unknown][]) {
       const by = ask.from[key] ?? '';
       if (key === 'enabled' && offBy.length > 0) {
-        if (value === true) out.ignored.push({ field: `${by}.enabled`, value, reason: `turned off by ${offBy.join(', ')}: a request to announce does not turn announcing back on` });
+        if (value === true)
+          out.ignored.push({
+            field: `${by}.enabled`,
+            value,
+            reason: `turned off by ${offBy.join(', ')}: a request to announce does not turn announcing back on`,
+          });
         continue;
       }
       if (out.overrides[key] === undefined) {
         Object.assign(out.overrides, { [key]: value });
         out.from[key] = by;
       } else if (out.overrides[key] !== value) {
-        out.ignored.push({ field: `${by}.${key}`, value, reason: `${out.from[key]} sets it (${JSON.stringify(out.overrides[key])}) and comes first` });
+        out.ignored.push({
+          field: `${by}.${key}`,
+          value,
+          reason: `${out.from[key]} sets it (${JSON.stringify(out.overrides[key])}) and comes first`,
+        });
       }
     }
   }

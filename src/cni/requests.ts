@@ -10,7 +10,9 @@ import type { CniVersion } from './versions';
 /** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
 export interface CniIo {
   env: Readonly<Record<string, string | undefined>>;
-  /** Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit. */
+  /**
+   * Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit.
+   */
   readStdin(maxBytes: number): Promise<Uint8Array>;
   writeStdout(text: string): void;
 }
@@ -33,7 +35,10 @@ export interface AddRequest extends NetworkRequest {
 /** CHECK: prevResult is required, as the spec says. */
 export type CheckRequest = AddRequest;
 
-/** DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so that DEL never fails on it. */
+/**
+ * DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so
+ * that DEL never fails on it.
+ */
 export interface DelRequest extends NetworkRequest {
   env: DelEnv;
   prevResult?: PrevResult;

@@ -45,7 +45,10 @@ export interface ResultChanges {
 
 const ROOT = 'prevResult';
 
-/** Validates what the plugin relies on in prevResult (interfaces, ips and their references); throws one code-7 CniError naming every bad field. */
+/**
+ * Validates what the plugin relies on in prevResult (interfaces, ips and their references); throws one code-7 CniError
+ * naming every bad field.
+ */
 export function parsePrevResult(raw: unknown): PrevResult {
   if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
@@ -55,7 +58,10 @@ export function parsePrevResult(raw: unknown): PrevResult {
   return { raw, interfaces, ips };
 }
 
-/** A deep copy of prevResult with `cniVersion`, `ips[].version` (kept for 0.3.x/0.4.0, dropped for 1.x) and the MAC changes, nothing else (RangeError for an unknown index). */
+/**
+ * A deep copy of prevResult with `cniVersion`, `ips[].version` (kept for 0.3.x/0.4.0, dropped for 1.x) and the MAC
+ * changes, nothing else (RangeError for an unknown index).
+ */
 export function formatResult(
   prev: PrevResult,
   cniVersion: CniVersion,
@@ -84,12 +90,7 @@ export function formatResult(
 
 type EntryParser<T> = (entry: Record<string, unknown>, path: PathSegment[], problems: string[]) => T | undefined;
 
-function parseList<T>(
-  raw: Record<string, unknown>,
-  key: string,
-  problems: string[],
-  parse: EntryParser<T>,
-): T[] {
+function parseList<T>(raw: Record<string, unknown>, key: string, problems: string[], parse: EntryParser<T>): T[] {
   const list = raw[key];
   if (list === undefined) return [];
   if (!Array.isArray(list)) {
@@ -118,7 +119,8 @@ function parseInterface(
   if (typeof name !== 'string' || name === '') {
     problems.push(fieldProblem([...path, 'name'], 'must be a non-empty string', name));
   }
-  if (mac !== undefined && typeof mac !== 'string') problems.push(fieldProblem([...path, 'mac'], 'must be a string', mac));
+  if (mac !== undefined && typeof mac !== 'string')
+    problems.push(fieldProblem([...path, 'mac'], 'must be a string', mac));
   if (sandbox !== undefined && typeof sandbox !== 'string') {
     problems.push(fieldProblem([...path, 'sandbox'], 'must be a string', sandbox));
   }
@@ -147,9 +149,14 @@ function parseIp(
   if (gateway !== undefined && typeof gateway !== 'string') {
     problems.push(fieldProblem([...path, 'gateway'], 'must be a string', gateway));
   }
-  if (iface !== undefined && !(Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount)) {
+  if (
+    iface !== undefined &&
+    !(Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount)
+  ) {
     const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
-    problems.push(fieldProblem([...path, 'interface'], `must be an index into prevResult.interfaces (${range})`, iface));
+    problems.push(
+      fieldProblem([...path, 'interface'], `must be an index into prevResult.interfaces (${range})`, iface),
+    );
   }
   if (version !== undefined && version !== '4' && version !== '6') {
     problems.push(fieldProblem([...path, 'version'], 'must be "4" or "6"', version));
@@ -158,7 +165,12 @@ function parseIp(
   }
   if (problems.length > before || cidr === undefined) return undefined;
   const text = address as string;
-  const out: PrevIp = { cidr: text, address: text.slice(0, text.indexOf('/')), family: cidr.family, prefixLength: cidr.prefixLength };
+  const out: PrevIp = {
+    cidr: text,
+    address: text.slice(0, text.indexOf('/')),
+    family: cidr.family,
+    prefixLength: cidr.prefixLength,
+  };
   if (gateway !== undefined) out.gateway = gateway as string;
   if (iface !== undefined) out.interface = iface as number;
   return out;

@@ -4,7 +4,10 @@ import { decodeConfig, MAX_STDIN_BYTES } from './decode';
 import { isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
 
 /** `{cniVersion, supportedVersions}`: stdin's cniVersion when it names a supported one, else the latest. */
-export function versionReply(stdin: Uint8Array | undefined): { cniVersion: CniVersion; supportedVersions: CniVersion[] } {
+export function versionReply(stdin: Uint8Array | undefined): {
+  cniVersion: CniVersion;
+  supportedVersions: CniVersion[];
+} {
   let asked: unknown;
   try {
     if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;

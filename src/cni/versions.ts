@@ -12,7 +12,10 @@ export function isSupportedVersion(v: unknown): v is CniVersion {
   return typeof v === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(v);
 }
 
-/** Compares dotted numeric versions ("0.4.0" < "1.0.0"): negative, 0 or positive. Throws RangeError on a non-numeric part. */
+/**
+ * Compares dotted numeric versions ("0.4.0" < "1.0.0"): negative, 0 or positive. Throws RangeError on a non-numeric
+ * part.
+ */
 export function compareVersions(a: string, b: string): number {
   const pa = versionParts(a);
   const pb = versionParts(b);

@@ -52,7 +52,8 @@ export const strictShape = <S extends z.core.$ZodLooseShape>(shape: S) => z.obje
 /** An array of `item`s. */
 export const list = <T extends AnySchema>(item: T) => z.array(item, says('must be an array'));
 /** An array of at most `max` `item`s. */
-export const listOf = <T extends AnySchema>(item: T, max: number) => list(item).check(z.maxLength(max, says(`must have at most ${max} entries`)));
+export const listOf = <T extends AnySchema>(item: T, max: number) =>
+  list(item).check(z.maxLength(max, says(`must have at most ${max} entries`)));
 /** A safe integer from min to max (`message` by default says so). */
 export const intRange = (min: number, max: number, message = `must be an integer from ${min} to ${max}`) =>
   z.int(says(message)).check(z.minimum(min, says(message)), z.maximum(max, says(message)));
@@ -63,11 +64,16 @@ export const numRange = (min: number, max: number, message = `must be a number f
 export const choice = <const T extends readonly [string, ...string[]]>(values: T, quote = '') =>
   z.enum(values, says(`must be one of ${values.map((v) => `${quote}${v}${quote}`).join(', ')}`));
 /** A string starting with "/" (`message` by default says so). */
-export const absPath = (message = 'must be an absolute path') => z.string(says(message)).check(z.regex(/^\//, says(message)));
+export const absPath = (message = 'must be an absolute path') =>
+  z.string(says(message)).check(z.regex(/^\//, says(message)));
 /** A string `pattern` matches. */
 export const matching = (pattern: RegExp, message: string) => str().check(z.regex(pattern, says(message)));
 /** A Linux interface name; `message` replaces ifnameProblem's own text. */
 export const ifname = (message?: string) =>
-  str().check(z.refine((s: string) => ifnameProblem(s) === undefined, { error: (iss) => message ?? ifnameProblem(String(iss.input)) }));
+  str().check(
+    z.refine((s: string) => ifnameProblem(s) === undefined, {
+      error: (iss) => message ?? ifnameProblem(String(iss.input)),
+    }),
+  );
 /** A string that is not empty. */
 export const nonEmpty = () => str().check(z.minLength(1, says('must not be empty')));

@@ -22,12 +22,18 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   // Every derived MAC starts with macPrefix.
   const derivedMac = plan.interfaces.find((i) => i.targetMac)?.targetMac;
   if (derivedMac && !isLocallyAdministeredMac(derivedMac)) {
-    log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', { macPrefix: options.macPrefix });
+    log.warn('macPrefix is not locally administered: derived MACs may collide with real NICs', {
+      macPrefix: options.macPrefix,
+    });
   }
-  const sends = options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
+  const sends =
+    options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   // A repeated ADD with nothing to do still takes over what an earlier one recorded (its job ends).
   if (!sends && !derivedMac && !existsSync(recordPath(config.stateDir, env.containerId, env.ifname))) {
-    log.info('nothing to do for this attachment', { enabled: options.enabled, interfaces: plan.interfaces.map((i) => i.name) });
+    log.info('nothing to do for this attachment', {
+      enabled: options.enabled,
+      interfaces: plan.interfaces.map((i) => i.name),
+    });
     return formatResult(prevResult, req.cniVersion);
   }
   try {
@@ -52,7 +58,9 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         metricsFile: config.metricsFile,
         rateLimit: config.rateLimit,
         conflictCheck:
-          options.conflictCheck === 'off' ? undefined : { action: options.conflictCheck, probeMs: options.probeMs, probes: options.probes },
+          options.conflictCheck === 'off'
+            ? undefined
+            : { action: options.conflictCheck, probeMs: options.probeMs, probes: options.probes },
       },
     );
     return formatResult(prevResult, req.cniVersion, { macs });

@@ -53,7 +53,9 @@ export async function announceCommand(deps: AnnounceCliDeps, argv: readonly stri
       const due = start + (round - 1) * interval;
       if (due > deps.timers.now()) await deps.timers.sleep(due - deps.timers.now());
       // Only round 1 waits for readiness; a later round finds the pod ready, or is skipped.
-      deps.out(await oneRound(deps, netns, ifname, round === 1 ? (parsed.flags.wait ?? 2000) : 0, `round ${round}/${count}`));
+      deps.out(
+        await oneRound(deps, netns, ifname, round === 1 ? (parsed.flags.wait ?? 2000) : 0, `round ${round}/${count}`),
+      );
     }
     return 0;
   } catch (err) {
@@ -62,13 +64,20 @@ export async function announceCommand(deps: AnnounceCliDeps, argv: readonly stri
   }
 }
 
-function usageProblem(flags: { netns?: string; ifname?: string; count?: number; interval?: number; wait?: number }): string | undefined {
+function usageProblem(flags: {
+  netns?: string;
+  ifname?: string;
+  count?: number;
+  interval?: number;
+  wait?: number;
+}): string | undefined {
   if (flags.netns === undefined) return `--netns is required; ${USAGE}`;
   if (flags.ifname === undefined) return `--ifname is required; ${USAGE}`;
   const bad = ifnameProblem(flags.ifname);
   if (bad) return `--ifname ${bad}`;
   if (flags.count !== undefined && (flags.count < 1 || flags.count > 10)) return '--count must be from 1 to 10';
-  if (flags.interval !== undefined && (flags.interval < 10 || flags.interval > 60000)) return '--interval must be from 10 to 60000 ms';
+  if (flags.interval !== undefined && (flags.interval < 10 || flags.interval > 60000))
+    return '--interval must be from 10 to 60000 ms';
   if (flags.wait !== undefined && flags.wait > 30000) return '--wait must be at most 30000 ms';
   return undefined;
 }
@@ -77,23 +86,38 @@ function refuseUnlessPodNetns(libc: Libc, netns: string): void {
   const check = checkNetnsPath(libc, netns);
   if (check.kind === 'missing') throw new Refusal(`${netns} does not exist`);
   if (check.kind === 'not-netns') throw new Refusal(`${netns} is not a network namespace: ${check.reason}`);
-  if (check.kind === 'own') throw new Refusal(`${netns} is this node's own network namespace: refusing to announce from the host`);
+  if (check.kind === 'own')
+    throw new Refusal(`${netns} is this node's own network namespace: refusing to announce from the host`);
 }
 
-async function oneRound(deps: AnnounceCliDeps, netns: string, ifname: string, waitMs: number, what: string): Promise<string> {
+async function oneRound(
+  deps: AnnounceCliDeps,
+  netns: string,
+  ifname: string,
+  waitMs: number,
+  what: string,
+): Promise<string> {
   const session = openSession(deps, netns, [ifname], []);
   try {
     const iface = session.interfaces[0];
     if (!iface) throw new Refusal(`interface ${ifname} not found in ${netns}`);
     const target = currentAddresses(session, iface);
     if (target.ipv4.length + target.ipv6.length === 0) throw new Refusal(`${ifname} has no address to announce`);
-    const outcome = await waitReady(session, [{ ...target, iface }], { timeoutMs: waitMs, timers: deps.timers, waits: blockingWaits(deps.libc) });
+    const outcome = await waitReady(session, [{ ...target, iface }], {
+      timeoutMs: waitMs,
+      timers: deps.timers,
+      waits: blockingWaits(deps.libc),
+    });
     if (outcome.kind === 'gone') throw new Refusal(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
       if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
-    const sent = sendFrames(session.pod.packet, buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log), deps.log);
+    const sent = sendFrames(
+      session.pod.packet,
+      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log),
+      deps.log,
+    );
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {
     session.close();

@@ -27,10 +27,13 @@ export async function check(deps: CommandDeps, req: CheckRequest): Promise<void>
       for (const address of iface.addresses) {
         const bytes = ipFamily(address) === 4 ? parseIPv4(address) : parseIPv6(address);
         if (!present.some((a) => a.bytes.equals(bytes))) {
-          throw new CniError(ErrorCode.AddressMissing, `address ${address} from prevResult is not on pod interface "${iface.name}"`);
+          throw new CniError(
+            ErrorCode.AddressMissing,
+            `address ${address} from prevResult is not on pod interface "${iface.name}"`,
+          );
         }
       }
-      if (iface.targetMac && !(link.mac && link.mac.equals(iface.targetMac))) {
+      if (iface.targetMac && !link.mac?.equals(iface.targetMac)) {
         throw new CniError(
           ErrorCode.MacMismatch,
           `pod interface "${iface.name}" has MAC ${link.mac ? formatMac(link.mac) : 'none'}, expected the IP-derived ${formatMac(iface.targetMac)}`,

@@ -1,5 +1,11 @@
 import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
-import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from '../announce/state';
+import {
+  readRecordToActOn,
+  recordPath,
+  removeRecordQuietly,
+  stateDirProblem,
+  type AttachmentRecord,
+} from '../announce/state';
 import { basename } from '../path';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
@@ -31,7 +37,12 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     return;
   }
   const file = recordPath(config.stateDir, env.containerId, env.ifname);
-  const lock = await lockOrGoAhead(deps, lockPath(config.stateDir, env.containerId, env.ifname), lockWaitMs(config.addWaitMs), log);
+  const lock = await lockOrGoAhead(
+    deps,
+    lockPath(config.stateDir, env.containerId, env.ifname),
+    lockWaitMs(config.addWaitMs),
+    log,
+  );
   try {
     const record = readRecordToActOn(file, log);
     if (!record) {
@@ -39,7 +50,8 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
       return;
     }
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
-    // The record goes first: an announcer that is about to exit reads the records once more, and must not find this job.
+    // The record goes first: an announcer that is about to exit reads the records once more, and must not find this
+    // job.
     const removed = removeRecordQuietly(file, log);
     const background = record.job ? await cancelBackground(deps, config.stateDir, file) : 'none';
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
@@ -48,13 +60,25 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
   }
 }
 
-/** Tells the background announcer to drop the attachment; one not running has nothing to drop, one not answering stops at its next round (no record). */
-export async function cancelBackground(deps: CommandDeps, stateDir: string, file: string): Promise<'cancelled' | 'not running'> {
+/**
+ * Tells the background announcer to drop the attachment; one not running has nothing to drop, one not answering stops
+ * at its next round (no record).
+ */
+export async function cancelBackground(
+  deps: CommandDeps,
+  stateDir: string,
+  file: string,
+): Promise<'cancelled' | 'not running'> {
   const reply = await deps.askAnnouncer(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
   return reply?.ok ? 'cancelled' : 'not running';
 }
 
-async function lockOrGoAhead(deps: CommandDeps, path: string, waitMs: number, log: Logger): Promise<HeldLock | undefined> {
+async function lockOrGoAhead(
+  deps: CommandDeps,
+  path: string,
+  waitMs: number,
+  log: Logger,
+): Promise<HeldLock | undefined> {
   try {
     const lock = await deps.lockFile(path, waitMs);
     if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
@@ -76,7 +100,8 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
   }
-  const isRecorded = (id: { dev: number; ino: number }): boolean => id.dev === record.netnsId.dev && id.ino === record.netnsId.ino;
+  const isRecorded = (id: { dev: number; ino: number }): boolean =>
+    id.dev === record.netnsId.dev && id.ino === record.netnsId.ino;
   if (!isRecorded(check.id)) {
     log.warn('the netns at this path is not the one the MACs were recorded in: not restoring them', { netns });
     return [];

@@ -5,12 +5,18 @@ import type { AddDeps } from '../announce/announce-on-add';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { RateLimit } from '../announce/token-bucket';
 
-/** What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as they are. */
+/**
+ * What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as
+ * they are.
+ */
 export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile'> {
   /** libc through koffi, loaded on first use. */
   libc(): Libc;
   /** A logger for one attachment (or for the network, when ids are absent); `args` (CNI_ARGS) may name its pod. */
-  logger(config: PluginConfig, ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } }): Logger;
+  logger(
+    config: PluginConfig,
+    ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } },
+  ): Logger;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
   frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
 }

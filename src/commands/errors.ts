@@ -13,7 +13,9 @@ const ANNOUNCE_CODES: readonly [new (...args: never[]) => Error, ErrorCodeValue]
   [AddressConflictError, ErrorCode.AddressConflict],
 ];
 
-/** Passes CniErrors through; an announce-layer error gets its code, a SysError code 100 with its errno in the message. */
+/**
+ * Passes CniErrors through; an announce-layer error gets its code, a SysError code 100 with its errno in the message.
+ */
 export function toCniError(err: unknown, what: string): unknown {
   if (isCniError(err)) return err;
   const known = ANNOUNCE_CODES.find(([type]) => err instanceof type);
@@ -22,7 +24,10 @@ export function toCniError(err: unknown, what: string): unknown {
   return err;
 }
 
-/** Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no network namespace (a mount one, say) or the plugin's own. */
+/**
+ * Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no network namespace (a mount one, say)
+ * or the plugin's own.
+ */
 export function requirePodNetns(libc: Libc, path: string): NetnsId {
   const check = checkNetnsPath(libc, path);
   switch (check.kind) {

@@ -1,6 +1,14 @@
 import { basename, dirname, join } from '../path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
-import { attachmentName, readRecordFile, readRecordToActOn, removeRecordQuietly, stateDirProblem, stateEntries, stateEntryKind } from '../announce/state';
+import {
+  attachmentName,
+  readRecordFile,
+  readRecordToActOn,
+  removeRecordQuietly,
+  stateDirProblem,
+  stateEntries,
+  stateEntryKind,
+} from '../announce/state';
 import { cancelBackground } from './del';
 import type { GcRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
@@ -10,7 +18,10 @@ import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { CommandDeps } from './deps';
 
-/** GC: drops this network's attachments the runtime no longer lists, invalid records, orphan lock files and dead writers' temps; skips locked ones; 105 for an unsafe stateDir. */
+/**
+ * GC: drops this network's attachments the runtime no longer lists, invalid records, orphan lock files and dead
+ * writers' temps; skips locked ones; 105 for an unsafe stateDir.
+ */
 export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
   const { config } = req;
   const log = deps.logger(config, {});
@@ -40,7 +51,13 @@ export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
 
 const stem = (path: string, ext: string): string => basename(path).slice(0, -ext.length);
 
-async function collect(deps: CommandDeps, network: string, live: ReadonlySet<string>, file: string, log: Logger): Promise<void> {
+async function collect(
+  deps: CommandDeps,
+  network: string,
+  live: ReadonlySet<string>,
+  file: string,
+  log: Logger,
+): Promise<void> {
   const glance = readRecordFile(file);
   if (glance.kind === 'none') return;
   if (glance.kind === 'ok' && (glance.record.network !== network || live.has(stem(file, '.json')))) return;
@@ -58,7 +75,12 @@ async function collect(deps: CommandDeps, network: string, live: ReadonlySet<str
     if (!record || record.network !== network || live.has(stem(file, '.json'))) return;
     const removed = removeRecordQuietly(file, log); // first: see DEL
     const background = record.job ? await cancelBackground(deps, dirname(file), file) : 'none';
-    log.info('collected stale attachment', { containerId: record.containerId, ifname: record.ifname, background, recordRemoved: removed });
+    log.info('collected stale attachment', {
+      containerId: record.containerId,
+      ifname: record.ifname,
+      background,
+      recordRemoved: removed,
+    });
   } finally {
     releaseAttachmentLock(lock, file);
   }

@@ -26,7 +26,9 @@ export interface InstallArgs {
 }
 
 /** Parses the arguments after the verb; a problem is one line for stderr. */
-export function parseInstallArgs(argv: readonly string[]): { ok: true; args: InstallArgs } | { ok: false; problem: string } {
+export function parseInstallArgs(
+  argv: readonly string[],
+): { ok: true; args: InstallArgs } | { ok: false; problem: string } {
   let dest: string | undefined;
   let alsoNotices = false;
   for (let i = 0; i < argv.length; i++) {
@@ -64,7 +66,10 @@ function reason(err: unknown): string {
   return String(err);
 }
 
-/** Installs `deps.self` as DEST/announcer (0755), and with --also-notices THIRD_PARTY_NOTICES (0644), atomically; one line per file, exit 1 (2: bad arguments) on a problem. */
+/**
+ * Installs `deps.self` as DEST/announcer (0755), and with --also-notices THIRD_PARTY_NOTICES (0644), atomically; one
+ * line per file, exit 1 (2: bad arguments) on a problem.
+ */
 export function install(deps: InstallDeps, argv: readonly string[]): number {
   const parsed = parseInstallArgs(argv);
   if (!parsed.ok) {
@@ -72,12 +77,16 @@ export function install(deps: InstallDeps, argv: readonly string[]): number {
     return 2;
   }
   const { dest, alsoNotices } = parsed.args;
-  const files: { source: string; name: string; mode: number }[] = [{ source: deps.self, name: PLUGIN_NAME, mode: 0o755 }];
+  const files: { source: string; name: string; mode: number }[] = [
+    { source: deps.self, name: PLUGIN_NAME, mode: 0o755 },
+  ];
   if (alsoNotices) files.push({ source: join(dirname(deps.self), NOTICES_NAME), name: NOTICES_NAME, mode: 0o644 });
   try {
     const problem = deps.dirProblem(dest);
     if (problem !== undefined) {
-      deps.err(`announcer ${INSTALL_VERB}: --dest ${dest}: ${problem === 'missing' ? 'no such directory' : 'not a directory'}`);
+      deps.err(
+        `announcer ${INSTALL_VERB}: --dest ${dest}: ${problem === 'missing' ? 'no such directory' : 'not a directory'}`,
+      );
       return 1;
     }
     for (const f of files) {

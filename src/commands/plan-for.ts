@@ -3,7 +3,10 @@ import type { PrevResult } from '../cni/result';
 import { planAnnouncement, type AnnouncePlan } from '../plan';
 import { netnsIdAt, type NetnsId } from '../sys/netns';
 
-/** Plans an attachment; a prevResult `sandbox` spelled unlike CNI_NETNS (a symlink, /proc/PID/ns/net) still names the pod when it is the same netns file. */
+/**
+ * Plans an attachment; a prevResult `sandbox` spelled unlike CNI_NETNS (a symlink, /proc/PID/ns/net) still names the
+ * pod when it is the same netns file.
+ */
 export function planFor(
   options: AnnounceOptions,
   prevResult: PrevResult,

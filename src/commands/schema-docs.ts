@@ -6,7 +6,8 @@ import type { OPTIONS } from '../cni/option-schema';
 export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   ipv4: 'Send a gratuitous ARP for each IPv4 address.',
   ipv6: 'Send an unsolicited NA for each IPv6 address.',
-  arpOp: 'request: RFC 5227 announcement (op 1); reply: op 2 with target MAC = sender MAC; both: one of each per address and round.',
+  arpOp:
+    'request: RFC 5227 announcement (op 1); reply: op 2 with target MAC = sender MAC; both: one of each per address and round.',
   mac: "ip-derived: set the pod interface's MAC from its first address before announcing.",
   macPrefix: 'The first two bytes of derived MACs; the multicast bit (0x01) must be clear.',
   count: 'Rounds; 0 sends nothing. One round is one GARP per IPv4 address and ARP op, one NA per IPv6 address.',
@@ -17,8 +18,9 @@ export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   interfaces: 'Announce only the pod interfaces named here (default: all).',
   addWaitMs: 'The longest ADD waits for readiness before it returns, in milliseconds.',
   readyTimeoutMs: "Readiness is awaited until ADD's start + this, in milliseconds.",
-  conflictCheck: 'Probe each IPv4 address before announcing it (RFC 5227): warn leaves a conflicting one out, fail fails ADD.',
-  stateDir: 'State records, locks and the announcer\'s socket: a directory only root can write.',
+  conflictCheck:
+    'Probe each IPv4 address before announcing it (RFC 5227): warn leaves a conflicting one out, fail fails ADD.',
+  stateDir: "State records, locks and the announcer's socket: a directory only root can write.",
   logFile: 'Log file (appended, created 0600); without it, nothing is logged.',
   logLevel: 'The lowest level written.',
   podOverrides: "What a pod's args.cni.announce may change: option names, or enabled=false, mac=keep.",

@@ -8,7 +8,10 @@ import { bool, obj, str } from '../cni/zod-checks';
 import { OPTION_DOCS } from './schema-docs';
 import { SCHEMA_VERB } from './schema-verb';
 
-/** The conflist entry: its `type`, the capabilities it may declare, and every option; unknown fields are tolerated, as the plugin does. */
+/**
+ * The conflist entry: its `type`, the capabilities it may declare, and every option; unknown fields are tolerated, as
+ * the plugin does.
+ */
 export function entrySchema() {
   const capabilities = obj({ mac: optional(bool()), 'io.kubernetes.cri.pod-annotations': optional(bool()) });
   return obj({ type: str(), capabilities: optional(capabilities), ...optionFields() });
@@ -19,14 +22,21 @@ export function entrySchema() {
  * service, yaml-language-server) support fully. Options with a default are optional and carry it.
  */
 export function entryJsonSchema(): Record<string, unknown> {
-  const schema = toJSONSchema(entrySchema(), { target: 'draft-07', io: 'input' }) as { $schema: string; properties: Record<string, object> };
+  const schema = toJSONSchema(entrySchema(), { target: 'draft-07', io: 'input' }) as {
+    $schema: string;
+    properties: Record<string, object>;
+  };
   const { $schema, ...rest } = schema;
-  for (const [key, description] of Object.entries(OPTION_DOCS)) schema.properties[key] = { description, ...schema.properties[key] };
+  for (const [key, description] of Object.entries(OPTION_DOCS))
+    schema.properties[key] = { description, ...schema.properties[key] };
   return { $schema, title: 'cni-announcer', description: "The announcer's entry in a CNI conflist's plugins", ...rest };
 }
 
 /** Prints the schema on `out`; 2 when given arguments. */
-export function schemaCommand(io: { out(text: string): void; err(text: string): void }, args: readonly string[]): number {
+export function schemaCommand(
+  io: { out(text: string): void; err(text: string): void },
+  args: readonly string[],
+): number {
   if (args.length > 0) {
     io.err(`announcer ${SCHEMA_VERB}: takes no arguments`);
     return 2;

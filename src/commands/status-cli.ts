@@ -43,7 +43,13 @@ export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]
   const reply = await deps.ask(stateDir);
   const report: StatusReport =
     reply?.ok && reply.status
-      ? { source: 'daemon', stateDir, pid: reply.status.pid, attachments: reply.status.attachments, counters: reply.status.counters }
+      ? {
+          source: 'daemon',
+          stateDir,
+          pid: reply.status.pid,
+          attachments: reply.status.attachments,
+          counters: reply.status.counters,
+        }
       : { source: 'records', stateDir, attachments: fromRecords(deps.records(stateDir), deps.bootMs()) };
   if (parsed.flags.json) deps.out(JSON.stringify(report));
   else for (const line of render(report)) deps.out(line);
@@ -55,13 +61,21 @@ export function fromRecords(records: readonly { read: RecordRead }[], now: numbe
   return records.flatMap(({ read }): AttachmentStatus[] => {
     if (read.kind !== 'ok' || !read.record.job) return [];
     const job = read.record.job;
-    const base = { network: job.network, containerId: job.containerId, ifname: job.ifname, netns: job.netns, roundsPlanned: job.schedule.length };
+    const base = {
+      network: job.network,
+      containerId: job.containerId,
+      ifname: job.ifname,
+      netns: job.netns,
+      roundsPlanned: job.schedule.length,
+    };
     if (job.firstRoundAt === undefined) {
       return now < job.readyDeadline ? [{ ...base, roundsSent: 0, deferred: true }] : [];
     }
     const next = nextRound(job.schedule, job.firstRoundAt, 1, now);
     if (next.dueAt === undefined) return [];
-    return [{ ...base, roundsSent: next.index, nextRoundInMs: Math.max(0, Math.round(next.dueAt - now)), deferred: false }];
+    return [
+      { ...base, roundsSent: next.index, nextRoundInMs: Math.max(0, Math.round(next.dueAt - now)), deferred: false },
+    ];
   });
 }
 
@@ -74,8 +88,14 @@ export function render(report: StatusReport): string[] {
   ];
   if (report.attachments.length === 0) lines.push('no active attachments');
   for (const a of report.attachments) {
-    const next = a.deferred ? 'waiting for the pod to be ready' : a.nextRoundInMs !== undefined ? `next round in ${a.nextRoundInMs} ms` : 'no round planned';
-    lines.push(`${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`);
+    const next = a.deferred
+      ? 'waiting for the pod to be ready'
+      : a.nextRoundInMs !== undefined
+        ? `next round in ${a.nextRoundInMs} ms`
+        : 'no round planned';
+    lines.push(
+      `${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`,
+    );
   }
   if (report.counters) lines.push(...counterLines(report.counters));
   return lines;

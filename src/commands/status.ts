@@ -5,7 +5,10 @@ import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';
 import type { CommandDeps } from './deps';
 
-/** STATUS: ready when a packet socket opens and stateDir (created 0700 if missing) is private and writable; code 50 naming what to fix otherwise. */
+/**
+ * STATUS: ready when a packet socket opens and stateDir (created 0700 if missing) is private and writable; code 50
+ * naming what to fix otherwise.
+ */
 export async function status(deps: CommandDeps, req: StatusRequest): Promise<void> {
   const problems: string[] = [];
   try {
@@ -21,5 +24,6 @@ export async function status(deps: CommandDeps, req: StatusRequest): Promise<voi
   } catch (err) {
     problems.push(stateDirProblem(stateDir, err));
   }
-  if (problems.length > 0) throw new CniError(ErrorCode.NotAvailable, `announcer not available: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new CniError(ErrorCode.NotAvailable, `announcer not available: ${problems.join('; ')}`);
 }

@@ -22,7 +22,9 @@ export interface CniHostDeps {
   /** The real clocks; sleeping goes to `waits`. */
   timers: Timers;
   waits: LoopWaits;
-  /** The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms). */
+  /**
+   * The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms).
+   */
   control(request: Request, takenAt: number): Reply;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
@@ -51,14 +53,16 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     setTimeout: (fn, ms) => real.setTimeout(fn, ms),
     clearTimeout: (handle) => real.clearTimeout(handle),
   };
-  const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
+  const lockFile: LockFile = (path, timeoutMs) =>
+    acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
   const commands: Omit<CommandDeps, 'askAnnouncer'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
     lockFile,
     logger: deps.logger ?? commandLogger,
-    frameBudget: (stateDir, limit, log) => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED),
+    frameBudget: (stateDir, limit, log) =>
+      limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
   return async (env, stdin) => {
@@ -67,16 +71,27 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
     const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer }), deps.useSettings);
     let stdout = '';
-    const exit = await dispatch({ env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) }, plugin);
+    const exit = await dispatch(
+      { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) },
+      plugin,
+    );
     return { exit, stdout };
   };
 }
 
 /** `plugin`, each command first handing its config's announcer settings to `use`. */
 function withSettings(plugin: CniPlugin, use: (settings: DaemonSettings) => void): CniPlugin {
-  const first = <R extends NetworkRequest, T>(run: (req: R) => Promise<T>) => (req: R): Promise<T> => {
-    use({ idleExitMs: req.config.idleExitMs, metricsFile: req.config.metricsFile });
-    return run(req);
+  const first =
+    <R extends NetworkRequest, T>(run: (req: R) => Promise<T>) =>
+    (req: R): Promise<T> => {
+      use({ idleExitMs: req.config.idleExitMs, metricsFile: req.config.metricsFile });
+      return run(req);
+    };
+  return {
+    add: first(plugin.add),
+    del: first(plugin.del),
+    check: first(plugin.check),
+    status: first(plugin.status),
+    gc: first(plugin.gc),
   };
-  return { add: first(plugin.add), del: first(plugin.del), check: first(plugin.check), status: first(plugin.status), gc: first(plugin.gc) };
 }

@@ -3,7 +3,9 @@
 // socket cannot take now waits for poll(2) to say it has room.
 import type { UnixSockets } from '../sys/unix-socket';
 
-/** What reading found: a complete request line, nothing complete yet, the end of the stream, or a line past the limit. */
+/**
+ * What reading found: a complete request line, nothing complete yet, the end of the stream, or a line past the limit.
+ */
 export type ReadOutcome = { line: string } | 'pending' | 'closed' | 'too long';
 
 /** A connected client: its socket, who it is, and the bytes in flight. */
@@ -26,7 +28,10 @@ export class Connection {
     return this.outbound.length > 0;
   }
 
-  /** Reads what is queued (into `scratch`) up to the first newline; bytes past it are ignored (one request per connection). */
+  /**
+   * Reads what is queued (into `scratch`) up to the first newline; bytes past it are ignored (one request per
+   * connection).
+   */
   read(sockets: UnixSockets, scratch: Buffer, maxLine: number): ReadOutcome {
     for (;;) {
       const n = sockets.receive(this.fd, scratch);

@@ -39,7 +39,11 @@ export interface ControlDeps {
 export interface RequestHandlers {
   control(request: Request): Reply;
   /** Runs a CNI command; `refused` when this announcer does not take it (`handover`: a newer build is to serve). */
-  cni(command: { env: Record<string, string>; stdin: string; build: string }): { refused: string } | Promise<{ exit: number; stdout: string }>;
+  cni(command: {
+    env: Record<string, string>;
+    stdin: string;
+    build: string;
+  }): { refused: string } | Promise<{ exit: number; stdout: string }>;
 }
 
 /** The listening socket and its connected clients. */
@@ -69,13 +73,22 @@ export class ControlSocket {
     return this.listenFd !== undefined;
   }
 
-  /** The sockets to poll for input: the listening one (when listening and accepting), then the clients whose request is still coming. */
+  /**
+   * The sockets to poll for input: the listening one (when listening and accepting), then the clients whose request is
+   * still coming.
+   */
   fds(): number[] {
     const accepting = this.listenFd !== undefined && this.deps.timers.bootMs() >= this.acceptPausedUntil;
-    return [...(accepting ? [this.listenFd!] : []), ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd)];
+    return [
+      ...(accepting ? [this.listenFd!] : []),
+      ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd),
+    ];
   }
 
-  /** Whether `client`'s request line is still coming (a running or ending client is not read again: its EOF would keep poll(2) awake). */
+  /**
+   * Whether `client`'s request line is still coming (a running or ending client is not read again: its EOF would keep
+   * poll(2) awake).
+   */
   private reading(client: Connection): boolean {
     return !this.running.has(client) && !client.closing;
   }
@@ -85,7 +98,10 @@ export class ControlSocket {
     return [...this.clients].filter((c) => c.wantsWrite).map((c) => c.fd);
   }
 
-  /** When the next client times out (reading its request, or its end), beat falls due or accepting resumes (boot ms); Infinity with none. */
+  /**
+   * When the next client times out (reading its request, or its end), beat falls due or accepting resumes (boot ms);
+   * Infinity with none.
+   */
   wakeAt(): number {
     const paused = this.acceptPausedUntil > this.deps.timers.bootMs() ? [this.acceptPausedUntil] : [];
     const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
@@ -99,7 +115,9 @@ export class ControlSocket {
     });
   }
 
-  /** Stops listening: new clients find no one (and start or become the next announcer); connected ones are still served. */
+  /**
+   * Stops listening: new clients find no one (and start or become the next announcer); connected ones are still served.
+   */
   unlisten(): void {
     if (this.listenFd === undefined) return;
     const fd = this.listenFd;
@@ -112,12 +130,15 @@ export class ControlSocket {
     }
   }
 
-  /** Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time. */
+  /**
+   * Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time.
+   */
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     if (this.listenFd !== undefined && readable.has(this.listenFd)) this.acceptAll();
     const now = this.deps.timers.bootMs();
     for (const client of [...this.clients]) {
-      if (writable.has(client.fd)) this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
+      if (writable.has(client.fd))
+        this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
       if (!this.clients.has(client)) continue;
       if (this.running.has(client)) this.beat(client, now);
       else if (this.reading(client) && readable.has(client.fd)) this.guarded(client, () => this.readRequest(client));
@@ -176,7 +197,10 @@ export class ControlSocket {
     this.guarded(client, () => this.end(client, done));
   }
 
-  /** Writes the last line; the connection closes once it is out, or CLIENT_MS on when the client reads none of it (a stopped shim). */
+  /**
+   * Writes the last line; the connection closes once it is out, or CLIENT_MS on when the client reads none of it (a
+   * stopped shim).
+   */
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
     client.until = this.deps.timers.bootMs() + CLIENT_MS;
@@ -189,7 +213,8 @@ export class ControlSocket {
     try {
       work();
     } catch (err) {
-      if (err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')) this.deps.log.debug('client left before its reply');
+      if (err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET'))
+        this.deps.log.debug('client left before its reply');
       else this.failed('control connection failed', err);
       this.drop(client);
     }
@@ -220,7 +245,8 @@ export class ControlSocket {
       }
       if (!peer) return;
       if (peer.uid !== this.deps.uid || this.clients.size >= MAX_CLIENTS) {
-        if (peer.uid !== this.deps.uid) this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+        if (peer.uid !== this.deps.uid)
+          this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
         this.closeQuietly(peer.fd);
         continue;
       }

@@ -18,24 +18,36 @@ export interface DaemonArgs {
 }
 
 /** The usage line of `announcer daemon`. */
-export const DAEMON_USAGE = 'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT]';
+export const DAEMON_USAGE =
+  'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT]';
 
 const SPEC = { resident: 'bool', 'log-format': 'string', listen: 'string' } as const;
 
 /** Parses the arguments after `daemon`; a problem is one line naming the argument. */
-export function parseDaemonArgs(args: readonly string[]): { ok: true; args: DaemonArgs } | { ok: false; problem: string } {
+export function parseDaemonArgs(
+  args: readonly string[],
+): { ok: true; args: DaemonArgs } | { ok: false; problem: string } {
   const [stateDir = '', ...rest] = args;
-  if (!stateDir.startsWith('/')) return { ok: false, problem: `the stateDir must be an absolute path (got ${JSON.stringify(stateDir)}); ${DAEMON_USAGE}` };
+  if (!stateDir.startsWith('/'))
+    return {
+      ok: false,
+      problem: `the stateDir must be an absolute path (got ${JSON.stringify(stateDir)}); ${DAEMON_USAGE}`,
+    };
   const parsed = parseFlags(rest, SPEC, DAEMON_USAGE);
   if (!parsed.ok) return parsed;
   const { resident = false, 'log-format': logFormat, listen } = parsed.flags;
   const out: DaemonArgs = { stateDir, resident };
   if (logFormat !== undefined) {
-    if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) return { ok: false, problem: `--log-format must be json or logfmt (got ${JSON.stringify(logFormat)}); ${DAEMON_USAGE}` };
+    if (!(LOG_FORMATS as readonly string[]).includes(logFormat))
+      return {
+        ok: false,
+        problem: `--log-format must be json or logfmt (got ${JSON.stringify(logFormat)}); ${DAEMON_USAGE}`,
+      };
     out.logFormat = logFormat as DaemonArgs['logFormat'];
   }
   if (listen !== undefined) {
-    if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]*):\d{1,5}$/.test(listen)) return { ok: false, problem: `--listen must be HOST:PORT (got ${JSON.stringify(listen)}); ${DAEMON_USAGE}` };
+    if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]*):\d{1,5}$/.test(listen))
+      return { ok: false, problem: `--listen must be HOST:PORT (got ${JSON.stringify(listen)}); ${DAEMON_USAGE}` };
     out.listen = listen;
   }
   return { ok: true, args: out };

@@ -4,7 +4,17 @@
 // announcer), every line at info and above also goes to stdout, structured,
 // each pod's naming it (container, ifname, K8S_POD_NAMESPACE/K8S_POD_NAME, IPs)
 // so that `kubectl logs … | grep <pod>` says what was sent for it.
-import { commandLogger, createLogger, fileSink, silentLogger, teeLogger, type LogFormat, type Logger, type LogLevel, type LogSink } from '../log';
+import {
+  commandLogger,
+  createLogger,
+  fileSink,
+  silentLogger,
+  teeLogger,
+  type LogFormat,
+  type Logger,
+  type LogLevel,
+  type LogSink,
+} from '../log';
 import type { BackgroundJob, PodRef } from '../announce/background-job';
 import { podOf } from '../cni/cni-args';
 
@@ -18,14 +28,21 @@ export interface StdoutLog {
 /** What a command's logger is made from (src/commands/deps.ts). */
 type CommandIds = Parameters<typeof commandLogger>[1] & { args?: { raw: Record<string, string> } };
 
-/** The announcer's own logger, the factory of per-job loggers that steers it, and the loggers of the commands it runs. */
+/**
+ * The announcer's own logger, the factory of per-job loggers that steers it, and the loggers of the commands it runs.
+ */
 export function daemonLoggers(
   fields: Record<string, unknown>,
   stdout?: StdoutLog,
-): { log: Logger; jobLog(job: BackgroundJob): Logger; commandLog(config: { logFile?: string | undefined; logLevel: LogLevel }, ids: CommandIds): Logger } {
+): {
+  log: Logger;
+  jobLog(job: BackgroundJob): Logger;
+  commandLog(config: { logFile?: string | undefined; logLevel: LogLevel }, ids: CommandIds): Logger;
+} {
   let latest: Logger = silentLogger;
   const out = stdout ? createLogger(stdout.sink, 'info', fields, stdout.now, stdout.format) : undefined;
-  const toStdout = (file: Logger, more: Record<string, unknown>): Logger => (out ? teeLogger(file, out.with(more)) : file);
+  const toStdout = (file: Logger, more: Record<string, unknown>): Logger =>
+    out ? teeLogger(file, out.with(more)) : file;
   const log: Logger = {
     error: (m, f) => latest.error(m, f),
     warn: (m, f) => latest.warn(m, f),
@@ -42,7 +59,11 @@ export function daemonLoggers(
     },
     commandLog(config, ids) {
       const pod = ids.args ? podOf(ids.args.raw) : undefined;
-      return toStdout(commandLogger(config, ids), { containerId: ids.containerId, ifname: ids.ifname, ...podFields(pod) });
+      return toStdout(commandLogger(config, ids), {
+        containerId: ids.containerId,
+        ifname: ids.ifname,
+        ...podFields(pod),
+      });
     },
   };
 }

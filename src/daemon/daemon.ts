@@ -33,8 +33,14 @@ const DEFAULT_IDLE_EXIT_MS = 30_000;
 const PAUSE_AFTER_ERROR_MS = 100;
 
 /** What the announcer needs from the process. */
-export interface DaemonDeps extends Omit<JobDeps, 'closeInBackground'>, ControlDeps, Pick<TakeOverDeps, 'resident' | 'askHandover'> {
-  /** close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer bounds how many are in flight. */
+export interface DaemonDeps
+  extends Omit<JobDeps, 'closeInBackground'>,
+    ControlDeps,
+    Pick<TakeOverDeps, 'resident' | 'askHandover'> {
+  /**
+   * close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer
+   * bounds how many are in flight.
+   */
   closeInBackground(fd: number, done: (error?: unknown) => void): void;
   tryLock: TryLock;
   /** The announcer's own log (job logs come from jobLog). */
@@ -60,7 +66,10 @@ export interface CommandHost {
   useSettings(settings: DaemonSettings): void;
 }
 
-/** Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns at once when another one serves (take-over.ts). */
+/**
+ * Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns
+ * at once when another one serves (take-over.ts).
+ */
 export function runDaemon(deps: DaemonDeps): Promise<TakeOver> {
   return withDaemonLock(deps, () => new Daemon(deps).run());
 }
@@ -74,15 +83,22 @@ class Daemon {
   private readonly runCni: CniRunner;
   private settings: DaemonSettings = { idleExitMs: DEFAULT_IDLE_EXIT_MS };
   private stopping = false;
-  /** Set once a request from another build found this executable replaced: serve no more, hand over once running commands end. */
+  /**
+   * Set once a request from another build found this executable replaced: serve no more, hand over once running
+   * commands end.
+   */
   private handingOver = false;
   private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
 
   constructor(private readonly deps: DaemonDeps) {
-    const failed = (file: string, error: unknown): void => this.failed('cannot write the metrics file', error, { file });
-    this.metricsFile = new MetricsFile({ now: () => deps.timers.now(), write: deps.writeMetrics, failed }, this.metrics);
+    const failed = (file: string, error: unknown): void =>
+      this.failed('cannot write the metrics file', error, { file });
+    this.metricsFile = new MetricsFile(
+      { now: () => deps.timers.now(), write: deps.writeMetrics, failed },
+      this.metrics,
+    );
     const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
@@ -91,12 +107,20 @@ class Daemon {
     });
     this.waits = new LoopWaits(() => deps.timers.now());
     const useSettings = (settings: DaemonSettings): void => void (this.settings = settings);
-    this.runCni = deps.commands({ waits: this.waits, control: (r, takenAt) => this.handleSafely(r, takenAt), closeInBackground, useSettings });
+    this.runCni = deps.commands({
+      waits: this.waits,
+      control: (r, takenAt) => this.handleSafely(r, takenAt),
+      closeInBackground,
+      useSettings,
+    });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
   }
 
-  /** Runs until SIGTERM or SIGINT, idle for idleExitMs with no record holding work, or handed over; never throws once listening. */
+  /**
+   * Runs until SIGTERM or SIGINT, idle for idleExitMs with no record holding work, or handed over; never throws once
+   * listening.
+   */
   async run(): Promise<void> {
     const stop = (): void => void (this.stopping = true);
     process.on('SIGTERM', stop);
@@ -105,10 +129,20 @@ class Daemon {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a command that found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
-      this.guard('cannot remove the start marker', () => unlinkIfPresent(join(this.deps.stateDir, START_MARKER)), undefined);
+      this.guard(
+        'cannot remove the start marker',
+        () => unlinkIfPresent(join(this.deps.stateDir, START_MARKER)),
+        undefined,
+      );
       const handedOver = this.guard('cannot read the hand-over', () => takeHandover(this.deps.stateDir), new Map());
       this.guard('cannot read the records', () => this.jobs.recover(handedOver), undefined);
-      this.deps.log.info('announcer started', { pid: process.pid, build: this.deps.build, stateDir: this.deps.stateDir, pending: this.jobs.size, handedOver: handedOver.size });
+      this.deps.log.info('announcer started', {
+        pid: process.pid,
+        build: this.deps.build,
+        stateDir: this.deps.stateDir,
+        pending: this.jobs.size,
+        handedOver: handedOver.size,
+      });
       await this.loop();
     } finally {
       process.off('SIGTERM', stop);
@@ -126,11 +160,21 @@ class Daemon {
     let idleSince = this.deps.timers.now();
     while (!this.stopping || this.handsOverOnStop()) {
       if (this.handingOver && !this.control.busy) {
-        this.guard('cannot write the hand-over', () => writeHandover(this.deps.stateDir, this.jobs.progress()), undefined);
+        this.guard(
+          'cannot write the hand-over',
+          () => writeHandover(this.deps.stateDir, this.jobs.progress()),
+          undefined,
+        );
         break;
       }
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs && this.guard('cannot exit idle', () => this.exitIdle(), false)) break;
+      if (
+        !busy &&
+        !this.deps.resident &&
+        this.deps.timers.now() - idleSince >= this.settings.idleExitMs &&
+        this.guard('cannot exit idle', () => this.exitIdle(), false)
+      )
+        break;
       try {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
@@ -148,7 +192,11 @@ class Daemon {
     const served = this.http ? [this.control, this.http] : [this.control];
     const reading = [...served.flatMap((s) => s.fds()), ...this.jobs.eventFds(), ...this.waits.fds()];
     const dueIn = Math.min(this.jobs.wakeAt(now), ...served.map((s) => s.wakeAt())) - now;
-    const { readable, writable } = this.deps.libc.pollInOut(reading, served.flatMap((s) => s.writeFds()), Math.max(0, Math.min(dueIn, this.waits.msLeft())));
+    const { readable, writable } = this.deps.libc.pollInOut(
+      reading,
+      served.flatMap((s) => s.writeFds()),
+      Math.max(0, Math.min(dueIn, this.waits.msLeft())),
+    );
     for (const s of served) s.serve(readable, writable);
     this.waits.settle(readable);
     await this.jobs.runDue(this.deps.timers.bootMs(), readable);
@@ -158,16 +206,30 @@ class Daemon {
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
-  private takeCommand(command: { env: Record<string, string>; stdin: string; build: string }): ReturnType<RequestHandlers['cni']> {
+  private takeCommand(command: {
+    env: Record<string, string>;
+    stdin: string;
+    build: string;
+  }): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
-    if (!this.handingOver && command.build !== this.deps.build && this.guard('cannot look at the executable', () => this.deps.executableReplaced(), false)) {
-      this.handOver('executable replaced: handing over to the new build', { build: this.deps.build, newBuild: command.build });
+    if (
+      !this.handingOver &&
+      command.build !== this.deps.build &&
+      this.guard('cannot look at the executable', () => this.deps.executableReplaced(), false)
+    ) {
+      this.handOver('executable replaced: handing over to the new build', {
+        build: this.deps.build,
+        newBuild: command.build,
+      });
     }
     if (this.handingOver) return { refused: 'handover' };
     return this.runCni(command.env, command.stdin);
   }
 
-  /** Whether the loop goes on once stopping: a resident announcer (its pod stops) hands over to whichever announcer comes next (a shim starts one). */
+  /**
+   * Whether the loop goes on once stopping: a resident announcer (its pod stops) hands over to whichever announcer
+   * comes next (a shim starts one).
+   */
   private handsOverOnStop(): boolean {
     if (!this.deps.resident) return false;
     this.handOver('SIGTERM: handing over to the next announcer', {});
@@ -197,7 +259,10 @@ class Daemon {
     this.deps.log.error(what, { ...fields, error });
   }
 
-  /** Whether the announcer may exit: it stops listening, then reads the records again, as a command that just wrote its job may have found the socket closed. */
+  /**
+   * Whether the announcer may exit: it stops listening, then reads the records again, as a command that just wrote its
+   * job may have found the socket closed.
+   */
   private exitIdle(): boolean {
     this.control.unlisten();
     this.jobs.recover(new Map());
@@ -217,7 +282,14 @@ class Daemon {
 
   private handle(request: Request, takenAt: number | undefined): Reply {
     if (request.op === 'status') {
-      return { ok: true, status: { pid: process.pid, attachments: this.jobs.status(this.deps.timers.bootMs()), counters: structuredClone(this.counters) } };
+      return {
+        ok: true,
+        status: {
+          pid: process.pid,
+          attachments: this.jobs.status(this.deps.timers.bootMs()),
+          counters: structuredClone(this.counters),
+        },
+      };
     }
     if (request.op === 'cancel') {
       this.jobs.forget(request.record, 'cancelled');
@@ -243,7 +315,12 @@ class Daemon {
   /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
   private listenHttp(http: NonNullable<DaemonDeps['http']>): HttpEndpoint {
     const healthy = (): boolean => this.control.listening && !this.handingOver && !this.stopping;
-    const deps: HttpDeps = { ...http, bootMs: () => this.deps.timers.bootMs(), log: this.deps.log, failed: (what, error) => this.failed(what, error) };
+    const deps: HttpDeps = {
+      ...http,
+      bootMs: () => this.deps.timers.bootMs(),
+      log: this.deps.log,
+      failed: (what, error) => this.failed(what, error),
+    };
     return HttpEndpoint.listen(deps, { healthy, metrics: this.metrics });
   }
 }

@@ -9,10 +9,29 @@ import { SteppedPodProbe } from '../announce/probe-pod';
 import { totalFrames, type OutgoingFrame } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import type { Counters } from './counters';
-import { advance, CHECK_MS, dropDeferred, look, openForJob, roundSent, sendBudgeted, type Ended, type RoundDeps, type Work } from './rounds';
+import {
+  advance,
+  CHECK_MS,
+  dropDeferred,
+  look,
+  openForJob,
+  roundSent,
+  sendBudgeted,
+  type Ended,
+  type RoundDeps,
+  type Work,
+} from './rounds';
 
-/** Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget until the ready deadline. */
-export async function runDeferred(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+/**
+ * Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget
+ * until the ready deadline.
+ */
+export async function runDeferred(
+  deps: RoundDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+): Promise<Ended | undefined> {
   const d = w.deferred!;
   d.checkAt = now + CHECK_MS;
   if (!d.open) {
@@ -65,7 +84,14 @@ export function waitFds(w: Work): number[] {
  * wait: a round 1 the budget holds back is not probed again. The window is stepped from the loop:
  * undefined while it lasts. Conflicting addresses leave this and later rounds.
  */
-function probeDeferred(deps: RoundDeps, counters: Counters, w: Work, session: PodSession, frames: OutgoingFrame[], now: number): OutgoingFrame[] | undefined {
+function probeDeferred(
+  deps: RoundDeps,
+  counters: Counters,
+  w: Work,
+  session: PodSession,
+  frames: OutgoingFrame[],
+  now: number,
+): OutgoingFrame[] | undefined {
   const d = w.deferred!;
   const check = w.job.conflictCheck;
   if (!check) return frames;
@@ -96,11 +122,28 @@ function closeProbe(d: NonNullable<Work['deferred']>): void {
   probe?.close();
 }
 
-/** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
-function applyConflicts(counters: Counters, w: Work, action: string, frames: OutgoingFrame[], conflicts: AddressConflict[]): OutgoingFrame[] {
+/**
+ * Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without
+ * them.
+ */
+function applyConflicts(
+  counters: Counters,
+  w: Work,
+  action: string,
+  frames: OutgoingFrame[],
+  conflicts: AddressConflict[],
+): OutgoingFrame[] {
   if (conflicts.length === 0) return frames;
-  if (action === 'fail') w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', { conflicts: conflicts.length });
-  for (const c of conflicts) w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, { address: c.address, mac: c.mac, interface: c.interface });
+  if (action === 'fail')
+    w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', {
+      conflicts: conflicts.length,
+    });
+  for (const c of conflicts)
+    w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
+      address: c.address,
+      mac: c.mac,
+      interface: c.interface,
+    });
   counters.conflicts += conflicts.length;
   w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
   return withoutConflicts(frames, conflicts);

@@ -40,7 +40,8 @@ export function takeHandover(stateDir: string): Map<string, HandedOver> {
     if (entry === null || typeof entry !== 'object') continue;
     const { job, next } = entry as Record<string, unknown>;
     const checked = checkJob(job);
-    if (checked && Number.isInteger(next) && (next as number) >= 1) taken.set(name, { job: checked, next: next as number });
+    if (checked && Number.isInteger(next) && (next as number) >= 1)
+      taken.set(name, { job: checked, next: next as number });
   }
   return taken;
 }

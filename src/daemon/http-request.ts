@@ -11,7 +11,15 @@ export interface HttpAnswer {
   body: string;
 }
 
-const REASONS: Readonly<Record<number, string>> = { 200: 'OK', 400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Readonly<Record<number, string>> = {
+  200: 'OK',
+  400: 'Bad Request',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 /** A plain-text answer. */
 export function textAnswer(status: number, body: string): HttpAnswer {

@@ -18,11 +18,17 @@ export const MAX_CONNECTIONS = 16;
 export const REQUEST_MS = 5000;
 /** A connection that has not taken its whole answer within this is dropped. */
 export const WRITE_MS = 5000;
-/** After accept(2) fails (EMFILE), the listening socket is left out of the poll this long (as the unix socket's ACCEPT_PAUSE_MS). */
+/**
+ * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long (as the unix socket's
+ * ACCEPT_PAUSE_MS).
+ */
 const ACCEPT_PAUSE_MS = 100;
 const BACKLOG = 64;
 
-/** What the endpoint needs: its address, TCP calls and the stream calls it shares with the unix socket, the boot clock, a log. */
+/**
+ * What the endpoint needs: its address, TCP calls and the stream calls it shares with the unix socket, the boot clock,
+ * a log.
+ */
 export interface HttpDeps {
   address: TcpAddress;
   sockets: TcpSockets & Pick<UnixSockets, 'send' | 'receive' | 'close'>;
@@ -54,7 +60,9 @@ export class HttpEndpoint {
     readonly port: number,
   ) {}
 
-  /** Listens on deps.address; when it cannot (EADDRINUSE, EACCES), says so through `failed` and throws HttpListenError. */
+  /**
+   * Listens on deps.address; when it cannot (EADDRINUSE, EACCES), says so through `failed` and throws HttpListenError.
+   */
   static listen(deps: HttpDeps, state: EndpointState): HttpEndpoint {
     try {
       const { fd, port } = deps.sockets.listenTcp(deps.address, BACKLOG);
@@ -66,7 +74,10 @@ export class HttpEndpoint {
     }
   }
 
-  /** The sockets to poll for input: the listening one (unless paused), and the connections whose request is still coming. */
+  /**
+   * The sockets to poll for input: the listening one (unless paused), and the connections whose request is still
+   * coming.
+   */
   fds(): number[] {
     const accepting = this.deps.bootMs() >= this.acceptPausedUntil ? [this.listenFd] : [];
     return [...accepting, ...[...this.clients].filter((c) => c.outbound === undefined).map((c) => c.fd)];
@@ -91,7 +102,8 @@ export class HttpEndpoint {
     for (const c of known) {
       if (c.outbound === undefined && readable.has(c.fd)) this.guarded(c, () => this.read(c));
       // An answer still being made has no bytes yet: a flush would take it for sent and drop the client.
-      else if (c.outbound !== undefined && c.outbound.length > 0 && writable.has(c.fd)) this.guarded(c, () => this.flush(c));
+      else if (c.outbound !== undefined && c.outbound.length > 0 && writable.has(c.fd))
+        this.guarded(c, () => this.flush(c));
       if (this.clients.has(c) && now >= c.until) this.drop(c);
     }
   }
@@ -131,7 +143,8 @@ export class HttpEndpoint {
       c.inbound = Buffer.concat([c.inbound, this.scratch.subarray(0, n)]);
       const end = headEnd(c.inbound);
       if (end < 0 && c.inbound.length <= MAX_HEAD_BYTES) continue;
-      if (end < 0 || end > MAX_HEAD_BYTES) return this.answer(c, Promise.resolve(textAnswer(431, 'request head too large\n')), false);
+      if (end < 0 || end > MAX_HEAD_BYTES)
+        return this.answer(c, Promise.resolve(textAnswer(431, 'request head too large\n')), false);
       const head = parseHead(c.inbound.subarray(0, end));
       if ('status' in head) return this.answer(c, Promise.resolve(head), false);
       return this.answer(c, route(head.method, head.path, this.state), head.method === 'HEAD');
@@ -169,7 +182,8 @@ export class HttpEndpoint {
     try {
       work();
     } catch (err) {
-      if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET'))) this.deps.failed('HTTP connection failed', err);
+      if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')))
+        this.deps.failed('HTTP connection failed', err);
       this.drop(c);
     }
   }

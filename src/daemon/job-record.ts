@@ -11,7 +11,12 @@ import type { Work } from './rounds';
 
 /** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
 export function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
-  return a.netnsId.dev === b.netnsId.dev && a.netnsId.ino === b.netnsId.ino && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
+  return (
+    a.netnsId.dev === b.netnsId.dev &&
+    a.netnsId.ino === b.netnsId.ino &&
+    a.readyDeadline === b.readyDeadline &&
+    a.firstRoundAt === b.firstRoundAt
+  );
 }
 
 /** Whether the job's netns path still names the netns ADD saw. */
@@ -20,7 +25,10 @@ export function netnsAlive(job: BackgroundJob): boolean {
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
-/** Whether the pod is still there and record `w.name` in `stateDir` still holds this very job (DEL, GC or a new ADD end it). */
+/**
+ * Whether the pod is still there and record `w.name` in `stateDir` still holds this very job (DEL, GC or a new ADD end
+ * it).
+ */
 export function stillWanted(stateDir: string, w: Work): boolean {
   if (!netnsAlive(w.job)) return false;
   const read = readRecordFile(join(stateDir, w.name));
@@ -34,12 +42,18 @@ export function stillWanted(stateDir: string, w: Work): boolean {
  * and only while the record still holds this very job: an ADD or DEL acting on the attachment
  * right now replaces or removes it anyway. Failures are counted and logged, never thrown.
  */
-export async function recordFirstRound(deps: { stateDir: string; lockFile: LockFile }, counters: Counters, w: Work): Promise<void> {
+export async function recordFirstRound(
+  deps: { stateDir: string; lockFile: LockFile },
+  counters: Counters,
+  w: Work,
+): Promise<void> {
   const { containerId, ifname } = w.job;
   const file = join(deps.stateDir, w.name);
   const failed = (err: unknown): void => {
     counters.errors++;
-    w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', { error: err });
+    w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', {
+      error: err,
+    });
   };
   let lock;
   try {

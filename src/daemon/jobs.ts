@@ -46,7 +46,10 @@ export class Jobs {
     return this.works.size;
   }
 
-  /** Schedules every pending job found in the records; a burst in `handedOver` (by the announcer this one replaced) goes on from its next round. */
+  /**
+   * Schedules every pending job found in the records; a burst in `handedOver` (by the announcer this one replaced) goes
+   * on from its next round.
+   */
   recover(handedOver: ReadonlyMap<string, HandedOver>): void {
     const present = new Set<string>();
     for (const { file, read } of listRecords(this.deps.stateDir)) {
@@ -56,13 +59,17 @@ export class Jobs {
       const ended = this.ended.get(name);
       if (this.works.has(name) || (ended && sameJob(ended, read.record.job))) continue;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, read.record.job)) this.schedule(name, read.record.job, 'handed over', handed.next);
+      if (handed && sameJob(handed.job, read.record.job))
+        this.schedule(name, read.record.job, 'handed over', handed.next);
       else this.schedule(name, read.record.job, 'recovered');
     }
     for (const name of this.ended.keys()) if (!present.has(name)) this.ended.delete(name);
   }
 
-  /** (Re)reads record `name` and schedules its job, or forgets it; true when this announcer had the job from the record already (its counts made then). */
+  /**
+   * (Re)reads record `name` and schedules its job, or forgets it; true when this announcer had the job from the record
+   * already (its counts made then).
+   */
   sync(name: string): boolean {
     const read = readRecordFile(join(this.deps.stateDir, name));
     if (read.kind !== 'ok' || !read.record.job) {
@@ -76,7 +83,13 @@ export class Jobs {
       // Recovered work that its ADD turns out to have just handed over: until a round went out here, rounds up to
       // LATE_GRACE_MS late still go out; after, it keeps its progress (starting over would send a round twice).
       if (!current.deferred && current.roundsSent === 1) {
-        const { index, dueAt } = nextRound(current.job.schedule, current.firstRoundAt!, 1, this.deps.timers.bootMs(), LATE_GRACE_MS);
+        const { index, dueAt } = nextRound(
+          current.job.schedule,
+          current.firstRoundAt!,
+          1,
+          this.deps.timers.bootMs(),
+          LATE_GRACE_MS,
+        );
         if (dueAt !== undefined) [current.next, current.dueAt] = [index, dueAt];
       }
       return true;
@@ -89,7 +102,9 @@ export class Jobs {
   /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
   progress(): Map<string, HandedOver> {
     const out = new Map<string, HandedOver>();
-    for (const w of this.works.values()) if (!w.deferred && w.firstRoundAt !== undefined) out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next });
+    for (const w of this.works.values())
+      if (!w.deferred && w.firstRoundAt !== undefined)
+        out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next });
     return out;
   }
 
@@ -98,7 +113,16 @@ export class Jobs {
     const log = this.deps.jobLog(job);
     this.scheduled(job);
     const now = this.deps.timers.bootMs();
-    const work: Work = { name, job, log, firstRoundAt: job.firstRoundAt, next: 1, dueAt: undefined, roundsSent: 0, delayed: false };
+    const work: Work = {
+      name,
+      job,
+      log,
+      firstRoundAt: job.firstRoundAt,
+      next: 1,
+      dueAt: undefined,
+      roundsSent: 0,
+      delayed: false,
+    };
     if (job.firstRoundAt === undefined) {
       if (now >= job.readyDeadline) return;
       work.next = 0;
@@ -107,7 +131,13 @@ export class Jobs {
     } else {
       work.roundsSent = from;
       // Recovered work may have been sent up to its last due round already: no grace for it.
-      const { index, dueAt } = nextRound(job.schedule, job.firstRoundAt, from, now, how === 'recovered' ? 0 : LATE_GRACE_MS);
+      const { index, dueAt } = nextRound(
+        job.schedule,
+        job.firstRoundAt,
+        from,
+        now,
+        how === 'recovered' ? 0 : LATE_GRACE_MS,
+      );
       if (dueAt === undefined) return;
       if (how !== 'recovered' && index > from) {
         this.counters.rounds.skippedLate += index - from;
@@ -117,9 +147,15 @@ export class Jobs {
       work.dueAt = dueAt;
     }
     this.works.set(name, work);
-    // A job ADD handed over reports its conflicts in the sync request; one read from the records was never reported here.
+    // A job ADD handed over reports its conflicts in the sync request; one read from the records was never reported
+    // here.
     if (how === 'recovered' && job.conflicts) this.counters.conflicts += job.conflicts;
-    log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred: work.deferred !== undefined });
+    log.debug('background work scheduled', {
+      how,
+      next: work.next + 1,
+      of: job.schedule.length,
+      deferred: work.deferred !== undefined,
+    });
   }
 
   /** Ends the work of record `name`, if it has any; `why` is logged. */
@@ -152,7 +188,10 @@ export class Jobs {
     return wake;
   }
 
-  /** Runs what is due at `now`: rounds, and deferred waits whose pod changed (an fd in `changed`) or whose check is due. A work that throws is counted and logged, and the others run on. */
+  /**
+   * Runs what is due at `now`: rounds, and deferred waits whose pod changed (an fd in `changed`) or whose check is due.
+   * A work that throws is counted and logged, and the others run on.
+   */
   async runDue(now: number, changed: ReadonlySet<number>): Promise<void> {
     for (const w of [...this.works.values()]) {
       if (!this.works.has(w.name)) continue;
@@ -181,10 +220,15 @@ export class Jobs {
 
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
-    return stillWanted(this.deps.stateDir, w) ? await runRound(this.deps, this.counters, w, now) : { why: 'pod or record gone' };
+    return stillWanted(this.deps.stateDir, w)
+      ? await runRound(this.deps, this.counters, w, now)
+      : { why: 'pod or record gone' };
   }
 
-  /** A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with sockets opened anew, until its ready deadline. */
+  /**
+   * A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with
+   * sockets opened anew, until its ready deadline.
+   */
   private failed(w: Work, now: number, err: unknown): Ended | undefined {
     this.counters.errors++;
     w.log.error('background work failed', { round: w.next + 1, error: err });
@@ -216,7 +260,9 @@ export class Jobs {
     }));
   }
 
-  /** Closes the sockets of every deferred wait (the announcer stops); the first failure is thrown once all are closed. */
+  /**
+   * Closes the sockets of every deferred wait (the announcer stops); the first failure is thrown once all are closed.
+   */
   close(): void {
     const errors: unknown[] = [];
     for (const w of this.works.values()) {

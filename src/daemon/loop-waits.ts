@@ -20,7 +20,9 @@ export class LoopWaits {
 
   /** Resolves once one of `fds` is readable or `ms` has passed (at the loop's next turn after). */
   readable(fds: readonly number[], ms: number): Promise<void> {
-    return new Promise((resolve) => void this.pending.add({ fds: [...fds], until: this.now() + Math.max(0, ms), resolve }));
+    return new Promise(
+      (resolve) => void this.pending.add({ fds: [...fds], until: this.now() + Math.max(0, ms), resolve }),
+    );
   }
 
   /** Resolves after `ms`. */

@@ -26,7 +26,10 @@ export class MetricsFile {
     private readonly metrics: Pick<LazyMetrics, 'text' | 'zeroText'>,
   ) {}
 
-  /** Writes the metrics to `file` (none: nothing) if they changed, and unless written less than METRICS_EVERY_MS ago (`force`: whenever). */
+  /**
+   * Writes the metrics to `file` (none: nothing) if they changed, and unless written less than METRICS_EVERY_MS ago
+   * (`force`: whenever).
+   */
   async flush(file: string | undefined, force: boolean): Promise<void> {
     const now = this.deps.now();
     if (!file || (!force && now - this.writtenAt < METRICS_EVERY_MS)) return;

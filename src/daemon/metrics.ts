@@ -8,18 +8,47 @@ import Histogram from 'prom-client/lib/histogram';
 import Registry from 'prom-client/lib/registry';
 import type { Counters } from './counters';
 
-/** Upper bounds (s) of `cni_announcer_add_to_first_round_seconds`: from 1 ms (a ready pod, no probe) to 10 s (a pod that took long to be ready). */
-export const ADD_TO_FIRST_ROUND_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/**
+ * Upper bounds (s) of `cni_announcer_add_to_first_round_seconds`: from 1 ms (a ready pod, no probe) to 10 s (a pod that
+ * took long to be ready).
+ */
+export const ADD_TO_FIRST_ROUND_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 
 const PREFIX = 'cni_announcer';
 
 /** One counter family: its name (less the prefix), help, label, and where its numbers are in Counters. */
-const FAMILIES: readonly { name: string; help: string; label?: string; read(c: Counters): number | Record<string, number> }[] = [
-  { name: 'frames_sent_total', help: 'Announcement frames sent, by kind.', label: 'kind', read: (c) => ({ ...c.frames }) },
+const FAMILIES: readonly {
+  name: string;
+  help: string;
+  label?: string;
+  read(c: Counters): number | Record<string, number>;
+}[] = [
+  {
+    name: 'frames_sent_total',
+    help: 'Announcement frames sent, by kind.',
+    label: 'kind',
+    read: (c) => ({ ...c.frames }),
+  },
   { name: 'rounds_total', help: 'Announcement rounds, by outcome.', label: 'outcome', read: (c) => c.rounds },
-  { name: 'deferred_waits_total', help: 'Waits for a pod that was not ready during ADD, by how they ended.', label: 'outcome', read: (c) => c.deferred },
-  { name: 'rate_limited_rounds_total', help: 'Rounds held back by the node-wide rate limit.', label: 'outcome', read: (c) => c.rateLimited },
-  { name: 'address_conflicts_total', help: 'IPv4 addresses not announced because another host uses them (conflictCheck).', read: (c) => c.conflicts },
+  {
+    name: 'deferred_waits_total',
+    help: 'Waits for a pod that was not ready during ADD, by how they ended.',
+    label: 'outcome',
+    read: (c) => c.deferred,
+  },
+  {
+    name: 'rate_limited_rounds_total',
+    help: 'Rounds held back by the node-wide rate limit.',
+    label: 'outcome',
+    read: (c) => c.rateLimited,
+  },
+  {
+    name: 'address_conflicts_total',
+    help: 'IPv4 addresses not announced because another host uses them (conflictCheck).',
+    read: (c) => c.conflicts,
+  },
   { name: 'errors_total', help: 'Errors of the background announcer.', read: (c) => c.errors },
 ];
 

@@ -14,7 +14,10 @@ export const DAEMON_LOCK = 'announcer-daemon.flock';
 
 const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 
-/** Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an O_PATH fd of stateDir. */
+/**
+ * Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an
+ * O_PATH fd of stateDir.
+ */
 export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
   const direct = join(stateDir, ANNOUNCER_SOCKET);
   if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);

@@ -6,7 +6,10 @@
  */
 export const LATE_GRACE_MS = 1000;
 
-/** The next round at `now` from round `from` on, skipping those due over `graceMs` ago (index schedule.length: none left); recovered work has no grace. */
+/**
+ * The next round at `now` from round `from` on, skipping those due over `graceMs` ago (index schedule.length: none
+ * left); recovered work has no grace.
+ */
 export function nextRound(
   schedule: readonly number[],
   firstRoundAt: number,

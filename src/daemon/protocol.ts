@@ -9,7 +9,10 @@ import { settingsSchema, type DaemonSettings } from './settings';
 
 /** What a client asks. */
 export type Request =
-  /** Read this record again and (re)schedule its job; `sent` and `conflicts` are what ADD's round 1 sent and its probe left out. */
+  /**
+   * Read this record again and (re)schedule its job; `sent` and `conflicts` are what ADD's round 1 sent and its probe
+   * left out.
+   */
   | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
   /** Forget this attachment: once answered, nothing more is sent for it. */
   | { op: 'cancel'; record: string }
@@ -48,12 +51,17 @@ export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: st
 
 /** A record's file name, never a path: requests cannot point outside stateDir. */
 const recordName = str('bad record name').check(
-  z.refine((name: string) => name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255, { error: 'bad record name' }),
+  z.refine(
+    (name: string) => name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255,
+    { error: 'bad record name' },
+  ),
 );
 /** A count a client reports: an integer from 0 below 1e6, else 0. */
 const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);
 /** Frame counts, each a small count; anything but an object counts nothing. */
-const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({ ...NO_FRAMES }));
+const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({
+  ...NO_FRAMES,
+}));
 /** Settings that are not valid are none: the announcer keeps its own. */
 const settings = z.catch(z.optional(settingsSchema), undefined);
 
@@ -89,7 +97,10 @@ const attachmentStatus = obj({
   deferred: bool(),
 });
 const statusSchema = obj({ pid: z.int(), attachments: z.array(attachmentStatus), counters: obj({}) });
-const replySchema = z.discriminatedUnion('ok', [obj({ ok: z.literal(true), status: z.optional(statusSchema) }), obj({ ok: z.literal(false), error: str() })]);
+const replySchema = z.discriminatedUnion('ok', [
+  obj({ ok: z.literal(true), status: z.optional(statusSchema) }),
+  obj({ ok: z.literal(false), error: str() }),
+]);
 
 /** A reply as the announcer sent it (the shim decoded the line); undefined when it is not one. */
 export function checkReply(value: unknown): Reply | undefined {

@@ -11,7 +11,14 @@ import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';
 import type { AddressConflict } from '../announce/conflict-probe';
 import type { SteppedPodProbe } from '../announce/probe-pod';
-import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
+import {
+  buildRound,
+  NO_FRAMES,
+  sendFrames,
+  totalFrames,
+  type FrameCounts,
+  type OutgoingFrame,
+} from '../announce/round';
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Timers } from '../announce/timers';
@@ -41,7 +48,10 @@ export interface Work {
   roundsSent: number;
   /** A delayed round was counted once as delayed. */
   delayed: boolean;
-  /** While waiting for a pod that was not ready at ADD; `probe` while its window runs and `conflicts` once the pod was probed (conflictCheck). */
+  /**
+   * While waiting for a pod that was not ready at ADD; `probe` while its window runs and `conflicts` once the pod was
+   * probed (conflictCheck).
+   */
   deferred?: { open?: DeferredSession; checkAt: number; probe?: SteppedPodProbe; conflicts?: AddressConflict[] };
 }
 
@@ -60,11 +70,19 @@ export interface RoundDeps {
 /** The work is over; `why` is logged when there is one. */
 export type Ended = { why: string | undefined };
 
-/** Opens the pod's sockets and resolves the job's interfaces; 'gone' when one interface is (its callers have checked the netns: Jobs.stillWanted). */
+/**
+ * Opens the pod's sockets and resolves the job's interfaces; 'gone' when one interface is (its callers have checked the
+ * netns: Jobs.stillWanted).
+ */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
   let session: PodSession;
   try {
-    session = openSession(deps, job.netns, job.interfaces.map((i) => i.name), job.hostPeerNames);
+    session = openSession(
+      deps,
+      job.netns,
+      job.interfaces.map((i) => i.name),
+      job.hostPeerNames,
+    );
   } catch (err) {
     return { gone: `cannot enter pod netns: ${(err as Error).message}` };
   }
@@ -93,7 +111,10 @@ function closeSession(deps: RoundDeps, session: PodSession): void {
   }
 }
 
-/** Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the pod's. */
+/**
+ * Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the
+ * pod's.
+ */
 export function dropDeferred(deps: RoundDeps, w: Work): void {
   const d = w.deferred;
   const open = d?.open;
@@ -107,11 +128,22 @@ export function dropDeferred(deps: RoundDeps, w: Work): void {
 }
 
 /** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */
-export async function sendBudgeted(deps: RoundDeps, w: Work, session: PodSession, frames: readonly OutgoingFrame[], onCredit: boolean) {
+export async function sendBudgeted(
+  deps: RoundDeps,
+  w: Work,
+  session: PodSession,
+  frames: readonly OutgoingFrame[],
+  onCredit: boolean,
+) {
   let sent: FrameCounts = NO_FRAMES;
-  const taken = await deps.budget(w.job.rateLimit).take(frames.length, () => deps.timers.bootMs(), onCredit, () => {
-    sent = sendFrames(session.pod.packet, frames, w.log);
-  });
+  const taken = await deps.budget(w.job.rateLimit).take(
+    frames.length,
+    () => deps.timers.bootMs(),
+    onCredit,
+    () => {
+      sent = sendFrames(session.pod.packet, frames, w.log);
+    },
+  );
   return taken.ok ? { ok: true as const, sent } : taken;
 }
 
@@ -145,7 +177,12 @@ export function plannedFrames(job: BackgroundJob): number {
  * so waiting costs no socket and no close (frames the pod then does not send stay taken).
  */
 export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
-  const taken = await deps.budget(w.job.rateLimit).take(plannedFrames(w.job), () => deps.timers.bootMs(), false, () => {});
+  const taken = await deps.budget(w.job.rateLimit).take(
+    plannedFrames(w.job),
+    () => deps.timers.bootMs(),
+    false,
+    () => {},
+  );
   if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
   const opened = openForJob(deps, w.job);
   if ('gone' in opened) return { why: opened.gone };

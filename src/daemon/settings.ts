@@ -12,7 +12,10 @@ export interface DaemonSettings {
 }
 
 /** The settings as they travel: checked by the options' own schemas, unknown keys dropped. */
-export const settingsSchema = strictShape({ idleExitMs: OPTIONS.idleExitMs.schema, metricsFile: optional(OPTIONS.metricsFile.schema) });
+export const settingsSchema = strictShape({
+  idleExitMs: OPTIONS.idleExitMs.schema,
+  metricsFile: optional(OPTIONS.metricsFile.schema),
+});
 
 /** Settings that pass the options' own schemas (idleExitMs required), else undefined. */
 export function decodeSettings(value: unknown): DaemonSettings | undefined {

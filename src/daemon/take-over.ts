@@ -32,10 +32,15 @@ export interface TakeOverDeps {
   askHandover?: (() => Promise<unknown>) | undefined;
 }
 
-/** How it went: the lock is ours, another announcer serves (not needed), or a resident one serves and refused to hand over. */
+/**
+ * How it went: the lock is ours, another announcer serves (not needed), or a resident one serves and refused to hand
+ * over.
+ */
 export type TakeOver = 'taken' | 'served' | 'resident';
 
-/** Runs `serve` once the announcer lock of stateDir is taken (see the top of this file); the lock goes when it returns. */
+/**
+ * Runs `serve` once the announcer lock of stateDir is taken (see the top of this file); the lock goes when it returns.
+ */
 export async function withDaemonLock(deps: TakeOverDeps, serve: () => Promise<void>): Promise<TakeOver> {
   const lockFd = openDaemonLock(deps.stateDir);
   try {
@@ -62,9 +67,13 @@ async function takeDaemonLock(deps: TakeOverDeps, lockFd: number): Promise<TakeO
     } else if (listens) {
       const reply = await deps.askHandover?.();
       if (isRefusal(reply)) return 'resident';
-      if (isOk(reply)) deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
+      if (isOk(reply))
+        deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
       else {
-        deps.log.warn('the running announcer did not answer "handover": asking again', { stateDir: deps.stateDir, inMs: ASK_AGAIN_MS });
+        deps.log.warn('the running announcer did not answer "handover": asking again', {
+          stateDir: deps.stateDir,
+          inMs: ASK_AGAIN_MS,
+        });
         await deps.timers.sleep(ASK_AGAIN_MS);
       }
     }

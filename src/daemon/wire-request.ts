@@ -17,7 +17,9 @@ const body = z.catch(z.optional(obj({})), undefined);
 /** The envelope, its fields in the order they are checked. */
 const envelope = z.looseObject(
   {
-    v: z.literal(WIRE_VERSION, { error: (iss) => `protocol version ${JSON.stringify(iss.input)} (this announcer speaks ${WIRE_VERSION})` }),
+    v: z.literal(WIRE_VERSION, {
+      error: (iss) => `protocol version ${JSON.stringify(iss.input)} (this announcer speaks ${WIRE_VERSION})`,
+    }),
     build: str('bad build').check(z.maxLength(128, { error: 'bad build' })),
     ackBy: z.number({ error: 'bad ackBy' }),
     cni: body,
@@ -45,7 +47,9 @@ export function checkRequestLine(line: string): CheckedRequest | string {
   const { build, ackBy, cni, control } = head.value;
   if (cni !== undefined) {
     const command = check(cniCommand, cni);
-    return command.ok ? { kind: 'cni', build, ackBy, env: command.value.env, stdin: command.value.stdin } : command.issues[0]!.message;
+    return command.ok
+      ? { kind: 'cni', build, ackBy, env: command.value.env, stdin: command.value.stdin }
+      : command.issues[0]!.message;
   }
   if (control !== undefined) {
     const request = checkControlRequest(control);

@@ -48,7 +48,10 @@ export const systemAddonLoader: AddonLoaderDeps = {
   close: (fd) => closeSync(fd),
 };
 
-/** dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory and why (in `cause`). */
+/**
+ * dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory
+ * and why (in `cause`).
+ */
 export function loadAddon(
   name: string,
   content: Uint8Array,
@@ -71,10 +74,13 @@ export function loadAddon(
     }
   }
   const reasons = failures.map(({ dir, error }) => `${dir}: ${error instanceof Error ? error.message : String(error)}`);
-  throw new Error(`cannot load the ${name} addon from an anonymous file (${reasons.join('; ') || 'no directory to try'})`, {
-    cause: new AggregateError(
-      failures.map((f) => f.error),
-      'one failure per directory',
-    ),
-  });
+  throw new Error(
+    `cannot load the ${name} addon from an anonymous file (${reasons.join('; ') || 'no directory to try'})`,
+    {
+      cause: new AggregateError(
+        failures.map((f) => f.error),
+        'one failure per directory',
+      ),
+    },
+  );
 }

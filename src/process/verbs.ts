@@ -19,7 +19,12 @@ import { parseListenAddress } from '../sys/tcp-socket';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
-export async function runProcessVerb(wiring: ProcessWiring, verb: string, args: readonly string[], err: (line: string) => void): Promise<number> {
+export async function runProcessVerb(
+  wiring: ProcessWiring,
+  verb: string,
+  args: readonly string[],
+  err: (line: string) => void,
+): Promise<number> {
   if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
   if (verb === DAEMON_VERB) {
     const parsed = parseDaemonArgs(args);
@@ -42,7 +47,9 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     return 2;
   }
   ensurePrivateDir(stateDir);
-  const stdout = args.logFormat ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) } : undefined;
+  const stdout = args.logFormat
+    ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
+    : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, stdout);
   const started = fileId(process.execPath);
   const run = runDaemon({

@@ -30,11 +30,13 @@ function once<T>(make: () => T): () => T {
 export function processWiring(): ProcessWiring {
   const libc = once(loadLibc);
   const timers = realTimers(() => libc().bootTimeMs());
-  const lockFile: LockFile = (path, timeoutMs) => acquireFileLock(path, timeoutMs, { tryLock: libc().tryLock, now: timers.now, sleep: timers.sleep });
+  const lockFile: LockFile = (path, timeoutMs) =>
+    acquireFileLock(path, timeoutMs, { tryLock: libc().tryLock, now: timers.now, sleep: timers.sleep });
   return {
     libc,
     timers,
     lockFile,
-    frameBudget: (stateDir, limit, log, rounds = 'first') => (limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED),
+    frameBudget: (stateDir, limit, log, rounds = 'first') =>
+      limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED,
   };
 }

@@ -10,7 +10,12 @@ export interface AskOptions {
 }
 
 /** The announcer's answer to `control`, or undefined when none came (absent, hung, dropped, refused). */
-export async function askAnnouncer(stateDir: string, control: Record<string, unknown>, options: AskOptions, deps?: ShimDeps): Promise<unknown> {
+export async function askAnnouncer(
+  stateDir: string,
+  control: Record<string, unknown>,
+  options: AskOptions,
+  deps?: ShimDeps,
+): Promise<unknown> {
   const d = deps ?? (await defaultDeps());
   const body = { control };
   let outcome = await d.exchange(stateDir, body);
@@ -24,6 +29,10 @@ export async function askAnnouncer(stateDir: string, control: Record<string, unk
 
 /** This process's ShimDeps, loaded on the first ask. */
 async function defaultDeps(): Promise<ShimDeps> {
-  const [{ realShimDeps }, { BUILD_ID }, { readText }] = await Promise.all([import('./shim-deps'), import('../build-id'), import('../sys/stdio')]);
+  const [{ realShimDeps }, { BUILD_ID }, { readText }] = await Promise.all([
+    import('./shim-deps'),
+    import('../build-id'),
+    import('../sys/stdio'),
+  ]);
   return realShimDeps(BUILD_ID, readText);
 }

@@ -2,7 +2,16 @@
 // for `ack` at most ACK_MS from the write, then take lines until the end with at most SILENCE_MS
 // between two. The transport and the clock are injected; the socket is closed on every outcome.
 import type { ConnectUnix, Connection } from '../sys/stream-connection';
-import { ACK_MS, decodeReply, encodeRequest, MAX_REQUEST_LINE, SILENCE_MS, splitLines, WIRE_VERSION, type RequestBody } from './wire';
+import {
+  ACK_MS,
+  decodeReply,
+  encodeRequest,
+  MAX_REQUEST_LINE,
+  SILENCE_MS,
+  splitLines,
+  WIRE_VERSION,
+  type RequestBody,
+} from './wire';
 
 /** How an exchange ended. */
 export type Outcome =
@@ -19,7 +28,10 @@ export type Outcome =
   /** End of stream, a socket error or a line that is not the protocol's, before the end. */
   | { dropped: true };
 
-/** CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and its result cancels. */
+/**
+ * CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and
+ * its result cancels.
+ */
 export interface ShimClock {
   now(): number;
   after(ms: number, fire: () => void): () => void;

@@ -3,7 +3,10 @@
 import { MAX_FORWARDED_STDIN } from './wire';
 
 /** A readStdin(maxBytes) that yields `taken` first: at most maxBytes + 1 bytes in all, as the stdin reader gives. */
-export function resumedStdin(taken: Uint8Array, readMore: (maxBytes: number) => Promise<Uint8Array>): (maxBytes: number) => Promise<Uint8Array> {
+export function resumedStdin(
+  taken: Uint8Array,
+  readMore: (maxBytes: number) => Promise<Uint8Array>,
+): (maxBytes: number) => Promise<Uint8Array> {
   return async (maxBytes) => {
     // The shim read to EOF, or already holds more than the limit.
     if (taken.length <= MAX_FORWARDED_STDIN || taken.length > maxBytes) return taken.subarray(0, maxBytes + 1);

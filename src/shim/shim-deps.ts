@@ -18,12 +18,21 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
   return {
     clock,
     exchange: (stateDir, body) =>
-      withAnnouncerAddress(stateDir, (address) => exchange({ connect: connectUnix, clock }, address, body, build)).catch((err: unknown) => ({
+      withAnnouncerAddress(stateDir, (address) =>
+        exchange({ connect: connectUnix, clock }, address, body, build),
+      ).catch((err: unknown) => ({
         // The O_PATH open of a long stateDir failed: as connect(2) would have.
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
     start: async (stateDir) => {
-      const [{ startAnnouncer, envObject }, { spawnChild }, { ensurePrivateDir }, { selfCommand }, { detachedEnv }, { userModeEmulator }] = await Promise.all([
+      const [
+        { startAnnouncer, envObject },
+        { spawnChild },
+        { ensurePrivateDir },
+        { selfCommand },
+        { detachedEnv },
+        { userModeEmulator },
+      ] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
         import('../sys/private-dir'),

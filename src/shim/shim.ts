@@ -26,7 +26,10 @@ export interface ShimDeps {
   clock: ShimClock;
 }
 
-/** The shim's end: the announcer's exit status (its stdout printed), or a reason to run in-process, with the stdin read so far (none if reading failed). */
+/**
+ * The shim's end: the announcer's exit status (its stdout printed), or a reason to run in-process, with the stdin read
+ * so far (none if reading failed).
+ */
 export type ShimResult = { exit: number } | { fallback: string; stdin: Uint8Array | undefined };
 
 /** Whether an announcer (re)started could take the request: none listens, or an older build hands over. */
@@ -36,8 +39,16 @@ export function wantsStart(outcome: Outcome): boolean {
   return 'unreachable' in outcome && ['ENOENT', 'ECONNREFUSED'].includes(outcome.unreachable);
 }
 
-/** Starts the announcer, then exchanges every RETRY_MS until it answers or `waitMs` has passed; a string: why it could not start. */
-export async function startAndRetry(deps: ShimDeps, stateDir: string, body: RequestBody, waitMs: number = START_MS): Promise<Outcome | string> {
+/**
+ * Starts the announcer, then exchanges every RETRY_MS until it answers or `waitMs` has passed; a string: why it could
+ * not start.
+ */
+export async function startAndRetry(
+  deps: ShimDeps,
+  stateDir: string,
+  body: RequestBody,
+  waitMs: number = START_MS,
+): Promise<Outcome | string> {
   try {
     await deps.start(stateDir);
   } catch (err) {

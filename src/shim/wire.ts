@@ -22,7 +22,10 @@ export const START_MARKER = 'announcer-start.marker';
 /** How long a shim waits for the announcer it starts to listen; a start marker older than this is stale. */
 export const START_MS = 2000;
 
-/** The announcer takes a command only this long before its `ackBy` at the latest, so that the `ack` reaches a shim that still waits. */
+/**
+ * The announcer takes a command only this long before its `ackBy` at the latest, so that the `ack` reaches a shim that
+ * still waits.
+ */
 export const ACK_MARGIN_MS = 50;
 /** Between the announcer's lines while a command runs. */
 export const BEAT_MS = 100;
@@ -30,12 +33,17 @@ export const BEAT_MS = 100;
 export const SILENCE_MS = 500;
 
 /** What a request asks: a CNI command as it came, or a control operation (status, sync, cancel, count). */
-export type RequestBody = { cni: { env: Record<string, string>; stdin: string } } | { control: Record<string, unknown> };
+export type RequestBody =
+  | { cni: { env: Record<string, string>; stdin: string } }
+  | { control: Record<string, unknown> };
 
 /** One request. */
 export type WireRequest = RequestBody & {
   v: number;
-  /** The build of the sender: an announcer whose own executable was replaced hands over when a request from another build comes. */
+  /**
+   * The build of the sender: an announcer whose own executable was replaced hands over when a request from another
+   * build comes.
+   */
   build: string;
   /**
    * CLOCK_BOOTTIME ms (the clock of /proc/uptime, which every process reads alike; not process.hrtime, which under Bun
@@ -83,7 +91,9 @@ export function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** Decodes one reply line; undefined when it is not one. */
@@ -105,7 +115,10 @@ export function splitLines(buffered: string): { lines: string[]; rest: string } 
   return { lines: parts, rest };
 }
 
-/** The stateDir whose announcer serves a config: its `stateDir` when an absolute path, else the default; undefined when stdin is not a JSON object (the command then runs in-process, which reports why). */
+/**
+ * The stateDir whose announcer serves a config: its `stateDir` when an absolute path, else the default; undefined when
+ * stdin is not a JSON object (the command then runs in-process, which reports why).
+ */
 export function stateDirOf(stdin: string): string | undefined {
   const config = parseObject(stdin);
   if (config === undefined) return undefined;

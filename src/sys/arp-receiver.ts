@@ -16,7 +16,10 @@ export interface ArpReceiver {
   receive(buf: Uint8Array): number | undefined;
   /** Closes the socket; further reads throw. */
   close(): void;
-  /** Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further reads throw. */
+  /**
+   * Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further reads
+   * throw.
+   */
   release(): number;
 }
 
@@ -52,7 +55,10 @@ export function arpReceiver(libc: Libc, fd: number, ifindex: number): ArpReceive
   };
 }
 
-/** Waits up to `timeoutMs` for a frame on one of `receivers`, then returns what each holds (oldest first, MAX_FRAMES_PER_READ at most); [] on timeout. */
+/**
+ * Waits up to `timeoutMs` for a frame on one of `receivers`, then returns what each holds (oldest first,
+ * MAX_FRAMES_PER_READ at most); [] on timeout.
+ */
 export function readArpFrames(libc: Libc, receivers: readonly ArpReceiver[], timeoutMs: number): ReceivedFrame[] {
   if (receivers.length === 0) return [];
   const ready = libc.pollIn(

@@ -13,6 +13,8 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
  * through the same emulator and cannot start without them (QEMU_LD_PREFIX: the emulated libraries).
  */
 export function detachedEnv(env: Readonly<Record<string, string | undefined>>, emulated: boolean): string[] {
-  const emulator = emulated ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : [])) : [];
+  const emulator = emulated
+    ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : []))
+    : [];
   return [`PATH=${env.PATH || DEFAULT_PATH}`, ...emulator];
 }

@@ -5,11 +5,16 @@
 import { existsSync, readlinkSync } from 'node:fs';
 
 /** The emulator's executable when one runs this process, else undefined (natively, both links name the same file). */
-export function userModeEmulator(pid: number = process.pid, readlink: (path: string) => string = readlinkSync, exists: (path: string) => boolean = existsSync): string | undefined {
+export function userModeEmulator(
+  pid: number = process.pid,
+  readlink: (path: string) => string = readlinkSync,
+  exists: (path: string) => boolean = existsSync,
+): string | undefined {
   try {
     const program = readlink('/proc/self/exe');
     const kernel = readlink(`/proc/self/task/${pid}/exe`);
-    // An emulator registered with binfmt_misc's F flag may not exist in this mount namespace: the kernel can exec the program then.
+    // An emulator registered with binfmt_misc's F flag may not exist in this mount namespace: the kernel can exec the
+    // program then.
     return kernel !== program && kernel.startsWith('/') && exists(kernel) ? kernel : undefined;
   } catch {
     return undefined;

@@ -28,7 +28,10 @@ export interface LockDeps {
   sleep(ms: number): Promise<void>;
 }
 
-/** Takes the lock on `path` (created 0600, never through a symlink), retrying without blocking up to `timeoutMs`; undefined when it stays held. */
+/**
+ * Takes the lock on `path` (created 0600, never through a symlink), retrying without blocking up to `timeoutMs`;
+ * undefined when it stays held.
+ */
 export async function acquireFileLock(path: string, timeoutMs: number, deps: LockDeps): Promise<HeldLock | undefined> {
   const deadline = deps.now() + timeoutMs;
   for (let pause = 1; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {

@@ -3,7 +3,20 @@
 // over the old name. kubelet and runtimes exec /opt/cni/bin/* whenever a pod
 // starts, so a plain copy in place could be exec'd half-written (or fail with
 // ETXTBSY while the old binary runs). Node and Bun open every file O_CLOEXEC.
-import { closeSync, fchmodSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { join } from '../path';
 
@@ -97,7 +110,10 @@ export function isTempName(entry: string, name: string): boolean {
   return entry.startsWith(`.${name}.tmp-`) && /^[0-9a-f]{12}$/.test(entry.slice(name.length + 6));
 }
 
-/** Removes and returns installFile's temporary files of `name` older than `maxAgeMs`: left by a killed installer (a younger one may be at work). */
+/**
+ * Removes and returns installFile's temporary files of `name` older than `maxAgeMs`: left by a killed installer (a
+ * younger one may be at work).
+ */
 export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[] {
   const removed: string[] = [];
   for (const entry of readdirSync(dir)) {

@@ -12,8 +12,13 @@ export function lazyFunc(lib: LibcLibrary, definition: string): (...args: unknow
   return (...args) => (fn ??= lib.func(definition))(...args);
 }
 
-/** socket, bind, listen and accept4, each bound on its first call: what a listening socket needs (the unix one and the TCP one). */
-export function listenCalls(lib: LibcLibrary): Record<'socket' | 'bind' | 'listen' | 'accept4', (...args: unknown[]) => ReturnType<LibcFunction>> {
+/**
+ * socket, bind, listen and accept4, each bound on its first call: what a listening socket needs (the unix one and the
+ * TCP one).
+ */
+export function listenCalls(
+  lib: LibcLibrary,
+): Record<'socket' | 'bind' | 'listen' | 'accept4', (...args: unknown[]) => ReturnType<LibcFunction>> {
   return {
     socket: lazyFunc(lib, 'int socket(int domain, int type, int protocol)'),
     bind: lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)'),

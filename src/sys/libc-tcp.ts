@@ -17,12 +17,18 @@ export function bindTcpSockets(lib: LibcLibrary, { check, unlessPending, closing
   return {
     listenTcp(address, backlog) {
       const where = `${address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.')}:${address.port}`;
-      const fd = closing(check('socket(AF_INET)', socket(address.family === 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)), (fd) => {
-        check('setsockopt(SO_REUSEADDR)', setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, one, one.length));
-        const bytes = sockaddrIn(address);
-        check(`bind ${where}`, bind(fd, bytes, bytes.length));
-        check(`listen ${where}`, listen(fd, backlog));
-      });
+      const fd = closing(
+        check(
+          'socket(AF_INET)',
+          socket(address.family === 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
+        ),
+        (fd) => {
+          check('setsockopt(SO_REUSEADDR)', setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, one, one.length));
+          const bytes = sockaddrIn(address);
+          check(`bind ${where}`, bind(fd, bytes, bytes.length));
+          check(`listen ${where}`, listen(fd, backlog));
+        },
+      );
       const bound = Buffer.alloc(ABI.sockaddr_in6.size);
       closing(fd, () => check('getsockname', getsockname(fd, bound, [bound.length])));
       return { fd, port: sockaddrPort(bound) };

@@ -11,13 +11,21 @@ const { AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SO_PEERCRED, SOCK_CLOEXEC, SOCK_NON
 const BACKLOG = 128;
 
 /** UnixSockets over `lib`; `close` is the bound close(2) the caller owns (its .async is koffi's). */
-export function bindUnixSockets(lib: LibcLibrary, { check, unlessPending, closing }: CallChecks, close: (fd: number) => void): UnixSockets {
+export function bindUnixSockets(
+  lib: LibcLibrary,
+  { check, unlessPending, closing }: CallChecks,
+  close: (fd: number) => void,
+): UnixSockets {
   const { socket, bind, listen, accept4 } = listenCalls(lib);
   const connect = lazyFunc(lib, 'int connect(int fd, const uint8_t *addr, uint32_t len)');
-  const getsockopt = lazyFunc(lib, 'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)');
+  const getsockopt = lazyFunc(
+    lib,
+    'int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)',
+  );
   const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
   const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
-  const unixSocket = (): number => check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const unixSocket = (): number =>
+    check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   return {
     listen: (path) =>
       closing(unixSocket(), (fd) => {
@@ -30,7 +38,9 @@ export function bindUnixSockets(lib: LibcLibrary, { check, unlessPending, closin
       const peer = unlessPending('accept', accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (peer === undefined) return undefined;
       const cred = ucred();
-      closing(peer, () => check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])));
+      closing(peer, () =>
+        check('getsockopt(SO_PEERCRED)', getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])),
+      );
       return { fd: peer, ...readUcred(cred) };
     },
     connect: (path) =>

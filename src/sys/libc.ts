@@ -25,7 +25,10 @@ export interface Libc {
   setns(fd: number, nstype: number): void;
   /** socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC, 0): a send-only packet socket in the current netns. */
   openPacketSocket(): number;
-  /** A non-blocking packet socket bound to ETH_P_ARP on `ifindex`: the ARP frames of that interface, in and out, from the bind on. */
+  /**
+   * A non-blocking packet socket bound to ETH_P_ARP on `ifindex`: the ARP frames of that interface, in and out, from
+   * the bind on.
+   */
   openArpReceiver(ifindex: number): number;
   /** sendto(2) with a raw sockaddr; returns the bytes sent. */
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
@@ -36,7 +39,10 @@ export interface Libc {
    * `done` hears the outcome on this thread. koffi queues at most 256 such calls and throws beyond.
    */
   closeInBackground(fd: number, done?: (error?: unknown) => void): void;
-  /** ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs file). */
+  /**
+   * ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs
+   * file).
+   */
   nsType(fd: number): number;
   /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
   openNetlinkSocket(): number;
@@ -46,11 +52,21 @@ export interface Libc {
   recvNow(fd: number, buf: Uint8Array): number | undefined;
   /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
-  /** poll(2) for input on `readFds` and room to write on `writeFds`, for up to `timeoutMs`; the fds that are ready (or in error). */
-  pollInOut(readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): { readable: Set<number>; writable: Set<number> };
+  /**
+   * poll(2) for input on `readFds` and room to write on `writeFds`, for up to `timeoutMs`; the fds that are ready (or
+   * in error).
+   */
+  pollInOut(
+    readFds: readonly number[],
+    writeFds: readonly number[],
+    timeoutMs: number,
+  ): { readable: Set<number>; writable: Set<number> };
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
-  /** flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file (close releases it). */
+  /**
+   * flock(fd, LOCK_EX|LOCK_NB), never blocking: false when another open file holds the lock; it goes with the open file
+   * (close releases it).
+   */
   tryLock(fd: number): boolean;
 }
 
@@ -62,7 +78,10 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const koffi = loadKoffi();
   const setns = lazyFunc(lib, 'int setns(int fd, int nstype)');
   const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
-  const sendto = lazyFunc(lib, 'long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)');
+  const sendto = lazyFunc(
+    lib,
+    'long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)',
+  );
   const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
   const ioctl = lazyFunc(lib, 'int ioctl(int fd, unsigned long request, ...)');
   const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
@@ -75,15 +94,20 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     openArpReceiver(ifindex) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
-      return closing(check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)), (fd) => {
-        const address = sockaddrLl(ifindex, ETHERTYPE_ARP);
-        check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
-      });
+      return closing(
+        check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
+        (fd) => {
+          const address = sockaddrLl(ifindex, ETHERTYPE_ARP);
+          check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
+        },
+      );
     },
     sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
     closeInBackground: (fd, done) =>
-      close.async(fd, (err: unknown, rc: number) => done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined)),
+      close.async(fd, (err: unknown, rc: number) =>
+        done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
+      ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket: () =>
       closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
@@ -103,7 +127,11 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
 }
 
 /** poll(2), flock(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
-function bindWaitsAndLocks(lib: LibcLibrary, check: CallChecks['check'], errno: () => number): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut'> {
+function bindWaitsAndLocks(
+  lib: LibcLibrary,
+  check: CallChecks['check'],
+  errno: () => number,
+): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut'> {
   const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
   const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
   const flock = lazyFunc(lib, 'int flock(int fd, int operation)');

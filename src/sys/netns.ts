@@ -67,7 +67,8 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   }
   try {
     const opened = fstatSync(fd);
-    if (opened.dev !== st.dev || opened.ino !== st.ino) return { kind: 'not-netns', reason: 'it changed while being checked' };
+    if (opened.dev !== st.dev || opened.ino !== st.ino)
+      return { kind: 'not-netns', reason: 'it changed while being checked' };
     const problem = notNetnsReason(libc, fd, path);
     if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
@@ -97,7 +98,9 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
       return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
     }
   }
-  return type === CLONE_NEWNET ? undefined : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
+  return type === CLONE_NEWNET
+    ? undefined
+    : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
 }
 
 /** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
@@ -151,7 +154,10 @@ export function openHostSockets(libc: Libc): HostSockets {
   }
 }
 
-/** Opens in the netns at `path` an rtnetlink socket, one subscribed to link and address changes, and a packet socket; throws SysError (EINVAL: no netns). */
+/**
+ * Opens in the netns at `path` an rtnetlink socket, one subscribed to link and address changes, and a packet socket;
+ * throws SysError (EINVAL: no netns).
+ */
 export function openPodSockets(libc: Libc, path: string): PodSockets {
   return inNetns(libc, path, (opened) => {
     const rtnl = opened(openRtnl(libc));
@@ -164,7 +170,9 @@ export function openPodSockets(libc: Libc, path: string): PodSockets {
 
 /** Enters the netns at `path` and opens there one ARP receiver per interface index (see Libc.openArpReceiver). */
 export function openArpReceivers(libc: Libc, path: string, ifindexes: readonly number[]): ArpReceiver[] {
-  return inNetns(libc, path, (opened) => ifindexes.map((index) => opened(arpReceiver(libc, libc.openArpReceiver(index), index))));
+  return inNetns(libc, path, (opened) =>
+    ifindexes.map((index) => opened(arpReceiver(libc, libc.openArpReceiver(index), index))),
+  );
 }
 
 /** Enters the netns at `path` and opens an rtnetlink socket there (no packet socket: nothing to send). */

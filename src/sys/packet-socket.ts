@@ -9,7 +9,10 @@ export interface PacketSocket {
   send(ifindex: number, frame: Uint8Array): void;
   /** Closes the socket; further sends throw. */
   close(): void;
-  /** Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further sends throw. */
+  /**
+   * Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further sends
+   * throw.
+   */
   release(): number;
 }
 

@@ -15,7 +15,16 @@ import {
   type AddressInfo,
   type LinkInfo,
 } from '../wire/rtnetlink';
-import { decodeMessages, encodeMessage, errorOf, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR } from '../wire/netlink';
+import {
+  decodeMessages,
+  encodeMessage,
+  errorOf,
+  NLM_F_ACK,
+  NLM_F_DUMP,
+  NLM_F_REQUEST,
+  NLMSG_DONE,
+  NLMSG_ERROR,
+} from '../wire/netlink';
 import { sockaddrNl } from './abi/structs';
 import { ETIMEDOUT } from './errno';
 import type { Libc } from './libc';
@@ -56,13 +65,20 @@ export class Rtnl {
 
   /** Every link of the socket's netns (one dump, without statistics). */
   links(): LinkInfo[] {
-    return this.request('RTM_GETLINK dump', RTM_GETLINK, NLM_F_DUMP, getLinkPayload({ index: 0 })).flatMap((payload) => parseLink(payload) ?? []);
+    return this.request('RTM_GETLINK dump', RTM_GETLINK, NLM_F_DUMP, getLinkPayload({ index: 0 })).flatMap(
+      (payload) => parseLink(payload) ?? [],
+    );
   }
 
   /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
   bridgePortState(index: number): number | undefined {
     // The kernel answers AF_BRIDGE link requests only as a dump.
-    for (const payload of this.request('RTM_GETLINK AF_BRIDGE dump', RTM_GETLINK, NLM_F_DUMP, bridgePortDumpPayload())) {
+    for (const payload of this.request(
+      'RTM_GETLINK AF_BRIDGE dump',
+      RTM_GETLINK,
+      NLM_F_DUMP,
+      bridgePortDumpPayload(),
+    )) {
       const port = parseLink(payload);
       if (port?.index === index) return port.portState;
     }
@@ -97,7 +113,10 @@ export class Rtnl {
     }
   }
 
-  /** The payloads of one request's replies (a message, a dump up to NLMSG_DONE, or an ACK); replies to earlier requests (one that timed out) are skipped by sequence number. */
+  /**
+   * The payloads of one request's replies (a message, a dump up to NLMSG_DONE, or an ACK); replies to earlier requests
+   * (one that timed out) are skipped by sequence number.
+   */
   private request(operation: string, type: number, flags: number, payload: Buffer): Buffer[] {
     const seq = this.seq++;
     this.libc.sendto(this.fd, encodeMessage(type, NLM_F_REQUEST | flags, seq, payload), KERNEL);
@@ -170,7 +189,10 @@ export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvent
   return new RtnlEvents(libc, fd);
 }
 
-/** Blocks until one of `sources` has a notification or `timeoutMs` passes, then drains them all; whether anything arrived. */
+/**
+ * Blocks until one of `sources` has a notification or `timeoutMs` passes, then drains them all; whether anything
+ * arrived.
+ */
 export function awaitChange(libc: Libc, sources: readonly RtnlEvents[], timeoutMs: number): boolean {
   const ready = libc.pollIn(
     sources.map((s) => s.fd),

@@ -68,7 +68,10 @@ export function replaceFile(dir: string, name: string, data: string, mode = 0o60
   }
 }
 
-/** Reads a regular file of at most `maxBytes` (O_NOFOLLOW, O_NONBLOCK then fstat); undefined when absent, NotRegularFileError otherwise. */
+/**
+ * Reads a regular file of at most `maxBytes` (O_NOFOLLOW, O_NONBLOCK then fstat); undefined when absent,
+ * NotRegularFileError otherwise.
+ */
 export function readSmallFile(path: string, maxBytes: number): string | undefined {
   let fd: number;
   try {

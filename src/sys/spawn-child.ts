@@ -2,12 +2,16 @@
 // FFI. Loaded only when a shim starts the announcer (node:child_process costs a run milliseconds).
 import { spawn } from 'node:child_process';
 
-/** Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) and forgets it; a failure to exec is ignored. */
+/**
+ * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) and forgets it; a failure to exec
+ * is ignored.
+ */
 export function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): void {
   const [file, ...args] = command;
   if (file === undefined) throw new Error('spawnChild: empty command');
   const child = spawn(file, args, { detached: true, stdio: 'ignore', cwd: '/', env });
-  // An exec failure comes as an event: unheard, it would throw. The shim then finds no announcer and runs the command itself.
+  // An exec failure comes as an event: unheard, it would throw. The shim then finds no announcer and runs the command
+  // itself.
   child.on('error', () => undefined);
   child.unref();
 }

@@ -26,7 +26,9 @@ export function stdinReader(): StdinReader {
     async read(maxBytes) {
       const limit = maxBytes + 1;
       if (held.length < limit) {
-        const more = await bun().stdin.slice(0, limit - held.length).bytes();
+        const more = await bun()
+          .stdin.slice(0, limit - held.length)
+          .bytes();
         const all = new Uint8Array(held.length + more.length);
         all.set(held);
         all.set(more, held.length);

@@ -17,7 +17,9 @@ export interface Connection {
 /** Connects to the unix stream socket at `path`; rejects with a StreamError (ENOENT, ECONNREFUSED, EAGAIN...). */
 export type ConnectUnix = (path: string, handlers: StreamHandlers) => Promise<Connection>;
 
-/** A socket error, with its errno name (`code`, 'EIO' when the runtime gave none) and the runtime's error as `cause`. */
+/**
+ * A socket error, with its errno name (`code`, 'EIO' when the runtime gave none) and the runtime's error as `cause`.
+ */
 export class StreamError extends Error {
   override name = 'StreamError';
   constructor(

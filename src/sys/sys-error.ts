@@ -31,7 +31,10 @@ export function hasErrno(e: unknown, ...codes: string[]): boolean {
   return isSysError(e) && codes.includes(e.code);
 }
 
-/** A failed node:fs call as a SysError: `err` itself when it is one, else one with its errno (EIO when its code names none). */
+/**
+ * A failed node:fs call as a SysError: `err` itself when it is one, else one with its errno (EIO when its code names
+ * none).
+ */
 export function sysErrorFrom(operation: string, err: unknown): SysError {
   if (err instanceof SysError) return err;
   const code = (err as NodeJS.ErrnoException).code;

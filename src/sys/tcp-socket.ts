@@ -14,13 +14,19 @@ export interface TcpAddress {
 
 /** The TCP calls of the announcer's HTTP endpoint; each throws SysError on failure. */
 export interface TcpSockets {
-  /** A non-blocking listening socket bound to `address` (SO_REUSEADDR; `[::]` takes IPv4 too unless the node's bindv6only says otherwise), and the port it got. */
+  /**
+   * A non-blocking listening socket bound to `address` (SO_REUSEADDR; `[::]` takes IPv4 too unless the node's
+   * bindv6only says otherwise), and the port it got.
+   */
   listenTcp(address: TcpAddress, backlog: number): { fd: number; port: number };
   /** One pending connection (non-blocking, close-on-exec), or undefined when none is pending. */
   acceptTcp(fd: number): number | undefined;
 }
 
-/** HOST:PORT as `--listen` takes it: an IPv4 address, `[IPv6]`, `localhost`, or empty (every IPv4 address); throws RangeError otherwise. */
+/**
+ * HOST:PORT as `--listen` takes it: an IPv4 address, `[IPv6]`, `localhost`, or empty (every IPv4 address); throws
+ * RangeError otherwise.
+ */
 export function parseListenAddress(text: string): TcpAddress {
   const colon = text.lastIndexOf(':');
   const host = text.slice(0, Math.max(0, colon));
@@ -28,7 +34,8 @@ export function parseListenAddress(text: string): TcpAddress {
   const port = Number(portText);
   if (colon < 0 || !/^\d{1,5}$/.test(portText) || port > 65535) throw new RangeError(`invalid port in "${text}"`);
   if (host.startsWith('[') && host.endsWith(']')) return { family: 6, bytes: parseIPv6(host.slice(1, -1)), port };
-  if (host === '' || host === 'localhost') return { family: 4, bytes: parseIPv4(host === '' ? '0.0.0.0' : '127.0.0.1'), port };
+  if (host === '' || host === 'localhost')
+    return { family: 4, bytes: parseIPv4(host === '' ? '0.0.0.0' : '127.0.0.1'), port };
   return { family: 4, bytes: parseIPv4(host), port };
 }
 

@@ -18,7 +18,10 @@ export interface UnixSockets {
   accept(fd: number): { fd: number; pid: number; uid: number } | undefined;
   /** A non-blocking stream socket connected to `path` (ENOENT or ECONNREFUSED when nobody listens). */
   connect(path: string): number;
-  /** Writes what fits of `bytes` without blocking: the count written (0 when the socket buffer is full). Never raises SIGPIPE. */
+  /**
+   * Writes what fits of `bytes` without blocking: the count written (0 when the socket buffer is full). Never raises
+   * SIGPIPE.
+   */
   send(fd: number, bytes: Uint8Array): number;
   /** Reads what is queued into `buf`: the count (0 at end of stream), or undefined when nothing is. */
   receive(fd: number, buf: Uint8Array): number | undefined;

@@ -1,6 +1,7 @@
 // The unix stream transport in the compiled binary: Bun.connect, which costs a run less time and
 // memory than node:net (issue 18: 1.4x the runtime's floor against 2.0x). Loaded only under Bun
-// (scripts/build/plugin.ts resolves src/sys/unix-stream there in the binary); its twin, src/sys/unix-stream.ts, serves Node.
+// (scripts/build/plugin.ts resolves src/sys/unix-stream there in the binary); its twin, src/sys/unix-stream.ts, serves
+// Node.
 import { streamError, type Connection, type StreamHandlers } from './stream-connection';
 
 /** The little of Bun's socket this module uses (the project's types are Node's). */

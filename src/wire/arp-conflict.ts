@@ -31,11 +31,20 @@ const UNSPECIFIED = Buffer.alloc(4);
  * neither is an ordinary request for the address from a host that uses
  * another one.
  */
-export function classifyArp(packet: ArpPacket, probing: readonly Uint8Array[], ownMacs: readonly Uint8Array[]): ArpConflict | undefined {
+export function classifyArp(
+  packet: ArpPacket,
+  probing: readonly Uint8Array[],
+  ownMacs: readonly Uint8Array[],
+): ArpConflict | undefined {
   if (packet.op !== REQUEST && packet.op !== REPLY) return undefined;
   if (ownMacs.some((m) => packet.senderMac.equals(m))) return undefined;
   const claimed = probing.find((a) => packet.senderIp.equals(a));
-  if (claimed) return { address: Buffer.from(claimed), mac: Buffer.from(packet.senderMac), kind: packet.op === REPLY ? 'reply' : 'request' };
+  if (claimed)
+    return {
+      address: Buffer.from(claimed),
+      mac: Buffer.from(packet.senderMac),
+      kind: packet.op === REPLY ? 'reply' : 'request',
+    };
   if (packet.op !== REQUEST || !packet.senderIp.equals(UNSPECIFIED)) return undefined;
   const probed = probing.find((a) => packet.targetIp.equals(a));
   return probed ? { address: Buffer.from(probed), mac: Buffer.from(packet.senderMac), kind: 'probe' } : undefined;

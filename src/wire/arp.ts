@@ -31,7 +31,9 @@ export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp
   return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
 }
 
-/** A 42-byte broadcast RFC 5227 probe for `ip` from `mac`: sender IP 0.0.0.0, so that no neighbour cache learns from it. */
+/**
+ * A 42-byte broadcast RFC 5227 probe for `ip` from `mac`: sender IP 0.0.0.0, so that no neighbour cache learns from it.
+ */
 export function arpProbe(opts: { mac: Uint8Array; ip: Uint8Array }): Buffer {
   const { mac, ip } = opts;
   expectLength(mac, 6, 'ARP sender MAC');
@@ -54,13 +56,17 @@ export interface ArpPacket {
   targetIp: Buffer;
 }
 
-/** Parses a frame holding an Ethernet/IPv4 ARP packet (trailing padding ignored); undefined for anything else, a short frame included. */
+/**
+ * Parses a frame holding an Ethernet/IPv4 ARP packet (trailing padding ignored); undefined for anything else, a short
+ * frame included.
+ */
 export function parseArp(frame: Uint8Array): ArpPacket | undefined {
   if (frame.length < ETHERNET_HEADER_BYTES + ARP_BYTES) return undefined;
   const f = Buffer.from(frame.buffer, frame.byteOffset, frame.length);
   if (f.readUInt16BE(12) !== ETHERTYPE_ARP) return undefined;
   const a = ETHERNET_HEADER_BYTES;
-  if (f.readUInt16BE(a) !== HTYPE_ETHERNET || f.readUInt16BE(a + 2) !== PTYPE_IPV4 || f[a + 4] !== 6 || f[a + 5] !== 4) return undefined;
+  if (f.readUInt16BE(a) !== HTYPE_ETHERNET || f.readUInt16BE(a + 2) !== PTYPE_IPV4 || f[a + 4] !== 6 || f[a + 5] !== 4)
+    return undefined;
   const copy = (from: number, length: number): Buffer => Buffer.from(f.subarray(from, from + length));
   return {
     source: copy(6, 6),

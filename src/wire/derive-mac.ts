@@ -20,7 +20,10 @@ export function parseMacPrefix(text: string): Buffer {
   return prefix;
 }
 
-/** A MAC from an address: prefix + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does), or + 4 bytes of sha256 of the canonical IPv6 text. */
+/**
+ * A MAC from an address: prefix + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does), or + 4 bytes of sha256
+ * of the canonical IPv6 text.
+ */
 export function deriveMac(prefix: Uint8Array, address: string): Buffer {
   expectLength(prefix, 2, 'MAC prefix');
   expectUnicastPrefix(prefix, Array.from(prefix, (b) => b.toString(16).padStart(2, '0')).join(':'));

@@ -64,7 +64,10 @@ export function parseIPv4(text: string): Buffer {
   return bytes;
 }
 
-/** Parses IPv6 text ("::" and a dotted IPv4 tail allowed, zone ids not) into 16 fresh bytes; throws RangeError otherwise. */
+/**
+ * Parses IPv6 text ("::" and a dotted IPv4 tail allowed, zone ids not) into 16 fresh bytes; throws RangeError
+ * otherwise.
+ */
 export function parseIPv6(text: string): Buffer {
   if (text.includes('%')) throw new RangeError(`invalid IPv6 address "${text}": zone ids are not supported`);
   const bytes = tryIPv6(text);
@@ -113,7 +116,10 @@ export function canonicalIP(text: string): string {
   return ipFamily(text) === 4 ? formatIPv4(parseIPv4(text)) : formatIPv6(parseIPv6(text));
 }
 
-/** Parses "address/prefix" (an interface address: host bits are kept); throws RangeError on a bad address or prefix length. */
+/**
+ * Parses "address/prefix" (an interface address: host bits are kept); throws RangeError on a bad address or prefix
+ * length.
+ */
 export function parseCidr(text: string): { address: string; family: 4 | 6; prefixLength: number; bytes: Buffer } {
   const slash = text.indexOf('/');
   if (slash < 0) throw new RangeError(`invalid CIDR "${text}": missing "/prefix-length"`);

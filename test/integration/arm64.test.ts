@@ -47,63 +47,95 @@ const BUILD_TIMEOUT_MS = 600_000;
  */
 const ROUND_GAP_MS = 20_000;
 
-describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 libraries', arm64Missing()))('bin/announcer-arm64 under qemu-user', () => {
-  const scope = scopePerTest(PREFIX);
+describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 libraries', arm64Missing()))(
+  'bin/announcer-arm64 under qemu-user',
+  () => {
+    const scope = scopePerTest(PREFIX);
 
-  beforeAll(async () => {
-    // `make test` built it already; run alone, this file builds it (make does nothing when it is up to date).
-    await runOk('make', ['-C', ROOT, '--no-print-directory', 'bin/announcer-arm64'], { timeoutMs: BUILD_TIMEOUT_MS });
-  }, BUILD_TIMEOUT_MS);
+    beforeAll(async () => {
+      // `make test` built it already; run alone, this file builds it (make does nothing when it is up to date).
+      await runOk('make', ['-C', ROOT, '--no-print-directory', 'bin/announcer-arm64'], { timeoutMs: BUILD_TIMEOUT_MS });
+    }, BUILD_TIMEOUT_MS);
 
-  it('answers VERSION', async () => {
-    const out = await runCniCommand(QEMU_AARCH64, [ANNOUNCER_ARM64], { command: 'VERSION', env: { ...QEMU_ENV } }, { cniVersion: '1.0.0' });
-    expect(out.code, out.stderr).toBe(0);
-    expect(out.json).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
-  });
+    it('answers VERSION', async () => {
+      const out = await runCniCommand(
+        QEMU_AARCH64,
+        [ANNOUNCER_ARM64],
+        { command: 'VERSION', env: { ...QEMU_ENV } },
+        { cniVersion: '1.0.0' },
+      );
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.json).toEqual({
+        cniVersion: '1.0.0',
+        supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+      });
+    });
 
-  it('chained after the bridge plugin: ADD repairs the stale entry, its background announcer runs through qemu and sends round 2, DEL leaves nothing', async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
-    const net = allocSubnet();
-    const ip = net.v4(5);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    await plantStale(bridge, ip, OLD_MAC);
-    const containerId = `${PREFIX}-arm64`;
-    const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId });
-    const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
-    const attachment = {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId,
-      netns: pod.netns.path,
-      files,
-      command: QEMU_ANNOUNCER,
-      options: { count: 2, intervalMs: ROUND_GAP_MS },
-    };
+    it(
+      'chained after the bridge plugin: ADD repairs the stale entry, its background announcer runs through qemu and sends round 2, DEL leaves nothing',
+      async () => {
+        killStrays(scope(), { strict: true });
+        const files = await announcerFiles(scope());
+        const net = allocSubnet();
+        const ip = net.v4(5);
+        const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
+        await plantStale(bridge, ip, OLD_MAC);
+        const containerId = `${PREFIX}-arm64`;
+        const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId });
+        const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
+        const attachment = {
+          mainConf: pod.conf,
+          prevResult: pod.result,
+          containerId,
+          netns: pod.netns.path,
+          files,
+          command: QEMU_ANNOUNCER,
+          options: { count: 2, intervalMs: ROUND_GAP_MS },
+        };
 
-    const add = await announcerAdd(scope(), attachment);
-    const entry = await neighEntry(bridge, ip);
-    expect(add.code, `${add.stdout}${add.stderr}`).toBe(0);
-    expect(add.json).toEqual(pod.result);
-    expect(entry?.mac, `node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
+        const add = await announcerAdd(scope(), attachment);
+        const entry = await neighEntry(bridge, ip);
+        expect(add.code, `${add.stdout}${add.stderr}`).toBe(0);
+        expect(add.json).toEqual(pod.result);
+        expect(entry?.mac, `node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
 
-    const [daemon] = await waitFor(async () => {
-      const found = await daemonsOf(files.stateDir);
-      return found.length > 0 && found;
-    }, { timeoutMs: ROUND_GAP_MS, what: `the background announcer of ${files.stateDir}` });
-    expect([basename(daemon!.argv[0]!), ...daemon!.argv.slice(1, 3)]).toEqual([QEMU_AARCH64, ANNOUNCER_ARM64, 'daemon']);
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { timeoutMs: 2 * ROUND_GAP_MS, what: 'round 2 in the log' });
-    const garps = (await capture.stop()).filter((f) => f.eth.src === pod.mac);
+        const [daemon] = await waitFor(
+          async () => {
+            const found = await daemonsOf(files.stateDir);
+            return found.length > 0 && found;
+          },
+          { timeoutMs: ROUND_GAP_MS, what: `the background announcer of ${files.stateDir}` },
+        );
+        expect([basename(daemon!.argv[0]!), ...daemon!.argv.slice(1, 3)]).toEqual([
+          QEMU_AARCH64,
+          ANNOUNCER_ARM64,
+          'daemon',
+        ]);
+        await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
+          timeoutMs: 2 * ROUND_GAP_MS,
+          what: 'round 2 in the log',
+        });
+        const garps = (await capture.stop()).filter((f) => f.eth.src === pod.mac);
 
-    expect(await files.log()).toMatch(/INFO announced .*round=1/);
-    expect(garps.map((f) => ({ dst: f.eth.dst, arp: f.arp, malformed: f.malformed }))).toEqual(
-      [1, 2].map(() => ({
-        dst: 'ff:ff:ff:ff:ff:ff',
-        arp: { opcode: 1, senderMac: pod.mac, senderIp: ip, targetMac: '00:00:00:00:00:00', targetIp: ip, isGratuitous: true },
-        malformed: false,
-      })),
+        expect(await files.log()).toMatch(/INFO announced .*round=1/);
+        expect(garps.map((f) => ({ dst: f.eth.dst, arp: f.arp, malformed: f.malformed }))).toEqual(
+          [1, 2].map(() => ({
+            dst: 'ff:ff:ff:ff:ff:ff',
+            arp: {
+              opcode: 1,
+              senderMac: pod.mac,
+              senderIp: ip,
+              targetMac: '00:00:00:00:00:00',
+              targetIp: ip,
+              isGratuitous: true,
+            },
+            malformed: false,
+          })),
+        );
+        expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
+        expect(await announcerLeftovers(files)).toEqual([]);
+      },
+      4 * ROUND_GAP_MS + 60_000,
     );
-    expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
-    expect(await announcerLeftovers(files)).toEqual([]);
-  }, 4 * ROUND_GAP_MS + 60_000);
-});
+  },
+);

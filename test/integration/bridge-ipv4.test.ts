@@ -134,7 +134,9 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     });
     const ns = standIn.netns.name;
     expect((await linkShow(standIn.ifname, ns))?.up).toBe(false);
-    const prevResult = podPrevResult(standIn.netns.path, [{ name: 'eth0', mac: standIn.mac, addresses: [net.v4Cidr(POD_HOST)] }]);
+    const prevResult = podPrevResult(standIn.netns.path, [
+      { name: 'eth0', mac: standIn.mac, addresses: [net.v4Cidr(POD_HOST)] },
+    ]);
     const containerId = `${PREFIX}-down`;
     const capture = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp' });
 

@@ -21,14 +21,24 @@ describe.skipIf(skipIntegration())('make build ARCH=arm64', () => {
   it(
     'cross-builds bin/announcer-arm64: an AArch64 ELF executable holding koffi’s arm64 addon as an asset',
     async () => {
-      const res = await runOk('make', ['-C', ROOT, '--no-print-directory', 'build', 'ARCH=arm64'], { timeoutMs: BUILD_TIMEOUT_MS });
+      const res = await runOk('make', ['-C', ROOT, '--no-print-directory', 'build', 'ARCH=arm64'], {
+        timeoutMs: BUILD_TIMEOUT_MS,
+      });
       expect(res.stdout + res.stderr).not.toMatch(/bun-linux-x64/);
       const bin = await readFile(join(ROOT, 'bin/announcer-arm64'));
-      expect(elfHeader(bin)).toEqual({ type: 'executable', machine: EM_AARCH64, interpreter: '/lib/ld-linux-aarch64.so.1' });
+      expect(elfHeader(bin)).toEqual({
+        type: 'executable',
+        machine: EM_AARCH64,
+        interpreter: '/lib/ld-linux-aarch64.so.1',
+      });
       const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
       // (Never hand the 100 MB binary itself to expect: a failure message would try to print it.)
       const embedded = bunfsNames(bin.toString('latin1'));
-      expect(embedded).toContainEqual(expect.stringMatching(new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-arm64-\\w+\\.addon$`)));
+      expect(embedded).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-arm64-\\w+\\.addon$`),
+        ),
+      );
       expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
       // The embedded addon is koffi's AArch64 build, byte for byte.
       const addon = await readFile(join(ROOT, 'node_modules/.cache/cni-announcer', `koffi-${koffi}-linux-arm64.addon`));
@@ -46,9 +56,13 @@ describe.skipIf(skipIntegration())('scripts/build.mjs --entry', () => {
       const dir = await mkdtemp(join(tmpdir(), 'announcer-entry-'));
       try {
         const out = join(dir, 'empty-program');
-        await runOk(join(ROOT, 'node_modules/.bin/bun'), [join(ROOT, 'scripts/build.mjs'), '--entry=scripts/bench/empty-entry.ts', `--out=${out}`], {
-          timeoutMs: BUILD_TIMEOUT_MS,
-        });
+        await runOk(
+          join(ROOT, 'node_modules/.bin/bun'),
+          [join(ROOT, 'scripts/build.mjs'), '--entry=scripts/bench/empty-entry.ts', `--out=${out}`],
+          {
+            timeoutMs: BUILD_TIMEOUT_MS,
+          },
+        );
         const bin = await readFile(out);
         expect(elfHeader(bin)).toMatchObject({ type: 'executable' });
         expect(bunfsNames(bin.toString('latin1')).filter((p) => p.includes('koffi'))).toEqual([]);
@@ -63,7 +77,10 @@ describe.skipIf(skipIntegration())('scripts/build.mjs --entry', () => {
 });
 
 const BUN = join(ROOT, 'node_modules/.bin/bun');
-const sha256 = async (file: string) => createHash('sha256').update(await readFile(file)).digest('hex');
+const sha256 = async (file: string) =>
+  createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 
 /** Builds the checkout `root` to `out` with `args`; the build's own output line and status. */
 async function build(root: string, out: string, args: string[] = []) {
@@ -102,7 +119,10 @@ describe.skipIf(skipIntegration())('scripts/build.mjs: the build id', () => {
           expect([res.code, res.stderr]).toEqual([0, '']);
         }
         const bad = await build(ROOT, join(dir, 'd/announcer'), ['--build-id=no spaces']);
-        expect([bad.code, bad.stderr.trim()]).toEqual([1, 'build: malformed --build-id=no spaces: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/']);
+        expect([bad.code, bad.stderr.trim()]).toEqual([
+          1,
+          'build: malformed --build-id=no spaces: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/',
+        ]);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -118,7 +138,8 @@ describe.skipIf(skipIntegration())("scripts/build.mjs: the plugin's refusals, in
       // A copy of the checkout (node_modules linked): its sources are changed one way at a time.
       const dir = await mkdtemp(join(tmpdir(), 'announcer-refusals-'));
       try {
-        for (const p of ['src', 'scripts', 'package.json', 'package-lock.json']) await cp(join(ROOT, p), join(dir, p), { recursive: true });
+        for (const p of ['src', 'scripts', 'package.json', 'package-lock.json'])
+          await cp(join(ROOT, p), join(dir, p), { recursive: true });
         await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
         const victim = join(dir, 'src/cni/versions.ts');
         const original = await readFile(victim, 'utf8');
@@ -140,10 +161,14 @@ describe.skipIf(skipIntegration())("scripts/build.mjs: the plugin's refusals, in
         expect(net.stderr).toContain('src/cni/versions.ts imports node:net');
         // The one module allowed node:child_process may import it.
         await appendFile(join(dir, 'src/sys/spawn-child.ts'), 'export const spawnAgain = spawn;\n');
-        const allowed = await buildWith("import { spawnAgain } from '../sys/spawn-child';\nexport const s = spawnAgain;");
+        const allowed = await buildWith(
+          "import { spawnAgain } from '../sys/spawn-child';\nexport const s = spawnAgain;",
+        );
         expect(allowed.code, allowed.stderr).toBe(0);
         // A module with a Bun twin is taken as its twin: the Node twin's node:net never reaches the bundle.
-        const twin = await buildWith("import { connectUnix } from '../sys/unix-stream';\nexport const c = connectUnix;");
+        const twin = await buildWith(
+          "import { connectUnix } from '../sys/unix-stream';\nexport const c = connectUnix;",
+        );
         expect(twin.code, twin.stderr).toBe(0);
       } finally {
         await rm(dir, { recursive: true, force: true });

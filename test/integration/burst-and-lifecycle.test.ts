@@ -75,7 +75,10 @@ let root: string;
 /** Every stateDir handed out, checked empty after the whole file. */
 const stateDirs: string[] = [];
 
-/** A fresh stateDir (not created: the plugin creates it) and log file for one test, under root (removed after the whole file). */
+/**
+ * A fresh stateDir (not created: the plugin creates it) and log file for one test, under root (removed after the whole
+ * file).
+ */
 async function tempState(): Promise<AnnouncerFiles> {
   const files = await makeAnnouncerFiles(join(root, 't-'));
   stateDirs.push(files.stateDir);
@@ -87,7 +90,10 @@ async function daemonPids(stateDir: string): Promise<number[]> {
   return (await daemonsOf(stateDir)).map((p) => p.pid);
 }
 
-/** The attachment files of stateDir (records and their locks), the control socket aside: it comes and goes with the announcer. */
+/**
+ * The attachment files of stateDir (records and their locks), the control socket aside: it comes and goes with the
+ * announcer.
+ */
 async function recordFiles(stateDir: string): Promise<string[]> {
   return (await attachmentFiles(stateDir)).filter((f) => f !== DAEMON_SOCKET);
 }
@@ -96,10 +102,24 @@ function containerId(tag: string): string {
   return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
-/** The announcer on a pod's eth0 in network NETWORK, with its own fresh files, a debug log and this file's idleExitMs. */
-async function attachmentOf(id: string, netns: string, prevResult: unknown, cniVersion = '1.0.0'): Promise<AnnouncerAttachment & { files: AnnouncerFiles }> {
+/**
+ * The announcer on a pod's eth0 in network NETWORK, with its own fresh files, a debug log and this file's idleExitMs.
+ */
+async function attachmentOf(
+  id: string,
+  netns: string,
+  prevResult: unknown,
+  cniVersion = '1.0.0',
+): Promise<AnnouncerAttachment & { files: AnnouncerFiles }> {
   const files = await tempState();
-  return { mainConf: { name: NETWORK, cniVersion }, prevResult, containerId: id, netns, files, options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
+  return {
+    mainConf: { name: NETWORK, cniVersion },
+    prevResult,
+    containerId: id,
+    netns,
+    files,
+    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
+  };
 }
 
 /** The prevResult of a stand-in pod: its eth0 in the sandbox, with `cidrs`. */
@@ -183,7 +203,12 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       v6: [net.v6Cidr(5)],
       sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 },
     });
-    const att = await attachmentOf(containerId('burst'), pod.netns.path, standInResult(pod, [net.v4Cidr(5), net.v6Cidr(5)]), '1.1.0');
+    const att = await attachmentOf(
+      containerId('burst'),
+      pod.netns.path,
+      standInResult(pod, [net.v4Cidr(5), net.v6Cidr(5)]),
+      '1.1.0',
+    );
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
     const startedAt = Date.now();
 
@@ -206,7 +231,8 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     for (const sent of [garps, nas]) {
       // Never early: round k goes out no sooner than (k - 1) × 400 ms after round 1. The offsets
       // are the measure, not the gaps: a late round 2 leaves round 3 at its own offset.
-      for (const [k, offset] of offsetsMs(sent).entries()) expect(offset, `round ${k + 1}`).toBeGreaterThanOrEqual(400 * k - CAPTURE_SLACK_MS);
+      for (const [k, offset] of offsetsMs(sent).entries())
+        expect(offset, `round ${k + 1}`).toBeGreaterThanOrEqual(400 * k - CAPTURE_SLACK_MS);
       for (const gap of gapsMs(sent)) expect(gap).toBeLessThanOrEqual(800);
     }
     // Round 1 is on ADD's path; the rest come from the background announcer after ADD exited.
@@ -221,7 +247,14 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it('backoff 2, count 3, intervalMs 200 on a bridge pod: gaps of about 200 then 400 ms', async () => {
     const s = begin();
-    const { net, bridge, netns, mac, result, containerId: id } = await createBridgePod(s, { prefix: PREFIX, ip6: true, containerId: containerId('backoff'), name: NETWORK });
+    const {
+      net,
+      bridge,
+      netns,
+      mac,
+      result,
+      containerId: id,
+    } = await createBridgePod(s, { prefix: PREFIX, ip6: true, containerId: containerId('backoff'), name: NETWORK });
     const att = await attachmentOf(id, netns.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: 'arp or icmp6' });
 
@@ -272,7 +305,10 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   it('DEL cancels the background rounds: no frame after DEL returned, no record, no process once idle', async () => {
     const s = begin();
     const { net, pod, att, capture, out } = await tenRounds(s, 'del', '1.0.0');
-    expect(await recordFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
+    expect(await recordFiles(att.files.stateDir)).toEqual([
+      `${att.containerId}@eth0.json`,
+      `${att.containerId}@eth0.lock`,
+    ]);
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
 
@@ -293,37 +329,62 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it.each([
     ['cni.dev/valid-attachments: []', (_id: string) => ({ 'cni.dev/valid-attachments': [] })],
-    ['cni.dev/attachments listing another attachment', (id: string) => ({ 'cni.dev/attachments': [{ containerID: `${id}-other`, ifname: 'eth0' }] })],
-  ])('GC with %s cancels the background rounds: no frame after GC returned, no record, no process once idle', async (_name, lists) => {
-    const s = begin();
-    const { net, pod, att, capture, out } = await tenRounds(s, 'gc', '1.1.0');
-    await sleep(out.exitedAt + 700 - Date.now());
-    await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
+    [
+      'cni.dev/attachments listing another attachment',
+      (id: string) => ({ 'cni.dev/attachments': [{ containerID: `${id}-other`, ifname: 'eth0' }] }),
+    ],
+  ])(
+    'GC with %s cancels the background rounds: no frame after GC returned, no record, no process once idle',
+    async (_name, lists) => {
+      const s = begin();
+      const { net, pod, att, capture, out } = await tenRounds(s, 'gc', '1.1.0');
+      await sleep(out.exitedAt + 700 - Date.now());
+      await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
 
-    const gc = assertCniOk('announcer GC', await announcerGc(att.files.stateDir, NETWORK, lists(att.containerId)));
-    expect(gc.stdout.trim()).toBe('');
-    expect(await recordFiles(att.files.stateDir)).toEqual([]);
-    await waitDaemonGone(att.files.stateDir);
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
-    await sleep(Math.max(0, gc.exitedAt + 1500 - Date.now()));
-    const frames = await capture.stop();
+      const gc = assertCniOk('announcer GC', await announcerGc(att.files.stateDir, NETWORK, lists(att.containerId)));
+      expect(gc.stdout.trim()).toBe('');
+      expect(await recordFiles(att.files.stateDir)).toEqual([]);
+      await waitDaemonGone(att.files.stateDir);
+      expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+      await sleep(Math.max(0, gc.exitedAt + 1500 - Date.now()));
+      const frames = await capture.stop();
 
-    const fromPod = frames.filter((f) => f.eth.src === pod.mac);
-    expect(garpsFor(fromPod.filter((f) => ms(f) <= gc.exitedAt), pod.mac, net.v4(5)).length).toBeGreaterThanOrEqual(2);
-    expect(fromPod.filter((f) => ms(f) > gc.exitedAt)).toEqual([]);
-  });
+      const fromPod = frames.filter((f) => f.eth.src === pod.mac);
+      expect(
+        garpsFor(
+          fromPod.filter((f) => ms(f) <= gc.exitedAt),
+          pod.mac,
+          net.v4(5),
+        ).length,
+      ).toBeGreaterThanOrEqual(2);
+      expect(fromPod.filter((f) => ms(f) > gc.exitedAt)).toEqual([]);
+    },
+  );
 
   it('GC listing the attachment as valid, or of another network, keeps its background rounds going', async () => {
     const s = begin();
     const { net, pod, att, capture, out, daemon } = await tenRounds(s, 'gckeep', '1.1.0');
     await sleep(out.exitedAt + 500 - Date.now());
 
-    assertCniOk('announcer GC (attachment valid)', await announcerGc(att.files.stateDir, NETWORK, { 'cni.dev/valid-attachments': [{ containerID: att.containerId, ifname: 'eth0' }] }));
-    const otherNetwork = assertCniOk('announcer GC (another network)', await announcerGc(att.files.stateDir, `${NETWORK}-other`, { 'cni.dev/valid-attachments': [] }));
+    assertCniOk(
+      'announcer GC (attachment valid)',
+      await announcerGc(att.files.stateDir, NETWORK, {
+        'cni.dev/valid-attachments': [{ containerID: att.containerId, ifname: 'eth0' }],
+      }),
+    );
+    const otherNetwork = assertCniOk(
+      'announcer GC (another network)',
+      await announcerGc(att.files.stateDir, `${NETWORK}-other`, { 'cni.dev/valid-attachments': [] }),
+    );
     const gcDoneAt = otherNetwork.exitedAt;
     expect(await daemonPids(att.files.stateDir)).toEqual(daemon);
-    expect(await recordFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
-    expect((await announcerStatus(att.files.stateDir)).attachments.map((a) => a.containerId)).toEqual([att.containerId]);
+    expect(await recordFiles(att.files.stateDir)).toEqual([
+      `${att.containerId}@eth0.json`,
+      `${att.containerId}@eth0.lock`,
+    ]);
+    expect((await announcerStatus(att.files.stateDir)).attachments.map((a) => a.containerId)).toEqual([
+      att.containerId,
+    ]);
 
     // Frames keep coming after both GCs.
     await sleep(900);
@@ -339,7 +400,14 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it('`ip netns del` ends the background rounds: no frame after the deletion, the announcer goes once idle', async () => {
     const s = begin();
-    const { net, bridge, netns: podNs, mac, result, containerId: id } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('netns'), name: NETWORK });
+    const {
+      net,
+      bridge,
+      netns: podNs,
+      mac,
+      result,
+      containerId: id,
+    } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('netns'), name: NETWORK });
     const att = await attachmentOf(id, podNs.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: `arp and ether src ${mac}` });
 
@@ -356,7 +424,9 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const frames = await capture.stop();
     expect(garpsFor(frames, mac, net.v4(5)).filter((f) => ms(f) <= deletedAt).length).toBeGreaterThanOrEqual(2);
     expect(frames.filter((f) => ms(f) > deletedAt)).toEqual([]);
-    expect(await readLog(att.files.logFile)).toMatch(/background work ended .*why="?(pod or record gone|pod netns gone)/);
+    expect(await readLog(att.files.logFile)).toMatch(
+      /background work ended .*why="?(pod or record gone|pod netns gone)/,
+    );
 
     // The record stays until the runtime's DEL, which then removes it.
     expect(await attachmentFiles(att.files.stateDir)).toEqual([`${id}@eth0.json`, `${id}@eth0.lock`]);
@@ -366,7 +436,14 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
   it('link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up', async () => {
     const s = begin();
-    const { bridge, netns: podNs, mac, ip, result, containerId: id } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('deferred'), name: NETWORK });
+    const {
+      bridge,
+      netns: podNs,
+      mac,
+      ip,
+      result,
+      containerId: id,
+    } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('deferred'), name: NETWORK });
     // A second port with carrier keeps the bridge's carrier up while the pod is down:
     // losing carrier would flush the bridge's neighbour table, planted entry included.
     const keeper = await createHostVeth(s, PREFIX);
@@ -386,17 +463,31 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(await daemonPids(att.files.stateDir)).toHaveLength(1); // waiting for the link
     expect(await readLog(att.files.logFile)).toMatch(/pod not ready yet: announcing from the background/);
     expect(await neighEntry(bridge, ip)).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-    const waiting = await waitFor(async () => {
-      const st = await announcerStatus(att.files.stateDir);
-      return st.source === 'daemon' && st;
-    }, { what: 'the background announcer to answer status' });
+    const waiting = await waitFor(
+      async () => {
+        const st = await announcerStatus(att.files.stateDir);
+        return st.source === 'daemon' && st;
+      },
+      { what: 'the background announcer to answer status' },
+    );
     expect(waiting.attachments).toEqual([
-      { network: NETWORK, containerId: id, ifname: 'eth0', netns: podNs.path, roundsSent: 0, roundsPlanned: 2, deferred: true },
+      {
+        network: NETWORK,
+        containerId: id,
+        ifname: 'eth0',
+        netns: podNs.path,
+        roundsSent: 0,
+        roundsPlanned: 2,
+        deferred: true,
+      },
     ]);
 
     const upAt = Date.now();
     await runOk('ip', ['-n', podNs.name, 'link', 'set', 'eth0', 'up']);
-    await waitFor(async () => (await neighEntry(bridge, ip))?.mac === mac, { timeoutMs: 5000, what: `${ip} on ${bridge} to hold ${mac}` });
+    await waitFor(async () => (await neighEntry(bridge, ip))?.mac === mac, {
+      timeoutMs: 5000,
+      what: `${ip} on ${bridge} to hold ${mac}`,
+    });
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
 
@@ -438,7 +529,11 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const s = begin();
     const { stateDir } = await tempState();
     stopDaemonAtClose(s, stateDir); // STATUS goes through the announcer it starts
-    const ok = await cniExec(ANNOUNCER, { command: 'STATUS' }, { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir });
+    const ok = await cniExec(
+      ANNOUNCER,
+      { command: 'STATUS' },
+      { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir },
+    );
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
     const st = await stat(stateDir);
     expect(st.isDirectory()).toBe(true);
@@ -448,7 +543,11 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const file = join(dir, 'a-file');
     await writeFile(file, '');
     const below = join(file, 'state');
-    const bad = await cniExec(ANNOUNCER, { command: 'STATUS' }, { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir: below });
+    const bad = await cniExec(
+      ANNOUNCER,
+      { command: 'STATUS' },
+      { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir: below },
+    );
     expect(bad.code).toBe(1);
     expect(bad.json).toMatchObject({ cniVersion: '1.1.0', code: 50 });
     expect(bad.json.msg).toContain(below);

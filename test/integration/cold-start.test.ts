@@ -44,7 +44,20 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
     const pods: BridgePod[] = [];
     for (let i = 0; i < PODS; i += 5) {
       const batch = Array.from({ length: Math.min(5, PODS - i) }, (_, k) => i + k);
-      pods.push(...(await Promise.all(batch.map((n) => attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + n, containerId: `${PREFIX}-pod${n}`, settle: true })))));
+      pods.push(
+        ...(await Promise.all(
+          batch.map((n) =>
+            attachBridgePod(s, {
+              prefix: PREFIX,
+              net,
+              bridge,
+              host: 10 + n,
+              containerId: `${PREFIX}-pod${n}`,
+              settle: true,
+            }),
+          ),
+        )),
+      );
     }
     const atts: AnnouncerAttachment[] = pods.map((pod) => ({
       mainConf: pod.conf,
@@ -59,8 +72,14 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
 
     const sampler = sampleDaemons(files.stateDir);
     const added = await Promise.all(atts.map((att) => announcerAdd(s, att, BURST)));
-    expect(added.map((a) => a.code), added.map((a) => a.stdout).join('\n')).toEqual(atts.map(() => 0));
-    await waitFor(async () => (await capture.count()) >= PODS * BURST.count, { timeoutMs: 15_000, what: `${PODS * BURST.count} GARPs` }).catch(() => undefined);
+    expect(
+      added.map((a) => a.code),
+      added.map((a) => a.stdout).join('\n'),
+    ).toEqual(atts.map(() => 0));
+    await waitFor(async () => (await capture.count()) >= PODS * BURST.count, {
+      timeoutMs: 15_000,
+      what: `${PODS * BURST.count} GARPs`,
+    }).catch(() => undefined);
     for (const att of atts) expect(await announcerDel(att)).toMatchObject({ code: 0 });
     const seen = await sampler.stop();
     const frames = await capture.stop();
@@ -68,7 +87,8 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
     expect([...seen], 'announcers of the stateDir seen while the ADDs and DELs ran').toHaveLength(1);
     await waitDaemonGone(files.stateDir, 10_000);
     expect(pods.map((pod) => garpsFor(frames, pod.mac, pod.ip).length)).toEqual(pods.map(() => BURST.count));
-    for (const [i, pod] of pods.entries()) expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+    for (const [i, pod] of pods.entries())
+      expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
     expect(await files.stateFiles()).toEqual([]);
   }, 120_000);
 });

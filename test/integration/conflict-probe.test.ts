@@ -56,13 +56,31 @@ async function addSquatter(scope: Scope, net: Subnet, bridge: string): Promise<s
  */
 async function addPod(scope: Scope, net: Subnet, bridge: string, name: string, hosts: number[] = [POD]) {
   const ipam = { type: 'static', addresses: hosts.map((h) => ({ address: net.v4Cidr(h), gateway: net.v4(1) })) };
-  const pod = await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: hosts[0]!, containerId: `${PREFIX}-${name}`, extra: { ipam } });
+  const pod = await attachBridgePod(scope, {
+    prefix: PREFIX,
+    net,
+    bridge,
+    host: hosts[0]!,
+    containerId: `${PREFIX}-${name}`,
+    extra: { ipam },
+  });
   return { ...pod, capture: await startCapture(scope, { iface: pod.hostVeth, filter: 'arp' }) };
 }
 
 /** The announcer on the pod, with `options` and this file's idleExitMs. */
-function attachmentOf(pod: BridgePod, files: AnnouncerFiles, options: Record<string, unknown>): AnnouncerAttachment & { files: AnnouncerFiles } {
-  return { mainConf: pod.conf, prevResult: pod.result, containerId: pod.containerId, netns: pod.netns.path, files, options: { ...options, idleExitMs: IDLE_EXIT_MS } };
+function attachmentOf(
+  pod: BridgePod,
+  files: AnnouncerFiles,
+  options: Record<string, unknown>,
+): AnnouncerAttachment & { files: AnnouncerFiles } {
+  return {
+    mainConf: pod.conf,
+    prevResult: pod.result,
+    containerId: pod.containerId,
+    netns: pod.netns.path,
+    files,
+    options: { ...options, idleExitMs: IDLE_EXIT_MS },
+  };
 }
 
 /** ARP frames whose ARP sender MAC is one of `macs`. */
@@ -90,13 +108,26 @@ function derivedMac(net: Subnet): string {
  * the squatted `ip` announced in neither and `other` in both, the conflict
  * logged; then DEL leaves nothing. Resolves with the log.
  */
-async function expectSquattedLeftOut(att: AnnouncerAttachment & { files: AnnouncerFiles }, frames: readonly Frame[], podMac: string, squatterMac: string, ip: string, other: string): Promise<string> {
+async function expectSquattedLeftOut(
+  att: AnnouncerAttachment & { files: AnnouncerFiles },
+  frames: readonly Frame[],
+  podMac: string,
+  squatterMac: string,
+  ip: string,
+  other: string,
+): Promise<string> {
   const ours = arpFrom(frames, [podMac]);
-  expect(probesIn(ours).map((f) => f.arp!.targetIp).sort()).toEqual([ip, ip, other, other]);
+  expect(
+    probesIn(ours)
+      .map((f) => f.arp!.targetIp)
+      .sort(),
+  ).toEqual([ip, ip, other, other]);
   expect(garpsFor(ours, ip)).toEqual([]);
   expect(garpsFor(ours, other)).toHaveLength(2);
   const log = await att.files.log();
-  expect(log).toContain(`WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`);
+  expect(log).toContain(
+    `WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`,
+  );
   expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
   expect(await announcerLeftovers(att.files)).toEqual([]);
   return log;
@@ -105,12 +136,21 @@ async function expectSquattedLeftOut(att: AnnouncerAttachment & { files: Announc
 describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', () => {
   const scope = scopePerTest(PREFIX);
 
-  /** Per-test setup: strays fail the test (checked after everything else is undone), the announcer's files, a subnet and its addresses, a bridge with a keeper. */
+  /**
+   * Per-test setup: strays fail the test (checked after everything else is undone), the announcer's files, a subnet and
+   * its addresses, a bridge with a keeper.
+   */
   async function begin() {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
-    return { files, net, ip: net.v4(POD), other: net.v4(OTHER), bridge: await bridgeWithKeeper(scope(), net, { prefix: PREFIX }) };
+    return {
+      files,
+      net,
+      ip: net.v4(POD),
+      other: net.v4(OTHER),
+      bridge: await bridgeWithKeeper(scope(), net, { prefix: PREFIX }),
+    };
   }
 
   it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
@@ -140,7 +180,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const pod = await addPod(scope(), net, bridge, 'failmac');
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
-    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1 }));
+    const add = await announcerAdd(
+      scope(),
+      attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1 }),
+    );
     const eth0 = await linkShow('eth0', pod.netns.name);
     const frames = await pod.capture.stop();
 
@@ -166,8 +209,13 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(pod.result);
     // Counted by the announcer this ADD started (it read the job, with its conflicts, from the record).
-    await waitFor(async () => (await announcerStatus(files.stateDir)).counters?.conflicts === 1, { what: 'conflicts=1 in announcer status' });
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: 'round 2', timeoutMs: 10_000 });
+    await waitFor(async () => (await announcerStatus(files.stateDir)).counters?.conflicts === 1, {
+      what: 'conflicts=1 in announcer status',
+    });
+    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
+      what: 'round 2',
+      timeoutMs: 10_000,
+    });
     const frames = await pod.capture.stop();
 
     await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
@@ -188,7 +236,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it('a clean reuse (the README\'s stale-entry scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes', async () => {
+  it("a clean reuse (the README's stale-entry scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes", async () => {
     const { files, net, ip, bridge } = await begin();
     await plantStale(bridge, ip, OLD_MAC);
     const pod = await addPod(scope(), net, bridge, 'clean');
@@ -208,7 +256,14 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(probes.map((f) => ({ eth: f.eth, arp: f.arp, malformed: f.malformed }))).toEqual(
       [1, 2].map(() => ({
         eth: { src: pod.mac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x0806 },
-        arp: { opcode: 1, senderMac: pod.mac, senderIp: '0.0.0.0', targetMac: ZERO_MAC, targetIp: ip, isGratuitous: false },
+        arp: {
+          opcode: 1,
+          senderMac: pod.mac,
+          senderIp: '0.0.0.0',
+          targetMac: ZERO_MAC,
+          targetIp: ip,
+          isGratuitous: false,
+        },
         malformed: false,
       })),
     );
@@ -226,7 +281,15 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
     // mac: ip-derived takes ADD into the pod (MACs are still set); the opt-out stops the rest.
-    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1, args: { cni: { announce: false } } }));
+    const add = await announcerAdd(
+      scope(),
+      attachmentOf(pod, files, {
+        conflictCheck: 'fail',
+        mac: 'ip-derived',
+        count: 1,
+        args: { cni: { announce: false } },
+      }),
+    );
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
@@ -242,15 +305,27 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     // Only the announcer may send ARP when eth0 comes back up.
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, ns);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'down']);
-    const attachment = attachmentOf(pod, files, { conflictCheck: 'fail', count: 2, intervalMs: 1500, addWaitMs: 100, readyTimeoutMs: 30000 });
+    const attachment = attachmentOf(pod, files, {
+      conflictCheck: 'fail',
+      count: 2,
+      intervalMs: 1500,
+      addWaitMs: 100,
+      readyTimeoutMs: 30000,
+    });
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
-    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), { what: 'the deferred round 1', timeoutMs: 10_000 });
+    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), {
+      what: 'the deferred round 1',
+      timeoutMs: 10_000,
+    });
     // Round 2 is 1.5 s away: the announcer is still there to ask.
     expect((await announcerStatus(files.stateDir)).counters?.conflicts).toBe(1);
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: 'round 2', timeoutMs: 10_000 });
+    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
+      what: 'round 2',
+      timeoutMs: 10_000,
+    });
     const frames = await pod.capture.stop();
 
     const log = await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
@@ -265,7 +340,13 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, a.netns.name);
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'down']);
     const onBridge = await startCapture(scope(), { iface: bridge, filter: 'arp' });
-    const attA = attachmentOf(a, files, { conflictCheck: 'warn', probeMs: 2000, count: 1, addWaitMs: 100, readyTimeoutMs: 30000 });
+    const attA = attachmentOf(a, files, {
+      conflictCheck: 'warn',
+      probeMs: 2000,
+      count: 1,
+      addWaitMs: 100,
+      readyTimeoutMs: 30000,
+    });
     const attB = attachmentOf(b, files, { count: 2, intervalMs: 1000 });
 
     const addA = await announcerAdd(scope(), attA);
@@ -274,8 +355,14 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(addB.code, addB.stdout).toBe(0);
     // A is ready at once: its 2 s window starts about when B's round 2 is 1 s away.
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'up']);
-    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), { what: "A's deferred round 1", timeoutMs: 10_000 });
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), { what: "B's round 2", timeoutMs: 10_000 });
+    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), {
+      what: "A's deferred round 1",
+      timeoutMs: 10_000,
+    });
+    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
+      what: "B's round 2",
+      timeoutMs: 10_000,
+    });
     const frames = await onBridge.stop();
 
     const at = (frame: Frame | undefined): number => (frame ? frames.indexOf(frame) : -1);

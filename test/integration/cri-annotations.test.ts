@@ -37,107 +37,122 @@ const PREFIX = `cra${RUN_TAG}`;
 const ANNOTATION = 'cni-announcer/announce';
 const ANNOTATION_NAME = 'runtimeConfig["io.kubernetes.cri.pod-annotations"]["cni-announcer/announce"]';
 
-describe.skipIf(skipContainerd())('containerd 1.6 CRI: per-pod control from the pod annotation cni-announcer/announce', () => {
-  const scope = new Scope();
-  const perTest = scopePerTest(PREFIX);
-  let cri: CriBridge;
-  let ctd: PrivateContainerd;
-  let net: Subnet;
-  let bridge: string;
-  let stateDir: string;
-  let logFile: string;
+describe.skipIf(skipContainerd())(
+  'containerd 1.6 CRI: per-pod control from the pod annotation cni-announcer/announce',
+  () => {
+    const scope = new Scope();
+    const perTest = scopePerTest(PREFIX);
+    let cri: CriBridge;
+    let ctd: PrivateContainerd;
+    let net: Subnet;
+    let bridge: string;
+    let stateDir: string;
+    let logFile: string;
 
-  beforeAll(async () => {
-    const announcerConf = (files: { stateDir: string; logFile: string }): Record<string, unknown> => ({
-      type: 'announcer',
-      capabilities: { 'io.kubernetes.cri.pod-annotations': true },
-      ...files,
-      logLevel: 'debug',
-      ipv6: false,
-      arpOp: 'reply',
-      count: 4,
-      intervalMs: 100,
-      idleExitMs: 300,
-      podOverrides: ['enabled=false', 'mac=keep', 'count'],
+    beforeAll(async () => {
+      const announcerConf = (files: { stateDir: string; logFile: string }): Record<string, unknown> => ({
+        type: 'announcer',
+        capabilities: { 'io.kubernetes.cri.pod-annotations': true },
+        ...files,
+        logLevel: 'debug',
+        ipv6: false,
+        arpOp: 'reply',
+        count: 4,
+        intervalMs: 100,
+        idleExitMs: 300,
+        podOverrides: ['enabled=false', 'mac=keep', 'count'],
+      });
+      cri = await criBridge(scope, PREFIX, {
+        annotated: announcerConf,
+        // The same entry without the capability: the operator has not opened the channel.
+        undeclared: (files) => {
+          const { capabilities: _declared, ...undeclared } = announcerConf(files);
+          return undeclared;
+        },
+      });
+      ({ ctd, net, bridge, stateDir, logFile } = cri);
+    }, 120_000);
+
+    afterAll(async () => {
+      throwCleanupErrors(await scope.close());
+      if (cri !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(cri.dir)))).toEqual([]);
+    }, 120_000);
+
+    const runPod = (s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> =>
+      cri.runPod(s, handler, annotations);
+    const podMac = (id: string): Promise<string> => cri.podMac(id);
+    const podPorts = (): Promise<string[]> => cri.podPorts();
+
+    /**
+     * Runs a pod with `annotations` under a capture of the bridge; resolves, once its burst is over, with the
+     * announcer's replies for the pod IP.
+     */
+    async function announcedReplies(
+      annotations: Record<string, string>,
+      handler?: string,
+    ): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
+      const s = perTest();
+      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+      const id = await runPod(s, annotations, handler);
+      const mac = await podMac(id);
+      await waitDaemonGone(stateDir);
+      const frames = await capture.stop();
+      return { id, frames, replies: garpsFor(frames, mac, net.v4(POD_HOST)).filter((f) => f.arp?.opcode === 2) };
+    }
+
+    /** The announcer's log lines about container `id`. */
+    async function logOf(id: string): Promise<string[]> {
+      return (await readLog(logFile)).split('\n').filter((l) => l.includes(`containerId=${id}`));
+    }
+
+    it("control, no annotation: the conflist's 4 rounds", async () => {
+      const { replies, frames } = await announcedReplies({});
+      expect(replies, describeFrames(frames)).toHaveLength(4);
     });
-    cri = await criBridge(scope, PREFIX, {
-      annotated: announcerConf,
-      // The same entry without the capability: the operator has not opened the channel.
-      undeclared: (files) => {
-        const { capabilities: _declared, ...undeclared } = announcerConf(files);
-        return undeclared;
+
+    it('"false": no frame from the announcer, and the log names the annotation as the one who turned it off', async () => {
+      const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false', 'other/annotation': 'x' });
+      expect(replies, describeFrames(frames)).toEqual([]);
+      const off = (await logOf(id)).filter((l) => l.includes('announcing turned off for this attachment'));
+      expect(off).toHaveLength(1);
+      expect(off[0]).toContain('cni-announcer/announce');
+    });
+
+    it('{"count":2}, which podOverrides allows: 2 rounds', async () => {
+      const { replies, frames } = await announcedReplies({ [ANNOTATION]: '{"count":2}' });
+      expect(replies, describeFrames(frames)).toHaveLength(2);
+    });
+
+    it('without the capability in the conflist entry, "false" changes nothing: the conflist\'s 4 rounds', async () => {
+      const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false' }, 'undeclared');
+      expect(replies, describeFrames(frames)).toHaveLength(4);
+      // Not even logged as undeclared: containerd did not send it.
+      expect(
+        (await logOf(id)).filter((l) => l.includes('announcing turned off') || l.includes('cni-announcer/announce')),
+      ).toEqual([]);
+    });
+
+    it.each([
+      ['{"count":', `${ANNOTATION_NAME} is not JSON`],
+      ['{"count":11}', `${ANNOTATION_NAME}: "count" must be an integer from 0 to 10 (got 11)`],
+      ['{"cuont":2}', `${ANNOTATION_NAME}: "cuont" is not an option a pod may set`],
+    ])(
+      "%s: RunPodSandbox fails with the announcer's code-7 message naming the annotation, and nothing of the pod is left",
+      async (value, message) => {
+        const s = perTest();
+        const run = runPod(s, { [ANNOTATION]: value });
+        const error = await run.then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        );
+        expect(error?.message).toContain('invalid config: ');
+        expect(error?.message).toContain(message);
+        expect(await ctd.cri.listPodSandbox()).toEqual([]);
+        expect(await podPorts()).toEqual([]);
+        // No record. (The announcer this ADD started stays for the default idleExitMs: the config it
+        // came with was refused, so its idleExitMs was never read; stopDaemonAtClose ends it.)
+        expect(await stateFiles(stateDir)).toEqual([]);
       },
-    });
-    ({ ctd, net, bridge, stateDir, logFile } = cri);
-  }, 120_000);
-
-  afterAll(async () => {
-    throwCleanupErrors(await scope.close());
-    if (cri !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(cri.dir)))).toEqual([]);
-  }, 120_000);
-
-  const runPod = (s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> => cri.runPod(s, handler, annotations);
-  const podMac = (id: string): Promise<string> => cri.podMac(id);
-  const podPorts = (): Promise<string[]> => cri.podPorts();
-
-  /** Runs a pod with `annotations` under a capture of the bridge; resolves, once its burst is over, with the announcer's replies for the pod IP. */
-  async function announcedReplies(annotations: Record<string, string>, handler?: string): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
-    const s = perTest();
-    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-    const id = await runPod(s, annotations, handler);
-    const mac = await podMac(id);
-    await waitDaemonGone(stateDir);
-    const frames = await capture.stop();
-    return { id, frames, replies: garpsFor(frames, mac, net.v4(POD_HOST)).filter((f) => f.arp?.opcode === 2) };
-  }
-
-  /** The announcer's log lines about container `id`. */
-  async function logOf(id: string): Promise<string[]> {
-    return (await readLog(logFile)).split('\n').filter((l) => l.includes(`containerId=${id}`));
-  }
-
-  it('control, no annotation: the conflist\'s 4 rounds', async () => {
-    const { replies, frames } = await announcedReplies({});
-    expect(replies, describeFrames(frames)).toHaveLength(4);
-  });
-
-  it('"false": no frame from the announcer, and the log names the annotation as the one who turned it off', async () => {
-    const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false', 'other/annotation': 'x' });
-    expect(replies, describeFrames(frames)).toEqual([]);
-    const off = (await logOf(id)).filter((l) => l.includes('announcing turned off for this attachment'));
-    expect(off).toHaveLength(1);
-    expect(off[0]).toContain('cni-announcer/announce');
-  });
-
-  it('{"count":2}, which podOverrides allows: 2 rounds', async () => {
-    const { replies, frames } = await announcedReplies({ [ANNOTATION]: '{"count":2}' });
-    expect(replies, describeFrames(frames)).toHaveLength(2);
-  });
-
-  it('without the capability in the conflist entry, "false" changes nothing: the conflist\'s 4 rounds', async () => {
-    const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false' }, 'undeclared');
-    expect(replies, describeFrames(frames)).toHaveLength(4);
-    // Not even logged as undeclared: containerd did not send it.
-    expect((await logOf(id)).filter((l) => l.includes('announcing turned off') || l.includes('cni-announcer/announce'))).toEqual([]);
-  });
-
-  it.each([
-    ['{"count":', `${ANNOTATION_NAME} is not JSON`],
-    ['{"count":11}', `${ANNOTATION_NAME}: "count" must be an integer from 0 to 10 (got 11)`],
-    ['{"cuont":2}', `${ANNOTATION_NAME}: "cuont" is not an option a pod may set`],
-  ])('%s: RunPodSandbox fails with the announcer\'s code-7 message naming the annotation, and nothing of the pod is left', async (value, message) => {
-    const s = perTest();
-    const run = runPod(s, { [ANNOTATION]: value });
-    const error = await run.then(
-      () => undefined,
-      (e: unknown) => e as Error,
     );
-    expect(error?.message).toContain('invalid config: ');
-    expect(error?.message).toContain(message);
-    expect(await ctd.cri.listPodSandbox()).toEqual([]);
-    expect(await podPorts()).toEqual([]);
-    // No record. (The announcer this ADD started stays for the default idleExitMs: the config it
-    // came with was refused, so its idleExitMs was never read; stopDaemonAtClose ends it.)
-    expect(await stateFiles(stateDir)).toEqual([]);
-  });
-});
+  },
+);

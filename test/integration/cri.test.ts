@@ -48,7 +48,14 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     // Round 2 a minute after round 1: the background announcer still holds the job when the pod goes,
     // so it is gone by then only if DEL cancelled the job; idleExitMs small: it exits soon after.
     cri = await criBridge(scope, PREFIX, {
-      announcer: (files) => ({ type: 'announcer', ...files, logLevel: 'debug', count: 2, intervalMs: 60_000, idleExitMs: 300 }),
+      announcer: (files) => ({
+        type: 'announcer',
+        ...files,
+        logLevel: 'debug',
+        count: 2,
+        intervalMs: 60_000,
+        idleExitMs: 300,
+      }),
       control: null,
     });
     ({ ctd, bridge, stateDir, logFile } = cri);
@@ -65,7 +72,7 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
   const podMac = (id: string): Promise<string> => cri.podMac(id);
   const podPorts = (): Promise<string[]> => cri.podPorts();
 
-  it('control, bridge alone: when RunPodSandbox returns, the node still holds the departed pod\'s MAC for the reused IP', async () => {
+  it("control, bridge alone: when RunPodSandbox returns, the node still holds the departed pod's MAC for the reused IP", async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
     const id = await runPod(s, 'control');
@@ -74,7 +81,7 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(entry).toMatchObject({ state: 'STALE', mac: OLD_MAC });
   });
 
-  it('bridge + announcer: when RunPodSandbox returns, the node\'s entry for the reused IP holds the new pod\'s MAC', async () => {
+  it("bridge + announcer: when RunPodSandbox returns, the node's entry for the reused IP holds the new pod's MAC", async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
     const id = await runPod(s, 'announcer');

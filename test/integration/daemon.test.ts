@@ -115,7 +115,11 @@ function busiestSecond(frames: readonly Frame[]): number {
 }
 
 /** Runs `work` on every item, at most `width` at a time. */
-async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+async function inBatches<T, R>(
+  items: readonly T[],
+  width: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = [];
   for (let i = 0; i < items.length; i += width) {
     out.push(...(await Promise.all(items.slice(i, i + width).map((item, k) => work(item, i + k)))));
@@ -125,10 +129,20 @@ async function inBatches<T, R>(items: readonly T[], width: number, work: (item: 
 
 /** A pod on the fleet's bridge: host 10 + i for fleet pod i, the node (gateway) at host 1. */
 async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
-  return attachBridgePod(s, { prefix: PREFIX, net: fleet.net, bridge: fleet.bridge, host, containerId: id, name: NETWORK });
+  return attachBridgePod(s, {
+    prefix: PREFIX,
+    net: fleet.net,
+    bridge: fleet.bridge,
+    host,
+    containerId: id,
+    name: NETWORK,
+  });
 }
 
-/** A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of it. */
+/**
+ * A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of
+ * it.
+ */
 async function quietStandIn(s: Scope, net: Subnet, host: number, opts: { v6?: boolean; up?: boolean } = {}) {
   const cidrs = [net.v4Cidr(host), ...(opts.v6 ? [net.v6Cidr(host)] : [])];
   const pod = await createStandInPod(s, {
@@ -163,62 +177,70 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     }
   }, 120_000);
 
-  /** Per-test setup: an announcer process still there at the end fails the test (checked after everything else is undone). */
+  /**
+   * Per-test setup: an announcer process still there at the end fails the test (checked after everything else is
+   * undone).
+   */
   function begin(): Scope {
     const s = scope();
     killStrays(s, { strict: true });
     return s;
   }
 
-  it(
-    `mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes and ≤ 60 MiB PSS`,
-    async () => {
-      const s = begin();
-      const files = await announcerFiles(s);
-      const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
-      const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `mass${i}`));
+  it(`mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes and ≤ 60 MiB PSS`, async () => {
+    const s = begin();
+    const files = await announcerFiles(s);
+    const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
+    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `mass${i}`));
 
-      const added = await Promise.all(atts.map((att) => addOk(s, att, {})));
-      // Every ADD has returned: what runs now is the background work of all 40.
-      const background = await ownAnnouncerProcessesNow();
-      const memory = await Promise.all(background.map((p) => memoryKiB(p.pid)));
-      const pssSum = memory.reduce<number>((sum, m) => sum + (m?.pss ?? 0), 0);
-      const mib = (kib = 0): string => (kib / 1024).toFixed(1);
-      console.info(
-        `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned, PSS sum ${mib(pssSum)} MiB (` +
-          background.map((p, i) => `${p.argv[1]}: PSS ${mib(memory[i]?.pss)} MiB = anon ${mib(memory[i]?.pssAnon)} + file ${mib(memory[i]?.pssFile)}, RSS ${mib(memory[i]?.rss)}`).join('; ') +
-          ')',
-      );
-      expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
-      expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
-      expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
+    const added = await Promise.all(atts.map((att) => addOk(s, att, {})));
+    // Every ADD has returned: what runs now is the background work of all 40.
+    const background = await ownAnnouncerProcessesNow();
+    const memory = await Promise.all(background.map((p) => memoryKiB(p.pid)));
+    const pssSum = memory.reduce<number>((sum, m) => sum + (m?.pss ?? 0), 0);
+    const mib = (kib = 0): string => (kib / 1024).toFixed(1);
+    console.info(
+      `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned, PSS sum ${mib(pssSum)} MiB (` +
+        background
+          .map(
+            (p, i) =>
+              `${p.argv[1]}: PSS ${mib(memory[i]?.pss)} MiB = anon ${mib(memory[i]?.pssAnon)} + file ${mib(memory[i]?.pssFile)}, RSS ${mib(memory[i]?.rss)}`,
+          )
+          .join('; ') +
+        ')',
+    );
+    expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
+    expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
+    expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
 
-      // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
-      const lastAdd = Math.max(...added.map((a) => a.exitedAt));
-      await waitFor(async () => (await capture.count()) >= PODS * 3, { timeoutMs: 15_000, what: `${PODS * 3} GARPs` });
-      await sleep(Math.max(0, lastAdd + 3000 - Date.now())); // room for a surplus round, should there be one
-      const frames = await capture.stop();
-      const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
-      expect(perPod.map((g) => g.length)).toEqual(fleet.pods.map(() => 3));
-      for (const [i, garps] of perPod.entries()) {
-        expect(ms(garps[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt); // round 1 before its ADD returned
-        for (const f of garps) expect(f.malformed).toBe(false);
-      }
+    // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
+    const lastAdd = Math.max(...added.map((a) => a.exitedAt));
+    await waitFor(async () => (await capture.count()) >= PODS * 3, { timeoutMs: 15_000, what: `${PODS * 3} GARPs` });
+    await sleep(Math.max(0, lastAdd + 3000 - Date.now())); // room for a surplus round, should there be one
+    const frames = await capture.stop();
+    const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
+    expect(perPod.map((g) => g.length)).toEqual(fleet.pods.map(() => 3));
+    for (const [i, garps] of perPod.entries()) {
+      expect(ms(garps[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt); // round 1 before its ADD returned
+      for (const f of garps) expect(f.malformed).toBe(false);
+    }
 
-      // Nothing is left running after the DELs and idleExitMs, and nothing is left in stateDir.
-      await Promise.all(atts.map((att) => delOk(att)));
-      await waitDaemonGone(files.stateDir);
-      expect(await ownAnnouncerProcesses()).toEqual([]);
-      expect(await attachmentFiles(files.stateDir)).toEqual([]);
-    },
-    90_000,
-  );
+    // Nothing is left running after the DELs and idleExitMs, and nothing is left in stateDir.
+    await Promise.all(atts.map((att) => delOk(att)));
+    await waitDaemonGone(files.stateDir);
+    expect(await ownAnnouncerProcesses()).toEqual([]);
+    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+  }, 90_000);
 
   it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const gone = await bridgePod(s, 200, containerId('gone'));
-    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [AnnouncerAttachment, AnnouncerAttachment, AnnouncerAttachment];
+    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [
+      AnnouncerAttachment,
+      AnnouncerAttachment,
+      AnnouncerAttachment,
+    ];
     const byNetns = attachmentOf(gone, files, 'netns');
     const pods = new Map([byDel, byGc, kept, byNetns].map((a, i) => [a, i < 3 ? fleet.pods[i]! : gone]));
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
@@ -229,7 +251,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     const delAt = await delOk(byDel);
     const valid = [kept, byNetns].map((a) => ({ containerID: a.containerId, ifname: 'eth0' }));
-    const gc = assertCniOk('announcer GC', await announcerGc(files.stateDir, NETWORK, { 'cni.dev/valid-attachments': valid }));
+    const gc = assertCniOk(
+      'announcer GC',
+      await announcerGc(files.stateDir, NETWORK, { 'cni.dev/valid-attachments': valid }),
+    );
     expect(gc.stdout.trim()).toBe('');
     const gcAt = gc.exitedAt;
     await runOk('ip', ['netns', 'del', gone.netns.name]);
@@ -248,7 +273,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       [byNetns, netnsAt],
     ] as const) {
       expect(sent(att).filter((f) => ms(f) <= at).length).toBeGreaterThanOrEqual(2);
-      expect({ pod: att.containerId, after: sent(att).filter((f) => ms(f) > at).length }).toEqual({ pod: att.containerId, after: 0 });
+      expect({ pod: att.containerId, after: sent(att).filter((f) => ms(f) > at).length }).toEqual({
+        pod: att.containerId,
+        after: 0,
+      });
     }
     // The pod nobody cancelled kept its rounds after the three others ended.
     expect(sent(kept).filter((f) => ms(f) > netnsAt && ms(f) <= keptUntil).length).toBeGreaterThanOrEqual(2);
@@ -316,9 +344,15 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await addOk(s, att, { count: 3, intervalMs: 1000, addWaitMs: 100, readyTimeoutMs: 30_000 });
     expect(await capture.count()).toBe(0);
     await runOk('ip', ['-n', down.netns.name, 'link', 'set', down.ifname, 'up']);
-    await waitFor(async () => (await capture.count()) >= 1, { timeoutMs: 5000, intervalMs: 10, what: 'the deferred round 1' });
+    await waitFor(async () => (await capture.count()) >= 1, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+      what: 'the deferred round 1',
+    });
     const record = join(files.stateDir, `${att.containerId}@eth0.json`);
-    await waitFor(async () => typeof JSON.parse(await readFile(record, 'utf8')).job?.firstRoundAt === 'number', { what: 'firstRoundAt in the record' });
+    await waitFor(async () => typeof JSON.parse(await readFile(record, 'utf8')).job?.firstRoundAt === 'number', {
+      what: 'firstRoundAt in the record',
+    });
 
     await killDaemon(files.stateDir);
     // Another ADD with background work starts another announcer, which reads the records.
@@ -334,7 +368,11 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       const k = Math.floor((offset + 50) / 1000);
       return { round: k + 1, lateMs: offset - 1000 * k };
     });
-    for (const r of rounds) expect(r).toEqual({ round: expect.toSatisfy((n: number) => n === 2 || n === 3), lateMs: expect.toSatisfy((l: number) => l >= -50 && l < 950) });
+    for (const r of rounds)
+      expect(r).toEqual({
+        round: expect.toSatisfy((n: number) => n === 2 || n === 3),
+        lateMs: expect.toSatisfy((l: number) => l >= -50 && l < 950),
+      });
     expect(new Set(rounds.map((r) => r.round)).size).toBe(rounds.length);
     await delOk(att);
   });
@@ -374,7 +412,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       expect(ms(garps[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
       // The later rounds: at most 2, none before it was due (the j-th frame is round j or a later one).
       expect(garps.length).toBeLessThanOrEqual(3);
-      for (let j = 1; j < garps.length; j++) expect(ms(garps[j]!)).toBeGreaterThanOrEqual(ms(garps[0]!) + DEFAULT_SCHEDULE_MS[j]! - 50);
+      for (let j = 1; j < garps.length; j++)
+        expect(ms(garps[j]!)).toBeGreaterThanOrEqual(ms(garps[0]!) + DEFAULT_SCHEDULE_MS[j]! - 50);
       for (const f of garps) expect(f.malformed).toBe(false);
     }
     // The counters account for every frame and every later round: sent, dropped, or skipped.
@@ -397,8 +436,14 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     // Nothing at all: exit 0 and a clear line.
     const empty = await announcerCli(['status', '--state-dir', files.stateDir]);
     expect({ code: empty.code, stderr: empty.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(empty.stdout).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)\nno active attachments\n`);
-    expect(await announcerStatus(files.stateDir)).toEqual({ source: 'records', stateDir: files.stateDir, attachments: [] });
+    expect(empty.stdout).toBe(
+      `background announcer: not running; from the records in ${files.stateDir} (no counters)\nno active attachments\n`,
+    );
+    expect(await announcerStatus(files.stateDir)).toEqual({
+      source: 'records',
+      stateDir: files.stateDir,
+      attachments: [],
+    });
 
     const capture = await startCapture(s, { iface: fleet.bridge, filter: `arp and ether src ${pod.mac}` });
     await addOk(s, att, { count: 10, intervalMs: 300 });
@@ -427,7 +472,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const lines = human.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`background announcer: running, pid ${daemon!.pid}, stateDir ${files.stateDir}`);
     expect(lines[1]).toMatch(
-      new RegExp(`^${NETWORK} ${att.containerId} eth0 netns=${pod.netns.path} rounds=([2-9]|10)/10 (next round in \\d+ ms|no round planned)$`),
+      new RegExp(
+        `^${NETWORK} ${att.containerId} eth0 netns=${pod.netns.path} rounds=([2-9]|10)/10 (next round in \\d+ ms|no round planned)$`,
+      ),
     );
     expect(lines.slice(2).map((l) => l.split(':')[0])).toEqual([
       'frames sent',
@@ -444,15 +491,22 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const fromRecords = await announcerStatus(files.stateDir);
     expect(fromRecords).toMatchObject({ source: 'records', stateDir: files.stateDir });
     expect(fromRecords.counters).toBeUndefined();
-    expect(fromRecords.attachments.map((a) => [a.containerId, a.roundsPlanned, a.deferred])).toEqual([[att.containerId, 10, false]]);
+    expect(fromRecords.attachments.map((a) => [a.containerId, a.roundsPlanned, a.deferred])).toEqual([
+      [att.containerId, 10, false],
+    ]);
     const humanRecords = await announcerCli(['status', '--state-dir', files.stateDir]);
-    expect(humanRecords.stdout.split('\n')[0]).toBe(`background announcer: not running; from the records in ${files.stateDir} (no counters)`);
+    expect(humanRecords.stdout.split('\n')[0]).toBe(
+      `background announcer: not running; from the records in ${files.stateDir} (no counters)`,
+    );
 
     await delOk(att);
     const [next] = await daemonsOf(files.stateDir);
     expect(next!.pid).not.toBe(killed);
     const after = await announcerCli(['status', '--state-dir', files.stateDir]);
-    expect(after.stdout.split('\n').slice(0, 2)).toEqual([`background announcer: running, pid ${next!.pid}, stateDir ${files.stateDir}`, 'no active attachments']);
+    expect(after.stdout.split('\n').slice(0, 2)).toEqual([
+      `background announcer: running, pid ${next!.pid}, stateDir ${files.stateDir}`,
+      'no active attachments',
+    ]);
     // The next announcer replaced the killed one's socket; no record is left.
     expect((await attachmentFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
     await capture.stop();
@@ -464,10 +518,22 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const pod = await quietStandIn(s, net, 5, { v6: true });
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
     const startedAt = Date.now();
-    const res = await announcerCli(['announce', '--netns', pod.netns.path, '--ifname', 'eth0', '--count', '2', '--interval', '200']);
+    const res = await announcerCli([
+      'announce',
+      '--netns',
+      pod.netns.path,
+      '--ifname',
+      'eth0',
+      '--count',
+      '2',
+      '--interval',
+      '200',
+    ]);
     const frames = await capture.stop();
     expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(res.stdout).toBe('round 1/2: sent 2 frames on eth0 (garp-request=1 na=1)\nround 2/2: sent 2 frames on eth0 (garp-request=1 na=1)\n');
+    expect(res.stdout).toBe(
+      'round 1/2: sent 2 frames on eth0 (garp-request=1 na=1)\nround 2/2: sent 2 frames on eth0 (garp-request=1 na=1)\n',
+    );
     const garps = garpsFor(frames, pod.mac, net.v4(5));
     const nas = nasFor(frames, pod.mac, net.v6(5));
     expect(garps).toHaveLength(2);
@@ -490,7 +556,11 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       [down.netns.path, 'eth0', /not ready after 300 ms/],
     ] as const) {
       const refused = await announcerCli(['announce', '--netns', netns, '--ifname', ifname, '--wait', '300']);
-      expect({ netns, code: refused.code === 0 ? 0 : 'non-zero', stdout: refused.stdout }).toEqual({ netns, code: 'non-zero', stdout: '' });
+      expect({ netns, code: refused.code === 0 ? 0 : 'non-zero', stdout: refused.stdout }).toEqual({
+        netns,
+        code: 'non-zero',
+        stdout: '',
+      });
       expect(refused.stderr.endsWith('\n')).toBe(true);
       expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(refused.stderr).toMatch(why);
@@ -551,7 +621,9 @@ interface Sample {
 
 const METRIC_NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
-const SAMPLE_LINE = new RegExp(`^(${METRIC_NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*)?\\})? (-?(?:\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?|NaN|[+-]?Inf))$`);
+const SAMPLE_LINE = new RegExp(
+  `^(${METRIC_NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*)?\\})? (-?(?:\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?|NaN|[+-]?Inf))$`,
+);
 
 /**
  * Parses the Prometheus text exposition format (0.0.4) strictly: every line
@@ -575,7 +647,8 @@ function parsePrometheusText(text: string): Sample[] {
         if (help.has(name)) throw new Error(`${where}: second HELP`);
         help.add(name);
       } else {
-        if (type.has(name) || !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest)) throw new Error(`${where}: bad TYPE`);
+        if (type.has(name) || !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest))
+          throw new Error(`${where}: bad TYPE`);
         type.set(name, rest);
       }
       continue;
@@ -584,12 +657,15 @@ function parsePrometheusText(text: string): Sample[] {
     if (!m) throw new Error(`${where}: not a sample line`);
     const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
     // A histogram's samples are its family's name with _bucket, _sum or _count.
-    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find((n) => type.has(n) && (n === name || type.get(n) === 'histogram'));
+    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find(
+      (n) => type.has(n) && (n === name || type.get(n) === 'histogram'),
+    );
     if (family === undefined || !help.has(family)) throw new Error(`${where}: sample before its HELP and TYPE`);
     const labels: Record<string, string> = {};
     for (const [, k, v] of (labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
     const number = Number(value);
-    if (type.get(family) === 'counter' && !(Number.isInteger(number) && number >= 0)) throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
+    if (type.get(family) === 'counter' && !(Number.isInteger(number) && number >= 0))
+      throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
     samples.push({ name, labels, value: number });
   }
   if (samples.length === 0) throw new Error('no sample in the metrics text');

@@ -52,38 +52,76 @@ const PREFIX = `ds${RUN_TAG}`;
 const IMAGE = `localhost/cni-announcer-ds-test:${RUN_TAG}`;
 /** The DaemonSet's stateDir: the test mounts its own at the same path inside. */
 const DS_STATE_DIR = '/run/cni-announcer';
-/** pod0's burst: the container is stopped after its round 2, and the rest goes on elsewhere (rounds 1.5 s apart: later than LATE_GRACE_MS only if podman takes seconds). */
+/**
+ * pod0's burst: the container is stopped after its round 2, and the rest goes on elsewhere (rounds 1.5 s apart: later
+ * than LATE_GRACE_MS only if podman takes seconds).
+ */
 const FIRST = { count: 4, intervalMs: 1500 };
 /** The burst the container takes over in the middle of. */
 const BURST = { count: 8, intervalMs: 400 };
 
 interface MainContainer {
   command: string[];
-  securityContext: { runAsUser: number; runAsGroup: number; readOnlyRootFilesystem: boolean; allowPrivilegeEscalation: boolean; capabilities: { drop: string[]; add: string[] } };
+  securityContext: {
+    runAsUser: number;
+    runAsGroup: number;
+    readOnlyRootFilesystem: boolean;
+    allowPrivilegeEscalation: boolean;
+    capabilities: { drop: string[]; add: string[] };
+  };
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean; mountPropagation?: string }[];
 }
 
-/** The DaemonSet's main container, whether its pod shares the node's PIDs and network, and its volumes' host paths by name. */
-async function mainContainer(): Promise<{ main: MainContainer; hostPID: boolean; hostNetwork: boolean; hostPaths: Map<string, string> }> {
+/**
+ * The DaemonSet's main container, whether its pod shares the node's PIDs and network, and its volumes' host paths by
+ * name.
+ */
+async function mainContainer(): Promise<{
+  main: MainContainer;
+  hostPID: boolean;
+  hostNetwork: boolean;
+  hostPaths: Map<string, string>;
+}> {
   const spec = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8')).spec.template.spec;
-  const hostPaths = new Map<string, string>(spec.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
-  return { main: spec.containers[0], hostPID: spec.hostPID === true, hostNetwork: spec.hostNetwork === true, hostPaths };
+  const hostPaths = new Map<string, string>(
+    spec.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]),
+  );
+  return {
+    main: spec.containers[0],
+    hostPID: spec.hostPID === true,
+    hostNetwork: spec.hostNetwork === true,
+    hostPaths,
+  };
 }
 
-/** `-v` flags for the main container's netns mounts as the yaml has them (HostToContainer is rslave), or with `propagation` instead. */
+/**
+ * `-v` flags for the main container's netns mounts as the yaml has them (HostToContainer is rslave), or with
+ * `propagation` instead.
+ */
 function netnsMountFlags(ds: Awaited<ReturnType<typeof mainContainer>>, propagation?: string): string[] {
   return ds.main.volumeMounts
     .filter((m) => m.mountPath !== DS_STATE_DIR)
     .flatMap((m) => {
-      const opts = [...(m.readOnly ? ['ro'] : []), propagation ?? (m.mountPropagation === 'HostToContainer' ? 'rslave' : 'rprivate')];
+      const opts = [
+        ...(m.readOnly ? ['ro'] : []),
+        propagation ?? (m.mountPropagation === 'HostToContainer' ? 'rslave' : 'rprivate'),
+      ];
       return ['-v', `${ds.hostPaths.get(m.name)}:${m.mountPath}:${opts.join(',')}`];
     });
 }
 
-/** `podman run` flags for the main container as kubelet would run it, its stateDir being `stateDir` (mounted at the same path). */
+/**
+ * `podman run` flags for the main container as kubelet would run it, its stateDir being `stateDir` (mounted at the same
+ * path).
+ */
 function runFlags(ds: Awaited<ReturnType<typeof mainContainer>>, stateDir: string): string[] {
   const sc = ds.main.securityContext;
-  const flags = ['--user', `${sc.runAsUser}:${sc.runAsGroup}`, '--entrypoint', JSON.stringify(ds.main.command.slice(0, 1))];
+  const flags = [
+    '--user',
+    `${sc.runAsUser}:${sc.runAsGroup}`,
+    '--entrypoint',
+    JSON.stringify(ds.main.command.slice(0, 1)),
+  ];
   if (ds.hostNetwork) flags.push('--network', 'host');
   if (ds.hostPID) flags.push('--pid', 'host');
   if (sc.readOnlyRootFilesystem) flags.push('--read-only');
@@ -94,9 +132,14 @@ function runFlags(ds: Awaited<ReturnType<typeof mainContainer>>, stateDir: strin
   return flags;
 }
 
-/** The container's command with the test's stateDir, and the node's loopback and a port the kernel picks for --listen (the node's port may be taken). */
+/**
+ * The container's command with the test's stateDir, and the node's loopback and a port the kernel picks for --listen
+ * (the node's port may be taken).
+ */
 function commandOf(main: MainContainer, stateDir: string): string[] {
-  return main.command.slice(1).map((a) => (a === DS_STATE_DIR ? stateDir : a.startsWith('--listen=') ? '--listen=127.0.0.1:0' : a));
+  return main.command
+    .slice(1)
+    .map((a) => (a === DS_STATE_DIR ? stateDir : a.startsWith('--listen=') ? '--listen=127.0.0.1:0' : a));
 }
 
 /** A process that keeps a netns alive and names it as /proc/PID/ns/net; killed at scope close. */
@@ -108,9 +151,14 @@ async function procNetns(scope: Scope, name: string): Promise<string> {
     await exited;
   }, `netns holder ${holder.pid}`);
   const path = `/proc/${holder.pid}/ns/net`;
-  await waitFor(async () => (await run('readlink', [path])).stdout.trim() === (await run('ip', ['netns', 'exec', name, 'readlink', '/proc/self/ns/net'])).stdout.trim(), {
-    what: `${path} in ${name}`,
-  });
+  await waitFor(
+    async () =>
+      (await run('readlink', [path])).stdout.trim() ===
+      (await run('ip', ['netns', 'exec', name, 'readlink', '/proc/self/ns/net'])).stdout.trim(),
+    {
+      what: `${path} in ${name}`,
+    },
+  );
   return path;
 }
 
@@ -135,7 +183,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
 
   beforeAll(async () => {
     podman = await privatePodman(fileScope);
-    const res = await run('bash', [join(ROOT, 'scripts/image.sh'), '--tag', IMAGE], { env: { ...podman.env, PODMAN: podman.command.join(' ') }, timeoutMs: 600_000 });
+    const res = await run('bash', [join(ROOT, 'scripts/image.sh'), '--tag', IMAGE], {
+      env: { ...podman.env, PODMAN: podman.command.join(' ') },
+      timeoutMs: 600_000,
+    });
     if (res.code !== 0) throw new Error(`scripts/image.sh exited ${res.code}: ${res.stderr.trim()}`);
   }, 660_000);
 
@@ -150,13 +201,24 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     await mkdir(files.stateDir, { mode: 0o700 });
     const name = `${PREFIX}-announcer`;
     s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
-    await podman.ok(['create', '--name', name, ...runFlags(ds, files.stateDir), IMAGE, ...commandOf(ds.main, files.stateDir)]);
+    await podman.ok([
+      'create',
+      '--name',
+      name,
+      ...runFlags(ds, files.stateDir),
+      IMAGE,
+      ...commandOf(ds.main, files.stateDir),
+    ]);
     const started = async (times: number): Promise<void> => {
       await podman.ok(['start', name]);
-      await waitFor(async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announcer started').length >= times, { timeoutMs: 30_000, what: `the container's announcer started (${times})` });
+      await waitFor(
+        async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announcer started').length >= times,
+        { timeoutMs: 30_000, what: `the container's announcer started (${times})` },
+      );
     };
     await started(1);
-    const containerPid = (): Promise<number> => podman.ok(['inspect', '--format', '{{.State.Pid}}', name]).then((r) => Number(r.stdout.trim()));
+    const containerPid = (): Promise<number> =>
+      podman.ok(['inspect', '--format', '{{.State.Pid}}', name]).then((r) => Number(r.stdout.trim()));
 
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
@@ -164,7 +226,14 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const pods: BridgePod[] = [];
     const atts: AnnouncerAttachment[] = [];
     for (let i = 0; i < 2; i++) {
-      const pod = await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId: `${PREFIX}-pod${i}`, settle: true });
+      const pod = await attachBridgePod(s, {
+        prefix: PREFIX,
+        net,
+        bridge,
+        host: 10 + i,
+        containerId: `${PREFIX}-pod${i}`,
+        settle: true,
+      });
       pods.push(pod);
       const netns = await procNetns(s, pod.netns.name);
       // As a runtime that names the netns by /proc/PID/ns/net gives it to every plugin of the chain.
@@ -189,34 +258,60 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(await daemonsOf(files.stateDir)).toEqual([]); // no announcer of the host's own
     // A second resident one (a second DaemonSet pod on the node) is refused, and says so.
     const second = await run(ANNOUNCER, ['daemon', files.stateDir, '--resident'], { timeoutMs: 30_000 });
-    expect([second.code, second.stderr.trim()]).toEqual([1, `announcer daemon: another resident announcer serves ${files.stateDir}: exiting`]);
+    expect([second.code, second.stderr.trim()]).toEqual([
+      1,
+      `announcer daemon: another resident announcer serves ${files.stateDir}: exiting`,
+    ]);
     expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
-    await waitFor(async () => (await jsonLogs(podman, name)).filter((l) => l.msg === 'announced' && l.K8S_POD_NAME === 'web-0').length >= 2, {
-      what: `2 rounds for web-0 in the container's log`,
-    }).catch(async (err: Error) => {
-      throw new Error(`${err.message}; the container's log:\n${(await podman.run(['logs', name])).stdout}${(await podman.run(['logs', name])).stderr}`);
+    await waitFor(
+      async () =>
+        (await jsonLogs(podman, name)).filter((l) => l.msg === 'announced' && l.K8S_POD_NAME === 'web-0').length >= 2,
+      {
+        what: `2 rounds for web-0 in the container's log`,
+      },
+    ).catch(async (err: Error) => {
+      throw new Error(
+        `${err.message}; the container's log:\n${(await podman.run(['logs', name])).stdout}${(await podman.run(['logs', name])).stderr}`,
+      );
     });
     const web0 = (await jsonLogs(podman, name)).filter((l) => l.K8S_POD_NAME === 'web-0' && l.msg === 'announced');
     expect(web0.map((l) => l.round).slice(0, 2)).toEqual([1, 2]);
-    expect(web0.every((l) => l.containerId === pods[0]!.containerId && l.K8S_POD_NAMESPACE === 'team-a' && (l.frames as number) >= 1)).toBe(true);
+    expect(
+      web0.every(
+        (l) => l.containerId === pods[0]!.containerId && l.K8S_POD_NAMESPACE === 'team-a' && (l.frames as number) >= 1,
+      ),
+    ).toBe(true);
     expect(web0.slice(1).every((l) => JSON.stringify(l.ips) === JSON.stringify([pods[0]!.ip]))).toBe(true);
 
     // 2. Its pod restarts mid-burst: SIGTERM, and it hands pod0's rest over to whichever announcer comes next.
     await podman.ok(['stop', '--time', '10', name]);
-    expect((await jsonLogs(podman, name)).filter((l) => l.msg === 'SIGTERM: handing over to the next announcer')).toHaveLength(1);
-    // 3. An ADD starts an announcer on the host, which goes on with pod0's burst; the container comes back mid-burst of pod1.
+    expect(
+      (await jsonLogs(podman, name)).filter((l) => l.msg === 'SIGTERM: handing over to the next announcer'),
+    ).toHaveLength(1);
+    // 3. An ADD starts an announcer on the host, which goes on with pod0's burst; the container comes back mid-burst of
+    // pod1.
     assertCniOk('ADD pod1', await announcerAdd(s, atts[1]!, BURST));
     const [onDemand] = await daemonsOf(files.stateDir);
     expect(onDemand).toBeDefined();
-    await waitFor(async () => (await files.log()).includes(`containerId=${pods[1]!.containerId}`) && /round=3 of=8/.test(await files.log()), { what: 'round 3 of web-1 from the host' });
+    await waitFor(
+      async () =>
+        (await files.log()).includes(`containerId=${pods[1]!.containerId}`) && /round=3 of=8/.test(await files.log()),
+      { what: 'round 3 of web-1 from the host' },
+    );
     await started(2);
     const back = await containerPid();
-    await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, { timeoutMs: 15_000, what: `the host's announcer ${onDemand!.pid} to hand over and exit` });
+    await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, {
+      timeoutMs: 15_000,
+      what: `the host's announcer ${onDemand!.pid} to hand over and exit`,
+    });
     expect((await announcerStatus(files.stateDir)).pid).toBe(back);
 
     // pod0 has one more: the kernel's own GARP when its MAC changed (the bridge plugin sets arp_notify=1).
     const planned = FIRST.count + 1 + BURST.count;
-    await waitFor(async () => (await capture.count()) >= planned, { timeoutMs: 20_000, what: `${planned} GARPs` }).catch(() => undefined);
+    await waitFor(async () => (await capture.count()) >= planned, {
+      timeoutMs: 20_000,
+      what: `${planned} GARPs`,
+    }).catch(() => undefined);
     for (const att of atts) assertCniOk(`DEL ${att.containerId}`, await announcerDel(att));
     const frames = await capture.stop();
     const macs = [ipDerivedMac(pods[0]!.ip), pods[1]!.mac];
@@ -236,7 +331,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       const res = await podman.inMountNs(cmd, args);
       if (res.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
     };
-    for (const m of ds.main.volumeMounts) if (m.mountPath !== DS_STATE_DIR) await inNode('mkdir', ['-p', ds.hostPaths.get(m.name)!]);
+    for (const m of ds.main.volumeMounts)
+      if (m.mountPath !== DS_STATE_DIR) await inNode('mkdir', ['-p', ds.hostPaths.get(m.name)!]);
     const early = `${PREFIX}e${Math.random().toString(16).slice(2, 6)}`;
     s.defer(() => podman.inMountNs('ip', ['netns', 'del', early]), `netns ${early}`);
     await inNode('ip', ['netns', 'add', early]); // makes /run/netns a shared mount point, as on a node
@@ -244,18 +340,54 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     await mkdir(files.stateDir, { mode: 0o700 });
     const names = { yaml: `${PREFIX}-mounts`, private: `${PREFIX}-private` };
     for (const n of Object.values(names)) s.defer(() => podman.run(['rm', '-f', '-t', '5', n]), `container ${n}`);
-    await podman.ok(['run', '-d', '--name', names.yaml, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds), IMAGE, ...commandOf(ds.main, files.stateDir)]);
-    await podman.ok(['run', '-d', '--name', names.private, ...runFlags(ds, files.stateDir), ...netnsMountFlags(ds, 'rprivate'), IMAGE, 'sleep']);
+    await podman.ok([
+      'run',
+      '-d',
+      '--name',
+      names.yaml,
+      ...runFlags(ds, files.stateDir),
+      ...netnsMountFlags(ds),
+      IMAGE,
+      ...commandOf(ds.main, files.stateDir),
+    ]);
+    await podman.ok([
+      'run',
+      '-d',
+      '--name',
+      names.private,
+      ...runFlags(ds, files.stateDir),
+      ...netnsMountFlags(ds, 'rprivate'),
+      IMAGE,
+      'sleep',
+    ]);
 
     // A pod's netns named after both started: an interface with an address, up, in it.
     const late = `${PREFIX}l${Math.random().toString(16).slice(2, 6)}`;
     s.defer(() => podman.inMountNs('ip', ['netns', 'del', late]), `netns ${late}`);
     await inNode('ip', ['netns', 'add', late]);
-    for (const cmd of ['ip link add eth0 type veth peer name peer0', 'ip addr add 10.99.0.5/24 dev eth0', 'ip link set peer0 up', 'ip link set eth0 up']) {
+    for (const cmd of [
+      'ip link add eth0 type veth peer name peer0',
+      'ip addr add 10.99.0.5/24 dev eth0',
+      'ip link set peer0 up',
+      'ip link set eth0 up',
+    ]) {
       await inNode('ip', ['netns', 'exec', late, ...cmd.split(' ')]);
     }
     const announce = (n: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-      podman.run(['exec', n, '/announcer', 'announce', '--netns', `${dir}/${late}`, '--ifname', 'eth0', '--count', '1', '--wait', '5000']);
+      podman.run([
+        'exec',
+        n,
+        '/announcer',
+        'announce',
+        '--netns',
+        `${dir}/${late}`,
+        '--ifname',
+        'eth0',
+        '--count',
+        '1',
+        '--wait',
+        '5000',
+      ]);
     for (const dir of ['/run/netns', '/var/run/netns']) {
       const seen = await announce(names.yaml, dir);
       expect(seen.code, `${dir}: ${seen.stdout}${seen.stderr}`).toBe(0);

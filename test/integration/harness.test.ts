@@ -83,7 +83,9 @@ describe('Scope', () => {
     }, 'late step');
     expect(await early.close()).toEqual([]);
     expect(ran).toEqual(['early']);
-    expect((await parent.close()).map((e) => e.message)).toEqual(['cleanup "late" failed: cleanup "late step" failed: boom']);
+    expect((await parent.close()).map((e) => e.message)).toEqual([
+      'cleanup "late" failed: cleanup "late step" failed: boom',
+    ]);
     expect(ran).toEqual(['early', 'late']);
   });
 });
@@ -96,7 +98,11 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
     const ip = net.v4(5);
     await plantStale(bridge, ip, OLD_MAC);
-    const { netns: podNs, mac: podMac, hostVeth: port } = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId: `${PREFIX}-pod` });
+    const {
+      netns: podNs,
+      mac: podMac,
+      hostVeth: port,
+    } = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId: `${PREFIX}-pod` });
     expect((await linkShow(port))?.master).toBe(bridge);
 
     // The bug: the bridge plugin's ADD leaves the node's entry stale, with the old MAC.
@@ -123,9 +129,19 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     const network = await createPodNetwork(scope(), PREFIX);
     const subnet = `${network.net.v4(0)}/24`;
     expect(await routesOverlapping(subnet)).toContain(`${subnet} dev ${network.bridge}`);
-    const pod = await attachBridgePod(scope(), { prefix: PREFIX, net: network.net, bridge: network.bridge, name: network.name });
+    const pod = await attachBridgePod(scope(), {
+      prefix: PREFIX,
+      net: network.net,
+      bridge: network.bridge,
+      name: network.name,
+    });
     expect(pod.mac).toBe(podInterface(pod.result)?.mac);
-    expect(pod.chained({ type: 'next' })).toEqual({ type: 'next', name: network.name, cniVersion: '1.0.0', prevResult: pod.result });
+    expect(pod.chained({ type: 'next' })).toEqual({
+      type: 'next',
+      name: network.name,
+      cniVersion: '1.0.0',
+      prevResult: pod.result,
+    });
     expect(await pingOnce(pod.ip)).toMatchObject({ replied: true, rttMs: expect.stringMatching(/^[\d.]+$/) });
     expect(await pingOnce(network.net.v4(6), 1)).toEqual({ replied: false });
   });

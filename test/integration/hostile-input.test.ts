@@ -77,7 +77,14 @@ async function standIn(scope: Scope, tag: string): Promise<StandIn> {
   const net = allocSubnet();
   const pod = await createStandInPod(scope, { prefix: PREFIX, v4: [net.v4Cidr(7)] });
   const prevResult = podPrevResult(pod.netns.path, [{ name: 'eth0', mac: pod.mac, addresses: [net.v4Cidr(7)] }]);
-  const att = { mainConf: MAIN_CONF, prevResult, containerId: `${PREFIX}-${tag}`, netns: pod.netns.path, files, options: { logLevel: 'debug' } };
+  const att = {
+    mainConf: MAIN_CONF,
+    prevResult,
+    containerId: `${PREFIX}-${tag}`,
+    netns: pod.netns.path,
+    files,
+    options: { logLevel: 'debug' },
+  };
   return {
     files,
     ns: pod.netns.name,
@@ -86,7 +93,12 @@ async function standIn(scope: Scope, tag: string): Promise<StandIn> {
     prevResult,
     att,
     call: { containerId: att.containerId, netns: att.netns, ifname: 'eth0' },
-    conf: (extra = {}) => chainConfig(MAIN_CONF, { type: 'announcer', stateDir: files.stateDir, logFile: files.logFile, ...att.options, ...extra }, prevResult),
+    conf: (extra = {}) =>
+      chainConfig(
+        MAIN_CONF,
+        { type: 'announcer', stateDir: files.stateDir, logFile: files.logFile, ...att.options, ...extra },
+        prevResult,
+      ),
   };
 }
 
@@ -106,7 +118,10 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
     it('3,000 levels of JSON nesting in prevResult: code 6 for ADD, CHECK and DEL, no stack trace, nothing done', async () => {
       const pod = await standIn(scope(), 'deep');
       const deep = `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`;
-      const text = JSON.stringify(pod.conf({ mac: 'ip-derived' })).replace('"cniVersion":"1.0.0"', `"cniVersion":"1.0.0","x-deep":${deep}`);
+      const text = JSON.stringify(pod.conf({ mac: 'ip-derived' })).replace(
+        '"cniVersion":"1.0.0"',
+        `"cniVersion":"1.0.0","x-deep":${deep}`,
+      );
       expect(text).toContain('{"a":{"a":');
       for (const command of ['ADD', 'CHECK', 'DEL']) {
         const out = await cniExec(ANNOUNCER, { ...pod.call, command }, text);
@@ -138,7 +153,11 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       const pod = await standIn(scope(), 'ips');
       const ips = Array.from({ length: 36_000 }, (_, i) => ({ address: `10.0.${i}.300/24`, interface: 0 }));
       const out = await announcerAdd(scope(), { ...pod.att, prevResult: { ...pod.prevResult, ips } });
-      const doc = expectCniError(out, 7, ['"prevResult.ips[0].address"', '"prevResult.ips[4].address"', '… and 35,995 more']);
+      const doc = expectCniError(out, 7, [
+        '"prevResult.ips[0].address"',
+        '"prevResult.ips[4].address"',
+        '… and 35,995 more',
+      ]);
       expect(doc.msg).not.toContain('"prevResult.ips[5].address"');
       expect(out.stdout.length).toBeLessThan(2000);
       expect(await announcerLeftovers(pod.files)).toEqual([]);
@@ -186,7 +205,10 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       await writeFile(victim, 'precious\n');
       const link = join(pod.files.dir, 'announcer-link.log');
       await symlink(victim, link);
-      assertCniOk('announcer ADD with a symlinked logFile', await announcerAdd(scope(), { ...pod.att, files: { ...pod.files, logFile: link } }, { count: 1 }));
+      assertCniOk(
+        'announcer ADD with a symlinked logFile',
+        await announcerAdd(scope(), { ...pod.att, files: { ...pod.files, logFile: link } }, { count: 1 }),
+      );
       expect(await readFile(victim, 'utf8')).toBe('precious\n');
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
@@ -195,7 +217,10 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
   describe('pod annotations (args.cni.announce) under podOverrides', () => {
     it('the default policy ignores a 60-day burst and logs it: the conflist burst runs, and nothing outlives it', async () => {
       const pod = await standIn(scope(), 'burst');
-      const { add, garps } = await addUnderCapture(scope(), pod, { ...BURST, args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } } });
+      const { add, garps } = await addUnderCapture(scope(), pod, {
+        ...BURST,
+        args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } },
+      });
       assertCniOk('announcer ADD', add);
       expect(garps).toHaveLength(BURST.count);
       const log = await pod.files.log();
@@ -203,7 +228,9 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
         expect(log).toMatch(new RegExp(` WARN ignoring a pod override .*field=args\\.cni\\.announce\\.${field} `));
       }
       // The background work ended with its last round; its record waits for DEL.
-      await waitFor(async () => (await ownAnnouncerProcesses()).length === 0, { what: 'the background announcer gone after the last round' });
+      await waitFor(async () => (await ownAnnouncerProcesses()).length === 0, {
+        what: 'the background announcer gone after the last round',
+      });
       assertCniOk('announcer DEL', await announcerDel(pod.att));
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
@@ -214,8 +241,15 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
         conf: { count: 0, podOverrides: ['enabled=false'], args: { cni: { announce: true } } },
         args: 'IgnoreUnknown=1;ANNOUNCE=true',
       },
-      { how: 'ipv4: false in the conflist, announce {ipv4: true}', conf: { ipv4: false, args: { cni: { announce: { ipv4: true } } } } },
-      { how: 'ANNOUNCE=false, announce: true', conf: { args: { cni: { announce: true } } }, args: 'IgnoreUnknown=1;ANNOUNCE=false' },
+      {
+        how: 'ipv4: false in the conflist, announce {ipv4: true}',
+        conf: { ipv4: false, args: { cni: { announce: { ipv4: true } } } },
+      },
+      {
+        how: 'ANNOUNCE=false, announce: true',
+        conf: { args: { cni: { announce: true } } },
+        args: 'IgnoreUnknown=1;ANNOUNCE=false',
+      },
       {
         how: 'ANNOUNCE=false, announce {enabled: true, count: 3} with count allowed',
         conf: { podOverrides: ['enabled=false', 'count'], args: { cni: { announce: { enabled: true, count: 3 } } } },
@@ -232,8 +266,18 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
 
     it('a pod cannot pick the MAC prefix by default: the derived MAC uses the conflist prefix', async () => {
       const pod = await standIn(scope(), 'pfx');
-      const add = assertCniOk('announcer ADD', await announcerAdd(scope(), pod.att, { mac: 'ip-derived', count: 1, args: { cni: { announce: { macPrefix: '02:00' } } } }));
-      const expected = `0a:58:${pod.ip.split('.').map((b) => Number(b).toString(16).padStart(2, '0')).join(':')}`;
+      const add = assertCniOk(
+        'announcer ADD',
+        await announcerAdd(scope(), pod.att, {
+          mac: 'ip-derived',
+          count: 1,
+          args: { cni: { announce: { macPrefix: '02:00' } } },
+        }),
+      );
+      const expected = `0a:58:${pod.ip
+        .split('.')
+        .map((b) => Number(b).toString(16).padStart(2, '0'))
+        .join(':')}`;
       expect((await linkShow('eth0', pod.ns))?.mac).toBe(expected);
       expect(add.json.interfaces[0].mac).toBe(expected);
       expect(await pod.files.log()).toMatch(/ WARN ignoring a pod override .*field=args\.cni\.announce\.macPrefix /);
@@ -244,7 +288,11 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
 
     it('an allowed field applies: podOverrides ["count"] and announce {count: 1} send one round', async () => {
       const pod = await standIn(scope(), 'allow');
-      const { add, garps } = await addUnderCapture(scope(), pod, { ...BURST, podOverrides: ['count'], args: { cni: { announce: { count: 1 } } } });
+      const { add, garps } = await addUnderCapture(scope(), pod, {
+        ...BURST,
+        podOverrides: ['count'],
+        args: { cni: { announce: { count: 1 } } },
+      });
       assertCniOk('announcer ADD', add);
       expect(garps).toHaveLength(1);
       expect(await announcerLeftovers(pod.files)).toEqual([]);
@@ -252,7 +300,10 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
 
     it('a pod opts out under the default policy: zero GARPs', async () => {
       const pod = await standIn(scope(), 'off');
-      const { add, garps } = await addUnderCapture(scope(), pod, { ...BURST, args: { cni: { announce: { enabled: false, mac: 'keep' } } } });
+      const { add, garps } = await addUnderCapture(scope(), pod, {
+        ...BURST,
+        args: { cni: { announce: { enabled: false, mac: 'keep' } } },
+      });
       assertCniOk('announcer ADD', add);
       expect(garps).toEqual([]);
       expect(await announcerLeftovers(pod.files)).toEqual([]);
@@ -261,11 +312,22 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
 
   describe('the burst cap', () => {
     it.each<{ what: string; conf: Record<string, unknown>; fields: string[] }>([
-      { what: 'in the conflist', conf: { count: 10, intervalMs: 60000, backoff: 2 }, fields: ['"count" 10', '"intervalMs" 60000', '"backoff" 2'] },
+      {
+        what: 'in the conflist',
+        conf: { count: 10, intervalMs: 60000, backoff: 2 },
+        fields: ['"count" 10', '"intervalMs" 60000', '"backoff" 2'],
+      },
       {
         what: 'through allowed pod overrides',
-        conf: { podOverrides: ['count', 'intervalMs', 'backoff'], args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } } },
-        fields: ['"args.cni.announce.count" 10', '"args.cni.announce.intervalMs" 60000', '"args.cni.announce.backoff" 4'],
+        conf: {
+          podOverrides: ['count', 'intervalMs', 'backoff'],
+          args: { cni: { announce: { count: 10, intervalMs: 60000, backoff: 4 } } },
+        },
+        fields: [
+          '"args.cni.announce.count" 10',
+          '"args.cni.announce.intervalMs" 60000',
+          '"args.cni.announce.backoff" 4',
+        ],
       },
     ])('a burst longer than 10 minutes $what: code 7 naming the fields, nothing done', async ({ conf, fields }) => {
       const pod = await standIn(scope(), 'cap');
@@ -279,47 +341,55 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
   describe('a MAC the runtime chose, with mac: ip-derived', () => {
     it.each<{ how: string; args?: string; announcer?: Record<string, unknown>; bridge?: Record<string, unknown> }>([
       { how: 'CNI_ARGS MAC= (podman --mac-address)', args: 'IgnoreUnknown=1;MAC=02:c0:ff:ee:00:0b' },
-      { how: 'args.cni.mac', announcer: { args: { cni: { mac: '02:c0:ff:ee:00:0b' } } }, bridge: { args: { cni: { mac: '02:c0:ff:ee:00:0b' } } } },
-    ])('$how: kept, reported unchanged, announced with, and not compared by CHECK', async ({ args, announcer = {}, bridge }) => {
-      const requested = '02:c0:ff:ee:00:0b';
-      killStrays(scope(), { strict: true });
-      const files = await announcerFiles(scope());
-      // The bridge plugin is the main plugin: it applies the runtime's MAC (a runtime passes the same CNI_ARGS to every plugin).
-      const pod = await createBridgePod(scope(), {
-        prefix: PREFIX,
-        containerId: `${PREFIX}-rtmac`,
-        name: NETWORK,
-        cniVersion: CNI_VERSION,
-        ...(args === undefined ? {} : { args }),
-        ...(bridge === undefined ? {} : { extra: bridge }),
-        settle: true,
-      });
-      expect(pod.mac).toBe(requested);
-      const att: AnnouncerAttachment = {
-        mainConf: MAIN_CONF,
-        prevResult: pod.result,
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        files,
-        options: { mac: 'ip-derived', count: 1, ...announcer },
-        ...(args === undefined ? {} : { args }),
-      };
+      {
+        how: 'args.cni.mac',
+        announcer: { args: { cni: { mac: '02:c0:ff:ee:00:0b' } } },
+        bridge: { args: { cni: { mac: '02:c0:ff:ee:00:0b' } } },
+      },
+    ])(
+      '$how: kept, reported unchanged, announced with, and not compared by CHECK',
+      async ({ args, announcer = {}, bridge }) => {
+        const requested = '02:c0:ff:ee:00:0b';
+        killStrays(scope(), { strict: true });
+        const files = await announcerFiles(scope());
+        // The bridge plugin is the main plugin: it applies the runtime's MAC (a runtime passes the same CNI_ARGS to
+        // every plugin).
+        const pod = await createBridgePod(scope(), {
+          prefix: PREFIX,
+          containerId: `${PREFIX}-rtmac`,
+          name: NETWORK,
+          cniVersion: CNI_VERSION,
+          ...(args === undefined ? {} : { args }),
+          ...(bridge === undefined ? {} : { extra: bridge }),
+          settle: true,
+        });
+        expect(pod.mac).toBe(requested);
+        const att: AnnouncerAttachment = {
+          mainConf: MAIN_CONF,
+          prevResult: pod.result,
+          containerId: pod.containerId,
+          netns: pod.netns.path,
+          files,
+          options: { mac: 'ip-derived', count: 1, ...announcer },
+          ...(args === undefined ? {} : { args }),
+        };
 
-      const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
-      const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
-      const frames = await capture.stop();
+        const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
+        const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
+        const frames = await capture.stop();
 
-      expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(requested);
-      expect(add.json).toEqual({ ...pod.result, cniVersion: CNI_VERSION });
-      const garps = garpsFor(frames, pod.ip);
-      expect(garps).toHaveLength(1); // count 1
-      expect(garps.every((f) => f.eth.src === requested && f.arp!.senderMac === requested)).toBe(true);
-      expect(await files.log()).toMatch(/ INFO the runtime chose the MAC: keeping it instead of the IP-derived one /);
-      expect(await stateFiles(files.stateDir)).toEqual([]);
-      expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(requested);
-      expect(await announcerLeftovers(files)).toEqual([]);
-    });
+        expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(requested);
+        expect(add.json).toEqual({ ...pod.result, cniVersion: CNI_VERSION });
+        const garps = garpsFor(frames, pod.ip);
+        expect(garps).toHaveLength(1); // count 1
+        expect(garps.every((f) => f.eth.src === requested && f.arp!.senderMac === requested)).toBe(true);
+        expect(await files.log()).toMatch(/ INFO the runtime chose the MAC: keeping it instead of the IP-derived one /);
+        expect(await stateFiles(files.stateDir)).toEqual([]);
+        expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
+        assertCniOk('announcer DEL', await announcerDel(att));
+        expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(requested);
+        expect(await announcerLeftovers(files)).toEqual([]);
+      },
+    );
   });
 });

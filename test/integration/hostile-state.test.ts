@@ -48,7 +48,6 @@ import {
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
-
 const PREFIX = `hs${RUN_TAG}`;
 /** Background announcers started by these tests exit this long after their last job. */
 const IDLE_EXIT_MS = 200;
@@ -90,21 +89,54 @@ async function attachment(s: Scope, tag: string, opts: { up?: boolean; container
 }
 
 function conf(a: Att, options: Record<string, unknown> = {}, stateDir = a.files.stateDir): Record<string, unknown> {
-  const own = { type: 'announcer', stateDir, logFile: a.files.logFile, logLevel: 'debug', count: 1, idleExitMs: IDLE_EXIT_MS, ...options };
+  const own = {
+    type: 'announcer',
+    stateDir,
+    logFile: a.files.logFile,
+    logLevel: 'debug',
+    count: 1,
+    idleExitMs: IDLE_EXIT_MS,
+    ...options,
+  };
   return chainConfig({ name: NETWORK, cniVersion: '1.0.0' }, own, a.prevResult);
 }
 
 async function add(a: Att, options: Record<string, unknown> = {}, trace = false, stateDir?: string) {
-  return a.ns.cniExec(ANNOUNCER, { command: 'ADD', containerId: a.containerId, netns: a.pod.netns.path, ifname: 'eth0' }, conf(a, options, stateDir), { trace });
+  return a.ns.cniExec(
+    ANNOUNCER,
+    { command: 'ADD', containerId: a.containerId, netns: a.pod.netns.path, ifname: 'eth0' },
+    conf(a, options, stateDir),
+    { trace },
+  );
 }
 
-async function del(a: Att, opts: { trace?: boolean; netns?: boolean; stateDir?: string; options?: Record<string, unknown> } = {}) {
-  const call = { command: 'DEL', containerId: a.containerId, ifname: 'eth0', ...(opts.netns === false ? {} : { netns: a.pod.netns.path }) };
+async function del(
+  a: Att,
+  opts: { trace?: boolean; netns?: boolean; stateDir?: string; options?: Record<string, unknown> } = {},
+) {
+  const call = {
+    command: 'DEL',
+    containerId: a.containerId,
+    ifname: 'eth0',
+    ...(opts.netns === false ? {} : { netns: a.pod.netns.path }),
+  };
   return a.ns.cniExec(ANNOUNCER, call, conf(a, opts.options, opts.stateDir), { trace: opts.trace ?? false });
 }
 
-async function gc(a: Att, valid: { containerID: string; ifname: string }[], trace = false, stateDir = a.files.stateDir) {
-  const config = { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir, logFile: a.files.logFile, 'cni.dev/valid-attachments': valid };
+async function gc(
+  a: Att,
+  valid: { containerID: string; ifname: string }[],
+  trace = false,
+  stateDir = a.files.stateDir,
+) {
+  const config = {
+    cniVersion: '1.1.0',
+    name: NETWORK,
+    type: 'announcer',
+    stateDir,
+    logFile: a.files.logFile,
+    'cni.dev/valid-attachments': valid,
+  };
   return a.ns.cniExec(ANNOUNCER, { command: 'GC' }, config, { trace });
 }
 
@@ -206,18 +238,50 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     const cases: [string, (a: Att) => Promise<string>, 'valid' | 'invalid'][] = [
       ['a tail-era record with tail {"pid":-1}', (a) => recordWith(a, { tail: { pid: -1 } }), 'valid'],
       ['a tail-era record with tail {"pid":0}', (a) => recordWith(a, { tail: { pid: 0 } }), 'valid'],
-      ['a tail-era record with pid 1 and the start time of the namespace init', async (a) => recordWith(a, { tail: { pid: 1, startTime: await startTimeOf(a.ns.initPid) } }), 'valid'],
-      ['a tail-era record with pid -1 and an empty start time', (a) => recordWith(a, { tail: { pid: -1, startTime: '' } }), 'valid'],
+      [
+        'a tail-era record with pid 1 and the start time of the namespace init',
+        async (a) => recordWith(a, { tail: { pid: 1, startTime: await startTimeOf(a.ns.initPid) } }),
+        'valid',
+      ],
+      [
+        'a tail-era record with pid -1 and an empty start time',
+        (a) => recordWith(a, { tail: { pid: -1, startTime: '' } }),
+        'valid',
+      ],
       ['a tail-era record with pid 2 and no start time', (a) => recordWith(a, { tail: { pid: 2 } }), 'valid'],
-      ['a tail-era record with pid "-1" as a string, and a jobDeadline', (a) => recordWith(a, { tail: { pid: '-1' }, jobDeadline: 1 }), 'valid'],
+      [
+        'a tail-era record with pid "-1" as a string, and a jobDeadline',
+        (a) => recordWith(a, { tail: { pid: '-1' }, jobDeadline: 1 }),
+        'valid',
+      ],
       // The traced announcer started before it was planted: DEL and GC remove it, the repeated ADD replaces it.
-      ['a valid job carrying pid -1 and a tail of its own', async (a) => recordWith(a, { tail: { pid: -1 }, job: { ...(await jobFor(a)), pid: -1, tail: { pid: 0 } } }), 'valid'],
+      [
+        'a valid job carrying pid -1 and a tail of its own',
+        async (a) => recordWith(a, { tail: { pid: -1 }, job: { ...(await jobFor(a)), pid: -1, tail: { pid: 0 } } }),
+        'valid',
+      ],
       ['only {"tail":{"pid":-1}}', async () => '{"tail":{"pid":-1}}', 'invalid'],
       ['garbage JSON', async () => '{"containerId": "x", "tail": {"pid": -1', 'invalid'],
-      ['a job whose netns is a relative path', async (a) => recordWith(a, { job: { ...(await jobFor(a)), netns: 'pod' } }), 'invalid'],
-      ['a job with an unknown ARP op', async (a) => recordWith(a, { job: { ...(await jobFor(a)), arpOps: ['both'] } }), 'invalid'],
-      ['a job without the netns identity', async (a) => recordWith(a, { job: { ...(await jobFor(a)), netnsId: undefined } }), 'invalid'],
-      ['a record of another attachment under this name', async (a) => recordWith(a, { containerId: `${a.containerId}-other` }), 'invalid'],
+      [
+        'a job whose netns is a relative path',
+        async (a) => recordWith(a, { job: { ...(await jobFor(a)), netns: 'pod' } }),
+        'invalid',
+      ],
+      [
+        'a job with an unknown ARP op',
+        async (a) => recordWith(a, { job: { ...(await jobFor(a)), arpOps: ['both'] } }),
+        'invalid',
+      ],
+      [
+        'a job without the netns identity',
+        async (a) => recordWith(a, { job: { ...(await jobFor(a)), netnsId: undefined } }),
+        'invalid',
+      ],
+      [
+        'a record of another attachment under this name',
+        async (a) => recordWith(a, { containerId: `${a.containerId}-other` }),
+        'invalid',
+      ],
     ];
     for (const [name, makeRecord, validity] of cases) {
       it(name, async () => {
@@ -252,7 +316,12 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         expect(invalid).toBe(validity === 'invalid' ? 3 : 0);
         if (validity === 'invalid') expect(log).toContain(`file=${file}`);
         // A valid record is acted on for what it holds (its job cancelled), its unknown fields never.
-        else expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running"|cancelled) macsRestored=none recordRemoved=true`));
+        else
+          expect(log).toMatch(
+            new RegExp(
+              `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running"|cancelled) macsRestored=none recordRemoved=true`,
+            ),
+          );
         expect(await daemonsOf(a.files.stateDir)).toEqual([]);
       });
     }
@@ -269,13 +338,24 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       ];
       await mkdir(dir, { mode: 0o700 });
       const junk = { tail: { pid: -1 }, pid: 1 };
-      await writeFile(join(dir, `${valid.containerId}@eth0.json`), await recordWith(valid, { ...junk, job: { ...(await jobFor(valid, 600, 10)), ...junk } }), { mode: 0o600 });
+      await writeFile(
+        join(dir, `${valid.containerId}@eth0.json`),
+        await recordWith(valid, { ...junk, job: { ...(await jobFor(valid, 600, 10)), ...junk } }),
+        { mode: 0o600 },
+      );
       // The same job with one bad field: the ARP op "both" is not a wire op.
-      await writeFile(join(dir, `${invalid.containerId}@eth0.json`), await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }), { mode: 0o600 });
-      // The announcer, under strace for its whole life, reads every record as it starts; an ADD of a third attachment goes to it.
+      await writeFile(
+        join(dir, `${invalid.containerId}@eth0.json`),
+        await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }),
+        { mode: 0o600 },
+      );
+      // The announcer, under strace for its whole life, reads every record as it starts; an ADD of a third attachment
+      // goes to it.
       const announcer = await starter.ns.traceAnnouncer(ANNOUNCER, dir);
       const call = { command: 'ADD', containerId: starter.containerId, netns: starter.pod.netns.path, ifname: 'eth0' };
-      const started = await starter.ns.cniExec(ANNOUNCER, call, conf(starter, { count: 3, intervalMs: 500 }, dir), { trace: true });
+      const started = await starter.ns.cniExec(ANNOUNCER, call, conf(starter, { count: 3, intervalMs: 500 }, dir), {
+        trace: true,
+      });
       await waitFor(async () => (await captures[0]!.count()) >= 2, { what: 'rounds of the valid job' });
       await sleep(1500);
       const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
@@ -310,7 +390,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const r = await add(a, { count: 3 }, false, dir);
       expect(r.code).toBe(1);
       expect(r.json).toMatchObject({ code: 105 });
-      expect(r.json.msg).toBe(`unsafe stateDir: ${dir} is owned by uid 65534, not root: chown root ${dir} and chmod 0700 ${dir}`);
+      expect(r.json.msg).toBe(
+        `unsafe stateDir: ${dir} is owned by uid 65534, not root: chown root ${dir} and chmod 0700 ${dir}`,
+      );
       const st = await status(a, dir);
       expect(st.json).toMatchObject({ code: 50 });
       expect(st.json.msg).toContain(`chown root ${dir} and chmod 0700 ${dir}`);
@@ -332,7 +414,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       await mkdir(dir);
       await chmod(dir, 0o770);
       const r = await add(a, { count: 3 }, false, dir);
-      expect(r.json).toMatchObject({ code: 105, msg: `unsafe stateDir: ${dir} is writable by group or others (mode 0770): chmod 0700 ${dir}` });
+      expect(r.json).toMatchObject({
+        code: 105,
+        msg: `unsafe stateDir: ${dir} is writable by group or others (mode 0770): chmod 0700 ${dir}`,
+      });
       expect(await stateFiles(dir)).toEqual([]);
       expect(await daemonsOf(dir)).toEqual([]);
     });
@@ -412,7 +497,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       // ADD left the pod to the background (deferred); DEL came after it and found that job.
       expect(log).toMatch(/pod not ready yet: announcing from the background once it is/);
       expect(log.indexOf('DEL done')).toBeGreaterThan(log.indexOf('pod not ready yet'));
-      expect(log).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=(cancelled|"not running") macsRestored=none recordRemoved=true`));
+      expect(log).toMatch(
+        new RegExp(
+          `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(cancelled|"not running") macsRestored=none recordRemoved=true`,
+        ),
+      );
       expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
       // The pod comes up now: nobody announces it any more.
       const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
@@ -426,12 +515,17 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     it('two concurrent ADDs leave exactly one recorded job and one background announcer; after DEL nothing is announced (4 trials)', async () => {
       const a = await attachment(scope(), 'addrace');
       for (let trial = 0; trial < 4; trial++) {
-        const [r1, r2] = await Promise.all([add(a, { count: 6, intervalMs: 1000 }), add(a, { count: 6, intervalMs: 1000 })]);
+        const [r1, r2] = await Promise.all([
+          add(a, { count: 6, intervalMs: 1000 }),
+          add(a, { count: 6, intervalMs: 1000 }),
+        ]);
         expectOk(`ADD 1, trial ${trial}`, r1);
         expectOk(`ADD 2, trial ${trial}`, r2);
         const record = JSON.parse(await readFile(join(a.files.stateDir, `${a.containerId}@eth0.json`), 'utf8'));
         expect(record.job.containerId).toBe(a.containerId);
-        const mine = (await announcerStatus(a.files.stateDir)).attachments.filter((x) => x.containerId === a.containerId);
+        const mine = (await announcerStatus(a.files.stateDir)).attachments.filter(
+          (x) => x.containerId === a.containerId,
+        );
         expect(mine, `trial ${trial}`).toHaveLength(1);
         expect((await daemonsOf(a.files.stateDir)).length, `trial ${trial}`).toBe(1);
         const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
@@ -452,10 +546,18 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const lock = join(a.files.stateDir, `${a.containerId}@eth0.lock`);
       const holder = spawn('flock', [lock, 'sleep', '120'], { stdio: 'ignore' });
       a.s.defer(() => holder.kill('SIGKILL'), 'flock holder');
-      await waitFor(async () => (await stateFiles(a.files.stateDir)).includes(`${a.containerId}@eth0.lock`), { what: 'flock to hold the lock' });
+      await waitFor(async () => (await stateFiles(a.files.stateDir)).includes(`${a.containerId}@eth0.lock`), {
+        what: 'flock to hold the lock',
+      });
       await sleep(100);
-      const [r, d] = await Promise.all([add(a, { count: 3, addWaitMs: 0, mac: 'ip-derived' }), del(a, { options: { addWaitMs: 0 } })]);
-      expect(r.json).toMatchObject({ code: 11, msg: 'another command on this attachment still runs after 10000 ms: try again later' });
+      const [r, d] = await Promise.all([
+        add(a, { count: 3, addWaitMs: 0, mac: 'ip-derived' }),
+        del(a, { options: { addWaitMs: 0 } }),
+      ]);
+      expect(r.json).toMatchObject({
+        code: 11,
+        msg: 'another command on this attachment still runs after 10000 ms: try again later',
+      });
       expectOk('DEL', d);
       expect(await a.files.log()).toMatch(/deleting without the lock/);
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
@@ -480,9 +582,13 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const changedAt = Date.now();
       await change(join(a.files.stateDir, `${a.containerId}@eth0.json`));
       // The announcer reads the record again before each round, and drops the job once it no longer holds it.
-      const ended = await waitFor(async () => /^(\S+) INFO background work ended .*why="pod or record gone"/m.exec(await a.files.log()) ?? undefined, {
-        what: 'the job to be dropped',
-      });
+      const ended = await waitFor(
+        async () =>
+          /^(\S+) INFO background work ended .*why="pod or record gone"/m.exec(await a.files.log()) ?? undefined,
+        {
+          what: 'the job to be dropped',
+        },
+      );
       const droppedAt = Date.parse(ended[1]!);
       await waitDaemonGone(a.files.stateDir);
       await sleep(500);
@@ -510,13 +616,18 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(record.containerId).toBe(id);
       expect(record.job.containerId).toBe(id);
       // The running announcer (not the records) reports the job, under the full ID.
-      const running = await waitFor(async () => {
-        const st = await announcerStatus(a.files.stateDir);
-        return st.source === 'daemon' && st;
-      }, { what: 'the background announcer to answer' });
+      const running = await waitFor(
+        async () => {
+          const st = await announcerStatus(a.files.stateDir);
+          return st.source === 'daemon' && st;
+        },
+        { what: 'the background announcer to answer' },
+      );
       expect(running.attachments.map((x) => x.containerId)).toEqual([id]);
       expectOk('DEL', await del(a));
-      expect(await a.files.log()).toContain(`INFO DEL done containerId=${id} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`);
+      expect(await a.files.log()).toContain(
+        `INFO DEL done containerId=${id} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`,
+      );
       expect(await recordFiles(a.files.stateDir)).toEqual([]);
       expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
       await waitDaemonGone(a.files.stateDir);
@@ -526,7 +637,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
   it('DEL after the background announcer was killed: the next announcer takes the job up from the record, DEL cancels it and removes the record; nobody signals anything', async () => {
     const a = await attachment(scope(), 'killed');
     expectOk('ADD', await add(a, { count: 3, intervalMs: 60_000 }));
-    await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', { what: 'the background announcer to answer' });
+    await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', {
+      what: 'the background announcer to answer',
+    });
     await killDaemon(a.files.stateDir);
     // The next announcer (the one DEL would start), under strace: it reads the record as it starts.
     const announcer = await a.ns.traceAnnouncer(ANNOUNCER, a.files.stateDir);
@@ -534,7 +647,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     const d = await del(a, { trace: true });
     expectOk('DEL', d);
     expect(d.signals).toEqual([]);
-    expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`));
+    expect(await a.files.log()).toMatch(
+      new RegExp(
+        `INFO DEL done containerId=${a.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`,
+      ),
+    );
     expect(await recordFiles(a.files.stateDir)).toEqual([]);
     expect(await announcer.stop()).toEqual([]);
     expect(await a.ns.signalsSeen()).toEqual([]);
@@ -555,7 +672,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const newMac = (await linkShow('eth0', name))!.mac;
       expectOk('DEL', await del(a, { netns: false }));
       expect((await linkShow('eth0', name))?.mac).toBe(newMac);
-      expect(await a.files.log()).toMatch(/the netns at this path is not the one the MACs were recorded in: not restoring them/);
+      expect(await a.files.log()).toMatch(
+        /the netns at this path is not the one the MACs were recorded in: not restoring them/,
+      );
       expect(await a.files.log()).toMatch(/DEL done .*macsRestored=none recordRemoved=true/);
       expect(await recordFiles(a.files.stateDir)).toEqual([]);
     });
@@ -566,7 +685,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect((await linkShow('eth0', a.pod.netns.name))!.mac).not.toBe(a.pod.mac);
       expectOk('DEL', await del(a, { netns: false }));
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
-      expect(await a.files.log()).toMatch(new RegExp(`INFO DEL done containerId=${a.containerId} ifname=eth0 background=none macsRestored=eth0 recordRemoved=true`));
+      expect(await a.files.log()).toMatch(
+        new RegExp(
+          `INFO DEL done containerId=${a.containerId} ifname=eth0 background=none macsRestored=eth0 recordRemoved=true`,
+        ),
+      );
     });
   });
 

@@ -44,14 +44,23 @@ const DEST = '/host/opt/cni/bin';
 
 interface Container {
   command: string[];
-  securityContext: { runAsUser?: number; runAsGroup?: number; readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { drop?: string[] } };
+  securityContext: {
+    runAsUser?: number;
+    runAsGroup?: number;
+    readOnlyRootFilesystem?: boolean;
+    allowPrivilegeEscalation?: boolean;
+    capabilities?: { drop?: string[] };
+  };
   resources: { limits: { cpu: string; memory: string } };
 }
 
 /** The DaemonSet's init container, and `announcer sleep` with its main container's security context and limits. */
 async function daemonSetContainers(): Promise<{ install: Container; sleep: Container }> {
   const ds = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8'));
-  return { install: ds.spec.template.spec.initContainers[0], sleep: { ...ds.spec.template.spec.containers[0], command: ['/announcer', 'sleep'] } };
+  return {
+    install: ds.spec.template.spec.initContainers[0],
+    sleep: { ...ds.spec.template.spec.containers[0], command: ['/announcer', 'sleep'] },
+  };
 }
 
 /** `podman run` flags that apply a container's command, security context and limits as kubelet would. */
@@ -70,7 +79,9 @@ function runFlags(c: Container): string[] {
 }
 
 async function sha256(file: string): Promise<string> {
-  return createHash('sha256').update(await readFile(file)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 }
 
 /** A temp dir to mount at /host/opt/cni/bin, removed at scope close. */
@@ -89,7 +100,8 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
 
   beforeAll(async () => {
     const elf = (await readFile(ANNOUNCER)).subarray(0, 4);
-    if (!elf.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]))) throw new Error(`${ANNOUNCER} is not an ELF executable: run make build`);
+    if (!elf.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])))
+      throw new Error(`${ANNOUNCER} is not an ELF executable: run make build`);
     await stat(NOTICES).catch(() => {
       throw new Error(`${NOTICES} is missing: run make build`);
     });
@@ -123,9 +135,18 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
       .sort();
     const libs = files.filter((f) => f.startsWith('/lib'));
     expect(files).toEqual(
-      expect.arrayContaining(['/announcer', '/THIRD_PARTY_NOTICES', '/lib64/ld-linux-x86-64.so.2', '/lib/x86_64-linux-gnu/libc.so.6', '/usr/share/doc/libc6/copyright']),
+      expect.arrayContaining([
+        '/announcer',
+        '/THIRD_PARTY_NOTICES',
+        '/lib64/ld-linux-x86-64.so.2',
+        '/lib/x86_64-linux-gnu/libc.so.6',
+        '/usr/share/doc/libc6/copyright',
+      ]),
     );
-    expect(files.filter((f) => !f.startsWith('/lib') && !f.startsWith('/usr/share/doc/'))).toEqual(['/THIRD_PARTY_NOTICES', '/announcer']);
+    expect(files.filter((f) => !f.startsWith('/lib') && !f.startsWith('/usr/share/doc/'))).toEqual([
+      '/THIRD_PARTY_NOTICES',
+      '/announcer',
+    ]);
     expect(libs.length).toBeLessThanOrEqual(10);
     await podman.ok(['umount', ctr]);
   });
@@ -134,7 +155,10 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     const dir = await hostCniBin(scope());
     const first = await podman.run(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     expect([first.code, first.stderr]).toEqual([0, '']);
-    expect(first.stdout.split('\n').filter(Boolean)).toEqual([`installed ${DEST}/announcer`, `installed ${DEST}/THIRD_PARTY_NOTICES`]);
+    expect(first.stdout.split('\n').filter(Boolean)).toEqual([
+      `installed ${DEST}/announcer`,
+      `installed ${DEST}/THIRD_PARTY_NOTICES`,
+    ]);
     expect((await readdir(dir)).sort()).toEqual(['THIRD_PARTY_NOTICES', 'announcer']);
     expect(await sha256(join(dir, 'announcer'))).toBe(await sha256(ANNOUNCER));
     expect(await sha256(join(dir, 'THIRD_PARTY_NOTICES'))).toBe(await sha256(NOTICES));
@@ -144,7 +168,15 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
 
     // Again, with the init container's command, security context and limits: nothing to do.
     const { install } = await daemonSetContainers();
-    const again = await podman.run(['run', '--rm', ...runFlags(install), '-v', `${dir}:${DEST}`, IMAGE, ...install.command.slice(1)]);
+    const again = await podman.run([
+      'run',
+      '--rm',
+      ...runFlags(install),
+      '-v',
+      `${dir}:${DEST}`,
+      IMAGE,
+      ...install.command.slice(1),
+    ]);
     expect([again.code, again.stderr]).toEqual([0, '']);
     expect(again.stdout.split('\n').filter(Boolean)).toEqual([
       `unchanged ${DEST}/announcer (already identical)`,
@@ -159,7 +191,15 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     await run('sh', ['-c', 'printf old > "$1/announcer" && chmod 0755 "$1/announcer"', 'sh', dir]);
     const before = (await stat(join(dir, 'announcer'))).ino;
     const { install } = await daemonSetContainers();
-    const res = await podman.run(['run', '--rm', ...runFlags(install), '-v', `${dir}:${DEST}`, IMAGE, ...install.command.slice(1)]);
+    const res = await podman.run([
+      'run',
+      '--rm',
+      ...runFlags(install),
+      '-v',
+      `${dir}:${DEST}`,
+      IMAGE,
+      ...install.command.slice(1),
+    ]);
     expect([res.code, res.stderr]).toEqual([0, '']);
     expect((await stat(join(dir, 'announcer'))).ino).not.toBe(before);
     expect(await sha256(join(dir, 'announcer'))).toBe(await sha256(ANNOUNCER));
@@ -182,12 +222,21 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
 
     const version = await cniExec(installed, { command: 'VERSION' }, { cniVersion: '1.0.0' });
     expect(version.code, version.stderr).toBe(0);
-    expect(version.json).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+    expect(version.json).toEqual({
+      cniVersion: '1.0.0',
+      supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+    });
 
     const net = allocSubnet();
     const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
     const keeper = await createNetns(s, PREFIX);
-    await addBridgePod(s, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${PREFIX}-keeper` });
+    await addBridgePod(s, {
+      bridge,
+      netns: keeper.path,
+      ip: net.v4Cidr(9),
+      gw: net.v4(1),
+      containerId: `${PREFIX}-keeper`,
+    });
     await plantStale(bridge, net.v4(5), OLD_MAC);
     const podNs = await createNetns(s, PREFIX);
     const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId: `${PREFIX}-pod` };
@@ -196,9 +245,16 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     expect((await neighEntry(bridge, net.v4(5)))?.mac).toBe(OLD_MAC); // the bug, before the announcer
 
     const files = await announcerFiles(s);
-    const config = chainConfig(bridgeConfig(opts), { type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile }, result);
+    const config = chainConfig(
+      bridgeConfig(opts),
+      { type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile },
+      result,
+    );
     const call = { containerId: opts.containerId, netns: podNs.path, ifname: 'eth0', cniPath: dir };
-    s.defer(async () => assertCniOk('installed announcer DEL', await cniExec(installed, { ...call, command: 'DEL' }, config)), 'installed announcer DEL');
+    s.defer(
+      async () => assertCniOk('installed announcer DEL', await cniExec(installed, { ...call, command: 'DEL' }, config)),
+      'installed announcer DEL',
+    );
     const add = await cniExec(installed, { ...call, command: 'ADD' }, config);
     expect(add.code, add.stdout + add.stderr).toBe(0);
     expect(add.json?.interfaces).toEqual(result.interfaces);
@@ -220,14 +276,17 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     await podman.ok(['stop', '--time', '30', name]);
     const stopped = JSON.parse((await podman.ok(['inspect', name])).stdout)[0].State;
     expect([stopped.Status, stopped.ExitCode]).toEqual(['exited', 0]);
-    expect((await podman.ok(['logs', name])).stdout).toBe('announcer sleep: waiting for SIGTERM\nannouncer sleep: SIGTERM, exiting\n');
+    expect((await podman.ok(['logs', name])).stdout).toBe(
+      'announcer sleep: waiting for SIGTERM\nannouncer sleep: SIGTERM, exiting\n',
+    );
   }, 120_000);
 
   it('the OCI archive loads back, in another store, as the same image', async () => {
     const other = await privatePodman(scope());
     const loaded = await other.ok(['load', '--quiet', '--input', archive]);
     expect(loaded.stdout).toContain(IMAGE.split(':')[0]);
-    const id = async (p: PrivatePodman): Promise<string> => (await p.ok(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
+    const id = async (p: PrivatePodman): Promise<string> =>
+      (await p.ok(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
     expect(await id(other)).toBe(await id(podman));
   });
 });

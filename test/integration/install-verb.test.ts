@@ -118,41 +118,59 @@ describe('announcer install --dest DIR, the built executable', () => {
     expect(await readdir(dest)).toEqual(['announcer']);
   });
 
-  it.skipIf(skipUnless('strace', STRACE_MISSING))('makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, fsync of DIR (strace)', async () => {
-    const trace = join(base, 'strace.log');
-    const res = await run('strace', ['-f', '-o', trace, '-e', 'trace=openat,fchmod,fsync,close,rename,renameat,renameat2', ANNOUNCER, 'install', '--dest', dest]);
-    expect(res.code, res.stderr).toBe(0);
-    // strace pads results with spaces: `fsync(6)          = 0`.
-    const lines = (await readFile(trace, 'utf8')).split('\n').map((l) => l.replace(/^\d+\s+/, '').replace(/\s+/g, ' '));
-    const esc = (t: string): string => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    // Each step is looked for after the one before: an fd number is reused, so `close(N)` may also
-    // be an earlier file's.
-    const from = (start: number, re: RegExp): number => {
-      const i = lines.slice(start).findIndex((l) => re.test(l));
-      return i < 0 ? -1 : start + i;
-    };
-    const tmpOpen = lines.find((l) => l.startsWith('openat(') && l.includes(`"${dest}/.announcer.tmp-`));
-    expect(tmpOpen).toMatch(/O_WRONLY\|O_CREAT\|O_EXCL.*O_NOFOLLOW.*, 0600\) = \d+$/);
-    const fd = /= (\d+)$/.exec(tmpOpen!)![1]!;
-    const tmp = /"([^"]+)"/.exec(tmpOpen!)![1]!;
-    expect(tmp.slice(dest.length + 1)).toMatch(/^\.announcer\.tmp-[0-9a-f]{12}$/);
-    const patterns = [
-      new RegExp(`^openat\\(.*"${esc(tmp)}"`),
-      new RegExp(`^fchmod\\(${fd}, 0755\\) = 0`),
-      new RegExp(`^fsync\\(${fd}\\) = 0`),
-      new RegExp(`^close\\(${fd}\\) = 0`),
-      new RegExp(`^rename(at2?)?\\(.*"${esc(tmp)}".*"${esc(dest)}/announcer".* = 0`),
-      new RegExp(`^openat\\(.*"${esc(dest)}", O_RDONLY.*O_DIRECTORY`),
-    ];
-    // In this order, each after the one before.
-    const steps: number[] = [];
-    for (const re of patterns) {
-      const previous = steps.length === 0 ? -1 : steps[steps.length - 1]!;
-      steps.push(steps.length > 0 && previous < 0 ? -1 : from(previous + 1, re));
-    }
-    expect(steps.every((i) => i >= 0), lines.join('\n')).toBe(true);
-    const dirFd = /= (\d+)$/.exec(lines[steps[5]!]!)![1]!;
-    expect(lines.slice(steps[5]!).some((l) => l.startsWith(`fsync(${dirFd}) = 0`))).toBe(true);
-    expect(await readdir(dest)).toEqual(['announcer']);
-  });
+  it.skipIf(skipUnless('strace', STRACE_MISSING))(
+    'makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, fsync of DIR (strace)',
+    async () => {
+      const trace = join(base, 'strace.log');
+      const res = await run('strace', [
+        '-f',
+        '-o',
+        trace,
+        '-e',
+        'trace=openat,fchmod,fsync,close,rename,renameat,renameat2',
+        ANNOUNCER,
+        'install',
+        '--dest',
+        dest,
+      ]);
+      expect(res.code, res.stderr).toBe(0);
+      // strace pads results with spaces: `fsync(6)          = 0`.
+      const lines = (await readFile(trace, 'utf8'))
+        .split('\n')
+        .map((l) => l.replace(/^\d+\s+/, '').replace(/\s+/g, ' '));
+      const esc = (t: string): string => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      // Each step is looked for after the one before: an fd number is reused, so `close(N)` may also
+      // be an earlier file's.
+      const from = (start: number, re: RegExp): number => {
+        const i = lines.slice(start).findIndex((l) => re.test(l));
+        return i < 0 ? -1 : start + i;
+      };
+      const tmpOpen = lines.find((l) => l.startsWith('openat(') && l.includes(`"${dest}/.announcer.tmp-`));
+      expect(tmpOpen).toMatch(/O_WRONLY\|O_CREAT\|O_EXCL.*O_NOFOLLOW.*, 0600\) = \d+$/);
+      const fd = /= (\d+)$/.exec(tmpOpen!)![1]!;
+      const tmp = /"([^"]+)"/.exec(tmpOpen!)![1]!;
+      expect(tmp.slice(dest.length + 1)).toMatch(/^\.announcer\.tmp-[0-9a-f]{12}$/);
+      const patterns = [
+        new RegExp(`^openat\\(.*"${esc(tmp)}"`),
+        new RegExp(`^fchmod\\(${fd}, 0755\\) = 0`),
+        new RegExp(`^fsync\\(${fd}\\) = 0`),
+        new RegExp(`^close\\(${fd}\\) = 0`),
+        new RegExp(`^rename(at2?)?\\(.*"${esc(tmp)}".*"${esc(dest)}/announcer".* = 0`),
+        new RegExp(`^openat\\(.*"${esc(dest)}", O_RDONLY.*O_DIRECTORY`),
+      ];
+      // In this order, each after the one before.
+      const steps: number[] = [];
+      for (const re of patterns) {
+        const previous = steps.length === 0 ? -1 : steps[steps.length - 1]!;
+        steps.push(steps.length > 0 && previous < 0 ? -1 : from(previous + 1, re));
+      }
+      expect(
+        steps.every((i) => i >= 0),
+        lines.join('\n'),
+      ).toBe(true);
+      const dirFd = /= (\d+)$/.exec(lines[steps[5]!]!)![1]!;
+      expect(lines.slice(steps[5]!).some((l) => l.startsWith(`fsync(${dirFd}) = 0`))).toBe(true);
+      expect(await readdir(dest)).toEqual(['announcer']);
+    },
+  );
 });

@@ -87,7 +87,15 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     destDir = await mkdtemp('/var/tmp/announcer-destdir-');
     const before = await stat(ANNOUNCER);
     // `-o bin/announcer`: install what is built, never rebuild it (others test the same bin/ concurrently).
-    const res = await runOk('make', ['-C', ROOT, '--no-print-directory', '-o', 'bin/announcer', 'install', `DESTDIR=${destDir}`]);
+    const res = await runOk('make', [
+      '-C',
+      ROOT,
+      '--no-print-directory',
+      '-o',
+      'bin/announcer',
+      'install',
+      `DESTDIR=${destDir}`,
+    ]);
     expect(res.stdout).toContain('install -D -m 0755 bin/announcer');
     expect((await stat(ANNOUNCER)).mtimeMs).toBe(before.mtimeMs);
     installed = join(destDir, 'opt/cni/bin/announcer');
@@ -99,7 +107,10 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(await ownAnnouncerProcesses()).toEqual([]);
   });
 
-  /** A per-test dir under /var/tmp (leftover listing, state mount point), removed at scope close; no announcer process of ours left. */
+  /**
+   * A per-test dir under /var/tmp (leftover listing, state mount point), removed at scope close; no announcer process
+   * of ours left.
+   */
   async function testDir(s: Scope): Promise<{ dir: string; stateDir: string }> {
     const dir = await mkdtemp('/var/tmp/announcer-install-');
     s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
@@ -147,14 +158,22 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(st.mode & 0o7777).toBe(0o755);
     const [mine, built] = await Promise.all([readFile(installed), readFile(ANNOUNCER)]);
     expect(createHash('sha256').update(mine).digest('hex')).toBe(createHash('sha256').update(built).digest('hex'));
-    expect(elfHeader(mine)).toEqual({ type: 'executable', machine: EM_X86_64, interpreter: '/lib64/ld-linux-x86-64.so.2' });
+    expect(elfHeader(mine)).toEqual({
+      type: 'executable',
+      machine: EM_X86_64,
+      interpreter: '/lib64/ld-linux-x86-64.so.2',
+    });
   });
 
   it("carries koffi as a plain asset, no native module for Bun to extract, none of koffi's JS entry, and no path of the checkout", async () => {
     const text = (await readFile(installed)).toString('latin1');
     const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
     const embedded = bunfsNames(text);
-    expect(embedded).toContainEqual(expect.stringMatching(new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-x64-\\w+\\.addon$`)));
+    expect(embedded).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^/\\$bunfs/root/koffi-${koffi.replaceAll('.', '\\.')}-linux-x64-\\w+\\.addon$`),
+      ),
+    );
     expect(embedded.filter((p) => p.endsWith('.node'))).toEqual([]);
     // (Never hand the 100 MB text itself to expect: a failure message would try to print it.)
     expect(text.includes(`${ROOT}/`), `${ROOT}/ in the binary`).toBe(false);
@@ -170,9 +189,24 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     try {
       const trace = join(dir, 'trace');
       // `status` loads koffi (libc) to ask for a background announcer; none runs in this empty stateDir.
-      const res = await run('strace', ['-f', '-e', 'trace=openat,open', '-o', trace, installed, 'status', '--json', '--state-dir', join(dir, 'state')], {
-        inheritEnv: false,
-      });
+      const res = await run(
+        'strace',
+        [
+          '-f',
+          '-e',
+          'trace=openat,open',
+          '-o',
+          trace,
+          installed,
+          'status',
+          '--json',
+          '--state-dir',
+          join(dir, 'state'),
+        ],
+        {
+          inheritEnv: false,
+        },
+      );
       expect(res.code, res.stderr).toBe(0);
       const opens = (await readFile(trace, 'utf8')).split('\n').filter((l) => /\bopen(at)?\(/.test(l));
       // The embedded asset is read from Bun's memory (no open); the one file the addon is written to has no name.
@@ -204,7 +238,12 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     // Were .env loaded, it would supply the ids this DEL lacks. Without a stateDir it goes to the
     // announcer of the default one, started inside the sealed mount namespace (ours by RUN_TAG).
     stopDaemonAtClose(scope(), DEFAULT_STATE_DIR);
-    const del = await runSealed({ command: 'DEL' }, { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer' }, dir, { prelude: hostile, cwd });
+    const del = await runSealed(
+      { command: 'DEL' },
+      { cniVersion: '1.0.0', name: `${PREFIX}-net`, type: 'announcer' },
+      dir,
+      { prelude: hostile, cwd },
+    );
     expect(del.code).toBe(1);
     expect(del.json).toMatchObject({ code: 4, msg: expect.stringContaining('CNI_CONTAINERID') });
     expect(await readdir(dir)).not.toContain('pwned');
@@ -216,15 +255,28 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect([about.code, about.stdout, about.stderr]).toEqual([0, '', ABOUT]);
     const version = await runSealed({ command: '' }, {}, dir, { pluginArgs: ['--version'] });
     expect([version.code, version.stderr]).toEqual([0, '']);
-    expect(version.stdout).toMatch(new RegExp(`^${ABOUT.replace(/[.()]/g, '\\$&')}Build: [0-9a-f]{16}\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n$`));
+    expect(version.stdout).toMatch(
+      new RegExp(
+        `^${ABOUT.replace(/[.()]/g, '\\$&')}Build: [0-9a-f]{16}\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n$`,
+      ),
+    );
     expect(await leftInTmp(dir)).toEqual([]);
   });
 
-  /** A bridge (.1) with a keeper pod (.9), a stale entry planted for .5, and a fresh pod at .5 through the real bridge plugin. */
+  /**
+   * A bridge (.1) with a keeper pod (.9), a stale entry planted for .5, and a fresh pod at .5 through the real bridge
+   * plugin.
+   */
   async function stalePod(s: Scope, net: Subnet, containerId: string) {
     const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
     const keeper = await createNetns(s, PREFIX);
-    await addBridgePod(s, { bridge, netns: keeper.path, ip: net.v4Cidr(9), gw: net.v4(1), containerId: `${containerId}-keeper` });
+    await addBridgePod(s, {
+      bridge,
+      netns: keeper.path,
+      ip: net.v4Cidr(9),
+      gw: net.v4(1),
+      containerId: `${containerId}-keeper`,
+    });
     await plantStale(bridge, net.v4(5), OLD_MAC);
     const podNs = await createNetns(s, PREFIX);
     const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId };
@@ -241,7 +293,14 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
       const { bridge, podNs, result, conf, podMac } = await stalePod(scope(), net, containerId);
       expect(await neighEntry(bridge, net.v4(5))).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
       // count 1: no background announcer. The state dir is the private tmpfs, gone with the namespace.
-      const config = { type: 'announcer', count: 1, stateDir, name: conf.name, cniVersion: conf.cniVersion, prevResult: result };
+      const config = {
+        type: 'announcer',
+        count: 1,
+        stateDir,
+        name: conf.name,
+        cniVersion: conf.cniVersion,
+        prevResult: result,
+      };
       const call = { command: 'ADD', containerId, netns: podNs.path, ifname: 'eth0' };
 
       const out = await runSealed(call, config, dir, { noexec });

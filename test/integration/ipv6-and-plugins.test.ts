@@ -43,7 +43,8 @@ const ZERO_MAC = '00:00:00:00:00:00';
 const POD_HOST = 5;
 
 const isGarp = (f: Frame): boolean => f.arp !== undefined && f.arp.senderIp === f.arp.targetIp;
-const isNa = (f: Frame, target?: string): boolean => f.icmpv6?.type === 136 && (target === undefined || f.icmpv6.target === target);
+const isNa = (f: Frame, target?: string): boolean =>
+  f.icmpv6?.type === 136 && (target === undefined || f.icmpv6.target === target);
 
 /**
  * A dual-stack bridge (node .1 / ::1) with a keeper pod (.9) for carrier, then
@@ -81,7 +82,14 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     const containerId = `${PREFIX}-${tag}`;
     const pod = await dualStackBridgePod(scope(), net, containerId);
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
-    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files, options });
+    const add = await announcerAdd(scope(), {
+      mainConf: pod.conf,
+      prevResult: pod.result,
+      containerId,
+      netns: pod.netns.path,
+      files,
+      options,
+    });
     return { ...pod, files, ip4, ip6, capture, add };
   }
 
@@ -153,7 +161,9 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
 
     // The macvlan plugin sends a GARP of its own when it configures the
     // address; ours are those captured after the announcer started (both wall clock).
-    const garps = frames.filter((f) => f.eth.src === podMac && isGarp(f) && f.arp!.senderIp === ip4 && f.time * 1000 >= announcerStartedAt);
+    const garps = frames.filter(
+      (f) => f.eth.src === podMac && isGarp(f) && f.arp!.senderIp === ip4 && f.time * 1000 >= announcerStartedAt,
+    );
     expect(garps).toHaveLength(1);
     expect(garps[0]!.arp).toMatchObject({ opcode: 1, senderMac: podMac, targetMac: ZERO_MAC, targetIp: ip4 });
     const nas = frames.filter((f) => isNa(f, ip6));
@@ -162,7 +172,11 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
       expect(na).toMatchObject({
         eth: { src: podMac, dst: ALL_NODES_MAC },
         ipv6: { src: ip6, hopLimit: 255 },
-        icmpv6: { flags: { router: false, solicited: false, override: true }, linkAddr: podMac, checksumStatus: 'good' },
+        icmpv6: {
+          flags: { router: false, solicited: false, override: true },
+          linkAddr: podMac,
+          checksumStatus: 'good',
+        },
         malformed: false,
       });
     }
@@ -181,13 +195,23 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
   });
 
   it('tshark: with arpOp "both" on dual stack, every frame from the pod is well-formed, field by field', async () => {
-    const { files, ip4, ip6, mac: podMac, capture, add } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
+    const {
+      files,
+      ip4,
+      ip6,
+      mac: podMac,
+      capture,
+      add,
+    } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);
     expect(add.code, add.stdout).toBe(0);
 
     for (const f of frames) {
       expect(f.malformed, `frame ${f.number}`).toBe(false);
-      expect(f.expert.filter((e) => e.severity === 'error' || e.severity === 'warn'), `frame ${f.number}`).toEqual([]);
+      expect(
+        f.expert.filter((e) => e.severity === 'error' || e.severity === 'warn'),
+        `frame ${f.number}`,
+      ).toEqual([]);
     }
     const requests = frames.filter((f) => f.arp?.opcode === 1);
     const replies = frames.filter((f) => f.arp?.opcode === 2);
@@ -268,11 +292,28 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
   it('ipvlan L3: ADD exits 0, sends nothing and logs why (skipped where the kernel has no ipvlan)', async (ctx) => {
     const { files, net } = await begin();
     const node = await createL2Node(scope(), PREFIX);
-    const probe = await run('ip', ['-n', node.netns.name, 'link', 'add', 'ipvprobe', 'link', node.parent, 'type', 'ipvlan', 'mode', 'l3']);
+    const probe = await run('ip', [
+      '-n',
+      node.netns.name,
+      'link',
+      'add',
+      'ipvprobe',
+      'link',
+      node.parent,
+      'type',
+      'ipvlan',
+      'mode',
+      'l3',
+    ]);
     if (probe.code !== 0) {
       // Only a kernel without the driver skips; any other failure of the probe fails the test.
       expect(probe.stderr, 'ip link add … type ipvlan mode l3').toMatch(/Unknown device type/);
-      skipTestUnless(ctx, 'the ipvlan driver in this kernel', `\`ip link add … type ipvlan mode l3\` says ${probe.stderr.trim()}`, 'skip');
+      skipTestUnless(
+        ctx,
+        'the ipvlan driver in this kernel',
+        `\`ip link add … type ipvlan mode l3\` says ${probe.stderr.trim()}`,
+        'skip',
+      );
     }
     await runOk('ip', ['-n', node.netns.name, 'link', 'del', 'ipvprobe']);
     const capture = await startCapture(scope(), { netns: node.netns.name, iface: node.parent, filter: 'arp or icmp6' });
@@ -300,12 +341,22 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(prevResult);
     expect(frames.filter((f) => isGarp(f) || isNa(f))).toEqual([]);
-    expect(await files.log()).toMatch(new RegExp(`ipvlan in L3 mode has no L2 neighbours to update: sending nothing .*containerId=${containerId}`));
+    expect(await files.log()).toMatch(
+      new RegExp(`ipvlan in L3 mode has no L2 neighbours to update: sending nothing .*containerId=${containerId}`),
+    );
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
   it('ipv6: false on dual stack: only ARP is sent, and the IPv6 entry stays stale', async () => {
-    const { files, ip4, ip6, bridge, mac: podMac, capture, add } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
+    const {
+      files,
+      ip4,
+      ip6,
+      bridge,
+      mac: podMac,
+      capture,
+      add,
+    } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
     const entry4 = await neighEntry(bridge, ip4);
     const entry6 = await neighEntry(bridge, ip6);
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);

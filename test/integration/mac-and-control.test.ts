@@ -55,7 +55,9 @@ const BURST = { count: 3, intervalMs: 300 };
 /** How long a capture keeps running after ADD exits: past every round the background would have sent. */
 const TAIL_WINDOW_MS = 1500;
 
-/** The IP-derived MAC as ovn-kubernetes builds it: prefix + IPv4 bytes, or prefix + sha256(canonical IPv6 text)[0..4]. */
+/**
+ * The IP-derived MAC as ovn-kubernetes builds it: prefix + IPv4 bytes, or prefix + sha256(canonical IPv6 text)[0..4].
+ */
 function derivedMac(address: string, prefix = '0a:58'): string {
   const tail = isIPv4(address)
     ? Uint8Array.from(address.split('.').map(Number))
@@ -69,7 +71,12 @@ function attachment(
   opts: { containerId: string; netns: string; prevResult: unknown; options: Record<string, unknown>; args?: string },
 ): AnnouncerAttachment {
   const { options, ...rest } = opts;
-  return { mainConf: { name: NETWORK, cniVersion: CNI_VERSION }, files, options: { logLevel: 'debug', ...options }, ...rest };
+  return {
+    mainConf: { name: NETWORK, cniVersion: CNI_VERSION },
+    files,
+    options: { logLevel: 'debug', ...options },
+    ...rest,
+  };
 }
 
 /** The state record of an attachment on eth0. */
@@ -134,7 +141,12 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const pod = await bridgePod('derive');
       const derived = derivedMac(pod.ip);
       expect(pod.mac).not.toBe(derived);
-      const att = attachment(files, { containerId: pod.containerId, netns: pod.netns.path, prevResult: pod.result, options: { mac: 'ip-derived', ...BURST } });
+      const att = attachment(files, {
+        containerId: pod.containerId,
+        netns: pod.netns.path,
+        prevResult: pod.result,
+        options: { mac: 'ip-derived', ...BURST },
+      });
 
       // With the bridge plugin's arp_notify=1 the kernel would send its own GARP on the MAC change;
       // turned off, only the announcer's frames can repair the node's entry.
@@ -204,8 +216,15 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     'on a dual-stack interface the first prevResult address decides (IPv$first listed first)',
     async ({ first }) => {
       const files = await begin();
-      const { net, pod, prevResult } = await standIn((n) => (first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)]));
-      const att = attachment(files, { containerId: `${PREFIX}-dual`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', count: 1 } });
+      const { net, pod, prevResult } = await standIn((n) =>
+        first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)],
+      );
+      const att = attachment(files, {
+        containerId: `${PREFIX}-dual`,
+        netns: pod.netns.path,
+        prevResult,
+        options: { mac: 'ip-derived', count: 1 },
+      });
       const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       const derived = derivedMac(first === 6 ? net.v6(6) : net.v4(6));
       expect(await podMac(pod.netns.name)).toBe(derived);
@@ -224,7 +243,12 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const files = await begin();
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)], NIC_MAC);
       expect(pod.mac).toBe(NIC_MAC);
-      const att = attachment(files, { containerId: `${PREFIX}-${tag}`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', count: 1 } });
+      const att = attachment(files, {
+        containerId: `${PREFIX}-${tag}`,
+        netns: pod.netns.path,
+        prevResult,
+        options: { mac: 'ip-derived', count: 1 },
+      });
       return { files, pod, att, derived: derivedMac(net.v4(7)) };
     }
 
@@ -243,11 +267,16 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         netns: pod.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([
+        `${att.containerId}@eth0.json`,
+        `${att.containerId}@eth0.lock`,
+      ]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
       assertCniOk('announcer ADD repeated', await announcerAdd(scope(), att));
-      expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: NIC_MAC }] });
+      expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({
+        originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
+      });
 
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
@@ -267,7 +296,10 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { files, pod, att, derived } = await nicPod('gone');
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derived);
-      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`, `${att.containerId}@eth0.lock`]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([
+        `${att.containerId}@eth0.json`,
+        `${att.containerId}@eth0.lock`,
+      ]);
 
       await deleteNetns(pod.netns.name);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
@@ -321,7 +353,12 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         where === 'config'
           ? { mac: 'ip-derived', macPrefix: prefix }
           : { mac: 'ip-derived', podOverrides: ['macPrefix'], args: { cni: { announce: { macPrefix: prefix } } } };
-      const att = attachment(files, { containerId: `${PREFIX}-pfx`, netns: pod.netns.path, prevResult, options: { ...options, count: 1 } });
+      const att = attachment(files, {
+        containerId: `${PREFIX}-pfx`,
+        netns: pod.netns.path,
+        prevResult,
+        options: { ...options, count: 1 },
+      });
 
       const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
@@ -335,7 +372,12 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     it('accepts a prefix without the locally-administered bit, with a warning in the log', async () => {
       const files = await begin();
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
-      const att = attachment(files, { containerId: `${PREFIX}-glob`, netns: pod.netns.path, prevResult, options: { mac: 'ip-derived', macPrefix: '00:16', count: 1 } });
+      const att = attachment(files, {
+        containerId: `${PREFIX}-glob`,
+        netns: pod.netns.path,
+        prevResult,
+        options: { mac: 'ip-derived', macPrefix: '00:16', count: 1 },
+      });
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derivedMac(net.v4(7), '00:16'));
       expect(await readLog(files.logFile)).toMatch(/ WARN .*macPrefix=00:16/);
@@ -351,7 +393,10 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
      * (from before ADD until TAIL_WINDOW_MS after it), so only the announcer's
      * frames can be in it: the kernel's own link-up noise is over by then.
      */
-    async function addUnderCapture(tag: string, opts: { options: Record<string, unknown>; args?: string; silenceKernel?: boolean }) {
+    async function addUnderCapture(
+      tag: string,
+      opts: { options: Record<string, unknown>; args?: string; silenceKernel?: boolean },
+    ) {
       const files = await begin();
       const pod = await bridgePod(tag);
       if (opts.silenceKernel) {
@@ -409,7 +454,9 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(sent, describeFrames(sent)).toEqual([]);
       expect(await podMac(pod.netns.name)).toBe(derived);
       expect(add.json).toEqual(withPodMac(pod.result, derived));
-      expect(JSON.parse(await readFile(recordFile(files, att.containerId), 'utf8'))).toMatchObject({ originalMacs: [{ name: 'eth0', mac: pod.mac }] });
+      expect(JSON.parse(await readFile(recordFile(files, att.containerId), 'utf8'))).toMatchObject({
+        originalMacs: [{ name: 'eth0', mac: pod.mac }],
+      });
       expect(await ownAnnouncerProcesses()).toEqual([]);
 
       assertCniOk('announcer DEL', await announcerDel(att));

@@ -31,8 +31,15 @@ import {
 const PREFIX = `mx${RUN_TAG}`;
 
 /** A running `announcer daemon`, stopped (SIGTERM, then SIGKILL) at scope close if it still runs. */
-function startAnnouncer(scope: Scope, stateDir: string, listen: string): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
-  const child = spawn(ANNOUNCER, ['daemon', stateDir, `--listen=${listen}`], { env: { ...process.env, [RUN_TAG_ENV]: RUN_TAG }, stdio: ['ignore', 'ignore', 'pipe'] });
+function startAnnouncer(
+  scope: Scope,
+  stateDir: string,
+  listen: string,
+): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
+  const child = spawn(ANNOUNCER, ['daemon', stateDir, `--listen=${listen}`], {
+    env: { ...process.env, [RUN_TAG_ENV]: RUN_TAG },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
   const exited = once(child, 'exit').then(([code]) => code as number | null);
@@ -49,12 +56,15 @@ function startAnnouncer(scope: Scope, stateDir: string, listen: string): { child
 /** The TCP port `pid` listens on (ss -ltnp), once it does. */
 async function listeningPort(pid: number): Promise<number> {
   let port: number | undefined;
-  await waitFor(async () => {
-    const out = (await runOk('ss', ['-Hltnp'])).stdout;
-    const line = out.split('\n').find((l) => l.includes(`pid=${pid},`));
-    port = line ? Number(/:(\d+)\s/.exec(line)?.[1]) : undefined;
-    return port !== undefined && port > 0;
-  }, { timeoutMs: 10_000, what: `announcer ${pid} listening on TCP` });
+  await waitFor(
+    async () => {
+      const out = (await runOk('ss', ['-Hltnp'])).stdout;
+      const line = out.split('\n').find((l) => l.includes(`pid=${pid},`));
+      port = line ? Number(/:(\d+)\s/.exec(line)?.[1]) : undefined;
+      return port !== undefined && port > 0;
+    },
+    { timeoutMs: 10_000, what: `announcer ${pid} listening on TCP` },
+  );
   return port!;
 }
 
@@ -85,17 +95,27 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
     const announcer = startAnnouncer(scope(), files.stateDir, '127.0.0.1:0');
     const port = await listeningPort(announcer.child.pid!);
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, { timeoutMs: 10_000, what: '/healthz 200' });
+    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, {
+      timeoutMs: 10_000,
+      what: '/healthz 200',
+    });
 
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
     // idleExitMs: the announcer stays while the test scrapes; intervalMs: round 2 soon after round 1.
-    const add = await announcerAdd(scope(), { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files }, { count: 2, intervalMs: 300, idleExitMs: 60_000 });
+    const add = await announcerAdd(
+      scope(),
+      { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files },
+      { count: 2, intervalMs: 300, idleExitMs: 60_000 },
+    );
     expect(add.code, add.stdout + add.stderr).toBe(0);
     let samples = new Map<string, number>();
-    await waitFor(async () => {
-      samples = parseSamples(await (await fetch(`${base}/metrics`)).text());
-      return samples.get('cni_announcer_rounds_total{outcome="sent"}') === 2;
-    }, { timeoutMs: 10_000, what: 'two rounds counted' });
+    await waitFor(
+      async () => {
+        samples = parseSamples(await (await fetch(`${base}/metrics`)).text());
+        return samples.get('cni_announcer_rounds_total{outcome="sent"}') === 2;
+      },
+      { timeoutMs: 10_000, what: 'two rounds counted' },
+    );
     const frames = await capture.stop();
 
     const requests = garpsFor(frames, pod.mac, pod.ip).filter((f) => f.arp!.opcode === 1);

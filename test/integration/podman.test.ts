@@ -53,7 +53,8 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     podman = await privatePodman(scope);
     // The plugin under test, copied by its own install verb (a rebuild of bin/ meanwhile cannot change it).
     await runOk(ANNOUNCER, ['install', '--dest', podman.cniBinDir]);
-    for (const plugin of ['bridge', 'host-local', 'loopback']) await podman.addPlugin(plugin, join(SYSTEM_CNI_DIR, plugin));
+    for (const plugin of ['bridge', 'host-local', 'loopback'])
+      await podman.addPlugin(plugin, join(SYSTEM_CNI_DIR, plugin));
     image = await importBusyboxImage(podman);
   }, 180_000);
 
@@ -78,7 +79,11 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
         bridge,
         isGateway: true,
         ipMasq: false,
-        ipam: { type: 'host-local', dataDir: join(podman.dir, 'ipam'), ranges: [[{ subnet: `10.88.${net.index}.0/24`, gateway: net.v4(1) }]] },
+        ipam: {
+          type: 'host-local',
+          dataDir: join(podman.dir, 'ipam'),
+          ranges: [[{ subnet: `10.88.${net.index}.0/24`, gateway: net.v4(1) }]],
+        },
       },
     ];
     const network: Network = { name, bridge, net };
@@ -100,11 +105,33 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     return network;
   }
 
-  /** `podman run -d` on the network with a fixed IP; resolves with the container's full ID and MAC (from podman's result and from inside). */
-  async function runContainer(s: Scope, network: Network, host: number, extra: string[] = []): Promise<{ id: string; mac: string }> {
+  /**
+   * `podman run -d` on the network with a fixed IP; resolves with the container's full ID and MAC (from podman's result
+   * and from inside).
+   */
+  async function runContainer(
+    s: Scope,
+    network: Network,
+    host: number,
+    extra: string[] = [],
+  ): Promise<{ id: string; mac: string }> {
     const name = uniqueName(`${PREFIX}c`);
     s.defer(() => podman.run(['rm', '--force', '--time', '0', name]), `container ${name}`);
-    const id = (await podman.ok(['run', '-d', '--name', name, '--network', network.name, '--ip', network.net.v4(host), ...extra, image, ...SLEEP])).stdout.trim();
+    const id = (
+      await podman.ok([
+        'run',
+        '-d',
+        '--name',
+        name,
+        '--network',
+        network.name,
+        '--ip',
+        network.net.v4(host),
+        ...extra,
+        image,
+        ...SLEEP,
+      ])
+    ).stdout.trim();
     const inspected = JSON.parse((await podman.ok(['inspect', id])).stdout)[0].NetworkSettings.Networks[network.name];
     const inside = (await podman.ok(['exec', id, 'cat', '/sys/class/net/eth0/address'])).stdout.trim();
     expect(inspected.IPAddress).toBe(network.net.v4(host));
@@ -122,7 +149,9 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
    * last test checks that none is left once they are all gone.)
    */
   async function leftovers(network: Network, id: string): Promise<string[]> {
-    const files = (await runOk('sh', ['-c', 'ls -A "$1" 2>/dev/null || true', 'sh', network.stateDir!])).stdout.split('\n').filter((f) => f.startsWith(id));
+    const files = (await runOk('sh', ['-c', 'ls -A "$1" 2>/dev/null || true', 'sh', network.stateDir!])).stdout
+      .split('\n')
+      .filter((f) => f.startsWith(id));
     return files.map((f) => `state file ${f}`);
   }
 
@@ -143,14 +172,14 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     return { first, second, entry };
   }
 
-  it('control, bridge alone: the node keeps the removed container\'s MAC for the reused IP', async () => {
+  it("control, bridge alone: the node keeps the removed container's MAC for the reused IP", async () => {
     const s = perTest();
     const network = await addNetwork(s, false);
     const { first, entry } = await reuseIp(s, network);
     expect(entry).toMatchObject({ state: 'STALE', mac: first.mac });
   });
 
-  it('bridge + announcer: the node\'s entry holds the new container\'s MAC when `podman run -d` returns; `podman rm` leaves no state file', async () => {
+  it("bridge + announcer: the node's entry holds the new container's MAC when `podman run -d` returns; `podman rm` leaves no state file", async () => {
     const s = perTest();
     const network = await addNetwork(s);
     const { second, entry } = await reuseIp(s, network);
@@ -169,7 +198,7 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     expect(left).toEqual([]);
   });
 
-  it('--mac-address with `mac: ip-derived`: the runtime\'s MAC is kept and announced; without it, the derived MAC is set', async () => {
+  it("--mac-address with `mac: ip-derived`: the runtime's MAC is kept and announced; without it, the derived MAC is set", async () => {
     const s = perTest();
     const network = await addNetwork(s, { mac: 'ip-derived' });
     await runContainer(s, network, 9); // the keeper
@@ -190,6 +219,10 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     await remove(c.id);
     await podman.ok(['rm', '--all', '--force', '--time', '0']);
     expect((await podman.inMountNs('ls', ['-A', '/run/netns'])).stdout.trim()).toBe('');
-    expect(await waitFor(async () => ((await ownAnnouncerProcesses()).length === 0 ? [] : false), { timeoutMs: 5000 }).catch(ownAnnouncerProcesses)).toEqual([]);
+    expect(
+      await waitFor(async () => ((await ownAnnouncerProcesses()).length === 0 ? [] : false), { timeoutMs: 5000 }).catch(
+        ownAnnouncerProcesses,
+      ),
+    ).toEqual([]);
   });
 });

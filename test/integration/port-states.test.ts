@@ -57,13 +57,17 @@ const WAITING = 'DEBUG pod not ready: waiting for it';
 /** The root bridge the test's BPDUs claim: priority 0 beats any bridge of the node. */
 const ROOT = { priority: 0, mac: '02:00:00:00:00:01' };
 
-/** The pod's announcements: GARPs for its IPv4 address and unsolicited NAs for its IPv6 one, sent by its MAC, in capture order. */
+/**
+ * The pod's announcements: GARPs for its IPv4 address and unsolicited NAs for its IPv6 one, sent by its MAC, in capture
+ * order.
+ */
 function announcements(frames: readonly Frame[], mac: string, ip4: string, ip6: string | undefined): string[] {
   return frames
     .filter((f) => f.eth.src === mac)
     .flatMap((f) => {
       if (f.arp?.isGratuitous && f.arp.senderIp === ip4 && f.arp.targetIp === ip4) return [`garp ${ip4}`];
-      if (ip6 && f.icmpv6?.type === 136 && f.icmpv6.flags?.solicited === false && f.icmpv6.target === ip6) return [`na ${ip6}`];
+      if (ip6 && f.icmpv6?.type === 136 && f.icmpv6.flags?.solicited === false && f.icmpv6.target === ip6)
+        return [`na ${ip6}`];
       return [];
     });
 }
@@ -71,7 +75,10 @@ function announcements(frames: readonly Frame[], mac: string, ip4: string, ip6: 
 describe.skipIf(skipIntegration())('bridge port states: nothing leaves before the port forwards', () => {
   const scope = scopePerTest(PREFIX);
 
-  /** A pod on a bridge of its own, settled (eth0 up, port forwarding), the kernel's own announcements off; captures on its eth0 and on the bridge. */
+  /**
+   * A pod on a bridge of its own, settled (eth0 up, port forwarding), the kernel's own announcements off; captures on
+   * its eth0 and on the bridge.
+   */
   async function capturedPod(tag: string, ip6: boolean) {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
@@ -82,7 +89,13 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     if (ip6) await setSysctl('net.ipv6.conf.eth0.ndisc_notify', 0, ns);
     const onPod = await startCapture(scope(), { netns: ns, iface: 'eth0', filter: 'arp or icmp6' });
     const onBridge = await startCapture(scope(), { iface: pod.bridge, filter: 'arp or icmp6' });
-    const att: AnnouncerAttachment = { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files };
+    const att: AnnouncerAttachment = {
+      mainConf: pod.conf,
+      prevResult: pod.result,
+      containerId,
+      netns: pod.netns.path,
+      files,
+    };
     const ip6Addr = ip6 ? pod.net.v6(POD_HOST) : undefined;
     const expected = [`garp ${pod.ip}`, ...(ip6Addr ? [`na ${ip6Addr}`] : [])];
     return { pod, files, onPod, onBridge, att, ip6: ip6Addr, expected, marker: pod.net.v4(MARKER_HOST) };
@@ -94,13 +107,19 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     let exited = false;
     const over = (): void => void (exited = true);
     adding.then(over, over); // a rejection is the caller's, at its own await
-    await waitFor(async () => exited || (await files.log()).includes(WAITING), { timeoutMs: 20_000, what: 'ADD to say it waits' });
+    await waitFor(async () => exited || (await files.log()).includes(WAITING), {
+      timeoutMs: 20_000,
+      what: 'ADD to say it waits',
+    });
   }
 
   /** Checks that a line of the log says `line` and `reason`. */
   async function expectLogSays(c: Pick<Captured, 'files'>, line: string, reason: string): Promise<void> {
     const lines = (await c.files.log()).split('\n');
-    expect(lines.filter((l) => l.includes(line) && l.includes(reason)), `"${line}" with "${reason}" in the log`).toHaveLength(1);
+    expect(
+      lines.filter((l) => l.includes(line) && l.includes(reason)),
+      `"${line}" with "${reason}" in the log`,
+    ).toHaveLength(1);
   }
 
   /** Sends the marker from the pod and waits until the pod-side capture holds it. */
@@ -130,22 +149,25 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     { state: 'listening', ip6: true },
     { state: 'learning', ip6: true },
   ];
-  it.each(handHeld)('port held in $state (IPv6 $ip6): ADD waits, and sends once the test sets it forwarding', async ({ state, ip6 }) => {
-    const c = await capturedPod(`hand-${state}`, ip6);
-    await setPortState(c.pod.hostVeth, state);
+  it.each(handHeld)(
+    'port held in $state (IPv6 $ip6): ADD waits, and sends once the test sets it forwarding',
+    async ({ state, ip6 }) => {
+      const c = await capturedPod(`hand-${state}`, ip6);
+      await setPortState(c.pod.hostVeth, state);
 
-    const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waiting(c.files, adding);
-    await mark(c);
-    await setPortState(c.pod.hostVeth, 'forwarding');
-    const add = await adding;
+      const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
+      await waiting(c.files, adding);
+      await mark(c);
+      await setPortState(c.pod.hostVeth, 'forwarding');
+      const add = await adding;
 
-    expect(add.code, add.stdout).toBe(0);
-    expect(add.json).toEqual(c.pod.result);
-    await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is ${state}`);
-    expect(await announcerLeftovers(c.files)).toEqual([]);
-  });
+      expect(add.code, add.stdout).toBe(0);
+      expect(add.json).toEqual(c.pod.result);
+      await expectSentOnlyOnceForwarding(c);
+      await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is ${state}`);
+      expect(await announcerLeftovers(c.files)).toEqual([]);
+    },
+  );
 
   it('kernel STP (forward delay 2 s): ADD waits while the port is disabled, listening and learning, and sends once it forwards', async () => {
     const c = await capturedPod('stp', true);
@@ -174,7 +196,9 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const far = await addFarPort(scope(), c.pod.bridge, PREFIX);
     await sendRawFrame(far.netns.name, 'eth0', configBpdu(ROOT.mac, ROOT, 0x8001, 120));
     await sendRawFrame(c.pod.netns.name, 'eth0', configBpdu(ROOT.mac, ROOT, 0x8002, 120));
-    await waitFor(async () => (await portState(c.pod.hostVeth)) === 'blocking', { what: `port ${c.pod.hostVeth} blocking` });
+    await waitFor(async () => (await portState(c.pod.hostVeth)) === 'blocking', {
+      what: `port ${c.pod.hostVeth} blocking`,
+    });
 
     const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
     await waiting(c.files, adding);
@@ -193,7 +217,12 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const c = await capturedPod('deferred', true);
     await setPortState(c.pod.hostVeth, 'listening');
 
-    const add = await announcerAdd(scope(), c.att, { count: 1, addWaitMs: 300, readyTimeoutMs: 30_000, idleExitMs: 500 });
+    const add = await announcerAdd(scope(), c.att, {
+      count: 1,
+      addWaitMs: 300,
+      readyTimeoutMs: 30_000,
+      idleExitMs: 500,
+    });
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(c.pod.result);
     await mark(c);
@@ -202,7 +231,11 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await waitDaemonGone(c.files.stateDir, 10_000);
 
     await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, 'INFO pod not ready yet: announcing from the background once it is', `bridge port ${c.pod.hostVeth} is listening`);
+    await expectLogSays(
+      c,
+      'INFO pod not ready yet: announcing from the background once it is',
+      `bridge port ${c.pod.hostVeth} is listening`,
+    );
     await expectLogSays(c, 'INFO announced', 'deferred=true');
     // The record lasts until DEL, as for any attachment with background work.
     expect(await announcerDel(c.att)).toMatchObject({ code: 0, stdout: '' });
@@ -226,21 +259,34 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await runOk('ip', ['-n', ns, 'link', 'set', pod.peer, 'down']);
     await runOk('ip', ['-n', ns, 'link', 'set', pod.ifname, 'up']);
     const capture = await startCapture(scope(), { netns: ns, iface: pod.ifname, filter: 'icmp6' });
-    const prevResult = podPrevResult(pod.netns.path, [{ name: 'eth0', mac: pod.mac, addresses: [net.v6Cidr(POD_HOST)] }]);
-    const att = { mainConf: { name: 'harness', cniVersion: '1.0.0' }, prevResult, containerId: `${PREFIX}-dad`, netns: pod.netns.path, files };
+    const prevResult = podPrevResult(pod.netns.path, [
+      { name: 'eth0', mac: pod.mac, addresses: [net.v6Cidr(POD_HOST)] },
+    ]);
+    const att = {
+      mainConf: { name: 'harness', cniVersion: '1.0.0' },
+      prevResult,
+      containerId: `${PREFIX}-dad`,
+      netns: pod.netns.path,
+      files,
+    };
 
     const adding = announcerAdd(scope(), att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
     await waiting(files, adding);
     await runOk('ip', ['-n', ns, 'link', 'set', pod.peer, 'up']);
     const add = await adding;
     // Whatever ADD did, the capture goes on until DAD is over: an early NA then shows before the probes.
-    const tentative = async () => (await runOk('ip', ['-n', ns, '-6', 'addr', 'show', 'dev', pod.ifname])).stdout.includes('tentative');
+    const tentative = async () =>
+      (await runOk('ip', ['-n', ns, '-6', 'addr', 'show', 'dev', pod.ifname])).stdout.includes('tentative');
     await waitFor(async () => !(await tentative()), { what: 'DAD to end' });
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    const dad = frames.flatMap((f, i) => (f.icmpv6?.type === 135 && f.ipv6?.src === '::' && f.icmpv6.target === ip6 ? [i] : []));
-    const nas = frames.flatMap((f, i) => (f.eth.src === pod.mac && f.icmpv6?.type === 136 && f.icmpv6.target === ip6 ? [i] : []));
+    const dad = frames.flatMap((f, i) =>
+      f.icmpv6?.type === 135 && f.ipv6?.src === '::' && f.icmpv6.target === ip6 ? [i] : [],
+    );
+    const nas = frames.flatMap((f, i) =>
+      f.eth.src === pod.mac && f.icmpv6?.type === 136 && f.icmpv6.target === ip6 ? [i] : [],
+    );
     expect(dad, 'DAD probes').toHaveLength(3);
     expect(nas, 'NAs').toHaveLength(1);
     expect(nas[0], 'the NA follows the last DAD probe').toBeGreaterThan(dad[2]!);

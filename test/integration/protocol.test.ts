@@ -42,7 +42,10 @@ const VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 /** A background announcer started here exits this long after its last job, so none outlives its test. */
 const IDLE_EXIT_MS = 300;
 
-/** The announcer's files for one test, and no announcer process of ours outliving it but the stateDir's own (stopped at close before the check). */
+/**
+ * The announcer's files for one test, and no announcer process of ours outliving it but the stateDir's own (stopped at
+ * close before the check).
+ */
 async function announcerDirs(scope: Scope): Promise<AnnouncerFiles> {
   killStrays(scope, { strict: true });
   return announcerFiles(scope);
@@ -62,17 +65,32 @@ interface ProtocolPod extends BridgePod {
   call: Omit<CniCall, 'command'>;
 }
 
-async function bridgePod(scope: Scope, opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {}): Promise<ProtocolPod> {
+async function bridgePod(
+  scope: Scope,
+  opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {},
+): Promise<ProtocolPod> {
   const dirs = await announcerDirs(scope);
   const bridgeVersion = opts.bridgeVersion ?? opts.cniVersion ?? '1.0.0';
-  const pod = await createBridgePod(scope, { prefix: PREFIX, name: `${PREFIX}-net`, cniVersion: bridgeVersion, ...(opts.ip6 ? { ip6: true } : {}) });
+  const pod = await createBridgePod(scope, {
+    prefix: PREFIX,
+    name: `${PREFIX}-net`,
+    cniVersion: bridgeVersion,
+    ...(opts.ip6 ? { ip6: true } : {}),
+  });
   const mainConf = { ...pod.conf, cniVersion: opts.cniVersion ?? bridgeVersion };
   return { ...pod, mainConf, dirs, call: { containerId: pod.containerId, netns: pod.netns.path, ifname: 'eth0' } };
 }
 
 /** The announcer's conf entry: one round (no background work) unless said otherwise. */
 function announcerConf(dirs: AnnouncerFiles, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { type: 'announcer', count: 1, stateDir: dirs.stateDir, logFile: dirs.logFile, idleExitMs: IDLE_EXIT_MS, ...extra };
+  return {
+    type: 'announcer',
+    count: 1,
+    stateDir: dirs.stateDir,
+    logFile: dirs.logFile,
+    idleExitMs: IDLE_EXIT_MS,
+    ...extra,
+  };
 }
 
 /** What the spec says the chained result must be: prevResult, in the config's version. */
@@ -88,7 +106,9 @@ function expectedResult(prevResult: any, cniVersion: string): any {
   };
 }
 
-/** What a bad call must not change: the bridge and its ports, its neighbour table, the pod's links and IPv4 addresses. */
+/**
+ * What a bad call must not change: the bridge and its ports, its neighbour table, the pod's links and IPv4 addresses.
+ */
 async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
   const links = (await listLinks())
     .filter((l) => l.ifname === bridge || l.master === bridge)
@@ -116,47 +136,54 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
   const scope = scopePerTest(PREFIX);
 
   describe('passthrough, then CHECK and DEL, in every version', () => {
-    it.each(VERSIONS)('cniVersion %s: the result is prevResult in that version, unknown fields kept', async (version) => {
-      // Bridge 1.1.1 speaks up to 1.0.0; a 1.0.0 result is a valid 1.1.0 result (the two formats are identical).
-      const bridgeVersion = version === '1.1.0' ? '1.0.0' : version;
-      const pod = await bridgePod(scope(), { cniVersion: version, bridgeVersion, ip6: true });
-      expect(pod.result.cniVersion).toBe(bridgeVersion);
-      const prevResult = { ...pod.result, 'x-custom': { a: 1 } };
-      const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), prevResult);
+    it.each(VERSIONS)(
+      'cniVersion %s: the result is prevResult in that version, unknown fields kept',
+      async (version) => {
+        // Bridge 1.1.1 speaks up to 1.0.0; a 1.0.0 result is a valid 1.1.0 result (the two formats are identical).
+        const bridgeVersion = version === '1.1.0' ? '1.0.0' : version;
+        const pod = await bridgePod(scope(), { cniVersion: version, bridgeVersion, ip6: true });
+        expect(pod.result.cniVersion).toBe(bridgeVersion);
+        const prevResult = { ...pod.result, 'x-custom': { a: 1 } };
+        const config = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), prevResult);
 
-      const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
-      expect(add.code, add.stdout + add.stderr).toBe(0);
-      expect(add.stdout.trim().split('\n')).toHaveLength(1);
-      const expected = expectedResult(prevResult, version);
-      expect(add.json).toEqual(expected);
-      // The parts a runtime reads, spelled out.
-      expect(add.json.cniVersion).toBe(version);
-      expect(add.json['x-custom']).toEqual({ a: 1 });
-      expect(add.json.interfaces).toEqual(pod.result.interfaces);
-      expect(add.json.routes).toEqual(pod.result.routes);
-      expect(add.json.dns).toEqual(pod.result.dns);
-      expect(add.json.ips.map((ip: any) => ip.address)).toEqual([pod.net.v4Cidr(5), pod.net.v6Cidr(5)]);
-      if (version.startsWith('0.')) expect(add.json.ips.map((ip: any) => ip.version)).toEqual(['4', '6']);
-      else for (const ip of add.json.ips) expect(ip).not.toHaveProperty('version');
+        const add = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, config);
+        expect(add.code, add.stdout + add.stderr).toBe(0);
+        expect(add.stdout.trim().split('\n')).toHaveLength(1);
+        const expected = expectedResult(prevResult, version);
+        expect(add.json).toEqual(expected);
+        // The parts a runtime reads, spelled out.
+        expect(add.json.cniVersion).toBe(version);
+        expect(add.json['x-custom']).toEqual({ a: 1 });
+        expect(add.json.interfaces).toEqual(pod.result.interfaces);
+        expect(add.json.routes).toEqual(pod.result.routes);
+        expect(add.json.dns).toEqual(pod.result.dns);
+        expect(add.json.ips.map((ip: any) => ip.address)).toEqual([pod.net.v4Cidr(5), pod.net.v6Cidr(5)]);
+        if (version.startsWith('0.')) expect(add.json.ips.map((ip: any) => ip.version)).toEqual(['4', '6']);
+        else for (const ip of add.json.ips) expect(ip).not.toHaveProperty('version');
 
-      const checkConfig = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), add.json);
-      const check = await cniExec(ANNOUNCER, { ...pod.call, command: 'CHECK' }, checkConfig);
-      if (version === '0.3.0' || version === '0.3.1') {
-        expectCniError(check, 1, ['CHECK', '0.4.0'], version);
-      } else {
-        expect(check.code, check.stdout + check.stderr).toBe(0);
-        expect(check.stdout).toBe('');
-      }
+        const checkConfig = chainConfig(pod.mainConf, announcerConf(pod.dirs, { runtimeInjected: true }), add.json);
+        const check = await cniExec(ANNOUNCER, { ...pod.call, command: 'CHECK' }, checkConfig);
+        if (version === '0.3.0' || version === '0.3.1') {
+          expectCniError(check, 1, ['CHECK', '0.4.0'], version);
+        } else {
+          expect(check.code, check.stdout + check.stderr).toBe(0);
+          expect(check.stdout).toBe('');
+        }
 
-      const del = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, checkConfig);
-      expect(del.code, del.stdout + del.stderr).toBe(0);
-      expect(del.stdout).toBe('');
-      expect(await records(pod.dirs.stateDir)).toEqual([]);
-    });
+        const del = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, checkConfig);
+        expect(del.code, del.stdout + del.stderr).toBe(0);
+        expect(del.stdout).toBe('');
+        expect(await records(pod.dirs.stateDir)).toEqual([]);
+      },
+    );
 
     it('converts across versions: ips[].version added for 0.3.1, removed for 1.1.0', async () => {
       const pod = await bridgePod(scope(), { bridgeVersion: '1.0.0', cniVersion: '0.3.1' });
-      const down = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result));
+      const down = await cniExec(
+        ANNOUNCER,
+        { ...pod.call, command: 'ADD' },
+        chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result),
+      );
       expect(down.code, down.stdout).toBe(0);
       expect(down.json).toEqual(expectedResult(pod.result, '0.3.1'));
       expect(down.json.ips[0].version).toBe('4');
@@ -201,7 +228,11 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
 
     it('fails with 101 when CNI_IFNAME names no interface and prevResult lists none in the pod', async () => {
       const pod = await bridgePod(scope());
-      const prevResult = { ...pod.result, interfaces: [], ips: pod.result.ips.map(({ interface: _i, ...ip }: any) => ip) };
+      const prevResult = {
+        ...pod.result,
+        interfaces: [],
+        ips: pod.result.ips.map(({ interface: _i, ...ip }: any) => ip),
+      };
       const check = await cniExec(
         ANNOUNCER,
         { ...pod.call, ifname: 'eth9', command: 'CHECK' },
@@ -223,11 +254,16 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(add.code, add.stdout).toBe(0);
       expect(await records(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
       // ADD started the announcer and returned; it reads the job from the record once it listens.
-      const status = await waitFor(async () => {
-        const s = await announcerStatus(pod.dirs.stateDir);
-        return s.source === 'daemon' && s;
-      }, { what: `the background announcer of ${pod.dirs.stateDir} to answer` });
-      expect(status.attachments.map((a) => [a.containerId, a.ifname, a.roundsSent, a.roundsPlanned])).toEqual([[pod.containerId, 'eth0', 1, 3]]);
+      const status = await waitFor(
+        async () => {
+          const s = await announcerStatus(pod.dirs.stateDir);
+          return s.source === 'daemon' && s;
+        },
+        { what: `the background announcer of ${pod.dirs.stateDir} to answer` },
+      );
+      expect(status.attachments.map((a) => [a.containerId, a.ifname, a.roundsSent, a.roundsPlanned])).toEqual([
+        [pod.containerId, 'eth0', 1, 3],
+      ]);
       expect(await daemonsOf(pod.dirs.stateDir)).toHaveLength(1);
       return config;
     }
@@ -238,7 +274,11 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(out.stdout).toBe('');
       expect(await records(pod.dirs.stateDir)).toEqual([]);
       const log = await readFile(pod.dirs.logFile, 'utf8');
-      expect(log).toMatch(new RegExp(`INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`));
+      expect(log).toMatch(
+        new RegExp(
+          `INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`,
+        ),
+      );
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
       await waitDaemonGone(pod.dirs.stateDir);
     }
@@ -304,7 +344,13 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       return { ...config, prevResult };
     };
     const cases: Case[] = [
-      { what: 'unsupported cniVersion 9.9.9', code: 1, mentions: () => ['9.9.9', 'cniVersion'], cniVersion: '1.1.0', config: (_, c) => ({ ...c, cniVersion: '9.9.9' }) },
+      {
+        what: 'unsupported cniVersion 9.9.9',
+        code: 1,
+        mentions: () => ['9.9.9', 'cniVersion'],
+        cniVersion: '1.1.0',
+        config: (_, c) => ({ ...c, cniVersion: '9.9.9' }),
+      },
       {
         what: 'CHECK on a 0.3.1 config',
         code: 1,
@@ -320,9 +366,27 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
         cniVersion: '1.0.0',
         call: (_, c) => ({ ...c, netns: '/var/run/netns/does-not-exist' }),
       },
-      { what: 'missing CNI_CONTAINERID', code: 4, mentions: () => ['CNI_CONTAINERID'], cniVersion: ENV_VERSIONS, call: (_, { containerId: _c, ...c }) => c },
-      { what: 'missing CNI_IFNAME', code: 4, mentions: () => ['CNI_IFNAME'], cniVersion: ENV_VERSIONS, call: (_, { ifname: _i, ...c }) => c },
-      { what: 'unknown CNI_COMMAND', code: 4, mentions: () => ['CNI_COMMAND', 'FROB'], cniVersion: ENV_VERSIONS, call: (_, c) => ({ ...c, command: 'FROB' }) },
+      {
+        what: 'missing CNI_CONTAINERID',
+        code: 4,
+        mentions: () => ['CNI_CONTAINERID'],
+        cniVersion: ENV_VERSIONS,
+        call: (_, { containerId: _c, ...c }) => c,
+      },
+      {
+        what: 'missing CNI_IFNAME',
+        code: 4,
+        mentions: () => ['CNI_IFNAME'],
+        cniVersion: ENV_VERSIONS,
+        call: (_, { ifname: _i, ...c }) => c,
+      },
+      {
+        what: 'unknown CNI_COMMAND',
+        code: 4,
+        mentions: () => ['CNI_COMMAND', 'FROB'],
+        cniVersion: ENV_VERSIONS,
+        call: (_, c) => ({ ...c, command: 'FROB' }),
+      },
       {
         what: "CNI_NETNS = /proc/self/ns/net, the plugin's own netns",
         code: 4,
@@ -337,8 +401,20 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
         cniVersion: '1.0.0',
         call: (pod, c) => ({ ...c, netns: join(pod.dirs.dir, 'not-a-netns') }),
       },
-      { what: 'CNI_ARGS ANNOUNCE=maybe', code: 4, mentions: () => ['CNI_ARGS', 'ANNOUNCE', 'maybe'], cniVersion: ENV_VERSIONS, call: (_, c) => ({ ...c, args: 'IgnoreUnknown=1;ANNOUNCE=maybe' }) },
-      { what: 'stdin not JSON', code: 6, mentions: () => ['JSON'], cniVersion: '1.1.0', config: () => '{"cniVersion": "1.0.0", nope' },
+      {
+        what: 'CNI_ARGS ANNOUNCE=maybe',
+        code: 4,
+        mentions: () => ['CNI_ARGS', 'ANNOUNCE', 'maybe'],
+        cniVersion: ENV_VERSIONS,
+        call: (_, c) => ({ ...c, args: 'IgnoreUnknown=1;ANNOUNCE=maybe' }),
+      },
+      {
+        what: 'stdin not JSON',
+        code: 6,
+        mentions: () => ['JSON'],
+        cniVersion: '1.1.0',
+        config: () => '{"cniVersion": "1.0.0", nope',
+      },
       {
         what: 'no prevResult on ADD',
         code: 7,
@@ -346,9 +422,27 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
         cniVersion: '1.0.0',
         config: (_, { prevResult: _p, ...c }) => c,
       },
-      { what: 'count 11', code: 7, mentions: () => ['"count"', '11'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, count: 11 }) },
-      { what: 'arpOp "sideways"', code: 7, mentions: () => ['"arpOp"', 'sideways'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, arpOp: 'sideways' }) },
-      { what: 'ipv4 "yes"', code: 7, mentions: () => ['"ipv4"'], cniVersion: '1.0.0', config: (_, c) => ({ ...c, ipv4: 'yes' }) },
+      {
+        what: 'count 11',
+        code: 7,
+        mentions: () => ['"count"', '11'],
+        cniVersion: '1.0.0',
+        config: (_, c) => ({ ...c, count: 11 }),
+      },
+      {
+        what: 'arpOp "sideways"',
+        code: 7,
+        mentions: () => ['"arpOp"', 'sideways'],
+        cniVersion: '1.0.0',
+        config: (_, c) => ({ ...c, arpOp: 'sideways' }),
+      },
+      {
+        what: 'ipv4 "yes"',
+        code: 7,
+        mentions: () => ['"ipv4"'],
+        cniVersion: '1.0.0',
+        config: (_, c) => ({ ...c, ipv4: 'yes' }),
+      },
       {
         what: 'prevResult with a bad CIDR',
         code: 7,
@@ -374,21 +468,30 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
 
       const baseCall: CniCall = { ...pod.call, command: 'ADD' };
       const baseConfig = chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result);
-      const out = await cniExec(ANNOUNCER, c.call ? c.call(pod, baseCall) : baseCall, c.config ? c.config(pod, baseConfig) : baseConfig);
+      const out = await cniExec(
+        ANNOUNCER,
+        c.call ? c.call(pod, baseCall) : baseCall,
+        c.config ? c.config(pod, baseConfig) : baseConfig,
+      );
 
       expectCniError(out, c.code, c.mentions(pod), c.cniVersion);
       expect(await l2Snapshot(pod.bridge, pod.netns.name)).toEqual(before);
       expect(await neighEntry(pod.bridge, pod.net.v4(5))).toMatchObject({ state: 'STALE', mac: OLD_MAC });
       expect(await records(pod.dirs.stateDir)).toEqual([]);
       expect(await processesOf(pod.containerId)).toEqual([]);
-      // The shim validates nothing: the announcer it started refused the input and holds no job (stopped at scope close).
+      // The shim validates nothing: the announcer it started refused the input and holds no job (stopped at scope
+      // close).
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
     });
 
     it('the same baseline call, unchanged, succeeds and repairs the entry (the cases above fail for their input alone)', async () => {
       const pod = await bridgePod(scope());
       await plantStale(pod.bridge, pod.net.v4(5), OLD_MAC);
-      const out = await cniExec(ANNOUNCER, { ...pod.call, command: 'ADD' }, chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result));
+      const out = await cniExec(
+        ANNOUNCER,
+        { ...pod.call, command: 'ADD' },
+        chainConfig(pod.mainConf, announcerConf(pod.dirs), pod.result),
+      );
       expect(out.code, out.stdout).toBe(0);
       expect((await neighEntry(pod.bridge, pod.net.v4(5)))?.mac).toBe(podInterface(pod.result)!.mac);
     });
@@ -409,7 +512,12 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
   });
 
   describe('STATUS and GC', () => {
-    const netConf = (extra: Record<string, unknown>) => ({ cniVersion: '1.1.0', name: `${PREFIX}-net`, type: 'announcer', ...extra });
+    const netConf = (extra: Record<string, unknown>) => ({
+      cniVersion: '1.1.0',
+      name: `${PREFIX}-net`,
+      type: 'announcer',
+      ...extra,
+    });
 
     it('STATUS with a writable stateDir exits 0 silently and creates stateDir 0700', async () => {
       const dirs = await announcerDirs(scope());
@@ -442,20 +550,30 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
     it('STATUS with stateDir under /proc fails with 50 naming stateDir (and does not hang)', async () => {
       await announcerDirs(scope());
       const stateDir = `/proc/${PREFIX}-nowhere/state`;
-      const out = await cniExec(ANNOUNCER, { command: 'STATUS', timeoutMs: 5_000 }, netConf({ stateDir })).catch((e: Error) => e);
+      const out = await cniExec(ANNOUNCER, { command: 'STATUS', timeoutMs: 5_000 }, netConf({ stateDir })).catch(
+        (e: Error) => e,
+      );
       if (out instanceof Error) expect.fail(`STATUS did not answer: ${out.message}`);
       expectCniError(out, 50, ['stateDir', stateDir], '1.1.0');
     });
 
     it('STATUS on a 1.0.0 config fails with 1', async () => {
       const dirs = await announcerDirs(scope());
-      const out = await cniExec(ANNOUNCER, { command: 'STATUS' }, { ...netConf({ stateDir: dirs.stateDir }), cniVersion: '1.0.0' });
+      const out = await cniExec(
+        ANNOUNCER,
+        { command: 'STATUS' },
+        { ...netConf({ stateDir: dirs.stateDir }), cniVersion: '1.0.0' },
+      );
       expectCniError(out, 1, ['STATUS', '1.1.0'], '1.0.0');
     });
 
     it('GC with an empty attachment list and nothing recorded exits 0 silently', async () => {
       const dirs = await announcerDirs(scope());
-      const out = await cniExec(ANNOUNCER, { command: 'GC' }, netConf({ stateDir: dirs.stateDir, 'cni.dev/valid-attachments': [] }));
+      const out = await cniExec(
+        ANNOUNCER,
+        { command: 'GC' },
+        netConf({ stateDir: dirs.stateDir, 'cni.dev/valid-attachments': [] }),
+      );
       expect([out.code, out.stdout, out.stderr]).toEqual([0, '', '']);
       expect(await records(dirs.stateDir)).toEqual([]);
     });

@@ -25,7 +25,14 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
     try {
       const [shown] = await ipJson(ns.name, ['link', 'show', 'a0']);
       const link = rtnl.linkByName('a0')!;
-      expect(link).toMatchObject({ index: shown.ifindex, name: 'a0', kind: 'veth', up: true, running: false, noarp: false });
+      expect(link).toMatchObject({
+        index: shown.ifindex,
+        name: 'a0',
+        kind: 'veth',
+        up: true,
+        running: false,
+        noarp: false,
+      });
       expect(link.mac?.toString('hex')).toBe('0200000000a0');
       const peer = rtnl.linkByName('b0')!;
       expect(link.linkIndex).toBe(peer.index);
@@ -85,7 +92,9 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
       expect(awaitChange(libc, [pod.events], 5000)).toBe(true);
       const state = pod.rtnl.bridgePortState(port);
       const [shown] = await ipJson(ns.name, ['-d', 'link', 'show', 'a0']);
-      expect(shown.linkinfo.info_slave_data.state).toBe(['disabled', 'listening', 'learning', 'forwarding', 'blocking'][state!]);
+      expect(shown.linkinfo.info_slave_data.state).toBe(
+        ['disabled', 'listening', 'learning', 'forwarding', 'blocking'][state!],
+      );
     } finally {
       pod.close();
     }

@@ -13,10 +13,20 @@ describe('announcer schema, the built executable', () => {
   it('prints a draft-07 JSON Schema of the conflist entry, on stdout alone, with every option and its default', async () => {
     const res = await announcerCli(['schema']);
     expect([res.code, res.stderr]).toEqual([0, '']);
-    const schema = JSON.parse(res.stdout) as { $schema: string; required: string[]; properties: Record<string, { default?: unknown }> };
+    const schema = JSON.parse(res.stdout) as {
+      $schema: string;
+      required: string[];
+      properties: Record<string, { default?: unknown }>;
+    };
     expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
     expect(schema.required).toEqual(['type']);
-    expect(schema.properties.count).toMatchObject({ default: 3, type: 'integer', minimum: 0, maximum: 10, description: expect.stringMatching(/^Rounds/) });
+    expect(schema.properties.count).toMatchObject({
+      default: 3,
+      type: 'integer',
+      minimum: 0,
+      maximum: 10,
+      description: expect.stringMatching(/^Rounds/),
+    });
     expect(schema.properties.stateDir?.default).toBe('/run/cni-announcer');
   });
 
@@ -35,11 +45,15 @@ interface Chunk {
 describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs's split, without compiling)", () => {
   let chunks: Record<string, Chunk>;
   beforeAll(async () => {
-    const res = await runOk(join(ROOT, 'node_modules/.bin/bun'), [join(ROOT, 'test/support/bundle-chunks.mjs')], { timeoutMs: 120_000 });
+    const res = await runOk(join(ROOT, 'node_modules/.bin/bun'), [join(ROOT, 'test/support/bundle-chunks.mjs')], {
+      timeoutMs: 120_000,
+    });
     chunks = JSON.parse(res.stdout);
   }, 120_000);
 
-  /** The chunk a dynamic import of `entry` loads, and every chunk it imports statically: what evaluating it evaluates. */
+  /**
+   * The chunk a dynamic import of `entry` loads, and every chunk it imports statically: what evaluating it evaluates.
+   */
   const evaluated = (...entries: string[]): Set<string> => {
     const names = Object.keys(chunks);
     const pending = entries.map((e) => names.find((n) => chunks[n]!.entryPoint === e) ?? `(no chunk for ${e})`);
@@ -52,16 +66,35 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
     }
     return seen;
   };
-  const zodIn = (set: Set<string>): string[] => [...set].flatMap((n) => chunks[n]!.inputs.filter((i) => /node_modules\/zod\//.test(i)));
+  const zodIn = (set: Set<string>): string[] =>
+    [...set].flatMap((n) => chunks[n]!.inputs.filter((i) => /node_modules\/zod\//.test(i)));
 
   it('leave zod out of start-up, VERSION and the shim (warm and cold)', () => {
     const start = evaluated('src/main.ts');
     const version = evaluated('src/main.ts', 'src/cni/version-reply.ts', 'src/cni/decode.ts');
-    const shim = evaluated('src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts', 'src/sys/stdio.bun.ts', 'src/build-id.ts');
-    const cold = evaluated('src/shim/start.ts', 'src/sys/spawn-child.ts', 'src/sys/private-dir.ts', 'src/self-command.ts', 'src/sys/detached-env.ts', 'src/sys/emulator.ts');
+    const shim = evaluated(
+      'src/main.ts',
+      'src/shim/shim.ts',
+      'src/shim/shim-deps.ts',
+      'src/sys/stdio.bun.ts',
+      'src/build-id.ts',
+    );
+    const cold = evaluated(
+      'src/shim/start.ts',
+      'src/sys/spawn-child.ts',
+      'src/sys/private-dir.ts',
+      'src/self-command.ts',
+      'src/sys/detached-env.ts',
+      'src/sys/emulator.ts',
+    );
     expect(start.size).toBeGreaterThan(0);
     expect([...shim].flatMap((n) => chunks[n]!.inputs)).toContain('src/shim/exchange.ts');
-    expect({ start: zodIn(start), version: zodIn(version), shim: zodIn(shim), cold: zodIn(cold) }).toEqual({ start: [], version: [], shim: [], cold: [] });
+    expect({ start: zodIn(start), version: zodIn(version), shim: zodIn(shim), cold: zodIn(cold) }).toEqual({
+      start: [],
+      version: [],
+      shim: [],
+      cold: [],
+    });
   });
 
   it('put zod in what the announcer, the in-process fallback and `announcer schema` evaluate (the walk sees it where it is)', () => {

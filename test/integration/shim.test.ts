@@ -30,19 +30,40 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   }
 
   const config = (stateDir: string) => ({ cniVersion: '1.0.0', name: 'shim', type: 'announcer', stateDir });
-  const call = { command: 'ADD', containerId: 'c1', netns: '/run/netns/none', ifname: 'eth0', env: { LD_LIBRARY_PATH: '/x:' } };
+  const call = {
+    command: 'ADD',
+    containerId: 'c1',
+    netns: '/run/netns/none',
+    ifname: 'eth0',
+    env: { LD_LIBRARY_PATH: '/x:' },
+  };
 
   it("forwards ADD (CNI variables, stdin as it came, build, ackBy on CLOCK_BOOTTIME) and prints the announcer's answer", async () => {
-    const fake = await announcer((t) => t.socket.end(encodeReply({ ack: true }) + encodeReply({ beat: true }) + encodeReply({ exit: 3, stdout: 'ANSWER' })));
+    const fake = await announcer((t) =>
+      t.socket.end(
+        encodeReply({ ack: true }) + encodeReply({ beat: true }) + encodeReply({ exit: 3, stdout: 'ANSWER' }),
+      ),
+    );
     const before = bootMs();
     const res = await cniExec(ANNOUNCER, call, config(fake.dir));
     const after = bootMs();
     expect([res.code, res.stdout, res.stderr]).toEqual([3, 'ANSWER', '']);
     expect(fake.taken).toHaveLength(1);
-    const request = fake.taken[0]!.request as { v: number; build: string; ackBy: number; cni: { env: Record<string, string>; stdin: string } };
+    const request = fake.taken[0]!.request as {
+      v: number;
+      build: string;
+      ackBy: number;
+      cni: { env: Record<string, string>; stdin: string };
+    };
     expect(request.v).toBe(WIRE_VERSION);
     expect(request.build).toMatch(/\S/);
-    expect(Object.keys(request.cni.env).sort()).toEqual(['CNI_COMMAND', 'CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_NETNS', 'CNI_PATH']);
+    expect(Object.keys(request.cni.env).sort()).toEqual([
+      'CNI_COMMAND',
+      'CNI_CONTAINERID',
+      'CNI_IFNAME',
+      'CNI_NETNS',
+      'CNI_PATH',
+    ]);
     expect(JSON.parse(request.cni.stdin)).toMatchObject(config(fake.dir));
     // The clocks agree: ackBy lies ACK_MS after some moment of the run (/proc/uptime has 10 ms steps).
     expect(request.ackBy - ACK_MS).toBeGreaterThanOrEqual(before - 10);
@@ -73,7 +94,9 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('does not forward a stdin over MAX_FORWARDED_STDIN, and runs it in-process on the whole of it', async () => {
-    const fake = await announcer((t) => t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })));
+    const fake = await announcer((t) =>
+      t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })),
+    );
     // The bad field comes last, past what the shim read: the in-process run must see every byte.
     const big = JSON.stringify({ pad: 'x'.repeat(MAX_FORWARDED_STDIN), ...config(fake.dir), count: 99 });
     const res = await cniExec(ANNOUNCER, call, big);
@@ -82,7 +105,9 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('answers VERSION itself', async () => {
-    const fake = await announcer((t) => t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })));
+    const fake = await announcer((t) =>
+      t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })),
+    );
     const res = await cniExec(ANNOUNCER, { command: 'VERSION' }, config(fake.dir));
     expect(res.json).toMatchObject({ supportedVersions: expect.any(Array) });
     expect(fake.taken).toHaveLength(0);

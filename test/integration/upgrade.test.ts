@@ -34,7 +34,10 @@ import { buildAnnouncerAs, buildOf, runningBuild, terminateDaemon, theDaemonOf }
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `up${RUN_TAG}`;
-/** Each pod's burst: rounds of the pods before the swap fall due every ~80 ms, so some fall due while the announcers change places. */
+/**
+ * Each pod's burst: rounds of the pods before the swap fall due every ~80 ms, so some fall due while the announcers
+ * change places.
+ */
 const BURST = { count: 6, intervalMs: 250 };
 /** Pods ADDed before the swap, and after it. */
 const BEFORE = 3;
@@ -76,7 +79,17 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
     const pods: BridgePod[] = [];
-    for (let i = 0; i < BEFORE + AFTER; i++) pods.push(await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId: `${PREFIX}-pod${i}`, settle: true }));
+    for (let i = 0; i < BEFORE + AFTER; i++)
+      pods.push(
+        await attachBridgePod(s, {
+          prefix: PREFIX,
+          net,
+          bridge,
+          host: 10 + i,
+          containerId: `${PREFIX}-pod${i}`,
+          settle: true,
+        }),
+      );
     const atts: AnnouncerAttachment[] = pods.map((pod) => ({
       mainConf: pod.conf,
       prevResult: pod.result,
@@ -88,23 +101,33 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     }));
 
     const added = [];
-    for (const att of atts.slice(0, BEFORE)) added.push(assertCniOk(`ADD ${att.containerId}`, await announcerAdd(s, att, BURST)));
+    for (const att of atts.slice(0, BEFORE))
+      added.push(assertCniOk(`ADD ${att.containerId}`, await announcerAdd(s, att, BURST)));
     const old = await theDaemonOf(files.stateDir);
     expect(await runningBuild(old)).toBe(oldBuild);
 
     // Mid-burst: the first pod's round 3 is out.
-    const round3 = new RegExp(`INFO announced daemon=${old} containerId=${pods[0]!.containerId} .*round=3 of=${BURST.count}`);
+    const round3 = new RegExp(
+      `INFO announced daemon=${old} containerId=${pods[0]!.containerId} .*round=3 of=${BURST.count}`,
+    );
     await waitFor(async () => round3.test(await files.log()), { what: `round 3 of ${pods[0]!.containerId}` });
     // The DaemonSet's upgrade: rename(2) over the installed file while the bursts run.
     await rename(next, installed);
-    for (const att of atts.slice(BEFORE)) added.push(assertCniOk(`ADD ${att.containerId} after the upgrade`, await announcerAdd(s, att, BURST)));
-    await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === old), { timeoutMs: 10_000, what: `the old announcer ${old} to exit` });
+    for (const att of atts.slice(BEFORE))
+      added.push(assertCniOk(`ADD ${att.containerId} after the upgrade`, await announcerAdd(s, att, BURST)));
+    await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === old), {
+      timeoutMs: 10_000,
+      what: `the old announcer ${old} to exit`,
+    });
     const successor = await theDaemonOf(files.stateDir);
     expect(await runningBuild(successor)).toBe(NEXT_BUILD);
 
     const planned = pods.length * BURST.count;
     // Should some never come, the counts per pod below say whose.
-    await waitFor(async () => (await capture.count()) >= planned, { timeoutMs: 15_000, what: `${planned} GARPs` }).catch(() => undefined);
+    await waitFor(async () => (await capture.count()) >= planned, {
+      timeoutMs: 15_000,
+      what: `${planned} GARPs`,
+    }).catch(() => undefined);
     const log = await files.log();
     for (const att of atts) expect(await announcerDel(att)).toMatchObject({ code: 0 });
     expect(await theDaemonOf(files.stateDir)).toBe(successor);
@@ -112,7 +135,8 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     const frames = await capture.stop();
 
     expect(pods.map((pod) => garpsFor(frames, pod.mac, pod.ip).length)).toEqual(pods.map(() => BURST.count));
-    for (const [i, pod] of pods.entries()) expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+    for (const [i, pod] of pods.entries())
+      expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
     expect(log).toMatch(new RegExp(`executable replaced: handing over to the new build .*newBuild=${NEXT_BUILD}`));
     expect(log).toMatch(new RegExp(`announcer started .*build=${NEXT_BUILD} .*handedOver=${BEFORE}`));
     expect(await files.stateFiles()).toEqual([]);

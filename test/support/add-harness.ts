@@ -27,7 +27,9 @@ export const POD_MAC = Buffer.from('0a580a580005', 'hex');
 
 /** One IPv4 address on eth0, round 1 of three. */
 export const PLAN: AnnouncePlan = {
-  interfaces: [{ name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/24'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined }],
+  interfaces: [
+    { name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/24'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined },
+  ],
   hostPeerNames: [],
   arpOps: ['request'],
   schedule: [0, 1000, 3000],
@@ -38,7 +40,10 @@ export class AddHarness {
   readonly stateDir = mkdtempSync(join(tmpdir(), 'announce-add-'));
   readonly timers = new ManualTimers();
   /** The pod: eth0 (ifindex 2) up with carrier, MAC POD_MAC, 10.88.0.5. */
-  readonly pod: FakeNetns = fakeNetns({ links: [fakeLink({ index: 2, name: 'eth0', mac: POD_MAC })], addresses: [fakeAddress(2, '10.88.0.5')] });
+  readonly pod: FakeNetns = fakeNetns({
+    links: [fakeLink({ index: 2, name: 'eth0', mac: POD_MAC })],
+    addresses: [fakeAddress(2, '10.88.0.5')],
+  });
   readonly host: FakeNetns = fakeNetns();
   /** Log lines without their time stamp: `LEVEL message k=v…`. */
   readonly lines: string[] = [];
@@ -87,7 +92,8 @@ export class AddHarness {
 
   deps(): AddDeps {
     return {
-      // poll(2) (readArpFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise the clock runs to the timeout.
+      // poll(2) (readArpFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise
+      // the clock runs to the timeout.
       libc: fakeLibc({
         pollIn: (fds, ms) => {
           const ready = fds.map((fd) => this.answerQueued(fd));
@@ -105,7 +111,12 @@ export class AddHarness {
           if (!fds.some((fd) => this.answerQueued(fd))) this.timers.advance(ms);
         },
       },
-      log: createLogger((line) => this.lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)),
+      log: createLogger(
+        (line) => this.lines.push(line.slice(25, -1)),
+        'debug',
+        {},
+        () => new Date(0),
+      ),
       askAnnouncer: async (_stateDir, request, { start }) => {
         this.asked.push({ request, start });
         return this.answer(request, start);
@@ -116,7 +127,9 @@ export class AddHarness {
     };
   }
 
-  /** Whether the receiver on `fd` has an answer to read: ARP queued for its interface, and a frame sent there already. */
+  /**
+   * Whether the receiver on `fd` has an answer to read: ARP queued for its interface, and a frame sent there already.
+   */
   private answerQueued(fd: number): boolean {
     const ifindex = fd - RECEIVER_FD + 2;
     return (this.arpIn.get(ifindex)?.length ?? 0) > 0 && this.sent.some((s) => s.index === ifindex);
@@ -130,7 +143,11 @@ export class AddHarness {
         const pod: PodSockets = {
           rtnl: fakeRtnl(this.pod),
           events: events(50),
-          packet: { send: (index, frame) => void this.sent.push({ index, frame: Buffer.from(frame) }), close: () => undefined, release: () => PACKET_FD },
+          packet: {
+            send: (index, frame) => void this.sent.push({ index, frame: Buffer.from(frame) }),
+            close: () => undefined,
+            release: () => PACKET_FD,
+          },
           ipv6Forwarding: false,
           close: () => undefined,
         };

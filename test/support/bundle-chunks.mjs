@@ -1,4 +1,5 @@
-// Run with the pinned Bun (JavaScript, as scripts/build.mjs: it uses Bun's API): bundles src/main.ts the way scripts/build.mjs does (ESM, one chunk per
+// Run with the pinned Bun (JavaScript, as scripts/build.mjs: it uses Bun's API): bundles src/main.ts the way
+// scripts/build.mjs does (ESM, one chunk per
 // group of modules that load together, the same plugin: Bun twins, koffi's addon as an asset), without
 // compiling, and prints the metafile's outputs as JSON: each chunk (by file name) with its inputs
 // (relative to the repository) and imports. test/integration/zod-chunks.test.ts reads which chunks a command evaluates.
@@ -25,9 +26,15 @@ try {
   const outputs = {};
   for (const [path, out] of Object.entries(result.metafile.outputs)) {
     // node_modules may be a link to a shared install: a package's files are named from node_modules/ on.
-    const inputs = Object.keys(out.inputs).map((p) => relative(root, resolve(p)).replace(/^.*?node_modules\//, 'node_modules/'));
+    const inputs = Object.keys(out.inputs).map((p) =>
+      relative(root, resolve(p)).replace(/^.*?node_modules\//, 'node_modules/'),
+    );
     const imports = out.imports.map((i) => ({ path: basename(i.path), kind: i.kind }));
-    outputs[basename(path)] = { inputs, imports, ...(out.entryPoint ? { entryPoint: relative(root, resolve(out.entryPoint)) } : {}) };
+    outputs[basename(path)] = {
+      inputs,
+      imports,
+      ...(out.entryPoint ? { entryPoint: relative(root, resolve(out.entryPoint)) } : {}),
+    };
   }
   console.log(JSON.stringify(outputs));
 } finally {

@@ -32,10 +32,18 @@ export function makeStateDir(prefix = 'daemon-unit-'): StateDir {
   const netns = join(dir, 'netns-pod');
   writeFileSync(netns, '');
   const st = statSync(netns);
-  return { dir, netns, netnsId: { dev: st.dev, ino: st.ino }, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    netns,
+    netnsId: { dev: st.dev, ino: st.ino },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
-/** A job of `containerId` on eth0 (10.88.0.5, GARP requests), rounds at 0, 1000, 3000, round 1 sent at boot ms `firstRoundAt`. */
+/**
+ * A job of `containerId` on eth0 (10.88.0.5, GARP requests), rounds at 0, 1000, 3000, round 1 sent at boot ms
+ * `firstRoundAt`.
+ */
 export function jobIn(state: StateDir, extra: Partial<BackgroundJob> = {}): BackgroundJob {
   return {
     network: 'net',
@@ -56,16 +64,45 @@ export function jobIn(state: StateDir, extra: Partial<BackgroundJob> = {}): Back
 
 /** Writes the record holding `job`; returns its file name in stateDir. */
 export function writeJob(state: StateDir, job: BackgroundJob): string {
-  writeRecord(state.dir, { network: job.network, containerId: job.containerId, ifname: job.ifname, netns: job.netns, netnsId: job.netnsId, originalMacs: [], job });
+  writeRecord(state.dir, {
+    network: job.network,
+    containerId: job.containerId,
+    ifname: job.ifname,
+    netns: job.netns,
+    netnsId: job.netnsId,
+    originalMacs: [],
+    job,
+  });
   return `${attachmentName(job.containerId, job.ifname)}.json`;
 }
 
 export function link(fields: Partial<LinkInfo> = {}): LinkInfo {
-  return { index: 2, name: 'eth0', mac: POD_MAC, up: true, running: true, noarp: false, linkIndex: undefined, linkNetnsid: undefined, kind: 'veth', ipvlanMode: undefined, portState: undefined, ...fields };
+  return {
+    index: 2,
+    name: 'eth0',
+    mac: POD_MAC,
+    up: true,
+    running: true,
+    noarp: false,
+    linkIndex: undefined,
+    linkNetnsid: undefined,
+    kind: 'veth',
+    ipvlanMode: undefined,
+    portState: undefined,
+    ...fields,
+  };
 }
 
 function ipv4(index: number, text: string): AddressInfo {
-  return { index, family: 4, bytes: Buffer.from(text.split('.').map(Number)), prefixLength: 16, tentative: false, dadFailed: false, optimistic: false };
+  return {
+    index,
+    family: 4,
+    bytes: Buffer.from(text.split('.').map(Number)),
+    prefixLength: 16,
+    tentative: false,
+    dadFailed: false,
+    optimistic: false,
+  };
 }
 
 /** A pod with eth0 holding 10.88.0.5; tests change `links` (down: not ready; empty: gone) and watch what happens. */
@@ -104,7 +141,8 @@ export class FakePod {
       addresses: (index: number) => (index === 2 ? [ipv4(index, '10.88.0.5')] : []),
       bridgePortState: () => undefined,
     } as unknown as Rtnl;
-    const events = (fd: number) => ({ fd, drain: () => (this.drained++, this.onDrain(fd)), close: () => undefined }) as unknown as RtnlEvents;
+    const events = (fd: number) =>
+      ({ fd, drain: () => (this.drained++, this.onDrain(fd)), close: () => undefined }) as unknown as RtnlEvents;
     const hostRtnl = { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl;
     return {
       pod: (): PodSockets => {

@@ -52,11 +52,17 @@ export class DaemonLoop {
     const kept = keptLog();
     this.lines = kept.lines;
     this.poll.onPoll = () => this.clients.forEach((c) => c.read());
-    this.runner = (env, stdin) => new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
+    this.runner = (env, stdin) =>
+      new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
     this.deps = {
       stateDir: this.state.dir,
-      // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its timeouts are kept.
-      libc: fakeLibc({ pollInOut: this.poll.pollInOut, pollIn: (fds, ms) => (this.pollInTimeouts.push(ms), fds.map(() => true)), close: () => undefined }),
+      // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its
+      // timeouts are kept.
+      libc: fakeLibc({
+        pollInOut: this.poll.pollInOut,
+        pollIn: (fds, ms) => (this.pollInTimeouts.push(ms), fds.map(() => true)),
+        close: () => undefined,
+      }),
       sockets: this.sockets,
       open: this.pod.opener(),
       timers: this.timers,
@@ -81,7 +87,10 @@ export class DaemonLoop {
   async run(): Promise<void> {
     this.poll.stop = () => process.listeners('SIGTERM').at(-1)?.('SIGTERM');
     await runDaemon(this.deps);
-    if (this.poll.spun) throw new Error(`the announcer's loop spun: ${this.poll.calls.length} polls, the last at ${this.timers.now()} ms`);
+    if (this.poll.spun)
+      throw new Error(
+        `the announcer's loop spun: ${this.poll.calls.length} polls, the last at ${this.timers.now()} ms`,
+      );
   }
 
   /** A job whose round 1 went out `at` ms from now (rounds at 0, 1000, 3000; idle exit 1000 ms after the work). */
@@ -89,7 +98,10 @@ export class DaemonLoop {
     return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, idleExitMs: 1000, ...extra });
   }
 
-  /** At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends (on CLOCK_BOOTTIME); its replies gather in the client. */
+  /**
+   * At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends (on CLOCK_BOOTTIME); its replies
+   * gather in the client.
+   */
   lineAt(at: number, line: (ackBy: number) => string | Buffer): { client?: WireClient } {
     const slot: { client?: WireClient } = {};
     this.poll.at(at, () => {

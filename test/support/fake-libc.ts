@@ -44,7 +44,9 @@ export class ScriptedPoll {
   spun = false;
   /** Runs before each poll (test clients reading their replies). */
   onPoll: () => void = () => undefined;
-  /** Polls after which the loop is stopped through `stop` (a loop that never ends fails instead of hanging the test). */
+  /**
+   * Polls after which the loop is stopped through `stop` (a loop that never ends fails instead of hanging the test).
+   */
   limit = 20_000;
   /** Stops the loop under test. */
   stop: () => void = () => undefined;
@@ -78,7 +80,8 @@ export class ScriptedPoll {
     let ready = this.readyOf(readFds, writeFds);
     if (ready.readable.size + ready.writable.size === 0) {
       const next = Math.min(...this.acts.map((a) => a.at), this.timers.now() + timeoutMs);
-      if (!Number.isFinite(next)) throw new Error('poll(2) without a timeout and nothing scripted: the test would hang');
+      if (!Number.isFinite(next))
+        throw new Error('poll(2) without a timeout and nothing scripted: the test would hang');
       this.timers.advance(Math.max(0, next - this.timers.now()));
       this.runDue();
       ready = this.readyOf(readFds, writeFds);
@@ -86,9 +89,15 @@ export class ScriptedPoll {
     return ready;
   };
 
-  private readyOf(readFds: readonly number[], writeFds: readonly number[]): { readable: Set<number>; writable: Set<number> } {
+  private readyOf(
+    readFds: readonly number[],
+    writeFds: readonly number[],
+  ): { readable: Set<number>; writable: Set<number> } {
     const readable = (fd: number): boolean => (this.sockets.owns(fd) ? this.sockets.readable(fd) : this.ready.has(fd));
-    return { readable: new Set(readFds.filter(readable)), writable: new Set(writeFds.filter((fd) => this.sockets.writable(fd))) };
+    return {
+      readable: new Set(readFds.filter(readable)),
+      writable: new Set(writeFds.filter((fd) => this.sockets.writable(fd))),
+    };
   }
 
   private runDue(): void {

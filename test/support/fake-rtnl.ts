@@ -21,7 +21,11 @@ export function fakeLink(fields: Partial<LinkInfo> & { index: number; name: stri
 }
 
 /** An address of link `index` from its text (IPv4 or IPv6), no DAD flag unless given. */
-export function fakeAddress(index: number, text: string, flags: Partial<Pick<AddressInfo, 'tentative' | 'dadFailed' | 'optimistic'>> = {}): AddressInfo {
+export function fakeAddress(
+  index: number,
+  text: string,
+  flags: Partial<Pick<AddressInfo, 'tentative' | 'dadFailed' | 'optimistic'>> = {},
+): AddressInfo {
   const v6 = text.includes(':');
   return {
     index,
@@ -54,7 +58,10 @@ export function fakeNetns(init: Partial<FakeNetns> = {}): FakeNetns {
 
 /** The Rtnl of `ns`: the calls the announce layer makes, answered from its current content. */
 export function fakeRtnl(ns: FakeNetns): Rtnl {
-  const fake: Pick<Rtnl, 'linkByName' | 'linkByIndex' | 'links' | 'addresses' | 'bridgePortState' | 'setMac' | 'close'> = {
+  const fake: Pick<
+    Rtnl,
+    'linkByName' | 'linkByIndex' | 'links' | 'addresses' | 'bridgePortState' | 'setMac' | 'close'
+  > = {
     linkByName: (name) => ns.links.find((l) => l.name === name),
     linkByIndex: (index) => ns.links.find((l) => l.index === index),
     links: () => [...ns.links],

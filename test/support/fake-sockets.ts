@@ -93,7 +93,10 @@ export class FakeSockets implements UnixSockets {
     if (this.closeError) throw this.closeError;
   }
 
-  /** Whether poll(2) would call `fd` readable: a listener with a connection pending, an end with bytes queued or whose peer closed. */
+  /**
+   * Whether poll(2) would call `fd` readable: a listener with a connection pending, an end with bytes queued or whose
+   * peer closed.
+   */
   readable(fd: number): boolean {
     const listener = [...this.listeners.values()].find((l) => l.fd === fd);
     if (listener) return listener.backlog.length > 0;

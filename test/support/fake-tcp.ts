@@ -38,7 +38,11 @@ export class HttpClient {
   /** Reads what came; true once the server closed. */
   read(): boolean {
     const buf = Buffer.alloc(64 * 1024);
-    for (let n = this.sockets.receive(this.fd, buf); n !== undefined && !this.ended; n = this.sockets.receive(this.fd, buf)) {
+    for (
+      let n = this.sockets.receive(this.fd, buf);
+      n !== undefined && !this.ended;
+      n = this.sockets.receive(this.fd, buf)
+    ) {
       if (n === 0) this.ended = true;
       else this.answer += buf.subarray(0, n).toString('utf8');
     }

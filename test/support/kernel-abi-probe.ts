@@ -45,7 +45,8 @@ function fieldExpression(type: string, field: string): string {
 /** The probe's source: `{...the table's entries..., "errno": {NAME: n}}` on stdout. */
 export function probeSource(shape: KernelAbi, errnos: readonly string[]): string {
   const items: string[] = [];
-  const print = (key: string, expression: string): string => `  printf("%s\\"${key}\\": %lld", sep, (long long)(${expression})); sep = ", ";`;
+  const print = (key: string, expression: string): string =>
+    `  printf("%s\\"${key}\\": %lld", sep, (long long)(${expression})); sep = ", ";`;
   for (const [name, value] of Object.entries(shape)) {
     if (typeof value === 'number') {
       items.push(print(name, name));
@@ -102,7 +103,9 @@ export function runProbe(target: ProbeTarget, source: string): Record<string, un
   const dir = mkdtempSync(join(tmpdir(), 'announcer-abi-'));
   try {
     writeFileSync(join(dir, 'probe.c'), source);
-    execFileSync(target.compiler, ['-std=c11', '-Wall', '-Werror', '-o', join(dir, 'probe'), join(dir, 'probe.c')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(target.compiler, ['-std=c11', '-Wall', '-Werror', '-o', join(dir, 'probe'), join(dir, 'probe.c')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const [cmd = join(dir, 'probe'), ...args] = [...target.runner, join(dir, 'probe')];
     return JSON.parse(execFileSync(cmd, args, { encoding: 'utf8' })) as Record<string, unknown>;
   } finally {

@@ -59,13 +59,20 @@ export function relativeLinks(markdown: string): Link[] {
         const target = m[1]!;
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
         const hash = target.indexOf('#');
-        links.push({ path: hash < 0 ? target : target.slice(0, hash), anchor: hash < 0 ? undefined : target.slice(hash + 1), line: i + 1 });
+        links.push({
+          path: hash < 0 ? target : target.slice(0, hash),
+          anchor: hash < 0 ? undefined : target.slice(hash + 1),
+          line: i + 1,
+        });
       }
     });
   return links;
 }
 
-/** The cells of each body row of the first table after the heading `heading` (the exact heading line), before the next heading. */
+/**
+ * The cells of each body row of the first table after the heading `heading` (the exact heading line), before the next
+ * heading.
+ */
 export function tableRows(markdown: string, heading: string): string[][] {
   const lines = markdown.split('\n');
   const start = lines.indexOf(heading);

@@ -5,7 +5,10 @@ import { spawnSync } from 'node:child_process';
 import { relative } from 'node:path';
 import { expect, type TestContext } from 'vitest';
 
-/** What CI does when a capability is missing: 'fail' (root and what scripts/ensure-system-deps.sh installs) or 'skip' (kernel features). */
+/**
+ * What CI does when a capability is missing: 'fail' (root and what scripts/ensure-system-deps.sh installs) or 'skip'
+ * (kernel features).
+ */
 export type InCi = 'fail' | 'skip';
 
 /** Whether this is CI's run (CI=true or CI=1; .ci/run sets it). */
@@ -46,13 +49,28 @@ export function skipUnless(capability: string, missing: string | undefined, ci: 
   return skip;
 }
 
-/** Inside a test body, for a capability only the test can probe: prints like skipUnless, then skips the rest of the test. */
-export function skipTestUnless(ctx: TestContext, capability: string, missing: string | undefined, ci: InCi = 'fail'): void {
+/**
+ * Inside a test body, for a capability only the test can probe: prints like skipUnless, then skips the rest of the
+ * test.
+ */
+export function skipTestUnless(
+  ctx: TestContext,
+  capability: string,
+  missing: string | undefined,
+  ci: InCi = 'fail',
+): void {
   if (skipUnless(capability, missing, ci)) ctx.skip(`needs ${capability}: ${missing}`);
 }
 
-/** Why `tools` cannot be used (the first one not on env's PATH, and `hint` on how to get it), or undefined when all are there. */
-export function missingTool(tools: readonly string[], hint: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/**
+ * Why `tools` cannot be used (the first one not on env's PATH, and `hint` on how to get it), or undefined when all are
+ * there.
+ */
+export function missingTool(
+  tools: readonly string[],
+  hint: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
   for (const tool of tools) {
     const found = spawnSync('sh', ['-c', 'command -v "$1"', 'sh', tool], { stdio: 'ignore', env });
     if (found.status !== 0) return `${tool} is not installed (${hint})`;

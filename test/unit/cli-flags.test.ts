@@ -13,9 +13,15 @@ describe('parseFlags', () => {
   });
 
   it('names the argument that is wrong, with the usage', () => {
-    expect(parseFlags(['--bogus'], SPEC, 'usage: x')).toEqual({ ok: false, problem: 'unknown argument "--bogus"; usage: x' });
+    expect(parseFlags(['--bogus'], SPEC, 'usage: x')).toEqual({
+      ok: false,
+      problem: 'unknown argument "--bogus"; usage: x',
+    });
     expect(parseFlags(['netns'], SPEC, 'u')).toEqual({ ok: false, problem: 'unknown argument "netns"; u' });
-    expect(parseFlags(['--count', 'ten'], SPEC, 'u')).toEqual({ ok: false, problem: '--count must be a whole number (got "ten"); u' });
+    expect(parseFlags(['--count', 'ten'], SPEC, 'u')).toEqual({
+      ok: false,
+      problem: '--count must be a whole number (got "ten"); u',
+    });
     expect(parseFlags(['--count'], SPEC, 'u')).toEqual({ ok: false, problem: '--count needs a value; u' });
     expect(parseFlags(['--json=1'], SPEC, 'u')).toEqual({ ok: false, problem: '--json takes no value; u' });
     expect(parseFlags(['--count=1', '--count=2'], SPEC, 'u')).toEqual({ ok: false, problem: '--count given twice; u' });

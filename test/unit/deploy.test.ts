@@ -68,7 +68,8 @@ function typeErrors(cases: readonly TypeCase[]): string[][] {
     return text === undefined ? getSourceFile(f, lang, ...rest) : ts.createSourceFile(f, text, lang);
   };
   const program = ts.createProgram(files, options, host);
-  const message = (d: ts.Diagnostic): string => ts.flattenDiagnosticMessageText(d.messageText, '\n').split('\n').slice(-1)[0]!.trim();
+  const message = (d: ts.Diagnostic): string =>
+    ts.flattenDiagnosticMessageText(d.messageText, '\n').split('\n').slice(-1)[0]!.trim();
   const global = ts.getPreEmitDiagnostics(program).filter((d) => d.file === undefined || !sources.has(d.file.fileName));
   expect(global.map(message)).toEqual([]);
   return files.map((f) => ts.getPreEmitDiagnostics(program, program.getSourceFile(f)).map(message));
@@ -102,12 +103,22 @@ describe('deploy/daemonset.yaml', () => {
     expect(volume?.hostPath).toEqual({ path: CNI_BIN, type: 'Directory' });
   });
 
-  it('then runs the resident announcer from the same image, for /run/cni-announcer, logging JSON, serving on the node\'s address', () => {
+  it("then runs the resident announcer from the same image, for /run/cni-announcer, logging JSON, serving on the node's address", () => {
     expect(pod.containers).toHaveLength(1);
     const main = pod.containers[0]!;
     expect(main.image).toBe(pod.initContainers![0]!.image);
-    expect(main.command).toEqual(['/announcer', 'daemon', STATE_DIR, '--resident', '--log-format=json', '--listen=$(HOST_IP):9464']);
-    expect(parseDaemonArgs(main.command!.slice(2))).toEqual({ ok: true, args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' } });
+    expect(main.command).toEqual([
+      '/announcer',
+      'daemon',
+      STATE_DIR,
+      '--resident',
+      '--log-format=json',
+      '--listen=$(HOST_IP):9464',
+    ]);
+    expect(parseDaemonArgs(main.command!.slice(2))).toEqual({
+      ok: true,
+      args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
+    });
     expect(main.env).toEqual([{ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
     expect(pod.hostNetwork).toBe(true);
   });
@@ -116,23 +127,34 @@ describe('deploy/daemonset.yaml', () => {
     const main = pod.containers[0]!;
     const port = main.ports?.find((p) => p.name === 'metrics');
     expect(port?.containerPort).toBe(9464);
-    for (const probe of [main.livenessProbe, main.readinessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    for (const probe of [main.livenessProbe, main.readinessProbe])
+      expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
   });
 
-  it('runs as root (the plugin\'s uid) with ALL dropped and exactly SYS_ADMIN, NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason', () => {
+  it("runs as root (the plugin's uid) with ALL dropped and exactly SYS_ADMIN, NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason", () => {
     const sc = pod.containers[0]!.securityContext!;
-    expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([0, false, false, true]);
+    expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([
+      0,
+      false,
+      false,
+      true,
+    ]);
     expect(sc.seccompProfile).toEqual({ type: 'RuntimeDefault' });
     expect(sc.capabilities?.drop).toEqual(['ALL']);
     expect([...(sc.capabilities?.add ?? [])].sort()).toEqual(['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN', 'SYS_PTRACE']);
     const text = readFileSync(join(ROOT, 'deploy/daemonset.yaml'), 'utf8');
-    for (const [cap, why] of [['SYS_ADMIN', /setns\(2\)/], ['NET_RAW', /AF_PACKET/], ['NET_ADMIN', /rtnetlink/], ['SYS_PTRACE', /\/proc\/PID\/ns\/net/]] as const) {
+    for (const [cap, why] of [
+      ['SYS_ADMIN', /setns\(2\)/],
+      ['NET_RAW', /AF_PACKET/],
+      ['NET_ADMIN', /rtnetlink/],
+      ['SYS_PTRACE', /\/proc\/PID\/ns\/net/],
+    ] as const) {
       const comment = new RegExp(`((?:\\n\\s*#[^\\n]*)+)\\n\\s*- ${cap}\\n`).exec(text)?.[1];
       expect(comment, cap).toMatch(why);
     }
   });
 
-  it('mounts the stateDir at its own path, the netns dirs with HostToContainer propagation, and shares the node\'s PIDs for /proc/PID/ns/net', () => {
+  it("mounts the stateDir at its own path, the netns dirs with HostToContainer propagation, and shares the node's PIDs for /proc/PID/ns/net", () => {
     const main = pod.containers[0]!;
     const hostPathOf = (mountPath: string): string | undefined => {
       const mount = main.volumeMounts?.find((m) => m.mountPath === mountPath);
@@ -196,7 +218,12 @@ function expectAnnouncerConflist(text: string, what: string): Conflist {
 
 describe('deploy/network-attachment-definition.yaml', () => {
   const docs = yamlDocs('deploy/network-attachment-definition.yaml');
-  const nad = docs[0] as { apiVersion: string; kind: string; metadata: Record<string, unknown>; spec: Record<string, unknown> };
+  const nad = docs[0] as {
+    apiVersion: string;
+    kind: string;
+    metadata: Record<string, unknown>;
+    spec: Record<string, unknown>;
+  };
 
   it('is one k8s.cni.cncf.io/v1 NetworkAttachmentDefinition: valid ObjectMeta, spec holding only the config string', () => {
     expect(docs).toHaveLength(1);
@@ -215,7 +242,9 @@ describe('deploy/network-attachment-definition.yaml', () => {
   it('the conflist check rejects an announcer entry the plugin would reject', () => {
     const list = JSON.parse(nad.spec.config as string) as Conflist;
     list.plugins.find((p) => p.type === 'announcer')!.count = 11;
-    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(/"count" must be an integer from 0 to 10/);
+    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(
+      /"count" must be an integer from 0 to 10/,
+    );
   });
 });
 
@@ -229,7 +258,11 @@ describe('no unknown field anywhere (TypeScript excess property checks on the ku
   beforeAll(() => {
     verdicts = typeErrors([
       { ...DAEMONSET, value: ds },
-      { module: '@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta', typeName: 'IObjectMeta', value: nad.metadata },
+      {
+        module: '@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta',
+        typeName: 'IObjectMeta',
+        value: nad.metadata,
+      },
       { ...DAEMONSET, value: misspelt },
     ]);
   }, 60_000);
@@ -243,7 +276,11 @@ describe('no unknown field anywhere (TypeScript excess property checks on the ku
 });
 
 describe('examples/*.json', () => {
-  it.each(['examples/bridge-conflist.json', 'examples/macvlan-conflist.json', 'examples/containerd-annotations-conflist.json'])('%s is a conflist whose announcer entry the plugin accepts', (path) => {
+  it.each([
+    'examples/bridge-conflist.json',
+    'examples/macvlan-conflist.json',
+    'examples/containerd-annotations-conflist.json',
+  ])('%s is a conflist whose announcer entry the plugin accepts', (path) => {
     expectAnnouncerConflist(readFileSync(join(ROOT, path), 'utf8'), path);
   });
 });

@@ -62,7 +62,10 @@ describe('createLogger: fields', () => {
     const attachment = log.with({ containerId: 'c0ffee', ifname: 'eth0' });
     attachment.info('announced', { frames: 2 });
     attachment.info('moved', { ifname: 'net1' });
-    expect(lines).toEqual([`${T} INFO announced containerId=c0ffee ifname=eth0 frames=2\n`, `${T} INFO moved containerId=c0ffee ifname=net1\n`]);
+    expect(lines).toEqual([
+      `${T} INFO announced containerId=c0ffee ifname=eth0 frames=2\n`,
+      `${T} INFO moved containerId=c0ffee ifname=net1\n`,
+    ]);
   });
 
   it('chains with() and keeps the parent logger unchanged', () => {
@@ -70,7 +73,10 @@ describe('createLogger: fields', () => {
     const child = log.with({ containerId: 'c0ffee' }).with({ ifname: 'eth0' });
     child.info('a');
     log.info('b');
-    expect(lines).toEqual([`${T} INFO a network=podnet containerId=c0ffee ifname=eth0\n`, `${T} INFO b network=podnet\n`]);
+    expect(lines).toEqual([
+      `${T} INFO a network=podnet containerId=c0ffee ifname=eth0\n`,
+      `${T} INFO b network=podnet\n`,
+    ]);
   });
 
   it('keeps the level in with() loggers', () => {
@@ -81,7 +87,12 @@ describe('createLogger: fields', () => {
 
   it('quotes values with spaces, quotes or "="', () => {
     const { log, lines } = capture('info');
-    log.info('not announcing address', { reason: 'not ready', note: 'say "hi"', args: 'K=V', path: '/var/run/netns/pod' });
+    log.info('not announcing address', {
+      reason: 'not ready',
+      note: 'say "hi"',
+      args: 'K=V',
+      path: '/var/run/netns/pod',
+    });
     expect(lines).toEqual([
       `${T} INFO not announcing address reason="not ready" note="say \\"hi\\"" args="K=V" path=/var/run/netns/pod\n`,
     ]);
@@ -97,7 +108,10 @@ describe('createLogger: fields', () => {
     const { log, lines } = capture('info');
     log.error('ADD failed', { error: new SysError('setns(/var/run/netns/pod)', 2) });
     log.error('ADD failed', { error: new Error('boom') });
-    expect(lines).toEqual([`${T} ERROR ADD failed error="setns(/var/run/netns/pod): ENOENT"\n`, `${T} ERROR ADD failed error=boom\n`]);
+    expect(lines).toEqual([
+      `${T} ERROR ADD failed error="setns(/var/run/netns/pod): ENOENT"\n`,
+      `${T} ERROR ADD failed error=boom\n`,
+    ]);
   });
 });
 
@@ -142,7 +156,12 @@ describe('fileSink', () => {
 describe('values JSON cannot encode', () => {
   it('logs BigInt and circular values instead of throwing', () => {
     const lines: string[] = [];
-    const log = createLogger((l) => lines.push(l), 'debug', {}, () => new Date(0));
+    const log = createLogger(
+      (l) => lines.push(l),
+      'debug',
+      {},
+      () => new Date(0),
+    );
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     log.warn('odd values', { big: 10n, circular });

@@ -2,7 +2,24 @@ import * as nodePath from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { basename, dirname, join } from '../../src/path';
 
-const SAMPLES = ['', '/', '//', 'a', '/a', 'a/', '/a/b', '/a/b/', 'a/b/c', '/a//b', './a', '../a', '/../a', 'a/../../b', '/run/cni-announcer/c0ffee@eth0.json', '/$bunfs/root/announcer'];
+const SAMPLES = [
+  '',
+  '/',
+  '//',
+  'a',
+  '/a',
+  'a/',
+  '/a/b',
+  '/a/b/',
+  'a/b/c',
+  '/a//b',
+  './a',
+  '../a',
+  '/../a',
+  'a/../../b',
+  '/run/cni-announcer/c0ffee@eth0.json',
+  '/$bunfs/root/announcer',
+];
 
 describe('path', () => {
   it('joins as node:path does', () => {

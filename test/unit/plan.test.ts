@@ -1,5 +1,13 @@
 import { describe, it, expect } from 'vitest';
-import { burstSchedule, burstSpanMs, MAX_BURST_SPAN_MS, planAnnouncement, roundFrames, type PlanOptions, type PlanResult } from '../../src/plan';
+import {
+  burstSchedule,
+  burstSpanMs,
+  MAX_BURST_SPAN_MS,
+  planAnnouncement,
+  roundFrames,
+  type PlanOptions,
+  type PlanResult,
+} from '../../src/plan';
 import { gratuitousArp } from '../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../src/wire/ndp';
 
@@ -106,7 +114,14 @@ describe('planAnnouncement: pod interfaces', () => {
     };
     const plan = planAnnouncement(OPTIONS, result, ENV);
     expect(plan.interfaces).toEqual([
-      { name: 'eth0', resultIndex: undefined, addresses: ['10.88.0.5'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined },
+      {
+        name: 'eth0',
+        resultIndex: undefined,
+        addresses: ['10.88.0.5'],
+        ipv4: ['10.88.0.5'],
+        ipv6: [],
+        targetMac: undefined,
+      },
     ]);
   });
 
@@ -136,9 +151,23 @@ describe('planAnnouncement: pod interfaces', () => {
       ],
     };
     const plan = planAnnouncement(OPTIONS, result, ENV);
-    expect(plan.interfaces.map((i) => ({ name: i.name, index: i.resultIndex, addresses: i.addresses, ipv4: i.ipv4, ipv6: i.ipv6 }))).toEqual([
+    expect(
+      plan.interfaces.map((i) => ({
+        name: i.name,
+        index: i.resultIndex,
+        addresses: i.addresses,
+        ipv4: i.ipv4,
+        ipv6: i.ipv6,
+      })),
+    ).toEqual([
       { name: 'eth0', index: 0, addresses: ['10.88.0.5'], ipv4: ['10.88.0.5'], ipv6: [] },
-      { name: 'net1', index: 1, addresses: ['10.89.0.5', 'fd00:89::5', '10.89.0.6'], ipv4: ['10.89.0.5', '10.89.0.6'], ipv6: ['fd00:89::5'] },
+      {
+        name: 'net1',
+        index: 1,
+        addresses: ['10.89.0.5', 'fd00:89::5', '10.89.0.6'],
+        ipv4: ['10.89.0.5', '10.89.0.6'],
+        ipv6: ['fd00:89::5'],
+      },
     ]);
   });
 
@@ -244,7 +273,11 @@ describe('planAnnouncement: IP-derived MAC', () => {
   });
 
   it('derives 0a:58 + sha256("fd00::5")[0..4] for an IPv6-only pod', () => {
-    const [iface] = planAnnouncement(options({ mac: 'ip-derived' }), single([{ address: 'fd00::5', family: 6 }]), ENV).interfaces;
+    const [iface] = planAnnouncement(
+      options({ mac: 'ip-derived' }),
+      single([{ address: 'fd00::5', family: 6 }]),
+      ENV,
+    ).interfaces;
     expect(hex(iface!.targetMac)).toBe('0a5867cc136b');
   });
 
@@ -317,7 +350,15 @@ describe('roundFrames', () => {
 
   it('sends no ARP on a NOARP link, only the NAs', () => {
     const frames = roundFrames(
-      { mac: MAC, noarp: true, ipv4: [V4_A], ipv6: [{ bytes: V6_A, optimistic: false }, { bytes: V6_B, optimistic: false }] },
+      {
+        mac: MAC,
+        noarp: true,
+        ipv4: [V4_A],
+        ipv6: [
+          { bytes: V6_A, optimistic: false },
+          { bytes: V6_B, optimistic: false },
+        ],
+      },
       ['request', 'reply'],
       false,
     );
@@ -327,7 +368,15 @@ describe('roundFrames', () => {
 
   it('sets O=1 for a settled address and clears it for an optimistic one', () => {
     const frames = roundFrames(
-      { mac: MAC, noarp: false, ipv4: [], ipv6: [{ bytes: V6_A, optimistic: false }, { bytes: V6_B, optimistic: true }] },
+      {
+        mac: MAC,
+        noarp: false,
+        ipv4: [],
+        ipv6: [
+          { bytes: V6_A, optimistic: false },
+          { bytes: V6_B, optimistic: true },
+        ],
+      },
       ['request'],
       false,
     );
@@ -336,7 +385,15 @@ describe('roundFrames', () => {
 
   it('sets R when the pod is a router', () => {
     const frames = roundFrames(
-      { mac: MAC, noarp: false, ipv4: [], ipv6: [{ bytes: V6_A, optimistic: false }, { bytes: V6_B, optimistic: true }] },
+      {
+        mac: MAC,
+        noarp: false,
+        ipv4: [],
+        ipv6: [
+          { bytes: V6_A, optimistic: false },
+          { bytes: V6_B, optimistic: true },
+        ],
+      },
       ['request'],
       true,
     );

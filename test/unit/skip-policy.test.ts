@@ -59,7 +59,11 @@ describe('the skips in test/', () => {
   it('use conditions that each call skipUnless', () => {
     const sources = tsFiles(join(ROOT, 'test')).map((f) => readFileSync(join(ROOT, f), 'utf8'));
     for (const name of APPROVED_CONDITIONS.filter((n) => n !== 'skipUnless')) {
-      const bodies = sources.flatMap((s) => [...s.matchAll(new RegExp(`export function ${name}\\(\\): boolean \\{\\n([\\s\\S]*?)\\n\\}`, 'g'))].map((m) => m[1]));
+      const bodies = sources.flatMap((s) =>
+        [...s.matchAll(new RegExp(`export function ${name}\\(\\): boolean \\{\\n([\\s\\S]*?)\\n\\}`, 'g'))].map(
+          (m) => m[1],
+        ),
+      );
       expect(bodies, name).toHaveLength(1);
       expect(bodies[0], name).toMatch(/\bskipUnless\(/);
     }

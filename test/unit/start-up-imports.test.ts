@@ -11,7 +11,10 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The modules a file loads when it is loaded: static imports and re-exports, not `import type` nor `import(…)`; relative ones resolved, packages as named. */
+/**
+ * The modules a file loads when it is loaded: static imports and re-exports, not `import type` nor `import(…)`;
+ * relative ones resolved, packages as named.
+ */
 function staticSpecifiers(file: string): { relative: string[]; packages: string[] } {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022);
   const specifiers: ts.Expression[] = [];
@@ -51,7 +54,10 @@ function typeOnly(clause: ts.ImportClause | undefined): boolean {
   return named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
 }
 
-/** The .ts file a relative specifier names in the binary (its Bun twin, X.bun.ts, where one exists: scripts/build/plugin.ts); undefined for anything else (package.json). */
+/**
+ * The .ts file a relative specifier names in the binary (its Bun twin, X.bun.ts, where one exists:
+ * scripts/build/plugin.ts); undefined for anything else (package.json).
+ */
 function resolveTs(from: string, specifier: string): string | undefined {
   const base = resolve(from, specifier);
   return [`${base}.bun.ts`, `${base}.ts`, join(base, 'index.ts')].find((f) => existsSync(f));
@@ -74,7 +80,12 @@ describe("start-up's static imports", () => {
   it('leave the options, their schemas and the config parser to the commands that need them', () => {
     const graph = staticGraph('src/main.ts');
     expect(graph).toContain('src/about.ts');
-    for (const lazy of ['src/cni/config.ts', 'src/cni/options.ts', 'src/cni/option-schema.ts', 'src/cni/zod-checks.ts']) {
+    for (const lazy of [
+      'src/cni/config.ts',
+      'src/cni/options.ts',
+      'src/cni/option-schema.ts',
+      'src/cni/zod-checks.ts',
+    ]) {
       expect(graph).not.toContain(lazy);
     }
     expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
@@ -90,10 +101,23 @@ describe("start-up's static imports", () => {
   });
 
   it("leave FFI and validation off the shim's path: its modules, and the unix-stream twin it loads", () => {
-    const graph = new Set([...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/sys/unix-stream.ts'), ...staticGraph('src/shim/start.ts'), ...staticGraph('src/sys/private-dir.ts'), ...staticGraph('src/sys/spawn-child.ts')]);
+    const graph = new Set([
+      ...staticGraph('src/shim/shim.ts'),
+      ...staticGraph('src/shim/shim-deps.ts'),
+      ...staticGraph('src/sys/unix-stream.ts'),
+      ...staticGraph('src/shim/start.ts'),
+      ...staticGraph('src/sys/private-dir.ts'),
+      ...staticGraph('src/sys/spawn-child.ts'),
+    ]);
     expect(graph).toContain('src/shim/exchange.ts');
     expect(graph).toContain('src/sys/unix-stream.bun.ts');
-    const banned = [...graph].filter((f) => f === 'src/sys/libc.ts' || f === 'src/sys/koffi.ts' || f.startsWith('src/native/') || /^src\/cni\/(config|options|option-schema|zod-checks)\.ts$/.test(f));
+    const banned = [...graph].filter(
+      (f) =>
+        f === 'src/sys/libc.ts' ||
+        f === 'src/sys/koffi.ts' ||
+        f.startsWith('src/native/') ||
+        /^src\/cni\/(config|options|option-schema|zod-checks)\.ts$/.test(f),
+    );
     expect(banned).toEqual([]);
     expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
   });
@@ -101,7 +125,8 @@ describe("start-up's static imports", () => {
   it("leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB", () => {
     const fast = ['src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts'];
     const graph = new Set(fast.flatMap((entry) => [...staticGraph(entry)]));
-    const importsFs = (file: string): boolean => /^import [^;]* from 'node:fs';$/m.test(readFileSync(join(ROOT, file), 'utf8'));
+    const importsFs = (file: string): boolean =>
+      /^import [^;]* from 'node:fs';$/m.test(readFileSync(join(ROOT, file), 'utf8'));
     expect(graph).toContain('src/shim/exchange.ts');
     expect(graph).toContain('src/sys/stdio.bun.ts');
     expect(graph).not.toContain('src/sys/stdio.ts');
@@ -111,7 +136,12 @@ describe("start-up's static imports", () => {
   });
 
   it("leave prom-client and the HTTP endpoint to the announcer: neither start-up nor the shim's path loads them", () => {
-    const startUp = [...staticGraph('src/main.ts'), ...staticGraph('src/shim/shim.ts'), ...staticGraph('src/shim/shim-deps.ts'), ...staticGraph('src/shim/start.ts')];
+    const startUp = [
+      ...staticGraph('src/main.ts'),
+      ...staticGraph('src/shim/shim.ts'),
+      ...staticGraph('src/shim/shim-deps.ts'),
+      ...staticGraph('src/shim/start.ts'),
+    ];
     const importsProm = (file: string): boolean => /from 'prom-client/.test(readFileSync(join(ROOT, file), 'utf8'));
     expect(startUp.filter((f) => importsProm(f) || /^src\/daemon\/(metrics|http)/.test(f))).toEqual([]);
     // The walk sees them where they are.
@@ -122,8 +152,14 @@ describe("start-up's static imports", () => {
     expect(staticGraph('src/daemon/metrics.ts')).toContain('src/daemon/metrics.ts');
     expect(readFileSync(join(ROOT, 'src/daemon/lazy-metrics.ts'), 'utf8')).toContain("await import('./metrics')");
     // Its modules one by one: the index also loads the Pushgateway (node:http, https, zlib) and node:cluster.
-    const specifiers = [...readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g)].map((m) => m[1]);
-    expect(specifiers.sort()).toEqual(['prom-client/lib/counter', 'prom-client/lib/histogram', 'prom-client/lib/registry']);
+    const specifiers = [
+      ...readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g),
+    ].map((m) => m[1]);
+    expect(specifiers.sort()).toEqual([
+      'prom-client/lib/counter',
+      'prom-client/lib/histogram',
+      'prom-client/lib/registry',
+    ]);
   });
 
   it('are followed through a value import (the walk would see a regression)', () => {

@@ -20,7 +20,11 @@ function summarise(report: unknown): string {
   return execFileSync('node', [join(ROOT, 'scripts/test-summary.mjs'), file], { cwd: ROOT, encoding: 'utf8' });
 }
 
-const test = (status: string, title: string, ancestorTitles: string[] = ['suite']) => ({ status, title, ancestorTitles });
+const test = (status: string, title: string, ancestorTitles: string[] = ['suite']) => ({
+  status,
+  title,
+  ancestorTitles,
+});
 
 describe('test-summary.mjs', () => {
   it('lists the skipped and todo tests under their files, then the closing line', () => {
@@ -33,7 +37,12 @@ describe('test-summary.mjs', () => {
         { name: join(ROOT, 'test/unit/a.test.ts'), assertionResults: [test('passed', 'a1'), test('failed', 'a2')] },
         {
           name: join(ROOT, 'test/integration/b.test.ts'),
-          assertionResults: [test('skipped', 'b1', ['outer', 'inner']), test('passed', 'b2'), test('pending', 'b3'), test('todo', 'b4')],
+          assertionResults: [
+            test('skipped', 'b1', ['outer', 'inner']),
+            test('passed', 'b2'),
+            test('pending', 'b3'),
+            test('todo', 'b4'),
+          ],
         },
       ],
     });
@@ -51,7 +60,13 @@ describe('test-summary.mjs', () => {
   });
 
   it('prints only the closing line when nothing was skipped', () => {
-    const out = summarise({ numPassedTests: 1, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults: [{ name: join(ROOT, 'x.test.ts'), assertionResults: [test('passed', 'x')] }] });
+    const out = summarise({
+      numPassedTests: 1,
+      numFailedTests: 0,
+      numPendingTests: 0,
+      numTodoTests: 0,
+      testResults: [{ name: join(ROOT, 'x.test.ts'), assertionResults: [test('passed', 'x')] }],
+    });
     expect(out).toBe('1 passed, 0 failed, 0 skipped\n');
   });
 });

@@ -66,7 +66,9 @@ type Layout<Field extends string> = { size: number } & Record<Field, number>;
 
 /** The structs passed by pointer, by their C names (`struct` left out); glibc's layouts. */
 export interface KernelStructs {
-  sockaddr_ll: Layout<'sll_family' | 'sll_protocol' | 'sll_ifindex' | 'sll_hatype' | 'sll_pkttype' | 'sll_halen' | 'sll_addr'>;
+  sockaddr_ll: Layout<
+    'sll_family' | 'sll_protocol' | 'sll_ifindex' | 'sll_hatype' | 'sll_pkttype' | 'sll_halen' | 'sll_addr'
+  >;
   sockaddr_nl: Layout<'nl_family' | 'nl_pid' | 'nl_groups'>;
   sockaddr_un: Layout<'sun_family' | 'sun_path'>;
   sockaddr_in: Layout<'sin_family' | 'sin_port' | 'sin_addr'>;

@@ -3,7 +3,9 @@
 // architectures we build for are little-endian.
 import { ABI } from './kernel-abi';
 
-/** A struct sockaddr_ll: `protocol` (an ethertype, network order) on `ifindex`, and to send, the Ethernet `destination`. */
+/**
+ * A struct sockaddr_ll: `protocol` (an ethertype, network order) on `ifindex`, and to send, the Ethernet `destination`.
+ */
 export function sockaddrLl(ifindex: number, protocol: number, destination?: Uint8Array): Buffer {
   const ll = ABI.sockaddr_ll;
   const sll = Buffer.alloc(ll.size);

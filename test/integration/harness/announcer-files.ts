@@ -12,7 +12,12 @@ import type { Scope } from './scope';
  * runs (every command leaves one running for idleExitMs; announcerLeftovers
  * checks that the socket goes with it).
  */
-export const DAEMON_STATE_FILES: readonly string[] = ['announcer-daemon.flock', 'announcer.sock', 'rate-limit.bucket', 'rate-limit.bucket.flock'];
+export const DAEMON_STATE_FILES: readonly string[] = [
+  'announcer-daemon.flock',
+  'announcer.sock',
+  'rate-limit.bucket',
+  'rate-limit.bucket.flock',
+];
 
 /**
  * Names of the entries in stateDir (records and anything else) but

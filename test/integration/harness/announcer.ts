@@ -33,7 +33,10 @@ export interface AnnouncerAttachment {
   command?: AnnouncerCommand;
 }
 
-/** An argv that runs the announcer (the plugin's path last, e.g. `qemu-aarch64-static bin/announcer-arm64`), and env it needs besides CNI's. */
+/**
+ * An argv that runs the announcer (the plugin's path last, e.g. `qemu-aarch64-static bin/announcer-arm64`), and env it
+ * needs besides CNI's.
+ */
 export interface AnnouncerCommand {
   argv: readonly [string, ...string[]];
   env?: Record<string, string>;
@@ -47,7 +50,11 @@ export interface AnnouncerOutput extends CniOutput {
 /** The attachments whose own DEL exited 0 after their last ADD: the scope's DEL need not run again. */
 const deleted = new WeakSet<AnnouncerAttachment>();
 
-function announcerCall(a: AnnouncerAttachment, command: string, options: Record<string, unknown>): [CniCall, Record<string, unknown>] {
+function announcerCall(
+  a: AnnouncerAttachment,
+  command: string,
+  options: Record<string, unknown>,
+): [CniCall, Record<string, unknown>] {
   const conf = { type: 'announcer', ...a.options, ...options, stateDir: a.files.stateDir, logFile: a.files.logFile };
   const config = { ...conf, name: a.mainConf.name, cniVersion: a.mainConf.cniVersion, prevResult: a.prevResult };
   const call: CniCall = { command, containerId: a.containerId, ifname: a.ifname ?? 'eth0' };
@@ -61,7 +68,11 @@ function announcerCall(a: AnnouncerAttachment, command: string, options: Record<
  * `options` over the attachment's. Never throws on a plugin error: the test
  * judges the output. ADD's cleanup is announcerAdd's.
  */
-export async function announcerRun(a: AnnouncerAttachment, command: 'ADD' | 'CHECK' | 'DEL', options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
+export async function announcerRun(
+  a: AnnouncerAttachment,
+  command: 'ADD' | 'CHECK' | 'DEL',
+  options: Record<string, unknown> = {},
+): Promise<AnnouncerOutput> {
   const [call, config] = announcerCall(a, command, options);
   const [cmd, ...args] = a.command?.argv ?? [ANNOUNCER];
   const out = await pluginExec(cmd, { ...call, env: { ...a.command?.env } }, config, a.node, args);
@@ -83,12 +94,17 @@ export async function announcerDel(a: AnnouncerAttachment): Promise<AnnouncerOut
  * netns): no options, CNI_ARGS or prevResult, which a test may have made invalid.
  * The announcer of stateDir is stopped at close too, after those DELs (stopDaemonAtClose).
  */
-export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options: Record<string, unknown> = {}): Promise<AnnouncerOutput> {
+export async function announcerAdd(
+  scope: Scope,
+  a: AnnouncerAttachment,
+  options: Record<string, unknown> = {},
+): Promise<AnnouncerOutput> {
   deleted.delete(a);
   stopDaemonAtClose(scope, a.files.stateDir);
   const { args: _args, options: _options, ...plain } = a;
   scope.defer(async () => {
-    if (!deleted.has(a)) assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
+    if (!deleted.has(a))
+      assertCniOk(`announcer DEL ${a.containerId}`, await announcerRun({ ...plain, prevResult: undefined }, 'DEL'));
   }, `announcer DEL ${a.containerId}`);
   return announcerRun(a, 'ADD', options);
 }
@@ -97,8 +113,16 @@ export async function announcerAdd(scope: Scope, a: AnnouncerAttachment, options
  * GC (spec 1.1.0) of stateDir for the network `name`, with the attachment
  * lists (`cni.dev/valid-attachments`, `cni.dev/attachments`) in `lists`.
  */
-export async function announcerGc(stateDir: string, name: string, lists: Record<string, unknown>): Promise<AnnouncerOutput> {
-  const out = await cniExec(ANNOUNCER, { command: 'GC' }, { cniVersion: '1.1.0', name, type: 'announcer', stateDir, ...lists });
+export async function announcerGc(
+  stateDir: string,
+  name: string,
+  lists: Record<string, unknown>,
+): Promise<AnnouncerOutput> {
+  const out = await cniExec(
+    ANNOUNCER,
+    { command: 'GC' },
+    { cniVersion: '1.1.0', name, type: 'announcer', stateDir, ...lists },
+  );
   return { ...out, exitedAt: Date.now() };
 }
 
@@ -117,5 +141,8 @@ export async function announcerLeftovers(files: Pick<AnnouncerFiles, 'stateDir'>
     // Stopped, the announcer takes its socket with it.
     ...(existsSync(join(files.stateDir, DAEMON_SOCKET)) ? [`state file ${DAEMON_SOCKET}`] : []),
   ];
-  return waitFor(async () => ((await now()).length === 0 ? [] : false), { timeoutMs: 3000, what: 'no announcer leftovers' }).catch(now);
+  return waitFor(async () => ((await now()).length === 0 ? [] : false), {
+    timeoutMs: 3000,
+    what: 'no announcer leftovers',
+  }).catch(now);
 }

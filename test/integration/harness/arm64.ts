@@ -23,6 +23,7 @@ export const QEMU_ANNOUNCER: AnnouncerCommand = { argv: [QEMU_AARCH64, ANNOUNCER
 export function arm64Missing(): string | undefined {
   const qemu = (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && existsSync(`${dir}/${QEMU_AARCH64}`));
   if (!qemu) return `${QEMU_AARCH64} is not installed (scripts/ensure-system-deps.sh installs it)`;
-  if (!existsSync(`${ARM64_SYSROOT}/lib/ld-linux-aarch64.so.1`)) return `no arm64 libraries in ${ARM64_SYSROOT} (libc6-arm64-cross)`;
+  if (!existsSync(`${ARM64_SYSROOT}/lib/ld-linux-aarch64.so.1`))
+    return `no arm64 libraries in ${ARM64_SYSROOT} (libc6-arm64-cross)`;
   return undefined;
 }

@@ -85,13 +85,21 @@ export async function attachBridgePod(scope: Scope, opts: AttachPodOptions): Pro
     ...(opts.extra === undefined ? {} : { extra: opts.extra }),
   };
   const t0 = Date.now();
-  const result = await addBridgePod(scope, { ...podOpts, netns: netns.path, containerId, ...(opts.args === undefined ? {} : { args: opts.args }) });
+  const result = await addBridgePod(scope, {
+    ...podOpts,
+    netns: netns.path,
+    containerId,
+    ...(opts.args === undefined ? {} : { args: opts.args }),
+  });
   const addMs = Date.now() - t0;
   const pod = podInterface(result);
   const port = hostVeth(result, bridge);
-  if (pod?.sandbox !== netns.path || !port) throw new Error(`bridge result without the pod's or the host's interface: ${JSON.stringify(result)}`);
+  if (pod?.sandbox !== netns.path || !port)
+    throw new Error(`bridge result without the pod's or the host's interface: ${JSON.stringify(result)}`);
   if (opts.settle) {
-    await waitFor(async () => (await linkShow('eth0', netns.name))?.operstate === 'UP', { what: `eth0 of ${netns.name} up` });
+    await waitFor(async () => (await linkShow('eth0', netns.name))?.operstate === 'UP', {
+      what: `eth0 of ${netns.name} up`,
+    });
     await waitFor(async () => (await portState(port.name)) === 'forwarding', { what: `port ${port.name} forwarding` });
   }
   const conf = bridgeConfig(podOpts);
@@ -112,9 +120,16 @@ export async function attachBridgePod(scope: Scope, opts: AttachPodOptions): Pro
 }
 
 /** A fresh subnet and bridge (the node at host 1, IPv6 too with `ip6`), and one pod on it (attachBridgePod). */
-export async function createBridgePod(scope: Scope, opts: Omit<AttachPodOptions, 'net' | 'bridge'>): Promise<BridgePod> {
+export async function createBridgePod(
+  scope: Scope,
+  opts: Omit<AttachPodOptions, 'net' | 'bridge'>,
+): Promise<BridgePod> {
   const net = allocSubnet();
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), ...(opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {}), prefix: opts.prefix });
+  const bridge = await createBridge(scope, {
+    v4Cidr: net.v4Cidr(1),
+    ...(opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {}),
+    prefix: opts.prefix,
+  });
   return attachBridgePod(scope, { ...opts, net, bridge });
 }
 
@@ -123,9 +138,23 @@ export async function createBridgePod(scope: Scope, opts: Omit<AttachPodOptions,
  * pod (host 9) on it, so that the bridge keeps its carrier while other pods
  * come and go: losing it would flush the bridge's neighbour entries.
  */
-export async function bridgeWithKeeper(scope: Scope, net: Subnet, opts: { prefix: string; ip6?: boolean }): Promise<string> {
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), ...(opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {}), prefix: opts.prefix });
-  await attachBridgePod(scope, { prefix: opts.prefix, net, bridge, host: 9, containerId: `${opts.prefix}-keeper-${randomBytes(3).toString('hex')}` });
+export async function bridgeWithKeeper(
+  scope: Scope,
+  net: Subnet,
+  opts: { prefix: string; ip6?: boolean },
+): Promise<string> {
+  const bridge = await createBridge(scope, {
+    v4Cidr: net.v4Cidr(1),
+    ...(opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {}),
+    prefix: opts.prefix,
+  });
+  await attachBridgePod(scope, {
+    prefix: opts.prefix,
+    net,
+    bridge,
+    host: 9,
+    containerId: `${opts.prefix}-keeper-${randomBytes(3).toString('hex')}`,
+  });
   return bridge;
 }
 

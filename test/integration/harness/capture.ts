@@ -90,7 +90,10 @@ export async function startCapture(scope: Scope, opts: CaptureOptions): Promise<
   const interrupt = async (): Promise<{ code: number | null; signal: NodeJS.Signals | null }> => {
     if (running) child.kill('SIGINT');
     const grace = new AbortController();
-    const done = await Promise.race([exited, sleep(10_000, undefined, { signal: grace.signal }).catch(() => undefined)]);
+    const done = await Promise.race([
+      exited,
+      sleep(10_000, undefined, { signal: grace.signal }).catch(() => undefined),
+    ]);
     grace.abort();
     if (done) return done;
     child.kill('SIGKILL');

@@ -75,7 +75,13 @@ export async function cniExec(pluginPath: string, call: CniCall, config: object 
  * (`ip netns exec node plugin`), so that the plugin's "host" is that netns.
  * `args` follow the plugin's path (a plugin run through qemu-user: `qemu-aarch64-static plugin`).
  */
-export async function pluginExec(plugin: string, call: CniCall, config: object, node?: string, args: readonly string[] = []): Promise<CniOutput> {
+export async function pluginExec(
+  plugin: string,
+  call: CniCall,
+  config: object,
+  node?: string,
+  args: readonly string[] = [],
+): Promise<CniOutput> {
   if (node === undefined) return runCniCommand(plugin, args, call, config);
   return runCniCommand('ip', ['netns', 'exec', node, plugin, ...args], call, config);
 }
@@ -125,7 +131,9 @@ export async function runCniCommand(
 /** Rejects with the plugin's output unless it exited 0. */
 export function assertCniOk<T extends CniOutput>(what: string, out: T): T {
   if (out.code !== 0) {
-    throw new Error(`${what} exited ${out.code}: ${(out.stdout.trim() || out.stderr.trim() || '(no output)').slice(0, 2000)}`);
+    throw new Error(
+      `${what} exited ${out.code}: ${(out.stdout.trim() || out.stderr.trim() || '(no output)').slice(0, 2000)}`,
+    );
   }
   return out;
 }
@@ -134,7 +142,11 @@ export function assertCniOk<T extends CniOutput>(what: string, out: T): T {
  * The stdin libcni gives a chained plugin: its own conf, plus the network's
  * `name` and `cniVersion`, plus the previous plugin's result as `prevResult`.
  */
-export function chainConfig(mainConf: { name: string; cniVersion: string }, announcerConf: object, prevResult: unknown): Record<string, unknown> {
+export function chainConfig(
+  mainConf: { name: string; cniVersion: string },
+  announcerConf: object,
+  prevResult: unknown,
+): Record<string, unknown> {
   return { ...announcerConf, name: mainConf.name, cniVersion: mainConf.cniVersion, prevResult };
 }
 
@@ -193,17 +205,27 @@ export function bridgeConfig(opts: Omit<BridgePodOptions, 'netns' | 'containerId
  */
 export async function addBridgePod(scope: Scope, opts: BridgePodOptions): Promise<any> {
   const config = bridgeConfig(opts);
-  const call = { containerId: opts.containerId, netns: opts.netns, ifname: opts.ifname ?? 'eth0', ...(opts.args === undefined ? {} : { args: opts.args }) };
+  const call = {
+    containerId: opts.containerId,
+    netns: opts.netns,
+    ifname: opts.ifname ?? 'eth0',
+    ...(opts.args === undefined ? {} : { args: opts.args }),
+  };
   scope.defer(async () => {
     assertCniOk(`bridge DEL ${opts.containerId}`, await cniExec(BRIDGE_PLUGIN, { ...call, command: 'DEL' }, config));
   }, `bridge DEL ${opts.containerId}`);
-  const out = assertCniOk(`bridge ADD ${opts.containerId}`, await cniExec(BRIDGE_PLUGIN, { ...call, command: 'ADD' }, config));
+  const out = assertCniOk(
+    `bridge ADD ${opts.containerId}`,
+    await cniExec(BRIDGE_PLUGIN, { ...call, command: 'ADD' }, config),
+  );
   return out.json;
 }
 
 /** The result's interface entry inside the sandbox (the pod side), by ifname. */
 export function podInterface(result: any, ifname = 'eth0'): { name: string; mac: string; sandbox: string } | undefined {
-  return (result?.interfaces ?? []).find((i: any) => i.name === ifname && typeof i.sandbox === 'string' && i.sandbox !== '');
+  return (result?.interfaces ?? []).find(
+    (i: any) => i.name === ifname && typeof i.sandbox === 'string' && i.sandbox !== '',
+  );
 }
 
 /** The result's host-side veth: an interface without sandbox that is not the bridge itself. */
@@ -212,7 +234,10 @@ export function hostVeth(result: any, bridge: string): { name: string; mac: stri
 }
 
 /** A prevResult (1.0.0) for pod interfaces inside `sandbox`, each with its addresses (CIDR). */
-export function podPrevResult(sandbox: string, interfaces: { name: string; mac: string; addresses: string[] }[]): Record<string, unknown> {
+export function podPrevResult(
+  sandbox: string,
+  interfaces: { name: string; mac: string; addresses: string[] }[],
+): Record<string, unknown> {
   return {
     cniVersion: '1.0.0',
     interfaces: interfaces.map((i) => ({ name: i.name, mac: i.mac, sandbox })),

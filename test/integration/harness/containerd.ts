@@ -30,9 +30,16 @@ import type { Scope } from './scope';
 import { waitFor } from './wait';
 
 /** Mounted in containerd's private mount namespace before it starts. */
-const MOUNT_NS_SETUP = ['mount -t tmpfs -o mode=0755 tmpfs /run', 'mount -t tmpfs -o mode=0755 tmpfs /var/lib', 'mount -t tmpfs -o mode=1777 tmpfs /var/tmp'].join(' && ');
+const MOUNT_NS_SETUP = [
+  'mount -t tmpfs -o mode=0755 tmpfs /run',
+  'mount -t tmpfs -o mode=0755 tmpfs /var/lib',
+  'mount -t tmpfs -o mode=1777 tmpfs /var/tmp',
+].join(' && ');
 
-/** Why the containerd tests cannot run here (root, containerd, ctr, runc, the runc shim, unshare, busybox-static), or undefined. */
+/**
+ * Why the containerd tests cannot run here (root, containerd, ctr, runc, the runc shim, unshare, busybox-static), or
+ * undefined.
+ */
 export function containerdUnavailable(): string | undefined {
   const priv = canRunIntegration();
   if (!priv.ok) return priv.why;
@@ -40,7 +47,10 @@ export function containerdUnavailable(): string | undefined {
   return missingTool(tools, 'scripts/ensure-system-deps.sh installs containerd, runc and busybox-static', childEnv());
 }
 
-/** For `describe.skipIf(skipContainerd())`: true when containerd cannot run here, after printing why (once per file); never under CI. */
+/**
+ * For `describe.skipIf(skipContainerd())`: true when containerd cannot run here, after printing why (once per file);
+ * never under CI.
+ */
 export function skipContainerd(): boolean {
   return skipUnless('containerd, runc, busybox-static and root', containerdUnavailable());
 }
@@ -67,7 +77,9 @@ export interface PrivateContainerd extends ContainerdPaths {
   cgroups(): Promise<string[]>;
 }
 
-/** What to start: the temp dir (made by the caller), the networks, the sandbox image's name and archive, the plugins. */
+/**
+ * What to start: the temp dir (made by the caller), the networks, the sandbox image's name and archive, the plugins.
+ */
 export interface ContainerdOptions {
   dir: string;
   networks: readonly HandlerNetwork[];
@@ -95,7 +107,14 @@ async function writeFiles(p: ContainerdPaths, opts: ContainerdOptions): Promise<
     await writeFile(join(p.confDir(n.handler), `10-${n.conflist.name}.conflist`), JSON.stringify(n.conflist, null, 2));
   }
   const config = join(p.dir, 'config.toml');
-  await writeFile(config, containerdConfig(p, opts.sandboxImage.name, opts.networks.map((n) => n.handler)));
+  await writeFile(
+    config,
+    containerdConfig(
+      p,
+      opts.sandboxImage.name,
+      opts.networks.map((n) => n.handler),
+    ),
+  );
   return config;
 }
 
@@ -103,12 +122,33 @@ async function writeFiles(p: ContainerdPaths, opts: ContainerdOptions): Promise<
  * Spawns containerd in its private mount namespace and waits until its CRI
  * answers. At scope close: containerd gets SIGTERM, SIGKILL after 10 s.
  */
-async function spawnContainerd(scope: Scope, p: ContainerdPaths, config: string): Promise<{ pid: number; cri: CriClient }> {
+async function spawnContainerd(
+  scope: Scope,
+  p: ContainerdPaths,
+  config: string,
+): Promise<{ pid: number; cri: CriClient }> {
   const logFile = join(p.dir, 'containerd.log');
   const logFd = openSync(logFile, 'a');
   // --pdeathsig: should the test process die before its cleanup, containerd goes with it.
-  const argv = ['--mount', '--propagation', 'private', '--', 'setpriv', '--pdeathsig', 'KILL', '--', 'sh', '-c', `${MOUNT_NS_SETUP} && exec containerd --config "$1"`, 'sh', config];
-  const child = spawn('unshare', argv, { env: childEnv({ [RUN_TAG_ENV]: RUN_TAG }, false), stdio: ['ignore', logFd, logFd] });
+  const argv = [
+    '--mount',
+    '--propagation',
+    'private',
+    '--',
+    'setpriv',
+    '--pdeathsig',
+    'KILL',
+    '--',
+    'sh',
+    '-c',
+    `${MOUNT_NS_SETUP} && exec containerd --config "$1"`,
+    'sh',
+    config,
+  ];
+  const child = spawn('unshare', argv, {
+    env: childEnv({ [RUN_TAG_ENV]: RUN_TAG }, false),
+    stdio: ['ignore', logFd, logFd],
+  });
   closeSync(logFd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   scope.defer(async () => {
@@ -123,7 +163,10 @@ async function spawnContainerd(scope: Scope, p: ContainerdPaths, config: string)
   const early = exited.then(async () => {
     throw new Error(`containerd exited early: ${(await readFile(logFile, 'utf8').catch(() => '')).slice(-2000)}`);
   });
-  const ready = waitFor(async () => (await cri.version().catch(() => false)) && true, { timeoutMs: 30_000, what: `containerd's CRI on ${p.socket}` });
+  const ready = waitFor(async () => (await cri.version().catch(() => false)) && true, {
+    timeoutMs: 30_000,
+    what: `containerd's CRI on ${p.socket}`,
+  });
   await Promise.race([ready, early]);
   return { pid: child.pid!, cri };
 }
@@ -149,7 +192,8 @@ export async function privateContainerd(scope: Scope, opts: ContainerdOptions): 
   const config = await writeFiles(p, opts);
   const cgroupParent = `/announcer-cri-${randomBytes(3).toString('hex')}`;
   scope.defer(() => removeCgroups(cgroupParent), `cgroup ${cgroupParent}`);
-  const shims = async (): Promise<number[]> => pidsWithArgv((argv) => /containerd-shim/.test(argv[0] ?? '') && argv.includes(p.socket));
+  const shims = async (): Promise<number[]> =>
+    pidsWithArgv((argv) => /containerd-shim/.test(argv[0] ?? '') && argv.includes(p.socket));
   scope.defer(async () => {
     const pids = await shims();
     await signalAndWait([...(await descendantsOf(pids)), ...pids], 'SIGKILL', 5000);
@@ -157,7 +201,8 @@ export async function privateContainerd(scope: Scope, opts: ContainerdOptions): 
   const { pid, cri } = await spawnContainerd(scope, p, config);
   scope.defer(() => removeAllSandboxes(cri), 'remove every pod sandbox');
 
-  const ctr = async (args: readonly string[]): Promise<string> => (await runOk('ctr', ['--address', p.socket, '-n', 'k8s.io', ...args])).stdout;
+  const ctr = async (args: readonly string[]): Promise<string> =>
+    (await runOk('ctr', ['--address', p.socket, '-n', 'k8s.io', ...args])).stdout;
   await ctr(['images', 'import', '--snapshotter', 'native', opts.sandboxImage.archive]);
   // CRI learns of the image from containerd's event stream, a moment later.
   await waitFor(() => cri.imageId(opts.sandboxImage.name), { what: `CRI to know ${opts.sandboxImage.name}` });
@@ -177,7 +222,9 @@ export async function privateContainerd(scope: Scope, opts: ContainerdOptions): 
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
-/** `<hierarchy>/<child>` for each cgroup directly under `parent` (or `parent` itself with `self`) in every hierarchy. */
+/**
+ * `<hierarchy>/<child>` for each cgroup directly under `parent` (or `parent` itself with `self`) in every hierarchy.
+ */
 async function cgroupsUnder(parent: string, self = false): Promise<string[]> {
   const found: string[] = [];
   for (const hierarchy of await entriesOf(CGROUP_ROOT)) {

@@ -26,11 +26,16 @@ export interface CriBridge {
   ctd: PrivateContainerd;
   net: Subnet;
   bridge: string;
-  /** The temporary dir of containerd, the announcer's stateDir and log (every process of the test names it in its argv). */
+  /**
+   * The temporary dir of containerd, the announcer's stateDir and log (every process of the test names it in its argv).
+   */
   dir: string;
   stateDir: string;
   logFile: string;
-  /** RunPodSandbox through `handler`, with `annotations`; the sandbox is stopped and removed at the close of `s`. Resolves with its ID. */
+  /**
+   * RunPodSandbox through `handler`, with `annotations`; the sandbox is stopped and removed at the close of `s`.
+   * Resolves with its ID.
+   */
   runPod(s: Scope, handler: string, annotations?: Record<string, string>): Promise<string>;
   /** The bridge's ports other than the keeper's. */
   podPorts(): Promise<string[]>;
@@ -52,7 +57,9 @@ export async function criBridge(
   // Runs after containerd is gone: a background announcer whose pod never got its DEL (a failed run).
   killStrays(scope);
   const ports = async (): Promise<string[]> =>
-    (JSON.parse((await runOk('ip', ['-j', 'link', 'show', 'master', bridge])).stdout) as { ifname: string }[]).map((p) => p.ifname);
+    (JSON.parse((await runOk('ip', ['-j', 'link', 'show', 'master', bridge])).stdout) as { ifname: string }[]).map(
+      (p) => p.ifname,
+    );
   const keeperPorts = await ports();
   const dir = await mkdtemp(join(tmpdir(), `announcer-${prefix}-`));
   scope.defer(() => rm(dir, { recursive: true, force: true }), `containerd dir ${dir}`);
@@ -70,7 +77,11 @@ export async function criBridge(
     dir,
     networks: Object.entries(announcers).map(([handler, announcer]) => ({
       handler,
-      conflist: { cniVersion: '1.0.0', name: `${prefix}-${handler}`, plugins: announcer ? [bridgeConf, announcer(files)] : [bridgeConf] },
+      conflist: {
+        cniVersion: '1.0.0',
+        name: `${prefix}-${handler}`,
+        plugins: announcer ? [bridgeConf, announcer(files)] : [bridgeConf],
+      },
     })),
     sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
     plugins: {
@@ -88,7 +99,12 @@ export async function criBridge(
     async runPod(s, handler, annotations) {
       pods += 1;
       const metadata = { name: `pod-${pods}`, uid: `${prefix}-uid-${pods}`, namespace: prefix };
-      const config = { metadata, hostname: metadata.name, ...(annotations ? { annotations } : {}), linux: { cgroupParent: ctd.cgroupParent } };
+      const config = {
+        metadata,
+        hostname: metadata.name,
+        ...(annotations ? { annotations } : {}),
+        linux: { cgroupParent: ctd.cgroupParent },
+      };
       const id = await ctd.cri.runPodSandbox(config, handler);
       s.defer(async () => {
         // A test may have removed it already; StopPodSandbox of an unknown sandbox is an error.
@@ -103,7 +119,15 @@ export async function criBridge(
       const { info } = await ctd.cri.podSandboxStatus(id, true);
       const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
       if (!pid) throw new Error(`no sandbox pid in the status of ${id}`);
-      const { stdout } = await runOk('nsenter', [`--net=/proc/${pid}/ns/net`, '--', 'ip', '-j', 'link', 'show', 'eth0']);
+      const { stdout } = await runOk('nsenter', [
+        `--net=/proc/${pid}/ns/net`,
+        '--',
+        'ip',
+        '-j',
+        'link',
+        'show',
+        'eth0',
+      ]);
       return (JSON.parse(stdout) as { address: string }[])[0]!.address;
     },
   };

@@ -44,7 +44,10 @@ export interface PodSandboxStatusReply {
 /** The RuntimeService and ImageService calls the tests make, as promises. */
 export interface CriClient {
   version(): Promise<{ version: string; runtimeName: string; runtimeVersion: string; runtimeApiVersion: string }>;
-  /** RunPodSandbox; `runtimeHandler` picks a runtime of containerd's config (its own CNI conf dir). Resolves with the sandbox ID. */
+  /**
+   * RunPodSandbox; `runtimeHandler` picks a runtime of containerd's config (its own CNI conf dir). Resolves with the
+   * sandbox ID.
+   */
   runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string): Promise<string>;
   stopPodSandbox(id: string): Promise<void>;
   removePodSandbox(id: string): Promise<void>;
@@ -58,7 +61,13 @@ export interface CriClient {
 type Unary = (req: object, opts: { deadline: Date }, cb: (err: grpc.ServiceError | null, res: any) => void) => void;
 
 function loadServices(): { Runtime: grpc.ServiceClientConstructor; Image: grpc.ServiceClientConstructor } {
-  const def = protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true, arrays: true });
+  const def = protoLoader.loadSync(PROTO, {
+    keepCase: false,
+    longs: String,
+    enums: String,
+    defaults: true,
+    arrays: true,
+  });
   const pkg = grpc.loadPackageDefinition(def) as any;
   return { Runtime: pkg.runtime.v1.RuntimeService, Image: pkg.runtime.v1.ImageService };
 }

@@ -50,7 +50,8 @@ export async function stopDaemonsOf(stateDir: string): Promise<number[]> {
   // One still starting (slow under qemu) removes the start marker once it listens: let it, so that
   // a stop leaves what a normal exit leaves.
   const marker = join(stateDir, START_MARKER);
-  for (const start = Date.now(); daemons.length > 0 && Date.now() - start < START_GRACE_MS && (await exists(marker)); ) await sleep(20);
+  for (const start = Date.now(); daemons.length > 0 && Date.now() - start < START_GRACE_MS && (await exists(marker)); )
+    await sleep(20);
   for (const p of daemons) await signalIfStill(p, stateDir, 'SIGTERM');
   const exited = async (): Promise<boolean> => !(await Promise.all(daemons.map((p) => running(p.pid)))).some(Boolean);
   for (const start = Date.now(); Date.now() - start < TERM_GRACE_MS && !(await exited()); ) await sleep(20);
@@ -58,6 +59,7 @@ export async function stopDaemonsOf(stateDir: string): Promise<number[]> {
   for (const start = Date.now(); Date.now() - start < TERM_GRACE_MS && !(await exited()); ) await sleep(20);
   const left = [];
   for (const p of daemons) if (await running(p.pid)) left.push(p.pid);
-  if (left.length > 0) throw new Error(`background announcers of ${stateDir} still running after SIGKILL: ${left.join(', ')}`);
+  if (left.length > 0)
+    throw new Error(`background announcers of ${stateDir} still running after SIGKILL: ${left.join(', ')}`);
   return daemons.map((p) => p.pid);
 }

@@ -29,7 +29,10 @@ export async function daemonsOf(stateDir: string): Promise<AnnouncerProcess[]> {
 
 /** Waits until no background announcer of stateDir runs (it exits idleExitMs after its last work). */
 export async function waitDaemonGone(stateDir: string, timeoutMs = 5000): Promise<void> {
-  await waitFor(async () => (await daemonsOf(stateDir)).length === 0, { timeoutMs, what: `the background announcer of ${stateDir} to exit` });
+  await waitFor(async () => (await daemonsOf(stateDir)).length === 0, {
+    timeoutMs,
+    what: `the background announcer of ${stateDir} to exit`,
+  });
 }
 
 /**
@@ -39,11 +42,15 @@ export async function waitDaemonGone(stateDir: string, timeoutMs = 5000): Promis
  */
 export async function killDaemon(stateDir: string): Promise<number> {
   const [daemon, ...more] = await daemonsOf(stateDir);
-  if (!daemon || more.length > 0) throw new Error(`expected one background announcer of ${stateDir}, found ${more.length + (daemon ? 1 : 0)}`);
+  if (!daemon || more.length > 0)
+    throw new Error(`expected one background announcer of ${stateDir}, found ${more.length + (daemon ? 1 : 0)}`);
   const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === daemon.pid);
-  if (again?.daemonStateDir !== stateDir) throw new Error(`pid ${daemon.pid} is no longer the background announcer of ${stateDir}`);
+  if (again?.daemonStateDir !== stateDir)
+    throw new Error(`pid ${daemon.pid} is no longer the background announcer of ${stateDir}`);
   process.kill(daemon.pid, 'SIGKILL');
-  await waitFor(async () => !(await ownAnnouncerProcessesNow()).some((p) => p.pid === daemon.pid), { what: `pid ${daemon.pid} to die` });
+  await waitFor(async () => !(await ownAnnouncerProcessesNow()).some((p) => p.pid === daemon.pid), {
+    what: `pid ${daemon.pid} to die`,
+  });
   return daemon.pid;
 }
 
@@ -53,7 +60,9 @@ export async function pssKiB(pid: number): Promise<number | undefined> {
 }
 
 /** A process's memory from /proc/PID/smaps_rollup, in KiB: Rss, Pss, and Pss split into anonymous and file pages. */
-export async function memoryKiB(pid: number): Promise<{ rss: number; pss: number; pssAnon: number; pssFile: number } | undefined> {
+export async function memoryKiB(
+  pid: number,
+): Promise<{ rss: number; pss: number; pssAnon: number; pssFile: number } | undefined> {
   let text: string;
   try {
     text = await readFile(`/proc/${pid}/smaps_rollup`, 'latin1');

@@ -32,7 +32,10 @@ export function elfHeader(file: Buffer): ElfHeader {
     if (file.readUInt32LE(ph) !== 3) continue; // PT_INTERP
     const offset = Number(file.readBigUInt64LE(ph + 8));
     const size = Number(file.readBigUInt64LE(ph + 32));
-    header.interpreter = file.subarray(offset, offset + size).toString('latin1').replace(/\0+$/, '');
+    header.interpreter = file
+      .subarray(offset, offset + size)
+      .toString('latin1')
+      .replace(/\0+$/, '');
   }
   return header;
 }

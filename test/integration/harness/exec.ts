@@ -35,7 +35,10 @@ export function inNetns(netns: string | undefined, cmd: string, args: readonly s
   return ['ip', ['netns', 'exec', netns, cmd, ...args]];
 }
 
-/** The env for a child: PATH always reaches the sbin directories where ip, sysctl and tcpdump live, and ends in RUN_TAG_PATH_ENTRY. */
+/**
+ * The env for a child: PATH always reaches the sbin directories where ip, sysctl and tcpdump live, and ends in
+ * RUN_TAG_PATH_ENTRY.
+ */
 export function childEnv(env: Record<string, string> = {}, inherit = true): Record<string, string> {
   const base: Record<string, string> = {};
   if (inherit) {

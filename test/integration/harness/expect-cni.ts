@@ -23,11 +23,15 @@ export function expectCniError(
   expect(lines, why).toHaveLength(1);
   const doc = JSON.parse(lines[0]!);
   expect(doc !== null && typeof doc === 'object' && !Array.isArray(doc), why).toBe(true);
-  expect(Object.keys(doc).every((k) => ERROR_KEYS.includes(k)), why).toBe(true);
+  expect(
+    Object.keys(doc).every((k) => ERROR_KEYS.includes(k)),
+    why,
+  ).toBe(true);
   expect(doc.code, why).toBe(code);
   expect(typeof doc.msg, why).toBe('string');
   for (const m of mentions) expect(doc.msg, why).toContain(m);
-  if (cniVersion !== undefined) expect(typeof cniVersion === 'string' ? [cniVersion] : cniVersion, why).toContain(doc.cniVersion);
+  if (cniVersion !== undefined)
+    expect(typeof cniVersion === 'string' ? [cniVersion] : cniVersion, why).toContain(doc.cniVersion);
   for (const stream of [out.stdout, out.stderr]) {
     expect(stream).not.toContain('    at ');
     expect(stream).not.toContain('Error:');

@@ -10,14 +10,21 @@ export function ms(f: Frame): number {
 /** Gratuitous ARPs for `ip` sent by `mac`: sender IP = target IP = ip, sender MAC and Ethernet source = mac. */
 export function garpsFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
   return frames.filter(
-    (f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderMac === mac && f.arp.senderIp === ip && f.arp.targetIp === ip,
+    (f) =>
+      f.eth.src === mac &&
+      f.arp?.isGratuitous === true &&
+      f.arp.senderMac === mac &&
+      f.arp.senderIp === ip &&
+      f.arp.targetIp === ip,
   );
 }
 
 /** Unsolicited NAs (ICMPv6 136) for `ip`, in any spelling, sent by `mac`. */
 export function nasFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
   const want = canonicalIp(ip);
-  return frames.filter((f) => f.eth.src === mac && f.icmpv6?.type === 136 && canonicalIp(f.icmpv6.target ?? '') === want);
+  return frames.filter(
+    (f) => f.eth.src === mac && f.icmpv6?.type === 136 && canonicalIp(f.icmpv6.target ?? '') === want,
+  );
 }
 
 /** Announcements of any kind (ARP, ICMPv6 NA) sent by one of `macs`. */
@@ -28,6 +35,9 @@ export function announcementsFrom(frames: readonly Frame[], macs: readonly strin
 /** One line for a failure message: source, destination and what each frame announces. */
 export function describeFrames(frames: readonly Frame[]): string {
   return frames
-    .map((f) => `${f.eth.src} > ${f.eth.dst} ${f.arp ? `arp op ${f.arp.opcode} ${f.arp.senderIp}` : `icmpv6 ${f.icmpv6?.type} ${f.icmpv6?.target ?? ''}`}`)
+    .map(
+      (f) =>
+        `${f.eth.src} > ${f.eth.dst} ${f.arp ? `arp op ${f.arp.opcode} ${f.arp.senderIp}` : `icmpv6 ${f.icmpv6?.type} ${f.icmpv6?.target ?? ''}`}`,
+    )
     .join('; ');
 }

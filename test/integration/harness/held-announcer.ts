@@ -20,11 +20,15 @@ import { waitFor } from './wait';
 /** The one live announcer of stateDir started by this test process; throws unless there is exactly one. */
 export async function theDaemonOf(stateDir: string): Promise<number> {
   const found = await daemonsOf(stateDir);
-  if (found.length !== 1) throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
+  if (found.length !== 1)
+    throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
   return found[0]!.pid;
 }
 
-/** Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is gone or no longer that. */
+/**
+ * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
+ * gone or no longer that.
+ */
 export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
   const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
   if (again?.daemonStateDir !== stateDir) return false;
@@ -52,7 +56,8 @@ export async function stopDaemon(scope: Scope, stateDir: string): Promise<Stoppe
     if (stopped && (await signalDaemon(pid, stateDir, 'SIGCONT'))) stopped = false;
   };
   scope.defer(resume, `SIGCONT announcer ${pid}`);
-  if (!(await signalDaemon(pid, stateDir, 'SIGSTOP'))) throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
+  if (!(await signalDaemon(pid, stateDir, 'SIGSTOP')))
+    throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
   stopped = true;
   await waitFor(async () => (await processState(pid)) === 'T', { what: `announcer ${pid} stopped` });
   return { pid, resume };
@@ -61,8 +66,12 @@ export async function stopDaemon(scope: Scope, stateDir: string): Promise<Stoppe
 /** SIGTERMs the one announcer of stateDir (it stops at its next turn) and waits until it is gone. */
 export async function terminateDaemon(stateDir: string): Promise<number> {
   const pid = await theDaemonOf(stateDir);
-  if (!(await signalDaemon(pid, stateDir, 'SIGTERM'))) throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
-  await waitFor(async () => !(await daemonsOf(stateDir)).some((p) => p.pid === pid), { timeoutMs: 10_000, what: `announcer ${pid} to exit` });
+  if (!(await signalDaemon(pid, stateDir, 'SIGTERM')))
+    throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
+  await waitFor(async () => !(await daemonsOf(stateDir)).some((p) => p.pid === pid), {
+    timeoutMs: 10_000,
+    what: `announcer ${pid} to exit`,
+  });
   return pid;
 }
 
@@ -74,7 +83,10 @@ export async function buildOf(binary: string): Promise<string> {
   return id;
 }
 
-/** The build a running process was started from: its executable (/proc/PID/exe, even once replaced on disk) asked for --version. */
+/**
+ * The build a running process was started from: its executable (/proc/PID/exe, even once replaced on disk) asked for
+ * --version.
+ */
 export async function runningBuild(pid: number): Promise<string> {
   return buildOf(`/proc/${pid}/exe`);
 }
@@ -83,7 +95,9 @@ export async function runningBuild(pid: number): Promise<string> {
 export async function buildAnnouncerAs(out: string, buildId: string): Promise<void> {
   const bun = new URL('../../../node_modules/.bin/bun', import.meta.url).pathname;
   const script = new URL('../../../scripts/build.mjs', import.meta.url).pathname;
-  await runOk('nice', ['-n', '10', bun, script, '--arch=x64', `--out=${out}`, `--build-id=${buildId}`], { timeoutMs: 120_000 });
+  await runOk('nice', ['-n', '10', bun, script, '--arch=x64', `--out=${out}`, `--build-id=${buildId}`], {
+    timeoutMs: 120_000,
+  });
 }
 
 /**
@@ -118,7 +132,10 @@ export async function tracedPid(traceFile: string): Promise<number | undefined> 
 
 /** The pids holding a flock(2) on `file` (from /proc/locks, by inode); none when the file is gone. */
 export async function flockHolders(file: string): Promise<number[]> {
-  const ino = await stat(file).then((st) => st.ino, () => undefined);
+  const ino = await stat(file).then(
+    (st) => st.ino,
+    () => undefined,
+  );
   if (ino === undefined) return [];
   const locks = await readFile('/proc/locks', 'latin1');
   // `1: FLOCK  ADVISORY  WRITE 4242 fd:00:123456 0 EOF`
@@ -141,8 +158,16 @@ async function tracerOf(pid: number): Promise<number | undefined> {
  * `syscalls` to traceFile; resolves once attached. detach() (and scope close)
  * stops strace, which lets the process go on untraced.
  */
-export async function traceRunning(scope: Scope, pid: number, syscalls: readonly string[], traceFile: string): Promise<{ detach(): Promise<void> }> {
-  const child = spawn('strace', ['-qq', '-e', `trace=${syscalls.join(',')}`, '-o', traceFile, '-p', String(pid)], { env: childEnv(), stdio: 'ignore' });
+export async function traceRunning(
+  scope: Scope,
+  pid: number,
+  syscalls: readonly string[],
+  traceFile: string,
+): Promise<{ detach(): Promise<void> }> {
+  const child = spawn('strace', ['-qq', '-e', `trace=${syscalls.join(',')}`, '-o', traceFile, '-p', String(pid)], {
+    env: childEnv(),
+    stdio: 'ignore',
+  });
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
   const detach = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');

@@ -15,7 +15,7 @@ export async function leftovers(prefix: string): Promise<string[]> {
  * bounded wait: the kernel removes a deleted netns's links a moment later.
  */
 export async function leftoversAfterTeardown(prefix: string): Promise<string[]> {
-  return waitFor(async () => ((await leftovers(prefix)).length === 0 ? [] : false), { what: `no netns or link named ${prefix}*` }).catch(() =>
-    leftovers(prefix),
-  );
+  return waitFor(async () => ((await leftovers(prefix)).length === 0 ? [] : false), {
+    what: `no netns or link named ${prefix}*`,
+  }).catch(() => leftovers(prefix));
 }

@@ -55,7 +55,17 @@ export async function createChildPod(
 ): Promise<ChildPod> {
   const netns = await createNetns(scope, opts.prefix);
   const tmp = uniqueName('hch');
-  await runOk('ip', ['-n', node.netns.name, 'link', 'add', tmp, 'link', node.parent, 'type', ...(opts.type ?? ['macvlan', 'mode', 'bridge'])]);
+  await runOk('ip', [
+    '-n',
+    node.netns.name,
+    'link',
+    'add',
+    tmp,
+    'link',
+    node.parent,
+    'type',
+    ...(opts.type ?? ['macvlan', 'mode', 'bridge']),
+  ]);
   await runOk('ip', ['-n', node.netns.name, 'link', 'set', tmp, 'netns', netns.name]);
   const ns = netns.name;
   await runOk('ip', ['-n', ns, 'link', 'set', tmp, 'name', 'eth0']);
@@ -82,7 +92,11 @@ export interface MacvlanPodOptions {
 }
 
 /** The macvlan plugin's config: mode bridge on the node's parent, static IPAM. */
-export function macvlanConfig(opts: Pick<MacvlanPodOptions, 'node' | 'addresses' | 'name'>): { cniVersion: string; name: string; [k: string]: unknown } {
+export function macvlanConfig(opts: Pick<MacvlanPodOptions, 'node' | 'addresses' | 'name'>): {
+  cniVersion: string;
+  name: string;
+  [k: string]: unknown;
+} {
   return {
     cniVersion: '1.0.0',
     name: opts.name ?? 'harness',
@@ -103,8 +117,14 @@ export async function addMacvlanPod(scope: Scope, opts: MacvlanPodOptions): Prom
   const call = { containerId: opts.containerId, netns: opts.netns, ifname: opts.ifname ?? 'eth0' };
   const node = opts.node.netns.name;
   scope.defer(async () => {
-    assertCniOk(`macvlan DEL ${opts.containerId}`, await pluginExec(MACVLAN_PLUGIN, { ...call, command: 'DEL' }, config, node));
+    assertCniOk(
+      `macvlan DEL ${opts.containerId}`,
+      await pluginExec(MACVLAN_PLUGIN, { ...call, command: 'DEL' }, config, node),
+    );
   }, `macvlan DEL ${opts.containerId}`);
-  const out = assertCniOk(`macvlan ADD ${opts.containerId}`, await pluginExec(MACVLAN_PLUGIN, { ...call, command: 'ADD' }, config, node));
+  const out = assertCniOk(
+    `macvlan ADD ${opts.containerId}`,
+    await pluginExec(MACVLAN_PLUGIN, { ...call, command: 'ADD' }, config, node),
+  );
   return { result: out.json, exitedAt: Date.now() };
 }

@@ -42,13 +42,34 @@ export interface MountNsScript {
  * underneath, so the cd happens after the prelude) and gets
  * `config` on stdin and the CNI_* env from `call`, like cniExec.
  */
-export async function cniExecInMountNs(pluginPath: string, call: CniCall, config: object | string, script: MountNsScript): Promise<CniOutput> {
+export async function cniExecInMountNs(
+  pluginPath: string,
+  call: CniCall,
+  config: object | string,
+  script: MountNsScript,
+): Promise<CniOutput> {
   const plugin = ['"$0"', ...(script.pluginArgs ?? []).map(shQuote)].join(' ');
-  const sh = ['set -e', script.prelude, `cd ${shQuote(script.cwd ?? '/')}`, 'set +e', `${plugin}; rc=$?`, script.epilogue ?? ':', 'exit $rc'].join('\n');
+  const sh = [
+    'set -e',
+    script.prelude,
+    `cd ${shQuote(script.cwd ?? '/')}`,
+    'set +e',
+    `${plugin}; rc=$?`,
+    script.epilogue ?? ':',
+    'exit $rc',
+  ].join('\n');
   let env = cniEnv(call);
   if (script.bareEnv) {
-    env = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('CNI_') || k === RUN_TAG_ENV || k in (call.env ?? {})));
+    env = Object.fromEntries(
+      Object.entries(env).filter(([k]) => k.startsWith('CNI_') || k === RUN_TAG_ENV || k in (call.env ?? {})),
+    );
     env.PATH = BARE_PATH;
   }
-  return runCniCommand('unshare', ['-m', '--propagation', 'private', 'sh', '-c', sh, pluginPath, ...(script.args ?? [])], call, config, env);
+  return runCniCommand(
+    'unshare',
+    ['-m', '--propagation', 'private', 'sh', '-c', sh, pluginPath, ...(script.args ?? [])],
+    call,
+    config,
+    env,
+  );
 }

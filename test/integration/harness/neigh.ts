@@ -39,7 +39,9 @@ export async function plantStale(dev: string, ip: string, mac: string, netns?: s
 export async function neighEntry(dev: string, ip: string, netns?: string): Promise<NeighEntry | undefined> {
   const { stdout } = await runOk('ip', [...nsArgs(netns), '-j', 'neigh', 'show', 'dev', dev]);
   const want = canonicalIp(ip);
-  const found = (stdout.trim() === '' ? [] : (JSON.parse(stdout) as IpNeigh[])).find((n) => canonicalIp(n.dst) === want);
+  const found = (stdout.trim() === '' ? [] : (JSON.parse(stdout) as IpNeigh[])).find(
+    (n) => canonicalIp(n.dst) === want,
+  );
   if (!found) return undefined;
   const states = found.state ?? [];
   const entry: NeighEntry = { state: states[0] ?? 'NONE', states };

@@ -64,7 +64,14 @@ export async function buildPauseImage(dir: string, name: string): Promise<string
   const manifest = await addBlob(
     layout,
     'application/vnd.oci.image.manifest.v1+json',
-    Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config, layers: [layer] })),
+    Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        config,
+        layers: [layer],
+      }),
+    ),
   );
   const tag = name.slice(name.lastIndexOf(':') + 1);
   manifest.annotations = { 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': tag };

@@ -40,7 +40,12 @@ export interface PidNamespace {
    * With `trace`, strace -f records every signal it (and any child) sends,
    * returned as `signals`. Never throws on a plugin error.
    */
-  cniExec(pluginPath: string, call: CniCall, config: object | string, opts?: { trace?: boolean }): Promise<CniOutput & { signals?: SignalSyscall[] }>;
+  cniExec(
+    pluginPath: string,
+    call: CniCall,
+    config: object | string,
+    opts?: { trace?: boolean },
+  ): Promise<CniOutput & { signals?: SignalSyscall[] }>;
   /**
    * Stops any announcer of stateDir (ours), then runs `announcer daemon
    * <stateDir>` inside the namespace under strace -f, tagged with RUN_TAG, and
@@ -64,7 +69,10 @@ export interface TracedAnnouncer {
 export function parseSignalTrace(text: string): SignalSyscall[] {
   return text
     .split('\n')
-    .map((line) => ({ line, m: /^(?:\d+\s+)?(kill|tkill|tgkill|pidfd_send_signal|rt_sigqueueinfo|rt_tgsigqueueinfo)\((-?\d+)/.exec(line) }))
+    .map((line) => ({
+      line,
+      m: /^(?:\d+\s+)?(kill|tkill|tgkill|pidfd_send_signal|rt_sigqueueinfo|rt_tgsigqueueinfo)\((-?\d+)/.exec(line),
+    }))
     .filter((x) => x.m !== null)
     .map(({ line, m }) => ({ syscall: m![1]!, target: Number(m![2]), line }));
 }
@@ -79,7 +87,10 @@ while :; do sleep 1 & wait $!; done
 
 async function childrenOf(pid: number): Promise<number[]> {
   const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
-  return text.split(/\s+/).filter((s) => s !== '').map(Number);
+  return text
+    .split(/\s+/)
+    .filter((s) => s !== '')
+    .map(Number);
 }
 
 async function isAlive(pid: number): Promise<boolean> {
@@ -117,7 +128,9 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
     await exited;
   }, 'pid namespace');
   const initPid = await waitFor(async () => (await childrenOf(unshare.pid!))[0], { what: 'the pid namespace init' });
-  await waitFor(() => readFile(`${marker}.ready`, 'utf8').catch(() => undefined), { what: 'the pid namespace sentinel' });
+  await waitFor(() => readFile(`${marker}.ready`, 'utf8').catch(() => undefined), {
+    what: 'the pid namespace sentinel',
+  });
   const sentinel = await waitFor(
     async () => {
       for (const pid of await childrenOf(initPid)) {
@@ -140,7 +153,13 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
         ? ['strace', '-f', '-qq', '-o', traceFile, '-e', `trace=${SIGNAL_SYSCALLS}`, pluginPath]
         : [pluginPath];
       const args = ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...inner];
-      const out: CniOutput & { signals?: SignalSyscall[] } = await runCniCommand('nsenter', args, call, config, cniEnv(call));
+      const out: CniOutput & { signals?: SignalSyscall[] } = await runCniCommand(
+        'nsenter',
+        args,
+        call,
+        config,
+        cniEnv(call),
+      );
       if (opts.trace) out.signals = parseSignalTrace(await readFile(traceFile, 'utf8'));
       return out;
     },
@@ -150,11 +169,26 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
       // A killed announcer's socket stays until the next one replaces it: gone, it cannot be taken for this one's.
       await rm(join(stateDir, 'announcer.sock'), { force: true });
       const traceFile = join(dir, `trace-${traces++}`);
-      const strace = ['strace', '-f', '-qq', '-o', traceFile, '-e', `trace=${SIGNAL_SYSCALLS}`, pluginPath, 'daemon', stateDir];
-      const child = spawn('nsenter', ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...strace], {
-        env: { ...childEnv(), [RUN_TAG_ENV]: RUN_TAG },
-        stdio: 'ignore',
-      });
+      const strace = [
+        'strace',
+        '-f',
+        '-qq',
+        '-o',
+        traceFile,
+        '-e',
+        `trace=${SIGNAL_SYSCALLS}`,
+        pluginPath,
+        'daemon',
+        stateDir,
+      ];
+      const child = spawn(
+        'nsenter',
+        ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...strace],
+        {
+          env: { ...childEnv(), [RUN_TAG_ENV]: RUN_TAG },
+          stdio: 'ignore',
+        },
+      );
       const ended = new Promise<void>((resolve) => {
         child.on('close', () => resolve());
         child.on('error', () => resolve());
@@ -181,7 +215,8 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
         async stop() {
           const stopped = await stopDaemonsOf(stateDir);
           await ended;
-          if (!stopped.includes(daemon.pid)) throw new Error(`the traced announcer ${daemon.pid} of ${stateDir} had exited before stop()`);
+          if (!stopped.includes(daemon.pid))
+            throw new Error(`the traced announcer ${daemon.pid} of ${stateDir} had exited before stop()`);
           return parseSignalTrace(await readFile(traceFile, 'utf8'));
         },
       };

@@ -43,8 +43,11 @@ export function podmanUnavailable(): string | undefined {
   const priv = canRunIntegration();
   if (!priv.ok) return priv.why;
   for (const tool of ['podman', 'runc', 'conmon', 'unshare', 'nsenter']) {
-    const found = spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/libexec/podman/${tool}`], { env: childEnv() });
-    if (found.status !== 0) return `${tool} is not installed (scripts/ensure-system-deps.sh installs podman, runc and conmon)`;
+    const found = spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/libexec/podman/${tool}`], {
+      env: childEnv(),
+    });
+    if (found.status !== 0)
+      return `${tool} is not installed (scripts/ensure-system-deps.sh installs podman, runc and conmon)`;
   }
   return undefined;
 }
@@ -117,7 +120,13 @@ export async function privatePodman(scope: Scope, prefix = 'announcer-podman-'):
   );
   await writeFile(
     storageConf,
-    ['[storage]', 'driver = "overlay"', `graphroot = ${JSON.stringify(join(dir, 'root'))}`, `runroot = ${JSON.stringify(join(dir, 'run'))}`, ''].join('\n'),
+    [
+      '[storage]',
+      'driver = "overlay"',
+      `graphroot = ${JSON.stringify(join(dir, 'root'))}`,
+      `runroot = ${JSON.stringify(join(dir, 'run'))}`,
+      '',
+    ].join('\n'),
   );
   const env = { CONTAINERS_CONF: containersConf, CONTAINERS_STORAGE_CONF: storageConf, [RUN_TAG_ENV]: RUN_TAG };
 
@@ -155,12 +164,16 @@ export async function privatePodman(scope: Scope, prefix = 'announcer-podman-'):
     run: podmanRun,
     async ok(args, opts) {
       const res = await podmanRun(args, opts);
-      if (res.code !== 0) throw new Error(`podman ${args.join(' ')} exited ${res.code}: ${(res.stderr.trim() || res.stdout.trim()).slice(0, 2000)}`);
+      if (res.code !== 0)
+        throw new Error(
+          `podman ${args.join(' ')} exited ${res.code}: ${(res.stderr.trim() || res.stdout.trim()).slice(0, 2000)}`,
+        );
       return res;
     },
     inMountNs: (cmd, args) => run(nsenter[0]!, [...nsenter.slice(1), cmd, ...args], { env }),
     addPlugin: (name, target) => symlink(target, join(cniBinDir, name)),
-    addNetwork: (conflist) => writeFile(join(netConfDir, `${conflist.name}.conflist`), JSON.stringify(conflist, null, 2)),
+    addNetwork: (conflist) =>
+      writeFile(join(netConfDir, `${conflist.name}.conflist`), JSON.stringify(conflist, null, 2)),
   };
   // Registered after the holder's kill, so it runs before it: DEL for every container while podman still can.
   scope.defer(async () => {
@@ -174,7 +187,10 @@ export async function privatePodman(scope: Scope, prefix = 'announcer-podman-'):
  * Imports a test image made offline from busybox-static: /bin/busybox and
  * links for sh, sleep, cat and ip. Resolves with its name.
  */
-export async function importBusyboxImage(p: PrivatePodman, name = 'localhost/announcer-test-busybox:latest'): Promise<string> {
+export async function importBusyboxImage(
+  p: PrivatePodman,
+  name = 'localhost/announcer-test-busybox:latest',
+): Promise<string> {
   const rootfs = join(p.dir, 'busybox-rootfs');
   await mkdir(join(rootfs, 'bin'), { recursive: true });
   const res = await run('cp', [BUSYBOX, join(rootfs, 'bin', 'busybox')]);

@@ -29,10 +29,23 @@ export async function setPortState(dev: string, state: PortStateName): Promise<v
  * it over), whose timing is not the kernel's.
  */
 export async function enableKernelStp(bridge: string, forwardDelayCs: number): Promise<void> {
-  await runOk('ip', ['link', 'set', bridge, 'type', 'bridge', 'forward_delay', String(forwardDelayCs), 'stp_state', '1']);
+  await runOk('ip', [
+    'link',
+    'set',
+    bridge,
+    'type',
+    'bridge',
+    'forward_delay',
+    String(forwardDelayCs),
+    'stp_state',
+    '1',
+  ]);
   const { stdout } = await runOk('ip', ['-j', '-d', 'link', 'show', bridge]);
-  const data = (JSON.parse(stdout) as { linkinfo?: { info_data?: { stp_state?: number; forward_delay?: number } } }[])[0]?.linkinfo?.info_data;
-  if (data?.stp_state !== 1 || data.forward_delay !== forwardDelayCs) throw new Error(`${bridge}: not kernel STP with forward_delay ${forwardDelayCs}: ${JSON.stringify(data)}`);
+  const data = (
+    JSON.parse(stdout) as { linkinfo?: { info_data?: { stp_state?: number; forward_delay?: number } } }[]
+  )[0]?.linkinfo?.info_data;
+  if (data?.stp_state !== 1 || data.forward_delay !== forwardDelayCs)
+    throw new Error(`${bridge}: not kernel STP with forward_delay ${forwardDelayCs}: ${JSON.stringify(data)}`);
 }
 
 /**
@@ -42,7 +55,8 @@ export async function enableKernelStp(bridge: string, forwardDelayCs: number): P
  */
 export async function sendArpMarker(netns: string, iface: string, sender: string, target: string): Promise<void> {
   const out = await run('arping', ['-c1', '-w0', '-S', sender, '-I', iface, target], { netns });
-  if (!/\b1 packets transmitted/.test(out.stdout)) throw new Error(`arping sent no marker (exit ${out.code}): ${out.stdout}${out.stderr}`);
+  if (!/\b1 packets transmitted/.test(out.stdout))
+    throw new Error(`arping sent no marker (exit ${out.code}): ${out.stdout}${out.stderr}`);
 }
 
 /** The IPv4 sender of an Ethernet frame carrying ARP, else undefined. */
@@ -86,13 +100,20 @@ export function configBpdu(src: string, root: BridgeId, portId: number, maxAgeS:
     ticks(2), // forward delay
   ]);
   const llc = Buffer.from([0x42, 0x42, 0x03]);
-  const frame = Buffer.concat([macBytes('01:80:c2:00:00:00'), macBytes(src), Buffer.from([0, llc.length + bpdu.length]), llc, bpdu]);
+  const frame = Buffer.concat([
+    macBytes('01:80:c2:00:00:00'),
+    macBytes(src),
+    Buffer.from([0, llc.length + bpdu.length]),
+    llc,
+    bpdu,
+  ]);
   return Buffer.concat([frame, Buffer.alloc(Math.max(0, 60 - frame.length))]);
 }
 
 /** Sends one raw Ethernet frame out of `iface` in `netns` (python3, an AF_PACKET socket). */
 export async function sendRawFrame(netns: string, iface: string, frame: Buffer): Promise<void> {
-  const script = 'import socket,sys\ns=socket.socket(socket.AF_PACKET,socket.SOCK_RAW)\ns.bind((sys.argv[1],0))\ns.send(bytes.fromhex(sys.argv[2]))';
+  const script =
+    'import socket,sys\ns=socket.socket(socket.AF_PACKET,socket.SOCK_RAW)\ns.bind((sys.argv[1],0))\ns.send(bytes.fromhex(sys.argv[2]))';
   await runOk('python3', ['-c', script, iface, frame.toString('hex')], { netns });
 }
 
@@ -103,7 +124,9 @@ export interface FarPort {
   port: string;
 }
 
-/** Adds a FarPort to `bridge`, both ends up and without IPv6; the port goes at scope close, the far end with its netns. */
+/**
+ * Adds a FarPort to `bridge`, both ends up and without IPv6; the port goes at scope close, the far end with its netns.
+ */
 export async function addFarPort(scope: Scope, bridge: string, prefix: string): Promise<FarPort> {
   const netns = await createNetns(scope, prefix);
   const port = uniqueName(prefix);

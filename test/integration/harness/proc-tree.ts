@@ -55,7 +55,10 @@ export async function isLive(pid: number): Promise<boolean> {
   return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }
 
-/** Sends `signal` to each pid (gone ones are skipped) and waits up to timeoutMs until none is live; rejects naming those left. */
+/**
+ * Sends `signal` to each pid (gone ones are skipped) and waits up to timeoutMs until none is live; rejects naming those
+ * left.
+ */
 export async function signalAndWait(pids: readonly number[], signal: NodeJS.Signals, timeoutMs: number): Promise<void> {
   for (const pid of pids) {
     try {
@@ -66,7 +69,9 @@ export async function signalAndWait(pids: readonly number[], signal: NodeJS.Sign
   }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const live = (await Promise.all(pids.map(async (pid) => ((await isLive(pid)) ? pid : undefined)))).filter((p) => p !== undefined);
+    const live = (await Promise.all(pids.map(async (pid) => ((await isLive(pid)) ? pid : undefined)))).filter(
+      (p) => p !== undefined,
+    );
     if (live.length === 0) return;
     if (Date.now() >= deadline) throw new Error(`still live after ${signal}: ${live.join(', ')}`);
     await sleep(50);

@@ -12,7 +12,10 @@ import type { Scope } from './scope';
 export interface AnnouncerProcess {
   pid: number;
   argv: string[];
-  /** RUN_TAG of the test process whose plugin call started it (inherited env, or the PATH of a detached process), if any. */
+  /**
+   * RUN_TAG of the test process whose plugin call started it (inherited env, or the PATH of a detached process), if
+   * any.
+   */
   runTag?: string;
   /**
    * CNI_CONTAINERID from its environment, if any. Left out for a background
@@ -46,7 +49,7 @@ const DAEMON = 'daemon';
 export function daemonStateDirOf(argv: readonly string[]): string | undefined {
   const at = argv.indexOf(DAEMON);
   const dir = at >= 0 && at <= 2 ? argv[at + 1] : undefined;
-  return dir !== undefined && dir.startsWith('/') ? dir : undefined;
+  return dir?.startsWith('/') ? dir : undefined;
 }
 
 /** All live announcer processes on the machine (zombies have no argv and are left out). */
@@ -94,7 +97,8 @@ export async function ownAnnouncerProcessesNow(): Promise<AnnouncerProcess[]> {
  * their own first: one still there after it is listed like any other leak.
  */
 export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {
-  const graced = (p: AnnouncerProcess, waited: number): boolean => p.daemonStateDir !== undefined && waited < DAEMON_GRACE_MS;
+  const graced = (p: AnnouncerProcess, waited: number): boolean =>
+    p.daemonStateDir !== undefined && waited < DAEMON_GRACE_MS;
   const start = Date.now();
   for (;;) {
     const found = await ownAnnouncerProcessesNow();
@@ -139,7 +143,9 @@ export function killStrays(scope: Scope, opts: { strict?: boolean } = {}): void 
       }
     }
     if (opts.strict && strays.length > 0) {
-      throw new Error(`stray announcer processes killed: ${strays.map((p) => `${p.pid} (${p.argv.join(' ')})`).join(', ')}`);
+      throw new Error(
+        `stray announcer processes killed: ${strays.map((p) => `${p.pid} (${p.argv.join(' ')})`).join(', ')}`,
+      );
     }
   }, 'kill stray announcer processes');
 }

@@ -22,6 +22,8 @@ async function routes(selector: 'root' | 'match', cidr: string): Promise<IpRoute
 export async function routesOverlapping(cidr: string): Promise<string[]> {
   const found = [...(await routes('match', cidr)), ...(await routes('root', cidr))].filter((r) => r.dst !== 'default');
   const text = (r: IpRoute): string =>
-    [r.type, r.dst, r.dev && `dev ${r.dev}`, r.table && `table ${r.table}`].filter((part) => part !== undefined && part !== '').join(' ');
+    [r.type, r.dst, r.dev && `dev ${r.dev}`, r.table && `table ${r.table}`]
+      .filter((part) => part !== undefined && part !== '')
+      .join(' ');
   return [...new Set(found.map(text))];
 }

@@ -64,13 +64,20 @@ export async function createStandInFleet(scope: Scope, opts: FleetOptions): Prom
   ]);
   await runOk('ip', ['-batch', '-'], { stdin: `${host.join('\n')}\n`, timeoutMs: 120_000 });
   for (const [i, p] of pods.entries()) {
-    const inside = [`addr add ${opts.net.v4Cidr(opts.hosts[i]!)} dev eth0`, 'link set eth0 addrgenmode none', 'link set eth0 up'];
+    const inside = [
+      `addr add ${opts.net.v4Cidr(opts.hosts[i]!)} dev eth0`,
+      'link set eth0 addrgenmode none',
+      'link set eth0 up',
+    ];
     await runOk('ip', ['-n', p.netns.name, '-batch', '-'], { stdin: `${inside.join('\n')}\n` });
   }
   return pods;
 }
 
-/** Deletes the pods' host veths, then their netns; what is already gone is fine (`ip -force` goes on after a failed line). */
+/**
+ * Deletes the pods' host veths, then their netns; what is already gone is fine (`ip -force` goes on after a failed
+ * line).
+ */
 async function removeFleet(pods: readonly FleetPod[]): Promise<void> {
   const lines = [...pods.map((p) => `link del ${p.hostVeth}`), ...pods.map((p) => `netns del ${p.netns.name}`)];
   const res = await run('ip', ['-force', '-batch', '-'], { stdin: `${lines.join('\n')}\n`, timeoutMs: 120_000 });

@@ -66,7 +66,10 @@ function randomLine(length: number): Buffer {
   return Buffer.concat([b, Buffer.from('\n')]);
 }
 
-/** Request lines that are no request: unfinished JSON, a NUL, not an object, another protocol version, bad fields, a bad control operation. */
+/**
+ * Request lines that are no request: unfinished JSON, a NUL, not an object, another protocol version, bad fields, a bad
+ * control operation.
+ */
 export const INVALID_LINES: readonly string[] = [
   '{"v": 1, ',
   '\0',
@@ -124,7 +127,11 @@ export async function holdIdleConnections(scope: Scope, path: string, count: num
   let released = false;
   const release = async (): Promise<void> => {
     released = true;
-    await Promise.all(sockets.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : (s.once('close', () => resolve()), s.destroy())))));
+    await Promise.all(
+      sockets.map(
+        (s) => new Promise<void>((resolve) => (s.closed ? resolve() : (s.once('close', () => resolve()), s.destroy()))),
+      ),
+    );
   };
   scope.defer(release, `${count} idle connections to ${path}`);
   for (let i = 0; i < count; i++) {

@@ -83,11 +83,11 @@ export const TSHARK_FIELDS = [
 type Layers = Partial<Record<(typeof TSHARK_FIELDS)[number], string[]>>;
 
 const SEVERITIES: Record<number, ExpertSeverity> = {
-  0x0010_0000: 'comment',
-  0x0020_0000: 'chat',
-  0x0040_0000: 'note',
-  0x0060_0000: 'warn',
-  0x0080_0000: 'error',
+  1048576: 'comment',
+  2097152: 'chat',
+  4194304: 'note',
+  6291456: 'warn',
+  8388608: 'error',
 };
 const PI_CHECKSUM = 0x0100_0000;
 const CHECKSUM_STATUS: Record<string, ChecksumStatus> = { '0': 'bad', '1': 'good', '2': 'unverified' };

@@ -16,13 +16,17 @@ export interface WaitOptions {
  * Calls check until it returns something other than undefined/false and
  * resolves with that; rejects (naming `what` and the last value) after timeoutMs.
  */
-export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, opts: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  opts: WaitOptions = {},
+): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${opts.what ?? 'a condition'}`);
+    if (Date.now() >= deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${opts.what ?? 'a condition'}`);
     await sleep(opts.intervalMs ?? 50);
   }
 }

@@ -17,11 +17,17 @@ afterEach(() => h.cleanup());
 /** Waits that end only when the test says so. */
 function handWaits(): { waits: Waits; pending: { fds: readonly number[]; ms: number; end: () => void }[] } {
   const pending: { fds: readonly number[]; ms: number; end: () => void }[] = [];
-  return { pending, waits: { readable: (fds, ms) => new Promise<void>((end) => void pending.push({ fds: [...fds], ms, end })) } };
+  return {
+    pending,
+    waits: { readable: (fds, ms) => new Promise<void>((end) => void pending.push({ fds: [...fds], ms, end })) },
+  };
 }
 
 /** Starts ADD with `waits`; `finished()` says whether it has settled. */
-function startAdd(waits: Waits, extra: Parameters<AddHarness['job']>[0] = {}): { done: Promise<unknown>; finished: () => boolean } {
+function startAdd(
+  waits: Waits,
+  extra: Parameters<AddHarness['job']>[0] = {},
+): { done: Promise<unknown>; finished: () => boolean } {
   let finished = false;
   const done = announceOnAdd({ ...h.deps(), waits }, h.job(extra)).finally(() => (finished = true));
   done.catch(() => undefined);

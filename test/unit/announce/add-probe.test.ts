@@ -28,7 +28,14 @@ function replyFrom(mac: Buffer, address: string, to: Buffer = POD_MAC): Buffer {
   return Buffer.concat([to, mac, Buffer.from('08060001080006040002', 'hex'), mac, ip(address), to, Buffer.alloc(4)]);
 }
 
-const TWO: InterfacePlan = { name: 'eth0', resultIndex: 0, addresses: [], ipv4: ['10.88.0.5', '10.88.0.6'], ipv6: [], targetMac: undefined };
+const TWO: InterfacePlan = {
+  name: 'eth0',
+  resultIndex: 0,
+  addresses: [],
+  ipv4: ['10.88.0.5', '10.88.0.6'],
+  ipv6: [],
+  targetMac: undefined,
+};
 const planOf = (...interfaces: InterfacePlan[]): AnnouncePlan => ({ ...PLAN, interfaces });
 const PROBE = { probeMs: 200, probes: 2 };
 
@@ -45,15 +52,30 @@ describe('conflictCheck warn', () => {
     h.timers.advance(500);
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'warn', ...PROBE } }));
-    expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 garp 10.88.0.6']);
+    expect(described()).toEqual([
+      '2 probe 10.88.0.5',
+      '2 probe 10.88.0.6',
+      '2 probe 10.88.0.5',
+      '2 probe 10.88.0.6',
+      '2 garp 10.88.0.6',
+    ]);
     expect(h.receiversOpened).toEqual([[2]]);
     expect(h.lines).toContainEqual(
       'WARN address conflict: not announcing 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0) address=10.88.0.5 mac=52:54:00:12:34:56 interface=eth0',
     );
     expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1');
-    expect(readBack().job).toMatchObject({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.6'], ipv6: [] }], conflicts: 1 });
-    expect(h.asked).toEqual([{ request: expect.objectContaining({ op: 'sync', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 }), start: true }]);
-    // The receiver is released once the window is over, the packet socket once round 1 is out: neither closed by ADD itself.
+    expect(readBack().job).toMatchObject({
+      interfaces: [{ name: 'eth0', ipv4: ['10.88.0.6'], ipv6: [] }],
+      conflicts: 1,
+    });
+    expect(h.asked).toEqual([
+      {
+        request: expect.objectContaining({ op: 'sync', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 }),
+        start: true,
+      },
+    ]);
+    // The receiver is released once the window is over, the packet socket once round 1 is out: neither closed by ADD
+    // itself.
     expect(h.released).toEqual([[RECEIVER_FD], [PACKET_FD]]);
     expect(h.closed).toEqual([]);
   });
@@ -70,8 +92,18 @@ describe('conflictCheck warn', () => {
     h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }));
     h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5')]);
-    const net1: InterfacePlan = { name: 'net1', resultIndex: 1, addresses: [], ipv4: ['10.89.0.7'], ipv6: [], targetMac: undefined };
-    await announceOnAdd(h.deps(), h.job({ plan: planOf(PLAN.interfaces[0]!, net1), conflictCheck: { action: 'warn', ...PROBE } }));
+    const net1: InterfacePlan = {
+      name: 'net1',
+      resultIndex: 1,
+      addresses: [],
+      ipv4: ['10.89.0.7'],
+      ipv6: [],
+      targetMac: undefined,
+    };
+    await announceOnAdd(
+      h.deps(),
+      h.job({ plan: planOf(PLAN.interfaces[0]!, net1), conflictCheck: { action: 'warn', ...PROBE } }),
+    );
     expect(h.receiversOpened).toEqual([[2, 3]]);
     expect(readBack().job?.interfaces).toEqual([
       { name: 'eth0', ipv4: [], ipv6: [] },
@@ -80,7 +112,11 @@ describe('conflictCheck warn', () => {
   });
 
   it("takes no ARP from the pod's own interfaces for a conflict (a link without MAC beside them is fine)", async () => {
-    h.pod.links = [fakeLink({ index: 9, name: 'tun0', mac: undefined }), ...h.pod.links, fakeLink({ index: 3, name: 'net1', mac: NET1_MAC })];
+    h.pod.links = [
+      fakeLink({ index: 9, name: 'tun0', mac: undefined }),
+      ...h.pod.links,
+      fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }),
+    ];
     h.arpIn.set(2, [replyFrom(NET1_MAC, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
@@ -104,8 +140,13 @@ describe('conflictCheck warn', () => {
     };
     await announceOnAdd(deps, h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 garp 10.88.0.5']);
-    expect(h.lines).toContainEqual('ERROR conflict probe failed: announcing without it error="socket(AF_PACKET): EPERM"');
-    expect(readBack().job).toMatchObject({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }], conflicts: 0 });
+    expect(h.lines).toContainEqual(
+      'ERROR conflict probe failed: announcing without it error="socket(AF_PACKET): EPERM"',
+    );
+    expect(readBack().job).toMatchObject({
+      interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+      conflicts: 0,
+    });
     expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
   });
 });
@@ -115,7 +156,14 @@ describe('conflictCheck fail', () => {
 
   it('announces after a window in which nobody answered', async () => {
     await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'fail', ...PROBE } }));
-    expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 garp 10.88.0.5', '2 garp 10.88.0.6']);
+    expect(described()).toEqual([
+      '2 probe 10.88.0.5',
+      '2 probe 10.88.0.6',
+      '2 probe 10.88.0.5',
+      '2 probe 10.88.0.6',
+      '2 garp 10.88.0.5',
+      '2 garp 10.88.0.6',
+    ]);
     expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
     // Between probes ADD waits on the receiver through the injected waits, never on its own.
     expect(h.waited).toEqual([
@@ -127,9 +175,13 @@ describe('conflictCheck fail', () => {
   it('fails ADD at the first conflict, announcing nothing, and puts the original MAC back', async () => {
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5', DERIVED)]);
     const plan = planOf({ ...TWO, targetMac: DERIVED });
-    const err = await announceOnAdd(h.deps(), h.job({ plan, conflictCheck: { action: 'fail', ...PROBE } })).catch((e: unknown) => e);
+    const err = await announceOnAdd(h.deps(), h.job({ plan, conflictCheck: { action: 'fail', ...PROBE } })).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(AddressConflictError);
-    expect((err as AddressConflictError).conflicts).toEqual([{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+    expect((err as AddressConflictError).conflicts).toEqual([
+      { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
+    ]);
     expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6']); // the window ended at the conflict
     expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1');
     expect(h.timers.now()).toBe(0);
@@ -146,9 +198,10 @@ describe('conflictCheck fail', () => {
     deps.open.arpReceivers = () => {
       throw new Error('socket(AF_PACKET): EPERM');
     };
-    const err = await announceOnAdd(deps, h.job({ plan: planOf({ ...TWO, targetMac: DERIVED }), conflictCheck: { action: 'fail', ...PROBE } })).catch(
-      (e: unknown) => e,
-    );
+    const err = await announceOnAdd(
+      deps,
+      h.job({ plan: planOf({ ...TWO, targetMac: DERIVED }), conflictCheck: { action: 'fail', ...PROBE } }),
+    ).catch((e: unknown) => e);
     expect((err as Error).message).toBe('socket(AF_PACKET): EPERM');
     expect(h.sent).toEqual([]);
     expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);

@@ -29,7 +29,15 @@ function withMac(extra: Partial<InterfacePlan> = {}): AnnouncePlan {
 
 /** A record an earlier ADD of the attachment left. */
 function previous(extra: Partial<AttachmentRecord>): AttachmentRecord {
-  const record: AttachmentRecord = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID, originalMacs: [], ...extra };
+  const record: AttachmentRecord = {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: NETNS,
+    netnsId: NETNS_ID,
+    originalMacs: [],
+    ...extra,
+  };
   writeRecord(h.stateDir, record);
   return record;
 }
@@ -51,12 +59,16 @@ describe('IP-derived MACs', () => {
         return pod;
       },
     };
-    expect(await announceOnAdd(deps, h.job({ plan: withMac({ resultIndex: 1 }) }))).toEqual(new Map([[1, '0a:58:0a:58:00:63']]));
+    expect(await announceOnAdd(deps, h.job({ plan: withMac({ resultIndex: 1 }) }))).toEqual(
+      new Map([[1, '0a:58:0a:58:00:63']]),
+    );
     expect(recordedBeforeSet).toEqual([{ name: 'eth0', mac: ORIGINAL }]);
     expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
     expect(h.sent[0]!.frame.subarray(6, 12)).toEqual(DERIVED);
     expect(readBack().originalMacs).toEqual([{ name: 'eth0', mac: ORIGINAL }]);
-    expect(h.lines).toContainEqual('INFO set IP-derived MAC interface=eth0 from=0a:58:0a:58:00:05 to=0a:58:0a:58:00:63');
+    expect(h.lines).toContainEqual(
+      'INFO set IP-derived MAC interface=eth0 from=0a:58:0a:58:00:05 to=0a:58:0a:58:00:63',
+    );
   });
 
   it('sets the MAC of an interface without a result index, and returns none for it', async () => {
@@ -66,7 +78,9 @@ describe('IP-derived MACs', () => {
 
   it('changes and records nothing when the interface already has the MAC, but still returns it', async () => {
     h.pod.links[0] = { ...h.pod.links[0]!, mac: DERIVED };
-    expect(await announceOnAdd(h.deps(), h.job({ plan: withMac({ resultIndex: 0 }) }))).toEqual(new Map([[0, '0a:58:0a:58:00:63']]));
+    expect(await announceOnAdd(h.deps(), h.job({ plan: withMac({ resultIndex: 0 }) }))).toEqual(
+      new Map([[0, '0a:58:0a:58:00:63']]),
+    );
     expect(h.pod.setMacs).toEqual([]);
     expect(readBack().originalMacs).toEqual([]);
   });
@@ -82,14 +96,28 @@ describe('IP-derived MACs', () => {
   it('keeps the record of the original MACs when no background work is left, also after an earlier ADD', async () => {
     previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
     await announceOnAdd(h.deps(), h.job({ plan: { ...withMac(), schedule: [0] } }));
-    expect(readBack()).toEqual({ network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID, originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
+    expect(readBack()).toEqual({
+      network: 'net',
+      containerId: 'c1',
+      ifname: 'eth0',
+      netns: NETNS,
+      netnsId: NETNS_ID,
+      originalMacs: [{ name: 'eth0', mac: ORIGINAL }],
+    });
   });
 
   it('records the original MAC of another interface beside one an earlier ADD recorded', async () => {
     h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: Buffer.from('02000000aa03', 'hex') }));
     h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
     previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
-    const net1: InterfacePlan = { name: 'net1', resultIndex: 1, addresses: [], ipv4: ['10.89.0.7'], ipv6: [], targetMac: DERIVED };
+    const net1: InterfacePlan = {
+      name: 'net1',
+      resultIndex: 1,
+      addresses: [],
+      ipv4: ['10.89.0.7'],
+      ipv6: [],
+      targetMac: DERIVED,
+    };
     await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces: [PLAN.interfaces[0]!, net1] } }));
     expect(readBack().originalMacs).toEqual([
       { name: 'eth0', mac: ORIGINAL },
@@ -101,9 +129,13 @@ describe('IP-derived MACs', () => {
     let looks = 0;
     const links = h.pod.links;
     Object.defineProperty(h.pod, 'links', { get: () => (++looks > 1 ? [] : links), set: () => undefined });
-    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(
+      `pod interface "eth0" disappeared from ${NETNS}`,
+    );
     expect(h.pod.setMacs).toEqual([]);
-    expect(h.lines).toContainEqual('WARN interface has no Ethernet address: not setting the IP-derived MAC interface=eth0');
+    expect(h.lines).toContainEqual(
+      'WARN interface has no Ethernet address: not setting the IP-derived MAC interface=eth0',
+    );
   });
 
   it('sets the MAC of the interface the plan names, by name', async () => {
@@ -113,7 +145,9 @@ describe('IP-derived MACs', () => {
       { ...PLAN.interfaces[0]!, resultIndex: 0 },
       { name: 'net1', resultIndex: 2, addresses: ['10.89.0.7/24'], ipv4: ['10.89.0.7'], ipv6: [], targetMac: DERIVED },
     ];
-    expect(await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces } }))).toEqual(new Map([[2, '0a:58:0a:58:00:63']]));
+    expect(await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces } }))).toEqual(
+      new Map([[2, '0a:58:0a:58:00:63']]),
+    );
     expect(h.pod.setMacs).toEqual([{ index: 3, mac: '0a580a580063' }]);
     expect(readBack().originalMacs).toEqual([{ name: 'net1', mac: '02:00:00:00:aa:03' }]);
   });
@@ -132,15 +166,22 @@ describe('IP-derived MACs', () => {
     h.pod.links[0] = { ...h.pod.links[0]!, mac };
     expect(await announceOnAdd(h.deps(), h.job({ plan: withMac() }))).toEqual(new Map());
     expect(h.pod.setMacs).toEqual([]);
-    expect(h.lines).toContainEqual('WARN interface has no Ethernet address: not setting the IP-derived MAC interface=eth0');
+    expect(h.lines).toContainEqual(
+      'WARN interface has no Ethernet address: not setting the IP-derived MAC interface=eth0',
+    );
   });
 
   it('keeps the original MAC in the record for DEL when ADD then fails', async () => {
     let looks = 0;
     const links = h.pod.links;
     // Resolved, MAC set, then gone while ADD waits for it.
-    Object.defineProperty(h.pod, 'links', { get: () => (++looks > 3 ? [] : links.map((l) => ({ ...l, running: false }))), set: () => undefined });
-    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
+    Object.defineProperty(h.pod, 'links', {
+      get: () => (++looks > 3 ? [] : links.map((l) => ({ ...l, running: false }))),
+      set: () => undefined,
+    });
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(
+      `pod interface "eth0" disappeared from ${NETNS}`,
+    );
     expect(readBack().originalMacs).toEqual([{ name: 'eth0', mac: ORIGINAL }]);
     expect(readBack().job).toBeUndefined();
   });
@@ -151,7 +192,9 @@ describe('the previous record', () => {
     previous({ netnsId: { dev: 5, ino: NETNS_ID.ino }, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
     await announceOnAdd(h.deps(), h.job());
     expect(readBack().originalMacs).toEqual([]);
-    expect(h.lines).toContainEqual(`INFO the previous record was for another netns: not keeping its original MACs netns=${NETNS}`);
+    expect(h.lines).toContainEqual(
+      `INFO the previous record was for another netns: not keeping its original MACs netns=${NETNS}`,
+    );
   });
 
   it('of another netns with no MACs to keep is replaced without a word', async () => {
@@ -174,7 +217,9 @@ describe('state failures', () => {
 
   it('carry the cause: a lock that cannot be taken', async () => {
     const cause = new Error('EACCES: permission denied');
-    const err = await announceOnAdd({ ...h.deps(), lockFile: async () => Promise.reject(cause) }, h.job()).catch((e: unknown) => e);
+    const err = await announceOnAdd({ ...h.deps(), lockFile: async () => Promise.reject(cause) }, h.job()).catch(
+      (e: unknown) => e,
+    );
     expect((err as StateError).cause).toBe(cause);
     expect(h.lockReleases).toEqual([]);
   });

@@ -55,7 +55,10 @@ describe('round 1', () => {
 
   it('carries IPv6 addresses into the job and announces an interface with one address of each family', async () => {
     h.pod.addresses.push(fakeAddress(2, 'fd00::5'));
-    await announceOnAdd(h.deps(), h.job({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5'], ['fd00::5'])], schedule: [0, 1000] }) }));
+    await announceOnAdd(
+      h.deps(),
+      h.job({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5'], ['fd00::5'])], schedule: [0, 1000] }) }),
+    );
     expect(h.sent).toHaveLength(2);
     expect(readBack().job?.interfaces).toEqual([{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }]);
   });
@@ -64,7 +67,9 @@ describe('round 1', () => {
     await announceOnAdd(h.deps(), h.job({ plan: plan({ schedule: [0] }) }));
     expect(h.sent).toHaveLength(1);
     expect(existsSync(file())).toBe(false);
-    expect(h.asked).toEqual([{ request: { op: 'count', sent: ONE_GARP, conflicts: 0, settings: SETTINGS }, start: false }]);
+    expect(h.asked).toEqual([
+      { request: { op: 'count', sent: ONE_GARP, conflicts: 0, settings: SETTINGS }, start: false },
+    ]);
     expect(h.released).toEqual([[PACKET_FD]]); // released, not closed by ADD itself
     expect(h.closed).toEqual([]);
     expect(h.lockReleases).toEqual([{ remove: true }]);
@@ -100,7 +105,9 @@ describe('round 1', () => {
     it.each(['l3', 'l3s'] as const)('on an ipvlan in %s mode (no L2 neighbours)', async (mode) => {
       h.pod.links[0] = { ...h.pod.links[0]!, kind: 'ipvlan', ipvlanMode: mode, running: false };
       await nothingFor({});
-      expect(h.lines).toContainEqual(`INFO ipvlan in L3 mode has no L2 neighbours to update: sending nothing interface=eth0 mode=${mode}`);
+      expect(h.lines).toContainEqual(
+        `INFO ipvlan in L3 mode has no L2 neighbours to update: sending nothing interface=eth0 mode=${mode}`,
+      );
     });
   });
 
@@ -111,9 +118,15 @@ describe('round 1', () => {
   });
 
   it('judges each interface by its own link: an L3 ipvlan beside a veth leaves the veth announced', async () => {
-    h.pod.links = [fakeLink({ index: 2, name: 'eth0', kind: 'ipvlan', ipvlanMode: 'l3' }), fakeLink({ index: 3, name: 'net1' })];
+    h.pod.links = [
+      fakeLink({ index: 2, name: 'eth0', kind: 'ipvlan', ipvlanMode: 'l3' }),
+      fakeLink({ index: 3, name: 'net1' }),
+    ];
     h.pod.addresses = [fakeAddress(2, '10.88.0.5'), fakeAddress(3, '10.89.0.7')];
-    await announceOnAdd(h.deps(), h.job({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5']), iface('net1', ['10.89.0.7'])] }) }));
+    await announceOnAdd(
+      h.deps(),
+      h.job({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5']), iface('net1', ['10.89.0.7'])] }) }),
+    );
     expect(h.sent.map((s) => s.index)).toEqual([3]);
     expect(readBack().job?.interfaces).toEqual([{ name: 'net1', ipv4: ['10.89.0.7'], ipv6: [] }]);
   });
@@ -123,7 +136,9 @@ describe('telling the background announcer', () => {
   it('logs that none answered, naming the record, and still releases the packet socket', async () => {
     h.answer = () => undefined;
     await announceOnAdd(h.deps(), h.job());
-    expect(h.lines).toContainEqual('INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json');
+    expect(h.lines).toContainEqual(
+      'INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json',
+    );
     expect(h.released).toEqual([[PACKET_FD]]);
   });
 
@@ -146,12 +161,16 @@ describe('when the pod is not ready within addWaitMs', () => {
     await announceOnAdd(h.deps(), h.job({ addWaitMs: 1000, readyTimeoutMs: 1001 }));
     expect(h.timers.now()).toBe(1000);
     expect(h.sent).toEqual([]);
-    expect(h.lines).toContainEqual(`INFO pod not ready yet: announcing from the background once it is waitedMs=1000 waitingFor=${NO_CARRIER}`);
+    expect(h.lines).toContainEqual(
+      `INFO pod not ready yet: announcing from the background once it is waitedMs=1000 waitingFor=${NO_CARRIER}`,
+    );
     const job = readBack().job!;
     expect(job.firstRoundAt).toBeUndefined();
     expect(job.conflicts).toBeUndefined();
     expect(job.readyDeadline).toBe(1_000_000 + 1001);
-    expect(h.asked).toEqual([{ request: { op: 'sync', record: 'c1@eth0.json', sent: NONE, settings: SETTINGS }, start: true }]);
+    expect(h.asked).toEqual([
+      { request: { op: 'sync', record: 'c1@eth0.json', sent: NONE, settings: SETTINGS }, start: true },
+    ]);
   });
 
   it('gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)', async () => {
@@ -169,8 +188,11 @@ describe('when the pod is not ready within addWaitMs', () => {
   });
 });
 
-describe("round 1 and the node-wide budget", () => {
-  /** A budget that refuses metered takes `refusals` times (asking to wait `waitMs`), then grants; every take is recorded. */
+describe('round 1 and the node-wide budget', () => {
+  /**
+   * A budget that refuses metered takes `refusals` times (asking to wait `waitMs`), then grants; every take is
+   * recorded.
+   */
   function budget(refusals: number, waitMs: number) {
     const takes: { frames: number; clock: number; onCredit: boolean; at: number }[] = [];
     const b: FrameBudget = {
@@ -194,7 +216,9 @@ describe("round 1 and the node-wide budget", () => {
       { frames: 1, clock: 1_000_600, onCredit: false, at: 600 },
     ]);
     expect(h.timers.requested).toEqual([300, 300]);
-    expect(h.lines.filter((l) => l.includes('rate limit'))).toEqual(['INFO node-wide rate limit: round 1 waits its turn waitMs=300']);
+    expect(h.lines.filter((l) => l.includes('rate limit'))).toEqual([
+      'INFO node-wide rate limit: round 1 waits its turn waitMs=300',
+    ]);
     expect(h.sent).toHaveLength(1);
     expect(h.asked[0]!.request).toMatchObject({ sent: ONE_GARP });
   });
@@ -202,7 +226,9 @@ describe("round 1 and the node-wide budget", () => {
   it('logs a single wait too', async () => {
     h.budget = budget(1, 300).b;
     await h.drive(announceOnAdd(h.deps(), h.job()));
-    expect(h.lines.filter((l) => l.includes('rate limit'))).toEqual(['INFO node-wide rate limit: round 1 waits its turn waitMs=300']);
+    expect(h.lines.filter((l) => l.includes('rate limit'))).toEqual([
+      'INFO node-wide rate limit: round 1 waits its turn waitMs=300',
+    ]);
   });
 
   it('goes on credit addWaitMs after readiness, sleeping no longer than that', async () => {
@@ -224,7 +250,10 @@ describe("round 1 and the node-wide budget", () => {
     h.budget = b;
     h.pod.links[0] = { ...h.pod.links[0]!, running: false };
     const links = h.pod.links;
-    Object.defineProperty(h.pod, 'links', { get: () => links.map((l) => ({ ...l, running: h.timers.now() >= 25_000 })), set: () => undefined });
+    Object.defineProperty(h.pod, 'links', {
+      get: () => links.map((l) => ({ ...l, running: h.timers.now() >= 25_000 })),
+      set: () => undefined,
+    });
     await h.drive(announceOnAdd(h.deps(), h.job({ addWaitMs: 30_000, readyTimeoutMs: 60_000 })));
     expect(takes.map((t) => [t.at, t.onCredit])).toEqual([
       [30_000, false],

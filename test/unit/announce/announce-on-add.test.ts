@@ -49,11 +49,30 @@ afterEach(() => {
 });
 
 function link(fields: Partial<LinkInfo> & { index: number; name: string }): LinkInfo {
-  return { mac: POD_MAC, up: true, running: true, noarp: false, linkIndex: undefined, linkNetnsid: undefined, kind: 'veth', ipvlanMode: undefined, portState: undefined, ...fields };
+  return {
+    mac: POD_MAC,
+    up: true,
+    running: true,
+    noarp: false,
+    linkIndex: undefined,
+    linkNetnsid: undefined,
+    kind: 'veth',
+    ipvlanMode: undefined,
+    portState: undefined,
+    ...fields,
+  };
 }
 
 function ipv4(index: number, text: string): AddressInfo {
-  return { index, family: 4, bytes: Buffer.from(text.split('.').map(Number)), prefixLength: 16, tentative: false, dadFailed: false, optimistic: false };
+  return {
+    index,
+    family: 4,
+    bytes: Buffer.from(text.split('.').map(Number)),
+    prefixLength: 16,
+    tentative: false,
+    dadFailed: false,
+    optimistic: false,
+  };
 }
 
 /** The pod seen through its sockets: `links()` is read on every request, so a test can change it meanwhile. */
@@ -83,12 +102,19 @@ function fakeOpener(links: () => LinkInfo[]): SocketOpener {
     ipv6Forwarding: false,
     close: () => expect(packetOpen).toBe(false), // ADD always releases its packet socket
   };
-  const host: HostSockets = { rtnl: { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl, events: events(51), close: () => undefined };
+  const host: HostSockets = {
+    rtnl: { linkByIndex: () => undefined, linkByName: () => undefined } as unknown as Rtnl,
+    events: events(51),
+    close: () => undefined,
+  };
   return { pod: () => pod, host: () => host, arpReceivers: () => expect.fail('no conflict probe in these tests') };
 }
 
 /** ADD's dependencies; the background announcer answers with `answer`. */
-function deps(answer: (request: Request, start: boolean) => Reply | undefined, links: () => LinkInfo[] = () => [eth0]): AddDeps {
+function deps(
+  answer: (request: Request, start: boolean) => Reply | undefined,
+  links: () => LinkInfo[] = () => [eth0],
+): AddDeps {
   return {
     libc: fakeLibc({ close: () => expect.fail('ADD closes no socket itself') }),
     open: fakeOpener(links),
@@ -109,7 +135,9 @@ function deps(answer: (request: Request, start: boolean) => Reply | undefined, l
 const taken = (): Reply => ({ ok: true });
 
 const PLAN: AnnouncePlan = {
-  interfaces: [{ name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/16'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined }],
+  interfaces: [
+    { name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/16'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined },
+  ],
   hostPeerNames: [],
   arpOps: ['request'],
   schedule: [0, 1000, 3000],
@@ -162,7 +190,16 @@ function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord 
     readyDeadline: 1_004_000,
     logLevel: 'info',
   };
-  const record: AttachmentRecord = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID, originalMacs: [], job: pending, ...extra };
+  const record: AttachmentRecord = {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: NETNS,
+    netnsId: NETNS_ID,
+    originalMacs: [],
+    job: pending,
+    ...extra,
+  };
   writeRecord(stateDir, record);
   return record;
 }
@@ -171,10 +208,20 @@ describe('announceOnAdd', () => {
   it('sends round 1, hands the rest of the burst to the background announcer and releases its packet socket', async () => {
     expect(await announceOnAdd(deps(taken), job())).toEqual(new Map());
     expect(frames).toHaveLength(1);
-    expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000], firstRoundAt: timers.bootMs(), interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }] });
+    expect(readBack().job).toMatchObject({
+      schedule: [0, 1000, 3000],
+      firstRoundAt: timers.bootMs(),
+      interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }],
+    });
     expect(asked).toEqual([
       {
-        request: { op: 'sync', record: 'c1@eth0.json', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 0, settings: { idleExitMs: 30_000 } },
+        request: {
+          op: 'sync',
+          record: 'c1@eth0.json',
+          sent: { garpRequest: 1, garpReply: 0, na: 0 },
+          conflicts: 0,
+          settings: { idleExitMs: 30_000 },
+        },
         start: true,
       },
     ]);
@@ -210,7 +257,9 @@ describe('announceOnAdd', () => {
   it('says once, at debug, why it waits for the pod, then sends round 1 once the pod is ready', async () => {
     const late = () => [{ ...eth0, running: timers.now() >= 2000 }];
     await announceOnAdd(deps(taken, late), job({ addWaitMs: 5000 }));
-    const said = lines.map((l, i) => [i, l] as const).filter(([, l]) => / DEBUG pod not ready: waiting for it /.test(l));
+    const said = lines
+      .map((l, i) => [i, l] as const)
+      .filter(([, l]) => / DEBUG pod not ready: waiting for it /.test(l));
     expect(said).toHaveLength(1);
     expect(said[0]![1]).toMatch(/upToMs=5000 .*eth0 has no carrier/);
     expect(lines.findIndex((l) => / INFO announced /.test(l))).toBeGreaterThan(said[0]![0]);
@@ -231,18 +280,31 @@ describe('announceOnAdd', () => {
 
     it('when the attachment lock cannot be taken', async () => {
       const failing = { ...deps(taken), lockFile: async () => Promise.reject(new Error('EACCES: permission denied')) };
-      expect(await cniFailure(announceOnAdd(failing, job()))).toEqual({ code: 105, msg: `cannot lock the attachment in ${stateDir}: EACCES: permission denied` });
+      expect(await cniFailure(announceOnAdd(failing, job()))).toEqual({
+        code: 105,
+        msg: `cannot lock the attachment in ${stateDir}: EACCES: permission denied`,
+      });
     });
   });
 
   it('fails with code 11 when another command keeps the attachment locked', async () => {
     const busy = { ...deps(taken), lockFile: async () => undefined };
-    expect(await cniFailure(announceOnAdd(busy, job()))).toEqual({ code: 11, msg: 'another command on this attachment still runs after 11000 ms: try again later' });
+    expect(await cniFailure(announceOnAdd(busy, job()))).toEqual({
+      code: 11,
+      msg: 'another command on this attachment still runs after 11000 ms: try again later',
+    });
   });
 
   describe('fails with code 101 (interface not found)', () => {
     it('when the pod has no such interface; the packet socket is still released', async () => {
-      expect(await cniFailure(announceOnAdd(deps(taken, () => []), job()))).toEqual({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
+      expect(
+        await cniFailure(
+          announceOnAdd(
+            deps(taken, () => []),
+            job(),
+          ),
+        ),
+      ).toEqual({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
       expect(asked).toEqual([]);
@@ -254,21 +316,40 @@ describe('announceOnAdd', () => {
       eth0 = { ...eth0, running: false };
       let looks = 0;
       const leaving = () => (++looks > 2 ? [] : [eth0]); // resolved, not ready, then gone
-      expect(await cniFailure(announceOnAdd(deps(taken, leaving), job()))).toEqual({ code: 101, msg: `pod interface "eth0" disappeared from ${NETNS}` });
+      expect(await cniFailure(announceOnAdd(deps(taken, leaving), job()))).toEqual({
+        code: 101,
+        msg: `pod interface "eth0" disappeared from ${NETNS}`,
+      });
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json', sent: { garpRequest: 0, garpReply: 0, na: 0 } }), start: false }]);
+      expect(asked).toEqual([
+        {
+          request: expect.objectContaining({
+            op: 'sync',
+            record: 'c1@eth0.json',
+            sent: { garpRequest: 0, garpReply: 0, na: 0 },
+          }),
+          start: false,
+        },
+      ]);
     });
   });
 
   describe('when the background work cannot be handed over', () => {
     it('still succeeds with round 1 sent, leaves the job in the record for the next announcer and says so', async () => {
-      expect(await announceOnAdd(deps(() => undefined), job())).toEqual(new Map());
+      expect(
+        await announceOnAdd(
+          deps(() => undefined),
+          job(),
+        ),
+      ).toEqual(new Map());
       expect(frames).toHaveLength(1);
       expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000], firstRoundAt: timers.bootMs() });
       expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync' }), start: true }]);
       expect(released).toEqual([PACKET_FD]);
       expect(lines.filter((l) => / (WARN|INFO) .*announcer/.test(l))).toEqual([
-        expect.stringContaining('INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json'),
+        expect.stringContaining(
+          'INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json',
+        ),
       ]);
     });
   });
@@ -282,7 +363,9 @@ describe('announceOnAdd', () => {
       expect(now.originalMacs).toEqual(earlier.originalMacs); // same netns: still to restore on DEL
       expect(now.job!.firstRoundAt).toBe(timers.bootMs());
       expect(now.job!.readyDeadline).not.toBe(earlier.job!.readyDeadline); // the announcer tells the jobs apart by it
-      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: true }]);
+      expect(asked).toEqual([
+        { request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: true },
+      ]);
     });
 
     it('ends that work when it has none of its own, starting no announcer', async () => {
@@ -290,14 +373,18 @@ describe('announceOnAdd', () => {
       await announceOnAdd(deps(taken), job({ announce: false }));
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: false }]);
+      expect(asked).toEqual([
+        { request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: false },
+      ]);
     });
 
     it('does not keep original MACs recorded in another netns', async () => {
       pendingRecord({ netnsId: { dev: 4, ino: 1 }, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
       await announceOnAdd(deps(taken), job());
       expect(readBack().originalMacs).toEqual([]);
-      expect(lines).toContainEqual(expect.stringContaining('the previous record was for another netns: not keeping its original MACs'));
+      expect(lines).toContainEqual(
+        expect.stringContaining('the previous record was for another netns: not keeping its original MACs'),
+      );
     });
   });
 });

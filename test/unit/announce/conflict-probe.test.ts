@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictProbe, describeConflict, dropConflicting, probeTargets, sendDueProbes, withoutConflicts, type ProbeTarget } from '../../../src/announce/conflict-probe';
+import {
+  ConflictProbe,
+  describeConflict,
+  dropConflicting,
+  probeTargets,
+  sendDueProbes,
+  withoutConflicts,
+  type ProbeTarget,
+} from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
 import { createLogger, silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
@@ -21,7 +29,8 @@ function replyFrom(mac: Buffer, ip: Buffer, to: Buffer = OURS): Buffer {
   return Buffer.concat([to, mac, bytes('0806000108000604 0002'.replace(/ /g, '')), mac, ip, to, bytes('00000000')]);
 }
 
-const describeFrames = (frames: readonly OutgoingFrame[]) => frames.map((f) => `${f.name}:${f.frame.subarray(38, 42).join('.')}`);
+const describeFrames = (frames: readonly OutgoingFrame[]) =>
+  frames.map((f) => `${f.name}:${f.frame.subarray(38, 42).join('.')}`);
 
 describe('ConflictProbe', () => {
   it('spreads the probes over the window: probe k at k × probeMs / probes, one frame per address', () => {
@@ -52,7 +61,9 @@ describe('ConflictProbe', () => {
     const probe = new ConflictProbe([eth0, net1], [OURS, NET1], { probeMs: 100, probes: 2 }, 0);
     probe.receive(2, replyFrom(SQUATTER, A));
     probe.receive(2, replyFrom(bytes('5254000000aa'), A));
-    expect(probe.conflicts()).toEqual([{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+    expect(probe.conflicts()).toEqual([
+      { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
+    ]);
   });
 
   it('ignores frames of our own MACs, of interfaces not probed, and of addresses probed elsewhere', () => {
@@ -93,7 +104,8 @@ describe('sendDueProbes', () => {
   it('sends the probes due, on time: one per address per probe', () => {
     const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
     const sent: string[] = [];
-    const send = (at: number) => (index: number, frame: Buffer) => void sent.push(`${at} ${index} ${frame.subarray(38, 42).join('.')}`);
+    const send = (at: number) => (index: number, frame: Buffer) =>
+      void sent.push(`${at} ${index} ${frame.subarray(38, 42).join('.')}`);
     sendDueProbes(probe, 0, send(0), silentLogger);
     sendDueProbes(probe, 49, send(49), silentLogger);
     sendDueProbes(probe, 50, send(50), silentLogger);
@@ -102,9 +114,14 @@ describe('sendDueProbes', () => {
 
   it('keeps the window going after a probe that cannot be sent', () => {
     const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
-    sendDueProbes(probe, 0, () => {
-      throw new Error('sendto: ENETDOWN');
-    }, silentLogger);
+    sendDueProbes(
+      probe,
+      0,
+      () => {
+        throw new Error('sendto: ENETDOWN');
+      },
+      silentLogger,
+    );
     expect(probe.finished(0)).toBe(false);
     probe.receive(2, replyFrom(SQUATTER, A));
     expect(probe.conflicts().map((c) => c.address)).toEqual(['10.88.0.5']);
@@ -116,9 +133,27 @@ describe('probeTargets and withoutConflicts', () => {
     { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
     { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'reply' }) },
     { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
-    { index: 2, name: 'eth0', frame: unsolicitedNeighborAdvert({ mac: OURS, ip: bytes('fd000088000000000000000000000005'), router: false, override: true }) },
+    {
+      index: 2,
+      name: 'eth0',
+      frame: unsolicitedNeighborAdvert({
+        mac: OURS,
+        ip: bytes('fd000088000000000000000000000005'),
+        router: false,
+        override: true,
+      }),
+    },
     { index: 3, name: 'net1', frame: gratuitousArp({ mac: NET1, ip: C, op: 'request' }) },
-    { index: 4, name: 'net2', frame: unsolicitedNeighborAdvert({ mac: NET1, ip: bytes('fd000089000000000000000000000007'), router: false, override: true }) },
+    {
+      index: 4,
+      name: 'net2',
+      frame: unsolicitedNeighborAdvert({
+        mac: NET1,
+        ip: bytes('fd000089000000000000000000000007'),
+        router: false,
+        override: true,
+      }),
+    },
   ];
 
   it('probes each announced IPv4 address once, from its interface and MAC; IPv6-only interfaces have nothing to probe', () => {
@@ -129,9 +164,13 @@ describe('probeTargets and withoutConflicts', () => {
   });
 
   it('drops every ARP frame of a conflicting address on its interface, and nothing else', () => {
-    const kept = withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' }]);
+    const kept = withoutConflicts(round, [
+      { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
+    ]);
     expect(kept).toEqual([round[2], round[3], round[4], round[5]]);
-    expect(withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'net1', kind: 'reply' }])).toEqual(round);
+    expect(
+      withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'net1', kind: 'reply' }]),
+    ).toEqual(round);
     expect(withoutConflicts(round, [])).toEqual(round);
   });
 });
@@ -140,7 +179,10 @@ describe('describeConflict', () => {
   it.each([
     ['reply', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0)'],
     ['request', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it sent ARP from that address on eth0)'],
-    ['probe', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)'],
+    [
+      'probe',
+      '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)',
+    ],
   ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, text) => {
     expect(describeConflict({ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind })).toBe(text);
   });
@@ -178,10 +220,20 @@ describe('edges of the probe window', () => {
 
   it('logs a probe that cannot be sent, naming the interface', () => {
     const lines: string[] = [];
-    const log = createLogger((line) => lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
-    sendDueProbes(new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0), 0, () => {
-      throw new Error('sendto: ENETDOWN');
-    }, log);
+    const log = createLogger(
+      (line) => lines.push(line.slice(25, -1)),
+      'debug',
+      {},
+      () => new Date(0),
+    );
+    sendDueProbes(
+      new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0),
+      0,
+      () => {
+        throw new Error('sendto: ENETDOWN');
+      },
+      log,
+    );
     expect(lines).toEqual(['ERROR sending an ARP probe failed interface=net1 error="sendto: ENETDOWN"']);
   });
 });
@@ -195,7 +247,12 @@ describe('malformed ARP frames in a round', () => {
     { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
     { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
   ];
-  const conflict = (address: string) => ({ address, mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' as const });
+  const conflict = (address: string) => ({
+    address,
+    mac: '52:54:00:12:34:56',
+    interface: 'eth0',
+    kind: 'reply' as const,
+  });
 
   it('are not probed', () => {
     expect(probeTargets(frames)).toEqual([{ index: 2, name: 'eth0', mac: OURS, ipv4: [B, A] }]);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from '../../../src/announce/errors';
+import {
+  AddressConflictError,
+  AttachmentBusyError,
+  InterfaceMissingError,
+  StateError,
+} from '../../../src/announce/errors';
 
 describe('the announce layer errors', () => {
   it('name themselves (the CNI code is chosen by class, logs show the name)', () => {
@@ -10,8 +15,12 @@ describe('the announce layer errors', () => {
   });
 
   it('say which interfaces are missing, and whether they left while ADD waited', () => {
-    expect(new InterfaceMissingError(['eth0', 'net1'], '/run/netns/pod').message).toBe('pod interface "eth0", "net1" not found in /run/netns/pod');
-    expect(new InterfaceMissingError(['net1'], '/run/netns/pod', true).message).toBe('pod interface "net1" disappeared from /run/netns/pod');
+    expect(new InterfaceMissingError(['eth0', 'net1'], '/run/netns/pod').message).toBe(
+      'pod interface "eth0", "net1" not found in /run/netns/pod',
+    );
+    expect(new InterfaceMissingError(['net1'], '/run/netns/pod', true).message).toBe(
+      'pod interface "net1" disappeared from /run/netns/pod',
+    );
   });
 
   it('describe every address conflict, and that nothing was announced', () => {
@@ -26,6 +35,8 @@ describe('the announce layer errors', () => {
   });
 
   it('say how long the attachment stayed busy', () => {
-    expect(new AttachmentBusyError(11_000).message).toBe('another command on this attachment still runs after 11000 ms: try again later');
+    expect(new AttachmentBusyError(11_000).message).toBe(
+      'another command on this attachment still runs after 11000 ms: try again later',
+    );
   });
 });

@@ -71,7 +71,13 @@ describe('the shared frame budget, its lock and its file', () => {
   let lines: string[];
   let sends: number;
   const send = (): void => void sends++;
-  const log = () => createLogger((line) => void lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
+  const log = () =>
+    createLogger(
+      (line) => void lines.push(line.slice(25, -1)),
+      'debug',
+      {},
+      () => new Date(0),
+    );
   const bucketFile = () => join(dir, BUCKET_FILE);
   const bucket = () => JSON.parse(readFileSync(bucketFile(), 'utf8')) as unknown;
 
@@ -111,7 +117,13 @@ describe('the shared frame budget, its lock and its file', () => {
   });
 
   it('sends unmetered, and says why, when the lock cannot be taken at all', async () => {
-    const budget = sharedFrameBudget(dir, LIMIT, async () => Promise.reject(new Error('EACCES: permission denied')), log(), 'first');
+    const budget = sharedFrameBudget(
+      dir,
+      LIMIT,
+      async () => Promise.reject(new Error('EACCES: permission denied')),
+      log(),
+      'first',
+    );
     expect(await budget.take(1, () => 0, false, send)).toEqual({ ok: true });
     expect(sends).toBe(1);
     expect(lines).toEqual(['WARN rate limit unavailable: sending unmetered error="EACCES: permission denied"']);
@@ -123,7 +135,10 @@ describe('the shared frame budget, its lock and its file', () => {
     const budget = sharedFrameBudget(dir, LIMIT, lock, log(), 'first');
     expect(await budget.take(1, () => 0, false, send)).toEqual({ ok: true });
     expect(sends).toBe(1);
-    expect(lines).toEqual([`WARN rate limit state unusable: sending unmetered error="${bucketFile()} is not a regular file"`, 'DEBUG sent unmetered']);
+    expect(lines).toEqual([
+      `WARN rate limit state unusable: sending unmetered error="${bucketFile()} is not a regular file"`,
+      'DEBUG sent unmetered',
+    ]);
     expect(calls.at(-1)).toBe('release');
   });
 

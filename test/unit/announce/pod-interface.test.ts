@@ -7,8 +7,18 @@ const eth0 = fakeLink({ index: 2, name: 'eth0', linkIndex: 7, linkNetnsid: 0 });
 // The host's veth7: its peer is ifindex 2 in the pod (netnsid 3 as the host sees it).
 const hostVeth = fakeLink({ index: 7, name: 'veth7', linkIndex: 2, linkNetnsid: 3 });
 
-function resolve(pod: Parameters<typeof fakeLink>[0][], host: Parameters<typeof fakeLink>[0][], hints: string[] = [], name = 'eth0') {
-  return resolveInterface(fakeRtnl(fakeNetns({ links: pod.map(fakeLink) })), fakeRtnl(fakeNetns({ links: host.map(fakeLink) })), name, hints);
+function resolve(
+  pod: Parameters<typeof fakeLink>[0][],
+  host: Parameters<typeof fakeLink>[0][],
+  hints: string[] = [],
+  name = 'eth0',
+) {
+  return resolveInterface(
+    fakeRtnl(fakeNetns({ links: pod.map(fakeLink) })),
+    fakeRtnl(fakeNetns({ links: host.map(fakeLink) })),
+    name,
+    hints,
+  );
 }
 
 describe('resolveInterface', () => {
@@ -17,12 +27,24 @@ describe('resolveInterface', () => {
   });
 
   it('finds a veth and its host peer through IFLA_LINK when the peer points back', () => {
-    expect(resolve([eth0], [hostVeth])).toEqual({ name: 'eth0', index: 2, kind: 'veth', ipvlanMode: undefined, hostPeer: { index: 7, name: 'veth7' } });
+    expect(resolve([eth0], [hostVeth])).toEqual({
+      name: 'eth0',
+      index: 2,
+      kind: 'veth',
+      ipvlanMode: undefined,
+      hostPeer: { index: 7, name: 'veth7' },
+    });
   });
 
   it('reports the kind and ipvlan mode of a link that has no host peer', () => {
     const ipvl = fakeLink({ index: 4, name: 'eth0', kind: 'ipvlan', ipvlanMode: 'l3s', linkIndex: 7, linkNetnsid: 0 });
-    expect(resolve([ipvl], [hostVeth])).toEqual({ name: 'eth0', index: 4, kind: 'ipvlan', ipvlanMode: 'l3s', hostPeer: undefined });
+    expect(resolve([ipvl], [hostVeth])).toEqual({
+      name: 'eth0',
+      index: 4,
+      kind: 'ipvlan',
+      ipvlanMode: 'l3s',
+      hostPeer: undefined,
+    });
   });
 
   describe('gives no host peer', () => {
@@ -62,12 +84,18 @@ describe('resolveInterface', () => {
     const realPeer = fakeLink({ index: 12, name: 'vethpod', linkIndex: 2, linkNetnsid: 3 });
 
     it('takes the first hint that is the peer', () => {
-      expect(resolve([eth0], [stranger, realPeer, hostVeth], ['nope', 'vethpod'])?.hostPeer).toEqual({ index: 12, name: 'vethpod' });
+      expect(resolve([eth0], [stranger, realPeer, hostVeth], ['nope', 'vethpod'])?.hostPeer).toEqual({
+        index: 12,
+        name: 'vethpod',
+      });
     });
 
     it('stops at the peer: a later hint does not replace it', () => {
       const alsoPointsBack = fakeLink({ index: 13, name: 'vethtwo', linkIndex: 2, linkNetnsid: 4 });
-      expect(resolve([eth0], [stranger, realPeer, alsoPointsBack], ['vethpod', 'vethtwo'])?.hostPeer).toEqual({ index: 12, name: 'vethpod' });
+      expect(resolve([eth0], [stranger, realPeer, alsoPointsBack], ['vethpod', 'vethtwo'])?.hostPeer).toEqual({
+        index: 12,
+        name: 'vethpod',
+      });
     });
 
     it('keeps the peer found through IFLA_LINK whatever the hints say', () => {

@@ -5,7 +5,13 @@ import { PortState } from '../../../src/wire/rtnetlink';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';
 
 const MAC = Buffer.from('0a580a580005', 'hex');
-const iface: ResolvedInterface = { name: 'eth0', index: 2, kind: 'veth', ipvlanMode: undefined, hostPeer: { index: 7, name: 'veth7' } };
+const iface: ResolvedInterface = {
+  name: 'eth0',
+  index: 2,
+  kind: 'veth',
+  ipvlanMode: undefined,
+  hostPeer: { index: 7, name: 'veth7' },
+};
 const target: AnnounceTarget = { name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] };
 
 /** A pod whose eth0 is up with carrier and holds both addresses; the host's veth7 forwards. */
@@ -30,7 +36,15 @@ describe('snapshot', () => {
   it('is ready with the MAC and every planned address on the link', () => {
     expect(snap(world())).toEqual({
       state: 'ready',
-      input: { index: 2, name: 'eth0', mac: MAC, noarp: false, ipv4: [V4], ipv6: [{ bytes: V6, optimistic: false }], skipped: [] },
+      input: {
+        index: 2,
+        name: 'eth0',
+        mac: MAC,
+        noarp: false,
+        ipv4: [V4],
+        ipv6: [{ bytes: V6, optimistic: false }],
+        skipped: [],
+      },
     });
   });
 
@@ -143,7 +157,10 @@ describe('snapshot', () => {
     it('IPv6 addresses whose duplicate address detection failed, even while also flagged tentative', () => {
       const w = world();
       w.pod.addresses[1] = fakeAddress(2, 'fd00::5', { dadFailed: true, tentative: true });
-      expect(snap(w)).toMatchObject({ state: 'ready', input: { ipv6: [], skipped: ['fd00::5 (duplicate address detection failed)'] } });
+      expect(snap(w)).toMatchObject({
+        state: 'ready',
+        input: { ipv6: [], skipped: ['fd00::5 (duplicate address detection failed)'] },
+      });
     });
   });
 

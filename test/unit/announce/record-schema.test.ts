@@ -2,8 +2,22 @@ import { describe, expect, it } from 'vitest';
 import { checkRecord } from '../../../src/announce/record-schema';
 import { checkOption } from '../../../src/cni/option-schema';
 
-const IDS = { network: 'podnet', containerId: 'c0ffee', ifname: 'eth0', netns: '/var/run/netns/pod', netnsId: { dev: 4, ino: 4026532300 } };
-const JOB = { ...IDS, interfaces: [], hostPeerNames: [], arpOps: ['request'], schedule: [0], readyDeadline: 5000, logLevel: 'info' };
+const IDS = {
+  network: 'podnet',
+  containerId: 'c0ffee',
+  ifname: 'eth0',
+  netns: '/var/run/netns/pod',
+  netnsId: { dev: 4, ino: 4026532300 },
+};
+const JOB = {
+  ...IDS,
+  interfaces: [],
+  hostPeerNames: [],
+  arpOps: ['request'],
+  schedule: [0],
+  readyDeadline: 5000,
+  logLevel: 'info',
+};
 
 /** Whether a record whose job has `fields` is valid. */
 const jobValid = (fields: object): boolean => checkRecord({ ...IDS, originalMacs: [], job: { ...JOB, ...fields } }).ok;
@@ -11,10 +25,14 @@ const jobValid = (fields: object): boolean => checkRecord({ ...IDS, originalMacs
 describe('checkRecord', () => {
   it("takes a job's probe settings and log level exactly when the config's options take them", () => {
     for (let probeMs = 0; probeMs <= 5000; probeMs += 5) {
-      expect(jobValid({ conflictCheck: { action: 'warn', probeMs, probes: 2 } })).toBe(checkOption('probeMs', probeMs) !== undefined);
+      expect(jobValid({ conflictCheck: { action: 'warn', probeMs, probes: 2 } })).toBe(
+        checkOption('probeMs', probeMs) !== undefined,
+      );
     }
     for (const probes of [0, 1, 2, 3, 4, 5, 10, 1.5]) {
-      expect(jobValid({ conflictCheck: { action: 'warn', probeMs: 100, probes } })).toBe(checkOption('probes', probes) !== undefined);
+      expect(jobValid({ conflictCheck: { action: 'warn', probeMs: 100, probes } })).toBe(
+        checkOption('probes', probes) !== undefined,
+      );
     }
     for (const logLevel of ['error', 'warn', 'info', 'debug', 'trace', 'INFO']) {
       expect(jobValid({ logLevel })).toBe(checkOption('logLevel', logLevel) !== undefined);
@@ -41,9 +59,21 @@ describe('checkRecord problems', () => {
     ['a netns that is no string', { netns: 7 }, '"netns" must be a string'],
     ['a negative device', { netnsId: { dev: -1, ino: 1 } }, '"netnsId.dev" must be an integer ≥ 0'],
     ['an inode that is no number', { netnsId: { dev: 1, ino: '1' } }, '"netnsId.ino" must be an integer ≥ 0'],
-    ['a MAC with a prefix', { originalMacs: [{ name: 'eth0', mac: 'x0a:58:0a:58:00:05' }] }, '"originalMacs.0.mac" must be a MAC address'],
-    ['a MAC with a suffix', { originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05:' }] }, '"originalMacs.0.mac" must be a MAC address'],
-    ['an original MAC of no interface', { originalMacs: [{ name: '', mac: '0a:58:0a:58:00:05' }] }, '"originalMacs.0.name" must be an interface name'],
+    [
+      'a MAC with a prefix',
+      { originalMacs: [{ name: 'eth0', mac: 'x0a:58:0a:58:00:05' }] },
+      '"originalMacs.0.mac" must be a MAC address',
+    ],
+    [
+      'a MAC with a suffix',
+      { originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05:' }] },
+      '"originalMacs.0.mac" must be a MAC address',
+    ],
+    [
+      'an original MAC of no interface',
+      { originalMacs: [{ name: '', mac: '0a:58:0a:58:00:05' }] },
+      '"originalMacs.0.name" must be an interface name',
+    ],
     [
       'more than 64 original MACs',
       { originalMacs: Array.from({ length: 65 }, () => ({ name: 'eth0', mac: '0a:58:0a:58:00:05' })) },
@@ -54,17 +84,36 @@ describe('checkRecord problems', () => {
   });
 
   it('names the first bad field, in the order of the record', () => {
-    expect(problem({ ...RECORD, containerId: '', netns: 'rel', job: { ...JOB, logLevel: 'trace' } })).toBe('"containerId" must not be empty');
+    expect(problem({ ...RECORD, containerId: '', netns: 'rel', job: { ...JOB, logLevel: 'trace' } })).toBe(
+      '"containerId" must not be empty',
+    );
   });
 
   it('takes exactly 64 original MACs', () => {
-    expect(problem({ ...RECORD, originalMacs: Array.from({ length: 64 }, () => ({ name: 'eth0', mac: '0A:58:0A:58:00:05' })) })).toBeUndefined();
+    expect(
+      problem({
+        ...RECORD,
+        originalMacs: Array.from({ length: 64 }, () => ({ name: 'eth0', mac: '0A:58:0A:58:00:05' })),
+      }),
+    ).toBeUndefined();
   });
 
   it.each([
-    ['an interface of its job whose IPv4 list is no list', { interfaces: [{ name: 'eth0', ipv4: '10.88.0.5', ipv6: [] }] }, '"job.interfaces.0.ipv4" must be an array'],
-    ['a negative rate', { rateLimit: { framesPerSecond: -1, burst: 5 } }, '"job.rateLimit.framesPerSecond" must be a finite number ≥ 0'],
-    ['a burst that is no number', { rateLimit: { framesPerSecond: 10, burst: 'x' } }, '"job.rateLimit.burst" must be a finite number ≥ 0'],
+    [
+      'an interface of its job whose IPv4 list is no list',
+      { interfaces: [{ name: 'eth0', ipv4: '10.88.0.5', ipv6: [] }] },
+      '"job.interfaces.0.ipv4" must be an array',
+    ],
+    [
+      'a negative rate',
+      { rateLimit: { framesPerSecond: -1, burst: 5 } },
+      '"job.rateLimit.framesPerSecond" must be a finite number ≥ 0',
+    ],
+    [
+      'a burst that is no number',
+      { rateLimit: { framesPerSecond: 10, burst: 'x' } },
+      '"job.rateLimit.burst" must be a finite number ≥ 0',
+    ],
     ['an empty container ID in its job', { containerId: '' }, '"job.containerId" must not be empty'],
   ])('refuses %s', (_what, fields, text) => {
     expect(problem({ ...RECORD, job: { ...JOB, ...fields } })).toBe(text);

@@ -12,10 +12,26 @@ const V6 = Buffer.from('fd000000000000000000000000000005', 'hex');
 
 function logged() {
   const lines: string[] = [];
-  return { lines, log: createLogger((line) => lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)) };
+  return {
+    lines,
+    log: createLogger(
+      (line) => lines.push(line.slice(25, -1)),
+      'debug',
+      {},
+      () => new Date(0),
+    ),
+  };
 }
 
-const eth0: RoundInput = { index: 2, name: 'eth0', mac: MAC, noarp: false, ipv4: [V4], ipv6: [{ bytes: V6, optimistic: false }], skipped: [] };
+const eth0: RoundInput = {
+  index: 2,
+  name: 'eth0',
+  mac: MAC,
+  noarp: false,
+  ipv4: [V4],
+  ipv6: [{ bytes: V6, optimistic: false }],
+  skipped: [],
+};
 
 describe('buildRound', () => {
   it('builds each interface its frames, ARP ops in order then NAs, tagged with the interface', () => {
@@ -57,7 +73,9 @@ describe('sendFrames', () => {
 
   it('sends every frame out of its interface and counts them by kind', () => {
     const sent: [number, Buffer][] = [];
-    const packet = { send: (index: number, frame: Uint8Array) => void sent.push([index, Buffer.from(frame)]) } as PacketSocket;
+    const packet = {
+      send: (index: number, frame: Uint8Array) => void sent.push([index, Buffer.from(frame)]),
+    } as PacketSocket;
     expect(sendFrames(packet, frames, logged().log)).toEqual({ garpRequest: 2, garpReply: 2, na: 1 });
     expect(sent).toEqual(frames.map((f) => [f.index, f.frame]));
   });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ResolvedInterface } from '../../../src/announce/pod-interface';
 import type { AnnounceTarget } from '../../../src/announce/readiness';
-import { netnsSockets, openSession, readiness, waitReady, type PodSession, type SocketOpener } from '../../../src/announce/session';
+import {
+  netnsSockets,
+  openSession,
+  readiness,
+  waitReady,
+  type PodSession,
+  type SocketOpener,
+} from '../../../src/announce/session';
 import type { Waits } from '../../../src/announce/waits';
 import type { Libc } from '../../../src/sys/libc';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
@@ -18,10 +25,16 @@ const HOST_EVENTS = 51;
 function world(): { pod: FakeNetns; host: FakeNetns } {
   return {
     pod: fakeNetns({
-      links: [fakeLink({ index: 2, name: 'eth0', linkIndex: 7, linkNetnsid: 0 }), fakeLink({ index: 3, name: 'net1', kind: 'macvlan' })],
+      links: [
+        fakeLink({ index: 2, name: 'eth0', linkIndex: 7, linkNetnsid: 0 }),
+        fakeLink({ index: 3, name: 'net1', kind: 'macvlan' }),
+      ],
       addresses: [fakeAddress(2, '10.88.0.5'), fakeAddress(3, '10.89.0.7')],
     }),
-    host: fakeNetns({ links: [fakeLink({ index: 7, name: 'veth7', linkIndex: 2, linkNetnsid: 3 })], ports: new Map([[7, PortState.Forwarding]]) }),
+    host: fakeNetns({
+      links: [fakeLink({ index: 7, name: 'veth7', linkIndex: 2, linkNetnsid: 3 })],
+      ports: new Map([[7, PortState.Forwarding]]),
+    }),
   };
 }
 
@@ -43,7 +56,12 @@ function eventLibc(trace: Trace): Libc {
   });
 }
 
-function opener(w: { pod: FakeNetns; host: FakeNetns }, libc: Libc, trace: Trace, fail: { host?: Error } = {}): SocketOpener {
+function opener(
+  w: { pod: FakeNetns; host: FakeNetns },
+  libc: Libc,
+  trace: Trace,
+  fail: { host?: Error } = {},
+): SocketOpener {
   return {
     pod: (netns) => {
       trace.calls.push(`open pod ${netns}`);
@@ -59,7 +77,11 @@ function opener(w: { pod: FakeNetns; host: FakeNetns }, libc: Libc, trace: Trace
     host: () => {
       trace.calls.push('open host');
       if (fail.host) throw fail.host;
-      const host: HostSockets = { rtnl: fakeRtnl(w.host), events: new RtnlEvents(libc, HOST_EVENTS), close: () => void trace.calls.push('close host') };
+      const host: HostSockets = {
+        rtnl: fakeRtnl(w.host),
+        events: new RtnlEvents(libc, HOST_EVENTS),
+        close: () => void trace.calls.push('close host'),
+      };
       return host;
     },
     arpReceivers: () => expect.fail('no probe here'),
@@ -120,7 +142,12 @@ describe('openSession', () => {
     const { session, trace } = open();
     trace.calls = [];
     session.drainEvents();
-    expect(trace.calls).toEqual([`recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
+    expect(trace.calls).toEqual([
+      `recv ${POD_EVENTS}`,
+      `recv ${POD_EVENTS}`,
+      `recv ${HOST_EVENTS}`,
+      `recv ${HOST_EVENTS}`,
+    ]);
     trace.calls = [];
     session.close();
     expect(trace.calls).toEqual(['close pod', 'close host']);
@@ -130,7 +157,9 @@ describe('openSession', () => {
     const trace: Trace = { calls: [] };
     const libc = eventLibc(trace);
     const err = new Error('socket: EMFILE');
-    expect(() => openSession({ open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], [])).toThrow(err);
+    expect(() =>
+      openSession({ open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], []),
+    ).toThrow(err);
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod']);
   });
 
@@ -175,7 +204,10 @@ describe('readiness', () => {
     const w = world();
     const { session } = open(w);
     w.pod.links = w.pod.links.map((l) => ({ ...l, running: false }));
-    expect(readiness(session, targetsOf(session, BOTH))).toEqual({ kind: 'waiting', reasons: ['eth0 has no carrier', 'net1 has no carrier'] });
+    expect(readiness(session, targetsOf(session, BOTH))).toEqual({
+      kind: 'waiting',
+      reasons: ['eth0 has no carrier', 'net1 has no carrier'],
+    });
   });
 
   it('names the first interface gone, even when another is waiting', () => {
@@ -192,8 +224,15 @@ describe('readiness', () => {
 });
 
 describe('waitReady', () => {
-  /** A session and injected waits whose readable() runs `onWait` (a change in the pod), which says how long the manual clock moves (default: the whole timeout). */
-  function waiting(w: { pod: FakeNetns; host: FakeNetns }, timers: ManualTimers, onWait: (n: number, ms: number) => number | void = () => undefined) {
+  /**
+   * A session and injected waits whose readable() runs `onWait` (a change in the pod), which says how long the manual
+   * clock moves (default: the whole timeout).
+   */
+  function waiting(
+    w: { pod: FakeNetns; host: FakeNetns },
+    timers: ManualTimers,
+    onWait: (n: number, ms: number) => number | void = () => undefined,
+  ) {
     let n = 0;
     const waitedMs: number[] = [];
     const { session, trace } = open(w, ['eth0', 'net1']);
@@ -222,7 +261,13 @@ describe('waitReady', () => {
     const { session, waits, trace } = waiting(w, timers, () => void w.host.ports.set(7, PortState.Forwarding));
     trace.calls = [];
     expect((await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 250, timers, waits })).kind).toBe('ready');
-    expect(trace.calls).toEqual([`wait ${POD_EVENTS},${HOST_EVENTS} 250`, `recv ${POD_EVENTS}`, `recv ${POD_EVENTS}`, `recv ${HOST_EVENTS}`, `recv ${HOST_EVENTS}`]);
+    expect(trace.calls).toEqual([
+      `wait ${POD_EVENTS},${HOST_EVENTS} 250`,
+      `recv ${POD_EVENTS}`,
+      `recv ${POD_EVENTS}`,
+      `recv ${HOST_EVENTS}`,
+      `recv ${HOST_EVENTS}`,
+    ]);
   });
 
   it('reads again after each change until ready, waiting only for what is left of the timeout', async () => {
@@ -257,6 +302,9 @@ describe('waitReady', () => {
     const w = world();
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
     const { session, waits } = waiting(w, timers, () => void (w.pod.links = []));
-    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits })).toEqual({ kind: 'gone', name: 'eth0' });
+    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits })).toEqual({
+      kind: 'gone',
+      name: 'eth0',
+    });
   });
 });

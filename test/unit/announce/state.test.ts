@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it, expect } from 'vitest';
@@ -122,15 +131,43 @@ describe('writeRecord and readRecordFile', () => {
     ['garbage', '{"containerId": "c0ff', /not JSON/],
     ['null', 'null', /the record must be an object/],
     ['no containerId', JSON.stringify({ ...RECORD, containerId: undefined }), /"containerId" must be a string/],
-    ['a bad MAC', JSON.stringify({ ...RECORD, originalMacs: [{ name: 'eth0', mac: 'x' }] }), /"originalMacs.0.mac" must be a MAC/],
+    [
+      'a bad MAC',
+      JSON.stringify({ ...RECORD, originalMacs: [{ name: 'eth0', mac: 'x' }] }),
+      /"originalMacs.0.mac" must be a MAC/,
+    ],
     ['no netnsId', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
     ['a relative netns', JSON.stringify({ ...RECORD, netns: 'pod' }), /"netns" must be an absolute path/],
-    ['another attachment', JSON.stringify({ ...RECORD, containerId: 'beef' }), /describes beef@eth0, which is stored under another name/],
-    ['a job without a netns identity', JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }), /"job.netnsId" must be an object/],
-    ['a job with an unknown ARP op', JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }), /"job.arpOps.0" must be one of request, reply/],
-    ['a job with a negative round offset', JSON.stringify({ ...RECORD, job: { ...JOB, schedule: [0, -1000] } }), /"job.schedule.1" must be a finite number ≥ 0/],
-    ['a job with a relative metrics file', JSON.stringify({ ...RECORD, job: { ...JOB, metricsFile: 'm.prom' } }), /"job.metricsFile" must be an absolute path/],
-    ['a job with a relative log file', JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }), /"job.logFile" must be an absolute path/],
+    [
+      'another attachment',
+      JSON.stringify({ ...RECORD, containerId: 'beef' }),
+      /describes beef@eth0, which is stored under another name/,
+    ],
+    [
+      'a job without a netns identity',
+      JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }),
+      /"job.netnsId" must be an object/,
+    ],
+    [
+      'a job with an unknown ARP op',
+      JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }),
+      /"job.arpOps.0" must be one of request, reply/,
+    ],
+    [
+      'a job with a negative round offset',
+      JSON.stringify({ ...RECORD, job: { ...JOB, schedule: [0, -1000] } }),
+      /"job.schedule.1" must be a finite number ≥ 0/,
+    ],
+    [
+      'a job with a relative metrics file',
+      JSON.stringify({ ...RECORD, job: { ...JOB, metricsFile: 'm.prom' } }),
+      /"job.metricsFile" must be an absolute path/,
+    ],
+    [
+      'a job with a relative log file',
+      JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }),
+      /"job.logFile" must be an absolute path/,
+    ],
     [
       'a job with an unknown conflict action',
       JSON.stringify({ ...RECORD, job: { ...JOB, conflictCheck: { action: 'off', probeMs: 100, probes: 2 } } }),
@@ -194,7 +231,10 @@ describe('listRecords', () => {
     expect(listed).toEqual([
       { file: b, read: { kind: 'ok', record: { ...RECORD, containerId: 'beef', ifname: 'net1' } } },
       { file: a, read: { kind: 'ok', record: RECORD } },
-      { file: join(stateDir, 'garbage@eth0.json'), read: { kind: 'invalid', problem: expect.stringMatching(/not JSON/) } },
+      {
+        file: join(stateDir, 'garbage@eth0.json'),
+        read: { kind: 'invalid', problem: expect.stringMatching(/not JSON/) },
+      },
     ]);
   });
 
@@ -226,7 +266,15 @@ describe('removeRecordQuietly', () => {
 describe('state edges', () => {
   const logged = () => {
     const lines: string[] = [];
-    return { lines, log: createLogger((line) => void lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0)) };
+    return {
+      lines,
+      log: createLogger(
+        (line) => void lines.push(line.slice(25, -1)),
+        'debug',
+        {},
+        () => new Date(0),
+      ),
+    };
   };
 
   it('does not act on a record it cannot read, and says why', () => {
@@ -240,7 +288,9 @@ describe('state edges', () => {
     mkdirSync(join(file, 'blocker'), { recursive: true });
     const { lines, log } = logged();
     expect(removeRecordQuietly(file, log)).toBe(false);
-    expect(lines).toEqual([`ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, unlink '${file}'"`]);
+    expect(lines).toEqual([
+      `ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, unlink '${file}'"`,
+    ]);
   });
 
   it('hashes a name whose ifname part holds a slash, however it ends', () => {
@@ -255,13 +305,15 @@ describe('state edges', () => {
 
   describe('stateDirProblem', () => {
     it('passes an unsafe directory on as such', () => {
-      expect(stateDirProblem('/x', new UnsafeDirError('/x is writable by group or others (mode 0770): chmod 0700 /x'))).toBe(
-        'unsafe stateDir: /x is writable by group or others (mode 0770): chmod 0700 /x',
-      );
+      expect(
+        stateDirProblem('/x', new UnsafeDirError('/x is writable by group or others (mode 0770): chmod 0700 /x')),
+      ).toBe('unsafe stateDir: /x is writable by group or others (mode 0770): chmod 0700 /x');
     });
 
     it('names the directory and the error otherwise, also one that is no Error', () => {
-      expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe('cannot use stateDir /x: EROFS: read-only file system');
+      expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe(
+        'cannot use stateDir /x: EROFS: read-only file system',
+      );
       expect(stateDirProblem('/x', 'EIO')).toBe('cannot use stateDir /x: EIO');
     });
 
@@ -269,7 +321,9 @@ describe('state edges', () => {
       const dir200 = `/${'d'.repeat(199)}`;
       const msg300 = 'm'.repeat(300);
       expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
-      expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(`cannot use stateDir ${dir200}… (201 characters): ${msg300}…`);
+      expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(
+        `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`,
+      );
     });
   });
 });

@@ -57,6 +57,10 @@ describe('token bucket edges', () => {
 
   it('forgets a round 1 wait that has ended, and keeps one that has not', () => {
     expect(refill({ tokens: 1, atMs: 0, firstWaitsUntil: 100 }, LIMIT, 100)).toStrictEqual({ tokens: 2, atMs: 100 });
-    expect(refill({ tokens: 1, atMs: 0, firstWaitsUntil: 101 }, LIMIT, 100)).toStrictEqual({ tokens: 2, atMs: 100, firstWaitsUntil: 101 });
+    expect(refill({ tokens: 1, atMs: 0, firstWaitsUntil: 101 }, LIMIT, 100)).toStrictEqual({
+      tokens: 2,
+      atMs: 100,
+      firstWaitsUntil: 101,
+    });
   });
 });

@@ -59,7 +59,12 @@ describe('restoreRecordedMacs', () => {
 describe('restoreRecordedMacs logs', () => {
   it('each MAC restored and each it could not restore; an interface no longer in the pod is left to DEL silently', () => {
     const lines: string[] = [];
-    const log = createLogger((line) => void lines.push(line.slice(25, -1)), 'debug', {}, () => new Date(0));
+    const log = createLogger(
+      (line) => void lines.push(line.slice(25, -1)),
+      'debug',
+      {},
+      () => new Date(0),
+    );
     restoreRecordedMacs(fakeSession(3).session, record(), log);
     expect(lines).toEqual([
       'INFO restored the original MAC interface=eth0 mac=02:42:0a:58:00:05',

@@ -64,7 +64,9 @@ describe('waitUntil', () => {
     const timers = new ManualTimers();
     const source = changeSource(timers);
     const probe = scripted('ready');
-    await expect(waitUntil({ evaluate: probe.evaluate, nextChange: source.nextChange, timeoutMs: 1000, timers })).resolves.toBe('ready');
+    await expect(
+      waitUntil({ evaluate: probe.evaluate, nextChange: source.nextChange, timeoutMs: 1000, timers }),
+    ).resolves.toBe('ready');
     expect(probe.calls).toBe(1);
     expect(source.waits).toEqual([]);
   });
@@ -135,14 +137,18 @@ describe('waitUntil', () => {
     const evaluate = async (): Promise<string | undefined> => {
       throw new Error('netlink gone');
     };
-    await expect(waitUntil({ evaluate, nextChange: source.nextChange, timeoutMs: 1000, timers })).rejects.toThrow('netlink gone');
+    await expect(waitUntil({ evaluate, nextChange: source.nextChange, timeoutMs: 1000, timers })).rejects.toThrow(
+      'netlink gone',
+    );
   });
 
   it('evaluates exactly once with timeoutMs 0, and never waits', async () => {
     const timers = new ManualTimers();
     const source = changeSource(timers);
     const probe = scripted<string>();
-    await expect(waitUntil({ evaluate: probe.evaluate, nextChange: source.nextChange, timeoutMs: 0, timers })).resolves.toBeUndefined();
+    await expect(
+      waitUntil({ evaluate: probe.evaluate, nextChange: source.nextChange, timeoutMs: 0, timers }),
+    ).resolves.toBeUndefined();
     expect(probe.calls).toBe(1);
     expect(source.waits).toEqual([]);
   });
@@ -150,6 +156,8 @@ describe('waitUntil', () => {
   it('resolves with a ready value even with timeoutMs 0', async () => {
     const timers = new ManualTimers();
     const source = changeSource(timers);
-    await expect(waitUntil({ evaluate: async () => 'ok', nextChange: source.nextChange, timeoutMs: 0, timers })).resolves.toBe('ok');
+    await expect(
+      waitUntil({ evaluate: async () => 'ok', nextChange: source.nextChange, timeoutMs: 0, timers }),
+    ).resolves.toBe('ok');
   });
 });

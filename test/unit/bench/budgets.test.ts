@@ -22,15 +22,27 @@ describe('checkBudgets', () => {
       ['cold ADD count 1 ≤ 5× floor', '5.00× floor', true],
       ['DEL ≤ 1.4× floor', '1.40× floor', true],
       ['VERSION ≤ 1.15× floor', '1.15× floor', true],
-      ['ADD peak RSS ≤ floor + 8 MiB', 'floor + 8.0 MiB (the shim; the larger of the two warm ADD rows; the floor: 20.0 MiB)', true],
+      [
+        'ADD peak RSS ≤ floor + 8 MiB',
+        'floor + 8.0 MiB (the shim; the larger of the two warm ADD rows; the floor: 20.0 MiB)',
+        true,
+      ],
     ]);
   });
 
   it('fails a ratio over its limit and RSS over floor + 8 MiB in either warm ADD row', () => {
-    const verdicts = checkBudgets(rows({ [ROWS.version]: { samples: [11.6] }, [ROWS.addOne]: { rssKiB: 28 * 1024 + 1 } }));
+    const verdicts = checkBudgets(
+      rows({ [ROWS.version]: { samples: [11.6] }, [ROWS.addOne]: { rssKiB: 28 * 1024 + 1 } }),
+    );
     expect(verdicts.map((v) => v.pass)).toEqual([true, true, true, false, false]);
-    expect(checkBudgets(rows({ [ROWS.del]: { samples: [14.1] }, [ROWS.addOne]: { samples: [16.1] } })).map((v) => v.pass)).toEqual([false, true, false, true, true]);
-    expect(checkBudgets(rows({ [ROWS.addCold]: { samples: [50.1] }, [ROWS.addDefault]: { rssKiB: 28 * 1024 + 1 } })).map((v) => v.pass)).toEqual([true, false, true, true, false]);
+    expect(
+      checkBudgets(rows({ [ROWS.del]: { samples: [14.1] }, [ROWS.addOne]: { samples: [16.1] } })).map((v) => v.pass),
+    ).toEqual([false, true, false, true, true]);
+    expect(
+      checkBudgets(rows({ [ROWS.addCold]: { samples: [50.1] }, [ROWS.addDefault]: { rssKiB: 28 * 1024 + 1 } })).map(
+        (v) => v.pass,
+      ),
+    ).toEqual([true, false, true, true, false]);
   });
 
   it('leaves the cold row out of the RSS budget: its shim is not a warm ADD', () => {
@@ -49,13 +61,19 @@ describe('checkBudgets', () => {
 
 describe('peerLine', () => {
   it('gives the budgeted rows and the floor as multiples of the Go peer', () => {
-    expect(peerLine(rows())).toBe('Against the Go tuning ADD: warm ADD count 1 4.0×, cold ADD 12.5×, DEL 3.5×, VERSION 2.9×, the floor 2.5×');
+    expect(peerLine(rows())).toBe(
+      'Against the Go tuning ADD: warm ADD count 1 4.0×, cold ADD 12.5×, DEL 3.5×, VERSION 2.9×, the floor 2.5×',
+    );
   });
 });
 
 describe('criVerdict', () => {
   it('passes at 1.2× the bridge alone and fails above', () => {
-    expect(criVerdict(1200, 1000)).toEqual({ label: 'CRI median RunPodSandbox ≤ 1.2× the bridge alone', measured: '1.20× the bridge alone', pass: true });
+    expect(criVerdict(1200, 1000)).toEqual({
+      label: 'CRI median RunPodSandbox ≤ 1.2× the bridge alone',
+      measured: '1.20× the bridge alone',
+      pass: true,
+    });
     expect(criVerdict(1201, 1000).pass).toBe(false);
   });
 });
@@ -87,7 +105,9 @@ describe('probeCostVerdict', () => {
   });
 
   it('prints a negative difference (noise) without a plus sign', () => {
-    expect(probeCostVerdict(withProbe([30], [25])).measured).toBe('-5.0 ms (median of the per-round differences to ADD count 1)');
+    expect(probeCostVerdict(withProbe([30], [25])).measured).toBe(
+      '-5.0 ms (median of the per-round differences to ADD count 1)',
+    );
   });
 
   it('fails above it, without samples, or with rows of different lengths', () => {

@@ -7,7 +7,9 @@ describe('cleanEnv', () => {
   });
 
   it('adds the CNI_* variables that are given', () => {
-    expect(cleanEnv({ command: 'ADD', containerId: 'c1', netns: '/var/run/netns/p', ifname: 'eth0', path: '/usr/lib/cni' })).toEqual({
+    expect(
+      cleanEnv({ command: 'ADD', containerId: 'c1', netns: '/var/run/netns/p', ifname: 'eth0', path: '/usr/lib/cni' }),
+    ).toEqual({
       PATH: cleanPath(),
       CNI_COMMAND: 'ADD',
       CNI_CONTAINERID: 'c1',
@@ -22,6 +24,8 @@ describe('cleanEnv', () => {
 describe('cleanPath', () => {
   it("is a service unit's PATH, plus node's directory when that is elsewhere", () => {
     expect(cleanPath('/usr/bin')).toBe('/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
-    expect(cleanPath('/opt/node/bin')).toBe('/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/node/bin');
+    expect(cleanPath('/opt/node/bin')).toBe(
+      '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/node/bin',
+    );
   });
 });

@@ -17,7 +17,16 @@ describe('median and quantile', () => {
 
 describe('markdownTable', () => {
   it('pads every column to its widest cell and marks right-aligned columns', () => {
-    expect(markdownTable(['a', 'num'], [['long name', '1.5'], ['x', '10.25']], [false, true])).toBe(
+    expect(
+      markdownTable(
+        ['a', 'num'],
+        [
+          ['long name', '1.5'],
+          ['x', '10.25'],
+        ],
+        [false, true],
+      ),
+    ).toBe(
       ['| a         |   num |', '|-----------|------:|', '| long name |   1.5 |', '| x         | 10.25 |'].join('\n'),
     );
   });

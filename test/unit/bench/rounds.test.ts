@@ -25,7 +25,11 @@ describe('runRounds', () => {
       },
     });
     const seen: number[] = [];
-    const samples = await runRounds([row('a'), row('b')], { rounds: 2, warmup: 1, progress: (done) => seen.push(done) });
+    const samples = await runRounds([row('a'), row('b')], {
+      rounds: 2,
+      warmup: 1,
+      progress: (done) => seen.push(done),
+    });
     expect(calls).toEqual(['a', 'b', 'b', 'a', 'a', 'b']);
     expect(samples.get('a')).toEqual([4, 5]);
     expect(samples.get('b')).toEqual([3, 6]);

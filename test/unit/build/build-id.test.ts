@@ -47,7 +47,16 @@ describe('buildInputs', () => {
 
   it("lists src/, the build's scripts, the package files and the entry, by path relative to the checkout", () => {
     const paths = buildInputs(ROOT, 'scripts/bench/empty-entry.ts').map((i) => i.path);
-    for (const p of ['src/main.ts', 'src/native/assets.d.ts', 'src/build-id.ts', 'scripts/build.mjs', 'scripts/build/plugin.ts', 'package.json', 'package-lock.json', 'scripts/bench/empty-entry.ts']) {
+    for (const p of [
+      'src/main.ts',
+      'src/native/assets.d.ts',
+      'src/build-id.ts',
+      'scripts/build.mjs',
+      'scripts/build/plugin.ts',
+      'package.json',
+      'package-lock.json',
+      'scripts/bench/empty-entry.ts',
+    ]) {
       expect(paths).toContain(p);
     }
     expect(paths.filter((p) => p.startsWith('/') || p.includes('..'))).toEqual([]);

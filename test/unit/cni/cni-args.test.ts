@@ -45,7 +45,10 @@ describe('parseCniArgs', () => {
 
 describe('podOf', () => {
   it('names the pod from K8S_POD_NAMESPACE and K8S_POD_NAME, either alone; nothing without both', () => {
-    expect(podOf({ IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p', K8S_POD_UID: 'u' })).toEqual({ namespace: 'ns', name: 'p' });
+    expect(podOf({ IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p', K8S_POD_UID: 'u' })).toEqual({
+      namespace: 'ns',
+      name: 'p',
+    });
     expect(podOf({ K8S_POD_NAME: 'p' })).toEqual({ name: 'p' });
     expect(podOf({ K8S_POD_NAMESPACE: 'ns' })).toEqual({ namespace: 'ns' });
     expect(podOf({ IgnoreUnknown: '1' })).toBeUndefined();

@@ -152,12 +152,17 @@ describe('args.cni.announce under podOverrides', () => {
     args: { cni: { announce, other: 1 }, foo: 'bar' },
   });
   /** `from` of a podAnnounce whose overrides all came from args.cni.announce. */
-  const fromArgs = (overrides: object) => Object.fromEntries(Object.keys(overrides).map((k) => [k, 'args.cni.announce']));
+  const fromArgs = (overrides: object) =>
+    Object.fromEntries(Object.keys(overrides).map((k) => [k, 'args.cni.announce']));
 
   it.each([true, false])('keeps args as received and turns %s into an enabled override', (announce) => {
     const config = parseConfig(withAnnounce(announce));
     expect(config.args).toEqual({ cni: { announce, other: 1 }, foo: 'bar' });
-    expect(config.podAnnounce).toEqual({ overrides: { enabled: announce }, ignored: [], from: { enabled: 'args.cni.announce' } });
+    expect(config.podAnnounce).toEqual({
+      overrides: { enabled: announce },
+      ignored: [],
+      from: { enabled: 'args.cni.announce' },
+    });
   });
 
   it('has no podAnnounce without args.cni.announce', () => {
@@ -177,13 +182,29 @@ describe('args.cni.announce under podOverrides', () => {
       backoff: 2,
       future: 'x',
     };
-    const podOverrides = ['enabled=false', 'ipv4', 'ipv6', 'arpOp', 'mac', 'macPrefix', 'count', 'intervalMs', 'backoff'];
+    const podOverrides = [
+      'enabled=false',
+      'ipv4',
+      'ipv6',
+      'arpOp',
+      'mac',
+      'macPrefix',
+      'count',
+      'intervalMs',
+      'backoff',
+    ];
     const { future: _dropped, ...known } = overrides;
-    expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({ overrides: known, ignored: [], from: fromArgs(known) });
+    expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({
+      overrides: known,
+      ignored: [],
+      from: fromArgs(known),
+    });
   });
 
   it('by default allows only enabled: false and mac: keep; the rest is ignored with its reason', () => {
-    const config = parseConfig(withAnnounce({ enabled: false, mac: 'keep', count: 10, macPrefix: '02:00', stateDir: '/x' }));
+    const config = parseConfig(
+      withAnnounce({ enabled: false, mac: 'keep', count: 10, macPrefix: '02:00', stateDir: '/x' }),
+    );
     const reason = 'not allowed: podOverrides allows enabled=false, mac=keep';
     expect(config.podAnnounce).toEqual({
       overrides: { enabled: false, mac: 'keep' },
@@ -198,14 +219,20 @@ describe('args.cni.announce under podOverrides', () => {
 
   it('ignores mac: ip-derived when only mac=keep is allowed', () => {
     expect(parseConfig(withAnnounce({ mac: 'ip-derived' })).podAnnounce?.ignored).toEqual([
-      { field: 'args.cni.announce.mac', value: 'ip-derived', reason: 'not allowed: podOverrides allows enabled=false, mac=keep' },
+      {
+        field: 'args.cni.announce.mac',
+        value: 'ip-derived',
+        reason: 'not allowed: podOverrides allows enabled=false, mac=keep',
+      },
     ]);
   });
 
   it('with podOverrides [] ignores even enabled: false, but always accepts enabled: true', () => {
     expect(parseConfig(withAnnounce(false, { podOverrides: [] })).podAnnounce).toEqual({
       overrides: {},
-      ignored: [{ field: 'args.cni.announce.enabled', value: false, reason: 'not allowed: podOverrides allows nothing' }],
+      ignored: [
+        { field: 'args.cni.announce.enabled', value: false, reason: 'not allowed: podOverrides allows nothing' },
+      ],
       from: {},
     });
     expect(parseConfig(withAnnounce(true, { podOverrides: [] })).podAnnounce).toEqual({
@@ -222,7 +249,11 @@ describe('args.cni.announce under podOverrides', () => {
   it.each([
     [{ count: 11 }, ['count'], '"args.cni.announce.count" must be an integer from 0 to 10 (got 11)'],
     [{ arpOp: 'x' }, ['arpOp'], '"args.cni.announce.arpOp" must be one of "request", "reply", "both" (got "x")'],
-    [{ macPrefix: '03:00' }, ['macPrefix'], '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")'],
+    [
+      { macPrefix: '03:00' },
+      ['macPrefix'],
+      '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")',
+    ],
     [{ enabled: 'no' }, ['enabled=false'], '"args.cni.announce.enabled" must be true or false (got "no")'],
     [{ mac: 'random' }, ['mac=keep'], '"args.cni.announce.mac" must be one of "keep", "ip-derived" (got "random")'],
     ['yes', [], '"args.cni.announce" must be true, false or an object of option overrides (got "yes")'],
@@ -233,8 +264,14 @@ describe('args.cni.announce under podOverrides', () => {
   });
 
   it.each([
-    [['everything'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")'],
-    [['enabled'], '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")'],
+    [
+      ['everything'],
+      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")',
+    ],
+    [
+      ['enabled'],
+      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")',
+    ],
     ['count', '"podOverrides" must be an array (got "count")'],
   ])('rejects podOverrides %j', (podOverrides, problem) => {
     expect(configError({ ...BASE, podOverrides }).message).toBe(`invalid config: ${problem}`);
@@ -246,7 +283,7 @@ describe('args.cni.announce under podOverrides', () => {
     );
   });
 
-  it('reads an invalid podOverrides as allowing nothing, and still reports the pod\'s problems', () => {
+  it("reads an invalid podOverrides as allowing nothing, and still reports the pod's problems", () => {
     expect(configError(withAnnounce('yes', { podOverrides: 'count' })).message).toBe(
       'invalid config: "podOverrides" must be an array (got "count"); "args.cni.announce" must be true, false or an object of option overrides (got "yes")',
     );
@@ -270,11 +307,19 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
       'invalid config: "count" 10, "intervalMs" 60000 and "backoff" 4 put the last round 60.7 days after the first ' +
         '(the sum of intervalMs × backoff^k for k < count - 1); a burst may last at most 10 min',
     );
-    expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 1.2 }).message).toMatch(/put the last round 20\.8 min after/);
+    expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 1.2 }).message).toMatch(
+      /put the last round 20\.8 min after/,
+    );
   });
 
   it('refuses a pod override that makes the burst too long, naming where each value came from', () => {
-    const raw = { ...BASE, count: 10, intervalMs: 60000, podOverrides: ['backoff'], args: { cni: { announce: { backoff: 2 } } } };
+    const raw = {
+      ...BASE,
+      count: 10,
+      intervalMs: 60000,
+      podOverrides: ['backoff'],
+      args: { cni: { announce: { backoff: 2 } } },
+    };
     expect(configError(raw).message).toBe(
       'invalid config: "count" 10, "intervalMs" 60000 and "args.cni.announce.backoff" 2 put the last round 8.5 h after the first ' +
         '(the sum of intervalMs × backoff^k for k < count - 1); a burst may last at most 10 min',

@@ -16,7 +16,10 @@ function decodeError(input: Uint8Array): CniError {
 
 describe('decodeConfig', () => {
   it('decodes a JSON object, unknown fields and all', () => {
-    expect(decodeConfig(bytes('{"cniVersion":"1.0.0","x":{"y":[1,2]}}'))).toEqual({ cniVersion: '1.0.0', x: { y: [1, 2] } });
+    expect(decodeConfig(bytes('{"cniVersion":"1.0.0","x":{"y":[1,2]}}'))).toEqual({
+      cniVersion: '1.0.0',
+      x: { y: [1, 2] },
+    });
   });
 
   it('skips a UTF-8 byte order mark', () => {
@@ -48,7 +51,10 @@ describe('decodeConfig', () => {
     const nested = (levels: number) => `{"a":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
     expect(() => decodeConfig(bytes(nested(MAX_JSON_DEPTH)))).not.toThrow();
     const e = decodeError(bytes(nested(MAX_JSON_DEPTH + 1)));
-    expect([e.code, e.message]).toEqual([6, 'stdin nests JSON arrays and objects more than 64 levels deep, the most a network config may']);
+    expect([e.code, e.message]).toEqual([
+      6,
+      'stdin nests JSON arrays and objects more than 64 levels deep, the most a network config may',
+    ]);
   });
 
   it('refuses 3,000 levels (and 1,000,000) without overflowing the stack', () => {
@@ -75,6 +81,8 @@ describe('stdinTooLarge', () => {
   it('is code 5 and names the limit', () => {
     const e = stdinTooLarge();
     expect(e.code).toBe(5);
-    expect(e.message).toBe(`stdin holds more than 16 MiB (${MAX_STDIN_BYTES} bytes), the most a network config may take`);
+    expect(e.message).toBe(
+      `stdin holds more than 16 MiB (${MAX_STDIN_BYTES} bytes), the most a network config may take`,
+    );
   });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { crashReply, dispatch } from '../../../src/cni/dispatch';
-import type { AddRequest, CheckRequest, CniIo, CniPlugin, DelRequest, GcRequest, StatusRequest } from '../../../src/cni/requests';
+import type {
+  AddRequest,
+  CheckRequest,
+  CniIo,
+  CniPlugin,
+  DelRequest,
+  GcRequest,
+  StatusRequest,
+} from '../../../src/cni/requests';
 import { CniError, ErrorCode } from '../../../src/cni/errors';
 import { formatResult } from '../../../src/cni/result';
 import { SUPPORTED_VERSIONS, type CniVersion } from '../../../src/cni/versions';
@@ -27,8 +35,13 @@ const PREV_RESULT = {
   'x-custom': 42,
 };
 
-const config = (fields: Record<string, unknown> = {}) =>
-  ({ cniVersion: '1.1.0', name: 'podnet', type: 'announcer', prevResult: PREV_RESULT, ...fields });
+const config = (fields: Record<string, unknown> = {}) => ({
+  cniVersion: '1.1.0',
+  name: 'podnet',
+  type: 'announcer',
+  prevResult: PREV_RESULT,
+  ...fields,
+});
 
 interface Calls {
   add: AddRequest[];
@@ -215,7 +228,9 @@ describe('ADD', () => {
   });
 
   it('prints the plugin result as is', async () => {
-    const r = await run(ADD, config(), { add: async () => ({ cniVersion: '1.1.0', interfaces: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }] }) });
+    const r = await run(ADD, config(), {
+      add: async () => ({ cniVersion: '1.1.0', interfaces: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }] }),
+    });
     expect(r.doc).toEqual({ cniVersion: '1.1.0', interfaces: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }] });
   });
 });
@@ -253,11 +268,21 @@ describe('env errors (code 4)', () => {
   });
 
   it('rejects a CNI_ARGS pair without "="', async () => {
-    await expectError({ ...ADD, CNI_ARGS: 'IgnoreUnknown' }, config(), 4, 'invalid environment: CNI_ARGS has a pair without "=" (got "IgnoreUnknown")');
+    await expectError(
+      { ...ADD, CNI_ARGS: 'IgnoreUnknown' },
+      config(),
+      4,
+      'invalid environment: CNI_ARGS has a pair without "=" (got "IgnoreUnknown")',
+    );
   });
 
   it('checks env before stdin', async () => {
-    await expectError({ CNI_COMMAND: 'CHECK' }, 'not json', 4, 'invalid environment: CNI_CONTAINERID is required for CHECK; CNI_NETNS is required for CHECK; CNI_IFNAME is required for CHECK');
+    await expectError(
+      { CNI_COMMAND: 'CHECK' },
+      'not json',
+      4,
+      'invalid environment: CNI_CONTAINERID is required for CHECK; CNI_NETNS is required for CHECK; CNI_IFNAME is required for CHECK',
+    );
   });
 });
 
@@ -280,13 +305,30 @@ describe('stdin and version errors', () => {
 
   it('fails with 5 when stdin cannot be read', async () => {
     const stdout: string[] = [];
-    const io: CniIo = { env: ADD, readStdin: () => Promise.reject(new Error('EIO')), writeStdout: (t) => stdout.push(t) };
+    const io: CniIo = {
+      env: ADD,
+      readStdin: () => Promise.reject(new Error('EIO')),
+      writeStdout: (t) => stdout.push(t),
+    };
     expect(await dispatch(io, fakePlugin().plugin)).toBe(1);
-    expect(JSON.parse(stdout[0] ?? '')).toEqual({ cniVersion: '1.1.0', code: 5, msg: 'cannot read the network config from stdin: EIO' });
+    expect(JSON.parse(stdout[0] ?? '')).toEqual({
+      cniVersion: '1.1.0',
+      code: 5,
+      msg: 'cannot read the network config from stdin: EIO',
+    });
   });
 
-  it.each([['0.2.0', '"0.2.0"'], ['2.0.0', '"2.0.0"'], [1, '1']])('fails with 1 on cniVersion %j', async (v, shown) => {
-    await expectError(ADD, config({ cniVersion: v }), 1, `unsupported cniVersion ${shown} (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)`);
+  it.each([
+    ['0.2.0', '"0.2.0"'],
+    ['2.0.0', '"2.0.0"'],
+    [1, '1'],
+  ])('fails with 1 on cniVersion %j', async (v, shown) => {
+    await expectError(
+      ADD,
+      config({ cniVersion: v }),
+      1,
+      `unsupported cniVersion ${shown} (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)`,
+    );
   });
 
   it('fails with 7 without cniVersion', async () => {
@@ -294,7 +336,12 @@ describe('stdin and version errors', () => {
   });
 
   it('checks the version before the rest of the config', async () => {
-    await expectError(ADD, config({ cniVersion: '0.2.0', count: 11 }), 1, 'unsupported cniVersion "0.2.0" (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)');
+    await expectError(
+      ADD,
+      config({ cniVersion: '0.2.0', count: 11 }),
+      1,
+      'unsupported cniVersion "0.2.0" (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)',
+    );
   });
 });
 
@@ -306,12 +353,23 @@ describe('CHECK', () => {
   });
 
   it.each(['0.3.0', '0.3.1'])('fails with 1 on %s', async (v) => {
-    const r = await expectError(CHECK, config({ cniVersion: v }), 1, `CHECK needs cniVersion 0.4.0 or later (the config has ${v})`, v);
+    const r = await expectError(
+      CHECK,
+      config({ cniVersion: v }),
+      1,
+      `CHECK needs cniVersion 0.4.0 or later (the config has ${v})`,
+      v,
+    );
     expect(r.calls.check).toEqual([]);
   });
 
   it('fails with 7 without prevResult', async () => {
-    await expectError(CHECK, config({ prevResult: undefined }), 7, 'invalid config: "prevResult" is required for CHECK');
+    await expectError(
+      CHECK,
+      config({ prevResult: undefined }),
+      7,
+      'invalid config: "prevResult" is required for CHECK',
+    );
   });
 
   it('prints the plugin CniError', async () => {
@@ -321,13 +379,20 @@ describe('CHECK', () => {
       },
     });
     expect(r.exitCode).toBe(1);
-    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 103, msg: 'eth0 has MAC 86:03:17:7a:eb:6e, expected 0a:58:0a:58:00:05' });
+    expect(r.doc).toEqual({
+      cniVersion: '1.1.0',
+      code: 103,
+      msg: 'eth0 has MAC 86:03:17:7a:eb:6e, expected 0a:58:0a:58:00:05',
+    });
   });
 });
 
 describe('DEL', () => {
   it('succeeds silently without CNI_NETNS and without prevResult', async () => {
-    const r = await run({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0' }, config({ prevResult: undefined }));
+    const r = await run(
+      { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0' },
+      config({ prevResult: undefined }),
+    );
     expect([r.exitCode, r.stdout]).toEqual([0, []]);
     const req = r.calls.del[0];
     expect(req?.env.netns).toBeUndefined();
@@ -366,11 +431,18 @@ describe('DEL', () => {
   it('reports a CniError from the plugin', async () => {
     const r = await run(DEL, config(), {
       del: async () => {
-        throw new CniError(ErrorCode.StateFailure, 'cannot remove /run/cni-announcer/c0ffee-eth0', { details: 'EACCES' });
+        throw new CniError(ErrorCode.StateFailure, 'cannot remove /run/cni-announcer/c0ffee-eth0', {
+          details: 'EACCES',
+        });
       },
     });
     expect(r.exitCode).toBe(1);
-    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 105, msg: 'cannot remove /run/cni-announcer/c0ffee-eth0', details: 'EACCES' });
+    expect(r.doc).toEqual({
+      cniVersion: '1.1.0',
+      code: 105,
+      msg: 'cannot remove /run/cni-announcer/c0ffee-eth0',
+      details: 'EACCES',
+    });
   });
 
   it('reports any other error as 999 without a stack', async () => {
@@ -412,7 +484,13 @@ describe('STATUS and GC', () => {
   });
 
   it.each(['STATUS', 'GC'])('%s fails with 1 before 1.1.0', async (command) => {
-    await expectError({ CNI_COMMAND: command }, config({ cniVersion: '1.0.0' }), 1, `${command} needs cniVersion 1.1.0 or later (the config has 1.0.0)`, '1.0.0');
+    await expectError(
+      { CNI_COMMAND: command },
+      config({ cniVersion: '1.0.0' }),
+      1,
+      `${command} needs cniVersion 1.1.0 or later (the config has 1.0.0)`,
+      '1.0.0',
+    );
   });
 
   it('GC gets the union of both attachment lists', async () => {
@@ -420,7 +498,10 @@ describe('STATUS and GC', () => {
       { CNI_COMMAND: 'GC' },
       config({
         'cni.dev/valid-attachments': [{ containerID: 'a', ifname: 'eth0' }],
-        'cni.dev/attachments': [{ containerID: 'a', ifname: 'eth0' }, { containerID: 'b', ifname: 'net1', extra: 1 }],
+        'cni.dev/attachments': [
+          { containerID: 'a', ifname: 'eth0' },
+          { containerID: 'b', ifname: 'net1', extra: 1 },
+        ],
       }),
     );
     expect([r.exitCode, r.stdout]).toEqual([0, []]);
@@ -431,7 +512,12 @@ describe('STATUS and GC', () => {
   });
 
   it('GC without an attachment list fails with 7 rather than cleaning up everything', async () => {
-    const r = await expectError({ CNI_COMMAND: 'GC' }, config(), 7, 'invalid config: "cni.dev/valid-attachments" is required for GC');
+    const r = await expectError(
+      { CNI_COMMAND: 'GC' },
+      config(),
+      7,
+      'invalid config: "cni.dev/valid-attachments" is required for GC',
+    );
     expect(r.calls.gc).toEqual([]);
   });
 });
@@ -462,7 +548,12 @@ describe('option precedence: conflist, then what podOverrides lets the pod chang
   it('applies the overrides podOverrides allows, ignores the rest, and hands ADD the notes', async () => {
     const r = await run(
       { ...ADD, CNI_ARGS: 'ANNOUNCE=false' },
-      config({ count: 1, arpOp: 'reply', podOverrides: ['count'], args: { cni: { announce: { count: 7, arpOp: 'both' } } } }),
+      config({
+        count: 1,
+        arpOp: 'reply',
+        podOverrides: ['count'],
+        args: { cni: { announce: { count: 7, arpOp: 'both' } } },
+      }),
     );
     const req = r.calls.add[0];
     expect(req?.options).toMatchObject({ enabled: false, count: 7, arpOp: 'reply' });

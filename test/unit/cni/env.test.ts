@@ -116,7 +116,10 @@ describe('parseEnv', () => {
 
   it('parses CNI_ARGS', () => {
     const env = parseEnv({ ...ADD_ENV, CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAME=web-0;ANNOUNCE=false' });
-    expect(env.args).toEqual({ announce: false, raw: { IgnoreUnknown: '1', K8S_POD_NAME: 'web-0', ANNOUNCE: 'false' } });
+    expect(env.args).toEqual({
+      announce: false,
+      raw: { IgnoreUnknown: '1', K8S_POD_NAME: 'web-0', ANNOUNCE: 'false' },
+    });
   });
 
   it('reports a bad CNI_ARGS together with other problems', () => {

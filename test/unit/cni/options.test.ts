@@ -6,7 +6,8 @@ import { resolveOptions, runtimeMac } from '../../../src/cni/options';
 const BASE = { cniVersion: '1.1.0', name: 'podnet', type: 'announcer' };
 const NO_ARGS: CniArgs = { raw: {} };
 const args = (announce: boolean): CniArgs => ({ announce, raw: { ANNOUNCE: String(announce) } });
-const withPod = (announce: unknown, fields: Record<string, unknown> = {}) => parseConfig({ ...BASE, ...fields, args: { cni: { announce } } });
+const withPod = (announce: unknown, fields: Record<string, unknown> = {}) =>
+  parseConfig({ ...BASE, ...fields, args: { cni: { announce } } });
 
 describe('resolveOptions', () => {
   it('takes the config, enabled by default, with nothing to note', () => {
@@ -36,7 +37,9 @@ describe('resolveOptions', () => {
   it('lets CNI_ARGS ANNOUNCE=false turn announcing off, and notes who did', () => {
     const { options, notes } = resolveOptions(parseConfig(BASE), args(false));
     expect(options.enabled).toBe(false);
-    expect(notes).toEqual([{ level: 'info', msg: 'announcing turned off for this attachment', fields: { by: 'CNI_ARGS ANNOUNCE=false' } }]);
+    expect(notes).toEqual([
+      { level: 'info', msg: 'announcing turned off for this attachment', fields: { by: 'CNI_ARGS ANNOUNCE=false' } },
+    ]);
     expect(resolveOptions(parseConfig(BASE), args(true)).options.enabled).toBe(true);
   });
 
@@ -64,15 +67,33 @@ describe('resolveOptions', () => {
   });
 
   it('lets nothing re-enable what the conflist turned off (count 0, ipv4 and ipv6 false)', () => {
-    const config = parseConfig({ ...BASE, count: 0, ipv4: false, ipv6: false, podOverrides: ['enabled=false'], args: { cni: { announce: { enabled: true } } } });
+    const config = parseConfig({
+      ...BASE,
+      count: 0,
+      ipv4: false,
+      ipv6: false,
+      podOverrides: ['enabled=false'],
+      args: { cni: { announce: { enabled: true } } },
+    });
     const { options } = resolveOptions(config, args(true));
     expect(options).toMatchObject({ enabled: true, count: 0, ipv4: false, ipv6: false });
   });
 
   it('by default ignores every field but enabled: false and mac: keep, with a warning each', () => {
-    const config = withPod({ count: 10, intervalMs: 60000, backoff: 4, ipv4: true, macPrefix: '02:00', mac: 'ip-derived' }, { ipv4: false });
+    const config = withPod(
+      { count: 10, intervalMs: 60000, backoff: 4, ipv4: true, macPrefix: '02:00', mac: 'ip-derived' },
+      { ipv4: false },
+    );
     const { options, notes } = resolveOptions(config, NO_ARGS);
-    expect(options).toMatchObject({ count: 3, intervalMs: 1000, backoff: 1, ipv4: false, macPrefix: '0a:58', mac: 'keep', enabled: true });
+    expect(options).toMatchObject({
+      count: 3,
+      intervalMs: 1000,
+      backoff: 1,
+      ipv4: false,
+      macPrefix: '0a:58',
+      mac: 'keep',
+      enabled: true,
+    });
     expect(notes.filter((n) => n.level === 'warn').map((n) => n.fields.field)).toEqual([
       'args.cni.announce.count',
       'args.cni.announce.intervalMs',
@@ -93,14 +114,27 @@ describe('resolveOptions', () => {
       args: { cni: { announce: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 } } },
     });
     const { options, notes } = resolveOptions(config, NO_ARGS);
-    expect(options).toMatchObject({ enabled: true, count: 6, arpOp: 'both', mac: 'keep', backoff: 2, intervalMs: 500, ipv4: true });
+    expect(options).toMatchObject({
+      enabled: true,
+      count: 6,
+      arpOp: 'both',
+      mac: 'keep',
+      backoff: 2,
+      intervalMs: 500,
+      ipv4: true,
+    });
     expect(notes).toEqual([
       {
         level: 'info',
         msg: 'pod overrides applied',
         fields: {
           overrides: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 },
-          from: { count: 'args.cni.announce', arpOp: 'args.cni.announce', mac: 'args.cni.announce', backoff: 'args.cni.announce' },
+          from: {
+            count: 'args.cni.announce',
+            arpOp: 'args.cni.announce',
+            mac: 'args.cni.announce',
+            backoff: 'args.cni.announce',
+          },
         },
       },
     ]);
@@ -115,7 +149,10 @@ describe('resolveOptions', () => {
       ['args.cni.announce.probeMs', 'not allowed: podOverrides allows enabled=false, mac=keep'],
       ['args.cni.announce.probes', 'not allowed: podOverrides allows enabled=false, mac=keep'],
     ]);
-    const allowed = resolveOptions(withPod(pod, { conflictCheck: 'fail', podOverrides: ['probeMs', 'probes'] }), NO_ARGS);
+    const allowed = resolveOptions(
+      withPod(pod, { conflictCheck: 'fail', podOverrides: ['probeMs', 'probes'] }),
+      NO_ARGS,
+    );
     expect(allowed.options).toMatchObject({ conflictCheck: 'fail', probeMs: 500, probes: 1 });
   });
 
@@ -148,19 +185,29 @@ describe('a MAC the runtime chose', () => {
   });
 
   it('overrides an ip-derived choice the pod was allowed to make', () => {
-    const config = parseConfig({ ...BASE, podOverrides: ['mac'], args: { cni: { announce: { mac: 'ip-derived' }, mac: '02:00:00:00:00:02' } } });
+    const config = parseConfig({
+      ...BASE,
+      podOverrides: ['mac'],
+      args: { cni: { announce: { mac: 'ip-derived' }, mac: '02:00:00:00:00:02' } },
+    });
     expect(resolveOptions(config, NO_ARGS).options.mac).toBe('keep');
   });
 
   it('names the first source present, in the tuning plugin order', () => {
     const config = parseConfig({ ...BASE, runtimeConfig: { mac: 'a' }, args: { cni: { mac: 'b' } } });
     expect(runtimeMac(config, { mac: 'c', raw: { MAC: 'c' } })).toEqual({ mac: 'a', source: 'runtimeConfig.mac' });
-    expect(runtimeMac(parseConfig({ ...BASE, args: { cni: { mac: 'b' } } }), { mac: 'c', raw: {} })).toEqual({ mac: 'b', source: 'args.cni.mac' });
+    expect(runtimeMac(parseConfig({ ...BASE, args: { cni: { mac: 'b' } } }), { mac: 'c', raw: {} })).toEqual({
+      mac: 'b',
+      source: 'args.cni.mac',
+    });
   });
 
   it('ignores an empty or non-string args.cni.mac, with a warning for the latter', () => {
     expect(runtimeMac(parseConfig({ ...BASE, args: { cni: { mac: '' } } }), NO_ARGS)).toBeUndefined();
-    const { options, notes } = resolveOptions(parseConfig({ ...BASE, mac: 'ip-derived', args: { cni: { mac: 5 } } }), NO_ARGS);
+    const { options, notes } = resolveOptions(
+      parseConfig({ ...BASE, mac: 'ip-derived', args: { cni: { mac: 5 } } }),
+      NO_ARGS,
+    );
     expect(options.mac).toBe('ip-derived');
     expect(notes).toEqual([{ level: 'warn', msg: 'ignoring args.cni.mac: not a string', fields: { value: 5 } }]);
   });

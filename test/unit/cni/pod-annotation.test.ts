@@ -42,16 +42,25 @@ describe('parseAnnotation: JSON true, false or an object', () => {
   });
 
   it.each([['no'], [''], ['{count: 5}'], ['False']])('names the annotation for %j, which is not JSON', (text) => {
-    expect(parseAnnotation(text)).toEqual({ kind: 'problem', problem: `${ANN} is not JSON: it ${EXPECTED} (got ${JSON.stringify(text)})` });
+    expect(parseAnnotation(text)).toEqual({
+      kind: 'problem',
+      problem: `${ANN} is not JSON: it ${EXPECTED} (got ${JSON.stringify(text)})`,
+    });
   });
 
   it.each([['[1]'], ['null'], ['5'], ['"false"']])('names the annotation for %j, JSON of the wrong kind', (text) => {
-    expect(parseAnnotation(text)).toEqual({ kind: 'problem', problem: `${ANN} ${EXPECTED} (got ${JSON.stringify(text)})` });
+    expect(parseAnnotation(text)).toEqual({
+      kind: 'problem',
+      problem: `${ANN} ${EXPECTED} (got ${JSON.stringify(text)})`,
+    });
   });
 
   it('refuses a nesting bomb before JSON.parse, naming the annotation', () => {
     const bomb = `{"stateDir":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
-    expect(parseAnnotation(bomb)).toEqual({ kind: 'problem', problem: `${ANN} nests JSON arrays and objects more than 64 levels deep` });
+    expect(parseAnnotation(bomb)).toEqual({
+      kind: 'problem',
+      problem: `${ANN} nests JSON arrays and objects more than 64 levels deep`,
+    });
     expect(parseAnnotation(`{"stateDir":${'['.repeat(63)}${']'.repeat(63)}}`)).toMatchObject({ kind: 'value' });
   });
 
@@ -63,13 +72,21 @@ describe('parseAnnotation: JSON true, false or an object', () => {
 describe('readAnnounceAnnotation: only with the capability declared', () => {
   it('finds nothing without runtimeConfig, without the annotation map, or without the annotation', () => {
     expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true } })).toEqual({ kind: 'absent' });
-    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { mac: '0a:58:0a:58:00:05' } })).toEqual({ kind: 'absent' });
-    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: { other: 'x' } } })).toEqual({ kind: 'absent' });
+    expect(
+      readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { mac: '0a:58:0a:58:00:05' } }),
+    ).toEqual({ kind: 'absent' });
+    expect(
+      readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: { other: 'x' } } }),
+    ).toEqual({ kind: 'absent' });
   });
 
   it('reads null, which containerd 1.6 sends for a pod without annotations, as no annotations', () => {
-    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } })).toEqual({ kind: 'absent' });
-    expect(parseConfig({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } }).podAnnounce).toBeUndefined();
+    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } })).toEqual({
+      kind: 'absent',
+    });
+    expect(
+      parseConfig({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } }).podAnnounce,
+    ).toBeUndefined();
   });
 
   it.each([[undefined], [{}], [{ [CAP]: false }], [{ [CAP]: 'true' }], [{ mac: true }]])(
@@ -84,18 +101,24 @@ describe('readAnnounceAnnotation: only with the capability declared', () => {
     },
   );
 
-  it('finds nothing when an undeclared annotation map lacks the announcer\'s annotation, or is not a map', () => {
+  it("finds nothing when an undeclared annotation map lacks the announcer's annotation, or is not a map", () => {
     expect(readAnnounceAnnotation({ ...BASE, runtimeConfig: { [CAP]: { other: 'x' } } })).toEqual({ kind: 'absent' });
     expect(readAnnounceAnnotation({ ...BASE, runtimeConfig: { [CAP]: 'x' } })).toEqual({ kind: 'absent' });
   });
 
   it('names the annotation map when a declared one is not an object', () => {
     const doc = { ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: ['x'] } };
-    expect(readAnnounceAnnotation(doc)).toEqual({ kind: 'problem', problem: `runtimeConfig["${CAP}"] must be an object of the pod's annotations (got ["x"])` });
+    expect(readAnnounceAnnotation(doc)).toEqual({
+      kind: 'problem',
+      problem: `runtimeConfig["${CAP}"] must be an object of the pod's annotations (got ["x"])`,
+    });
   });
 
   it('reads a declared annotation', () => {
-    expect(readAnnounceAnnotation(withAnnotation('{"enabled":false}'))).toEqual({ kind: 'value', value: { enabled: false } });
+    expect(readAnnounceAnnotation(withAnnotation('{"enabled":false}'))).toEqual({
+      kind: 'value',
+      value: { enabled: false },
+    });
   });
 });
 
@@ -116,7 +139,9 @@ describe('the annotation under podOverrides, as args.cni.announce', () => {
     const config = parseConfig(withAnnotation('{"count":2}', { count: 4, podOverrides: ['enabled=false', 'count'] }));
     const { options, notes } = resolveOptions(config, { raw: {} });
     expect(options).toMatchObject({ enabled: true, count: 2 });
-    expect(notes).toEqual([{ level: 'info', msg: 'pod overrides applied', fields: { overrides: { count: 2 }, from: { count: ANN } } }]);
+    expect(notes).toEqual([
+      { level: 'info', msg: 'pod overrides applied', fields: { overrides: { count: 2 }, from: { count: ANN } } },
+    ]);
   });
 
   it('by default ignores a count, and the conflist-only options, each logged with its reason', () => {
@@ -124,21 +149,38 @@ describe('the annotation under podOverrides, as args.cni.announce', () => {
     const { options, notes } = resolveOptions(config, { raw: {} });
     expect(options).toMatchObject({ enabled: true, count: 4, mac: 'keep' });
     expect(notes.filter((n) => n.level === 'warn')).toEqual([
-      { level: 'warn', msg: 'ignoring a pod override', fields: { field: `${ANN}.count`, value: 2, reason: DEFAULT_POLICY } },
-      { level: 'warn', msg: 'ignoring a pod override', fields: { field: `${ANN}.stateDir`, value: '/x', reason: 'only the conflist sets it' } },
+      {
+        level: 'warn',
+        msg: 'ignoring a pod override',
+        fields: { field: `${ANN}.count`, value: 2, reason: DEFAULT_POLICY },
+      },
+      {
+        level: 'warn',
+        msg: 'ignoring a pod override',
+        fields: { field: `${ANN}.stateDir`, value: '/x', reason: 'only the conflist sets it' },
+      },
     ]);
   });
 
   it('with podOverrides [] ignores even "false"', () => {
     const config = parseConfig(withAnnotation('false', { podOverrides: [] }));
     expect(resolveOptions(config, { raw: {} }).options.enabled).toBe(true);
-    expect(config.podAnnounce?.ignored).toEqual([{ field: `${ANN}.enabled`, value: false, reason: 'not allowed: podOverrides allows nothing' }]);
+    expect(config.podAnnounce?.ignored).toEqual([
+      { field: `${ANN}.enabled`, value: false, reason: 'not allowed: podOverrides allows nothing' },
+    ]);
   });
 
   it('"true" only means "not turned off": CNI_ARGS ANNOUNCE=false still wins, with a warning naming the annotation', () => {
-    const { options, notes } = resolveOptions(parseConfig(withAnnotation('true')), { announce: false, raw: { ANNOUNCE: 'false' } });
+    const { options, notes } = resolveOptions(parseConfig(withAnnotation('true')), {
+      announce: false,
+      raw: { ANNOUNCE: 'false' },
+    });
     expect(options.enabled).toBe(false);
-    expect(notes).toContainEqual({ level: 'warn', msg: 'a request to announce does not turn announcing back on', fields: { by: ANN } });
+    expect(notes).toContainEqual({
+      level: 'warn',
+      msg: 'a request to announce does not turn announcing back on',
+      fields: { by: ANN },
+    });
   });
 
   it('ignores the annotation without the declared capability, unvalidated, and logs it', () => {
@@ -146,10 +188,18 @@ describe('the annotation under podOverrides, as args.cni.announce', () => {
     const config = parseConfig(raw);
     expect(config.podAnnounce).toEqual({
       overrides: {},
-      ignored: [{ field: ANN, value: '{"count": "lots"}', reason: `the config does not declare the capability: "capabilities": {"${CAP}": true}` }],
+      ignored: [
+        {
+          field: ANN,
+          value: '{"count": "lots"}',
+          reason: `the config does not declare the capability: "capabilities": {"${CAP}": true}`,
+        },
+      ],
       from: {},
     });
-    expect(parseConfig({ ...raw, runtimeConfig: { [CAP]: { 'cni-announcer/announce': 'false' } } }).podAnnounce?.overrides).toEqual({});
+    expect(
+      parseConfig({ ...raw, runtimeConfig: { [CAP]: { 'cni-announcer/announce': 'false' } } }).podAnnounce?.overrides,
+    ).toEqual({});
   });
 
   it('keeps runtimeConfig as received', () => {
@@ -164,7 +214,10 @@ describe('a bad annotation is code 7, naming it', () => {
     ['{"count":11}', `${ANN}: "count" must be an integer from 0 to 10 (got 11)`],
     ['{"enabled":"no"}', `${ANN}: "enabled" must be true or false (got "no")`],
     ['{"arpOp":"x"}', `${ANN}: "arpOp" must be one of "request", "reply", "both" (got "x")`],
-    ['{"cout":2}', `${ANN}: "cout" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff, probeMs, probes) (got 2)`],
+    [
+      '{"cout":2}',
+      `${ANN}: "cout" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff, probeMs, probes) (got 2)`,
+    ],
   ])('%s', (text, problem) => {
     const e = configError(withAnnotation(text));
     expect(e.code).toBe(7);
@@ -180,13 +233,15 @@ describe('a bad annotation is code 7, naming it', () => {
     );
   });
 
-  it('names a runtime\'s non-string value and a non-object annotation map', () => {
+  it("names a runtime's non-string value and a non-object annotation map", () => {
     expect(configError(withAnnotation(false)).message).toBe(`invalid config: ${ANN} must be a string (got false)`);
     const raw = { ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: 'x' } };
-    expect(configError(raw).message).toBe(`invalid config: runtimeConfig["${CAP}"] must be an object of the pod's annotations (got "x")`);
+    expect(configError(raw).message).toBe(
+      `invalid config: runtimeConfig["${CAP}"] must be an object of the pod's annotations (got "x")`,
+    );
   });
 
-  it('is reported with the conflist\'s problems', () => {
+  it("is reported with the conflist's problems", () => {
     expect(configError(withAnnotation('nope', { count: 99 })).message).toBe(
       `invalid config: "count" must be an integer from 0 to 10 (got 99); ${ANN} is not JSON: it ${EXPECTED} (got "nope")`,
     );
@@ -194,7 +249,11 @@ describe('a bad annotation is code 7, naming it', () => {
 
   it('names the annotation when its burst lasts too long', () => {
     const raw = withAnnotation('{"backoff":2}', { count: 10, intervalMs: 60000, podOverrides: ['backoff'] });
-    expect(configError(raw).message).toMatch(new RegExp(`^invalid config: "count" 10, "intervalMs" 60000 and ${escape(ANN)}\\.backoff 2 put the last round 8\\.5 h after`));
+    expect(configError(raw).message).toMatch(
+      new RegExp(
+        `^invalid config: "count" 10, "intervalMs" 60000 and ${escapeRegex(ANN)}\\.backoff 2 put the last round 8\\.5 h after`,
+      ),
+    );
   });
 });
 
@@ -222,16 +281,24 @@ describe('args.cni.announce and the annotation together', () => {
     });
   });
 
-  it('ignores a request to announce beside the other channel\'s off, with a warning', () => {
+  it("ignores a request to announce beside the other channel's off, with a warning", () => {
     expect(both(true, 'false').podAnnounce?.ignored).toEqual([
-      { field: 'args.cni.announce.enabled', value: true, reason: `turned off by ${ANN}: a request to announce does not turn announcing back on` },
+      {
+        field: 'args.cni.announce.enabled',
+        value: true,
+        reason: `turned off by ${ANN}: a request to announce does not turn announcing back on`,
+      },
     ]);
     expect(both(false, 'true').podAnnounce?.ignored).toEqual([
-      { field: `${ANN}.enabled`, value: true, reason: 'turned off by args.cni.announce: a request to announce does not turn announcing back on' },
+      {
+        field: `${ANN}.enabled`,
+        value: true,
+        reason: 'turned off by args.cni.announce: a request to announce does not turn announcing back on',
+      },
     ]);
   });
 
-  it('takes args.cni.announce for a field both set, and logs the annotation\'s other value as ignored', () => {
+  it("takes args.cni.announce for a field both set, and logs the annotation's other value as ignored", () => {
     const config = both({ count: 3 }, '{"count":2,"arpOp":"both"}');
     expect(config.podAnnounce).toEqual({
       overrides: { count: 3, arpOp: 'both' },
@@ -242,26 +309,45 @@ describe('args.cni.announce and the annotation together', () => {
   });
 
   it('says nothing when both set a field to the same value', () => {
-    expect(both({ count: 2 }, '{"count":2}').podAnnounce).toEqual({ overrides: { count: 2 }, ignored: [], from: { count: 'args.cni.announce' } });
+    expect(both({ count: 2 }, '{"count":2}').podAnnounce).toEqual({
+      overrides: { count: 2 },
+      ignored: [],
+      from: { count: 'args.cni.announce' },
+    });
   });
 
   it('reports the problems of both', () => {
-    expect(configError({ ...withAnnotation('{"count":11}', { podOverrides: ['count'] }), args: { cni: { announce: { count: 12 } } } }).message).toBe(
+    expect(
+      configError({
+        ...withAnnotation('{"count":11}', { podOverrides: ['count'] }),
+        args: { cni: { announce: { count: 12 } } },
+      }).message,
+    ).toBe(
       `invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 12); ${ANN}: "count" must be an integer from 0 to 10 (got 11)`,
     );
   });
 });
 
 describe('examples/containerd-annotations-conflist.json', () => {
-  it('declares the capability, so that a pod\'s annotation reaches the announcer', () => {
-    const list = JSON.parse(readFileSync(fileURLToPath(new URL('../../../examples/containerd-annotations-conflist.json', import.meta.url)), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
+  it("declares the capability, so that a pod's annotation reaches the announcer", () => {
+    const list = JSON.parse(
+      readFileSync(
+        fileURLToPath(new URL('../../../examples/containerd-annotations-conflist.json', import.meta.url)),
+        'utf8',
+      ),
+    ) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const entry = list.plugins.find((p) => p.type === 'announcer');
-    const sent = (text: string) => ({ ...entry, cniVersion: list.cniVersion, name: list.name, runtimeConfig: { [CAP]: { 'cni-announcer/announce': text } } });
+    const sent = (text: string) => ({
+      ...entry,
+      cniVersion: list.cniVersion,
+      name: list.name,
+      runtimeConfig: { [CAP]: { 'cni-announcer/announce': text } },
+    });
     expect(resolveOptions(parseConfig(sent('false')), { raw: {} }).options.enabled).toBe(false);
     expect(resolveOptions(parseConfig(sent('{"count":1}')), { raw: {} }).options.count).toBe(1);
   });
 });
 
-function escape(text: string): string {
+function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -42,7 +42,14 @@ describe('parsePrevResult', () => {
     ]);
     expect(prev.ips).toEqual([
       { cidr: '10.88.0.5/24', address: '10.88.0.5', family: 4, prefixLength: 24, gateway: '10.88.0.1', interface: 2 },
-      { cidr: 'fd00:88::5/64', address: 'fd00:88::5', family: 6, prefixLength: 64, gateway: 'fd00:88::1', interface: 2 },
+      {
+        cidr: 'fd00:88::5/64',
+        address: 'fd00:88::5',
+        family: 6,
+        prefixLength: 64,
+        gateway: 'fd00:88::1',
+        interface: 2,
+      },
     ]);
   });
 
@@ -55,14 +62,35 @@ describe('parsePrevResult', () => {
   });
 
   it.each([
-    [{ ips: [{ address: '10.88.0.5/24' }, { address: '10.88.0.6' }] }, '"prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.6")'],
-    [{ ips: [{ address: '10.88.0.5/33' }] }, '"prevResult.ips[0].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.5/33")'],
+    [
+      { ips: [{ address: '10.88.0.5/24' }, { address: '10.88.0.6' }] },
+      '"prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.6")',
+    ],
+    [
+      { ips: [{ address: '10.88.0.5/33' }] },
+      '"prevResult.ips[0].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.5/33")',
+    ],
     [{ ips: [{}] }, '"prevResult.ips[0].address" is required'],
-    [{ interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: 1 }] }, '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got 1)'],
-    [{ ips: [{ address: '10.0.0.2/8', interface: 0 }] }, '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (there are no interfaces) (got 0)'],
-    [{ interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: -1 }] }, '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got -1)'],
-    [{ interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: '0' }] }, '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got "0")'],
-    [{ ips: [{ address: '10.0.0.2/8', version: '6' }] }, '"prevResult.ips[0].version" must match the address, which is IPv4 (got "6")'],
+    [
+      { interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: 1 }] },
+      '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got 1)',
+    ],
+    [
+      { ips: [{ address: '10.0.0.2/8', interface: 0 }] },
+      '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (there are no interfaces) (got 0)',
+    ],
+    [
+      { interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: -1 }] },
+      '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got -1)',
+    ],
+    [
+      { interfaces: [{ name: 'eth0' }], ips: [{ address: '10.0.0.2/8', interface: '0' }] },
+      '"prevResult.ips[0].interface" must be an index into prevResult.interfaces (from 0 to 0) (got "0")',
+    ],
+    [
+      { ips: [{ address: '10.0.0.2/8', version: '6' }] },
+      '"prevResult.ips[0].version" must match the address, which is IPv4 (got "6")',
+    ],
     [{ ips: [{ address: '10.0.0.2/8', version: 4 }] }, '"prevResult.ips[0].version" must be "4" or "6" (got 4)'],
     [{ ips: [{ address: '10.0.0.2/8', gateway: 1 }] }, '"prevResult.ips[0].gateway" must be a string (got 1)'],
     [{ ips: {} }, '"prevResult.ips" must be an array (got {})'],
@@ -100,7 +128,11 @@ describe('formatResult', () => {
   });
 
   it.each(CURRENT)('drops ips[].version for %s and keeps everything else', (v) => {
-    const legacy = { ...BRIDGE_RESULT, cniVersion: '0.4.0', ips: BRIDGE_RESULT.ips.map((ip, i) => ({ ...ip, version: i === 0 ? '4' : '6' })) };
+    const legacy = {
+      ...BRIDGE_RESULT,
+      cniVersion: '0.4.0',
+      ips: BRIDGE_RESULT.ips.map((ip, i) => ({ ...ip, version: i === 0 ? '4' : '6' })),
+    };
     expect(formatResult(parsePrevResult(legacy), v)).toEqual({ ...BRIDGE_RESULT, cniVersion: v });
   });
 
@@ -134,12 +166,15 @@ describe('formatResult', () => {
   });
 
   it('refuses a MAC change for an interface that is not there', () => {
-    expect(() => formatResult(parsePrevResult(BRIDGE_RESULT), '1.0.0', { macs: new Map([[3, '02:00:00:00:00:01']]) })).toThrow(
-      new RangeError('no prevResult.interfaces[3] to set the MAC of'),
-    );
+    expect(() =>
+      formatResult(parsePrevResult(BRIDGE_RESULT), '1.0.0', { macs: new Map([[3, '02:00:00:00:00:01']]) }),
+    ).toThrow(new RangeError('no prevResult.interfaces[3] to set the MAC of'));
   });
 
   it('leaves a result without ips alone', () => {
-    expect(formatResult(parsePrevResult({ cniVersion: '1.0.0', dns: {} }), '0.3.1')).toEqual({ cniVersion: '0.3.1', dns: {} });
+    expect(formatResult(parsePrevResult({ cniVersion: '1.0.0', dns: {} }), '0.3.1')).toEqual({
+      cniVersion: '0.3.1',
+      dns: {},
+    });
   });
 });

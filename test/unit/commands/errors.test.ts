@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from '../../../src/announce/errors';
+import {
+  AddressConflictError,
+  AttachmentBusyError,
+  InterfaceMissingError,
+  StateError,
+} from '../../../src/announce/errors';
 import { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
 import { SysError } from '../../../src/sys/sys-error';
@@ -9,9 +14,21 @@ const conflict = { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'e
 describe('toCniError', () => {
   it.each([
     [new StateError('cannot write state in /run/x: EACCES'), 105, 'cannot write state in /run/x: EACCES'],
-    [new AttachmentBusyError(10_000), 11, 'another command on this attachment still runs after 10000 ms: try again later'],
-    [new InterfaceMissingError(['eth0', 'net1'], '/run/netns/p'), 101, 'pod interface "eth0", "net1" not found in /run/netns/p'],
-    [new InterfaceMissingError(['eth0'], '/run/netns/p', true), 101, 'pod interface "eth0" disappeared from /run/netns/p'],
+    [
+      new AttachmentBusyError(10_000),
+      11,
+      'another command on this attachment still runs after 10000 ms: try again later',
+    ],
+    [
+      new InterfaceMissingError(['eth0', 'net1'], '/run/netns/p'),
+      101,
+      'pod interface "eth0", "net1" not found in /run/netns/p',
+    ],
+    [
+      new InterfaceMissingError(['eth0'], '/run/netns/p', true),
+      101,
+      'pod interface "eth0" disappeared from /run/netns/p',
+    ],
     [
       new AddressConflictError([conflict]),
       106,

@@ -4,8 +4,14 @@ import type { DirProblem, InstallOutcome } from '../../../src/sys/install-file';
 
 describe('parseInstallArgs', () => {
   it('takes --dest DIR, --dest=DIR and --also-notices in any order', () => {
-    expect(parseInstallArgs(['--dest', '/host/opt/cni/bin'])).toEqual({ ok: true, args: { dest: '/host/opt/cni/bin', alsoNotices: false } });
-    expect(parseInstallArgs(['--also-notices', '--dest=/d'])).toEqual({ ok: true, args: { dest: '/d', alsoNotices: true } });
+    expect(parseInstallArgs(['--dest', '/host/opt/cni/bin'])).toEqual({
+      ok: true,
+      args: { dest: '/host/opt/cni/bin', alsoNotices: false },
+    });
+    expect(parseInstallArgs(['--also-notices', '--dest=/d'])).toEqual({
+      ok: true,
+      args: { dest: '/d', alsoNotices: true },
+    });
   });
 
   it.each([
@@ -26,7 +32,9 @@ describe('parseInstallArgs', () => {
 });
 
 /** A fake file system: which dirs exist, what installFile answers, and every call and line. */
-function fakeDeps(opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?: Error; stale?: Record<string, string[]> } = {}) {
+function fakeDeps(
+  opts: { problem?: DirProblem; outcome?: InstallOutcome; fail?: Error; stale?: Record<string, string[]> } = {},
+) {
   const calls: unknown[][] = [];
   const sweeps: unknown[][] = [];
   const out: string[] = [];
@@ -66,7 +74,10 @@ describe('install', () => {
       ['/usr/local/bin/announcer', '/d', 'announcer', 0o755],
       ['/usr/local/bin/THIRD_PARTY_NOTICES', '/d', 'THIRD_PARTY_NOTICES', 0o644],
     ]);
-    expect(f.out).toEqual(['unchanged /d/announcer (already identical)', 'unchanged /d/THIRD_PARTY_NOTICES (already identical)']);
+    expect(f.out).toEqual([
+      'unchanged /d/announcer (already identical)',
+      'unchanged /d/THIRD_PARTY_NOTICES (already identical)',
+    ]);
   });
 
   it('removes the temporary files a killed install left (older than 10 minutes), after each file, and says so', () => {
@@ -95,7 +106,9 @@ describe('install', () => {
   });
 
   it('reports a failed copy in one line, exit 1', () => {
-    const fail = Object.assign(new Error("EACCES: permission denied, open '/d/.announcer.tmp-0a'\n    at somewhere"), { code: 'EACCES' });
+    const fail = Object.assign(new Error("EACCES: permission denied, open '/d/.announcer.tmp-0a'\n    at somewhere"), {
+      code: 'EACCES',
+    });
     const f = fakeDeps({ fail });
     expect(install(f.deps, ['--dest', '/d'])).toBe(1);
     expect(f.err).toEqual(["announcer install: EACCES: permission denied, open '/d/.announcer.tmp-0a'"]);

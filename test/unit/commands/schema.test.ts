@@ -39,18 +39,28 @@ function announcerEntries(doc: unknown): unknown[] {
   return Object.values(doc).flatMap(announcerEntries);
 }
 
-/** Every announcer entry of examples/*.json, deploy/*.yaml (conflists in a NAD's spec.config, or any string) and README's ```json blocks. */
+/**
+ * Every announcer entry of examples/*.json, deploy/*.yaml (conflists in a NAD's spec.config, or any string) and
+ * README's ```json blocks.
+ */
 function shippedEntries(): { where: string; entry: unknown }[] {
   const found: { where: string; entry: unknown }[] = [];
-  const add = (where: string, entries: unknown[]) => found.push(...entries.map((entry, i) => ({ where: `${where} #${i + 1}`, entry })));
+  const add = (where: string, entries: unknown[]) =>
+    found.push(...entries.map((entry, i) => ({ where: `${where} #${i + 1}`, entry })));
   for (const f of readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.json'))) {
     add(`examples/${f}`, announcerEntries(JSON.parse(readFileSync(join(ROOT, 'examples', f), 'utf8'))));
   }
   for (const f of readdirSync(join(ROOT, 'deploy')).filter((f) => /\.ya?ml$/.test(f))) {
-    add(`deploy/${f}`, parseAllDocuments(readFileSync(join(ROOT, 'deploy', f), 'utf8')).flatMap((d) => announcerEntries(d.toJS())));
+    add(
+      `deploy/${f}`,
+      parseAllDocuments(readFileSync(join(ROOT, 'deploy', f), 'utf8')).flatMap((d) => announcerEntries(d.toJS())),
+    );
   }
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  add('README.md', [...readme.matchAll(/```json\n([\s\S]*?)```/g)].flatMap((m) => announcerEntries(m[1])));
+  add(
+    'README.md',
+    [...readme.matchAll(/```json\n([\s\S]*?)```/g)].flatMap((m) => announcerEntries(m[1])),
+  );
   return found;
 }
 
@@ -59,7 +69,14 @@ describe('the JSON Schema of `announcer schema`', () => {
 
   it('finds the entries this repository ships: both examples, the NAD, README', () => {
     const where = shipped.map((s) => s.where.split(' ')[0]);
-    expect(where).toEqual(expect.arrayContaining(['examples/bridge-conflist.json', 'examples/macvlan-conflist.json', 'deploy/network-attachment-definition.yaml', 'README.md']));
+    expect(where).toEqual(
+      expect.arrayContaining([
+        'examples/bridge-conflist.json',
+        'examples/macvlan-conflist.json',
+        'deploy/network-attachment-definition.yaml',
+        'README.md',
+      ]),
+    );
   });
 
   it.each(shippedEntries().map((s) => [s.where, s.entry]))('validates the entry of %s', (_where, entry) => {
@@ -97,14 +114,63 @@ describe('the JSON Schema of `announcer schema`', () => {
   });
 
   it("agrees with parseConfig on each option's values (but interfaces, whose names a function checks)", () => {
-    const values = [-1, 0, 0.5, 1, 1.5, 2, 3, 4, 4.5, 9, 10, 11, 99, 100, 2000, 2001, 30000, 30001, 60000, 60001, 600000, 600001, 3600000, 3600001,
-      true, false, null, '', 'x', '/abs', 'rel/x', '0a:58', '02:AB', '03:00', 'request', 'both', 'ip-derived', 'keep', 'fail', 'debug', 'trace',
-      [], ['count'], ['enabled=false', 'mac=keep'], ['enabled'], { framesPerSecond: 10, burst: 20 }, { framesPerSecond: 0, burst: 1 }, {}];
+    const values = [
+      -1,
+      0,
+      0.5,
+      1,
+      1.5,
+      2,
+      3,
+      4,
+      4.5,
+      9,
+      10,
+      11,
+      99,
+      100,
+      2000,
+      2001,
+      30000,
+      30001,
+      60000,
+      60001,
+      600000,
+      600001,
+      3600000,
+      3600001,
+      true,
+      false,
+      null,
+      '',
+      'x',
+      '/abs',
+      'rel/x',
+      '0a:58',
+      '02:AB',
+      '03:00',
+      'request',
+      'both',
+      'ip-derived',
+      'keep',
+      'fail',
+      'debug',
+      'trace',
+      [],
+      ['count'],
+      ['enabled=false', 'mac=keep'],
+      ['enabled'],
+      { framesPerSecond: 10, burst: 20 },
+      { framesPerSecond: 0, burst: 1 },
+      {},
+    ];
     const schema = entryJsonSchema() as { properties: Record<string, unknown> };
     const options = Object.keys(schema.properties).filter((k) => !['type', 'capabilities', 'interfaces'].includes(k));
     expect(options).toHaveLength(20);
     const disagreements = options.flatMap((key) =>
-      values.filter((v) => valid({ type: 'announcer', [key]: v }) !== parses({ type: 'announcer', [key]: v })).map((v) => `${key}: ${JSON.stringify(v)}`),
+      values
+        .filter((v) => valid({ type: 'announcer', [key]: v }) !== parses({ type: 'announcer', [key]: v }))
+        .map((v) => `${key}: ${JSON.stringify(v)}`),
     );
     expect(disagreements).toEqual([]);
   });

@@ -33,7 +33,8 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
   return {
     libc: () => fakeLibc({ openPacketSocket: () => 99, close: () => undefined }),
     timers,
-    logger: (_config, ids) => createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
+    logger: (_config, ids) =>
+      createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     waits: { readable: () => expect.fail('DEL waits on no fd') },
     askAnnouncer: async (stateDir, request, opts) => {
       asked.push({ stateDir, request, start: opts.start });
@@ -49,18 +50,40 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
   };
 }
 
-const config = (extra: Record<string, unknown> = {}) => parseConfig({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir, ...extra });
+const config = (extra: Record<string, unknown> = {}) =>
+  parseConfig({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir, ...extra });
 
 function delRequest(extra: Record<string, unknown> = {}): DelRequest {
-  return { config: config(extra), cniVersion: '1.1.0', options: {} as DelRequest['options'], notes: [], env: { command: 'DEL', containerId: 'c1', ifname: 'eth0', args: {} } as DelRequest['env'] };
+  return {
+    config: config(extra),
+    cniVersion: '1.1.0',
+    options: {} as DelRequest['options'],
+    notes: [],
+    env: { command: 'DEL', containerId: 'c1', ifname: 'eth0', args: {} } as DelRequest['env'],
+  };
 }
 
 function gcRequest(valid: { containerId: string; ifname: string }[]): GcRequest {
-  return { config: config(), cniVersion: '1.1.0', options: {} as GcRequest['options'], notes: [], env: { command: 'GC', args: {} } as GcRequest['env'], validAttachments: valid };
+  return {
+    config: config(),
+    cniVersion: '1.1.0',
+    options: {} as GcRequest['options'],
+    notes: [],
+    env: { command: 'GC', args: {} } as GcRequest['env'],
+    validAttachments: valid,
+  };
 }
 
 function record(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
-  return { network: 'net', containerId: 'c1', ifname: 'eth0', netns: '/var/run/netns/none', netnsId: { dev: 4, ino: 1 }, originalMacs: [], ...extra };
+  return {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: '/var/run/netns/none',
+    netnsId: { dev: 4, ino: 1 },
+    originalMacs: [],
+    ...extra,
+  };
 }
 
 /** A job for the background announcer, as ADD records it. */
@@ -100,7 +123,9 @@ describe('DEL', () => {
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: 2000 + LOCK_GRACE_MS }]);
     expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'c1@eth0.json' }, start: false }]);
-    expect(lines.at(-1)).toMatch(/INFO DEL done containerId=c1 ifname=eth0 background=cancelled macsRestored=none recordRemoved=true\n$/);
+    expect(lines.at(-1)).toMatch(
+      /INFO DEL done containerId=c1 ifname=eth0 background=cancelled macsRestored=none recordRemoved=true\n$/,
+    );
   });
 
   it('does not start a background announcer to cancel, and says none was running', async () => {
@@ -125,17 +150,25 @@ describe('DEL', () => {
     expect(kill).not.toHaveBeenCalled();
     expect(asked).toEqual([]);
     expect(readdirSync(stateDir)).toEqual([]);
-    expect(lines.join('')).toMatch(/WARN invalid state record: removing it without acting on it .*problem="\\"job.schedule\\" must be an array"/);
+    expect(lines.join('')).toMatch(
+      /WARN invalid state record: removing it without acting on it .*problem="\\"job.schedule\\" must be an array"/,
+    );
     expect(lines.at(-1)).toMatch(/INFO DEL: no state record, nothing to undo containerId=c1 ifname=eth0/);
   });
 
   it('goes ahead without the lock when it stays held, and leaves the holder its file', async () => {
-    const held = (await acquireFileLock(join(stateDir, 'c1@eth0.lock'), 0, { tryLock, now: timers.now, sleep: timers.sleep }))!;
+    const held = (await acquireFileLock(join(stateDir, 'c1@eth0.lock'), 0, {
+      tryLock,
+      now: timers.now,
+      sleep: timers.sleep,
+    }))!;
     try {
       writeRecord(stateDir, record());
       await del(deps({ lockFile: async () => undefined }), delRequest());
       expect(readdirSync(stateDir)).toEqual(['c1@eth0.lock']);
-      expect(lines.join('')).toMatch(/WARN another command on this attachment still runs after 12000 ms: deleting without the lock/);
+      expect(lines.join('')).toMatch(
+        /WARN another command on this attachment still runs after 12000 ms: deleting without the lock/,
+      );
     } finally {
       held.release();
     }
@@ -147,7 +180,9 @@ describe('DEL', () => {
     await del(deps(), delRequest());
     expect(lockCalls).toEqual([]);
     expect(readdirSync(stateDir)).toEqual(['c1@eth0.json']);
-    expect(lines.join('')).toMatch(`ERROR DEL did nothing: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir} containerId=c1 ifname=eth0`);
+    expect(lines.join('')).toMatch(
+      `ERROR DEL did nothing: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir} containerId=c1 ifname=eth0`,
+    );
   });
 
   it('creates a missing stateDir 0700 and finds nothing to undo', async () => {
@@ -158,7 +193,7 @@ describe('DEL', () => {
 });
 
 describe('GC', () => {
-  it('collects stale and invalid records, orphan locks and dead writers\' temp files; keeps live and busy ones', async () => {
+  it("collects stale and invalid records, orphan locks and dead writers' temp files; keeps live and busy ones", async () => {
     writeRecord(stateDir, record({ containerId: 'stale', job: { ...JOB, containerId: 'stale' } }));
     writeRecord(stateDir, record({ containerId: 'live' }));
     writeRecord(stateDir, record({ containerId: 'other', network: 'elsewhere' }));
@@ -167,24 +202,39 @@ describe('GC', () => {
     writeFileSync(join(stateDir, 'orphan@eth0.lock'), '');
     writeFileSync(join(stateDir, '.stale@eth0.json.4194305.00aa11bb.tmp'), '');
     writeFileSync(join(stateDir, `.live@eth0.json.${process.pid}.00aa11bb.tmp`), '');
-    const busy = (await acquireFileLock(join(stateDir, 'busy@eth0.lock'), 0, { tryLock, now: timers.now, sleep: timers.sleep }))!;
+    const busy = (await acquireFileLock(join(stateDir, 'busy@eth0.lock'), 0, {
+      tryLock,
+      now: timers.now,
+      sleep: timers.sleep,
+    }))!;
     try {
       await gc(deps(), gcRequest([{ containerId: 'live', ifname: 'eth0' }]));
     } finally {
       busy.release();
     }
     expect(readdirSync(stateDir).sort()).toEqual(
-      [`.live@eth0.json.${process.pid}.00aa11bb.tmp`, 'busy@eth0.json', 'busy@eth0.lock', 'live@eth0.json', 'other@eth0.json'].sort(),
+      [
+        `.live@eth0.json.${process.pid}.00aa11bb.tmp`,
+        'busy@eth0.json',
+        'busy@eth0.lock',
+        'live@eth0.json',
+        'other@eth0.json',
+      ].sort(),
     );
     expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'stale@eth0.json' }, start: false }]);
     const log = lines.join('');
-    expect(log).toMatch(/INFO collected stale attachment containerId=stale ifname=eth0 background=cancelled recordRemoved=true/);
+    expect(log).toMatch(
+      /INFO collected stale attachment containerId=stale ifname=eth0 background=cancelled recordRemoved=true/,
+    );
     expect(log).toMatch(/WARN invalid state record/);
   });
 
   it('is code 105 on an unsafe stateDir, and does nothing without one', async () => {
     chmodSync(stateDir, 0o757);
-    await expect(gc(deps(), gcRequest([]))).rejects.toMatchObject({ code: 105, message: expect.stringContaining('chmod 0700') });
+    await expect(gc(deps(), gcRequest([]))).rejects.toMatchObject({
+      code: 105,
+      message: expect.stringContaining('chmod 0700'),
+    });
     rmSync(stateDir, { recursive: true });
     await gc(deps(), gcRequest([]));
     expect(() => readdirSync(stateDir)).toThrow(/ENOENT/);
@@ -192,7 +242,13 @@ describe('GC', () => {
 });
 
 describe('STATUS', () => {
-  const request = (): StatusRequest => ({ config: config(), cniVersion: '1.1.0', options: {} as StatusRequest['options'], notes: [], env: { command: 'STATUS', args: {} } as StatusRequest['env'] });
+  const request = (): StatusRequest => ({
+    config: config(),
+    cniVersion: '1.1.0',
+    options: {} as StatusRequest['options'],
+    notes: [],
+    env: { command: 'STATUS', args: {} } as StatusRequest['env'],
+  });
 
   const released: number[][] = [];
   const statusDeps = (): CommandDeps => deps({ release: (fds) => void released.push([...fds]) });
@@ -205,9 +261,15 @@ describe('STATUS', () => {
 
   it('is code 50 naming the fix for a stateDir others can write or that is a file', async () => {
     chmodSync(stateDir, 0o777);
-    await expect(status(statusDeps(), request())).rejects.toMatchObject({ code: 50, message: `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir}` });
+    await expect(status(statusDeps(), request())).rejects.toMatchObject({
+      code: 50,
+      message: `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir}`,
+    });
     rmSync(stateDir, { recursive: true });
     closeSync(openSync(stateDir, 'w'));
-    await expect(status(statusDeps(), request())).rejects.toMatchObject({ code: 50, message: expect.stringContaining('is not a directory') });
+    await expect(status(statusDeps(), request())).rejects.toMatchObject({
+      code: 50,
+      message: expect.stringContaining('is not a directory'),
+    });
   });
 });

@@ -48,7 +48,11 @@ describe('BackgroundCloser', () => {
     c.inFlight.shift()!.done();
     expect(c.inFlight.map((x) => x.fd)).toEqual([13]);
     c.inFlight.shift()!.done();
-    expect({ pending: closer.pending, failures: c.failures, closedNow: c.closedNow }).toEqual({ pending: 0, failures: [], closedNow: [] });
+    expect({ pending: closer.pending, failures: c.failures, closedNow: c.closedNow }).toEqual({
+      pending: 0,
+      failures: [],
+      closedNow: [],
+    });
   });
 
   it('defaults to 32 in flight, well under the 256 async calls koffi queues', () => {
@@ -77,7 +81,11 @@ describe('BackgroundCloser', () => {
     const full = new Error('too many async calls');
     c.refuseWith(full);
     closer.close(10);
-    expect({ closedNow: c.closedNow, failures: c.failures, pending: closer.pending }).toEqual({ closedNow: [10], failures: [[10, full]], pending: 0 });
+    expect({ closedNow: c.closedNow, failures: c.failures, pending: closer.pending }).toEqual({
+      closedNow: [10],
+      failures: [[10, full]],
+      pending: 0,
+    });
     const ebadf = new Error('EBADF');
     c.failNowWith(ebadf);
     expect(() => closer.close(11)).not.toThrow();
@@ -98,7 +106,11 @@ describe('BackgroundCloser', () => {
     const closer = c.closer(1);
     for (const fd of [10, 11, 12]) closer.close(fd);
     closer.closeWaiting();
-    expect({ closedNow: c.closedNow, inFlight: c.inFlight.map((x) => x.fd), pending: closer.pending }).toEqual({ closedNow: [11, 12], inFlight: [10], pending: 1 });
+    expect({ closedNow: c.closedNow, inFlight: c.inFlight.map((x) => x.fd), pending: closer.pending }).toEqual({
+      closedNow: [11, 12],
+      inFlight: [10],
+      pending: 1,
+    });
     c.inFlight.shift()!.done();
     expect({ inFlight: c.inFlight.length, pending: closer.pending }).toEqual({ inFlight: 0, pending: 0 });
   });

@@ -33,7 +33,8 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
   });
 }
 
-const status = (extra: object) => JSON.stringify({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir: join(dir, 'state'), ...extra });
+const status = (extra: object) =>
+  JSON.stringify({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir: join(dir, 'state'), ...extra });
 
 describe('cniRunner', () => {
   it("runs STATUS through dispatch: the announcer takes the config's idleExitMs and metricsFile, and the packet socket is closed on another thread", async () => {
@@ -59,7 +60,13 @@ describe('cniRunner', () => {
       const run = runner((request, takenAt) => (seen.push({ op: request.op, takenAt }), { ok: true }), timers);
       timers.advance(5000); // taken now, not when the runner was made
       const config = JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir: state.dir });
-      const env = { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', CNI_NETNS: state.netns, CNI_PATH: '/opt/cni/bin' };
+      const env = {
+        CNI_COMMAND: 'DEL',
+        CNI_CONTAINERID: 'c1',
+        CNI_IFNAME: 'eth0',
+        CNI_NETNS: state.netns,
+        CNI_PATH: '/opt/cni/bin',
+      };
       const takenAt = timers.bootMs();
       const done = await run(env, config);
       expect(done.exit).toBe(0);

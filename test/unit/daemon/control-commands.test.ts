@@ -16,15 +16,21 @@ beforeEach(() => {
 afterEach(() => f.state.remove());
 
 const ENV = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1' };
-const add = (ackBy = f.timers.bootMs() + 5000, build = 'b1'): string => cniLine(ENV, '{"cniVersion":"1.0.0"}', ackBy, build);
+const add = (ackBy = f.timers.bootMs() + 5000, build = 'b1'): string =>
+  cniLine(ENV, '{"cniVersion":"1.0.0"}', ackBy, build);
 const beat: WireReply = { beat: true };
 
 describe('ControlSocket: CNI commands', () => {
   it('acks at once, beats every BEAT_MS while the command runs, then writes its end and closes', async () => {
     const c = f.client(add()).read();
-    expect(f.runs.map(({ env, stdin, build }) => ({ env, stdin, build }))).toEqual([{ env: ENV, stdin: '{"cniVersion":"1.0.0"}', build: 'b1' }]);
+    expect(f.runs.map(({ env, stdin, build }) => ({ env, stdin, build }))).toEqual([
+      { env: ENV, stdin: '{"cniVersion":"1.0.0"}', build: 'b1' },
+    ]);
     expect(c.lines()).toEqual([{ ack: true }]);
-    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ busy: true, wakeAt: f.timers.bootMs() + BEAT_MS });
+    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({
+      busy: true,
+      wakeAt: f.timers.bootMs() + BEAT_MS,
+    });
     f.timers.advance(BEAT_MS - 1);
     f.turn();
     expect(c.read().lines()).toHaveLength(1);
@@ -39,23 +45,46 @@ describe('ControlSocket: CNI commands', () => {
     f.runs[0]!.end({ exit: 0, stdout: '{"ips":[]}' });
     await settle();
     expect(c.read().lines()).toEqual([{ ack: true }, beat, beat, { exit: 0, stdout: '{"ips":[]}' }]);
-    expect({ ended: c.ended, busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ ended: true, busy: false, wakeAt: Infinity });
+    expect({ ended: c.ended, busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({
+      ended: true,
+      busy: false,
+      wakeAt: Infinity,
+    });
   });
 
   it('drops unread a command whose sender no longer waits for the ack (ACK_MARGIN_MS before its ackBy, on CLOCK_BOOTTIME), and never runs it; a late control request is still served', () => {
     f.timers.advance(1000);
     const boot = f.timers.bootMs();
     const late = f.client(add(boot + ACK_MARGIN_MS - 1)).read();
-    expect({ lines: late.lines(), ended: late.ended, runs: f.runs.length }).toEqual({ lines: [], ended: true, runs: 0 });
+    expect({ lines: late.lines(), ended: late.ended, runs: f.runs.length }).toEqual({
+      lines: [],
+      ended: true,
+      runs: 0,
+    });
     expect(f.logged('dropped a command its sender no longer waits for')).toHaveLength(1);
-    const lateControl = f.client(cniLine(ENV, '{}', boot - 1).replace('"cni":{"env":{"CNI_COMMAND":"ADD","CNI_CONTAINERID":"c1"},"stdin":"{}"}', '"control":{"op":"status"}')).read();
-    expect({ lines: lateControl.lines().length, handled: f.handled }).toEqual({ lines: 1, handled: [{ op: 'status' }] });
+    const lateControl = f
+      .client(
+        cniLine(ENV, '{}', boot - 1).replace(
+          '"cni":{"env":{"CNI_COMMAND":"ADD","CNI_CONTAINERID":"c1"},"stdin":"{}"}',
+          '"control":{"op":"status"}',
+        ),
+      )
+      .read();
+    expect({ lines: lateControl.lines().length, handled: f.handled }).toEqual({
+      lines: 1,
+      handled: [{ op: 'status' }],
+    });
     // ACK_MARGIN_MS before ackBy, on the dot, it is still taken.
-    expect(f.client(add(boot + ACK_MARGIN_MS)).read().lines()).toEqual([{ ack: true }]);
+    expect(
+      f
+        .client(add(boot + ACK_MARGIN_MS))
+        .read()
+        .lines(),
+    ).toEqual([{ ack: true }]);
     expect(f.runs).toHaveLength(1);
   });
 
-  it('does not poll a running command\'s connection for input (its EOF would keep poll(2) awake), nor a closing one', async () => {
+  it("does not poll a running command's connection for input (its EOF would keep poll(2) awake), nor a closing one", async () => {
     const c = f.client(add());
     expect(f.control.fds()).toEqual([f.control.fds()[0]]); // the listener alone
     c.send('trailing bytes\n');
@@ -111,21 +140,35 @@ describe('ControlSocket: CNI commands', () => {
     expect(f.control.busy).toBe(true);
     f.timers.advance(1);
     f.turn();
-    expect({ busy: f.control.busy, ended: c.read().ended, wakeAt: f.control.wakeAt() }).toEqual({ busy: false, ended: true, wakeAt: Infinity });
+    expect({ busy: f.control.busy, ended: c.read().ended, wakeAt: f.control.wakeAt() }).toEqual({
+      busy: false,
+      ended: true,
+      wakeAt: Infinity,
+    });
   });
 
   it('answers a command the announcer refuses with {"refused": why} and closes', () => {
     f.refuse = 'handover';
     const c = f.client(add()).read();
-    expect({ lines: c.lines(), ended: c.ended, busy: f.control.busy }).toEqual({ lines: [{ refused: 'handover' }], ended: true, busy: false });
+    expect({ lines: c.lines(), ended: c.ended, busy: f.control.busy }).toEqual({
+      lines: [{ refused: 'handover' }],
+      ended: true,
+      busy: false,
+    });
   });
 
   it('a runner that rejects (a bug: dispatch never does) is reported, and its client dropped without an end', async () => {
     const c = f.client(add()).read();
     f.runs[0]!.fail(new Error('runner broke'));
     await settle();
-    expect({ lines: c.read().lines(), ended: c.ended, busy: f.control.busy }).toEqual({ lines: [{ ack: true }], ended: true, busy: false });
-    expect(f.failures.map(([what, err]) => [what, (err as Error).message])).toEqual([['CNI command failed outside dispatch', 'runner broke']]);
+    expect({ lines: c.read().lines(), ended: c.ended, busy: f.control.busy }).toEqual({
+      lines: [{ ack: true }],
+      ended: true,
+      busy: false,
+    });
+    expect(f.failures.map(([what, err]) => [what, (err as Error).message])).toEqual([
+      ['CNI command failed outside dispatch', 'runner broke'],
+    ]);
   });
 
   it('runs commands side by side: each has its own beats and its own end', async () => {

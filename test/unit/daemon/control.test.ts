@@ -25,7 +25,11 @@ describe('ControlSocket: connections and request lines', () => {
     expect(f.handled).toEqual([{ op: 'status' }]);
     expect(c.lines()).toEqual([{ control: { ok: true } }]);
     expect(c.ended).toBe(true);
-    expect({ busy: f.control.busy, fds: f.control.fds().length, runs: f.runs.length }).toEqual({ busy: false, fds: 1, runs: 0 });
+    expect({ busy: f.control.busy, fds: f.control.fds().length, runs: f.runs.length }).toEqual({
+      busy: false,
+      fds: 1,
+      runs: 0,
+    });
   });
 
   it('refuses a bad line naming the problem, and hands nothing on', () => {
@@ -46,7 +50,12 @@ describe('ControlSocket: connections and request lines', () => {
       const c = f.client(`${line}\n`).read();
       expect([line, c.lines(), c.ended]).toEqual([line, [{ refused: problem }], true]);
     }
-    expect({ handled: f.handled, runs: f.runs, failures: f.failures, busy: f.control.busy }).toEqual({ handled: [], runs: [], failures: [], busy: false });
+    expect({ handled: f.handled, runs: f.runs, failures: f.failures, busy: f.control.busy }).toEqual({
+      handled: [],
+      runs: [],
+      failures: [],
+      busy: false,
+    });
   });
 
   it('reads a line that comes in pieces over several turns, and ignores what follows its newline', () => {
@@ -70,7 +79,11 @@ describe('ControlSocket: connections and request lines', () => {
     expect(padded(MAX_REQUEST_LINE)).toHaveLength(MAX_REQUEST_LINE + 1);
     expect(f.client(padded(MAX_REQUEST_LINE)).read().lines()).toEqual([{ control: { ok: true } }]);
     const long = f.client(padded(MAX_REQUEST_LINE + 1)).read();
-    expect({ lines: long.lines(), ended: long.ended, handled: f.handled.length }).toEqual({ lines: [], ended: true, handled: 1 });
+    expect({ lines: long.lines(), ended: long.ended, handled: f.handled.length }).toEqual({
+      lines: [],
+      ended: true,
+      handled: 1,
+    });
     expect(f.logged('dropped a request line over the limit')).toHaveLength(1);
     // No newline at all: dropped once past the limit, not held on to.
     const endless = f.client(Buffer.alloc(MAX_REQUEST_LINE + 1, 0x20)).read();
@@ -79,7 +92,10 @@ describe('ControlSocket: connections and request lines', () => {
 
   it('drops a client that sends nothing once CLIENT_MS is up, not before', () => {
     const c = f.client();
-    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({ busy: true, wakeAt: f.timers.bootMs() + 1000 });
+    expect({ busy: f.control.busy, wakeAt: f.control.wakeAt() }).toEqual({
+      busy: true,
+      wakeAt: f.timers.bootMs() + 1000,
+    });
     f.timers.advance(999);
     f.turn();
     expect(c.read().ended).toBe(false);
@@ -92,15 +108,26 @@ describe('ControlSocket: connections and request lines', () => {
   it("refuses another user's connection at once, unread", () => {
     f.sockets.peerUid = UID + 1;
     const c = f.client(status()).read();
-    expect({ handled: f.handled, busy: f.control.busy, lines: c.lines(), ended: c.ended }).toEqual({ handled: [], busy: false, lines: [], ended: true });
-    expect(f.logged('refused a control connection from another user').filter((l) => l.includes('uid=1001'))).toHaveLength(1);
+    expect({ handled: f.handled, busy: f.control.busy, lines: c.lines(), ended: c.ended }).toEqual({
+      handled: [],
+      busy: false,
+      lines: [],
+      ended: true,
+    });
+    expect(
+      f.logged('refused a control connection from another user').filter((l) => l.includes('uid=1001')),
+    ).toHaveLength(1);
   });
 
   it('lets go of a client that closes without a word', () => {
     const c = f.client();
     c.close();
     f.turn();
-    expect({ busy: f.control.busy, handled: f.handled, failures: f.failures }).toEqual({ busy: false, handled: [], failures: [] });
+    expect({ busy: f.control.busy, handled: f.handled, failures: f.failures }).toEqual({
+      busy: false,
+      handled: [],
+      failures: [],
+    });
   });
 
   it('serves at most 1024 clients at once: the next is closed at accept', () => {
@@ -118,7 +145,9 @@ describe('ControlSocket: connections and request lines', () => {
       throw new SysError('accept4', 24);
     };
     const later = f.client(status());
-    expect(f.failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([['cannot accept a control connection: not accepting for 100 ms', 'EMFILE']]);
+    expect(f.failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([
+      ['cannot accept a control connection: not accepting for 100 ms', 'EMFILE'],
+    ]);
     expect(f.control.fds()).toEqual([waiting.fd + 1]); // the client's server end; not the listener
     expect(f.control.wakeAt()).toBe(f.timers.bootMs() + ACCEPT_PAUSE_MS);
     waiting.send(status());
@@ -136,7 +165,11 @@ describe('ControlSocket: connections and request lines', () => {
   it('unlisten stops listening and removes the socket (a connect fails); listen starts again; both may repeat', () => {
     f.control.unlisten();
     f.control.unlisten();
-    expect({ fds: f.control.fds(), listening: f.control.listening, paths: f.sockets.paths }).toEqual({ fds: [], listening: false, paths: [] });
+    expect({ fds: f.control.fds(), listening: f.control.listening, paths: f.sockets.paths }).toEqual({
+      fds: [],
+      listening: false,
+      paths: [],
+    });
     expect(() => f.client()).toThrow(SysError);
     f.control.listen();
     expect({ fds: f.control.fds().length, listening: f.control.listening }).toEqual({ fds: 1, listening: true });
@@ -160,7 +193,9 @@ describe('ControlSocket: connections and request lines', () => {
     };
     const c = f.client(status()).read();
     expect({ ended: c.ended, lines: c.lines() }).toEqual({ ended: true, lines: [] });
-    expect(f.failures.map(([what, err]) => [what, (err as Error).message])).toEqual([['control connection failed', 'handler broke']]);
+    expect(f.failures.map(([what, err]) => [what, (err as Error).message])).toEqual([
+      ['control connection failed', 'handler broke'],
+    ]);
     f.answer = () => ({ ok: true });
     expect(f.client(status()).read().lines()).toEqual([{ control: { ok: true } }]);
   });

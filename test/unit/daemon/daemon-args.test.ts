@@ -3,7 +3,10 @@ import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
 
 describe('parseDaemonArgs', () => {
   it('takes the stateDir alone, as a shim starts it', () => {
-    expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({ ok: true, args: { stateDir: '/run/cni-announcer', resident: false } });
+    expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({
+      ok: true,
+      args: { stateDir: '/run/cni-announcer', resident: false },
+    });
   });
 
   it('takes the DaemonSet flags', () => {

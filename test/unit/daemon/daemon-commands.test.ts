@@ -34,12 +34,23 @@ describe('runDaemon: CNI commands', () => {
     expect(answerOf(status)).toMatchObject({ ok: true });
     expect(status.client!.replies[0]!.at).toBeLessThan(420);
     const replies = add.client!.replies;
-    expect(replies.map((r) => r.reply)).toEqual([{ ack: true }, { beat: true }, { beat: true }, { beat: true }, { beat: true }, { exit: 0, stdout: '{"cniVersion":"1.0.0"}' }]);
+    expect(replies.map((r) => r.reply)).toEqual([
+      { ack: true },
+      { beat: true },
+      { beat: true },
+      { beat: true },
+      { beat: true },
+      { exit: 0, stdout: '{"cniVersion":"1.0.0"}' },
+    ]);
     expect(replies[0]!.at).toBe(10);
     expect(replies.at(-1)!.at).toBe(420);
     // The beats come BEAT_MS apart: the loop's poll wakes for them.
     expect(replies.slice(1, 5).map((r) => r.at)).toEqual([110, 210, 310, 410]);
-    expect(d.poll.calls.filter((c) => c.at > 10 && c.at < 420).every((c) => c.read.includes(EVENT_FD) && c.timeoutMs <= BEAT_MS)).toBe(true);
+    expect(
+      d.poll.calls
+        .filter((c) => c.at > 10 && c.at < 420)
+        .every((c) => c.read.includes(EVENT_FD) && c.timeoutMs <= BEAT_MS),
+    ).toBe(true);
   });
 
   it('a command sleeping on the loop (host.waits.sleep) ends at its time, while a round goes out at its own', async () => {

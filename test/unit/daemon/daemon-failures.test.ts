@@ -25,7 +25,11 @@ describe('runDaemon: failures', () => {
     };
     const c2 = d.sentAt(0, { containerId: 'c2', schedule: [0, 5000] });
     d.poll.at(50, () => void writeJob(d.state, c2));
-    const failedSync = d.controlAt(50, { op: 'sync', record: 'c2@eth0.json', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+    const failedSync = d.controlAt(50, {
+      op: 'sync',
+      record: 'c2@eth0.json',
+      sent: { garpRequest: 0, garpReply: 0, na: 0 },
+    });
     d.runner = async () => {
       throw new Error('runner broke');
     };
@@ -39,13 +43,24 @@ describe('runDaemon: failures', () => {
     const status = d.controlAt(350, { op: 'status' });
     await d.run();
     expect(failedSync.client!.lines()).toEqual([{ control: { ok: false, error: 'internal error' } }]);
-    expect({ lines: command.client!.lines(), ended: command.client!.ended }).toEqual({ lines: [{ ack: true }], ended: true });
+    expect({ lines: command.client!.lines(), ended: command.client!.ended }).toEqual({
+      lines: [{ ack: true }],
+      ended: true,
+    });
     expect(countersOf(status).errors).toBeGreaterThanOrEqual(6); // poll, round, request, command, metrics, closes
-    // Rounds 3 and 4 of c1 (round 2 failed), then c2's round 2 at 5000: its failed sync left it in its record, read again before exiting idle.
+    // Rounds 3 and 4 of c1 (round 2 failed), then c2's round 2 at 5000: its failed sync left it in its record, read
+    // again before exiting idle.
     expect(d.pod.sent.length).toBe(3);
     expect(d.logged('how=recovered')).toHaveLength(2);
     const errors = d.lines.filter((l) => l.includes('ERROR') || l.includes('WARN'));
-    for (const what of ['turn failed', 'bucket broke', 'control request failed', 'CNI command failed outside dispatch', 'disk full', 'cannot close a socket']) {
+    for (const what of [
+      'turn failed',
+      'bucket broke',
+      'control request failed',
+      'CNI command failed outside dispatch',
+      'disk full',
+      'cannot close a socket',
+    ]) {
       expect([what, errors.some((l) => l.includes(what))]).toEqual([what, true]);
     }
     expect(d.lines.at(-1)).toContain('announcer stopped');

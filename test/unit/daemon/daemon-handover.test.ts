@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HANDOVER_FILE, writeHandover } from '../../../src/daemon/handover';
 import { ANNOUNCER_SOCKET } from '../../../src/shim/wire';
-import { SysError } from '../../../src/sys/sys-error';
+import type { SysError } from '../../../src/sys/sys-error';
 import { link, POD_EVENTS_FD, writeJob } from '../../support/daemon-fakes';
 import { DaemonLoop } from '../../support/daemon-loop';
 
@@ -61,8 +61,12 @@ describe('runDaemon: hand-over to a new build', () => {
     expect(d.timers.now()).toBeLessThan(3600); // returned once the command ended, not idle
     expect(d.pod.sent).toHaveLength(2); // rounds 2 (1000) and 3 (3000): bursts go on while the running command ends
     const written = JSON.parse(readFileSync(handoverFile(), 'utf8'));
-    expect(written).toEqual({ 'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1', firstRoundAt: 1_000_000 }), next: 3 } });
-    expect(d.logged('executable replaced: handing over to the new build').filter((l) => l.includes('newBuild=b2'))).toHaveLength(1);
+    expect(written).toEqual({
+      'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1', firstRoundAt: 1_000_000 }), next: 3 },
+    });
+    expect(
+      d.logged('executable replaced: handing over to the new build').filter((l) => l.includes('newBuild=b2')),
+    ).toHaveLength(1);
     expect(d.lines.at(-1)).toContain('handedOver=true');
 
     // The next one starts 3 s later: round 4 (6000) is then 500 ms late, within LATE_GRACE_MS.
@@ -76,7 +80,10 @@ describe('runDaemon: hand-over to a new build', () => {
 
   it('while handing over, bursts go on and the loop does not spin on a round falling due or a pod event', async () => {
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000] }));
-    writeJob(d.state, d.sentAt(0, { containerId: 'c2', firstRoundAt: undefined, readyDeadline: d.timers.bootMs() + 60_000 }));
+    writeJob(
+      d.state,
+      d.sentAt(0, { containerId: 'c2', firstRoundAt: undefined, readyDeadline: d.timers.bootMs() + 60_000 }),
+    );
     d.pod.links = [link({ up: false })]; // c2 waits for its pod: its event socket is polled
     d.cniAt(100);
     d.poll.at(200, () => void (d.replaced = true));
@@ -97,7 +104,9 @@ describe('runDaemon: hand-over to a new build', () => {
     const status = d.controlAt(100, { op: 'status' });
     await d.run();
     expect(d.logged('INFO announced').map((l) => /round=(\d)/.exec(l)![1])).toEqual(['4']);
-    const counters = (status.client!.lines()[0] as { control: { status: { counters: { rounds: { skippedLate: number } } } } }).control.status.counters;
+    const counters = (
+      status.client!.lines()[0] as { control: { status: { counters: { rounds: { skippedLate: number } } } } }
+    ).control.status.counters;
     expect(counters.rounds.skippedLate).toBe(1);
   });
 

@@ -26,7 +26,10 @@ function listen(loop: DaemonLoop): void {
 /** At `at` ms, a GET of `path`; the client reads each turn. */
 function getAt(at: number, path: string): { client?: HttpClient } {
   const slot: { client?: HttpClient } = {};
-  d.poll.at(at, () => void (slot.client = new HttpClient(d.sockets, PICKED_PORT, `GET ${path} HTTP/1.1\r\nHost: n\r\n\r\n`)));
+  d.poll.at(
+    at,
+    () => void (slot.client = new HttpClient(d.sockets, PICKED_PORT, `GET ${path} HTTP/1.1\r\nHost: n\r\n\r\n`)),
+  );
   const before = d.poll.onPoll;
   d.poll.onPoll = () => {
     before();
@@ -101,7 +104,14 @@ describe('cni_announcer_add_to_first_round_seconds', () => {
     d.runner = async (_env, _stdin, host) => {
       const takenAt = d.timers.bootMs();
       d.timers.advance(40);
-      host.control({ op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 }, settings: { idleExitMs: 200, metricsFile: '/m.prom' } }, takenAt);
+      host.control(
+        {
+          op: 'count',
+          sent: { garpRequest: 0, garpReply: 0, na: 0 },
+          settings: { idleExitMs: 200, metricsFile: '/m.prom' },
+        },
+        takenAt,
+      );
       host.control({ op: 'count', sent: FRAMES }, takenAt);
       return { exit: 0, stdout: '' };
     };

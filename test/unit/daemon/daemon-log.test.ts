@@ -25,7 +25,11 @@ function withStdout(format: 'json' | 'logfmt' = 'json') {
 describe('daemonLoggers with --log-format', () => {
   it("a job's lines name its pod, IPs and round on stdout, and still go to its logFile", () => {
     const logFile = join(state.dir, 'announcer.log');
-    const job = jobIn(state, { pod: { namespace: 'team-a', name: 'web-0' }, logFile, interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }] });
+    const job = jobIn(state, {
+      pod: { namespace: 'team-a', name: 'web-0' },
+      logFile,
+      interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }],
+    });
     const out = withStdout();
     out.jobLog(job).info('announced', { round: 2, of: 3, frames: 2 });
     expect(out.parsed()).toEqual([
@@ -45,10 +49,12 @@ describe('daemonLoggers with --log-format', () => {
         frames: 2,
       },
     ]);
-    expect(readFileSync(logFile, 'utf8')).toMatch(/ INFO announced daemon=42 containerId=c1 ifname=eth0 round=2 of=3 frames=2\n$/);
+    expect(readFileSync(logFile, 'utf8')).toMatch(
+      / INFO announced daemon=42 containerId=c1 ifname=eth0 round=2 of=3 frames=2\n$/,
+    );
   });
 
-  it('leaves debug lines off stdout (the logFile keeps its own level), and the announcer\'s own lines go there too', () => {
+  it("leaves debug lines off stdout (the logFile keeps its own level), and the announcer's own lines go there too", () => {
     const logFile = join(state.dir, 'announcer.log');
     const out = withStdout();
     out.jobLog(jobIn(state, { logFile, logLevel: 'debug' })).debug('background work scheduled');
@@ -61,7 +67,9 @@ describe('daemonLoggers with --log-format', () => {
   it("a command's lines name the pod from its CNI_ARGS", () => {
     const out = withStdout('logfmt');
     const args = { raw: { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'team a', K8S_POD_NAME: 'web-0' } };
-    out.commandLog({ logLevel: 'info' }, { containerId: 'c9', ifname: 'net1', args }).info('announced', { round: 1, ips: ['10.88.0.9'] });
+    out
+      .commandLog({ logLevel: 'info' }, { containerId: 'c9', ifname: 'net1', args })
+      .info('announced', { round: 1, ips: ['10.88.0.9'] });
     expect(out.lines).toEqual([
       `time=${T} level=info msg=announced daemon=42 containerId=c9 ifname=net1 K8S_POD_NAMESPACE="team a" K8S_POD_NAME=web-0 round=1 ips="[\\"10.88.0.9\\"]"\n`,
     ]);

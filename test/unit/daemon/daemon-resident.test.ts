@@ -21,7 +21,8 @@ beforeEach(() => {
 afterEach(() => d.state.remove());
 
 const handoverFile = (): string => join(d.state.dir, HANDOVER_FILE);
-const roundsAnnounced = (loop: DaemonLoop): string[] => loop.logged('INFO announced').map((l) => /round=(\d)/.exec(l)![1]!);
+const roundsAnnounced = (loop: DaemonLoop): string[] =>
+  loop.logged('INFO announced').map((l) => /round=(\d)/.exec(l)![1]!);
 
 describe('runDaemon: {"op":"handover"}', () => {
   it('an announcer a shim started answers ok, stops listening, lets the running command end, writes where each burst stands and returns', async () => {
@@ -42,7 +43,9 @@ describe('runDaemon: {"op":"handover"}', () => {
     expect(connectAfter).toBe('ENOENT');
     expect(running.client!.read().lines().at(-1)).toEqual({ exit: 0, stdout: 'ok' });
     expect(d.timers.now()).toBeLessThan(3600);
-    expect(JSON.parse(readFileSync(handoverFile(), 'utf8'))).toEqual({ 'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1' }), next: 3 } });
+    expect(JSON.parse(readFileSync(handoverFile(), 'utf8'))).toEqual({
+      'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1' }), next: 3 },
+    });
     expect(d.logged('a resident announcer starts: handing over to it')).toHaveLength(1);
   });
 
@@ -76,7 +79,9 @@ describe('runDaemon --resident', () => {
     await d.run();
     expect(roundsAnnounced(d)).toEqual(['2']);
     expect(d.logged('SIGTERM: handing over to the next announcer')).toHaveLength(1);
-    expect(JSON.parse(readFileSync(handoverFile(), 'utf8'))).toEqual({ 'c1@eth0.json': { job: expect.anything(), next: 2 } });
+    expect(JSON.parse(readFileSync(handoverFile(), 'utf8'))).toEqual({
+      'c1@eth0.json': { job: expect.anything(), next: 2 },
+    });
 
     // A shim starts the next one 2 s later: round 3 (3000) is 500 ms late, within grace.
     const next = new DaemonLoop(d.state);

@@ -25,17 +25,28 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.timers.now()).toBeGreaterThanOrEqual(3000 + 1000);
     expect(d.timers.now()).toBeLessThan(3000 + 1000 + 600);
     expect(countersOf(status).rounds.sent).toBe(1);
-    expect(answerOf(status)).toMatchObject({ ok: true, status: { attachments: [{ containerId: 'c1', nextRoundInMs: 1500, roundsSent: 2 }] } });
+    expect(answerOf(status)).toMatchObject({
+      ok: true,
+      status: { attachments: [{ containerId: 'c1', nextRoundInMs: 1500, roundsSent: 2 }] },
+    });
     expect(d.sockets.paths).toEqual([]);
     expect(existsSync(join(d.state.dir, ANNOUNCER_SOCKET))).toBe(false);
-    expect(d.logged('announcer started').filter((l) => l.includes('pending=1') && l.includes('build=b1'))).toHaveLength(1);
+    expect(d.logged('announcer started').filter((l) => l.includes('pending=1') && l.includes('build=b1'))).toHaveLength(
+      1,
+    );
     expect(d.lines.at(-1)).toContain('announcer stopped');
   });
 
   it('a sync takes the job ADD wrote, counts round 1 and its conflicts, and takes the settings; cancel stops it: nothing sent after the reply', async () => {
     const job = d.sentAt(100, { idleExitMs: 200, metricsFile: '/m.prom' });
     d.poll.at(100, () => void writeJob(d.state, job)); // ADD writes the record, then asks
-    const synced = d.controlAt(100, { op: 'sync', record: 'c1@eth0.json', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 2, settings: { idleExitMs: 200, metricsFile: '/m.prom' } });
+    const synced = d.controlAt(100, {
+      op: 'sync',
+      record: 'c1@eth0.json',
+      sent: { garpRequest: 1, garpReply: 0, na: 0 },
+      conflicts: 2,
+      settings: { idleExitMs: 200, metricsFile: '/m.prom' },
+    });
     const cancelled = d.controlAt(1150, { op: 'cancel', record: 'c1@eth0.json' });
     const status = d.controlAt(1200, { op: 'status' });
     await d.run();
@@ -48,13 +59,23 @@ describe('runDaemon: the schedule and the control requests', () => {
   });
 
   it('count adds what an ADD without background work sent and takes its settings; a bad line is refused and changes nothing', async () => {
-    const counted = d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 1, na: 2 }, conflicts: 1, settings: { idleExitMs: 100 } });
+    const counted = d.controlAt(0, {
+      op: 'count',
+      sent: { garpRequest: 0, garpReply: 1, na: 2 },
+      conflicts: 1,
+      settings: { idleExitMs: 100 },
+    });
     const garbage = d.lineAt(10, () => 'not json\n');
     const status = d.controlAt(20, { op: 'status' });
     await d.run();
     expect(answerOf(counted)).toEqual({ ok: true });
     expect(garbage.client!.lines()).toEqual([{ refused: 'not JSON' }]);
-    expect(countersOf(status)).toMatchObject({ frames: { garpRequest: 0, garpReply: 1, na: 2 }, rounds: { sent: 1 }, conflicts: 1, errors: 0 });
+    expect(countersOf(status)).toMatchObject({
+      frames: { garpRequest: 0, garpReply: 1, na: 2 },
+      rounds: { sent: 1 },
+      conflicts: 1,
+      errors: 0,
+    });
     expect(d.timers.now()).toBeLessThan(1000); // idleExitMs 100 from the request
   });
 
@@ -120,7 +141,12 @@ describe('runDaemon: the schedule and the control requests', () => {
     d.deps.tryLock = () => false;
     writeJob(d.state, d.sentAt(0));
     await d.run();
-    expect({ sent: d.pod.sent.length, polls: d.poll.calls.length, paths: d.sockets.paths, now: d.timers.now() }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_020 });
+    expect({
+      sent: d.pod.sent.length,
+      polls: d.poll.calls.length,
+      paths: d.sockets.paths,
+      now: d.timers.now(),
+    }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_020 });
   });
 
   it('returns at once, without running, when the announcer holding the lock listens (two shims started one each)', async () => {
@@ -129,7 +155,11 @@ describe('runDaemon: the schedule and the control requests', () => {
     const serving = d.sockets.listen(join(d.state.dir, ANNOUNCER_SOCKET));
     writeJob(d.state, d.sentAt(0));
     await d.run();
-    expect({ sent: d.pod.sent.length, polls: d.poll.calls.length, now: d.timers.now() }).toEqual({ sent: 0, polls: 0, now: 5000 });
+    expect({ sent: d.pod.sent.length, polls: d.poll.calls.length, now: d.timers.now() }).toEqual({
+      sent: 0,
+      polls: 0,
+      now: 5000,
+    });
     expect(d.sockets.paths).toEqual([join(d.state.dir, ANNOUNCER_SOCKET)]); // the other's, left alone
     d.sockets.close(serving);
   });

@@ -28,7 +28,13 @@ beforeEach(() => {
   budget = new ScriptedBudget();
   closed = [];
   counters = newCounters();
-  deps = { libc: fakeLibc({}), open: pod.opener(), closeInBackground: (fd) => void closed.push(fd), timers: new ManualTimers(), budget: budget.budget };
+  deps = {
+    libc: fakeLibc({}),
+    open: pod.opener(),
+    closeInBackground: (fd) => void closed.push(fd),
+    timers: new ManualTimers(),
+    budget: budget.budget,
+  };
 });
 afterEach(() => state.remove());
 
@@ -39,16 +45,34 @@ function waiting(extra: Partial<BackgroundJob> = {}): Work {
   const job = jobIn(state, { firstRoundAt: undefined, readyDeadline: DEADLINE, ...extra });
   const kept = keptLog();
   lines = kept.lines;
-  return { name: 'c1@eth0.json', job, log: kept.log, firstRoundAt: undefined, next: 0, dueAt: undefined, roundsSent: 0, delayed: false, deferred: { checkAt: T0 } };
+  return {
+    name: 'c1@eth0.json',
+    job,
+    log: kept.log,
+    firstRoundAt: undefined,
+    next: 0,
+    dueAt: undefined,
+    roundsSent: 0,
+    delayed: false,
+    deferred: { checkAt: T0 },
+  };
 }
 
 describe('runDeferred', () => {
   it('sends round 1 once the pod is ready, closes the wait, and schedules round 2 from then', async () => {
     const w = waiting({ rateLimit: { framesPerSecond: 20, burst: 5 } });
     expect(await runDeferred(deps, counters, w, T0 + 700)).toBeUndefined();
-    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 }]); // the boot clock
+    expect(budget.calls).toEqual([
+      { limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 },
+    ]); // the boot clock
     expect(pod.sent).toHaveLength(1);
-    expect({ deferred: w.deferred, firstRoundAt: w.firstRoundAt, next: w.next, dueAt: w.dueAt, roundsSent: w.roundsSent }).toEqual({
+    expect({
+      deferred: w.deferred,
+      firstRoundAt: w.firstRoundAt,
+      next: w.next,
+      dueAt: w.dueAt,
+      roundsSent: w.roundsSent,
+    }).toEqual({
       deferred: undefined,
       firstRoundAt: T0 + 700,
       next: 1,
@@ -71,7 +95,9 @@ describe('runDeferred', () => {
     pod.links = [link({ running: false })];
     expect(await runDeferred(deps, counters, w, T0)).toBeUndefined();
     expect(await runDeferred(deps, counters, w, T0 + 500)).toBeUndefined();
-    expect({ opened: pod.opened, open: pod.open, closed, checkAt: w.deferred?.checkAt, sent: pod.sent.length }).toEqual({ opened: 1, open: 1, closed: [], checkAt: T0 + 1000, sent: 0 });
+    expect({ opened: pod.opened, open: pod.open, closed, checkAt: w.deferred?.checkAt, sent: pod.sent.length }).toEqual(
+      { opened: 1, open: 1, closed: [], checkAt: T0 + 1000, sent: 0 },
+    );
     expect(w.deferred?.open?.session.eventFds).toEqual([50, 51]);
     pod.links = [link()];
     await runDeferred(deps, counters, w, T0 + 800);
@@ -107,10 +133,19 @@ describe('runDeferred', () => {
     expect(w.deferred?.checkAt).toBe(T0 + 200);
     expect(await runDeferred(deps, counters, w, T0 + 200)).toBeUndefined();
     expect(w.deferred?.checkAt).toBe(T0 + 700); // never longer than CHECK_MS
-    expect({ opened: pod.opened, closed, delayed: counters.rateLimited.delayed, dropped: counters.rateLimited.dropped }).toEqual({ opened: 1, closed: [], delayed: 1, dropped: 0 });
+    expect({
+      opened: pod.opened,
+      closed,
+      delayed: counters.rateLimited.delayed,
+      dropped: counters.rateLimited.dropped,
+    }).toEqual({ opened: 1, closed: [], delayed: 1, dropped: 0 });
     expect(await runDeferred(deps, counters, w, DEADLINE)).toBeUndefined();
     expect(budget.calls.map((c) => c.onCredit)).toEqual([false, false, true]);
-    expect({ sent: pod.sent.length, deferred: w.deferred, delayed: w.delayed }).toEqual({ sent: 1, deferred: undefined, delayed: false });
+    expect({ sent: pod.sent.length, deferred: w.deferred, delayed: w.delayed }).toEqual({
+      sent: 1,
+      deferred: undefined,
+      delayed: false,
+    });
   });
 
   it('probes for conflicts once per wait, not again when the budget holds round 1 back; a failed probe is counted and announces anyway', async () => {
@@ -119,8 +154,16 @@ describe('runDeferred', () => {
     await runDeferred(deps, counters, w, T0);
     await runDeferred(deps, counters, w, T0 + 100);
     await runDeferred(deps, counters, w, T0 + 200);
-    expect({ probes: pod.probes, errors: counters.errors, sent: pod.sent.length }).toEqual({ probes: 1, errors: 1, sent: 1 });
-    expect(lines.some((l) => l.includes('conflict probe failed: announcing without it') && l.includes('no ARP receivers here'))).toBe(true);
+    expect({ probes: pod.probes, errors: counters.errors, sent: pod.sent.length }).toEqual({
+      probes: 1,
+      errors: 1,
+      sent: 1,
+    });
+    expect(
+      lines.some(
+        (l) => l.includes('conflict probe failed: announcing without it') && l.includes('no ARP receivers here'),
+      ),
+    ).toBe(true);
   });
 
   it('leaves out the addresses another host answers for, in round 1 and the rounds after, counted and logged; the probe receivers close in the background', async () => {
@@ -132,12 +175,24 @@ describe('runDeferred', () => {
       const w = waiting({ conflictCheck: { action, probeMs: 100, probes: 1 } });
       budget.answers.push(50);
       await runDeferred(deps, counters, w, T0);
-      expect({ sent: announced(), conflicts: counters.conflicts, interfaces: w.job.interfaces }).toEqual({ sent: 0, conflicts: 1, interfaces: [{ name: 'eth0', ipv4: [], ipv6: [] }] });
+      expect({ sent: announced(), conflicts: counters.conflicts, interfaces: w.job.interfaces }).toEqual({
+        sent: 0,
+        conflicts: 1,
+        interfaces: [{ name: 'eth0', ipv4: [], ipv6: [] }],
+      });
       // Held back, round 1 comes again: no second probe, still without the address.
       await runDeferred(deps, counters, w, T0 + 50);
-      expect({ probes: pod.probes, sent: announced(), conflicts: counters.conflicts }).toEqual({ probes: 1, sent: 0, conflicts: 1 });
+      expect({ probes: pod.probes, sent: announced(), conflicts: counters.conflicts }).toEqual({
+        probes: 1,
+        sent: 0,
+        conflicts: 1,
+      });
       expect(closed).toContain(60);
-      expect(lines.some((l) => l.includes('WARN address conflict: not announcing 10.88.0.5') && l.includes('mac=02:aa:bb:cc:dd:ee'))).toBe(true);
+      expect(
+        lines.some(
+          (l) => l.includes('WARN address conflict: not announcing 10.88.0.5') && l.includes('mac=02:aa:bb:cc:dd:ee'),
+        ),
+      ).toBe(true);
       expect(lines.some((l) => l.includes('conflictCheck is fail, but ADD has returned'))).toBe(action === 'fail');
       pod.probes = 0;
       counters.conflicts = 0;
@@ -151,12 +206,27 @@ describe('runDeferred', () => {
     deps.libc = fakeLibc({ pollIn: (fds, ms) => (timeouts.push(ms), fds.map(() => false)) });
     const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 2 } });
     expect(await runDeferred(deps, counters, w, T0)).toBeUndefined();
-    // The first probe is out, round 1 is not; the wait comes back at the second probe, its receiver polled with the pod's event sockets.
-    expect({ probes: pod.sent.length, sent: announced(), checkAt: w.deferred?.checkAt, fds: waitFds(w) }).toEqual({ probes: 1, sent: 0, checkAt: T0 + 50, fds: [50, 51, 60] });
+    // The first probe is out, round 1 is not; the wait comes back at the second probe, its receiver polled with the
+    // pod's event sockets.
+    expect({ probes: pod.sent.length, sent: announced(), checkAt: w.deferred?.checkAt, fds: waitFds(w) }).toEqual({
+      probes: 1,
+      sent: 0,
+      checkAt: T0 + 50,
+      fds: [50, 51, 60],
+    });
     expect(await runDeferred(deps, counters, w, T0 + 50)).toBeUndefined();
-    expect({ probes: pod.sent.length, checkAt: w.deferred?.checkAt, closed }).toEqual({ probes: 2, checkAt: T0 + 100, closed: [] });
+    expect({ probes: pod.sent.length, checkAt: w.deferred?.checkAt, closed }).toEqual({
+      probes: 2,
+      checkAt: T0 + 100,
+      closed: [],
+    });
     await runDeferred(deps, counters, w, T0 + 100);
-    expect({ receivers: pod.probes, sent: announced(), conflicts: counters.conflicts, errors: counters.errors }).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
+    expect({
+      receivers: pod.probes,
+      sent: announced(),
+      conflicts: counters.conflicts,
+      errors: counters.errors,
+    }).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
     expect(timeouts.every((ms) => ms === 0)).toBe(true);
     expect(closed).toContain(60);
   });
@@ -167,7 +237,10 @@ describe('runDeferred', () => {
     const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } });
     await runDeferred(deps, counters, w, T0);
     dropDeferred(deps, w);
-    expect({ closed: closed.sort(), fds: waitFds(w) }).toEqual({ closed: [60, ...pod.released.filter((fd) => fd !== 60)].sort(), fds: [] });
+    expect({ closed: closed.sort(), fds: waitFds(w) }).toEqual({
+      closed: [60, ...pod.released.filter((fd) => fd !== 60)].sort(),
+      fds: [],
+    });
   });
 
   it('does not probe without conflictCheck', async () => {
@@ -183,7 +256,11 @@ describe('dropDeferred', () => {
     await runDeferred(deps, counters, w, T0);
     dropDeferred(deps, w);
     dropDeferred(deps, w);
-    expect({ open: pod.open, closed, deferred: w.deferred }).toEqual({ open: 0, closed: pod.released, deferred: { checkAt: T0 + 500, open: undefined } });
+    expect({ open: pod.open, closed, deferred: w.deferred }).toEqual({
+      open: 0,
+      closed: pod.released,
+      deferred: { checkAt: T0 + 500, open: undefined },
+    });
     expect(closed).toHaveLength(1);
   });
 });

@@ -34,7 +34,14 @@ describe('the hand-over file', () => {
 
   it('leaves out an entry whose job does not check or whose next round is not an integer from 1', () => {
     const job = jobIn(state);
-    const entries = { good: { job, next: 1 }, zero: { job, next: 0 }, half: { job, next: 1.5 }, badJob: { job: { ...job, schedule: 'x' }, next: 1 }, bare: 3, none: null };
+    const entries = {
+      good: { job, next: 1 },
+      zero: { job, next: 0 },
+      half: { job, next: 1.5 },
+      badJob: { job: { ...job, schedule: 'x' }, next: 1 },
+      bare: 3,
+      none: null,
+    };
     writeFileSync(file, JSON.stringify(entries));
     expect([...takeHandover(state.dir).keys()]).toEqual(['good']);
     expect(existsSync(file)).toBe(false);

@@ -4,7 +4,14 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { headEnd, parseHead, responseBytes, textAnswer } from '../../../src/daemon/http-request';
 import { route, type EndpointState } from '../../../src/daemon/http-routes';
-import { HttpEndpoint, HttpListenError, MAX_CONNECTIONS, REQUEST_MS, WRITE_MS, type HttpDeps } from '../../../src/daemon/http-server';
+import {
+  HttpEndpoint,
+  HttpListenError,
+  MAX_CONNECTIONS,
+  REQUEST_MS,
+  WRITE_MS,
+  type HttpDeps,
+} from '../../../src/daemon/http-server';
 import { MAX_HEAD_BYTES } from '../../../src/daemon/http-request';
 import { errnoNumber } from '../../../src/sys/errno';
 import { SysError } from '../../../src/sys/sys-error';
@@ -13,7 +20,10 @@ import { silentLogger } from '../../../src/log';
 import { FakeSockets } from '../../support/fake-sockets';
 import { fakeTcp, HttpClient, PICKED_PORT } from '../../support/fake-tcp';
 
-const METRICS = { contentType: 'text/plain; version=0.0.4; charset=utf-8', text: async () => 'cni_announcer_errors_total 3\n' };
+const METRICS = {
+  contentType: 'text/plain; version=0.0.4; charset=utf-8',
+  text: async () => 'cni_announcer_errors_total 3\n',
+};
 
 describe('http-request', () => {
   it('finds the end of a head (CRLF CRLF, or LF LF), or says it is still coming', () => {
@@ -24,14 +34,22 @@ describe('http-request', () => {
 
   it('takes the method and the path without its query; anything else is 400', () => {
     expect(parseHead(Buffer.from('GET /metrics?x=1 HTTP/1.1\r\n\r\n'))).toEqual({ method: 'GET', path: '/metrics' });
-    for (const bad of ['GET /metrics\r\n\r\n', 'GET  /m HTTP/1.1\r\n\r\n', 'get / HTTP/1.1\r\n\r\n', 'GET / HTTP/2\r\n\r\n', '\x16\x03\x01\r\n\r\n']) {
+    for (const bad of [
+      'GET /metrics\r\n\r\n',
+      'GET  /m HTTP/1.1\r\n\r\n',
+      'get / HTTP/1.1\r\n\r\n',
+      'GET / HTTP/2\r\n\r\n',
+      '\x16\x03\x01\r\n\r\n',
+    ]) {
       expect(parseHead(Buffer.from(bad)), bad).toMatchObject({ status: 400 });
     }
   });
 
   it('writes a response that closes the connection, with its length (in bytes) and, for HEAD, no body', () => {
     const bytes = responseBytes(textAnswer(200, 'é\n')).toString('latin1');
-    expect(bytes).toBe('HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nConnection: close\r\n\r\n\xc3\xa9\n');
+    expect(bytes).toBe(
+      'HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nConnection: close\r\n\r\n\xc3\xa9\n',
+    );
     expect(responseBytes(textAnswer(405, 'no\n'), true).toString()).toBe(
       'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nAllow: GET, HEAD\r\nConnection: close\r\n\r\n',
     );
@@ -42,14 +60,19 @@ describe('route', () => {
   const state = (healthy: boolean): EndpointState => ({ healthy: () => healthy, metrics: METRICS });
 
   it('/metrics: the registry text with its content type; /healthz: ok while healthy, 503 otherwise', async () => {
-    expect(await route('GET', '/metrics', state(true))).toEqual({ status: 200, contentType: METRICS.contentType, body: 'cni_announcer_errors_total 3\n' });
+    expect(await route('GET', '/metrics', state(true))).toEqual({
+      status: 200,
+      contentType: METRICS.contentType,
+      body: 'cni_announcer_errors_total 3\n',
+    });
     expect(await route('GET', '/healthz', state(true))).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await route('GET', '/healthz', state(false))).toMatchObject({ status: 503 });
     expect(await route('GET', '/metrics', state(false))).toMatchObject({ status: 200 }); // metrics stay readable while handing over
   });
 
   it('404 for any other path, 405 for a method other than GET and HEAD', async () => {
-    for (const path of ['/', '/metrics/', '/healthz.txt', '/../metrics']) expect((await route('GET', path, state(true))).status, path).toBe(404);
+    for (const path of ['/', '/metrics/', '/healthz.txt', '/../metrics'])
+      expect((await route('GET', path, state(true))).status, path).toBe(404);
     expect((await route('POST', '/metrics', state(true))).status).toBe(405);
     expect((await route('HEAD', '/healthz', state(true))).status).toBe(200);
   });
@@ -74,7 +97,10 @@ describe('HttpEndpoint', () => {
   async function turn(): Promise<void> {
     const fds = endpoint.fds();
     const writeFds = endpoint.writeFds();
-    endpoint.serve(new Set(fds.filter((fd) => sockets.readable(fd))), new Set(writeFds.filter((fd) => sockets.writable(fd))));
+    endpoint.serve(
+      new Set(fds.filter((fd) => sockets.readable(fd))),
+      new Set(writeFds.filter((fd) => sockets.writable(fd))),
+    );
     await new Promise((resolve) => setImmediate(resolve));
   }
 
@@ -112,7 +138,11 @@ describe('HttpEndpoint', () => {
     sockets.send(pieces.fd, Buffer.from('lthz HTTP/1.1\r\n\r\n'));
     const garbage = new HttpClient(sockets, PICKED_PORT, 'hello\r\n\r\n');
     const unknown = new HttpClient(sockets, PICKED_PORT, 'GET /debug/pprof HTTP/1.1\r\n\r\n');
-    const huge = new HttpClient(sockets, PICKED_PORT, `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n\r\n`);
+    const huge = new HttpClient(
+      sockets,
+      PICKED_PORT,
+      `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n\r\n`,
+    );
     const endless = new HttpClient(sockets, PICKED_PORT, `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}`); // no end: not kept growing
     await turn();
     const all = [pieces, garbage, unknown, huge, endless];
@@ -216,7 +246,10 @@ describe('HttpEndpoint', () => {
 
   it('while an answer is being made, reads nothing more from that client and polls it for nothing; one that timed out meanwhile gets nothing', async () => {
     const pending: (() => void)[] = [];
-    const slowMetrics = { contentType: METRICS.contentType, text: () => new Promise<string>((resolve) => pending.push(() => resolve('m 1\n'))) };
+    const slowMetrics = {
+      contentType: METRICS.contentType,
+      text: () => new Promise<string>((resolve) => pending.push(() => resolve('m 1\n'))),
+    };
     endpoint.close();
     endpoint = HttpEndpoint.listen(deps(), { healthy: () => true, metrics: slowMetrics });
     const late = new HttpClient(sockets, PICKED_PORT, 'GET /metrics HTTP/1.1\r\n\r\n');

@@ -16,11 +16,21 @@ afterEach(() => state.remove());
 
 function workOf(name: string, extra = {}): Work & { lines: string[] } {
   const kept = keptLog();
-  return { name, job: jobIn(state, { firstRoundAt: undefined, ...extra }), log: kept.log, firstRoundAt: 1_000_500, next: 1, dueAt: undefined, roundsSent: 1, delayed: false, lines: kept.lines };
+  return {
+    name,
+    job: jobIn(state, { firstRoundAt: undefined, ...extra }),
+    log: kept.log,
+    firstRoundAt: 1_000_500,
+    next: 1,
+    dueAt: undefined,
+    roundsSent: 1,
+    delayed: false,
+    lines: kept.lines,
+  };
 }
 
 describe('sameJob', () => {
-  it('is one ADD\'s job: same netns identity, readyDeadline and firstRoundAt', () => {
+  it("is one ADD's job: same netns identity, readyDeadline and firstRoundAt", () => {
     const a = jobIn(state);
     expect(sameJob(a, { ...a, schedule: [0] })).toBe(true);
     expect(sameJob(a, { ...a, netnsId: { ...a.netnsId, dev: a.netnsId.dev + 1 } })).toBe(false);
@@ -48,7 +58,10 @@ describe('stillWanted', () => {
     const job = jobIn(state);
     const name = writeJob(state, job);
     const w = { ...workOf(name), job };
-    writeFileSync(join(state.dir, name), JSON.stringify({ ...JSON.parse(readFileSync(join(state.dir, name), 'utf8')), job: undefined }));
+    writeFileSync(
+      join(state.dir, name),
+      JSON.stringify({ ...JSON.parse(readFileSync(join(state.dir, name), 'utf8')), job: undefined }),
+    );
     expect(stillWanted(state.dir, w)).toBe(false);
     writeFileSync(join(state.dir, name), 'nonsense');
     expect(stillWanted(state.dir, w)).toBe(false);
@@ -87,11 +100,23 @@ describe('recordFirstRound', () => {
     const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
     const w = workOf(name);
     const counters = newCounters();
-    await recordFirstRound({ stateDir: state.dir, lockFile: async () => { throw new Error('EMFILE'); } }, counters, w);
+    await recordFirstRound(
+      {
+        stateDir: state.dir,
+        lockFile: async () => {
+          throw new Error('EMFILE');
+        },
+      },
+      counters,
+      w,
+    );
     expect(counters.errors).toBe(1);
     expect(w.lines.some((l) => l.includes('cannot record that round 1 went out') && l.includes('EMFILE'))).toBe(true);
     // The record read through a name that leads out of a stateDir that does not exist: it cannot be written there.
-    await recordFirstRound({ stateDir: join(state.dir, 'missing'), lockFile: lockedBy([]) }, counters, { ...w, name: `../${name}` });
+    await recordFirstRound({ stateDir: join(state.dir, 'missing'), lockFile: lockedBy([]) }, counters, {
+      ...w,
+      name: `../${name}`,
+    });
     expect(counters.errors).toBe(2);
   });
 });

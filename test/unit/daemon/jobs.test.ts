@@ -8,7 +8,16 @@ import type { BackgroundJob } from '../../../src/announce/background-job';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
 import { Jobs, type JobDeps } from '../../../src/daemon/jobs';
 import { fakeLibc } from '../../support/fake-libc';
-import { FakePod, jobIn, keptLog, link, makeStateDir, ScriptedBudget, writeJob, type StateDir } from '../../support/daemon-fakes';
+import {
+  FakePod,
+  jobIn,
+  keptLog,
+  link,
+  makeStateDir,
+  ScriptedBudget,
+  writeJob,
+  type StateDir,
+} from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
 
 let state: StateDir;
@@ -56,8 +65,10 @@ async function at(ms: number, changed: number[] = []): Promise<void> {
 }
 
 /** A job whose round 1 went out `ago` ms before the clock's start. */
-const sentAgo = (ago: number, extra: Partial<BackgroundJob> = {}): BackgroundJob => jobIn(state, { firstRoundAt: now() - ago, ...extra });
-const deferredJob = (extra: Partial<BackgroundJob> = {}): BackgroundJob => jobIn(state, { firstRoundAt: undefined, readyDeadline: now() + 10_000, ...extra });
+const sentAgo = (ago: number, extra: Partial<BackgroundJob> = {}): BackgroundJob =>
+  jobIn(state, { firstRoundAt: now() - ago, ...extra });
+const deferredJob = (extra: Partial<BackgroundJob> = {}): BackgroundJob =>
+  jobIn(state, { firstRoundAt: undefined, readyDeadline: now() + 10_000, ...extra });
 
 describe('Jobs: the schedule', () => {
   it("sends a job's later rounds at their offsets, none early, then drops the job", async () => {
@@ -72,10 +83,23 @@ describe('Jobs: the schedule', () => {
     await at(2999);
     expect(pod.sent).toHaveLength(1);
     expect(jobs.status(now())).toEqual([
-      { network: 'net', containerId: 'c1', ifname: 'eth0', netns: state.netns, nextRoundInMs: 1, roundsSent: 2, roundsPlanned: 3, deferred: false },
+      {
+        network: 'net',
+        containerId: 'c1',
+        ifname: 'eth0',
+        netns: state.netns,
+        nextRoundInMs: 1,
+        roundsSent: 2,
+        roundsPlanned: 3,
+        deferred: false,
+      },
     ]);
     await at(3000);
-    expect({ sent: pod.sent.length, size: jobs.size, rounds: counters.rounds.sent }).toEqual({ sent: 2, size: 0, rounds: 2 });
+    expect({ sent: pod.sent.length, size: jobs.size, rounds: counters.rounds.sent }).toEqual({
+      sent: 2,
+      size: 0,
+      rounds: 2,
+    });
     expect(scheduled).toHaveLength(1);
   });
 
@@ -278,7 +302,11 @@ describe('Jobs: a throw on every path', () => {
     jobs.sync(writeJob(state, sentAgo(0, { containerId: 'c2' })));
     budget.answers.push(new Error('bucket on fire'));
     await at(1000);
-    expect({ errors: counters.errors, sent: pod.sent.length, size: jobs.size }).toEqual({ errors: 1, sent: 1, size: 2 });
+    expect({ errors: counters.errors, sent: pod.sent.length, size: jobs.size }).toEqual({
+      errors: 1,
+      sent: 1,
+      size: 2,
+    });
     expect(jobs.status(now()).map((s) => s.nextRoundInMs)).toEqual([2000, 2000]);
     expect(lines.some((l) => l.includes('background work failed') && l.includes('bucket on fire'))).toBe(true);
   });
@@ -287,13 +315,22 @@ describe('Jobs: a throw on every path', () => {
     jobs.sync(writeJob(state, deferredJob({ readyDeadline: now() + 1000 })));
     budget.answers.push(new Error('boom'));
     await at(0);
-    expect({ errors: counters.errors, size: jobs.size, open: pod.open, wake: jobs.wakeAt(now()) - now() }).toEqual({ errors: 1, size: 1, open: 0, wake: 500 });
+    expect({ errors: counters.errors, size: jobs.size, open: pod.open, wake: jobs.wakeAt(now()) - now() }).toEqual({
+      errors: 1,
+      size: 1,
+      open: 0,
+      wake: 500,
+    });
     budget.answers.push(new Error('boom'));
     await at(500);
     expect(pod.opened).toBe(2);
     budget.answers.push(new Error('boom'));
     await at(1000);
-    expect({ errors: counters.errors, size: jobs.size, sent: pod.sent.length }).toEqual({ errors: 3, size: 0, sent: 0 });
+    expect({ errors: counters.errors, size: jobs.size, sent: pod.sent.length }).toEqual({
+      errors: 3,
+      size: 0,
+      sent: 0,
+    });
     expect(lines.some((l) => l.includes('why="failed until its ready deadline"'))).toBe(true);
   });
 });

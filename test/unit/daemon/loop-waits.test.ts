@@ -6,7 +6,12 @@ import { LoopWaits } from '../../../src/daemon/loop-waits';
 import { settle } from '../../support/manual-timers';
 
 /** Waits on a clock the test moves, and which of them have resolved. */
-function setup(): { waits: LoopWaits; clock: { now: number }; done: string[]; track(name: string, p: Promise<void>): void } {
+function setup(): {
+  waits: LoopWaits;
+  clock: { now: number };
+  done: string[];
+  track(name: string, p: Promise<void>): void;
+} {
   const clock = { now: 100 };
   const done: string[] = [];
   return { waits: new LoopWaits(() => clock.now), clock, done, track: (name, p) => void p.then(() => done.push(name)) };

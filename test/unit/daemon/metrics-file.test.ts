@@ -47,7 +47,11 @@ describe('MetricsFile', () => {
     await s.file.flush('/m.prom', true); // unchanged: not written again
     s.counters.rounds.sent = 3;
     await s.file.flush('/other.prom', true);
-    expect(s.writes.map((w) => `${w.file} ${/outcome="sent"\} (\d)/.exec(w.text)![1]}`)).toEqual(['/m.prom 1', '/m.prom 2', '/other.prom 3']);
+    expect(s.writes.map((w) => `${w.file} ${/outcome="sent"\} (\d)/.exec(w.text)![1]}`)).toEqual([
+      '/m.prom 1',
+      '/m.prom 2',
+      '/other.prom 3',
+    ]);
     expect(s.writes[0]!.text).toContain('# TYPE cni_announcer_add_to_first_round_seconds histogram');
   });
 

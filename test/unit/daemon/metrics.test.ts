@@ -6,7 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { addFrames, newCounters } from '../../../src/daemon/counters';
 import { ADD_TO_FIRST_ROUND_BUCKETS, AnnouncerMetrics } from '../../../src/daemon/metrics';
 
-/** The text the announcer wrote by hand before the registry (same counters as below), less the blank lines prom-client puts between metrics. */
+/**
+ * The text the announcer wrote by hand before the registry (same counters as below), less the blank lines prom-client
+ * puts between metrics.
+ */
 const BEFORE = `# HELP cni_announcer_frames_sent_total Announcement frames sent, by kind.
 # TYPE cni_announcer_frames_sent_total counter
 cni_announcer_frames_sent_total{kind="garp_request"} 4
@@ -79,8 +82,17 @@ describe('AnnouncerMetrics', () => {
     metrics.observeAddToFirstRound(0.2);
     metrics.observeAddToFirstRound(30);
     const text = await metrics.text();
-    const bucket = (le: string): string => /_bucket\{le="([^"]+)"\} (\d+)/.exec(lines(text).find((l) => l.includes(`le="${le}"`))!)![2]!;
-    expect([bucket('0.001'), bucket('0.0025'), bucket('0.005'), bucket('0.1'), bucket('0.25'), bucket('10'), bucket('+Inf')]).toEqual(['0', '0', '1', '1', '2', '2', '3']);
+    const bucket = (le: string): string =>
+      /_bucket\{le="([^"]+)"\} (\d+)/.exec(lines(text).find((l) => l.includes(`le="${le}"`))!)![2]!;
+    expect([
+      bucket('0.001'),
+      bucket('0.0025'),
+      bucket('0.005'),
+      bucket('0.1'),
+      bucket('0.25'),
+      bucket('10'),
+      bucket('+Inf'),
+    ]).toEqual(['0', '0', '1', '1', '2', '2', '3']);
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_count 3\n');
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 30.203\n');
   });

@@ -25,7 +25,13 @@ beforeEach(() => {
   closed = [];
   counters = newCounters();
   const timers = new ManualTimers();
-  deps = { libc: fakeLibc({}), open: pod.opener(), closeInBackground: (fd) => void closed.push(fd), timers, budget: budget.budget };
+  deps = {
+    libc: fakeLibc({}),
+    open: pod.opener(),
+    closeInBackground: (fd) => void closed.push(fd),
+    timers,
+    budget: budget.budget,
+  };
 });
 afterEach(() => state.remove());
 
@@ -33,19 +39,34 @@ function work(extra: Partial<BackgroundJob> = {}, next = 1): Work {
   const job = jobIn(state, extra);
   const kept = keptLog();
   lines = kept.lines;
-  return { name: 'c1@eth0.json', job, log: kept.log, firstRoundAt: T1, next, dueAt: T1 + job.schedule[next]!, roundsSent: next, delayed: false };
+  return {
+    name: 'c1@eth0.json',
+    job,
+    log: kept.log,
+    firstRoundAt: T1,
+    next,
+    dueAt: T1 + job.schedule[next]!,
+    roundsSent: next,
+    delayed: false,
+  };
 }
 
 describe('runRound', () => {
   it('takes the planned frames from the budget, then sends the round, closes the session (packet socket in the background) and moves to the next round', async () => {
     const w = work({ rateLimit: { framesPerSecond: 20, burst: 5 } });
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
-    expect(budget.calls).toEqual([{ limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 }]); // the boot clock
+    expect(budget.calls).toEqual([
+      { limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 },
+    ]); // the boot clock
     expect(pod.sent).toHaveLength(1);
     expect(pod.sent[0]!.readUInt16BE(20)).toBe(1); // a GARP request
     expect(counters.frames).toEqual({ garpRequest: 1, garpReply: 0, na: 0 });
     expect(counters.rounds.sent).toBe(1);
-    expect({ next: w.next, dueAt: w.dueAt, roundsSent: w.roundsSent }).toEqual({ next: 2, dueAt: T1 + 3000, roundsSent: 2 });
+    expect({ next: w.next, dueAt: w.dueAt, roundsSent: w.roundsSent }).toEqual({
+      next: 2,
+      dueAt: T1 + 3000,
+      roundsSent: 2,
+    });
     expect({ open: pod.open, closed }).toEqual({ open: 0, closed: pod.released });
     expect(lines.some((l) => l.includes('INFO announced round=2 of=3 frames=1'))).toBe(true);
   });
@@ -90,7 +111,12 @@ describe('runRound', () => {
     const w = work();
     budget.answers.push(2000);
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
-    expect({ next: w.next, dueAt: w.dueAt, dropped: counters.rateLimited.dropped, skippedLate: counters.rounds.skippedLate }).toEqual({ next: 2, dueAt: T1 + 3000, dropped: 1, skippedLate: 0 });
+    expect({
+      next: w.next,
+      dueAt: w.dueAt,
+      dropped: counters.rateLimited.dropped,
+      skippedLate: counters.rounds.skippedLate,
+    }).toEqual({ next: 2, dueAt: T1 + 3000, dropped: 1, skippedLate: 0 });
   });
 
   it('never drops the last round for the budget: it waits however long', async () => {
@@ -105,7 +131,12 @@ describe('runRound', () => {
     const w = work();
     pod.links = [link({ up: false })];
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
-    expect({ sent: pod.sent.length, skipped: counters.rounds.skippedNotReady, roundsSent: w.roundsSent, next: w.next }).toEqual({ sent: 0, skipped: 1, roundsSent: 1, next: 2 });
+    expect({
+      sent: pod.sent.length,
+      skipped: counters.rounds.skippedNotReady,
+      roundsSent: w.roundsSent,
+      next: w.next,
+    }).toEqual({ sent: 0, skipped: 1, roundsSent: 1, next: 2 });
     expect({ open: pod.open, closed: closed.length }).toEqual({ open: 0, closed: 1 });
   });
 
@@ -134,22 +165,38 @@ describe('runRound', () => {
   it('ends the work when the interface disappears between open and look', async () => {
     const opener = pod.opener();
     let calls = 0;
-    deps.open = { ...opener, pod: (netns) => {
-      const sockets = opener.pod(netns);
-      const byIndex = sockets.rtnl.linkByIndex.bind(sockets.rtnl);
-      sockets.rtnl.linkByIndex = (i: number) => (++calls > 0 ? undefined : byIndex(i));
-      return sockets;
-    } };
+    deps.open = {
+      ...opener,
+      pod: (netns) => {
+        const sockets = opener.pod(netns);
+        const byIndex = sockets.rtnl.linkByIndex.bind(sockets.rtnl);
+        sockets.rtnl.linkByIndex = (i: number) => (++calls > 0 ? undefined : byIndex(i));
+        return sockets;
+      },
+    };
     expect(await runRound(deps, counters, work(), T1 + 1000)).toEqual({ why: 'pod interface eth0 gone' });
     expect(pod.open).toBe(0);
   });
 
   it('counts a round that throws as an error, closes the session and moves on', async () => {
     const opener = pod.opener();
-    deps.open = { ...opener, pod: (netns) => ({ ...opener.pod(netns), get ipv6Forwarding(): boolean { throw new Error('boom'); } }) };
+    deps.open = {
+      ...opener,
+      pod: (netns) => ({
+        ...opener.pod(netns),
+        get ipv6Forwarding(): boolean {
+          throw new Error('boom');
+        },
+      }),
+    };
     const w = work();
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
-    expect({ errors: counters.errors, next: w.next, open: pod.open, closed: closed.length }).toEqual({ errors: 1, next: 2, open: 0, closed: 1 });
+    expect({ errors: counters.errors, next: w.next, open: pod.open, closed: closed.length }).toEqual({
+      errors: 1,
+      next: 2,
+      open: 0,
+      closed: 1,
+    });
     expect(lines.some((l) => l.includes('round failed') && l.includes('boom'))).toBe(true);
   });
 });

@@ -24,19 +24,25 @@ describe('renderTable', () => {
   });
 
   it('shows a missing entry as none and a MAC that is neither the pod\'s nor the old one as "no"', () => {
-    const [, entry, , holds] = renderTable({ ...bug, entry: undefined }, { ...fix, entry: { state: 'REACHABLE', mac: '02:00:00:00:00:01' } }, opts);
+    const [, entry, , holds] = renderTable(
+      { ...bug, entry: undefined },
+      { ...fix, entry: { state: 'REACHABLE', mac: '02:00:00:00:00:01' } },
+      opts,
+    );
     expect(entry).toBe('  node entry after ADD    none -                      REACHABLE 02:00:00:00:00:01 ');
     expect(holds).toBe("  entry holds pod's MAC   no                          no                          ");
   });
 
   it('colours what shows the bug red and what shows the fix green, padding inside the colour', () => {
     const [, entry] = renderTable(bug, fix, { ...opts, style: COLOURS });
-    expect(entry).toBe(`  node entry after ADD    \x1b[31m${'STALE 86:03:17:7a:eb:6e'.padEnd(28)}\x1b[0m\x1b[32m${'STALE 8e:18:76:d5:16:57'.padEnd(28)}\x1b[0m`);
+    expect(entry).toBe(
+      `  node entry after ADD    \x1b[31m${'STALE 86:03:17:7a:eb:6e'.padEnd(28)}\x1b[0m\x1b[32m${'STALE 8e:18:76:d5:16:57'.padEnd(28)}\x1b[0m`,
+    );
   });
 });
 
 describe('outcome and verdict', () => {
-  it('count the bug as shown when the old MAC stays and the ping is lost, the fix when the pod\'s MAC is there and the ping answered', () => {
+  it("count the bug as shown when the old MAC stays and the ping is lost, the fix when the pod's MAC is there and the ping answered", () => {
     expect(outcome(bug, fix)).toEqual({ bugShown: true, fixShown: true });
     expect(verdict(bug, fix, { ip: '10.88.0.5', style: PLAIN })).toEqual([
       "Before: the node kept the old pod's MAC for 10.88.0.5, so its first packet went to a MAC that is gone.",

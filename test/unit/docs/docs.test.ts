@@ -11,7 +11,12 @@ import { anchorsOf, relativeLinks, slug, tableRows } from '../../support/markdow
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** What the README's "Set by" column says for each scope. */
 const SET_BY: Record<OptionScope, string> = { pod: 'pod', attachment: 'conflist', node: 'node' };
@@ -24,8 +29,13 @@ describe('README.md', () => {
   });
 
   it('gives `make demo` and `make test` as the quick start', () => {
-    const block = /## Quick start\n[^]*?```sh\n([^]*?)```/.exec(read('README.md'))?.[1] ?? '';
-    expect(block.split('\n').filter(Boolean).map((l) => l.replace(/\s*#.*$/, ''))).toEqual(['make demo', 'make test']);
+    const block = /## Quick start\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(read('README.md'))?.[1] ?? '';
+    expect(
+      block
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.replace(/\s*#.*$/, '')),
+    ).toEqual(['make demo', 'make test']);
   });
 });
 
@@ -45,8 +55,9 @@ describe('the configuration table', () => {
     }
   });
 
-  it("says who sets each option, by its scope", () => {
-    for (const [name, option] of Object.entries(OPTIONS)) expect(byName.get(name)?.[3], name).toBe(SET_BY[option.scope]);
+  it('says who sets each option, by its scope', () => {
+    for (const [name, option] of Object.entries(OPTIONS))
+      expect(byName.get(name)?.[3], name).toBe(SET_BY[option.scope]);
   });
 });
 
@@ -75,7 +86,11 @@ describe('links in README.md and docs/', () => {
   it('anchors headings as GitHub does', () => {
     expect(slug("The DaemonSet's announcer and the fallback")).toBe('the-daemonsets-announcer-and-the-fallback');
     expect(slug('`announcer status`')).toBe('announcer-status');
-    expect([...anchorsOf('# A b\n## A b\n```\n# C\n```\n### Files and locks in stateDir')]).toEqual(['a-b', 'a-b-1', 'files-and-locks-in-statedir']);
+    expect([...anchorsOf('# A b\n## A b\n```\n# C\n```\n### Files and locks in stateDir')]).toEqual([
+      'a-b',
+      'a-b-1',
+      'files-and-locks-in-statedir',
+    ]);
   });
 });
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { folderOf, renderScores, scoresByFolder, type MutantStatus, type MutationReport } from '../../../scripts/mutation/scores';
+import {
+  folderOf,
+  renderScores,
+  scoresByFolder,
+  type MutantStatus,
+  type MutationReport,
+} from '../../../scripts/mutation/scores';
 
 function file(...statuses: MutantStatus[]): { mutants: { status: MutantStatus }[] } {
   return { mutants: statuses.map((status) => ({ status })) };
@@ -33,10 +39,37 @@ describe('scoresByFolder', () => {
 
   it('sums each folder, sorted by name, and a total; detected over valid as the score', () => {
     expect(scoresByFolder(report)).toEqual([
-      { folder: 'src/announce', files: 1, killed: 0, timeout: 0, survived: 0, noCoverage: 0, excluded: 1, score: Number.NaN },
+      {
+        folder: 'src/announce',
+        files: 1,
+        killed: 0,
+        timeout: 0,
+        survived: 0,
+        noCoverage: 0,
+        excluded: 1,
+        score: Number.NaN,
+      },
       { folder: 'src/plan.ts', files: 1, killed: 1, timeout: 0, survived: 0, noCoverage: 1, excluded: 0, score: 50 },
-      { folder: 'src/wire', files: 2, killed: 3, timeout: 1, survived: 2, noCoverage: 0, excluded: 4, score: (100 * 4) / 6 },
-      { folder: 'total', files: 4, killed: 4, timeout: 1, survived: 2, noCoverage: 1, excluded: 5, score: (100 * 5) / 8 },
+      {
+        folder: 'src/wire',
+        files: 2,
+        killed: 3,
+        timeout: 1,
+        survived: 2,
+        noCoverage: 0,
+        excluded: 4,
+        score: (100 * 4) / 6,
+      },
+      {
+        folder: 'total',
+        files: 4,
+        killed: 4,
+        timeout: 1,
+        survived: 2,
+        noCoverage: 1,
+        excluded: 5,
+        score: (100 * 5) / 8,
+      },
     ]);
   });
 
@@ -47,7 +80,9 @@ describe('scoresByFolder', () => {
   });
 
   it('sorts folders by code unit, not by locale', () => {
-    const rows = scoresByFolder({ files: { 'src/b/x.ts': file('Killed'), 'src/B/x.ts': file('Killed'), 'src/a/x.ts': file('Killed') } });
+    const rows = scoresByFolder({
+      files: { 'src/b/x.ts': file('Killed'), 'src/B/x.ts': file('Killed'), 'src/a/x.ts': file('Killed') },
+    });
     expect(rows.map((r) => r.folder)).toEqual(['src/B', 'src/a', 'src/b', 'total']);
   });
 });
@@ -55,7 +90,10 @@ describe('scoresByFolder', () => {
 describe('renderScores', () => {
   it('right-aligns the counts under a header, the score with one decimal, n/a without valid mutants', () => {
     const rows = scoresByFolder({
-      files: { 'src/wire/arp.ts': file('Killed', 'Killed', 'Survived', 'Timeout', 'NoCoverage', 'NoCoverage'), 'src/plan.ts': file('Ignored') },
+      files: {
+        'src/wire/arp.ts': file('Killed', 'Killed', 'Survived', 'Timeout', 'NoCoverage', 'NoCoverage'),
+        'src/plan.ts': file('Ignored'),
+      },
     });
     expect(renderScores(rows)).toEqual([
       'folder       files  mutants  killed  timeout  survived  no cov   score',

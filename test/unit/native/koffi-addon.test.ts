@@ -6,12 +6,22 @@ import { loadKoffiAddon } from '../../../src/native/koffi-addon';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
-const KOFFI_NODE = join(dirname(require.resolve(`@koromix/koffi-${process.platform}-${process.arch}/package.json`)), `${process.platform}_${process.arch}`, 'koffi.node');
-const KOFFI_VERSION = (JSON.parse(readFileSync(join(dirname(require.resolve('koffi')), 'package.json'), 'utf8')) as { version: string }).version;
+const KOFFI_NODE = join(
+  dirname(require.resolve(`@koromix/koffi-${process.platform}-${process.arch}/package.json`)),
+  `${process.platform}_${process.arch}`,
+  'koffi.node',
+);
+const KOFFI_VERSION = (
+  JSON.parse(readFileSync(join(dirname(require.resolve('koffi')), 'package.json'), 'utf8')) as { version: string }
+).version;
 
 describe('loadKoffiAddon', () => {
   it("reads the embedded file whole, loads it from an anonymous file and hands out koffi's API", () => {
-    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as { version: string; load: unknown; sizeof: unknown };
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as {
+      version: string;
+      load: unknown;
+      sizeof: unknown;
+    };
     expect(koffi.version).toBe(KOFFI_VERSION);
     expect(typeof koffi.load).toBe('function');
     expect(typeof koffi.sizeof).toBe('function');
@@ -32,6 +42,8 @@ describe('loadKoffiAddon', () => {
 
   it('refuses an addon of another version, with the words of koffi’s own entry', () => {
     const load = () => ({ version: '3.3.3' });
-    expect(() => loadKoffiAddon('/addon', '3.3.4', load, () => new Uint8Array())).toThrow(new Error('Mismatched native Koffi modules'));
+    expect(() => loadKoffiAddon('/addon', '3.3.4', load, () => new Uint8Array())).toThrow(
+      new Error('Mismatched native Koffi modules'),
+    );
   });
 });

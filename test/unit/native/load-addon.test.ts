@@ -7,8 +7,14 @@ import { addonDirs, loadAddon, systemAddonLoader, type AddonLoaderDeps } from '.
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
-const KOFFI_NODE = join(dirname(require.resolve(`@koromix/koffi-${process.platform}-${process.arch}/package.json`)), `${process.platform}_${process.arch}`, 'koffi.node');
-const KOFFI_VERSION = (JSON.parse(readFileSync(join(dirname(require.resolve('koffi')), 'package.json'), 'utf8')) as { version: string }).version;
+const KOFFI_NODE = join(
+  dirname(require.resolve(`@koromix/koffi-${process.platform}-${process.arch}/package.json`)),
+  `${process.platform}_${process.arch}`,
+  'koffi.node',
+);
+const KOFFI_VERSION = (
+  JSON.parse(readFileSync(join(dirname(require.resolve('koffi')), 'package.json'), 'utf8')) as { version: string }
+).version;
 
 /** The real loader, recording each fd it opened and what the directory held while the addon was being loaded. */
 function recordingLoader() {
@@ -85,9 +91,11 @@ describe('loadAddon', () => {
       error = e as Error;
     }
     expect(error?.message).toMatch(
-      new RegExp(`^cannot load the pretend addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: /proc/self/fd/\\d+: failed to map segment from shared object\\)$`),
+      new RegExp(
+        `^cannot load the pretend addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: /proc/self/fd/\\d+: failed to map segment from shared object\\)$`,
+      ),
     );
-    const causes = (error?.cause as AggregateError).errors as NodeJS.ErrnoException[];
+    const causes = (error!.cause as AggregateError).errors as NodeJS.ErrnoException[];
     expect(causes).toHaveLength(2);
     expect(causes[0]!.code).toBe('ENOENT');
     expect(fds).toHaveLength(1); // the missing directory gave no fd

@@ -20,7 +20,10 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
-function wiring(libc: Partial<Libc & UnixSockets>, lockFile: ProcessWiring['lockFile'] = async () => undefined): ProcessWiring {
+function wiring(
+  libc: Partial<Libc & UnixSockets>,
+  lockFile: ProcessWiring['lockFile'] = async () => undefined,
+): ProcessWiring {
   const fake = fakeLibc(libc as Partial<Libc>) as Libc & UnixSockets & TcpSockets;
   return { libc: () => fake, timers: new ManualTimers(), lockFile, frameBudget: () => expect.fail('no budget here') };
 }
@@ -33,14 +36,16 @@ describe('pluginDeps', () => {
           calls.push(`close ${fd}`);
           if (fd === 7) throw new Error('close: EBADF');
         },
-      })
+      }),
     );
     expect(() => deps.release([7, 8])).not.toThrow();
     expect(calls).toEqual(['close 7', 'close 8']);
   });
 
   it('waits block in poll(2) on the fds given', async () => {
-    const deps = pluginDeps(wiring({ pollIn: (fds, ms) => (calls.push(`poll ${fds.join(',')} ${ms}`), fds.map(() => false)) }));
+    const deps = pluginDeps(
+      wiring({ pollIn: (fds, ms) => (calls.push(`poll ${fds.join(',')} ${ms}`), fds.map(() => false)) }),
+    );
     await deps.waits.readable([50, 51], 300);
     expect(calls).toEqual(['poll 50,51 300']);
   });

@@ -19,7 +19,10 @@ afterEach(async () => {
 const BODY = { cni: { env: { CNI_COMMAND: 'ADD' }, stdin: '{"cniVersion":"1.0.0"}\n' } };
 
 /** Runs one exchange against a fake announcer answering with `answer`. */
-async function run(answer: (t: Taken) => void, clock = fakeClock()): Promise<{ outcome: Promise<Outcome>; clock: ReturnType<typeof fakeClock>; fake: FakeAnnouncer }> {
+async function run(
+  answer: (t: Taken) => void,
+  clock = fakeClock(),
+): Promise<{ outcome: Promise<Outcome>; clock: ReturnType<typeof fakeClock>; fake: FakeAnnouncer }> {
   announcer = await fakeAnnouncer(answer);
   const outcome = exchange({ connect: connectUnix, clock }, announcer.path, BODY, 'build-1');
   return { outcome, clock, fake: announcer };
@@ -29,13 +32,24 @@ async function run(answer: (t: Taken) => void, clock = fakeClock()): Promise<{ o
 describe('exchange', { timeout: 5000 }, () => {
   it('sends one request line: version, build, ackBy = now at the write + ACK_MS, and the body', async () => {
     const clock = fakeClock(5000);
-    const { outcome, fake } = await run((t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ok' })), clock);
+    const { outcome, fake } = await run(
+      (t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ok' })),
+      clock,
+    );
     await outcome;
-    expect(fake.taken.map((t) => t.request)).toEqual([{ v: WIRE_VERSION, build: 'build-1', ackBy: 5000 + ACK_MS, ...BODY }]);
+    expect(fake.taken.map((t) => t.request)).toEqual([
+      { v: WIRE_VERSION, build: 'build-1', ackBy: 5000 + ACK_MS, ...BODY },
+    ]);
   });
 
   it("ends with the command's stdout and exit status, after beats, and closes the socket", async () => {
-    const { outcome, fake } = await run((t) => t.socket.write([{ ack: true }, { beat: true }, { beat: true }, { exit: 3, stdout: 'out\n' }].map((r) => encodeReply(r as never)).join('')));
+    const { outcome, fake } = await run((t) =>
+      t.socket.write(
+        [{ ack: true }, { beat: true }, { beat: true }, { exit: 3, stdout: 'out\n' }]
+          .map((r) => encodeReply(r as never))
+          .join(''),
+      ),
+    );
     expect(await outcome).toEqual({ end: { exit: 3, stdout: 'out\n' } });
     await until(() => fake.taken[0]!.closed);
   });
@@ -47,7 +61,9 @@ describe('exchange', { timeout: 5000 }, () => {
       write: () => queueMicrotask(() => bytes.forEach((_b, i) => handlers.data(bytes.subarray(i, i + 1)))),
       close: () => undefined,
     });
-    expect(await exchange({ connect, clock: fakeClock() }, '/x', BODY, 'b')).toEqual({ end: { exit: 0, stdout: 'é€' } });
+    expect(await exchange({ connect, clock: fakeClock() }, '/x', BODY, 'b')).toEqual({
+      end: { exit: 0, stdout: 'é€' },
+    });
   });
 
   it("answers a control request with the announcer's value, at once (no ack)", async () => {
@@ -95,13 +111,15 @@ describe('exchange', { timeout: 5000 }, () => {
   });
 
   it('is dropped on a line that is not the protocol', async () => {
-    const { outcome } = await run((t) => t.socket.write(encodeReply({ ack: true }) + 'garbage\n'));
+    const { outcome } = await run((t) => t.socket.write(`${encodeReply({ ack: true })}garbage\n`));
     expect(await outcome).toEqual({ dropped: true });
   });
 
   it('is unreachable, with the errno name, when connect fails', async () => {
     const clock = fakeClock();
-    expect(await exchange({ connect: connectUnix, clock }, '/nonexistent/announcer.sock', BODY, 'b')).toEqual({ unreachable: 'ENOENT' });
+    expect(await exchange({ connect: connectUnix, clock }, '/nonexistent/announcer.sock', BODY, 'b')).toEqual({
+      unreachable: 'ENOENT',
+    });
     expect(clock.timers).toEqual([]);
   });
 
@@ -109,7 +127,9 @@ describe('exchange', { timeout: 5000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-'));
     try {
       writeFileSync(join(dir, 'announcer.sock'), '');
-      expect(await exchange({ connect: connectUnix, clock: fakeClock() }, join(dir, 'announcer.sock'), BODY, 'b')).toEqual({ unreachable: 'ECONNREFUSED' });
+      expect(
+        await exchange({ connect: connectUnix, clock: fakeClock() }, join(dir, 'announcer.sock'), BODY, 'b'),
+      ).toEqual({ unreachable: 'ECONNREFUSED' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -62,7 +62,10 @@ export interface FakeAnnouncer {
 }
 
 /** Starts a fake announcer at `dir`/`name` (a new temp dir when none is given). */
-export async function fakeAnnouncer(answer: (t: Taken) => void, options: { dir?: string; name?: string } = {}): Promise<FakeAnnouncer> {
+export async function fakeAnnouncer(
+  answer: (t: Taken) => void,
+  options: { dir?: string; name?: string } = {},
+): Promise<FakeAnnouncer> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'shim-'));
   const path = join(dir, options.name ?? 'announcer.sock');
   const taken: Taken[] = [];

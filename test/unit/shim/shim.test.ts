@@ -11,7 +11,11 @@ const CONFIG = '{"cniVersion":"1.0.0","name":"n","type":"announcer","stateDir":"
 const ENV = { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x', PATH: '/bin', LD_LIBRARY_PATH: '/x:' };
 
 /** A shim run whose exchanges answer from `outcomes` in turn (the last one repeats). */
-function harness(outcomes: Outcome[], start: () => Promise<unknown> = async () => 'spawned', stdin: Uint8Array | string = CONFIG) {
+function harness(
+  outcomes: Outcome[],
+  start: () => Promise<unknown> = async () => 'spawned',
+  stdin: Uint8Array | string = CONFIG,
+) {
   const clock = fakeClock();
   const sent: { stateDir: string; body: RequestBody }[] = [];
   const starts: string[] = [];
@@ -28,7 +32,11 @@ function harness(outcomes: Outcome[], start: () => Promise<unknown> = async () =
     },
   };
   const bytes = typeof stdin === 'string' ? new TextEncoder().encode(stdin) : stdin;
-  const io = { env: ENV, readStdin: async (max: number) => bytes.subarray(0, max + 1), writeStdout: (t: string) => void printed.push(t) };
+  const io = {
+    env: ENV,
+    readStdin: async (max: number) => bytes.subarray(0, max + 1),
+    writeStdout: (t: string) => void printed.push(t),
+  };
   return { clock, sent, starts, printed, result: () => runShim(io, deps) };
 }
 
@@ -38,7 +46,9 @@ describe('runShim', { timeout: 5000 }, () => {
   it("forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit", async () => {
     const h = harness([{ end: { exit: 7, stdout: 'result' } }]);
     expect(await h.result()).toEqual({ exit: 7 });
-    expect(h.sent).toEqual([{ stateDir: '/state', body: { cni: { env: { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x' }, stdin: CONFIG } } }]);
+    expect(h.sent).toEqual([
+      { stateDir: '/state', body: { cni: { env: { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x' }, stdin: CONFIG } } },
+    ]);
     expect(h.printed).toEqual(['result']);
     expect(h.starts).toEqual([]);
   });
@@ -120,13 +130,25 @@ describe('stateDirOf', () => {
   it("takes the config's absolute stateDir, the default when absent, and nothing odd", () => {
     expect(stateDirOf('{"stateDir":"/var/run/x"}')).toBe('/var/run/x');
     expect(stateDirOf('{"name":"n"}')).toBe(DEFAULT_STATE_DIR);
-    for (const odd of ['{"stateDir":"x"}', '{"stateDir":"/a\\u0000b"}', '{"stateDir":7}', '[]', 'null', '{', '"s"']) expect(stateDirOf(odd)).toBeUndefined();
+    for (const odd of ['{"stateDir":"x"}', '{"stateDir":"/a\\u0000b"}', '{"stateDir":7}', '[]', 'null', '{', '"s"'])
+      expect(stateDirOf(odd)).toBeUndefined();
   });
 });
 
 describe('wantsStart', () => {
   it('starts for no listener, a full backlog or a hand-over, not for other errors', () => {
-    expect([{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { unreachable: 'EAGAIN' }, { refused: 'handover' }].map((o) => wantsStart(o as Outcome))).toEqual([true, true, false, true]);
-    expect([{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { dropped: true }, END].map((o) => wantsStart(o as Outcome))).toEqual([false, false, false, false, false]);
+    expect(
+      [
+        { unreachable: 'ENOENT' },
+        { unreachable: 'ECONNREFUSED' },
+        { unreachable: 'EAGAIN' },
+        { refused: 'handover' },
+      ].map((o) => wantsStart(o as Outcome)),
+    ).toEqual([true, true, false, true]);
+    expect(
+      [{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { dropped: true }, END].map((o) =>
+        wantsStart(o as Outcome),
+      ),
+    ).toEqual([false, false, false, false, false]);
   });
 });

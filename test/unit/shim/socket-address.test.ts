@@ -40,10 +40,13 @@ describe('withAnnouncerAddress', () => {
     let held = '';
     let heldWhileAnswering: string | undefined;
     try {
-      announcer = await fakeAnnouncer((t) => {
-        heldWhileAnswering = readlinkTarget(held);
-        t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'far' }));
-      }, { dir: `/proc/self/fd/${fd}` });
+      announcer = await fakeAnnouncer(
+        (t) => {
+          heldWhileAnswering = readlinkTarget(held);
+          t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'far' }));
+        },
+        { dir: `/proc/self/fd/${fd}` },
+      );
     } finally {
       closeSync(fd);
     }

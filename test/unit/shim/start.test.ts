@@ -21,7 +21,11 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 // Wall time now: markers made by the test are fresh.
 const NOW = Math.floor(Date.now() / 1000) * 1000;
 
-function deps(spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[], spawn?: () => void, listening = false): StartDeps {
+function deps(
+  spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[],
+  spawn?: () => void,
+  listening = false,
+): StartDeps {
   return {
     listening: async () => listening,
     ensureStateDir: () => undefined,
@@ -100,7 +104,10 @@ describe('a shim that finds no announcer', () => {
       ...deps([]),
       spawn: (command) => {
         spawned.push(command);
-        void fakeAnnouncer((t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })), { dir }).then((a) => {
+        void fakeAnnouncer(
+          (t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })),
+          { dir },
+        ).then((a) => {
           announcer = a;
         });
       },
@@ -111,7 +118,8 @@ describe('a shim that finds no announcer', () => {
       { env: { CNI_COMMAND: 'ADD' }, readStdin: async () => stdin, writeStdout: (t) => void printed.push(t) },
       {
         clock,
-        exchange: (stateDir, body) => exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b'),
+        exchange: (stateDir, body) =>
+          exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b'),
         start: async (stateDir) => startAnnouncer(startDeps, stateDir),
       },
     );

@@ -8,7 +8,9 @@ import { StreamError } from '../../../src/sys/stream-connection';
 
 describe('the unix-stream twins', () => {
   it("Bun's refuses with a StreamError outside Bun", async () => {
-    const err = await bunConnect('/x', { data: () => undefined, end: () => undefined, error: () => undefined }).catch((e: unknown) => e);
+    const err = await bunConnect('/x', { data: () => undefined, end: () => undefined, error: () => undefined }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StreamError);
   });
 });

@@ -17,11 +17,15 @@ describe('userModeEmulator', () => {
   });
 
   it('is the program the kernel runs when that is not this program (qemu-user)', () => {
-    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => true)).toBe('/usr/bin/qemu-aarch64-static');
+    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => true)).toBe(
+      '/usr/bin/qemu-aarch64-static',
+    );
   });
 
   it('is none when that program is not there to run (binfmt_misc with a preloaded emulator), or a link cannot be read', () => {
-    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => false)).toBeUndefined();
+    expect(
+      userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => false),
+    ).toBeUndefined();
     expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', 'qemu (deleted)'), () => true)).toBeUndefined();
     expect(
       userModeEmulator(

@@ -25,6 +25,8 @@ describe('ensureDir', () => {
   });
 
   it('fails under procfs, where mkdir keeps answering ENOENT, instead of looping', () => {
-    expect(() => ensureDir('/proc/x-nowhere/state', 0o700)).toThrow("ENOENT: no such file or directory, mkdir '/proc/x-nowhere'");
+    expect(() => ensureDir('/proc/x-nowhere/state', 0o700)).toThrow(
+      "ENOENT: no such file or directory, mkdir '/proc/x-nowhere'",
+    );
   });
 });

@@ -7,7 +7,11 @@ import { acquireFileLock, type HeldLock, type LockDeps } from '../../../src/sys/
 import { loadLibc, type TryLock } from '../../../src/sys/libc';
 
 const tryLock = loadLibc().tryLock;
-const deps = (lock: TryLock = tryLock): LockDeps => ({ tryLock: lock, now: () => performance.now(), sleep: (ms) => sleep(ms) });
+const deps = (lock: TryLock = tryLock): LockDeps => ({
+  tryLock: lock,
+  now: () => performance.now(),
+  sleep: (ms) => sleep(ms),
+});
 
 let dir: string;
 let path: string;

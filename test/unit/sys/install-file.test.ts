@@ -1,4 +1,16 @@
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -35,7 +47,10 @@ describe('installFile', () => {
   it.each([
     ['other bytes of the same size', (f: string) => writeFileSync(f, Buffer.alloc((1 << 20) + 4097, 'ac'))],
     ['a shorter file', (f: string) => writeFileSync(f, 'old')],
-    ['the same bytes with another mode', (f: string, src: string) => (writeFileSync(f, readFileSync(src)), chmodSync(f, 0o700))],
+    [
+      'the same bytes with another mode',
+      (f: string, src: string) => (writeFileSync(f, readFileSync(src)), chmodSync(f, 0o700)),
+    ],
   ])('replaces %s by a new inode', (_what, plant) => {
     const target = join(dest, 'announcer');
     plant(target, source);

@@ -11,28 +11,46 @@ import { probeMissing, probeSource, PROBE_TARGETS, runProbe } from '../../suppor
 
 /** Every errno errno.ts names, with its number there. */
 const ERRNOS = Object.fromEntries(
-  Array.from({ length: 200 }, (_, n) => [errnoName(n), n] as const).filter((entry): entry is [string, number] => entry[0] !== undefined),
+  Array.from({ length: 200 }, (_, n) => [errnoName(n), n] as const).filter(
+    (entry): entry is [string, number] => entry[0] !== undefined,
+  ),
 );
 
 describe('kernel ABI tables', () => {
   for (const arch of ['x64', 'arm64'] as const) {
     const target = PROBE_TARGETS[arch];
-    it.skipIf(skipUnless(`a C compiler (and qemu-user) for ${arch}`, probeMissing(target)))(`${arch}: every constant, struct size, alignment and field offset, and errno.ts, agree with the C headers`, () => {
-      const table = kernelAbi(arch);
-      const headers = runProbe(target, probeSource(table, Object.keys(ERRNOS)));
-      expect(headers).toEqual({ ...table, errno: ERRNOS });
-    });
+    it.skipIf(skipUnless(`a C compiler (and qemu-user) for ${arch}`, probeMissing(target)))(
+      `${arch}: every constant, struct size, alignment and field offset, and errno.ts, agree with the C headers`,
+      () => {
+        const table = kernelAbi(arch);
+        const headers = runProbe(target, probeSource(table, Object.keys(ERRNOS)));
+        expect(headers).toEqual({ ...table, errno: ERRNOS });
+      },
+    );
   }
 
   it('differ in the open flags only where the headers do: O_DIRECTORY, O_NOFOLLOW, O_TMPFILE', () => {
     const [x64, arm64] = [kernelAbi('x64'), kernelAbi('arm64')];
-    const differing = Object.keys(x64).filter((key) => JSON.stringify(x64[key as keyof typeof x64]) !== JSON.stringify(arm64[key as keyof typeof arm64]));
+    const differing = Object.keys(x64).filter(
+      (key) => JSON.stringify(x64[key as keyof typeof x64]) !== JSON.stringify(arm64[key as keyof typeof arm64]),
+    );
     expect(differing).toEqual(['O_DIRECTORY', 'O_NOFOLLOW', 'O_TMPFILE']);
   });
 
   it("selects the running architecture's table, whose open flags are the runtime's own", () => {
     expect(ABI).toBe(kernelAbi(process.arch));
-    for (const name of ['O_RDONLY', 'O_WRONLY', 'O_RDWR', 'O_CREAT', 'O_EXCL', 'O_NOCTTY', 'O_APPEND', 'O_NONBLOCK', 'O_DIRECTORY', 'O_NOFOLLOW'] as const) {
+    for (const name of [
+      'O_RDONLY',
+      'O_WRONLY',
+      'O_RDWR',
+      'O_CREAT',
+      'O_EXCL',
+      'O_NOCTTY',
+      'O_APPEND',
+      'O_NONBLOCK',
+      'O_DIRECTORY',
+      'O_NOFOLLOW',
+    ] as const) {
       expect(ABI[name], name).toBe(constants[name]);
     }
   });
@@ -43,7 +61,11 @@ describe('kernel ABI tables', () => {
   });
 
   it('names the program that is missing, for the skip message', () => {
-    expect(probeMissing({ compiler: 'no-such-cc-announcer', runner: [] })).toBe('no-such-cc-announcer is not installed (scripts/ensure-system-deps.sh installs it)');
-    expect(probeMissing({ compiler: 'sh', runner: ['no-such-qemu-announcer', '-L', '/'] })).toMatch(/^no-such-qemu-announcer is not installed/);
+    expect(probeMissing({ compiler: 'no-such-cc-announcer', runner: [] })).toBe(
+      'no-such-cc-announcer is not installed (scripts/ensure-system-deps.sh installs it)',
+    );
+    expect(probeMissing({ compiler: 'sh', runner: ['no-such-qemu-announcer', '-L', '/'] })).toMatch(
+      /^no-such-qemu-announcer is not installed/,
+    );
   });
 });

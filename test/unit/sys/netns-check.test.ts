@@ -19,7 +19,10 @@ describe('checkNetnsPath', () => {
     ['user', 'user'],
     ['cgroup', 'cgroup'],
   ])('refuses /proc/PID/ns/%s as a %s namespace', (file, name) => {
-    expect(checkNetnsPath(libc, `/proc/${process.pid}/ns/${file}`)).toEqual({ kind: 'not-netns', reason: `it is a ${name} namespace` });
+    expect(checkNetnsPath(libc, `/proc/${process.pid}/ns/${file}`)).toEqual({
+      kind: 'not-netns',
+      reason: `it is a ${name} namespace`,
+    });
   });
 
   it("recognises the plugin's own network namespace", () => {
@@ -31,7 +34,10 @@ describe('checkNetnsPath', () => {
     const dir = mkdtempSync(join(tmpdir(), 'announcer-netns-'));
     try {
       writeFileSync(join(dir, 'f'), '');
-      expect(checkNetnsPath(fakeLibc({}), join(dir, 'f'))).toEqual({ kind: 'not-netns', reason: 'not a namespace file (nsfs)' });
+      expect(checkNetnsPath(fakeLibc({}), join(dir, 'f'))).toEqual({
+        kind: 'not-netns',
+        reason: 'not a namespace file (nsfs)',
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -43,7 +49,10 @@ describe('checkNetnsPath', () => {
         throw new Error('ioctl(NS_GET_NSTYPE): ENOTTY');
       },
     });
-    expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): ENOTTY' });
+    expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({
+      kind: 'not-netns',
+      reason: 'ioctl(NS_GET_NSTYPE): ENOTTY',
+    });
   });
 
   describe('without ioctl(NS_GET_NSTYPE) (ENOTTY before Linux 4.11, ENOSYS under qemu-user)', () => {
@@ -71,14 +80,20 @@ describe('checkNetnsPath', () => {
         expect(checkNetnsPath(accepted.libc, own)).toEqual({ kind: 'own' });
         expect(accepted.calls).toEqual(['setns(netns)', 'setns(netns)']);
         const refused = noIoctl(errno);
-        expect(checkNetnsPath(refused.libc, `/proc/${process.pid}/ns/mnt`)).toEqual({ kind: 'not-netns', reason: 'it is not a network namespace' });
+        expect(checkNetnsPath(refused.libc, `/proc/${process.pid}/ns/mnt`)).toEqual({
+          kind: 'not-netns',
+          reason: 'it is not a network namespace',
+        });
         expect(refused.calls).toEqual(['setns(other)']);
       });
     }
 
     it('refuses when setns fails otherwise, and on any other errno of the ioctl', () => {
       expect(checkNetnsPath(noIoctl(38, 1).libc, own)).toEqual({ kind: 'not-netns', reason: 'setns: EPERM' });
-      expect(checkNetnsPath(noIoctl(9).libc, own)).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): EBADF' });
+      expect(checkNetnsPath(noIoctl(9).libc, own)).toEqual({
+        kind: 'not-netns',
+        reason: 'ioctl(NS_GET_NSTYPE): EBADF',
+      });
     });
   });
 });

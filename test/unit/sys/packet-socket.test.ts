@@ -8,7 +8,12 @@ import { fakeLibc } from '../../support/fake-libc';
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005');
 const ARP = gratuitousArp({ mac: MAC, ip: bytes('0a580005'), op: 'request' });
-const NA = unsolicitedNeighborAdvert({ mac: MAC, ip: bytes('fd000088000000000000000000000005'), router: false, override: true });
+const NA = unsolicitedNeighborAdvert({
+  mac: MAC,
+  ip: bytes('fd000088000000000000000000000005'),
+  router: false,
+  override: true,
+});
 
 /** A Libc that records sendto/close and refuses everything else. */
 function recordingLibc(): { libc: Libc; sends: { fd: number; frame: string; address: string }[]; closes: number[] } {

@@ -33,15 +33,22 @@ describe('checkPrivateDir', () => {
   it('refuses a directory another uid owns, saying chown', () => {
     const dir = join(base, 'state');
     mkdirSync(dir, { mode: 0o700 });
-    expect(() => checkPrivateDir(dir, uid + 1)).toThrow(`${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`);
+    expect(() => checkPrivateDir(dir, uid + 1)).toThrow(
+      `${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`,
+    );
   });
 
-  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))('says "chown root" when root runs it on a directory another uid owns', () => {
-    const dir = join(base, 'state');
-    mkdirSync(dir, { mode: 0o700 });
-    chownSync(dir, 1000, 1000);
-    expect(() => checkPrivateDir(dir)).toThrow(`${dir} is owned by uid 1000, not root: chown root ${dir} and chmod 0700 ${dir}`);
-  });
+  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))(
+    'says "chown root" when root runs it on a directory another uid owns',
+    () => {
+      const dir = join(base, 'state');
+      mkdirSync(dir, { mode: 0o700 });
+      chownSync(dir, 1000, 1000);
+      expect(() => checkPrivateDir(dir)).toThrow(
+        `${dir} is owned by uid 1000, not root: chown root ${dir} and chmod 0700 ${dir}`,
+      );
+    },
+  );
 
   it('refuses a regular file and a symlink', () => {
     writeFileSync(join(base, 'file'), '');
@@ -56,18 +63,23 @@ describe('checkPrivateDir', () => {
     mkdirSync(parent);
     chmodSync(parent, 0o777);
     mkdirSync(join(parent, 'state'), { mode: 0o700 });
-    expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(`its parent ${parent} is writable by others without the sticky bit (mode 0777): chmod go-w ${parent}`);
+    expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(
+      `its parent ${parent} is writable by others without the sticky bit (mode 0777): chmod go-w ${parent}`,
+    );
     chmodSync(parent, 0o1777);
     expect(checkPrivateDir(join(parent, 'state'))).toBe('ok');
   });
 
-  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))('refuses a directory whose parent another user owns', () => {
-    const parent = join(base, 'theirs');
-    mkdirSync(parent, { mode: 0o755 });
-    mkdirSync(join(parent, 'state'), { mode: 0o700 });
-    chownSync(parent, 1000, 1000);
-    expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(/its parent .* is owned by uid 1000/);
-  });
+  it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))(
+    'refuses a directory whose parent another user owns',
+    () => {
+      const parent = join(base, 'theirs');
+      mkdirSync(parent, { mode: 0o755 });
+      mkdirSync(join(parent, 'state'), { mode: 0o700 });
+      chownSync(parent, 1000, 1000);
+      expect(() => checkPrivateDir(join(parent, 'state'))).toThrow(/its parent .* is owned by uid 1000/);
+    },
+  );
 
   it('passes other errors through (ENOTDIR below a file, ENAMETOOLONG)', () => {
     writeFileSync(join(base, 'file'), '');

@@ -89,8 +89,14 @@ describe('Rtnl', () => {
   it('collects a dump over several datagrams up to NLMSG_DONE, skipping replies to other requests', () => {
     const k = kernel((req) => [
       [encodeMessage(RTM_NEWLINK, 0, req.seq + 100, link(1, 'stale'))], // a late reply to an earlier request
-      [encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(3, '10.0.0.3')), encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.5'))],
-      [encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.6')), encodeMessage(NLMSG_DONE, NLM_F_MULTI, req.seq, errno(0))],
+      [
+        encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(3, '10.0.0.3')),
+        encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.5')),
+      ],
+      [
+        encodeMessage(RTM_NEWADDR, NLM_F_MULTI, req.seq, ipv4(4, '10.88.0.6')),
+        encodeMessage(NLMSG_DONE, NLM_F_MULTI, req.seq, errno(0)),
+      ],
     ]);
     const found = new Rtnl(k.libc, 3).addresses(4).map((a) => [...a.bytes].join('.'));
     expect(found).toEqual(['10.88.0.5', '10.88.0.6']);

@@ -1,9 +1,24 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NotRegularFileError, readSmallFile, replaceFile, tempNameFor, unlinkIfPresent } from '../../../src/sys/safe-file';
+import {
+  NotRegularFileError,
+  readSmallFile,
+  replaceFile,
+  tempNameFor,
+  unlinkIfPresent,
+} from '../../../src/sys/safe-file';
 
 let dir: string;
 beforeEach(() => {

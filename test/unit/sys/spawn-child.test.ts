@@ -18,7 +18,10 @@ describe('spawnChild', () => {
     const out = join(dir, 'out');
     // sid == pid: a session leader; then the cwd, the environment and where stdout goes.
     const script = `ps -o sid= -p $$ | tr -d ' '; echo $$; pwd; env | sort; readlink /proc/$$/fd/1 > ${out}.fd1; echo > ${out}.done`;
-    spawnChild(['/bin/sh', '-c', `(${script}) > ${out}.tmp; mv ${out}.tmp ${out}`], { PATH: '/usr/bin:/bin', ONLY: 'this' });
+    spawnChild(['/bin/sh', '-c', `(${script}) > ${out}.tmp; mv ${out}.tmp ${out}`], {
+      PATH: '/usr/bin:/bin',
+      ONLY: 'this',
+    });
     await until(() => existsSync(`${out}.done`) && existsSync(out));
     const [sid, pid, cwd, ...env] = readFileSync(out, 'utf8').trim().split('\n');
     expect(sid).toBe(pid);

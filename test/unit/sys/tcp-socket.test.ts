@@ -9,8 +9,16 @@ import { parseListenAddress, sockaddrIn, sockaddrPort } from '../../../src/sys/t
 describe('parseListenAddress', () => {
   it('takes IPv4, [IPv6], localhost and an empty host (every IPv4 address), with a port up to 65535', () => {
     expect(parseListenAddress('10.1.2.3:9808')).toEqual({ family: 4, bytes: Buffer.from([10, 1, 2, 3]), port: 9808 });
-    expect(parseListenAddress('[::1]:0')).toEqual({ family: 6, bytes: Buffer.from('00000000000000000000000000000001', 'hex'), port: 0 });
-    expect(parseListenAddress('localhost:65535')).toEqual({ family: 4, bytes: Buffer.from([127, 0, 0, 1]), port: 65535 });
+    expect(parseListenAddress('[::1]:0')).toEqual({
+      family: 6,
+      bytes: Buffer.from('00000000000000000000000000000001', 'hex'),
+      port: 0,
+    });
+    expect(parseListenAddress('localhost:65535')).toEqual({
+      family: 4,
+      bytes: Buffer.from([127, 0, 0, 1]),
+      port: 65535,
+    });
     expect(parseListenAddress(':80')).toEqual({ family: 4, bytes: Buffer.from([0, 0, 0, 0]), port: 80 });
   });
 
@@ -43,7 +51,7 @@ describe('TCP calls (real sockets on loopback)', () => {
   const cleanup: (Socket | Server)[] = [];
   afterEach(() => {
     for (const fd of fds.splice(0)) libc.close(fd);
-    for (const s of cleanup.splice(0)) ('destroy' in s ? s.destroy() : s.close());
+    for (const s of cleanup.splice(0)) 'destroy' in s ? s.destroy() : s.close();
   });
 
   it('listens on the port the kernel picks, accepts without blocking, and moves bytes both ways', async () => {
@@ -69,8 +77,12 @@ describe('TCP calls (real sockets on loopback)', () => {
   it('names the address in use (EADDRINUSE)', async () => {
     const server = createServer();
     cleanup.push(server);
-    const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
-    expect(() => libc.listenTcp(parseListenAddress(`127.0.0.1:${port}`), 8)).toThrow(expect.objectContaining({ code: 'EADDRINUSE', message: expect.stringContaining(`bind 127.0.0.1:${port}`) }));
+    const port = await new Promise<number>((resolve) =>
+      server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
+    );
+    expect(() => libc.listenTcp(parseListenAddress(`127.0.0.1:${port}`), 8)).toThrow(
+      expect.objectContaining({ code: 'EADDRINUSE', message: expect.stringContaining(`bind 127.0.0.1:${port}`) }),
+    );
   });
 
   it('listens on IPv6 too, and answers there', async () => {

@@ -15,8 +15,18 @@ const ZERO_IP = '00000000';
 const ZERO_MAC = '000000000000';
 
 /** A hand-built Ethernet/IPv4 ARP frame; the Ethernet source is the sender MAC unless given. */
-function frame(f: { op: 1 | 2 | 3; sha: string; spa: string; tha: string; tpa: string; dst?: string; src?: string }): Buffer {
-  return bytes(`${f.dst ?? 'ffffffffffff'}${f.src ?? f.sha}0806 0001 0800 06 04 000${f.op} ${f.sha}${f.spa}${f.tha}${f.tpa}`);
+function frame(f: {
+  op: 1 | 2 | 3;
+  sha: string;
+  spa: string;
+  tha: string;
+  tpa: string;
+  dst?: string;
+  src?: string;
+}): Buffer {
+  return bytes(
+    `${f.dst ?? 'ffffffffffff'}${f.src ?? f.sha}0806 0001 0800 06 04 000${f.op} ${f.sha}${f.spa}${f.tha}${f.tpa}`,
+  );
 }
 
 const probing = [bytes(PROBED), bytes(ALSO_PROBED)];
@@ -71,13 +81,28 @@ describe('classifyArp', () => {
   it.each([
     ['our own probe, seen going out', frame({ op: 1, sha: OURS, spa: ZERO_IP, tha: ZERO_MAC, tpa: PROBED })],
     ['our own gratuitous ARP', frame({ op: 1, sha: OURS, spa: PROBED, tha: ZERO_MAC, tpa: PROBED })],
-    ["the same pod's other interface answering for the address", frame({ op: 2, sha: SIBLING, spa: PROBED, tha: OURS, tpa: ZERO_IP, dst: OURS })],
-    ["the same pod's other interface probing the address", frame({ op: 1, sha: SIBLING, spa: ZERO_IP, tha: ZERO_MAC, tpa: PROBED })],
+    [
+      "the same pod's other interface answering for the address",
+      frame({ op: 2, sha: SIBLING, spa: PROBED, tha: OURS, tpa: ZERO_IP, dst: OURS }),
+    ],
+    [
+      "the same pod's other interface probing the address",
+      frame({ op: 1, sha: SIBLING, spa: ZERO_IP, tha: ZERO_MAC, tpa: PROBED }),
+    ],
     ['the gateway asking who has the address', frame({ op: 1, sha: OTHER, spa: GATEWAY, tha: ZERO_MAC, tpa: PROBED })],
     ['the gateway announcing itself', frame({ op: 1, sha: OTHER, spa: GATEWAY, tha: ZERO_MAC, tpa: GATEWAY })],
-    ["another host's reply about another address", frame({ op: 2, sha: OTHER, spa: GATEWAY, tha: THIRD, tpa: '0a580009' })],
-    ["another host's probe for another address", frame({ op: 1, sha: OTHER, spa: ZERO_IP, tha: ZERO_MAC, tpa: '0a580009' })],
-    ['a reply with sender IP 0.0.0.0 naming the address as target', frame({ op: 2, sha: OTHER, spa: ZERO_IP, tha: OURS, tpa: PROBED })],
+    [
+      "another host's reply about another address",
+      frame({ op: 2, sha: OTHER, spa: GATEWAY, tha: THIRD, tpa: '0a580009' }),
+    ],
+    [
+      "another host's probe for another address",
+      frame({ op: 1, sha: OTHER, spa: ZERO_IP, tha: ZERO_MAC, tpa: '0a580009' }),
+    ],
+    [
+      'a reply with sender IP 0.0.0.0 naming the address as target',
+      frame({ op: 2, sha: OTHER, spa: ZERO_IP, tha: OURS, tpa: PROBED }),
+    ],
     ['a RARP-style opcode 3 with the address', frame({ op: 3, sha: OTHER, spa: PROBED, tha: OTHER, tpa: PROBED })],
   ])('no conflict: %s', (_, f) => {
     expect(classify(f)).toBeUndefined();
@@ -96,6 +121,8 @@ describe('classifyArp', () => {
   });
 
   it('finds nothing when nothing is probed', () => {
-    expect(classifyArp(parseArp(frame({ op: 2, sha: OTHER, spa: PROBED, tha: OURS, tpa: ZERO_IP }))!, [], ownMacs)).toBeUndefined();
+    expect(
+      classifyArp(parseArp(frame({ op: 2, sha: OTHER, spa: PROBED, tha: OURS, tpa: ZERO_IP }))!, [], ownMacs),
+    ).toBeUndefined();
   });
 });

@@ -96,8 +96,12 @@ describe('arpProbe', () => {
   });
 
   it('rejects bad lengths and a multicast sender MAC', () => {
-    expect(() => arpProbe({ mac: bytes('02420a5800'), ip: IP })).toThrow(new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'));
-    expect(() => arpProbe({ mac: MAC, ip: bytes('0a5800') })).toThrow(new RangeError('ARP target IPv4 address must be 4 bytes, got 3 (0a5800)'));
+    expect(() => arpProbe({ mac: bytes('02420a5800'), ip: IP })).toThrow(
+      new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'),
+    );
+    expect(() => arpProbe({ mac: MAC, ip: bytes('0a5800') })).toThrow(
+      new RangeError('ARP target IPv4 address must be 4 bytes, got 3 (0a5800)'),
+    );
     expect(() => arpProbe({ mac: bytes('01005e000001'), ip: IP })).toThrow(RangeError);
   });
 });
@@ -141,12 +145,12 @@ describe('parseArp', () => {
 
   it('reads the frames it builds', () => {
     const probe = parseArp(arpProbe({ mac: MAC, ip: IP }))!;
-    expect([probe.op, probe.senderMac.toString('hex'), probe.senderIp.toString('hex'), probe.targetIp.toString('hex')]).toEqual([
-      1,
-      '02420a580005',
-      '00000000',
-      '0a580005',
-    ]);
+    expect([
+      probe.op,
+      probe.senderMac.toString('hex'),
+      probe.senderIp.toString('hex'),
+      probe.targetIp.toString('hex'),
+    ]).toEqual([1, '02420a580005', '00000000', '0a580005']);
   });
 
   it('returns copies: the receive buffer may be reused', () => {

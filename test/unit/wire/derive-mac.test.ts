@@ -53,7 +53,9 @@ describe('deriveMac', () => {
   });
 
   it('rejects bad prefixes', () => {
-    expect(() => deriveMac(bytes('0a5800'), '10.88.0.5')).toThrow(new RangeError('MAC prefix must be 2 bytes, got 3 (0a5800)'));
+    expect(() => deriveMac(bytes('0a5800'), '10.88.0.5')).toThrow(
+      new RangeError('MAC prefix must be 2 bytes, got 3 (0a5800)'),
+    );
     expect(() => deriveMac(bytes('0158'), '10.88.0.5')).toThrow(
       new RangeError('invalid MAC prefix "01:58": the multicast bit (0x01 of the first byte) is set'),
     );

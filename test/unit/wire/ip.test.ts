@@ -122,7 +122,9 @@ describe('formatIPv6 (RFC 5952)', () => {
   });
 
   it('rejects a wrong length', () => {
-    expect(() => formatIPv6(bytes('0a580005'))).toThrow(new RangeError('IPv6 address must be 16 bytes, got 4 (0a580005)'));
+    expect(() => formatIPv6(bytes('0a580005'))).toThrow(
+      new RangeError('IPv6 address must be 16 bytes, got 4 (0a580005)'),
+    );
   });
 });
 

@@ -51,7 +51,9 @@ describe('formatMac', () => {
   });
 
   it('rejects a wrong length', () => {
-    expect(() => formatMac(bytes('02420a5800'))).toThrow(new RangeError('MAC address must be 6 bytes, got 5 (02420a5800)'));
+    expect(() => formatMac(bytes('02420a5800'))).toThrow(
+      new RangeError('MAC address must be 6 bytes, got 5 (02420a5800)'),
+    );
   });
 });
 

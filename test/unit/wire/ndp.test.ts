@@ -75,10 +75,15 @@ describe('unsolicitedNeighborAdvert', () => {
 
   it('rejects multicast and unspecified targets', () => {
     expect(() =>
-      unsolicitedNeighborAdvert({ mac: MAC, ip: bytes('ff020000000000000000000000000001'), router: false, override: true }),
+      unsolicitedNeighborAdvert({
+        mac: MAC,
+        ip: bytes('ff020000000000000000000000000001'),
+        router: false,
+        override: true,
+      }),
     ).toThrow(new RangeError('NA target ff02::1 must be a unicast address'));
-    expect(() => unsolicitedNeighborAdvert({ mac: MAC, ip: new Uint8Array(16), router: false, override: true })).toThrow(
-      new RangeError('NA target :: must be a unicast address'),
-    );
+    expect(() =>
+      unsolicitedNeighborAdvert({ mac: MAC, ip: new Uint8Array(16), router: false, override: true }),
+    ).toThrow(new RangeError('NA target :: must be a unicast address'));
   });
 });

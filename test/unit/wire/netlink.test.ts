@@ -22,7 +22,10 @@ describe('encodeMessage', () => {
 
 describe('decodeMessages', () => {
   it('splits a datagram into aligned messages', () => {
-    const datagram = Buffer.concat([encodeMessage(16, 2, 5, bytes('aabbcc')), encodeMessage(NLMSG_DONE, 2, 5, bytes('00000000'))]);
+    const datagram = Buffer.concat([
+      encodeMessage(16, 2, 5, bytes('aabbcc')),
+      encodeMessage(NLMSG_DONE, 2, 5, bytes('00000000')),
+    ]);
     const messages = decodeMessages(datagram);
     expect(messages.map((m) => [m.type, m.flags, m.seq, m.payload.toString('hex')])).toEqual([
       [16, 2, 5, 'aabbcc'],
@@ -48,6 +51,8 @@ describe('errorOf', () => {
 
 describe('encodeAttr', () => {
   it('writes len (header + value, unpadded), type, value, padding', () => {
-    expect(encodeAttr(3, Buffer.from('eth0\0')).toString('hex')).toBe(bytes('0900 0300 6574683000 000000').toString('hex'));
+    expect(encodeAttr(3, Buffer.from('eth0\0')).toString('hex')).toBe(
+      bytes('0900 0300 6574683000 000000').toString('hex'),
+    );
   });
 });

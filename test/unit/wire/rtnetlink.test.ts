@@ -13,7 +13,8 @@ import {
 } from '../../../src/wire/rtnetlink';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
-const entries = (m: Map<number, Buffer>): [number, string][] => [...m].map(([type, payload]) => [type, payload.toString('hex')]);
+const entries = (m: Map<number, Buffer>): [number, string][] =>
+  [...m].map(([type, payload]) => [type, payload.toString('hex')]);
 
 /** struct nlattr: u16 len (header + payload, unpadded), u16 type, payload, padding to 4. Little-endian host. */
 function nla(type: number, payload: Uint8Array): Buffer {
@@ -242,7 +243,13 @@ describe('parseLink', () => {
       nla(12 | NLA_F_NESTED, Buffer.concat([nla(2, u16(32)), nla(1, Buffer.from([3]))])),
     ]);
     const link = parseLink(payload)!;
-    expect([link.portState, link.up, link.running, link.noarp, link.linkIndex]).toEqual([PortState.Forwarding, true, false, true, undefined]);
+    expect([link.portState, link.up, link.running, link.noarp, link.linkIndex]).toEqual([
+      PortState.Forwarding,
+      true,
+      false,
+      true,
+      undefined,
+    ]);
   });
 
   it('is undefined for a payload shorter than ifinfomsg', () => {
@@ -284,7 +291,11 @@ describe('parseAddress', () => {
   });
 
   it('prefers the 32-bit IFA_FLAGS (8) when present', () => {
-    const payload = Buffer.concat([ifaddrmsg(10, 64, 0x40, 4), nla(1, bytes('fd000088000000000000000000000005')), nla(8, u32(0x08 | 0x04))]);
+    const payload = Buffer.concat([
+      ifaddrmsg(10, 64, 0x40, 4),
+      nla(1, bytes('fd000088000000000000000000000005')),
+      nla(8, u32(0x08 | 0x04)),
+    ]);
     expect(parseAddress(payload)).toMatchObject({ tentative: false, dadFailed: true, optimistic: true });
   });
 
