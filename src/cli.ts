@@ -15,6 +15,10 @@ import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
 import { SCHEMA_VERB } from './commands/schema-verb';
+import { NODE_SETTINGS_FILE } from './cni/node-settings';
+import { dirname } from './path';
+import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
+import { replaceFile } from './sys/safe-file';
 
 /** The verbs runVerb handles. */
 export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB, SCHEMA_VERB];
@@ -54,6 +58,11 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
         dirProblem,
         installFile,
         removeStaleTemps,
+        writeNodeSettings: (stateDir, text) => {
+          ensurePrivateDir(stateDir);
+          return replaceFile(stateDir, NODE_SETTINGS_FILE, text, 0o600);
+        },
+        metricsFileProblem: (file) => privateDirProblem(dirname(file)),
         now: Date.now,
         out: (t) => line(1, t),
         err: (t) => line(2, t),

@@ -56,14 +56,7 @@ export interface AddDeps {
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob =
-  | keyof AttachmentIds
-  | 'pod'
-  | 'logFile'
-  | 'logLevel'
-  | 'metricsFile'
-  | 'rateLimit'
-  | 'conflictCheck';
+type SharedWithJob = keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'conflictCheck';
 
 /** One attachment's ADD. */
 export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
@@ -73,8 +66,6 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   announce: boolean;
   addWaitMs: number;
   readyTimeoutMs: number;
-  /** Handed to the background announcer with every request, and with the job. */
-  idleExitMs: number;
 }
 
 /**
@@ -196,16 +187,12 @@ async function handOver(
   else log.info('no answer from the background announcer: it takes the job from the record', { record: name });
 }
 
-/**
- * Sends `request` with the announcer's settings (one started here may get no job to read them from); round 1 is out and
- * the record written, so no answer fails nothing.
- */
+/** Sends `request`; round 1 is out and the record written, so no answer fails nothing. */
 function tell(
   deps: AddDeps,
   job: AddJob,
   request: Extract<Request, { op: 'sync' | 'count' }>,
   start: boolean,
 ): Promise<Reply | undefined> {
-  const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
-  return deps.askAnnouncer(job.stateDir, { ...request, settings }, { start });
+  return deps.askAnnouncer(job.stateDir, request, { start });
 }

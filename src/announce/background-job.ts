@@ -2,7 +2,6 @@
 import type { ArpOp } from '../wire/arp';
 import type { NetnsId } from '../sys/netns';
 import type { LogLevel } from '../log';
-import type { RateLimit } from './token-bucket';
 
 /** Which attachment a record or a job is about. */
 export interface AttachmentIds {
@@ -38,10 +37,6 @@ export interface BackgroundJob extends AttachmentIds {
   readyDeadline: number;
   logFile?: string | undefined;
   logLevel: LogLevel;
-  /** The background announcer's settings, from the network config of this job. */
-  idleExitMs?: number | undefined;
-  metricsFile?: string | undefined;
-  rateLimit?: RateLimit | undefined;
   /**
    * IPv4 conflict detection for a deferred round 1 (conflictCheck warn or fail; absent: off).
    * In the background `fail` acts as `warn`: ADD has returned.

@@ -34,9 +34,8 @@ const backgroundJob = obj({
   readyDeadline: ms(),
   logFile: optional(absPath()),
   logLevel: choice(LOG_LEVELS),
-  idleExitMs: optional(ms()),
-  metricsFile: optional(absPath()),
-  rateLimit: optional(obj({ framesPerSecond: ms(), burst: ms() })),
+  // idleExitMs, metricsFile and rateLimit, in a job written before they became node settings, are unknown fields:
+  // kept, never used, and the job is resumed.
   conflictCheck: optional(
     obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema }),
   ),

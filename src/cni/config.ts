@@ -2,7 +2,16 @@ import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
 import { CniError, ErrorCode } from './errors';
 import { describeValue, valueAt } from './field-path';
 import { optional } from 'zod/mini';
-import { checkOption, issueTexts, optionFields, OPTIONS, type PluginOptions, type PodOverride } from './option-schema';
+import {
+  checkOption,
+  issueTexts,
+  optionFields,
+  optionKeys,
+  OPTIONS,
+  type NodeOptionKey,
+  type PluginOptions,
+  type PodOverride,
+} from './option-schema';
 import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
 import {
   ANNOUNCE_PATH,
@@ -46,7 +55,15 @@ export type PluginConfig = PluginOptions & {
    * given.
    */
   validAttachments?: Attachment[];
+  /**
+   * Node options this conflist carries, as they came: accepted unchecked and never applied (the node's announcer has
+   * its own, node-settings.ts); absent when there are none.
+   */
+  nodeOptions?: Partial<Record<NodeOptionKey, unknown>>;
 };
+
+const NODE_OPTIONS = optionKeys('node');
+const CONFLIST_OPTIONS = optionKeys('pod', 'attachment', 'network');
 
 /** The GC attachment list keys: the 1.1.0 spec text's and the one runtimes send as well. */
 export const ATTACHMENT_KEYS = ['cni.dev/valid-attachments', 'cni.dev/attachments'] as const;
@@ -94,8 +111,9 @@ export function parseConfig(raw: unknown): PluginConfig {
 
   const envelope = checked.value as Envelope & Record<string, unknown>;
   const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
-  for (const key of Object.keys(OPTIONS))
-    if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
+  for (const key of CONFLIST_OPTIONS) if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
+  const nodeOptions = NODE_OPTIONS.filter((k) => doc[k] !== undefined).map((k) => [k, doc[k]]);
+  if (nodeOptions.length > 0) config.nodeOptions = Object.fromEntries(nodeOptions);
   if (pod.announce !== undefined) config.podAnnounce = pod.announce;
   if ('prevResult' in doc) config.prevResult = doc.prevResult;
   if (envelope.runtimeConfig !== undefined) config.runtimeConfig = envelope.runtimeConfig;

@@ -50,9 +50,11 @@ export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
  * Who may set an option:
  * - `pod`: the conflist, and a pod's `args.cni.announce` where podOverrides allows;
  * - `attachment`: the conflist only; it is part of each attachment's options;
- * - `node`: the conflist only; it concerns the node (state, logs, the background announcer).
+ * - `network`: the conflist only; it concerns the network (its stateDir, its log, what its pods may change);
+ * - `node`: the node's announcer alone (its flags, over `announcer.conf` in stateDir: node-settings.ts). Found in a
+ *   conflist, it is accepted, not validated, and not applied: the announcer logs where to set it instead.
  */
-export type OptionScope = 'pod' | 'attachment' | 'node';
+export type OptionScope = 'pod' | 'attachment' | 'network' | 'node';
 
 /** One option: its schema, its default (none: the option may be absent) and its scope. */
 export interface Option<Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined> {
@@ -107,11 +109,11 @@ export const OPTIONS = {
   addWaitMs: option('attachment', intRange(0, 30000), 2000),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
   conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
-  stateDir: option('node', absPath(), DEFAULT_STATE_DIR),
-  logFile: option('node', absPath()),
-  logLevel: option('node', choice(LOG_LEVELS), 'info'),
+  stateDir: option('network', absPath(), DEFAULT_STATE_DIR),
+  logFile: option('network', absPath()),
+  logLevel: option('network', choice(LOG_LEVELS), 'info'),
   // By default a pod may only turn announcing off and keep its MAC (live-migration targets need both).
-  podOverrides: option('node', list(choice(POD_OVERRIDE_TOKENS)), ['enabled=false', 'mac=keep'] as PodOverride[]),
+  podOverrides: option('network', list(choice(POD_OVERRIDE_TOKENS)), ['enabled=false', 'mac=keep'] as PodOverride[]),
   rateLimit: option('node', strictShape({ framesPerSecond: intRange(1, 10000), burst: intRange(1, 10000) })),
   idleExitMs: option('node', intRange(100, 3600000), 30000),
   metricsFile: option('node', absPath()),
@@ -121,10 +123,18 @@ type Options = typeof OPTIONS;
 type OptionKey = keyof Options;
 type ValueOf<K extends OptionKey> = z.output<Options[K]['schema']>;
 type KeysWith<Cond> = { [K in OptionKey]: Options[K] extends Cond ? K : never }[OptionKey];
-type Defaulted = Exclude<OptionKey, KeysWith<{ fallback: undefined }>>;
+/** The options a conflist sets (every scope but node). */
+type ConflistKey = Exclude<OptionKey, NodeOptionKey>;
+type Defaulted = Exclude<ConflistKey, KeysWith<{ fallback: undefined }>>;
 
-/** The options of a checked config: those with a default are always there. */
-export type PluginOptions = { [K in Defaulted]: ValueOf<K> } & { [K in Exclude<OptionKey, Defaulted>]?: ValueOf<K> };
+/** The options of the node's announcer: idleExitMs, metricsFile, rateLimit. */
+export type NodeOptionKey = KeysWith<{ scope: 'node' }>;
+
+/** The options of a checked config: those with a default are always there; node options are none of its. */
+export type PluginOptions = { [K in Defaulted]: ValueOf<K> } & { [K in Exclude<ConflistKey, Defaulted>]?: ValueOf<K> };
+
+/** The value of option `K`, as its schema gives it. */
+export type OptionValue<K extends OptionKey> = ValueOf<K>;
 
 /** The options that are part of an attachment's options (scope pod or attachment). */
 export type AttachmentOptionKey = KeysWith<{ scope: 'pod' | 'attachment' }>;
@@ -150,21 +160,22 @@ export function isConflistOnly(key: string): boolean {
   return Object.hasOwn(OPTIONS, key) && OPTIONS[key as OptionKey].scope !== 'pod';
 }
 
-/**
- * Checks one option's value on its own (e.g. settings that reach the background announcer); undefined when invalid or
- * absent.
- */
+/** Checks one option's value on its own; undefined when invalid or absent. */
 export function checkOption<K extends OptionKey>(key: K, value: unknown): ValueOf<K> | undefined {
   const checked = check(OPTIONS[key].schema, value);
   return checked.ok ? (checked.value as ValueOf<K>) : undefined;
 }
 
-/** The options as fields of an object schema, in table order: each may be absent, and its default then applies. */
-export function optionFields(): Record<OptionKey, AnySchema> {
-  const fields = {} as Record<OptionKey, AnySchema>;
-  for (const [key, { schema, fallback }] of Object.entries(OPTIONS) as [OptionKey, Options[OptionKey]][]) {
+/**
+ * The options a conflist sets, as fields of an object schema, in table order: each may be absent, and its default then
+ * applies. Node options are left out: in a conflist they are unknown fields, tolerated.
+ */
+export function optionFields(): Record<ConflistKey, AnySchema> {
+  const fields = {} as Record<ConflistKey, AnySchema>;
+  for (const [key, { schema, fallback, scope }] of Object.entries(OPTIONS) as [OptionKey, Options[OptionKey]][]) {
+    if (scope === 'node') continue;
     // A fresh copy each time: a parsed config's podOverrides is its own.
-    fields[key] =
+    fields[key as ConflistKey] =
       fallback === undefined
         ? optional(schema)
         : _default(schema as AnySchema, () => (Array.isArray(fallback) ? [...fallback] : fallback) as never);

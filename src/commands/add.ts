@@ -37,7 +37,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
     return formatResult(prevResult, req.cniVersion);
   }
   try {
-    const budget = deps.frameBudget(config.stateDir, config.rateLimit, log);
+    const budget = deps.frameBudget(config.stateDir, log);
     const macs = await announceOnAdd(
       { ...deps, libc, open: netnsSockets(libc), log, budget },
       {
@@ -54,9 +54,6 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         readyTimeoutMs: options.readyTimeoutMs,
         logFile: config.logFile,
         logLevel: config.logLevel,
-        idleExitMs: config.idleExitMs,
-        metricsFile: config.metricsFile,
-        rateLimit: config.rateLimit,
         conflictCheck:
           options.conflictCheck === 'off'
             ? undefined

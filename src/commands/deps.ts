@@ -3,7 +3,6 @@ import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import type { AddDeps } from '../announce/announce-on-add';
 import type { FrameBudget } from '../announce/frame-budget';
-import type { RateLimit } from '../announce/token-bucket';
 
 /**
  * What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as
@@ -17,6 +16,6 @@ export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnno
     config: PluginConfig,
     ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } },
   ): Logger;
-  /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
-  frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger): FrameBudget;
+  /** The node-wide frame budget of `stateDir`, at the node settings' rateLimit (unlimited without one). */
+  frameBudget(stateDir: string, log: Logger): FrameBudget;
 }

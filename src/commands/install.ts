@@ -1,5 +1,15 @@
-// `announcer install --dest DIR [--also-notices]`: what a DaemonSet's init
-// container runs to put this very executable into the node's CNI bin dir.
+// `announcer install --dest DIR [--also-notices] [--state-dir DIR node flags…]`: what a
+// DaemonSet's init container runs to put this very executable into the node's CNI bin dir,
+// and the node settings into `<stateDir>/announcer.conf`, which every announcer of that
+// stateDir reads at start (src/cni/node-settings.ts).
+import { parseFlags } from '../cli-flags';
+import {
+  formatNodeSettings,
+  NODE_FLAGS,
+  NODE_FLAGS_USAGE,
+  nodeSettingsFromFlags,
+  type GivenSettings,
+} from '../cni/node-settings';
 import { dirname, join } from '../path';
 import type { DirProblem, InstallOutcome } from '../sys/install-file';
 
@@ -10,7 +20,7 @@ export const PLUGIN_NAME = 'announcer';
 /** The licence notices' file name, next to the executable at build time and after install. */
 export const NOTICES_NAME = 'THIRD_PARTY_NOTICES';
 
-const USAGE = `usage: announcer ${INSTALL_VERB} --dest DIR [--also-notices]`;
+const USAGE = `usage: announcer ${INSTALL_VERB} --dest DIR [--also-notices] [--state-dir DIR ${NODE_FLAGS_USAGE}]`;
 
 /**
  * A temporary file older than this was left by an installer that was killed
@@ -23,6 +33,10 @@ export const STALE_TEMP_MS = 10 * 60_000;
 export interface InstallArgs {
   dest: string;
   alsoNotices: boolean;
+  /** Where to write the node settings file (absent: none written). */
+  stateDir?: string;
+  /** The node settings it holds. */
+  settings: GivenSettings;
 }
 
 /** Parses the arguments after the verb; a problem is one line for stderr. */
@@ -31,6 +45,7 @@ export function parseInstallArgs(
 ): { ok: true; args: InstallArgs } | { ok: false; problem: string } {
   let dest: string | undefined;
   let alsoNotices = false;
+  const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--also-notices') alsoNotices = true;
@@ -39,10 +54,20 @@ export function parseInstallArgs(
       if (value === undefined || value === '') return { ok: false, problem: `--dest needs a directory; ${USAGE}` };
       if (dest !== undefined) return { ok: false, problem: `--dest given twice; ${USAGE}` };
       dest = value;
-    } else return { ok: false, problem: `unknown argument ${JSON.stringify(arg)}; ${USAGE}` };
+    } else if (arg.startsWith('--') && !arg.includes('=') && i + 1 < argv.length) rest.push(arg, argv[++i]!);
+    else rest.push(arg);
   }
+  const flags = parseFlags(rest, { 'state-dir': 'string', ...NODE_FLAGS }, USAGE);
+  if (!flags.ok) return flags;
   if (dest === undefined) return { ok: false, problem: `--dest is required; ${USAGE}` };
-  return { ok: true, args: { dest, alsoNotices } };
+  const { 'state-dir': stateDir, ...nodeFlags } = flags.flags;
+  const settings = nodeSettingsFromFlags(nodeFlags);
+  if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${USAGE}` };
+  if (stateDir !== undefined && !stateDir.startsWith('/'))
+    return { ok: false, problem: `--state-dir must be an absolute path (got ${JSON.stringify(stateDir)}); ${USAGE}` };
+  if (stateDir === undefined && Object.keys(nodeFlags).length > 0)
+    return { ok: false, problem: `node settings need --state-dir, where announcer.conf is written; ${USAGE}` };
+  return { ok: true, args: { dest, alsoNotices, ...(stateDir ? { stateDir } : {}), settings: settings.settings } };
 }
 
 /** What `install` needs from the process and the file system. */
@@ -53,6 +78,10 @@ export interface InstallDeps {
   installFile(source: string, dir: string, name: string, mode: number): InstallOutcome;
   /** Removes temporary files for `name` in `dir` older than `maxAgeMs`; returns their names. */
   removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[];
+  /** Writes the node settings file `text` into `stateDir` (created root-only if missing); returns its path. */
+  writeNodeSettings(stateDir: string, text: string): string;
+  /** Why the metrics file can never be written (its directory missing…); undefined when it may be. */
+  metricsFileProblem(file: string): string | undefined;
   /** Milliseconds since the epoch (file times are on that clock). */
   now(): number;
   /** Writes one line to stdout. */
@@ -67,8 +96,8 @@ function reason(err: unknown): string {
 }
 
 /**
- * Installs `deps.self` as DEST/announcer (0755), and with --also-notices THIRD_PARTY_NOTICES (0644), atomically; one
- * line per file, exit 1 (2: bad arguments) on a problem.
+ * Installs `deps.self` as DEST/announcer (0755), with --also-notices THIRD_PARTY_NOTICES (0644), and with --state-dir
+ * the node settings file (0600), each atomically; one line per file, exit 1 (2: bad arguments) on a problem.
  */
 export function install(deps: InstallDeps, argv: readonly string[]): number {
   const parsed = parseInstallArgs(argv);
@@ -97,9 +126,23 @@ export function install(deps: InstallDeps, argv: readonly string[]): number {
         deps.out(`removed ${join(dest, stale)} (left by an interrupted install)`);
       }
     }
+    if (parsed.args.stateDir !== undefined) writeSettings(deps, parsed.args.stateDir, parsed.args.settings);
     return 0;
   } catch (err) {
     deps.err(`announcer ${INSTALL_VERB}: ${reason(err)}`);
     return 1;
   }
+}
+
+/**
+ * Writes the node settings file; a metricsFile that can never be written is said here, once, as the announcer will say
+ * at its start (its view of the file system may differ: a DaemonSet's init container mounts less).
+ */
+function writeSettings(deps: InstallDeps, stateDir: string, settings: GivenSettings): void {
+  deps.out(`wrote ${deps.writeNodeSettings(stateDir, formatNodeSettings(settings))}`);
+  const problem = settings.metricsFile === undefined ? undefined : deps.metricsFileProblem(settings.metricsFile);
+  if (problem !== undefined)
+    deps.err(
+      `announcer ${INSTALL_VERB}: warning: --metrics-file ${settings.metricsFile} cannot be written: ${problem}`,
+    );
 }

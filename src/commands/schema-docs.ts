@@ -2,6 +2,9 @@
 // by OPTIONS' keys: an option without its line, or a line without its option, fails the type check.
 import type { OPTIONS } from '../cni/option-schema';
 
+/** How a node option's line starts: a conflist may carry it, and it is ignored there. */
+const NODE = "Ignored here, logged: a node setting (the stateDir's announcer.conf, or the announcer's flag";
+
 /** What each option does, in a line. */
 export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   ipv4: 'Send a gratuitous ARP for each IPv4 address.',
@@ -24,7 +27,7 @@ export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   logFile: 'Log file (appended, created 0600); without it, nothing is logged.',
   logLevel: 'The lowest level written.',
   podOverrides: "What a pod's args.cni.announce may change: option names, or enabled=false, mac=keep.",
-  rateLimit: 'One node-wide budget for every frame sent through this stateDir.',
-  idleExitMs: 'The announcer started on demand exits after this long without work, in milliseconds.',
-  metricsFile: 'Where the announcer writes its counters in the Prometheus text format.',
+  rateLimit: `${NODE} --rate-limit): one node-wide budget for every frame sent through this stateDir.`,
+  idleExitMs: `${NODE} --idle-exit-ms): an announcer started on demand exits after this long without work.`,
+  metricsFile: `${NODE} --metrics-file): where the announcer writes its counters in the Prometheus text format.`,
 };

@@ -7,14 +7,16 @@ import type { LockFile } from '../announce/attachment-lock';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
 import { dispatch } from '../cni/dispatch';
+import type { PluginConfig } from '../cni/config';
 import type { CniPlugin, NetworkRequest } from '../cni/requests';
 import { commandLogger } from '../log';
 import { announcerPlugin } from '../plugin';
 import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
 import type { LoopWaits } from './loop-waits';
+import type { NodeSettings } from '../cni/node-settings';
+import type { CommandHost } from './daemon';
 import type { Reply, Request } from './protocol';
-import type { DaemonSettings } from './settings';
 
 /** What hosting the commands needs from the announcer. */
 export interface CniHostDeps {
@@ -28,8 +30,10 @@ export interface CniHostDeps {
   control(request: Request, takenAt: number): Reply;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
-  /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
-  useSettings(settings: DaemonSettings): void;
+  /** The node settings: the frame budget's rateLimit. */
+  settings: NodeSettings;
+  /** Hears each command's config, with its network's log (conflists' node options: node-option-notes.ts). */
+  noteConfig: CommandHost['noteConfig'];
   /** The commands' loggers (default: commandLogger, to each config's logFile). */
   logger?: CommandDeps['logger'] | undefined;
 }
@@ -61,15 +65,19 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     waits: deps.waits,
     lockFile,
     logger: deps.logger ?? commandLogger,
-    frameBudget: (stateDir, limit, log) =>
-      limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED,
+    frameBudget: (stateDir, log) => {
+      const limit = deps.settings.rateLimit;
+      return limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED;
+    },
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
   return async (env, stdin) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
-    const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer }), deps.useSettings);
+    const plugin = noting(announcerPlugin({ ...commands, askAnnouncer }), (config) =>
+      deps.noteConfig(config, commands.logger(config, {})),
+    );
     let stdout = '';
     const exit = await dispatch(
       { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) },
@@ -79,12 +87,12 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
   };
 }
 
-/** `plugin`, each command first handing its config's announcer settings to `use`. */
-function withSettings(plugin: CniPlugin, use: (settings: DaemonSettings) => void): CniPlugin {
+/** `plugin`, each command first showing its config to `note`. */
+function noting(plugin: CniPlugin, note: (config: PluginConfig) => void): CniPlugin {
   const first =
     <R extends NetworkRequest, T>(run: (req: R) => Promise<T>) =>
     (req: R): Promise<T> => {
-      use({ idleExitMs: req.config.idleExitMs, metricsFile: req.config.metricsFile });
+      note(req.config);
       return run(req);
     };
   return {

@@ -1,7 +1,9 @@
 // Pure: the arguments of `announcer daemon`. A shim starts it with the stateDir
 // alone; the DaemonSet adds how it runs there (resident, logs on stdout, an
-// HTTP address for /metrics and /healthz). No option a request carries is here.
+// HTTP address for /metrics and /healthz), and may set node settings, which
+// win over the stateDir's announcer.conf (src/cni/node-settings.ts).
 import { parseFlags } from '../cli-flags';
+import { NODE_FLAGS, NODE_FLAGS_USAGE, nodeSettingsFromFlags, type GivenSettings } from '../cni/node-settings';
 
 /** The log formats of `--log-format`: one JSON object, or one logfmt line, per event on stdout. */
 export const LOG_FORMATS = ['json', 'logfmt'] as const;
@@ -15,13 +17,15 @@ export interface DaemonArgs {
   logFormat?: (typeof LOG_FORMATS)[number];
   /** HOST:PORT to serve /metrics and /healthz on. */
   listen?: string;
+  /** The node settings given as flags. */
+  settings: GivenSettings;
 }
 
 /** The usage line of `announcer daemon`. */
 export const DAEMON_USAGE =
-  'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT]';
+  'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT] ' + NODE_FLAGS_USAGE;
 
-const SPEC = { resident: 'bool', 'log-format': 'string', listen: 'string' } as const;
+const SPEC = { resident: 'bool', 'log-format': 'string', listen: 'string', ...NODE_FLAGS } as const;
 
 /** Parses the arguments after `daemon`; a problem is one line naming the argument. */
 export function parseDaemonArgs(
@@ -36,7 +40,9 @@ export function parseDaemonArgs(
   const parsed = parseFlags(rest, SPEC, DAEMON_USAGE);
   if (!parsed.ok) return parsed;
   const { resident = false, 'log-format': logFormat, listen } = parsed.flags;
-  const out: DaemonArgs = { stateDir, resident };
+  const settings = nodeSettingsFromFlags(parsed.flags);
+  if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${DAEMON_USAGE}` };
+  const out: DaemonArgs = { stateDir, resident, settings: settings.settings };
   if (logFormat !== undefined) {
     if (!(LOG_FORMATS as readonly string[]).includes(logFormat))
       return {

@@ -1,6 +1,7 @@
 // The background announcer serves many networks, each with its own logFile:
 // every job logs to its network's file, and the announcer's own lines go to
-// the file of the job it heard of last. With `--log-format` (the DaemonSet's
+// the node's log (the node settings' logFile and logLevel), never to a
+// network's. With `--log-format` (the DaemonSet's
 // announcer), every line at info and above also goes to stdout, structured,
 // each pod's naming it (container, ifname, K8S_POD_NAMESPACE/K8S_POD_NAME, IPs)
 // so that `kubectl logs … | grep <pod>` says what was sent for it.
@@ -33,28 +34,21 @@ type CommandIds = Parameters<typeof commandLogger>[1] & { args?: { raw: Record<s
  */
 export function daemonLoggers(
   fields: Record<string, unknown>,
+  own: { logFile?: string | undefined; logLevel: LogLevel },
   stdout?: StdoutLog,
 ): {
   log: Logger;
   jobLog(job: BackgroundJob): Logger;
   commandLog(config: { logFile?: string | undefined; logLevel: LogLevel }, ids: CommandIds): Logger;
 } {
-  let latest: Logger = silentLogger;
   const out = stdout ? createLogger(stdout.sink, 'info', fields, stdout.now, stdout.format) : undefined;
   const toStdout = (file: Logger, more: Record<string, unknown>): Logger =>
     out ? teeLogger(file, out.with(more)) : file;
-  const log: Logger = {
-    error: (m, f) => latest.error(m, f),
-    warn: (m, f) => latest.warn(m, f),
-    info: (m, f) => latest.info(m, f),
-    debug: (m, f) => latest.debug(m, f),
-    with: (more) => latest.with(more),
-  };
+  const log = own.logFile ? createLogger(fileSink(own.logFile), own.logLevel, fields) : silentLogger;
   return {
     log: toStdout(log, {}),
     jobLog(job) {
       const file = job.logFile ? createLogger(fileSink(job.logFile), job.logLevel, fields) : silentLogger;
-      latest = file;
       return toStdout(file.with({ containerId: job.containerId, ifname: job.ifname }), jobFields(job));
     },
     commandLog(config, ids) {

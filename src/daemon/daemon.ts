@@ -24,11 +24,11 @@ import { LoopWaits } from './loop-waits';
 import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
-import type { DaemonSettings } from './settings';
+import type { PluginConfig } from '../cni/config';
+import type { NodeSettings } from '../cni/node-settings';
+import { NodeOptionNotes } from './node-option-notes';
 import { withDaemonLock, type TakeOver, type TakeOverDeps } from './take-over';
 
-/** Default of `idleExitMs`. */
-const DEFAULT_IDLE_EXIT_MS = 30_000;
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
 
@@ -45,8 +45,12 @@ export interface DaemonDeps
   tryLock: TryLock;
   /** The announcer's own log (job logs come from jobLog). */
   log: Logger;
+  /** The node settings (its flags over the stateDir's announcer.conf), fixed for the announcer's life. */
+  settings: NodeSettings;
   /** Writes the metrics file atomically. */
   writeMetrics(file: string, text: string): void;
+  /** Why the metrics file can never be written (its directory missing, not a directory…); undefined if it may be. */
+  metricsFileProblem(file: string): string | undefined;
   /** Where to serve /metrics and /healthz (--listen), and the calls to. */
   http?: Pick<HttpDeps, 'address' | 'sockets'>;
   /** This executable's build (src/build-id.ts). */
@@ -62,8 +66,10 @@ export interface CommandHost {
   waits: LoopWaits;
   control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
   closeInBackground(fd: number): void;
-  /** The settings of the latest command's config win. */
-  useSettings(settings: DaemonSettings): void;
+  /** The node settings: `settings.rateLimit` is the node-wide frame budget's limit. */
+  settings: NodeSettings;
+  /** Hears each command's config (and its network's log): node options in a conflist are said once, not applied. */
+  noteConfig(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void;
 }
 
 /**
@@ -81,7 +87,7 @@ class Daemon {
   private readonly control: ControlSocket;
   private readonly waits: LoopWaits;
   private readonly runCni: CniRunner;
-  private settings: DaemonSettings = { idleExitMs: DEFAULT_IDLE_EXIT_MS };
+  private readonly settings: NodeSettings;
   private stopping = false;
   /**
    * Set once a request from another build found this executable replaced: serve no more, hand over once running
@@ -93,25 +99,27 @@ class Daemon {
   private http: HttpEndpoint | undefined;
 
   constructor(private readonly deps: DaemonDeps) {
-    const failed = (file: string, error: unknown): void =>
-      this.failed('cannot write the metrics file', error, { file });
-    this.metricsFile = new MetricsFile(
-      { now: () => deps.timers.now(), write: deps.writeMetrics, failed },
-      this.metrics,
-    );
+    this.settings = deps.settings;
+    const metricsDeps = {
+      now: () => deps.timers.now(),
+      write: deps.writeMetrics,
+      problem: deps.metricsFileProblem,
+      count: () => void this.counters.errors++,
+      log: deps.log,
+    };
+    this.metricsFile = new MetricsFile(metricsDeps, this.metrics, this.settings.metricsFile);
     const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
-    this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters, (job) => {
-      this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
-    });
+    this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters);
     this.waits = new LoopWaits(() => deps.timers.now());
-    const useSettings = (settings: DaemonSettings): void => void (this.settings = settings);
+    const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
       control: (r, takenAt) => this.handleSafely(r, takenAt),
       closeInBackground,
-      useSettings,
+      settings: this.settings,
+      noteConfig: (config, networkLog) => notes.note(config, networkLog),
     });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
@@ -142,7 +150,9 @@ class Daemon {
         stateDir: this.deps.stateDir,
         pending: this.jobs.size,
         handedOver: handedOver.size,
+        settings: this.settings,
       });
+      this.metricsFile.start();
       await this.loop();
     } finally {
       process.off('SIGTERM', stop);
@@ -151,7 +161,7 @@ class Daemon {
       this.guard('cannot close the control socket', () => this.control.close(), undefined);
       this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
       this.guard('cannot close the HTTP endpoint', () => this.http?.close(), undefined);
-      await this.metricsFile.flush(this.settings.metricsFile, true);
+      await this.metricsFile.flush(true);
       this.deps.log.info('announcer stopped', { pid: process.pid, handedOver: this.handingOver });
     }
   }
@@ -200,7 +210,7 @@ class Daemon {
     for (const s of served) s.serve(readable, writable);
     this.waits.settle(readable);
     await this.jobs.runDue(this.deps.timers.bootMs(), readable);
-    if (this.settings.metricsFile) await this.metricsFile.flush(this.settings.metricsFile, false);
+    await this.metricsFile.flush(false);
     // Let the commands whose waits settled run on, and completions from other threads (background closes).
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
@@ -300,7 +310,6 @@ class Daemon {
       this.handOver('a resident announcer starts: handing over to it', {});
       return { ok: true };
     }
-    if (request.settings) this.settings = request.settings;
     // What the ADD's round 1 sent.
     if (totalFrames(request.sent) > 0) {
       addFrames(this.counters, request.sent);

@@ -35,11 +35,9 @@ export class Jobs {
    */
   private readonly ended = new Map<string, BackgroundJob>();
 
-  /** `scheduled` hears of every job taken up (the announcer takes its settings from the latest). */
   constructor(
     private readonly deps: JobDeps,
     private readonly counters: Counters,
-    private readonly scheduled: (job: BackgroundJob) => void,
   ) {}
 
   get size(): number {
@@ -111,7 +109,6 @@ export class Jobs {
   /** `from`: the next round of a burst handed over (else round 2). */
   private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered' | 'handed over', from = 1): void {
     const log = this.deps.jobLog(job);
-    this.scheduled(job);
     const now = this.deps.timers.bootMs();
     const work: Work = {
       name,

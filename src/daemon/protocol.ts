@@ -5,7 +5,6 @@ import { z } from 'zod/mini';
 import { NO_FRAMES, type FrameCounts } from '../announce/round';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
 import type { Counters } from './counters';
-import { settingsSchema, type DaemonSettings } from './settings';
 
 /** What a client asks. */
 export type Request =
@@ -13,11 +12,11 @@ export type Request =
    * Read this record again and (re)schedule its job; `sent` and `conflicts` are what ADD's round 1 sent and its probe
    * left out.
    */
-  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
+  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number }
   /** Forget this attachment: once answered, nothing more is sent for it. */
   | { op: 'cancel'; record: string }
   /** Count frames an ADD sent, and addresses its probe left out, without needing background work. */
-  | { op: 'count'; sent: FrameCounts; conflicts?: number; settings?: DaemonSettings }
+  | { op: 'count'; sent: FrameCounts; conflicts?: number }
   | { op: 'status' }
   /** Stop serving and hand over to the caller, as on an upgrade (asked by a starting resident announcer). */
   | { op: 'handover' };
@@ -62,15 +61,13 @@ const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);
 const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({
   ...NO_FRAMES,
 }));
-/** Settings that are not valid are none: the announcer keeps its own. */
-const settings = z.catch(z.optional(settingsSchema), undefined);
 
 const requestSchema = z.discriminatedUnion(
   'op',
   [
-    strictShape({ op: z.literal('sync'), record: recordName, sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('sync'), record: recordName, sent: frameCounts, conflicts: smallCount }),
     strictShape({ op: z.literal('cancel'), record: recordName }),
-    strictShape({ op: z.literal('count'), sent: frameCounts, conflicts: smallCount, settings }),
+    strictShape({ op: z.literal('count'), sent: frameCounts, conflicts: smallCount }),
     strictShape({ op: z.literal('status') }),
     strictShape({ op: z.literal('handover') }),
   ],
@@ -80,10 +77,7 @@ const requestSchema = z.discriminatedUnion(
 /** Checks a decoded request; a string says what is wrong with it. */
 export function checkControlRequest(value: unknown): Request | string {
   const checked = check(requestSchema, value);
-  if (!checked.ok) return checked.issues[0]!.message;
-  // Settings that were dropped leave no key behind.
-  const { settings: taken, ...request } = checked.value as Request & { settings?: DaemonSettings };
-  return (taken === undefined ? request : { ...request, settings: taken }) as Request;
+  return checked.ok ? (checked.value as Request) : checked.issues[0]!.message;
 }
 
 const attachmentStatus = obj({

@@ -22,7 +22,6 @@ import {
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Timers } from '../announce/timers';
-import type { RateLimit } from '../announce/token-bucket';
 import { addFrames, type Counters } from './counters';
 import { nextRound } from './progress';
 
@@ -63,8 +62,8 @@ export interface RoundDeps {
   closeInBackground(fd: number): void;
   /** bootMs() schedules rounds (the clock ADD wrote them in). */
   timers: Timers;
-  /** The node-wide frame budget for a job's rateLimit (UNLIMITED when it has none). */
-  budget(limit: RateLimit | undefined): FrameBudget;
+  /** The node-wide frame budget, at the node settings' rateLimit (UNLIMITED without one). */
+  budget(): FrameBudget;
 }
 
 /** The work is over; `why` is logged when there is one. */
@@ -136,7 +135,7 @@ export async function sendBudgeted(
   onCredit: boolean,
 ) {
   let sent: FrameCounts = NO_FRAMES;
-  const taken = await deps.budget(w.job.rateLimit).take(
+  const taken = await deps.budget().take(
     frames.length,
     () => deps.timers.bootMs(),
     onCredit,
@@ -177,7 +176,7 @@ export function plannedFrames(job: BackgroundJob): number {
  * so waiting costs no socket and no close (frames the pod then does not send stay taken).
  */
 export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
-  const taken = await deps.budget(w.job.rateLimit).take(
+  const taken = await deps.budget().take(
     plannedFrames(w.job),
     () => deps.timers.bootMs(),
     false,

@@ -1,24 +1,33 @@
-// Pure: the announcer's own options (idleExitMs, metricsFile), from the
-// network config of a command. They reach the announcer with every sync or
-// count request of an ADD, and with every job.
-import { optional } from 'zod/mini';
-import { OPTIONS } from '../cni/option-schema';
-import { check, strictShape } from '../cni/zod-checks';
+// The node settings of the announcer of a stateDir: its flags over the stateDir's
+// announcer.conf over the defaults (src/cni/node-settings.ts). Read once, at start: no
+// request, record or conflist changes them afterwards.
+import { join } from '../path';
+import {
+  NODE_SETTINGS_FILE,
+  NODE_SETTINGS_MAX_BYTES,
+  parseNodeSettings,
+  resolveNodeSettings,
+  type GivenSettings,
+  type NodeSettings,
+} from '../cni/node-settings';
 
-/** The announcer's settings; the latest ADD's win. */
-export interface DaemonSettings {
-  idleExitMs: number;
-  metricsFile?: string | undefined;
-}
+/** Reads a small root-only regular file (no symlink, no FIFO, size-capped); undefined when absent; throws otherwise. */
+export type ReadRootFile = (path: string, maxBytes: number) => string | undefined;
 
-/** The settings as they travel: checked by the options' own schemas, unknown keys dropped. */
-export const settingsSchema = strictShape({
-  idleExitMs: OPTIONS.idleExitMs.schema,
-  metricsFile: optional(OPTIONS.metricsFile.schema),
-});
-
-/** Settings that pass the options' own schemas (idleExitMs required), else undefined. */
-export function decodeSettings(value: unknown): DaemonSettings | undefined {
-  const checked = check(settingsSchema, value);
-  return checked.ok ? checked.value : undefined;
+/** The settings in force, or the one line saying why the announcer must not start (the file's bad field). */
+export function loadNodeSettings(
+  stateDir: string,
+  flags: GivenSettings,
+  read: ReadRootFile,
+): { ok: true; settings: NodeSettings } | { ok: false; problem: string } {
+  const file = join(stateDir, NODE_SETTINGS_FILE);
+  let text: string | undefined;
+  try {
+    text = read(file, NODE_SETTINGS_MAX_BYTES);
+  } catch (err) {
+    return { ok: false, problem: `cannot read ${file}: ${(err as Error).message}` };
+  }
+  if (text === undefined) return { ok: true, settings: resolveNodeSettings(flags, {}) };
+  const parsed = parseNodeSettings(text, file);
+  return parsed.ok ? { ok: true, settings: resolveNodeSettings(flags, parsed.settings) } : parsed;
 }

@@ -6,6 +6,8 @@ import type { CommandDeps } from '../commands/deps';
 import type { Libc } from '../sys/libc';
 import { blockingWaits } from '../announce/waits';
 import { checkReply } from '../daemon/protocol';
+import { loadNodeSettings } from '../daemon/settings';
+import { readSmallFile } from '../sys/safe-file';
 import { commandLogger } from '../log';
 import { askAnnouncer } from '../shim/ask';
 import { START_MS } from '../shim/wire';
@@ -26,7 +28,11 @@ export function pluginDeps(wiring: ProcessWiring): CommandDeps {
         return undefined; // no announcer to ask, nor one to start: the record keeps the work
       }
     },
-    frameBudget: wiring.frameBudget,
+    // The node settings' rateLimit, as the stateDir's announcer reads it (a bad file: no limit; no announcer starts).
+    frameBudget: (stateDir, log) => {
+      const node = loadNodeSettings(stateDir, {}, (path, max) => readSmallFile(path, max, process.geteuid?.() ?? 0));
+      return wiring.frameBudget(stateDir, node.ok ? node.settings.rateLimit : undefined, log);
+    },
     lockFile,
     // The last close of each, paid here (8-16 ms each): the announcer pays it on another thread.
     release: (fds) => fds.forEach((fd) => closeQuietly(libc(), fd)),

@@ -13,8 +13,9 @@ import { HttpListenError } from '../daemon/http-server';
 import { DAEMON_VERB } from '../daemon/paths';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
-import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
-import { replaceFile } from '../sys/safe-file';
+import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/private-dir';
+import { readSmallFile, replaceFile } from '../sys/safe-file';
+import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
 import type { ProcessWiring } from './wiring';
 
@@ -47,10 +48,17 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     return 2;
   }
   ensurePrivateDir(stateDir);
+  const uid = process.geteuid?.() ?? 0;
+  const node = loadNodeSettings(stateDir, args.settings, (path, max) => readSmallFile(path, max, uid));
+  if (!node.ok) {
+    err(`announcer ${DAEMON_VERB}: ${node.problem}`);
+    return 2;
+  }
+  const { settings } = node;
   const stdout = args.logFormat
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
     : undefined;
-  const loggers = daemonLoggers({ daemon: process.pid }, stdout);
+  const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
   const started = fileId(process.execPath);
   const run = runDaemon({
     stateDir,
@@ -65,10 +73,12 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     tryLock: wiring.libc().tryLock,
     log: loggers.log,
     jobLog: loggers.jobLog,
-    budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
+    settings,
+    budget: () => wiring.frameBudget(stateDir, settings.rateLimit, loggers.log, 'later'),
     writeMetrics,
+    metricsFileProblem: (file) => privateDirProblem(dirname(file)),
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
-    uid: process.geteuid?.() ?? 0,
+    uid,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
     commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),

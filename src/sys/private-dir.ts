@@ -59,6 +59,15 @@ export function checkPrivateDir(path: string, uid: number = process.geteuid?.() 
   return 'ok';
 }
 
+/** Why no file can be written into `dir` as checkPrivateDir asks (missing, not a directory, others may write it…). */
+export function privateDirProblem(dir: string): string | undefined {
+  try {
+    return checkPrivateDir(dir) === 'missing' ? `${dir} does not exist` : undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 /** Creates `path` (and missing parents) with mode 0700 if needed, then checks it as checkPrivateDir does. */
 export function ensurePrivateDir(path: string, uid?: number): void {
   if (checkPrivateDir(path, uid) === 'ok') return;

@@ -70,9 +70,9 @@ export function replaceFile(dir: string, name: string, data: string, mode = 0o60
 
 /**
  * Reads a regular file of at most `maxBytes` (O_NOFOLLOW, O_NONBLOCK then fstat); undefined when absent,
- * NotRegularFileError otherwise.
+ * NotRegularFileError otherwise, or when `ownerUid` is given and the file is not that uid's or others may write it.
  */
-export function readSmallFile(path: string, maxBytes: number): string | undefined {
+export function readSmallFile(path: string, maxBytes: number, ownerUid?: number): string | undefined {
   let fd: number;
   try {
     fd = openSync(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -86,6 +86,8 @@ export function readSmallFile(path: string, maxBytes: number): string | undefine
     const st = fstatSync(fd);
     if (!st.isFile()) throw new NotRegularFileError(`${path} is not a regular file`);
     if (st.size > maxBytes) throw new NotRegularFileError(`${path} is larger than ${maxBytes} bytes`);
+    if (ownerUid !== undefined && (st.uid !== ownerUid || (st.mode & 0o022) !== 0))
+      throw new NotRegularFileError(`${path} must be uid ${ownerUid}'s and writable by it alone`);
     const buf = Buffer.alloc(maxBytes + 1);
     let got = 0;
     while (got < buf.length) {

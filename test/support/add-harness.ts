@@ -85,7 +85,6 @@ export class AddHarness {
       addWaitMs: 1000,
       readyTimeoutMs: 5000,
       logLevel: 'info',
-      idleExitMs: 30_000,
       ...extra,
     };
   }

@@ -203,9 +203,12 @@ export class ScriptedBudget {
   readonly calls: BudgetCall[] = [];
   readonly answers: (number | 'ok' | Error)[] = [];
 
-  budget = (limit: RateLimit | undefined): FrameBudget => ({
+  /** The node settings' rateLimit the budget stands for. */
+  limit: RateLimit | undefined = undefined;
+
+  budget = (): FrameBudget => ({
     take: async (frames, clock, onCredit, send) => {
-      this.calls.push({ limit, frames, onCredit, at: clock() });
+      this.calls.push({ limit: this.limit, frames, onCredit, at: clock() });
       const answer = this.answers.shift() ?? 'ok';
       if (answer instanceof Error) throw answer;
       if (typeof answer === 'number') return { ok: false, waitMs: answer };

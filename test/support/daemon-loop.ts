@@ -69,10 +69,13 @@ export class DaemonLoop {
       lockFile: async (path) => ({ path, release: () => undefined }),
       jobLog: () => kept.log,
       log: kept.log,
+      // The node settings: idle exit 1000 ms after the last work (tests change them before run()).
+      settings: { idleExitMs: 1000, logLevel: 'info' },
       budget: this.budget.budget,
       uid: 0,
       tryLock: () => true,
       writeMetrics: (file, text) => void this.metrics.push({ file, text }),
+      metricsFileProblem: () => undefined,
       closeInBackground: (_fd, done) => queueMicrotask(() => done()),
       build: BUILD,
       executableReplaced: () => this.replaced,
@@ -95,7 +98,7 @@ export class DaemonLoop {
 
   /** A job whose round 1 went out `at` ms from now (rounds at 0, 1000, 3000; idle exit 1000 ms after the work). */
   sentAt(at: number, extra: Partial<BackgroundJob> = {}): BackgroundJob {
-    return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, idleExitMs: 1000, ...extra });
+    return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, ...extra });
   }
 
   /**

@@ -11,6 +11,7 @@ import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/cni/config';
+import { parseInstallArgs } from '../../src/commands/install';
 import { parseDaemonArgs } from '../../src/daemon/daemon-args';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -96,11 +97,30 @@ describe('deploy/daemonset.yaml', () => {
   it('installs with an init container into the hostPath /opt/cni/bin, mounted where `install --dest` writes', () => {
     expect(pod.initContainers).toHaveLength(1);
     const init = pod.initContainers![0]!;
-    expect(init.command).toEqual(['/announcer', 'install', '--dest', INSTALL_DEST, '--also-notices']);
+    expect(init.command).toEqual([
+      '/announcer',
+      'install',
+      '--dest',
+      INSTALL_DEST,
+      '--also-notices',
+      '--state-dir',
+      STATE_DIR,
+    ]);
     const mount = init.volumeMounts?.find((m) => m.mountPath === INSTALL_DEST);
     expect(mount?.readOnly).not.toBe(true);
     const volume = pod.volumes?.find((v) => v.name === mount?.name);
     expect(volume?.hostPath).toEqual({ path: CNI_BIN, type: 'Directory' });
+  });
+
+  it("writes the node settings with the install, into the stateDir the announcer's container mounts", () => {
+    const init = pod.initContainers![0]!;
+    const parsed = parseInstallArgs(init.command!.slice(2));
+    expect(parsed).toMatchObject({ ok: true, args: { stateDir: STATE_DIR } });
+    const stateMount = (c: { volumeMounts?: { mountPath: string; name: string; readOnly?: boolean }[] }) =>
+      c.volumeMounts?.find((m) => m.mountPath === STATE_DIR);
+    expect(stateMount(init)?.readOnly).not.toBe(true);
+    expect(stateMount(init)?.name).toBe(stateMount(pod.containers[0]!)?.name);
+    expect(pod.volumes?.find((v) => v.name === stateMount(init)?.name)?.hostPath?.path).toBe(STATE_DIR);
   });
 
   it("then runs the resident announcer from the same image, for /run/cni-announcer, logging JSON, serving on the node's address", () => {
@@ -117,7 +137,7 @@ describe('deploy/daemonset.yaml', () => {
     ]);
     expect(parseDaemonArgs(main.command!.slice(2))).toEqual({
       ok: true,
-      args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
+      args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464', settings: {} },
     });
     expect(main.env).toEqual([{ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
     expect(pod.hostNetwork).toBe(true);

@@ -7,12 +7,14 @@ import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
 
 /**
- * Files the announcer and the rate limit keep in stateDir: lock files and the
+ * Files the announcer and the rate limit keep in stateDir: the node settings (written by the harness, as `announcer
+ * install` does), lock files and the
  * token bucket for as long as it exists, and the announcer's socket while one
  * runs (every command leaves one running for idleExitMs; announcerLeftovers
  * checks that the socket goes with it).
  */
 export const DAEMON_STATE_FILES: readonly string[] = [
+  'announcer.conf',
   'announcer-daemon.flock',
   'announcer.sock',
   'rate-limit.bucket',

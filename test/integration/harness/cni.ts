@@ -1,5 +1,6 @@
 // Runs CNI plugins the way a runtime does: config on stdin, CNI_* env, result
 // (or error object) on stdout.
+import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './exec';
@@ -93,10 +94,45 @@ export async function pluginExec(
  */
 export const TEST_IDLE_EXIT_MS = 500;
 
-function withTestIdleExit(config: object | string): object | string {
+/** The options that are node settings: read from `<stateDir>/announcer.conf`, ignored in a conflist. */
+export const NODE_OPTIONS = ['idleExitMs', 'metricsFile', 'rateLimit'] as const;
+
+/** Writes `settings` as the node settings file of `stateDir` (created 0700 if missing), as `announcer install` does. */
+export function writeNodeSettings(stateDir: string, settings: Record<string, unknown>): void {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(stateDir, 'announcer.conf'), JSON.stringify(settings), { mode: 0o600 });
+}
+
+/**
+ * A test's announcer config with its node options (default idleExitMs TEST_IDLE_EXIT_MS) moved into its stateDir's
+ * node settings file, written once per stateDir, before the first command (the announcer reads it at its start). A
+ * stateDir that is not a plain 0700 directory (a hostile-state test's) or none at all is left alone. A config given as
+ * a string is passed as it is: node options in it stay in the conflist (and are ignored there).
+ */
+function withTestNodeSettings(config: object | string): object | string {
   if (typeof config === 'string' || Array.isArray(config)) return config;
-  const conf = config as Record<string, unknown>;
-  return conf.type === 'announcer' && !('idleExitMs' in conf) ? { ...conf, idleExitMs: TEST_IDLE_EXIT_MS } : config;
+  const conf = { ...(config as Record<string, unknown>) };
+  if (conf.type !== 'announcer' || typeof conf.stateDir !== 'string') return config;
+  const settings: Record<string, unknown> = { idleExitMs: TEST_IDLE_EXIT_MS };
+  for (const key of NODE_OPTIONS) {
+    if (key in conf) settings[key] = conf[key];
+    delete conf[key];
+  }
+  let st: ReturnType<typeof lstatSync> | undefined;
+  try {
+    st = lstatSync(conf.stateDir);
+  } catch {
+    // missing: created below
+  }
+  const plain = st === undefined || (st.isDirectory() && (Number(st.mode) & 0o077) === 0);
+  let present = false;
+  try {
+    present = lstatSync(join(conf.stateDir, 'announcer.conf')) !== undefined;
+  } catch {
+    // none yet
+  }
+  if (plain && !present) writeNodeSettings(conf.stateDir, settings);
+  return conf;
 }
 
 /**
@@ -112,7 +148,7 @@ export async function runCniCommand(
   env: Record<string, string> = cniEnv(call),
 ): Promise<CniOutput> {
   const res = await run(cmd, args, {
-    stdin: typeof config === 'string' ? config : JSON.stringify(withTestIdleExit(config)),
+    stdin: typeof config === 'string' ? config : JSON.stringify(withTestNodeSettings(config)),
     env,
     inheritEnv: false,
     ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),

@@ -18,7 +18,6 @@ afterEach(() => h.cleanup());
 
 const file = () => recordPath(h.stateDir, 'c1', 'eth0');
 const readBack = (): AttachmentRecord => JSON.parse(readFileSync(file(), 'utf8')) as AttachmentRecord;
-const SETTINGS = { idleExitMs: 30_000 };
 const NONE = { garpRequest: 0, garpReply: 0, na: 0 };
 const ONE_GARP = { garpRequest: 1, garpReply: 0, na: 0 };
 
@@ -41,7 +40,6 @@ describe('round 1', () => {
       netns: NETNS,
       netnsId: NETNS_ID,
       logLevel: 'info',
-      idleExitMs: 30_000,
       interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
       hostPeerNames: [],
       arpOps: ['request'],
@@ -67,9 +65,7 @@ describe('round 1', () => {
     await announceOnAdd(h.deps(), h.job({ plan: plan({ schedule: [0] }) }));
     expect(h.sent).toHaveLength(1);
     expect(existsSync(file())).toBe(false);
-    expect(h.asked).toEqual([
-      { request: { op: 'count', sent: ONE_GARP, conflicts: 0, settings: SETTINGS }, start: false },
-    ]);
+    expect(h.asked).toEqual([{ request: { op: 'count', sent: ONE_GARP, conflicts: 0 }, start: false }]);
     expect(h.released).toEqual([[PACKET_FD]]); // released, not closed by ADD itself
     expect(h.closed).toEqual([]);
     expect(h.lockReleases).toEqual([{ remove: true }]);
@@ -81,7 +77,7 @@ describe('round 1', () => {
       expect(h.sent).toEqual([]);
       expect(h.timers.now()).toBe(0);
       expect(existsSync(file())).toBe(false);
-      expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE, settings: SETTINGS }, start: false }]);
+      expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE }, start: false }]);
       expect(h.waited).toEqual([]);
       expect(h.lines.filter((l) => l.startsWith('INFO announced'))).toEqual([]);
     }
@@ -168,9 +164,7 @@ describe('when the pod is not ready within addWaitMs', () => {
     expect(job.firstRoundAt).toBeUndefined();
     expect(job.conflicts).toBeUndefined();
     expect(job.readyDeadline).toBe(1_000_000 + 1001);
-    expect(h.asked).toEqual([
-      { request: { op: 'sync', record: 'c1@eth0.json', sent: NONE, settings: SETTINGS }, start: true },
-    ]);
+    expect(h.asked).toEqual([{ request: { op: 'sync', record: 'c1@eth0.json', sent: NONE }, start: true }]);
   });
 
   it('gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)', async () => {
@@ -179,7 +173,7 @@ describe('when the pod is not ready within addWaitMs', () => {
     expect(h.sent).toEqual([]);
     expect(existsSync(file())).toBe(false);
     expect(h.lines).toContainEqual(`WARN pod not ready in time: not announcing waitedMs=1000 waitingFor=${NO_CARRIER}`);
-    expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE, settings: SETTINGS }, start: false }]);
+    expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE }, start: false }]);
   });
 
   it('waits only readyTimeoutMs when that is shorter', async () => {

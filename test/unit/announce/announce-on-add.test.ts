@@ -156,7 +156,6 @@ function job(extra: Partial<AddJob> = {}): AddJob {
     addWaitMs: 1000,
     readyTimeoutMs: 5000,
     logLevel: 'info',
-    idleExitMs: 30_000,
     ...extra,
   };
 }
@@ -220,7 +219,6 @@ describe('announceOnAdd', () => {
           record: 'c1@eth0.json',
           sent: { garpRequest: 1, garpReply: 0, na: 0 },
           conflicts: 0,
-          settings: { idleExitMs: 30_000 },
         },
         start: true,
       },

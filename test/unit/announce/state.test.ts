@@ -159,11 +159,6 @@ describe('writeRecord and readRecordFile', () => {
       /"job.schedule.1" must be a finite number ≥ 0/,
     ],
     [
-      'a job with a relative metrics file',
-      JSON.stringify({ ...RECORD, job: { ...JOB, metricsFile: 'm.prom' } }),
-      /"job.metricsFile" must be an absolute path/,
-    ],
-    [
       'a job with a relative log file',
       JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }),
       /"job.logFile" must be an absolute path/,

@@ -37,9 +37,9 @@ describe('parseConfig', () => {
       stateDir: '/run/cni-announcer',
       logLevel: 'info',
       podOverrides: ['enabled=false', 'mac=keep'],
-      idleExitMs: 30000,
     });
-    const defaults = Object.entries(OPTIONS).filter(([, o]) => o.fallback !== undefined);
+    expect(config).not.toHaveProperty('idleExitMs'); // a node setting: not the conflist's
+    const defaults = Object.entries(OPTIONS).filter(([, o]) => o.fallback !== undefined && o.scope !== 'node');
     expect(config).toMatchObject(Object.fromEntries(defaults.map(([k, o]) => [k, o.fallback])));
   });
 
@@ -64,11 +64,14 @@ describe('parseConfig', () => {
       logFile: '/var/log/announcer.log',
       logLevel: 'debug',
       podOverrides: ['enabled=false', 'count', 'macPrefix'],
+    };
+    expect(parseConfig(raw)).toEqual(raw);
+    const node = {
       rateLimit: { framesPerSecond: 100, burst: 200 },
       idleExitMs: 100,
       metricsFile: '/var/lib/node-exporter/announcer.prom',
     };
-    expect(parseConfig(raw)).toEqual(raw);
+    expect(parseConfig({ ...raw, ...node })).toEqual({ ...raw, nodeOptions: node });
   });
 
   it('tolerates and keeps unknown fields', () => {

@@ -6,11 +6,11 @@ describe('parseInstallArgs', () => {
   it('takes --dest DIR, --dest=DIR and --also-notices in any order', () => {
     expect(parseInstallArgs(['--dest', '/host/opt/cni/bin'])).toEqual({
       ok: true,
-      args: { dest: '/host/opt/cni/bin', alsoNotices: false },
+      args: { dest: '/host/opt/cni/bin', alsoNotices: false, settings: {} },
     });
     expect(parseInstallArgs(['--also-notices', '--dest=/d'])).toEqual({
       ok: true,
-      args: { dest: '/d', alsoNotices: true },
+      args: { dest: '/d', alsoNotices: true, settings: {} },
     });
   });
 
@@ -26,8 +26,33 @@ describe('parseInstallArgs', () => {
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) {
       expect(parsed.problem.startsWith(problem)).toBe(true);
-      expect(parsed.problem).toContain('usage: announcer install --dest DIR [--also-notices]');
+      expect(parsed.problem).toContain('usage: announcer install --dest DIR [--also-notices] [--state-dir DIR');
     }
+  });
+
+  it('takes --state-dir and the node settings flags, checked as the daemon checks them', () => {
+    expect(
+      parseInstallArgs(['--dest=/d', '--state-dir', '/run/x', '--idle-exit-ms=60000', '--rate-limit', '10/10']),
+    ).toEqual({
+      ok: true,
+      args: {
+        dest: '/d',
+        alsoNotices: false,
+        stateDir: '/run/x',
+        settings: { idleExitMs: 60000, rateLimit: { framesPerSecond: 10, burst: 10 } },
+      },
+    });
+  });
+
+  it.each([
+    [['--dest=/d', '--idle-exit-ms=600'], 'node settings need --state-dir'],
+    [['--dest=/d', '--state-dir=/run/x', '--idle-exit-ms=99'], '--idle-exit-ms must be an integer from 100'],
+    [['--dest=/d', '--state-dir=run'], '--state-dir must be an absolute path (got "run")'],
+    [['--dest=/d', '--state-dir'], '--state-dir needs a value'],
+    [['--dest=/d', '--state-dir=/run/x', '--count=3'], 'unknown argument "--count=3"'],
+  ])('refuses %j: %s', (argv, problem) => {
+    const parsed = parseInstallArgs(argv);
+    expect(!parsed.ok && parsed.problem).toContain(problem);
   });
 });
 
@@ -39,6 +64,7 @@ function fakeDeps(
   const sweeps: unknown[][] = [];
   const out: string[] = [];
   const err: string[] = [];
+  const settings: { stateDir: string; text: string }[] = [];
   const deps: InstallDeps = {
     self: '/usr/local/bin/announcer',
     dirProblem: () => opts.problem,
@@ -51,11 +77,13 @@ function fakeDeps(
       sweeps.push(args);
       return opts.stale?.[args[1]] ?? [];
     },
+    writeNodeSettings: (stateDir, text) => (settings.push({ stateDir, text }), `${stateDir}/announcer.conf`),
+    metricsFileProblem: (file) => (file.startsWith('/nonexistent/') ? '/nonexistent does not exist' : undefined),
     now: () => 1_000_000_000,
     out: (l) => out.push(l),
     err: (l) => err.push(l),
   };
-  return { deps, calls, sweeps, out, err };
+  return { deps, calls, sweeps, out, err, settings };
 }
 
 describe('install', () => {
@@ -112,6 +140,26 @@ describe('install', () => {
     const f = fakeDeps({ fail });
     expect(install(f.deps, ['--dest', '/d'])).toBe(1);
     expect(f.err).toEqual(["announcer install: EACCES: permission denied, open '/d/.announcer.tmp-0a'"]);
+  });
+
+  it('with --state-dir writes the node settings file after the executable, holding exactly the flags given', () => {
+    const f = fakeDeps();
+    expect(install(f.deps, ['--dest', '/d', '--state-dir=/run/x', '--log-level=debug'])).toBe(0);
+    expect(f.settings).toEqual([{ stateDir: '/run/x', text: '{\n  "logLevel": "debug"\n}\n' }]);
+    expect(f.out).toEqual(['installed /d/announcer', 'wrote /run/x/announcer.conf']);
+    expect(f.err).toEqual([]);
+    const plain = fakeDeps();
+    expect(install(plain.deps, ['--dest', '/d'])).toBe(0);
+    expect(plain.settings).toEqual([]);
+  });
+
+  it('says once, at install, that a metricsFile can never be written, and still writes the settings', () => {
+    const f = fakeDeps();
+    expect(install(f.deps, ['--dest', '/d', '--state-dir=/run/x', '--metrics-file=/nonexistent/m.prom'])).toBe(0);
+    expect(f.settings).toHaveLength(1);
+    expect(f.err).toEqual([
+      'announcer install: warning: --metrics-file /nonexistent/m.prom cannot be written: /nonexistent does not exist',
+    ]);
   });
 
   it('exits 2 with the usage on bad arguments, touching nothing', () => {

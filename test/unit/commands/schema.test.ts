@@ -93,7 +93,6 @@ describe('the JSON Schema of `announcer schema`', () => {
     ['a MAC prefix of three bytes', { macPrefix: '0a:58:00' }],
     ['a relative log file', { logFile: 'var/log/a.log' }],
     ['an unknown pod override', { podOverrides: ['everything'] }],
-    ['a rate limit without a burst', { rateLimit: { framesPerSecond: 10 } }],
     ['interfaces as one string', { interfaces: 'eth0' }],
     ['ipv4 as text', { ipv4: 'yes' }],
   ])('refuses an entry with %s, as parseConfig does', (_what, fields) => {

@@ -1,23 +1,24 @@
 // The CNI commands as the announcer hosts them: the same dispatcher (its error
-// objects unchanged), the announcer's own settings taken from each command's
-// config, packet sockets closed on another thread, and sleeps that go to the loop.
+// objects unchanged), each command's config shown to the announcer (node options
+// in it are said once, never applied), packet sockets closed on another thread,
+// and sleeps that go to the loop.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
 import { LoopWaits } from '../../../src/daemon/loop-waits';
-import type { DaemonSettings } from '../../../src/daemon/settings';
+import type { PluginConfig } from '../../../src/cni/config';
 import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
 
 let dir: string;
-let settings: DaemonSettings[];
+let noted: Pick<PluginConfig, 'name' | 'nodeOptions'>[];
 let closed: number[];
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'cni-host-'));
-  settings = [];
+  noted = [];
   closed = [];
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +30,8 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
     waits: new LoopWaits(() => timers.now()),
     control,
     closeInBackground: (fd) => void closed.push(fd),
-    useSettings: (s) => void settings.push(s),
+    settings: { idleExitMs: 30_000, logLevel: 'info' },
+    noteConfig: (config) => void noted.push({ name: config.name, nodeOptions: config.nodeOptions }),
   });
 }
 
@@ -37,18 +39,18 @@ const status = (extra: object) =>
   JSON.stringify({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir: join(dir, 'state'), ...extra });
 
 describe('cniRunner', () => {
-  it("runs STATUS through dispatch: the announcer takes the config's idleExitMs and metricsFile, and the packet socket is closed on another thread", async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 1234, metricsFile: '/run/x.prom' }));
+  it("runs STATUS through dispatch: the announcer is shown the config's node options (accepted unchecked), and the packet socket is closed on another thread", async () => {
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon', metricsFile: '/run/x.prom' }));
     expect(done).toEqual({ exit: 0, stdout: '' });
-    expect(settings).toEqual([{ idleExitMs: 1234, metricsFile: '/run/x.prom' }]);
+    expect(noted).toEqual([{ name: 'net', nodeOptions: { idleExitMs: 'soon', metricsFile: '/run/x.prom' } }]);
     expect(closed).toEqual([77]);
   });
 
-  it('answers bad input with the CNI error object dispatch prints in a CNI process, and takes no settings from it', async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon' }));
+  it('answers bad input with the CNI error object dispatch prints in a CNI process, and shows no config', async () => {
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ count: 'many' }));
     expect(done.exit).toBe(1);
-    expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('idleExitMs') });
-    expect(settings).toEqual([]);
+    expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('count') });
+    expect(noted).toEqual([]);
   });
 
   it('tells the announcer, with each request a command makes, when that command was taken (boot ms)', async () => {

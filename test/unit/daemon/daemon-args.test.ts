@@ -5,14 +5,14 @@ describe('parseDaemonArgs', () => {
   it('takes the stateDir alone, as a shim starts it', () => {
     expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({
       ok: true,
-      args: { stateDir: '/run/cni-announcer', resident: false },
+      args: { stateDir: '/run/cni-announcer', resident: false, settings: {} },
     });
   });
 
   it('takes the DaemonSet flags', () => {
     expect(parseDaemonArgs(['/run/a', '--resident', '--log-format=json', '--listen', '127.0.0.1:9464'])).toEqual({
       ok: true,
-      args: { stateDir: '/run/a', resident: true, logFormat: 'json', listen: '127.0.0.1:9464' },
+      args: { stateDir: '/run/a', resident: true, logFormat: 'json', listen: '127.0.0.1:9464', settings: {} },
     });
     expect(parseDaemonArgs(['/run/a', '--log-format=logfmt', '--listen=[::1]:80', '--listen-x']).ok).toBe(false);
     expect(parseDaemonArgs(['/run/a', '--listen=:9464'])).toMatchObject({ ok: true, args: { listen: ':9464' } });

@@ -10,7 +10,8 @@ import { answerOf, DaemonLoop } from '../../support/daemon-loop';
 let d: DaemonLoop;
 beforeEach(() => {
   d = new DaemonLoop();
-  d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 }, settings: { idleExitMs: 300 } });
+  d.deps.settings.idleExitMs = 300;
+  d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
 });
 afterEach(() => d.state.remove());
 
@@ -54,7 +55,8 @@ describe('runDaemon: CNI commands', () => {
   });
 
   it('a command sleeping on the loop (host.waits.sleep) ends at its time, while a round goes out at its own', async () => {
-    writeJob(d.state, d.sentAt(-900, { schedule: [0, 1000], idleExitMs: 300 })); // round 2 due at 100
+    d.deps.settings.idleExitMs = 300;
+    writeJob(d.state, d.sentAt(-900, { schedule: [0, 1000] })); // round 2 due at 100
     let roundsBefore = -1;
     d.runner = async (_env, _stdin, host) => {
       await host.waits.sleep(250);

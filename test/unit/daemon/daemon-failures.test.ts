@@ -14,7 +14,8 @@ afterEach(() => d.state.remove());
 
 describe('runDaemon: failures', () => {
   it('a throw on every path is counted, logged, and the loop lives on: poll, a round, a request, a command, metrics, a background close', async () => {
-    writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 300], metricsFile: '/m.prom' }));
+    d.deps.settings.metricsFile = '/m.prom';
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 300] }));
     d.poll.error = new Error('poll broke');
     d.budget.answers.push(new Error('bucket broke'));
     let jobLogCalls = 0;
@@ -67,7 +68,8 @@ describe('runDaemon: failures', () => {
   });
 
   it('cleanup never throws: sockets that fail to close are counted', async () => {
-    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 }, settings: { idleExitMs: 100 } });
+    d.deps.settings.idleExitMs = 100;
+    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
     writeJob(d.state, d.sentAt(0, { firstRoundAt: undefined, readyDeadline: d.timers.bootMs() + 100_000 }));
     d.pod.links = [link({ up: false })];
     d.sockets.closeError = new Error('EIO');
@@ -94,14 +96,16 @@ describe('runDaemon: failures', () => {
   });
 
   it('writes metrics once a second at most, only when they changed, and once more on exit', async () => {
-    writeJob(d.state, d.sentAt(0, { schedule: [0, 1100, 1200, 1300], metricsFile: '/m.prom' }));
+    d.deps.settings.metricsFile = '/m.prom';
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 1100, 1200, 1300] }));
     d.signalAt(1300, 'SIGTERM');
     await d.run();
     expect(d.metrics.map((m) => /rounds_total\{outcome="sent"\} (\d+)/.exec(m.text)![1])).toEqual(['1', '3']);
   });
 
   it('never writes the same metrics twice', async () => {
-    writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 2500], idleExitMs: 3000, metricsFile: '/m.prom' }));
+    Object.assign(d.deps.settings, { idleExitMs: 3000, metricsFile: '/m.prom' });
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 2500] }));
     await d.run();
     expect(d.metrics.length).toBeGreaterThanOrEqual(2);
     expect(d.metrics.at(-1)!.text).toContain('cni_announcer_rounds_total{outcome="sent"} 3');

@@ -43,7 +43,8 @@ const FRAMES = { garpRequest: 1, garpReply: 0, na: 1 };
 describe('runDaemon with --listen', () => {
   it('answers /healthz and /metrics from its loop, in the turn the request came in, and closes the endpoint when it stops', async () => {
     listen(d);
-    d.controlAt(50, { op: 'count', sent: FRAMES, settings: { idleExitMs: 1000 } });
+    d.deps.settings.idleExitMs = 1000;
+    d.controlAt(50, { op: 'count', sent: FRAMES });
     const health = getAt(100, '/healthz');
     const metrics = getAt(200, '/metrics');
     await d.run();
@@ -75,10 +76,12 @@ describe('runDaemon with --listen', () => {
   it('polls the listening socket in every turn, and the idle loop wakes no more often than without it', async () => {
     const plain = new DaemonLoop();
     try {
-      plain.controlAt(0, { op: 'count', sent: FRAMES, settings: { idleExitMs: 5000 } });
+      plain.deps.settings.idleExitMs = 5000;
+      plain.controlAt(0, { op: 'count', sent: FRAMES });
       await plain.run();
       listen(d);
-      d.controlAt(0, { op: 'count', sent: FRAMES, settings: { idleExitMs: 5000 } });
+      d.deps.settings.idleExitMs = 5000;
+      d.controlAt(0, { op: 'count', sent: FRAMES });
       await d.run();
       expect(d.poll.calls.length).toBe(plain.poll.calls.length);
       expect(d.poll.calls.map((c) => c.timeoutMs)).toEqual(plain.poll.calls.map((c) => c.timeoutMs));
@@ -101,17 +104,11 @@ describe('runDaemon with --listen', () => {
 
 describe('cni_announcer_add_to_first_round_seconds', () => {
   it("observes a hosted command's report of round 1, from when the command was taken; not a report without frames, nor a client's", async () => {
+    Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
     d.runner = async (_env, _stdin, host) => {
       const takenAt = d.timers.bootMs();
       d.timers.advance(40);
-      host.control(
-        {
-          op: 'count',
-          sent: { garpRequest: 0, garpReply: 0, na: 0 },
-          settings: { idleExitMs: 200, metricsFile: '/m.prom' },
-        },
-        takenAt,
-      );
+      host.control({ op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } }, takenAt);
       host.control({ op: 'count', sent: FRAMES }, takenAt);
       return { exit: 0, stdout: '' };
     };

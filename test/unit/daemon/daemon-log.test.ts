@@ -1,5 +1,6 @@
 // The announcer's loggers: each job's lines go to its network's logFile as
-// before, and with `--log-format` also to stdout, structured, at info and
+// before, the announcer's own to the node's log (never a network's), and with
+// `--log-format` also to stdout, structured, at info and
 // above, each naming its pod (container, ifname, K8S_POD_NAMESPACE/NAME from
 // the job or the command's CNI_ARGS, IPs), so that grepping `kubectl logs`
 // for a pod answers what was sent for it.
@@ -16,9 +17,10 @@ beforeEach(() => {
 });
 afterEach(() => state.remove());
 
-function withStdout(format: 'json' | 'logfmt' = 'json') {
+function withStdout(format: 'json' | 'logfmt' = 'json', own: { logFile?: string } = {}) {
   const lines: string[] = [];
-  const loggers = daemonLoggers({ daemon: 42 }, { format, sink: (l) => void lines.push(l), now: () => new Date(T) });
+  const stdout = { format, sink: (l: string) => void lines.push(l), now: () => new Date(T) };
+  const loggers = daemonLoggers({ daemon: 42 }, { logLevel: 'info', ...own }, stdout);
   return { ...loggers, lines, parsed: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
@@ -54,14 +56,16 @@ describe('daemonLoggers with --log-format', () => {
     );
   });
 
-  it("leaves debug lines off stdout (the logFile keeps its own level), and the announcer's own lines go there too", () => {
+  it("leaves debug lines off stdout (the logFile keeps its own level); the announcer's own lines go to the node's log, not a job's", () => {
     const logFile = join(state.dir, 'announcer.log');
-    const out = withStdout();
+    const nodeLog = join(state.dir, 'node.log');
+    const out = withStdout('json', { logFile: nodeLog });
     out.jobLog(jobIn(state, { logFile, logLevel: 'debug' })).debug('background work scheduled');
     out.log.info('announcer started', { pid: 42 });
     expect(out.parsed()).toEqual([{ time: T, level: 'info', msg: 'announcer started', daemon: 42, pid: 42 }]);
     expect(readFileSync(logFile, 'utf8')).toContain('DEBUG background work scheduled');
-    expect(readFileSync(logFile, 'utf8')).toContain('INFO announcer started');
+    expect(readFileSync(logFile, 'utf8')).not.toContain('announcer started');
+    expect(readFileSync(nodeLog, 'utf8')).toMatch(/ INFO announcer started daemon=42 pid=42\n$/);
   });
 
   it("a command's lines name the pod from its CNI_ARGS", () => {
@@ -77,9 +81,14 @@ describe('daemonLoggers with --log-format', () => {
 
   it('without --log-format nothing goes to stdout: the loggers are the files alone', () => {
     const logFile = join(state.dir, 'announcer.log');
-    const { jobLog, log } = daemonLoggers({ daemon: 42 });
+    const nodeLog = join(state.dir, 'node.log');
+    const { jobLog, log } = daemonLoggers({ daemon: 42 }, { logFile: nodeLog, logLevel: 'warn' });
     jobLog(jobIn(state, { logFile })).info('announced');
     log.info('announcer started');
-    expect(readFileSync(logFile, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+    log.warn('node options ignored');
+    expect(readFileSync(logFile, 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+    expect(readFileSync(nodeLog, 'utf8').split('\n').filter(Boolean)).toEqual([
+      expect.stringContaining('WARN node options ignored'),
+    ]);
   });
 });

@@ -28,7 +28,6 @@ describe('the conflict probe in the announcer', () => {
       firstRoundAt: undefined,
       readyDeadline: d.timers.bootMs() + 10_000,
       conflictCheck: { action: 'warn', probeMs: 2000, probes: 3 },
-      idleExitMs: 1000,
     });
     writeJob(d.state, a);
     // B: round 1 sent 500 ms before; its round 2 is due 1000 ms after it, 500 ms into A's window.

@@ -64,7 +64,8 @@ describe('runDaemon: {"op":"handover"}', () => {
 describe('runDaemon --resident', () => {
   it('never exits for being idle: still serving a minute after its idleExitMs', async () => {
     d.deps.resident = true;
-    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 }, settings: { idleExitMs: 100 } });
+    d.deps.settings.idleExitMs = 100;
+    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
     const late = d.controlAt(60_000, { op: 'status' });
     d.signalAt(61_000, 'SIGTERM');
     await d.run();

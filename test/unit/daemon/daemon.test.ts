@@ -1,6 +1,6 @@
 // The announcer's loop end to end through fakes (test/support/daemon-loop.ts):
 // the schedule from the records, sync, cancel and count on the stream socket,
-// the settings a job or a request brings, idle exit, signals, the lock.
+// the node settings (never a job's or a request's), idle exit, signals, the lock.
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -37,15 +37,15 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.lines.at(-1)).toContain('announcer stopped');
   });
 
-  it('a sync takes the job ADD wrote, counts round 1 and its conflicts, and takes the settings; cancel stops it: nothing sent after the reply', async () => {
-    const job = d.sentAt(100, { idleExitMs: 200, metricsFile: '/m.prom' });
+  it("a sync takes the job ADD wrote, counts round 1 and its conflicts, writes the node's metricsFile; cancel stops it: nothing sent after the reply", async () => {
+    Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
+    const job = d.sentAt(100);
     d.poll.at(100, () => void writeJob(d.state, job)); // ADD writes the record, then asks
     const synced = d.controlAt(100, {
       op: 'sync',
       record: 'c1@eth0.json',
       sent: { garpRequest: 1, garpReply: 0, na: 0 },
       conflicts: 2,
-      settings: { idleExitMs: 200, metricsFile: '/m.prom' },
     });
     const cancelled = d.controlAt(1150, { op: 'cancel', record: 'c1@eth0.json' });
     const status = d.controlAt(1200, { op: 'status' });
@@ -53,17 +53,18 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect([answerOf(synced), answerOf(cancelled)]).toEqual([{ ok: true }, { ok: true }]);
     expect(d.pod.sent).toHaveLength(1); // round 2 at 1100; round 3 (3100) cancelled
     expect(countersOf(status)).toMatchObject({ frames: { garpRequest: 2 }, rounds: { sent: 2 }, conflicts: 2 });
-    expect(d.timers.now()).toBeLessThan(1200 + 1000); // idleExitMs 200 from the job
+    expect(d.timers.now()).toBeLessThan(1200 + 1000); // idleExitMs 200 of the node settings
     expect(d.metrics.at(-1)).toMatchObject({ file: '/m.prom' });
     expect(d.metrics.at(-1)!.text).toContain('cni_announcer_frames_sent_total{kind="garp_request"} 2');
   });
 
-  it('count adds what an ADD without background work sent and takes its settings; a bad line is refused and changes nothing', async () => {
+  it('count adds what an ADD without background work sent, its settings (an older shim) ignored; a bad line is refused and changes nothing', async () => {
+    d.deps.settings.idleExitMs = 100;
     const counted = d.controlAt(0, {
       op: 'count',
       sent: { garpRequest: 0, garpReply: 1, na: 2 },
       conflicts: 1,
-      settings: { idleExitMs: 100 },
+      settings: { idleExitMs: 60_000, metricsFile: '/m.prom' },
     });
     const garbage = d.lineAt(10, () => 'not json\n');
     const status = d.controlAt(20, { op: 'status' });
@@ -76,11 +77,13 @@ describe('runDaemon: the schedule and the control requests', () => {
       conflicts: 1,
       errors: 0,
     });
-    expect(d.timers.now()).toBeLessThan(1000); // idleExitMs 100 from the request
+    expect(d.timers.now()).toBeLessThan(1000); // idleExitMs 100 of the node settings, not the request's 60 s
+    expect(d.metrics).toEqual([]);
   });
 
   it('rate limit: a held-back round goes out when the budget says, holding no socket meanwhile; one held past the next round is dropped and counted', async () => {
-    writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 3500], rateLimit: { framesPerSecond: 20, burst: 5 } }));
+    d.budget.limit = { framesPerSecond: 20, burst: 5 };
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 3500] }));
     d.budget.answers.push(300, 'ok', 800); // round 2 waits 300 ms; round 3 would wait past round 4
     const polls: number[] = [];
     d.poll.at(1001, () => void polls.push(d.pod.sent.length, d.pod.open));
@@ -94,20 +97,26 @@ describe('runDaemon: the schedule and the control requests', () => {
   });
 
   it('counts a round only when the ADD sent frames', async () => {
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 100 } });
+    d.deps.settings.idleExitMs = 100;
+    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     const status = d.controlAt(10, { op: 'status' });
     await d.run();
     expect(countersOf(status).rounds.sent).toBe(0);
   });
 
-  it('without settings from a job or a request, it idles out after 30 s', async () => {
+  it("idles out after the node settings' idleExitMs; a record written before node settings does not change it", async () => {
+    d.deps.settings.idleExitMs = 30_000;
+    const legacy = { ...d.sentAt(0, { schedule: [0] }), idleExitMs: 100, metricsFile: '/m.prom' };
+    writeJob(d.state, legacy);
     await d.run();
     expect(d.timers.now()).toBeGreaterThanOrEqual(30_000);
     expect(d.timers.now()).toBeLessThan(30_600);
+    expect(d.metrics).toEqual([]);
   });
 
   it('before exiting idle it reads the records again: work an ADD wrote meanwhile keeps it running', async () => {
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 1000 } });
+    d.deps.settings.idleExitMs = 1000;
+    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     d.poll.at(999, () => void writeJob(d.state, d.sentAt(0))); // never told through the socket
     await d.run();
     expect(d.pod.sent).toHaveLength(2);
@@ -115,7 +124,8 @@ describe('runDaemon: the schedule and the control requests', () => {
   });
 
   it('stays while a client is connected, and idles out idleExitMs after the last work ended', async () => {
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 1000 } });
+    d.deps.settings.idleExitMs = 1000;
+    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     d.lineAt(900, () => Buffer.alloc(0)); // says nothing: dropped at 1900
     await d.run();
     expect(d.timers.now()).toBeGreaterThanOrEqual(2900);
@@ -167,7 +177,8 @@ describe('runDaemon: the schedule and the control requests', () => {
   it('takes the lock on the lock file in stateDir, and closes it on return', async () => {
     const locked: number[] = [];
     d.deps.tryLock = (fd) => (locked.push(fd), true);
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 100 } });
+    d.deps.settings.idleExitMs = 100;
+    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     await d.run();
     expect(locked).toHaveLength(1);
     expect(() => fstatSync(locked[0]!)).toThrow(/EBADF/);
@@ -180,7 +191,8 @@ describe('runDaemon: the schedule and the control requests', () => {
     writeFileSync(marker, '');
     let listeningWhenRemoved: boolean | undefined;
     d.poll.at(0, () => (listeningWhenRemoved = d.sockets.paths.length === 1 && !existsSync(marker)));
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES, settings: { idleExitMs: 100 } });
+    d.deps.settings.idleExitMs = 100;
+    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     await d.run();
     expect(listeningWhenRemoved).toBe(true);
   });

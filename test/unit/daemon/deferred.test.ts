@@ -60,7 +60,8 @@ function waiting(extra: Partial<BackgroundJob> = {}): Work {
 
 describe('runDeferred', () => {
   it('sends round 1 once the pod is ready, closes the wait, and schedules round 2 from then', async () => {
-    const w = waiting({ rateLimit: { framesPerSecond: 20, burst: 5 } });
+    budget.limit = { framesPerSecond: 20, burst: 5 };
+    const w = waiting();
     expect(await runDeferred(deps, counters, w, T0 + 700)).toBeUndefined();
     expect(budget.calls).toEqual([
       { limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 },

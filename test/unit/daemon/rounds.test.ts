@@ -53,7 +53,8 @@ function work(extra: Partial<BackgroundJob> = {}, next = 1): Work {
 
 describe('runRound', () => {
   it('takes the planned frames from the budget, then sends the round, closes the session (packet socket in the background) and moves to the next round', async () => {
-    const w = work({ rateLimit: { framesPerSecond: 20, burst: 5 } });
+    budget.limit = { framesPerSecond: 20, burst: 5 };
+    const w = work();
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
     expect(budget.calls).toEqual([
       { limit: { framesPerSecond: 20, burst: 5 }, frames: 1, onCredit: false, at: 1_000_000 },

@@ -19,7 +19,7 @@ const DOCS = [
 ];
 
 /** What the README's "Set by" column says for each scope. */
-const SET_BY: Record<OptionScope, string> = { pod: 'pod', attachment: 'conflist', node: 'node' };
+const SET_BY: Record<OptionScope, string> = { pod: 'pod', attachment: 'conflist', network: 'network', node: 'node' };
 
 describe('README.md', () => {
   it('is at most 300 lines', () => {

@@ -1,0 +1,91 @@
+// Node settings from one place, with the compiled binary: two networks sharing a
+// stateDir with different `idleExitMs` in their conflists do not change the
+// announcer's idle exit (both are ignored, one WARN per network, one naming both),
+// and `<stateDir>/announcer.conf` does. STATUS needs no pod: each call reaches the
+// stateDir's announcer, started on demand. The conflists go to the plugin as raw
+// text, so that the harness does not move their node options into the file.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ANNOUNCER,
+  assertCniOk,
+  cniExec,
+  daemonsOf,
+  readLog,
+  RUN_TAG,
+  skipIntegration,
+  stopDaemonsOf,
+  waitDaemonGone,
+  writeNodeSettings,
+} from './harness';
+
+/** The node's idleExitMs in announcer.conf: between the conflists' 100 and 60000. */
+const NODE_IDLE_EXIT_MS = 2500;
+
+let dir = '';
+afterEach(async () => {
+  if (dir === '') return;
+  await stopDaemonsOf(join(dir, 'state'));
+  await rm(dir, { recursive: true, force: true });
+  dir = '';
+});
+
+/** A STATUS of network `name` whose conflist sets `idleExitMs`, its logFile in the test's dir. */
+async function statusOf(stateDir: string, name: string, idleExitMs: number): Promise<void> {
+  const conf = {
+    cniVersion: '1.1.0',
+    name,
+    type: 'announcer',
+    stateDir,
+    logFile: join(dir, `${name}.log`),
+    idleExitMs,
+  };
+  assertCniOk(`STATUS ${name}`, await cniExec(ANNOUNCER, { command: 'STATUS' }, JSON.stringify(conf)));
+}
+
+describe.skipIf(skipIntegration())('node settings', () => {
+  it("two networks' conflists with different idleExitMs change nothing: announcer.conf's idleExitMs holds, both WARNed", async () => {
+    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
+    const stateDir = join(dir, 'state');
+    const nodeLog = join(dir, 'node.log');
+    writeNodeSettings(stateDir, { idleExitMs: NODE_IDLE_EXIT_MS, logFile: nodeLog });
+    const [a, b] = [`long-${RUN_TAG}`, `short-${RUN_TAG}`];
+    await statusOf(stateDir, a, 60_000);
+    await statusOf(stateDir, b, 100); // the latest: under "latest wins" the announcer would be gone 100 ms later
+    await statusOf(stateDir, b, 100);
+    const [daemon, ...more] = await daemonsOf(stateDir);
+    expect(more).toEqual([]);
+    expect(daemon).toBeDefined();
+    const lastCall = Date.now();
+    await sleep(1000);
+    expect((await daemonsOf(stateDir)).map((p) => p.pid)).toEqual([daemon!.pid]); // not 100 ms
+    await waitDaemonGone(stateDir, 15_000); // not 60 s, nor the default 30 s
+    expect(Date.now() - lastCall).toBeGreaterThanOrEqual(NODE_IDLE_EXIT_MS - 500);
+
+    const own = await readLog(nodeLog);
+    const ignored = own.split('\n').filter((l) => l.includes('conflist are ignored'));
+    expect(ignored.map((l) => (l.includes(`network=${a}`) ? a : l.includes(`network=${b}`) ? b : '?'))).toEqual([a, b]);
+    const both = own.split('\n').filter((l) => l.includes('set node options differently'));
+    expect(both).toHaveLength(1);
+    expect(both[0]).toContain(a);
+    expect(both[0]).toContain(b);
+    for (const name of [a, b]) {
+      const lines = (await readLog(join(dir, `${name}.log`))).split('\n');
+      expect(
+        lines.filter((l) => l.includes('conflist are ignored')),
+        name,
+      ).toHaveLength(1);
+    }
+  }, 40_000);
+
+  it('announcer.conf sets the idle exit of the announcer a call starts; flags are not needed', async () => {
+    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
+    const stateDir = join(dir, 'state');
+    writeNodeSettings(stateDir, { idleExitMs: 300 });
+    await statusOf(stateDir, `net-${RUN_TAG}`, 60_000);
+    await waitDaemonGone(stateDir, 10_000); // 300 ms, not the conflist's minute nor the default 30 s
+  }, 20_000);
+});

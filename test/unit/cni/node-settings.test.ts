@@ -1,0 +1,163 @@
+// The node settings: flag over file over default, each setting checked by its
+// option's own schema (in the file, one line naming the field; as a flag, naming
+// the flag), the file read root-only, and what install writes read back the same.
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  formatNodeSettings,
+  NODE_SETTINGS_FILE,
+  nodeSettingsFromFlags,
+  parseNodeSettings,
+  resolveNodeSettings,
+  whereToSet,
+} from '../../../src/cni/node-settings';
+import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
+import { loadNodeSettings } from '../../../src/daemon/settings';
+import { readSmallFile } from '../../../src/sys/safe-file';
+
+const F = '/run/cni-announcer/announcer.conf';
+
+describe('resolveNodeSettings: flag > file > default', () => {
+  it('takes each setting from the flags, else the file, else its default', () => {
+    expect(resolveNodeSettings({}, {})).toEqual({ idleExitMs: 30000, logLevel: 'info' });
+    const file = { idleExitMs: 5000, metricsFile: '/m/f.prom', logLevel: 'debug' as const };
+    expect(resolveNodeSettings({}, file)).toEqual(file);
+    expect(resolveNodeSettings({ idleExitMs: 700, rateLimit: { framesPerSecond: 10, burst: 10 } }, file)).toEqual({
+      idleExitMs: 700,
+      metricsFile: '/m/f.prom',
+      rateLimit: { framesPerSecond: 10, burst: 10 },
+      logLevel: 'debug',
+    });
+  });
+});
+
+describe('parseNodeSettings: the file', () => {
+  it('reads a JSON object of node settings', () => {
+    const text =
+      '{"idleExitMs": 600000, "rateLimit": {"framesPerSecond": 20, "burst": 5}, "logFile": "/var/log/a.log"}';
+    expect(parseNodeSettings(text, F)).toEqual({
+      ok: true,
+      settings: { idleExitMs: 600000, rateLimit: { framesPerSecond: 20, burst: 5 }, logFile: '/var/log/a.log' },
+    });
+    expect(parseNodeSettings('{}', F)).toEqual({ ok: true, settings: {} });
+  });
+
+  it.each([
+    ['{"idleExitMs": 99}', `${F}: "idleExitMs" must be an integer from 100 to 3600000 (got 99)`],
+    ['{"metricsFile": "m.prom"}', `${F}: "metricsFile" must be an absolute path (got "m.prom")`],
+    ['{"rateLimit": {"framesPerSecond": 10}}', `${F}: "rateLimit.burst" must be an integer from 1 to 10000`],
+    ['{"logLevel": "loud"}', `${F}: "logLevel" must be`],
+    [
+      '{"stateDir": "/x"}',
+      `${F}: "stateDir" is not a node setting (idleExitMs, metricsFile, rateLimit, logFile, logLevel)`,
+    ],
+    ['[1]', `${F}: must be a JSON object (got`],
+    ['{idle', `${F}: not JSON`],
+  ])('refuses %s with one line naming the field', (text, problem) => {
+    const parsed = parseNodeSettings(text, F);
+    expect(parsed.ok).toBe(false);
+    expect(!parsed.ok && parsed.problem).toContain(problem);
+    expect(!parsed.ok && parsed.problem).not.toContain('\n');
+  });
+
+  it('reads back what install writes', () => {
+    const given = { idleExitMs: 1000, rateLimit: { framesPerSecond: 3, burst: 4 }, logLevel: 'warn' as const };
+    expect(parseNodeSettings(formatNodeSettings(given), F)).toEqual({ ok: true, settings: given });
+    expect(formatNodeSettings({ metricsFile: undefined })).toBe('{}\n');
+  });
+});
+
+describe('nodeSettingsFromFlags and announcer daemon', () => {
+  it('takes the flags, checked by the same schemas', () => {
+    expect(
+      parseDaemonArgs([
+        '/run/x',
+        '--idle-exit-ms=5000',
+        '--metrics-file',
+        '/var/lib/node_exporter/announcer.prom',
+        '--rate-limit=10/20',
+        '--log-file=/var/log/announcer.log',
+        '--log-level=warn',
+      ]),
+    ).toEqual({
+      ok: true,
+      args: {
+        stateDir: '/run/x',
+        resident: false,
+        settings: {
+          idleExitMs: 5000,
+          metricsFile: '/var/lib/node_exporter/announcer.prom',
+          rateLimit: { framesPerSecond: 10, burst: 20 },
+          logFile: '/var/log/announcer.log',
+          logLevel: 'warn',
+        },
+      },
+    });
+    expect(parseDaemonArgs(['/run/x'])).toEqual({
+      ok: true,
+      args: { stateDir: '/run/x', resident: false, settings: {} },
+    });
+  });
+
+  it.each([
+    ['idle-exit-ms', '99', '--idle-exit-ms must be an integer from 100 to 3600000 (got "99")'],
+    ['idle-exit-ms', 'soon', '--idle-exit-ms must be an integer from 100 to 3600000 (got "soon")'],
+    ['metrics-file', 'm.prom', '--metrics-file must be an absolute path (got "m.prom")'],
+    ['rate-limit', '10', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
+    ['rate-limit', '0/5', '--rate-limit framesPerSecond must be an integer from 1 to 10000 (got "0/5")'],
+    ['log-level', 'loud', '--log-level must be'],
+  ])('refuses --%s=%s, naming the flag', (flag, value, problem) => {
+    const parsed = nodeSettingsFromFlags({ [flag]: value });
+    expect(!parsed.ok && parsed.problem).toContain(problem);
+    const daemon = parseDaemonArgs(['/run/x', `--${flag}=${value}`]);
+    expect(!daemon.ok && daemon.problem).toContain(problem);
+  });
+
+  it('says where to set a node option instead of a conflist', () => {
+    expect(whereToSet('rateLimit')).toBe(
+      `"rateLimit" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --rate-limit) or announcer daemon --rate-limit`,
+    );
+  });
+});
+
+describe('loadNodeSettings: the stateDir file, read root-only', () => {
+  let dir: string;
+  const read = (path: string, max: number) => readSmallFile(path, max, process.geteuid!());
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'node-settings-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('flags over the file over defaults; no file: flags over defaults', () => {
+    expect(loadNodeSettings(dir, { logLevel: 'debug' }, read)).toEqual({
+      ok: true,
+      settings: { idleExitMs: 30000, logLevel: 'debug' },
+    });
+    writeFileSync(join(dir, NODE_SETTINGS_FILE), '{"idleExitMs": 4000, "metricsFile": "/m/a.prom"}', { mode: 0o600 });
+    expect(loadNodeSettings(dir, { idleExitMs: 200 }, read)).toEqual({
+      ok: true,
+      settings: { idleExitMs: 200, metricsFile: '/m/a.prom', logLevel: 'info' },
+    });
+  });
+
+  it('refuses an invalid file, a symlink, a FIFO-like non-file, a file others may write, each in one line', () => {
+    const file = join(dir, NODE_SETTINGS_FILE);
+    writeFileSync(file, '{"idleExitMs": 5}', { mode: 0o600 });
+    expect(loadNodeSettings(dir, {}, read)).toEqual({
+      ok: false,
+      problem: `${file}: "idleExitMs" must be an integer from 100 to 3600000 (got 5)`,
+    });
+    chmodSync(file, 0o622);
+    writeFileSync(file, '{}');
+    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('writable') });
+    rmSync(file);
+    writeFileSync(join(dir, 'real'), '{}', { mode: 0o600 });
+    symlinkSync(join(dir, 'real'), file);
+    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('symbolic') });
+    rmSync(file);
+    mkdirSync(file);
+    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('regular') });
+  });
+});
