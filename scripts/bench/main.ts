@@ -23,7 +23,15 @@ import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { buildRuntimeFloor } from './runtime-floor';
-import { ANNOUNCER_DEFAULTS, announcerConf, processRows, rssSample, timedStep, type Programs } from './rows';
+import {
+  ANNOUNCER_DEFAULTS,
+  announcerConf,
+  IDLE_EXIT_MS,
+  processRows,
+  rssSample,
+  timedStep,
+  type Programs,
+} from './rows';
 
 const DEFAULT_ROUNDS = 30;
 const WARMUP_ROUNDS = 3;
@@ -107,8 +115,7 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
 
 async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
   const pod = await createBridgePod(scope, { prefix: 'bnch' });
-  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs (the plugin
-  // creates the first).
+  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs.
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
   const programs: Programs = {
@@ -119,6 +126,11 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     unreachableStateDir: join(scratch, 'state-unreachable'),
   };
   writeFileSync(programs.emptyFile, '');
+  // The node settings of the bench stateDir (as `announcer install --state-dir` writes them): an hour's idle exit.
+  mkdirSync(programs.stateDir, { mode: 0o700 });
+  writeFileSync(join(programs.stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
+    mode: 0o600,
+  });
   const marker = join(programs.unreachableStateDir, START_MARKER);
   mkdirSync(marker, { recursive: true, mode: 0o700 });
   utimesSync(marker, STALE_MARKER_DATE, STALE_MARKER_DATE);

@@ -15,7 +15,7 @@
 //
 //   BENCH_PODS=N    pods (default 40)    BENCH_CYCLES=N   churn cycles of each kind (default 3)
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -112,7 +112,10 @@ async function setUp(scope: Scope, stateDir: string) {
     netns: p.netns.path,
     ifname: 'eth0',
   });
-  const announcerConf = { type: 'announcer', stateDir, idleExitMs: IDLE_EXIT_MS };
+  // The node settings of the stateDir (as `announcer install --state-dir` writes them).
+  mkdirSync(stateDir, { mode: 0o700 });
+  writeFileSync(join(stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), { mode: 0o600 });
+  const announcerConf = { type: 'announcer', stateDir };
   return { pods, bridgeConf, call, announcerConf };
 }
 

@@ -59,9 +59,9 @@ export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
 /** Every default (count 3: rounds 2 and 3 are sent by the announcer after ADD returns). */
 export const ANNOUNCER_DEFAULTS = {};
 
-/** The announcer's own config in the chain: `settings` on top of the stateDir and IDLE_EXIT_MS. */
+/** The announcer's own config in the chain: `settings` on top of the stateDir (IDLE_EXIT_MS: its announcer.conf). */
 export function announcerConf(stateDir: string, settings: object): object {
-  return { type: 'announcer', stateDir, idleExitMs: IDLE_EXIT_MS, ...settings };
+  return { type: 'announcer', stateDir, ...settings };
 }
 
 /** A chained plugin call on the pod, as a runtime makes it, in a clean environment. */

@@ -104,35 +104,43 @@ export function writeNodeSettings(stateDir: string, settings: Record<string, unk
 }
 
 /**
- * A test's announcer config with its node options (default idleExitMs TEST_IDLE_EXIT_MS) moved into its stateDir's
- * node settings file, written once per stateDir, before the first command (the announcer reads it at its start). A
- * stateDir that is not a plain 0700 directory (a hostile-state test's) or none at all is left alone. A config given as
- * a string is passed as it is: node options in it stay in the conflist (and are ignored there).
+ * A test's announcer config with its node options (over `defaults`) moved into its stateDir's node settings file,
+ * written once per stateDir, before the first command (the announcer reads it at its start). A stateDir that is not a
+ * plain 0700 directory (a hostile-state test's) or none at all is left alone; so is a config that is no announcer's.
  */
-function withTestNodeSettings(config: object | string): object | string {
-  if (typeof config === 'string' || Array.isArray(config)) return config;
-  const conf = { ...(config as Record<string, unknown>) };
-  if (conf.type !== 'announcer' || typeof conf.stateDir !== 'string') return config;
-  const settings: Record<string, unknown> = { idleExitMs: TEST_IDLE_EXIT_MS };
+export function moveNodeOptions(
+  config: Record<string, unknown>,
+  defaults: Record<string, unknown> = {},
+): Record<string, unknown> {
+  if (config.type !== 'announcer' || typeof config.stateDir !== 'string') return config;
+  const conf = { ...config };
+  const stateDir = config.stateDir;
+  const settings: Record<string, unknown> = { ...defaults };
   for (const key of NODE_OPTIONS) {
     if (key in conf) settings[key] = conf[key];
     delete conf[key];
   }
-  let st: ReturnType<typeof lstatSync> | undefined;
-  try {
-    st = lstatSync(conf.stateDir);
-  } catch {
-    // missing: created below
-  }
-  const plain = st === undefined || (st.isDirectory() && (Number(st.mode) & 0o077) === 0);
-  let present = false;
-  try {
-    present = lstatSync(join(conf.stateDir, 'announcer.conf')) !== undefined;
-  } catch {
-    // none yet
-  }
-  if (plain && !present) writeNodeSettings(conf.stateDir, settings);
+  const kind = (path: string): 'none' | 'plain' | 'other' => {
+    try {
+      const st = lstatSync(path);
+      return st.isDirectory() && (Number(st.mode) & 0o077) === 0 ? 'plain' : 'other';
+    } catch {
+      return 'none';
+    }
+  };
+  const dirKind = kind(stateDir);
+  const fresh = dirKind === 'none' || (dirKind === 'plain' && kind(join(stateDir, 'announcer.conf')) === 'none');
+  if (fresh && Object.keys(settings).length > 0) writeNodeSettings(stateDir, settings);
   return conf;
+}
+
+/**
+ * moveNodeOptions with TEST_IDLE_EXIT_MS by default; a config given as a string is passed as it is: node options in it
+ * stay in the conflist (and are ignored there).
+ */
+function withTestNodeSettings(config: object | string): object | string {
+  if (typeof config === 'string' || Array.isArray(config)) return config;
+  return moveNodeOptions(config as Record<string, unknown>, { idleExitMs: TEST_IDLE_EXIT_MS });
 }
 
 /**

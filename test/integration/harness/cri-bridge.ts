@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopDaemonAtClose } from './announcer-files';
 import { bridgeWithKeeper } from './bridge-pods';
-import { ANNOUNCER, SYSTEM_CNI_DIR } from './cni';
+import { ANNOUNCER, moveNodeOptions, SYSTEM_CNI_DIR } from './cni';
 import { runOk } from './exec';
 import { allocSubnet, type Subnet } from './names';
 import { killStrays } from './processes';
@@ -80,7 +80,7 @@ export async function criBridge(
       conflist: {
         cniVersion: '1.0.0',
         name: `${prefix}-${handler}`,
-        plugins: announcer ? [bridgeConf, announcer(files)] : [bridgeConf],
+        plugins: announcer ? [bridgeConf, moveNodeOptions(announcer(files) as Record<string, unknown>)] : [bridgeConf],
       },
     })),
     sandboxImage: { name: SANDBOX_IMAGE, archive: await buildPauseImage(join(dir, 'image'), SANDBOX_IMAGE) },
