@@ -15,6 +15,7 @@ import {
   cniExec,
   daemonsOf,
   readLog,
+  run,
   RUN_TAG,
   skipIntegration,
   stopDaemonsOf,
@@ -80,6 +81,20 @@ describe.skipIf(skipIntegration())('node settings', () => {
       ).toHaveLength(1);
     }
   }, 40_000);
+
+  it('an invalid announcer.conf: the announcer refuses to start, in one line naming the field; a flag wins over it', async () => {
+    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
+    const stateDir = join(dir, 'state');
+    writeNodeSettings(stateDir, { idleExitMs: 5 });
+    const bad = await run(ANNOUNCER, ['daemon', stateDir], { timeoutMs: 20_000 });
+    expect({ code: bad.code, stderr: bad.stderr }).toEqual({
+      code: 2,
+      stderr: `announcer daemon: ${stateDir}/announcer.conf: "idleExitMs" must be an integer from 100 to 3600000 (got 5)\n`,
+    });
+    writeNodeSettings(stateDir, { idleExitMs: 60_000 });
+    const flagged = await run(ANNOUNCER, ['daemon', stateDir, '--idle-exit-ms=300'], { timeoutMs: 20_000 });
+    expect(flagged.code).toBe(0); // exits on its own, idle: the flag's 300 ms, not the file's minute
+  }, 60_000);
 
   it('announcer.conf sets the idle exit of the announcer a call starts; flags are not needed', async () => {
     dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
