@@ -1,7 +1,8 @@
 // Node options (idleExitMs, metricsFile, rateLimit) found in conflists: accepted, never
 // applied (the announcer's node settings are its flags over announcer.conf), and said once.
-// One WARN per network that carries any, naming them and where to set them instead; and
-// one WARN per pair of networks of this stateDir that carry different values, naming both.
+// One WARN per network that carries any, on that network's log (its logFile, and stdout under
+// the DaemonSet), naming them and where to set them instead; and one WARN on the announcer's own
+// log per pair of networks of this stateDir that carry different values, naming both.
 import { whereToSet, type NodeSettings } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
 import type { Logger } from '../log';
@@ -23,7 +24,7 @@ export class NodeOptionNotes {
     private readonly settings: NodeSettings,
   ) {}
 
-  /** Notes a command's config; its first with node options logs a WARN on `log` and on `networkLog` (its logFile). */
+  /** Notes a command's config; its network's first with node options logs a WARN on `networkLog`. */
   note(config: ConflistNodeOptions, networkLog: Pick<Logger, 'warn'>): void {
     const found = config.nodeOptions;
     if (found === undefined || this.networks.has(config.name)) return;
@@ -35,7 +36,6 @@ export class NodeOptionNotes {
       setInstead: keys.map(whereToSet),
     };
     const msg = "node options in this network's conflist are ignored: the node settings apply";
-    this.log.warn(msg, fields);
     networkLog.warn(msg, fields);
     for (const [other, theirs] of this.networks) {
       const differ = keys.filter((k) => k in theirs && JSON.stringify(theirs[k]) !== JSON.stringify(found[k]));
