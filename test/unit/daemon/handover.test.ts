@@ -24,6 +24,12 @@ describe('the hand-over file', () => {
     expect(takeHandover(state.dir)).toEqual(new Map());
   });
 
+  it('takes a burst handed over by a build from before node settings: its idleExitMs and metricsFile are ignored', () => {
+    const job = { ...jobIn(state), idleExitMs: 100, metricsFile: 'relative.prom', rateLimit: { burst: 'x' } };
+    writeFileSync(file, JSON.stringify({ 'c1@eth0.json': { job, next: 2 } }));
+    expect(takeHandover(state.dir).get('c1@eth0.json')).toMatchObject({ job: { containerId: 'c1' }, next: 2 });
+  });
+
   it('is ignored and removed when not JSON or not an object', () => {
     for (const text of ['{"c1@eth0.json":', 'null', '7']) {
       writeFileSync(file, text);
