@@ -1,6 +1,6 @@
 // Runs CNI plugins the way a runtime does: config on stdin, CNI_* env, result
 // (or error object) on stdout.
-import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './exec';
@@ -97,9 +97,12 @@ export const TEST_IDLE_EXIT_MS = 500;
 /** The options that are node settings: read from `<stateDir>/announcer.conf`, ignored in a conflist. */
 export const NODE_OPTIONS = ['idleExitMs', 'metricsFile', 'rateLimit'] as const;
 
-/** Writes `settings` as the node settings file of `stateDir` (created 0700 if missing), as `announcer install` does. */
+/**
+ * Writes `settings` as the node settings file of `stateDir` (created 0700 if missing, its parent not: a recursive mkdir
+ * spins forever under /proc), as `announcer install` does.
+ */
 export function writeNodeSettings(stateDir: string, settings: Record<string, unknown>): void {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  if (!existsSync(stateDir)) mkdirSync(stateDir, { mode: 0o700 });
   writeFileSync(join(stateDir, 'announcer.conf'), JSON.stringify(settings), { mode: 0o600 });
 }
 
@@ -130,7 +133,14 @@ export function moveNodeOptions(
   };
   const dirKind = kind(stateDir);
   const fresh = dirKind === 'none' || (dirKind === 'plain' && kind(join(stateDir, 'announcer.conf')) === 'none');
-  if (fresh && Object.keys(settings).length > 0) writeNodeSettings(stateDir, settings);
+  const parentIsDir = kind(dirname(stateDir)) !== 'none' && lstatSync(dirname(stateDir)).isDirectory();
+  if (fresh && parentIsDir && Object.keys(settings).length > 0) {
+    try {
+      writeNodeSettings(stateDir, settings);
+    } catch {
+      // a stateDir a test makes unwritable (read-only, under /proc): the plugin's own error is what it looks at
+    }
+  }
   return conf;
 }
 
