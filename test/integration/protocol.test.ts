@@ -533,7 +533,8 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       const ro = join(dirs.dir, 'ro');
       await mkdir(ro);
       const stateDir = join(ro, 'state');
-      const out = await cniExecInMountNs(ANNOUNCER, { command: 'STATUS' }, netConf({ stateDir }), {
+      // As text: the harness writes no node settings into stateDir (nothing may be created under ro).
+      const out = await cniExecInMountNs(ANNOUNCER, { command: 'STATUS' }, JSON.stringify(netConf({ stateDir })), {
         prelude: [
           'mount --bind "$1" "$1"',
           'mount -o remount,bind,ro "$1"',
