@@ -13,6 +13,7 @@ import { HttpListenError } from '../daemon/http-server';
 import { DAEMON_VERB } from '../daemon/paths';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
+import { waitForLockHolder } from '../sys/lock-holder';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
 import { parseListenAddress } from '../sys/tcp-socket';
@@ -56,6 +57,7 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     stateDir,
     resident: args.resident,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
+    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc: wiring.libc() }, fd, ms, fallbackMs),
     http,
     libc: wiring.libc(),
     sockets: wiring.libc(),
@@ -71,7 +73,14 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     uid: process.geteuid?.() ?? 0,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
+    commands: (host) =>
+      cniRunner({
+        libc: wiring.libc(),
+        timers: wiring.timers,
+        frameBudget: wiring.frameBudget,
+        ...host,
+        logger: loggers.commandLog,
+      }),
   });
   // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
   return run.then(

@@ -139,6 +139,9 @@ describe('runDaemon: the schedule and the control requests', () => {
   it('returns without running while another announcer holds the lock, after waiting LOCK_WAIT_MS (5 s) for it to let go', async () => {
     d.timers.advance(5000);
     d.deps.tryLock = () => false;
+    const waits: number[] = [];
+    // The holder never exits: each poll on it lasts its whole time.
+    d.deps.waitForHolder = (_fd, ms) => (waits.push(ms), d.timers.advance(ms), 'holder');
     writeJob(d.state, d.sentAt(0));
     await d.run();
     expect({
@@ -146,7 +149,8 @@ describe('runDaemon: the schedule and the control requests', () => {
       polls: d.poll.calls.length,
       paths: d.sockets.paths,
       now: d.timers.now(),
-    }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_020 });
+      waits,
+    }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_000, waits: [5000] });
   });
 
   it('returns at once, without running, when the announcer holding the lock listens (two shims started one each)', async () => {
