@@ -21,6 +21,7 @@ import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
+import { LEGACY_BUDGET_FILES } from './paths';
 import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
@@ -131,11 +132,8 @@ class Daemon {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a command that found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
-      this.guard(
-        'cannot remove the start marker',
-        () => unlinkIfPresent(join(this.deps.stateDir, START_MARKER)),
-        undefined,
-      );
+      for (const file of [START_MARKER, ...LEGACY_BUDGET_FILES])
+        this.guard(`cannot remove ${file}`, () => unlinkIfPresent(join(this.deps.stateDir, file)), undefined);
       const handedOver = this.guard('cannot read the hand-over', () => takeHandover(this.deps.stateDir), new Map());
       this.guard('cannot read the records', () => this.jobs.recover(handedOver), undefined);
       this.deps.log.info('announcer started', {

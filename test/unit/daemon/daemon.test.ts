@@ -188,4 +188,15 @@ describe('runDaemon: the schedule and the control requests', () => {
     await d.run();
     expect(listeningWhenRemoved).toBe(true);
   });
+
+  it("removes an older version's frame budget files when it starts: the budget is in its memory now", async () => {
+    const { writeFileSync } = await import('node:fs');
+    const legacy = ['rate-limit.bucket', 'rate-limit.bucket.flock'].map((f) => join(d.state.dir, f));
+    for (const file of legacy) writeFileSync(file, '{"tokens":0,"atMs":0}');
+    let goneWhenListening: boolean | undefined;
+    d.poll.at(0, () => (goneWhenListening = legacy.every((f) => !existsSync(f))));
+    d.controlAt(0, { op: 'status' });
+    await d.run();
+    expect(goneWhenListening).toBe(true);
+  });
 });
