@@ -4,6 +4,7 @@
 // status answers all go through the loop's one poll(2) and its deadlines.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NodeFrameBudget } from '../../../src/announce/frame-budget';
+import { ROUNDS_PER_TURN } from '../../../src/daemon/jobs';
 import { writeJob } from '../../support/daemon-fakes';
 import { answerOf, countersOf, DaemonLoop } from '../../support/daemon-loop';
 
@@ -24,6 +25,21 @@ afterEach(() => {
 });
 
 describe('runDaemon with timer stubs that throw', () => {
+  it('bounded work per turn: of five rounds due at once, at most ROUNDS_PER_TURN enter their pods before it polls', async () => {
+    for (const id of ['c1', 'c2', 'c3', 'c4', 'c5'])
+      writeJob(d.state, d.sentAt(0, { containerId: id, schedule: [0, 1000], idleExitMs: 300 }));
+    const openedAtPoll: number[] = [];
+    const onPoll = d.poll.onPoll;
+    d.poll.onPoll = () => (openedAtPoll.push(d.pod.opened), onPoll());
+    await d.run();
+    expect(d.pod.sent).toHaveLength(5);
+    const steps = openedAtPoll.slice(1).map((n, i) => n - openedAtPoll[i]!);
+    expect(Math.max(...steps)).toBe(ROUNDS_PER_TURN);
+    // The polls between are not waits: the rest was still due.
+    const atDue = d.poll.calls.filter((c) => c.at === 1000 && c.timeoutMs === 0);
+    expect(atDue).toHaveLength(Math.ceil(5 / ROUNDS_PER_TURN) - 1);
+  });
+
   it('holds rounds back in the in-memory budget, sleeps a command on the loop, backs off in its poll, answers status', async () => {
     const limit = { framesPerSecond: 1, burst: 1 };
     const node = new NodeFrameBudget(() => limit);
