@@ -20,7 +20,10 @@ export interface ProbedStatus {
   status?: { pid: number; attachments: unknown[]; counters: Record<string, any> };
 }
 
-/** Keeps asking; `stop` ends it and resolves, once every request in flight has its answer, with every probe. */
+/**
+ * Keeps asking; `stop` ends it and resolves, once every request in flight has its answer and a last one was asked,
+ * with every probe.
+ */
 export function startStatusProber(stateDir: string, everyMs: number): { stop(): Promise<StatusProbe[]> } {
   const path = join(stateDir, 'announcer.sock');
   const line = '{"v": 1, "build": "status-prober", "ackBy": 1e15, "control": {"op": "status"}}\n';
@@ -41,7 +44,9 @@ export function startStatusProber(stateDir: string, everyMs: number): { stop(): 
   return {
     async stop() {
       clearInterval(timer);
-      return Promise.all(probes);
+      const inFlight = await Promise.all(probes);
+      // One more, sent after everything before it was answered: its counters are the latest.
+      return [...inFlight, await ask()];
     },
   };
 }
