@@ -2,7 +2,8 @@
 // while the announcer works through 200 stand-in pods under rateLimit
 // {20/s, burst 5}, one status every 50 ms (test/integration/harness/status-load.ts,
 // the scenario of test/integration/status-under-load.test.ts).
-import { percentile, runStatusLoad, type StatusLoad } from '../../test/integration/harness';
+import { runStatusLoad, type StatusLoad } from '../../test/integration/harness/status-load';
+import { percentile } from '../../test/integration/harness/status-prober';
 import { throwCleanupErrors, type Scope } from '../../test/integration/harness/scope';
 import type { Verdict } from './report';
 
