@@ -7,7 +7,7 @@ import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
 import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
-import { realTimers } from './announce/timers';
+import { realTimers } from './process/real-timers';
 import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
 import { statusCommand, STATUS_VERB } from './commands/status-cli';
 import { checkReply } from './daemon/protocol';

@@ -22,6 +22,7 @@ import { GNU_TIME } from './measure';
 import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
+import { statusUnderLoad } from './status-load';
 import { buildRuntimeFloor } from './runtime-floor';
 import {
   ANNOUNCER_DEFAULTS,
@@ -87,7 +88,12 @@ function announcerLine(stateDir: string): string {
 }
 
 /** The table, the budgets' verdicts and the notes under them. */
-function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, stateDir: string): string[] {
+function report(
+  samples: Map<string, number[]>,
+  rssKiB: Map<string, number>,
+  announcer: string,
+  status: Awaited<ReturnType<typeof statusUnderLoad>>,
+): string[] {
   const table: TableRow[] = Object.values(ROWS).map((name) => {
     const row: TableRow = { name, samples: samples.get(name) ?? [] };
     const kib = rssKiB.get(name);
@@ -101,6 +107,8 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
     renderVerdicts(checkBudgets(table)),
     'Budget (issue 12, no conflict on the bench bridge):',
     renderVerdicts([probeCostVerdict(table)]),
+    'Budget (issue 25, the announcer answers while it works):',
+    renderVerdicts([status.verdict]),
     '',
     peerLine(table),
     'count 0: nothing to send, so the announcer validates and answers at once: the shim, the exchange and the validation.',
@@ -108,7 +116,8 @@ function report(samples: Map<string, number[]>, rssKiB: Map<string, number>, sta
     'each sample, untimed, and the shim starts one. in-process fallback: in its stateDir no announcer listens and none can',
     'start (the start marker is a stale directory the shim cannot unlink), so the shim runs ADD in-process at once: the',
     "fallback's own cost, without the wait (ACK_MS or START_MS) that precedes it when an announcer is hung or slow to start.",
-    announcerLine(stateDir),
+    announcer,
+    status.line,
     `load at the end: ${loadLine()}`,
   ];
 }
@@ -171,7 +180,10 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     }
   }
 
-  process.stdout.write(`${[...header, '', ...report(samples, rssKiB, programs.stateDir)].join('\n')}\n`);
+  // Last, and after the announcer line is taken: it runs an announcer of its own, on a stateDir of its own.
+  const announcer = announcerLine(programs.stateDir);
+  const status = await statusUnderLoad(scope);
+  process.stdout.write(`${[...header, '', ...report(samples, rssKiB, announcer, status)].join('\n')}\n`);
 }
 
 await scopedMain('bench', async (scope, abort) => {

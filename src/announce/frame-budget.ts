@@ -1,34 +1,19 @@
-// The node-wide frame budget shared by every ADD and the background
-// announcer: one token bucket in stateDir, read and written under a lock.
-import { join } from '../path';
-import type { Logger } from '../log';
-import { readSmallFile, replaceFile } from '../sys/safe-file';
-import type { LockFile } from './attachment-lock';
+// The node-wide frame budget, held in the announcer's memory: the announcer
+// alone sends frames, so one token bucket in its process meters them all. A
+// take never blocks: it sends now or says how long to wait, and the caller
+// waits on the loop (a deadline in its poll), having opened nothing.
 import { firstWaits, takeOnCredit, tryTake, tryTakeLater, type RateLimit, type TokenBucket } from './token-bucket';
 
-/** The bucket's file in stateDir. */
-export const BUCKET_FILE = 'rate-limit.bucket';
-/** How long one take waits for the bucket's lock. */
-const LOCK_WAIT_MS = 200;
-/** When another process holds the bucket that long, the caller tries again this much later. */
-const BUSY_RETRY_MS = 20;
+/** The outcome of a take: sent, or held back for `waitMs`. */
+export type Taken = { ok: true } | { ok: false; waitMs: number };
 
 /** Draws frames from the node's budget. */
 export interface FrameBudget {
   /**
-   * Takes `frames` tokens now and runs `send` (ok), or says how long to wait,
-   * also while other processes keep the bucket busy; `onCredit` takes them
-   * whatever is left, unmetered if the bucket stays busy. `send` runs while
-   * the bucket is still held, and `clock` (boot ms) is read once the bucket
-   * is held: the time the bucket accounts is the time the frames leave, not
-   * the time a process that then waited for the lock asked.
+   * Takes `frames` tokens now and runs `send` (ok), or says how long to wait; `onCredit` takes them whatever is left.
+   * `clock` (boot ms) is the time the frames leave.
    */
-  take(
-    frames: number,
-    clock: () => number,
-    onCredit: boolean,
-    send: () => void,
-  ): Promise<{ ok: true } | { ok: false; waitMs: number }>;
+  take(frames: number, clock: () => number, onCredit: boolean, send: () => void): Promise<Taken>;
 }
 
 /** A budget that never limits (rateLimit off). */
@@ -39,77 +24,36 @@ export const UNLIMITED: FrameBudget = {
   },
 };
 
-/**
- * The budget `limit` in `<stateDir>/rate-limit.bucket`, shared by the processes of that stateDir; round 1s (`first`,
- * never dropped) go before `later` rounds.
- */
-export function sharedFrameBudget(
-  stateDir: string,
-  limit: RateLimit,
-  lockFile: LockFile,
-  log: Logger,
-  rounds: 'first' | 'later',
-): FrameBudget {
-  const lockName = join(stateDir, `${BUCKET_FILE}.flock`);
-  return {
-    async take(frames, clock, onCredit, send) {
-      let lock;
-      try {
-        lock = await lockFile(lockName, LOCK_WAIT_MS);
-      } catch (err) {
-        log.warn('rate limit unavailable: sending unmetered', { error: err });
-        send();
-        return { ok: true };
-      }
-      if (!lock) {
-        // Many processes at once (a node starting all its pods), the holder descheduled: wait as for
-        // tokens. Sending unmetered here would let exactly such a storm through.
-        if (!onCredit) return { ok: false, waitMs: BUSY_RETRY_MS };
-        log.warn('rate limit busy: sending unmetered');
-        send();
-        return { ok: true };
-      }
-      try {
-        let unmetered = false;
-        try {
-          const now = clock();
-          const bucket = readBucket(join(stateDir, BUCKET_FILE));
-          const take = rounds === 'first' ? tryTake : tryTakeLater;
-          const next = onCredit
-            ? { ok: true as const, bucket: takeOnCredit(bucket, limit, frames, now) }
-            : take(bucket, limit, frames, now);
-          if (!next.ok) {
-            if (rounds === 'first')
-              replaceFile(stateDir, BUCKET_FILE, JSON.stringify(firstWaits(bucket, limit, now, next.waitMs)));
-            return next;
-          }
-          replaceFile(stateDir, BUCKET_FILE, JSON.stringify(next.bucket));
-        } catch (err) {
-          log.warn('rate limit state unusable: sending unmetered', { error: err });
-          unmetered = true;
-        }
-        send();
-        if (unmetered) log.debug('sent unmetered');
-        return { ok: true };
-      } finally {
-        lock.release();
-      }
-    },
-  };
-}
+/** Which rounds draw: round 1s (`first`, never dropped) go before `later` rounds. */
+export type Rounds = 'first' | 'later';
 
-function readBucket(file: string): TokenBucket | undefined {
-  const text = readSmallFile(file, 4096);
-  if (text === undefined) return undefined;
-  try {
-    const value = JSON.parse(text) as Partial<TokenBucket>;
-    if (Number.isFinite(value.tokens) && Number.isFinite(value.atMs)) {
-      const bucket: TokenBucket = { tokens: value.tokens!, atMs: value.atMs! };
-      if (Number.isFinite(value.firstWaitsUntil)) bucket.firstWaitsUntil = value.firstWaitsUntil!;
-      return bucket;
-    }
-  } catch {
-    // rewritten below
+/** The announcer's one token bucket; its limit is read at each take (node settings), none meaning unlimited. */
+export class NodeFrameBudget {
+  private bucket: TokenBucket | undefined;
+
+  constructor(private readonly limit: () => RateLimit | undefined) {}
+
+  /** The budget `rounds` draw from. */
+  budget(rounds: Rounds): FrameBudget {
+    return { take: async (frames, clock, onCredit, send) => this.take(rounds, frames, clock(), onCredit, send) };
   }
-  return undefined;
+
+  /** Synchronous: sends, or leaves the bucket as a held-back round 1 finds it. */
+  private take(rounds: Rounds, frames: number, now: number, onCredit: boolean, send: () => void): Taken {
+    const limit = this.limit();
+    if (!limit) {
+      send();
+      return { ok: true };
+    }
+    const next = onCredit
+      ? { ok: true as const, bucket: takeOnCredit(this.bucket, limit, frames, now) }
+      : (rounds === 'first' ? tryTake : tryTakeLater)(this.bucket, limit, frames, now);
+    if (!next.ok) {
+      if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
+      return next;
+    }
+    this.bucket = next.bucket;
+    send();
+    return { ok: true };
+  }
 }

@@ -2,7 +2,6 @@
 // same commands as a CNI process (the shim's fallback), hosted here. Waits go
 // to the announcer's loop (LoopWaits), packet sockets are closed on another
 // thread, and what a command would tell "the announcer" goes straight to it.
-import { sharedFrameBudget, UNLIMITED } from '../announce/frame-budget';
 import type { LockFile } from '../announce/attachment-lock';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
@@ -23,6 +22,8 @@ export interface CniHostDeps {
   libc: Libc;
   /** The real clocks; sleeping goes to `waits`. */
   timers: Timers;
+  /** The announcer's one frame budget (in memory), which its later rounds draw from too. */
+  frameBudget: CommandDeps['frameBudget'];
   waits: LoopWaits;
   /**
    * The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms).
@@ -54,8 +55,6 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     now: () => real.now(),
     bootMs: () => real.bootMs(),
     sleep: (ms) => deps.waits.sleep(ms),
-    setTimeout: (fn, ms) => real.setTimeout(fn, ms),
-    clearTimeout: (handle) => real.clearTimeout(handle),
   };
   const lockFile: LockFile = (path, timeoutMs) =>
     acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
@@ -65,10 +64,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     waits: deps.waits,
     lockFile,
     logger: deps.logger ?? commandLogger,
-    frameBudget: (stateDir, log) => {
-      const limit = deps.settings.rateLimit;
-      return limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED;
-    },
+    frameBudget: deps.frameBudget,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
   return async (env, stdin) => {

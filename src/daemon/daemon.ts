@@ -21,6 +21,7 @@ import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
+import { LEGACY_BUDGET_FILES } from './paths';
 import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
@@ -36,7 +37,7 @@ const PAUSE_AFTER_ERROR_MS = 100;
 export interface DaemonDeps
   extends Omit<JobDeps, 'closeInBackground'>,
     ControlDeps,
-    Pick<TakeOverDeps, 'resident' | 'askHandover'> {
+    Pick<TakeOverDeps, 'resident' | 'askHandover' | 'waitForHolder'> {
   /**
    * close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer
    * bounds how many are in flight.
@@ -89,6 +90,8 @@ class Daemon {
   private readonly runCni: CniRunner;
   private readonly settings: NodeSettings;
   private stopping = false;
+  /** Until when (monotonic ms) the loop backs off after a turn that threw. */
+  private pausedUntil = -Infinity;
   /**
    * Set once a request from another build found this executable replaced: serve no more, hand over once running
    * commands end.
@@ -137,11 +140,8 @@ class Daemon {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a command that found nobody listening wrote its record before, so recover() sees it.
       this.control.listen();
-      this.guard(
-        'cannot remove the start marker',
-        () => unlinkIfPresent(join(this.deps.stateDir, START_MARKER)),
-        undefined,
-      );
+      for (const file of [START_MARKER, ...LEGACY_BUDGET_FILES])
+        this.guard(`cannot remove ${file}`, () => unlinkIfPresent(join(this.deps.stateDir, file)), undefined);
       const handedOver = this.guard('cannot read the hand-over', () => takeHandover(this.deps.stateDir), new Map());
       this.guard('cannot read the records', () => this.jobs.recover(handedOver), undefined);
       this.deps.log.info('announcer started', {
@@ -189,17 +189,27 @@ class Daemon {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
         this.failed('announcer turn failed', err);
-        await this.deps.timers.sleep(PAUSE_AFTER_ERROR_MS);
+        this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
       }
       // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
       if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
     }
   }
 
-  /** One wait for sockets or the next due time, then whatever is due. */
+  /**
+   * One wait in the loop's one poll(2), for sockets or the next due time, then whatever is due: every wait of the
+   * announcer (readiness, probe windows, the budget, a back-off) is an fd or a deadline here, so a turn never blocks
+   * elsewhere.
+   */
   private async turn(now: number): Promise<void> {
     // While handing over, bursts go on until the commands still running end: then where each stands is written.
     const served = this.http ? [this.control, this.http] : [this.control];
+    const pause = this.pausedUntil - this.deps.timers.now();
+    if (pause > 0) {
+      // Backing off after a turn that threw: a throw that repeats must not spin. Nothing is read meanwhile.
+      this.deps.libc.pollInOut([], [], pause);
+      return;
+    }
     const reading = [...served.flatMap((s) => s.fds()), ...this.jobs.eventFds(), ...this.waits.fds()];
     const dueIn = Math.min(this.jobs.wakeAt(now), ...served.map((s) => s.wakeAt())) - now;
     const { readable, writable } = this.deps.libc.pollInOut(

@@ -15,6 +15,9 @@ import type { HandedOver } from './handover';
 import { recordFirstRound, sameJob, stillWanted } from './job-record';
 import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 
+/** Rounds that enter a pod (each a setns and its sockets) in one turn of the loop at most: answers wait no longer. */
+export const ROUNDS_PER_TURN = 2;
+
 /** What the table needs from the process. */
 export interface JobDeps extends RoundDeps {
   stateDir: string;
@@ -187,10 +190,14 @@ export class Jobs {
 
   /**
    * Runs what is due at `now`: rounds, and deferred waits whose pod changed (an fd in `changed`) or whose check is due.
-   * A work that throws is counted and logged, and the others run on.
+   * A work that throws is counted and logged, and the others run on. At most ROUNDS_PER_TURN rounds enter a pod.
    */
   async runDue(now: number, changed: ReadonlySet<number>): Promise<void> {
+    const entered = (): number => this.counters.rounds.sent + this.counters.rounds.skippedNotReady;
+    const before = entered();
     for (const w of [...this.works.values()]) {
+      // Bounded work per turn: the rest is still due, so the loop polls (timeout 0) and goes on.
+      if (entered() - before >= ROUNDS_PER_TURN) break;
       if (!this.works.has(w.name)) continue;
       let ended: Ended | undefined;
       try {
@@ -217,9 +224,7 @@ export class Jobs {
 
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
-    return stillWanted(this.deps.stateDir, w)
-      ? await runRound(this.deps, this.counters, w, now)
-      : { why: 'pod or record gone' };
+    return runRound(this.deps, this.counters, w, now, () => stillWanted(this.deps.stateDir, w));
   }
 
   /**

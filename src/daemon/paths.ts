@@ -12,6 +12,12 @@ export const DAEMON_VERB = 'daemon';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
 export const DAEMON_LOCK = 'announcer-daemon.flock';
 
+/**
+ * The node-wide frame budget's files of older versions (a bucket and its lock): the budget now lives in the
+ * announcer's memory, and an announcer removes them when it starts.
+ */
+export const LEGACY_BUDGET_FILES = ['rate-limit.bucket', 'rate-limit.bucket.flock'] as const;
+
 const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 
 /**

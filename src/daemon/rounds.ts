@@ -171,11 +171,18 @@ export function plannedFrames(job: BackgroundJob): number {
 }
 
 /**
- * Sends the round that is due (a pod not ready for it skips it); the budget may hold it back, or drop it.
+ * Sends the round that is due (a pod not ready for it skips it, `wanted` says whether it is still there); the budget
+ * may hold it back, or drop it.
  * The budget is asked first, for the most the round can send: a round held back has opened nothing,
  * so waiting costs no socket and no close (frames the pod then does not send stay taken).
  */
-export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now: number): Promise<Ended | undefined> {
+export async function runRound(
+  deps: RoundDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+  wanted: () => boolean = () => true,
+): Promise<Ended | undefined> {
   const taken = await deps.budget().take(
     plannedFrames(w.job),
     () => deps.timers.bootMs(),
@@ -183,6 +190,9 @@ export async function runRound(deps: RoundDeps, counters: Counters, w: Work, now
     () => {},
   );
   if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
+  // Whether the pod and its record are still there (a file read) only once the budget lets the round go: rounds held
+  // back wait in the same turn by the hundred, and their tokens are spent on a pod found gone.
+  if (!wanted()) return { why: 'pod or record gone' };
   const opened = openForJob(deps, w.job);
   if ('gone' in opened) return { why: opened.gone };
   try {

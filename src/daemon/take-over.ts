@@ -3,10 +3,13 @@
 // started one each). A resident one (the DaemonSet's) asks the one that
 // listens to hand over, as an upgrade would, and waits for the lock as long
 // as it takes: running commands end first. A resident one never hands over
-// to another resident one: that one is told so and exits.
+// to another resident one: that one is told so and exits. Every wait here is
+// a poll(2) on the holder's pidfd (src/sys/lock-holder.ts): it ends when the
+// holder exits, not at the next tick of a timer.
 import { closeSync } from 'node:fs';
 import type { Logger } from '../log';
 import type { Timers } from '../announce/timers';
+import type { HolderWait } from '../sys/lock-holder';
 import type { TryLock } from '../sys/libc';
 import type { UnixSockets } from '../sys/unix-socket';
 import { openDaemonLock, someoneListens } from './paths';
@@ -14,16 +17,21 @@ import { RESIDENT_REFUSAL } from './protocol';
 
 /** How long an announcer a shim started waits for one that is exiting (or handing over) to let go of the lock. */
 export const LOCK_WAIT_MS = 5000;
-/** Between two looks at the lock. */
+/** With no holder to name (lock-holder.ts), how long one wait lasts before the lock is tried again. */
 const LOCK_POLL_MS = 20;
-/** After a `handover` that got no answer (an older build, a hung one), before asking again. */
+/** The longest a resident announcer waits for the holder's exit before it looks (and asks) again. */
 const ASK_AGAIN_MS = 1000;
 
 /** What taking the lock needs. */
 export interface TakeOverDeps {
   stateDir: string;
   tryLock: TryLock;
-  timers: Timers;
+  timers: Pick<Timers, 'now'>;
+  /**
+   * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be named
+   * (src/sys/lock-holder.ts).
+   */
+  waitForHolder(lockFd: number, ms: number, fallbackMs: number): HolderWait;
   sockets: Pick<UnixSockets, 'connect' | 'close'>;
   log: Logger;
   /** Run by the DaemonSet: take over from an announcer a shim started. */
@@ -63,21 +71,24 @@ async function takeDaemonLock(deps: TakeOverDeps, lockFd: number): Promise<TakeO
     // One that does not listen is exiting or handing over: wait for it.
     const listens = someoneListens(deps.stateDir, deps.sockets);
     if (!deps.resident) {
-      if (listens || deps.timers.now() - start > LOCK_WAIT_MS) return 'served';
-    } else if (listens) {
+      const left = LOCK_WAIT_MS - (deps.timers.now() - start);
+      if (listens || left <= 0) return 'served';
+      deps.waitForHolder(lockFd, left, LOCK_POLL_MS);
+      continue;
+    }
+    if (listens) {
       const reply = await deps.askHandover?.();
       if (isRefusal(reply)) return 'resident';
       if (isOk(reply))
         deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
-      else {
+      else
         deps.log.warn('the running announcer did not answer "handover": asking again', {
           stateDir: deps.stateDir,
           inMs: ASK_AGAIN_MS,
         });
-        await deps.timers.sleep(ASK_AGAIN_MS);
-      }
     }
-    await deps.timers.sleep(LOCK_POLL_MS);
+    // Asked, a holder that cannot be named is asked again only after ASK_AGAIN_MS.
+    deps.waitForHolder(lockFd, ASK_AGAIN_MS, listens ? ASK_AGAIN_MS : LOCK_POLL_MS);
   }
   return 'taken';
 }

@@ -11,6 +11,7 @@ import { readSmallFile } from '../sys/safe-file';
 import { commandLogger } from '../log';
 import { askAnnouncer } from '../shim/ask';
 import { START_MS } from '../shim/wire';
+import { NodeFrameBudget } from '../announce/frame-budget';
 import type { ProcessWiring } from './wiring';
 
 /** The commands' dependencies in this process. */
@@ -29,9 +30,9 @@ export function pluginDeps(wiring: ProcessWiring): CommandDeps {
       }
     },
     // The node settings' rateLimit, as the stateDir's announcer reads it (a bad file: no limit; no announcer starts).
-    frameBudget: (stateDir, log) => {
+    frameBudget: (stateDir) => {
       const node = loadNodeSettings(stateDir, {}, (path, max) => readSmallFile(path, max, process.geteuid?.() ?? 0));
-      return wiring.frameBudget(stateDir, node.ok ? node.settings.rateLimit : undefined, log);
+      return new NodeFrameBudget(() => (node.ok ? node.settings.rateLimit : undefined)).budget('first');
     },
     lockFile,
     // The last close of each, paid here (8-16 ms each): the announcer pays it on another thread.

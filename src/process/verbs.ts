@@ -13,6 +13,8 @@ import { HttpListenError } from '../daemon/http-server';
 import { DAEMON_VERB } from '../daemon/paths';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
+import { NodeFrameBudget } from '../announce/frame-budget';
+import { waitForLockHolder } from '../sys/lock-holder';
 import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/private-dir';
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { loadNodeSettings } from '../daemon/settings';
@@ -60,10 +62,12 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
   const started = fileId(process.execPath);
+  const frames = new NodeFrameBudget(() => settings.rateLimit);
   const run = runDaemon({
     stateDir,
     resident: args.resident,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
+    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc: wiring.libc() }, fd, ms, fallbackMs),
     http,
     libc: wiring.libc(),
     sockets: wiring.libc(),
@@ -74,14 +78,21 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     log: loggers.log,
     jobLog: loggers.jobLog,
     settings,
-    budget: () => wiring.frameBudget(stateDir, settings.rateLimit, loggers.log, 'later'),
+    budget: () => frames.budget('later'),
     writeMetrics,
     metricsFileProblem: (file) => privateDirProblem(dirname(file)),
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
     uid,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
+    commands: (host) =>
+      cniRunner({
+        libc: wiring.libc(),
+        timers: wiring.timers,
+        frameBudget: () => frames.budget('first'),
+        ...host,
+        logger: loggers.commandLog,
+      }),
   });
   // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
   return run.then(

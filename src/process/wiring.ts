@@ -1,15 +1,13 @@
 // The real process's side of the injected dependencies: libc loaded on first
-// use, the clocks, file locks and the node-wide frame budget. Shared by the
+// use, the clocks and file locks. Shared by the
 // CNI commands (plugin-deps.ts) and the verbs (verbs.ts).
-import { realTimers, type Timers } from '../announce/timers';
-import { sharedFrameBudget, UNLIMITED, type FrameBudget } from '../announce/frame-budget';
+import type { Timers } from '../announce/timers';
 import type { LockFile } from '../announce/attachment-lock';
-import type { RateLimit } from '../announce/token-bucket';
-import type { Logger } from '../log';
 import { acquireFileLock } from '../sys/file-lock';
 import { loadLibc, type Libc } from '../sys/libc';
 import type { TcpSockets } from '../sys/tcp-socket';
 import type { UnixSockets } from '../sys/unix-socket';
+import { realTimers } from './real-timers';
 
 /** What every part of the process is built from. */
 export interface ProcessWiring {
@@ -17,8 +15,6 @@ export interface ProcessWiring {
   libc(): Libc & UnixSockets & TcpSockets;
   timers: Timers;
   lockFile: LockFile;
-  /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
-  frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger, rounds?: 'first' | 'later'): FrameBudget;
 }
 
 function once<T>(make: () => T): () => T {
@@ -36,7 +32,5 @@ export function processWiring(): ProcessWiring {
     libc,
     timers,
     lockFile,
-    frameBudget: (stateDir, limit, log, rounds = 'first') =>
-      limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED,
   };
 }

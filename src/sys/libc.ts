@@ -16,6 +16,7 @@ import type { UnixSockets } from './unix-socket';
 const { AF_NETLINK, AF_PACKET, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT } = ABI;
 const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, POLLIN, POLLOUT } = ABI;
 const { SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOL_NETLINK } = ABI;
+const SYS_PIDFD_OPEN = 434;
 
 export type { LibcLibrary } from './lazy-binding';
 
@@ -68,6 +69,11 @@ export interface Libc {
    * (close releases it).
    */
   tryLock(fd: number): boolean;
+  /**
+   * pidfd_open(2) (Linux 5.3): an fd that polls readable once process `pid` has exited (close-on-exec). Throws
+   * SysError: ENOSYS before 5.3, ESRCH once the process is gone.
+   */
+  pidfdOpen(pid: number): number;
 }
 
 /** Libc.tryLock, as lock takers get it injected (tests may fake it). */
@@ -126,12 +132,13 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   return { ...core, ...bindUnixSockets(lib, checks, core.close), ...bindTcpSockets(lib, checks) };
 }
 
-/** poll(2), flock(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
+/** poll(2), flock(2), pidfd_open(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
 function bindWaitsAndLocks(
   lib: LibcLibrary,
   check: CallChecks['check'],
   errno: () => number,
-): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut'> {
+): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen'> {
+  const syscall = lazyFunc(lib, 'long syscall(long number, ...)');
   const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
   const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
   const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
@@ -149,6 +156,8 @@ function bindWaitsAndLocks(
         if (e !== EINTR) throw new SysError('flock', e);
       }
     },
+    // 434 on every architecture (the syscall table is unified from 5.1 on).
+    pidfdOpen: (pid) => check('pidfd_open', Number(syscall(SYS_PIDFD_OPEN, 'int', pid, 'uint', 0))),
     bootTimeMs() {
       const ts = timespec();
       check('clock_gettime(CLOCK_BOOTTIME)', clockGettime(CLOCK_BOOTTIME, ts));

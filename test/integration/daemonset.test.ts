@@ -13,11 +13,15 @@
 //    takes over (`{"op":"handover"}`), and sends the rest. Every pod gets
 //    exactly its planned GARPs, counted on the bridge.
 //
+// 3. A hung announcer (SIGSTOPped) fails its liveness probe: podman's health
+//    check, as the kubelet, runs the yaml's probe and kills the container.
+//
 // The pods' CNI_NETNS are /proc/PID/ns/net paths (as containerd's ctr gives),
 // read through the node's PIDs (hostPID): the harness's podman runs in a
 // mount namespace of its own where /run is a fresh tmpfs, so the host's
 // /run/netns cannot be shared with the container from there.
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +49,16 @@ import {
   type AnnouncerAttachment,
   type BridgePod,
 } from './harness';
-import { privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
+import { BUSYBOX, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
+
+/** A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick, let go at once). */
+async function freeTcpPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PREFIX = `ds${RUN_TAG}`;
@@ -81,12 +94,15 @@ async function mainContainer(): Promise<{
   hostPID: boolean;
   hostNetwork: boolean;
   hostPaths: Map<string, string>;
+  liveness: { path: string; timeoutSeconds: number; failureThreshold: number };
 }> {
   const spec = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8')).spec.template.spec;
   const hostPaths = new Map<string, string>(
     spec.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]),
   );
+  const live = spec.containers[0].livenessProbe;
   return {
+    liveness: { path: live.httpGet.path, timeoutSeconds: live.timeoutSeconds, failureThreshold: live.failureThreshold },
     main: spec.containers[0],
     hostPID: spec.hostPID === true,
     hostNetwork: spec.hostNetwork === true,
@@ -396,4 +412,66 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       expect(unseen.stderr + unseen.stdout, dir).toMatch(/does not exist|ENOENT|not a namespace file/);
     }
   }, 120_000);
+
+  it('a hung announcer fails its liveness probe and the container is killed (podman health check as the kubelet)', async () => {
+    const s = scope();
+    const ds = await mainContainer();
+    const files = await announcerFiles(s);
+    await mkdir(files.stateDir, { mode: 0o700 });
+    const name = `${PREFIX}-hung`;
+    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
+    // The probe as deploy/daemonset.yaml's livenessProbe has it (GET /healthz, its timeoutSeconds and
+    // failureThreshold), run from inside the container by a static busybox mounted for the test (its nc: this
+    // busybox's wget crashes): the image has no HTTP client, and with hostNetwork the container's loopback is the
+    // node's, as the kubelet's GET sees it.
+    const probe = ds.liveness;
+    const port = await freeTcpPort();
+    const command = commandOf(ds.main, files.stateDir).map((a) =>
+      a.startsWith('--listen=') ? `--listen=127.0.0.1:${port}` : a,
+    );
+    const get =
+      `printf 'GET ${probe.path} HTTP/1.0\\r\\n\\r\\n' | /busybox timeout ${probe.timeoutSeconds} ` +
+      `/busybox nc 127.0.0.1 ${port} | /busybox grep -q '^HTTP/1.[01] 200'`;
+    await podman.ok([
+      'create',
+      '--name',
+      name,
+      ...runFlags(ds, files.stateDir),
+      '-v',
+      `${BUSYBOX}:/busybox:ro`,
+      '--health-cmd',
+      JSON.stringify(['/busybox', 'sh', '-c', get]),
+      // No timer of podman's (systemd's): the test runs each check itself, as the kubelet would every periodSeconds.
+      '--health-interval',
+      'disable',
+      '--health-retries',
+      String(probe.failureThreshold),
+      '--health-on-failure',
+      'kill',
+      IMAGE,
+      ...command,
+    ]);
+    await podman.ok(['start', name]);
+    await waitFor(async () => (await jsonLogs(podman, name)).some((l) => l.msg === 'serving /metrics and /healthz'), {
+      timeoutMs: 30_000,
+      what: "the container's announcer serving /healthz",
+    });
+    const check = async (): Promise<number> => (await podman.run(['healthcheck', 'run', name])).code;
+    const state = async (): Promise<string> =>
+      (await podman.ok(['inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+    expect(await check()).toBe(0); // healthy while its loop turns
+    expect(await check()).toBe(0);
+
+    // Hung: its one loop makes no progress. /healthz is answered by that loop, so no answer comes.
+    const pid = Number((await podman.ok(['inspect', '--format', '{{.State.Pid}}', name])).stdout.trim());
+    expect(pid).toBeGreaterThan(1);
+    process.kill(pid, 'SIGSTOP'); // the container's own process, which this test started
+    const codes: number[] = [];
+    for (let i = 0; i < probe.failureThreshold + 2 && (await state()) === 'running'; i++) codes.push(await check());
+    expect(codes.length).toBeGreaterThanOrEqual(probe.failureThreshold);
+    expect(codes.every((c) => c !== 0)).toBe(true);
+    // The named recovery: after failureThreshold failed probes the container is killed (the kubelet restarts it).
+    await waitFor(async () => (await state()) !== 'running', { timeoutMs: 30_000, what: 'the hung container killed' });
+    expect(await state()).toMatch(/exited|stopped/);
+  }, 180_000);
 });

@@ -74,6 +74,9 @@ export class DaemonLoop {
       budget: this.budget.budget,
       uid: 0,
       tryLock: () => true,
+      waitForHolder: () => {
+        throw new Error('the lock is free: no wait for its holder');
+      },
       writeMetrics: (file, text) => void this.metrics.push({ file, text }),
       metricsFileProblem: () => undefined,
       closeInBackground: (_fd, done) => queueMicrotask(() => done()),

@@ -7,19 +7,11 @@ import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
 
 /**
- * Files the announcer and the rate limit keep in stateDir: the node settings (written by the harness, as `announcer
- * install` does), lock files and the
- * token bucket for as long as it exists, and the announcer's socket while one
- * runs (every command leaves one running for idleExitMs; announcerLeftovers
- * checks that the socket goes with it).
+ * Files the announcer keeps in stateDir: the node settings (written by the harness, as `announcer install` does), its
+ * lock file, and its socket while one runs (every command leaves one running for idleExitMs; announcerLeftovers checks
+ * that the socket goes with it). The frame budget has no file.
  */
-export const DAEMON_STATE_FILES: readonly string[] = [
-  'announcer.conf',
-  'announcer-daemon.flock',
-  'announcer.sock',
-  'rate-limit.bucket',
-  'rate-limit.bucket.flock',
-];
+export const DAEMON_STATE_FILES: readonly string[] = ['announcer.conf', 'announcer-daemon.flock', 'announcer.sock'];
 
 /**
  * Names of the entries in stateDir (records and anything else) but

@@ -27,6 +27,8 @@ export * from './processes';
 export * from './routes';
 export * from './scope';
 export * from './stand-in-fleet';
+export * from './status-load';
+export * from './status-prober';
 export * from './stream-garbage';
 export * from './sysctl';
 export { missingTool, notRoot, skipTestUnless, skipUnless } from '../../support/skip';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LOCK_GRACE_MS } from '../../../src/announce/attachment-lock';
 import { writeRecord, type AttachmentRecord } from '../../../src/announce/state';
-import { realTimers } from '../../../src/announce/timers';
+import { realTimers } from '../../../src/process/real-timers';
 import { parseConfig } from '../../../src/cni/config';
 import type { DelRequest, GcRequest, StatusRequest } from '../../../src/cni/requests';
 import { del } from '../../../src/commands/del';

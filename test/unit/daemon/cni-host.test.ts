@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UNLIMITED } from '../../../src/announce/frame-budget';
 import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
 import { LoopWaits } from '../../../src/daemon/loop-waits';
 import type { PluginConfig } from '../../../src/cni/config';
@@ -27,6 +28,7 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
   return cniRunner({
     libc: fakeLibc({ openPacketSocket: () => 77, tryLock: () => true }),
     timers,
+    frameBudget: () => UNLIMITED,
     waits: new LoopWaits(() => timers.now()),
     control,
     closeInBackground: (fd) => void closed.push(fd),

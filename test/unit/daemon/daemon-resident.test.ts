@@ -103,12 +103,20 @@ describe('runDaemon --resident', () => {
 /** A stateDir whose lock is held until `freeAt` ms, with `listening` saying whether its socket answers. */
 function lockScene(state: StateDir, script: { freeAt: number; replies: unknown[] }) {
   const timers = new ManualTimers();
-  timers.sleep = async (ms) => timers.advance(ms);
+  timers.sleep = () => {
+    throw new Error('take-over sleeps: its waits are polls on the holder');
+  };
   const kept = keptLog();
-  const state_ = { listening: true, asked: 0, askedAt: [] as number[] };
+  const state_ = { listening: true, asked: 0, askedAt: [] as number[], waits: [] as number[][] };
   const deps: TakeOverDeps = {
     stateDir: state.dir,
     timers,
+    // The holder exits at freeAt: the poll on its pidfd ends then, or after `ms`.
+    waitForHolder: (_fd, ms, fallbackMs) => {
+      state_.waits.push([ms, fallbackMs]);
+      timers.advance(Math.max(0, Math.min(ms, script.freeAt - timers.now())));
+      return 'holder';
+    },
     log: kept.log,
     tryLock: () => {
       if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s'); // a loop that never ends fails
@@ -144,7 +152,8 @@ describe('withDaemonLock', () => {
     let servedAt: number | undefined;
     expect(await withDaemonLock(scene.deps, async () => void (servedAt = scene.timers.now()))).toBe('taken');
     expect(scene.state.asked).toBe(1);
-    expect(servedAt).toBeGreaterThanOrEqual(30_000);
+    expect(servedAt).toBe(30_000); // the holder's exit ends the wait: no timer tick after it
+    expect(scene.state.waits.length).toBeLessThanOrEqual(31); // one wait per second at most, never a busy look
   });
 
   it('asks again, a second later, one that gave no answer (an older build); and a new one listening after the first let go', async () => {
@@ -171,7 +180,8 @@ describe('withDaemonLock', () => {
     scene.state.listening = false;
     const start = scene.timers.now();
     expect(await withDaemonLock(scene.deps, async () => undefined)).toBe('served');
-    expect(scene.timers.now() - start).toBeGreaterThan(5000);
+    expect(scene.timers.now() - start).toBe(5000);
+    expect(scene.state.waits.at(-1)).toEqual([5000, 20]); // one poll on the holder for the whole wait
     expect(scene.state.asked).toBe(0);
   });
 });

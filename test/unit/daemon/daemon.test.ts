@@ -149,6 +149,9 @@ describe('runDaemon: the schedule and the control requests', () => {
   it('returns without running while another announcer holds the lock, after waiting LOCK_WAIT_MS (5 s) for it to let go', async () => {
     d.timers.advance(5000);
     d.deps.tryLock = () => false;
+    const waits: number[] = [];
+    // The holder never exits: each poll on it lasts its whole time.
+    d.deps.waitForHolder = (_fd, ms) => (waits.push(ms), d.timers.advance(ms), 'holder');
     writeJob(d.state, d.sentAt(0));
     await d.run();
     expect({
@@ -156,7 +159,8 @@ describe('runDaemon: the schedule and the control requests', () => {
       polls: d.poll.calls.length,
       paths: d.sockets.paths,
       now: d.timers.now(),
-    }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_020 });
+      waits,
+    }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_000, waits: [5000] });
   });
 
   it('returns at once, without running, when the announcer holding the lock listens (two shims started one each)', async () => {
@@ -195,5 +199,16 @@ describe('runDaemon: the schedule and the control requests', () => {
     d.controlAt(0, { op: 'count', sent: NO_FRAMES });
     await d.run();
     expect(listeningWhenRemoved).toBe(true);
+  });
+
+  it("removes an older version's frame budget files when it starts: the budget is in its memory now", async () => {
+    const { writeFileSync } = await import('node:fs');
+    const legacy = ['rate-limit.bucket', 'rate-limit.bucket.flock'].map((f) => join(d.state.dir, f));
+    for (const file of legacy) writeFileSync(file, '{"tokens":0,"atMs":0}');
+    let goneWhenListening: boolean | undefined;
+    d.poll.at(0, () => (goneWhenListening = legacy.every((f) => !existsSync(f))));
+    d.controlAt(0, { op: 'status' });
+    await d.run();
+    expect(goneWhenListening).toBe(true);
   });
 });

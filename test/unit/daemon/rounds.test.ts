@@ -79,6 +79,18 @@ describe('runRound', () => {
     expect({ next: w.next, dueAt: w.dueAt }).toEqual({ next: 3, dueAt: undefined });
   });
 
+  it('asks whether the pod and its record are still there only once the budget lets the round go', async () => {
+    const w = work();
+    const asked: number[] = [];
+    budget.answers.push(200);
+    expect(await runRound(deps, counters, w, T1 + 1000, () => (asked.push(1), false))).toBeUndefined();
+    expect(asked).toEqual([]); // held back: no file read
+    expect(await runRound(deps, counters, w, T1 + 1200, () => (asked.push(2), false))).toEqual({
+      why: 'pod or record gone',
+    });
+    expect({ asked, opened: pod.opened, sent: pod.sent.length }).toEqual({ asked: [2], opened: 0, sent: 0 });
+  });
+
   it('held back by the budget: opens no socket and closes none, waits the time the budget says, counted as delayed once', async () => {
     const w = work();
     budget.answers.push(200, 150);

@@ -25,7 +25,7 @@ function wiring(
   lockFile: ProcessWiring['lockFile'] = async () => undefined,
 ): ProcessWiring {
   const fake = fakeLibc(libc as Partial<Libc>) as Libc & UnixSockets & TcpSockets;
-  return { libc: () => fake, timers: new ManualTimers(), lockFile, frameBudget: () => expect.fail('no budget here') };
+  return { libc: () => fake, timers: new ManualTimers(), lockFile };
 }
 
 describe('pluginDeps', () => {
