@@ -15,6 +15,11 @@ export interface AttachmentIds {
    * into this one.
    */
   netnsId: NetnsId;
+  /**
+   * The mount namespace of the process that sent the ADD (dev and inode of its /proc/PID/ns/mnt), in which `netns` and
+   * `logFile` resolve; absent in records from before it was kept: the announcer's own.
+   */
+  mntNs?: NetnsId | undefined;
 }
 
 /** The Kubernetes pod of an attachment, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME), for log lines. */

@@ -22,6 +22,7 @@ const attachmentIds = {
   ifname: ifname(),
   netns: absPath(),
   netnsId: obj({ dev: count(), ino: count() }),
+  mntNs: optional(obj({ dev: count(), ino: count() })),
 };
 
 const backgroundJob = obj({

@@ -1,6 +1,7 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
 import type { ArpReceiver } from '../sys/arp-receiver';
+import type { CallerView } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
@@ -43,6 +44,15 @@ export function netnsSockets(libc: Libc): SocketOpener {
     pod: (netns) => openPodSockets(libc, netns),
     host: () => openHostSockets(libc),
     arpReceivers: (netns, ifindexes) => openArpReceivers(libc, netns, ifindexes),
+  };
+}
+
+/** `open`, each netns path taken as `view` sees it (the caller's mount namespace and root). */
+export function inView(open: SocketOpener, view: CallerView): SocketOpener {
+  return {
+    pod: (netns) => open.pod(view.path(netns)),
+    host: () => open.host(),
+    arpReceivers: (netns, ifindexes) => open.arpReceivers(view.path(netns), ifindexes),
   };
 }
 

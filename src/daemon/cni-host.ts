@@ -12,6 +12,9 @@ import { commandLogger } from '../log';
 import { announcerPlugin } from '../plugin';
 import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
+import { CallerViewError } from '../sys/caller-view';
+import type { CallerViews } from '../sys/caller-views';
+import { loggerInView, refusing, viewOfCaller, type Caller } from './caller-host';
 import type { LoopWaits } from './loop-waits';
 import type { Reply, Request } from './protocol';
 import type { DaemonSettings } from './settings';
@@ -30,6 +33,8 @@ export interface CniHostDeps {
   closeInBackground(fd: number): void;
   /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
   useSettings(settings: DaemonSettings): void;
+  /** The views of the file system of the processes that send commands. */
+  views: CallerViews;
   /** The commands' loggers (default: commandLogger, to each config's logFile). */
   logger?: CommandDeps['logger'] | undefined;
 }
@@ -40,8 +45,11 @@ export interface CommandOutcome {
   stdout: string;
 }
 
-/** Runs one CNI command (its CNI_* variables and stdin, as they came) to its end; never rejects. */
-export type CniRunner = (env: Record<string, string>, stdin: string) => Promise<CommandOutcome>;
+/**
+ * Runs one CNI command (its CNI_* variables and stdin, as they came) to its end, its paths resolved as `caller` sees
+ * them (call it while the caller waits); never rejects.
+ */
+export type CniRunner = (env: Record<string, string>, stdin: string, caller?: Caller) => Promise<CommandOutcome>;
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
@@ -55,7 +63,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
   };
   const lockFile: LockFile = (path, timeoutMs) =>
     acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
-  const commands: Omit<CommandDeps, 'askAnnouncer'> = {
+  const commands: Omit<CommandDeps, 'askAnnouncer' | 'view'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
@@ -65,11 +73,15 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
       limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  return async (env, stdin) => {
+  return async (env, stdin, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
-    const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer }), deps.useSettings);
+    const seen = viewOfCaller(deps.views, caller);
+    const view = seen instanceof CallerViewError ? deps.views.mine : seen;
+    const logger = loggerInView(commands.logger, view);
+    const hosted = announcerPlugin({ ...commands, askAnnouncer, view, logger });
+    const plugin = withSettings(seen instanceof CallerViewError ? refusing(hosted, seen) : hosted, deps.useSettings);
     let stdout = '';
     const exit = await dispatch(
       { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) },

@@ -5,6 +5,7 @@
 // only a deferred wait keeps the pod's sockets, and it ends once the netns
 // path is gone or replaced.
 import type { Logger } from '../log';
+import type { CallerViews } from '../sys/caller-views';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { ResolvedInterface } from '../announce/pod-interface';
@@ -24,6 +25,7 @@ import type { BackgroundJob } from '../announce/background-job';
 import type { Timers } from '../announce/timers';
 import type { RateLimit } from '../announce/token-bucket';
 import { addFrames, type Counters } from './counters';
+import { jobOpener, NO_VIEW } from './job-view';
 import { nextRound } from './progress';
 
 /** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
@@ -59,6 +61,8 @@ export interface Work {
 export interface RoundDeps {
   libc: Libc;
   open: SocketOpener;
+  /** The views of the file system a job's paths resolve in (by the mount namespace its ADD's caller had). */
+  views: Pick<CallerViews, 'forRecorded'>;
   /** Closes a packet socket on another thread: its close waits for an RCU grace period. */
   closeInBackground(fd: number): void;
   /** bootMs() schedules rounds (the clock ADD wrote them in). */
@@ -75,10 +79,12 @@ export type Ended = { why: string | undefined };
  * netns: Jobs.stillWanted).
  */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
+  const open = jobOpener(deps, job);
+  if (!open) return { gone: NO_VIEW };
   let session: PodSession;
   try {
     session = openSession(
-      deps,
+      { open },
       job.netns,
       job.interfaces.map((i) => i.name),
       job.hostPeerNames,

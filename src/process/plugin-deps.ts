@@ -7,6 +7,7 @@ import type { Libc } from '../sys/libc';
 import { blockingWaits } from '../announce/waits';
 import { checkReply } from '../daemon/protocol';
 import { commandLogger } from '../log';
+import { ownView } from '../sys/caller-view';
 import { askAnnouncer } from '../shim/ask';
 import { START_MS } from '../shim/wire';
 import type { ProcessWiring } from './wiring';
@@ -15,6 +16,7 @@ import type { ProcessWiring } from './wiring';
 export function pluginDeps(wiring: ProcessWiring): CommandDeps {
   const { libc, timers, lockFile } = wiring;
   return {
+    view: ownView(),
     libc,
     timers,
     logger: commandLogger,

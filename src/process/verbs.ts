@@ -16,6 +16,7 @@ import { BUILD_ID } from '../build-id';
 import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
 import { parseListenAddress } from '../sys/tcp-socket';
+import { CallerViews } from '../sys/caller-views';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
@@ -52,8 +53,10 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, stdout);
   const started = fileId(process.execPath);
+  const views = new CallerViews();
   const run = runDaemon({
     stateDir,
+    views,
     resident: args.resident,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
     http,
@@ -71,7 +74,8 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     uid: process.geteuid?.() ?? 0,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) => cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, logger: loggers.commandLog }),
+    commands: (host) =>
+      cniRunner({ libc: wiring.libc(), timers: wiring.timers, ...host, views, logger: loggers.commandLog }),
   });
   // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
   return run.then(

@@ -11,6 +11,8 @@ import type { DaemonSettings } from '../../../src/daemon/settings';
 import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
+import { identityView } from '../../support/caller-view-fakes';
+import type { CallerViews } from '../../../src/sys/caller-views';
 
 let dir: string;
 let settings: DaemonSettings[];
@@ -30,6 +32,7 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
     control,
     closeInBackground: (fd) => void closed.push(fd),
     useSettings: (s) => void settings.push(s),
+    views: { mine: identityView } as CallerViews,
   });
 }
 

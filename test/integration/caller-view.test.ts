@@ -1,0 +1,135 @@
+// Whose view of the file system a path is resolved in: the caller's. The stateDir's announcer is started by a first
+// call from a private mount namespace (`unshare -m --propagation private`); the host's later calls then name netns
+// files and a log file that namespace cannot see (created afterwards, or mounted on a tmpfs only the host has), and
+// every round must still be on the wire, and the log lines in the host's file.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOUNCER,
+  allocSubnet,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  assertCniOk,
+  attachmentFiles,
+  createStandInPod,
+  daemonsOf,
+  garpsFor,
+  podPrevResult,
+  runOk,
+  RUN_TAG,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitFor,
+  type AnnouncerAttachment,
+  type AnnouncerFiles,
+  type Scope,
+  type Subnet,
+} from './harness';
+import { cniExecInMountNs } from './harness/mountns-helpers';
+
+const PREFIX = `cv${RUN_TAG}`;
+const NETWORK = 'callerview';
+const ROUNDS = { count: 3, intervalMs: 300 };
+
+/** A stand-in pod at .host of `net`, its prevResult naming `netnsPath` (default its /run/netns path) as sandbox. */
+async function standIn(s: Scope, net: Subnet, host: number) {
+  const pod = await createStandInPod(s, {
+    prefix: PREFIX,
+    v4: [net.v4Cidr(host)],
+    sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
+  });
+  return { ...pod, ip: net.v4(host), cidr: net.v4Cidr(host) };
+}
+
+function attachment(
+  pod: Awaited<ReturnType<typeof standIn>>,
+  files: Pick<AnnouncerFiles, 'stateDir' | 'logFile'>,
+  netns: string,
+  tag: string,
+): AnnouncerAttachment {
+  return {
+    mainConf: { name: NETWORK, cniVersion: '1.0.0' },
+    prevResult: podPrevResult(netns, [{ name: pod.ifname, mac: pod.mac, addresses: [pod.cidr] }]),
+    containerId: `${PREFIX}-${tag}`,
+    netns,
+    files,
+    options: { logLevel: 'debug', idleExitMs: 30_000 },
+  };
+}
+
+/** The first ADD of the stateDir, from a private mount namespace: it starts the announcer there. */
+async function addFromPrivateMountNs(att: AnnouncerAttachment): Promise<void> {
+  const config = {
+    type: 'announcer',
+    ...att.options,
+    ...ROUNDS,
+    stateDir: att.files.stateDir,
+    logFile: att.files.logFile,
+    name: NETWORK,
+    cniVersion: '1.0.0',
+    prevResult: att.prevResult,
+  };
+  const call = { command: 'ADD' as const, containerId: att.containerId, ifname: 'eth0', netns: att.netns! };
+  assertCniOk('ADD from a private mount namespace', await cniExecInMountNs(ANNOUNCER, call, config, { prelude: ':' }));
+}
+
+/** Rounds of `pod` on its wire: exactly ROUNDS.count GARPs. */
+async function expectEveryRound(s: Scope, pod: Awaited<ReturnType<typeof standIn>>, add: () => Promise<void>) {
+  const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp' });
+  await add();
+  await waitFor(async () => (await capture.count()) >= ROUNDS.count, { timeoutMs: 10_000, what: 'every round' });
+  const frames = await capture.stop({ settleMs: 2 * ROUNDS.intervalMs });
+  expect(garpsFor(frames, pod.mac, pod.ip)).toHaveLength(ROUNDS.count);
+}
+
+describe.skipIf(skipIntegration())("paths resolve in the caller's view of the file system", () => {
+  const scope = scopePerTest(PREFIX);
+
+  it('an announcer started in a private mount namespace serves host calls whose netns, bind mounts and logFile it cannot see', async () => {
+    const s = scope();
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const first = await standIn(s, net, 5);
+    await addFromPrivateMountNs(attachment(first, files, first.netns.path, 'first'));
+    const [daemon] = await daemonsOf(files.stateDir);
+    expect(daemon, 'the announcer the first call started').toBeDefined();
+    expect(readlinkSync(`/proc/${daemon!.pid}/ns/mnt`), 'it runs in another mount namespace').not.toBe(
+      readlinkSync('/proc/self/ns/mnt'),
+    );
+
+    // Made after the announcer's mount namespace: a netns under /run/netns, and a tmpfs only the host has, holding a
+    // bind mount of another netns and the host calls' log file.
+    const later = await standIn(s, net, 6);
+    const bound = await standIn(s, net, 7);
+    const hostOnly = await mkdtemp(join(tmpdir(), 'announcer-cv-'));
+    s.defer(() => rm(hostOnly, { recursive: true, force: true }), `dir ${hostOnly}`);
+    await runOk('mount', ['-t', 'tmpfs', 'none', hostOnly]);
+    s.defer(() => runOk('umount', ['-R', hostOnly]), `umount ${hostOnly}`);
+    const boundPath = join(hostOnly, 'netns-bound');
+    await writeFile(boundPath, '');
+    await runOk('mount', ['--bind', bound.netns.path, boundPath]);
+    const hostFiles = { stateDir: files.stateDir, logFile: join(hostOnly, 'host.log') };
+
+    const attLater = attachment(later, hostFiles, later.netns.path, 'later');
+    await expectEveryRound(s, later, async () => void assertCniOk('ADD', await announcerAdd(s, attLater, ROUNDS)));
+    const attBound = attachment(bound, hostFiles, boundPath, 'bound');
+    await expectEveryRound(s, bound, async () => void assertCniOk('ADD', await announcerAdd(s, attBound, ROUNDS)));
+    expect(
+      (await daemonsOf(files.stateDir)).map((d) => d.pid),
+      'one announcer served them all',
+    ).toEqual([daemon!.pid]);
+
+    const log = await readFile(hostFiles.logFile, 'utf8');
+    expect(log).toMatch(new RegExp(`containerId=${attLater.containerId} .*announced .*round=1|announced .*round=1`));
+    expect(log).toContain(attBound.containerId);
+    assertCniOk('DEL', await announcerDel(attLater));
+    assertCniOk('DEL', await announcerDel(attBound));
+    const names = await attachmentFiles(files.stateDir);
+    expect(names.filter((n) => n.includes('later') || n.includes('bound'))).toEqual([]);
+  });
+});
