@@ -16,10 +16,11 @@ export interface AttachmentIds {
    */
   netnsId: NetnsId;
   /**
-   * The mount namespace of the process that sent the ADD (dev and inode of its /proc/PID/ns/mnt), in which `netns` and
-   * `logFile` resolve; absent in records from before it was kept: the announcer's own.
+   * The namespaces of the process that sent the ADD (of its /proc/PID/ns/mnt and ns/net): `netns` and `logFile` resolve
+   * in its mount namespace, the pod's host side is in its netns. Absent in records from before it was kept: the
+   * announcer's own.
    */
-  mntNs?: NetnsId | undefined;
+  caller?: { mnt: NetnsId; net: NetnsId } | undefined;
 }
 
 /** The Kubernetes pod of an attachment, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME), for log lines. */

@@ -46,7 +46,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
         ifname: env.ifname,
         netns: env.netns,
         netnsId,
-        mntNs: deps.view.mntNs,
+        caller: deps.view.caller,
         pod: podOf(env.args.raw),
         stateDir: config.stateDir,
         plan,

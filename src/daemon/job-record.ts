@@ -39,7 +39,7 @@ export function netnsAlive(job: BackgroundJob, view: CallerView): boolean {
 export function stillWanted(deps: Pick<RoundDeps, 'views'> & { stateDir: string }, w: Work): boolean {
   const view = jobView(deps, w.job);
   if (!view) {
-    w.log.warn(NO_VIEW, { mntNs: w.job.mntNs });
+    w.log.warn(NO_VIEW, { caller: w.job.caller });
     return false;
   }
   if (!netnsAlive(w.job, view)) return false;

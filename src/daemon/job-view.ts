@@ -12,7 +12,7 @@ export const NO_VIEW =
 
 /** The job's caller's view (CallerViews.forRecorded), or undefined when it cannot be had again. */
 export function jobView(deps: Pick<RoundDeps, 'views'>, job: BackgroundJob): CallerView | undefined {
-  return deps.views.forRecorded(job.mntNs);
+  return deps.views.forRecorded(job.caller);
 }
 
 /** deps.open with the job's paths as its caller sees them; undefined when its view cannot be had again. */

@@ -1,15 +1,16 @@
-// The announcer's callers' views, by mount namespace and root: one held root
-// fd per distinct view (a few per node), so that later rounds resolve a job's
-// paths as its caller did, after that caller has exited.
+// The announcer's callers' views, by namespaces and root: one held view per
+// distinct one (a few per node), so that later rounds resolve a job's paths as
+// its caller did, after that caller has exited.
 import {
   CallerViewError,
   fileId,
-  openRootView,
+  openProcessView,
   ownView,
   sameFile,
+  type CallerIds,
   type CallerView,
-  type FileId,
   type HeldView,
+  type OwnView,
 } from './caller-view';
 
 /** Views held at most; past it the least recently used is closed (its jobs fall back as after a hand-over). */
@@ -18,12 +19,10 @@ export const MAX_HELD_VIEWS = 64;
 /** Opens and keeps the views of the processes that send requests. */
 export class CallerViews {
   private readonly held = new Map<string, HeldView>();
-  private readonly own: CallerView;
-  private readonly ownRoot: FileId;
+  private readonly own: OwnView;
 
   constructor(private readonly proc = '/proc') {
-    this.own = ownView();
-    this.ownRoot = fileId(`${proc}/self/root`);
+    this.own = ownView(proc);
   }
 
   /** The announcer's own view. */
@@ -52,16 +51,18 @@ export class CallerViews {
   }
 
   /**
-   * The view to resume a recorded job in, by the mount namespace it recorded: the announcer's own (also for a record
-   * without one), one held, or pid 1's (a hostPID DaemonSet); undefined when none is that namespace.
+   * The view to resume a recorded job in, by the namespaces it recorded: the announcer's own (also for a record
+   * without them), one held, or pid 1's (a hostPID DaemonSet); undefined when none has them.
    */
-  forRecorded(mntNs: FileId | undefined): CallerView | undefined {
-    if (mntNs === undefined || sameFile(mntNs, this.own.mntNs)) return this.own;
-    for (const view of this.held.values()) if (sameFile(view.mntNs, mntNs)) return view;
+  forRecorded(caller: CallerIds | undefined): CallerView | undefined {
+    const same = (v: CallerView): boolean => sameFile(v.caller.mnt, caller!.mnt) && sameFile(v.caller.net, caller!.net);
+    if (caller === undefined || same(this.own)) return this.own;
+    for (const view of this.held.values()) if (same(view)) return view;
     try {
-      if (sameFile(fileId(`${this.proc}/1/ns/mnt`), mntNs)) return this.ofProcess(`${this.proc}/1`);
+      const first = this.ofProcess(`${this.proc}/1`);
+      if (same(first)) return first;
     } catch {
-      // pid 1 not visible, or exiting: no view
+      // pid 1 not visible to us: no view
     }
     return undefined;
   }
@@ -73,17 +74,18 @@ export class CallerViews {
   }
 
   private ofProcess(proc: string): CallerView {
-    const mntNs = fileId(`${proc}/ns/mnt`);
-    const root = fileId(`${proc}/root`);
-    if (sameFile(mntNs, this.own.mntNs) && sameFile(root, this.ownRoot)) return this.own;
-    const key = `${mntNs.dev}:${mntNs.ino}/${root.dev}:${root.ino}`;
+    const ids = { mnt: fileId(`${proc}/ns/mnt`), net: fileId(`${proc}/ns/net`), root: fileId(`${proc}/root`) };
+    const own = this.own;
+    if (sameFile(ids.mnt, own.caller.mnt) && sameFile(ids.root, own.root) && sameFile(ids.net, own.caller.net))
+      return own;
+    const key = [ids.mnt, ids.root, ids.net].map((id) => `${id.dev}:${id.ino}`).join('/');
     const kept = this.held.get(key);
     if (kept) {
       this.held.delete(key); // most recently used last
       this.held.set(key, kept);
       return kept;
     }
-    const view = openRootView(`${proc}/root`, mntNs, root);
+    const view = openProcessView(proc, ids, own);
     this.held.set(key, view);
     for (const [k, old] of this.held) {
       if (this.held.size <= MAX_HELD_VIEWS) break;

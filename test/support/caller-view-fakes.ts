@@ -3,7 +3,10 @@ import type { CallerView } from '../../src/sys/caller-view';
 import type { CallerViews } from '../../src/sys/caller-views';
 
 /** A view that leaves paths as they are. */
-export const identityView: CallerView = { mntNs: { dev: 0, ino: 0 }, path: (p) => p };
+export const identityView: CallerView = {
+  caller: { mnt: { dev: 0, ino: 0 }, net: { dev: 0, ino: 0 } },
+  path: (p) => p,
+};
 
 /** Views that resume every recorded job in identityView. */
 export const identityViews: Pick<CallerViews, 'forRecorded'> = { forRecorded: () => identityView };

@@ -7,7 +7,10 @@ import type { CallerViews } from '../../../src/sys/caller-views';
 import { createLogger } from '../../../src/log';
 import { identityView } from '../../support/caller-view-fakes';
 
-const other: CallerView = { mntNs: { dev: 9, ino: 9 }, path: (p) => `/proc/self/fd/5${p}` };
+const other: CallerView = {
+  caller: { mnt: { dev: 9, ino: 9 }, net: { dev: 9, ino: 9 } },
+  path: (p) => `/proc/self/fd/5${p}`,
+};
 const views = (ofPeer: (pid: number) => CallerView) => ({ mine: identityView, ofPeer }) as unknown as CallerViews;
 
 describe('viewOfCaller', () => {
@@ -64,7 +67,7 @@ describe('loggerInView', () => {
   it('hands the logger the log file as the caller sees it, its last component not followed', () => {
     const asked: (string | undefined)[] = [];
     const seen: CallerView = {
-      mntNs: { dev: 1, ino: 1 },
+      caller: { mnt: { dev: 1, ino: 1 }, net: { dev: 1, ino: 1 } },
       path: (p, opts) => (opts?.followLast === false ? `/caller${p}` : '/followed'),
     };
     const log = loggerInView((config) => (asked.push(config.logFile), createLogger(() => {}, 'error')), seen);

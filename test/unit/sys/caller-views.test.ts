@@ -18,35 +18,48 @@ describe('CallerViews', () => {
     expect(view).toBe(views.mine);
     expect(view.path('/var/run/netns/x')).toBe('/var/run/netns/x');
     expect(views.forRecorded(undefined)).toBe(views.mine);
-    expect(views.forRecorded(fileId('/proc/self/ns/mnt'))).toBe(views.mine);
+    expect(views.forRecorded(views.mine.caller)).toBe(views.mine);
+    expect(views.mine.hostNetns).toBeUndefined();
   });
 
   it('names a peer that is gone', () => {
     expect(() => new CallerViews().ofPeer(2 ** 22 + 1)).toThrow(/cannot open the view of the caller \(pid 4194305\)/);
   });
 
-  it('resolves under another root through a held fd, absolute symlinks from that root, and resumes no unknown namespace', () => {
-    // A stand-in /proc whose "pid 7" has another root (a temp dir) and our mount namespace's identity.
+  it('resolves under another root through a held fd, absolute symlinks from that root; resumes no unknown view', () => {
+    // A stand-in /proc: "pid 7" has another root (a temp dir) and another mount namespace (a stand-in file), "pid 8"
+    // our root and mount namespace but another netns (a stand-in file too).
     const dir = mkdtempSync(join(tmpdir(), 'views-'));
     try {
       const root = join(dir, 'root');
+      const proc = join(dir, 'proc');
       mkdirSync(join(root, 'run', 'netns'), { recursive: true });
       symlinkSync('/run', join(root, 'varrun'));
-      mkdirSync(join(dir, 'proc', '7', 'ns'), { recursive: true });
-      mkdirSync(join(dir, 'proc', 'self'), { recursive: true });
-      symlinkSync('/', join(dir, 'proc', 'self', 'root'));
-      symlinkSync(root, join(dir, 'proc', '7', 'root'));
-      symlinkSync(tmpdir(), join(dir, 'proc', '7', 'ns', 'mnt')); // a stand-in mount namespace: another file
-      const views = new CallerViews(join(dir, 'proc'));
-      const view = views.ofPeer(7);
-      expect(view).not.toBe(views.mine);
-      expect(view.mntNs).toEqual(fileId(tmpdir()));
-      const seen = view.path('/varrun/netns/pod');
+      for (const pid of ['self', '7', '8', '1']) mkdirSync(join(proc, pid, 'ns'), { recursive: true });
+      const link = (target: string, ...at: string[]) => symlinkSync(target, join(proc, ...at));
+      link('/', 'self', 'root');
+      link('/proc/self/ns/mnt', 'self', 'ns', 'mnt');
+      link('/proc/self/ns/net', 'self', 'ns', 'net');
+      link(root, '7', 'root');
+      link(dir, '7', 'ns', 'mnt');
+      link('/proc/self/ns/net', '7', 'ns', 'net');
+      link('/', '8', 'root');
+      link('/proc/self/ns/mnt', '8', 'ns', 'mnt');
+      link(root, '8', 'ns', 'net');
+      const views = new CallerViews(proc);
+      const seven = views.ofPeer(7);
+      expect(seven.caller.mnt).toEqual(fileId(dir));
+      expect(seven.hostNetns).toBeUndefined();
+      const seen = seven.path('/varrun/netns/pod');
       expect(seen).toMatch(/^\/proc\/self\/fd\/\d+\/run\/netns\/pod$/);
-      expect(fileId(seen.replace(/\/netns\/pod$/, '/netns'))).toEqual(fileId(join(root, 'run', 'netns')));
-      expect(views.ofPeer(7)).toBe(view); // one held fd per view
-      expect(views.forRecorded(fileId(tmpdir()))).toBe(view);
-      expect(views.forRecorded({ dev: 1, ino: 1 })).toBeUndefined();
+      expect(fileId(seen.replace(/\/pod$/, ''))).toEqual(fileId(join(root, 'run', 'netns')));
+      expect(views.ofPeer(7)).toBe(seven); // one held view per caller's namespaces and root
+      const eight = views.ofPeer(8);
+      expect(eight.path('/var/run')).toBe('/var/run');
+      expect(fileId(eight.hostNetns!)).toEqual(fileId(root));
+      expect(views.forRecorded(seven.caller)).toBe(seven);
+      expect(views.forRecorded(eight.caller)).toBe(eight);
+      expect(views.forRecorded({ mnt: seven.caller.mnt, net: eight.caller.net })).toBeUndefined();
       views.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
