@@ -1,6 +1,8 @@
 // A hosted command runs in its caller's view of the file system (sys/caller-view.ts): the seam between the control
 // socket, which knows the peer, and the commands, which resolve every path they carry through CommandDeps.view.
+import type { BackgroundJob } from '../announce/background-job';
 import type { CommandDeps } from '../commands/deps';
+import type { Logger } from '../log';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { CniPlugin } from '../cni/requests';
 import { CallerViewError, type CallerView } from '../sys/caller-view';
@@ -36,6 +38,26 @@ export function refusing(plugin: CniPlugin, why: CallerViewError): CniPlugin {
     throw new CniError(ErrorCode.SystemCall, why.message, { cause: why });
   };
   return { ...plugin, add: fail, check: fail };
+}
+
+/**
+ * `jobLog` writing each job's logFile as its caller saw it; in the announcer's own view when that cannot be had again
+ * (where the job's skip is logged, as every record's line was before the caller's view was kept).
+ */
+export function jobLogInView(
+  jobLog: (job: BackgroundJob) => Logger,
+  views: Pick<CallerViews, 'forRecorded' | 'mine'>,
+): (job: BackgroundJob) => Logger {
+  return (job) => {
+    if (job.logFile === undefined) return jobLog(job);
+    let logFile: string | undefined;
+    try {
+      logFile = (views.forRecorded(job.caller) ?? views.mine).path(job.logFile, { followLast: false });
+    } catch {
+      logFile = undefined; // a symlink loop: logging must never break the rounds
+    }
+    return jobLog({ ...job, logFile });
+  };
 }
 
 /** `logger` writing each config's logFile as `view` sees it (a symlink at its end is refused, as it is in place). */

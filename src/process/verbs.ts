@@ -17,6 +17,7 @@ import { checkPrivateDir, ensurePrivateDir } from '../sys/private-dir';
 import { replaceFile } from '../sys/safe-file';
 import { parseListenAddress } from '../sys/tcp-socket';
 import { CallerViews } from '../sys/caller-views';
+import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
@@ -67,7 +68,7 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     lockFile: wiring.lockFile,
     tryLock: wiring.libc().tryLock,
     log: loggers.log,
-    jobLog: loggers.jobLog,
+    jobLog: jobLogInView(loggers.jobLog, views),
     budget: (limit) => wiring.frameBudget(stateDir, limit, loggers.log, 'later'),
     writeMetrics,
     closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),

@@ -5,6 +5,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -18,6 +19,8 @@ import {
   createStandInPod,
   daemonsOf,
   garpsFor,
+  killDaemon,
+  ms,
   podPrevResult,
   runOk,
   RUN_TAG,
@@ -63,11 +66,12 @@ function attachment(
 }
 
 /** The first ADD of the stateDir, from a private mount namespace: it starts the announcer there. */
-async function addFromPrivateMountNs(att: AnnouncerAttachment): Promise<void> {
+/** `stayMs`: the namespace outlives the ADD by this long (its shell sleeps after the plugin exits). */
+async function addFromPrivateMountNs(att: AnnouncerAttachment, rounds: object = ROUNDS, stayMs = 0): Promise<void> {
   const config = {
     type: 'announcer',
     ...att.options,
-    ...ROUNDS,
+    ...rounds,
     stateDir: att.files.stateDir,
     logFile: att.files.logFile,
     name: NETWORK,
@@ -75,7 +79,10 @@ async function addFromPrivateMountNs(att: AnnouncerAttachment): Promise<void> {
     prevResult: att.prevResult,
   };
   const call = { command: 'ADD' as const, containerId: att.containerId, ifname: 'eth0', netns: att.netns! };
-  assertCniOk('ADD from a private mount namespace', await cniExecInMountNs(ANNOUNCER, call, config, { prelude: ':' }));
+  assertCniOk(
+    'ADD from a private mount namespace',
+    await cniExecInMountNs(ANNOUNCER, call, config, { prelude: ':', epilogue: `sleep ${stayMs / 1000}` }),
+  );
 }
 
 /** Rounds of `pod` on its wire: exactly ROUNDS.count GARPs. */
@@ -125,11 +132,53 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     ).toEqual([daemon!.pid]);
 
     const log = await readFile(hostFiles.logFile, 'utf8');
-    expect(log).toMatch(new RegExp(`containerId=${attLater.containerId} .*announced .*round=1|announced .*round=1`));
-    expect(log).toContain(attBound.containerId);
+    // Round 1 by the command, the later rounds by the announcer's background, after the caller has exited.
+    const announced = (id: string, round: number): string[] =>
+      log
+        .split('\n')
+        .filter(
+          (l) => / INFO announced /.test(l) && l.includes(`containerId=${id} `) && l.includes(` round=${round} `),
+        );
+    for (const att of [attLater, attBound])
+      for (let round = 1; round <= ROUNDS.count; round++)
+        expect(announced(att.containerId, round), `${att.containerId} round ${round}`).toHaveLength(1);
     assertCniOk('DEL', await announcerDel(attLater));
     assertCniOk('DEL', await announcerDel(attBound));
     const names = await attachmentFiles(files.stateDir);
     expect(names.filter((n) => n.includes('later') || n.includes('bound'))).toEqual([]);
+  });
+
+  it("a burst whose caller's view cannot be had again after a kill is skipped and logged", async () => {
+    const s = scope();
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    const [starter, pod, next] = [await standIn(s, net, 5), await standIn(s, net, 6), await standIn(s, net, 7)];
+    // The host starts the announcer; a caller in a private mount namespace sends a long burst. The namespace outlives
+    // the caller (its shell sleeps on) and the kill, so the next announcer could reach it, but holds nothing of it.
+    assertCniOk('ADD', await announcerAdd(s, attachment(starter, files, starter.netns.path, 'starter'), { count: 1 }));
+    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp' });
+    const att = attachment(pod, files, pod.netns.path, 'private');
+    s.defer(async () => void (await announcerDel(att)), `DEL ${att.containerId}`);
+    const added = addFromPrivateMountNs(att, { count: 10, intervalMs: 500 }, 6000);
+    await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 10_000, what: 'round 2' });
+    await killDaemon(files.stateDir);
+    const killedAt = Date.now();
+
+    // The next announcer finds the burst in the record, and no view with its caller's namespaces.
+    assertCniOk('ADD', await announcerAdd(s, attachment(next, files, next.netns.path, 'next'), { count: 1 }));
+    await waitFor(
+      async () => (await files.log()).includes("the caller's view of the file system cannot be re-opened"),
+      {
+        timeoutMs: 10_000,
+        what: 'the skip logged',
+      },
+    );
+    await sleep(1500); // three rounds' time: none of them may go out
+    const after = garpsFor(await capture.stop(), pod.mac, pod.ip).filter((f) => ms(f) > killedAt);
+    expect(after).toEqual([]);
+    const skipped = (await files.log()).split('\n').filter((l) => l.includes('cannot be re-opened'));
+    expect(skipped.some((l) => l.includes(`containerId=${att.containerId} `))).toBe(true);
+    await added;
+    assertCniOk('DEL', await announcerDel(att));
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loggerInView, refusing, viewOfCaller } from '../../../src/daemon/caller-host';
+import { jobLogInView, loggerInView, refusing, viewOfCaller } from '../../../src/daemon/caller-host';
 import { CniError } from '../../../src/cni/errors';
 import type { CniPlugin } from '../../../src/cni/requests';
 import { CallerViewError, type CallerView } from '../../../src/sys/caller-view';
@@ -74,5 +74,21 @@ describe('loggerInView', () => {
     log({ logFile: '/var/log/a.log', logLevel: 'info' } as never, {});
     log({ logLevel: 'info' } as never, {});
     expect(asked).toEqual(['/caller/var/log/a.log', undefined]);
+  });
+});
+
+describe('jobLogInView', () => {
+  it("hands the job's logger its log file as the job's caller saw it, else as the announcer sees it", () => {
+    const asked: (string | undefined)[] = [];
+    const held: CallerView = { ...other, path: (p, opts) => `/held${p}${opts?.followLast === false ? '' : '!'}` };
+    const jobLog = jobLogInView((job) => (asked.push(job.logFile), createLogger(() => {}, 'error')), {
+      mine: identityView,
+      forRecorded: (caller) => (caller === undefined ? undefined : held),
+    });
+    const job = { logFile: '/var/log/a.log', caller: other.caller } as never;
+    jobLog(job);
+    jobLog({ logFile: '/var/log/a.log' } as never);
+    jobLog({} as never);
+    expect(asked).toEqual(['/held/var/log/a.log', '/var/log/a.log', undefined]);
   });
 });
