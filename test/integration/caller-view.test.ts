@@ -16,6 +16,7 @@ import {
   announcerFiles,
   assertCniOk,
   attachmentFiles,
+  createPidNamespace,
   createStandInPod,
   daemonsOf,
   garpsFor,
@@ -180,5 +181,22 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     expect(skipped.some((l) => l.includes(`containerId=${att.containerId} `))).toBe(true);
     await added;
     assertCniOk('DEL', await announcerDel(att));
+  });
+
+  it("refuses by name a caller whose pid the announcer's pid namespace cannot see (SO_PEERCRED gives 0)", async () => {
+    const s = scope();
+    const files = await announcerFiles(s);
+    const pod = await standIn(s, allocSubnet(), 5);
+    const ns = await createPidNamespace(s);
+    const announcer = await ns.traceAnnouncer(ANNOUNCER, files.stateDir);
+    const att = attachment(pod, files, pod.netns.path, 'pid0');
+    const add = await announcerAdd(s, att, ROUNDS);
+    expect(add.code).toBe(1);
+    expect(JSON.parse(add.stdout)).toMatchObject({
+      code: 100,
+      msg: expect.stringMatching(/pid is not visible from the announcer's pid namespace \(SO_PEERCRED gave 0\)/),
+    });
+    assertCniOk("DEL goes on in the announcer's own view", await announcerDel(att));
+    expect(await announcer.stop()).toEqual([]);
   });
 });
