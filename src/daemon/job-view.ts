@@ -8,7 +8,7 @@ import type { RoundDeps } from './rounds';
 /** Why a job whose caller's view cannot be had again (after a hand-over or a kill) is skipped. */
 export const NO_VIEW =
   "the caller's view of the file system cannot be re-opened (its mount namespace is neither this announcer's, " +
-  "nor one it holds, nor pid 1's): skipping the burst";
+  'nor one it holds, nor that of any process it can see): skipping the burst';
 
 /** The job's caller's view (CallerViews.forRecorded), or undefined when it cannot be had again. */
 export function jobView(deps: Pick<RoundDeps, 'views'>, job: BackgroundJob): CallerView | undefined {

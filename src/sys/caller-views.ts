@@ -1,6 +1,7 @@
 // The announcer's callers' views, by namespaces and root: one held view per
 // distinct one (a few per node), so that later rounds resolve a job's paths as
 // its caller did, after that caller has exited.
+import { readdirSync } from 'node:fs';
 import {
   CallerViewError,
   fileId,
@@ -9,6 +10,7 @@ import {
   sameFile,
   type CallerIds,
   type CallerView,
+  type FileId,
   type HeldView,
   type OwnView,
 } from './caller-view';
@@ -20,6 +22,8 @@ export const MAX_HELD_VIEWS = 64;
 export class CallerViews {
   private readonly held = new Map<string, HeldView>();
   private readonly own: OwnView;
+  /** Namespaces no process was found in: not looked for again. */
+  private readonly nowhere = new Set<string>();
 
   constructor(private readonly proc = '/proc') {
     this.own = ownView(proc);
@@ -52,18 +56,28 @@ export class CallerViews {
 
   /**
    * The view to resume a recorded job in, by the namespaces it recorded: the announcer's own (also for a record
-   * without them), one held, or pid 1's (a hostPID DaemonSet); undefined when none has them.
+   * without them), one held, or that of a process in both (pid 1 first: a hostPID DaemonSet; else the runtime that
+   * sent the ADD, found by a look at /proc once per namespace); undefined when no process is in them any more.
    */
   forRecorded(caller: CallerIds | undefined): CallerView | undefined {
     const same = (v: CallerView): boolean => sameFile(v.caller.mnt, caller!.mnt) && sameFile(v.caller.net, caller!.net);
     if (caller === undefined || same(this.own)) return this.own;
     for (const view of this.held.values()) if (same(view)) return view;
-    try {
-      const first = this.ofProcess(`${this.proc}/1`);
-      if (same(first)) return first;
-    } catch {
-      // pid 1 not visible to us: no view
+    const key = idsKey([caller.mnt, caller.net]);
+    if (this.nowhere.has(key)) return undefined;
+    for (const pid of ['1', ...pidsIn(this.proc)]) {
+      try {
+        const proc = `${this.proc}/${pid}`;
+        if (!sameFile(fileId(`${proc}/ns/mnt`), caller.mnt) || !sameFile(fileId(`${proc}/ns/net`), caller.net))
+          continue;
+        const view = this.ofProcess(proc);
+        if (same(view)) return view;
+      } catch {
+        // gone meanwhile, or not ours to look at: the next
+      }
     }
+    if (this.nowhere.size >= MAX_HELD_VIEWS) this.nowhere.clear();
+    this.nowhere.add(key); // no process returns to a namespace once it is empty
     return undefined;
   }
 
@@ -78,7 +92,7 @@ export class CallerViews {
     const own = this.own;
     if (sameFile(ids.mnt, own.caller.mnt) && sameFile(ids.root, own.root) && sameFile(ids.net, own.caller.net))
       return own;
-    const key = [ids.mnt, ids.root, ids.net].map((id) => `${id.dev}:${id.ino}`).join('/');
+    const key = idsKey([ids.mnt, ids.root, ids.net]);
     const kept = this.held.get(key);
     if (kept) {
       this.held.delete(key); // most recently used last
@@ -93,5 +107,18 @@ export class CallerViews {
       old.close();
     }
     return view;
+  }
+}
+
+function idsKey(ids: readonly FileId[]): string {
+  return ids.map((id) => `${id.dev}:${id.ino}`).join('/');
+}
+
+/** The pids /proc lists (none when it cannot be read). */
+function pidsIn(proc: string): string[] {
+  try {
+    return readdirSync(proc).filter((name) => /^[1-9][0-9]*$/.test(name));
+  } catch {
+    return [];
   }
 }

@@ -155,15 +155,16 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     const net = allocSubnet();
     const [starter, pod, next] = [await standIn(s, net, 5), await standIn(s, net, 6), await standIn(s, net, 7)];
     // The host starts the announcer; a caller in a private mount namespace sends a long burst. The namespace outlives
-    // the caller (its shell sleeps on) and the kill, so the next announcer could reach it, but holds nothing of it.
+    // the caller (its shell sleeps on) until just after the kill: the next announcer finds no process in it.
     assertCniOk('ADD', await announcerAdd(s, attachment(starter, files, starter.netns.path, 'starter'), { count: 1 }));
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp' });
     const att = attachment(pod, files, pod.netns.path, 'private');
     s.defer(async () => void (await announcerDel(att)), `DEL ${att.containerId}`);
-    const added = addFromPrivateMountNs(att, { count: 10, intervalMs: 500 }, 6000);
+    const added = addFromPrivateMountNs(att, { count: 10, intervalMs: 500 }, 2000);
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 10_000, what: 'round 2' });
     await killDaemon(files.stateDir);
     const killedAt = Date.now();
+    await added;
 
     // The next announcer finds the burst in the record, and no view with its caller's namespaces.
     assertCniOk('ADD', await announcerAdd(s, attachment(next, files, next.netns.path, 'next'), { count: 1 }));
@@ -179,7 +180,6 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     expect(after).toEqual([]);
     const skipped = (await files.log()).split('\n').filter((l) => l.includes('cannot be re-opened'));
     expect(skipped.some((l) => l.includes(`containerId=${att.containerId} `))).toBe(true);
-    await added;
     assertCniOk('DEL', await announcerDel(att));
   });
 

@@ -61,6 +61,12 @@ describe('CallerViews', () => {
       expect(views.forRecorded(eight.caller)).toBe(eight);
       expect(views.forRecorded({ mnt: seven.caller.mnt, net: eight.caller.net })).toBeUndefined();
       views.close();
+      // A later announcer, holding nothing, finds a process in the recorded namespaces under /proc.
+      const later = new CallerViews(proc);
+      const found = later.forRecorded(seven.caller);
+      expect(found?.caller).toEqual(seven.caller);
+      expect(fileId(found!.path('/varrun/netns'))).toEqual(fileId(join(root, 'run', 'netns')));
+      later.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
