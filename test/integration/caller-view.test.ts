@@ -17,7 +17,10 @@ import {
   assertCniOk,
   attachmentFiles,
   createPidNamespace,
+  createNetns,
   createStandInPod,
+  linkShow,
+  setSysctl,
   daemonsOf,
   garpsFor,
   killDaemon,
@@ -198,5 +201,58 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     });
     assertCniOk("DEL goes on in the announcer's own view", await announcerDel(att));
     expect(await announcer.stop()).toEqual([]);
+  });
+
+  it("looks the pod's host side up in the caller's netns: a bridge port there that is not forwarding holds round 1 back", async () => {
+    const s = scope();
+    const files = await announcerFiles(s);
+    const net = allocSubnet();
+    // The announcer runs in the test's netns (a first ADD from here starts it).
+    const starter = await standIn(s, net, 5);
+    assertCniOk('ADD', await announcerAdd(s, attachment(starter, files, starter.netns.path, 'starter'), { count: 1 }));
+    // A node of its own: a bridge there, the pod's veth peer a port of it, held in learning.
+    const node = await createNetns(s, PREFIX);
+    const pod = await createNetns(s, PREFIX);
+    const inNode = (...args: string[]) => runOk('ip', ['-n', node.name, ...args]);
+    await inNode('link', 'add', 'br0', 'type', 'bridge', 'stp_state', '0');
+    await inNode('link', 'add', 'vh0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod.name);
+    await inNode('link', 'set', 'vh0', 'master', 'br0');
+    await inNode('link', 'set', 'br0', 'up');
+    await inNode('link', 'set', 'vh0', 'up');
+    await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.name);
+    await setSysctl('net.ipv6.conf.eth0.disable_ipv6', 1, pod.name);
+    await runOk('ip', ['-n', pod.name, 'addr', 'add', net.v4Cidr(9), 'dev', 'eth0']);
+    await runOk('ip', ['-n', pod.name, 'link', 'set', 'eth0', 'up']);
+    await runOk('bridge', ['-n', node.name, 'link', 'set', 'dev', 'vh0', 'state', '2']); // once it has carrier
+    const mac = (await linkShow('eth0', pod.name))!.mac;
+    const capture = await startCapture(s, { netns: pod.name, iface: 'eth0', filter: 'arp' });
+    const att: AnnouncerAttachment = {
+      mainConf: { name: NETWORK, cniVersion: '1.0.0' },
+      prevResult: podPrevResult(pod.path, [{ name: 'eth0', mac, addresses: [net.v4Cidr(9)] }]),
+      containerId: `${PREFIX}-node`,
+      netns: pod.path,
+      files,
+      node: node.name,
+      options: { logLevel: 'debug', count: 1, addWaitMs: 8000, readyTimeoutMs: 8000 },
+    };
+    const adding = announcerAdd(s, att);
+    let exited = false;
+    adding.then(
+      () => void (exited = true),
+      () => void (exited = true),
+    );
+    await waitFor(async () => exited || (await files.log()).includes('DEBUG pod not ready: waiting for it'), {
+      timeoutMs: 10_000,
+      what: 'ADD to wait for the port',
+    });
+    expect(exited, "ADD waits for the bridge port in its caller's netns").toBe(false);
+    await sleep(300);
+    const forwardingAt = Date.now();
+    await runOk('bridge', ['-n', node.name, 'link', 'set', 'dev', 'vh0', 'state', '3']);
+    assertCniOk('ADD', await adding);
+    const garps = garpsFor(await capture.stop(), mac, net.v4(9));
+    expect(garps).toHaveLength(1);
+    expect(ms(garps[0]!)).toBeGreaterThanOrEqual(forwardingAt - 50);
+    assertCniOk('DEL', await announcerDel(att));
   });
 });
