@@ -11,7 +11,7 @@
 // it is not the announcer's: that is the runtime's netns, never a pod's.
 import { closeSync, lstatSync, openSync, readlinkSync, statSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
-import { resolveUnderRoot, type RootLookup } from './root-path';
+import { resolveUnderRoot, type RootLookup } from '../root-path';
 
 /** A namespace's or directory's identity (device and inode). */
 export interface FileId {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_HOPS, resolveUnderRoot, TooManyLinksError, type RootLookup } from '../../../src/sys/root-path';
+import { MAX_HOPS, resolveUnderRoot, TooManyLinksError, type RootLookup } from '../../src/root-path';
 
 /** A caller's root as a map of symlinks (relative path → target); anything else is a plain entry. */
 function tree(links: Record<string, string>): RootLookup & { looked: string[] } {
