@@ -128,8 +128,8 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }
-  const { network, containerId, ifname, netns, netnsId } = job;
-  return { network, containerId, ifname, netns, netnsId, originalMacs: sameNetns ? previous.originalMacs : [] };
+  const { network, containerId, ifname, netns, netnsId, caller } = job;
+  return { network, containerId, ifname, netns, netnsId, caller, originalMacs: sameNetns ? previous.originalMacs : [] };
 }
 
 /**

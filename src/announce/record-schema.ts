@@ -22,6 +22,7 @@ const attachmentIds = {
   ifname: ifname(),
   netns: absPath(),
   netnsId: obj({ dev: count(), ino: count() }),
+  caller: optional(obj({ mnt: obj({ dev: count(), ino: count() }), net: obj({ dev: count(), ino: count() }) })),
 };
 
 const backgroundJob = obj({

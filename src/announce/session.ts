@@ -1,6 +1,7 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
 import type { ArpReceiver } from '../sys/arp-receiver';
+import type { CallerView } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
@@ -32,7 +33,8 @@ export interface PodSession {
  */
 export interface SocketOpener {
   pod(netns: string): PodSockets;
-  host(): HostSockets;
+  /** In the netns at `netns`, or the announcer's own without one. */
+  host(netns?: string): HostSockets;
   /** One ARP receiver per pod interface index, for the conflict probe. */
   arpReceivers(netns: string, ifindexes: readonly number[]): ArpReceiver[];
 }
@@ -41,8 +43,20 @@ export interface SocketOpener {
 export function netnsSockets(libc: Libc): SocketOpener {
   return {
     pod: (netns) => openPodSockets(libc, netns),
-    host: () => openHostSockets(libc),
+    host: (netns) => openHostSockets(libc, netns),
     arpReceivers: (netns, ifindexes) => openArpReceivers(libc, netns, ifindexes),
+  };
+}
+
+/**
+ * `open`, each netns path taken as `view` sees it (the caller's mount namespace and root), and the host's sockets in
+ * the caller's netns.
+ */
+export function inView(open: SocketOpener, view: CallerView): SocketOpener {
+  return {
+    pod: (netns) => open.pod(view.path(netns)),
+    host: () => open.host(view.hostNetns),
+    arpReceivers: (netns, ifindexes) => open.arpReceivers(view.path(netns), ifindexes),
   };
 }
 

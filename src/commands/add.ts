@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { announceOnAdd } from '../announce/announce-on-add';
-import { netnsSockets } from '../announce/session';
+import { inView, netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/requests';
 import { podOf } from '../cni/cni-args';
@@ -15,10 +15,10 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   const { config, options, env, prevResult } = req;
   const libc = deps.libc();
   // Before anything else, the log included: CNI_NETNS must be a network namespace.
-  const netnsId = requirePodNetns(libc, env.netns);
+  const netnsId = requirePodNetns(libc, env.netns, deps.view);
   const log = deps.logger(config, env);
   for (const note of req.notes) log[note.level](note.msg, note.fields);
-  const plan = planFor(options, prevResult, env, netnsId);
+  const plan = planFor(options, prevResult, env, netnsId, deps.view);
   // Every derived MAC starts with macPrefix.
   const derivedMac = plan.interfaces.find((i) => i.targetMac)?.targetMac;
   if (derivedMac && !isLocallyAdministeredMac(derivedMac)) {
@@ -39,13 +39,14 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   try {
     const budget = deps.frameBudget(config.stateDir, log);
     const macs = await announceOnAdd(
-      { ...deps, libc, open: netnsSockets(libc), log, budget },
+      { ...deps, libc, open: inView(netnsSockets(libc), deps.view), log, budget },
       {
         network: config.name,
         containerId: env.containerId,
         ifname: env.ifname,
         netns: env.netns,
         netnsId,
+        caller: deps.view.caller,
         pod: podOf(env.args.raw),
         stateDir: config.stateDir,
         plan,

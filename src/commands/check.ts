@@ -11,11 +11,11 @@ import { requirePodNetns, toCniError } from './errors';
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
 export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
   const { options, env, prevResult } = req;
-  const netnsId = requirePodNetns(deps.libc(), env.netns);
-  const plan = planFor(options, prevResult, env, netnsId);
+  const netnsId = requirePodNetns(deps.libc(), env.netns, deps.view);
+  const plan = planFor(options, prevResult, env, netnsId, deps.view);
   let pod;
   try {
-    pod = openPodRtnl(deps.libc(), env.netns);
+    pod = openPodRtnl(deps.libc(), deps.view.path(env.netns));
   } catch (err) {
     throw toCniError(err, 'CHECK');
   }

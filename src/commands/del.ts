@@ -95,7 +95,14 @@ async function lockOrGoAhead(
  * that pod's MAC is not ours to change. Returns the interfaces restored.
  */
 function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string, log: Logger): string[] {
-  const check = checkNetnsPath(deps.libc(), netns);
+  let at: string; // the path as the caller sees it
+  try {
+    at = deps.view.path(netns);
+  } catch (err) {
+    log.warn('cannot resolve the pod netns path: no MAC restored', { netns, error: err });
+    return [];
+  }
+  const check = checkNetnsPath(deps.libc(), at);
   if (check.kind !== 'ok') {
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
@@ -108,7 +115,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
   }
   let pod;
   try {
-    pod = openPodRtnl(deps.libc(), netns);
+    pod = openPodRtnl(deps.libc(), at);
   } catch (err) {
     log.warn('cannot enter pod netns to restore MACs', { netns, error: err });
     return [];
@@ -116,7 +123,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
   const restored: string[] = [];
   try {
     // The path could have been replaced between the check and the open: check again before writing.
-    const now = checkNetnsPath(deps.libc(), netns);
+    const now = checkNetnsPath(deps.libc(), at);
     if (now.kind !== 'ok' || !isRecorded(now.id)) {
       log.warn('the netns at this path changed while DEL entered it: not restoring MACs', { netns });
       return [];

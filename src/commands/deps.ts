@@ -1,5 +1,6 @@
 import type { PluginConfig } from '../cni/config';
 import type { Logger } from '../log';
+import type { CallerView } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import type { AddDeps } from '../announce/announce-on-add';
 import type { FrameBudget } from '../announce/frame-budget';
@@ -9,6 +10,8 @@ import type { FrameBudget } from '../announce/frame-budget';
  * they are.
  */
 export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile'> {
+  /** The view of the file system of the process that sent the command: every path it carries resolves there. */
+  view: CallerView;
   /** libc through koffi, loaded on first use. */
   libc(): Libc;
   /** A logger for one attachment (or for the network, when ids are absent); `args` (CNI_ARGS) may name its pod. */

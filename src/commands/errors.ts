@@ -3,6 +3,7 @@ import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, State
 import { CniError, ErrorCode, isCniError, type ErrorCodeValue } from '../cni/errors';
 import { isSysError } from '../sys/sys-error';
 import type { Libc } from '../sys/libc';
+import type { CallerView } from '../sys/caller-view';
 import { checkNetnsPath, type NetnsId } from '../sys/netns';
 
 /** The code of each error of the announce layer; the message stays its own. */
@@ -26,10 +27,15 @@ export function toCniError(err: unknown, what: string): unknown {
 
 /**
  * Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no network namespace (a mount one, say)
- * or the plugin's own.
+ * or the plugin's own; `path` as the caller (`view`) sees it.
  */
-export function requirePodNetns(libc: Libc, path: string): NetnsId {
-  const check = checkNetnsPath(libc, path);
+export function requirePodNetns(libc: Libc, path: string, view: CallerView): NetnsId {
+  let check;
+  try {
+    check = checkNetnsPath(libc, view.path(path));
+  } catch (err) {
+    throw new CniError(ErrorCode.InvalidEnvironment, `CNI_NETNS ${path}: ${(err as Error).message}`, { cause: err });
+  }
   switch (check.kind) {
     case 'ok':
       return check.id;

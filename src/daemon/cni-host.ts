@@ -12,8 +12,10 @@ import { commandLogger } from '../log';
 import { announcerPlugin } from '../plugin';
 import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
+import { CallerViewError } from '../sys/caller-view';
+import type { CallerViews } from '../sys/caller-views';
+import { loggerInView, refusing, viewOfCaller, type Caller } from './caller-host';
 import type { LoopWaits } from './loop-waits';
-import type { NodeSettings } from '../cni/node-settings';
 import type { CommandHost } from './daemon';
 import type { Reply, Request } from './protocol';
 
@@ -31,10 +33,10 @@ export interface CniHostDeps {
   control(request: Request, takenAt: number): Reply;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
-  /** The node settings: the frame budget's rateLimit. */
-  settings: NodeSettings;
   /** Hears each command's config, with its network's log (conflists' node options: node-option-notes.ts). */
   noteConfig: CommandHost['noteConfig'];
+  /** The views of the file system of the processes that send commands. */
+  views: CallerViews;
   /** The commands' loggers (default: commandLogger, to each config's logFile). */
   logger?: CommandDeps['logger'] | undefined;
 }
@@ -45,8 +47,11 @@ export interface CommandOutcome {
   stdout: string;
 }
 
-/** Runs one CNI command (its CNI_* variables and stdin, as they came) to its end; never rejects. */
-export type CniRunner = (env: Record<string, string>, stdin: string) => Promise<CommandOutcome>;
+/**
+ * Runs one CNI command (its CNI_* variables and stdin, as they came) to its end, its paths resolved as `caller` sees
+ * them (call it while the caller waits); never rejects.
+ */
+export type CniRunner = (env: Record<string, string>, stdin: string, caller?: Caller) => Promise<CommandOutcome>;
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
@@ -58,7 +63,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
   };
   const lockFile: LockFile = (path, timeoutMs) =>
     acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
-  const commands: Omit<CommandDeps, 'askAnnouncer'> = {
+  const commands: Omit<CommandDeps, 'askAnnouncer' | 'view'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
@@ -67,12 +72,16 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     frameBudget: deps.frameBudget,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  return async (env, stdin) => {
+  return async (env, stdin, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
-    const plugin = noting(announcerPlugin({ ...commands, askAnnouncer }), (config) =>
-      deps.noteConfig(config, commands.logger(config, {})),
+    const seen = viewOfCaller(deps.views, caller);
+    const view = seen instanceof CallerViewError ? deps.views.mine : seen;
+    const logger = loggerInView(commands.logger, view);
+    const hosted = announcerPlugin({ ...commands, askAnnouncer, view, logger });
+    const plugin = noting(seen instanceof CallerViewError ? refusing(hosted, seen) : hosted, (config) =>
+      deps.noteConfig(config, logger(config, {})),
     );
     let stdout = '';
     const exit = await dispatch(

@@ -9,6 +9,7 @@ import { unlinkIfPresent } from '../sys/safe-file';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
 import { ACK_MARGIN_MS, BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
+import type { Caller } from './caller-host';
 import { Connection } from './connection';
 import { withSocketAddress } from './paths';
 import type { Reply, Request } from './protocol';
@@ -38,12 +39,14 @@ export interface ControlDeps {
 /** What the announcer does with a request. */
 export interface RequestHandlers {
   control(request: Request): Reply;
-  /** Runs a CNI command; `refused` when this announcer does not take it (`handover`: a newer build is to serve). */
-  cni(command: {
-    env: Record<string, string>;
-    stdin: string;
-    build: string;
-  }): { refused: string } | Promise<{ exit: number; stdout: string }>;
+  /**
+   * Runs a CNI command of `caller` (its paths resolve as it sees them); `refused` when this announcer does not take it
+   * (`handover`: a newer build is to serve).
+   */
+  cni(
+    command: { env: Record<string, string>; stdin: string; build: string },
+    caller: Caller,
+  ): { refused: string } | Promise<{ exit: number; stdout: string }>;
 }
 
 /** The listening socket and its connected clients. */
@@ -176,7 +179,9 @@ export class ControlSocket {
       this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid });
       return this.drop(client);
     }
-    const taken = this.handlers.cni(request);
+    // Still connected: it sends nothing after its request line (anything more is dropped), so EOF alone reads as 0.
+    const connected = (): boolean => this.deps.sockets.receive(client.fd, this.scratch) !== 0;
+    const taken = this.handlers.cni(request, { pid: client.peer.pid, connected });
     if ('refused' in taken) return this.end(client, taken);
     client.write(this.deps.sockets, encodeReply({ ack: true }));
     this.running.set(client, this.deps.timers.bootMs() + BEAT_MS);

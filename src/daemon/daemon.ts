@@ -15,6 +15,7 @@ import { unlinkIfPresent } from '../sys/safe-file';
 import { START_MARKER, stateDirOf } from '../shim/wire';
 import { BackgroundCloser } from './background-closer';
 import type { CniRunner } from './cni-host';
+import type { Caller } from './caller-host';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
 import { addFrames, newCounters } from './counters';
 import { takeHandover, writeHandover } from './handover';
@@ -124,7 +125,10 @@ class Daemon {
       settings: this.settings,
       noteConfig: (config, networkLog) => notes.note(config, networkLog),
     });
-    const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };
+    const handlers: RequestHandlers = {
+      control: (r) => this.handleSafely(r),
+      cni: (c, caller) => this.takeCommand(c, caller),
+    };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
   }
 
@@ -226,11 +230,10 @@ class Daemon {
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
-  private takeCommand(command: {
-    env: Record<string, string>;
-    stdin: string;
-    build: string;
-  }): ReturnType<RequestHandlers['cni']> {
+  private takeCommand(
+    command: { env: Record<string, string>; stdin: string; build: string },
+    caller: Caller,
+  ): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
     if (
       !this.handingOver &&
@@ -243,7 +246,7 @@ class Daemon {
       });
     }
     if (this.handingOver) return { refused: 'handover' };
-    return this.runCni(command.env, command.stdin);
+    return this.runCni(command.env, command.stdin, caller);
   }
 
   /**

@@ -8,6 +8,7 @@ import { describeConflict, dropConflicting, withoutConflicts, type AddressConfli
 import { SteppedPodProbe } from '../announce/probe-pod';
 import { totalFrames, type OutgoingFrame } from '../announce/round';
 import type { PodSession } from '../announce/session';
+import { jobOpener } from './job-view';
 import type { Counters } from './counters';
 import {
   advance,
@@ -98,7 +99,9 @@ function probeDeferred(
   if (d.conflicts) return withoutConflicts(frames, d.conflicts);
   try {
     const release = (fds: readonly number[]): void => fds.forEach((fd) => deps.closeInBackground(fd));
-    d.probe ??= SteppedPodProbe.start({ ...deps, log: w.log, release }, session, w.job.netns, frames, check, now);
+    const open = jobOpener(deps, w.job);
+    if (!open) return frames; // not reached: the wait opened the pod through that view
+    d.probe ??= SteppedPodProbe.start({ ...deps, open, log: w.log, release }, session, w.job.netns, frames, check, now);
     if (d.probe && !d.probe.step(now)) {
       d.checkAt = Math.min(d.checkAt, d.probe.wakeAt(now));
       return undefined;

@@ -7,7 +7,9 @@ import { lockPath, releaseAttachmentLock, type LockFile } from '../announce/atta
 import type { BackgroundJob } from '../announce/background-job';
 import { readRecordFile, writeRecord } from '../announce/state';
 import type { Counters } from './counters';
-import type { Work } from './rounds';
+import type { CallerView } from '../sys/caller-view';
+import { jobView, NO_VIEW } from './job-view';
+import type { RoundDeps, Work } from './rounds';
 
 /** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
 export function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
@@ -19,9 +21,14 @@ export function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
   );
 }
 
-/** Whether the job's netns path still names the netns ADD saw. */
-export function netnsAlive(job: BackgroundJob): boolean {
-  const now = netnsIdAt(job.netns);
+/** Whether the job's netns path, as `view` (its caller's) sees it, still names the netns ADD saw. */
+export function netnsAlive(job: BackgroundJob, view: CallerView): boolean {
+  let now;
+  try {
+    now = netnsIdAt(view.path(job.netns));
+  } catch {
+    return false; // a symlink loop where the netns was
+  }
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
@@ -29,9 +36,14 @@ export function netnsAlive(job: BackgroundJob): boolean {
  * Whether the pod is still there and record `w.name` in `stateDir` still holds this very job (DEL, GC or a new ADD end
  * it).
  */
-export function stillWanted(stateDir: string, w: Work): boolean {
-  if (!netnsAlive(w.job)) return false;
-  const read = readRecordFile(join(stateDir, w.name));
+export function stillWanted(deps: Pick<RoundDeps, 'views'> & { stateDir: string }, w: Work): boolean {
+  const view = jobView(deps, w.job);
+  if (!view) {
+    w.log.warn(NO_VIEW, { caller: w.job.caller });
+    return false;
+  }
+  if (!netnsAlive(w.job, view)) return false;
+  const read = readRecordFile(join(deps.stateDir, w.name));
   return read.kind === 'ok' && read.record.job !== undefined && sameJob(read.record.job, w.job);
 }
 

@@ -213,7 +213,7 @@ export class Jobs {
     const open = w.deferred!.open;
     open?.session.drainEvents();
     if (!waitFds(w).some((fd) => changed.has(fd)) && w.deferred!.checkAt > now) return undefined;
-    if (!stillWanted(this.deps.stateDir, w)) {
+    if (!stillWanted(this.deps, w)) {
       this.counters.deferred.gone++;
       return { why: 'pod gone before it was ready' };
     }
@@ -224,7 +224,7 @@ export class Jobs {
 
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
-    return runRound(this.deps, this.counters, w, now, () => stillWanted(this.deps.stateDir, w));
+    return runRound(this.deps, this.counters, w, now, () => stillWanted(this.deps, w));
   }
 
   /**

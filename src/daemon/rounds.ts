@@ -5,6 +5,7 @@
 // only a deferred wait keeps the pod's sockets, and it ends once the netns
 // path is gone or replaced.
 import type { Logger } from '../log';
+import type { CallerViews } from '../sys/caller-views';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { ResolvedInterface } from '../announce/pod-interface';
@@ -23,6 +24,7 @@ import { openSession, readiness, type PodSession, type SocketOpener } from '../a
 import type { BackgroundJob } from '../announce/background-job';
 import type { Timers } from '../announce/timers';
 import { addFrames, type Counters } from './counters';
+import { jobOpener, NO_VIEW } from './job-view';
 import { nextRound } from './progress';
 
 /** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
@@ -58,6 +60,8 @@ export interface Work {
 export interface RoundDeps {
   libc: Libc;
   open: SocketOpener;
+  /** The views of the file system a job's paths resolve in (by the mount namespace its ADD's caller had). */
+  views: Pick<CallerViews, 'forRecorded'>;
   /** Closes a packet socket on another thread: its close waits for an RCU grace period. */
   closeInBackground(fd: number): void;
   /** bootMs() schedules rounds (the clock ADD wrote them in). */
@@ -74,10 +78,12 @@ export type Ended = { why: string | undefined };
  * netns: Jobs.stillWanted).
  */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
+  const open = jobOpener(deps, job);
+  if (!open) return { gone: NO_VIEW };
   let session: PodSession;
   try {
     session = openSession(
-      deps,
+      { open },
       job.netns,
       job.interfaces.map((i) => i.name),
       job.hostPeerNames,

@@ -9,6 +9,7 @@ import { checkReply } from '../daemon/protocol';
 import { loadNodeSettings } from '../daemon/settings';
 import { readSmallFile } from '../sys/safe-file';
 import { commandLogger } from '../log';
+import { ownView } from '../sys/caller-view';
 import { askAnnouncer } from '../shim/ask';
 import { START_MS } from '../shim/wire';
 import { NodeFrameBudget } from '../announce/frame-budget';
@@ -18,6 +19,7 @@ import type { ProcessWiring } from './wiring';
 export function pluginDeps(wiring: ProcessWiring): CommandDeps {
   const { libc, timers, lockFile } = wiring;
   return {
+    view: ownView(),
     libc,
     timers,
     logger: commandLogger,

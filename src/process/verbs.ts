@@ -19,6 +19,8 @@ import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/pri
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
+import { CallerViews } from '../sys/caller-views';
+import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
 
 /** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
@@ -63,8 +65,10 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
   const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
   const started = fileId(process.execPath);
   const frames = new NodeFrameBudget(() => settings.rateLimit);
+  const views = new CallerViews();
   const run = runDaemon({
     stateDir,
+    views,
     resident: args.resident,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
     waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc: wiring.libc() }, fd, ms, fallbackMs),
@@ -76,7 +80,7 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     lockFile: wiring.lockFile,
     tryLock: wiring.libc().tryLock,
     log: loggers.log,
-    jobLog: loggers.jobLog,
+    jobLog: jobLogInView(loggers.jobLog, views),
     settings,
     budget: () => frames.budget('later'),
     writeMetrics,
@@ -91,6 +95,7 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
         timers: wiring.timers,
         frameBudget: () => frames.budget('first'),
         ...host,
+        views,
         logger: loggers.commandLog,
       }),
   });

@@ -142,8 +142,18 @@ export interface HostSockets {
   close(): void;
 }
 
-/** Rtnetlink sockets in the plugin's own (host) netns. */
-export function openHostSockets(libc: Libc): HostSockets {
+/**
+ * Rtnetlink sockets in the host's netns: the plugin's own, or the one at `path` (the netns of the process that sent
+ * the command, where the host side of its pods is).
+ */
+export function openHostSockets(libc: Libc, path?: string): HostSockets {
+  if (path !== undefined) {
+    return inNetns(libc, path, (opened) => {
+      const rtnl = opened(openRtnl(libc));
+      const events = opened(openRtnlEvents(libc, [RtnlGroup.Link]));
+      return { rtnl, events, close: () => (rtnl.close(), events.close()) };
+    });
+  }
   const rtnl = openRtnl(libc);
   try {
     const events = openRtnlEvents(libc, [RtnlGroup.Link]);

@@ -22,7 +22,8 @@
 // /run/netns cannot be shared with the container from there.
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,10 +38,13 @@ import {
   assertCniOk,
   attachBridgePod,
   bridgeWithKeeper,
+  createStandInPod,
   daemonsOf,
   garpsFor,
+  podPrevResult,
   RUN_TAG,
   run,
+  runOk,
   Scope,
   scopePerTest,
   startCapture,
@@ -338,6 +342,68 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
     expect(await files.log()).toContain('a resident announcer starts: handing over to it');
   }, 180_000);
+
+  it("serves a host ADD whose CNI_NETNS is a bind mount outside its netns mounts, and writes the network's logFile on the host: every round on the wire and in the log", async () => {
+    const s = scope();
+    const ds = await mainContainer();
+    const files = await announcerFiles(s); // on the host's /tmp: the container does not mount it
+    await mkdir(files.stateDir, { mode: 0o700 });
+    const name = `${PREFIX}-views`;
+    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
+    await podman.ok([
+      'run',
+      '-d',
+      '--name',
+      name,
+      ...runFlags(ds, files.stateDir),
+      IMAGE,
+      ...commandOf(ds.main, files.stateDir),
+    ]);
+    await waitFor(async () => (await jsonLogs(podman, name)).some((l) => l.msg === 'announcer started'), {
+      timeoutMs: 30_000,
+      what: "the container's announcer started",
+    });
+    const resident = Number((await podman.ok(['inspect', '--format', '{{.State.Pid}}', name])).stdout.trim());
+
+    const net = allocSubnet();
+    const pod = await createStandInPod(s, {
+      prefix: PREFIX,
+      v4: [net.v4Cidr(5)],
+      sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'announcer-ds-bind-'));
+    s.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
+    const bound = join(dir, 'netns');
+    await writeFile(bound, '');
+    await runOk('mount', ['--bind', pod.netns.path, bound]);
+    s.defer(() => runOk('umount', [bound]), `umount ${bound}`);
+    const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp' });
+    const att: AnnouncerAttachment = {
+      mainConf: { name: 'dsviews', cniVersion: '1.0.0' },
+      prevResult: podPrevResult(bound, [{ name: pod.ifname, mac: pod.mac, addresses: [net.v4Cidr(5)] }]),
+      containerId: `${PREFIX}-bound`,
+      netns: bound,
+      files,
+      options: { logLevel: 'debug' },
+    };
+    const rounds = { count: 3, intervalMs: 300 };
+    assertCniOk('ADD', await announcerAdd(s, att, rounds));
+    expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
+    await waitFor(async () => (await capture.count()) >= rounds.count, { timeoutMs: 10_000, what: 'every round' });
+    expect(garpsFor(await capture.stop({ settleMs: 600 }), pod.mac, net.v4(5))).toHaveLength(rounds.count);
+    const lines = (await files.log()).split('\n');
+    for (let round = 1; round <= rounds.count; round++)
+      expect(
+        lines.filter(
+          (l) =>
+            / INFO announced /.test(l) &&
+            l.includes(`containerId=${att.containerId} `) &&
+            l.includes(` round=${round} `),
+        ),
+        `round ${round} in the host's logFile`,
+      ).toHaveLength(1);
+    assertCniOk('DEL', await announcerDel(att));
+  }, 120_000);
 
   it('its netns mounts (HostToContainer) show a netns named on the node after it started; with private propagation they would not', async () => {
     const s = scope();

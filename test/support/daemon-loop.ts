@@ -13,6 +13,7 @@ import { fakeLibc, ScriptedPoll } from './fake-libc';
 import { FakeSockets } from './fake-sockets';
 import { ManualTimers } from './manual-timers';
 import { cniLine, controlLine, WireClient } from './wire-client';
+import { identityViews } from './caller-view-fakes';
 
 export const BUILD = 'b1';
 
@@ -56,6 +57,7 @@ export class DaemonLoop {
       new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
     this.deps = {
       stateDir: this.state.dir,
+      views: identityViews,
       // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its
       // timeouts are kept.
       libc: fakeLibc({

@@ -19,6 +19,7 @@ import { loadLibc } from '../../../src/sys/libc';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import type { Request } from '../../../src/daemon/protocol';
 import { fakeLibc } from '../../support/fake-libc';
+import { identityView } from '../../support/caller-view-fakes';
 
 const tryLock = loadLibc().tryLock;
 const timers = realTimers(() => Date.now());
@@ -31,6 +32,7 @@ let asked: { stateDir: string; request: Request; start: boolean }[];
 
 function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
   return {
+    view: identityView,
     libc: () => fakeLibc({ openPacketSocket: () => 99, close: () => undefined }),
     timers,
     logger: (_config, ids) =>

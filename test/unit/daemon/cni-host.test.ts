@@ -13,6 +13,8 @@ import type { PluginConfig } from '../../../src/cni/config';
 import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
+import { identityView } from '../../support/caller-view-fakes';
+import type { CallerViews } from '../../../src/sys/caller-views';
 
 let dir: string;
 let noted: Pick<PluginConfig, 'name' | 'nodeOptions'>[];
@@ -32,8 +34,8 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
     waits: new LoopWaits(() => timers.now()),
     control,
     closeInBackground: (fd) => void closed.push(fd),
-    settings: { idleExitMs: 30_000, logLevel: 'info' },
     noteConfig: (config) => void noted.push({ name: config.name, nodeOptions: config.nodeOptions }),
+    views: { mine: identityView } as CallerViews,
   });
 }
 

@@ -10,6 +10,7 @@ import { dropDeferred, type RoundDeps, type Work } from '../../../src/daemon/rou
 import { fakeLibc } from '../../support/fake-libc';
 import { FakePod, jobIn, keptLog, link, makeStateDir, ScriptedBudget, type StateDir } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
+import { identityViews } from '../../support/caller-view-fakes';
 
 const T0 = 1_000_000;
 const DEADLINE = T0 + 10_000;
@@ -31,6 +32,7 @@ beforeEach(() => {
   deps = {
     libc: fakeLibc({}),
     open: pod.opener(),
+    views: identityViews,
     closeInBackground: (fd) => void closed.push(fd),
     timers: new ManualTimers(),
     budget: budget.budget,

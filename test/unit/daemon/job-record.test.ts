@@ -7,6 +7,7 @@ import { newCounters } from '../../../src/daemon/counters';
 import { recordFirstRound, sameJob, stillWanted } from '../../../src/daemon/job-record';
 import type { Work } from '../../../src/daemon/rounds';
 import { jobIn, keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
+import { identityViews } from '../../support/caller-view-fakes';
 
 let state: StateDir;
 beforeEach(() => {
@@ -45,13 +46,13 @@ describe('stillWanted', () => {
     const job = jobIn(state);
     const name = writeJob(state, job);
     const w = { ...workOf(name), job };
-    expect(stillWanted(state.dir, w)).toBe(true);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(true);
     writeJob(state, { ...job, readyDeadline: job.readyDeadline + 1 });
-    expect(stillWanted(state.dir, w)).toBe(false);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
     writeJob(state, job);
     writeFileSync(`${state.netns}.new`, '');
     renameSync(`${state.netns}.new`, state.netns); // another file (netns) at the path
-    expect(stillWanted(state.dir, w)).toBe(false);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
   });
 
   it('not once the record is gone, invalid, or without a job', () => {
@@ -62,11 +63,11 @@ describe('stillWanted', () => {
       join(state.dir, name),
       JSON.stringify({ ...JSON.parse(readFileSync(join(state.dir, name), 'utf8')), job: undefined }),
     );
-    expect(stillWanted(state.dir, w)).toBe(false);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
     writeFileSync(join(state.dir, name), 'nonsense');
-    expect(stillWanted(state.dir, w)).toBe(false);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
     rmSync(join(state.dir, name));
-    expect(stillWanted(state.dir, w)).toBe(false);
+    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
   });
 });
 

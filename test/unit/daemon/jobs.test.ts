@@ -19,6 +19,7 @@ import {
   type StateDir,
 } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
+import { identityViews } from '../../support/caller-view-fakes';
 
 let state: StateDir;
 let pod: FakePod;
@@ -44,6 +45,7 @@ beforeEach(() => {
     stateDir: state.dir,
     libc: fakeLibc({}),
     open: pod.opener(),
+    views: identityViews,
     closeInBackground: (fd) => void closed.push(fd),
     timers,
     budget: budget.budget,

@@ -7,6 +7,7 @@ import { plannedFrames, runRound, type RoundDeps, type Work } from '../../../src
 import { fakeLibc } from '../../support/fake-libc';
 import { FakePod, jobIn, keptLog, link, makeStateDir, ScriptedBudget, type StateDir } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
+import { identityViews } from '../../support/caller-view-fakes';
 
 const T1 = 1_000_000; // boot ms of round 1
 
@@ -31,6 +32,7 @@ beforeEach(() => {
     closeInBackground: (fd) => void closed.push(fd),
     timers,
     budget: budget.budget,
+    views: identityViews,
   };
 });
 afterEach(() => state.remove());
