@@ -22,7 +22,9 @@ import { applyTargetMacs } from './target-macs';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
 import type { Waits } from './waits';
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
+import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, NotWantedError, StateError } from './errors';
+import { totalFrames } from './round';
+import { requireWanted } from './wanted';
 
 /**
  * What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their
@@ -43,6 +45,11 @@ export interface AddDeps {
    * Never throws.
    */
   askAnnouncer(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | undefined>;
+  /**
+   * Whether the caller still waits for this ADD (connected, its deadline ahead): asked before each side effect (a MAC,
+   * the probe, round 1, the record); once false, ADD undoes what it did and stops (NotWantedError).
+   */
+  stillWanted(): boolean;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
   /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
@@ -159,12 +166,17 @@ async function inPod(
   );
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
+    requireWanted(deps, 'setting MACs');
     const macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, deps.log);
     try {
-      return { first: await firstRound(deps, job, session, clock), macs };
+      const first = await firstRound(deps, job, session, clock);
+      requireWanted(deps, 'writing the record', totalFrames(first.sent));
+      return { first, macs };
     } catch (err) {
-      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
-      if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, deps.log);
+      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
+      // gone: ADD fails for it, so the pod keeps its own MAC too.
+      if (err instanceof AddressConflictError || err instanceof NotWantedError)
+        restoreRecordedMacs(session, record, deps.log);
       throw err;
     }
   } finally {

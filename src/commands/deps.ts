@@ -9,7 +9,8 @@ import type { RateLimit } from '../announce/token-bucket';
  * What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as
  * they are.
  */
-export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile'> {
+export interface CommandDeps
+  extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile' | 'stillWanted'> {
   /** libc through koffi, loaded on first use. */
   libc(): Libc;
   /** A logger for one attachment (or for the network, when ids are absent); `args` (CNI_ARGS) may name its pod. */

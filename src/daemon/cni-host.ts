@@ -1,5 +1,5 @@
-// The CNI commands as the announcer runs them: the same dispatcher and the
-// same commands as a CNI process (the shim's fallback), hosted here. Waits go
+// The CNI commands as the announcer, their one executor, runs them: the
+// dispatcher and the commands, hosted here. Waits go
 // to the announcer's loop (LoopWaits), packet sockets are closed on another
 // thread, and what a command would tell "the announcer" goes straight to it.
 import { sharedFrameBudget, UNLIMITED } from '../announce/frame-budget';
@@ -41,7 +41,11 @@ export interface CommandOutcome {
 }
 
 /** Runs one CNI command (its CNI_* variables and stdin, as they came) to its end; never rejects. */
-export type CniRunner = (env: Record<string, string>, stdin: string) => Promise<CommandOutcome>;
+export type CniRunner = (
+  env: Record<string, string>,
+  stdin: string,
+  stillWanted: () => boolean,
+) => Promise<CommandOutcome>;
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
@@ -55,7 +59,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
   };
   const lockFile: LockFile = (path, timeoutMs) =>
     acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
-  const commands: Omit<CommandDeps, 'askAnnouncer'> = {
+  const commands: Omit<CommandDeps, 'askAnnouncer' | 'stillWanted'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
@@ -65,11 +69,11 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
       limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  return async (env, stdin) => {
+  return async (env, stdin, stillWanted) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
-    const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer }), deps.useSettings);
+    const plugin = withSettings(announcerPlugin({ ...commands, askAnnouncer, stillWanted }), deps.useSettings);
     let stdout = '';
     const exit = await dispatch(
       { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text) => void (stdout += text) },

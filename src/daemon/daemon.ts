@@ -15,6 +15,7 @@ import { unlinkIfPresent } from '../sys/safe-file';
 import { START_MARKER, stateDirOf } from '../shim/wire';
 import { BackgroundCloser } from './background-closer';
 import type { CniRunner } from './cni-host';
+import type { CniCommand } from './admission';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
 import { addFrames, newCounters } from './counters';
 import { takeHandover, writeHandover } from './handover';
@@ -206,11 +207,7 @@ class Daemon {
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
-  private takeCommand(command: {
-    env: Record<string, string>;
-    stdin: string;
-    build: string;
-  }): ReturnType<RequestHandlers['cni']> {
+  private takeCommand(command: CniCommand): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
     if (
       !this.handingOver &&
@@ -223,7 +220,7 @@ class Daemon {
       });
     }
     if (this.handingOver) return { refused: 'handover' };
-    return this.runCni(command.env, command.stdin);
+    return this.runCni(command.env, command.stdin, command.stillWanted);
   }
 
   /**

@@ -17,13 +17,14 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
     }).catch(() => false);
   return {
     clock,
-    exchange: (stateDir, body) =>
+    exchange: (stateDir, body, waitMs) =>
       withAnnouncerAddress(stateDir, (address) =>
-        exchange({ connect: connectUnix, clock }, address, body, build),
+        exchange({ connect: connectUnix, clock }, address, body, build, waitMs),
       ).catch((err: unknown) => ({
         // The O_PATH open of a long stateDir failed: as connect(2) would have.
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
+    announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
     start: async (stateDir) => {
       const [
         { startAnnouncer, envObject },

@@ -38,14 +38,18 @@ const status = (extra: object) =>
 
 describe('cniRunner', () => {
   it("runs STATUS through dispatch: the announcer takes the config's idleExitMs and metricsFile, and the packet socket is closed on another thread", async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 1234, metricsFile: '/run/x.prom' }));
+    const done = await runner()(
+      { CNI_COMMAND: 'STATUS' },
+      status({ idleExitMs: 1234, metricsFile: '/run/x.prom' }),
+      () => true,
+    );
     expect(done).toEqual({ exit: 0, stdout: '' });
     expect(settings).toEqual([{ idleExitMs: 1234, metricsFile: '/run/x.prom' }]);
     expect(closed).toEqual([77]);
   });
 
   it('answers bad input with the CNI error object dispatch prints in a CNI process, and takes no settings from it', async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon' }));
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon' }), () => true);
     expect(done.exit).toBe(1);
     expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('idleExitMs') });
     expect(settings).toEqual([]);
@@ -68,7 +72,7 @@ describe('cniRunner', () => {
         CNI_PATH: '/opt/cni/bin',
       };
       const takenAt = timers.bootMs();
-      const done = await run(env, config);
+      const done = await run(env, config, () => true);
       expect(done.exit).toBe(0);
       expect(seen).toEqual([{ op: 'cancel', takenAt }]);
     } finally {
