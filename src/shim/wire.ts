@@ -152,9 +152,14 @@ export function waitMsOf(command: string | undefined, config: Record<string, unk
   return wait + (overridable ? MAX_PROBE_MS : numberOr(config.probeMs, DEFAULT_PROBE_MS)) + MARGIN_MS;
 }
 
-/** A config's `onUnavailable`: `skip` only when it says so. */
+/**
+ * A config's `onUnavailable`: `skip` only when it says so and its result cannot depend on the announcer (the
+ * announcer refuses such a config with code 7, naming the field: src/cni/config.ts).
+ */
 export function onUnavailableOf(config: Record<string, unknown>): 'fail' | 'skip' {
-  return config.onUnavailable === 'skip' ? 'skip' : 'fail';
+  const overrides = Array.isArray(config.podOverrides) ? config.podOverrides : [];
+  const allowed = config.mac !== 'ip-derived' && config.conflictCheck !== 'fail' && !overrides.includes('mac');
+  return config.onUnavailable === 'skip' && allowed ? 'skip' : 'fail';
 }
 
 /** `value` when a finite number from 0 to 60 s (the schema checks it exactly), else `otherwise`. */
