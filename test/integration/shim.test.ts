@@ -2,7 +2,7 @@
 // sends, that it prints the announcer's answer, and what it returns when the announcer refuses,
 // hangs or is skipped: it never runs the command itself. The build leaves the Node twin of the transport out of
 // the binary (scripts/build.mjs), so an answer relayed here went through Bun.connect.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,6 +107,21 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, big);
     expect([del.code, del.stdout]).toEqual([0, '']);
     expect(fake.taken).toHaveLength(0);
+  });
+
+  it('absent and unable to start: ADD fails with code 11 naming why, DEL exits 0 saying so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    // stateDir under a regular file: it can be neither created nor used.
+    writeFileSync(join(dir, 'file'), '');
+    const stateDir = join(dir, 'file', 'state');
+    const add = await cniExec(ANNOUNCER, call, config(stateDir));
+    expect(add.code).toBe(1);
+    expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('it could not be started') });
+    expect(add.json).toMatchObject({ msg: expect.stringContaining('ENOTDIR') });
+    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
+    expect([del.code, del.stdout]).toEqual([0, '']);
+    expect(del.stderr).toContain('DEL left queued or not run');
   });
 
   it('answers VERSION itself', async () => {
