@@ -31,7 +31,7 @@ export function unavailableReply(
   why: Unavailable,
 ): UnavailableReply {
   const pid = why.pid === undefined ? 'no pid holds its lock' : `pid ${why.pid}`;
-  const who = `the announcer of ${why.stateDir} (${pid})`;
+  const who = `the announcer of stateDir ${why.stateDir} (${pid})`;
   const text = `${who} did not answer: ${why.reason}`;
   const skip = onUnavailableOf(config) === 'skip';
   if (command === 'DEL' || command === 'GC')

@@ -128,7 +128,7 @@ describe('runShim', { timeout: 5000 }, () => {
         expect(JSON.parse(h.printed.join(''))).toEqual({
           cniVersion: '1.0.0',
           code: 11,
-          msg: `the announcer of /state (pid 4242) did not answer: ${reason}`,
+          msg: `the announcer of stateDir /state (pid 4242) did not answer: ${reason}`,
         });
         expect(h.starts).toEqual([]);
       }
