@@ -17,7 +17,7 @@ import { BackgroundCloser } from './background-closer';
 import type { CniRunner } from './cni-host';
 import type { CniCommand } from './admission';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
-import { addFrames, newCounters } from './counters';
+import { addFrames, countServed, newCounters } from './counters';
 import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
@@ -220,6 +220,7 @@ class Daemon {
       });
     }
     if (this.handingOver) return { refused: 'handover' };
+    countServed(this.counters, command.env.CNI_COMMAND);
     return this.runCni(command.env, command.stdin, command.stillWanted);
   }
 
