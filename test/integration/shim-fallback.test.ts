@@ -30,6 +30,7 @@ import {
   type Scope,
 } from './harness';
 import { setPortState } from './harness/port-hold';
+import { announcerStatus } from './harness/daemon';
 import {
   stopDaemon,
   terminateDaemon,
@@ -179,6 +180,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       expect(await files.stateFiles()).not.toEqual([]);
       await stopped.resume();
       await waitFor(async () => (await files.stateFiles()).length === 0, { what: 'the queued DEL to run' });
+      expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1, DEL: 1 });
       await terminateDaemon(files.stateDir);
     }, 60_000);
   },
