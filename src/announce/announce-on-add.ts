@@ -9,13 +9,13 @@ import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import { NO_FRAMES } from './round';
 import type { FrameBudget } from './frame-budget';
-import type { Reply, Request } from '../daemon/protocol';
 import { basename } from '../path';
 import { openSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
+import type { HostReply, HostRequest } from './host-requests';
 import { persist, unpersist, writeRecordQuietly } from './add-record';
 import { firstRound, type AddClock, type FirstRound } from './first-round';
 import { applyTargetMacs } from './target-macs';
@@ -44,7 +44,7 @@ export interface AddDeps {
    * Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came.
    * Never throws.
    */
-  askAnnouncer(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | undefined>;
+  askAnnouncer(stateDir: string, request: HostRequest, opts: { start: boolean }): Promise<HostReply | undefined>;
   /**
    * Whether the caller still waits for this ADD (connected, its deadline ahead): asked before each side effect (a MAC,
    * the probe, round 1, the record); once false, ADD undoes what it did and stops (NotWantedError).
@@ -215,9 +215,9 @@ async function handOver(
 function tell(
   deps: AddDeps,
   job: AddJob,
-  request: Extract<Request, { op: 'sync' | 'count' }>,
+  request: Extract<HostRequest, { op: 'sync' | 'count' }>,
   start: boolean,
-): Promise<Reply | undefined> {
+): Promise<HostReply | undefined> {
   const settings = { idleExitMs: job.idleExitMs, metricsFile: job.metricsFile };
   return deps.askAnnouncer(job.stateDir, { ...request, settings }, { start });
 }
