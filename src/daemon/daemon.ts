@@ -169,13 +169,7 @@ class Daemon {
         break;
       }
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (
-        !busy &&
-        !this.deps.resident &&
-        this.deps.timers.now() - idleSince >= this.settings.idleExitMs &&
-        this.guard('cannot exit idle', () => this.exitIdle(), false)
-      )
-        break;
+      if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs) break;
       try {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
@@ -255,18 +249,6 @@ class Daemon {
   private failed(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
     this.counters.errors++;
     this.deps.log.error(what, { ...fields, error });
-  }
-
-  /**
-   * Whether the announcer may exit: it stops listening, then reads the records again, as a command that just wrote its
-   * job may have found the socket closed.
-   */
-  private exitIdle(): boolean {
-    this.control.unlisten();
-    this.jobs.recover(new Map());
-    if (this.jobs.size === 0) return true;
-    this.control.listen();
-    return false;
   }
 
   private handleSafely(request: Request, takenAt?: number): Reply {
