@@ -26,6 +26,8 @@ export interface CniHostDeps {
    * The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms).
    */
   control(request: Request, takenAt: number): Reply;
+  /** The announcer's attachment locks (memory-locks.ts), shared with its rounds. */
+  attachmentLock: LockFile;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
   /** Takes the announcer's own settings (idleExitMs, metricsFile) from the config of each command it runs. */
@@ -57,16 +59,17 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     setTimeout: (fn, ms) => real.setTimeout(fn, ms),
     clearTimeout: (handle) => real.clearTimeout(handle),
   };
-  const lockFile: LockFile = (path, timeoutMs) =>
+  // The node-wide frame budget's file lock (the budget is shared through stateDir); attachments lock in memory.
+  const budgetLock: LockFile = (path, timeoutMs) =>
     acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
   const commands: Omit<CommandDeps, 'askAnnouncer' | 'stillWanted'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
-    lockFile,
+    lockFile: deps.attachmentLock,
     logger: deps.logger ?? commandLogger,
     frameBudget: (stateDir, limit, log) =>
-      limit ? sharedFrameBudget(stateDir, limit, lockFile, log, 'first') : UNLIMITED,
+      limit ? sharedFrameBudget(stateDir, limit, budgetLock, log, 'first') : UNLIMITED,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
   return async (env, stdin, stillWanted) => {

@@ -22,6 +22,8 @@ import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
+import { MemoryLocks } from './memory-locks';
+import type { LockFile } from '../announce/attachment-lock';
 import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
@@ -35,7 +37,7 @@ const PAUSE_AFTER_ERROR_MS = 100;
 
 /** What the announcer needs from the process. */
 export interface DaemonDeps
-  extends Omit<JobDeps, 'closeInBackground'>,
+  extends Omit<JobDeps, 'closeInBackground' | 'lockFile'>,
     ControlDeps,
     Pick<TakeOverDeps, 'resident' | 'askHandover'> {
   /**
@@ -63,6 +65,8 @@ export interface CommandHost {
   waits: LoopWaits;
   control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
   closeInBackground(fd: number): void;
+  /** The attachment locks, in memory: the rounds take the same ones. */
+  attachmentLock: LockFile;
   /** The settings of the latest command's config win. */
   useSettings(settings: DaemonSettings): void;
 }
@@ -103,15 +107,17 @@ class Daemon {
     const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
-    this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters, (job) => {
+    this.waits = new LoopWaits(() => deps.timers.now());
+    const attachmentLock = new MemoryLocks((ms) => this.waits.sleep(ms)).take;
+    this.jobs = new Jobs({ ...deps, closeInBackground, lockFile: attachmentLock }, this.counters, (job) => {
       this.settings = { idleExitMs: job.idleExitMs ?? DEFAULT_IDLE_EXIT_MS, metricsFile: job.metricsFile };
     });
-    this.waits = new LoopWaits(() => deps.timers.now());
     const useSettings = (settings: DaemonSettings): void => void (this.settings = settings);
     this.runCni = deps.commands({
       waits: this.waits,
       control: (r, takenAt) => this.handleSafely(r, takenAt),
       closeInBackground,
+      attachmentLock,
       useSettings,
     });
     const handlers: RequestHandlers = { control: (r) => this.handleSafely(r), cni: (c) => this.takeCommand(c) };

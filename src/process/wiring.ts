@@ -1,5 +1,5 @@
 // The real process's side of the injected dependencies: libc loaded on first
-// use, the clocks, file locks and the node-wide frame budget. Shared by the
+// use, the clocks and the node-wide frame budget (under its file lock). Shared by the
 // CNI commands (plugin-deps.ts) and the verbs (verbs.ts).
 import { realTimers, type Timers } from '../announce/timers';
 import { sharedFrameBudget, UNLIMITED, type FrameBudget } from '../announce/frame-budget';
@@ -16,7 +16,6 @@ export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
   libc(): Libc & UnixSockets & TcpSockets;
   timers: Timers;
-  lockFile: LockFile;
   /** The node-wide frame budget of `stateDir` for `limit` (unlimited without one). */
   frameBudget(stateDir: string, limit: RateLimit | undefined, log: Logger, rounds?: 'first' | 'later'): FrameBudget;
 }
@@ -35,7 +34,6 @@ export function processWiring(): ProcessWiring {
   return {
     libc,
     timers,
-    lockFile,
     frameBudget: (stateDir, limit, log, rounds = 'first') =>
       limit ? sharedFrameBudget(stateDir, limit, lockFile, log, rounds) : UNLIMITED,
   };

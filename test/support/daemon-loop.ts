@@ -69,7 +69,6 @@ export class DaemonLoop {
       sockets: this.sockets,
       open: this.pod.opener(),
       timers: this.timers,
-      lockFile: async (path) => ({ path, release: () => undefined }),
       jobLog: () => kept.log,
       log: kept.log,
       budget: this.budget.budget,

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
+import { MemoryLocks } from '../../../src/daemon/memory-locks';
 import { LoopWaits } from '../../../src/daemon/loop-waits';
 import type { DaemonSettings } from '../../../src/daemon/settings';
 import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
@@ -27,6 +28,7 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
     libc: fakeLibc({ openPacketSocket: () => 77, tryLock: () => true }),
     timers,
     waits: new LoopWaits(() => timers.now()),
+    attachmentLock: new MemoryLocks(() => new Promise(() => undefined)).take,
     control,
     closeInBackground: (fd) => void closed.push(fd),
     useSettings: (s) => void settings.push(s),
