@@ -25,7 +25,7 @@ export async function askAnnouncer(
   let outcome = await d.exchange(stateDir, body, Math.max(options.timeoutMs, CONTROL_WAIT_MS));
   if (options.start && wantsStart(outcome)) {
     const retried = await startAndRetry(d, stateDir, body, CONTROL_WAIT_MS);
-    if (typeof retried === 'string') return undefined;
+    if (typeof retried === 'string' || retried instanceof Error) return undefined;
     outcome = retried;
   }
   return 'control' in outcome ? outcome.control : undefined;

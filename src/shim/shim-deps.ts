@@ -33,6 +33,8 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
         { selfCommand },
         { detachedEnv },
         { userModeEmulator },
+        { stateDirProblem },
+        { StateDirError },
       ] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
@@ -40,11 +42,19 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
         import('../self-command'),
         import('../sys/detached-env'),
         import('../sys/emulator'),
+        import('../announce/state'),
+        import('./unavailable'),
       ]);
       const emulator = userModeEmulator();
       return startAnnouncer(
         {
-          ensureStateDir: (dir) => ensurePrivateDir(dir),
+          ensureStateDir: (dir) => {
+            try {
+              ensurePrivateDir(dir);
+            } catch (err) {
+              throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+            }
+          },
           wallNow: Date.now,
           spawn: spawnChild,
           self: selfCommand(process.argv, process.execPath, emulator),

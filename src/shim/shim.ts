@@ -4,7 +4,7 @@
 // the command itself: an announcer that cannot answer by the request's deadline is reported by
 // unavailable.ts, per command.
 import type { Outcome, ShimClock } from './exchange';
-import { unavailableReply, type Unavailable } from './unavailable';
+import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
 import {
   ANNOUNCER_SOCKET,
   cniEnv,
@@ -15,6 +15,9 @@ import {
   waitMsOf,
   type RequestBody,
 } from './wire';
+
+/** connect(2)'s errnos that say stateDir's path itself is unusable. */
+const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
 
 /** Between two connection attempts while an announcer starts. */
 export const RETRY_MS = 5;
@@ -58,10 +61,11 @@ export async function startAndRetry(
   stateDir: string,
   body: RequestBody,
   waitMs: number,
-): Promise<Outcome | string> {
+): Promise<Outcome | string | StateDirError> {
   try {
     await deps.start(stateDir);
   } catch (err) {
+    if (err instanceof StateDirError) return err;
     return `it could not be started: ${err instanceof Error ? err.message : String(err)}`;
   }
   const deadline = deps.clock.now() + START_MS;
@@ -102,8 +106,15 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   const config = parseObject(text)!;
   const waitMs = waitMsOf(command, config);
   const body: RequestBody = { cni: { env: cniEnv(io.env), stdin: text } };
-  let outcome: Outcome | string = await deps.exchange(stateDir, body, waitMs);
+  let outcome: Outcome | string | StateDirError = await deps.exchange(stateDir, body, waitMs);
   if (wantsStart(outcome)) outcome = await startAndRetry(deps, stateDir, body, waitMs);
+  // The socket's path cannot be reached through stateDir at all: a stateDir problem, not a busy announcer.
+  if (typeof outcome !== 'string' && 'unreachable' in outcome && PATH_ERRNOS.includes(outcome.unreachable))
+    outcome = new StateDirError(`cannot use stateDir ${stateDir}: ${outcome.unreachable}`);
+  if (outcome instanceof StateDirError) {
+    const why = { stateDir, reason: outcome.message, pid: undefined, stateDirProblem: outcome.message };
+    return writeReply(io, unavailableReply(command, config, why));
+  }
   if (typeof outcome !== 'string' && 'end' in outcome) {
     io.writeStdout(outcome.end.stdout);
     return { exit: outcome.end.exit };

@@ -11,6 +11,13 @@ export interface Unavailable {
   stateDir: string;
   reason: string;
   pid: number | undefined;
+  /** Set when stateDir itself cannot be used (unsafe, not a directory…): what to fix. */
+  stateDirProblem?: string;
+}
+
+/** stateDir cannot be prepared for an announcer: the message says what to fix (announce/state.ts's stateDirProblem). */
+export class StateDirError extends Error {
+  override name = 'StateDirError';
 }
 
 /** What the shim prints and returns. */
@@ -23,6 +30,7 @@ export interface UnavailableReply {
 /** CNI error codes the shim answers with (src/cni/errors.ts's, not imported: the shim loads no more than it needs). */
 const TRY_AGAIN_LATER = 11;
 const NOT_AVAILABLE = 50;
+const STATE_FAILURE = 105;
 
 /** The reply of `command` on `config` (a JSON object) when the announcer did not answer. */
 export function unavailableReply(
@@ -30,6 +38,7 @@ export function unavailableReply(
   config: Record<string, unknown>,
   why: Unavailable,
 ): UnavailableReply {
+  if (why.stateDirProblem !== undefined) return stateDirReply(command, config, why.stateDirProblem);
   const pid = why.pid === undefined ? 'no pid holds its lock' : `pid ${why.pid}`;
   const who = `the announcer of stateDir ${why.stateDir} (${pid})`;
   const text = `${who} did not answer: ${why.reason}`;
@@ -47,6 +56,18 @@ export function unavailableReply(
   }
   const code = command === 'STATUS' ? NOT_AVAILABLE : TRY_AGAIN_LATER;
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
+}
+
+/** stateDir cannot be used: ADD and CHECK code 105, STATUS 50, each saying what to fix; DEL and GC exit 0, saying so. */
+function stateDirReply(
+  command: string | undefined,
+  config: Record<string, unknown>,
+  problem: string,
+): UnavailableReply {
+  if (command === 'DEL' || command === 'GC')
+    return { exit: 0, stderr: `announcer: ${command} did nothing: ${problem}\n` };
+  const code = command === 'STATUS' ? NOT_AVAILABLE : STATE_FAILURE;
+  return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: problem })}\n` };
 }
 
 function versionOf(config: Record<string, unknown>): string {

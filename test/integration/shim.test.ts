@@ -2,12 +2,12 @@
 // sends, that it prints the announcer's answer, and what it returns when the announcer refuses,
 // hangs or is skipped: it never runs the command itself. The build leaves the Node twin of the transport out of
 // the binary (scripts/build.mjs), so an answer relayed here went through Bun.connect.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeReply, MARGIN_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
+import { encodeReply, MARGIN_MS, START_MARKER, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
 import { BUILTINS_ALLOWED } from '../../scripts/build/plugin';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
 import { ANNOUNCER, cniExec, scopePerTest, skipIntegration } from './harness';
@@ -109,19 +109,34 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     expect(fake.taken).toHaveLength(0);
   });
 
-  it('absent and unable to start: ADD fails with code 11 naming why, DEL exits 0 saying so', async () => {
+  it('absent and not started (another shim holds a fresh start marker and starts none): ADD code 11 naming why after START_MS, DEL exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
     scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
-    // stateDir under a regular file: it can be neither created nor used.
-    writeFileSync(join(dir, 'file'), '');
-    const stateDir = join(dir, 'file', 'state');
+    const stateDir = join(dir, 'state');
+    mkdirSync(stateDir, { mode: 0o700 });
+    writeFileSync(join(stateDir, START_MARKER), '');
+    const started = Date.now();
     const add = await cniExec(ANNOUNCER, call, config(stateDir));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(START_MS - 100);
     expect(add.code).toBe(1);
-    expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('it could not be started') });
-    expect(add.json).toMatchObject({ msg: expect.stringContaining('ENOTDIR') });
+    expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('failed (ENOENT)') });
+    expect(add.json).toMatchObject({ msg: expect.stringContaining('no pid holds its lock') });
+    writeFileSync(join(stateDir, START_MARKER), ''); // fresh again: one older than START_MS is taken over
     const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
     expect([del.code, del.stdout]).toEqual([0, '']);
     expect(del.stderr).toContain('DEL left queued or not run');
+  });
+
+  it('a stateDir that cannot be used (under a regular file): ADD code 105 saying so, DEL exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    writeFileSync(join(dir, 'file'), '');
+    const stateDir = join(dir, 'file', 'state');
+    const add = await cniExec(ANNOUNCER, call, config(stateDir));
+    expect(add.json).toMatchObject({ code: 105, msg: expect.stringContaining(`cannot use stateDir ${stateDir}`) });
+    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
+    expect([del.code, del.stdout]).toEqual([0, '']);
+    expect(del.stderr).toContain('DEL did nothing');
   });
 
   it('answers VERSION itself', async () => {

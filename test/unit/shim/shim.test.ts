@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shim/exchange';
 import { RETRY_MS, runShim, wantsStart, type ShimDeps } from '../../../src/shim/shim';
+import { StateDirError } from '../../../src/shim/unavailable';
 import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
 import {
   BRIEF_MS,
@@ -165,6 +166,30 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(await h.result()).toEqual({ exit: 1 });
     expect(JSON.parse(h.printed.join('')).msg).toContain('it could not be started: EACCES: /state');
     expect(h.sent).toHaveLength(1);
+  });
+
+  it('a stateDir that cannot be used: ADD code 105 and STATUS 50 say what to fix, DEL exits 0 saying so', async () => {
+    const unsafe = async () => {
+      throw new StateDirError('unsafe stateDir: /state is writable by group or others (mode 0770): chmod 0700 /state');
+    };
+    for (const [command, exit, code] of [
+      ['ADD', 1, 105],
+      ['STATUS', 1, 50],
+    ] as const) {
+      const h = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, command);
+      expect(await h.result()).toEqual({ exit });
+      expect(JSON.parse(h.printed.join(''))).toMatchObject({ code, msg: expect.stringMatching(/^unsafe stateDir/) });
+    }
+    const del = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'DEL');
+    expect(await del.result()).toEqual({ exit: 0 });
+    expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
+    const long = harness([{ unreachable: 'ENAMETOOLONG' }]);
+    expect(await long.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(long.printed.join(''))).toMatchObject({
+      code: 105,
+      msg: 'cannot use stateDir /state: ENAMETOOLONG',
+    });
+    expect(long.starts).toEqual([]);
   });
 
   it('refuses a stdin over MAX_FORWARDED_STDIN naming the size (DEL: exit 0, said on stderr), sending nothing', async () => {
