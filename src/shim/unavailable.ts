@@ -58,7 +58,7 @@ export function unavailableReply(
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
 }
 
-/** stateDir cannot be used: ADD and CHECK code 105, STATUS 50, each saying what to fix; DEL and GC exit 0, saying so. */
+/** stateDir cannot be used: ADD, CHECK code 105, STATUS 50, saying what to fix; DEL, GC exit 0, saying so. */
 function stateDirReply(
   command: string | undefined,
   config: Record<string, unknown>,
