@@ -1,4 +1,4 @@
-// Cold start under concurrency (issue 18, "Start and fallback"): with no
+// Cold start under concurrency (issues 18 and 25): with no
 // announcer running, 20 ADDs of different pods at once start exactly one
 // `announcer daemon <stateDir>` (the start marker, O_EXCL, lets one shim spawn
 // it; the others retry the socket), and every ADD succeeds. /proc is sampled
