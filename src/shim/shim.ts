@@ -127,7 +127,8 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
 
 /** A stdin past the forward limit: refused naming its size, never run (DEL and GC: exit 0, logged). */
 function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
-  const msg = `stdin holds more than ${MAX_FORWARDED_STDIN} bytes, the most the announcer takes`;
+  const mib = MAX_FORWARDED_STDIN / (1024 * 1024);
+  const msg = `stdin holds more than ${mib} MiB (${MAX_FORWARDED_STDIN} bytes), the most the announcer takes`;
   if (command === 'DEL' || command === 'GC') {
     io.writeStderr(`announcer: ${command} not run: ${msg}\n`);
     return { exit: 0 };
