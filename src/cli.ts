@@ -9,7 +9,7 @@ import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
 import { realTimers } from './process/real-timers';
 import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
-import { statusCommand, STATUS_VERB } from './commands/status-cli';
+import { statusCommand, STATUS_VERB } from './process/status-cli';
 import { checkReply } from './daemon/protocol';
 import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';

@@ -1,5 +1,5 @@
-// The process entry point: forwards a CNI command to the node's announcer (src/shim/), else
-// wires env, stdin and stdout into the in-process dispatcher.
+// The process entry point: answers VERSION, and forwards every other CNI command to the node's
+// announcer (src/shim/), which alone runs it; this process never does.
 // Run with arguments, it is one of the verbs (src/process/verbs.ts). What a
 // command needs is loaded when it runs, so that VERSION loads only the
 // protocol layer: start-up is the plugin's latency, once per pod. Nothing on
@@ -7,25 +7,8 @@
 // whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';
-import type { CniPlugin } from './cni/requests';
 import type { ShimResult } from './shim/shim';
 import { readText, stdinReader, writeFd } from './sys/stdio';
-
-/** The plugin, loaded with its dependencies on its first command (VERSION never calls one). */
-function lazyPlugin(): CniPlugin {
-  let loaded: Promise<CniPlugin> | undefined;
-  const plugin = (): Promise<CniPlugin> =>
-    (loaded ??= Promise.all([import('./plugin'), import('./process/plugin-deps'), import('./process/wiring')]).then(
-      ([{ announcerPlugin }, { pluginDeps }, { processWiring }]) => announcerPlugin(pluginDeps(processWiring())),
-    ));
-  return {
-    add: async (req) => (await plugin()).add(req),
-    del: async (req) => (await plugin()).del(req),
-    check: async (req) => (await plugin()).check(req),
-    status: async (req) => (await plugin()).status(req),
-    gc: async (req) => (await plugin()).gc(req),
-  };
-}
 
 /** stdout and stderr in order, and an exit once what was written is out. */
 function output(): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
@@ -78,7 +61,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', crash);
   process.on('unhandledRejection', crash);
   const stdin = stdinReader();
-  let readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
+  const readStdin = (maxBytes: number): Promise<Uint8Array> => stdin.read(maxBytes);
   // VERSION stays here, and loads its answer alone (podman asks it once per pod).
   if (process.env.CNI_COMMAND === 'VERSION') {
     const [{ versionReply }, { MAX_STDIN_BYTES }] = await Promise.all([
@@ -88,33 +71,26 @@ async function main(): Promise<void> {
     reply(`${JSON.stringify(versionReply(await readStdin(MAX_STDIN_BYTES).catch(() => undefined)))}\n`);
     return out.exit(0);
   }
-  // The node's announcer runs the command (issue 18).
-  const shimmed = await forwardToAnnouncer(readStdin, reply);
+  // The node's announcer runs the command (issue 25): this process only reports what it answered.
+  const shimmed = await forwardToAnnouncer(readStdin, reply, (text) => out.write(2, text));
   if ('exit' in shimmed) return out.exit(shimmed.exit);
-  // In-process, on the bytes the shim read, then on what is left of the same stdin.
-  if (shimmed.stdin !== undefined)
-    readStdin = (await import('./shim/fallback-stdin')).resumedStdin(shimmed.stdin, readStdin);
-  const { dispatch } = await import('./cni/dispatch');
-  const code = await dispatch({ env: process.env, readStdin, writeStdout: reply }, lazyPlugin());
-  return out.exit(code);
+  // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.
+  const [{ dispatch }, { refusingPlugin }] = await Promise.all([import('./cni/dispatch'), import('./shim/refusing')]);
+  return out.exit(
+    await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, refusingPlugin),
+  );
 }
 
-/**
- * Sends the CNI command to the node's announcer (src/shim/): its exit status, or why and on which stdin to run it here.
- */
+/** Sends the CNI command to the node's announcer (src/shim/): its exit status, or stdin it cannot forward. */
 // Loaded here, not at start-up: VERSION needs none of it.
 async function forwardToAnnouncer(
   readStdin: (maxBytes: number) => Promise<Uint8Array>,
   writeStdout: (text: string) => void,
+  writeStderr: (text: string) => void,
 ): Promise<ShimResult> {
   const [{ runShim }, { realShimDeps }] = await Promise.all([import('./shim/shim'), import('./shim/shim-deps')]);
-  let deps;
-  try {
-    deps = await realShimDeps(BUILD_ID, readText);
-  } catch (err) {
-    return { fallback: `shim: ${(err as Error).message}`, stdin: undefined };
-  }
-  return runShim({ env: process.env, readStdin, writeStdout }, deps);
+  const deps = await realShimDeps(BUILD_ID, readText);
+  return runShim({ env: process.env, readStdin, writeStdout, writeStderr }, deps);
 }
 
 main().catch(() => process.exit(1));

@@ -9,20 +9,22 @@ import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import { NO_FRAMES } from './round';
 import type { FrameBudget } from './frame-budget';
-import type { Reply, Request } from '../daemon/protocol';
 import { basename } from '../path';
 import { openSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
+import type { HostReply, HostRequest } from './host-requests';
 import { persist, unpersist, writeRecordQuietly } from './add-record';
 import { firstRound, type AddClock, type FirstRound } from './first-round';
 import { applyTargetMacs } from './target-macs';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
 import type { Waits } from './waits';
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from './errors';
+import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, NotWantedError, StateError } from './errors';
+import { totalFrames } from './round';
+import { requireWanted } from './wanted';
 
 /**
  * What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their
@@ -42,7 +44,12 @@ export interface AddDeps {
    * Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came.
    * Never throws.
    */
-  askAnnouncer(stateDir: string, request: Request, opts: { start: boolean }): Promise<Reply | undefined>;
+  askAnnouncer(stateDir: string, request: HostRequest, opts: { start: boolean }): Promise<HostReply | undefined>;
+  /**
+   * Whether the caller still waits for this ADD (connected, its deadline ahead): asked before each side effect (a MAC,
+   * the probe, round 1, the record); once false, ADD undoes what it did and stops (NotWantedError).
+   */
+  stillWanted(): boolean;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
   /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
@@ -150,12 +157,17 @@ async function inPod(
   );
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
+    requireWanted(deps, 'setting MACs');
     const macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, deps.log);
     try {
-      return { first: await firstRound(deps, job, session, clock), macs };
+      const first = await firstRound(deps, job, session, clock);
+      requireWanted(deps, 'writing the record', totalFrames(first.sent));
+      return { first, macs };
     } catch (err) {
-      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC.
-      if (err instanceof AddressConflictError) restoreRecordedMacs(session, record, deps.log);
+      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
+      // gone: ADD fails for it, so the pod keeps its own MAC too.
+      if (err instanceof AddressConflictError || err instanceof NotWantedError)
+        restoreRecordedMacs(session, record, deps.log);
       throw err;
     }
   } finally {
@@ -191,8 +203,8 @@ async function handOver(
 function tell(
   deps: AddDeps,
   job: AddJob,
-  request: Extract<Request, { op: 'sync' | 'count' }>,
+  request: Extract<HostRequest, { op: 'sync' | 'count' }>,
   start: boolean,
-): Promise<Reply | undefined> {
+): Promise<HostReply | undefined> {
   return deps.askAnnouncer(job.stateDir, request, { start });
 }

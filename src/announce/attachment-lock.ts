@@ -2,13 +2,14 @@
 // it) never overlap. Without it, a DEL that arrives while ADD still waits for
 // readiness finds no record and returns, and ADD then hands background work
 // over for an attachment that no longer exists; two ADDs each hand a job over
-// and only one is recorded. The lock file sits next to the record: `<name>.lock`.
+// and only one is recorded. The announcer holds the locks in memory
+// (src/daemon/memory-locks.ts), keyed by the path `<name>.lock` next to the record; no file is made.
 import { lstatSync } from 'node:fs';
 import { join } from '../path';
 import type { HeldLock } from '../sys/file-lock';
 import { attachmentName } from './state';
 
-/** Takes the lock file at `path` within `timeoutMs`; undefined when it stays held that long. */
+/** Takes the lock named by `path` within `timeoutMs`; undefined when it stays held that long. */
 export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | undefined>;
 
 /**
@@ -25,12 +26,12 @@ export function lockWaitMs(addWaitMs: number): number {
   return addWaitMs + LOCK_GRACE_MS;
 }
 
-/** The lock file of an attachment. */
+/** The key of an attachment's lock (the path an older version's lock file had). */
 export function lockPath(stateDir: string, containerId: string, ifname: string): string {
   return join(stateDir, `${attachmentName(containerId, ifname)}.lock`);
 }
 
-/** Releases the lock, and removes the lock file when the attachment has no record left. */
+/** Releases the lock; `remove` (when the attachment has no record left) matters only to a file lock. */
 export function releaseAttachmentLock(lock: HeldLock, recordFile: string): void {
   let recordLeft = true;
   try {

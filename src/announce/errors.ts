@@ -39,3 +39,17 @@ export class AddressConflictError extends Error {
     );
   }
 }
+
+/**
+ * The caller of an ADD no longer waits (it has gone, or its deadline has passed): what ADD did is undone, and nothing
+ * more of it happens; `sent` frames went out before.
+ */
+export class NotWantedError extends Error {
+  override name = 'NotWantedError';
+  constructor(
+    readonly step: string,
+    readonly sent = 0,
+  ) {
+    super(`the caller no longer waits: stopped before ${step}${sent > 0 ? ` (${sent} frames sent before)` : ''}`);
+  }
+}

@@ -13,6 +13,7 @@ import type { ResolvedInterface } from './pod-interface';
 import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import { waitReady, type PodSession } from './session';
+import { requireWanted } from './wanted';
 
 /**
  * What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background
@@ -97,13 +98,17 @@ async function sendReady(
   const { log, timers } = deps;
   const { plan, addWaitMs } = job;
   const round = buildRound(inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+  if (job.conflictCheck) requireWanted(deps, 'the conflict probe');
   const { frames, conflicts } = job.conflictCheck
     ? await checkConflictsOnAdd(deps, session, job.netns, round, job.conflictCheck)
     : { frames: round, conflicts: [] };
   // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
   // command waiting for this attachment's lock would give up on it.
   const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
-  const sent = await sendWithinBudget(deps, frames.length, deadline, () => sendFrames(session.pod.packet, frames, log));
+  const sent = await sendWithinBudget(deps, frames.length, deadline, () => {
+    requireWanted(deps, 'round 1');
+    return sendFrames(session.pod.packet, frames, log);
+  });
   log.info('announced', {
     round: 1,
     of: plan.schedule.length,

@@ -122,7 +122,23 @@ export function parseConfig(raw: unknown): PluginConfig {
   if (lists.length > 0) config.validAttachments = mergeAttachments(lists.flat());
   const burst = burstProblem(config, pod.announce ?? { overrides: {}, ignored: [], from: {} });
   if (burst !== undefined) throw configError([burst]);
+  const skip = skipProblem(config);
+  if (skip !== undefined) throw configError([skip]);
   return config;
+}
+
+/** `onUnavailable: skip` where the result depends on the announcer (an IP-derived MAC, conflictCheck fail). */
+function skipProblem(config: PluginConfig): string | undefined {
+  if (config.onUnavailable !== 'skip') return undefined;
+  const why =
+    config.mac === 'ip-derived'
+      ? '"mac" is "ip-derived"'
+      : config.conflictCheck === 'fail'
+        ? '"conflictCheck" is "fail"'
+        : config.podOverrides?.includes('mac')
+          ? '"podOverrides" lets a pod ask for "mac"'
+          : undefined;
+  return why && `"onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
 }
 
 /**

@@ -34,6 +34,7 @@ const macPrefix = () =>
 const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;
 const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
+const ON_UNAVAILABLE = ['fail', 'skip'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
@@ -109,6 +110,7 @@ export const OPTIONS = {
   addWaitMs: option('attachment', intRange(0, 30000), 2000),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
   conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
+  onUnavailable: option('attachment', choice(ON_UNAVAILABLE), 'fail'),
   stateDir: option('network', absPath(), DEFAULT_STATE_DIR),
   logFile: option('network', absPath()),
   logLevel: option('network', choice(LOG_LEVELS), 'info'),

@@ -9,7 +9,8 @@ import type { FrameBudget } from '../announce/frame-budget';
  * What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as
  * they are.
  */
-export interface CommandDeps extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile'> {
+export interface CommandDeps
+  extends Pick<AddDeps, 'timers' | 'waits' | 'askAnnouncer' | 'release' | 'lockFile' | 'stillWanted'> {
   /** The view of the file system of the process that sent the command: every path it carries resolves there. */
   view: CallerView;
   /** libc through koffi, loaded on first use. */

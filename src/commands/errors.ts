@@ -1,5 +1,11 @@
 // Where the failures of the layers below get their CNI error codes.
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, StateError } from '../announce/errors';
+import {
+  AddressConflictError,
+  AttachmentBusyError,
+  InterfaceMissingError,
+  NotWantedError,
+  StateError,
+} from '../announce/errors';
 import { CniError, ErrorCode, isCniError, type ErrorCodeValue } from '../cni/errors';
 import { isSysError } from '../sys/sys-error';
 import type { Libc } from '../sys/libc';
@@ -12,6 +18,7 @@ const ANNOUNCE_CODES: readonly [new (...args: never[]) => Error, ErrorCodeValue]
   [AttachmentBusyError, ErrorCode.TryAgainLater],
   [InterfaceMissingError, ErrorCode.InterfaceNotFound],
   [AddressConflictError, ErrorCode.AddressConflict],
+  [NotWantedError, ErrorCode.TryAgainLater],
 ];
 
 /**

@@ -38,7 +38,7 @@ export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
         await collect(deps, config.name, live, path, log);
         break;
       case 'lock':
-        await dropOrphanLock(deps, path, log);
+        dropOldLockFile(path, log);
         break;
       case 'temp':
         dropStaleTemp(path, log);
@@ -86,13 +86,20 @@ async function collect(
   }
 }
 
-async function dropOrphanLock(deps: CommandDeps, path: string, log: Logger): Promise<void> {
+/**
+ * A `<name>.lock` file was left by an older version (attachment locks are the announcer's, in memory, now): removed
+ * once the attachment has no record; one beside a record stays until the record goes (an older CNI process may still
+ * hold it during an upgrade).
+ */
+function dropOldLockFile(path: string, log: Logger): void {
   const record = `${path.slice(0, -'.lock'.length)}.json`;
   if (readRecordFile(record).kind !== 'none') return;
-  const lock = await deps.lockFile(path, 0).catch(() => undefined);
-  // Held: a command is running on the attachment, and will remove the file itself.
-  if (lock) releaseAttachmentLock(lock, record);
-  else log.debug('lock file in use: left alone', { path });
+  try {
+    unlinkIfPresent(path);
+    log.info('removed a lock file an older version left', { path });
+  } catch (err) {
+    log.warn('cannot remove a lock file an older version left', { path, error: err });
+  }
 }
 
 /** A temporary file (`.<name>.<pid>.<hex>.tmp`) whose writer no longer runs was left by a crash: remove it. */

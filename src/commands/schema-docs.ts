@@ -23,6 +23,7 @@ export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   readyTimeoutMs: "Readiness is awaited until ADD's start + this, in milliseconds.",
   conflictCheck:
     'Probe each IPv4 address before announcing it (RFC 5227): warn leaves a conflicting one out, fail fails ADD.',
+  onUnavailable: 'When the announcer cannot answer: fail (ADD code 11), or skip (prevResult unannounced, with a WARN).',
   stateDir: "State records, locks and the announcer's socket: a directory only root can write.",
   logFile: 'Log file (appended, created 0600); without it, nothing is logged.',
   logLevel: 'The lowest level written.',

@@ -1,5 +1,5 @@
-// The CNI commands as the announcer runs them: the same dispatcher and the
-// same commands as a CNI process (the shim's fallback), hosted here. Waits go
+// The CNI commands as the announcer, their one executor, runs them: the
+// dispatcher and the commands, hosted here. Waits go
 // to the announcer's loop (LoopWaits), packet sockets are closed on another
 // thread, and what a command would tell "the announcer" goes straight to it.
 import type { LockFile } from '../announce/attachment-lock';
@@ -10,7 +10,6 @@ import type { PluginConfig } from '../cni/config';
 import type { CniPlugin, NetworkRequest } from '../cni/requests';
 import { commandLogger } from '../log';
 import { announcerPlugin } from '../plugin';
-import { acquireFileLock } from '../sys/file-lock';
 import type { Libc } from '../sys/libc';
 import { CallerViewError } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-views';
@@ -31,6 +30,8 @@ export interface CniHostDeps {
    * The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms).
    */
   control(request: Request, takenAt: number): Reply;
+  /** The announcer's attachment locks (memory-locks.ts), shared with its rounds. */
+  attachmentLock: LockFile;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
   /** Hears each command's config, with its network's log (conflists' node options: node-option-notes.ts). */
@@ -49,9 +50,14 @@ export interface CommandOutcome {
 
 /**
  * Runs one CNI command (its CNI_* variables and stdin, as they came) to its end, its paths resolved as `caller` sees
- * them (call it while the caller waits); never rejects.
+ * them (call it while the caller waits), as long as `stillWanted` holds; never rejects.
  */
-export type CniRunner = (env: Record<string, string>, stdin: string, caller?: Caller) => Promise<CommandOutcome>;
+export type CniRunner = (
+  env: Record<string, string>,
+  stdin: string,
+  stillWanted: () => boolean,
+  caller?: Caller,
+) => Promise<CommandOutcome>;
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
@@ -61,25 +67,23 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     bootMs: () => real.bootMs(),
     sleep: (ms) => deps.waits.sleep(ms),
   };
-  const lockFile: LockFile = (path, timeoutMs) =>
-    acquireFileLock(path, timeoutMs, { tryLock: deps.libc.tryLock, now: timers.now, sleep: timers.sleep });
-  const commands: Omit<CommandDeps, 'askAnnouncer' | 'view'> = {
+  const commands: Omit<CommandDeps, 'askAnnouncer' | 'view' | 'stillWanted'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
-    lockFile,
+    lockFile: deps.attachmentLock,
     logger: deps.logger ?? commandLogger,
     frameBudget: deps.frameBudget,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  return async (env, stdin, caller) => {
+  return async (env, stdin, stillWanted, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
     const seen = viewOfCaller(deps.views, caller);
     const view = seen instanceof CallerViewError ? deps.views.mine : seen;
     const logger = loggerInView(commands.logger, view);
-    const hosted = announcerPlugin({ ...commands, askAnnouncer, view, logger });
+    const hosted = announcerPlugin({ ...commands, askAnnouncer, view, logger, stillWanted });
     const plugin = noting(seen instanceof CallerViewError ? refusing(hosted, seen) : hosted, (config) =>
       deps.noteConfig(config, logger(config, {})),
     );

@@ -52,6 +52,22 @@ export class Connection {
     }
   }
 
+  /**
+   * Whether the client has closed its end or reset it (its request taken, it waits for the end and writes nothing
+   * more): reads what is queued past the request line, which is ignored anyway.
+   */
+  peerGone(sockets: UnixSockets, scratch: Buffer): boolean {
+    try {
+      for (;;) {
+        const n = sockets.receive(this.fd, scratch);
+        if (n === undefined) return false;
+        if (n === 0) return true;
+      }
+    } catch {
+      return true; // ECONNRESET
+    }
+  }
+
   /** Queues `text` and sends what the socket takes now; throws (EPIPE, ECONNRESET) when the client is gone. */
   write(sockets: UnixSockets, text: string): void {
     this.outbound.push(Buffer.from(text));

@@ -1,14 +1,15 @@
 // The announcer's stream socket in stateDir: connections from its own user
 // only, one request line per connection (src/shim/wire.ts). A control request
-// is answered at once. A CNI command is taken (`ack`) only while its sender
-// still waits (`ackBy`), so it runs on exactly one side; then it runs beside
-// every other, with a `beat` line every BEAT_MS, and its end closes the connection.
+// is answered at once. A CNI command is taken or dropped as admission.ts says,
+// runs beside every other, and its end closes the connection. A request
+// without `deadline` (an older shim) hears `ack`, then a `beat` every BEAT_MS.
 import type { Logger } from '../log';
 import type { Timers } from '../announce/timers';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
-import { ACK_MARGIN_MS, BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
+import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
+import { tooLate, wantedWhile, type CniCommand } from './admission';
 import type { Caller } from './caller-host';
 import { Connection } from './connection';
 import { withSocketAddress } from './paths';
@@ -20,9 +21,8 @@ const CLIENT_MS = 1000;
 /** Connections served at once; more are closed at accept. */
 const MAX_CLIENTS = 1024;
 /**
- * After accept(2) fails (EMFILE: out of descriptors), the listening socket is left out of the
- * poll this long: it stays readable, and polling it would spin while the clients already
- * accepted are served, timed out and closed, which gives the descriptors back.
+ * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and
+ * polling it would spin while the clients already accepted are served and closed, which gives descriptors back.
  */
 export const ACCEPT_PAUSE_MS = 100;
 
@@ -43,10 +43,7 @@ export interface RequestHandlers {
    * Runs a CNI command of `caller` (its paths resolve as it sees them); `refused` when this announcer does not take it
    * (`handover`: a newer build is to serve).
    */
-  cni(
-    command: { env: Record<string, string>; stdin: string; build: string },
-    caller: Caller,
-  ): { refused: string } | Promise<{ exit: number; stdout: string }>;
+  cni(command: CniCommand, caller: Caller): { refused: string } | Promise<{ exit: number; stdout: string }>;
 }
 
 /** The listening socket and its connected clients. */
@@ -88,10 +85,7 @@ export class ControlSocket {
     ];
   }
 
-  /**
-   * Whether `client`'s request line is still coming (a running or ending client is not read again: its EOF would keep
-   * poll(2) awake).
-   */
+  /** Whether `client`'s request is still coming (a running or ending client is not read: its EOF would wake poll). */
   private reading(client: Connection): boolean {
     return !this.running.has(client) && !client.closing;
   }
@@ -171,20 +165,22 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
-    // A control request is safe to act on late (a sync of a record written by a fallback is wanted then too).
+    // A control request is safe to act on late.
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
-    // Its sender has stopped waiting, and may be running the command itself by now. ackBy is on CLOCK_BOOTTIME, which
-    // every process reads alike; Timers.now is per process (Bun's process.hrtime starts at the process's start).
-    if (this.deps.timers.bootMs() > request.ackBy - ACK_MARGIN_MS) {
-      this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid });
+    const command = request.env.CNI_COMMAND;
+    const now = this.deps.timers.bootMs();
+    const { deadline } = request;
+    if (tooLate({ ...request, command }, now)) {
+      this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
       return this.drop(client);
     }
-    // Still connected: it sends nothing after its request line (anything more is dropped), so EOF alone reads as 0.
-    const connected = (): boolean => this.deps.sockets.receive(client.fd, this.scratch) !== 0;
-    const taken = this.handlers.cni(request, { pid: client.peer.pid, connected });
+    const connected = (): boolean => this.clients.has(client) && !client.peerGone(this.deps.sockets, this.scratch);
+    const stillWanted = wantedWhile(command, deadline, () => this.deps.timers.bootMs(), connected);
+    const taken = this.handlers.cni({ ...request, stillWanted }, { pid: client.peer.pid, connected });
     if ('refused' in taken) return this.end(client, taken);
-    client.write(this.deps.sockets, encodeReply({ ack: true }));
-    this.running.set(client, this.deps.timers.bootMs() + BEAT_MS);
+    // Only an older shim hears `ack` and `beat`; a deadline's request waits for the end alone.
+    if (deadline === undefined) client.write(this.deps.sockets, encodeReply({ ack: true }));
+    this.running.set(client, deadline === undefined ? now + BEAT_MS : Infinity);
     taken.then(
       (done) => this.finish(client, done),
       (err: unknown) => {
@@ -197,15 +193,12 @@ export class ControlSocket {
   private finish(client: Connection, done: { exit: number; stdout: string } | undefined): void {
     this.running.delete(client);
     if (!this.clients.has(client)) return;
-    // Without an end the client runs the command itself; dispatch never rejects, so this is a bug's path.
+    // Dispatch never rejects, so this is a bug's path: the client sees the connection end.
     if (done === undefined) return this.drop(client);
     this.guarded(client, () => this.end(client, done));
   }
 
-  /**
-   * Writes the last line; the connection closes once it is out, or CLIENT_MS on when the client reads none of it (a
-   * stopped shim).
-   */
+  /** Writes the last line; the connection closes once it is out, or CLIENT_MS on if the client reads none of it. */
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
     client.until = this.deps.timers.bootMs() + CLIENT_MS;

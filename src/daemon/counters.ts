@@ -12,7 +12,14 @@ export interface Counters {
   /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
   conflicts: number;
   errors: number;
+  /** The CNI commands this announcer took to run, by CNI_COMMAND (it is their one executor). */
+  served: Record<ServedCommand, number>;
 }
+
+/** The CNI commands the announcer runs (VERSION is the shim's own). */
+export const SERVED_COMMANDS = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS'] as const;
+/** One of SERVED_COMMANDS. */
+export type ServedCommand = (typeof SERVED_COMMANDS)[number];
 
 /** All zero. */
 export function newCounters(): Counters {
@@ -23,7 +30,14 @@ export function newCounters(): Counters {
     rateLimited: { delayed: 0, dropped: 0 },
     conflicts: 0,
     errors: 0,
+    served: { ADD: 0, DEL: 0, CHECK: 0, GC: 0, STATUS: 0 },
   };
+}
+
+/** Counts a CNI command taken to run; another CNI_COMMAND (dispatch refuses it) is not counted. */
+export function countServed(counters: Counters, command: string | undefined): void {
+  const known = SERVED_COMMANDS.find((c) => c === command);
+  if (known) counters.served[known]++;
 }
 
 /** Adds `sent` to the frame counters. */

@@ -15,14 +15,17 @@ import { unlinkIfPresent } from '../sys/safe-file';
 import { START_MARKER, stateDirOf } from '../shim/wire';
 import { BackgroundCloser } from './background-closer';
 import type { CniRunner } from './cni-host';
+import type { CniCommand } from './admission';
 import type { Caller } from './caller-host';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
-import { addFrames, newCounters } from './counters';
+import { addFrames, countServed, newCounters } from './counters';
 import { takeHandover, writeHandover } from './handover';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs, type JobDeps } from './jobs';
 import { LoopWaits } from './loop-waits';
 import { LEGACY_BUDGET_FILES } from './paths';
+import { MemoryLocks } from './memory-locks';
+import type { LockFile } from '../announce/attachment-lock';
 import { LazyMetrics } from './lazy-metrics';
 import { MetricsFile } from './metrics-file';
 import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
@@ -36,7 +39,7 @@ const PAUSE_AFTER_ERROR_MS = 100;
 
 /** What the announcer needs from the process. */
 export interface DaemonDeps
-  extends Omit<JobDeps, 'closeInBackground'>,
+  extends Omit<JobDeps, 'closeInBackground' | 'lockFile'>,
     ControlDeps,
     Pick<TakeOverDeps, 'resident' | 'askHandover' | 'waitForHolder'> {
   /**
@@ -68,10 +71,10 @@ export interface CommandHost {
   waits: LoopWaits;
   control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
   closeInBackground(fd: number): void;
-  /** The node settings: `settings.rateLimit` is the node-wide frame budget's limit. */
-  settings: NodeSettings;
   /** Hears each command's config (and its network's log): node options in a conflist are said once, not applied. */
   noteConfig(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void;
+  /** The attachment locks, in memory: the rounds take the same ones. */
+  attachmentLock: LockFile;
 }
 
 /**
@@ -115,15 +118,16 @@ class Daemon {
     const calls = { closeInBackground: deps.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
-    this.jobs = new Jobs({ ...deps, closeInBackground }, this.counters);
     this.waits = new LoopWaits(() => deps.timers.now());
+    const attachmentLock = new MemoryLocks((ms) => this.waits.sleep(ms)).take;
+    this.jobs = new Jobs({ ...deps, closeInBackground, lockFile: attachmentLock }, this.counters);
     const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
       control: (r, takenAt) => this.handleSafely(r, takenAt),
       closeInBackground,
-      settings: this.settings,
       noteConfig: (config, networkLog) => notes.note(config, networkLog),
+      attachmentLock,
     });
     const handlers: RequestHandlers = {
       control: (r) => this.handleSafely(r),
@@ -182,13 +186,7 @@ class Daemon {
         break;
       }
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (
-        !busy &&
-        !this.deps.resident &&
-        this.deps.timers.now() - idleSince >= this.settings.idleExitMs &&
-        this.guard('cannot exit idle', () => this.exitIdle(), false)
-      )
-        break;
+      if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs) break;
       try {
         await this.turn(this.deps.timers.bootMs());
       } catch (err) {
@@ -230,10 +228,7 @@ class Daemon {
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
-  private takeCommand(
-    command: { env: Record<string, string>; stdin: string; build: string },
-    caller: Caller,
-  ): ReturnType<RequestHandlers['cni']> {
+  private takeCommand(command: CniCommand, caller: Caller): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
     if (
       !this.handingOver &&
@@ -246,7 +241,8 @@ class Daemon {
       });
     }
     if (this.handingOver) return { refused: 'handover' };
-    return this.runCni(command.env, command.stdin, caller);
+    countServed(this.counters, command.env.CNI_COMMAND);
+    return this.runCni(command.env, command.stdin, command.stillWanted, caller);
   }
 
   /**
@@ -280,18 +276,6 @@ class Daemon {
   private failed(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
     this.counters.errors++;
     this.deps.log.error(what, { ...fields, error });
-  }
-
-  /**
-   * Whether the announcer may exit: it stops listening, then reads the records again, as a command that just wrote its
-   * job may have found the socket closed.
-   */
-  private exitIdle(): boolean {
-    this.control.unlisten();
-    this.jobs.recover(new Map());
-    if (this.jobs.size === 0) return true;
-    this.control.listen();
-    return false;
   }
 
   private handleSafely(request: Request, takenAt?: number): Reply {

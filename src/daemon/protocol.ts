@@ -2,21 +2,14 @@
 // its socket (src/shim/wire.ts). Requests name an attachment by its record file
 // in stateDir; the record, written under the attachment's lock, is the truth.
 import { z } from 'zod/mini';
-import { NO_FRAMES, type FrameCounts } from '../announce/round';
+import type { HostRequest } from '../announce/host-requests';
+import { NO_FRAMES } from '../announce/round';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
 import type { Counters } from './counters';
 
-/** What a client asks. */
+/** What a client asks: what a command tells its host (sync, cancel, count), or: */
 export type Request =
-  /**
-   * Read this record again and (re)schedule its job; `sent` and `conflicts` are what ADD's round 1 sent and its probe
-   * left out.
-   */
-  | { op: 'sync'; record: string; sent: FrameCounts; conflicts?: number }
-  /** Forget this attachment: once answered, nothing more is sent for it. */
-  | { op: 'cancel'; record: string }
-  /** Count frames an ADD sent, and addresses its probe left out, without needing background work. */
-  | { op: 'count'; sent: FrameCounts; conflicts?: number }
+  | HostRequest
   | { op: 'status' }
   /** Stop serving and hand over to the caller, as on an upgrade (asked by a starting resident announcer). */
   | { op: 'handover' };

@@ -6,7 +6,7 @@ import { WIRE_VERSION } from '../shim/wire';
 import { checkControlRequest, type Request } from './protocol';
 
 /** A checked request: a CNI command as it came, or a control operation. */
-export type CheckedRequest = { build: string; ackBy: number } & (
+export type CheckedRequest = { build: string; ackBy: number; deadline?: number } & (
   | { kind: 'cni'; env: Record<string, string>; stdin: string }
   | { kind: 'control'; request: Request }
 );
@@ -22,6 +22,7 @@ const envelope = z.looseObject(
     }),
     build: str('bad build').check(z.maxLength(128, { error: 'bad build' })),
     ackBy: z.number({ error: 'bad ackBy' }),
+    deadline: z.optional(z.number({ error: 'bad deadline' })),
     cni: body,
     control: body,
   },
@@ -44,16 +45,17 @@ export function checkRequestLine(line: string): CheckedRequest | string {
   }
   const head = check(envelope, value);
   if (!head.ok) return head.issues[0]!.message;
-  const { build, ackBy, cni, control } = head.value;
+  const { build, ackBy, deadline, cni, control } = head.value;
+  const times = deadline === undefined ? { ackBy } : { ackBy, deadline };
   if (cni !== undefined) {
     const command = check(cniCommand, cni);
     return command.ok
-      ? { kind: 'cni', build, ackBy, env: command.value.env, stdin: command.value.stdin }
+      ? { kind: 'cni', build, ...times, env: command.value.env, stdin: command.value.stdin }
       : command.issues[0]!.message;
   }
   if (control !== undefined) {
     const request = checkControlRequest(control);
-    return typeof request === 'string' ? request : { kind: 'control', build, ackBy, request };
+    return typeof request === 'string' ? request : { kind: 'control', build, ...times, request };
   }
   return 'neither cni nor control';
 }

@@ -77,7 +77,6 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     sockets: wiring.libc(),
     open: netnsSockets(wiring.libc()),
     timers: wiring.timers,
-    lockFile: wiring.lockFile,
     tryLock: wiring.libc().tryLock,
     log: loggers.log,
     jobLog: jobLogInView(loggers.jobLog, views),

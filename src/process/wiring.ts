@@ -1,9 +1,6 @@
 // The real process's side of the injected dependencies: libc loaded on first
-// use, the clocks and file locks. Shared by the
-// CNI commands (plugin-deps.ts) and the verbs (verbs.ts).
+// use, and the clocks. Used by the verbs (verbs.ts).
 import type { Timers } from '../announce/timers';
-import type { LockFile } from '../announce/attachment-lock';
-import { acquireFileLock } from '../sys/file-lock';
 import { loadLibc, type Libc } from '../sys/libc';
 import type { TcpSockets } from '../sys/tcp-socket';
 import type { UnixSockets } from '../sys/unix-socket';
@@ -14,7 +11,6 @@ export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
   libc(): Libc & UnixSockets & TcpSockets;
   timers: Timers;
-  lockFile: LockFile;
 }
 
 function once<T>(make: () => T): () => T {
@@ -25,12 +21,5 @@ function once<T>(make: () => T): () => T {
 /** The wiring of this process. */
 export function processWiring(): ProcessWiring {
   const libc = once(loadLibc);
-  const timers = realTimers(() => libc().bootTimeMs());
-  const lockFile: LockFile = (path, timeoutMs) =>
-    acquireFileLock(path, timeoutMs, { tryLock: libc().tryLock, now: timers.now, sleep: timers.sleep });
-  return {
-    libc,
-    timers,
-    lockFile,
-  };
+  return { libc, timers: realTimers(() => libc().bootTimeMs()) };
 }

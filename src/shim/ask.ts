@@ -1,7 +1,10 @@
-// A control request to the node's announcer (status, sync, cancel, count), over the shim's
+// A control request to the node's announcer (status, handover, ...), over the shim's
 // transport and exchange.
 import type { ShimDeps } from './shim';
 import { startAndRetry, wantsStart } from './shim';
+
+/** How long a control request waits for its answer. */
+export const CONTROL_WAIT_MS = 1000;
 
 /** How to ask: whether to start an absent announcer, and how long to wait for one that starts. */
 export interface AskOptions {
@@ -18,10 +21,11 @@ export async function askAnnouncer(
 ): Promise<unknown> {
   const d = deps ?? (await defaultDeps());
   const body = { control };
-  let outcome = await d.exchange(stateDir, body);
+  // A control request is answered at once; the wait covers a loop busy with a turn.
+  let outcome = await d.exchange(stateDir, body, Math.max(options.timeoutMs, CONTROL_WAIT_MS));
   if (options.start && wantsStart(outcome)) {
-    const retried = await startAndRetry(d, stateDir, body, options.timeoutMs);
-    if (typeof retried === 'string') return undefined;
+    const retried = await startAndRetry(d, stateDir, body, CONTROL_WAIT_MS);
+    if (typeof retried === 'string' || retried instanceof Error) return undefined;
     outcome = retried;
   }
   return 'control' in outcome ? outcome.control : undefined;

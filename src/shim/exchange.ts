@@ -1,17 +1,8 @@
-// One request to the announcer and its answer (see wire.ts): connect, write the request line, wait
-// for `ack` at most ACK_MS from the write, then take lines until the end with at most SILENCE_MS
-// between two. The transport and the clock are injected; the socket is closed on every outcome.
+// One request to the announcer and its answer (see wire.ts): connect, write the request line with
+// its deadline, then wait for the end until that deadline and no longer. The transport and the
+// clock are injected; the socket is closed on every outcome.
 import type { ConnectUnix, Connection } from '../sys/stream-connection';
-import {
-  ACK_MS,
-  decodeReply,
-  encodeRequest,
-  MAX_REQUEST_LINE,
-  SILENCE_MS,
-  splitLines,
-  WIRE_VERSION,
-  type RequestBody,
-} from './wire';
+import { decodeReply, encodeRequest, MAX_REQUEST_LINE, splitLines, WIRE_VERSION, type RequestBody } from './wire';
 
 /** How an exchange ended. */
 export type Outcome =
@@ -23,7 +14,7 @@ export type Outcome =
   | { unreachable: string }
   /** The announcer did not take the request, for this reason (`handover`: start the new build). */
   | { refused: string }
-  /** No `ack` within ACK_MS, or silence for SILENCE_MS after it. */
+  /** No answer by the request's deadline. */
   | { hung: true }
   /** End of stream, a socket error or a line that is not the protocol's, before the end. */
   | { dropped: true };
@@ -46,7 +37,7 @@ export interface ExchangeDeps {
 /**
  * The real clock without FFI: /proc/uptime's text (`uptime`: CLOCK_BOOTTIME in centiseconds, read once) carried on by
  * performance.now(). Bun's process.hrtime counts from the process's start, not CLOCK_MONOTONIC's
- * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: an `ackBy` from it
+ * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: a `deadline` from it
  * falls due early, never late, to an announcer that reads CLOCK_BOOTTIME.
  */
 export function bootClock(uptime: () => string, elapsed: () => number = () => performance.now()): ShimClock {
@@ -63,28 +54,33 @@ export function bootClock(uptime: () => string, elapsed: () => number = () => pe
   };
 }
 
-/** What one reply line does: nothing yet (`ack`, `beat`), or the outcome. */
-export function replyOutcome(line: string, acked: boolean): Outcome | 'ack' | 'beat' {
+/** What one reply line does: nothing (`ack`, `beat`: an older announcer's, ignored), or the outcome. */
+export function replyOutcome(line: string): Outcome | 'ignored' {
   const reply = decodeReply(line);
   if (reply === undefined) return { dropped: true };
-  if ('refused' in reply) return acked ? { dropped: true } : { refused: reply.refused };
-  // A control request is answered at once, without an `ack`.
-  if ('control' in reply) return acked ? { dropped: true } : { control: reply.control };
-  if ('ack' in reply) return acked ? { dropped: true } : 'ack';
-  if (!acked) return { dropped: true }; // the protocol answers `ack` first
-  if ('beat' in reply) return 'beat';
+  if ('refused' in reply) return { refused: reply.refused };
+  if ('control' in reply) return { control: reply.control };
+  if ('ack' in reply || 'beat' in reply) return 'ignored';
   return { end: { exit: reply.exit, stdout: reply.stdout } };
 }
 
-/** Sends `body` to the announcer listening at `address` and resolves with the outcome; never rejects. */
-export function exchange(deps: ExchangeDeps, address: string, body: RequestBody, build: string): Promise<Outcome> {
+/**
+ * Sends `body` to the announcer listening at `address`, waits for its answer until `waitMs` from now (connecting
+ * included) and resolves with the outcome; never rejects.
+ */
+export function exchange(
+  deps: ExchangeDeps,
+  address: string,
+  body: RequestBody,
+  build: string,
+  waitMs: number,
+): Promise<Outcome> {
   return new Promise((resolve) => {
     let connection: Connection | undefined;
-    let cancelTimer = (): void => undefined;
     let done = false;
-    let acked = false;
     let buffered = '';
     const decoder = new TextDecoder();
+    const deadline = deps.clock.now() + waitMs;
     const finish = (outcome: Outcome): void => {
       if (done) return;
       done = true;
@@ -92,39 +88,27 @@ export function exchange(deps: ExchangeDeps, address: string, body: RequestBody,
       connection?.close();
       resolve(outcome);
     };
-    let waits = 0;
-    const wait = (ms: number): void => {
-      cancelTimer();
-      const current = ++waits;
-      // Time is up: a line that came meanwhile but was not read yet (this process was held back)
-      // is read first, so that an `ack` sent in time is never taken for silence.
-      cancelTimer = deps.clock.after(ms, () => setImmediate(() => current === waits && finish({ hung: true })));
-    };
-    const onLine = (line: string): void => {
-      const next = replyOutcome(line, acked);
-      if (next === 'ack') acked = true;
-      if (next === 'ack' || next === 'beat') wait(SILENCE_MS);
-      else finish(next);
-    };
+    // Time is up: a line that came meanwhile but was not read yet (this process was held back) is read first.
+    const cancelTimer = deps.clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
     const handlers = {
       data: (chunk: Uint8Array): void => {
         const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
         buffered = rest;
-        for (const line of lines) if (!done) onLine(line);
+        for (const line of lines) {
+          const next = done ? 'ignored' : replyOutcome(line);
+          if (next !== 'ignored') finish(next);
+        }
         if (buffered.length > MAX_REQUEST_LINE) finish({ dropped: true });
       },
       end: () => finish({ dropped: true }),
       error: () => finish({ dropped: true }),
     };
-    // A connect that neither succeeds nor fails counts against the ack's wait.
-    wait(ACK_MS);
     deps.connect(address, handlers).then(
       (c) => {
         connection = c;
         if (done) return c.close();
-        wait(ACK_MS);
-        const ackBy = deps.clock.now() + ACK_MS;
-        c.write(encodeRequest({ v: WIRE_VERSION, build, ackBy, ...body }));
+        // ackBy = deadline: an older announcer takes the request while this shim still waits, and acks it.
+        c.write(encodeRequest({ v: WIRE_VERSION, build, ackBy: deadline, deadline, ...body }));
       },
       (err: unknown) => finish({ unreachable: (err as { code?: string }).code ?? 'EIO' }),
     );

@@ -17,13 +17,14 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
     }).catch(() => false);
   return {
     clock,
-    exchange: (stateDir, body) =>
+    exchange: (stateDir, body, waitMs) =>
       withAnnouncerAddress(stateDir, (address) =>
-        exchange({ connect: connectUnix, clock }, address, body, build),
+        exchange({ connect: connectUnix, clock }, address, body, build, waitMs),
       ).catch((err: unknown) => ({
         // The O_PATH open of a long stateDir failed: as connect(2) would have.
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
+    announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
     start: async (stateDir) => {
       const [
         { startAnnouncer, envObject },
@@ -32,6 +33,8 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
         { selfCommand },
         { detachedEnv },
         { userModeEmulator },
+        { stateDirProblem },
+        { StateDirError },
       ] = await Promise.all([
         import('./start'),
         import('../sys/spawn-child'),
@@ -39,11 +42,19 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
         import('../self-command'),
         import('../sys/detached-env'),
         import('../sys/emulator'),
+        import('../announce/state'),
+        import('./unavailable'),
       ]);
       const emulator = userModeEmulator();
       return startAnnouncer(
         {
-          ensureStateDir: (dir) => ensurePrivateDir(dir),
+          ensureStateDir: (dir) => {
+            try {
+              ensurePrivateDir(dir);
+            } catch (err) {
+              throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+            }
+          },
           wallNow: Date.now,
           spawn: spawnChild,
           self: selfCommand(process.argv, process.execPath, emulator),

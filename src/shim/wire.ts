@@ -1,20 +1,20 @@
 // Pure: the stream protocol between a CNI call (the shim) and the node's
 // announcer, on the unix socket `announcer.sock` in stateDir. One connection
-// per call. The shim writes one request line; the announcer answers with
-// lines: `ack` at once, `beat` while the command runs, then the end. Every
-// line is one JSON object; JSON.stringify never writes a raw newline. Loaded
-// on the shim's fast path: no schema library, no FFI.
+// per call. The shim writes one request line carrying its `deadline`; the
+// announcer answers with one line, the end, and the shim waits for it until
+// the deadline and no longer. A request without `deadline` (an older shim) is
+// answered the older way: `ack` at once, `beat` while the command runs, then
+// the end. Every line is one JSON object; JSON.stringify never writes a raw
+// newline. Loaded on the shim's fast path: no schema library, no FFI.
 
-/** The protocol's version: a request of another version is refused, and the shim runs the command itself. */
+/** The protocol's version: a request of another version is refused. `deadline` is additive: still version 1. */
 export const WIRE_VERSION = 1;
 
-/** The largest stdin the shim forwards; a larger one is handled in-process (which refuses past 16 MiB). */
+/** The largest stdin the shim forwards; a larger one is refused (code 5) naming its size. */
 export const MAX_FORWARDED_STDIN = 1024 * 1024;
 /** The largest request line the announcer reads (JSON escaping may grow stdin up to sixfold). */
 export const MAX_REQUEST_LINE = 6 * MAX_FORWARDED_STDIN + 64 * 1024;
 
-/** Without an `ack` this long after the request went out, the announcer is taken for hung. */
-export const ACK_MS = 300;
 /** The announcer's socket in stateDir (mode 0600). */
 export const ANNOUNCER_SOCKET = 'announcer.sock';
 /** Created O_EXCL by the shim that starts the announcer; the announcer removes it once it listens. */
@@ -23,14 +23,21 @@ export const START_MARKER = 'announcer-start.marker';
 export const START_MS = 2000;
 
 /**
- * The announcer takes a command only this long before its `ackBy` at the latest, so that the `ack` reaches a shim that
- * still waits.
+ * For a request without `deadline` (an older shim): the announcer takes it only this long before its `ackBy` at the
+ * latest, so that the `ack` reaches a shim that still waits.
  */
 export const ACK_MARGIN_MS = 50;
-/** Between the announcer's lines while a command runs. */
+/** For a request without `deadline` (an older shim): between the announcer's `beat` lines while its command runs. */
 export const BEAT_MS = 100;
-/** Silence this long after the `ack` (no `beat`, no end) and the announcer is taken for hung. */
-export const SILENCE_MS = 500;
+
+/** What an ADD or CHECK waits beyond `addWaitMs` + `probeMs`: the announcer's own work, a busy loop, a slow node. */
+export const MARGIN_MS = 3000;
+/** What DEL, GC and STATUS wait for the announcer's answer: they do not wait for a pod. */
+export const BRIEF_MS = 2000;
+/** `addWaitMs`'s default, `probeMs`'s default and largest (src/cni/option-schema.ts; a unit test checks them equal). */
+export const DEFAULT_ADD_WAIT_MS = 2000;
+export const DEFAULT_PROBE_MS = 100;
+export const MAX_PROBE_MS = 2000;
 
 /** What a request asks: a CNI command as it came, or a control operation (status, sync, cancel, count). */
 export type RequestBody =
@@ -51,19 +58,24 @@ export type WireRequest = RequestBody & {
    * request unread, and never runs it.
    */
   ackBy: number;
+  /**
+   * CLOCK_BOOTTIME ms until which the sender waits for the end. Present: the announcer writes no `ack` or `beat`, and
+   * drops an ADD or CHECK it cannot finish acting on before it (DEL and GC run late too). Absent: an older shim.
+   */
+  deadline?: number;
 };
 
 /** One line from the announcer. */
 export type WireReply =
-  /** The request is taken: it runs once, here. */
+  /** The request is taken: it runs once, here (only to a request without `deadline`). */
   | { ack: true }
-  /** Still running. */
+  /** Still running (only to a request without `deadline`). */
   | { beat: true }
   /** A CNI command's end: what the plugin prints, and its exit status. */
   | { exit: number; stdout: string }
   /** A control operation's answer. */
   | { control: unknown }
-  /** Not taken: `handover` (a newer build serves; start it), anything else (run the command yourself). */
+  /** Not taken: `handover` (a newer build serves; start it), anything else (the reason, reported as an error). */
   | { refused: string };
 
 /** The CNI_* variables of `env`, the ones a command reads. */
@@ -117,7 +129,7 @@ export function splitLines(buffered: string): { lines: string[]; rest: string } 
 
 /**
  * The stateDir whose announcer serves a config: its `stateDir` when an absolute path, else the default; undefined when
- * stdin is not a JSON object (the command then runs in-process, which reports why).
+ * stdin is not a JSON object (the shim then reports what is wrong with it).
  */
 export function stateDirOf(stdin: string): string | undefined {
   const config = parseObject(stdin);
@@ -129,3 +141,28 @@ export function stateDirOf(stdin: string): string | undefined {
 
 /** `stateDir`'s default, for the options' table too. */
 export const DEFAULT_STATE_DIR = '/run/cni-announcer';
+
+/** How long the shim waits for the end of `command` on `config` (a JSON object): see MARGIN_MS and BRIEF_MS. */
+export function waitMsOf(command: string | undefined, config: Record<string, unknown>): number {
+  if (command !== 'ADD' && command !== 'CHECK') return BRIEF_MS;
+  const wait = numberOr(config.addWaitMs, DEFAULT_ADD_WAIT_MS);
+  if (config.conflictCheck === undefined || config.conflictCheck === 'off') return wait + MARGIN_MS;
+  // A pod allowed to override probeMs may ask for up to its largest.
+  const overridable = Array.isArray(config.podOverrides) && config.podOverrides.includes('probeMs');
+  return wait + (overridable ? MAX_PROBE_MS : numberOr(config.probeMs, DEFAULT_PROBE_MS)) + MARGIN_MS;
+}
+
+/**
+ * A config's `onUnavailable`: `skip` only when it says so and its result cannot depend on the announcer (the
+ * announcer refuses such a config with code 7, naming the field: src/cni/config.ts).
+ */
+export function onUnavailableOf(config: Record<string, unknown>): 'fail' | 'skip' {
+  const overrides = Array.isArray(config.podOverrides) ? config.podOverrides : [];
+  const allowed = config.mac !== 'ip-derived' && config.conflictCheck !== 'fail' && !overrides.includes('mac');
+  return config.onUnavailable === 'skip' && allowed ? 'skip' : 'fail';
+}
+
+/** `value` when a finite number from 0 to 60 s (the schema checks it exactly), else `otherwise`. */
+function numberOr(value: unknown, otherwise: number): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 60_000 ? value : otherwise;
+}

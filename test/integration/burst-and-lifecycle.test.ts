@@ -305,10 +305,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   it('DEL cancels the background rounds: no frame after DEL returned, no record, no process once idle', async () => {
     const s = begin();
     const { net, pod, att, capture, out } = await tenRounds(s, 'del', '1.0.0');
-    expect(await recordFiles(att.files.stateDir)).toEqual([
-      `${att.containerId}@eth0.json`,
-      `${att.containerId}@eth0.lock`,
-    ]);
+    expect(await recordFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
 
@@ -378,10 +375,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     );
     const gcDoneAt = otherNetwork.exitedAt;
     expect(await daemonPids(att.files.stateDir)).toEqual(daemon);
-    expect(await recordFiles(att.files.stateDir)).toEqual([
-      `${att.containerId}@eth0.json`,
-      `${att.containerId}@eth0.lock`,
-    ]);
+    expect(await recordFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
     expect((await announcerStatus(att.files.stateDir)).attachments.map((a) => a.containerId)).toEqual([
       att.containerId,
     ]);
@@ -429,7 +423,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     );
 
     // The record stays until the runtime's DEL, which then removes it.
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([`${id}@eth0.json`, `${id}@eth0.lock`]);
+    expect(await attachmentFiles(att.files.stateDir)).toEqual([`${id}@eth0.json`]);
     assertCniOk('announcer DEL', await announcerDel(att));
     expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
   });

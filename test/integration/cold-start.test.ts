@@ -1,4 +1,4 @@
-// Cold start under concurrency (issue 18, "Start and fallback"): with no
+// Cold start under concurrency (issues 18 and 25): with no
 // announcer running, 20 ADDs of different pods at once start exactly one
 // `announcer daemon <stateDir>` (the start marker, O_EXCL, lets one shim spawn
 // it; the others retry the socket), and every ADD succeeds. /proc is sampled
@@ -26,6 +26,7 @@ import {
   type BridgePod,
 } from './harness';
 import { sampleDaemons } from './harness/held-announcer';
+import { announcerStatus } from './harness/daemon';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `cs${RUN_TAG}`;
@@ -76,6 +77,8 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
       added.map((a) => a.code),
       added.map((a) => a.stdout).join('\n'),
     ).toEqual(atts.map(() => 0));
+    // The announcer ran every ADD: no CNI process ran one itself.
+    expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(PODS);
     await waitFor(async () => (await capture.count()) >= PODS * BURST.count, {
       timeoutMs: 15_000,
       what: `${PODS * BURST.count} GARPs`,

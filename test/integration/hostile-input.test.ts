@@ -134,7 +134,7 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
     it.each([
       { what: '17 MiB', bytes: 17 * 1024 * 1024 },
       { what: '600 MiB', bytes: 600 * 1024 * 1024 },
-    ])('$what on stdin: code 5 naming the 16 MiB limit, without reading it all', async ({ bytes }) => {
+    ])('$what on stdin: code 5 naming the 1 MiB limit the shim forwards, without reading it all', async ({ bytes }) => {
       const pod = await standIn(scope(), 'big');
       // A shell feeds the bytes: the plugin stops reading at the limit and the writer gets EPIPE.
       const out = await runCniCommand(
@@ -144,19 +144,19 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
         '',
         cniEnv({ ...pod.call, command: 'ADD' }),
       );
-      const doc = expectCniError(out, 5, ['16 MiB', 'stdin']);
+      const doc = expectCniError(out, 5, ['1 MiB', 'stdin']);
       expect(doc.msg).not.toContain('empty');
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
-    it('36,000 bad ips entries: a short message naming the first five and counting the rest', async () => {
+    it('20,000 bad ips entries (within the 1 MiB the shim forwards): a short message naming the first five and counting the rest', async () => {
       const pod = await standIn(scope(), 'ips');
-      const ips = Array.from({ length: 36_000 }, (_, i) => ({ address: `10.0.${i}.300/24`, interface: 0 }));
+      const ips = Array.from({ length: 20_000 }, (_, i) => ({ address: `10.0.${i}.300/24`, interface: 0 }));
       const out = await announcerAdd(scope(), { ...pod.att, prevResult: { ...pod.prevResult, ips } });
       const doc = expectCniError(out, 7, [
         '"prevResult.ips[0].address"',
         '"prevResult.ips[4].address"',
-        '… and 35,995 more',
+        '… and 19,995 more',
       ]);
       expect(doc.msg).not.toContain('"prevResult.ips[5].address"');
       expect(out.stdout.length).toBeLessThan(2000);

@@ -267,10 +267,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         netns: pod.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect(await attachmentFiles(files.stateDir)).toEqual([
-        `${att.containerId}@eth0.json`,
-        `${att.containerId}@eth0.lock`,
-      ]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
       assertCniOk('announcer ADD repeated', await announcerAdd(scope(), att));
@@ -296,10 +293,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { files, pod, att, derived } = await nicPod('gone');
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derived);
-      expect(await attachmentFiles(files.stateDir)).toEqual([
-        `${att.containerId}@eth0.json`,
-        `${att.containerId}@eth0.lock`,
-      ]);
+      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
 
       await deleteNetns(pod.netns.name);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });

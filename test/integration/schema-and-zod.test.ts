@@ -1,7 +1,7 @@
 // zod in the built plugin: `announcer schema` run as the built executable prints the conflist
 // entry's JSON Schema; and the bundle, split into chunks as scripts/build.mjs splits it, keeps
 // zod out of every chunk VERSION and the shim's path evaluate, while the announcer's and the
-// in-process fallback's chunks carry it.
+// verbs' chunks carry it.
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -97,7 +97,7 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
     });
   });
 
-  it('put zod in what the announcer, the in-process fallback and `announcer schema` evaluate (the walk sees it where it is)', () => {
+  it('put zod in what the announcer and `announcer schema` evaluate (the walk sees it where it is)', () => {
     const announcer = zodIn(evaluated('src/process/verbs.ts'));
     expect(announcer).toContain('node_modules/zod/v4/mini/schemas.js');
     // zod's JSON Schema export comes with `announcer schema` alone.

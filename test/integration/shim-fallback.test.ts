@@ -1,16 +1,15 @@
-// The shim's fallback against a hung announcer (issue 18, "Start and
-// fallback"), on the real bridge plugin, real netns, frames captured on the
-// bridge and counted by tshark. The announcer is SIGSTOPped by pid, after the
-// pid is checked to be `announcer daemon <stateDir>` of this run.
+// The contract when the node's announcer cannot answer (issue 25), on the real bridge plugin,
+// real netns, frames captured on the bridge and counted by tshark. The announcer is SIGSTOPped by
+// pid, after the pid is checked to be `announcer daemon <stateDir>` of this run. The CNI process
+// never runs a command itself: its trace shows no setns.
 //
-// The bound, documented rather than asserted as time: a request the announcer
-// never acks costs ACK_MS (300 ms, src/shim/wire.ts) before the shim runs the
-// command in-process; one it acked and then went silent on costs SILENCE_MS
-// (500 ms) after its last beat. The command then costs what an in-process ADD
-// costs, plus ACK_MS for the round-1 report (`count`/`sync`) nobody answers.
+// The bounds (src/shim/wire.ts, docs/design.md "The wire protocol"): an ADD waits addWaitMs +
+// MARGIN_MS (3 s) for its end, then fails with code 11 naming the announcer's pid; a DEL waits
+// BRIEF_MS (2 s), then exits 0 and says so on stderr, its request left queued. Asserted here with
+// generous margins: these are upper limits, not speeds.
 import { describe, expect, it } from 'vitest';
+import { BRIEF_MS, MARGIN_MS } from '../../src/shim/wire';
 import {
-  OLD_MAC,
   allocSubnet,
   announcerAdd,
   announcerDel,
@@ -20,9 +19,6 @@ import {
   bridgeWithKeeper,
   garpsFor,
   killStrays,
-  ms,
-  neighEntry,
-  plantStale,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
@@ -34,6 +30,7 @@ import {
   type Scope,
 } from './harness';
 import { setPortState } from './harness/port-hold';
+import { announcerStatus } from './harness/daemon';
 import {
   stopDaemon,
   terminateDaemon,
@@ -47,11 +44,11 @@ import { skipUnless, missingTool } from '../support/skip';
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `sf${RUN_TAG}`;
 /** Long enough that a stopped announcer, once resumed, is not idle yet: it must read what queued up meanwhile. */
-const IDLE_EXIT_MS = 10_000;
+const IDLE_EXIT_MS = 30_000;
 /** The announcer's debug line while ADD waits for the pod (src/announce/first-round.ts). */
 const WAITING = 'DEBUG pod not ready: waiting for it';
-/** Its line when addWaitMs ends first: round 1 goes to the background. */
-const DEFERRED = 'INFO pod not ready yet: announcing from the background once it is';
+/** Slack on each bound: a loaded CI node, process start-up, tshark. */
+const SLACK_MS = 3000;
 
 function attachmentOf(pod: BridgePod, files: AnnouncerFiles): AnnouncerAttachment {
   return {
@@ -65,57 +62,9 @@ function attachmentOf(pod: BridgePod, files: AnnouncerFiles): AnnouncerAttachmen
 }
 
 describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace'], 'apt-get install strace')))(
-  'the shim falls back when the announcer hangs (SIGSTOP)',
+  'when the announcer cannot answer (SIGSTOP)',
   () => {
     const scope = scopePerTest(PREFIX);
-
-    it('stopped before the request: ADD runs in-process, round 1 on the wire before it returns; resumed, the announcer drops the stale request and serves the next', async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
-      const net = allocSubnet();
-      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-      const pod = (host: number, tag: string) =>
-        attachBridgePod(s, { prefix: PREFIX, net, bridge, host, containerId: `${PREFIX}-${tag}`, settle: true });
-
-      // A first ADD starts the announcer, which runs it.
-      const first = await pod(10, 'first');
-      const firstAtt = attachmentOf(first, files);
-      assertCniOk('first ADD', await announcerAdd(s, firstAtt, { count: 1 }));
-      const stopped = await stopDaemon(s, files.stateDir);
-      // A pod reusing an IP: the node's entry points at the MAC of the pod that left.
-      await plantStale(bridge, net.v4(11), OLD_MAC);
-      const reused = await pod(11, 'reused');
-      const trace = await traceFile(s);
-      const att = { ...attachmentOf(reused, files), command: tracedAnnouncer(trace) };
-      const add = assertCniOk('ADD with the announcer stopped', await announcerAdd(s, att, { count: 1 }));
-      const entry = await neighEntry(bridge, reused.ip);
-      const beforeResume = await capture.count();
-
-      // In-process: this CNI process entered the pod's netns itself (the shim never does).
-      expect((await tracedCalls(trace, 'setns')).length).toBeGreaterThan(0);
-      expect(entry?.mac, `the node's entry for ${reused.ip} once ADD returned`).toBe(reused.mac);
-
-      await stopped.resume();
-      // A later request is served by the same announcer; it ran nothing of the stale one.
-      const later = await pod(12, 'later');
-      const laterTrace = await traceFile(s);
-      const laterAtt = { ...attachmentOf(later, files), command: tracedAnnouncer(laterTrace) };
-      assertCniOk('ADD once resumed', await announcerAdd(s, laterAtt, { count: 1 }));
-      expect(await tracedCalls(laterTrace, 'setns')).toEqual([]);
-      expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
-      await waitFor(async () => (await capture.count()) >= beforeResume + 1, { what: "the later pod's GARP" });
-      for (const a of [firstAtt, att, laterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
-      await terminateDaemon(files.stateDir);
-      const frames = await capture.stop();
-
-      const garps = garpsFor(frames, reused.mac, reused.ip);
-      expect(garps, 'GARPs of the pod ADDed while the announcer was stopped').toHaveLength(1);
-      expect(ms(garps[0]!)).toBeLessThanOrEqual(add.exitedAt);
-      expect(garpsFor(frames, later.mac, later.ip)).toHaveLength(1);
-      expect(garpsFor(frames, first.mac, first.ip)).toHaveLength(1);
-    });
 
     /**
      * A pod whose bridge port the test holds in `listening`, an announcer already running (started by another pod's
@@ -154,7 +103,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
      * there.
      */
     async function stopMidWait(s: Scope, files: AnnouncerFiles, att: AnnouncerAttachment, addWaitMs: number) {
-      const adding = announcerAdd(s, att, { count: 1, addWaitMs, readyTimeoutMs: 60_000 });
+      const adding = announcerAdd(s, att, { count: 3, addWaitMs, readyTimeoutMs: 60_000 });
       let exited = false;
       adding.then(
         () => (exited = true),
@@ -165,86 +114,74 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
         what: 'the announcer to say it waits for the pod',
       });
       expect(exited, 'ADD returned before the announcer waited').toBe(false);
-      // Acked: the CNI process has not entered the pod (the announcer runs the command).
       const stopped = await stopDaemon(s, files.stateDir);
       return { adding, stopped };
     }
 
-    /**
-     * Waits until the traced CNI process, run in-process by now, finds the attachment's lock taken (flock LOCK_NB
-     * fails).
-     */
-    async function fallbackWaitsForLock(trace: string): Promise<void> {
-      await waitFor(async () => (await tracedCalls(trace, 'flock')).some((l) => /LOCK_NB\)\s+= -1 EAGAIN/.test(l)), {
-        timeoutMs: 10_000,
-        what: 'the fallback to wait for the attachment lock',
-      });
-    }
-
-    it('stopped after the ack, mid-wait, then resumed: the fallback waits for the attachment lock the announcer holds, then runs ADD again in-process; round 1 twice, once per run', async () => {
+    it('stopped after taking an ADD mid-wait: the shim returns code 11 within its deadline; resumed, nothing of that ADD goes out and no record stays', async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);
       const { pod, att, trace, capture, starterAtt } = await heldPod(s, files);
-      const { adding, stopped } = await stopMidWait(s, files, att, 20_000);
-      // 500 ms of silence later the shim runs ADD itself: it blocks on the lock of the attachment, held by the stopped
-      // announcer's ADD.
-      await fallbackWaitsForLock(trace);
-      expect(await tracedCalls(trace, 'setns')).toEqual([]);
-      // Frames can pass the port from the moment the command that lets it forward starts.
-      const forwardedAt = Date.now();
-      await setPortState(pod.hostVeth, 'forwarding');
-      await stopped.resume();
-      const add = assertCniOk('ADD that fell back mid-wait', await adding);
-
-      expect((await tracedCalls(trace, 'setns')).length).toBeGreaterThan(0);
-      expect(add.json).toEqual(pod.result);
-      for (const a of [att, starterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
-      await terminateDaemon(files.stateDir);
-      const garps = garpsFor(await capture.stop(), pod.mac, pod.ip);
-      // The announcer's run (resumed, the pod ready) sent round 1 and let go of the lock; the fallback's repeat ADD
-      // sent it again.
-      expect(garps).toHaveLength(2);
-      for (const f of garps) expect(ms(f)).toBeGreaterThanOrEqual(forwardedAt);
-      expect(ms(garps[1]!)).toBeLessThanOrEqual(add.exitedAt);
-    });
-
-    it('stopped after the ack, mid-wait, and left stopped: the fallback gives up on the lock after addWaitMs + 10 s with code 11 (try again later); resumed, the announcer defers round 1 and sends it once the pod forwards', async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
-      const { pod, att, trace, capture, starterAtt } = await heldPod(s, files);
-      const { adding, stopped } = await stopMidWait(s, files, att, 2000);
-      await fallbackWaitsForLock(trace);
+      const addWaitMs = 2000;
+      const started = Date.now();
+      const { adding, stopped } = await stopMidWait(s, files, att, addWaitMs);
       const add = await adding;
+      const took = add.exitedAt - started;
       expect(add.code, add.stdout).toBe(1);
-      expect(add.json).toMatchObject({
-        code: 11,
-        msg: expect.stringMatching(/another command on this attachment still runs after 12000 ms/),
-      });
+      expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
+      expect(add.json).toMatchObject({ msg: expect.stringContaining(`no answer within ${addWaitMs + MARGIN_MS} ms`) });
+      expect(took).toBeGreaterThanOrEqual(addWaitMs + MARGIN_MS - 100);
+      expect(took).toBeLessThanOrEqual(addWaitMs + MARGIN_MS + SLACK_MS);
       expect(await tracedCalls(trace, 'setns')).toEqual([]);
 
-      // Resumed, the announcer's ADD finds its addWaitMs spent: it defers round 1 to the background, which sends it
-      // once the pod forwards.
-      await stopped.resume();
-      await waitFor(async () => (await files.log()).includes(DEFERRED), {
-        what: "the announcer's ADD to defer round 1",
-      });
-      // Frames can pass the port from the moment the command that lets it forward starts.
-      const forwardedAt = Date.now();
+      // The pod forwards before the announcer resumes: had the ADD gone on, round 1 would be on the wire now.
       await setPortState(pod.hostVeth, 'forwarding');
-      await waitFor(
-        async () => /INFO announced daemon=\d+ containerId=\S+-held-\S+ .*deferred=true/.test(await files.log()),
-        { what: 'the deferred round 1' },
-      );
+      await stopped.resume();
+      await waitFor(async () => (await files.log()).includes('the caller no longer waits'), {
+        what: 'the announcer to drop the ADD nobody waits for',
+      });
       expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
-      // The runtime DELs the failed ADD.
-      for (const a of [att, starterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
+      // Rounds come every second: two seconds more would show a later one.
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(await announcerDel(starterAtt)).toMatchObject({ code: 0 });
       await terminateDaemon(files.stateDir);
-      const garps = garpsFor(await capture.stop(), pod.mac, pod.ip);
-      expect(garps).toHaveLength(1);
-      expect(ms(garps[0]!)).toBeGreaterThanOrEqual(forwardedAt);
+      expect(garpsFor(await capture.stop(), pod.mac, pod.ip)).toEqual([]);
       expect(await files.stateFiles()).toEqual([]);
+      expect(await announcerDel(att)).toMatchObject({ code: 0 });
+    }, 60_000);
+
+    it('DEL while stopped: exits 0 within BRIEF_MS, saying so; resumed, the announcer runs it', async () => {
+      const s = scope();
+      killStrays(s, { strict: true });
+      const files = await announcerFiles(s);
+      const net = allocSubnet();
+      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
+      const pod = await attachBridgePod(s, {
+        prefix: PREFIX,
+        net,
+        bridge,
+        host: 10,
+        containerId: `${PREFIX}-del`,
+        settle: true,
+      });
+      const att = attachmentOf(pod, files);
+      // Rounds 2 and 3 stay for the background: the record holds the job DEL ends.
+      assertCniOk('ADD', await announcerAdd(s, att, { count: 3, intervalMs: 10_000 }));
+      expect(await files.stateFiles()).not.toEqual([]);
+      const stopped = await stopDaemon(s, files.stateDir);
+      const trace = await traceFile(s);
+      const started = Date.now();
+      const del = await announcerDel({ ...att, command: tracedAnnouncer(trace) });
+      expect([del.code, del.stdout]).toEqual([0, '']);
+      expect(del.stderr).toContain('DEL left queued or not run');
+      expect(Date.now() - started).toBeLessThanOrEqual(BRIEF_MS + SLACK_MS);
+      expect(await tracedCalls(trace, 'setns')).toEqual([]);
+      expect(await files.stateFiles()).not.toEqual([]);
+      await stopped.resume();
+      await waitFor(async () => (await files.stateFiles()).length === 0, { what: 'the queued DEL to run' });
+      expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1, DEL: 1 });
+      await terminateDaemon(files.stateDir);
     }, 60_000);
   },
 );

@@ -1,13 +1,13 @@
 // The compiled binary's shim (src/shim) against a fake announcer on a real unix socket: what it
-// sends, that it prints the announcer's answer, and that it runs the command in-process when the
-// announcer refuses, hangs or is skipped. The build leaves the Node twin of the transport out of
+// sends, that it prints the announcer's answer, and what it returns when the announcer refuses,
+// hangs or is skipped: it never runs the command itself. The build leaves the Node twin of the transport out of
 // the binary (scripts/build.mjs), so an answer relayed here went through Bun.connect.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ACK_MS, encodeReply, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
+import { encodeReply, MARGIN_MS, START_MARKER, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
 import { BUILTINS_ALLOWED } from '../../scripts/build/plugin';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
 import { ANNOUNCER, cniExec, scopePerTest, skipIntegration } from './harness';
@@ -38,7 +38,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     env: { LD_LIBRARY_PATH: '/x:' },
   };
 
-  it("forwards ADD (CNI variables, stdin as it came, build, ackBy on CLOCK_BOOTTIME) and prints the announcer's answer", async () => {
+  it("forwards ADD (CNI variables, stdin as it came, build, deadline on CLOCK_BOOTTIME) and prints the announcer's answer", async () => {
     const fake = await announcer((t) =>
       t.socket.end(
         encodeReply({ ack: true }) + encodeReply({ beat: true }) + encodeReply({ exit: 3, stdout: 'ANSWER' }),
@@ -53,6 +53,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
       v: number;
       build: string;
       ackBy: number;
+      deadline: number;
       cni: { env: Record<string, string>; stdin: string };
     };
     expect(request.v).toBe(WIRE_VERSION);
@@ -65,9 +66,12 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
       'CNI_PATH',
     ]);
     expect(JSON.parse(request.cni.stdin)).toMatchObject(config(fake.dir));
-    // The clocks agree: ackBy lies ACK_MS after some moment of the run (/proc/uptime has 10 ms steps).
-    expect(request.ackBy - ACK_MS).toBeGreaterThanOrEqual(before - 10);
-    expect(request.ackBy - ACK_MS).toBeLessThanOrEqual(after + 10);
+    // The clocks agree: the deadline lies addWaitMs (2 s by default) + MARGIN_MS after some moment of the run
+    // (/proc/uptime has 10 ms steps); an older announcer reads it as ackBy.
+    const waitMs = 2000 + MARGIN_MS;
+    expect(request.deadline - waitMs).toBeGreaterThanOrEqual(before - 10);
+    expect(request.deadline - waitMs).toBeLessThanOrEqual(after + 10);
+    expect(request.ackBy).toBe(request.deadline);
   });
 
   it('holds Bun.connect and not the Node twin', async () => {
@@ -77,31 +81,62 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     expect(Object.values(BUILTINS_ALLOWED).flat()).not.toContain('net');
   });
 
-  it('runs the command in-process when the announcer refuses it (a CNI error from the local validation)', async () => {
+  it('fails ADD with code 11 naming the refusal when the announcer refuses it, running nothing itself', async () => {
     const fake = await announcer((t) => t.socket.end(encodeReply({ refused: 'version' })));
     const res = await cniExec(ANNOUNCER, call, config(fake.dir));
     expect(fake.taken).toHaveLength(1);
     expect(res.code).toBe(1);
-    expect(res.json).toMatchObject({ cniVersion: '1.0.0', code: 7 });
+    expect(res.json).toMatchObject({ cniVersion: '1.0.0', code: 11, msg: expect.stringContaining('refused') });
   });
 
-  it('runs the command in-process when the announcer never acks, after closing its connection', async () => {
-    const fake = await announcer(() => undefined);
-    const res = await cniExec(ANNOUNCER, call, config(fake.dir));
-    expect(res.json).toMatchObject({ code: 7 });
+  it('fails ADD with code 11 once its deadline passes without an answer, and closes its connection', async () => {
+    const fake = await announcer((t) => t.socket.write(encodeReply({ ack: true })));
+    const started = Date.now();
+    const res = await cniExec(ANNOUNCER, call, { ...config(fake.dir), addWaitMs: 0 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(MARGIN_MS - 100);
+    expect(res.json).toMatchObject({ code: 11, msg: expect.stringContaining(`no answer within ${MARGIN_MS} ms`) });
     expect(fake.taken).toHaveLength(1);
     expect(fake.taken[0]!.closed).toBe(true);
   });
 
-  it('does not forward a stdin over MAX_FORWARDED_STDIN, and runs it in-process on the whole of it', async () => {
-    const fake = await announcer((t) =>
-      t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })),
-    );
-    // The bad field comes last, past what the shim read: the in-process run must see every byte.
+  it('does not forward a stdin over MAX_FORWARDED_STDIN: code 5 naming the size; DEL exits 0', async () => {
+    const fake = await announcer((t) => t.socket.end(encodeReply({ exit: 0, stdout: 'ANSWER' })));
     const big = JSON.stringify({ pad: 'x'.repeat(MAX_FORWARDED_STDIN), ...config(fake.dir), count: 99 });
     const res = await cniExec(ANNOUNCER, call, big);
+    expect(res.json).toMatchObject({ code: 5, msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`) });
+    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, big);
+    expect([del.code, del.stdout]).toEqual([0, '']);
     expect(fake.taken).toHaveLength(0);
-    expect(res.json).toMatchObject({ code: 7, msg: expect.stringContaining('count') });
+  });
+
+  it('absent and not started (another shim holds a fresh start marker and starts none): ADD code 11 naming why after START_MS, DEL exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    const stateDir = join(dir, 'state');
+    mkdirSync(stateDir, { mode: 0o700 });
+    writeFileSync(join(stateDir, START_MARKER), '');
+    const started = Date.now();
+    const add = await cniExec(ANNOUNCER, call, config(stateDir));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(START_MS - 100);
+    expect(add.code).toBe(1);
+    expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('failed (ENOENT)') });
+    expect(add.json).toMatchObject({ msg: expect.stringContaining('no pid holds its lock') });
+    writeFileSync(join(stateDir, START_MARKER), ''); // fresh again: one older than START_MS is taken over
+    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
+    expect([del.code, del.stdout]).toEqual([0, '']);
+    expect(del.stderr).toContain('DEL left queued or not run');
+  });
+
+  it('a stateDir that cannot be used (under a regular file): ADD code 105 saying so, DEL exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    writeFileSync(join(dir, 'file'), '');
+    const stateDir = join(dir, 'file', 'state');
+    const add = await cniExec(ANNOUNCER, call, config(stateDir));
+    expect(add.json).toMatchObject({ code: 105, msg: expect.stringContaining(`cannot use stateDir ${stateDir}`) });
+    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
+    expect([del.code, del.stdout]).toEqual([0, '']);
+    expect(del.stderr).toContain('DEL did nothing');
   });
 
   it('answers VERSION itself', async () => {

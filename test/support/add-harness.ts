@@ -56,6 +56,8 @@ export class AddHarness {
   readonly closed: number[] = [];
   /** Each wait ADD made: its fds and ms. */
   readonly waited: { fds: number[]; ms: number }[] = [];
+  /** Whether ADD's caller still waits (a test ends the wait to see ADD stop). */
+  wanted: () => boolean = () => true;
   /** Each release of the attachment lock. */
   readonly lockReleases: { remove?: boolean }[] = [];
   /** ARP frames each receiver (by ifindex) gets once a frame went out on that interface (an answer to the probe). */
@@ -116,6 +118,7 @@ export class AddHarness {
         {},
         () => new Date(0),
       ),
+      stillWanted: () => this.wanted(),
       askAnnouncer: async (_stateDir, request, { start }) => {
         this.asked.push({ request, start });
         return this.answer(request, start);

@@ -17,6 +17,7 @@ export interface HeldRun {
   env: Record<string, string>;
   stdin: string;
   build: string;
+  stillWanted(): boolean;
   end(outcome: { exit: number; stdout: string }): void;
   fail(error: unknown): void;
 }

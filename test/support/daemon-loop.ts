@@ -7,7 +7,7 @@ import type { BackgroundJob } from '../../src/announce/background-job';
 import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
 import type { Counters } from '../../src/daemon/counters';
 import { runDaemon, type CommandHost, type DaemonDeps } from '../../src/daemon/daemon';
-import { ACK_MS, ANNOUNCER_SOCKET } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET } from '../../src/shim/wire';
 import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
 import { fakeLibc, ScriptedPoll } from './fake-libc';
 import { FakeSockets } from './fake-sockets';
@@ -16,6 +16,9 @@ import { cniLine, controlLine, WireClient } from './wire-client';
 import { identityViews } from './caller-view-fakes';
 
 export const BUILD = 'b1';
+
+/** How long an older shim (its requests carry no deadline) waited for the `ack`. */
+export const ACK_MS = 300;
 
 /** A CNI command the runner got, with the host it runs on; `end` settles it. */
 export interface HeldCommand {
@@ -68,7 +71,6 @@ export class DaemonLoop {
       sockets: this.sockets,
       open: this.pod.opener(),
       timers: this.timers,
-      lockFile: async (path) => ({ path, release: () => undefined }),
       jobLog: () => kept.log,
       log: kept.log,
       // The node settings: idle exit 1000 ms after the last work (tests change them before run()).

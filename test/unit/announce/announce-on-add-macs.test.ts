@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd } from '../../../src/announce/announce-on-add';
-import { StateError } from '../../../src/announce/errors';
+import { NotWantedError, StateError } from '../../../src/announce/errors';
 import { UnsafeDirError } from '../../../src/sys/private-dir';
 import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
@@ -246,5 +246,36 @@ describe('state failures', () => {
     expect((err as Error).message).toMatch(new RegExp(`^cannot remove the state record ${file()}: `));
     expect((err as StateError).cause).toMatchObject({ code: 'EISDIR' });
     expect(existsSync(file())).toBe(true);
+  });
+});
+
+describe("a caller that no longer waits (the announcer's stillWanted)", () => {
+  it('stops before setting a MAC: nothing set, nothing sent, no record', async () => {
+    h.wanted = () => false;
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toBeInstanceOf(NotWantedError);
+    expect({ macs: h.pod.setMacs, sent: h.sent.length, record: existsSync(file()) }).toEqual({
+      macs: [],
+      sent: 0,
+      record: false,
+    });
+  });
+
+  it('gone before round 1: restores the MAC it set, sends nothing, leaves no record', async () => {
+    let asks = 0;
+    h.wanted = () => ++asks <= 1; // wanted at the MAC, gone at round 1
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow('stopped before round 1');
+    expect(h.pod.setMacs.map((s) => s.mac)).toEqual(['0a580a580063', ORIGINAL.replaceAll(':', '')]);
+    expect({ sent: h.sent.length, record: existsSync(file()) }).toEqual({ sent: 0, record: false });
+  });
+
+  it('gone after round 1: counts and logs the frames sent before, restores the MAC, writes no job', async () => {
+    let asks = 0;
+    h.wanted = () => ++asks <= 2; // wanted at the MAC and at round 1, gone before the record
+    await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toThrow(/1 frames sent before/);
+    expect(h.sent).toHaveLength(1);
+    expect(h.lines.some((l) => l.includes('the caller no longer waits') && l.includes('framesSentBefore=1'))).toBe(
+      true,
+    );
+    expect(existsSync(file())).toBe(false);
   });
 });

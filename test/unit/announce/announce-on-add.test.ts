@@ -122,6 +122,7 @@ function deps(
     // A change in the pod wakes nothing here: a wait just lets the clock run to its end.
     waits: { readable: async (_fds, ms) => timers.advance(ms) },
     log: createLogger((line) => lines.push(line), 'debug'),
+    stillWanted: () => true,
     askAnnouncer: async (_stateDir, request, { start }) => {
       asked.push({ request, start });
       return answer(request, start);

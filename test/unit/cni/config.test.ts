@@ -32,6 +32,7 @@ describe('parseConfig', () => {
       addWaitMs: 2000,
       readyTimeoutMs: 60000,
       conflictCheck: 'off',
+      onUnavailable: 'fail',
       probeMs: 100,
       probes: 2,
       stateDir: '/run/cni-announcer',
@@ -58,6 +59,7 @@ describe('parseConfig', () => {
       addWaitMs: 0,
       readyTimeoutMs: 600000,
       conflictCheck: 'fail',
+      onUnavailable: 'fail',
       probeMs: 2000,
       probes: 3,
       stateDir: '/var/lib/announcer',
@@ -367,5 +369,22 @@ describe('GC attachments', () => {
     expect(configError({ ...BASE, 'cni.dev/attachments': [{ containerID: 'x' }] }).message).toBe(
       'invalid config: "cni.dev/attachments[0].ifname" is required',
     );
+  });
+});
+
+describe('onUnavailable', () => {
+  it('defaults to fail; takes skip where the result does not depend on the announcer, else code 7 naming the field', () => {
+    expect(parseConfig(BASE).onUnavailable).toBe('fail');
+    expect(parseConfig({ ...BASE, onUnavailable: 'skip' }).onUnavailable).toBe('skip');
+    for (const [extra, field] of [
+      [{ mac: 'ip-derived' }, '"mac" is "ip-derived"'],
+      [{ conflictCheck: 'fail' }, '"conflictCheck" is "fail"'],
+      [{ podOverrides: ['mac'] }, '"podOverrides" lets a pod ask for "mac"'],
+    ] as [object, string][]) {
+      const err = configError({ ...BASE, onUnavailable: 'skip', ...extra });
+      expect([err.code, err.message]).toEqual([7, expect.stringContaining(field)]);
+      expect(err.message).toContain('"onUnavailable": "skip"');
+    }
+    expect(configError({ ...BASE, onUnavailable: 'maybe' }).message).toContain('onUnavailable');
   });
 });

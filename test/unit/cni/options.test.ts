@@ -21,6 +21,7 @@ describe('resolveOptions', () => {
         interfaces: ['eth0'],
         mac: 'keep',
         macPrefix: '0a:58',
+        onUnavailable: 'fail',
         count: 4,
         intervalMs: 1000,
         backoff: 1,

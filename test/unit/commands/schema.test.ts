@@ -104,7 +104,7 @@ describe('the JSON Schema of `announcer schema`', () => {
   it('describes every option, for editors', () => {
     const { properties } = entryJsonSchema() as { properties: Record<string, { description?: string }> };
     const undescribed = Object.keys(OPTIONS).filter((k) => !properties[k]?.description);
-    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([21, []]);
+    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([22, []]);
   });
 
   it('refuses an entry without a type', () => {
@@ -165,7 +165,7 @@ describe('the JSON Schema of `announcer schema`', () => {
     ];
     const schema = entryJsonSchema() as { properties: Record<string, unknown> };
     const options = Object.keys(schema.properties).filter((k) => !['type', 'capabilities', 'interfaces'].includes(k));
-    expect(options).toHaveLength(20);
+    expect(options).toHaveLength(21);
     const disagreements = options.flatMap((key) =>
       values
         .filter((v) => valid({ type: 'announcer', [key]: v }) !== parses({ type: 'announcer', [key]: v }))

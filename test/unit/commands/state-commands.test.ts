@@ -38,6 +38,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     logger: (_config, ids) =>
       createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     waits: { readable: () => expect.fail('DEL waits on no fd') },
+    stillWanted: () => true,
     askAnnouncer: async (stateDir, request, opts) => {
       asked.push({ stateDir, request, start: opts.start });
       return { ok: true };

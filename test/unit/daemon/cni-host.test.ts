@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
+import { MemoryLocks } from '../../../src/daemon/memory-locks';
 import { LoopWaits } from '../../../src/daemon/loop-waits';
 import type { PluginConfig } from '../../../src/cni/config';
 import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
@@ -32,6 +33,7 @@ function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers =
     timers,
     frameBudget: () => UNLIMITED,
     waits: new LoopWaits(() => timers.now()),
+    attachmentLock: new MemoryLocks(() => new Promise(() => undefined)).take,
     control,
     closeInBackground: (fd) => void closed.push(fd),
     noteConfig: (config) => void noted.push({ name: config.name, nodeOptions: config.nodeOptions }),
@@ -44,14 +46,18 @@ const status = (extra: object) =>
 
 describe('cniRunner', () => {
   it("runs STATUS through dispatch: the announcer is shown the config's node options (accepted unchecked), and the packet socket is closed on another thread", async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ idleExitMs: 'soon', metricsFile: '/run/x.prom' }));
+    const done = await runner()(
+      { CNI_COMMAND: 'STATUS' },
+      status({ idleExitMs: 'soon', metricsFile: '/run/x.prom' }),
+      () => true,
+    );
     expect(done).toEqual({ exit: 0, stdout: '' });
     expect(noted).toEqual([{ name: 'net', nodeOptions: { idleExitMs: 'soon', metricsFile: '/run/x.prom' } }]);
     expect(closed).toEqual([77]);
   });
 
   it('answers bad input with the CNI error object dispatch prints in a CNI process, and shows no config', async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ count: 'many' }));
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ count: 'many' }), () => true);
     expect(done.exit).toBe(1);
     expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('count') });
     expect(noted).toEqual([]);
@@ -74,7 +80,7 @@ describe('cniRunner', () => {
         CNI_PATH: '/opt/cni/bin',
       };
       const takenAt = timers.bootMs();
-      const done = await run(env, config);
+      const done = await run(env, config, () => true);
       expect(done.exit).toBe(0);
       expect(seen).toEqual([{ op: 'cancel', takenAt }]);
     } finally {

@@ -184,3 +184,44 @@ describe('ControlSocket: CNI commands', () => {
     expect(f.control.busy).toBe(true);
   });
 });
+
+/** A request line of this build's shim: it waits for the end until `deadline`, and sends ackBy = deadline. */
+const withDeadline = (command: string, deadline: number): string =>
+  cniLine({ ...ENV, CNI_COMMAND: command }, '{"cniVersion":"1.0.0"}', deadline).replace(
+    '"cni":',
+    `"deadline":${deadline},"cni":`,
+  );
+
+describe('ControlSocket: requests with a deadline', () => {
+  it('writes no ack and no beat, only the end', async () => {
+    const c = f.client(withDeadline('ADD', f.timers.bootMs() + 5000)).read();
+    expect(f.runs).toHaveLength(1);
+    f.timers.advance(BEAT_MS * 3);
+    f.turn();
+    expect(c.read().lines()).toEqual([]);
+    expect(f.control.wakeAt()).toBe(Infinity);
+    f.runs[0]!.end({ exit: 0, stdout: 'ok' });
+    await settle();
+    expect(c.read().lines()).toEqual([{ exit: 0, stdout: 'ok' }]);
+  });
+
+  it('drops an ADD or CHECK read at or past its deadline unrun; runs a DEL, GC or STATUS however late', () => {
+    const boot = f.timers.bootMs();
+    for (const command of ['ADD', 'CHECK']) expect(f.client(withDeadline(command, boot)).read().ended).toBe(true);
+    expect(f.runs).toHaveLength(0);
+    for (const command of ['DEL', 'GC', 'STATUS']) f.client(withDeadline(command, boot - 10_000)).read();
+    expect(f.runs.map((r) => r.env.CNI_COMMAND)).toEqual(['DEL', 'GC', 'STATUS']);
+  });
+
+  it("tells a running ADD it is no longer wanted once its deadline passes or its client has gone; DEL's always is", () => {
+    const boot = f.timers.bootMs();
+    f.client(withDeadline('ADD', boot + 1000)).read();
+    const leaving = f.client(withDeadline('ADD', boot + 5000)).read();
+    f.client(withDeadline('DEL', boot + 1000)).read();
+    const [timed, gone, del] = f.runs;
+    expect([timed!.stillWanted(), gone!.stillWanted(), del!.stillWanted()]).toEqual([true, true, true]);
+    leaving.close();
+    f.timers.advance(1000);
+    expect([timed!.stillWanted(), gone!.stillWanted(), del!.stillWanted()]).toEqual([false, false, true]);
+  });
+});

@@ -78,6 +78,17 @@ describe('runDaemon: CNI commands', () => {
     expect(d.commands).toEqual([]);
   });
 
+  it('counts the CNI commands it takes to run in its status, and not the ones it refuses', async () => {
+    d.runner = async () => ({ exit: 0, stdout: '' });
+    d.cniAt(10);
+    d.cniAt(20);
+    d.cniAt(30, 'b1', d.stdin('/run/elsewhere'));
+    const status = d.controlAt(40, { op: 'status' });
+    await d.run();
+    const served = (answerOf(status) as { status: { counters: { served: object } } }).status.counters.served;
+    expect(served).toEqual({ ADD: 2, DEL: 0, CHECK: 0, GC: 0, STATUS: 0 });
+  });
+
   it("never polls a running command's connection for input: bytes or an EOF left on it would keep poll(2) from sleeping", async () => {
     const add = d.cniAt(10);
     d.poll.at(10, () => void add.client!.send('more bytes the announcer never reads\n'));

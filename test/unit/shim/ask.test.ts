@@ -10,6 +10,7 @@ function deps(outcomes: Outcome[]) {
   const starts: string[] = [];
   const d: ShimDeps = {
     clock: fakeClock(),
+    announcerPid: async () => undefined,
     exchange: async (stateDir, body) => {
       sent.push({ stateDir, body });
       return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;

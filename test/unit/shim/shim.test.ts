@@ -1,10 +1,22 @@
-// runShim with scripted outcomes: what it forwards, what it prints, when it starts an announcer,
-// and every way to the in-process fallback (with the stdin bytes it read).
+// runShim with scripted outcomes: what it forwards and for how long it waits, what it prints, when
+// it starts an announcer, and what each command returns when the announcer cannot answer.
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shim/exchange';
 import { RETRY_MS, runShim, wantsStart, type ShimDeps } from '../../../src/shim/shim';
+import { StateDirError } from '../../../src/shim/unavailable';
 import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
-import { MAX_FORWARDED_STDIN, START_MS, type RequestBody } from '../../../src/shim/wire';
+import {
+  BRIEF_MS,
+  DEFAULT_ADD_WAIT_MS,
+  DEFAULT_PROBE_MS,
+  MARGIN_MS,
+  MAX_FORWARDED_STDIN,
+  MAX_PROBE_MS,
+  START_MS,
+  waitMsOf,
+  type RequestBody,
+} from '../../../src/shim/wire';
+import { OPTIONS } from '../../../src/cni/option-schema';
 import { fakeClock, until } from './fakes';
 
 const CONFIG = '{"cniVersion":"1.0.0","name":"n","type":"announcer","stateDir":"/state"}';
@@ -15,15 +27,20 @@ function harness(
   outcomes: Outcome[],
   start: () => Promise<unknown> = async () => 'spawned',
   stdin: Uint8Array | string = CONFIG,
+  command = 'ADD',
 ) {
   const clock = fakeClock();
   const sent: { stateDir: string; body: RequestBody }[] = [];
+  const waits: number[] = [];
   const starts: string[] = [];
   const printed: string[] = [];
+  const errors: string[] = [];
   const deps: ShimDeps = {
     clock,
-    exchange: async (stateDir, body) => {
+    announcerPid: async () => 4242,
+    exchange: async (stateDir, body, waitMs) => {
       sent.push({ stateDir, body });
+      waits.push(waitMs);
       return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;
     },
     start: async (stateDir) => {
@@ -33,11 +50,12 @@ function harness(
   };
   const bytes = typeof stdin === 'string' ? new TextEncoder().encode(stdin) : stdin;
   const io = {
-    env: ENV,
+    env: { ...ENV, CNI_COMMAND: command },
     readStdin: async (max: number) => bytes.subarray(0, max + 1),
     writeStdout: (t: string) => void printed.push(t),
+    writeStderr: (t: string) => void errors.push(t),
   };
-  return { clock, sent, starts, printed, result: () => runShim(io, deps) };
+  return { clock, sent, waits, starts, printed, errors, result: () => runShim(io, deps) };
 }
 
 const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
@@ -66,7 +84,24 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.starts).toEqual(['/state']);
   });
 
-  it('retries every RETRY_MS while the started announcer is not up yet, and falls back at START_MS', async () => {
+  it('waits addWaitMs + probeMs (conflictCheck on) + MARGIN_MS for ADD and CHECK, BRIEF_MS for the others', async () => {
+    const probing = '{"cniVersion":"1.0.0","stateDir":"/s","addWaitMs":1000,"conflictCheck":"warn","probeMs":300}';
+    for (const [stdin, command, ms] of [
+      [CONFIG, 'ADD', 2000 + MARGIN_MS],
+      [probing, 'ADD', 1300 + MARGIN_MS],
+      [probing, 'CHECK', 1300 + MARGIN_MS],
+      ['{"stateDir":"/s","addWaitMs":1000,"probeMs":300}', 'ADD', 1000 + MARGIN_MS],
+      [probing, 'DEL', BRIEF_MS],
+      [probing, 'GC', BRIEF_MS],
+      [probing, 'STATUS', BRIEF_MS],
+    ] as [string, string, number][]) {
+      const h = harness([END], undefined, stdin, command);
+      await h.result();
+      expect(h.waits).toEqual([ms]);
+    }
+  });
+
+  it('retries every RETRY_MS while the started announcer is not up yet, and gives up at START_MS: code 11', async () => {
     const h = harness([{ unreachable: 'ECONNREFUSED' }]);
     const result = h.result();
     for (let i = 0; i < 3; i++) {
@@ -75,54 +110,108 @@ describe('runShim', { timeout: 5000 }, () => {
       h.clock.timers.pop()!.fire();
     }
     h.clock.set(1000 + START_MS);
-    expect(await result).toEqual({ fallback: 'unreachable (ECONNREFUSED)', stdin: new TextEncoder().encode(CONFIG) });
+    expect(await result).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 11, msg: expect.stringContaining('ECONNREFUSED') });
     expect(h.starts).toHaveLength(1);
     expect(h.sent).toHaveLength(5);
   });
 
-  it('falls back without starting anything when the announcer hangs, drops the request or refuses it', async () => {
+  it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {
     for (const [outcome, reason] of [
-      [{ hung: true }, 'hung'],
-      [{ dropped: true }, 'dropped'],
-      [{ refused: 'version' }, 'refused (version)'],
-      [{ unreachable: 'EACCES' }, 'unreachable (EACCES)'],
-      [{ control: 1 }, 'not a CNI answer'],
+      [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock'],
+      [{ dropped: true }, 'the connection on /state/announcer.sock ended before the answer'],
+      [{ refused: 'version' }, 'it refused the request on /state/announcer.sock (version)'],
+      [{ unreachable: 'EACCES' }, 'connect to /state/announcer.sock failed (EACCES)'],
     ] as [Outcome, string][]) {
-      const h = harness([outcome]);
-      expect(await h.result()).toEqual({ fallback: reason, stdin: new TextEncoder().encode(CONFIG) });
-      expect(h.starts).toEqual([]);
-      expect(h.printed).toEqual([]);
+      for (const command of ['ADD', 'CHECK']) {
+        const h = harness([outcome], undefined, CONFIG, command);
+        expect(await h.result()).toEqual({ exit: 1 });
+        expect(JSON.parse(h.printed.join(''))).toEqual({
+          cniVersion: '1.0.0',
+          code: 11,
+          msg: `the announcer of stateDir /state (pid 4242) did not answer: ${reason}`,
+        });
+        expect(h.starts).toEqual([]);
+      }
     }
   });
 
-  it('falls back when the announcer cannot be started', async () => {
+  it('lets DEL and GC succeed, saying so on stderr; STATUS answers code 50', async () => {
+    for (const command of ['DEL', 'GC']) {
+      const h = harness([{ hung: true }], undefined, CONFIG, command);
+      expect(await h.result()).toEqual({ exit: 0 });
+      expect(h.printed).toEqual([]);
+      expect(h.errors.join('')).toContain(`${command} left queued or not run`);
+    }
+    const h = harness([{ hung: true }], undefined, CONFIG, 'STATUS');
+    expect(await h.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 50 });
+  });
+
+  it('under onUnavailable skip: ADD prints prevResult unannounced with a WARN, STATUS succeeds', async () => {
+    const prevResult = { cniVersion: '1.0.0', ips: [{ address: '10.0.0.2/24' }] };
+    const config = JSON.stringify({ cniVersion: '1.0.0', stateDir: '/s', onUnavailable: 'skip', prevResult });
+    const h = harness([{ hung: true }], undefined, config);
+    expect(await h.result()).toEqual({ exit: 0 });
+    expect(JSON.parse(h.printed.join(''))).toEqual(prevResult);
+    expect(h.errors.join('')).toContain('WARN ADD not announced (onUnavailable: skip)');
+    const status = harness([{ hung: true }], undefined, config, 'STATUS');
+    expect(await status.result()).toEqual({ exit: 0 });
+  });
+
+  it('fails ADD with code 11 naming why when the announcer cannot be started', async () => {
     const h = harness([{ unreachable: 'ENOENT' }], async () => {
       throw new Error('EACCES: /state');
     });
-    expect(await h.result()).toEqual({ fallback: 'start: EACCES: /state', stdin: new TextEncoder().encode(CONFIG) });
+    expect(await h.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join('')).msg).toContain('it could not be started: EACCES: /state');
     expect(h.sent).toHaveLength(1);
   });
 
-  it('falls back at once, sending nothing, on a stdin over MAX_FORWARDED_STDIN, not UTF-8, or without a usable stateDir', async () => {
-    const big = new Uint8Array(MAX_FORWARDED_STDIN + 10).fill(0x20);
-    for (const [stdin, reason] of [
-      [big, 'stdin too large to forward'],
-      [new Uint8Array([0x7b, 0xff, 0x7d]), 'stdin is not UTF-8'],
-      ['{"stateDir":"relative"}', 'no stateDir in the config'],
-    ] as [Uint8Array | string, string][]) {
-      const h = harness([END], undefined, stdin);
-      const result = await h.result();
-      expect(result).toMatchObject({ fallback: reason });
-      expect(h.sent).toEqual([]);
+  it('a stateDir that cannot be used: ADD code 105 and STATUS 50 say what to fix, DEL exits 0 saying so', async () => {
+    const unsafe = async () => {
+      throw new StateDirError('unsafe stateDir: /state is writable by group or others (mode 0770): chmod 0700 /state');
+    };
+    for (const [command, exit, code] of [
+      ['ADD', 1, 105],
+      ['STATUS', 1, 50],
+    ] as const) {
+      const h = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, command);
+      expect(await h.result()).toEqual({ exit });
+      expect(JSON.parse(h.printed.join(''))).toMatchObject({ code, msg: expect.stringMatching(/^unsafe stateDir/) });
     }
-    const h = harness([END], undefined, big);
-    expect(((await h.result()) as { stdin: Uint8Array }).stdin).toHaveLength(MAX_FORWARDED_STDIN + 1);
+    const del = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'DEL');
+    expect(await del.result()).toEqual({ exit: 0 });
+    expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
+    const long = harness([{ unreachable: 'ENAMETOOLONG' }]);
+    expect(await long.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(long.printed.join(''))).toMatchObject({
+      code: 105,
+      msg: 'cannot use stateDir /state: ENAMETOOLONG',
+    });
+    expect(long.starts).toEqual([]);
   });
 
-  it('keeps a byte-order mark, so that a config JSON.parse refuses in-process is not forwarded either', async () => {
-    const h = harness([END], undefined, `\uFEFF${CONFIG}`);
-    expect(await h.result()).toMatchObject({ fallback: 'no stateDir in the config' });
-    expect(h.sent).toEqual([]);
+  it('refuses a stdin over MAX_FORWARDED_STDIN naming the size (DEL: exit 0, said on stderr), sending nothing', async () => {
+    const big = new Uint8Array(MAX_FORWARDED_STDIN + 10).fill(0x20);
+    const h = harness([END], undefined, big);
+    expect(await h.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({
+      code: 5,
+      msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`),
+    });
+    const del = harness([END], undefined, big, 'DEL');
+    expect(await del.result()).toEqual({ exit: 0 });
+    expect(del.errors.join('')).toContain('DEL not run');
+    expect([...h.sent, ...del.sent]).toEqual([]);
+  });
+
+  it('hands back, sending nothing, a stdin that is not UTF-8 or has no usable stateDir (dispatch says why)', async () => {
+    for (const stdin of [new Uint8Array([0x7b, 0xff, 0x7d]), '{"stateDir":"relative"}', `\uFEFF${CONFIG}`]) {
+      const h = harness([END], undefined, stdin);
+      expect(await h.result()).toHaveProperty('invalid');
+      expect(h.sent).toEqual([]);
+    }
   });
 });
 
@@ -150,5 +239,16 @@ describe('wantsStart', () => {
         wantsStart(o as Outcome),
       ),
     ).toEqual([false, false, false, false, false]);
+  });
+});
+
+describe('waitMsOf', () => {
+  it("uses addWaitMs's and probeMs's defaults and probeMs's largest value as the options declare them", () => {
+    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback]).toEqual([DEFAULT_ADD_WAIT_MS, DEFAULT_PROBE_MS]);
+    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS).success).toBe(true);
+    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS + 1).success).toBe(false);
+    expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
+      DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
+    );
   });
 });

@@ -115,11 +115,17 @@ describe('a shim that finds no announcer', () => {
     const printed: string[] = [];
     const stdin = new TextEncoder().encode(JSON.stringify({ stateDir: dir }));
     const result = runShim(
-      { env: { CNI_COMMAND: 'ADD' }, readStdin: async () => stdin, writeStdout: (t) => void printed.push(t) },
+      {
+        env: { CNI_COMMAND: 'ADD' },
+        readStdin: async () => stdin,
+        writeStdout: (t) => void printed.push(t),
+        writeStderr: () => undefined,
+      },
       {
         clock,
-        exchange: (stateDir, body) =>
-          exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b'),
+        announcerPid: async () => undefined,
+        exchange: (stateDir, body, waitMs) =>
+          exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b', waitMs),
         start: async (stateDir) => startAnnouncer(startDeps, stateDir),
       },
     );

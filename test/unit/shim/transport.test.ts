@@ -1,8 +1,6 @@
-// The Bun twin outside Bun, the fallback's stdin and the boot clock.
+// The Bun twin outside Bun, the boot clock.
 import { describe, expect, it } from 'vitest';
 import { bootClock } from '../../../src/shim/exchange';
-import { resumedStdin } from '../../../src/shim/fallback-stdin';
-import { MAX_FORWARDED_STDIN } from '../../../src/shim/wire';
 import { connectUnix as bunConnect } from '../../../src/sys/unix-stream.bun';
 import { StreamError } from '../../../src/sys/stream-connection';
 
@@ -12,30 +10,6 @@ describe('the unix-stream twins', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(StreamError);
-  });
-});
-
-describe('resumedStdin', () => {
-  const bytes = (n: number) => new Uint8Array(n).fill(0x61);
-
-  it('gives what the shim read to EOF, within the limit asked', async () => {
-    const read = resumedStdin(bytes(10), async () => {
-      throw new Error('fd 0 is at EOF');
-    });
-    expect(await read(100)).toHaveLength(10);
-    expect(await read(4)).toHaveLength(5);
-  });
-
-  it("reads on after the shim's limit, to maxBytes + 1 bytes in all", async () => {
-    const asked: number[] = [];
-    const taken = bytes(MAX_FORWARDED_STDIN + 1);
-    const read = resumedStdin(taken, async (max) => {
-      asked.push(max);
-      return bytes(max + 1);
-    });
-    expect(await read(MAX_FORWARDED_STDIN + 100)).toHaveLength(MAX_FORWARDED_STDIN + 101);
-    expect(asked).toEqual([99]);
-    expect(await read(MAX_FORWARDED_STDIN - 1)).toHaveLength(MAX_FORWARDED_STDIN);
   });
 });
 

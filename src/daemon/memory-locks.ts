@@ -1,0 +1,63 @@
+// The attachment locks of the one executor: ADD and DEL of one attachment (and GC's removal of
+// it, and a round writing its record) never overlap. In memory, keyed by the lock's path (no file
+// is made): a waiter queues and is handed the lock when the holder releases it; one that waits
+// past its timeout leaves the queue. The timeout is a wait of the announcer's loop (its poll).
+import type { LockFile } from '../announce/attachment-lock';
+import type { HeldLock } from '../sys/file-lock';
+
+/** A waiter: takes the lock when called, false when it has given up already. */
+type Waiter = () => boolean;
+
+/** The table of attachment locks: `take` is the LockFile the commands and rounds use. */
+export class MemoryLocks {
+  /** Each held key, with the waiters queued behind its holder. */
+  private readonly held = new Map<string, Waiter[]>();
+
+  /** `sleep` waits through the announcer's loop (LoopWaits.sleep). */
+  constructor(private readonly sleep: (ms: number) => Promise<void>) {}
+
+  /** Takes the lock of `key` within `timeoutMs`; undefined when it stays held that long. */
+  readonly take: LockFile = (key, timeoutMs) => {
+    const queue = this.held.get(key);
+    if (queue === undefined) {
+      this.held.set(key, []);
+      return Promise.resolve(this.lock(key));
+    }
+    if (timeoutMs <= 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      let settled = false;
+      const waiter: Waiter = () => {
+        if (settled) return false;
+        settled = true;
+        resolve(this.lock(key));
+        return true;
+      };
+      queue.push(waiter);
+      void this.sleep(timeoutMs).then(() => {
+        if (settled) return;
+        settled = true;
+        queue.splice(queue.indexOf(waiter), 1);
+        resolve(undefined);
+      });
+    });
+  };
+
+  private lock(key: string): HeldLock {
+    let released = false;
+    return {
+      path: key,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.handOn(key);
+      },
+    };
+  }
+
+  /** The next waiter still waiting takes the lock; with none, the key is free. */
+  private handOn(key: string): void {
+    const queue = this.held.get(key)!;
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) if (next()) return;
+    this.held.delete(key);
+  }
+}

@@ -1,0 +1,79 @@
+// Pure: what a CNI call returns when the node's announcer cannot answer it (absent and unable to
+// start, hung past the request's deadline, gone mid-request, refusing). ADD and CHECK fail with
+// code 11 naming the announcer's pid and what was waited for, unless the network says
+// `onUnavailable: skip` (ADD then returns prevResult unannounced). DEL and GC never fail for it:
+// the spec asks DEL to succeed as far as it can, and libcni stops a chain at its first failing DEL.
+// STATUS says code 50 while an ADD would fail.
+import { onUnavailableOf } from './wire';
+
+/** Why the announcer did not answer: its stateDir, what happened, and the pid holding its lock (if known). */
+export interface Unavailable {
+  stateDir: string;
+  reason: string;
+  pid: number | undefined;
+  /** Set when stateDir itself cannot be used (unsafe, not a directory…): what to fix. */
+  stateDirProblem?: string;
+}
+
+/** stateDir cannot be prepared for an announcer: the message says what to fix (announce/state.ts's stateDirProblem). */
+export class StateDirError extends Error {
+  override name = 'StateDirError';
+}
+
+/** What the shim prints and returns. */
+export interface UnavailableReply {
+  exit: number;
+  stdout?: string;
+  stderr?: string;
+}
+
+/** CNI error codes the shim answers with (src/cni/errors.ts's, not imported: the shim loads no more than it needs). */
+const TRY_AGAIN_LATER = 11;
+const NOT_AVAILABLE = 50;
+const STATE_FAILURE = 105;
+
+/** The reply of `command` on `config` (a JSON object) when the announcer did not answer. */
+export function unavailableReply(
+  command: string | undefined,
+  config: Record<string, unknown>,
+  why: Unavailable,
+): UnavailableReply {
+  if (why.stateDirProblem !== undefined) return stateDirReply(command, config, why.stateDirProblem);
+  const pid = why.pid === undefined ? 'no pid holds its lock' : `pid ${why.pid}`;
+  const who = `the announcer of stateDir ${why.stateDir} (${pid})`;
+  const text = `${who} did not answer: ${why.reason}`;
+  const skip = onUnavailableOf(config) === 'skip';
+  if (command === 'DEL' || command === 'GC')
+    return { exit: 0, stderr: `announcer: ${command} left queued or not run: ${text}\n` };
+  if (skip && (command === 'ADD' || command === 'CHECK' || command === 'STATUS')) {
+    const stderr = `announcer: WARN ${command} not announced (onUnavailable: skip): ${text}\n`;
+    if (command !== 'ADD') return { exit: 0, stderr };
+    return {
+      exit: 0,
+      stdout: `${JSON.stringify({ ...asObject(config.prevResult), cniVersion: versionOf(config) })}\n`,
+      stderr,
+    };
+  }
+  const code = command === 'STATUS' ? NOT_AVAILABLE : TRY_AGAIN_LATER;
+  return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
+}
+
+/** stateDir cannot be used: ADD, CHECK code 105, STATUS 50, saying what to fix; DEL, GC exit 0, saying so. */
+function stateDirReply(
+  command: string | undefined,
+  config: Record<string, unknown>,
+  problem: string,
+): UnavailableReply {
+  if (command === 'DEL' || command === 'GC')
+    return { exit: 0, stderr: `announcer: ${command} did nothing: ${problem}\n` };
+  const code = command === 'STATUS' ? NOT_AVAILABLE : STATE_FAILURE;
+  return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: problem })}\n` };
+}
+
+function versionOf(config: Record<string, unknown>): string {
+  return typeof config.cniVersion === 'string' ? config.cniVersion : '1.1.0';
+}
+
+function asObject(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
