@@ -53,8 +53,9 @@ export function wantsStart(outcome: Outcome): boolean {
 }
 
 /**
- * Starts the announcer, then exchanges every RETRY_MS until it answers or START_MS has passed; a string: why it could
- * not start.
+ * Starts the announcer, then exchanges every RETRY_MS until it answers or the longer of START_MS and `waitMs` has passed
+ * (a slow start, as under qemu-user, must not fail a call its own deadline would let wait); a string: why it could not
+ * start.
  */
 export async function startAndRetry(
   deps: ShimDeps,
@@ -68,7 +69,7 @@ export async function startAndRetry(
     if (err instanceof StateDirError) return err;
     return `it could not be started: ${err instanceof Error ? err.message : String(err)}`;
   }
-  const deadline = deps.clock.now() + START_MS;
+  const deadline = deps.clock.now() + Math.max(START_MS, waitMs);
   for (;;) {
     const outcome = await deps.exchange(stateDir, body, waitMs);
     if (!wantsStart(outcome) || deps.clock.now() >= deadline) return outcome;
