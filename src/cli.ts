@@ -15,7 +15,7 @@ import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
 import { SCHEMA_VERB } from './commands/schema-verb';
-import { NODE_SETTINGS_FILE } from './cni/node-settings';
+import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
 import { replaceFile } from './sys/safe-file';

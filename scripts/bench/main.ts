@@ -19,7 +19,7 @@ import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
 import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME } from './measure';
-import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET, NODE_SETTINGS_FILE, START_MARKER } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
@@ -137,7 +137,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   writeFileSync(programs.emptyFile, '');
   // The node settings of the bench stateDir (as `announcer install --state-dir` writes them): an hour's idle exit.
   mkdirSync(programs.stateDir, { mode: 0o700 });
-  writeFileSync(join(programs.stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
+  writeFileSync(join(programs.stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
     mode: 0o600,
   });
   const marker = join(programs.unreachableStateDir, START_MARKER);

@@ -19,6 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { createBridge } from '../../test/integration/harness/bridge';
 import {
   ANNOUNCER,
@@ -114,7 +115,7 @@ async function setUp(scope: Scope, stateDir: string) {
   });
   // The node settings of the stateDir (as `announcer install --state-dir` writes them).
   mkdirSync(stateDir, { mode: 0o700 });
-  writeFileSync(join(stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), { mode: 0o600 });
+  writeFileSync(join(stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), { mode: 0o600 });
   const announcerConf = { type: 'announcer', stateDir };
   return { pods, bridgeConf, call, announcerConf };
 }

@@ -5,16 +5,8 @@
 // unavailable.ts, per command.
 import type { Outcome, ShimClock } from './exchange';
 import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
-import {
-  ANNOUNCER_SOCKET,
-  cniEnv,
-  MAX_FORWARDED_STDIN,
-  parseObject,
-  START_MS,
-  stateDirOf,
-  waitMsOf,
-  type RequestBody,
-} from './wire';
+import { ANNOUNCER_SOCKET } from '../state-files';
+import { cniEnv, MAX_FORWARDED_STDIN, parseObject, START_MS, stateDirOf, waitMsOf, type RequestBody } from './wire';
 
 /** connect(2)'s errnos that say stateDir's path itself is unusable. */
 const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
