@@ -38,9 +38,11 @@ install: $(ANNOUNCER)
 typecheck: deps
 	npx tsc --noEmit -p .
 
-## lint: Biome (pinned in devDependencies) checks formatting and lint rules; `make format` rewrites
+## lint: Biome (pinned in devDependencies) checks formatting and lint rules; `make format` rewrites.
+## Then no line over 120 characters (scripts/check-widths.mjs; test/ joins once its wide lines are broken)
 lint: deps
 	npx biome ci --reporter=summary .
+	node scripts/check-widths.mjs src scripts
 
 format: deps
 	npx biome check --write .

@@ -15,7 +15,7 @@ import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
 import { SCHEMA_VERB } from './commands/schema-verb';
-import { NODE_SETTINGS_FILE } from './cni/node-settings';
+import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
 import { readSmallFile, replaceFile } from './sys/safe-file';
@@ -89,7 +89,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
   return 0;
 }
 
-/** The text of `path` if it is our regular file of at most `maxBytes` bytes; undefined otherwise (then it is replaced). */
+/** The text of `path` if it is our regular file of at most `maxBytes` bytes; else undefined (it is then replaced). */
 function currentText(path: string, maxBytes: number): string | undefined {
   try {
     return readSmallFile(path, maxBytes, process.geteuid?.() ?? 0);

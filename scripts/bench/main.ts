@@ -19,7 +19,7 @@ import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
 import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME } from './measure';
-import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET, NODE_SETTINGS_FILE, START_MARKER } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
@@ -77,6 +77,23 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   }
 }
 
+/** Why the bench stops when an announcer served the fallback row's stateDir. */
+const FALLBACK_MISMEASURED = 'the in-process fallback row measured something else';
+
+/** The notes under the table: what its rows measure (one output line each). */
+const ROW_NOTES = [
+  'count 0: nothing to send, so the announcer validates and answers at once: ' +
+    'the shim, the exchange and the validation.',
+  'warm: the announcer of the bench stateDir runs (idleExitMs an hour). ' +
+    'cold: it is stopped (SIGTERM, waited for) before',
+  'each sample, untimed, and the shim starts one. ' +
+    'in-process fallback: in its stateDir no announcer listens and none can',
+  'start (the start marker is a stale directory the shim cannot unlink), ' +
+    'so the shim runs ADD in-process at once: the',
+  "fallback's own cost, without the wait (ACK_MS or START_MS) " +
+    'that precedes it when an announcer is hung or slow to start.',
+];
+
 /** The announcer's own line: what it used over the whole run. */
 function announcerLine(stateDir: string): string {
   const proc = findAnnouncer(stateDir);
@@ -84,7 +101,10 @@ function announcerLine(stateDir: string): string {
   if (usage === undefined)
     return 'The announcer of the bench stateDir: not running at the end (it should be: idleExitMs is an hour).';
   const mib = (kib: number): string => (kib / 1024).toFixed(1);
-  return `The announcer at the end (pid ${proc!.pid}, started by the last cold sample): peak RSS ${mib(usage.peakKiB)} MiB, PSS ${mib(usage.pssKiB)} MiB, CPU ${usage.cpuMs.toFixed(0)} ms.`;
+  return (
+    `The announcer at the end (pid ${proc!.pid}, started by the last cold sample): ` +
+    `peak RSS ${mib(usage.peakKiB)} MiB, PSS ${mib(usage.pssKiB)} MiB, CPU ${usage.cpuMs.toFixed(0)} ms.`
+  );
 }
 
 /** The table, the budgets' verdicts and the notes under them. */
@@ -111,11 +131,7 @@ function report(
     renderVerdicts([status.verdict]),
     '',
     peerLine(table),
-    'count 0: nothing to send, so the announcer validates and answers at once: the shim, the exchange and the validation.',
-    'warm: the announcer of the bench stateDir runs (idleExitMs an hour). cold: it is stopped (SIGTERM, waited for) before',
-    'each sample, untimed, and the shim starts one. in-process fallback: in its stateDir no announcer listens and none can',
-    'start (the start marker is a stale directory the shim cannot unlink), so the shim runs ADD in-process at once: the',
-    "fallback's own cost, without the wait (ACK_MS or START_MS) that precedes it when an announcer is hung or slow to start.",
+    ...ROW_NOTES,
     announcer,
     status.line,
     `load at the end: ${loadLine()}`,
@@ -137,7 +153,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   writeFileSync(programs.emptyFile, '');
   // The node settings of the bench stateDir (as `announcer install --state-dir` writes them): an hour's idle exit.
   mkdirSync(programs.stateDir, { mode: 0o700 });
-  writeFileSync(join(programs.stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
+  writeFileSync(join(programs.stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
     mode: 0o600,
   });
   const marker = join(programs.unreachableStateDir, START_MARKER);
@@ -167,9 +183,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) ||
     !statSync(marker).isDirectory()
   ) {
-    throw new Error(
-      `an announcer was started for ${programs.unreachableStateDir}: the in-process fallback row measured something else`,
-    );
+    throw new Error(`an announcer was started for ${programs.unreachableStateDir}: ${FALLBACK_MISMEASURED}`);
   }
 
   const rssKiB = new Map<string, number>();

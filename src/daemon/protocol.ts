@@ -5,6 +5,7 @@ import { z } from 'zod/mini';
 import type { HostRequest } from '../announce/host-requests';
 import { NO_FRAMES } from '../announce/round';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
+import { stateEntryKind } from '../state-files';
 import type { Counters } from './counters';
 
 /** What a client asks: what a command tells its host (sync, cancel, count), or: */
@@ -43,10 +44,9 @@ export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: st
 
 /** A record's file name, never a path: requests cannot point outside stateDir. */
 const recordName = str('bad record name').check(
-  z.refine(
-    (name: string) => name.endsWith('.json') && !name.includes('/') && !name.startsWith('.') && name.length <= 255,
-    { error: 'bad record name' },
-  ),
+  z.refine((name: string) => stateEntryKind(name) === 'record' && !name.includes('/') && name.length <= 255, {
+    error: 'bad record name',
+  }),
 );
 /** A count a client reports: an integer from 0 below 1e6, else 0. */
 const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);

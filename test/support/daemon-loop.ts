@@ -7,7 +7,7 @@ import type { BackgroundJob } from '../../src/announce/background-job';
 import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
 import type { Counters } from '../../src/daemon/counters';
 import { runDaemon, type CommandHost, type DaemonDeps } from '../../src/daemon/daemon';
-import { ANNOUNCER_SOCKET } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
 import { fakeLibc, ScriptedPoll } from './fake-libc';
 import { FakeSockets } from './fake-sockets';

@@ -4,7 +4,7 @@
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ANNOUNCER_SOCKET } from '../../../src/shim/wire';
+import { ANNOUNCER_SOCKET } from '../../../src/state-files';
 import { writeJob } from '../../support/daemon-fakes';
 import { answerOf, countersOf, DaemonLoop } from '../../support/daemon-loop';
 
