@@ -63,7 +63,7 @@ test-integration: deps system-deps build bin/announcer-arm64
 demo: deps system-deps build
 	npx vite-node scripts/demo/main.ts
 
-## bench: each command's start-up cost (warm, cold, in-process) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
+## bench: each command's start-up cost (warm, cold) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
 	npx vite-node scripts/bench/main.ts
 

@@ -15,7 +15,6 @@ export const ROWS = {
   addDefault: 'announcer ADD, defaults (warm)',
   addCold: 'announcer ADD, count 1, cold (starts one)',
   del: 'announcer DEL (warm)',
-  addFallback: 'announcer ADD, count 1, in-process fallback',
 } as const;
 
 /**

@@ -7,7 +7,7 @@
 // the announcer of its stateDir included.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
@@ -19,7 +19,7 @@ import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
 import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME } from './measure';
-import { ANNOUNCER_SOCKET, NODE_SETTINGS_FILE, START_MARKER } from '../../src/state-files';
+import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
@@ -38,11 +38,9 @@ const DEFAULT_ROUNDS = 30;
 const WARMUP_ROUNDS = 3;
 /** Peak RSS is taken in runs of its own (GNU time would add to the wall times); the largest of these counts. */
 const RSS_RUNS = 3;
-/** The fallback row's start marker: long stale (see rows.ts, unreachableStateDir). */
-const STALE_MARKER_DATE = new Date('2000-01-01T00:00:00Z');
 
 /** What the bench runs before its scratch dir exists. */
-type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir' | 'unreachableStateDir'>;
+type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir'>;
 
 /** BENCH_ROUNDS, or the default. */
 function roundsFromEnv(): number {
@@ -71,14 +69,9 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(() => stopAnnouncer(p.stateDir), 'the announcer of the bench stateDir');
   const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, command: 'DEL' };
   scope.defer(async () => void (await cniExec(p.tuning, call, pod.chained({ type: 'tuning' }))), 'tuning DEL');
-  for (const stateDir of [p.stateDir, p.unreachableStateDir]) {
-    const conf = pod.chained(announcerConf(stateDir, ANNOUNCER_DEFAULTS));
-    scope.defer(async () => void (await cniExec(p.announcer, call, conf)), `announcer DEL (${stateDir})`);
-  }
+  const conf = pod.chained(announcerConf(p.stateDir, ANNOUNCER_DEFAULTS));
+  scope.defer(async () => void (await cniExec(p.announcer, call, conf)), 'announcer DEL');
 }
-
-/** Why the bench stops when an announcer served the fallback row's stateDir. */
-const FALLBACK_MISMEASURED = 'the in-process fallback row measured something else';
 
 /** The notes under the table: what its rows measure (one output line each). */
 const ROW_NOTES = [
@@ -86,12 +79,7 @@ const ROW_NOTES = [
     'the shim, the exchange and the validation.',
   'warm: the announcer of the bench stateDir runs (idleExitMs an hour). ' +
     'cold: it is stopped (SIGTERM, waited for) before',
-  'each sample, untimed, and the shim starts one. ' +
-    'in-process fallback: in its stateDir no announcer listens and none can',
-  'start (the start marker is a stale directory the shim cannot unlink), ' +
-    'so the shim runs ADD in-process at once: the',
-  "fallback's own cost, without the wait (ACK_MS or START_MS) " +
-    'that precedes it when an announcer is hung or slow to start.',
+  'each sample, untimed, and the shim starts one and waits for it to listen.',
 ];
 
 /** The announcer's own line: what it used over the whole run. */
@@ -148,7 +136,6 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     emptyFile: join(scratch, 'empty.js'),
     runtimeFloor: join(scratch, 'empty-program'),
     stateDir: join(scratch, 'state'),
-    unreachableStateDir: join(scratch, 'state-unreachable'),
   };
   writeFileSync(programs.emptyFile, '');
   // The node settings of the bench stateDir (as `announcer install --state-dir` writes them): an hour's idle exit.
@@ -156,9 +143,6 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   writeFileSync(join(programs.stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
     mode: 0o600,
   });
-  const marker = join(programs.unreachableStateDir, START_MARKER);
-  mkdirSync(marker, { recursive: true, mode: 0o700 });
-  utimesSync(marker, STALE_MARKER_DATE, STALE_MARKER_DATE);
   buildRuntimeFloor(programs.runtimeFloor);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
@@ -176,15 +160,6 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
       if (process.stderr.isTTY) process.stderr.write(`\rround ${done}/${total}${done === total ? '\n' : ''}`);
     },
   });
-
-  // The fallback row's premise: its shim never found an announcer to start (see rows.ts, unreachableStateDir).
-  if (
-    findAnnouncer(programs.unreachableStateDir) !== undefined ||
-    existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) ||
-    !statSync(marker).isDirectory()
-  ) {
-    throw new Error(`an announcer was started for ${programs.unreachableStateDir}: ${FALLBACK_MISMEASURED}`);
-  }
 
   const rssKiB = new Map<string, number>();
   for (const row of rows) {
