@@ -207,6 +207,8 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
     expect(counters.rounds).toEqual({ sent: ours.length, skippedNotReady: 0, skippedLate: 0 });
     expect(counters.rateLimited.dropped).toBe(dropped.length);
     expect(counters.errors).toBe(0);
+    // The announcer ran every ADD: no CNI process ran its command itself.
+    expect(counters.served.ADD).toBe(PODS);
     expect(ours.length + counters.rateLimited.dropped).toBe(PODS * COUNT);
     expect(counters.rateLimited.dropped).toBeGreaterThan(0); // the limit did bite
 

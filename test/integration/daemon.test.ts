@@ -211,6 +211,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     );
     expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
     expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
+    // That one ran every ADD: no CNI process ran its command itself.
+    expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(PODS);
     expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
 
     // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
