@@ -274,7 +274,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     // 1. Served by the container.
     const resident = await containerPid();
     assertCniOk('ADD pod0', await announcerAdd(s, atts[0]!, FIRST));
-    expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
+    const served = await announcerStatus(files.stateDir);
+    expect(served.pid).toBe(resident);
+    // The container's announcer ran that ADD: the CNI process on the host did not.
+    expect(served.counters?.served.ADD).toBe(1);
     expect(await daemonsOf(files.stateDir)).toEqual([]); // no announcer of the host's own
     // A second resident one (a second DaemonSet pod on the node) is refused, and says so.
     const second = await run(ANNOUNCER, ['daemon', files.stateDir, '--resident'], { timeoutMs: 30_000 });
