@@ -128,6 +128,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const { adding, stopped } = await stopMidWait(s, files, att, addWaitMs);
       const add = await adding;
       const took = add.exitedAt - started;
+      console.info(`failure mode "stopped after taking": ADD code 11 after ${took} ms (deadline ${addWaitMs + MARGIN_MS})`);
       expect(add.code, add.stdout).toBe(1);
       expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
       expect(add.json).toMatchObject({ msg: expect.stringContaining(`no answer within ${addWaitMs + MARGIN_MS} ms`) });
@@ -175,6 +176,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const del = await announcerDel({ ...att, command: tracedAnnouncer(trace) });
       expect([del.code, del.stdout]).toEqual([0, '']);
       expect(del.stderr).toContain('DEL left queued or not run');
+      console.info(`failure mode "DEL while stopped": exit 0 after ${Date.now() - started} ms`);
       expect(Date.now() - started).toBeLessThanOrEqual(BRIEF_MS + SLACK_MS);
       expect(await tracedCalls(trace, 'setns')).toEqual([]);
       expect(await files.stateFiles()).not.toEqual([]);
