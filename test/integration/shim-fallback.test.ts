@@ -128,7 +128,9 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const { adding, stopped } = await stopMidWait(s, files, att, addWaitMs);
       const add = await adding;
       const took = add.exitedAt - started;
-      console.info(`failure mode "stopped after taking": ADD code 11 after ${took} ms (deadline ${addWaitMs + MARGIN_MS})`);
+      console.info(
+        `failure mode "stopped after taking": ADD code 11 after ${took} ms (deadline ${addWaitMs + MARGIN_MS})`,
+      );
       expect(add.code, add.stdout).toBe(1);
       expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
       expect(add.json).toMatchObject({ msg: expect.stringContaining(`no answer within ${addWaitMs + MARGIN_MS} ms`) });
