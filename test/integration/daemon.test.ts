@@ -64,8 +64,7 @@ const NETWORK = `daemon-${RUN_TAG}`;
 const PODS = 40;
 /** idleExitMs of the configs here: an announcer goes soon after its last work. */
 const IDLE_EXIT_MS = 400;
-/** The memory budget for the background work of 40 pods, and its process count. */
-const PSS_BUDGET_KIB = 60 * 1024;
+/** The most processes the background work of 40 pods may take (one announcer; two while one hands over). */
 const MAX_BACKGROUND_PROCESSES = 2;
 /** The default burst: count 3, intervalMs 1000, backoff 1. */
 const DEFAULT_SCHEDULE_MS = [0, 1000, 2000];
@@ -171,7 +170,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     return s;
   }
 
-  it(`mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes and ≤ 60 MiB PSS`, async () => {
+  it(`mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes (their PSS is printed; its budget is make bench-mass's)`, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
@@ -197,7 +196,6 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
     // That one ran every ADD: no CNI process ran its command itself.
     expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(PODS);
-    expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
 
     // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
     const lastAdd = Math.max(...added.map((a) => a.exitedAt));
