@@ -165,6 +165,8 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
+    // A retired op (a previous release's shim) hears why, as a control reply: that shim logs it and keeps its record.
+    if (request.kind === 'retired') return this.end(client, { control: { ok: false, error: request.refusal } });
     // A control request is safe to act on late.
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;

@@ -10,6 +10,7 @@
 import type { Logger } from '../log';
 import { join } from '../path';
 import { totalFrames } from '../announce/round';
+import type { JobHost } from '../announce/job-host';
 import type { TryLock } from '../sys/libc';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { START_MARKER, stateDirOf } from '../shim/wire';
@@ -66,10 +67,11 @@ export interface DaemonDeps
   commands(host: CommandHost): CniRunner;
 }
 
-/** What the announcer gives the commands it runs: its loop's waits, its own answers to control requests, its closer. */
+/** What the announcer gives the commands it runs: its loop's waits, its table of work, its closer. */
 export interface CommandHost {
   waits: LoopWaits;
-  control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
+  /** The table of work as a command taken at `takenAt` (boot ms) sees it: ADD reports the time to its round 1. */
+  jobHost(takenAt: number): JobHost;
   closeInBackground(fd: number): void;
   /** Hears each command's config (and its network's log): node options in a conflist are said once, not applied. */
   noteConfig(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void;
@@ -124,7 +126,7 @@ class Daemon {
     const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
-      control: (r, takenAt) => this.handleSafely(r, takenAt),
+      jobHost: (takenAt) => this.jobHost(takenAt),
       closeInBackground,
       noteConfig: (config, networkLog) => notes.note(config, networkLog),
       attachmentLock,
@@ -278,44 +280,47 @@ class Daemon {
     this.deps.log.error(what, { ...fields, error });
   }
 
-  private handleSafely(request: Request, takenAt?: number): Reply {
+  private handleSafely(request: Request): Reply {
     try {
-      return this.handle(request, takenAt);
+      return this.handle(request);
     } catch (err) {
       this.failed('control request failed', err, { op: request.op });
       return { ok: false, error: 'internal error' };
     }
   }
 
-  private handle(request: Request, takenAt: number | undefined): Reply {
-    if (request.op === 'status') {
-      return {
-        ok: true,
-        status: {
-          pid: process.pid,
-          attachments: this.jobs.status(this.deps.timers.bootMs()),
-          counters: structuredClone(this.counters),
-        },
-      };
-    }
-    if (request.op === 'cancel') {
-      this.jobs.forget(request.record, 'cancelled');
-      return { ok: true };
-    }
+  private handle(request: Request): Reply {
     if (request.op === 'handover') {
       if (this.deps.resident) return { ok: false, error: RESIDENT_REFUSAL };
       this.handOver('a resident announcer starts: handing over to it', {});
       return { ok: true };
     }
-    // What the ADD's round 1 sent.
-    if (totalFrames(request.sent) > 0) {
-      addFrames(this.counters, request.sent);
-      this.counters.rounds.sent++;
-      if (takenAt !== undefined) this.metrics.observeAddToFirstRound((this.deps.timers.bootMs() - takenAt) / 1000);
-    }
-    // A job kept as read from its record had its conflicts counted from there.
-    if (request.op === 'count' || !this.jobs.sync(request.record)) this.counters.conflicts += request.conflicts ?? 0;
-    return { ok: true };
+    return {
+      ok: true,
+      status: {
+        pid: process.pid,
+        attachments: this.jobs.status(this.deps.timers.bootMs()),
+        counters: structuredClone(this.counters),
+      },
+    };
+  }
+
+  /** The table of work, as a command taken at `takenAt` (boot ms) hands its job over or cancels one. */
+  private jobHost(takenAt: number): JobHost {
+    return {
+      added: (record, job, { sent, conflicts }) => {
+        if (totalFrames(sent) > 0) {
+          addFrames(this.counters, sent);
+          this.counters.rounds.sent++;
+          this.metrics.observeAddToFirstRound((this.deps.timers.bootMs() - takenAt) / 1000);
+        }
+        this.counters.conflicts += conflicts ?? 0;
+        // A job the table cannot take stays in its record, for the next announcer's recovery.
+        if (job) this.guard('cannot take a job', () => this.jobs.take(record, job), undefined);
+        else this.jobs.forget(record, 'no job');
+      },
+      cancel: (record) => this.jobs.forget(record, 'cancelled'),
+    };
   }
 
   /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */

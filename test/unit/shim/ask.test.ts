@@ -35,7 +35,7 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
 
   it('starts an absent announcer when asked to, then asks again', async () => {
     const { d, starts } = deps([{ unreachable: 'ENOENT' }, { control: 'ok' }]);
-    expect(await askAnnouncer('/s', { op: 'sync' }, { start: true, timeoutMs: 100 }, d)).toBe('ok');
+    expect(await askAnnouncer('/s', { op: 'status' }, { start: true, timeoutMs: 100 }, d)).toBe('ok');
     expect(starts).toEqual(['/s']);
   });
 
