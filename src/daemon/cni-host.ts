@@ -15,7 +15,7 @@ import { CallerViewError } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-views';
 import { loggerInView, refusing, viewOfCaller, type Caller } from './caller-host';
 import type { LoopWaits } from './loop-waits';
-import type { CommandHost } from './daemon';
+import type { CommandHost } from './daemon-deps';
 
 /** What hosting the commands needs from the announcer. */
 export interface CniHostDeps {
