@@ -122,9 +122,11 @@ function report(
   ];
 }
 
-async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
-  const pod = await createBridgePod(scope, { prefix: 'bnch' });
-  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs.
+/**
+ * The bench's programs and files: the node yardstick's empty file, the runtime floor, and the announcer's stateDirs
+ * (one scratch dir, removed at the end); also returns the stale start marker of the unreachable stateDir.
+ */
+function preparePrograms(scope: Scope, base: Base): { programs: Programs; marker: string } {
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
   const programs: Programs = {
@@ -144,6 +146,12 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   mkdirSync(marker, { recursive: true, mode: 0o700 });
   utimesSync(marker, STALE_MARKER_DATE, STALE_MARKER_DATE);
   buildRuntimeFloor(programs.runtimeFloor);
+  return { programs, marker };
+}
+
+async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
+  const pod = await createBridgePod(scope, { prefix: 'bnch' });
+  const { programs, marker } = preparePrograms(scope, base);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
 
