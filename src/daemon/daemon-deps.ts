@@ -36,6 +36,11 @@ export interface DaemonDeps
   http?: Pick<HttpDeps, 'address' | 'sockets'>;
   /** This executable's build (src/build-id.ts). */
   build: string;
+  /**
+   * Stamps progress on the lock file open on `lockFd` (its mtime, to now): a caller may replace an announcer whose
+   * stamp is old (src/shim/replace-hung.ts).
+   */
+  stampProgress(lockFd: number): void;
   /** Whether the file this announcer was started from has been replaced (an upgrade). */
   executableReplaced(): boolean;
   /** The runner of CNI commands, hosted on this announcer's loop (src/daemon/cni-host.ts). */

@@ -37,13 +37,15 @@ import { withDaemonLock, type TakeOver } from './take-over';
 
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
+/** The loop stamps its progress on its lock file at most this often (its turns are at most CHECK_MS apart). */
+export const STAMP_MS = 1000;
 
 /**
  * Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns
  * at once when another one serves (take-over.ts).
  */
 export function runDaemon(deps: DaemonDeps): Promise<TakeOver> {
-  return withDaemonLock(deps, () => new Daemon(deps).run());
+  return withDaemonLock(deps, (lockFd) => new Daemon(deps, lockFd).run());
 }
 
 class Daemon {
@@ -57,12 +59,17 @@ class Daemon {
   private stopping = false;
   /** Until when (monotonic ms) the loop backs off after a turn that threw. */
   private pausedUntil = -Infinity;
+  /** When (monotonic ms) the loop last stamped its progress. */
+  private stampedAt = -Infinity;
   private readonly handingOver: HandingOver;
   private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
 
-  constructor(private readonly deps: DaemonDeps) {
+  constructor(
+    private readonly deps: DaemonDeps,
+    private readonly lockFd: number,
+  ) {
     this.settings = deps.settings;
     const metricsDeps = {
       now: () => deps.timers.now(),
@@ -149,6 +156,7 @@ class Daemon {
         );
         break;
       }
+      this.stamp();
       const busy = this.jobs.size > 0 || this.control.busy;
       if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs) break;
       try {
@@ -160,6 +168,14 @@ class Daemon {
       // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
       if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
     }
+  }
+
+  /** Stamps the loop's progress on its lock file, at most once per STAMP_MS: a loop that turns is not hung. */
+  private stamp(): void {
+    const now = this.deps.timers.now();
+    if (now - this.stampedAt < STAMP_MS) return;
+    this.stampedAt = now;
+    this.guard('cannot stamp progress', () => this.deps.stampProgress(this.lockFd), undefined);
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */

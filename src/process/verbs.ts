@@ -20,6 +20,7 @@ import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/pri
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
+import { stampFd } from '../sys/progress-stamp';
 import { CallerViews } from '../sys/caller-views';
 import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
@@ -112,6 +113,7 @@ function realDaemonDeps(
     uid,
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
+    stampProgress: (fd) => stampFd(fd, Date.now()),
     commands: (host) =>
       cniRunner({
         libc,

@@ -5,6 +5,7 @@
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { STAMP_MS } from '../../../src/daemon/daemon';
 import { ANNOUNCER_SOCKET } from '../../../src/shim/wire';
 import { writeJob } from '../../support/daemon-fakes';
 import { answerOf, BUILD, countersOf, DaemonLoop } from '../../support/daemon-loop';
@@ -35,6 +36,19 @@ describe('runDaemon: the schedule and the control requests', () => {
       1,
     );
     expect(d.lines.at(-1)).toContain('announcer stopped');
+  });
+
+  it('stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns', async () => {
+    writeJob(d.state, d.sentAt(0)); // rounds at 1000 and 2000, then idleExitMs: the loop turns for 3 s at least
+    await d.run();
+    const at = d.stamps.map((s) => s.at);
+    expect(at[0]).toBeLessThan(STAMP_MS);
+    expect(at.length).toBeGreaterThanOrEqual(Math.floor(d.timers.now() / 2 / STAMP_MS));
+    for (let i = 1; i < at.length; i++) {
+      expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(STAMP_MS);
+      expect(at[i]! - at[i - 1]!).toBeLessThan(2 * STAMP_MS);
+    }
+    expect(new Set(d.stamps.map((s) => s.fd)).size).toBe(1);
   });
 
   it("a hosted ADD hands its job to the table in memory, counting round 1 and its conflicts, and the node's metricsFile is written; a hosted DEL cancels it: nothing sent after", async () => {

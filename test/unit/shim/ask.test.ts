@@ -11,6 +11,7 @@ function deps(outcomes: Outcome[]) {
   const d: ShimDeps = {
     clock: fakeClock(),
     announcerPid: async () => undefined,
+    replaceHung: async () => expect.fail('no request of these hangs'),
     exchange: async (stateDir, body) => {
       sent.push({ stateDir, body });
       return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;
