@@ -67,7 +67,8 @@ export async function replaceHung(deps: ReplaceDeps, stateDir: string): Promise<
   const again = judgeHolder(await deps.facts(stateDir), deps.now());
   if (!('replace' in again) || again.replace !== first.replace) return 'not replaced: the holder changed';
   deps.kill(first.replace);
-  return `pid ${first.replace} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
+  const pid = first.replace;
+  return `pid ${pid} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
 }
 
 /** The facts of the real process: /proc/locks, /proc/PID/exe, /proc/self/exe and the lock file. */
