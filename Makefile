@@ -38,9 +38,11 @@ install: $(ANNOUNCER)
 typecheck: deps
 	npx tsc --noEmit -p .
 
-## lint: Biome (pinned in devDependencies) checks formatting and lint rules; `make format` rewrites
+## lint: Biome (pinned in devDependencies) checks formatting and lint rules; `make format` rewrites.
+## Then no line over 120 characters (scripts/check-widths.mjs; test/ joins once its wide lines are broken)
 lint: deps
 	npx biome ci --reporter=summary .
+	node scripts/check-widths.mjs src scripts
 
 format: deps
 	npx biome check --write .
@@ -61,7 +63,7 @@ test-integration: deps system-deps build bin/announcer-arm64
 demo: deps system-deps build
 	npx vite-node scripts/demo/main.ts
 
-## bench: each command's start-up cost (warm, cold, in-process) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
+## bench: each command's start-up cost (warm, cold) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
 	npx vite-node scripts/bench/main.ts
 

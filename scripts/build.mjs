@@ -2,9 +2,8 @@
 // holding the Bun runtime, the bundled plugin and koffi's native addon. Run it
 // with the pinned Bun (`make build` does):
 //
-//   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE] [--[no-]bytecode]
-// [--[no-]minify]
-//                                           [--entry=FILE] [--build-id=ID]
+//   node_modules/.bin/bun scripts/build.mjs [--arch=x64|arm64] [--cpu=baseline|modern] [--out=FILE]
+//                                           [--[no-]bytecode] [--[no-]minify] [--entry=FILE] [--build-id=ID]
 //
 // --entry builds another entry (default src/main.ts) with the same runtime and
 // options but no koffi addon: `make bench` builds an empty one, the runtime's
@@ -164,7 +163,8 @@ async function main() {
   }
   const what = plugin ? `announcer ${versions.announcer}` : relative(root, entry);
   console.log(
-    `built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`,
+    `built ${relative(process.cwd(), outfile)}: ${what}, build ${id}, ${target.bunTarget}, ` +
+      `Bun ${versions.bun}${plugin ? `, koffi ${versions.koffi}` : ''}`,
   );
 }
 

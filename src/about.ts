@@ -14,5 +14,6 @@ export function aboutText(): string {
 
 /** `announcer --version`, for stdout: the about text, the build's id and where the third-party licences are. */
 export function versionText(buildId: string = BUILD_ID): string {
-  return `${aboutText()}Build: ${buildId}\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`;
+  const notices = 'Third-party licences: THIRD_PARTY_NOTICES, shipped next to this executable';
+  return `${aboutText()}Build: ${buildId}\n${notices}\n`;
 }

@@ -15,10 +15,10 @@ import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
 import { SCHEMA_VERB } from './commands/schema-verb';
-import { NODE_SETTINGS_FILE } from './cni/node-settings';
-import { dirname } from './path';
+import { NODE_SETTINGS_FILE } from './state-files';
+import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
-import { replaceFile } from './sys/safe-file';
+import { readSmallFile, replaceFile } from './sys/safe-file';
 
 /** The verbs runVerb handles. */
 export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB, SCHEMA_VERB];
@@ -60,7 +60,9 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
         removeStaleTemps,
         writeNodeSettings: (stateDir, text) => {
           ensurePrivateDir(stateDir);
-          return replaceFile(stateDir, NODE_SETTINGS_FILE, text, 0o600);
+          const path = join(stateDir, NODE_SETTINGS_FILE);
+          if (currentText(path, text.length) === text) return { path, changed: false };
+          return { path: replaceFile(stateDir, NODE_SETTINGS_FILE, text, 0o600), changed: true };
         },
         metricsFileProblem: (file) => privateDirProblem(dirname(file)),
         now: Date.now,
@@ -85,4 +87,13 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
   line(1, `announcer ${SLEEP_VERB}: waiting for SIGTERM`);
   line(1, `announcer ${SLEEP_VERB}: ${await stopped}, exiting`);
   return 0;
+}
+
+/** The text of `path` if it is our regular file of at most `maxBytes` bytes; else undefined (it is then replaced). */
+function currentText(path: string, maxBytes: number): string | undefined {
+  try {
+    return readSmallFile(path, maxBytes, process.geteuid?.() ?? 0);
+  } catch {
+    return undefined;
+  }
 }

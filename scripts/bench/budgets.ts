@@ -15,7 +15,6 @@ export const ROWS = {
   addDefault: 'announcer ADD, defaults (warm)',
   addCold: 'announcer ADD, count 1, cold (starts one)',
   del: 'announcer DEL (warm)',
-  addFallback: 'announcer ADD, count 1, in-process fallback',
 } as const;
 
 /**
@@ -52,7 +51,9 @@ export function checkBudgets(rows: readonly TableRow[]): Verdict[] {
     ratio(ROWS.version, BUDGETS.versionVsFloor, 'VERSION'),
     {
       label: `ADD peak RSS ≤ floor + ${BUDGETS.addPeakRssOverFloorMiB} MiB`,
-      measured: `floor + ${overMiB.toFixed(1)} MiB (the shim; the larger of the two warm ADD rows; the floor: ${floorMiB.toFixed(1)} MiB)`,
+      measured:
+        `floor + ${overMiB.toFixed(1)} MiB ` +
+        `(the shim; the larger of the two warm ADD rows; the floor: ${floorMiB.toFixed(1)} MiB)`,
       pass: overMiB <= BUDGETS.addPeakRssOverFloorMiB,
     },
   ];
@@ -85,7 +86,10 @@ export function peerLine(rows: readonly TableRow[]): string {
   const med = (name: string): number => median(rows.find((r) => r.name === name)?.samples ?? []);
   const tuning = med(ROWS.tuning);
   const x = (name: string): string => `${(med(name) / tuning).toFixed(1)}×`;
-  return `Against the Go tuning ADD: warm ADD count 1 ${x(ROWS.addOne)}, cold ADD ${x(ROWS.addCold)}, DEL ${x(ROWS.del)}, VERSION ${x(ROWS.version)}, the floor ${x(ROWS.runtimeFloor)}`;
+  return (
+    `Against the Go tuning ADD: warm ADD count 1 ${x(ROWS.addOne)}, cold ADD ${x(ROWS.addCold)}, ` +
+    `DEL ${x(ROWS.del)}, VERSION ${x(ROWS.version)}, the floor ${x(ROWS.runtimeFloor)}`
+  );
 }
 
 /**

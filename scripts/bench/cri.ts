@@ -127,7 +127,8 @@ function report(samples: Map<Batch, number[][]>, pods: number, runs: number): st
         .join(', ')} s`,
   );
   return [
-    `${pods} pod sandboxes at once through containerd's CRI, ${runs} runs of 3 batches (bridge alone, announcer cold, announcer warm)`,
+    `${pods} pod sandboxes at once through containerd's CRI, ` +
+      `${runs} runs of 3 batches (bridge alone, announcer cold, announcer warm)`,
     '',
     markdownTable(['RunPodSandbox', 'median s', 'p25–p75 s', '× bridge alone'], body, [false, true, true, true]),
     '',

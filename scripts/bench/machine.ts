@@ -35,8 +35,10 @@ export function loadLine(): string {
 export function machineLines(p: Programs, warmup: number, rounds: number, rssRuns: number): string[] {
   return [
     `cni-announcer bench, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}, rcu_expedited=${readOr('/sys/kernel/rcu_expedited', '?')}, load ${loadLine()}`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}, ` +
+      `rcu_expedited=${readOr('/sys/kernel/rcu_expedited', '?')}, load ${loadLine()}`,
     `node ${process.version} (${p.node}); announcer: ${p.announcer} (${announcerKind(p.announcer)})`,
-    `${rounds} interleaved rounds after ${warmup} warm-up rounds; every command in a clean env (PATH and CNI_* only); peak RSS from GNU time %M, max of ${rssRuns} separate runs`,
+    `${rounds} interleaved rounds after ${warmup} warm-up rounds; ` +
+      `every command in a clean env (PATH and CNI_* only); peak RSS from GNU time %M, max of ${rssRuns} separate runs`,
   ];
 }

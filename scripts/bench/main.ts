@@ -7,7 +7,7 @@
 // the announcer of its stateDir included.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
@@ -19,7 +19,7 @@ import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
 import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME } from './measure';
-import { ANNOUNCER_SOCKET, START_MARKER } from '../../src/shim/wire';
+import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
@@ -38,11 +38,9 @@ const DEFAULT_ROUNDS = 30;
 const WARMUP_ROUNDS = 3;
 /** Peak RSS is taken in runs of its own (GNU time would add to the wall times); the largest of these counts. */
 const RSS_RUNS = 3;
-/** The fallback row's start marker: long stale (see rows.ts, unreachableStateDir). */
-const STALE_MARKER_DATE = new Date('2000-01-01T00:00:00Z');
 
 /** What the bench runs before its scratch dir exists. */
-type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir' | 'unreachableStateDir'>;
+type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir'>;
 
 /** BENCH_ROUNDS, or the default. */
 function roundsFromEnv(): number {
@@ -71,11 +69,18 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(() => stopAnnouncer(p.stateDir), 'the announcer of the bench stateDir');
   const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: pod.ifname, command: 'DEL' };
   scope.defer(async () => void (await cniExec(p.tuning, call, pod.chained({ type: 'tuning' }))), 'tuning DEL');
-  for (const stateDir of [p.stateDir, p.unreachableStateDir]) {
-    const conf = pod.chained(announcerConf(stateDir, ANNOUNCER_DEFAULTS));
-    scope.defer(async () => void (await cniExec(p.announcer, call, conf)), `announcer DEL (${stateDir})`);
-  }
+  const conf = pod.chained(announcerConf(p.stateDir, ANNOUNCER_DEFAULTS));
+  scope.defer(async () => void (await cniExec(p.announcer, call, conf)), 'announcer DEL');
 }
+
+/** The notes under the table: what its rows measure (one output line each). */
+const ROW_NOTES = [
+  'count 0: nothing to send, so the announcer validates and answers at once: ' +
+    'the shim, the exchange and the validation.',
+  'warm: the announcer of the bench stateDir runs (idleExitMs an hour). ' +
+    'cold: it is stopped (SIGTERM, waited for) before',
+  'each sample, untimed, and the shim starts one and waits for it to listen.',
+];
 
 /** The announcer's own line: what it used over the whole run. */
 function announcerLine(stateDir: string): string {
@@ -84,7 +89,10 @@ function announcerLine(stateDir: string): string {
   if (usage === undefined)
     return 'The announcer of the bench stateDir: not running at the end (it should be: idleExitMs is an hour).';
   const mib = (kib: number): string => (kib / 1024).toFixed(1);
-  return `The announcer at the end (pid ${proc!.pid}, started by the last cold sample): peak RSS ${mib(usage.peakKiB)} MiB, PSS ${mib(usage.pssKiB)} MiB, CPU ${usage.cpuMs.toFixed(0)} ms.`;
+  return (
+    `The announcer at the end (pid ${proc!.pid}, started by the last cold sample): ` +
+    `peak RSS ${mib(usage.peakKiB)} MiB, PSS ${mib(usage.pssKiB)} MiB, CPU ${usage.cpuMs.toFixed(0)} ms.`
+  );
 }
 
 /** The table, the budgets' verdicts and the notes under them. */
@@ -111,22 +119,16 @@ function report(
     renderVerdicts([status.verdict]),
     '',
     peerLine(table),
-    'count 0: nothing to send, so the announcer validates and answers at once: the shim, the exchange and the validation.',
-    'warm: the announcer of the bench stateDir runs (idleExitMs an hour). cold: it is stopped (SIGTERM, waited for) before',
-    'each sample, untimed, and the shim starts one. in-process fallback: in its stateDir no announcer listens and none can',
-    'start (the start marker is a stale directory the shim cannot unlink), so the shim runs ADD in-process at once: the',
-    "fallback's own cost, without the wait (ACK_MS or START_MS) that precedes it when an announcer is hung or slow to start.",
+    ...ROW_NOTES,
     announcer,
     status.line,
     `load at the end: ${loadLine()}`,
   ];
 }
 
-/**
- * The bench's programs and files: the node yardstick's empty file, the runtime floor, and the announcer's stateDirs
- * (one scratch dir, removed at the end); also returns the stale start marker of the unreachable stateDir.
- */
-function preparePrograms(scope: Scope, base: Base): { programs: Programs; marker: string } {
+async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
+  const pod = await createBridgePod(scope, { prefix: 'bnch' });
+  // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs.
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');
   const programs: Programs = {
@@ -134,24 +136,14 @@ function preparePrograms(scope: Scope, base: Base): { programs: Programs; marker
     emptyFile: join(scratch, 'empty.js'),
     runtimeFloor: join(scratch, 'empty-program'),
     stateDir: join(scratch, 'state'),
-    unreachableStateDir: join(scratch, 'state-unreachable'),
   };
   writeFileSync(programs.emptyFile, '');
   // The node settings of the bench stateDir (as `announcer install --state-dir` writes them): an hour's idle exit.
   mkdirSync(programs.stateDir, { mode: 0o700 });
-  writeFileSync(join(programs.stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
+  writeFileSync(join(programs.stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), {
     mode: 0o600,
   });
-  const marker = join(programs.unreachableStateDir, START_MARKER);
-  mkdirSync(marker, { recursive: true, mode: 0o700 });
-  utimesSync(marker, STALE_MARKER_DATE, STALE_MARKER_DATE);
   buildRuntimeFloor(programs.runtimeFloor);
-  return { programs, marker };
-}
-
-async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
-  const pod = await createBridgePod(scope, { prefix: 'bnch' });
-  const { programs, marker } = preparePrograms(scope, base);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
 
@@ -168,17 +160,6 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
       if (process.stderr.isTTY) process.stderr.write(`\rround ${done}/${total}${done === total ? '\n' : ''}`);
     },
   });
-
-  // The fallback row's premise: its shim never found an announcer to start (see rows.ts, unreachableStateDir).
-  if (
-    findAnnouncer(programs.unreachableStateDir) !== undefined ||
-    existsSync(join(programs.unreachableStateDir, ANNOUNCER_SOCKET)) ||
-    !statSync(marker).isDirectory()
-  ) {
-    throw new Error(
-      `an announcer was started for ${programs.unreachableStateDir}: the in-process fallback row measured something else`,
-    );
-  }
 
   const rssKiB = new Map<string, number>();
   for (const row of rows) {

@@ -19,6 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { createBridge } from '../../test/integration/harness/bridge';
 import {
   ANNOUNCER,
@@ -114,7 +115,7 @@ async function setUp(scope: Scope, stateDir: string) {
   });
   // The node settings of the stateDir (as `announcer install --state-dir` writes them).
   mkdirSync(stateDir, { mode: 0o700 });
-  writeFileSync(join(stateDir, 'announcer.conf'), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), { mode: 0o600 });
+  writeFileSync(join(stateDir, NODE_SETTINGS_FILE), JSON.stringify({ idleExitMs: IDLE_EXIT_MS }), { mode: 0o600 });
   const announcerConf = { type: 'announcer', stateDir };
   return { pods, bridgeConf, call, announcerConf };
 }
@@ -181,7 +182,8 @@ await scopedMain('bench-mass', async (scope) => {
   const worst = full.map((f) => f.background!).reduce((a, b) => (b.pssMiB > a.pssMiB ? b : a));
   const verdict = (okay: boolean): string => (okay ? 'PASS' : 'FAIL');
   console.log(
-    `cni-announcer bench-mass: ${PODS} pods at once, default bursts, ${CYCLES} interleaved cycles (load average ${loadLine()})`,
+    `cni-announcer bench-mass: ${PODS} pods at once, default bursts, ` +
+      `${CYCLES} interleaved cycles (load average ${loadLine()})`,
   );
   console.log('');
   console.log('| measure | value | budget | verdict |');
@@ -189,21 +191,25 @@ await scopedMain('bench-mass', async (scope) => {
   const most = (pick: (b: NonNullable<Churn['background']>) => number): number =>
     Math.max(...full.map((f) => pick(f.background!)));
   console.log(
-    `| announcer processes once every ADD returned (worst cycle) | ${most((b) => b.processes)} | ≤ ${PROCESS_BUDGET} | ${verdict(most((b) => b.processes) <= PROCESS_BUDGET)} |`,
+    `| announcer processes once every ADD returned (worst cycle) | ${most((b) => b.processes)} | ` +
+      `≤ ${PROCESS_BUDGET} | ${verdict(most((b) => b.processes) <= PROCESS_BUDGET)} |`,
   );
   console.log(
-    `| their PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`,
+    `| their PSS (worst cycle) | ${worst.pssMiB.toFixed(1)} MiB | ≤ ${PSS_BUDGET_MIB} MiB | ` +
+      `${verdict(worst.pssMiB <= PSS_BUDGET_MIB)} |`,
   );
   console.log(
     `| announcer processes 2.5 s later, the bursts sent (worst cycle) | ${most((b) => b.processesLater)} | | |`,
   );
   console.log(`| node CPU per pod cycle, bridge alone (median) | ${(median(bare) / PODS).toFixed(1)} ms | | |`);
   console.log(
-    `| node CPU per pod cycle, bridge + announcer (median) | ${(median(full.map((f) => f.cpuMs)) / PODS).toFixed(1)} ms | | |`,
+    `| node CPU per pod cycle, bridge + announcer (median) | ` +
+      `${(median(full.map((f) => f.cpuMs)) / PODS).toFixed(1)} ms | | |`,
   );
   console.log(`| the announcer's share per pod cycle (shims + announcer) | ${perPod.toFixed(1)} ms | ≤ 4× floor | |`);
   console.log(
-    `| of which the announcer process (median) | ${(median(full.map((f) => f.background!.cpuMs)) / PODS).toFixed(1)} ms | | |`,
+    `| of which the announcer process (median) | ` +
+      `${(median(full.map((f) => f.background!.cpuMs)) / PODS).toFixed(1)} ms | | |`,
   );
   console.log(
     `| the runtime floor's CPU for one run (${PODS} at once, median) | ${median(floors).toFixed(1)} ms | | |`,
@@ -211,6 +217,7 @@ await scopedMain('bench-mass', async (scope) => {
   console.log('');
   console.log(renderVerdicts([cpuVerdict(perPod, median(floors))]));
   console.log(
-    "CPU: the bench's reaped children (cutime + cstime) and the announcer's utime + stime; other load on the machine slows them, it does not add to them.",
+    "CPU: the bench's reaped children (cutime + cstime) and the announcer's utime + stime; " +
+      'other load on the machine slows them, it does not add to them.',
   );
 });

@@ -31,9 +31,11 @@ export function markdownTable(
   rightAligned: readonly boolean[],
 ): string {
   const widths = header.map((h, c) => Math.max(h.length, ...body.map((r) => r[c]!.length)));
-  const line = (cells: readonly string[]): string =>
-    `| ${cells.map((cell, c) => (rightAligned[c] ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
-  const rule = `|${widths.map((w, c) => (rightAligned[c] ? `${'-'.repeat(w + 1)}:` : `${'-'.repeat(w + 2)}`)).join('|')}|`;
+  const pad = (cell: string, c: number): string =>
+    rightAligned[c] ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!);
+  const line = (cells: readonly string[]): string => `| ${cells.map(pad).join(' | ')} |`;
+  const dashes = (w: number, c: number): string => (rightAligned[c] ? `${'-'.repeat(w + 1)}:` : `${'-'.repeat(w + 2)}`);
+  const rule = `|${widths.map(dashes).join('|')}|`;
   return [line(header), rule, ...body.map(line)].join('\n');
 }
 

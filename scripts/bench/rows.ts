@@ -23,12 +23,6 @@ export interface Programs {
    * and its records stay apart from the node's and from the tests'.
    */
   stateDir: string;
-  /**
-   * A stateDir where no announcer listens and none can be started: its start
-   * marker is a directory dated 2000, so the shim finds the marker stale,
-   * cannot unlink it (EISDIR), and runs the command in-process at once.
-   */
-  unreachableStateDir: string;
 }
 
 /** Stops the announcer of a stateDir (announcer-proc.ts), untimed. */
@@ -80,22 +74,15 @@ export function pluginCommand(p: Programs, pod: BridgePod, file: string, command
   };
 }
 
-/** An announcer call on the pod with `settings`, on the run's stateDir or another one. */
-export function announcerCommand(
-  p: Programs,
-  pod: BridgePod,
-  command: string,
-  settings: object,
-  stateDir = p.stateDir,
-): Command {
-  return pluginCommand(p, pod, p.announcer, command, announcerConf(stateDir, settings));
+/** An announcer call on the pod with `settings`, on the run's stateDir. */
+export function announcerCommand(p: Programs, pod: BridgePod, command: string, settings: object): Command {
+  return pluginCommand(p, pod, p.announcer, command, announcerConf(p.stateDir, settings));
 }
 
 /** The plugin commands of the table, in table order. */
 export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): ProcessRow[] {
   const plugin = (file: string, command: string, conf: object): Command => pluginCommand(p, pod, file, command, conf);
-  const announcer = (command: string, settings: object, stateDir?: string): Command =>
-    announcerCommand(p, pod, command, settings, stateDir);
+  const announcer = (command: string, settings: object): Command => announcerCommand(p, pod, command, settings);
   const untimed = (what: string, cmd: Command) => () => void expectOk(what, timedRun(cmd));
   const addOne = announcer('ADD', ANNOUNCER_ONE);
   const delOne = untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE));
@@ -127,11 +114,6 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
     },
     { name: ROWS.addCold, command: addOne, before: () => stop(p.stateDir), after: delOne },
     { name: ROWS.del, command: announcer('DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
-    {
-      name: ROWS.addFallback,
-      command: announcer('ADD', ANNOUNCER_ONE, p.unreachableStateDir),
-      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_ONE, p.unreachableStateDir)),
-    },
   ];
 }
 

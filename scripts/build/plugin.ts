@@ -56,7 +56,8 @@ export function builtinRefusals(metafile: Metafile, root: string, cwd: string): 
       const name = i.external ? BUILTIN.exec(i.original ?? i.path)?.[1] : undefined;
       if (name === undefined || BUILTINS_ALLOWED[importer]?.includes(name)) continue;
       refusals.push(
-        `${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts), besides BUILTINS_ALLOWED in scripts/build/plugin.ts`,
+        `${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts), ` +
+          'besides BUILTINS_ALLOWED in scripts/build/plugin.ts',
       );
     }
   }

@@ -130,7 +130,8 @@ async function after(
   const announcerMs = Date.now() - t0;
   const result = judgeResult(out.stdout, pod.result);
   step(
-    `ADD returned: bridge ${pod.addMs} ms + announcer ${announcerMs} ms; pod B ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`,
+    `ADD returned: bridge ${pod.addMs} ms + announcer ${announcerMs} ms; ` +
+      `pod B ${pod.ifname} is ${pod.mac} (netns ${pod.netns.name})`,
   );
   const seen = await observe(pod, result, step);
   const log = (await files.log()).split('\n').filter((l) => l !== '');

@@ -86,8 +86,9 @@ export function renderTable(
   };
   const judged = (text: string, good: boolean): string => cell(text, good ? 'good' : 'bad');
   const row = (label: string, ...cells: string[]): string => `  ${label.padEnd(LABEL_WIDTH)}${cells.join('')}`;
+  const heading = `${'BEFORE: bridge alone'.padEnd(CELL_WIDTH)}${'AFTER: bridge + announcer'.padEnd(CELL_WIDTH)}`;
   return [
-    `  ${''.padEnd(LABEL_WIDTH)}${s.bold}${'BEFORE: bridge alone'.padEnd(CELL_WIDTH)}${'AFTER: bridge + announcer'.padEnd(CELL_WIDTH)}${s.off}`,
+    `  ${''.padEnd(LABEL_WIDTH)}${s.bold}${heading}${s.off}`,
     row('node entry after ADD', judged(b.entryText, b.holdsPodMac), judged(a.entryText, a.holdsPodMac)),
     row("pod's eth0 MAC", cell(before.podMac, 'plain'), cell(after.podMac, 'plain')),
     row("entry holds pod's MAC", judged(b.matchText, b.holdsPodMac), judged(a.matchText, a.holdsPodMac)),
@@ -109,12 +110,14 @@ export function verdict(before: Observation, after: Observation, opts: { ip: str
   const s = opts.style;
   const { bugShown, fixShown } = outcome(before, after);
   const seen = (o: Observation): string => `entry ${o.entry?.state ?? 'none'} ${o.entry?.mac ?? '-'}`;
+  const ping = (o: Observation): string => (o.pingMs === undefined ? 'lost' : 'ok');
   return [
     bugShown
       ? `Before: the node kept the old pod's MAC for ${opts.ip}, so its first packet went to a MAC that is gone.`
-      : `${s.yellow}Before: the bug did not show this time (${seen(before)}, ping ${before.pingMs === undefined ? 'lost' : 'ok'}).${s.off}`,
+      : `${s.yellow}Before: the bug did not show this time (${seen(before)}, ping ${ping(before)}).${s.off}`,
     fixShown
       ? "After:  the announcer's gratuitous ARP repaired the entry before ADD returned; the first ping got through."
-      : `${s.red}After:  the fix did not show (${seen(after)}, pod ${after.podMac}, ping ${after.pingMs === undefined ? 'lost' : 'ok'}, result: ${after.result}).${s.off}`,
+      : `${s.red}After:  the fix did not show (${seen(after)}, pod ${after.podMac}, ` +
+        `ping ${ping(after)}, result: ${after.result}).${s.off}`,
   ];
 }

@@ -7,7 +7,7 @@
 import { lstatSync } from 'node:fs';
 import { join } from '../path';
 import type { HeldLock } from '../sys/file-lock';
-import { attachmentName } from './state';
+import { lockName } from '../state-files';
 
 /** Takes the lock named by `path` within `timeoutMs`; undefined when it stays held that long. */
 export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | undefined>;
@@ -28,7 +28,7 @@ export function lockWaitMs(addWaitMs: number): number {
 
 /** The key of an attachment's lock (the path an older version's lock file had). */
 export function lockPath(stateDir: string, containerId: string, ifname: string): string {
-  return join(stateDir, `${attachmentName(containerId, ifname)}.lock`);
+  return join(stateDir, lockName(containerId, ifname));
 }
 
 /** Releases the lock; `remove` (when the attachment has no record left) matters only to a file lock. */

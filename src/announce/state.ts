@@ -7,6 +7,7 @@ import { basename, join } from '../path';
 import type { Logger } from '../log';
 import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
+import { recordName, stateEntryKind } from '../state-files';
 import { checkRecord } from './record-schema';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 
@@ -21,27 +22,9 @@ export interface AttachmentRecord extends AttachmentIds {
 /** Records are small; anything larger is not one of ours. */
 export const MAX_RECORD_BYTES = 256 * 1024;
 
-/** Longest `<containerId>@<ifname>` kept readable as a file name; longer ones are hashed. */
-const MAX_READABLE_NAME = 128;
-const READABLE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*@[^/\0]+$/;
-
-/**
- * The file stem of an attachment: `<containerId>@<ifname>` when that is short
- * and plain, else `sha256-<hex of sha256("<containerId>@<ifname>")>`, so that
- * any container ID the spec allows fits in a file name (NAME_MAX 255). The two
- * forms never collide: only the first holds '@'. The full ID stays inside the record.
- */
-export function attachmentName(containerId: string, ifname: string): string {
-  const name = `${containerId}@${ifname}`;
-  if (Buffer.byteLength(name) <= MAX_READABLE_NAME && READABLE_NAME.test(name)) return name;
-  // Loaded only for long IDs: node:crypto costs Node ~10 ms of start-up.
-  const { createHash } = process.getBuiltinModule('node:crypto');
-  return `sha256-${createHash('sha256').update(name).digest('hex')}`;
-}
-
 /** The record file of an attachment. */
 export function recordPath(stateDir: string, containerId: string, ifname: string): string {
-  return join(stateDir, `${attachmentName(containerId, ifname)}.json`);
+  return join(stateDir, recordName(containerId, ifname));
 }
 
 /** What reading a record found. */
@@ -72,7 +55,7 @@ export function readRecordFile(file: string): RecordRead {
   const checked = checkRecord(value);
   if (!checked.ok) return { kind: 'invalid', problem: checked.problem };
   const { containerId, ifname } = checked.record;
-  if (basename(file) !== `${attachmentName(containerId, ifname)}.json`) {
+  if (basename(file) !== recordName(containerId, ifname)) {
     return { kind: 'invalid', problem: `it describes ${containerId}@${ifname}, which is stored under another name` };
   }
   return { kind: 'ok', record: checked.record };
@@ -116,22 +99,7 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
  * file.
  */
 export function writeRecord(stateDir: string, record: AttachmentRecord): string {
-  return replaceFile(
-    stateDir,
-    `${attachmentName(record.containerId, record.ifname)}.json`,
-    `${JSON.stringify(record)}\n`,
-  );
-}
-
-/** What an entry of stateDir is, by its name. */
-export type StateEntryKind = 'record' | 'lock' | 'temp' | 'other';
-
-/** Classifies a stateDir entry name: `*.json` records, `*.lock` locks, `.*.tmp` temporary files. */
-export function stateEntryKind(name: string): StateEntryKind {
-  if (name.startsWith('.')) return name.endsWith('.tmp') ? 'temp' : 'other';
-  if (name.endsWith('.json')) return 'record';
-  if (name.endsWith('.lock')) return 'lock';
-  return 'other';
+  return replaceFile(stateDir, recordName(record.containerId, record.ifname), `${JSON.stringify(record)}\n`);
 }
 
 /** Every record file in stateDir with what reading it found; none when stateDir cannot be listed. */

@@ -188,7 +188,8 @@ function burstProblem(config: PluginConfig, pod: PodAnnounce): string | undefine
     if (span > MAX_BURST_SPAN_MS) {
       return (
         `${count.name} ${count.value}, ${intervalMs.name} ${intervalMs.value} and ${backoff.name} ${backoff.value} ` +
-        `put the last round ${formatSpan(span)} after the first (the sum of intervalMs × backoff^k for k < count - 1); ` +
+        `put the last round ${formatSpan(span)} after the first ` +
+        '(the sum of intervalMs × backoff^k for k < count - 1); ' +
         `a burst may last at most ${formatSpan(MAX_BURST_SPAN_MS)}`
       );
     }

@@ -15,7 +15,8 @@ export const MAX_JSON_DEPTH = 64;
 export function stdinTooLarge(): CniError {
   return new CniError(
     ErrorCode.IoFailure,
-    `stdin holds more than ${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes), the most a network config may take`,
+    `stdin holds more than ${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes), ` +
+      'the most a network config may take',
   );
 }
 

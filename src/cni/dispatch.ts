@@ -94,7 +94,8 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
     case 'ADD': {
       if (config.prevResult === undefined) {
         throw configError(
-          '"prevResult" is required: announcer is a chained plugin and must follow a main plugin such as bridge or macvlan',
+          '"prevResult" is required: announcer is a chained plugin ' +
+            'and must follow a main plugin such as bridge or macvlan',
         );
       }
       const req: AddRequest = { ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) };

@@ -8,9 +8,8 @@
 import { describeValue, fieldProblem } from './field-path';
 import { OPTIONS, type LogLevel, type NodeOptionKey, type OptionValue } from './option-schema';
 import { check, type AnySchema } from './zod-checks';
+import { NODE_SETTINGS_FILE } from '../state-files';
 
-/** The node settings file's name in stateDir. */
-export const NODE_SETTINGS_FILE = 'announcer.conf';
 /** The largest node settings file read. */
 export const NODE_SETTINGS_MAX_BYTES = 4096;
 

@@ -58,7 +58,8 @@ export function readAnnounceAnnotation(doc: Record<string, unknown>): Annotation
   const isMap = annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations);
   if (!declared) {
     if (!isMap || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
-    const reason = `the config does not declare the capability: "capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const reason = `the config does not declare the capability: ${declaration}`;
     return { kind: 'undeclared', text: (annotations as Record<string, unknown>)[ANNOUNCE_ANNOTATION], reason };
   }
   if (!isMap)

@@ -36,7 +36,8 @@ export async function check(deps: CommandDeps, req: CheckRequest): Promise<void>
       if (iface.targetMac && !link.mac?.equals(iface.targetMac)) {
         throw new CniError(
           ErrorCode.MacMismatch,
-          `pod interface "${iface.name}" has MAC ${link.mac ? formatMac(link.mac) : 'none'}, expected the IP-derived ${formatMac(iface.targetMac)}`,
+          `pod interface "${iface.name}" has MAC ${link.mac ? formatMac(link.mac) : 'none'}, ` +
+            `expected the IP-derived ${formatMac(iface.targetMac)}`,
         );
       }
     }

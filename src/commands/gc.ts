@@ -2,12 +2,18 @@ import { basename, join } from '../path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
 import {
   attachmentName,
+  attachmentOfRecord,
+  lockBesideRecord,
+  recordBesideLock,
+  stateEntryKind,
+  tempWriterPid,
+} from '../state-files';
+import {
   readRecordFile,
   readRecordToActOn,
   removeRecordQuietly,
   stateDirProblem,
   stateEntries,
-  stateEntryKind,
 } from '../announce/state';
 import { cancelBackground } from './del';
 import type { GcRequest } from '../cni/requests';
@@ -49,8 +55,6 @@ export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
   }
 }
 
-const stem = (path: string, ext: string): string => basename(path).slice(0, -ext.length);
-
 async function collect(
   deps: CommandDeps,
   network: string,
@@ -60,8 +64,9 @@ async function collect(
 ): Promise<void> {
   const glance = readRecordFile(file);
   if (glance.kind === 'none') return;
-  if (glance.kind === 'ok' && (glance.record.network !== network || live.has(stem(file, '.json')))) return;
-  const lockFile = `${file.slice(0, -'.json'.length)}.lock`;
+  if (glance.kind === 'ok' && (glance.record.network !== network || live.has(attachmentOfRecord(basename(file)))))
+    return;
+  const lockFile = lockBesideRecord(file);
   const lock = await deps.lockFile(lockFile, 0).catch((err: unknown) => {
     log.warn('cannot lock attachment: left for the next GC', { file, error: err });
     return undefined;
@@ -72,7 +77,7 @@ async function collect(
   }
   try {
     const record = readRecordToActOn(file, log);
-    if (!record || record.network !== network || live.has(stem(file, '.json'))) return;
+    if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
     const removed = removeRecordQuietly(file, log); // first: see DEL
     const background = record.job ? cancelBackground(deps, file) : 'none';
     log.info('collected stale attachment', {
@@ -92,7 +97,7 @@ async function collect(
  * hold it during an upgrade).
  */
 function dropOldLockFile(path: string, log: Logger): void {
-  const record = `${path.slice(0, -'.lock'.length)}.json`;
+  const record = recordBesideLock(path);
   if (readRecordFile(record).kind !== 'none') return;
   try {
     unlinkIfPresent(path);
@@ -104,8 +109,8 @@ function dropOldLockFile(path: string, log: Logger): void {
 
 /** A temporary file (`.<name>.<pid>.<hex>.tmp`) whose writer no longer runs was left by a crash: remove it. */
 function dropStaleTemp(path: string, log: Logger): void {
-  const pid = Number(/\.(\d+)\.[0-9a-f]+\.tmp$/.exec(path)?.[1]);
-  if (processStartTime(pid) !== undefined) return;
+  const pid = tempWriterPid(basename(path));
+  if (pid !== undefined && processStartTime(pid) !== undefined) return;
   try {
     unlinkIfPresent(path);
     log.info('removed a temporary file left by a crashed writer', { path });

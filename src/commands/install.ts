@@ -78,8 +78,11 @@ export interface InstallDeps {
   installFile(source: string, dir: string, name: string, mode: number): InstallOutcome;
   /** Removes temporary files for `name` in `dir` older than `maxAgeMs`; returns their names. */
   removeStaleTemps(dir: string, name: string, maxAgeMs: number, nowMs: number): string[];
-  /** Writes the node settings file `text` into `stateDir` (created root-only if missing); returns its path. */
-  writeNodeSettings(stateDir: string, text: string): string;
+  /**
+   * Writes the node settings file `text` into `stateDir` (created root-only if missing), unless it already holds
+   * exactly that; returns its path and whether it was written.
+   */
+  writeNodeSettings(stateDir: string, text: string): { path: string; changed: boolean };
   /** Why the metrics file can never be written (its directory missing…); undefined when it may be. */
   metricsFileProblem(file: string): string | undefined;
   /** Milliseconds since the epoch (file times are on that clock). */
@@ -139,7 +142,8 @@ export function install(deps: InstallDeps, argv: readonly string[]): number {
  * at its start (its view of the file system may differ: a DaemonSet's init container mounts less).
  */
 function writeSettings(deps: InstallDeps, stateDir: string, settings: GivenSettings): void {
-  deps.out(`wrote ${deps.writeNodeSettings(stateDir, formatNodeSettings(settings))}`);
+  const written = deps.writeNodeSettings(stateDir, formatNodeSettings(settings));
+  deps.out(written.changed ? `wrote ${written.path}` : `unchanged ${written.path} (already identical)`);
   const problem = settings.metricsFile === undefined ? undefined : deps.metricsFileProblem(settings.metricsFile);
   if (problem !== undefined)
     deps.err(

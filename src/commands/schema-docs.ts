@@ -10,7 +10,8 @@ export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   ipv4: 'Send a gratuitous ARP for each IPv4 address.',
   ipv6: 'Send an unsolicited NA for each IPv6 address.',
   arpOp:
-    'request: RFC 5227 announcement (op 1); reply: op 2 with target MAC = sender MAC; both: one of each per address and round.',
+    'request: RFC 5227 announcement (op 1); reply: op 2 with target MAC = sender MAC; ' +
+    'both: one of each per address and round.',
   mac: "ip-derived: set the pod interface's MAC from its first address before announcing.",
   macPrefix: 'The first two bytes of derived MACs; the multicast bit (0x01) must be clear.',
   count: 'Rounds; 0 sends nothing. One round is one GARP per IPv4 address and ARP op, one NA per IPv6 address.',

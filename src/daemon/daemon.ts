@@ -9,8 +9,9 @@
 // does one a shim started when the DaemonSet's (`--resident`) asks it to.
 import type { JobHost } from '../announce/job-host';
 import { join } from '../path';
-import { START_MARKER, stateDirOf } from '../shim/wire';
+import { stateDirOf } from '../shim/wire';
 import { unlinkIfPresent } from '../sys/safe-file';
+import { LEGACY_BUDGET_FILES, START_MARKER } from '../state-files';
 import type { CniCommand } from './admission';
 import { BackgroundCloser } from './background-closer';
 import type { Caller } from './caller-host';
@@ -23,7 +24,6 @@ import { HandingOver } from './handing-over';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs } from './jobs';
 import { LazyMetrics } from './lazy-metrics';
-import { LEGACY_BUDGET_FILES } from './paths';
 import { LoopWaits } from './loop-waits';
 import { turn } from './loop-turn';
 import { MemoryLocks } from './memory-locks';

@@ -8,9 +8,7 @@ import { join } from '../path';
 import type { BackgroundJob } from '../announce/background-job';
 import { checkJob } from '../announce/record-schema';
 import { replaceFile, unlinkIfPresent } from '../sys/safe-file';
-
-/** The file's name in stateDir (neither .json nor .lock: not a record, not a lock). */
-export const HANDOVER_FILE = 'announcer-handover';
+import { HANDOVER_FILE } from '../state-files';
 
 /** A burst handed over: its job as the record holds it, and the index of its next round. */
 export interface HandedOver {

@@ -1,22 +1,12 @@
-// Where the announcer's files live in stateDir. None ends in .json or .lock,
-// so records and attachment locks never mix with them.
+// The announcer's socket address and lifetime lock in stateDir (their names: src/state-files.ts).
 import { closeSync, openSync } from 'node:fs';
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
 import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
-import { ANNOUNCER_SOCKET } from '../shim/wire';
+import { ANNOUNCER_SOCKET, DAEMON_LOCK } from '../state-files';
 
 /** The verb that runs the background announcer. */
 export const DAEMON_VERB = 'daemon';
-
-/** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
-export const DAEMON_LOCK = 'announcer-daemon.flock';
-
-/**
- * The node-wide frame budget's files of older versions (a bucket and its lock): the budget now lives in the
- * announcer's memory, and an announcer removes them when it starts.
- */
-export const LEGACY_BUDGET_FILES = ['rate-limit.bucket', 'rate-limit.bucket.flock'] as const;
 
 const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 

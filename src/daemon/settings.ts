@@ -2,8 +2,8 @@
 // announcer.conf over the defaults (src/cni/node-settings.ts). Read once, at start: no
 // request, record or conflist changes them afterwards.
 import { join } from '../path';
+import { NODE_SETTINGS_FILE } from '../state-files';
 import {
-  NODE_SETTINGS_FILE,
   NODE_SETTINGS_MAX_BYTES,
   parseNodeSettings,
   resolveNodeSettings,

@@ -28,8 +28,8 @@ export interface TakeOverDeps {
   tryLock: TryLock;
   timers: Pick<Timers, 'now'>;
   /**
-   * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be named
-   * (src/sys/lock-holder.ts).
+   * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be
+   * named (src/sys/lock-holder.ts).
    */
   waitForHolder(lockFd: number, ms: number, fallbackMs: number): HolderWait;
   sockets: Pick<UnixSockets, 'connect' | 'close'>;

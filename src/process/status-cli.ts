@@ -105,7 +105,8 @@ function counterLines(c: Counters): string[] {
   return [
     `frames sent: garp-request=${c.frames.garpRequest} garp-reply=${c.frames.garpReply} na=${c.frames.na}`,
     `rounds: sent=${c.rounds.sent} skipped-not-ready=${c.rounds.skippedNotReady} skipped-late=${c.rounds.skippedLate}`,
-    `deferred waits: started=${c.deferred.started} ready=${c.deferred.ready} timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
+    `deferred waits: started=${c.deferred.started} ready=${c.deferred.ready} ` +
+      `timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
     `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
     `address conflicts: ${c.conflicts}`,
     `errors: ${c.errors}`,

@@ -3,7 +3,7 @@
 // path; without FFI (SO_PEERCRED of the shim's own socket would need it).
 import { readFile, stat } from 'node:fs/promises';
 import { join } from '../path';
-import { DAEMON_LOCK } from '../daemon/paths';
+import { DAEMON_LOCK } from '../state-files';
 
 /** The pid holding a FLOCK on the file of device `dev` (st_dev) and inode `ino`, in /proc/locks's `text`. */
 export function flockHolder(text: string, dev: number, ino: number): number | undefined {

@@ -11,7 +11,7 @@
 // recovery. Read only on the failure path, without FFI.
 import { readFile, stat } from 'node:fs/promises';
 import { join } from '../path';
-import { DAEMON_LOCK } from '../daemon/paths';
+import { DAEMON_LOCK } from '../state-files';
 import { flockHolder } from './lock-holder';
 
 /** An announcer whose progress stamp is older than this has made no progress: it may be replaced. */

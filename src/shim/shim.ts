@@ -5,16 +5,8 @@
 // unavailable.ts, per command.
 import type { Outcome, ShimClock } from './exchange';
 import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
-import {
-  ANNOUNCER_SOCKET,
-  cniEnv,
-  MAX_FORWARDED_STDIN,
-  parseObject,
-  START_MS,
-  stateDirOf,
-  waitMsOf,
-  type RequestBody,
-} from './wire';
+import { ANNOUNCER_SOCKET } from '../state-files';
+import { cniEnv, MAX_FORWARDED_STDIN, parseObject, START_MS, stateDirOf, waitMsOf, type RequestBody } from './wire';
 
 /** connect(2)'s errnos that say stateDir's path itself is unusable. */
 const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
@@ -55,8 +47,9 @@ export function wantsStart(outcome: Outcome): boolean {
 }
 
 /**
- * Starts the announcer, then exchanges every RETRY_MS until it answers or START_MS has passed; a string: why it could
- * not start.
+ * Starts the announcer, then exchanges every RETRY_MS until it answers or the longer of START_MS and `waitMs` has
+ * passed (a slow start, as under qemu-user, must not fail a call its own deadline would let wait); a string: why it
+ * could not start.
  */
 export async function startAndRetry(
   deps: ShimDeps,
@@ -70,7 +63,7 @@ export async function startAndRetry(
     if (err instanceof StateDirError) return err;
     return `it could not be started: ${err instanceof Error ? err.message : String(err)}`;
   }
-  const deadline = deps.clock.now() + START_MS;
+  const deadline = deps.clock.now() + Math.max(START_MS, waitMs);
   for (;;) {
     const outcome = await deps.exchange(stateDir, body, waitMs);
     if (!wantsStart(outcome) || deps.clock.now() >= deadline) return outcome;

@@ -3,7 +3,7 @@
 // until the connect has settled.
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
-import { ANNOUNCER_SOCKET } from './wire';
+import { ANNOUNCER_SOCKET } from '../state-files';
 
 /** The longest path sockaddr_un takes (108 bytes with the NUL). */
 const SUN_PATH_MAX = 107;

@@ -5,7 +5,8 @@
 // looks once more whether an announcer listens before it spawns one.
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
-import { START_MARKER, START_MS } from './wire';
+import { START_MARKER } from '../state-files';
+import { START_MS } from './wire';
 
 /** What starting needs: the files, the wall clock, the spawner and what to spawn. */
 export interface StartDeps {

@@ -15,10 +15,6 @@ export const MAX_FORWARDED_STDIN = 1024 * 1024;
 /** The largest request line the announcer reads (JSON escaping may grow stdin up to sixfold). */
 export const MAX_REQUEST_LINE = 6 * MAX_FORWARDED_STDIN + 64 * 1024;
 
-/** The announcer's socket in stateDir (mode 0600). */
-export const ANNOUNCER_SOCKET = 'announcer.sock';
-/** Created O_EXCL by the shim that starts the announcer; the announcer removes it once it listens. */
-export const START_MARKER = 'announcer-start.marker';
 /** How long a shim waits for the announcer it starts to listen; a start marker older than this is stale. */
 export const START_MS = 2000;
 

@@ -16,7 +16,8 @@ export function bindTcpSockets(lib: LibcLibrary, { check, unlessPending, closing
   const one = Buffer.from(Int32Array.of(1).buffer);
   return {
     listenTcp(address, backlog) {
-      const where = `${address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.')}:${address.port}`;
+      const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
+      const where = `${host}:${address.port}`;
       const fd = closing(
         check(
           'socket(AF_INET)',

@@ -45,13 +45,15 @@ export function checkPrivateDir(path: string, uid: number = process.geteuid?.() 
     const parent = statSync(dir);
     if (parent.uid !== 0 && parent.uid !== uid) {
       throw new UnsafeDirError(
-        `${path}: its parent ${dir} is owned by uid ${parent.uid}, who could replace it: use a directory under a parent owned by ${owner}`,
+        `${path}: its parent ${dir} is owned by uid ${parent.uid}, who could replace it: ` +
+          `use a directory under a parent owned by ${owner}`,
       );
     }
     const othersWrite = (parent.mode & 0o002) !== 0 || ((parent.mode & 0o020) !== 0 && parent.gid !== 0);
     if (othersWrite && (parent.mode & S_ISVTX) === 0) {
       throw new UnsafeDirError(
-        `${path}: its parent ${dir} is writable by others without the sticky bit (mode ${modeText(parent)}): chmod go-w ${dir}`,
+        `${path}: its parent ${dir} is writable by others without the sticky bit ` +
+          `(mode ${modeText(parent)}): chmod go-w ${dir}`,
       );
     }
     if (dir === '/') break;

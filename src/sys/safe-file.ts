@@ -5,6 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { join } from '../path';
+import { tempName } from '../state-files';
 
 const { O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = ABI;
 
@@ -37,7 +38,7 @@ export function unlinkIfPresent(path: string): void {
 
 /** The temporary name next to `name` in `dir`: hidden, unique per process and call, ending `.tmp`. */
 export function tempNameFor(name: string): string {
-  return `.${name}.${process.pid}.${randomHex(4)}.tmp`;
+  return tempName(name, process.pid, randomHex(4));
 }
 
 /**

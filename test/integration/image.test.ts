@@ -166,21 +166,35 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     expect((await stat(join(dir, 'THIRD_PARTY_NOTICES'))).mode & 0o7777).toBe(0o644);
     const inode = (await stat(join(dir, 'announcer'))).ino;
 
-    // Again, with the init container's command, security context and limits: nothing to do.
+    // Again, with the init container's command, security context, limits and stateDir: nothing to do but write the
+    // node settings file, once.
     const { install } = await daemonSetContainers();
-    const again = await podman.run([
-      'run',
-      '--rm',
-      ...runFlags(install),
-      '-v',
-      `${dir}:${DEST}`,
-      IMAGE,
-      ...install.command.slice(1),
-    ]);
-    expect([again.code, again.stderr]).toEqual([0, '']);
-    expect(again.stdout.split('\n').filter(Boolean)).toEqual([
+    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
+    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
+    const asInit = () =>
+      podman.run([
+        'run',
+        '--rm',
+        ...runFlags(install),
+        '-v',
+        `${dir}:${DEST}`,
+        '-v',
+        `${state}:/run/cni-announcer`,
+        IMAGE,
+        ...install.command.slice(1),
+      ]);
+    const unchanged = [
       `unchanged ${DEST}/announcer (already identical)`,
       `unchanged ${DEST}/THIRD_PARTY_NOTICES (already identical)`,
+    ];
+    const again = await asInit();
+    expect([again.code, again.stderr]).toEqual([0, '']);
+    expect(again.stdout.split('\n').filter(Boolean)).toEqual([...unchanged, 'wrote /run/cni-announcer/announcer.conf']);
+    const third = await asInit();
+    expect([third.code, third.stderr]).toEqual([0, '']);
+    expect(third.stdout.split('\n').filter(Boolean)).toEqual([
+      ...unchanged,
+      'unchanged /run/cni-announcer/announcer.conf (already identical)',
     ]);
     expect((await stat(join(dir, 'announcer'))).ino).toBe(inode);
     expect((await readdir(dir)).sort()).toEqual(['THIRD_PARTY_NOTICES', 'announcer']);

@@ -10,6 +10,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  moveNodeOptions,
   OLD_MAC,
   ANNOUNCER,
   allocSubnet,
@@ -89,17 +90,19 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     const network: Network = { name, bridge, net };
     if (announcer !== false) {
       network.stateDir = join(podman.dir, `${name}-state`);
-      plugins.push({
-        type: 'announcer',
-        count: 2,
-        intervalMs: 60_000,
-        // The background announcer goes once it has nothing left for this long (default 30 s).
-        idleExitMs: 1000,
-        stateDir: network.stateDir,
-        logFile: join(podman.dir, `${name}.log`),
-        logLevel: 'debug',
-        ...announcer,
-      });
+      plugins.push(
+        moveNodeOptions({
+          type: 'announcer',
+          count: 2,
+          intervalMs: 60_000,
+          // The background announcer goes once it has nothing left for this long (default 30 s).
+          idleExitMs: 1000,
+          stateDir: network.stateDir,
+          logFile: join(podman.dir, `${name}.log`),
+          logLevel: 'debug',
+          ...announcer,
+        }),
+      );
     }
     await podman.addNetwork({ cniVersion: '1.0.0', name, plugins });
     return network;

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from '../../src/daemon/control';
 import type { Reply, Request } from '../../src/daemon/protocol';
-import { ANNOUNCER_SOCKET } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { keptLog, makeStateDir, type StateDir } from './daemon-fakes';
 import { FakeSockets } from './fake-sockets';
 import { ManualTimers } from './manual-timers';

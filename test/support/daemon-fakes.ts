@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
 import type { FrameBudget } from '../../src/announce/frame-budget';
 import type { SocketOpener } from '../../src/announce/session';
-import { attachmentName, writeRecord } from '../../src/announce/state';
+import { writeRecord } from '../../src/announce/state';
+import { recordName } from '../../src/state-files';
 import type { RateLimit } from '../../src/announce/token-bucket';
 import { createLogger, type Logger } from '../../src/log';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
@@ -73,7 +74,7 @@ export function writeJob(state: StateDir, job: BackgroundJob): string {
     originalMacs: [],
     job,
   });
-  return `${attachmentName(job.containerId, job.ifname)}.json`;
+  return recordName(job.containerId, job.ifname);
 }
 
 export function link(fields: Partial<LinkInfo> = {}): LinkInfo {

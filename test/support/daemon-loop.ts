@@ -8,7 +8,7 @@ import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
 import type { Counters } from '../../src/daemon/counters';
 import { runDaemon } from '../../src/daemon/daemon';
 import type { CommandHost, DaemonDeps } from '../../src/daemon/daemon-deps';
-import { ANNOUNCER_SOCKET } from '../../src/shim/wire';
+import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
 import { fakeLibc, ScriptedPoll } from './fake-libc';
 import { FakeSockets } from './fake-sockets';

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnnouncerFiles } from './announcer-files';
 import { stateFiles, stopDaemonAtClose } from './announcer-files';
-import { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/shim/wire';
+import { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/state-files';
 import { stopDaemonsOf } from './daemon-stop';
 import { ANNOUNCER, assertCniOk, cniExec, pluginExec, type CniCall, type CniOutput } from './cni';
 import { ownAnnouncerProcesses } from './processes';

@@ -123,6 +123,9 @@ export function moveNodeOptions(
     if (key in conf) settings[key] = conf[key];
     delete conf[key];
   }
+  // The announcer's own lines (start, hand-over, stop) go to the test's log file too, as they did before they became
+  // a node setting: tests read both from one file.
+  if (typeof conf.logFile === 'string' && settings.logFile === undefined) settings.logFile = conf.logFile;
   const kind = (path: string): 'none' | 'plain' | 'other' => {
     try {
       const st = lstatSync(path);

@@ -4,7 +4,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { START_MARKER } from '../../../src/shim/wire';
+import { START_MARKER } from '../../../src/state-files';
 import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
 
 /** How long a SIGTERMed announcer may take to finish its turn and exit before it is SIGKILLed. */

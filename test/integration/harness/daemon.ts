@@ -12,7 +12,7 @@ import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
 /** The socket of a running announcer. */
-export { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/shim/wire';
+export { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/state-files';
 
 /**
  * The entries of stateDir other than DAEMON_STATE_FILES (the announcer's

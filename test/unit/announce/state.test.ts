@@ -13,18 +13,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it, expect } from 'vitest';
 import {
-  attachmentName,
   listRecords,
   readRecordFile,
   recordPath,
   removeRecordQuietly,
   stateDirProblem,
   stateEntries,
-  stateEntryKind,
   writeRecord,
   type AttachmentRecord,
 } from '../../../src/announce/state';
 import { createLogger, silentLogger } from '../../../src/log';
+import { attachmentName, stateEntryKind } from '../../../src/state-files';
 import { UnsafeDirError } from '../../../src/sys/private-dir';
 
 const RECORD: AttachmentRecord = {

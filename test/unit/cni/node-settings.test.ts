@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   formatNodeSettings,
-  NODE_SETTINGS_FILE,
   nodeSettingsFromFlags,
   parseNodeSettings,
   resolveNodeSettings,
   whereToSet,
 } from '../../../src/cni/node-settings';
+import { NODE_SETTINGS_FILE } from '../../../src/state-files';
 import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
 import { loadNodeSettings } from '../../../src/daemon/settings';
 import { readSmallFile } from '../../../src/sys/safe-file';

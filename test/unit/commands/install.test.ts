@@ -77,7 +77,9 @@ function fakeDeps(
       sweeps.push(args);
       return opts.stale?.[args[1]] ?? [];
     },
-    writeNodeSettings: (stateDir, text) => (settings.push({ stateDir, text }), `${stateDir}/announcer.conf`),
+    writeNodeSettings: (stateDir, text) => (
+      settings.push({ stateDir, text }), { path: `${stateDir}/announcer.conf`, changed: true }
+    ),
     metricsFileProblem: (file) => (file.startsWith('/nonexistent/') ? '/nonexistent does not exist' : undefined),
     now: () => 1_000_000_000,
     out: (l) => out.push(l),

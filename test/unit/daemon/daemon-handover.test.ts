@@ -5,8 +5,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HANDOVER_FILE, writeHandover } from '../../../src/daemon/handover';
-import { ANNOUNCER_SOCKET } from '../../../src/shim/wire';
+import { writeHandover } from '../../../src/daemon/handover';
+import { ANNOUNCER_SOCKET, HANDOVER_FILE } from '../../../src/state-files';
 import type { SysError } from '../../../src/sys/sys-error';
 import { link, POD_EVENTS_FD, writeJob } from '../../support/daemon-fakes';
 import { DaemonLoop } from '../../support/daemon-loop';

@@ -5,10 +5,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HANDOVER_FILE } from '../../../src/daemon/handover';
 import { RESIDENT_REFUSAL } from '../../../src/daemon/protocol';
 import { withDaemonLock, type TakeOverDeps } from '../../../src/daemon/take-over';
-import { ANNOUNCER_SOCKET } from '../../../src/shim/wire';
+import { ANNOUNCER_SOCKET, HANDOVER_FILE } from '../../../src/state-files';
 import { SysError } from '../../../src/sys/sys-error';
 import { keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
 import { answerOf, DaemonLoop } from '../../support/daemon-loop';

@@ -4,7 +4,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HANDOVER_FILE, takeHandover, writeHandover } from '../../../src/daemon/handover';
+import { takeHandover, writeHandover } from '../../../src/daemon/handover';
+import { HANDOVER_FILE } from '../../../src/state-files';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
 
 let state: StateDir;

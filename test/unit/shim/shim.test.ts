@@ -103,7 +103,7 @@ describe('runShim', { timeout: 5000 }, () => {
     }
   });
 
-  it('retries every RETRY_MS while the started announcer is not up yet, and gives up at START_MS: code 11', async () => {
+  it('retries every RETRY_MS while the started announcer is not up yet, and gives up after its own wait (ADD: 5 s, more than START_MS): code 11', async () => {
     const h = harness([{ unreachable: 'ECONNREFUSED' }]);
     const result = h.result();
     for (let i = 0; i < 3; i++) {
@@ -112,10 +112,16 @@ describe('runShim', { timeout: 5000 }, () => {
       h.clock.timers.pop()!.fire();
     }
     h.clock.set(1000 + START_MS);
+    await until(() => h.clock.timers.length === 1);
+    expect(h.printed).toEqual([]); // START_MS passed, but ADD's own wait (addWaitMs + 3 s) has not
+    h.clock.timers.pop()!.fire();
+    await until(() => h.clock.timers.length === 1);
+    h.clock.set(1000 + 5000);
+    h.clock.timers.pop()!.fire();
     expect(await result).toEqual({ exit: 1 });
     expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 11, msg: expect.stringContaining('ECONNREFUSED') });
     expect(h.starts).toHaveLength(1);
-    expect(h.sent).toHaveLength(5);
+    expect(h.sent).toHaveLength(7);
   });
 
   it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {

@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exchange } from '../../../src/shim/exchange';
 import { runShim } from '../../../src/shim/shim';
 import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
-import { encodeReply, START_MARKER, START_MS } from '../../../src/shim/wire';
+import { START_MARKER } from '../../../src/state-files';
+import { encodeReply, START_MS } from '../../../src/shim/wire';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { fakeAnnouncer, fakeClock, type FakeAnnouncer } from './fakes';
 

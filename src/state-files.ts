@@ -1,0 +1,102 @@
+// Pure: the name of every file in stateDir, defined here and nowhere else. Loaded on the shim's
+// fast path: no schema library, no FFI, no file system.
+//
+//   name                            kind                       written by                removed by
+//   announcer.sock                  the announcer's socket     the announcer             the announcer
+//   announcer-start.marker          a start in progress        the shim that starts one  the announcer, listening;
+//                                                                                        the shim, failing
+//   announcer-daemon.flock          the announcer's lifetime   the announcer             never (it is reused)
+//   announcer-handover              bursts in progress         an upgraded announcer     the next announcer
+//   announcer.conf                  node settings              announcer install         the operator
+//   <containerId>@<ifname>.json,    an attachment's record     the announcer             DEL, GC
+//     or sha256-<hex>.json
+//   .<name>.<pid>.<hex>.tmp         a file being replaced      replaceFile               its writer; GC
+//   <attachment>.lock               an older version's lock    older versions            GC
+//   rate-limit.bucket(.flock)       an older version's budget  older versions            the announcer, starting
+//
+// Records, legacy locks and temporary files are told apart by name alone (stateEntryKind); none of
+// the announcer's own files ends in .json or .lock, or starts with '.'.
+
+/** The announcer's unix socket (mode 0600). */
+export const ANNOUNCER_SOCKET = 'announcer.sock';
+/** Created O_EXCL by the shim that starts the announcer; the announcer removes it once it listens. */
+export const START_MARKER = 'announcer-start.marker';
+/** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
+export const DAEMON_LOCK = 'announcer-daemon.flock';
+/** What an upgraded announcer hands to the next one: how far each burst got. */
+export const HANDOVER_FILE = 'announcer-handover';
+/** The node settings file (JSON, root's, 0600), written by `announcer install --state-dir`. */
+export const NODE_SETTINGS_FILE = 'announcer.conf';
+/** The node-wide frame budget's files of older versions (a bucket and its lock), removed by an announcer's start. */
+export const LEGACY_BUDGET_FILES = ['rate-limit.bucket', 'rate-limit.bucket.flock'] as const;
+
+/** The suffix of an attachment's record. */
+const RECORD_SUFFIX = '.json';
+/** The suffix of an attachment's lock file (older versions'; now the key of its in-memory lock). */
+const LOCK_SUFFIX = '.lock';
+/** Longest `<containerId>@<ifname>` kept readable as a file name; longer ones are hashed. */
+const MAX_READABLE_NAME = 128;
+const READABLE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*@[^/\0]+$/;
+/** A temporary file's name: `.<name>.<pid>.<hex>.tmp`, with the writer's pid in group 1. */
+const TEMP_NAME = /^\..+\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+/**
+ * The file stem of an attachment: `<containerId>@<ifname>` when that is short
+ * and plain, else `sha256-<hex of sha256("<containerId>@<ifname>")>`, so that
+ * any container ID the spec allows fits in a file name (NAME_MAX 255). The two
+ * forms never collide: only the first holds '@'. The full ID stays inside the record.
+ */
+export function attachmentName(containerId: string, ifname: string): string {
+  const name = `${containerId}@${ifname}`;
+  if (Buffer.byteLength(name) <= MAX_READABLE_NAME && READABLE_NAME.test(name)) return name;
+  // Loaded only for long IDs: node:crypto costs Node ~10 ms of start-up.
+  const { createHash } = process.getBuiltinModule('node:crypto');
+  return `sha256-${createHash('sha256').update(name).digest('hex')}`;
+}
+
+/** The record file name of an attachment: `<attachmentName>.json`. */
+export function recordName(containerId: string, ifname: string): string {
+  return `${attachmentName(containerId, ifname)}${RECORD_SUFFIX}`;
+}
+
+/** The lock file name of an attachment: `<attachmentName>.lock`. */
+export function lockName(containerId: string, ifname: string): string {
+  return `${attachmentName(containerId, ifname)}${LOCK_SUFFIX}`;
+}
+
+/** The attachment name a record file name stands for (`x.json` → `x`). */
+export function attachmentOfRecord(record: string): string {
+  return record.slice(0, -RECORD_SUFFIX.length);
+}
+
+/** The record file name beside a lock file name (`x.lock` → `x.json`). */
+export function recordBesideLock(lock: string): string {
+  return `${lock.slice(0, -LOCK_SUFFIX.length)}${RECORD_SUFFIX}`;
+}
+
+/** The lock file name beside a record file name (`x.json` → `x.lock`). */
+export function lockBesideRecord(record: string): string {
+  return `${record.slice(0, -RECORD_SUFFIX.length)}${LOCK_SUFFIX}`;
+}
+
+/** The temporary name of `name` while `pid` replaces it: hidden, unique per `hex`, ending `.tmp`. */
+export function tempName(name: string, pid: number, hex: string): string {
+  return `.${name}.${pid}.${hex}.tmp`;
+}
+
+/** The pid of the process that wrote a temporary file, from its name; undefined for any other name. */
+export function tempWriterPid(entry: string): number | undefined {
+  const pid = TEMP_NAME.exec(entry)?.[1];
+  return pid === undefined ? undefined : Number(pid);
+}
+
+/** What an entry of stateDir is, by its name. */
+export type StateEntryKind = 'record' | 'lock' | 'temp' | 'other';
+
+/** Classifies a stateDir entry name: `*.json` records, `*.lock` locks, `.*.tmp` temporary files. */
+export function stateEntryKind(name: string): StateEntryKind {
+  if (name.startsWith('.')) return name.endsWith('.tmp') ? 'temp' : 'other';
+  if (name.endsWith(RECORD_SUFFIX)) return 'record';
+  if (name.endsWith(LOCK_SUFFIX)) return 'lock';
+  return 'other';
+}
