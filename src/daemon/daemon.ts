@@ -32,13 +32,12 @@ import { NodeOptionNotes } from './node-option-notes';
 import type { Reply, Request } from './protocol';
 import { answerControl } from './control-requests';
 import type { NodeSettings } from '../cni/node-settings';
+import { stamper } from './stamper';
 import { tableHost } from './table-host';
 import { withDaemonLock, type TakeOver } from './take-over';
 
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
-/** The loop stamps its progress on its lock file at most this often (its turns are at most CHECK_MS apart). */
-export const STAMP_MS = 1000;
 
 /**
  * Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns
@@ -59,8 +58,8 @@ class Daemon {
   private stopping = false;
   /** Until when (monotonic ms) the loop backs off after a turn that threw. */
   private pausedUntil = -Infinity;
-  /** When (monotonic ms) the loop last stamped its progress. */
-  private stampedAt = -Infinity;
+  /** Stamps the loop's progress on its lock file (stamper.ts). */
+  private readonly stamp: () => void;
   private readonly handingOver: HandingOver;
   private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
@@ -68,7 +67,7 @@ class Daemon {
 
   constructor(
     private readonly deps: DaemonDeps,
-    private readonly lockFd: number,
+    lockFd: number,
   ) {
     this.settings = deps.settings;
     const metricsDeps = {
@@ -98,6 +97,11 @@ class Daemon {
       cni: (c, caller) => this.takeCommand(c, caller),
     };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
+    const stampProgress = (): void => deps.stampProgress(lockFd);
+    this.stamp = stamper(
+      () => deps.timers.now(),
+      () => this.guard('cannot stamp progress', stampProgress, undefined),
+    );
     this.handingOver = new HandingOver({
       ...deps,
       resident: deps.resident === true,
@@ -168,14 +172,6 @@ class Daemon {
       // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
       if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
     }
-  }
-
-  /** Stamps the loop's progress on its lock file, at most once per STAMP_MS: a loop that turns is not hung. */
-  private stamp(): void {
-    const now = this.deps.timers.now();
-    if (now - this.stampedAt < STAMP_MS) return;
-    this.stampedAt = now;
-    this.guard('cannot stamp progress', () => this.deps.stampProgress(this.lockFd), undefined);
   }
 
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */

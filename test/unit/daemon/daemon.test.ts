@@ -5,7 +5,7 @@
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { STAMP_MS } from '../../../src/daemon/daemon';
+import { STAMP_MS } from '../../../src/daemon/stamper';
 import { ANNOUNCER_SOCKET } from '../../../src/state-files';
 import { writeJob } from '../../support/daemon-fakes';
 import { answerOf, BUILD, countersOf, DaemonLoop } from '../../support/daemon-loop';
