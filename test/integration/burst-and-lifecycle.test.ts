@@ -105,7 +105,7 @@ function containerId(tag: string): string {
 /**
  * The announcer on a pod's eth0 in network NETWORK, with its own fresh files, a debug log and this file's idleExitMs.
  */
-async function attachmentOf(
+async function freshAttachment(
   id: string,
   netns: string,
   prevResult: unknown,
@@ -151,7 +151,7 @@ function offsetsMs(frames: readonly Frame[]): number[] {
 async function quietAttachment(s: Scope, name: string, cniVersion: string) {
   const net = allocSubnet();
   const pod = await quietStandIn(s, net);
-  const att = await attachmentOf(containerId(name), pod.netns.path, standInResult(pod, [net.v4Cidr(5)]), cniVersion);
+  const att = await freshAttachment(containerId(name), pod.netns.path, standInResult(pod, [net.v4Cidr(5)]), cniVersion);
   const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
   return { net, pod, att, capture };
 }
@@ -203,7 +203,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       v6: [net.v6Cidr(5)],
       sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 },
     });
-    const att = await attachmentOf(
+    const att = await freshAttachment(
       containerId('burst'),
       pod.netns.path,
       standInResult(pod, [net.v4Cidr(5), net.v6Cidr(5)]),
@@ -255,7 +255,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       result,
       containerId: id,
     } = await createBridgePod(s, { prefix: PREFIX, ip6: true, containerId: containerId('backoff'), name: NETWORK });
-    const att = await attachmentOf(id, netns.path, result);
+    const att = await freshAttachment(id, netns.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: 'arp or icmp6' });
 
     const out = await announcerAdd(s, att, { count: 3, intervalMs: 200, backoff: 2 });
@@ -402,7 +402,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       result,
       containerId: id,
     } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('netns'), name: NETWORK });
-    const att = await attachmentOf(id, podNs.path, result);
+    const att = await freshAttachment(id, podNs.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: `arp and ether src ${mac}` });
 
     const out = await announcerAdd(s, att, { count: 10, intervalMs: 300 });
@@ -448,7 +448,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     await runOk('ip', ['-n', podNs.name, 'link', 'set', 'eth0', 'down']);
     await plantStale(bridge, ip, OLD_MAC);
     expect(await neighEntry(bridge, ip)).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-    const att = await attachmentOf(id, podNs.path, result);
+    const att = await freshAttachment(id, podNs.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: `ether src ${mac}` });
 
     const out = await announcerAdd(s, att, { count: 2, intervalMs: 300, addWaitMs: 200 });
@@ -498,7 +498,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const net = allocSubnet();
     const pod = await quietStandIn(s, net, false);
     expect((await linkShow('eth0', pod.netns.name))?.up).toBe(false);
-    const att = await attachmentOf(containerId('timeout'), pod.netns.path, standInResult(pod, [net.v4Cidr(5)]));
+    const att = await freshAttachment(containerId('timeout'), pod.netns.path, standInResult(pod, [net.v4Cidr(5)]));
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
 
     const out = await announcerAdd(s, att, { addWaitMs: 100, readyTimeoutMs: 800 });

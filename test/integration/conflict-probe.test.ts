@@ -30,10 +30,12 @@ import {
   waitFor,
   type AnnouncerAttachment,
   type AnnouncerFiles,
-  type BridgePod,
   type Frame,
   type Scope,
   type Subnet,
+  attachmentOf,
+  type AttachmentHow,
+  garpsFor,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -67,30 +69,14 @@ async function addPod(scope: Scope, net: Subnet, bridge: string, name: string, h
   return { ...pod, capture: await startCapture(scope, { iface: pod.hostVeth, filter: 'arp' }) };
 }
 
-/** The announcer on the pod, with `options` and this file's idleExitMs. */
-function attachmentOf(
-  pod: BridgePod,
-  files: AnnouncerFiles,
-  options: Record<string, unknown>,
-): AnnouncerAttachment & { files: AnnouncerFiles } {
-  return {
-    mainConf: pod.conf,
-    prevResult: pod.result,
-    containerId: pod.containerId,
-    netns: pod.netns.path,
-    files,
-    options: { ...options, idleExitMs: IDLE_EXIT_MS },
-  };
+/** The announcer's `options` with this file's idleExitMs, for attachmentOf. */
+function withIdle(options: Record<string, unknown>): AttachmentHow {
+  return { options: { ...options, idleExitMs: IDLE_EXIT_MS } };
 }
 
 /** ARP frames whose ARP sender MAC is one of `macs`. */
 function arpFrom(frames: readonly Frame[], macs: readonly string[]): Frame[] {
   return frames.filter((f) => f.arp && macs.includes(f.arp.senderMac));
-}
-
-/** Gratuitous ARP (sender IP == target IP) for `ip`. */
-function garpsFor(frames: readonly Frame[], ip: string): Frame[] {
-  return frames.filter((f) => f.arp?.senderIp === ip && f.arp.targetIp === ip);
 }
 
 /** RFC 5227 probes (sender IP 0.0.0.0). */
@@ -122,8 +108,8 @@ async function expectSquattedLeftOut(
       .map((f) => f.arp!.targetIp)
       .sort(),
   ).toEqual([ip, ip, other, other]);
-  expect(garpsFor(ours, ip)).toEqual([]);
-  expect(garpsFor(ours, other)).toHaveLength(2);
+  expect(garpsFor(frames, podMac, ip)).toEqual([]);
+  expect(garpsFor(frames, podMac, other)).toHaveLength(2);
   const log = await att.files.log();
   expect(log).toContain(
     `WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`,
@@ -158,7 +144,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'fail');
 
-    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', count: 1 }));
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, withIdle({ conflictCheck: 'fail', count: 1 })));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(1);
@@ -182,7 +168,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
 
     const add = await announcerAdd(
       scope(),
-      attachmentOf(pod, files, { conflictCheck: 'fail', mac: 'ip-derived', count: 1 }),
+      attachmentOf(pod, files, withIdle({ conflictCheck: 'fail', mac: 'ip-derived', count: 1 })),
     );
     const eth0 = await linkShow('eth0', pod.netns.name);
     const frames = await pod.capture.stop();
@@ -203,7 +189,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'warn', [POD, OTHER]);
     // Round 2 from the background announcer, late enough for one that this ADD starts.
-    const attachment = attachmentOf(pod, files, { conflictCheck: 'warn', count: 2, intervalMs: 1500 });
+    const attachment = attachmentOf(pod, files, withIdle({ conflictCheck: 'warn', count: 2, intervalMs: 1500 }));
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
@@ -226,13 +212,13 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'off');
 
-    const add = await announcerAdd(scope(), attachmentOf(pod, files, { count: 1 }));
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, withIdle({ count: 1 })));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
     const ours = arpFrom(frames, [pod.mac]);
     expect(probesIn(ours)).toEqual([]);
-    expect(garpsFor(ours, net.v4(POD))).toHaveLength(1);
+    expect(garpsFor(frames, pod.mac, net.v4(POD))).toHaveLength(1);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
@@ -241,7 +227,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await plantStale(bridge, ip, OLD_MAC);
     const pod = await addPod(scope(), net, bridge, 'clean');
 
-    const add = await announcerAdd(scope(), attachmentOf(pod, files, { conflictCheck: 'fail', count: 1 }));
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, withIdle({ conflictCheck: 'fail', count: 1 })));
     const entry = await neighEntry(bridge, ip);
     const ping = await run('ping', ['-c1', '-W2', ip]);
     const frames = await pod.capture.stop();
@@ -267,7 +253,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
         malformed: false,
       })),
     );
-    const garps = garpsFor(ours, ip);
+    const garps = garpsFor(frames, pod.mac, ip);
     expect(garps).toHaveLength(1);
     expect(probes.every((p) => p.number < garps[0]!.number)).toBe(true);
     expect(await files.log()).not.toMatch(/conflict/);
@@ -283,12 +269,16 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     // mac: ip-derived takes ADD into the pod (MACs are still set); the opt-out stops the rest.
     const add = await announcerAdd(
       scope(),
-      attachmentOf(pod, files, {
-        conflictCheck: 'fail',
-        mac: 'ip-derived',
-        count: 1,
-        args: { cni: { announce: false } },
-      }),
+      attachmentOf(
+        pod,
+        files,
+        withIdle({
+          conflictCheck: 'fail',
+          mac: 'ip-derived',
+          count: 1,
+          args: { cni: { announce: false } },
+        }),
+      ),
     );
     const frames = await pod.capture.stop();
 
@@ -305,13 +295,17 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     // Only the announcer may send ARP when eth0 comes back up.
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, ns);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'down']);
-    const attachment = attachmentOf(pod, files, {
-      conflictCheck: 'fail',
-      count: 2,
-      intervalMs: 1500,
-      addWaitMs: 100,
-      readyTimeoutMs: 30000,
-    });
+    const attachment = attachmentOf(
+      pod,
+      files,
+      withIdle({
+        conflictCheck: 'fail',
+        count: 2,
+        intervalMs: 1500,
+        addWaitMs: 100,
+        readyTimeoutMs: 30000,
+      }),
+    );
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
@@ -340,14 +334,18 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, a.netns.name);
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'down']);
     const onBridge = await startCapture(scope(), { iface: bridge, filter: 'arp' });
-    const attA = attachmentOf(a, files, {
-      conflictCheck: 'warn',
-      probeMs: 2000,
-      count: 1,
-      addWaitMs: 100,
-      readyTimeoutMs: 30000,
-    });
-    const attB = attachmentOf(b, files, { count: 2, intervalMs: 1000 });
+    const attA = attachmentOf(
+      a,
+      files,
+      withIdle({
+        conflictCheck: 'warn',
+        probeMs: 2000,
+        count: 1,
+        addWaitMs: 100,
+        readyTimeoutMs: 30000,
+      }),
+    );
+    const attB = attachmentOf(b, files, withIdle({ count: 2, intervalMs: 1000 }));
 
     const addA = await announcerAdd(scope(), attA);
     expect(addA.code, addA.stdout).toBe(0);
@@ -367,8 +365,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
 
     const at = (frame: Frame | undefined): number => (frame ? frames.indexOf(frame) : -1);
     const aProbe = at(probesIn(arpFrom(frames, [a.mac]))[0]);
-    const bGarps = garpsFor(arpFrom(frames, [b.mac]), other);
-    const aGarp = at(garpsFor(arpFrom(frames, [a.mac]), ip)[0]);
+    const bGarps = garpsFor(frames, b.mac, other);
+    const aGarp = at(garpsFor(frames, a.mac, ip)[0]);
     expect(bGarps).toHaveLength(2);
     expect({ aProbe: aProbe >= 0, aGarp: aGarp >= 0 }).toEqual({ aProbe: true, aGarp: true });
     // The order: A's first probe, B's round 2, A's round 1.

@@ -29,7 +29,7 @@ import {
   type Subnet,
 } from './harness';
 import { skipContainerd, type PrivateContainerd } from './harness/containerd';
-import { waitDaemonGone } from './harness/daemon';
+import { announcerStatus, waitDaemonGone, type StatusJson } from './harness/daemon';
 import { criBridge, POD_HOST, type CriBridge } from './harness/cri-bridge';
 import { pidsWithArgv } from './harness/proc-tree';
 
@@ -90,14 +90,22 @@ describe.skipIf(skipContainerd())(
     async function announcedReplies(
       annotations: Record<string, string>,
       handler?: string,
-    ): Promise<{ id: string; replies: Frame[]; frames: Frame[] }> {
+    ): Promise<{
+      id: string;
+      replies: Frame[];
+      frames: Frame[];
+      served?: NonNullable<StatusJson['counters']>['served'];
+    }> {
       const s = perTest();
       const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
       const id = await runPod(s, annotations, handler);
+      // Taken while the burst runs (the announcer stays idleExitMs after it): who ran the ADD.
+      const served = (await announcerStatus(stateDir)).counters?.served;
       const mac = await podMac(id);
       await waitDaemonGone(stateDir);
       const frames = await capture.stop();
-      return { id, frames, replies: garpsFor(frames, mac, net.v4(POD_HOST)).filter((f) => f.arp?.opcode === 2) };
+      const replies = garpsFor(frames, mac, net.v4(POD_HOST)).filter((f) => f.arp?.opcode === 2);
+      return { id, frames, replies, ...(served ? { served } : {}) };
     }
 
     /** The announcer's log lines about container `id`. */
@@ -106,8 +114,10 @@ describe.skipIf(skipContainerd())(
     }
 
     it("control, no annotation: the conflist's 4 rounds", async () => {
-      const { replies, frames } = await announcedReplies({});
+      const { replies, frames, served } = await announcedReplies({});
       expect(replies, describeFrames(frames)).toHaveLength(4);
+      // The stateDir's announcer ran the pod's ADD: the CNI process containerd ran did not.
+      expect(served?.ADD).toBe(1);
     });
 
     it('"false": no frame from the announcer, and the log names the annotation as the one who turned it off', async () => {

@@ -28,7 +28,7 @@ import {
   waitFor,
 } from './harness';
 import { skipContainerd, type PrivateContainerd } from './harness/containerd';
-import { daemonsOf, waitDaemonGone } from './harness/daemon';
+import { announcerStatus, daemonsOf, waitDaemonGone } from './harness/daemon';
 import { criBridge, POD_HOST, type CriBridge } from './harness/cri-bridge';
 import { pidsWithArgv } from './harness/proc-tree';
 
@@ -86,6 +86,8 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     await plantStale(bridge, podIp, OLD_MAC);
     const id = await runPod(s, 'announcer');
     const entry = await neighEntry(bridge, podIp);
+    // The stateDir's announcer (its first command) ran the pod's ADD: the CNI process containerd ran did not.
+    expect((await announcerStatus(stateDir)).counters?.served).toMatchObject({ ADD: 1 });
     const mac = await podMac(id);
     expect(mac).not.toBe(OLD_MAC);
     expect(entry?.mac).toBe(mac);

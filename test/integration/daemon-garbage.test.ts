@@ -37,11 +37,10 @@ import {
   startCapture,
   waitDaemonGone,
   waitFor,
-  type AnnouncerAttachment,
-  type AnnouncerFiles,
-  type FleetPod,
   type GarbageReplies,
   type StatusJson,
+  attachmentOf,
+  type AttachmentHow,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -75,16 +74,9 @@ async function vmRssKiB(pid: number): Promise<number> {
   return Number(m[1]);
 }
 
-/** The announcer chained on a fleet pod's eth0. */
-function attachmentOf(pod: FleetPod, files: AnnouncerFiles, tag: string): AnnouncerAttachment {
-  return {
-    mainConf: { name: NETWORK, cniVersion: '1.0.0' },
-    prevResult: pod.result,
-    containerId: `${PREFIX}-${tag}`,
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'info', idleExitMs: 3000 },
-  };
+/** The announcer chained on a fleet pod's eth0 as container `tag`. */
+function tagged(tag: string): AttachmentHow {
+  return { network: NETWORK, containerId: `${PREFIX}-${tag}`, options: { logLevel: 'info', idleExitMs: 3000 } };
 }
 
 /**
@@ -124,10 +116,10 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     const net = allocSubnet();
     const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
     const pods = await createStandInFleet(s, { prefix: PREFIX, net, bridge, hosts: [10, 11, 12] });
-    const [a, b, c] = [0, 1, 2].map((i) => attachmentOf(pods[i]!, files, ['a', 'b', 'c'][i]!)) as [
-      AnnouncerAttachment,
-      AnnouncerAttachment,
-      AnnouncerAttachment,
+    const [a, b, c] = [
+      attachmentOf(pods[0]!, files, tagged('a')),
+      attachmentOf(pods[1]!, files, tagged('b')),
+      attachmentOf(pods[2]!, files, tagged('c')),
     ];
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
 
@@ -213,7 +205,7 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     // The announcer inherits the limits of the ADD that starts it; Bun raises the soft limit to the hard one, so both
     // are set.
     const att = {
-      ...attachmentOf(pod!, files, 'nofile'),
+      ...attachmentOf(pod!, files, tagged('nofile')),
       command: { argv: ['prlimit', `--nofile=${FD_LIMIT}:${FD_LIMIT}`, ANNOUNCER] as [string, ...string[]] },
     };
     const burst = { count: 10, intervalMs: 500 };

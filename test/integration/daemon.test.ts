@@ -47,11 +47,13 @@ import {
   waitDaemonGone,
   waitFor,
   type AnnouncerAttachment,
-  type AnnouncerFiles,
   type BridgePod,
   type Frame,
   type StatusJson,
   type Subnet,
+  attachmentOf,
+  type AttachmentHow,
+  busiestSecond,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -81,16 +83,9 @@ function containerId(tag: string): string {
   return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
-/** The announcer on the pod's eth0 in network NETWORK, with a debug log and this file's idleExitMs. */
-function attachmentOf(pod: Pod, files: AnnouncerFiles, tag: string): AnnouncerAttachment {
-  return {
-    mainConf: { name: NETWORK, cniVersion: '1.0.0' },
-    prevResult: pod.result,
-    containerId: containerId(tag),
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
-  };
+/** The announcer on a pod's eth0 in network NETWORK, as container `tag`, with a debug log and this file's idleExitMs. */
+function tagged(tag: string): AttachmentHow {
+  return { network: NETWORK, containerId: containerId(tag), options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
 }
 
 /** Announcer ADD, which must succeed. */
@@ -101,17 +96,6 @@ async function addOk(s: Scope, att: AnnouncerAttachment, options: Record<string,
 /** Announcer DEL, which must succeed; resolves with the wall-clock time right after it returned. */
 async function delOk(att: AnnouncerAttachment): Promise<number> {
   return assertCniOk(`announcer DEL ${att.containerId}`, await announcerDel(att)).exitedAt;
-}
-
-/** The most frames found in any one-second window [t, t + 1 s) that starts at a frame. */
-function busiestSecond(frames: readonly Frame[]): number {
-  const times = frames.map(ms).sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < times.length; i++) {
-    while (j < times.length && times[j]! < times[i]! + 1000) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 /** Runs `work` on every item, at most `width` at a time. */
@@ -191,7 +175,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
-    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `mass${i}`));
+    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, tagged(`mass${i}`)));
 
     const added = await Promise.all(atts.map((att) => addOk(s, att, {})));
     // Every ADD has returned: what runs now is the background work of all 40.
@@ -211,6 +195,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     );
     expect(background.length).toBeLessThanOrEqual(MAX_BACKGROUND_PROCESSES);
     expect((await daemonsOf(files.stateDir)).length).toBe(1); // concurrent ADDs started exactly one
+    // That one ran every ADD: no CNI process ran its command itself.
+    expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(PODS);
     expect(pssSum).toBeLessThanOrEqual(PSS_BUDGET_KIB);
 
     // Every pod gets its 3 rounds: round 1 from its ADD, 2 and 3 from the announcer.
@@ -236,12 +222,12 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const gone = await bridgePod(s, 200, containerId('gone'));
-    const [byDel, byGc, kept] = [0, 1, 2].map((i) => attachmentOf(fleet.pods[i]!, files, `cancel${i}`)) as [
-      AnnouncerAttachment,
-      AnnouncerAttachment,
-      AnnouncerAttachment,
+    const [byDel, byGc, kept] = [
+      attachmentOf(fleet.pods[0]!, files, tagged('cancel0')),
+      attachmentOf(fleet.pods[1]!, files, tagged('cancel1')),
+      attachmentOf(fleet.pods[2]!, files, tagged('cancel2')),
     ];
-    const byNetns = attachmentOf(gone, files, 'netns');
+    const byNetns = attachmentOf(gone, files, tagged('netns'));
     const pods = new Map([byDel, byGc, kept, byNetns].map((a, i) => [a, i < 3 ? fleet.pods[i]! : gone]));
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
     for (const att of pods.keys()) await addOk(s, att, { count: 10, intervalMs: 300 });
@@ -266,7 +252,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await waitDaemonGone(files.stateDir);
     const frames = await capture.stop();
 
-    const sent = (att: AnnouncerAttachment): Frame[] => garpsFor(frames, pods.get(att)!.mac, pods.get(att)!.ip);
+    const sent = (att: typeof byDel): Frame[] => garpsFor(frames, pods.get(att)!.mac, pods.get(att)!.ip);
     for (const [att, at] of [
       [byDel, delAt],
       [byGc, gcAt],
@@ -289,8 +275,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const [a, b] = [fleet.pods[3]!, fleet.pods[4]!];
-    const attA = attachmentOf(a, files, 'killA');
-    const attB = attachmentOf(b, files, 'killB');
+    const attA = attachmentOf(a, files, tagged('killA'));
+    const attB = attachmentOf(b, files, tagged('killB'));
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
 
     // A: 8 rounds, one a second. The announcer goes after round 2, and stays away for rounds 3 and 4.
@@ -337,7 +323,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const net = allocSubnet();
     const down = await quietStandIn(s, net, 5, { up: false });
     const other = await quietStandIn(s, net, 6);
-    const att = attachmentOf(down.asPod, files, 'deferred');
+    const att = attachmentOf(down.asPod, files, tagged('deferred'));
     const capture = await startCapture(s, { netns: down.netns.name, iface: down.peer, filter: 'arp' });
 
     // Not ready during ADD: the announcer waits for the pod, then sends round 1 and writes when.
@@ -356,7 +342,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await killDaemon(files.stateDir);
     // Another ADD with background work starts another announcer, which reads the records.
-    await addOk(s, attachmentOf(other.asPod, files, 'restart'), { count: 2, intervalMs: 200 });
+    await addOk(s, attachmentOf(other.asPod, files, tagged('restart')), { count: 2, intervalMs: 200 });
     await waitDaemonGone(files.stateDir, 10_000);
     const garps = garpsFor(await capture.stop(), down.mac, net.v4(5));
     expect(garps.length).toBeGreaterThanOrEqual(1);
@@ -382,7 +368,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const files = await announcerFiles(s);
     const limit = { framesPerSecond: 20, burst: 5 };
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
-    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, `rate${i}`));
+    const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, tagged(`rate${i}`)));
 
     // idleExitMs 2000: the announcer must still answer status once the last round is out.
     const added = await Promise.all(atts.map((att) => addOk(s, att, { rateLimit: limit, idleExitMs: 2000 })));
@@ -431,7 +417,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const pod = fleet.pods[5]!;
-    const att = attachmentOf(pod, files, 'status');
+    const att = attachmentOf(pod, files, tagged('status'));
 
     // Nothing at all: exit 0 and a clear line.
     const empty = await announcerCli(['status', '--state-dir', files.stateDir]);
@@ -577,8 +563,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const metricsDir = await mkdtemp(join(tmpdir(), 'announcer-metrics-'));
     s.defer(() => rm(metricsDir, { recursive: true, force: true }), `metrics dir ${metricsDir}`);
     const metricsFile = join(metricsDir, 'cni_announcer.prom');
-    const ready = attachmentOf(pod.asPod, files, 'metrics');
-    const late = attachmentOf(down.asPod, files, 'never');
+    const ready = attachmentOf(pod.asPod, files, tagged('metrics'));
+    const late = attachmentOf(down.asPod, files, tagged('never'));
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
 
     await addOk(s, ready, { count: 3, intervalMs: 200, metricsFile });

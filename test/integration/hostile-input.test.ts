@@ -38,8 +38,8 @@ import {
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type CniCall,
-  type Frame,
   type Scope,
+  garpsFor,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -51,11 +51,6 @@ const MAIN_CONF = { name: NETWORK, cniVersion: CNI_VERSION };
 const BURST = { count: 3, intervalMs: 300 };
 /** How long a capture keeps running after ADD: past every round the background could send. */
 const TAIL_WINDOW_MS = 1500;
-
-/** GARPs for `ip` (ARP with sender IP = target IP) in a capture. */
-function garpsFor(frames: readonly Frame[], ip: string): Frame[] {
-  return frames.filter((f) => f.arp?.isGratuitous && f.arp.senderIp === ip);
-}
 
 /** An IPv4-only stand-in pod (both veth ends in its netns), and the announcer on its eth0 (not ADDed yet). */
 interface StandIn {
@@ -108,7 +103,7 @@ async function addUnderCapture(scope: Scope, pod: StandIn, options: Record<strin
   const add = await announcerAdd(scope, { ...pod.att, ...(args === undefined ? {} : { args }) }, options);
   await sleep(TAIL_WINDOW_MS);
   const frames = await capture.stop();
-  return { add, frames, garps: garpsFor(frames, pod.ip) };
+  return { add, frames, garps: garpsFor(frames, pod.mac, pod.ip) };
 }
 
 describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
@@ -257,10 +252,11 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       },
     ])('nothing re-enables announcing ($how): zero GARPs', async ({ conf, args }) => {
       const pod = await standIn(scope(), 'reen');
-      const { add, garps } = await addUnderCapture(scope(), pod, { ...BURST, ...conf }, args);
+      const { add, garps, frames } = await addUnderCapture(scope(), pod, { ...BURST, ...conf }, args);
       assertCniOk('announcer ADD', add);
       expect(add.json).toEqual({ ...pod.prevResult, cniVersion: CNI_VERSION });
       expect(garps).toEqual([]);
+      expect(frames.filter((f) => f.arp?.senderIp === pod.ip)).toEqual([]); // nor from another MAC
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
@@ -380,7 +376,7 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
 
         expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(requested);
         expect(add.json).toEqual({ ...pod.result, cniVersion: CNI_VERSION });
-        const garps = garpsFor(frames, pod.ip);
+        const garps = garpsFor(frames, requested, pod.ip);
         expect(garps).toHaveLength(1); // count 1
         expect(garps.every((f) => f.eth.src === requested && f.arp!.senderMac === requested)).toBe(true);
         expect(await files.log()).toMatch(/ INFO the runtime chose the MAC: keeping it instead of the IP-derived one /);

@@ -16,6 +16,7 @@ import {
   announcerFiles,
   assertCniOk,
   attachBridgePod,
+  attachmentOf,
   bridgeWithKeeper,
   garpsFor,
   killStrays,
@@ -26,7 +27,6 @@ import {
   waitFor,
   type AnnouncerAttachment,
   type AnnouncerFiles,
-  type BridgePod,
   type Scope,
 } from './harness';
 import { setPortState } from './harness/port-hold';
@@ -49,17 +49,8 @@ const IDLE_EXIT_MS = 30_000;
 const WAITING = 'DEBUG pod not ready: waiting for it';
 /** Slack on each bound: a loaded CI node, process start-up, tshark. */
 const SLACK_MS = 3000;
-
-function attachmentOf(pod: BridgePod, files: AnnouncerFiles): AnnouncerAttachment {
-  return {
-    mainConf: pod.conf,
-    prevResult: pod.result,
-    containerId: pod.containerId,
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
-  };
-}
+/** This file's announcer options. */
+const HOW = { options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
 
 describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace'], 'apt-get install strace')))(
   'when the announcer cannot answer (SIGSTOP)',
@@ -82,7 +73,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
         containerId: `${PREFIX}-starter-${RUN_TAG}`,
         settle: true,
       });
-      const starterAtt = attachmentOf(starter, files);
+      const starterAtt = attachmentOf(starter, files, HOW);
       assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starterAtt, { count: 1 }));
       const pod = await attachBridgePod(s, {
         prefix: PREFIX,
@@ -94,7 +85,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       });
       await setPortState(pod.hostVeth, 'listening');
       const trace = await traceFile(s);
-      const att: AnnouncerAttachment = { ...attachmentOf(pod, files), command: tracedAnnouncer(trace) };
+      const att: AnnouncerAttachment = { ...attachmentOf(pod, files, HOW), command: tracedAnnouncer(trace) };
       return { pod, att, trace, capture, starterAtt };
     }
 
@@ -128,6 +119,9 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const { adding, stopped } = await stopMidWait(s, files, att, addWaitMs);
       const add = await adding;
       const took = add.exitedAt - started;
+      console.info(
+        `failure mode "stopped after taking": ADD code 11 after ${took} ms (deadline ${addWaitMs + MARGIN_MS})`,
+      );
       expect(add.code, add.stdout).toBe(1);
       expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
       expect(add.json).toMatchObject({ msg: expect.stringContaining(`no answer within ${addWaitMs + MARGIN_MS} ms`) });
@@ -165,7 +159,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
         containerId: `${PREFIX}-del`,
         settle: true,
       });
-      const att = attachmentOf(pod, files);
+      const att = attachmentOf(pod, files, HOW);
       // Rounds 2 and 3 stay for the background: the record holds the job DEL ends.
       assertCniOk('ADD', await announcerAdd(s, att, { count: 3, intervalMs: 10_000 }));
       expect(await files.stateFiles()).not.toEqual([]);
@@ -175,6 +169,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const del = await announcerDel({ ...att, command: tracedAnnouncer(trace) });
       expect([del.code, del.stdout]).toEqual([0, '']);
       expect(del.stderr).toContain('DEL left queued or not run');
+      console.info(`failure mode "DEL while stopped": exit 0 after ${Date.now() - started} ms`);
       expect(Date.now() - started).toBeLessThanOrEqual(BRIEF_MS + SLACK_MS);
       expect(await tracedCalls(trace, 'setns')).toEqual([]);
       expect(await files.stateFiles()).not.toEqual([]);

@@ -27,10 +27,22 @@ import {
   skipIntegration,
   startCapture,
   waitFor,
+  writeNodeSettings,
   type AnnouncerAttachment,
+  type AnnouncerOutput,
   type BridgePod,
 } from './harness';
-import { buildAnnouncerAs, buildOf, runningBuild, terminateDaemon, theDaemonOf } from './harness/held-announcer';
+import { announcerStatus } from './harness/daemon';
+import {
+  buildAnnouncerAs,
+  buildOf,
+  runningBuild,
+  terminateDaemon,
+  theDaemonOf,
+  traceFile,
+  tracedAnnouncer,
+  tracedCalls,
+} from './harness/held-announcer';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `up${RUN_TAG}`;
@@ -75,6 +87,8 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     await copyFile(join(dir, 'announcer-next'), next);
 
     const files = await announcerFiles(s);
+    // The announcers' own lines (hand-over, start) go to the node's log: the same file as the network's here.
+    writeNodeSettings(files.stateDir, { idleExitMs: 1000, logFile: files.logFile, logLevel: 'debug' });
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
@@ -90,21 +104,29 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
           settle: true,
         }),
       );
-    const atts: AnnouncerAttachment[] = pods.map((pod) => ({
+    // Each ADD's CNI process runs under strace: its setns(2) or flock(2) would say it ran the command itself.
+    const traces = await Promise.all(pods.map(() => traceFile(s)));
+    const atts: AnnouncerAttachment[] = pods.map((pod, i) => ({
       mainConf: pod.conf,
       prevResult: pod.result,
       containerId: pod.containerId,
       netns: pod.netns.path,
       files,
-      options: { logLevel: 'debug', idleExitMs: 1000 },
-      command: { argv: [installed] },
+      options: { logLevel: 'debug' },
+      command: tracedAnnouncer(traces[i]!, installed),
     }));
 
-    const added = [];
-    for (const att of atts.slice(0, BEFORE))
-      added.push(assertCniOk(`ADD ${att.containerId}`, await announcerAdd(s, att, BURST)));
+    const added: AnnouncerOutput[] = [];
+    /** Each ADD's setns(2) and flock(2) calls, read before its DEL writes the same trace file. */
+    const inProcess: string[][] = [];
+    const add = async (i: number, what: string): Promise<void> => {
+      added.push(assertCniOk(`ADD ${atts[i]!.containerId}${what}`, await announcerAdd(s, atts[i]!, BURST)));
+      inProcess.push([...(await tracedCalls(traces[i]!, 'setns')), ...(await tracedCalls(traces[i]!, 'flock'))]);
+    };
+    for (let i = 0; i < BEFORE; i++) await add(i, '');
     const old = await theDaemonOf(files.stateDir);
     expect(await runningBuild(old)).toBe(oldBuild);
+    expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(BEFORE);
 
     // Mid-burst: the first pod's round 3 is out.
     const round3 = new RegExp(
@@ -113,14 +135,15 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     await waitFor(async () => round3.test(await files.log()), { what: `round 3 of ${pods[0]!.containerId}` });
     // The DaemonSet's upgrade: rename(2) over the installed file while the bursts run.
     await rename(next, installed);
-    for (const att of atts.slice(BEFORE))
-      added.push(assertCniOk(`ADD ${att.containerId} after the upgrade`, await announcerAdd(s, att, BURST)));
+    for (let i = BEFORE; i < pods.length; i++) await add(i, ' after the upgrade');
     await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === old), {
       timeoutMs: 10_000,
       what: `the old announcer ${old} to exit`,
     });
     const successor = await theDaemonOf(files.stateDir);
     expect(await runningBuild(successor)).toBe(NEXT_BUILD);
+    // The new announcer ran the ADD made after the swap; the old one ran those before it.
+    expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(AFTER);
 
     const planned = pods.length * BURST.count;
     // Should some never come, the counts per pod below say whose.
@@ -137,6 +160,13 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     expect(pods.map((pod) => garpsFor(frames, pod.mac, pod.ip).length)).toEqual(pods.map(() => BURST.count));
     for (const [i, pod] of pods.entries())
       expect(ms(garpsFor(frames, pod.mac, pod.ip)[0]!)).toBeLessThanOrEqual(added[i]!.exitedAt);
+    // Each round went out once, by one announcer or the other: round 1 never again after the hand-over.
+    for (const pod of pods)
+      for (let round = 1; round <= BURST.count; round++) {
+        const sent = new RegExp(`INFO announced .*containerId=${pod.containerId} .*round=${round} of=`, 'g');
+        expect(log.match(sent) ?? [], `${pod.containerId} round ${round}`).toHaveLength(1);
+      }
+    expect(inProcess, "setns or flock in an ADD's CNI process").toEqual(pods.map(() => []));
     expect(log).toMatch(new RegExp(`executable replaced: handing over to the new build .*newBuild=${NEXT_BUILD}`));
     expect(log).toMatch(new RegExp(`announcer started .*build=${NEXT_BUILD} .*handedOver=${BEFORE}`));
     expect(await files.stateFiles()).toEqual([]);

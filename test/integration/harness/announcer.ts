@@ -42,6 +42,41 @@ export interface AnnouncerCommand {
   env?: Record<string, string>;
 }
 
+/** What attachmentOf needs of a pod: its netns and the main plugin's result (a bridge pod also names both ids). */
+export interface AttachablePod {
+  netns: { path: string };
+  result: unknown;
+  conf?: { name: string; cniVersion: string };
+  containerId?: string;
+}
+
+/** How attachmentOf chains the announcer: the network and container id (default: the pod's), and its options. */
+export interface AttachmentHow {
+  network?: string;
+  containerId?: string;
+  options?: Record<string, unknown>;
+}
+
+/** The announcer chained on a pod's eth0 (cniVersion 1.0.0 unless the pod's conf says), with `files`. */
+export function attachmentOf<F extends Pick<AnnouncerFiles, 'stateDir' | 'logFile'>>(
+  pod: AttachablePod,
+  files: F,
+  how: AttachmentHow = {},
+): AnnouncerAttachment & { files: F } {
+  const containerId = how.containerId ?? pod.containerId;
+  const name = how.network ?? pod.conf?.name;
+  if (containerId === undefined || name === undefined) throw new Error('attachmentOf: no container id or network');
+  const att: AnnouncerAttachment & { files: F } = {
+    mainConf: { name, cniVersion: pod.conf?.cniVersion ?? '1.0.0' },
+    prevResult: pod.result,
+    containerId,
+    netns: pod.netns.path,
+    files,
+  };
+  if (how.options !== undefined) att.options = how.options;
+  return att;
+}
+
 /** An announcer call's output, and when (wall clock, ms) its process had exited. */
 export interface AnnouncerOutput extends CniOutput {
   exitedAt: number;

@@ -7,6 +7,17 @@ export function ms(f: Frame): number {
   return f.time * 1000;
 }
 
+/** The most frames found in any one-second window [t, t + 1 s) that starts at a frame. */
+export function busiestSecond(frames: readonly Frame[]): number {
+  const times = frames.map(ms).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (j < times.length && times[j]! < times[i]! + 1000) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
 /** Gratuitous ARPs for `ip` sent by `mac`: sender IP = target IP = ip, sender MAC and Ethernet source = mac. */
 export function garpsFor(frames: readonly Frame[], mac: string, ip: string): Frame[] {
   return frames.filter(

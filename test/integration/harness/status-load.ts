@@ -2,8 +2,8 @@
 // bench`: stand-in pods ADDed in batches under a node-wide rate limit, while
 // a `status` request goes to the announcer's socket every `statusEveryMs`,
 // until every pod's rounds are sent or dropped (the announcer's log says).
-import { announcerAdd, announcerDel, type AnnouncerAttachment } from './announcer';
-import { announcerFiles, type AnnouncerFiles } from './announcer-files';
+import { announcerAdd, announcerDel, attachmentOf, type AnnouncerAttachment } from './announcer';
+import { announcerFiles } from './announcer-files';
 import { createBridge } from './bridge';
 import { startCapture } from './capture';
 import { assertCniOk } from './cni';
@@ -62,7 +62,16 @@ export async function runStatusLoad(s: Scope, load: StatusLoad): Promise<StatusL
   const hosts = Array.from({ length: load.pods }, (_, i) => 10 + i);
   const pods = await createStandInFleet(s, { prefix: load.prefix, net, bridge, hosts });
   const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-  const atts = pods.map((pod, i) => attachmentOf(load, pod, files, i));
+  const options = {
+    logLevel: 'info',
+    idleExitMs: 2000,
+    rateLimit: load.rateLimit,
+    count: load.count,
+    intervalMs: 1000,
+  };
+  const atts = pods.map((pod, i) =>
+    attachmentOf(pod, files, { network: load.network, containerId: `${load.prefix}-pod${i}`, options }),
+  );
   // The first ADD starts the announcer; from then on, status every statusEveryMs until every burst is over.
   assertCniOk(`announcer ADD ${atts[0]!.containerId}`, await announcerAdd(s, atts[0]!));
   const prober = startStatusProber(files.stateDir, load.statusEveryMs);
@@ -84,15 +93,4 @@ export async function runStatusLoad(s: Scope, load: StatusLoad): Promise<StatusL
       assertCniOk('announcer DEL', res);
   await waitDaemonGone(files.stateDir, 10_000);
   return { pods, atts, probes, frames, log };
-}
-
-function attachmentOf(load: StatusLoad, pod: FleetPod, files: AnnouncerFiles, i: number): AnnouncerAttachment {
-  return {
-    mainConf: { name: load.network, cniVersion: '1.0.0' },
-    prevResult: pod.result,
-    containerId: `${load.prefix}-pod${i}`,
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'info', idleExitMs: 2000, rateLimit: load.rateLimit, count: load.count, intervalMs: 1000 },
-  };
 }

@@ -1,0 +1,200 @@
+// The announcer's failure modes not held by SIGSTOP after it took a request (shim-fallback.test.ts
+// has those; issue 25, docs/design.md "When the announcer cannot answer"): absent and started on
+// demand, SIGSTOPped before it takes the request, SIGKILLed while an ADD waits for its pod. Each
+// bound is asserted as a generous upper limit, each pod's frames are counted on the bridge by
+// tshark, and each CNI process runs under strace: no setns or flock, it ran no command itself.
+import { describe, expect, it } from 'vitest';
+import { MARGIN_MS, START_MS } from '../../src/shim/wire';
+import {
+  allocSubnet,
+  announcerAdd,
+  announcerDel,
+  announcerFiles,
+  assertCniOk,
+  attachBridgePod,
+  bridgeWithKeeper,
+  daemonsOf,
+  garpsFor,
+  killDaemon,
+  killStrays,
+  ms,
+  RUN_TAG,
+  scopePerTest,
+  skipIntegration,
+  startCapture,
+  waitFor,
+  writeNodeSettings,
+  type AnnouncerAttachment,
+  type AnnouncerFiles,
+  type BridgePod,
+  type Scope,
+} from './harness';
+import { announcerStatus } from './harness/daemon';
+import { setPortState } from './harness/port-hold';
+import {
+  stopDaemon,
+  terminateDaemon,
+  theDaemonOf,
+  traceFile,
+  tracedAnnouncer,
+  tracedCalls,
+} from './harness/held-announcer';
+import { missingTool, skipUnless } from '../support/skip';
+
+/** Every netns and link this file creates starts with this. */
+const PREFIX = `fm${RUN_TAG}`;
+/** The announcer's debug line while ADD waits for the pod (src/announce/first-round.ts). */
+const WAITING = 'DEBUG pod not ready: waiting for it';
+/** Slack on each bound: a loaded CI node, process start-up, tshark. */
+const SLACK_MS = 3000;
+/** Each pod's burst: round 2 a second after round 1, so a late round shows within the test. */
+const BURST = { count: 3, intervalMs: 1000 };
+
+/** A traced attachment of `pod`: its CNI processes write their setns(2) and flock(2) calls to `trace`. */
+function tracedAttachment(pod: BridgePod, files: AnnouncerFiles, trace: string): AnnouncerAttachment {
+  return {
+    mainConf: pod.conf,
+    prevResult: pod.result,
+    containerId: pod.containerId,
+    netns: pod.netns.path,
+    files,
+    options: { logLevel: 'debug' },
+    command: tracedAnnouncer(trace),
+  };
+}
+
+/** What the CNI process of the last traced call did that only an in-process command does. */
+async function inProcessCalls(trace: string): Promise<string[]> {
+  return [...(await tracedCalls(trace, 'setns')), ...(await tracedCalls(trace, 'flock'))];
+}
+
+describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace'], 'apt-get install strace')))(
+  'failure modes of the node announcer',
+  () => {
+    const scope = scopePerTest(PREFIX);
+
+    /** A bridge with a capture on it, and `n` settled pods on it, each with its own trace file. */
+    async function podsOnBridge(s: Scope, files: AnnouncerFiles, names: readonly string[]) {
+      // The announcers' own lines (a dropped request) go to the node's log: the network's file here.
+      writeNodeSettings(files.stateDir, { idleExitMs: 30_000, logFile: files.logFile, logLevel: 'debug' });
+      const net = allocSubnet();
+      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
+      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+      const pods = [];
+      for (const [i, name] of names.entries()) {
+        const pod = await attachBridgePod(s, {
+          prefix: PREFIX,
+          net,
+          bridge,
+          host: 10 + i,
+          containerId: `${PREFIX}-${name}`,
+          settle: true,
+        });
+        const trace = await traceFile(s);
+        pods.push({ pod, trace, att: tracedAttachment(pod, files, trace) });
+      }
+      return { capture, pods };
+    }
+
+    it('absent: the ADD starts it on demand and succeeds within START_MS; round 1 once, before ADD returns; served.ADD 1', async () => {
+      const s = scope();
+      killStrays(s, { strict: true });
+      const files = await announcerFiles(s);
+      const { capture, pods } = await podsOnBridge(s, files, ['cold']);
+      const { pod, att, trace } = pods[0]!;
+      expect(await daemonsOf(files.stateDir)).toEqual([]);
+      const started = Date.now();
+      const add = assertCniOk('cold ADD', await announcerAdd(s, att, BURST));
+      const took = add.exitedAt - started;
+      expect(await inProcessCalls(trace)).toEqual([]);
+      expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1 });
+      await waitFor(async () => (await capture.count()) >= BURST.count, { timeoutMs: 10_000, what: 'the burst' });
+      expect(await announcerDel(att)).toMatchObject({ code: 0 });
+      await terminateDaemon(files.stateDir);
+      const garps = garpsFor(await capture.stop(), pod.mac, pod.ip);
+      console.info(`failure mode "absent": cold ADD took ${took} ms`);
+      expect(took).toBeLessThanOrEqual(START_MS + SLACK_MS);
+      expect(garps).toHaveLength(BURST.count);
+      expect(garps.filter((f) => ms(f) <= add.exitedAt)).toHaveLength(1); // round 1, once, before ADD returned
+    }, 60_000);
+
+    it('stopped before it takes the request: code 11 within the deadline; resumed, it drops the ADD: no frame, no record', async () => {
+      const s = scope();
+      killStrays(s, { strict: true });
+      const files = await announcerFiles(s);
+      const { capture, pods } = await podsOnBridge(s, files, ['starter', 'queued']);
+      const [starter, queued] = pods;
+      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starter!.att, { count: 1 }));
+      const stopped = await stopDaemon(s, files.stateDir);
+      const addWaitMs = 1000;
+      const started = Date.now();
+      // The pod is ready: had the announcer taken the request, round 1 would be out at once.
+      const add = await announcerAdd(s, queued!.att, { ...BURST, addWaitMs });
+      const took = add.exitedAt - started;
+      expect(add.code, add.stdout).toBe(1);
+      expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
+      expect(await inProcessCalls(queued!.trace)).toEqual([]);
+      await stopped.resume();
+      await waitFor(async () => (await files.log()).includes('dropped a command its sender no longer waits for'), {
+        what: 'the announcer to drop the queued ADD',
+      });
+      // Rounds come every second: two seconds more would show a late one.
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
+      expect(await files.stateFiles(), 'records once the starter burst is over').toEqual([]);
+      expect(await announcerDel(starter!.att)).toMatchObject({ code: 0 });
+      await terminateDaemon(files.stateDir);
+      const frames = await capture.stop();
+      console.info(`failure mode "stopped before taking": ADD code 11 after ${took} ms`);
+      expect(took).toBeGreaterThanOrEqual(addWaitMs + MARGIN_MS - 100); // the whole deadline, no less
+      expect(took).toBeLessThanOrEqual(addWaitMs + MARGIN_MS + SLACK_MS);
+      expect(garpsFor(frames, queued!.pod.mac, queued!.pod.ip)).toEqual([]);
+      expect(await announcerDel(queued!.att)).toMatchObject({ code: 0 });
+    }, 60_000);
+
+    it('killed while an ADD waits for its pod: code 11 at once; no frame of that ADD after; the next call starts another that works', async () => {
+      const s = scope();
+      killStrays(s, { strict: true });
+      const files = await announcerFiles(s);
+      const { capture, pods } = await podsOnBridge(s, files, ['starter', 'held', 'next']);
+      const [starter, held, next] = pods;
+      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starter!.att, { count: 1 }));
+      await setPortState(held!.pod.hostVeth, 'listening');
+      const adding = announcerAdd(s, held!.att, { ...BURST, addWaitMs: 20_000, readyTimeoutMs: 60_000 });
+      await waitFor(async () => (await files.log()).includes(WAITING), { what: 'the ADD to wait for its pod' });
+      const killedAt = Date.now();
+      const killed = await killDaemon(files.stateDir);
+      const add = await adding;
+      const took = add.exitedAt - killedAt;
+      expect(add.code, add.stdout).toBe(1);
+      // Gone, it holds no lock: the message says the connection ended.
+      expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('ended before the answer') });
+      expect(killed).toBeGreaterThan(0);
+      expect(await inProcessCalls(held!.trace)).toEqual([]);
+      // The pod forwards now: a round of the killed ADD sent by anyone would be on the wire.
+      await setPortState(held!.pod.hostVeth, 'forwarding');
+      const nextAdd = assertCniOk('the next ADD', await announcerAdd(s, next!.att, BURST));
+      const successor = await theDaemonOf(files.stateDir);
+      expect(successor).not.toBe(killed);
+      expect(await inProcessCalls(next!.trace)).toEqual([]);
+      expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1 });
+      // The starter's one round and the next pod's burst.
+      await waitFor(async () => (await capture.count()) >= 1 + BURST.count, {
+        timeoutMs: 10_000,
+        what: "the next pod's burst",
+      });
+      expect(await announcerDel(next!.att)).toMatchObject({ code: 0 });
+      expect(await announcerDel(held!.att)).toMatchObject({ code: 0 });
+      expect(await announcerDel(starter!.att)).toMatchObject({ code: 0 });
+      await terminateDaemon(files.stateDir);
+      const frames = await capture.stop();
+      console.info(`failure mode "killed mid-command": ADD code 11 ${took} ms after SIGKILL`);
+      expect(took).toBeLessThanOrEqual(SLACK_MS);
+      expect(garpsFor(frames, held!.pod.mac, held!.pod.ip).filter((f) => ms(f) >= killedAt)).toEqual([]);
+      const nextGarps = garpsFor(frames, next!.pod.mac, next!.pod.ip);
+      expect(nextGarps).toHaveLength(BURST.count);
+      expect(nextGarps.filter((f) => ms(f) <= nextAdd.exitedAt)).toHaveLength(1);
+      expect(await files.stateFiles()).toEqual([]);
+    }, 90_000);
+  },
+);
