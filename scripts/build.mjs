@@ -32,43 +32,20 @@
 // - The same sources give the same bytes. The output is written beside its
 //   target and renamed over it: a runtime never execs half a file.
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BuildError, fail } from './build/build-error.mjs';
 import { BUILD_ID_PATTERN, buildId, buildInputs } from './build/build-id.ts';
 import { builtinRefusals, embedPlugin } from './build/plugin.ts';
+import { registryFile as fetchRegistryFile } from './build/registry.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const cacheDir = join(root, 'node_modules', '.cache', 'cni-announcer');
-
-/**
- * sha512 of the registry packages that package-lock.json does not list (it
- * holds the others). A new pinned Bun needs its line: `npm pack NAME@VERSION --json` prints it.
- */
-const PINNED_INTEGRITY = {
-  '@oven/bun-linux-x64-baseline@1.4.5':
-    'sha512-s8yMwYcFnnrA178gji0gZbkE2WVDej/Ti1x770oPfihxyRxSMNhGhiAQNXV53aDeraZxksdvKV/RAdQBCd0qPA==',
-};
+const registryFile = (name, version, inner) => fetchRegistryFile({ root, cacheDir }, name, version, inner);
 
 /** The executable's JIT tier-up threshold scale (Bun's compile.jitPolicy; 1 is normal). */
 const JIT_POLICY = 1000;
-
-class BuildError extends Error {}
-
-function fail(message) {
-  throw new BuildError(message);
-}
 
 function readJson(file) {
   return JSON.parse(readFileSync(file, 'utf8'));
@@ -101,44 +78,6 @@ function parseArgs(argv) {
   if (args['build-id'] !== undefined && !BUILD_ID_PATTERN.test(args['build-id']))
     fail(`malformed --build-id=${args['build-id']}: ${BUILD_ID_PATTERN}`);
   return args;
-}
-
-/** The sha512 that package-lock.json records for `name@version`, else the pinned one. */
-function expectedIntegrity(name, version) {
-  const locked = readJson(join(root, 'package-lock.json')).packages?.[`node_modules/${name}`];
-  if (locked?.version === version && locked.integrity) return locked.integrity;
-  return (
-    PINNED_INTEGRITY[`${name}@${version}`] ??
-    fail(`no pinned sha512 for ${name}@${version}: add it to PINNED_INTEGRITY in scripts/build.mjs`)
-  );
-}
-
-/**
- * The file `inner` of registry package `name@version`, fetched once with
- * `npm pack` into the cache; the tarball is checked against its sha512 before
- * every extraction.
- */
-function registryFile(name, version, inner) {
-  const integrity = expectedIntegrity(name, version);
-  const stem = `${name.replace(/^@/, '').replace('/', '-')}-${version}`;
-  const tgz = join(cacheDir, `${stem}.tgz`);
-  const sri = () => `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
-  const dir = join(cacheDir, stem);
-  const out = join(dir, inner);
-  const stamp = join(dir, '.sha512');
-  if (existsSync(out) && existsSync(stamp) && readFileSync(stamp, 'utf8') === integrity) return out;
-  if (!existsSync(tgz) || sri() !== integrity) {
-    console.log(`build: npm pack ${name}@${version}`);
-    execFileSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cacheDir, '--silent'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    if (sri() !== integrity) fail(`${name}@${version}: the registry's tarball does not match sha512 ${integrity}`);
-  }
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  execFileSync('tar', ['-xzf', tgz, '-C', dir, '--strip-components=1', `package/${inner}`]);
-  writeFileSync(stamp, integrity);
-  return out;
 }
 
 /** What to build for: Bun's compile target, the Bun executable to embed, koffi's addon. */

@@ -1,13 +1,12 @@
 // ADD: find the pod interfaces, optionally set IP-derived MACs, send round 1
-// (first-round.ts), and hand the rest to the node's background announcer
-// (src/daemon) through the attachment's record. ADD runs in the CNI process
-// or inside the announcer's single-threaded loop: it never blocks the process
-// by itself. Every wait on fds goes through `waits`, every sleep through
-// `timers`, and the sockets whose close is slow go to `release`.
+// (first-round.ts), write the attachment's record (the announcer's journal)
+// and hand the rest to the announcer's table of work, in memory (JobHost).
+// ADD runs inside the announcer's single-threaded loop: it never blocks it.
+// Every wait on fds goes through `waits`, every sleep through `timers`, and
+// the sockets whose close is slow go to `release`.
 import type { Logger } from '../log';
 import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
-import { NO_FRAMES } from './round';
 import type { FrameBudget } from './frame-budget';
 import { basename } from '../path';
 import { openSession, type SocketOpener } from './session';
@@ -15,7 +14,7 @@ import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
-import type { HostReply, HostRequest } from './host-requests';
+import type { JobHost } from './job-host';
 import { persist, unpersist, writeRecordQuietly } from './add-record';
 import { firstRound, type AddClock, type FirstRound } from './first-round';
 import { applyTargetMacs } from './target-macs';
@@ -40,11 +39,8 @@ export interface AddDeps {
    */
   waits: Waits;
   log: Logger;
-  /**
-   * Asks the announcer of `stateDir`, starting it when none answers with `start`: its reply, undefined when none came.
-   * Never throws.
-   */
-  askAnnouncer(stateDir: string, request: HostRequest, opts: { start: boolean }): Promise<HostReply | undefined>;
+  /** The announcer's table of work, which takes each ADD's job and report in memory. */
+  host: JobHost;
   /**
    * Whether the caller still waits for this ADD (connected, its deadline ahead): asked before each side effect (a MAC,
    * the probe, round 1, the record); once false, ADD undoes what it did and stops (NotWantedError).
@@ -117,11 +113,11 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   } catch (err) {
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
     else removeRecordQuietly(file, log);
-    // The record no longer holds the previous ADD's job: a running announcer drops it.
-    if (previous?.job) await tell(deps, job, { op: 'sync', record: name, sent: NO_FRAMES }, false);
+    // The record no longer holds the previous ADD's job: its work ends.
+    if (previous?.job) deps.host.cancel(name);
     throw err;
   }
-  await handOver(deps, job, name, record, done.first, previous?.job !== undefined);
+  handOver(deps, name, record, done.first);
   return done.macs;
 }
 
@@ -176,35 +172,8 @@ async function inPod(
   }
 }
 
-/** Tells the announcer what round 1 did: with a job left, starting one if none runs; without, only one that runs. */
-async function handOver(
-  deps: AddDeps,
-  job: AddJob,
-  name: string,
-  record: AttachmentRecord,
-  first: FirstRound,
-  hadJob: boolean,
-): Promise<void> {
-  const { log } = deps;
-  const counts = { sent: first.sent, conflicts: first.conflicts };
-  if (!record.job) {
-    // Nothing left for the background: tell one that runs, start none.
-    await tell(deps, job, hadJob ? { op: 'sync', record: name, ...counts } : { op: 'count', ...counts }, false);
-    return;
-  }
-  const reply = await tell(deps, job, { op: 'sync', record: name, ...counts }, true);
-  if (reply?.ok) log.debug('background announcer has the job', { rounds: record.job.schedule.length });
-  else if (reply)
-    log.warn('background announcer refused the job: the record keeps it', { record: name, error: reply.error });
-  else log.info('no answer from the background announcer: it takes the job from the record', { record: name });
-}
-
-/** Sends `request`; round 1 is out and the record written, so no answer fails nothing. */
-function tell(
-  deps: AddDeps,
-  job: AddJob,
-  request: Extract<HostRequest, { op: 'sync' | 'count' }>,
-  start: boolean,
-): Promise<HostReply | undefined> {
-  return deps.askAnnouncer(job.stateDir, request, { start });
+/** Hands the job left after round 1 (if any) and what round 1 did to the announcer's table of work. */
+function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound): void {
+  deps.host.added(name, record.job, { sent: first.sent, conflicts: first.conflicts });
+  if (record.job) deps.log.debug('background work handed over', { rounds: record.job.schedule.length });
 }

@@ -50,27 +50,19 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
       return;
     }
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
-    // The record goes first: an announcer that is about to exit reads the records once more, and must not find this
-    // job.
+    // The record goes first: an announcer killed from here on does not take the job up again at its next start.
     const removed = removeRecordQuietly(file, log);
-    const background = record.job ? await cancelBackground(deps, config.stateDir, file) : 'none';
+    const background = record.job ? cancelBackground(deps, file) : 'none';
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     if (lock) releaseAttachmentLock(lock, file);
   }
 }
 
-/**
- * Tells the background announcer to drop the attachment; one not running has nothing to drop, one not answering stops
- * at its next round (no record).
- */
-export async function cancelBackground(
-  deps: CommandDeps,
-  stateDir: string,
-  file: string,
-): Promise<'cancelled' | 'not running'> {
-  const reply = await deps.askAnnouncer(stateDir, { op: 'cancel', record: basename(file) }, { start: false });
-  return reply?.ok ? 'cancelled' : 'not running';
+/** Ends the attachment's background work in the announcer's table, in memory. */
+export function cancelBackground(deps: CommandDeps, file: string): 'cancelled' {
+  deps.host.cancel(basename(file));
+  return 'cancelled';
 }
 
 async function lockOrGoAhead(

@@ -1,4 +1,4 @@
-import { basename, dirname, join } from '../path';
+import { basename, join } from '../path';
 import { releaseAttachmentLock } from '../announce/attachment-lock';
 import {
   attachmentName,
@@ -79,7 +79,7 @@ async function collect(
     const record = readRecordToActOn(file, log);
     if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
     const removed = removeRecordQuietly(file, log); // first: see DEL
-    const background = record.job ? await cancelBackground(deps, dirname(file), file) : 'none';
+    const background = record.job ? cancelBackground(deps, file) : 'none';
     log.info('collected stale attachment', {
       containerId: record.containerId,
       ifname: record.ifname,

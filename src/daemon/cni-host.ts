@@ -1,7 +1,7 @@
 // The CNI commands as the announcer, their one executor, runs them: the
 // dispatcher and the commands, hosted here. Waits go
 // to the announcer's loop (LoopWaits), packet sockets are closed on another
-// thread, and what a command would tell "the announcer" goes straight to it.
+// thread, and jobs go to the announcer's table of work in memory (JobHost).
 import type { LockFile } from '../announce/attachment-lock';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
@@ -15,8 +15,7 @@ import { CallerViewError } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-views';
 import { loggerInView, refusing, viewOfCaller, type Caller } from './caller-host';
 import type { LoopWaits } from './loop-waits';
-import type { CommandHost } from './daemon';
-import type { Reply, Request } from './protocol';
+import type { CommandHost } from './daemon-deps';
 
 /** What hosting the commands needs from the announcer. */
 export interface CniHostDeps {
@@ -26,10 +25,8 @@ export interface CniHostDeps {
   /** The announcer's one frame budget (in memory), which its later rounds draw from too. */
   frameBudget: CommandDeps['frameBudget'];
   waits: LoopWaits;
-  /**
-   * The announcer's own answer to a control request (sync, count, cancel) of a command it took at `takenAt` (boot ms).
-   */
-  control(request: Request, takenAt: number): Reply;
+  /** The announcer's table of work, as a command it took at `takenAt` (boot ms) sees it. */
+  jobHost: CommandHost['jobHost'];
   /** The announcer's attachment locks (memory-locks.ts), shared with its rounds. */
   attachmentLock: LockFile;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
@@ -67,7 +64,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     bootMs: () => real.bootMs(),
     sleep: (ms) => deps.waits.sleep(ms),
   };
-  const commands: Omit<CommandDeps, 'askAnnouncer' | 'view' | 'stillWanted'> = {
+  const commands: Omit<CommandDeps, 'host' | 'view' | 'stillWanted'> = {
     libc: () => deps.libc,
     timers,
     waits: deps.waits,
@@ -79,11 +76,11 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
   return async (env, stdin, stillWanted, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
-    const askAnnouncer: CommandDeps['askAnnouncer'] = async (_stateDir, request) => deps.control(request, takenAt);
+    const host = deps.jobHost(takenAt);
     const seen = viewOfCaller(deps.views, caller);
     const view = seen instanceof CallerViewError ? deps.views.mine : seen;
     const logger = loggerInView(commands.logger, view);
-    const hosted = announcerPlugin({ ...commands, askAnnouncer, view, logger, stillWanted });
+    const hosted = announcerPlugin({ ...commands, host, view, logger, stillWanted });
     const plugin = noting(seen instanceof CallerViewError ? refusing(hosted, seen) : hosted, (config) =>
       deps.noteConfig(config, logger(config, {})),
     );

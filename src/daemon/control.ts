@@ -5,14 +5,13 @@
 // without `deadline` (an older shim) hears `ack`, then a `beat` every BEAT_MS.
 import type { Logger } from '../log';
 import type { Timers } from '../announce/timers';
-import { unlinkIfPresent } from '../sys/safe-file';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
 import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
 import { tooLate, wantedWhile, type CniCommand } from './admission';
 import type { Caller } from './caller-host';
 import { Connection } from './connection';
-import { withSocketAddress } from './paths';
+import { type Accepted, Listener } from './listener';
 import type { Reply, Request } from './protocol';
 import { checkRequestLine } from './wire-request';
 
@@ -20,11 +19,6 @@ import { checkRequestLine } from './wire-request';
 const CLIENT_MS = 1000;
 /** Connections served at once; more are closed at accept. */
 const MAX_CLIENTS = 1024;
-/**
- * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and
- * polling it would spin while the clients already accepted are served and closed, which gives descriptors back.
- */
-export const ACCEPT_PAUSE_MS = 100;
 
 /** What the control socket needs from the process. */
 export interface ControlDeps {
@@ -48,20 +42,20 @@ export interface RequestHandlers {
 
 /** The listening socket and its connected clients. */
 export class ControlSocket {
-  private listenFd: number | undefined;
+  private readonly listener: Listener;
   private readonly clients = new Set<Connection>();
   /** CNI commands running, with when each is next due a beat (boot ms). */
   private readonly running = new Map<Connection, number>();
   private readonly scratch = Buffer.alloc(64 * 1024);
-  /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
-  private acceptPausedUntil = 0;
 
   /** `failed` counts and logs what went wrong. */
   constructor(
     private readonly deps: ControlDeps,
     private readonly handlers: RequestHandlers,
     private readonly failed: (what: string, error: unknown) => void,
-  ) {}
+  ) {
+    this.listener = new Listener(deps, failed, (fd) => this.closeQuietly(fd));
+  }
 
   /** Whether a client is connected or a command runs. */
   get busy(): boolean {
@@ -70,7 +64,7 @@ export class ControlSocket {
 
   /** Whether the socket is listening. */
   get listening(): boolean {
-    return this.listenFd !== undefined;
+    return this.listener.listening;
   }
 
   /**
@@ -78,11 +72,7 @@ export class ControlSocket {
    * still coming.
    */
   fds(): number[] {
-    const accepting = this.listenFd !== undefined && this.deps.timers.bootMs() >= this.acceptPausedUntil;
-    return [
-      ...(accepting ? [this.listenFd!] : []),
-      ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd),
-    ];
+    return [...this.listener.fds(), ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd)];
   }
 
   /** Whether `client`'s request is still coming (a running or ending client is not read: its EOF would wake poll). */
@@ -100,38 +90,24 @@ export class ControlSocket {
    * Infinity with none.
    */
   wakeAt(): number {
-    const paused = this.acceptPausedUntil > this.deps.timers.bootMs() ? [this.acceptPausedUntil] : [];
     const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
-    return Math.min(Infinity, ...paused, ...timed, ...this.running.values());
+    return Math.min(this.listener.wakeAt(), ...timed, ...this.running.values());
   }
 
   listen(): void {
-    withSocketAddress(this.deps.stateDir, (address) => {
-      unlinkIfPresent(address); // a stale socket of a killed announcer; we hold the lock
-      this.listenFd = this.deps.sockets.listen(address);
-    });
+    this.listener.listen();
   }
 
-  /**
-   * Stops listening: new clients find no one (and start or become the next announcer); connected ones are still served.
-   */
+  /** Stops listening (see Listener.unlisten); connected clients are still served. */
   unlisten(): void {
-    if (this.listenFd === undefined) return;
-    const fd = this.listenFd;
-    this.listenFd = undefined;
-    this.closeQuietly(fd);
-    try {
-      withSocketAddress(this.deps.stateDir, (address) => unlinkIfPresent(address));
-    } catch {
-      // the next announcer removes it
-    }
+    this.listener.unlisten();
   }
 
   /**
    * Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time.
    */
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
-    if (this.listenFd !== undefined && readable.has(this.listenFd)) this.acceptAll();
+    this.listener.acceptAll(readable, (peer) => this.admit(peer));
     const now = this.deps.timers.bootMs();
     for (const client of [...this.clients]) {
       if (writable.has(client.fd))
@@ -165,6 +141,8 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
+    // A retired op (a previous release's shim) hears why, as a control reply: that shim logs it and keeps its record.
+    if (request.kind === 'retired') return this.end(client, { control: { ok: false, error: request.refusal } });
     // A control request is safe to act on late.
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;
@@ -231,24 +209,14 @@ export class ControlSocket {
     }
   }
 
-  private acceptAll(): void {
-    for (;;) {
-      let peer;
-      try {
-        peer = this.deps.sockets.accept(this.listenFd!);
-      } catch (err) {
-        this.acceptPausedUntil = this.deps.timers.bootMs() + ACCEPT_PAUSE_MS;
-        this.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
-        return;
-      }
-      if (!peer) return;
-      if (peer.uid !== this.deps.uid || this.clients.size >= MAX_CLIENTS) {
-        if (peer.uid !== this.deps.uid)
-          this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
-        this.closeQuietly(peer.fd);
-        continue;
-      }
-      this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
+  /** Serves an accepted connection: only from our own user, and at most MAX_CLIENTS at once. */
+  private admit(peer: Accepted): void {
+    if (peer.uid !== this.deps.uid || this.clients.size >= MAX_CLIENTS) {
+      if (peer.uid !== this.deps.uid)
+        this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+      this.closeQuietly(peer.fd);
+      return;
     }
+    this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
   }
 }

@@ -2,87 +2,49 @@
 // runs the CNI commands the shims forward (src/shim) and sends every
 // attachment's later rounds, in one single-threaded loop around poll(2): its
 // socket and clients, the event sockets of deferred waits, and the fds and
-// deadlines of the commands' own waits (LoopWaits). Its work lives in the
-// records of stateDir (written under the attachment's lock), so a killed
-// announcer loses nothing: the next one reads them again, skipping rounds
-// whose time has passed. One whose executable was replaced hands over, and so
+// deadlines of the commands' own waits (LoopWaits). Its work is journaled in
+// the records of stateDir (written under the attachment's lock), so a killed
+// announcer loses nothing: the next one reads them at its start, skipping
+// rounds whose time has passed. One whose executable was replaced hands over, and so
 // does one a shim started when the DaemonSet's (`--resident`) asks it to.
-import type { Logger } from '../log';
+import type { JobHost } from '../announce/job-host';
 import { join } from '../path';
-import { totalFrames } from '../announce/round';
-import type { TryLock } from '../sys/libc';
-import { unlinkIfPresent } from '../sys/safe-file';
 import { stateDirOf } from '../shim/wire';
+import { unlinkIfPresent } from '../sys/safe-file';
 import { LEGACY_BUDGET_FILES, START_MARKER } from '../state-files';
-import { BackgroundCloser } from './background-closer';
-import type { CniRunner } from './cni-host';
 import type { CniCommand } from './admission';
+import { BackgroundCloser } from './background-closer';
 import type { Caller } from './caller-host';
-import { ControlSocket, type ControlDeps, type RequestHandlers } from './control';
-import { addFrames, countServed, newCounters } from './counters';
+import type { CniRunner } from './cni-host';
+import { ControlSocket, type RequestHandlers } from './control';
+import { countServed, newCounters } from './counters';
+import type { DaemonDeps } from './daemon-deps';
 import { takeHandover, writeHandover } from './handover';
+import { HandingOver } from './handing-over';
 import { HttpEndpoint, type HttpDeps } from './http-server';
-import { Jobs, type JobDeps } from './jobs';
-import { LoopWaits } from './loop-waits';
-import { MemoryLocks } from './memory-locks';
-import type { LockFile } from '../announce/attachment-lock';
+import { Jobs } from './jobs';
 import { LazyMetrics } from './lazy-metrics';
+import { LoopWaits } from './loop-waits';
+import { turn } from './loop-turn';
+import { MemoryLocks } from './memory-locks';
 import { MetricsFile } from './metrics-file';
-import { RESIDENT_REFUSAL, type Reply, type Request } from './protocol';
-import type { PluginConfig } from '../cni/config';
-import type { NodeSettings } from '../cni/node-settings';
 import { NodeOptionNotes } from './node-option-notes';
-import { withDaemonLock, type TakeOver, type TakeOverDeps } from './take-over';
+import type { Reply, Request } from './protocol';
+import { answerControl } from './control-requests';
+import type { NodeSettings } from '../cni/node-settings';
+import { stamper } from './stamper';
+import { tableHost } from './table-host';
+import { withDaemonLock, type TakeOver } from './take-over';
 
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
-
-/** What the announcer needs from the process. */
-export interface DaemonDeps
-  extends Omit<JobDeps, 'closeInBackground' | 'lockFile'>,
-    ControlDeps,
-    Pick<TakeOverDeps, 'resident' | 'askHandover' | 'waitForHolder'> {
-  /**
-   * close(2) on a worker thread (koffi's async queue, 256 calls at most); `done` hears the outcome. The announcer
-   * bounds how many are in flight.
-   */
-  closeInBackground(fd: number, done: (error?: unknown) => void): void;
-  tryLock: TryLock;
-  /** The announcer's own log (job logs come from jobLog). */
-  log: Logger;
-  /** The node settings (its flags over the stateDir's announcer.conf), fixed for the announcer's life. */
-  settings: NodeSettings;
-  /** Writes the metrics file atomically. */
-  writeMetrics(file: string, text: string): void;
-  /** Why the metrics file can never be written (its directory missing, not a directory…); undefined if it may be. */
-  metricsFileProblem(file: string): string | undefined;
-  /** Where to serve /metrics and /healthz (--listen), and the calls to. */
-  http?: Pick<HttpDeps, 'address' | 'sockets'>;
-  /** This executable's build (src/build-id.ts). */
-  build: string;
-  /** Whether the file this announcer was started from has been replaced (an upgrade). */
-  executableReplaced(): boolean;
-  /** The runner of CNI commands, hosted on this announcer's loop (src/daemon/cni-host.ts). */
-  commands(host: CommandHost): CniRunner;
-}
-
-/** What the announcer gives the commands it runs: its loop's waits, its own answers to control requests, its closer. */
-export interface CommandHost {
-  waits: LoopWaits;
-  control(request: Request, takenAt: number): Reply; // takenAt: when the command was taken (boot ms)
-  closeInBackground(fd: number): void;
-  /** Hears each command's config (and its network's log): node options in a conflist are said once, not applied. */
-  noteConfig(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void;
-  /** The attachment locks, in memory: the rounds take the same ones. */
-  attachmentLock: LockFile;
-}
 
 /**
  * Runs the announcer of deps.stateDir until idle for idleExitMs (never when resident), SIGTERM, or a hand-over; returns
  * at once when another one serves (take-over.ts).
  */
 export function runDaemon(deps: DaemonDeps): Promise<TakeOver> {
-  return withDaemonLock(deps, () => new Daemon(deps).run());
+  return withDaemonLock(deps, (lockFd) => new Daemon(deps, lockFd).run());
 }
 
 class Daemon {
@@ -96,16 +58,17 @@ class Daemon {
   private stopping = false;
   /** Until when (monotonic ms) the loop backs off after a turn that threw. */
   private pausedUntil = -Infinity;
-  /**
-   * Set once a request from another build found this executable replaced: serve no more, hand over once running
-   * commands end.
-   */
-  private handingOver = false;
+  /** Stamps the loop's progress on its lock file (stamper.ts). */
+  private readonly stamp: () => void;
+  private readonly handingOver: HandingOver;
   private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
 
-  constructor(private readonly deps: DaemonDeps) {
+  constructor(
+    private readonly deps: DaemonDeps,
+    lockFd: number,
+  ) {
     this.settings = deps.settings;
     const metricsDeps = {
       now: () => deps.timers.now(),
@@ -124,16 +87,27 @@ class Daemon {
     const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
-      control: (r, takenAt) => this.handleSafely(r, takenAt),
+      jobHost: (takenAt) => this.jobHost(takenAt),
       closeInBackground,
       noteConfig: (config, networkLog) => notes.note(config, networkLog),
       attachmentLock,
     });
     const handlers: RequestHandlers = {
-      control: (r) => this.handleSafely(r),
+      control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
     };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
+    const stampProgress = (): void => deps.stampProgress(lockFd);
+    this.stamp = stamper(
+      () => deps.timers.now(),
+      () => this.guard('cannot stamp progress', stampProgress, undefined),
+    );
+    this.handingOver = new HandingOver({
+      ...deps,
+      resident: deps.resident === true,
+      unlisten: () => this.control.unlisten(),
+      executableReplaced: () => this.guard('cannot look at the executable', () => deps.executableReplaced(), false),
+    });
   }
 
   /**
@@ -146,20 +120,9 @@ class Daemon {
     process.on('SIGINT', stop);
     try {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
-      // Listen first: a command that found nobody listening wrote its record before, so recover() sees it.
+      // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.control.listen();
-      for (const file of [START_MARKER, ...LEGACY_BUDGET_FILES])
-        this.guard(`cannot remove ${file}`, () => unlinkIfPresent(join(this.deps.stateDir, file)), undefined);
-      const handedOver = this.guard('cannot read the hand-over', () => takeHandover(this.deps.stateDir), new Map());
-      this.guard('cannot read the records', () => this.jobs.recover(handedOver), undefined);
-      this.deps.log.info('announcer started', {
-        pid: process.pid,
-        build: this.deps.build,
-        stateDir: this.deps.stateDir,
-        pending: this.jobs.size,
-        handedOver: handedOver.size,
-        settings: this.settings,
-      });
+      this.recover();
       this.metricsFile.start();
       await this.loop();
     } finally {
@@ -170,14 +133,26 @@ class Daemon {
       this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
       this.guard('cannot close the HTTP endpoint', () => this.http?.close(), undefined);
       await this.metricsFile.flush(true);
-      this.deps.log.info('announcer stopped', { pid: process.pid, handedOver: this.handingOver });
+      this.deps.log.info('announcer stopped', { pid: process.pid, handedOver: this.handingOver.active });
     }
+  }
+
+  /** Removes the start marker and older versions' files, then takes up the hand-over and the records (the journal). */
+  private recover(): void {
+    const { stateDir } = this.deps;
+    for (const file of [START_MARKER, ...LEGACY_BUDGET_FILES])
+      this.guard(`cannot remove ${file}`, () => unlinkIfPresent(join(stateDir, file)), undefined);
+    const handedOver = this.guard('cannot read the hand-over', () => takeHandover(stateDir), new Map());
+    this.guard('cannot read the records', () => this.jobs.recover(handedOver), undefined);
+    const { build } = this.deps;
+    const started = { pid: process.pid, build, stateDir, pending: this.jobs.size, handedOver: handedOver.size };
+    this.deps.log.info('announcer started', { ...started, settings: this.settings });
   }
 
   private async loop(): Promise<void> {
     let idleSince = this.deps.timers.now();
-    while (!this.stopping || this.handsOverOnStop()) {
-      if (this.handingOver && !this.control.busy) {
+    while (!this.stopping || this.handingOver.onStop()) {
+      if (this.handingOver.active && !this.control.busy) {
         this.guard(
           'cannot write the hand-over',
           () => writeHandover(this.deps.stateDir, this.jobs.progress()),
@@ -185,10 +160,11 @@ class Daemon {
         );
         break;
       }
+      this.stamp();
       const busy = this.jobs.size > 0 || this.control.busy;
       if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs) break;
       try {
-        await this.turn(this.deps.timers.bootMs());
+        await turn(this.turnParts(), this.deps.timers.bootMs(), this.pausedUntil);
       } catch (err) {
         this.failed('announcer turn failed', err);
         this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
@@ -198,69 +174,13 @@ class Daemon {
     }
   }
 
-  /**
-   * One wait in the loop's one poll(2), for sockets or the next due time, then whatever is due: every wait of the
-   * announcer (readiness, probe windows, the budget, a back-off) is an fd or a deadline here, so a turn never blocks
-   * elsewhere.
-   */
-  private async turn(now: number): Promise<void> {
-    // While handing over, bursts go on until the commands still running end: then where each stands is written.
-    const served = this.http ? [this.control, this.http] : [this.control];
-    const pause = this.pausedUntil - this.deps.timers.now();
-    if (pause > 0) {
-      // Backing off after a turn that threw: a throw that repeats must not spin. Nothing is read meanwhile.
-      this.deps.libc.pollInOut([], [], pause);
-      return;
-    }
-    const reading = [...served.flatMap((s) => s.fds()), ...this.jobs.eventFds(), ...this.waits.fds()];
-    const dueIn = Math.min(this.jobs.wakeAt(now), ...served.map((s) => s.wakeAt())) - now;
-    const { readable, writable } = this.deps.libc.pollInOut(
-      reading,
-      served.flatMap((s) => s.writeFds()),
-      Math.max(0, Math.min(dueIn, this.waits.msLeft())),
-    );
-    for (const s of served) s.serve(readable, writable);
-    this.waits.settle(readable);
-    await this.jobs.runDue(this.deps.timers.bootMs(), readable);
-    await this.metricsFile.flush(false);
-    // Let the commands whose waits settled run on, and completions from other threads (background closes).
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-
   /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
   private takeCommand(command: CniCommand, caller: Caller): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
-    if (
-      !this.handingOver &&
-      command.build !== this.deps.build &&
-      this.guard('cannot look at the executable', () => this.deps.executableReplaced(), false)
-    ) {
-      this.handOver('executable replaced: handing over to the new build', {
-        build: this.deps.build,
-        newBuild: command.build,
-      });
-    }
-    if (this.handingOver) return { refused: 'handover' };
+    this.handingOver.noteBuild(command.build);
+    if (this.handingOver.active) return { refused: 'handover' };
     countServed(this.counters, command.env.CNI_COMMAND);
     return this.runCni(command.env, command.stdin, command.stillWanted, caller);
-  }
-
-  /**
-   * Whether the loop goes on once stopping: a resident announcer (its pod stops) hands over to whichever announcer
-   * comes next (a shim starts one).
-   */
-  private handsOverOnStop(): boolean {
-    if (!this.deps.resident) return false;
-    this.handOver('SIGTERM: handing over to the next announcer', {});
-    return true;
-  }
-
-  /** Serves no more: stops listening, and once the running commands end writes where each burst stands and returns. */
-  private handOver(why: string, fields: Record<string, unknown>): void {
-    if (this.handingOver) return;
-    this.handingOver = true;
-    this.control.unlisten();
-    this.deps.log.info(why, fields);
   }
 
   /** Runs `work`; a throw is counted and logged as `what`, and gives `otherwise`. */
@@ -278,49 +198,47 @@ class Daemon {
     this.deps.log.error(what, { ...fields, error });
   }
 
-  private handleSafely(request: Request, takenAt?: number): Reply {
-    try {
-      return this.handle(request, takenAt);
-    } catch (err) {
-      this.failed('control request failed', err, { op: request.op });
-      return { ok: false, error: 'internal error' };
-    }
-  }
-
-  private handle(request: Request, takenAt: number | undefined): Reply {
-    if (request.op === 'status') {
-      return {
-        ok: true,
-        status: {
+  /** The answer to a control request. */
+  private answer(request: Request): Reply {
+    return answerControl(
+      {
+        resident: this.deps.resident === true,
+        status: () => ({
           pid: process.pid,
           attachments: this.jobs.status(this.deps.timers.bootMs()),
           counters: structuredClone(this.counters),
-        },
-      };
-    }
-    if (request.op === 'cancel') {
-      this.jobs.forget(request.record, 'cancelled');
-      return { ok: true };
-    }
-    if (request.op === 'handover') {
-      if (this.deps.resident) return { ok: false, error: RESIDENT_REFUSAL };
-      this.handOver('a resident announcer starts: handing over to it', {});
-      return { ok: true };
-    }
-    // What the ADD's round 1 sent.
-    if (totalFrames(request.sent) > 0) {
-      addFrames(this.counters, request.sent);
-      this.counters.rounds.sent++;
-      if (takenAt !== undefined) this.metrics.observeAddToFirstRound((this.deps.timers.bootMs() - takenAt) / 1000);
-    }
-    // A job kept as read from its record had its conflicts counted from there.
-    if (request.op === 'count' || !this.jobs.sync(request.record)) this.counters.conflicts += request.conflicts ?? 0;
-    return { ok: true };
+        }),
+        handOver: (why) => this.handingOver.start(why),
+        failed: (what, error, fields) => this.failed(what, error, fields),
+      },
+      request,
+    );
+  }
+
+  /** The table of work, as a command taken at `takenAt` (boot ms) hands its job over or cancels one. */
+  private jobHost(takenAt: number): JobHost {
+    const bootMs = (): number => this.deps.timers.bootMs();
+    const guard = (what: string, work: () => void): void => this.guard(what, work, undefined);
+    return tableHost({ jobs: this.jobs, counters: this.counters, metrics: this.metrics, bootMs, guard }, takenAt);
+  }
+
+  /** What a turn of the loop works on; while handing over, bursts go on until the commands still running end. */
+  private turnParts(): Parameters<typeof turn>[0] {
+    const { libc, timers } = this.deps;
+    return {
+      libc,
+      now: () => timers.now(),
+      bootMs: () => timers.bootMs(),
+      served: this.http ? [this.control, this.http] : [this.control],
+      jobs: this.jobs,
+      waits: this.waits,
+      metricsFile: this.metricsFile,
+    };
   }
 
   /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
   private listenHttp(http: NonNullable<DaemonDeps['http']>): HttpEndpoint {
-    const healthy = (): boolean => this.control.listening && !this.handingOver && !this.stopping;
+    const healthy = (): boolean => this.control.listening && !this.handingOver.active && !this.stopping;
     const deps: HttpDeps = {
       ...http,
       bootMs: () => this.deps.timers.bootMs(),

@@ -1,11 +1,10 @@
-// The background announcer's table of work, one entry per attachment whose
-// record holds a job: taken from the records (at start, and before exiting
-// idle) or on an ADD's request, and dropped once its burst is over, its pod or
-// record is gone, or a DEL cancels it.
-import { join } from '../path';
+// The announcer's table of work, one entry per attachment with a job: taken
+// from the records at start (recovery), or from an ADD it ran (in memory), and
+// dropped once its burst is over, its pod or record is gone, or a DEL or GC
+// cancels it.
 import type { Logger } from '../log';
 import type { LockFile } from '../announce/attachment-lock';
-import { listRecords, readRecordFile } from '../announce/state';
+import { listRecords } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import { LATE_GRACE_MS, nextRound } from './progress';
@@ -30,14 +29,6 @@ export interface JobDeps extends RoundDeps {
 /** The attachments with work, by record name. */
 export class Jobs {
   private readonly works = new Map<string, Work>();
-  /**
-   * The last job of each record whose work ended here. Its record keeps it
-   * until DEL: without this, reading the records again (before exiting idle)
-   * would take a deferred job up again and announce the pod once more, in a
-   * loop until readyDeadline, and a pod gone mid-burst until its last round.
-   */
-  private readonly ended = new Map<string, BackgroundJob>();
-
   constructor(
     private readonly deps: JobDeps,
     private readonly counters: Counters,
@@ -52,52 +43,20 @@ export class Jobs {
    * on from its next round.
    */
   recover(handedOver: ReadonlyMap<string, HandedOver>): void {
-    const present = new Set<string>();
     for (const { file, read } of listRecords(this.deps.stateDir)) {
       const name = file.slice(this.deps.stateDir.length + 1);
-      if (read.kind !== 'ok' || !read.record.job) continue;
-      present.add(name);
-      const ended = this.ended.get(name);
-      if (this.works.has(name) || (ended && sameJob(ended, read.record.job))) continue;
+      if (read.kind !== 'ok' || !read.record.job || this.works.has(name)) continue;
       const handed = handedOver.get(name);
       if (handed && sameJob(handed.job, read.record.job))
         this.schedule(name, read.record.job, 'handed over', handed.next);
       else this.schedule(name, read.record.job, 'recovered');
     }
-    for (const name of this.ended.keys()) if (!present.has(name)) this.ended.delete(name);
   }
 
-  /**
-   * (Re)reads record `name` and schedules its job, or forgets it; true when this announcer had the job from the record
-   * already (its counts made then).
-   */
-  sync(name: string): boolean {
-    const read = readRecordFile(join(this.deps.stateDir, name));
-    if (read.kind !== 'ok' || !read.record.job) {
-      this.forget(name, read.kind === 'invalid' ? `invalid record: ${read.problem}` : 'no job');
-      return false;
-    }
-    const ended = this.ended.get(name);
-    if (ended && sameJob(ended, read.record.job)) return true; // read from the record, and already done here
-    const current = this.works.get(name);
-    if (current && sameJob(current.job, read.record.job)) {
-      // Recovered work that its ADD turns out to have just handed over: until a round went out here, rounds up to
-      // LATE_GRACE_MS late still go out; after, it keeps its progress (starting over would send a round twice).
-      if (!current.deferred && current.roundsSent === 1) {
-        const { index, dueAt } = nextRound(
-          current.job.schedule,
-          current.firstRoundAt!,
-          1,
-          this.deps.timers.bootMs(),
-          LATE_GRACE_MS,
-        );
-        if (dueAt !== undefined) [current.next, current.dueAt] = [index, dueAt];
-      }
-      return true;
-    }
+  /** Schedules the job an ADD of record `name` left, in place of any work the record had. */
+  take(name: string, job: BackgroundJob): void {
     this.forget(name, undefined);
-    this.schedule(name, read.record.job, 'added');
-    return false;
+    this.schedule(name, job, 'added');
   }
 
   /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
@@ -147,8 +106,8 @@ export class Jobs {
       work.dueAt = dueAt;
     }
     this.works.set(name, work);
-    // A job ADD handed over reports its conflicts in the sync request; one read from the records was never reported
-    // here.
+    // A job ADD handed over reports its conflicts with it (JobHost.added); one read from the records was never
+    // reported here.
     if (how === 'recovered' && job.conflicts) this.counters.conflicts += job.conflicts;
     log.debug('background work scheduled', {
       how,
@@ -163,7 +122,6 @@ export class Jobs {
     const w = this.works.get(name);
     if (!w) return;
     this.works.delete(name);
-    this.ended.set(name, w.job);
     try {
       dropDeferred(this.deps, w);
     } catch (err) {

@@ -1,16 +1,13 @@
 // Pure: the announcer's control requests and replies, carried as `control` on
-// its socket (src/shim/wire.ts). Requests name an attachment by its record file
-// in stateDir; the record, written under the attachment's lock, is the truth.
+// its socket (src/shim/wire.ts): `status` and `handover`. The ops a shim of the
+// previous release sent after running a command in-process (sync, count,
+// cancel) are refused by name.
 import { z } from 'zod/mini';
-import type { HostRequest } from '../announce/host-requests';
-import { NO_FRAMES } from '../announce/round';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
-import { stateEntryKind } from '../state-files';
 import type { Counters } from './counters';
 
-/** What a client asks: what a command tells its host (sync, cancel, count), or: */
+/** What a client asks: the announcer's status, or: */
 export type Request =
-  | HostRequest
   | { op: 'status' }
   /** Stop serving and hand over to the caller, as on an upgrade (asked by a starting resident announcer). */
   | { op: 'handover' };
@@ -42,28 +39,27 @@ export interface DaemonStatus {
 /** The answer to a request. */
 export type Reply = { ok: true; status?: DaemonStatus } | { ok: false; error: string };
 
-/** A record's file name, never a path: requests cannot point outside stateDir. */
-const recordName = str('bad record name').check(
-  z.refine((name: string) => stateEntryKind(name) === 'record' && !name.includes('/') && name.length <= 255, {
-    error: 'bad record name',
-  }),
-);
-/** A count a client reports: an integer from 0 below 1e6, else 0. */
-const smallCount = z.catch(z.int().check(z.minimum(0), z.lt(1e6)), 0);
-/** Frame counts, each a small count; anything but an object counts nothing. */
-const frameCounts = z.catch(strictShape({ garpRequest: smallCount, garpReply: smallCount, na: smallCount }), () => ({
-  ...NO_FRAMES,
-}));
+/**
+ * The ops of the previous release's shim, which ran a command in-process and then reconciled with the announcer: this
+ * one runs every command itself.
+ */
+const RETIRED_OPS: readonly unknown[] = ['sync', 'count', 'cancel'];
+
+/**
+ * The refusal of a retired op (sync, count, cancel), naming it and what becomes of its record; undefined for any other
+ * request.
+ */
+export function retiredOpRefusal(value: unknown): string | undefined {
+  if (!isObject(value) || !RETIRED_OPS.includes(value.op)) return undefined;
+  return (
+    `op ${JSON.stringify(value.op)} is retired: this announcer runs every CNI command itself; ` +
+    'a record written by an older shim is taken up at the next announcer start, or removed by DEL or GC'
+  );
+}
 
 const requestSchema = z.discriminatedUnion(
   'op',
-  [
-    strictShape({ op: z.literal('sync'), record: recordName, sent: frameCounts, conflicts: smallCount }),
-    strictShape({ op: z.literal('cancel'), record: recordName }),
-    strictShape({ op: z.literal('count'), sent: frameCounts, conflicts: smallCount }),
-    strictShape({ op: z.literal('status') }),
-    strictShape({ op: z.literal('handover') }),
-  ],
+  [strictShape({ op: z.literal('status') }), strictShape({ op: z.literal('handover') })],
   { error: (iss) => (isObject(iss.input) ? `unknown op ${JSON.stringify(iss.input.op)}` : 'not an object') },
 );
 

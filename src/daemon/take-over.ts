@@ -47,13 +47,14 @@ export interface TakeOverDeps {
 export type TakeOver = 'taken' | 'served' | 'resident';
 
 /**
- * Runs `serve` once the announcer lock of stateDir is taken (see the top of this file); the lock goes when it returns.
+ * Runs `serve` once the announcer lock of stateDir is taken (see the top of this file), with the fd the lock is held
+ * on; the lock goes when it returns.
  */
-export async function withDaemonLock(deps: TakeOverDeps, serve: () => Promise<void>): Promise<TakeOver> {
+export async function withDaemonLock(deps: TakeOverDeps, serve: (lockFd: number) => Promise<void>): Promise<TakeOver> {
   const lockFd = openDaemonLock(deps.stateDir);
   try {
     const took = await takeDaemonLock(deps, lockFd);
-    if (took === 'taken') await serve();
+    if (took === 'taken') await serve(lockFd);
     return took;
   } finally {
     try {

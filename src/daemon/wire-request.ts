@@ -3,12 +3,13 @@
 import { z } from 'zod/mini';
 import { check, obj, str } from '../cni/zod-checks';
 import { WIRE_VERSION } from '../shim/wire';
-import { checkControlRequest, type Request } from './protocol';
+import { checkControlRequest, retiredOpRefusal, type Request } from './protocol';
 
-/** A checked request: a CNI command as it came, or a control operation. */
+/** A checked request: a CNI command as it came, a control operation, or a retired one (refused by name). */
 export type CheckedRequest = { build: string; ackBy: number; deadline?: number } & (
   | { kind: 'cni'; env: Record<string, string>; stdin: string }
   | { kind: 'control'; request: Request }
+  | { kind: 'retired'; refusal: string }
 );
 
 /** An object, else nothing: which of `cni` and `control` a line carries. */
@@ -54,6 +55,8 @@ export function checkRequestLine(line: string): CheckedRequest | string {
       : command.issues[0]!.message;
   }
   if (control !== undefined) {
+    const refusal = retiredOpRefusal(control);
+    if (refusal !== undefined) return { kind: 'retired', build, ...times, refusal };
     const request = checkControlRequest(control);
     return typeof request === 'string' ? request : { kind: 'control', build, ...times, request };
   }

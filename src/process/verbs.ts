@@ -6,7 +6,8 @@ import { basename, dirname } from '../path';
 import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
 import { cniRunner } from '../daemon/cni-host';
-import { runDaemon, type DaemonDeps } from '../daemon/daemon';
+import { runDaemon } from '../daemon/daemon';
+import type { DaemonDeps } from '../daemon/daemon-deps';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { HttpListenError } from '../daemon/http-server';
@@ -19,6 +20,7 @@ import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/pri
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
+import { stampFd } from '../sys/progress-stamp';
 import { CallerViews } from '../sys/caller-views';
 import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
@@ -58,46 +60,7 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
     err(`announcer ${DAEMON_VERB}: ${node.problem}`);
     return 2;
   }
-  const { settings } = node;
-  const stdout = args.logFormat
-    ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
-    : undefined;
-  const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
-  const started = fileId(process.execPath);
-  const frames = new NodeFrameBudget(() => settings.rateLimit);
-  const views = new CallerViews();
-  const run = runDaemon({
-    stateDir,
-    views,
-    resident: args.resident,
-    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
-    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc: wiring.libc() }, fd, ms, fallbackMs),
-    http,
-    libc: wiring.libc(),
-    sockets: wiring.libc(),
-    open: netnsSockets(wiring.libc()),
-    timers: wiring.timers,
-    tryLock: wiring.libc().tryLock,
-    log: loggers.log,
-    jobLog: jobLogInView(loggers.jobLog, views),
-    settings,
-    budget: () => frames.budget('later'),
-    writeMetrics,
-    metricsFileProblem: (file) => privateDirProblem(dirname(file)),
-    closeInBackground: (fd, done) => wiring.libc().closeInBackground(fd, done),
-    uid,
-    build: BUILD_ID,
-    executableReplaced: () => fileId(process.execPath) !== started,
-    commands: (host) =>
-      cniRunner({
-        libc: wiring.libc(),
-        timers: wiring.timers,
-        frameBudget: () => frames.budget('first'),
-        ...host,
-        views,
-        logger: loggers.commandLog,
-      }),
-  });
+  const run = runDaemon(realDaemonDeps(wiring, args, { settings: node.settings, http, uid }));
   // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
   return run.then(
     (took) => {
@@ -111,6 +74,56 @@ async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: s
       return 1;
     },
   );
+}
+
+/** The announcer's dependencies in this process: its node settings, --listen's endpoint, and the user it serves. */
+function realDaemonDeps(
+  wiring: ProcessWiring,
+  args: DaemonArgs,
+  { settings, http, uid }: Pick<DaemonDeps, 'settings' | 'http' | 'uid'>,
+): DaemonDeps {
+  const { stateDir } = args;
+  const stdout = args.logFormat
+    ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
+    : undefined;
+  const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
+  const started = fileId(process.execPath);
+  const frames = new NodeFrameBudget(() => settings.rateLimit);
+  const views = new CallerViews();
+  const libc = wiring.libc();
+  return {
+    stateDir,
+    views,
+    resident: args.resident,
+    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
+    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc }, fd, ms, fallbackMs),
+    http,
+    libc,
+    sockets: libc,
+    open: netnsSockets(libc),
+    timers: wiring.timers,
+    tryLock: libc.tryLock,
+    log: loggers.log,
+    jobLog: jobLogInView(loggers.jobLog, views),
+    settings,
+    budget: () => frames.budget('later'),
+    writeMetrics,
+    metricsFileProblem: (file) => privateDirProblem(dirname(file)),
+    closeInBackground: (fd, done) => libc.closeInBackground(fd, done),
+    uid,
+    build: BUILD_ID,
+    executableReplaced: () => fileId(process.execPath) !== started,
+    stampProgress: (fd) => stampFd(fd, Date.now()),
+    commands: (host) =>
+      cniRunner({
+        libc,
+        timers: wiring.timers,
+        frameBudget: () => frames.budget('first'),
+        ...host,
+        views,
+        logger: loggers.commandLog,
+      }),
+  };
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */

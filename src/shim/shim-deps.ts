@@ -25,44 +25,48 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
         unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
       })),
     announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
-    start: async (stateDir) => {
-      const [
-        { startAnnouncer, envObject },
-        { spawnChild },
-        { ensurePrivateDir },
-        { selfCommand },
-        { detachedEnv },
-        { userModeEmulator },
-        { stateDirProblem },
-        { StateDirError },
-      ] = await Promise.all([
-        import('./start'),
-        import('../sys/spawn-child'),
-        import('../sys/private-dir'),
-        import('../self-command'),
-        import('../sys/detached-env'),
-        import('../sys/emulator'),
-        import('../announce/state'),
-        import('./unavailable'),
-      ]);
-      const emulator = userModeEmulator();
-      return startAnnouncer(
-        {
-          ensureStateDir: (dir) => {
-            try {
-              ensurePrivateDir(dir);
-            } catch (err) {
-              throw new StateDirError(stateDirProblem(dir, err), { cause: err });
-            }
-          },
-          wallNow: Date.now,
-          spawn: spawnChild,
-          self: selfCommand(process.argv, process.execPath, emulator),
-          env: envObject(detachedEnv(process.env, emulator !== undefined)),
-          listening,
-        },
-        stateDir,
-      );
-    },
+    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHungHere(stateDir),
+    start: (stateDir) => startHere(stateDir, listening),
   };
+}
+
+/** Starts stateDir's announcer from this executable (start.ts), loading what starting needs only now. */
+async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<unknown> {
+  const [
+    { startAnnouncer, envObject },
+    { spawnChild },
+    { ensurePrivateDir },
+    { selfCommand },
+    { detachedEnv },
+    { userModeEmulator },
+    { stateDirProblem },
+    { StateDirError },
+  ] = await Promise.all([
+    import('./start'),
+    import('../sys/spawn-child'),
+    import('../sys/private-dir'),
+    import('../self-command'),
+    import('../sys/detached-env'),
+    import('../sys/emulator'),
+    import('../announce/state'),
+    import('./unavailable'),
+  ]);
+  const emulator = userModeEmulator();
+  return startAnnouncer(
+    {
+      ensureStateDir: (dir) => {
+        try {
+          ensurePrivateDir(dir);
+        } catch (err) {
+          throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+        }
+      },
+      wallNow: Date.now,
+      spawn: spawnChild,
+      self: selfCommand(process.argv, process.execPath, emulator),
+      env: envObject(detachedEnv(process.env, emulator !== undefined)),
+      listening,
+    },
+    stateDir,
+  );
 }

@@ -31,6 +31,8 @@ export interface ShimDeps {
   start(stateDir: string): Promise<unknown>;
   /** The pid holding stateDir's announcer lock, for a failure's message; undefined when none or unknown. */
   announcerPid(stateDir: string): Promise<number | undefined>;
+  /** Replaces stateDir's announcer when it is ours and hung (replace-hung.ts); what happened. Never rejects. */
+  replaceHung(stateDir: string): Promise<string>;
   clock: ShimClock;
 }
 
@@ -115,6 +117,8 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   const socket = `${stateDir}/${ANNOUNCER_SOCKET}`;
   const why: Unavailable = { stateDir, reason: reasonOf(outcome, waitMs, socket), pid: undefined };
   why.pid = await deps.announcerPid(stateDir).catch(() => undefined);
+  // No answer by the deadline: the named recovery of a hung announcer this executable started.
+  if (typeof outcome !== 'string' && 'hung' in outcome) why.reason += `; ${await deps.replaceHung(stateDir)}`;
   return writeReply(io, unavailableReply(command, config, why));
 }
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { AddDeps, AddJob } from '../../src/announce/announce-on-add';
 import { UNLIMITED, type FrameBudget } from '../../src/announce/frame-budget';
 import type { SocketOpener } from '../../src/announce/session';
-import type { Reply, Request } from '../../src/daemon/protocol';
+import type { FirstRoundReport } from '../../src/announce/job-host';
 import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
 import type { ArpReceiver } from '../../src/sys/arp-receiver';
@@ -21,6 +21,9 @@ import { ManualTimers, settle } from './manual-timers';
 export const NETNS = '/run/netns/pod';
 export const NETNS_ID = { dev: 4, ino: 4026532999 };
 export const PACKET_FD = 60;
+
+/** One hand-off to the announcer's table of work (JobHost). */
+export type Handed = ({ added: string; job: boolean } & FirstRoundReport) | { cancel: string };
 /** The first ARP receiver's fd; the next ones count up. */
 export const RECEIVER_FD = 70;
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
@@ -49,7 +52,8 @@ export class AddHarness {
   readonly lines: string[] = [];
   /** Frames sent through the pod's packet socket, with the ifindex. */
   readonly sent: { index: number; frame: Buffer }[] = [];
-  readonly asked: { request: Request; start: boolean }[] = [];
+  /** What ADD handed to the announcer's table of work: a record's job (or none) with round 1's report, or a cancel. */
+  readonly handed: Handed[] = [];
   /** Each release call (sockets whose close is slow). */
   readonly released: number[][] = [];
   /** Each libc.close. */
@@ -64,8 +68,6 @@ export class AddHarness {
   readonly arpIn = new Map<number, Buffer[]>();
   /** The ifindexes ARP receivers were opened for, per call. */
   readonly receiversOpened: number[][] = [];
-  /** What the background announcer answers. */
-  answer: (request: Request, start: boolean) => Reply | undefined = () => ({ ok: true });
   budget: FrameBudget = UNLIMITED;
   /** Runs when ADD opens the pod's sockets (after it read the previous record). */
   onOpen: () => void = () => undefined;
@@ -119,9 +121,9 @@ export class AddHarness {
         () => new Date(0),
       ),
       stillWanted: () => this.wanted(),
-      askAnnouncer: async (_stateDir, request, { start }) => {
-        this.asked.push({ request, start });
-        return this.answer(request, start);
+      host: {
+        added: (record, job, report) => void this.handed.push({ added: record, job: job !== undefined, ...report }),
+        cancel: (record) => void this.handed.push({ cancel: record }),
       },
       budget: this.budget,
       lockFile: async (path) => ({ path, release: (opts = {}) => void this.lockReleases.push(opts) }),

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
 import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
 import type { Counters } from '../../src/daemon/counters';
-import { runDaemon, type CommandHost, type DaemonDeps } from '../../src/daemon/daemon';
+import { runDaemon } from '../../src/daemon/daemon';
+import type { CommandHost, DaemonDeps } from '../../src/daemon/daemon-deps';
 import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
 import { fakeLibc, ScriptedPoll } from './fake-libc';
@@ -47,6 +48,8 @@ export class DaemonLoop {
   replaced = false;
   /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
   readonly pollInTimeouts: number[] = [];
+  /** When (monotonic ms) the loop stamped its progress, and on which fd. */
+  readonly stamps: { at: number; fd: number }[] = [];
   readonly deps: DaemonDeps;
 
   /** `state`: another announcer's stateDir (the next one after a hand-over), else a new one. */
@@ -86,6 +89,7 @@ export class DaemonLoop {
       closeInBackground: (_fd, done) => queueMicrotask(() => done()),
       build: BUILD,
       executableReplaced: () => this.replaced,
+      stampProgress: (fd) => void this.stamps.push({ at: this.timers.now(), fd }),
       commands: (host): CniRunner => {
         this.host = host;
         return (env, stdin) => this.runner(env, stdin, host);

@@ -68,11 +68,8 @@ describe('conflictCheck warn', () => {
       interfaces: [{ name: 'eth0', ipv4: ['10.88.0.6'], ipv6: [] }],
       conflicts: 1,
     });
-    expect(h.asked).toEqual([
-      {
-        request: expect.objectContaining({ op: 'sync', sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 }),
-        start: true,
-      },
+    expect(h.handed).toEqual([
+      { added: 'c1@eth0.json', job: true, sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 },
     ]);
     // The receiver is released once the window is over, the packet socket once round 1 is out: neither closed by ADD
     // itself.
@@ -85,7 +82,7 @@ describe('conflictCheck warn', () => {
     await announceOnAdd(h.deps(), h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
     expect(described()).toEqual(['2 probe 10.88.0.5']); // nothing left to learn: the window ends
     expect(existsSync(file())).toBe(false);
-    expect(h.asked).toEqual([{ request: expect.objectContaining({ op: 'count', conflicts: 1 }), start: false }]);
+    expect(h.handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false, conflicts: 1 })]);
   });
 
   it('keeps a job for the interfaces that have addresses left', async () => {
@@ -130,7 +127,7 @@ describe('conflictCheck warn', () => {
     await announceOnAdd(h.deps(), h.job({ plan: planOf(v6), conflictCheck: { action: 'warn', ...PROBE } }));
     expect(h.receiversOpened).toEqual([]);
     expect(h.sent).toHaveLength(1);
-    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
+    expect(h.handed[0]).toMatchObject({ conflicts: 0 });
   });
 
   it('announces unprobed, logging why, when the probe cannot run', async () => {
@@ -147,7 +144,7 @@ describe('conflictCheck warn', () => {
       interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
       conflicts: 0,
     });
-    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
+    expect(h.handed[0]).toMatchObject({ conflicts: 0 });
   });
 });
 
@@ -164,7 +161,7 @@ describe('conflictCheck fail', () => {
       '2 garp 10.88.0.5',
       '2 garp 10.88.0.6',
     ]);
-    expect(h.asked[0]!.request).toMatchObject({ conflicts: 0 });
+    expect(h.handed[0]).toMatchObject({ conflicts: 0 });
     // Between probes ADD waits on the receiver through the injected waits, never on its own.
     expect(h.waited).toEqual([
       { fds: [RECEIVER_FD], ms: 100 },

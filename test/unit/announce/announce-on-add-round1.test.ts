@@ -32,7 +32,7 @@ describe('round 1', () => {
   it('logs what it sent, hands the rest to the announcer with exact counts, and leaves a job due by the readiness deadline', async () => {
     await announceOnAdd(h.deps(), h.job());
     expect(h.lines).toContainEqual('INFO announced round=1 of=3 frames=1 ips="[\\"10.88.0.5\\"]"');
-    expect(h.lines).toContainEqual('DEBUG background announcer has the job rounds=3');
+    expect(h.lines).toContainEqual('DEBUG background work handed over rounds=3');
     expect(readBack().job).toEqual({
       network: 'net',
       containerId: 'c1',
@@ -65,7 +65,7 @@ describe('round 1', () => {
     await announceOnAdd(h.deps(), h.job({ plan: plan({ schedule: [0] }) }));
     expect(h.sent).toHaveLength(1);
     expect(existsSync(file())).toBe(false);
-    expect(h.asked).toEqual([{ request: { op: 'count', sent: ONE_GARP, conflicts: 0 }, start: false }]);
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: ONE_GARP, conflicts: 0 }]);
     expect(h.released).toEqual([[PACKET_FD]]); // released, not closed by ADD itself
     expect(h.closed).toEqual([]);
     expect(h.lockReleases).toEqual([{ remove: true }]);
@@ -77,7 +77,7 @@ describe('round 1', () => {
       expect(h.sent).toEqual([]);
       expect(h.timers.now()).toBe(0);
       expect(existsSync(file())).toBe(false);
-      expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE }, start: false }]);
+      expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: NONE }]);
       expect(h.waited).toEqual([]);
       expect(h.lines.filter((l) => l.startsWith('INFO announced'))).toEqual([]);
     }
@@ -128,25 +128,6 @@ describe('round 1', () => {
   });
 });
 
-describe('telling the background announcer', () => {
-  it('logs that none answered, naming the record, and still releases the packet socket', async () => {
-    h.answer = () => undefined;
-    await announceOnAdd(h.deps(), h.job());
-    expect(h.lines).toContainEqual(
-      'INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json',
-    );
-    expect(h.released).toEqual([[PACKET_FD]]);
-  });
-
-  it('warns when the announcer refuses the job, with its error', async () => {
-    h.answer = () => ({ ok: false, error: 'no such record' });
-    await announceOnAdd(h.deps(), h.job());
-    expect(h.lines).toContainEqual(
-      'WARN background announcer refused the job: the record keeps it record=c1@eth0.json error="no such record"',
-    );
-  });
-});
-
 describe('when the pod is not ready within addWaitMs', () => {
   const NO_CARRIER = JSON.stringify(JSON.stringify(['eth0 has no carrier'])); // a logged list is JSON, quoted
   beforeEach(() => {
@@ -164,7 +145,7 @@ describe('when the pod is not ready within addWaitMs', () => {
     expect(job.firstRoundAt).toBeUndefined();
     expect(job.conflicts).toBeUndefined();
     expect(job.readyDeadline).toBe(1_000_000 + 1001);
-    expect(h.asked).toEqual([{ request: { op: 'sync', record: 'c1@eth0.json', sent: NONE }, start: true }]);
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: true, sent: NONE }]);
   });
 
   it('gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)', async () => {
@@ -173,7 +154,7 @@ describe('when the pod is not ready within addWaitMs', () => {
     expect(h.sent).toEqual([]);
     expect(existsSync(file())).toBe(false);
     expect(h.lines).toContainEqual(`WARN pod not ready in time: not announcing waitedMs=1000 waitingFor=${NO_CARRIER}`);
-    expect(h.asked).toEqual([{ request: { op: 'count', sent: NONE }, start: false }]);
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: NONE }]);
   });
 
   it('waits only readyTimeoutMs when that is shorter', async () => {
@@ -214,7 +195,7 @@ describe('round 1 and the node-wide budget', () => {
       'INFO node-wide rate limit: round 1 waits its turn waitMs=300',
     ]);
     expect(h.sent).toHaveLength(1);
-    expect(h.asked[0]!.request).toMatchObject({ sent: ONE_GARP });
+    expect(h.handed[0]).toMatchObject({ sent: ONE_GARP });
   });
 
   it('logs a single wait too', async () => {

@@ -12,7 +12,7 @@ import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/ann
 import type { BackgroundJob } from '../../../src/announce/background-job';
 import type { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
-import type { Reply, Request } from '../../../src/daemon/protocol';
+import type { Handed } from '../../support/add-harness';
 import { createLogger } from '../../../src/log';
 import type { AnnouncePlan } from '../../../src/plan';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
@@ -30,7 +30,7 @@ let stateDir: string;
 let timers: ManualTimers;
 let lines: string[];
 let frames: Buffer[];
-let asked: { request: Request; start: boolean }[];
+let handed: Handed[];
 let released: number[];
 let eth0: LinkInfo;
 
@@ -39,7 +39,7 @@ beforeEach(() => {
   timers = new ManualTimers();
   lines = [];
   frames = [];
-  asked = [];
+  handed = [];
   released = [];
   eth0 = link({ index: 2, name: 'eth0' });
 });
@@ -110,11 +110,8 @@ function fakeOpener(links: () => LinkInfo[]): SocketOpener {
   return { pod: () => pod, host: () => host, arpReceivers: () => expect.fail('no conflict probe in these tests') };
 }
 
-/** ADD's dependencies; the background announcer answers with `answer`. */
-function deps(
-  answer: (request: Request, start: boolean) => Reply | undefined,
-  links: () => LinkInfo[] = () => [eth0],
-): AddDeps {
+/** ADD's dependencies; what it hands to the announcer's table of work goes to `handed`. */
+function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
   return {
     libc: fakeLibc({ close: () => expect.fail('ADD closes no socket itself') }),
     open: fakeOpener(links),
@@ -123,17 +120,15 @@ function deps(
     waits: { readable: async (_fds, ms) => timers.advance(ms) },
     log: createLogger((line) => lines.push(line), 'debug'),
     stillWanted: () => true,
-    askAnnouncer: async (_stateDir, request, { start }) => {
-      asked.push({ request, start });
-      return answer(request, start);
+    host: {
+      added: (record, job, report) => void handed.push({ added: record, job: job !== undefined, ...report }),
+      cancel: (record) => void handed.push({ cancel: record }),
     },
     budget: UNLIMITED,
     lockFile: async (path) => ({ path, release: () => undefined }),
     release: (fds) => void released.push(...fds),
   };
 }
-
-const taken = (): Reply => ({ ok: true });
 
 const PLAN: AnnouncePlan = {
   interfaces: [
@@ -206,23 +201,15 @@ function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord 
 
 describe('announceOnAdd', () => {
   it('sends round 1, hands the rest of the burst to the background announcer and releases its packet socket', async () => {
-    expect(await announceOnAdd(deps(taken), job())).toEqual(new Map());
+    expect(await announceOnAdd(deps(), job())).toEqual(new Map());
     expect(frames).toHaveLength(1);
     expect(readBack().job).toMatchObject({
       schedule: [0, 1000, 3000],
       firstRoundAt: timers.bootMs(),
       interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }],
     });
-    expect(asked).toEqual([
-      {
-        request: {
-          op: 'sync',
-          record: 'c1@eth0.json',
-          sent: { garpRequest: 1, garpReply: 0, na: 0 },
-          conflicts: 0,
-        },
-        start: true,
-      },
+    expect(handed).toEqual([
+      { added: 'c1@eth0.json', job: true, sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 0 },
     ]);
     expect(released).toEqual([PACKET_FD]);
   });
@@ -242,7 +229,7 @@ describe('announceOnAdd', () => {
       },
     };
     const addWaitMs = 30_000;
-    const adding = announceOnAdd({ ...deps(taken, late), budget: starved }, job({ addWaitMs, readyTimeoutMs: 60_000 }));
+    const adding = announceOnAdd({ ...deps(late), budget: starved }, job({ addWaitMs, readyTimeoutMs: 60_000 }));
     while (sentAt === undefined && timers.now() < 2 * addWaitMs) {
       await settle();
       timers.advance(100);
@@ -255,7 +242,7 @@ describe('announceOnAdd', () => {
 
   it('says once, at debug, why it waits for the pod, then sends round 1 once the pod is ready', async () => {
     const late = () => [{ ...eth0, running: timers.now() >= 2000 }];
-    await announceOnAdd(deps(taken, late), job({ addWaitMs: 5000 }));
+    await announceOnAdd(deps(late), job({ addWaitMs: 5000 }));
     const said = lines
       .map((l, i) => [i, l] as const)
       .filter(([, l]) => / DEBUG pod not ready: waiting for it /.test(l));
@@ -268,17 +255,17 @@ describe('announceOnAdd', () => {
   describe('fails with code 105 (state)', () => {
     it('when stateDir is not private, naming the fix; nothing is sent or recorded', async () => {
       chmodSync(stateDir, 0o770);
-      expect(await cniFailure(announceOnAdd(deps(taken), job()))).toEqual({
+      expect(await cniFailure(announceOnAdd(deps(), job()))).toEqual({
         code: 105,
         msg: `unsafe stateDir: ${stateDir} is writable by group or others (mode 0770): chmod 0700 ${stateDir}`,
       });
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([]);
+      expect(handed).toEqual([]);
     });
 
     it('when the attachment lock cannot be taken', async () => {
-      const failing = { ...deps(taken), lockFile: async () => Promise.reject(new Error('EACCES: permission denied')) };
+      const failing = { ...deps(), lockFile: async () => Promise.reject(new Error('EACCES: permission denied')) };
       expect(await cniFailure(announceOnAdd(failing, job()))).toEqual({
         code: 105,
         msg: `cannot lock the attachment in ${stateDir}: EACCES: permission denied`,
@@ -287,7 +274,7 @@ describe('announceOnAdd', () => {
   });
 
   it('fails with code 11 when another command keeps the attachment locked', async () => {
-    const busy = { ...deps(taken), lockFile: async () => undefined };
+    const busy = { ...deps(), lockFile: async () => undefined };
     expect(await cniFailure(announceOnAdd(busy, job()))).toEqual({
       code: 11,
       msg: 'another command on this attachment still runs after 11000 ms: try again later',
@@ -299,14 +286,14 @@ describe('announceOnAdd', () => {
       expect(
         await cniFailure(
           announceOnAdd(
-            deps(taken, () => []),
+            deps(() => []),
             job(),
           ),
         ),
       ).toEqual({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([]);
+      expect(handed).toEqual([]);
       expect(released).toEqual([PACKET_FD]);
     });
 
@@ -315,71 +302,38 @@ describe('announceOnAdd', () => {
       eth0 = { ...eth0, running: false };
       let looks = 0;
       const leaving = () => (++looks > 2 ? [] : [eth0]); // resolved, not ready, then gone
-      expect(await cniFailure(announceOnAdd(deps(taken, leaving), job()))).toEqual({
+      expect(await cniFailure(announceOnAdd(deps(leaving), job()))).toEqual({
         code: 101,
         msg: `pod interface "eth0" disappeared from ${NETNS}`,
       });
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([
-        {
-          request: expect.objectContaining({
-            op: 'sync',
-            record: 'c1@eth0.json',
-            sent: { garpRequest: 0, garpReply: 0, na: 0 },
-          }),
-          start: false,
-        },
-      ]);
-    });
-  });
-
-  describe('when the background work cannot be handed over', () => {
-    it('still succeeds with round 1 sent, leaves the job in the record for the next announcer and says so', async () => {
-      expect(
-        await announceOnAdd(
-          deps(() => undefined),
-          job(),
-        ),
-      ).toEqual(new Map());
-      expect(frames).toHaveLength(1);
-      expect(readBack().job).toMatchObject({ schedule: [0, 1000, 3000], firstRoundAt: timers.bootMs() });
-      expect(asked).toEqual([{ request: expect.objectContaining({ op: 'sync' }), start: true }]);
-      expect(released).toEqual([PACKET_FD]);
-      expect(lines.filter((l) => / (WARN|INFO) .*announcer/.test(l))).toEqual([
-        expect.stringContaining(
-          'INFO no answer from the background announcer: it takes the job from the record record=c1@eth0.json',
-        ),
-      ]);
+      expect(handed).toEqual([{ cancel: 'c1@eth0.json' }]);
     });
   });
 
   describe('repeated while the work of an earlier ADD is pending', () => {
-    it('takes the attachment over: a new job replaces the pending one and the announcer is told', async () => {
+    it("takes the attachment over: a new job replaces the pending one in the announcer's table", async () => {
       const earlier = pendingRecord({ originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
       timers.advance(500);
-      await announceOnAdd(deps(taken), job());
+      await announceOnAdd(deps(), job());
       const now = readBack();
       expect(now.originalMacs).toEqual(earlier.originalMacs); // same netns: still to restore on DEL
       expect(now.job!.firstRoundAt).toBe(timers.bootMs());
       expect(now.job!.readyDeadline).not.toBe(earlier.job!.readyDeadline); // the announcer tells the jobs apart by it
-      expect(asked).toEqual([
-        { request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: true },
-      ]);
+      expect(handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: true })]);
     });
 
-    it('ends that work when it has none of its own, starting no announcer', async () => {
+    it('ends that work when it has none of its own', async () => {
       pendingRecord();
-      await announceOnAdd(deps(taken), job({ announce: false }));
+      await announceOnAdd(deps(), job({ announce: false }));
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
-      expect(asked).toEqual([
-        { request: expect.objectContaining({ op: 'sync', record: 'c1@eth0.json' }), start: false },
-      ]);
+      expect(handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false })]);
     });
 
     it('does not keep original MACs recorded in another netns', async () => {
       pendingRecord({ netnsId: { dev: 4, ino: 1 }, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
-      await announceOnAdd(deps(taken), job());
+      await announceOnAdd(deps(), job());
       expect(readBack().originalMacs).toEqual([]);
       expect(lines).toContainEqual(
         expect.stringContaining('the previous record was for another netns: not keeping its original MACs'),

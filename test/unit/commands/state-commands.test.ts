@@ -17,7 +17,6 @@ import { createLogger } from '../../../src/log';
 import { acquireFileLock } from '../../../src/sys/file-lock';
 import { loadLibc } from '../../../src/sys/libc';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
-import type { Request } from '../../../src/daemon/protocol';
 import { fakeLibc } from '../../support/fake-libc';
 import { identityView } from '../../support/caller-view-fakes';
 
@@ -28,7 +27,8 @@ let base: string;
 let stateDir: string;
 let lines: string[];
 let lockCalls: { path: string; timeoutMs: number }[];
-let asked: { stateDir: string; request: Request; start: boolean }[];
+/** The records whose background work a command cancelled (JobHost.cancel). */
+let cancelled: string[];
 
 function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
   return {
@@ -39,9 +39,9 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
       createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     waits: { readable: () => expect.fail('DEL waits on no fd') },
     stillWanted: () => true,
-    askAnnouncer: async (stateDir, request, opts) => {
-      asked.push({ stateDir, request, start: opts.start });
-      return { ok: true };
+    host: {
+      added: () => expect.fail('DEL and GC hand over no job'),
+      cancel: (record) => void cancelled.push(record),
     },
     frameBudget: () => UNLIMITED,
     release: () => expect.fail('DEL releases no socket'),
@@ -111,7 +111,7 @@ beforeEach(() => {
   mkdirSync(stateDir, { mode: 0o700 });
   lines = [];
   lockCalls = [];
-  asked = [];
+  cancelled = [];
 });
 
 afterEach(() => {
@@ -125,23 +125,10 @@ describe('DEL', () => {
     await del(deps(), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: 2000 + LOCK_GRACE_MS }]);
-    expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'c1@eth0.json' }, start: false }]);
+    expect(cancelled).toEqual(['c1@eth0.json']);
     expect(lines.at(-1)).toMatch(
       /INFO DEL done containerId=c1 ifname=eth0 background=cancelled macsRestored=none recordRemoved=true\n$/,
     );
-  });
-
-  it('does not start a background announcer to cancel, and says none was running', async () => {
-    writeRecord(stateDir, record({ job: JOB }));
-    await del(deps({ askAnnouncer: async () => undefined }), delRequest());
-    expect(readdirSync(stateDir)).toEqual([]);
-    expect(lines.at(-1)).toMatch(/background="not running"/);
-  });
-
-  it('counts a refused cancel as nothing cancelled', async () => {
-    writeRecord(stateDir, record({ job: JOB }));
-    await del(deps({ askAnnouncer: async () => ({ ok: false, error: 'unknown record' }) }), delRequest());
-    expect(lines.at(-1)).toMatch(/background="not running"/);
   });
 
   it('removes an invalid record without signalling anything', async () => {
@@ -151,7 +138,7 @@ describe('DEL', () => {
     writeFileSync(join(stateDir, 'c1@eth0.json'), JSON.stringify({ ...record(), job: { ...JOB, schedule: 'soon' } }));
     await del(deps(), delRequest());
     expect(kill).not.toHaveBeenCalled();
-    expect(asked).toEqual([]);
+    expect(cancelled).toEqual([]);
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lines.join('')).toMatch(
       /WARN invalid state record: removing it without acting on it .*problem="\\"job.schedule\\" must be an array"/,
@@ -224,7 +211,7 @@ describe('GC', () => {
         'other@eth0.json',
       ].sort(),
     );
-    expect(asked).toEqual([{ stateDir, request: { op: 'cancel', record: 'stale@eth0.json' }, start: false }]);
+    expect(cancelled).toEqual(['stale@eth0.json']);
     const log = lines.join('');
     expect(log).toMatch(
       /INFO collected stale attachment containerId=stale ifname=eth0 background=cancelled recordRemoved=true/,

@@ -2,6 +2,7 @@
 // objects unchanged), each command's config shown to the announcer (node options
 // in it are said once, never applied), packet sockets closed on another thread,
 // and sleeps that go to the loop.
+import type { JobHost } from '../../../src/announce/job-host';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,14 +28,16 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function runner(control: CniHostDeps['control'] = () => ({ ok: true }), timers = new ManualTimers()) {
+const NO_HOST: JobHost = { added: () => undefined, cancel: () => undefined };
+
+function runner(jobHost: CniHostDeps['jobHost'] = () => NO_HOST, timers = new ManualTimers()) {
   return cniRunner({
     libc: fakeLibc({ openPacketSocket: () => 77, tryLock: () => true }),
     timers,
     frameBudget: () => UNLIMITED,
     waits: new LoopWaits(() => timers.now()),
     attachmentLock: new MemoryLocks(() => new Promise(() => undefined)).take,
-    control,
+    jobHost,
     closeInBackground: (fd) => void closed.push(fd),
     noteConfig: (config) => void noted.push({ name: config.name, nodeOptions: config.nodeOptions }),
     views: { mine: identityView } as CallerViews,
@@ -63,13 +66,19 @@ describe('cniRunner', () => {
     expect(noted).toEqual([]);
   });
 
-  it('tells the announcer, with each request a command makes, when that command was taken (boot ms)', async () => {
+  it("hands a command the announcer's table of work as seen from when that command was taken (boot ms)", async () => {
     const state = makeStateDir();
     try {
       writeJob(state, jobIn(state));
       const timers = new ManualTimers();
       const seen: { op: string; takenAt: number }[] = [];
-      const run = runner((request, takenAt) => (seen.push({ op: request.op, takenAt }), { ok: true }), timers);
+      const run = runner(
+        (takenAt) => ({
+          added: () => expect.fail('DEL adds no job'),
+          cancel: () => void seen.push({ op: 'cancel', takenAt }),
+        }),
+        timers,
+      );
       timers.advance(5000); // taken now, not when the runner was made
       const config = JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir: state.dir });
       const env = {

@@ -3,7 +3,7 @@
 // the problem, an overlong line or a silent client dropped, other users
 // refused, accept failures paused on. CNI commands: control-commands.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ACCEPT_PAUSE_MS } from '../../../src/daemon/control';
+import { ACCEPT_PAUSE_MS } from '../../../src/daemon/listener';
 import { MAX_REQUEST_LINE } from '../../../src/shim/wire';
 import { SysError } from '../../../src/sys/sys-error';
 import { ControlFixture, UID } from '../../support/control-fixture';

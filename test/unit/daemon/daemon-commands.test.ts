@@ -11,7 +11,7 @@ let d: DaemonLoop;
 beforeEach(() => {
   d = new DaemonLoop();
   d.deps.settings.idleExitMs = 300;
-  d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+  d.controlAt(0, { op: 'status' });
 });
 afterEach(() => d.state.remove());
 

@@ -13,7 +13,7 @@ beforeEach(() => {
 afterEach(() => d.state.remove());
 
 describe('runDaemon: failures', () => {
-  it('a throw on every path is counted, logged, and the loop lives on: poll, a round, a request, a command, metrics, a background close', async () => {
+  it('a throw on every path is counted, logged, and the loop lives on: poll, a round, a hand-off, a command, metrics, a background close', async () => {
     d.deps.settings.metricsFile = '/m.prom';
     writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 300] }));
     d.poll.error = new Error('poll broke');
@@ -25,15 +25,14 @@ describe('runDaemon: failures', () => {
       return jobLog(job);
     };
     const c2 = d.sentAt(0, { containerId: 'c2', schedule: [0, 5000] });
-    d.poll.at(50, () => void writeJob(d.state, c2));
-    const failedSync = d.controlAt(50, {
-      op: 'sync',
-      record: 'c2@eth0.json',
-      sent: { garpRequest: 0, garpReply: 0, na: 0 },
-    });
-    d.runner = async () => {
-      throw new Error('runner broke');
+    let runs = 0;
+    d.runner = async (_env, _stdin, host) => {
+      if (++runs > 1) throw new Error('runner broke');
+      writeJob(d.state, c2); // a hosted ADD writes its record, then hands its job over: taking it throws
+      host.jobHost(d.timers.bootMs()).added('c2@eth0.json', c2, { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+      return { exit: 0, stdout: '' };
     };
+    const hosted = d.cniAt(50);
     const command = d.cniAt(60);
     let metricWrites = 0;
     d.deps.writeMetrics = () => {
@@ -43,21 +42,21 @@ describe('runDaemon: failures', () => {
     d.pod.links = [link()];
     const status = d.controlAt(350, { op: 'status' });
     await d.run();
-    expect(failedSync.client!.lines()).toEqual([{ control: { ok: false, error: 'internal error' } }]);
+    expect(hosted.client!.lines()).toEqual([{ ack: true }, { exit: 0, stdout: '' }]);
     expect({ lines: command.client!.lines(), ended: command.client!.ended }).toEqual({
       lines: [{ ack: true }],
       ended: true,
     });
-    expect(countersOf(status).errors).toBeGreaterThanOrEqual(6); // poll, round, request, command, metrics, closes
-    // Rounds 3 and 4 of c1 (round 2 failed). c2's failed sync leaves its job in its record, for the next announcer to
-    // take up: this one exits idle without reading the records again (it is their only writer).
+    expect(countersOf(status).errors).toBeGreaterThanOrEqual(6); // poll, round, hand-off, command, metrics, closes
+    // Rounds 3 and 4 of c1 (round 2 failed). c2's failed hand-off leaves its job in its record, for the next announcer
+    // to take up: this one exits idle without reading the records again (it is their only writer).
     expect(d.pod.sent.length).toBe(2);
     expect(d.logged('how=recovered')).toHaveLength(1);
     const errors = d.lines.filter((l) => l.includes('ERROR') || l.includes('WARN'));
     for (const what of [
       'turn failed',
       'bucket broke',
-      'control request failed',
+      'cannot take a job',
       'CNI command failed outside dispatch',
       'disk full',
       'cannot close a socket',
@@ -69,7 +68,7 @@ describe('runDaemon: failures', () => {
 
   it('cleanup never throws: sockets that fail to close are counted', async () => {
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+    d.controlAt(0, { op: 'status' });
     writeJob(d.state, d.sentAt(0, { firstRoundAt: undefined, readyDeadline: d.timers.bootMs() + 100_000 }));
     d.pod.links = [link({ up: false })];
     d.sockets.closeError = new Error('EIO');

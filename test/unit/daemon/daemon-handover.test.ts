@@ -29,7 +29,7 @@ function nextAnnouncer(later = 0): DaemonLoop {
 describe('runDaemon: hand-over to a new build', () => {
   it('serves a command of another build while its own executable is in place', async () => {
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+    d.controlAt(0, { op: 'status' });
     const add = d.cniAt(10, 'b2');
     d.poll.at(50, () => d.commands[0]!.end({ exit: 0, stdout: 'done' }));
     await d.run();

@@ -40,11 +40,20 @@ function getAt(at: number, path: string): { client?: HttpClient } {
 
 const FRAMES = { garpRequest: 1, garpReply: 0, na: 1 };
 
+/** At `at` ms, a hosted ADD whose round 1 sent FRAMES and left no job. */
+function reportAt(loop: DaemonLoop, at: number): void {
+  loop.runner = async (_env, _stdin, host) => {
+    host.jobHost(loop.timers.bootMs()).added('c1@eth0.json', undefined, { sent: FRAMES });
+    return { exit: 0, stdout: '' };
+  };
+  loop.cniAt(at);
+}
+
 describe('runDaemon with --listen', () => {
   it('answers /healthz and /metrics from its loop, in the turn the request came in, and closes the endpoint when it stops', async () => {
     listen(d);
     d.deps.settings.idleExitMs = 1000;
-    d.controlAt(50, { op: 'count', sent: FRAMES });
+    reportAt(d, 50);
     const health = getAt(100, '/healthz');
     const metrics = getAt(200, '/metrics');
     await d.run();
@@ -77,11 +86,11 @@ describe('runDaemon with --listen', () => {
     const plain = new DaemonLoop();
     try {
       plain.deps.settings.idleExitMs = 5000;
-      plain.controlAt(0, { op: 'count', sent: FRAMES });
+      reportAt(plain, 0);
       await plain.run();
       listen(d);
       d.deps.settings.idleExitMs = 5000;
-      d.controlAt(0, { op: 'count', sent: FRAMES });
+      reportAt(d, 0);
       await d.run();
       expect(d.poll.calls.length).toBe(plain.poll.calls.length);
       expect(d.poll.calls.map((c) => c.timeoutMs)).toEqual(plain.poll.calls.map((c) => c.timeoutMs));
@@ -103,23 +112,22 @@ describe('runDaemon with --listen', () => {
 });
 
 describe('cni_announcer_add_to_first_round_seconds', () => {
-  it("observes a hosted command's report of round 1, from when the command was taken; not a report without frames, nor a client's", async () => {
+  it("observes a hosted command's report of round 1, from when the command was taken; not a report without frames", async () => {
     Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
     d.runner = async (_env, _stdin, host) => {
       const takenAt = d.timers.bootMs();
       d.timers.advance(40);
-      host.control({ op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } }, takenAt);
-      host.control({ op: 'count', sent: FRAMES }, takenAt);
+      host.jobHost(takenAt).added('c1@eth0.json', undefined, { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+      host.jobHost(takenAt).added('c1@eth0.json', undefined, { sent: FRAMES });
       return { exit: 0, stdout: '' };
     };
     d.cniAt(10);
-    d.controlAt(500, { op: 'count', sent: FRAMES }); // a CNI process's report: not timed here
     await d.run();
     const text = d.metrics.at(-1)!.text;
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_count 1\n');
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 0.04\n');
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_bucket{le="0.025"} 0\n');
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_bucket{le="0.05"} 1\n');
-    expect(text).toContain('cni_announcer_rounds_total{outcome="sent"} 2\n');
+    expect(text).toContain('cni_announcer_rounds_total{outcome="sent"} 1\n');
   });
 });

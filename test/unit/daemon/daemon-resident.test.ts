@@ -64,7 +64,7 @@ describe('runDaemon --resident', () => {
   it('never exits for being idle: still serving a minute after its idleExitMs', async () => {
     d.deps.resident = true;
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+    d.controlAt(0, { op: 'status' });
     const late = d.controlAt(60_000, { op: 'status' });
     d.signalAt(61_000, 'SIGTERM');
     await d.run();

@@ -1,20 +1,21 @@
 // The announcer's loop end to end through fakes (test/support/daemon-loop.ts):
-// the schedule from the records, sync, cancel and count on the stream socket,
-// the node settings (never a job's or a request's), idle exit, signals, the lock.
+// the schedule from the records, jobs hosted commands hand over in memory, the
+// retired ops refused, the node settings (never a job's or a request's), idle
+// exit, signals, the lock.
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { STAMP_MS } from '../../../src/daemon/stamper';
 import { ANNOUNCER_SOCKET } from '../../../src/state-files';
 import { writeJob } from '../../support/daemon-fakes';
-import { answerOf, countersOf, DaemonLoop } from '../../support/daemon-loop';
+import { answerOf, BUILD, countersOf, DaemonLoop } from '../../support/daemon-loop';
+import { cniLine } from '../../support/wire-client';
 
 let d: DaemonLoop;
 beforeEach(() => {
   d = new DaemonLoop();
 });
 afterEach(() => d.state.remove());
-
-const NO_FRAMES = { garpRequest: 0, garpReply: 0, na: 0 };
 
 describe('runDaemon: the schedule and the control requests', () => {
   it('takes up the jobs of the records, sends their rounds at their offsets, and exits idle, its socket removed', async () => {
@@ -37,20 +38,35 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.lines.at(-1)).toContain('announcer stopped');
   });
 
-  it("a sync takes the job ADD wrote, counts round 1 and its conflicts, writes the node's metricsFile; cancel stops it: nothing sent after the reply", async () => {
+  it('stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns', async () => {
+    writeJob(d.state, d.sentAt(0)); // rounds at 1000 and 2000, then idleExitMs: the loop turns for 3 s at least
+    await d.run();
+    const at = d.stamps.map((s) => s.at);
+    expect(at[0]).toBeLessThan(STAMP_MS);
+    expect(at.length).toBeGreaterThanOrEqual(Math.floor(d.timers.now() / 2 / STAMP_MS));
+    for (let i = 1; i < at.length; i++) {
+      expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(STAMP_MS);
+      expect(at[i]! - at[i - 1]!).toBeLessThan(2 * STAMP_MS);
+    }
+    expect(new Set(d.stamps.map((s) => s.fd)).size).toBe(1);
+  });
+
+  it("a hosted ADD hands its job to the table in memory, counting round 1 and its conflicts, and the node's metricsFile is written; a hosted DEL cancels it: nothing sent after", async () => {
     Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
     const job = d.sentAt(100);
-    d.poll.at(100, () => void writeJob(d.state, job)); // ADD writes the record, then asks
-    const synced = d.controlAt(100, {
-      op: 'sync',
-      record: 'c1@eth0.json',
-      sent: { garpRequest: 1, garpReply: 0, na: 0 },
-      conflicts: 2,
-    });
-    const cancelled = d.controlAt(1150, { op: 'cancel', record: 'c1@eth0.json' });
+    d.runner = async (env, _stdin, host) => {
+      const table = host.jobHost(d.timers.bootMs());
+      if (env.CNI_COMMAND === 'DEL') table.cancel('c1@eth0.json');
+      else {
+        writeJob(d.state, job); // ADD writes the record (the journal), then hands the job over
+        table.added('c1@eth0.json', job, { sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 2 });
+      }
+      return { exit: 0, stdout: '' };
+    };
+    d.cniAt(100);
+    d.lineAt(1150, (ackBy) => cniLine({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c1' }, d.stdin(), ackBy, BUILD));
     const status = d.controlAt(1200, { op: 'status' });
     await d.run();
-    expect([answerOf(synced), answerOf(cancelled)]).toEqual([{ ok: true }, { ok: true }]);
     expect(d.pod.sent).toHaveLength(1); // round 2 at 1100; round 3 (3100) cancelled
     expect(countersOf(status)).toMatchObject({ frames: { garpRequest: 2 }, rounds: { sent: 2 }, conflicts: 2 });
     expect(d.timers.now()).toBeLessThan(1200 + 1000); // idleExitMs 200 of the node settings
@@ -58,27 +74,29 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.metrics.at(-1)!.text).toContain('cni_announcer_frames_sent_total{kind="garp_request"} 2');
   });
 
-  it('count adds what an ADD without background work sent, its settings (an older shim) ignored; a bad line is refused and changes nothing', async () => {
+  it('refuses by name the ops of an older in-process shim (sync, count, cancel): nothing counted, nothing taken up', async () => {
     d.deps.settings.idleExitMs = 100;
-    const counted = d.controlAt(0, {
-      op: 'count',
-      sent: { garpRequest: 0, garpReply: 1, na: 2 },
-      conflicts: 1,
-      settings: { idleExitMs: 60_000, metricsFile: '/m.prom' },
-    });
+    writeJob(d.state, d.sentAt(0, { containerId: 'late', schedule: [0, 60_000] }));
+    const counted = d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 1, na: 2 }, conflicts: 1 });
+    const synced = d.controlAt(5, { op: 'sync', record: 'c9@eth0.json', sent: { garpRequest: 1 } });
+    const cancelled = d.controlAt(8, { op: 'cancel', record: 'late@eth0.json' });
     const garbage = d.lineAt(10, () => 'not json\n');
     const status = d.controlAt(20, { op: 'status' });
     await d.run();
-    expect(answerOf(counted)).toEqual({ ok: true });
+    for (const [slot, op] of [
+      [counted, 'count'],
+      [synced, 'sync'],
+      [cancelled, 'cancel'],
+    ] as const) {
+      expect(answerOf(slot)).toEqual({
+        ok: false,
+        error: expect.stringMatching(new RegExp(`^op "${op}" is retired: `)),
+      });
+    }
     expect(garbage.client!.lines()).toEqual([{ refused: 'not JSON' }]);
-    expect(countersOf(status)).toMatchObject({
-      frames: { garpRequest: 0, garpReply: 1, na: 2 },
-      rounds: { sent: 1 },
-      conflicts: 1,
-      errors: 0,
-    });
-    expect(d.timers.now()).toBeLessThan(1000); // idleExitMs 100 of the node settings, not the request's 60 s
-    expect(d.metrics).toEqual([]);
+    expect(countersOf(status)).toMatchObject({ frames: { garpRequest: 0, garpReply: 0, na: 0 }, conflicts: 0 });
+    expect(countersOf(status).errors).toBe(0);
+    expect(answerOf(status)).toMatchObject({ status: { attachments: [{ containerId: 'late' }] } }); // not cancelled
   });
 
   it('rate limit: a held-back round goes out when the budget says, holding no socket meanwhile; one held past the next round is dropped and counted', async () => {
@@ -98,7 +116,7 @@ describe('runDaemon: the schedule and the control requests', () => {
 
   it('counts a round only when the ADD sent frames', async () => {
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
+    d.controlAt(0, { op: 'status' });
     const status = d.controlAt(10, { op: 'status' });
     await d.run();
     expect(countersOf(status).rounds.sent).toBe(0);
@@ -116,7 +134,7 @@ describe('runDaemon: the schedule and the control requests', () => {
 
   it('exits idle without reading the records again: it is their only writer', async () => {
     d.deps.settings.idleExitMs = 1000;
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
+    d.controlAt(0, { op: 'status' });
     d.poll.at(999, () => void writeJob(d.state, d.sentAt(0))); // no command of this announcer wrote it
     await d.run();
     expect(d.pod.sent).toHaveLength(0);
@@ -125,7 +143,7 @@ describe('runDaemon: the schedule and the control requests', () => {
 
   it('stays while a client is connected, and idles out idleExitMs after the last work ended', async () => {
     d.deps.settings.idleExitMs = 1000;
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
+    d.controlAt(0, { op: 'status' });
     d.lineAt(900, () => Buffer.alloc(0)); // says nothing: dropped at 1900
     await d.run();
     expect(d.timers.now()).toBeGreaterThanOrEqual(2900);
@@ -182,7 +200,7 @@ describe('runDaemon: the schedule and the control requests', () => {
     const locked: number[] = [];
     d.deps.tryLock = (fd) => (locked.push(fd), true);
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
+    d.controlAt(0, { op: 'status' });
     await d.run();
     expect(locked).toHaveLength(1);
     expect(() => fstatSync(locked[0]!)).toThrow(/EBADF/);
@@ -196,7 +214,7 @@ describe('runDaemon: the schedule and the control requests', () => {
     let listeningWhenRemoved: boolean | undefined;
     d.poll.at(0, () => (listeningWhenRemoved = d.sockets.paths.length === 1 && !existsSync(marker)));
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, { op: 'count', sent: NO_FRAMES });
+    d.controlAt(0, { op: 'status' });
     await d.run();
     expect(listeningWhenRemoved).toBe(true);
   });

@@ -64,6 +64,13 @@ async function at(ms: number, changed: number[] = []): Promise<void> {
   await jobs.runDue(now(), new Set(changed));
 }
 
+/** Writes `job`'s record, as ADD does, and hands the job to the table; the record's name. */
+function take(job: BackgroundJob): string {
+  const name = writeJob(state, job);
+  jobs.take(name, job);
+  return name;
+}
+
 /** A job whose round 1 went out `ago` ms before the clock's start. */
 const sentAgo = (ago: number, extra: Partial<BackgroundJob> = {}): BackgroundJob =>
   jobIn(state, { firstRoundAt: now() - ago, ...extra });
@@ -72,8 +79,7 @@ const deferredJob = (extra: Partial<BackgroundJob> = {}): BackgroundJob =>
 
 describe('Jobs: the schedule', () => {
   it("sends a job's later rounds at their offsets, none early, then drops the job", async () => {
-    const name = writeJob(state, sentAgo(0));
-    expect(jobs.sync(name)).toBe(false);
+    take(sentAgo(0));
     expect(jobs.wakeAt(now())).toBe(now() + 500); // round 2 is further off than CHECK_MS
     await at(999);
     expect(pod.sent).toHaveLength(0);
@@ -103,17 +109,17 @@ describe('Jobs: the schedule', () => {
     expect(lines.filter((l) => l.includes('background work scheduled'))).toHaveLength(1);
   });
 
-  it('a job handed over by ADD keeps a round up to LATE_GRACE_MS late, and skips older ones (counted)', async () => {
-    jobs.sync(writeJob(state, sentAgo(2000)));
+  it('a job taken from ADD keeps a round up to LATE_GRACE_MS late, and skips older ones (counted)', async () => {
+    take(sentAgo(2000));
     expect(jobs.status(now())[0]!.nextRoundInMs).toBe(0); // round 2, 1000 ms late
-    jobs.sync(writeJob(state, sentAgo(2001, { containerId: 'c2' })));
+    take(sentAgo(2001, { containerId: 'c2' }));
     expect(jobs.status(now())[1]!.nextRoundInMs).toBe(999); // round 3
     expect(counters.rounds.skippedLate).toBe(1);
     expect(lines.some((l) => l.includes('rounds skipped') && l.includes('skipped=1'))).toBe(true);
   });
 
   it('a job whose last round is long past is not scheduled', () => {
-    expect(jobs.sync(writeJob(state, sentAgo(10_000)))).toBe(false);
+    take(sentAgo(10_000));
     expect(jobs.size).toBe(0);
   });
 });
@@ -146,65 +152,16 @@ describe('Jobs: resume from the records', () => {
     expect(jobs.status(now())).toMatchObject([{ nextRoundInMs: 500, roundsSent: 1 }]);
   });
 
-  it('takes a job up once: recover again, or a sync by its ADD, keeps it; a sync resets its progress within grace until a round went out here', () => {
-    const name = writeJob(state, sentAgo(1500));
-    jobs.recover(new Map());
-    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(1500); // round 2 was 500 ms late: no grace when recovered
-    jobs.recover(new Map());
-    expect(jobs.size).toBe(1);
-    expect(jobs.sync(name)).toBe(true); // its ADD hands it over: round 2 is within the grace
-    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(0);
-    expect(lines.filter((l) => l.includes('background work scheduled'))).toHaveLength(1);
-  });
-
-  it('a sync keeps the progress of a job that sent a round here already, and of a deferred wait', async () => {
-    const name = writeJob(state, sentAgo(0));
-    jobs.recover(new Map());
-    await at(1000);
-    timers.advance(2500); // round 3 (due 3000) is 500 ms late now
-    expect(jobs.sync(name)).toBe(true);
-    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0, roundsSent: 2 });
-    const waiting = writeJob(state, deferredJob({ containerId: 'c2' }));
-    jobs.recover(new Map());
-    expect(jobs.sync(waiting)).toBe(true);
-    expect(jobs.status(now())[1]).toMatchObject({ deferred: true, roundsSent: 0 });
-  });
-
-  it("a recovered job's round due before the grace ran out is kept when its ADD syncs, one due earlier is not", () => {
-    const name = writeJob(state, sentAgo(2500, { schedule: [0, 1000, 2000] })); // round 3 due 500 ms ago
-    jobs.recover(new Map());
-    expect(jobs.status(now())).toEqual([]);
-    expect(jobs.sync(name)).toBe(false); // the record's job is taken as new: round 3 within the grace
-    expect(jobs.status(now())[0]).toMatchObject({ nextRoundInMs: 0 });
-  });
-
-  it('a job that ended here is not taken up again from its record, until the record is gone', async () => {
-    const job = sentAgo(0, { schedule: [0, 100, 60_000] });
-    const name = writeJob(state, job);
-    jobs.recover(new Map());
-    jobs.forget(name, 'cancelled');
-    jobs.recover(new Map());
-    expect(jobs.size).toBe(0);
-    expect(jobs.sync(name)).toBe(true);
-    expect(jobs.size).toBe(0);
-    rmSync(join(state.dir, name));
-    jobs.recover(new Map());
-    writeJob(state, job); // the same job again (a record restored): taken up once more
-    jobs.recover(new Map());
-    expect(jobs.size).toBe(1);
-  });
-
   it('a new ADD of the attachment (another job in the record) replaces the job', () => {
-    jobs.sync(writeJob(state, sentAgo(0)));
-    jobs.sync(writeJob(state, sentAgo(0, { readyDeadline: now() + 20_000, schedule: [0, 300] })));
+    take(sentAgo(0));
+    take(sentAgo(0, { readyDeadline: now() + 20_000, schedule: [0, 300] }));
     expect(jobs.status(now())).toMatchObject([{ nextRoundInMs: 300, roundsPlanned: 2 }]);
   });
 });
 
 describe('Jobs: cancel and ends', () => {
   it('after forget (a DEL), nothing more is sent', async () => {
-    const name = writeJob(state, sentAgo(0));
-    jobs.sync(name);
+    const name = take(sentAgo(0));
     jobs.forget(name, 'cancelled');
     await at(5000);
     expect({ sent: pod.sent.length, size: jobs.size }).toEqual({ sent: 0, size: 0 });
@@ -212,19 +169,8 @@ describe('Jobs: cancel and ends', () => {
     jobs.forget(name, 'again'); // nothing left: a no-op
   });
 
-  it('a sync of a record without a job, or an invalid one, forgets the work', () => {
-    const name = writeJob(state, sentAgo(0));
-    jobs.sync(name);
-    writeFileSync(join(state.dir, name), '{}');
-    expect(jobs.sync(name)).toBe(false);
-    expect(jobs.size).toBe(0);
-    expect(lines.some((l) => l.includes('invalid record'))).toBe(true);
-    expect(jobs.sync('nobody@eth0.json')).toBe(false);
-  });
-
   it('ends the work when its record is removed or the netns path is gone', async () => {
-    const name = writeJob(state, sentAgo(0));
-    jobs.sync(name);
+    const name = take(sentAgo(0));
     writeJob(state, sentAgo(0, { containerId: 'c2' }));
     jobs.recover(new Map());
     rmSync(join(state.dir, name));
@@ -239,9 +185,8 @@ describe('Jobs: cancel and ends', () => {
 
 describe('Jobs: deferred waits', () => {
   it('looks at the pod when its event sockets stir or its check is due, sends round 1 and writes when into the record', async () => {
-    const name = writeJob(state, deferredJob());
+    const name = take(deferredJob());
     pod.links = [link({ up: false })];
-    jobs.sync(name);
     await at(0);
     expect(jobs.eventFds()).toEqual([50, 51]);
     expect(jobs.wakeAt(now())).toBe(now() + 500);
@@ -255,16 +200,13 @@ describe('Jobs: deferred waits', () => {
     const record = JSON.parse(readFileSync(join(state.dir, name), 'utf8'));
     expect(record.job.firstRoundAt).toBe(now());
     expect(locked).toEqual([join(state.dir, 'c1@eth0.lock')]);
-    // The job read back from the record is the one running here.
-    expect(jobs.sync(name)).toBe(true);
     await at(1200);
     expect(pod.sent).toHaveLength(2);
   });
 
   it('ends a wait whose pod is gone, closing its sockets', async () => {
-    const name = writeJob(state, deferredJob());
+    take(deferredJob());
     pod.links = [link({ up: false })];
-    jobs.sync(name);
     await at(0);
     rmSync(state.netns);
     await at(500);
@@ -274,7 +216,7 @@ describe('Jobs: deferred waits', () => {
 
   it('close() closes every wait', async () => {
     pod.links = [link({ up: false })];
-    jobs.sync(writeJob(state, deferredJob()));
+    take(deferredJob());
     await at(0);
     jobs.close();
     expect(pod.open).toBe(0);
@@ -283,7 +225,7 @@ describe('Jobs: deferred waits', () => {
 
 describe('Jobs: a throw on every path', () => {
   it('the first hold-back of a round counts it as delayed', async () => {
-    jobs.sync(writeJob(state, sentAgo(0)));
+    take(sentAgo(0));
     budget.answers.push(100);
     await at(1000);
     expect(counters.rateLimited.delayed).toBe(1);
@@ -291,9 +233,8 @@ describe('Jobs: a throw on every path', () => {
 
   it('sockets that fail to close when a wait is forgotten are counted; close() reports the first failure once all are closed', async () => {
     pod.links = [link({ up: false })];
-    const name = writeJob(state, deferredJob());
-    jobs.sync(name);
-    jobs.sync(writeJob(state, deferredJob({ containerId: 'c2' })));
+    const name = take(deferredJob());
+    take(deferredJob({ containerId: 'c2' }));
     await at(0);
     expect(pod.open).toBe(2);
     pod.closeError = new Error('EIO on close');
@@ -305,8 +246,8 @@ describe('Jobs: a throw on every path', () => {
   });
 
   it('a round that throws is counted, skipped, and the other jobs go on', async () => {
-    jobs.sync(writeJob(state, sentAgo(0)));
-    jobs.sync(writeJob(state, sentAgo(0, { containerId: 'c2' })));
+    take(sentAgo(0));
+    take(sentAgo(0, { containerId: 'c2' }));
     budget.answers.push(new Error('bucket on fire'));
     await at(1000);
     expect({ errors: counters.errors, sent: pod.sent.length, size: jobs.size }).toEqual({
@@ -319,7 +260,7 @@ describe('Jobs: a throw on every path', () => {
   });
 
   it('a deferred wait that throws looks again at its next check with new sockets, and ends once its ready deadline passed', async () => {
-    jobs.sync(writeJob(state, deferredJob({ readyDeadline: now() + 1000 })));
+    take(deferredJob({ readyDeadline: now() + 1000 }));
     budget.answers.push(new Error('boom'));
     await at(0);
     expect({ errors: counters.errors, size: jobs.size, open: pod.open, wake: jobs.wakeAt(now()) - now() }).toEqual({

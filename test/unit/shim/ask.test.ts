@@ -11,6 +11,7 @@ function deps(outcomes: Outcome[]) {
   const d: ShimDeps = {
     clock: fakeClock(),
     announcerPid: async () => undefined,
+    replaceHung: async () => expect.fail('no request of these hangs'),
     exchange: async (stateDir, body) => {
       sent.push({ stateDir, body });
       return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;
@@ -35,7 +36,7 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
 
   it('starts an absent announcer when asked to, then asks again', async () => {
     const { d, starts } = deps([{ unreachable: 'ENOENT' }, { control: 'ok' }]);
-    expect(await askAnnouncer('/s', { op: 'sync' }, { start: true, timeoutMs: 100 }, d)).toBe('ok');
+    expect(await askAnnouncer('/s', { op: 'status' }, { start: true, timeoutMs: 100 }, d)).toBe('ok');
     expect(starts).toEqual(['/s']);
   });
 

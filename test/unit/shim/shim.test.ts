@@ -35,9 +35,11 @@ function harness(
   const starts: string[] = [];
   const printed: string[] = [];
   const errors: string[] = [];
+  const replaced: string[] = [];
   const deps: ShimDeps = {
     clock,
     announcerPid: async () => 4242,
+    replaceHung: async (stateDir) => (replaced.push(stateDir), 'not replaced: it made progress'),
     exchange: async (stateDir, body, waitMs) => {
       sent.push({ stateDir, body });
       waits.push(waitMs);
@@ -55,7 +57,7 @@ function harness(
     writeStdout: (t: string) => void printed.push(t),
     writeStderr: (t: string) => void errors.push(t),
   };
-  return { clock, sent, waits, starts, printed, errors, result: () => runShim(io, deps) };
+  return { clock, sent, waits, starts, printed, errors, replaced, result: () => runShim(io, deps) };
 }
 
 const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
@@ -124,7 +126,7 @@ describe('runShim', { timeout: 5000 }, () => {
 
   it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {
     for (const [outcome, reason] of [
-      [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock'],
+      [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock; not replaced: it made progress'],
       [{ dropped: true }, 'the connection on /state/announcer.sock ended before the answer'],
       [{ refused: 'version' }, 'it refused the request on /state/announcer.sock (version)'],
       [{ unreachable: 'EACCES' }, 'connect to /state/announcer.sock failed (EACCES)'],
@@ -138,6 +140,8 @@ describe('runShim', { timeout: 5000 }, () => {
           msg: `the announcer of stateDir /state (pid 4242) did not answer: ${reason}`,
         });
         expect(h.starts).toEqual([]);
+        // Only a request that got no answer by its deadline looks for a hung announcer to replace.
+        expect(h.replaced).toEqual('hung' in outcome ? ['/state'] : []);
       }
     }
   });

@@ -1,0 +1,22 @@
+// Pure types: how a command hands an attachment's background work to the announcer that runs it, in memory. Defined
+// here, below src/daemon/, so that the commands name it without an import up into the announcer (jobs.ts implements
+// it).
+import type { BackgroundJob } from './background-job';
+import type { FrameCounts } from './round';
+
+/** What ADD's round 1 did: the frames it sent and the addresses its probe left out. */
+export interface FirstRoundReport {
+  sent: FrameCounts;
+  conflicts?: number | undefined;
+}
+
+/** The announcer's table of work, as the commands it hosts see it. */
+export interface JobHost {
+  /**
+   * ADD of record `record` is done: its `job` (undefined when nothing is left for the background) replaces any work the
+   * record had; `report` is counted.
+   */
+  added(record: string, job: BackgroundJob | undefined, report: FirstRoundReport): void;
+  /** Ends the background work of record `record` (DEL, GC, a failed ADD over an earlier one): nothing more is sent. */
+  cancel(record: string): void;
+}

@@ -1,0 +1,37 @@
+// The announcer's table of work as the commands it hosts see it (JobHost): a
+// hosted ADD hands over its job and what its round 1 did, in memory; a hosted
+// DEL or GC cancels one. The records stay the journal, read only at start.
+import type { JobHost } from '../announce/job-host';
+import { totalFrames } from '../announce/round';
+import { addFrames, type Counters } from './counters';
+import type { Jobs } from './jobs';
+import type { LazyMetrics } from './lazy-metrics';
+
+/** What the hand-off needs from the announcer. */
+export interface TableHostDeps {
+  jobs: Pick<Jobs, 'take' | 'forget'>;
+  counters: Counters;
+  metrics: Pick<LazyMetrics, 'observeAddToFirstRound'>;
+  bootMs(): number;
+  /** Runs `work`; a throw is counted and logged as `what`. */
+  guard(what: string, work: () => void): void;
+}
+
+/** The table of work, as a command taken at `takenAt` (boot ms) sees it: ADD reports the time to its round 1. */
+export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
+  const { jobs, counters } = deps;
+  return {
+    added: (record, job, { sent, conflicts }) => {
+      if (totalFrames(sent) > 0) {
+        addFrames(counters, sent);
+        counters.rounds.sent++;
+        deps.metrics.observeAddToFirstRound((deps.bootMs() - takenAt) / 1000);
+      }
+      counters.conflicts += conflicts ?? 0;
+      // A job the table cannot take stays in its record, for the next announcer's recovery.
+      if (job) deps.guard('cannot take a job', () => jobs.take(record, job));
+      else jobs.forget(record, 'no job');
+    },
+    cancel: (record) => jobs.forget(record, 'cancelled'),
+  };
+}

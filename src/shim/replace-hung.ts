@@ -1,0 +1,92 @@
+// The named recovery of a hung announcer that a CNI call started: a call whose
+// request got no answer by its deadline replaces the holder of stateDir's
+// announcer lock once it is proven ours and hung. Proof, all three: it holds
+// `announcer-daemon.flock` (/proc/locks); its /proc/PID/exe is the same file
+// (device, inode) as this process's executable; and the lock file's mtime, which
+// the announcer's loop stamps at most once a second (STAMP_MS), is older than
+// HUNG_AFTER_MS. Identity is checked again right before SIGKILL, sent by pid
+// and to nothing else. The kernel frees the lock; the next call starts a new
+// announcer, which resumes from the records. The DaemonSet's announcer runs
+// another file (the image's), so it is never ours: its liveness probe is its
+// recovery. Read only on the failure path, without FFI.
+import { readFile, stat } from 'node:fs/promises';
+import { join } from '../path';
+import { DAEMON_LOCK } from '../state-files';
+import { flockHolder } from './lock-holder';
+
+/** An announcer whose progress stamp is older than this has made no progress: it may be replaced. */
+export const HUNG_AFTER_MS = 10_000;
+
+/** A file's identity. */
+export interface FileId {
+  dev: number;
+  ino: number;
+}
+
+/** What a call knows of the lock's holder. */
+export interface HolderFacts {
+  /** The pid holding the lock (/proc/locks), undefined when none does. */
+  pid: number | undefined;
+  /** The file /proc/PID/exe names, undefined when it cannot be read. */
+  exe: FileId | undefined;
+  /** This process's executable. */
+  ownExe: FileId;
+  /** The lock file's mtime (wall-clock ms): the holder's last progress stamp. */
+  stampedAt: number;
+}
+
+/** Whether to replace the holder: its pid, or why not. */
+export type Verdict = { replace: number } | { keep: string };
+
+/** Pure: whether the holder described by `facts` is ours and hung at wall-clock `now`. */
+export function judgeHolder(facts: HolderFacts, now: number, hungAfterMs = HUNG_AFTER_MS): Verdict {
+  const { pid, exe, ownExe } = facts;
+  if (pid === undefined || pid <= 1 || pid === process.pid) return { keep: 'no other process holds the lock' };
+  if (exe === undefined || exe.dev !== ownExe.dev || exe.ino !== ownExe.ino)
+    return { keep: `pid ${pid} does not run this executable` };
+  const age = now - facts.stampedAt;
+  if (age <= hungAfterMs) return { keep: `pid ${pid} made progress ${Math.max(0, Math.round(age))} ms ago` };
+  return { replace: pid };
+}
+
+/** What replacing reads and does. */
+export interface ReplaceDeps {
+  /** The facts of stateDir's lock holder, read now. */
+  facts(stateDir: string): Promise<HolderFacts>;
+  now(): number;
+  kill(pid: number): void;
+}
+
+/**
+ * Replaces stateDir's announcer when it is ours and hung (see the top of this file), proving it twice; what happened,
+ * for the call's message.
+ */
+export async function replaceHung(deps: ReplaceDeps, stateDir: string): Promise<string> {
+  const first = judgeHolder(await deps.facts(stateDir), deps.now());
+  if ('keep' in first) return `not replaced: ${first.keep}`;
+  const again = judgeHolder(await deps.facts(stateDir), deps.now());
+  if (!('replace' in again) || again.replace !== first.replace) return 'not replaced: the holder changed';
+  deps.kill(first.replace);
+  const pid = first.replace;
+  return `pid ${pid} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
+}
+
+/** The facts of the real process: /proc/locks, /proc/PID/exe, /proc/self/exe and the lock file. */
+export async function realFacts(stateDir: string): Promise<HolderFacts> {
+  const lock = await stat(join(stateDir, DAEMON_LOCK));
+  const pid = flockHolder(await readFile('/proc/locks', 'utf8'), lock.dev, lock.ino);
+  const own = await stat('/proc/self/exe');
+  const exe = pid === undefined ? undefined : await stat(`/proc/${pid}/exe`).catch(() => undefined);
+  return {
+    pid,
+    exe: exe && { dev: exe.dev, ino: exe.ino },
+    ownExe: { dev: own.dev, ino: own.ino },
+    stampedAt: lock.mtimeMs,
+  };
+}
+
+/** Replaces stateDir's announcer if ours and hung, in this process; never throws. */
+export function replaceHungHere(stateDir: string): Promise<string> {
+  const deps: ReplaceDeps = { facts: realFacts, now: Date.now, kill: (pid) => process.kill(pid, 'SIGKILL') };
+  return replaceHung(deps, stateDir).catch((err: unknown) => `not replaced: ${(err as Error).message}`);
+}
