@@ -11,7 +11,7 @@ import type { FrameBudget } from './frame-budget';
 import { basename } from '../path';
 import { openSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
-import { lockPath, lockWaitMs, releaseAttachmentLock, type LockFile } from './attachment-lock';
+import { lockPath, lockWaitMs, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 import type { JobHost } from './job-host';
@@ -48,7 +48,7 @@ export interface AddDeps {
   stillWanted(): boolean;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
-  /** Takes a lock file within a timeout (flock, see sys/file-lock.ts); undefined when it stays held. */
+  /** Takes the attachment's lock within a timeout (in memory: src/daemon/memory-locks.ts); undefined when it stays held. */
   lockFile: LockFile;
   /**
    * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
@@ -93,7 +93,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   try {
     return await addLocked(deps, job, file);
   } finally {
-    releaseAttachmentLock(lock, file);
+    lock.release();
   }
 }
 

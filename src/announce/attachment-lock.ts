@@ -4,10 +4,15 @@
 // over for an attachment that no longer exists; two ADDs each hand a job over
 // and only one is recorded. The announcer holds the locks in memory
 // (src/daemon/memory-locks.ts), keyed by the path `<name>.lock` next to the record; no file is made.
-import { lstatSync } from 'node:fs';
 import { join } from '../path';
-import type { HeldLock } from '../sys/file-lock';
 import { lockName } from '../state-files';
+
+/** An attachment's lock, held until released. */
+export interface HeldLock {
+  readonly path: string;
+  /** Hands the lock to the next waiter; a second call does nothing. Never throws. */
+  release(): void;
+}
 
 /** Takes the lock named by `path` within `timeoutMs`; undefined when it stays held that long. */
 export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | undefined>;
@@ -29,15 +34,4 @@ export function lockWaitMs(addWaitMs: number): number {
 /** The key of an attachment's lock (the path an older version's lock file had). */
 export function lockPath(stateDir: string, containerId: string, ifname: string): string {
   return join(stateDir, lockName(containerId, ifname));
-}
-
-/** Releases the lock; `remove` (when the attachment has no record left) matters only to a file lock. */
-export function releaseAttachmentLock(lock: HeldLock, recordFile: string): void {
-  let recordLeft = true;
-  try {
-    lstatSync(recordFile);
-  } catch {
-    recordLeft = false;
-  }
-  lock.release({ remove: !recordLeft });
 }

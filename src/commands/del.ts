@@ -1,4 +1,4 @@
-import { lockPath, lockWaitMs, releaseAttachmentLock } from '../announce/attachment-lock';
+import { lockPath, lockWaitMs, type HeldLock } from '../announce/attachment-lock';
 import {
   readRecordToActOn,
   recordPath,
@@ -9,7 +9,6 @@ import {
 import { basename } from '../path';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
-import type { HeldLock } from '../sys/file-lock';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
@@ -55,7 +54,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     const background = record.job ? cancelBackground(deps, file) : 'none';
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
-    if (lock) releaseAttachmentLock(lock, file);
+    lock?.release();
   }
 }
 

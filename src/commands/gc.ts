@@ -1,5 +1,4 @@
 import { basename, join } from '../path';
-import { releaseAttachmentLock } from '../announce/attachment-lock';
 import {
   attachmentName,
   attachmentOfRecord,
@@ -87,7 +86,7 @@ async function collect(
       recordRemoved: removed,
     });
   } finally {
-    releaseAttachmentLock(lock, file);
+    lock.release();
   }
 }
 

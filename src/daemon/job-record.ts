@@ -3,7 +3,7 @@
 // under the attachment's lock by ADD and DEL, is the truth.
 import { join } from '../path';
 import { netnsIdAt } from '../sys/netns';
-import { lockPath, releaseAttachmentLock, type LockFile } from '../announce/attachment-lock';
+import { lockPath, type LockFile } from '../announce/attachment-lock';
 import type { BackgroundJob } from '../announce/background-job';
 import { readRecordFile, writeRecord } from '../announce/state';
 import type { Counters } from './counters';
@@ -83,6 +83,6 @@ export async function recordFirstRound(
   } catch (err) {
     failed(err);
   } finally {
-    releaseAttachmentLock(lock, file);
+    lock.release();
   }
 }

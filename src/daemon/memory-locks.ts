@@ -2,8 +2,7 @@
 // it, and a round writing its record) never overlap. In memory, keyed by the lock's path (no file
 // is made): a waiter queues and is handed the lock when the holder releases it; one that waits
 // past its timeout leaves the queue. The timeout is a wait of the announcer's loop (its poll).
-import type { LockFile } from '../announce/attachment-lock';
-import type { HeldLock } from '../sys/file-lock';
+import type { HeldLock, LockFile } from '../announce/attachment-lock';
 
 /** A waiter: takes the lock when called, false when it has given up already. */
 type Waiter = () => boolean;

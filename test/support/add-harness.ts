@@ -63,7 +63,7 @@ export class AddHarness {
   /** Whether ADD's caller still waits (a test ends the wait to see ADD stop). */
   wanted: () => boolean = () => true;
   /** Each release of the attachment lock. */
-  readonly lockReleases: { remove?: boolean }[] = [];
+  lockReleases = 0;
   /** ARP frames each receiver (by ifindex) gets once a frame went out on that interface (an answer to the probe). */
   readonly arpIn = new Map<number, Buffer[]>();
   /** The ifindexes ARP receivers were opened for, per call. */
@@ -126,7 +126,7 @@ export class AddHarness {
         cancel: (record) => void this.handed.push({ cancel: record }),
       },
       budget: this.budget,
-      lockFile: async (path) => ({ path, release: (opts = {}) => void this.lockReleases.push(opts) }),
+      lockFile: async (path) => ({ path, release: () => void this.lockReleases++ }),
       release: (fds) => void this.released.push([...fds]),
     };
   }

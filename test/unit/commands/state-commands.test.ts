@@ -14,13 +14,12 @@ import type { CommandDeps } from '../../../src/commands/deps';
 import { gc } from '../../../src/commands/gc';
 import { status } from '../../../src/commands/status';
 import { createLogger } from '../../../src/log';
-import { acquireFileLock } from '../../../src/sys/file-lock';
-import { loadLibc } from '../../../src/sys/libc';
+import { MemoryLocks } from '../../../src/daemon/memory-locks';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import { fakeLibc } from '../../support/fake-libc';
 import { identityView } from '../../support/caller-view-fakes';
 
-const tryLock = loadLibc().tryLock;
+const locks = new MemoryLocks((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
 const timers = realTimers(() => Date.now());
 
 let base: string;
@@ -47,7 +46,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     release: () => expect.fail('DEL releases no socket'),
     lockFile: (path, timeoutMs) => {
       lockCalls.push({ path, timeoutMs });
-      return acquireFileLock(path, timeoutMs, { tryLock, now: timers.now, sleep: timers.sleep });
+      return locks.take(path, timeoutMs);
     },
     ...overrides,
   };
@@ -146,16 +145,12 @@ describe('DEL', () => {
     expect(lines.at(-1)).toMatch(/INFO DEL: no state record, nothing to undo containerId=c1 ifname=eth0/);
   });
 
-  it('goes ahead without the lock when it stays held, and leaves the holder its file', async () => {
-    const held = (await acquireFileLock(join(stateDir, 'c1@eth0.lock'), 0, {
-      tryLock,
-      now: timers.now,
-      sleep: timers.sleep,
-    }))!;
+  it('goes ahead without the lock when it stays held, and removes the record', async () => {
+    const held = (await locks.take(join(stateDir, 'c1@eth0.lock'), 0))!;
     try {
       writeRecord(stateDir, record());
       await del(deps({ lockFile: async () => undefined }), delRequest());
-      expect(readdirSync(stateDir)).toEqual(['c1@eth0.lock']);
+      expect(readdirSync(stateDir)).toEqual([]); // no lock file: the lock is in memory
       expect(lines.join('')).toMatch(
         /WARN another command on this attachment still runs after 12000 ms: deleting without the lock/,
       );
@@ -192,11 +187,7 @@ describe('GC', () => {
     writeFileSync(join(stateDir, 'orphan@eth0.lock'), '');
     writeFileSync(join(stateDir, '.stale@eth0.json.4194305.00aa11bb.tmp'), '');
     writeFileSync(join(stateDir, `.live@eth0.json.${process.pid}.00aa11bb.tmp`), '');
-    const busy = (await acquireFileLock(join(stateDir, 'busy@eth0.lock'), 0, {
-      tryLock,
-      now: timers.now,
-      sleep: timers.sleep,
-    }))!;
+    const busy = (await locks.take(join(stateDir, 'busy@eth0.lock'), 0))!;
     try {
       await gc(deps(), gcRequest([{ containerId: 'live', ifname: 'eth0' }]));
     } finally {
@@ -206,7 +197,6 @@ describe('GC', () => {
       [
         `.live@eth0.json.${process.pid}.00aa11bb.tmp`,
         'busy@eth0.json',
-        'busy@eth0.lock',
         'live@eth0.json',
         'other@eth0.json',
       ].sort(),
