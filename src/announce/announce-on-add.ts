@@ -48,7 +48,7 @@ export interface AddDeps {
   stillWanted(): boolean;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
-  /** Takes the attachment's lock within a timeout (in memory: src/daemon/memory-locks.ts); undefined when it stays held. */
+  /** Takes the attachment's lock within a timeout (in memory: daemon/memory-locks.ts); undefined if it stays held. */
   lockFile: LockFile;
   /**
    * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose

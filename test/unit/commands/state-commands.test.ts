@@ -194,12 +194,7 @@ describe('GC', () => {
       busy.release();
     }
     expect(readdirSync(stateDir).sort()).toEqual(
-      [
-        `.live@eth0.json.${process.pid}.00aa11bb.tmp`,
-        'busy@eth0.json',
-        'live@eth0.json',
-        'other@eth0.json',
-      ].sort(),
+      [`.live@eth0.json.${process.pid}.00aa11bb.tmp`, 'busy@eth0.json', 'live@eth0.json', 'other@eth0.json'].sort(),
     );
     expect(cancelled).toEqual(['stale@eth0.json']);
     const log = lines.join('');
