@@ -1,4 +1,4 @@
-// The announcer's failure modes not held by SIGSTOP after it took a request (shim-fallback.test.ts
+// The announcer's failure modes not held by SIGSTOP after it took a request (unavailable.test.ts
 // has those; issue 25, docs/design.md "When the announcer cannot answer"): absent and started on
 // demand, SIGSTOPped before it takes the request, SIGKILLed while an ADD waits for its pod. Each
 // bound is asserted as a generous upper limit, each pod's frames are counted on the bridge by
