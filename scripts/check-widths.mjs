@@ -1,5 +1,5 @@
 // Fails, listing file:line, for any line wider than 120 characters in the .ts and .mjs files under the directories
-// given as arguments (make lint passes `src scripts`). No dependencies: plain Node.
+// given as arguments (make lint passes `src scripts test`). No dependencies: plain Node.
 //   node scripts/check-widths.mjs DIR...
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

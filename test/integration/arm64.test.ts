@@ -72,7 +72,8 @@ describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 librari
     });
 
     it(
-      'chained after the bridge plugin: ADD repairs the stale entry, its background announcer runs through qemu and sends round 2, DEL leaves nothing',
+      'chained after the bridge plugin: ADD repairs the stale entry, its background announcer runs ' +
+        'through qemu and sends round 2, DEL leaves nothing',
       async () => {
         killStrays(scope(), { strict: true });
         const files = await announcerFiles(scope());

@@ -46,7 +46,9 @@ async function addPod(scope: Scope, net: Subnet, bridge: string, containerId: st
 describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + announcer, IPv4', () => {
   const scope = scopePerTest(PREFIX);
 
-  it(`repairs the stale entry before ADD returns and the first ping gets through, in every one of ${TRIALS} trials`, async () => {
+  const repairsStaleEntryTitle =
+    'repairs the stale entry before ADD returns and the first ping gets through, ' + `in every one of ${TRIALS} trials`;
+  it(repairsStaleEntryTitle, async () => {
     killStrays(scope(), { strict: true });
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
@@ -121,7 +123,10 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it('a pod whose link is down: ADD (addWaitMs 200, readyTimeoutMs 200) exits 0, sends nothing, logs that it was not ready', async () => {
+  const podWhoseLinkTitle =
+    'a pod whose link is down: ADD (addWaitMs 200, readyTimeoutMs 200) exits ' +
+    '0, sends nothing, logs that it was not ready';
+  it(podWhoseLinkTitle, async () => {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();

@@ -51,7 +51,8 @@ describe.skipIf(skipIntegration())('make build ARCH=arm64', () => {
 
 describe.skipIf(skipIntegration())('scripts/build.mjs --entry', () => {
   it(
-    'compiles another entry with the same runtime, without koffi’s addon: an empty program that runs in an empty environment',
+    'compiles another entry with the same runtime, without koffi’s addon: an empty program that runs in ' +
+      'an empty environment',
     async () => {
       const dir = await mkdtemp(join(tmpdir(), 'announcer-entry-'));
       try {
@@ -95,7 +96,8 @@ async function versionId(bin: string): Promise<string | undefined> {
 
 describe.skipIf(skipIntegration())('scripts/build.mjs: the build id', () => {
   it(
-    'gives two builds of the same sources the same id and the same bytes; --version prints it; --build-id overrides it; koffi loads',
+    'gives two builds of the same sources the same id and the same bytes; --version prints it; ' +
+      '--build-id overrides it; koffi loads',
     async () => {
       const dir = await mkdtemp(join(tmpdir(), 'announcer-build-id-'));
       try {
@@ -133,7 +135,8 @@ describe.skipIf(skipIntegration())('scripts/build.mjs: the build id', () => {
 
 describe.skipIf(skipIntegration())("scripts/build.mjs: the plugin's refusals, in a real build", () => {
   it(
-    'fails on a node:* builtin outside the allow-list and on koffi loaded anywhere but src/sys/koffi.ts; builds an allowed builtin, and a module with a Bun twin as the twin',
+    'fails on a node:* builtin outside the allow-list and on koffi loaded anywhere but src/sys/koffi.ts; ' +
+      'builds an allowed builtin, and a module with a Bun twin as the twin',
     async () => {
       // A copy of the checkout (node_modules linked): its sources are changed one way at a time.
       const dir = await mkdtemp(join(tmpdir(), 'announcer-refusals-'));

@@ -194,7 +194,10 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     return s;
   }
 
-  it('count 4, intervalMs 400 on a dual-stack stand-in: 4 GARPs and 4 NAs, 400 ms apart, ADD exits before the last, the announcer after', async () => {
+  const countIntervalMsOnTitle =
+    'count 4, intervalMs 400 on a dual-stack stand-in: 4 GARPs and 4 NAs, 400 ms ' +
+    'apart, ADD exits before the last, the announcer after';
+  it(countIntervalMsOnTitle, async () => {
     const s = begin();
     const net = allocSubnet();
     const pod = await createStandInPod(s, {
@@ -392,7 +395,9 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(frames.filter((f) => f.eth.src === pod.mac && ms(f) > delAt)).toEqual([]);
   });
 
-  it('`ip netns del` ends the background rounds: no frame after the deletion, the announcer goes once idle', async () => {
+  const ipNetnsDelTitle =
+    '`ip netns del` ends the background rounds: no frame after the deletion, the announcer goes once idle';
+  it(ipNetnsDelTitle, async () => {
     const s = begin();
     const {
       net,
@@ -428,7 +433,9 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
   });
 
-  it('link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up', async () => {
+  const linkDownAtTitle =
+    'link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up';
+  it(linkDownAtTitle, async () => {
     const s = begin();
     const {
       bridge,
@@ -493,7 +500,10 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
   });
 
-  it('readyTimeoutMs bounds a deferred wait: the background announcer gives up on its own, sends nothing, and exits once idle', async () => {
+  const readyTimeoutMsBoundsDeferredTitle =
+    'readyTimeoutMs bounds a deferred wait: the background announcer gives up ' +
+    'on its own, sends nothing, and exits once idle';
+  it(readyTimeoutMsBoundsDeferredTitle, async () => {
     const s = begin();
     const net = allocSubnet();
     const pod = await quietStandIn(s, net, false);

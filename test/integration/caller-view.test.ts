@@ -101,7 +101,10 @@ async function expectEveryRound(s: Scope, pod: Awaited<ReturnType<typeof standIn
 describe.skipIf(skipIntegration())("paths resolve in the caller's view of the file system", () => {
   const scope = scopePerTest(PREFIX);
 
-  it('an announcer started in a private mount namespace serves host calls whose netns, bind mounts and logFile it cannot see', async () => {
+  const announcerStartedInTitle =
+    'an announcer started in a private mount namespace serves host calls whose ' +
+    'netns, bind mounts and logFile it cannot see';
+  it(announcerStartedInTitle, async () => {
     const s = scope();
     const files = await announcerFiles(s);
     const net = allocSubnet();
@@ -203,7 +206,10 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     expect(await announcer.stop()).toEqual([]);
   });
 
-  it("looks the pod's host side up in the caller's netns: a bridge port there that is not forwarding holds round 1 back", async () => {
+  const looksPodHostTitle =
+    "looks the pod's host side up in the caller's netns: a bridge port there " +
+    'that is not forwarding holds round 1 back';
+  it(looksPodHostTitle, async () => {
     const s = scope();
     const files = await announcerFiles(s);
     const net = allocSubnet();

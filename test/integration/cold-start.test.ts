@@ -36,7 +36,10 @@ const BURST = { count: 2, intervalMs: 500 };
 describe.skipIf(skipIntegration())('cold start under concurrency', () => {
   const scope = scopePerTest(PREFIX);
 
-  it(`${PODS} ADDs at once with no announcer running: exactly one announcer starts, every ADD succeeds, ${BURST.count} GARPs per pod`, async () => {
+  const addsAtOnceTitle =
+    `${PODS} ADDs at once with no announcer running: exactly one announcer starts, every ADD ` +
+    `succeeds, ${BURST.count} GARPs per pod`;
+  it(addsAtOnceTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const files = await announcerFiles(s);

@@ -113,9 +113,9 @@ describe.skipIf(skipIntegration() || skipUnless('previous release', noPrevious) 
 
     /**
      * Two pods, the first ADDed by `first` (it starts the announcer, of its own build), the second by `second`: both
-     * succeed, neither CNI process runs the command (strace), one announcer serves both, and each pod gets its burst with
-     * round 1 once, before its ADD returned. Resolves with how many ADDs the announcer says it served (none for an old
-     * one, whose status has no `served`).
+     * succeed, neither CNI process runs the command (strace), one announcer serves both, and each pod gets its burst
+     * with round 1 once, before its ADD returned. Resolves with how many ADDs the announcer says it served (none for an
+     * old one, whose status has no `served`).
      */
     async function firstStartsSecondAsks(first: string, second: string): Promise<number | undefined> {
       const s = scope();
@@ -140,17 +140,26 @@ describe.skipIf(skipIntegration() || skipUnless('previous release', noPrevious) 
       return served;
     }
 
-    it('an old shim, the new announcer: served there (served.ADD counts it, no setns in the old CNI process), round 1 once', async () => {
+    const oldShimNewTitle =
+      'an old shim, the new announcer: served there (served.ADD counts it, no ' +
+      'setns in the old CNI process), round 1 once';
+    it(oldShimNewTitle, async () => {
       const old = await buildPreviousRelease(scope());
       expect(await firstStartsSecondAsks(ANNOUNCER, old)).toBe(2);
     }, 120_000);
 
-    it('the new shim, an old announcer (started by an old call): its request carries ackBy, the old one takes it; frames once', async () => {
+    const newShimOldTitle =
+      'the new shim, an old announcer (started by an old call): its request ' +
+      'carries ackBy, the old one takes it; frames once';
+    it(newShimOldTitle, async () => {
       const old = await buildPreviousRelease(scope());
       await firstStartsSecondAsks(old, ANNOUNCER);
     }, 120_000);
 
-    it('upgrade from the previous release mid-burst: the old announcer hands over, the new one takes up its records and hand-over file; each pod exactly its GARPs', async () => {
+    const upgradeFromPreviousTitle =
+      'upgrade from the previous release mid-burst: the old announcer hands over, the new one ' +
+      'takes up its records and hand-over file; each pod exactly its GARPs';
+    it(upgradeFromPreviousTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const old = await buildPreviousRelease(s);

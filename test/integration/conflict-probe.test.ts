@@ -112,7 +112,8 @@ async function expectSquattedLeftOut(
   expect(garpsFor(frames, podMac, other)).toHaveLength(2);
   const log = await att.files.log();
   expect(log).toContain(
-    `WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`,
+    `WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it ` +
+      `answered ARP for that address on eth0)`,
   );
   expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
   expect(await announcerLeftovers(att.files)).toEqual([]);
@@ -139,7 +140,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     };
   }
 
-  it('fail: a squatter answers the probe: code 106 naming the address, its MAC and the interface; no GARP from the new pod; nothing left', async () => {
+  const failSquatterAnswersTitle =
+    'fail: a squatter answers the probe: code 106 naming the address, its MAC and ' +
+    'the interface; no GARP from the new pod; nothing left';
+  it(failSquatterAnswersTitle, async () => {
     const { files, net, ip, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'fail');
@@ -150,7 +154,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(add.code, add.stdout).toBe(1);
     expect(add.json).toMatchObject({ code: 106 });
     expect(add.json.msg).toBe(
-      `IPv4 address conflict: ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0): announcing nothing (conflictCheck: fail)`,
+      `IPv4 address conflict: ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for ` +
+        `that address on eth0): announcing nothing (conflictCheck: fail)`,
     );
     const ours = arpFrom(frames, [pod.mac]);
     // The window ended at the first answer: one probe, no GARP.
@@ -160,7 +165,9 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await files.log()).toMatch(/ERROR ADD failed/);
   });
 
-  it('fail with mac: ip-derived (arp_notify off in the pod): the MAC ADD set is put back, and still no GARP', async () => {
+  const failWithMacTitle =
+    'fail with mac: ip-derived (arp_notify off in the pod): the MAC ADD set is put back, and still no GARP';
+  it(failWithMacTitle, async () => {
     const { files, net, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'failmac');
@@ -184,7 +191,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await files.log()).toMatch(/INFO restored the original MAC .*interface=eth0/);
   });
 
-  it('warn: ADD succeeds; the squatted address is announced in no round, the other one in every round; logged and counted', async () => {
+  const warnADDSucceedsTitle =
+    'warn: ADD succeeds; the squatted address is announced in no round, the ' +
+    'other one in every round; logged and counted';
+  it(warnADDSucceedsTitle, async () => {
     const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'warn', [POD, OTHER]);
@@ -222,7 +232,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it("a clean reuse (the README's stale-entry scenario): no conflict, the entry is repaired when ADD returns; tshark decodes RFC 5227 probes", async () => {
+  const cleanReuseREADMETitle =
+    "a clean reuse (the README's stale-entry scenario): no conflict, the entry is " +
+    'repaired when ADD returns; tshark decodes RFC 5227 probes';
+  it(cleanReuseREADMETitle, async () => {
     const { files, net, ip, bridge } = await begin();
     await plantStale(bridge, ip, OLD_MAC);
     const pod = await addPod(scope(), net, bridge, 'clean');
@@ -287,7 +300,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(await files.log()).toMatch(/announcements disabled for this attachment/);
   });
 
-  it('deferred (not ready during ADD): the background announcer probes once the pod is ready; fail acts as warn there, and says so', async () => {
+  const deferredNotReadyTitle =
+    'deferred (not ready during ADD): the background announcer probes once the ' +
+    'pod is ready; fail acts as warn there, and says so';
+  it(deferredNotReadyTitle, async () => {
     const { files, net, ip, other, bridge } = await begin();
     const squatterMac = await addSquatter(scope(), net, bridge);
     const pod = await addPod(scope(), net, bridge, 'defer', [POD, OTHER]);
@@ -326,7 +342,10 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(log).toMatch(/WARN conflictCheck is fail, but ADD has returned: leaving the addresses out instead/);
   });
 
-  it("deferred round 1's probe holds no other pod: B's round 2, due in A's 2 s window, is on the wire between A's first probe and A's round 1", async () => {
+  const deferredRoundProbeTitle =
+    "deferred round 1's probe holds no other pod: B's round 2, due in A's 2 s window, " +
+    "is on the wire between A's first probe and A's round 1";
+  it(deferredRoundProbeTitle, async () => {
     const { files, net, ip, other, bridge } = await begin();
     const a = await addPod(scope(), net, bridge, 'probing', [POD]);
     const b = await addPod(scope(), net, bridge, 'other', [OTHER]);

@@ -120,7 +120,9 @@ describe.skipIf(skipContainerd())(
       expect(served?.ADD).toBe(1);
     });
 
-    it('"false": no frame from the announcer, and the log names the annotation as the one who turned it off', async () => {
+    const falseNoFrameTitle =
+      '"false": no frame from the announcer, and the log names the annotation as the one who turned it off';
+    it(falseNoFrameTitle, async () => {
       const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false', 'other/annotation': 'x' });
       expect(replies, describeFrames(frames)).toEqual([]);
       const off = (await logOf(id)).filter((l) => l.includes('announcing turned off for this attachment'));
@@ -147,7 +149,8 @@ describe.skipIf(skipContainerd())(
       ['{"count":11}', `${ANNOTATION_NAME}: "count" must be an integer from 0 to 10 (got 11)`],
       ['{"cuont":2}', `${ANNOTATION_NAME}: "cuont" is not an option a pod may set`],
     ])(
-      "%s: RunPodSandbox fails with the announcer's code-7 message naming the annotation, and nothing of the pod is left",
+      "%s: RunPodSandbox fails with the announcer's code-7 message naming the annotation, and nothing of " +
+        'the pod is left',
       async (value, message) => {
         const s = perTest();
         const run = runPod(s, { [ANNOTATION]: value });

@@ -72,7 +72,10 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
   const podMac = (id: string): Promise<string> => cri.podMac(id);
   const podPorts = (): Promise<string[]> => cri.podPorts();
 
-  it("control, bridge alone: when RunPodSandbox returns, the node still holds the departed pod's MAC for the reused IP", async () => {
+  const controlBridgeAloneTitle =
+    'control, bridge alone: when RunPodSandbox returns, the node still ' +
+    "holds the departed pod's MAC for the reused IP";
+  it(controlBridgeAloneTitle, async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
     const id = await runPod(s, 'control');
@@ -81,7 +84,9 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(entry).toMatchObject({ state: 'STALE', mac: OLD_MAC });
   });
 
-  it("bridge + announcer: when RunPodSandbox returns, the node's entry for the reused IP holds the new pod's MAC", async () => {
+  const bridgeAnnouncerWhenTitle =
+    "bridge + announcer: when RunPodSandbox returns, the node's entry for the reused IP holds the new pod's MAC";
+  it(bridgeAnnouncerWhenTitle, async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
     const id = await runPod(s, 'announcer');
@@ -93,7 +98,10 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(entry?.mac).toBe(mac);
   });
 
-  it('StopPodSandbox then RemovePodSandbox: both DELs succeed, the second after the netns is gone, and the log holds no warning or error', async () => {
+  const stopPodSandboxThenRemovePodSandboxTitle =
+    'StopPodSandbox then RemovePodSandbox: both DELs succeed, the second after the ' +
+    'netns is gone, and the log holds no warning or error';
+  it(stopPodSandboxThenRemovePodSandboxTitle, async () => {
     const s = perTest();
     const id = await runPod(s, 'announcer');
     await ctd.cri.stopPodSandbox(id);
@@ -109,7 +117,10 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(dels[1]).toMatch(/no state record, nothing to undo/);
   });
 
-  it('after RemovePodSandbox nothing of the pod is left: no record or lock, netns, veth, announcer process or sandbox', async () => {
+  const afterRemovePodSandboxNothingTitle =
+    'after RemovePodSandbox nothing of the pod is left: no record or lock, ' +
+    'netns, veth, announcer process or sandbox';
+  it(afterRemovePodSandboxNothingTitle, async () => {
     const s = perTest();
     const id = await runPod(s, 'announcer');
     // What is checked below, seen while the pod runs.

@@ -109,7 +109,11 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
   }, 60_000);
 
-  it(`random bytes, a 1 MiB line, a line past the limit, invalid requests and ${IDLE_CONNECTIONS} idle connections: an ADD meanwhile gets every round, same pid, status answers, the idle ones dropped, fds back to baseline, RSS < 2×`, async () => {
+  const randomBytesMiBTitle =
+    `random bytes, a 1 MiB line, a line past the limit, invalid requests and ${IDLE_CONNECTIONS} idle ` +
+    `connections: an ADD meanwhile gets every round, same pid, status answers, the idle ones dropped, fds ` +
+    `back to baseline, RSS < 2×`;
+  it(randomBytesMiBTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const files = await announcerFiles(s);
@@ -166,8 +170,10 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([pid]);
     const frames = await capture.stop();
     console.info(
-      `garbage: fds ${baselineFds} before, ${heldFds} with ${IDLE_CONNECTIONS} idle connections held, ${afterFds} after; ` +
-        `VmRSS ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssAfter / 1024).toFixed(1)} MiB after; errors ${status!.counters!.errors}`,
+      `garbage: fds ${baselineFds} before, ${heldFds} with ${IDLE_CONNECTIONS} idle connections ` +
+        `held, ${afterFds} after; ` +
+        `VmRSS ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssAfter / 1024).toFixed(1)} MiB after; ` +
+        `errors ${status!.counters!.errors}`,
     );
 
     // Every round of every pod went out: the two bursts running throughout and the ADD made meanwhile.
@@ -194,7 +200,10 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     expect(await files.stateFiles()).toEqual([]);
   }, 120_000);
 
-  it(`more idle connections than the announcer may open (RLIMIT_NOFILE 64): it stops accepting for a while instead of spinning on the listening socket, counts what failed, and recovers once they close`, async () => {
+  const moreIdleConnectionsTitle =
+    `more idle connections than the announcer may open (RLIMIT_NOFILE 64): it stops accepting for a while instead ` +
+    `of spinning on the listening socket, counts what failed, and recovers once they close`;
+  it(moreIdleConnectionsTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const files = await announcerFiles(s);

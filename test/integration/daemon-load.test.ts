@@ -106,8 +106,10 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
     expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
   }, 60_000);
 
-  it(`${PODS} pods ADDed ${BATCH} at a time under rateLimit {${LIMIT.framesPerSecond}/s, burst ${LIMIT.burst}}: one announcer throughout; ` +
-    'every round 1 out before its ADD returns; every later round sent or dropped, exactly; a round dropped only as the next one falls due', async () => {
+  it(`${PODS} pods ADDed ${BATCH} at a time under rateLimit {${LIMIT.framesPerSecond}/s, ` +
+    `burst ${LIMIT.burst}}: one announcer throughout; ` +
+    'every round 1 out before its ADD returns; every later round sent or dropped, exactly; a round ' +
+    'dropped only as the next one falls due', async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const files = await announcerFiles(s);
@@ -173,11 +175,18 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
       return garps.length > 0 ? ms(garps[0]!) + r.round * INTERVAL_MS - r.at : NaN;
     });
     console.info(
-      `${PODS} pods, rateLimit ${LIMIT.framesPerSecond}/s burst ${LIMIT.burst}: ${ours.length} GARPs (busiest second ${busiestSecond(ours)}), ` +
-        `later rounds sent ${ours.length - PODS}, dropped ${counters.rateLimited.dropped}, delayed ${counters.rateLimited.delayed}, ` +
-        `skipped late ${counters.rounds.skippedLate}, not ready ${counters.rounds.skippedNotReady}, errors ${counters.errors}; ` +
-        `ADDs ${Math.min(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} .. ${Math.max(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} ms after the first frame, ` +
-        `last frame ${Math.max(...ours.map(ms)) - Math.min(...ours.map(ms))} ms after it; the announcer's CPU time ${cpu} ms, read(2) calls ${reads}; drops ${Math.min(...leads).toFixed(0)} .. ${Math.max(...leads).toFixed(0)} ms before the next round was due`,
+      `${PODS} pods, rateLimit ${LIMIT.framesPerSecond}/s burst ${LIMIT.burst}: ${ours.length} GARPs ` +
+        `(busiest second ${busiestSecond(ours)}), ` +
+        `later rounds sent ${ours.length - PODS}, dropped ${counters.rateLimited.dropped}, ` +
+        `delayed ${counters.rateLimited.delayed}, ` +
+        `skipped late ${counters.rounds.skippedLate}, not ready ${counters.rounds.skippedNotReady}, ` +
+        `errors ${counters.errors}; ` +
+        `ADDs ${Math.min(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} ` +
+        `.. ${Math.max(...added.map((a) => a.exitedAt)) - Math.min(...ours.map(ms))} ms after the first ` +
+        `frame, ` +
+        `last frame ${Math.max(...ours.map(ms)) - Math.min(...ours.map(ms))} ms after it; the ` +
+        `announcer's CPU time ${cpu} ms, read(2) calls ${reads}; drops ${Math.min(...leads).toFixed(0)} ` +
+        `.. ${Math.max(...leads).toFixed(0)} ms before the next round was due`,
     );
 
     // The counters account for every frame and every round.

@@ -82,7 +82,9 @@ function containerId(tag: string): string {
   return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
-/** The announcer on a pod's eth0 in network NETWORK, as container `tag`, with a debug log and this file's idleExitMs. */
+/**
+ * The announcer on a pod's eth0 in network NETWORK, as container `tag`, with a debug log and this file's idleExitMs.
+ */
 function tagged(tag: string): AttachmentHow {
   return { network: NETWORK, containerId: containerId(tag), options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
 }
@@ -170,7 +172,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     return s;
   }
 
-  it(`mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ≤ ${MAX_BACKGROUND_PROCESSES} processes (their PSS is printed; its budget is make bench-mass's)`, async () => {
+  const massStartPodsTitle =
+    `mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ` +
+    `≤ ${MAX_BACKGROUND_PROCESSES} processes (their PSS is printed; its budget is make bench-mass's)`;
+  it(massStartPodsTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
@@ -183,11 +188,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const pssSum = memory.reduce<number>((sum, m) => sum + (m?.pss ?? 0), 0);
     const mib = (kib = 0): string => (kib / 1024).toFixed(1);
     console.info(
-      `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned, PSS sum ${mib(pssSum)} MiB (` +
+      `mass start of ${PODS} pods: ${background.length} background process(es) once every ADD returned, ` +
+        `PSS sum ${mib(pssSum)} MiB (` +
         background
           .map(
             (p, i) =>
-              `${p.argv[1]}: PSS ${mib(memory[i]?.pss)} MiB = anon ${mib(memory[i]?.pssAnon)} + file ${mib(memory[i]?.pssFile)}, RSS ${mib(memory[i]?.rss)}`,
+              `${p.argv[1]}: PSS ${mib(memory[i]?.pss)} MiB = anon ${mib(memory[i]?.pssAnon)} + ` +
+              `file ${mib(memory[i]?.pssFile)}, RSS ${mib(memory[i]?.rss)}`,
           )
           .join('; ') +
         ')',
@@ -269,7 +276,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(await files.log()).toMatch(/background work ended .*why="?cancelled/);
   });
 
-  it('the announcer SIGKILLed mid-burst: the next ADD starts another, which sends the rounds still to come and skips those whose time passed', async () => {
+  const announcerSIGKILLedMidTitle =
+    'the announcer SIGKILLed mid-burst: the next ADD starts another, which sends the ' +
+    'rounds still to come and skips those whose time passed';
+  it(announcerSIGKILLedMidTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const [a, b] = [fleet.pods[3]!, fleet.pods[4]!];
@@ -282,7 +292,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, intervalMs: 10, what: "A's round 2" });
     const first = await daemonsOf(files.stateDir);
     expect(first).toHaveLength(1);
-    expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir]); // `announcer daemon <stateDir>`, no setting on its argv
+    // `announcer daemon <stateDir>`, no setting on its argv
+    expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir]);
     const killed = await killDaemon(files.stateDir);
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
@@ -315,7 +326,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   });
 
-  it('a deferred round 1 goes into the record: the announcer started after the one that sent it goes on with the burst, and never announces the pod again', async () => {
+  const deferredRoundGoesTitle =
+    'a deferred round 1 goes into the record: the announcer started after the one that sent ' +
+    'it goes on with the burst, and never announces the pod again';
+  it(deferredRoundGoesTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();
@@ -361,7 +375,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await delOk(att);
   });
 
-  it(`rateLimit {20/s, burst 5}, ${PODS} pods at once: ≤ 25 frames in any second, round 1 before ADD returns, later rounds in order`, async () => {
+  const rateLimitSBurstTitle =
+    `rateLimit {20/s, burst 5}, ${PODS} pods at once: ≤ 25 frames in any second, round 1 before ADD ` +
+    `returns, later rounds in order`;
+  it(rateLimitSBurstTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const limit = { framesPerSecond: 20, burst: 5 };
@@ -386,8 +403,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const busiest = busiestSecond(ours);
     const later = ours.length - PODS;
     console.info(
-      `rate limit ${limit.framesPerSecond}/s burst ${limit.burst}, ${PODS} pods: ${ours.length} GARPs, busiest second ${busiest} frames; ` +
-        `later rounds sent ${later}, rate-limited delayed ${counters.rateLimited.delayed}, dropped ${counters.rateLimited.dropped}, skipped late ${counters.rounds.skippedLate}`,
+      `rate limit ${limit.framesPerSecond}/s burst ${limit.burst}, ${PODS} pods: ${ours.length} GARPs, ` +
+        `busiest second ${busiest} frames; ` +
+        `later rounds sent ${later}, rate-limited delayed ${counters.rateLimited.delayed}, ` +
+        `dropped ${counters.rateLimited.dropped}, skipped late ${counters.rounds.skippedLate}`,
     );
     expect(busiest).toBeLessThanOrEqual(limit.framesPerSecond + limit.burst);
     for (const [i, garps] of perPod.entries()) {
@@ -411,7 +430,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   }, 90_000);
 
-  it('`announcer status`, human and --json: nothing, a running announcer, then only the records once it is killed', async () => {
+  const announcerStatusHumanTitle =
+    '`announcer status`, human and --json: nothing, a running announcer, then only the records once it is killed';
+  it(announcerStatusHumanTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const pod = fleet.pods[5]!;
@@ -457,7 +478,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(lines[0]).toBe(`background announcer: running, pid ${daemon!.pid}, stateDir ${files.stateDir}`);
     expect(lines[1]).toMatch(
       new RegExp(
-        `^${NETWORK} ${att.containerId} eth0 netns=${pod.netns.path} rounds=([2-9]|10)/10 (next round in \\d+ ms|no round planned)$`,
+        `^${NETWORK} ${att.containerId} eth0 netns=${pod.netns.path} rounds=([2-9]|10)/10 (next round in ` +
+          `\\d+ ms|no round planned)$`,
       ),
     );
     expect(lines.slice(2).map((l) => l.split(':')[0])).toEqual([
@@ -496,7 +518,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await capture.stop();
   });
 
-  it('`announcer announce`: 2 rounds 200 ms apart on the wire; refuses the host netns, a non-netns path and a pod that is not ready, in one line on stderr', async () => {
+  const announcerAnnounceRoundsTitle =
+    '`announcer announce`: 2 rounds 200 ms apart on the wire; refuses the host netns, a ' +
+    'non-netns path and a pod that is not ready, in one line on stderr';
+  it(announcerAnnounceRoundsTitle, async () => {
     const s = begin();
     const net = allocSubnet();
     const pod = await quietStandIn(s, net, 5, { v6: true });
@@ -516,7 +541,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const frames = await capture.stop();
     expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
     expect(res.stdout).toBe(
-      'round 1/2: sent 2 frames on eth0 (garp-request=1 na=1)\nround 2/2: sent 2 frames on eth0 (garp-request=1 na=1)\n',
+      'round 1/2: sent 2 frames on eth0 (garp-request=1 na=1)\nround 2/2: sent 2 frames on eth0 ' +
+        '(garp-request=1 na=1)\n',
     );
     const garps = garpsFor(frames, pod.mac, net.v4(5));
     const nas = nasFor(frames, pod.mac, net.v6(5));
@@ -552,7 +578,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     }
   });
 
-  it('metricsFile: Prometheus text, written atomically (0644, no temp file left), its counters match the frames on the wire', async () => {
+  const metricsFilePrometheusTextTitle =
+    'metricsFile: Prometheus text, written atomically (0644, no temp file ' +
+    'left), its counters match the frames on the wire';
+  it(metricsFilePrometheusTextTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();

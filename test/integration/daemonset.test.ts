@@ -214,7 +214,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     throwCleanupErrors(await fileScope.close());
   }, 120_000);
 
-  it(`serves an ADD made on the host; stopped, a shim starts one on the host; started again mid-burst, it takes over: ${BURST.count} GARPs, none lost or twice`, async () => {
+  const servesADDMadeTitle =
+    `serves an ADD made on the host; stopped, a shim starts one on the host; started again mid-burst, it ` +
+    `takes over: ${BURST.count} GARPs, none lost or twice`;
+  it(servesADDMadeTitle, async () => {
     const s = scope();
     const ds = await mainContainer();
     const files = await announcerFiles(s);
@@ -294,7 +297,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       },
     ).catch(async (err: Error) => {
       throw new Error(
-        `${err.message}; the container's log:\n${(await podman.run(['logs', name])).stdout}${(await podman.run(['logs', name])).stderr}`,
+        `${err.message}; the container's log:` +
+          `\n${(await podman.run(['logs', name])).stdout}${(await podman.run(['logs', name])).stderr}`,
       );
     });
     const web0 = (await jsonLogs(podman, name)).filter((l) => l.K8S_POD_NAME === 'web-0' && l.msg === 'announced');
@@ -345,14 +349,18 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     // of its rounds fell due before the container asked for it back is timing).
     expect(await files.log()).toMatch(
       new RegExp(
-        `DEBUG background work scheduled daemon=${onDemand!.pid} containerId=${pods[0]!.containerId} .*how="handed over"`,
+        `DEBUG background work scheduled daemon=${onDemand!.pid} containerId=${pods[0]!.containerId} ` +
+          `.*how="handed over"`,
       ),
     );
     expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
     // ... and handed both bursts over to the container's, which sent web-1's later rounds (above).
   }, 180_000);
 
-  it("serves a host ADD whose CNI_NETNS is a bind mount outside its netns mounts, and writes the network's logFile on the host: every round on the wire and in the log", async () => {
+  const servesHostADDTitle =
+    'serves a host ADD whose CNI_NETNS is a bind mount outside its netns mounts, and writes the ' +
+    "network's logFile on the host: every round on the wire and in the log";
+  it(servesHostADDTitle, async () => {
     const s = scope();
     const ds = await mainContainer();
     const files = await announcerFiles(s); // on the host's /tmp: the container does not mount it
@@ -414,7 +422,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     assertCniOk('DEL', await announcerDel(att));
   }, 120_000);
 
-  it('its netns mounts (HostToContainer) show a netns named on the node after it started; with private propagation they would not', async () => {
+  const itsNetnsMountsTitle =
+    'its netns mounts (HostToContainer) show a netns named on the node after it ' +
+    'started; with private propagation they would not';
+  it(itsNetnsMountsTitle, async () => {
     const s = scope();
     const ds = await mainContainer();
     // The node here is podman's own mount namespace (/run is a tmpfs there): the netns dirs are made, and named, in it.
@@ -488,7 +499,9 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     }
   }, 120_000);
 
-  it('a hung announcer fails its liveness probe and the container is killed (podman health check as the kubelet)', async () => {
+  const hungAnnouncerFailsTitle =
+    'a hung announcer fails its liveness probe and the container is killed (podman health check as the kubelet)';
+  it(hungAnnouncerFailsTitle, async () => {
     const s = scope();
     const ds = await mainContainer();
     const files = await announcerFiles(s);

@@ -96,7 +96,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       return { capture, pods };
     }
 
-    it('absent: the ADD starts it on demand and succeeds within START_MS; round 1 once, before ADD returns; served.ADD 1', async () => {
+    const absentADDStartsTitle =
+      'absent: the ADD starts it on demand and succeeds within START_MS; ' +
+      'round 1 once, before ADD returns; served.ADD 1';
+    it(absentADDStartsTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);
@@ -118,7 +121,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       expect(garps.filter((f) => ms(f) <= add.exitedAt)).toHaveLength(1); // round 1, once, before ADD returned
     }, 60_000);
 
-    it('stopped before it takes the request: code 11 within the deadline; resumed, it drops the ADD: no frame, no record', async () => {
+    const stoppedBeforeItTitle =
+      'stopped before it takes the request: code 11 within the deadline; ' +
+      'resumed, it drops the ADD: no frame, no record';
+    it(stoppedBeforeItTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);
@@ -152,7 +158,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       expect(await announcerDel(queued!.att)).toMatchObject({ code: 0 });
     }, 60_000);
 
-    it('killed while an ADD waits for its pod: code 11 at once; no frame of that ADD after; the next call starts another that works', async () => {
+    const killedWhileADDTitle =
+      'killed while an ADD waits for its pod: code 11 at once; no frame of that ADD ' +
+      'after; the next call starts another that works';
+    it(killedWhileADDTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);

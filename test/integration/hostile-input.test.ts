@@ -110,7 +110,9 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
   const scope = scopePerTest(PREFIX);
 
   describe('stdin', () => {
-    it('3,000 levels of JSON nesting in prevResult: code 6 for ADD, CHECK and DEL, no stack trace, nothing done', async () => {
+    const levelsOfJSONTitle =
+      '3,000 levels of JSON nesting in prevResult: code 6 for ADD, CHECK and DEL, no stack trace, nothing done';
+    it(levelsOfJSONTitle, async () => {
       const pod = await standIn(scope(), 'deep');
       const deep = `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`;
       const text = JSON.stringify(pod.conf({ mac: 'ip-derived' })).replace(
@@ -144,7 +146,10 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
-    it('20,000 bad ips entries (within the 1 MiB the shim forwards): a short message naming the first five and counting the rest', async () => {
+    const badIpsEntriesTitle =
+      '20,000 bad ips entries (within the 1 MiB the shim forwards): a short ' +
+      'message naming the first five and counting the rest';
+    it(badIpsEntriesTitle, async () => {
       const pod = await standIn(scope(), 'ips');
       const ips = Array.from({ length: 20_000 }, (_, i) => ({ address: `10.0.${i}.300/24`, interface: 0 }));
       const out = await announcerAdd(scope(), { ...pod.att, prevResult: { ...pod.prevResult, ips } });
@@ -210,7 +215,9 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
   });
 
   describe('pod annotations (args.cni.announce) under podOverrides', () => {
-    it('the default policy ignores a 60-day burst and logs it: the conflist burst runs, and nothing outlives it', async () => {
+    const defaultPolicyIgnoresTitle =
+      'the default policy ignores a 60-day burst and logs it: the conflist burst runs, and nothing outlives it';
+    it(defaultPolicyIgnoresTitle, async () => {
       const pod = await standIn(scope(), 'burst');
       const { add, garps } = await addUnderCapture(scope(), pod, {
         ...BURST,

@@ -231,7 +231,10 @@ function garps(frames: readonly Frame[], mac: string, ip: string): Frame[] {
 describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', () => {
   const scope = scopePerTest();
 
-  describe('DEL, GC and a repeated ADD signal nothing, whatever the record holds; an invalid one is removed, never acted on', () => {
+  const delGCAndTitle =
+    'DEL, GC and a repeated ADD signal nothing, whatever the record holds; ' +
+    'an invalid one is removed, never acted on';
+  describe(delGCAndTitle, () => {
     // Tails are gone, and records no longer name a process. A record from the
     // tail era with {"pid":-1} (which once meant kill(-1): `undefined ===
     // undefined` passed the start-time check) is an unknown field now, ignored.
@@ -319,14 +322,18 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         else
           expect(log).toMatch(
             new RegExp(
-              `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not running"|cancelled) macsRestored=none recordRemoved=true`,
+              `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(none|"not ` +
+                `running"|cancelled) macsRestored=none recordRemoved=true`,
             ),
           );
         expect(await daemonsOf(a.files.stateDir)).toEqual([]);
       });
     }
 
-    it('the background announcer drops an invalid job and sends nothing for it, while it runs a valid one carrying tail-era fields; it signals nothing', async () => {
+    const backgroundAnnouncerDropsTitle =
+      'the background announcer drops an invalid job and sends nothing for it, while it runs ' +
+      'a valid one carrying tail-era fields; it signals nothing';
+    it(backgroundAnnouncerDropsTitle, async () => {
       const valid = await attachment(scope(), 'okjob');
       const s = valid.s;
       const invalid = await attachment(s, 'badjob');
@@ -375,7 +382,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
   });
 
   describe('stateDir', () => {
-    it('owned by another uid at mode 1777 with symlinks planted: ADD 105 and STATUS 50 say what to fix, nothing is written through them', async () => {
+    const ownedByAnotherTitle =
+      'owned by another uid at mode 1777 with symlinks planted: ADD 105 and STATUS 50 ' +
+      'say what to fix, nothing is written through them';
+    it(ownedByAnotherTitle, async () => {
       const a = await attachment(scope(), 'uid');
       const dir = join(a.files.dir, 'shared');
       await mkdir(dir);
@@ -451,7 +461,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(await a.files.log()).not.toMatch(/background announcer started/);
     });
 
-    it('full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, no job, the MAC unchanged', async () => {
+    const fullENOSPCOnTitle =
+      'full (ENOSPC on a 4 KiB tmpfs): ADD 105, no temporary file or lock left, no job, the MAC unchanged';
+    it(fullENOSPCOnTitle, async () => {
       const a = await attachment(scope(), 'full');
       const tiny = join(a.files.dir, 'tiny', 'state');
       // The shim starts the announcer before the ADD it runs fails there (inside the mount namespace, ours by RUN_TAG).
@@ -484,7 +496,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
   });
 
   describe('one attachment, concurrent commands', () => {
-    it('DEL while ADD waits for readiness: DEL waits, then cancels the job ADD recorded; nothing is announced afterwards', async () => {
+    const delWhileADDTitle =
+      'DEL while ADD waits for readiness: DEL waits, then cancels the job ADD ' +
+      'recorded; nothing is announced afterwards';
+    it(delWhileADDTitle, async () => {
       const a = await attachment(scope(), 'delrace', { up: false });
       const adding = add(a, { count: 3, intervalMs: 1000, addWaitMs: 1500, readyTimeoutMs: 20000 });
       // DEL arrives while ADD waits for readiness (addWaitMs 1500): before ADD has written any record.
@@ -502,7 +517,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(log.indexOf('DEL done')).toBeGreaterThan(log.indexOf('pod not ready yet'));
       expect(log).toMatch(
         new RegExp(
-          `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(cancelled|"not running") macsRestored=none recordRemoved=true`,
+          `INFO DEL done containerId=${a.containerId} ifname=eth0 background=(cancelled|"not running") ` +
+            `macsRestored=none recordRemoved=true`,
         ),
       );
       expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
@@ -515,7 +531,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       await waitDaemonGone(a.files.stateDir);
     });
 
-    it('two concurrent ADDs leave exactly one recorded job and one background announcer; after DEL nothing is announced (4 trials)', async () => {
+    const twoConcurrentADDsTitle =
+      'two concurrent ADDs leave exactly one recorded job and one background ' +
+      'announcer; after DEL nothing is announced (4 trials)';
+    it(twoConcurrentADDsTitle, async () => {
       const a = await attachment(scope(), 'addrace');
       for (let trial = 0; trial < 4; trial++) {
         const [r1, r2] = await Promise.all([
@@ -543,7 +562,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       await waitDaemonGone(a.files.stateDir);
     });
 
-    it("a lock file an older version holds (flock) is not this version's lock: ADD and DEL go through, and GC removes the file once the attachment has no record", async () => {
+    const lockFileOlderTitle =
+      "a lock file an older version holds (flock) is not this version's lock: ADD and DEL go " +
+      'through, and GC removes the file once the attachment has no record';
+    it(lockFileOlderTitle, async () => {
       const a = await attachment(scope(), 'held');
       await mkdir(a.files.stateDir, { mode: 0o700 });
       const lock = join(a.files.stateDir, `${a.containerId}@eth0.lock`);
@@ -628,7 +650,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     });
   }
 
-  it('DEL after the background announcer was killed: the next announcer takes the job up from the record, DEL cancels it and removes the record; nobody signals anything', async () => {
+  const delAfterBackgroundTitle =
+    'DEL after the background announcer was killed: the next announcer takes the job up from the ' +
+    'record, DEL cancels it and removes the record; nobody signals anything';
+  it(delAfterBackgroundTitle, async () => {
     const a = await attachment(scope(), 'killed');
     expectOk('ADD', await add(a, { count: 3, intervalMs: 60_000 }));
     await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', {
@@ -643,7 +668,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     expect(d.signals).toEqual([]);
     expect(await a.files.log()).toMatch(
       new RegExp(
-        `INFO DEL done containerId=${a.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`,
+        `INFO DEL done containerId=${a.containerId} ifname=eth0 background=cancelled macsRestored=none ` +
+          `recordRemoved=true`,
       ),
     );
     expect(await recordFiles(a.files.stateDir)).toEqual([]);
@@ -687,7 +713,9 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     });
   });
 
-  it('GC drops invalid records, orphan lock files and temp files of dead writers, and keeps live attachments', async () => {
+  const gcDropsInvalidTitle =
+    'GC drops invalid records, orphan lock files and temp files of dead writers, and keeps live attachments';
+  it(gcDropsInvalidTitle, async () => {
     const a = await attachment(scope(), 'gc');
     expectOk('ADD', await add(a, { mac: 'ip-derived' }));
     const live = `${a.containerId}@eth0.json`;

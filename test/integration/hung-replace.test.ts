@@ -45,7 +45,10 @@ function attachmentOf(pod: BridgePod, files: AnnouncerFiles): AnnouncerAttachmen
 describe.skipIf(skipIntegration())('a hung announcer a call started', () => {
   const scope = scopePerTest(PREFIX);
 
-  it(`stopped for HUNG_AFTER_MS: the next call that gets no answer kills it (SIGKILL, by pid), the call after starts a new one and succeeds; a process not ours is never signalled`, async () => {
+  const stoppedForHUNGTitle =
+    `stopped for HUNG_AFTER_MS: the next call that gets no answer kills it (SIGKILL, by pid), the call ` +
+    `after starts a new one and succeeds; a process not ours is never signalled`;
+  it(stoppedForHUNGTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const files = await announcerFiles(s);

@@ -151,7 +151,10 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     await podman.ok(['umount', ctr]);
   });
 
-  it('installs a byte-identical announcer (0755) and its notices (0644), run as the image says and as the DaemonSet says, and leaves nothing else', async () => {
+  const installsByteIdenticalTitle =
+    'installs a byte-identical announcer (0755) and its notices (0644), run as the image ' +
+    'says and as the DaemonSet says, and leaves nothing else';
+  it(installsByteIdenticalTitle, async () => {
     const dir = await hostCniBin(scope());
     const first = await podman.run(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     expect([first.code, first.stderr]).toEqual([0, '']);
@@ -227,7 +230,9 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     expect(res.stdout).toBe('');
   });
 
-  it('the installed copy answers VERSION and repairs a planted stale entry chained after the bridge plugin', async () => {
+  const installedCopyAnswersTitle =
+    'the installed copy answers VERSION and repairs a planted stale entry chained after the bridge plugin';
+  it(installedCopyAnswersTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const dir = await hostCniBin(s);

@@ -66,7 +66,9 @@ describe('announcer install --dest DIR, the built executable', () => {
     expect((await stat(join(dest, 'THIRD_PARTY_NOTICES'))).mode & 0o7777).toBe(0o644);
   });
 
-  it('replaces a plugin that is running by rename: the old process keeps its file, the name gets a new inode', async () => {
+  const replacesPluginThatTitle =
+    'replaces a plugin that is running by rename: the old process keeps its file, the name gets a new inode';
+  it(replacesPluginThatTitle, async () => {
     // An old "plugin" that is executing: writing into its file in place would fail with ETXTBSY.
     const target = join(dest, 'announcer');
     await copyFile('/bin/sleep', target);
@@ -107,7 +109,9 @@ describe('announcer install --dest DIR, the built executable', () => {
     expect((await readdir(base)).sort()).toEqual(['cni-bin', 'file']);
   });
 
-  it('fails in one line when the rename cannot happen (a directory named announcer), leaving no temporary file', async () => {
+  const failsInOneTitle =
+    'fails in one line when the rename cannot happen (a directory named announcer), leaving no temporary file';
+  it(failsInOneTitle, async () => {
     // The temporary file is written, then the rename over a directory fails.
     await mkdir(join(dest, 'announcer'));
     const res = await install('--dest', dest);
@@ -119,7 +123,8 @@ describe('announcer install --dest DIR, the built executable', () => {
   });
 
   it.skipIf(skipUnless('strace', STRACE_MISSING))(
-    'makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, fsync of DIR (strace)',
+    'makes the copy atomic and durable: O_EXCL|O_NOFOLLOW temporary file, fchmod 0755, fsync, rename, ' +
+      'fsync of DIR (strace)',
     async () => {
       const trace = join(base, 'strace.log');
       const res = await run('strace', [

@@ -70,7 +70,8 @@ function seal(opts: { noexec?: boolean } = {}): string {
     '  for n in node nodejs bun; do if [ -e "$d/$n" ]; then mount --bind /dev/null "$d/$n"; fi; done',
     'done',
     'for n in node nodejs bun; do if "$n" --version >/dev/null 2>&1; then echo "$n still runs" >&2; exit 97; fi; done',
-    'for d in "$1" /tmp /dev/shm "$3"; do if [ -e "$d" ] && [ -n "$(ls -A "$d")" ]; then echo "$d is not empty" >&2; exit 97; fi; done',
+    'for d in "$1" /tmp /dev/shm "$3"; do if [ -e "$d" ] && [ -n "$(ls -A "$d")" ]; then echo "$d is not ' +
+      'empty" >&2; exit 97; fi; done',
   ].join('\n');
 }
 
@@ -165,7 +166,10 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     });
   });
 
-  it("carries koffi as a plain asset, no native module for Bun to extract, none of koffi's JS entry, and no path of the checkout", async () => {
+  const carriesKoffiAsTitle =
+    'carries koffi as a plain asset, no native module for Bun to extract, none ' +
+    "of koffi's JS entry, and no path of the checkout";
+  it(carriesKoffiAsTitle, async () => {
     const text = (await readFile(installed)).toString('latin1');
     const koffi = JSON.parse(await readFile(join(ROOT, 'node_modules/koffi/package.json'), 'utf8')).version as string;
     const embedded = bunfsNames(text);
@@ -184,7 +188,9 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(text.includes(marker), "koffi's entry in the binary").toBe(false);
   });
 
-  it("loads koffi's addon from the bytes it carries, through an anonymous file: no path of an addon is ever opened", async () => {
+  const loadsKoffiAddonTitle =
+    "loads koffi's addon from the bytes it carries, through an anonymous file: no path of an addon is ever opened";
+  it(loadsKoffiAddonTitle, async () => {
     const dir = await mkdtemp(join('/var/tmp', 'announcer-strace-'));
     try {
       const trace = join(dir, 'trace');
@@ -219,7 +225,10 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     }
   });
 
-  it('answers VERSION sealed, leaves /tmp and /dev/shm empty, and ignores a bunfig.toml preload and a .env in its working directory', async () => {
+  const answersVERSIONSealedTitle =
+    'answers VERSION sealed, leaves /tmp and /dev/shm empty, and ignores a ' +
+    'bunfig.toml preload and a .env in its working directory';
+  it(answersVERSIONSealedTitle, async () => {
     const { dir } = await testDir(scope());
     // A plugin runs as root in the runtime's working directory: Bun's autoloads must be off.
     const hostile = [
@@ -249,7 +258,9 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(await readdir(dir)).not.toContain('pwned');
   });
 
-  it('sealed, without CNI_COMMAND prints the about text to stderr and exits 0; --version prints it to stdout', async () => {
+  const sealedWithoutCNITitle =
+    'sealed, without CNI_COMMAND prints the about text to stderr and exits 0; --version prints it to stdout';
+  it(sealedWithoutCNITitle, async () => {
     const { dir } = await testDir(scope());
     const about = await runSealed({ command: '' }, {}, dir);
     expect([about.code, about.stdout, about.stderr]).toEqual([0, '', ABOUT]);
@@ -257,7 +268,8 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect([version.code, version.stderr]).toEqual([0, '']);
     expect(version.stdout).toMatch(
       new RegExp(
-        `^${ABOUT.replace(/[.()]/g, '\\$&')}Build: [0-9a-f]{16}\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n$`,
+        `^${ABOUT.replace(/[.()]/g, '\\$&')}Build: [0-9a-f]{16}\nThird-party licences: ` +
+          `THIRD_PARTY_NOTICES, shipped next to this executable\n$`,
       ),
     );
     expect(await leftInTmp(dir)).toEqual([]);

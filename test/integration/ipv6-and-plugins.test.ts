@@ -93,7 +93,10 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     return { ...pod, files, ip4, ip6, capture, add };
   }
 
-  it('bridge, dual stack: stale IPv4 and IPv6 entries on the node hold the new MAC when ADD returns; ping and ping -6 work', async () => {
+  const bridgeDualStackTitle =
+    'bridge, dual stack: stale IPv4 and IPv6 entries on the node hold the new ' +
+    'MAC when ADD returns; ping and ping -6 work';
+  it(bridgeDualStackTitle, async () => {
     const { files, net, ip4, ip6 } = await begin();
     const containerId = `${PREFIX}-dual`;
     const { bridge, conf, result, netns: podNs, mac: podMac } = await dualStackBridgePod(scope(), net, containerId);
@@ -119,7 +122,10 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
-  it("macvlan: a neighbour pod's stale IPv4 and IPv6 entries hold the new MAC when ADD returns; no NA before DAD is over", async () => {
+  const macvlanNeighbourPodTitle =
+    "macvlan: a neighbour pod's stale IPv4 and IPv6 entries hold the new MAC " +
+    'when ADD returns; no NA before DAD is over';
+  it(macvlanNeighbourPodTitle, async () => {
     const { files, net, ip4, ip6 } = await begin();
     const node = await createL2Node(scope(), PREFIX);
     const neighbour = await createChildPod(scope(), node, { prefix: PREFIX, v4: [net.v4Cidr(7)], v6: [net.v6Cidr(7)] });

@@ -252,7 +252,10 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       return { files, pod, att, derived: derivedMac(net.v4(7)) };
     }
 
-    it('records the original MAC (0600) and restores it on DEL; a second DEL is fine; DEL without CNI_NETNS uses the record', async () => {
+    const recordsOriginalMACTitle =
+      'records the original MAC (0600) and restores it on DEL; a second DEL is ' +
+      'fine; DEL without CNI_NETNS uses the record';
+    it(recordsOriginalMACTitle, async () => {
       const { files, pod, att, derived } = await nicPod('nic');
       const ns = pod.netns.name;
       const record = recordFile(files, att.containerId);

@@ -83,7 +83,9 @@ function parseSamples(text: string): Map<string, number> {
 describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /healthz over HTTP', () => {
   const scope = scopePerTest(PREFIX);
 
-  it('counts exactly the frames on the wire, observes one ADD in the histogram, and stops answering once SIGTERMed', async () => {
+  const countsExactlyFramesTitle =
+    'counts exactly the frames on the wire, observes one ADD in the histogram, and stops answering once SIGTERMed';
+  it(countsExactlyFramesTitle, async () => {
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();

@@ -48,7 +48,10 @@ async function statusOf(stateDir: string, name: string, idleExitMs: number): Pro
 }
 
 describe.skipIf(skipIntegration())('node settings', () => {
-  it("two networks' conflists with different idleExitMs change nothing: announcer.conf's idleExitMs holds, both WARNed", async () => {
+  const twoNetworksConflistsTitle =
+    "two networks' conflists with different idleExitMs change nothing: " +
+    "announcer.conf's idleExitMs holds, both WARNed";
+  it(twoNetworksConflistsTitle, async () => {
     dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
     const stateDir = join(dir, 'state');
     const nodeLog = join(dir, 'node.log');
@@ -80,14 +83,18 @@ describe.skipIf(skipIntegration())('node settings', () => {
     }
   }, 40_000);
 
-  it('an invalid announcer.conf: the announcer refuses to start, in one line naming the field; a flag wins over it', async () => {
+  const invalidAnnouncerConfTitle =
+    'an invalid announcer.conf: the announcer refuses to start, in one line naming the field; a flag wins over it';
+  it(invalidAnnouncerConfTitle, async () => {
     dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
     const stateDir = join(dir, 'state');
     writeNodeSettings(stateDir, { idleExitMs: 5 });
     const bad = await run(ANNOUNCER, ['daemon', stateDir], { timeoutMs: 20_000 });
     expect({ code: bad.code, stderr: bad.stderr }).toEqual({
       code: 2,
-      stderr: `announcer daemon: ${stateDir}/announcer.conf: "idleExitMs" must be an integer from 100 to 3600000 (got 5)\n`,
+      stderr:
+        `announcer daemon: ${stateDir}/announcer.conf: "idleExitMs" must be an integer from 100 to 3600000 ` +
+        `(got 5)\n`,
     });
     writeNodeSettings(stateDir, { idleExitMs: 60_000 });
     const flagged = await run(ANNOUNCER, ['daemon', stateDir, '--idle-exit-ms=300'], { timeoutMs: 20_000 });

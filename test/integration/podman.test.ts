@@ -182,7 +182,10 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     expect(entry).toMatchObject({ state: 'STALE', mac: first.mac });
   });
 
-  it("bridge + announcer: the node's entry holds the new container's MAC when `podman run -d` returns; `podman rm` leaves no state file", async () => {
+  const bridgeAnnouncerNodeTitle =
+    "bridge + announcer: the node's entry holds the new container's MAC when `podman " +
+    'run -d` returns; `podman rm` leaves no state file';
+  it(bridgeAnnouncerNodeTitle, async () => {
     const s = perTest();
     const network = await addNetwork(s);
     const { second, entry } = await reuseIp(s, network);
@@ -201,7 +204,10 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
     expect(left).toEqual([]);
   });
 
-  it("--mac-address with `mac: ip-derived`: the runtime's MAC is kept and announced; without it, the derived MAC is set", async () => {
+  const macAddressWithTitle =
+    "--mac-address with `mac: ip-derived`: the runtime's MAC is kept and " +
+    'announced; without it, the derived MAC is set';
+  it(macAddressWithTitle, async () => {
     const s = perTest();
     const network = await addNetwork(s, { mac: 'ip-derived' });
     await runContainer(s, network, 9); // the keeper

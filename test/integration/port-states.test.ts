@@ -169,7 +169,10 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     },
   );
 
-  it('kernel STP (forward delay 2 s): ADD waits while the port is disabled, listening and learning, and sends once it forwards', async () => {
+  const kernelSTPForwardTitle =
+    'kernel STP (forward delay 2 s): ADD waits while the port is disabled, ' +
+    'listening and learning, and sends once it forwards';
+  it(kernelSTPForwardTitle, async () => {
     const c = await capturedPod('stp', true);
     await enableKernelStp(c.pod.bridge, FORWARD_DELAY_CS);
     // The host end down: the port is disabled, and starts over (listening) when it comes back up.
@@ -188,7 +191,10 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
-  it('kernel STP, the port blocking as an alternate: ADD waits while it blocks, listens and learns, and sends once it forwards', async () => {
+  const kernelSTPPortTitle =
+    'kernel STP, the port blocking as an alternate: ADD waits while it blocks, ' +
+    'listens and learns, and sends once it forwards';
+  it(kernelSTPPortTitle, async () => {
     const c = await capturedPod('alt', false);
     await enableKernelStp(c.pod.bridge, FORWARD_DELAY_CS);
     // The same root heard on two ports: the far port, with the lower port ID, becomes the root
@@ -213,7 +219,9 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
-  it('port listening past addWaitMs: ADD returns, and the background announcer sends round 1 once the port forwards', async () => {
+  const portListeningPastTitle =
+    'port listening past addWaitMs: ADD returns, and the background announcer sends round 1 once the port forwards';
+  it(portListeningPastTitle, async () => {
     const c = await capturedPod('deferred', true);
     await setPortState(c.pod.hostVeth, 'listening');
 

@@ -276,7 +276,8 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       const log = await readFile(pod.dirs.logFile, 'utf8');
       expect(log).toMatch(
         new RegExp(
-          `INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled macsRestored=none recordRemoved=true`,
+          `INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled ` +
+            `macsRestored=none recordRemoved=true`,
         ),
       );
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
@@ -484,7 +485,10 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
     });
 
-    it('the same baseline call, unchanged, succeeds and repairs the entry (the cases above fail for their input alone)', async () => {
+    const sameBaselineCallTitle =
+      'the same baseline call, unchanged, succeeds and repairs the entry ' +
+      '(the cases above fail for their input alone)';
+    it(sameBaselineCallTitle, async () => {
       const pod = await bridgePod(scope());
       await plantStale(pod.bridge, pod.net.v4(5), OLD_MAC);
       const out = await cniExec(

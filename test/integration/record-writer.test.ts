@@ -46,7 +46,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
   () => {
     const scope = scopePerTest(PREFIX);
 
-    it("two ADDs of one attachment, the first waiting for its pod: one after the other, the record whole with the last ADD's job", async () => {
+    const twoADDsOfTitle =
+      'two ADDs of one attachment, the first waiting for its pod: one after the ' +
+      "other, the record whole with the last ADD's job";
+    it(twoADDsOfTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);

@@ -10,7 +10,9 @@ import { announcerCli, runOk } from './harness';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 describe('announcer schema, the built executable', () => {
-  it('prints a draft-07 JSON Schema of the conflist entry, on stdout alone, with every option and its default', async () => {
+  const printsDraftJSONTitle =
+    'prints a draft-07 JSON Schema of the conflist entry, on stdout alone, with every option and its default';
+  it(printsDraftJSONTitle, async () => {
     const res = await announcerCli(['schema']);
     expect([res.code, res.stderr]).toEqual([0, '']);
     const schema = JSON.parse(res.stdout) as {

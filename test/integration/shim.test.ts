@@ -39,7 +39,10 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     env: { LD_LIBRARY_PATH: '/x:' },
   };
 
-  it("forwards ADD (CNI variables, stdin as it came, build, deadline on CLOCK_BOOTTIME) and prints the announcer's answer", async () => {
+  const forwardsADDCNITitle =
+    'forwards ADD (CNI variables, stdin as it came, build, deadline on ' +
+    "CLOCK_BOOTTIME) and prints the announcer's answer";
+  it(forwardsADDCNITitle, async () => {
     const fake = await announcer((t) =>
       t.socket.end(
         encodeReply({ ack: true }) + encodeReply({ beat: true }) + encodeReply({ exit: 3, stdout: 'ANSWER' }),
@@ -110,7 +113,10 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     expect(fake.taken).toHaveLength(0);
   });
 
-  it('absent and not started (another shim holds a fresh start marker and starts none): ADD code 11 naming why after START_MS, DEL exits 0', async () => {
+  const absentAndNotTitle =
+    'absent and not started (another shim holds a fresh start marker and starts ' +
+    'none): ADD code 11 naming why after START_MS, DEL exits 0';
+  it(absentAndNotTitle, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
     scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
     const stateDir = join(dir, 'state');

@@ -40,7 +40,10 @@ describe.skipIf(skipIntegration())('status under load', () => {
     expect(await leftoversAfterTeardown(LOAD.prefix)).toEqual([]);
   }, 60_000);
 
-  it(`${LOAD.pods} pods under rateLimit {20/s, burst 5}, status every ${LOAD.statusEveryMs} ms: every answer within ${ANSWER_MAX_MS} ms, each round once, sent + dropped = planned`, async () => {
+  const podsUnderRateLimitTitle =
+    `${LOAD.pods} pods under rateLimit {20/s, burst 5}, status every ${LOAD.statusEveryMs} ms: every ` +
+    `answer within ${ANSWER_MAX_MS} ms, each round once, sent + dropped = planned`;
+  it(podsUnderRateLimitTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     const { pods, atts, probes, frames, log } = await runStatusLoad(s, LOAD);

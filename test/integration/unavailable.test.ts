@@ -109,7 +109,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       return { adding, stopped };
     }
 
-    it('stopped after taking an ADD mid-wait: the shim returns code 11 within its deadline; resumed, nothing of that ADD goes out and no record stays', async () => {
+    const stoppedAfterTakingTitle =
+      'stopped after taking an ADD mid-wait: the shim returns code 11 within its deadline; ' +
+      'resumed, nothing of that ADD goes out and no record stays';
+    it(stoppedAfterTakingTitle, async () => {
       const s = scope();
       killStrays(s, { strict: true });
       const files = await announcerFiles(s);

@@ -74,7 +74,10 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it(`${BEFORE} bursts by the old build, the new build renamed over it, ${AFTER} more ADD: the old announcer hands over and exits, the new one finishes every burst; ${BURST.count} GARPs per pod`, async () => {
+  const burstsByOldTitle =
+    `${BEFORE} bursts by the old build, the new build renamed over it, ${AFTER} more ADD: the old ` +
+    `announcer hands over and exits, the new one finishes every burst; ${BURST.count} GARPs per pod`;
+  it(burstsByOldTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
     // The installed plugin: a copy of bin/announcer, where the DaemonSet puts it.

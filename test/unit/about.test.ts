@@ -16,7 +16,8 @@ describe('about and --version', () => {
 
   it('prints the build id in --version and points at the third-party notices', () => {
     expect(versionText('0123456789abcdef')).toBe(
-      `${aboutText()}Build: 0123456789abcdef\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to this executable\n`,
+      `${aboutText()}Build: 0123456789abcdef\nThird-party licences: THIRD_PARTY_NOTICES, shipped next to ` +
+        `this executable\n`,
     );
   });
 

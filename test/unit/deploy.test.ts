@@ -45,7 +45,8 @@ function typeErrors(cases: readonly TypeCase[]): string[][] {
   const sources = new Map(
     cases.map((c, i) => [
       files[i]!,
-      `import type { ${c.typeName} } from ${JSON.stringify(c.module)};\nexport const value: ${c.typeName} = ${JSON.stringify(c.value, null, 2)};\n`,
+      `import type { ${c.typeName} } from ${JSON.stringify(c.module)};\nexport const ` +
+        `value: ${c.typeName} = ${JSON.stringify(c.value, null, 2)};\n`,
     ]),
   );
   const options: ts.CompilerOptions = {
@@ -123,7 +124,10 @@ describe('deploy/daemonset.yaml', () => {
     expect(pod.volumes?.find((v) => v.name === stateMount(init)?.name)?.hostPath?.path).toBe(STATE_DIR);
   });
 
-  it("then runs the resident announcer from the same image, for /run/cni-announcer, logging JSON, serving on the node's address", () => {
+  const thenRunsResidentTitle =
+    'then runs the resident announcer from the same image, for ' +
+    "/run/cni-announcer, logging JSON, serving on the node's address";
+  it(thenRunsResidentTitle, () => {
     expect(pod.containers).toHaveLength(1);
     const main = pod.containers[0]!;
     expect(main.image).toBe(pod.initContainers![0]!.image);
@@ -151,7 +155,10 @@ describe('deploy/daemonset.yaml', () => {
       expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
   });
 
-  it("runs as root (the plugin's uid) with ALL dropped and exactly SYS_ADMIN, NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason", () => {
+  const runsAsRootTitle =
+    "runs as root (the plugin's uid) with ALL dropped and exactly SYS_ADMIN, " +
+    'NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason';
+  it(runsAsRootTitle, () => {
     const sc = pod.containers[0]!.securityContext!;
     expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([
       0,
@@ -174,7 +181,10 @@ describe('deploy/daemonset.yaml', () => {
     }
   });
 
-  it("mounts the stateDir at its own path, the netns dirs with HostToContainer propagation, and shares the node's PIDs for /proc/PID/ns/net", () => {
+  const mountsStateDirAtTitle =
+    'mounts the stateDir at its own path, the netns dirs with HostToContainer ' +
+    "propagation, and shares the node's PIDs for /proc/PID/ns/net";
+  it(mountsStateDirAtTitle, () => {
     const main = pod.containers[0]!;
     const hostPathOf = (mountPath: string): string | undefined => {
       const mount = main.volumeMounts?.find((m) => m.mountPath === mountPath);
@@ -245,7 +255,9 @@ describe('deploy/network-attachment-definition.yaml', () => {
     spec: Record<string, unknown>;
   };
 
-  it('is one k8s.cni.cncf.io/v1 NetworkAttachmentDefinition: valid ObjectMeta, spec holding only the config string', () => {
+  const isOneK8sTitle =
+    'is one k8s.cni.cncf.io/v1 NetworkAttachmentDefinition: valid ObjectMeta, spec holding only the config string';
+  it(isOneK8sTitle, () => {
     expect(docs).toHaveLength(1);
     expect(Object.keys(nad).sort()).toEqual(['apiVersion', 'kind', 'metadata', 'spec']);
     expect([nad.apiVersion, nad.kind]).toEqual(['k8s.cni.cncf.io/v1', 'NetworkAttachmentDefinition']);

@@ -57,7 +57,10 @@ describe('--log-format=json', () => {
     });
   });
 
-  it('escapes quotes, backslashes, newlines and control characters; an error is its message; a BigInt or a circular field never throws', () => {
+  const escapesQuotesBackslashesTitle =
+    'escapes quotes, backslashes, newlines and control characters; an error is its ' +
+    'message; a BigInt or a circular field never throws';
+  it(escapesQuotesBackslashesTitle, () => {
     const circular: Record<string, unknown> = { a: 1 };
     circular.self = circular;
     const fields = { ...NASTY, error: new SysError('setns(/var/run/netns/p)', 9), big: 10n, circular };
@@ -96,7 +99,9 @@ describe('--log-format=logfmt', () => {
     });
   });
 
-  it('quotes a value with spaces, quotes, =, backslashes or control characters, and an empty one; odd keys become _', () => {
+  const quotesValueWithTitle =
+    'quotes a value with spaces, quotes, =, backslashes or control characters, and an empty one; odd keys become _';
+  it(quotesValueWithTitle, () => {
     const line = formatLine('logfmt', event({ ...NASTY, 'odd key"': 1 }, 'pod not ready: "eth0" down'));
     expect(line.slice(0, -1)).not.toContain('\n');
     expect(readLogfmt(line)).toEqual({

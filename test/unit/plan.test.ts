@@ -363,7 +363,8 @@ describe('roundFrames', () => {
       false,
     );
     expect(frames.map(ethertype)).toEqual(['86dd', '86dd']);
-    expect(frames.map((f) => f.subarray(62, 78).toString('hex'))).toEqual([V6_A.toString('hex'), V6_B.toString('hex')]); // NA target
+    // NA target
+    expect(frames.map((f) => f.subarray(62, 78).toString('hex'))).toEqual([V6_A.toString('hex'), V6_B.toString('hex')]);
   });
 
   it('sets O=1 for a settled address and clears it for an optimistic one', () => {

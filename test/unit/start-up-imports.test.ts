@@ -122,7 +122,9 @@ describe("start-up's static imports", () => {
     expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
   });
 
-  it("leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB", () => {
+  const leaveNodeFsTitle =
+    "leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB";
+  it(leaveNodeFsTitle, () => {
     const fast = ['src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts'];
     const graph = new Set(fast.flatMap((entry) => [...staticGraph(entry)]));
     const importsFs = (file: string): boolean =>
@@ -135,7 +137,9 @@ describe("start-up's static imports", () => {
     expect(importsFs('src/sys/stdio.ts') && importsFs('src/shim/start.ts')).toBe(true);
   });
 
-  it("leave prom-client and the HTTP endpoint to the announcer: neither start-up nor the shim's path loads them", () => {
+  const leavePromClientTitle =
+    "leave prom-client and the HTTP endpoint to the announcer: neither start-up nor the shim's path loads them";
+  it(leavePromClientTitle, () => {
     const startUp = [
       ...staticGraph('src/main.ts'),
       ...staticGraph('src/shim/shim.ts'),

@@ -52,7 +52,8 @@ export function containerdConfig(p: ContainerdPaths, sandboxImage: string, handl
     'version = 2',
     `root = ${q(p.root)}`,
     `state = ${q(p.state)}`,
-    'disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]',
+    'disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", ' +
+      '"io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]',
     '[grpc]',
     `address = ${q(p.socket)}`,
     '[ttrpc]',

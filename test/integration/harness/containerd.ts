@@ -230,7 +230,8 @@ async function cgroupsUnder(parent: string, self = false): Promise<string[]> {
   for (const hierarchy of await entriesOf(CGROUP_ROOT)) {
     const dir = join(CGROUP_ROOT, hierarchy, parent);
     const children = await readdir(dir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return []; // Not created there, or a file of cgroup v2's root.
+      // Not created there, or a file of cgroup v2's root.
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
       throw err;
     });
     if (self && children.length > 0) found.push(join(hierarchy, parent));

@@ -46,9 +46,11 @@ export function announcementsFrom(frames: readonly Frame[], macs: readonly strin
 /** One line for a failure message: source, destination and what each frame announces. */
 export function describeFrames(frames: readonly Frame[]): string {
   return frames
-    .map(
-      (f) =>
-        `${f.eth.src} > ${f.eth.dst} ${f.arp ? `arp op ${f.arp.opcode} ${f.arp.senderIp}` : `icmpv6 ${f.icmpv6?.type} ${f.icmpv6?.target ?? ''}`}`,
-    )
+    .map((f) => {
+      const what = f.arp
+        ? `arp op ${f.arp.opcode} ${f.arp.senderIp}`
+        : `icmpv6 ${f.icmpv6?.type} ${f.icmpv6?.target ?? ''}`;
+      return `${f.eth.src} > ${f.eth.dst} ${what}`;
+    })
     .join('; ');
 }

@@ -77,10 +77,12 @@ export function parseSignalTrace(text: string): SignalSyscall[] {
     .map(({ line, m }) => ({ syscall: m![1]!, target: Number(m![2]), line }));
 }
 
+/** The sentinel's traps: each signal it gets is appended to the file named by its $0. */
+const SENTINEL_TRAPS = 'for s in TERM HUP INT USR1 USR2 QUIT; do trap "echo sentinel:$s >> \\"$0\\"" $s; done';
 const INIT_SCRIPT = `
 M="$1"
 for s in TERM HUP INT USR1 USR2 QUIT; do trap "echo init:$s >> \\"$M\\"" $s; done
-sh -c 'for s in TERM HUP INT USR1 USR2 QUIT; do trap "echo sentinel:$s >> \\"$0\\"" $s; done; while :; do sleep 1 & wait $!; done' "$M" &
+sh -c '${SENTINEL_TRAPS}; while :; do sleep 1 & wait $!; done' "$M" &
 echo "sentinel $!" > "$M.ready"
 while :; do sleep 1 & wait $!; done
 `;

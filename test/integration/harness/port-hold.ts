@@ -113,7 +113,8 @@ export function configBpdu(src: string, root: BridgeId, portId: number, maxAgeS:
 /** Sends one raw Ethernet frame out of `iface` in `netns` (python3, an AF_PACKET socket). */
 export async function sendRawFrame(netns: string, iface: string, frame: Buffer): Promise<void> {
   const script =
-    'import socket,sys\ns=socket.socket(socket.AF_PACKET,socket.SOCK_RAW)\ns.bind((sys.argv[1],0))\ns.send(bytes.fromhex(sys.argv[2]))';
+    'import socket,sys\ns=socket.socket(socket.AF_PACKET,socket.SOCK_RAW)\ns.bind((sys.argv[1],0))' +
+    '\ns.send(bytes.fromhex(sys.argv[2]))';
   await runOk('python3', ['-c', script, iface, frame.toString('hex')], { netns });
 }
 

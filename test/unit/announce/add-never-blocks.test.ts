@@ -43,7 +43,9 @@ const garps = () => h.sent.filter(({ frame }) => frame.subarray(28, 32).join('.'
 const probes = () => h.sent.filter(({ frame }) => frame.subarray(28, 32).join('.') === '0.0.0.0');
 
 describe('ADD never blocks', () => {
-  it('while the pod is not ready: pending on one wait on the event sockets, nothing sent, until that wait ends', async () => {
+  const whilePodIsTitle =
+    'while the pod is not ready: pending on one wait on the event sockets, nothing sent, until that wait ends';
+  it(whilePodIsTitle, async () => {
     h.pod.links[0] = { ...h.pod.links[0]!, running: false };
     const { waits, pending } = handWaits();
     const add = startAdd(waits);
@@ -60,7 +62,10 @@ describe('ADD never blocks', () => {
     expect(pending).toHaveLength(1);
   });
 
-  it('during a conflict probe window: pending on the receiver between probes, nothing announced, until each wait ends', async () => {
+  const duringConflictProbeTitle =
+    'during a conflict probe window: pending on the receiver between ' +
+    'probes, nothing announced, until each wait ends';
+  it(duringConflictProbeTitle, async () => {
     const { waits, pending } = handWaits();
     const add = startAdd(waits, { conflictCheck: { action: 'fail', probeMs: 200, probes: 2 } });
     await settleAll();

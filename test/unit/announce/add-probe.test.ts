@@ -48,7 +48,10 @@ function described(): string[] {
 }
 
 describe('conflictCheck warn', () => {
-  it('probes every IPv4 address over the window, leaves out the one another host answers for, now and in later rounds', async () => {
+  const probesEveryIPv4Title =
+    'probes every IPv4 address over the window, leaves out the one another ' +
+    'host answers for, now and in later rounds';
+  it(probesEveryIPv4Title, async () => {
     h.timers.advance(500);
     h.arpIn.set(2, [replyFrom(SQUATTER, '10.88.0.5')]);
     await announceOnAdd(h.deps(), h.job({ plan: planOf(TWO), conflictCheck: { action: 'warn', ...PROBE } }));
@@ -61,7 +64,8 @@ describe('conflictCheck warn', () => {
     ]);
     expect(h.receiversOpened).toEqual([[2]]);
     expect(h.lines).toContainEqual(
-      'WARN address conflict: not announcing 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0) address=10.88.0.5 mac=52:54:00:12:34:56 interface=eth0',
+      'WARN address conflict: not announcing 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 ' +
+        '(it answered ARP for that address on eth0) address=10.88.0.5 mac=52:54:00:12:34:56 interface=eth0',
     );
     expect(h.lines).toContainEqual('DEBUG conflict probe done addresses=2 probes=2 conflicts=1');
     expect(readBack().job).toMatchObject({

@@ -43,7 +43,10 @@ function previous(extra: Partial<AttachmentRecord>): AttachmentRecord {
 }
 
 describe('IP-derived MACs', () => {
-  it('records the original MAC before setting the new one, announces with the new one, and returns it by result index', async () => {
+  const recordsOriginalMACTitle =
+    'records the original MAC before setting the new one, announces with ' +
+    'the new one, and returns it by result index';
+  it(recordsOriginalMACTitle, async () => {
     let recordedBeforeSet: unknown;
     const deps = h.deps();
     const open = deps.open;
@@ -188,7 +191,10 @@ describe('IP-derived MACs', () => {
 });
 
 describe('the previous record', () => {
-  it('is taken over without its original MACs when it was for another netns at the same path (another device), and says so', async () => {
+  const isTakenOverTitle =
+    'is taken over without its original MACs when it was for another netns at ' +
+    'the same path (another device), and says so';
+  it(isTakenOverTitle, async () => {
     previous({ netnsId: { dev: 5, ino: NETNS_ID.ino }, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
     await announceOnAdd(h.deps(), h.job());
     expect(readBack().originalMacs).toEqual([]);

@@ -29,7 +29,10 @@ function plan(extra: Partial<AnnouncePlan>): AnnouncePlan {
 }
 
 describe('round 1', () => {
-  it('logs what it sent, hands the rest to the announcer with exact counts, and leaves a job due by the readiness deadline', async () => {
+  const logsWhatItTitle =
+    'logs what it sent, hands the rest to the announcer with exact counts, ' +
+    'and leaves a job due by the readiness deadline';
+  it(logsWhatItTitle, async () => {
     await announceOnAdd(h.deps(), h.job());
     expect(h.lines).toContainEqual('INFO announced round=1 of=3 frames=1 ips="[\\"10.88.0.5\\"]"');
     expect(h.lines).toContainEqual('DEBUG background work handed over rounds=3');
@@ -61,7 +64,9 @@ describe('round 1', () => {
     expect(readBack().job?.interfaces).toEqual([{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }]);
   });
 
-  it('leaves no job when the schedule has one round: the announcer only counts the frames, and is not started', async () => {
+  const leavesNoJobTitle =
+    'leaves no job when the schedule has one round: the announcer only counts the frames, and is not started';
+  it(leavesNoJobTitle, async () => {
     await announceOnAdd(h.deps(), h.job({ plan: plan({ schedule: [0] }) }));
     expect(h.sent).toHaveLength(1);
     expect(existsSync(file())).toBe(false);
@@ -134,7 +139,9 @@ describe('when the pod is not ready within addWaitMs', () => {
     h.pod.links[0] = { ...h.pod.links[0]!, running: false };
   });
 
-  it('hands every round to the background announcer when readiness may still come (readyTimeoutMs > addWaitMs)', async () => {
+  const handsEveryRoundTitle =
+    'hands every round to the background announcer when readiness may still come (readyTimeoutMs > addWaitMs)';
+  it(handsEveryRoundTitle, async () => {
     await announceOnAdd(h.deps(), h.job({ addWaitMs: 1000, readyTimeoutMs: 1001 }));
     expect(h.timers.now()).toBe(1000);
     expect(h.sent).toEqual([]);
@@ -148,7 +155,9 @@ describe('when the pod is not ready within addWaitMs', () => {
     expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: true, sent: NONE }]);
   });
 
-  it('gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)', async () => {
+  const givesUpSendingTitle =
+    'gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)';
+  it(givesUpSendingTitle, async () => {
     await announceOnAdd(h.deps(), h.job({ addWaitMs: 1000, readyTimeoutMs: 1000 }));
     expect(h.timers.now()).toBe(1000);
     expect(h.sent).toEqual([]);
@@ -218,7 +227,9 @@ describe('round 1 and the node-wide budget', () => {
     expect(h.sent).toHaveLength(1);
   });
 
-  it('goes on credit half the lock grace before a waiter for the attachment lock gives up, when readiness came late', async () => {
+  const goesOnCreditTitle =
+    'goes on credit half the lock grace before a waiter for the attachment lock gives up, when readiness came late';
+  it(goesOnCreditTitle, async () => {
     // Ready at 30 s of a 30 s addWaitMs (readiness is read at the end of the wait here):
     // addWaitMs from readiness would be 60 s, past lockWaitMs (40 s); the lock's deadline is 40 s - 5 s.
     const { b, takes } = budget(Infinity, 60_000);

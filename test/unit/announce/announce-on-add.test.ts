@@ -200,7 +200,9 @@ function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord 
 }
 
 describe('announceOnAdd', () => {
-  it('sends round 1, hands the rest of the burst to the background announcer and releases its packet socket', async () => {
+  const sendsRoundHandsTitle =
+    'sends round 1, hands the rest of the burst to the background announcer and releases its packet socket';
+  it(sendsRoundHandsTitle, async () => {
     expect(await announceOnAdd(deps(), job())).toEqual(new Map());
     expect(frames).toHaveLength(1);
     expect(readBack().job).toMatchObject({
@@ -214,7 +216,10 @@ describe('announceOnAdd', () => {
     expect(released).toEqual([PACKET_FD]);
   });
 
-  it('sends round 1 on credit before a command waiting for the attachment lock gives up, when the rate limit keeps it waiting', async () => {
+  const sendsRoundOnTitle =
+    'sends round 1 on credit before a command waiting for the attachment lock ' +
+    'gives up, when the rate limit keeps it waiting';
+  it(sendsRoundOnTitle, async () => {
     // Ready only after 25 s of ADD's 30 s readiness wait, and a node-wide budget that grants nothing
     // metered: waiting a full addWaitMs from readiness would hold the lock past lockWaitMs.
     const READY_AT = 25_000;
@@ -297,7 +302,9 @@ describe('announceOnAdd', () => {
       expect(released).toEqual([PACKET_FD]);
     });
 
-    it('when the interface leaves the pod while ADD waits for it; the pending job of an earlier ADD is dropped', async () => {
+    const whenInterfaceLeavesTitle =
+      'when the interface leaves the pod while ADD waits for it; the pending job of an earlier ADD is dropped';
+    it(whenInterfaceLeavesTitle, async () => {
       pendingRecord();
       eth0 = { ...eth0, running: false };
       let looks = 0;

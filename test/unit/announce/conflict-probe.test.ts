@@ -156,7 +156,10 @@ describe('probeTargets and withoutConflicts', () => {
     },
   ];
 
-  it('probes each announced IPv4 address once, from its interface and MAC; IPv6-only interfaces have nothing to probe', () => {
+  const probesEachAnnouncedTitle =
+    'probes each announced IPv4 address once, from its interface and MAC; ' +
+    'IPv6-only interfaces have nothing to probe';
+  it(probesEachAnnouncedTitle, () => {
     expect(probeTargets(round)).toEqual([
       { index: 2, name: 'eth0', mac: OURS, ipv4: [A, B] },
       { index: 3, name: 'net1', mac: NET1, ipv4: [C] },

@@ -29,8 +29,10 @@ describe('the announce layer errors', () => {
       { address: '10.88.0.6', mac: '52:54:00:12:34:57', interface: 'eth0', kind: 'probe' },
     ]);
     expect(err.message).toBe(
-      'IPv4 address conflict: 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0); ' +
-        '10.88.0.6 is in use by the host with MAC 52:54:00:12:34:57 (it is probing for that address itself on eth0): announcing nothing (conflictCheck: fail)',
+      'IPv4 address conflict: 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ' +
+        'ARP for that address on eth0); ' +
+        '10.88.0.6 is in use by the host with MAC 52:54:00:12:34:57 (it is probing for that address ' +
+        'itself on eth0): announcing nothing (conflictCheck: fail)',
     );
   });
 

@@ -283,7 +283,8 @@ describe('state edges', () => {
     const { lines, log } = logged();
     expect(removeRecordQuietly(file, log)).toBe(false);
     expect(lines).toEqual([
-      `ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, unlink '${file}'"`,
+      `ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, ` +
+        `unlink '${file}'"`,
     ]);
   });
 

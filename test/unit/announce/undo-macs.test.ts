@@ -57,7 +57,9 @@ describe('restoreRecordedMacs', () => {
 });
 
 describe('restoreRecordedMacs logs', () => {
-  it('each MAC restored and each it could not restore; an interface no longer in the pod is left to DEL silently', () => {
+  const eachMACRestoredTitle =
+    'each MAC restored and each it could not restore; an interface no longer in the pod is left to DEL silently';
+  it(eachMACRestoredTitle, () => {
     const lines: string[] = [];
     const log = createLogger(
       (line) => void lines.push(line.slice(25, -1)),
@@ -68,7 +70,8 @@ describe('restoreRecordedMacs logs', () => {
     restoreRecordedMacs(fakeSession(3).session, record(), log);
     expect(lines).toEqual([
       'INFO restored the original MAC interface=eth0 mac=02:42:0a:58:00:05',
-      'ERROR cannot restore the original MAC: DEL will try again interface=net1 mac=02:42:0a:59:00:07 error="set MAC of ifindex 3: EBUSY"',
+      'ERROR cannot restore the original MAC: DEL will try again interface=net1 mac=02:42:0a:59:00:07 ' +
+        'error="set MAC of ifindex 3: EBUSY"',
     ]);
   });
 });

@@ -45,7 +45,9 @@ function resolver() {
 }
 
 describe("the build's plugin", () => {
-  it("points src/sys/koffi.ts's require of koffi at the embedded loader, and the loader's asset at the addon file", () => {
+  const pointsSrcSysTitle =
+    "points src/sys/koffi.ts's require of koffi at the embedded loader, and the loader's asset at the addon file";
+  it(pointsSrcSysTitle, () => {
     const { resolve, used } = resolver();
     expect(resolve('koffi', 'src/sys/koffi.ts', 'require-call')).toEqual({
       path: `${ROOT}/src/native/embedded-koffi.ts`,
@@ -109,9 +111,13 @@ describe('builtinRefusals', () => {
     };
   }
   const refusal = (importer: string, specifier: string) =>
-    `${importer} imports ${specifier}: product code uses only node:fs (see src/path.ts), besides BUILTINS_ALLOWED in scripts/build/plugin.ts`;
+    `${importer} imports ${specifier}: product code uses only node:fs (see src/path.ts), besides ` +
+    `BUILTINS_ALLOWED in scripts/build/plugin.ts`;
 
-  it('resolves a src module with a Bun twin to the twin, wherever it is imported from, and leaves other modules alone', () => {
+  const resolvesSrcModuleTitle =
+    'resolves a src module with a Bun twin to the twin, wherever it is ' +
+    'imported from, and leaves other modules alone';
+  it(resolvesSrcModuleTitle, () => {
     const { resolve } = resolver();
     const twin = (p: string) => p.endsWith('.bun.ts');
     // The resolver reads the disk: these twins exist in this checkout.

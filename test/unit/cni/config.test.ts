@@ -140,7 +140,8 @@ describe('parseConfig', () => {
 
   it('names every bad field at once', () => {
     expect(configError({ ...BASE, count: 11, arpOp: 'x' }).message).toBe(
-      'invalid config: "arpOp" must be one of "request", "reply", "both" (got "x"); "count" must be an integer from 0 to 10 (got 11)',
+      'invalid config: "arpOp" must be one of "request", "reply", "both" (got "x"); "count" must be an ' +
+        'integer from 0 to 10 (got 11)',
     );
   });
 
@@ -271,11 +272,13 @@ describe('args.cni.announce under podOverrides', () => {
   it.each([
     [
       ['everything'],
-      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")',
+      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", ' +
+        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")',
     ],
     [
       ['enabled'],
-      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", "macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")',
+      '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", ' +
+        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")',
     ],
     ['count', '"podOverrides" must be an array (got "count")'],
   ])('rejects podOverrides %j', (podOverrides, problem) => {
@@ -284,13 +287,15 @@ describe('args.cni.announce under podOverrides', () => {
 
   it('reports config and override problems together', () => {
     expect(configError({ ...withAnnounce({ count: 99 }, { podOverrides: ['count'] }), count: 99 }).message).toBe(
-      'invalid config: "count" must be an integer from 0 to 10 (got 99); "args.cni.announce.count" must be an integer from 0 to 10 (got 99)',
+      'invalid config: "count" must be an integer from 0 to 10 (got 99); "args.cni.announce.count" must ' +
+        'be an integer from 0 to 10 (got 99)',
     );
   });
 
   it("reads an invalid podOverrides as allowing nothing, and still reports the pod's problems", () => {
     expect(configError(withAnnounce('yes', { podOverrides: 'count' })).message).toBe(
-      'invalid config: "podOverrides" must be an array (got "count"); "args.cni.announce" must be true, false or an object of option overrides (got "yes")',
+      'invalid config: "podOverrides" must be an array (got "count"); "args.cni.announce" must be true, ' +
+        'false or an object of option overrides (got "yes")',
     );
     expect(configError(withAnnounce({ count: 99 }, { podOverrides: ['count', 'everything'] })).message).toMatch(
       /^invalid config: "podOverrides\[1\]" must be one of [^;]*$/,
@@ -326,7 +331,8 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
       args: { cni: { announce: { backoff: 2 } } },
     };
     expect(configError(raw).message).toBe(
-      'invalid config: "count" 10, "intervalMs" 60000 and "args.cni.announce.backoff" 2 put the last round 8.5 h after the first ' +
+      'invalid config: "count" 10, "intervalMs" 60000 and "args.cni.announce.backoff" 2 put the last ' +
+        'round 8.5 h after the first ' +
         '(the sum of intervalMs × backoff^k for k < count - 1); a burst may last at most 10 min',
     );
   });
@@ -373,7 +379,9 @@ describe('GC attachments', () => {
 });
 
 describe('onUnavailable', () => {
-  it('defaults to fail; takes skip where the result does not depend on the announcer, else code 7 naming the field', () => {
+  const defaultsToFailTitle =
+    'defaults to fail; takes skip where the result does not depend on the announcer, else code 7 naming the field';
+  it(defaultsToFailTitle, () => {
     expect(parseConfig(BASE).onUnavailable).toBe('fail');
     expect(parseConfig({ ...BASE, onUnavailable: 'skip' }).onUnavailable).toBe('skip');
     for (const [extra, field] of [

@@ -191,7 +191,8 @@ describe('ADD', () => {
       ADD,
       config({ prevResult: undefined }),
       7,
-      'invalid config: "prevResult" is required: announcer is a chained plugin and must follow a main plugin such as bridge or macvlan',
+      'invalid config: "prevResult" is required: announcer is a chained plugin and must follow a main ' +
+        'plugin such as bridge or macvlan',
     );
   });
 
@@ -201,7 +202,8 @@ describe('ADD', () => {
       ADD,
       config({ cniVersion: '0.4.0', prevResult }),
       7,
-      'invalid config: "prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "fd00:88::5")',
+      'invalid config: "prevResult.ips[1].address" must be an IP address with a prefix length, such as ' +
+        '"10.88.0.5/24" (got "fd00:88::5")',
       '0.4.0',
     );
   });
@@ -241,7 +243,8 @@ describe('env errors (code 4)', () => {
       { CNI_COMMAND: 'ADD', CNI_PATH: '/opt/cni/bin' },
       config(),
       4,
-      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; CNI_IFNAME is required for ADD',
+      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; ' +
+        'CNI_IFNAME is required for ADD',
     );
   });
 
@@ -281,7 +284,8 @@ describe('env errors (code 4)', () => {
       { CNI_COMMAND: 'CHECK' },
       'not json',
       4,
-      'invalid environment: CNI_CONTAINERID is required for CHECK; CNI_NETNS is required for CHECK; CNI_IFNAME is required for CHECK',
+      'invalid environment: CNI_CONTAINERID is required for CHECK; CNI_NETNS is required for CHECK; ' +
+        'CNI_IFNAME is required for CHECK',
     );
   });
 });
@@ -424,7 +428,8 @@ describe('DEL', () => {
       DEL,
       config({ count: 99, stateDir: 'relative' }),
       7,
-      'invalid config: "count" must be an integer from 0 to 10 (got 99); "stateDir" must be an absolute path (got "relative")',
+      'invalid config: "count" must be an integer from 0 to 10 (got 99); "stateDir" must be an absolute ' +
+        'path (got "relative")',
     );
   });
 

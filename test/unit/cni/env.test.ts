@@ -63,7 +63,8 @@ describe('parseEnv', () => {
     const e = envError({ CNI_COMMAND: 'ADD', CNI_IFNAME: '' });
     expect(e.code).toBe(4);
     expect(e.message).toBe(
-      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; CNI_IFNAME is required for ADD',
+      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; ' +
+        'CNI_IFNAME is required for ADD',
     );
   });
 
@@ -71,7 +72,8 @@ describe('parseEnv', () => {
     const e = envError({ CNI_COMMAND: 'CHECK', CNI_CONTAINERID: '-x', CNI_NETNS: 'var/run/netns/x' });
     expect(e.code).toBe(4);
     expect(e.message).toBe(
-      'invalid environment: CNI_CONTAINERID must start with a letter or digit and hold only letters, digits, "_", "." and "-" (got "-x"); ' +
+      'invalid environment: CNI_CONTAINERID must start with a letter or digit and hold only letters, ' +
+        'digits, "_", "." and "-" (got "-x"); ' +
         'CNI_NETNS must be an absolute path (got "var/run/netns/x"); CNI_IFNAME is required for CHECK',
     );
   });

@@ -117,7 +117,8 @@ describe('nodeSettingsFromFlags and announcer daemon', () => {
 
   it('says where to set a node option instead of a conflist', () => {
     expect(whereToSet('rateLimit')).toBe(
-      `"rateLimit" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --rate-limit) or announcer daemon --rate-limit`,
+      `"rateLimit" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --rate-limit) or announcer ` +
+        `daemon --rate-limit`,
     );
   });
 });

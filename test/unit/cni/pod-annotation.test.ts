@@ -170,7 +170,9 @@ describe('the annotation under podOverrides, as args.cni.announce', () => {
     ]);
   });
 
-  it('"true" only means "not turned off": CNI_ARGS ANNOUNCE=false still wins, with a warning naming the annotation', () => {
+  const trueOnlyMeansTitle =
+    '"true" only means "not turned off": CNI_ARGS ANNOUNCE=false still wins, with a warning naming the annotation';
+  it(trueOnlyMeansTitle, () => {
     const { options, notes } = resolveOptions(parseConfig(withAnnotation('true')), {
       announce: false,
       raw: { ANNOUNCE: 'false' },
@@ -216,7 +218,8 @@ describe('a bad annotation is code 7, naming it', () => {
     ['{"arpOp":"x"}', `${ANN}: "arpOp" must be one of "request", "reply", "both" (got "x")`],
     [
       '{"cout":2}',
-      `${ANN}: "cout" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff, probeMs, probes) (got 2)`,
+      `${ANN}: "cout" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, ` +
+        `intervalMs, backoff, probeMs, probes) (got 2)`,
     ],
   ])('%s', (text, problem) => {
     const e = configError(withAnnotation(text));
@@ -229,7 +232,8 @@ describe('a bad annotation is code 7, naming it', () => {
     expect(() => parseConfig({ ...BASE, args: { cni: { announce: fields } } })).not.toThrow();
     expect(configError(withAnnotation(JSON.stringify(fields))).message).toBe(
       `invalid config: ${ANN}: "count" must be an integer from 0 to 10 (got "lots"); ` +
-        `${ANN}: "future" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, intervalMs, backoff, probeMs, probes) (got 1)`,
+        `${ANN}: "future" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, ` +
+        `count, intervalMs, backoff, probeMs, probes) (got 1)`,
     );
   });
 
@@ -243,7 +247,8 @@ describe('a bad annotation is code 7, naming it', () => {
 
   it("is reported with the conflist's problems", () => {
     expect(configError(withAnnotation('nope', { count: 99 })).message).toBe(
-      `invalid config: "count" must be an integer from 0 to 10 (got 99); ${ANN} is not JSON: it ${EXPECTED} (got "nope")`,
+      `invalid config: "count" must be an integer from 0 to 10 (got 99); ${ANN} is not JSON: ` +
+        `it ${EXPECTED} (got "nope")`,
     );
   });
 
@@ -251,7 +256,8 @@ describe('a bad annotation is code 7, naming it', () => {
     const raw = withAnnotation('{"backoff":2}', { count: 10, intervalMs: 60000, podOverrides: ['backoff'] });
     expect(configError(raw).message).toMatch(
       new RegExp(
-        `^invalid config: "count" 10, "intervalMs" 60000 and ${escapeRegex(ANN)}\\.backoff 2 put the last round 8\\.5 h after`,
+        `^invalid config: "count" 10, "intervalMs" 60000 and ${escapeRegex(ANN)}\\.backoff 2 put the ` +
+          `last round 8\\.5 h after`,
       ),
     );
   });
@@ -323,7 +329,8 @@ describe('args.cni.announce and the annotation together', () => {
         args: { cni: { announce: { count: 12 } } },
       }).message,
     ).toBe(
-      `invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 12); ${ANN}: "count" must be an integer from 0 to 10 (got 11)`,
+      `invalid config: "args.cni.announce.count" must be an integer from 0 to 10 (got 12); ${ANN}: ` +
+        `"count" must be an integer from 0 to 10 (got 11)`,
     );
   });
 });

@@ -64,11 +64,13 @@ describe('parsePrevResult', () => {
   it.each([
     [
       { ips: [{ address: '10.88.0.5/24' }, { address: '10.88.0.6' }] },
-      '"prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.6")',
+      '"prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" ' +
+        '(got "10.88.0.6")',
     ],
     [
       { ips: [{ address: '10.88.0.5/33' }] },
-      '"prevResult.ips[0].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "10.88.0.5/33")',
+      '"prevResult.ips[0].address" must be an IP address with a prefix length, such as "10.88.0.5/24" ' +
+        '(got "10.88.0.5/33")',
     ],
     [{ ips: [{}] }, '"prevResult.ips[0].address" is required'],
     [

@@ -32,7 +32,8 @@ describe('toCniError', () => {
     [
       new AddressConflictError([conflict]),
       106,
-      'IPv4 address conflict: 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0): announcing nothing (conflictCheck: fail)',
+      'IPv4 address conflict: 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ' +
+        'ARP for that address on eth0): announcing nothing (conflictCheck: fail)',
     ],
     [new SysError('setns(/run/netns/p)', 1), 100, 'ADD: setns(/run/netns/p): EPERM'],
   ])('gives %s its code and message, keeping it as the cause', (err, code, msg) => {

@@ -166,7 +166,8 @@ describe('DEL', () => {
     expect(lockCalls).toEqual([]);
     expect(readdirSync(stateDir)).toEqual(['c1@eth0.json']);
     expect(lines.join('')).toMatch(
-      `ERROR DEL did nothing: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir} containerId=c1 ifname=eth0`,
+      `ERROR DEL did nothing: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): ` +
+        `chmod 0700 ${stateDir} containerId=c1 ifname=eth0`,
     );
   });
 
@@ -178,7 +179,9 @@ describe('DEL', () => {
 });
 
 describe('GC', () => {
-  it("collects stale and invalid records, orphan locks and dead writers' temp files; keeps live and busy ones", async () => {
+  const collectsStaleAndTitle =
+    "collects stale and invalid records, orphan locks and dead writers' temp files; keeps live and busy ones";
+  it(collectsStaleAndTitle, async () => {
     writeRecord(stateDir, record({ containerId: 'stale', job: { ...JOB, containerId: 'stale' } }));
     writeRecord(stateDir, record({ containerId: 'live' }));
     writeRecord(stateDir, record({ containerId: 'other', network: 'elsewhere' }));
@@ -228,7 +231,9 @@ describe('STATUS', () => {
   const released: number[][] = [];
   const statusDeps = (): CommandDeps => deps({ release: (fds) => void released.push([...fds]) });
 
-  it('is ready with a private stateDir, the packet socket it opened handed to release (its last close is slow)', async () => {
+  const isReadyWithTitle =
+    'is ready with a private stateDir, the packet socket it opened handed to release (its last close is slow)';
+  it(isReadyWithTitle, async () => {
     released.length = 0;
     await expect(status(statusDeps(), request())).resolves.toBeUndefined();
     expect(released).toEqual([[99]]);
@@ -238,7 +243,9 @@ describe('STATUS', () => {
     chmodSync(stateDir, 0o777);
     await expect(status(statusDeps(), request())).rejects.toMatchObject({
       code: 50,
-      message: `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): chmod 0700 ${stateDir}`,
+      message:
+        `announcer not available: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): ` +
+        `chmod 0700 ${stateDir}`,
     });
     rmSync(stateDir, { recursive: true });
     closeSync(openSync(stateDir, 'w'));

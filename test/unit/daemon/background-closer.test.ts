@@ -75,7 +75,10 @@ describe('BackgroundCloser', () => {
     expect(c.inFlight.map((x) => x.fd)).toEqual([11]);
   });
 
-  it('closes on this thread when koffi refuses the async call, reporting the refusal; a failing close is reported, not thrown', () => {
+  const closesOnThisTitle =
+    'closes on this thread when koffi refuses the async call, reporting the ' +
+    'refusal; a failing close is reported, not thrown';
+  it(closesOnThisTitle, () => {
     const c = calls();
     const closer = c.closer(4);
     const full = new Error('too many async calls');

@@ -48,7 +48,10 @@ const status = (extra: object) =>
   JSON.stringify({ cniVersion: '1.1.0', name: 'net', type: 'announcer', stateDir: join(dir, 'state'), ...extra });
 
 describe('cniRunner', () => {
-  it("runs STATUS through dispatch: the announcer is shown the config's node options (accepted unchecked), and the packet socket is closed on another thread", async () => {
+  const runsSTATUSThroughTitle =
+    "runs STATUS through dispatch: the announcer is shown the config's node options (accepted " +
+    'unchecked), and the packet socket is closed on another thread';
+  it(runsSTATUSThroughTitle, async () => {
     const done = await runner()(
       { CNI_COMMAND: 'STATUS' },
       status({ idleExitMs: 'soon', metricsFile: '/run/x.prom' }),

@@ -52,7 +52,10 @@ describe('ControlSocket: CNI commands', () => {
     });
   });
 
-  it('drops unread a command whose sender no longer waits for the ack (ACK_MARGIN_MS before its ackBy, on CLOCK_BOOTTIME), and never runs it; a late control request is still served', () => {
+  const dropsUnreadCommandTitle =
+    'drops unread a command whose sender no longer waits for the ack (ACK_MARGIN_MS before its ackBy, on ' +
+    'CLOCK_BOOTTIME), and never runs it; a late control request is still served';
+  it(dropsUnreadCommandTitle, () => {
     f.timers.advance(1000);
     const boot = f.timers.bootMs();
     const late = f.client(add(boot + ACK_MARGIN_MS - 1)).read();
@@ -84,7 +87,9 @@ describe('ControlSocket: CNI commands', () => {
     expect(f.runs).toHaveLength(1);
   });
 
-  it("does not poll a running command's connection for input (its EOF would keep poll(2) awake), nor a closing one", async () => {
+  const doesNotPollTitle =
+    "does not poll a running command's connection for input (its EOF would keep poll(2) awake), nor a closing one";
+  it(doesNotPollTitle, async () => {
     const c = f.client(add());
     expect(f.control.fds()).toEqual([f.control.fds()[0]]); // the listener alone
     c.send('trailing bytes\n');
@@ -96,7 +101,9 @@ describe('ControlSocket: CNI commands', () => {
     expect(f.control.fds()).not.toContain(c.fd + 1);
   });
 
-  it('a client that leaves while its command runs is dropped at the next beat (EPIPE), quietly; the end finds no one', async () => {
+  const clientThatLeavesTitle =
+    'a client that leaves while its command runs is dropped at the next beat (EPIPE), quietly; the end finds no one';
+  it(clientThatLeavesTitle, async () => {
     const c = f.client(add());
     c.close();
     f.timers.advance(BEAT_MS);
@@ -129,7 +136,10 @@ describe('ControlSocket: CNI commands', () => {
     expect({ busy: f.control.busy, writeFds: f.control.writeFds() }).toEqual({ busy: false, writeFds: [] });
   });
 
-  it('drops a client that reads none of its end for CLIENT_MS (a stopped shim would keep the announcer busy for ever)', async () => {
+  const dropsClientThatTitle =
+    'drops a client that reads none of its end for CLIENT_MS (a stopped ' +
+    'shim would keep the announcer busy for ever)';
+  it(dropsClientThatTitle, async () => {
     const c = f.client(add());
     f.sockets.room = 10;
     f.runs[0]!.end({ exit: 0, stdout: 'z'.repeat(100) });
@@ -157,7 +167,9 @@ describe('ControlSocket: CNI commands', () => {
     });
   });
 
-  it('a runner that rejects (a bug: dispatch never does) is reported, and its client dropped without an end', async () => {
+  const runnerThatRejectsTitle =
+    'a runner that rejects (a bug: dispatch never does) is reported, and its client dropped without an end';
+  it(runnerThatRejectsTitle, async () => {
     const c = f.client(add()).read();
     f.runs[0]!.fail(new Error('runner broke'));
     await settle();
@@ -213,7 +225,9 @@ describe('ControlSocket: requests with a deadline', () => {
     expect(f.runs.map((r) => r.env.CNI_COMMAND)).toEqual(['DEL', 'GC', 'STATUS']);
   });
 
-  it("tells a running ADD it is no longer wanted once its deadline passes or its client has gone; DEL's always is", () => {
+  const tellsRunningADDTitle =
+    "tells a running ADD it is no longer wanted once its deadline passes or its client has gone; DEL's always is";
+  it(tellsRunningADDTitle, () => {
     const boot = f.timers.bootMs();
     f.client(withDeadline('ADD', boot + 1000)).read();
     const leaving = f.client(withDeadline('ADD', boot + 5000)).read();

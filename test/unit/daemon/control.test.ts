@@ -136,7 +136,10 @@ describe('ControlSocket: connections and request lines', () => {
     expect(clients[1024]!.read().ended).toBe(true);
   });
 
-  it('out of descriptors (accept fails with EMFILE): leaves the listening socket out of the poll for ACCEPT_PAUSE_MS, serves its clients, then accepts again', () => {
+  const outOfDescriptorsTitle =
+    'out of descriptors (accept fails with EMFILE): leaves the listening socket out of the ' +
+    'poll for ACCEPT_PAUSE_MS, serves its clients, then accepts again';
+  it(outOfDescriptorsTitle, () => {
     const listenFd = f.control.fds()[0]!;
     const waiting = f.client();
     const accept = f.sockets.accept.bind(f.sockets);
@@ -175,7 +178,9 @@ describe('ControlSocket: connections and request lines', () => {
     expect({ fds: f.control.fds().length, listening: f.control.listening }).toEqual({ fds: 1, listening: true });
   });
 
-  it('close() closes every client and the listening socket; a failing close is reported and the rest still closed', () => {
+  const closeClosesEveryTitle =
+    'close() closes every client and the listening socket; a failing close is reported and the rest still closed';
+  it(closeClosesEveryTitle, () => {
     const listenFd = f.control.fds()[0]!;
     f.client();
     f.client();

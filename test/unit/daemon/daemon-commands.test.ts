@@ -18,7 +18,10 @@ afterEach(() => d.state.remove());
 const EVENT_FD = 77;
 
 describe('runDaemon: CNI commands', () => {
-  it("a command waiting on an fd resumes when the loop's poll finds it readable; a status request is answered meanwhile", async () => {
+  const commandWaitingOnTitle =
+    "a command waiting on an fd resumes when the loop's poll finds it " +
+    'readable; a status request is answered meanwhile';
+  it(commandWaitingOnTitle, async () => {
     const order: string[] = [];
     d.runner = async (env, _stdin, host) => {
       order.push(`${env.CNI_COMMAND} waits`);
@@ -54,7 +57,9 @@ describe('runDaemon: CNI commands', () => {
     ).toBe(true);
   });
 
-  it('a command sleeping on the loop (host.waits.sleep) ends at its time, while a round goes out at its own', async () => {
+  const commandSleepingOnTitle =
+    'a command sleeping on the loop (host.waits.sleep) ends at its time, while a round goes out at its own';
+  it(commandSleepingOnTitle, async () => {
     d.deps.settings.idleExitMs = 300;
     writeJob(d.state, d.sentAt(-900, { schedule: [0, 1000] })); // round 2 due at 100
     let roundsBefore = -1;
@@ -89,7 +94,10 @@ describe('runDaemon: CNI commands', () => {
     expect(served).toEqual({ ADD: 2, DEL: 0, CHECK: 0, GC: 0, STATUS: 0 });
   });
 
-  it("never polls a running command's connection for input: bytes or an EOF left on it would keep poll(2) from sleeping", async () => {
+  const neverPollsRunningTitle =
+    "never polls a running command's connection for input: bytes or an EOF " +
+    'left on it would keep poll(2) from sleeping';
+  it(neverPollsRunningTitle, async () => {
     const add = d.cniAt(10);
     d.poll.at(10, () => void add.client!.send('more bytes the announcer never reads\n'));
     d.poll.at(1000, () => d.commands[0]!.end({ exit: 0, stdout: '' }));
@@ -97,7 +105,8 @@ describe('runDaemon: CNI commands', () => {
     expect(add.client!.lines().at(-1)).toEqual({ exit: 0, stdout: '' });
     expect(d.poll.spun).toBe(false);
     const serverEnd = add.client!.fd + 1;
-    expect(d.poll.calls.filter((c) => c.read.includes(serverEnd))).toHaveLength(1); // the poll that found its request line
+    // the poll that found its request line
+    expect(d.poll.calls.filter((c) => c.read.includes(serverEnd))).toHaveLength(1);
     // Between the ack and the end the loop slept: one poll per beat or so, not thousands.
     expect(d.poll.calls.filter((c) => c.at > 10 && c.at < 1000).length).toBeLessThan(30);
   });

@@ -13,7 +13,10 @@ beforeEach(() => {
 afterEach(() => d.state.remove());
 
 describe('runDaemon: failures', () => {
-  it('a throw on every path is counted, logged, and the loop lives on: poll, a round, a hand-off, a command, metrics, a background close', async () => {
+  const throwOnEveryTitle =
+    'a throw on every path is counted, logged, and the loop lives on: poll, a round, ' +
+    'a hand-off, a command, metrics, a background close';
+  it(throwOnEveryTitle, async () => {
     d.deps.settings.metricsFile = '/m.prom';
     writeJob(d.state, d.sentAt(0, { schedule: [0, 100, 200, 300] }));
     d.poll.error = new Error('poll broke');

@@ -37,7 +37,10 @@ describe('runDaemon: hand-over to a new build', () => {
     expect(existsSync(handoverFile())).toBe(false);
   });
 
-  it('once replaced: refuses with "handover", stops listening, lets the running command end (bursts go on meanwhile), writes each burst\'s next round; the next announcer sends it late, none twice', async () => {
+  const onceReplacedRefusesTitle =
+    'once replaced: refuses with "handover", stops listening, lets the running command end (bursts go on ' +
+    "meanwhile), writes each burst's next round; the next announcer sends it late, none twice";
+  it(onceReplacedRefusesTitle, async () => {
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
     const running = d.cniAt(500);
     d.poll.at(1100, () => void (d.replaced = true));
@@ -98,7 +101,9 @@ describe('runDaemon: hand-over to a new build', () => {
     expect(d.pod.sent).toEqual([]); // the (one fake) pod is down: c1's round 2 is skipped, c2 still waits
   });
 
-  it('a round handed over that fell due more than LATE_GRACE_MS before is skipped and counted, the next one sent', async () => {
+  const roundHandedOverTitle =
+    'a round handed over that fell due more than LATE_GRACE_MS before is skipped and counted, the next one sent';
+  it(roundHandedOverTitle, async () => {
     const job = d.sentAt(-4500, { schedule: [0, 1000, 3000, 6000] }); // round 3 due 1500 ms ago
     writeJob(d.state, job);
     writeHandover(d.state.dir, new Map([['c1@eth0.json', { job, next: 2 }]]));
@@ -111,7 +116,9 @@ describe('runDaemon: hand-over to a new build', () => {
     expect(counters.rounds.skippedLate).toBe(1);
   });
 
-  it('without the hand-over, a burst read from its record alone skips a round already due (it may have gone out)', async () => {
+  const withoutHandOverTitle =
+    'without the hand-over, a burst read from its record alone skips a round already due (it may have gone out)';
+  it(withoutHandOverTitle, async () => {
     writeJob(d.state, d.sentAt(-3500, { schedule: [0, 1000, 3000, 6000] }));
     await d.run();
     expect(d.logged('INFO announced').map((l) => /round=(\d)/.exec(l)![1])).toEqual(['4']);

@@ -50,7 +50,10 @@ function reportAt(loop: DaemonLoop, at: number): void {
 }
 
 describe('runDaemon with --listen', () => {
-  it('answers /healthz and /metrics from its loop, in the turn the request came in, and closes the endpoint when it stops', async () => {
+  const answersHealthzAndTitle =
+    'answers /healthz and /metrics from its loop, in the turn the request ' +
+    'came in, and closes the endpoint when it stops';
+  it(answersHealthzAndTitle, async () => {
     listen(d);
     d.deps.settings.idleExitMs = 1000;
     reportAt(d, 50);
@@ -112,7 +115,9 @@ describe('runDaemon with --listen', () => {
 });
 
 describe('cni_announcer_add_to_first_round_seconds', () => {
-  it("observes a hosted command's report of round 1, from when the command was taken; not a report without frames", async () => {
+  const observesHostedCommandTitle =
+    "observes a hosted command's report of round 1, from when the command was taken; not a report without frames";
+  it(observesHostedCommandTitle, async () => {
     Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
     d.runner = async (_env, _stdin, host) => {
       const takenAt = d.timers.bootMs();

@@ -56,7 +56,10 @@ describe('daemonLoggers with --log-format', () => {
     );
   });
 
-  it("leaves debug lines off stdout (the logFile keeps its own level); the announcer's own lines go to the node's log, not a job's", () => {
+  const leavesDebugLinesTitle =
+    'leaves debug lines off stdout (the logFile keeps its own level); the ' +
+    "announcer's own lines go to the node's log, not a job's";
+  it(leavesDebugLinesTitle, () => {
     const logFile = join(state.dir, 'announcer.log');
     const nodeLog = join(state.dir, 'node.log');
     const out = withStdout('json', { logFile: nodeLog });
@@ -75,7 +78,8 @@ describe('daemonLoggers with --log-format', () => {
       .commandLog({ logLevel: 'info' }, { containerId: 'c9', ifname: 'net1', args })
       .info('announced', { round: 1, ips: ['10.88.0.9'] });
     expect(out.lines).toEqual([
-      `time=${T} level=info msg=announced daemon=42 containerId=c9 ifname=net1 K8S_POD_NAMESPACE="team a" K8S_POD_NAME=web-0 round=1 ips="[\\"10.88.0.9\\"]"\n`,
+      `time=${T} level=info msg=announced daemon=42 containerId=c9 ifname=net1 K8S_POD_NAMESPACE="team ` +
+        `a" K8S_POD_NAME=web-0 round=1 ips="[\\"10.88.0.9\\"]"\n`,
     ]);
   });
 

@@ -25,7 +25,9 @@ afterEach(() => {
 });
 
 describe('runDaemon with timer stubs that throw', () => {
-  it('bounded work per turn: of five rounds due at once, at most ROUNDS_PER_TURN enter their pods before it polls', async () => {
+  const boundedWorkPerTitle =
+    'bounded work per turn: of five rounds due at once, at most ROUNDS_PER_TURN enter their pods before it polls';
+  it(boundedWorkPerTitle, async () => {
     d.deps.settings.idleExitMs = 300;
     for (const id of ['c1', 'c2', 'c3', 'c4', 'c5'])
       writeJob(d.state, d.sentAt(0, { containerId: id, schedule: [0, 1000] }));
@@ -41,7 +43,9 @@ describe('runDaemon with timer stubs that throw', () => {
     expect(atDue).toHaveLength(Math.ceil(5 / ROUNDS_PER_TURN) - 1);
   });
 
-  it('holds rounds back in the in-memory budget, sleeps a command on the loop, backs off in its poll, answers status', async () => {
+  const holdsRoundsBackTitle =
+    'holds rounds back in the in-memory budget, sleeps a command on the loop, backs off in its poll, answers status';
+  it(holdsRoundsBackTitle, async () => {
     const limit = { framesPerSecond: 1, burst: 1 };
     const node = new NodeFrameBudget(() => limit);
     d.deps.budget = () => node.budget('later');

@@ -20,7 +20,10 @@ afterEach(() => d.state.remove());
 const kinds = (): string[] => d.pod.sent.map((f) => (f.readUInt32BE(28) === 0 ? 'probe' : 'garp'));
 
 describe('the conflict probe in the announcer', () => {
-  it("does not hold the loop: B's round goes out 500 ms into A's 2 s window, before A's round 1, and a status request is answered during it", async () => {
+  const doesNotHoldTitle =
+    "does not hold the loop: B's round goes out 500 ms into A's 2 s window, before A's " +
+    'round 1, and a status request is answered during it';
+  it(doesNotHoldTitle, async () => {
     d.pod.arpFrames = [];
     // A: not ready during ADD; its round 1 probes for 2 s (probes at 0, 667, 1333 ms).
     const a = jobIn(d.state, {

@@ -24,7 +24,10 @@ const roundsAnnounced = (loop: DaemonLoop): string[] =>
   loop.logged('INFO announced').map((l) => /round=(\d)/.exec(l)![1]!);
 
 describe('runDaemon: {"op":"handover"}', () => {
-  it('an announcer a shim started answers ok, stops listening, lets the running command end, writes where each burst stands and returns', async () => {
+  const announcerShimStartedTitle =
+    'an announcer a shim started answers ok, stops listening, lets the running ' +
+    'command end, writes where each burst stands and returns';
+  it(announcerShimStartedTitle, async () => {
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
     const running = d.cniAt(500);
     const ask = d.controlAt(1100, { op: 'handover' });
@@ -72,7 +75,10 @@ describe('runDaemon --resident', () => {
     expect(d.timers.now()).toBeGreaterThanOrEqual(61_000);
   });
 
-  it('on SIGTERM hands over: the next announcer sends the rest of the burst, late within grace rather than never, none twice', async () => {
+  const onSIGTERMHandsTitle =
+    'on SIGTERM hands over: the next announcer sends the rest of the burst, ' +
+    'late within grace rather than never, none twice';
+  it(onSIGTERMHandsTitle, async () => {
     d.deps.resident = true;
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
     d.signalAt(1500, 'SIGTERM');
@@ -118,7 +124,8 @@ function lockScene(state: StateDir, script: { freeAt: number; replies: unknown[]
     },
     log: kept.log,
     tryLock: () => {
-      if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s'); // a loop that never ends fails
+      // a loop that never ends fails
+      if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s');
       return timers.now() >= script.freeAt;
     },
     sockets: {
@@ -145,7 +152,9 @@ describe('withDaemonLock', () => {
   });
   afterEach(() => state.remove());
 
-  it('a resident one asks the listening announcer to hand over, waits for the lock as long as it takes, then serves', async () => {
+  const residentOneAsksTitle =
+    'a resident one asks the listening announcer to hand over, waits for the lock as long as it takes, then serves';
+  it(residentOneAsksTitle, async () => {
     const scene = lockScene(state, { freeAt: 30_000, replies: [{ ok: true }] });
     scene.deps.resident = true;
     let servedAt: number | undefined;
@@ -155,7 +164,10 @@ describe('withDaemonLock', () => {
     expect(scene.state.waits.length).toBeLessThanOrEqual(31); // one wait per second at most, never a busy look
   });
 
-  it('asks again, a second later, one that gave no answer (an older build); and a new one listening after the first let go', async () => {
+  const asksAgainSecondTitle =
+    'asks again, a second later, one that gave no answer (an older build); ' +
+    'and a new one listening after the first let go';
+  it(asksAgainSecondTitle, async () => {
     const scene = lockScene(state, { freeAt: 5000, replies: [undefined, { ok: true }] });
     scene.deps.resident = true;
     expect(await withDaemonLock(scene.deps, async () => undefined)).toBe('taken');
@@ -172,7 +184,10 @@ describe('withDaemonLock', () => {
     expect(served).toBe(false);
   });
 
-  it('one a shim started never asks: another listening serves ("served"); one not listening is waited for up to LOCK_WAIT_MS', async () => {
+  const oneShimStartedTitle =
+    'one a shim started never asks: another listening serves ("served"); one ' +
+    'not listening is waited for up to LOCK_WAIT_MS';
+  it(oneShimStartedTitle, async () => {
     const scene = lockScene(state, { freeAt: Infinity, replies: [{ ok: true }] });
     expect(await withDaemonLock(scene.deps, async () => undefined)).toBe('served');
     expect(scene.state.asked).toBe(0);

@@ -18,7 +18,9 @@ beforeEach(() => {
 afterEach(() => d.state.remove());
 
 describe('runDaemon: the schedule and the control requests', () => {
-  it('takes up the jobs of the records, sends their rounds at their offsets, and exits idle, its socket removed', async () => {
+  const takesUpJobsTitle =
+    'takes up the jobs of the records, sends their rounds at their offsets, and exits idle, its socket removed';
+  it(takesUpJobsTitle, async () => {
     writeJob(d.state, d.sentAt(0));
     const status = d.controlAt(1500, { op: 'status' });
     await d.run();
@@ -38,7 +40,9 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.lines.at(-1)).toContain('announcer stopped');
   });
 
-  it('stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns', async () => {
+  const stampsItsProgressTitle =
+    'stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns';
+  it(stampsItsProgressTitle, async () => {
     writeJob(d.state, d.sentAt(0)); // rounds at 1000 and 2000, then idleExitMs: the loop turns for 3 s at least
     await d.run();
     const at = d.stamps.map((s) => s.at);
@@ -51,7 +55,10 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(new Set(d.stamps.map((s) => s.fd)).size).toBe(1);
   });
 
-  it("a hosted ADD hands its job to the table in memory, counting round 1 and its conflicts, and the node's metricsFile is written; a hosted DEL cancels it: nothing sent after", async () => {
+  const hostedADDHandsTitle =
+    'a hosted ADD hands its job to the table in memory, counting round 1 and its conflicts, and the ' +
+    "node's metricsFile is written; a hosted DEL cancels it: nothing sent after";
+  it(hostedADDHandsTitle, async () => {
     Object.assign(d.deps.settings, { idleExitMs: 200, metricsFile: '/m.prom' });
     const job = d.sentAt(100);
     d.runner = async (env, _stdin, host) => {
@@ -74,7 +81,9 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.metrics.at(-1)!.text).toContain('cni_announcer_frames_sent_total{kind="garp_request"} 2');
   });
 
-  it('refuses by name the ops of an older in-process shim (sync, count, cancel): nothing counted, nothing taken up', async () => {
+  const refusesByNameTitle =
+    'refuses by name the ops of an older in-process shim (sync, count, cancel): nothing counted, nothing taken up';
+  it(refusesByNameTitle, async () => {
     d.deps.settings.idleExitMs = 100;
     writeJob(d.state, d.sentAt(0, { containerId: 'late', schedule: [0, 60_000] }));
     const counted = d.controlAt(0, { op: 'count', sent: { garpRequest: 0, garpReply: 1, na: 2 }, conflicts: 1 });
@@ -99,7 +108,10 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(answerOf(status)).toMatchObject({ status: { attachments: [{ containerId: 'late' }] } }); // not cancelled
   });
 
-  it('rate limit: a held-back round goes out when the budget says, holding no socket meanwhile; one held past the next round is dropped and counted', async () => {
+  const rateLimitHeldTitle =
+    'rate limit: a held-back round goes out when the budget says, holding no socket ' +
+    'meanwhile; one held past the next round is dropped and counted';
+  it(rateLimitHeldTitle, async () => {
     d.budget.limit = { framesPerSecond: 20, burst: 5 };
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 3500] }));
     d.budget.answers.push(300, 'ok', 800); // round 2 waits 300 ms; round 3 would wait past round 4
@@ -122,7 +134,9 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(countersOf(status).rounds.sent).toBe(0);
   });
 
-  it("idles out after the node settings' idleExitMs; a record written before node settings does not change it", async () => {
+  const idlesOutAfterTitle =
+    "idles out after the node settings' idleExitMs; a record written before node settings does not change it";
+  it(idlesOutAfterTitle, async () => {
     d.deps.settings.idleExitMs = 30_000;
     const legacy = { ...d.sentAt(0, { schedule: [0] }), idleExitMs: 100, metricsFile: '/m.prom' };
     writeJob(d.state, legacy);
@@ -164,7 +178,10 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
   });
 
-  it('returns without running while another announcer holds the lock, after waiting LOCK_WAIT_MS (5 s) for it to let go', async () => {
+  const returnsWithoutRunningTitle =
+    'returns without running while another announcer holds the lock, after ' +
+    'waiting LOCK_WAIT_MS (5 s) for it to let go';
+  it(returnsWithoutRunningTitle, async () => {
     d.timers.advance(5000);
     d.deps.tryLock = () => false;
     const waits: number[] = [];
@@ -181,7 +198,9 @@ describe('runDaemon: the schedule and the control requests', () => {
     }).toEqual({ sent: 0, polls: 0, paths: [], now: 10_000, waits: [5000] });
   });
 
-  it('returns at once, without running, when the announcer holding the lock listens (two shims started one each)', async () => {
+  const returnsAtOnceTitle =
+    'returns at once, without running, when the announcer holding the lock listens (two shims started one each)';
+  it(returnsAtOnceTitle, async () => {
     d.timers.advance(5000);
     d.deps.tryLock = () => false;
     const serving = d.sockets.listen(join(d.state.dir, ANNOUNCER_SOCKET));

@@ -129,7 +129,10 @@ describe('runDeferred', () => {
     expect(counters.deferred.gone).toBe(3);
   });
 
-  it('held back by the budget: keeps its session, closes nothing, never dropped; at the ready deadline it goes on credit', async () => {
+  const heldBackByTitle =
+    'held back by the budget: keeps its session, closes nothing, never ' +
+    'dropped; at the ready deadline it goes on credit';
+  it(heldBackByTitle, async () => {
     const w = waiting();
     budget.answers.push(200, 5000);
     expect(await runDeferred(deps, counters, w, T0)).toBeUndefined();
@@ -151,7 +154,10 @@ describe('runDeferred', () => {
     });
   });
 
-  it('probes for conflicts once per wait, not again when the budget holds round 1 back; a failed probe is counted and announces anyway', async () => {
+  const probesForConflictsTitle =
+    'probes for conflicts once per wait, not again when the budget holds round 1 ' +
+    'back; a failed probe is counted and announces anyway';
+  it(probesForConflictsTitle, async () => {
     const w = waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } });
     budget.answers.push(100, 100);
     await runDeferred(deps, counters, w, T0);
@@ -169,7 +175,10 @@ describe('runDeferred', () => {
     ).toBe(true);
   });
 
-  it('leaves out the addresses another host answers for, in round 1 and the rounds after, counted and logged; the probe receivers close in the background', async () => {
+  const leavesOutAddressesTitle =
+    'leaves out the addresses another host answers for, in round 1 and the rounds after, ' +
+    'counted and logged; the probe receivers close in the background';
+  it(leavesOutAddressesTitle, async () => {
     const other = Buffer.from('02aabbccddee', 'hex');
     pod.arpFrames = [gratuitousArp({ mac: other, ip: Buffer.from([10, 88, 0, 5]), op: 'reply' })];
     const timers = deps.timers as ManualTimers;
@@ -203,7 +212,10 @@ describe('runDeferred', () => {
     }
   });
 
-  it('probes in steps without waiting (receivers polled with timeout 0), then announces everything when the window found no conflict', async () => {
+  const probesInStepsTitle =
+    'probes in steps without waiting (receivers polled with timeout 0), then ' +
+    'announces everything when the window found no conflict';
+  it(probesInStepsTitle, async () => {
     pod.arpFrames = [];
     const timeouts: number[] = [];
     deps.libc = fakeLibc({ pollIn: (fds, ms) => (timeouts.push(ms), fds.map(() => false)) });

@@ -25,7 +25,9 @@ describe('the hand-over file', () => {
     expect(takeHandover(state.dir)).toEqual(new Map());
   });
 
-  it('takes a burst handed over by a build from before node settings: its idleExitMs and metricsFile are ignored', () => {
+  const takesBurstHandedTitle =
+    'takes a burst handed over by a build from before node settings: its idleExitMs and metricsFile are ignored';
+  it(takesBurstHandedTitle, () => {
     const job = { ...jobIn(state), idleExitMs: 100, metricsFile: 'relative.prom', rateLimit: { burst: 'x' } };
     writeFileSync(file, JSON.stringify({ 'c1@eth0.json': { job, next: 2 } }));
     expect(takeHandover(state.dir).get('c1@eth0.json')).toMatchObject({ job: { containerId: 'c1' }, next: 2 });

@@ -48,10 +48,12 @@ describe('http-request', () => {
   it('writes a response that closes the connection, with its length (in bytes) and, for HEAD, no body', () => {
     const bytes = responseBytes(textAnswer(200, 'é\n')).toString('latin1');
     expect(bytes).toBe(
-      'HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nConnection: close\r\n\r\n\xc3\xa9\n',
+      'HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nConnection: ' +
+        'close\r\n\r\n\xc3\xa9\n',
     );
     expect(responseBytes(textAnswer(405, 'no\n'), true).toString()).toBe(
-      'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 3\r\nAllow: GET, HEAD\r\nConnection: close\r\n\r\n',
+      'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ' +
+        '3\r\nAllow: GET, HEAD\r\nConnection: close\r\n\r\n',
     );
   });
 });
@@ -67,7 +69,8 @@ describe('route', () => {
     });
     expect(await route('GET', '/healthz', state(true))).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await route('GET', '/healthz', state(false))).toMatchObject({ status: 503 });
-    expect(await route('GET', '/metrics', state(false))).toMatchObject({ status: 200 }); // metrics stay readable while handing over
+    // metrics stay readable while handing over
+    expect(await route('GET', '/metrics', state(false))).toMatchObject({ status: 200 });
   });
 
   it('404 for any other path, 405 for a method other than GET and HEAD', async () => {
@@ -112,7 +115,10 @@ describe('HttpEndpoint', () => {
     endpoint = HttpEndpoint.listen(deps(), { healthy: () => healthy, metrics: METRICS });
   });
 
-  it('listens on the port the kernel picked and answers /metrics and /healthz in the turn the request came in, then closes', async () => {
+  const listensOnPortTitle =
+    'listens on the port the kernel picked and answers /metrics and /healthz ' +
+    'in the turn the request came in, then closes';
+  it(listensOnPortTitle, async () => {
     expect(endpoint.port).toBe(PICKED_PORT);
     const metrics = new HttpClient(sockets, PICKED_PORT, 'GET /metrics HTTP/1.1\r\nHost: node\r\nAccept: */*\r\n\r\n');
     const health = new HttpClient(sockets, PICKED_PORT, 'GET /healthz HTTP/1.0\r\n\r\n');
@@ -132,7 +138,9 @@ describe('HttpEndpoint', () => {
     expect(failures).toEqual([]);
   });
 
-  it('reads a request that comes in pieces, and answers malformed, unknown and oversized ones with 400, 404 and 431', async () => {
+  const readsRequestThatTitle =
+    'reads a request that comes in pieces, and answers malformed, unknown and oversized ones with 400, 404 and 431';
+  it(readsRequestThatTitle, async () => {
     const pieces = new HttpClient(sockets, PICKED_PORT, 'GET /hea');
     await turn();
     sockets.send(pieces.fd, Buffer.from('lthz HTTP/1.1\r\n\r\n'));
@@ -143,7 +151,8 @@ describe('HttpEndpoint', () => {
       PICKED_PORT,
       `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n\r\n`,
     );
-    const endless = new HttpClient(sockets, PICKED_PORT, `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}`); // no end: not kept growing
+    // no end: not kept growing
+    const endless = new HttpClient(sockets, PICKED_PORT, `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(MAX_HEAD_BYTES)}`);
     await turn();
     const all = [pieces, garbage, unknown, huge, endless];
     for (const c of all) c.read();
@@ -151,7 +160,9 @@ describe('HttpEndpoint', () => {
     expect(all.every((c) => c.ended)).toBe(true);
   });
 
-  it('drops a client that has not sent its whole request within REQUEST_MS (slowloris), and one that left', async () => {
+  const dropsClientThatTitle =
+    'drops a client that has not sent its whole request within REQUEST_MS (slowloris), and one that left';
+  it(dropsClientThatTitle, async () => {
     const slow = new HttpClient(sockets, PICKED_PORT, 'GET /metrics HTTP/1.1\r\nX-a: 1\r\n');
     const silent = new HttpClient(sockets, PICKED_PORT);
     const gone = new HttpClient(sockets, PICKED_PORT);
@@ -181,7 +192,10 @@ describe('HttpEndpoint', () => {
     expect(endpoint.fds()).toHaveLength(1 + MAX_CONNECTIONS);
   });
 
-  it('writes an answer the socket cannot take at once as room comes, and drops a client that takes none of it within WRITE_MS', async () => {
+  const writesAnswerSocketTitle =
+    'writes an answer the socket cannot take at once as room comes, and drops a ' +
+    'client that takes none of it within WRITE_MS';
+  it(writesAnswerSocketTitle, async () => {
     sockets.room = 40;
     const reader = new HttpClient(sockets, PICKED_PORT);
     const stuck = new HttpClient(sockets, PICKED_PORT);
@@ -208,7 +222,9 @@ describe('HttpEndpoint', () => {
     expect(stuck.answer).toHaveLength(40);
   });
 
-  it('stops accepting for a moment when accept fails (EMFILE), instead of spinning on the listening socket', async () => {
+  const stopsAcceptingForTitle =
+    'stops accepting for a moment when accept fails (EMFILE), instead of spinning on the listening socket';
+  it(stopsAcceptingForTitle, async () => {
     const tcp = fakeTcp(sockets);
     const failing: HttpDeps = {
       ...deps(),
@@ -231,20 +247,27 @@ describe('HttpEndpoint', () => {
     expect(failures).toEqual(['cannot accept an HTTP connection: not accepting for 100 ms: accept: EMFILE']);
   });
 
-  it(`reads a head of up to MAX_HEAD_BYTES (${MAX_HEAD_BYTES}) bytes, waits while one of that size has not ended, and answers 431 past it`, async () => {
+  const readsHeadOfTitle =
+    `reads a head of up to MAX_HEAD_BYTES (${MAX_HEAD_BYTES}) bytes, waits while one of that size has not ` +
+    `ended, and answers 431 past it`;
+  it(readsHeadOfTitle, async () => {
     const head = (size: number): string => {
       const start = 'GET /nowhere HTTP/1.1\r\nX: ';
       return `${start}${'a'.repeat(size - start.length - 4)}\r\n\r\n`;
     };
     const fits = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES));
     const over = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES + 1));
-    const unended = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES + 4).slice(0, MAX_HEAD_BYTES)); // its end not in yet
+    // its end not in yet
+    const unended = new HttpClient(sockets, PICKED_PORT, head(MAX_HEAD_BYTES + 4).slice(0, MAX_HEAD_BYTES));
     await turn();
     expect([fits.read(), over.read(), unended.read()]).toEqual([true, true, false]);
     expect([fits.status, over.status]).toEqual([404, 431]);
   });
 
-  it('while an answer is being made, reads nothing more from that client and polls it for nothing; one that timed out meanwhile gets nothing', async () => {
+  const whileAnswerIsTitle =
+    'while an answer is being made, reads nothing more from that client and polls it ' +
+    'for nothing; one that timed out meanwhile gets nothing';
+  it(whileAnswerIsTitle, async () => {
     const pending: (() => void)[] = [];
     const slowMetrics = {
       contentType: METRICS.contentType,

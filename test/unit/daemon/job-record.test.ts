@@ -74,7 +74,9 @@ describe('stillWanted', () => {
 describe('recordFirstRound', () => {
   const lockedBy = (paths: string[]) => async (path: string) => (paths.push(path), { path, release: () => undefined });
 
-  it('writes when round 1 went out into the record, under the attachment lock, and the work carries it on', async () => {
+  const writesWhenRoundTitle =
+    'writes when round 1 went out into the record, under the attachment lock, and the work carries it on';
+  it(writesWhenRoundTitle, async () => {
     const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
     const w = workOf(name);
     const paths: string[] = [];

@@ -125,7 +125,9 @@ describe('Jobs: the schedule', () => {
 });
 
 describe('Jobs: resume from the records', () => {
-  it('takes up jobs from the records, skipping rounds whose time has passed (no grace), and deferred jobs wait again', () => {
+  const takesUpJobsTitle =
+    'takes up jobs from the records, skipping rounds whose time has passed (no grace), and deferred jobs wait again';
+  it(takesUpJobsTitle, () => {
     writeJob(state, sentAgo(500, { containerId: 'a' }));
     writeJob(state, sentAgo(1001, { containerId: 'b', conflicts: 2 }));
     writeJob(state, sentAgo(5000, { containerId: 'c' }));
@@ -184,7 +186,10 @@ describe('Jobs: cancel and ends', () => {
 });
 
 describe('Jobs: deferred waits', () => {
-  it('looks at the pod when its event sockets stir or its check is due, sends round 1 and writes when into the record', async () => {
+  const looksAtPodTitle =
+    'looks at the pod when its event sockets stir or its check is due, ' +
+    'sends round 1 and writes when into the record';
+  it(looksAtPodTitle, async () => {
     const name = take(deferredJob());
     pod.links = [link({ up: false })];
     await at(0);
@@ -231,7 +236,10 @@ describe('Jobs: a throw on every path', () => {
     expect(counters.rateLimited.delayed).toBe(1);
   });
 
-  it('sockets that fail to close when a wait is forgotten are counted; close() reports the first failure once all are closed', async () => {
+  const socketsThatFailTitle =
+    'sockets that fail to close when a wait is forgotten are counted; close() ' +
+    'reports the first failure once all are closed';
+  it(socketsThatFailTitle, async () => {
     pod.links = [link({ up: false })];
     const name = take(deferredJob());
     take(deferredJob({ containerId: 'c2' }));
@@ -259,7 +267,10 @@ describe('Jobs: a throw on every path', () => {
     expect(lines.some((l) => l.includes('background work failed') && l.includes('bucket on fire'))).toBe(true);
   });
 
-  it('a deferred wait that throws looks again at its next check with new sockets, and ends once its ready deadline passed', async () => {
+  const deferredWaitThatTitle =
+    'a deferred wait that throws looks again at its next check with new ' +
+    'sockets, and ends once its ready deadline passed';
+  it(deferredWaitThatTitle, async () => {
     take(deferredJob({ readyDeadline: now() + 1000 }));
     budget.answers.push(new Error('boom'));
     await at(0);

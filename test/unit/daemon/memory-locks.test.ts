@@ -38,7 +38,9 @@ describe('MemoryLocks', () => {
     expect(timeouts.map((t) => t.ms)).toEqual([1000, 1000]);
   });
 
-  it('a waiter whose timeout passes gets undefined and leaves the queue; the next one still gets the lock', async () => {
+  const waiterWhoseTimeoutTitle =
+    'a waiter whose timeout passes gets undefined and leaves the queue; the next one still gets the lock';
+  it(waiterWhoseTimeoutTitle, async () => {
     const { table, timeouts } = locks();
     const holder = await table.take('k', 0);
     const late = table.take('k', 100);

@@ -72,7 +72,9 @@ describe('MetricsFile', () => {
     expect(s.writes[0]!.text).toContain('# TYPE cni_announcer_add_to_first_round_seconds histogram');
   });
 
-  it('a write that fails does not bring on the next one: ten minutes of a failing file, one attempt, one line', async () => {
+  const writeThatFailsTitle =
+    'a write that fails does not bring on the next one: ten minutes of a failing file, one attempt, one line';
+  it(writeThatFailsTitle, async () => {
     const s = setup();
     s.clock.fail = 'EROFS';
     s.counters.rounds.sent = 1;
@@ -86,7 +88,9 @@ describe('MetricsFile', () => {
     expect(s.lines[0]).toMatchObject({ msg: 'cannot write the metrics file', file: '/m.prom' });
   });
 
-  it('failures of one cause log one line a minute, saying how many went unlogged; another cause has its own', async () => {
+  const failuresOfOneTitle =
+    'failures of one cause log one line a minute, saying how many went unlogged; another cause has its own';
+  it(failuresOfOneTitle, async () => {
     const s = setup();
     s.clock.fail = 'ENOSPC';
     await everySecond(s, 150, () => s.counters.rounds.sent++); // a change every second: a write, and a failure

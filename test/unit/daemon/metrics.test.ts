@@ -10,7 +10,8 @@ import { ADD_TO_FIRST_ROUND_BUCKETS, AnnouncerMetrics } from '../../../src/daemo
  * The text the announcer wrote by hand before the registry (same counters as below), less the blank lines prom-client
  * puts between metrics.
  */
-const BEFORE = `# HELP cni_announcer_frames_sent_total Announcement frames sent, by kind.
+const BEFORE =
+  `# HELP cni_announcer_frames_sent_total Announcement frames sent, by kind.
 # TYPE cni_announcer_frames_sent_total counter
 cni_announcer_frames_sent_total{kind="garp_request"} 4
 cni_announcer_frames_sent_total{kind="garp_reply"} 1
@@ -30,7 +31,8 @@ cni_announcer_deferred_waits_total{outcome="gone"} 0
 # TYPE cni_announcer_rate_limited_rounds_total counter
 cni_announcer_rate_limited_rounds_total{outcome="delayed"} 0
 cni_announcer_rate_limited_rounds_total{outcome="dropped"} 1
-# HELP cni_announcer_address_conflicts_total IPv4 addresses not announced because another host uses them (conflictCheck).
+# HELP cni_announcer_address_conflicts_total IPv4 addresses not announced because another host uses them ` +
+  `(conflictCheck).
 # TYPE cni_announcer_address_conflicts_total counter
 cni_announcer_address_conflicts_total 2
 # HELP cni_announcer_errors_total Errors of the background announcer.
@@ -51,13 +53,17 @@ function counted() {
 const lines = (text: string): string[] => text.split('\n').filter((l) => l !== '');
 
 describe('AnnouncerMetrics', () => {
-  it('gives the counters as the hand-written text did: names, help, labels, values and order; then the histogram; a trailing newline', async () => {
+  const givesCountersAsTitle =
+    'gives the counters as the hand-written text did: names, help, labels, values ' +
+    'and order; then the histogram; a trailing newline';
+  it(givesCountersAsTitle, async () => {
     const text = await new AnnouncerMetrics(counted).text();
     expect(text.endsWith('\n')).toBe(true);
     const all = lines(text);
     expect(all.slice(0, lines(BEFORE).length)).toEqual(lines(BEFORE));
     expect(all.slice(lines(BEFORE).length, lines(BEFORE).length + 2)).toEqual([
-      '# HELP cni_announcer_add_to_first_round_seconds Time from the announcer taking an ADD to its round 1 on the wire.',
+      '# HELP cni_announcer_add_to_first_round_seconds Time from the announcer taking an ADD to its ' +
+        'round 1 on the wire.',
       '# TYPE cni_announcer_add_to_first_round_seconds histogram',
     ]);
   });
@@ -97,7 +103,10 @@ describe('AnnouncerMetrics', () => {
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 30.203\n');
   });
 
-  it("keeps a registry of its own: nothing in prom-client's global one, no process metrics, two announcers' registries apart", async () => {
+  const keepsRegistryOfTitle =
+    "keeps a registry of its own: nothing in prom-client's global one, no " +
+    "process metrics, two announcers' registries apart";
+  it(keepsRegistryOfTitle, async () => {
     const [a, b] = [new AnnouncerMetrics(newCounters), new AnnouncerMetrics(newCounters)];
     a.observeAddToFirstRound(1);
     expect(await b.text()).toContain('cni_announcer_add_to_first_round_seconds_count 0\n');

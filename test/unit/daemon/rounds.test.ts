@@ -54,7 +54,10 @@ function work(extra: Partial<BackgroundJob> = {}, next = 1): Work {
 }
 
 describe('runRound', () => {
-  it('takes the planned frames from the budget, then sends the round, closes the session (packet socket in the background) and moves to the next round', async () => {
+  const takesPlannedFramesTitle =
+    'takes the planned frames from the budget, then sends the round, closes the session ' +
+    '(packet socket in the background) and moves to the next round';
+  it(takesPlannedFramesTitle, async () => {
     budget.limit = { framesPerSecond: 20, burst: 5 };
     const w = work();
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
@@ -93,7 +96,10 @@ describe('runRound', () => {
     expect({ asked, opened: pod.opened, sent: pod.sent.length }).toEqual({ asked: [2], opened: 0, sent: 0 });
   });
 
-  it('held back by the budget: opens no socket and closes none, waits the time the budget says, counted as delayed once', async () => {
+  const heldBackByTitle =
+    'held back by the budget: opens no socket and closes none, waits the ' +
+    'time the budget says, counted as delayed once';
+  it(heldBackByTitle, async () => {
     const w = work();
     budget.answers.push(200, 150);
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();
@@ -122,7 +128,9 @@ describe('runRound', () => {
     expect(lines.some((l) => l.includes('round dropped') && l.includes('round=2'))).toBe(true);
   });
 
-  it('drops a round at once when the wait it is told reaches the next round, and the next round keeps its time', async () => {
+  const dropsRoundAtTitle =
+    'drops a round at once when the wait it is told reaches the next round, and the next round keeps its time';
+  it(dropsRoundAtTitle, async () => {
     const w = work();
     budget.answers.push(2000);
     expect(await runRound(deps, counters, w, T1 + 1000)).toBeUndefined();

@@ -36,13 +36,17 @@ describe('renderTable', () => {
   it('colours what shows the bug red and what shows the fix green, padding inside the colour', () => {
     const [, entry] = renderTable(bug, fix, { ...opts, style: COLOURS });
     expect(entry).toBe(
-      `  node entry after ADD    \x1b[31m${'STALE 86:03:17:7a:eb:6e'.padEnd(28)}\x1b[0m\x1b[32m${'STALE 8e:18:76:d5:16:57'.padEnd(28)}\x1b[0m`,
+      `  node entry after ADD    \x1b[31m${'STALE 86:03:17:7a:eb:6e'.padEnd(28)}\x1b[0m` +
+        `\x1b[32m${'STALE 8e:18:76:d5:16:57'.padEnd(28)}\x1b[0m`,
     );
   });
 });
 
 describe('outcome and verdict', () => {
-  it("count the bug as shown when the old MAC stays and the ping is lost, the fix when the pod's MAC is there and the ping answered", () => {
+  const countBugAsTitle =
+    'count the bug as shown when the old MAC stays and the ping is lost, the fix ' +
+    "when the pod's MAC is there and the ping answered";
+  it(countBugAsTitle, () => {
     expect(outcome(bug, fix)).toEqual({ bugShown: true, fixShown: true });
     expect(verdict(bug, fix, { ip: '10.88.0.5', style: PLAIN })).toEqual([
       "Before: the node kept the old pod's MAC for 10.88.0.5, so its first packet went to a MAC that is gone.",
@@ -56,7 +60,8 @@ describe('outcome and verdict', () => {
     expect(outcome(lucky, invalid)).toEqual({ bugShown: false, fixShown: false });
     expect(verdict(lucky, invalid, { ip: '10.88.0.5', style: PLAIN })).toEqual([
       'Before: the bug did not show this time (entry REACHABLE 5e:e8:36:5f:8f:62, ping ok).',
-      'After:  the fix did not show (entry STALE 8e:18:76:d5:16:57, pod 8e:18:76:d5:16:57, ping ok, result: INVALID: not JSON).',
+      'After:  the fix did not show (entry STALE 8e:18:76:d5:16:57, pod 8e:18:76:d5:16:57, ping ok, ' +
+        'result: INVALID: not JSON).',
     ]);
   });
 });

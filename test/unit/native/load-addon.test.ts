@@ -92,7 +92,8 @@ describe('loadAddon', () => {
     }
     expect(error?.message).toMatch(
       new RegExp(
-        `^cannot load the pretend addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: /proc/self/fd/\\d+: failed to map segment from shared object\\)$`,
+        `^cannot load the pretend addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: ` +
+          `/proc/self/fd/\\d+: failed to map segment from shared object\\)$`,
       ),
     );
     const causes = (error!.cause as AggregateError).errors as NodeJS.ErrnoException[];

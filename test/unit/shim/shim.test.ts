@@ -63,7 +63,9 @@ function harness(
 const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
 
 describe('runShim', { timeout: 5000 }, () => {
-  it("forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit", async () => {
+  const forwardsCNIVariablesTitle =
+    "forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit";
+  it(forwardsCNIVariablesTitle, async () => {
     const h = harness([{ end: { exit: 7, stdout: 'result' } }]);
     expect(await h.result()).toEqual({ exit: 7 });
     expect(h.sent).toEqual([
@@ -86,7 +88,9 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.starts).toEqual(['/state']);
   });
 
-  it('waits addWaitMs + probeMs (conflictCheck on) + MARGIN_MS for ADD and CHECK, BRIEF_MS for the others', async () => {
+  const waitsAddWaitMsProbeMsTitle =
+    'waits addWaitMs + probeMs (conflictCheck on) + MARGIN_MS for ADD and CHECK, BRIEF_MS for the others';
+  it(waitsAddWaitMsProbeMsTitle, async () => {
     const probing = '{"cniVersion":"1.0.0","stateDir":"/s","addWaitMs":1000,"conflictCheck":"warn","probeMs":300}';
     for (const [stdin, command, ms] of [
       [CONFIG, 'ADD', 2000 + MARGIN_MS],
@@ -103,7 +107,10 @@ describe('runShim', { timeout: 5000 }, () => {
     }
   });
 
-  it('retries every RETRY_MS while the started announcer is not up yet, and gives up after its own wait (ADD: 5 s, more than START_MS): code 11', async () => {
+  const retriesEveryRETRYTitle =
+    'retries every RETRY_MS while the started announcer is not up yet, and gives up ' +
+    'after its own wait (ADD: 5 s, more than START_MS): code 11';
+  it(retriesEveryRETRYTitle, async () => {
     const h = harness([{ unreachable: 'ECONNREFUSED' }]);
     const result = h.result();
     for (let i = 0; i < 3; i++) {
@@ -202,7 +209,9 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(long.starts).toEqual([]);
   });
 
-  it('refuses a stdin over MAX_FORWARDED_STDIN naming the size (DEL: exit 0, said on stderr), sending nothing', async () => {
+  const refusesStdinOverTitle =
+    'refuses a stdin over MAX_FORWARDED_STDIN naming the size (DEL: exit 0, said on stderr), sending nothing';
+  it(refusesStdinOverTitle, async () => {
     const big = new Uint8Array(MAX_FORWARDED_STDIN + 10).fill(0x20);
     const h = harness([END], undefined, big);
     expect(await h.result()).toEqual({ exit: 1 });
@@ -216,7 +225,9 @@ describe('runShim', { timeout: 5000 }, () => {
     expect([...h.sent, ...del.sent]).toEqual([]);
   });
 
-  it('hands back, sending nothing, a stdin that is not UTF-8 or has no usable stateDir (dispatch says why)', async () => {
+  const handsBackSendingTitle =
+    'hands back, sending nothing, a stdin that is not UTF-8 or has no usable stateDir (dispatch says why)';
+  it(handsBackSendingTitle, async () => {
     for (const stdin of [new Uint8Array([0x7b, 0xff, 0x7d]), '{"stateDir":"relative"}', `\uFEFF${CONFIG}`]) {
       const h = harness([END], undefined, stdin);
       expect(await h.result()).toHaveProperty('invalid');

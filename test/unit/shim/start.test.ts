@@ -71,7 +71,10 @@ describe('startAnnouncer', () => {
     expect(existsSync(join(dir, START_MARKER))).toBe(false);
   });
 
-  it('spawns none when an announcer listens by the time the marker is taken (it removed the marker as it began to listen), and lets go of the marker', async () => {
+  const spawnsNoneWhenTitle =
+    'spawns none when an announcer listens by the time the marker is taken (it removed the ' +
+    'marker as it began to listen), and lets go of the marker';
+  it(spawnsNoneWhenTitle, async () => {
     const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
     expect(await startAnnouncer(deps(spawned, undefined, true), dir)).toBe('running');
     expect(spawned).toEqual([]);

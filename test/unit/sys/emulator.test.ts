@@ -22,7 +22,10 @@ describe('userModeEmulator', () => {
     );
   });
 
-  it('is none when that program is not there to run (binfmt_misc with a preloaded emulator), or a link cannot be read', () => {
+  const isNoneWhenTitle =
+    'is none when that program is not there to run (binfmt_misc with a ' +
+    'preloaded emulator), or a link cannot be read';
+  it(isNoneWhenTitle, () => {
     expect(
       userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => false),
     ).toBeUndefined();

@@ -38,7 +38,10 @@ describe('loadLibc binds on first use', () => {
 });
 
 describe('closeInBackground', () => {
-  it('closes on a worker thread and tells `done` how it went: nothing for an fd it closed, an error for one that was not open', async () => {
+  const closesOnWorkerTitle =
+    'closes on a worker thread and tells `done` how it went: nothing for an fd ' +
+    'it closed, an error for one that was not open';
+  it(closesOnWorkerTitle, async () => {
     const libc = loadLibc();
     const fd = openSync('/dev/null', 'r');
     const outcome = (n: number) => new Promise<unknown>((resolve) => libc.closeInBackground(n, resolve));

@@ -17,7 +17,9 @@ describe('spawnChild', () => {
   it('starts the command detached, in /, with the env given and nothing else', async () => {
     const out = join(dir, 'out');
     // sid == pid: a session leader; then the cwd, the environment and where stdout goes.
-    const script = `ps -o sid= -p $$ | tr -d ' '; echo $$; pwd; env | sort; readlink /proc/$$/fd/1 > ${out}.fd1; echo > ${out}.done`;
+    const script =
+      `ps -o sid= -p $$ | tr -d ' '; echo $$; pwd; env | sort; readlink /proc/$$/fd/1 > ${out}.fd1; echo ` +
+      `> ${out}.done`;
     spawnChild(['/bin/sh', '-c', `(${script}) > ${out}.tmp; mv ${out}.tmp ${out}`], {
       PATH: '/usr/bin:/bin',
       ONLY: 'this',

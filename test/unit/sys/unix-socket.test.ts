@@ -59,7 +59,9 @@ describe('unix SOCK_STREAM sockets', () => {
     expect(libc.accept(listener)).toBeUndefined();
   });
 
-  it('carries bytes both ways as a stream: writes merge, reads take what fits, undefined when nothing is queued', () => {
+  const carriesBytesBothTitle =
+    'carries bytes both ways as a stream: writes merge, reads take what fits, undefined when nothing is queued';
+  it(carriesBytesBothTitle, () => {
     const { client, server } = pair();
     const buf = Buffer.alloc(4);
     expect(libc.receive(server.fd, buf)).toBeUndefined();
