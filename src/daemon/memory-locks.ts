@@ -4,8 +4,8 @@
 // past its timeout leaves the queue. The timeout is a wait of the announcer's loop (its poll).
 import type { HeldLock, LockFile } from '../announce/attachment-lock';
 
-/** A waiter: takes the lock when called, false when it has given up already. */
-type Waiter = () => boolean;
+/** A waiter still in the queue: takes the lock when called (one that gives up leaves the queue at once). */
+type Waiter = () => void;
 
 /** The table of attachment locks: `take` is the LockFile the commands and rounds use. */
 export class MemoryLocks {
@@ -26,10 +26,8 @@ export class MemoryLocks {
     return new Promise((resolve) => {
       let settled = false;
       const waiter: Waiter = () => {
-        if (settled) return false;
         settled = true;
         resolve(this.lock(key));
-        return true;
       };
       queue.push(waiter);
       void this.sleep(timeoutMs).then(() => {
@@ -53,10 +51,10 @@ export class MemoryLocks {
     };
   }
 
-  /** The next waiter still waiting takes the lock; with none, the key is free. */
+  /** The next waiter takes the lock; with none, the key is free. */
   private handOn(key: string): void {
-    const queue = this.held.get(key)!;
-    for (let next = queue.shift(); next !== undefined; next = queue.shift()) if (next()) return;
-    this.held.delete(key);
+    const next = this.held.get(key)!.shift();
+    if (next) next();
+    else this.held.delete(key);
   }
 }

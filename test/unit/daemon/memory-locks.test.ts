@@ -52,4 +52,20 @@ describe('MemoryLocks', () => {
     expect(await patient).toBeDefined();
     expect(await table.take('k', 0)).toBeUndefined();
   });
+
+  const handedTitle =
+    'a waiter handed the lock before its timeout keeps its place when the timeout fires: the queue behind it stays';
+  it(handedTitle, async () => {
+    const { table, timeouts } = locks();
+    const holder = await table.take('k', 0);
+    const second = table.take('k', 1000);
+    const third = table.take('k', 1000);
+    await settle();
+    holder!.release();
+    const got = await second;
+    timeouts[0]!.fire(); // the second's timeout, after it took the lock: nothing to undo
+    await settle();
+    got!.release();
+    expect(await third).toBeDefined();
+  });
 });
