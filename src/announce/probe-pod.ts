@@ -3,7 +3,7 @@
 // One mechanism, never blocking (SteppedPodProbe): the background announcer
 // steps the window from its poll loop, ADD from its injected waits (add-probe.ts).
 import type { Logger } from '../log';
-import { readArpFrames, type ArpReceiver } from '../sys/arp-receiver';
+import { readFrames, type FrameReceiver } from '../sys/frame-receiver';
 import type { Libc } from '../sys/libc';
 import {
   ConflictProbe,
@@ -14,6 +14,7 @@ import {
   type ProbeTarget,
 } from './conflict-probe';
 import type { OutgoingFrame } from './round';
+import { ETHERTYPE_ARP } from '../wire/ethernet';
 import type { PodSession, SocketOpener } from './session';
 import type { Timers } from './timers';
 
@@ -34,7 +35,7 @@ export interface PodProbeDeps {
 /** A probe window set up in a pod: its receivers open, its window started. */
 interface PodWindow {
   targets: ProbeTarget[];
-  receivers: ArpReceiver[];
+  receivers: FrameReceiver[];
   probe: ConflictProbe;
 }
 
@@ -54,9 +55,10 @@ function setUp(
   const targets = probeTargets(frames);
   if (targets.length === 0) return undefined;
   const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
-  const receivers = deps.open.arpReceivers(
+  const receivers = deps.open.receivers(
     netns,
     targets.map((t) => t.index),
+    ETHERTYPE_ARP,
   );
   return { targets, receivers, probe: new ConflictProbe(targets, ownMacs, settings, startAt, stopAtFirst) };
 }
@@ -105,7 +107,7 @@ export class SteppedPodProbe {
    */
   step(now: number): boolean {
     const { probe, receivers } = this.window;
-    for (const { ifindex, frame } of readArpFrames(this.deps.libc, receivers, 0)) probe.receive(ifindex, frame);
+    for (const { ifindex, frame } of readFrames(this.deps.libc, receivers, 0)) probe.receive(ifindex, frame);
     sendDueProbes(probe, now, (index, frame) => this.session.pod.packet.send(index, frame), this.deps.log);
     return probe.finished(now);
   }

@@ -1,9 +1,9 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
-import type { ArpReceiver } from '../sys/arp-receiver';
+import type { FrameReceiver } from '../sys/frame-receiver';
 import type { CallerView } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
-import { openArpReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
+import { openReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
 import type { Timers } from './timers';
@@ -35,8 +35,8 @@ export interface SocketOpener {
   pod(netns: string): PodSockets;
   /** In the netns at `netns`, or the announcer's own without one. */
   host(netns?: string): HostSockets;
-  /** One ARP receiver per pod interface index, for the conflict probe. */
-  arpReceivers(netns: string, ifindexes: readonly number[]): ArpReceiver[];
+  /** One receiver of `ethertype` frames per pod interface index (the conflict probe's, the gateway check's). */
+  receivers(netns: string, ifindexes: readonly number[], ethertype: number): FrameReceiver[];
 }
 
 /** The real sockets, through the one netns switch. */
@@ -44,7 +44,7 @@ export function netnsSockets(libc: Libc): SocketOpener {
   return {
     pod: (netns) => openPodSockets(libc, netns),
     host: (netns) => openHostSockets(libc, netns),
-    arpReceivers: (netns, ifindexes) => openArpReceivers(libc, netns, ifindexes),
+    receivers: (netns, ifindexes, ethertype) => openReceivers(libc, netns, ifindexes, ethertype),
   };
 }
 
@@ -56,7 +56,7 @@ export function inView(open: SocketOpener, view: CallerView): SocketOpener {
   return {
     pod: (netns) => open.pod(view.path(netns)),
     host: () => open.host(view.hostNetns),
-    arpReceivers: (netns, ifindexes) => open.arpReceivers(view.path(netns), ifindexes),
+    receivers: (netns, ifindexes, ethertype) => open.receivers(view.path(netns), ifindexes, ethertype),
   };
 }
 

@@ -1,6 +1,5 @@
 // The few libc calls Node lacks, bound with koffi. Syscalls live here and in
 // the other files of src/sys only.
-import { ETHERTYPE_ARP } from '../wire/ethernet';
 import { ABI } from './abi/kernel-abi';
 import { pollfds, revents, sockaddrLl, sockaddrNl, timespec, timespecMs } from './abi/structs';
 import { EAGAIN, EINTR } from './errno';
@@ -27,10 +26,10 @@ export interface Libc {
   /** socket(AF_PACKET, SOCK_RAW|SOCK_CLOEXEC, 0): a send-only packet socket in the current netns. */
   openPacketSocket(): number;
   /**
-   * A non-blocking packet socket bound to ETH_P_ARP on `ifindex`: the ARP frames of that interface, in and out, from
-   * the bind on.
+   * A non-blocking packet socket bound to `ethertype` (ETH_P_ARP, ETH_P_IPV6) on `ifindex`: those frames of that
+   * interface, in and out, from the bind on.
    */
-  openArpReceiver(ifindex: number): number;
+  openReceiver(ifindex: number, ethertype: number): number;
   /** sendto(2) with a raw sockaddr; returns the bytes sent. */
   sendto(fd: number, frame: Uint8Array, address: Uint8Array): number;
   /** close(2). */
@@ -97,14 +96,15 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const core: Libc = {
     setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
-    openArpReceiver(ifindex) {
+    openReceiver(ifindex, ethertype) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
       return closing(
         check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
         (fd) => {
-          const address = sockaddrLl(ifindex, ETHERTYPE_ARP);
-          check(`bind(AF_PACKET, ETH_P_ARP, ifindex ${ifindex})`, bind(fd, address, address.length));
+          const address = sockaddrLl(ifindex, ethertype);
+          const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
+          check(what, bind(fd, address, address.length));
         },
       );
     },

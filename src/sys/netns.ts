@@ -10,7 +10,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import type { Libc } from './libc';
-import { arpReceiver, type ArpReceiver } from './arp-receiver';
+import { frameReceiver, type FrameReceiver } from './frame-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
@@ -178,10 +178,18 @@ export function openPodSockets(libc: Libc, path: string): PodSockets {
   });
 }
 
-/** Enters the netns at `path` and opens there one ARP receiver per interface index (see Libc.openArpReceiver). */
-export function openArpReceivers(libc: Libc, path: string, ifindexes: readonly number[]): ArpReceiver[] {
+/**
+ * Enters the netns at `path` and opens there one receiver of `ethertype` frames per interface index (see
+ * Libc.openReceiver).
+ */
+export function openReceivers(
+  libc: Libc,
+  path: string,
+  ifindexes: readonly number[],
+  ethertype: number,
+): FrameReceiver[] {
   return inNetns(libc, path, (opened) =>
-    ifindexes.map((index) => opened(arpReceiver(libc, libc.openArpReceiver(index), index))),
+    ifindexes.map((index) => opened(frameReceiver(libc, libc.openReceiver(index, ethertype), index))),
   );
 }
 

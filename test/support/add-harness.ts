@@ -11,7 +11,7 @@ import type { SocketOpener } from '../../src/announce/session';
 import type { FirstRoundReport } from '../../src/announce/job-host';
 import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
-import type { ArpReceiver } from '../../src/sys/arp-receiver';
+import type { FrameReceiver } from '../../src/sys/frame-receiver';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { RtnlEvents } from '../../src/sys/rtnl';
 import { fakeLibc } from './fake-libc';
@@ -95,7 +95,7 @@ export class AddHarness {
 
   deps(): AddDeps {
     return {
-      // poll(2) (readArpFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise
+      // poll(2) (readFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise
       // the clock runs to the timeout.
       libc: fakeLibc({
         pollIn: (fds, ms) => {
@@ -158,14 +158,14 @@ export class AddHarness {
         return pod;
       },
       host: (): HostSockets => ({ rtnl: fakeRtnl(this.host), events: events(51), close: () => undefined }),
-      arpReceivers: (_netns, ifindexes) => {
+      receivers: (_netns, ifindexes) => {
         this.receiversOpened.push([...ifindexes]);
         return ifindexes.map((ifindex) => this.receiver(ifindex));
       },
     };
   }
 
-  private receiver(ifindex: number): ArpReceiver {
+  private receiver(ifindex: number): FrameReceiver {
     const fd = RECEIVER_FD + ifindex - 2;
     return {
       ifindex,

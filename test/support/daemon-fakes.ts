@@ -174,7 +174,7 @@ export class FakePod {
         };
       },
       host: (): HostSockets => ({ rtnl: hostRtnl, events: events(HOST_EVENTS_FD), close: () => undefined }),
-      arpReceivers: () => {
+      receivers: () => {
         this.probes++;
         const frames = this.arpFrames;
         if (!frames) throw new Error('no ARP receivers here');

@@ -136,7 +136,7 @@ describe('conflictCheck warn', () => {
 
   it('announces unprobed, logging why, when the probe cannot run', async () => {
     const deps = h.deps();
-    deps.open.arpReceivers = () => {
+    deps.open.receivers = () => {
       throw new Error('socket(AF_PACKET): EPERM');
     };
     await announceOnAdd(deps, h.job({ conflictCheck: { action: 'warn', ...PROBE } }));
@@ -196,7 +196,7 @@ describe('conflictCheck fail', () => {
 
   it('fails ADD with the probe error when the probe cannot run, keeping the set MAC recorded for DEL', async () => {
     const deps = h.deps();
-    deps.open.arpReceivers = () => {
+    deps.open.receivers = () => {
       throw new Error('socket(AF_PACKET): EPERM');
     };
     const err = await announceOnAdd(

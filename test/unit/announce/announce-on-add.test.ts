@@ -107,7 +107,7 @@ function fakeOpener(links: () => LinkInfo[]): SocketOpener {
     events: events(51),
     close: () => undefined,
   };
-  return { pod: () => pod, host: () => host, arpReceivers: () => expect.fail('no conflict probe in these tests') };
+  return { pod: () => pod, host: () => host, receivers: () => expect.fail('no conflict probe in these tests') };
 }
 
 /** ADD's dependencies; what it hands to the announcer's table of work goes to `handed`. */

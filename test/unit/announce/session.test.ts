@@ -84,7 +84,7 @@ function opener(
       };
       return host;
     },
-    arpReceivers: () => expect.fail('no probe here'),
+    receivers: () => expect.fail('no probe here'),
   };
 }
 
@@ -114,7 +114,7 @@ describe('netnsSockets', () => {
   // Entering a pod needs root and a netns: these only show that each call goes to the netns it names.
   it.each([
     ['pod', (libc: Libc) => netnsSockets(libc).pod('/nonexistent/netns-a')],
-    ['arpReceivers', (libc: Libc) => netnsSockets(libc).arpReceivers('/nonexistent/netns-a', [2])],
+    ['receivers', (libc: Libc) => netnsSockets(libc).receivers('/nonexistent/netns-a', [2], 0x806)],
   ])('%s enters the netns given (a missing one fails before any syscall)', (_name, call) => {
     expect(() => call(fakeLibc({}))).toThrow('open /nonexistent/netns-a');
   });

@@ -1,15 +1,16 @@
-// Receive-only AF_PACKET sockets for the ARP frames of pod interfaces (see
-// Libc.openArpReceiver), and a bounded read of whatever arrives on them. Like
-// every packet socket, one is bound to the netns it was opened in (netns.ts).
+// Receive-only AF_PACKET sockets for the frames of one ethertype (ARP, IPv6) of
+// pod interfaces (see Libc.openReceiver), and a bounded read of whatever
+// arrives on them. Like every packet socket, one is bound to the netns it was
+// opened in (netns.ts).
 import type { Libc } from './libc';
 
-/** Bytes read per frame: an Ethernet frame without FCS fits; ARP needs 42 (60 padded). */
+/** Bytes read per frame: an Ethernet frame without FCS fits. */
 const FRAME_BYTES = 1518;
-/** Frames read per receiver and call at most: an ARP flood cannot hold the reader. */
+/** Frames read per receiver and call at most: a flood cannot hold the reader. */
 const MAX_FRAMES_PER_READ = 256;
 
-/** Receives the ARP frames of one interface, in and out. */
-export interface ArpReceiver {
+/** Receives the frames of one ethertype on one interface, in and out. */
+export interface FrameReceiver {
   readonly ifindex: number;
   readonly fd: number;
   /** Reads one queued frame into `buf` without blocking: its length, or undefined when none is queued. */
@@ -29,11 +30,11 @@ export interface ReceivedFrame {
   frame: Buffer;
 }
 
-/** Wraps an already-open, bound ARP receiver fd (from Libc.openArpReceiver). */
-export function arpReceiver(libc: Libc, fd: number, ifindex: number): ArpReceiver {
+/** Wraps an already-open, bound receiver fd (from Libc.openReceiver). */
+export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameReceiver {
   let open = true;
   const live = (): void => {
-    if (!open) throw new Error('ARP receiver is closed');
+    if (!open) throw new Error('frame receiver is closed');
   };
   return {
     ifindex,
@@ -59,7 +60,7 @@ export function arpReceiver(libc: Libc, fd: number, ifindex: number): ArpReceive
  * Waits up to `timeoutMs` for a frame on one of `receivers`, then returns what each holds (oldest first,
  * MAX_FRAMES_PER_READ at most); [] on timeout.
  */
-export function readArpFrames(libc: Libc, receivers: readonly ArpReceiver[], timeoutMs: number): ReceivedFrame[] {
+export function readFrames(libc: Libc, receivers: readonly FrameReceiver[], timeoutMs: number): ReceivedFrame[] {
   if (receivers.length === 0) return [];
   const ready = libc.pollIn(
     receivers.map((r) => r.fd),
