@@ -33,8 +33,11 @@ export interface PodSession {
  */
 export interface SocketOpener {
   pod(netns: string): PodSockets;
-  /** In the netns at `netns`, or the announcer's own without one. */
-  host(netns?: string): HostSockets;
+  /**
+   * In the netns at `netns`, or the announcer's own without one; its events follow `groups` (RtnlGroup values; default
+   * links).
+   */
+  host(netns?: string, groups?: readonly number[]): HostSockets;
   /** One receiver of `ethertype` frames per pod interface index (the conflict probe's, the gateway check's). */
   receivers(netns: string, ifindexes: readonly number[], ethertype: number): FrameReceiver[];
 }
@@ -43,7 +46,7 @@ export interface SocketOpener {
 export function netnsSockets(libc: Libc): SocketOpener {
   return {
     pod: (netns) => openPodSockets(libc, netns),
-    host: (netns) => openHostSockets(libc, netns),
+    host: (netns, groups) => openHostSockets(libc, netns, groups),
     receivers: (netns, ifindexes, ethertype) => openReceivers(libc, netns, ifindexes, ethertype),
   };
 }
@@ -55,7 +58,7 @@ export function netnsSockets(libc: Libc): SocketOpener {
 export function inView(open: SocketOpener, view: CallerView): SocketOpener {
   return {
     pod: (netns) => open.pod(view.path(netns)),
-    host: () => open.host(view.hostNetns),
+    host: (_netns, groups) => open.host(view.hostNetns, groups),
     receivers: (netns, ifindexes, ethertype) => open.receivers(view.path(netns), ifindexes, ethertype),
   };
 }

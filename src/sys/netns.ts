@@ -15,6 +15,7 @@ import { packetSocket, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, sysErrorFrom } from './sys-error';
+import { nsTypeName } from './ns-types';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -31,18 +32,6 @@ export type NetnsCheck =
   | { kind: 'missing' }
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
-
-/** Each namespace type: its CLONE_NEW* number and its name in messages. */
-const NS_TYPES: readonly { type: number; name: string }[] = [
-  { type: ABI.CLONE_NEWTIME, name: 'time' },
-  { type: ABI.CLONE_NEWNS, name: 'mount' },
-  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
-  { type: ABI.CLONE_NEWUTS, name: 'uts' },
-  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
-  { type: ABI.CLONE_NEWUSER, name: 'user' },
-  { type: ABI.CLONE_NEWPID, name: 'pid' },
-  { type: CLONE_NEWNET, name: 'network' },
-];
 
 /**
  * Checks, without entering it (unless NS_GET_NSTYPE is missing: see notNetnsReason), that `path`
@@ -98,9 +87,7 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
       return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
     }
   }
-  return type === CLONE_NEWNET
-    ? undefined
-    : `it is a ${NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`} namespace`;
+  return type === CLONE_NEWNET ? undefined : `it is a ${nsTypeName(type)} namespace`;
 }
 
 /** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
@@ -135,7 +122,7 @@ export interface PodSockets {
   close(): void;
 }
 
-/** Host-side rtnetlink sockets: requests, and link notifications (bridge ports). */
+/** Host-side rtnetlink sockets: requests, and notifications (by default of links: bridge ports). */
 export interface HostSockets {
   rtnl: Rtnl;
   events: RtnlEvents;
@@ -144,24 +131,15 @@ export interface HostSockets {
 
 /**
  * Rtnetlink sockets in the host's netns: the plugin's own, or the one at `path` (the netns of the process that sent
- * the command, where the host side of its pods is).
+ * the command, where the host side of its pods is); `events` follows `groups` (RtnlGroup values).
  */
-export function openHostSockets(libc: Libc, path?: string): HostSockets {
-  if (path !== undefined) {
-    return inNetns(libc, path, (opened) => {
-      const rtnl = opened(openRtnl(libc));
-      const events = opened(openRtnlEvents(libc, [RtnlGroup.Link]));
-      return { rtnl, events, close: () => (rtnl.close(), events.close()) };
-    });
-  }
-  const rtnl = openRtnl(libc);
-  try {
-    const events = openRtnlEvents(libc, [RtnlGroup.Link]);
+export function openHostSockets(libc: Libc, path?: string, groups: readonly number[] = [RtnlGroup.Link]): HostSockets {
+  const open = (opened: Opened): HostSockets => {
+    const rtnl = opened(openRtnl(libc));
+    const events = opened(openRtnlEvents(libc, groups));
     return { rtnl, events, close: () => (rtnl.close(), events.close()) };
-  } catch (err) {
-    rtnl.close();
-    throw err;
-  }
+  };
+  return path === undefined ? closingOnFailure(open) : inNetns(libc, path, open);
 }
 
 /**
@@ -203,7 +181,7 @@ export function openPodRtnl(libc: Libc, path: string): Rtnl {
  * `open` must be synchronous (no await while switched) and pass every socket
  * it makes through `opened`, so that all of them are closed if a later one fails.
  */
-function inNetns<T>(libc: Libc, path: string, open: (opened: <S extends { close(): void }>(socket: S) => S) => T): T {
+function inNetns<T>(libc: Libc, path: string, open: (opened: Opened) => T): T {
   const hostFd = openReadOnly(OWN_NETNS);
   try {
     const podFd = openReadOnly(path);
@@ -212,17 +190,27 @@ function inNetns<T>(libc: Libc, path: string, open: (opened: <S extends { close(
     } finally {
       closeSync(podFd);
     }
-    const made: { close(): void }[] = [];
     try {
-      return open((socket) => (made.push(socket), socket));
-    } catch (err) {
-      for (const socket of made) socket.close();
-      throw err;
+      return closingOnFailure(open);
     } finally {
       returnToHost(libc, hostFd, path);
     }
   } finally {
     closeSync(hostFd);
+  }
+}
+
+/** Passes a socket through, to be closed if a later step fails. */
+type Opened = <S extends { close(): void }>(socket: S) => S;
+
+/** Runs `open`; if it throws, every socket it passed through `opened` is closed. */
+function closingOnFailure<T>(open: (opened: Opened) => T): T {
+  const made: { close(): void }[] = [];
+  try {
+    return open((socket) => (made.push(socket), socket));
+  } catch (err) {
+    for (const socket of made) socket.close();
+    throw err;
   }
 }
 

@@ -15,6 +15,7 @@ import {
   type AddressInfo,
   type LinkInfo,
 } from '../wire/rtnetlink';
+import { neighDumpPayload, parseNeigh, RTM_GETNEIGH, type NeighEntry } from '../wire/neigh';
 import {
   decodeMessages,
   encodeMessage,
@@ -24,6 +25,7 @@ import {
   NLM_F_REQUEST,
   NLMSG_DONE,
   NLMSG_ERROR,
+  type NetlinkMessage,
 } from '../wire/netlink';
 import { sockaddrNl } from './abi/structs';
 import { ETIMEDOUT } from './errno';
@@ -93,6 +95,16 @@ export class Rtnl {
     });
   }
 
+  /** Every neighbour entry of `family`: AF_BRIDGE for the bridges' FDB entries, AF_INET or AF_INET6 (one dump). */
+  neighbours(family: number): NeighEntry[] {
+    return this.request(
+      `RTM_GETNEIGH dump family ${family}`,
+      RTM_GETNEIGH,
+      NLM_F_DUMP,
+      neighDumpPayload(family),
+    ).flatMap((payload) => parseNeigh(payload) ?? []);
+  }
+
   /** Sets the MAC address of link `index`. */
   setMac(index: number, mac: Uint8Array): void {
     this.request(`set MAC of ifindex ${index}`, RTM_SETLINK, NLM_F_ACK, setMacPayload(index, mac));
@@ -144,7 +156,10 @@ export class Rtnl {
   }
 }
 
-/** A socket subscribed to rtnetlink notifications, unread: readable means "something changed, read the state again". */
+/**
+ * A socket subscribed to rtnetlink notifications: readable means "something changed". Callers either drain it and read
+ * the state again, or read the notifications themselves.
+ */
 export class RtnlEvents {
   private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
 
@@ -156,12 +171,29 @@ export class RtnlEvents {
 
   /** Discards every queued notification. */
   drain(): void {
+    this.take();
+  }
+
+  /**
+   * Every queued notification, without waiting; `overflowed` when the kernel dropped some (ENOBUFS, a busy node):
+   * the messages are then incomplete and the caller reads the state again.
+   */
+  take(): { messages: NetlinkMessage[]; overflowed: boolean } {
+    const messages: NetlinkMessage[] = [];
+    let overflowed = false;
     for (;;) {
+      let n;
       try {
-        if (this.libc.recvNow(this.fd, this.buffer) === undefined) return;
+        n = this.libc.recvNow(this.fd, this.buffer);
       } catch (err) {
-        // ENOBUFS: notifications overflowed on a busy node. Still a change: the caller re-reads.
+        // ENOBUFS: notifications overflowed. Still a change: the caller re-reads.
         if (!hasErrno(err, 'ENOBUFS')) throw err;
+        overflowed = true;
+        continue;
+      }
+      if (n === undefined) return { messages, overflowed };
+      for (const m of decodeMessages(this.buffer.subarray(0, n))) {
+        messages.push({ ...m, payload: Buffer.from(m.payload) }); // the receive buffer is reused
       }
     }
   }

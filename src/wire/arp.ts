@@ -1,5 +1,6 @@
 // Pure: ARP frames: gratuitous ARP (RFC 5227 announcement and the reply form),
-// the RFC 5227 probe, and parsing of received Ethernet/IPv4 ARP frames. No I/O.
+// the RFC 5227 probe, an ordinary request for another host's address, and
+// parsing of received Ethernet/IPv4 ARP frames. No I/O.
 import { BROADCAST_MAC } from './mac';
 import { ETHERTYPE_ARP, ethernetFrame } from './ethernet';
 import { expectLength } from './length';
@@ -41,6 +42,22 @@ export function arpProbe(opts: { mac: Uint8Array; ip: Uint8Array }): Buffer {
   const arp = arpHeader(OPCODE.request);
   arp.set(mac, 8); // sha; spa (14-17) and tha (18-23) stay zero
   arp.set(ip, 24); // tpa
+  return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+}
+
+/**
+ * A 42-byte broadcast ARP request from `mac`/`ip` for `targetIp` (RFC 826): target MAC zero. The host that holds
+ * `targetIp` creates or refreshes its entry for the sender (RFC 826's merge step) and answers with an op 2 reply.
+ */
+export function arpRequest(opts: { mac: Uint8Array; ip: Uint8Array; targetIp: Uint8Array }): Buffer {
+  const { mac, ip, targetIp } = opts;
+  expectLength(mac, 6, 'ARP sender MAC');
+  expectLength(ip, 4, 'ARP sender IPv4 address');
+  expectLength(targetIp, 4, 'ARP target IPv4 address');
+  const arp = arpHeader(OPCODE.request);
+  arp.set(mac, 8); // sha
+  arp.set(ip, 14); // spa; tha (18-23) stays zero
+  arp.set(targetIp, 24); // tpa
   return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
 }
 

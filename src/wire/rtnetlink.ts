@@ -9,17 +9,18 @@ export const RTM_NEWADDR = 20;
 export const RTM_GETADDR = 22;
 
 /** Multicast groups (RTNLGRP_*) for change notifications. */
-export const RtnlGroup = { Link: 1, Ipv4Ifaddr: 5, Ipv6Ifaddr: 9 } as const;
+export const RtnlGroup = { Link: 1, Neigh: 3, Ipv4Ifaddr: 5, Ipv6Ifaddr: 9 } as const;
 
 const AF_UNSPEC = 0;
-const AF_INET = 2;
+export const AF_INET = 2;
 /** AF_BRIDGE: link messages of this family carry the bridge port state. */
 export const AF_BRIDGE = 7;
-const AF_INET6 = 10;
+export const AF_INET6 = 10;
 
 const IFLA_ADDRESS = 1;
 const IFLA_IFNAME = 3;
 const IFLA_LINK = 5;
+const IFLA_MASTER = 10;
 const IFLA_PROTINFO = 12;
 const IFLA_LINKINFO = 18;
 const IFLA_EXT_MASK = 29;
@@ -69,6 +70,8 @@ export interface LinkInfo {
   ipvlanMode: IpvlanMode | undefined;
   /** IFLA_BRPORT_STATE, present in AF_BRIDGE messages of bridge ports. */
   portState: number | undefined;
+  /** IFLA_MASTER: the bridge (or bond) a port is enslaved to. */
+  master?: number | undefined;
 }
 
 /** One address of a link, with the DAD flags that decide whether it may be announced. */
@@ -143,7 +146,12 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
     kind: linkKind(linkinfo),
     ipvlanMode: ipvlanMode(linkinfo),
     portState: state && state.length >= 1 ? state[0] : undefined,
+    master: u32At(a.get(IFLA_MASTER)),
   };
+}
+
+function u32At(attr: Buffer | undefined): number | undefined {
+  return attr && attr.length >= 4 ? attr.readUInt32LE(0) : undefined;
 }
 
 /** Decodes an RTM_NEWADDR payload (ifaddrmsg + attributes); undefined for families other than IPv4/IPv6. */

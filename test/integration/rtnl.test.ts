@@ -1,12 +1,16 @@
 // The rtnetlink layer against the real kernel, cross-checked with iproute2:
-// links, addresses, DAD flags, bridge port state, a MAC change, and change
-// notifications. Everything happens inside a netns the test creates.
+// links, addresses, DAD flags, bridge port state, a MAC change, bridge FDB and
+// neighbour entries, and change notifications. Everything happens inside a
+// netns the test creates.
 import { describe, expect, it } from 'vitest';
+import { NodeWatch } from '../../src/announce/node-proof';
 import { loadLibc } from '../../src/sys/libc';
-import { openPodRtnl, openPodSockets } from '../../src/sys/netns';
+import { openHostSockets, openPodRtnl, openPodSockets } from '../../src/sys/netns';
 import { awaitChange } from '../../src/sys/rtnl';
-import { PortState } from '../../src/wire/rtnetlink';
-import { createNetns, runOk, scopePerTest, skipIntegration } from './harness';
+import { formatMac } from '../../src/wire/mac';
+import { type NeighChange, parseNeighChange } from '../../src/wire/neigh';
+import { AF_BRIDGE, AF_INET, AF_INET6, PortState, RtnlGroup } from '../../src/wire/rtnetlink';
+import { createNetns, neighEntry, OLD_MAC, runOk, scopePerTest, skipIntegration, waitFor } from './harness';
 
 const libc = loadLibc();
 
@@ -98,5 +102,110 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
     } finally {
       pod.close();
     }
+  });
+
+  const POD_MAC = '0a:58:0a:58:09:05';
+  const V4 = { text: '10.88.9.5', bytes: Buffer.from([10, 88, 9, 5]) };
+  const V6 = { text: 'fd00:88:9::5', bytes: Buffer.from('fd000088000900000000000000000005', 'hex') };
+  const ofPod = (e: { lladdr?: Buffer }) => e.lladdr !== undefined && formatMac(e.lladdr) === POD_MAC;
+
+  /**
+   * A netns with bridge br0 and ports p0, p1 whose veth peers q0, q1 (down) both have the pod's MAC; on br0, a stale
+   * entry for the pod's IPv4 address (another MAC) and a reachable one for its IPv6 address (its MAC); host-side
+   * sockets there, subscribed to neighbour notifications.
+   */
+  async function twinPorts() {
+    const ns = await createNetns(scope(), 'gwn');
+    const ip = (...args: string[]) => runOk('ip', ['-n', ns.name, ...args]);
+    await ip('link', 'add', 'br0', 'address', '02:00:00:00:00:b0', 'type', 'bridge', 'stp_state', '0');
+    for (const [port, peer] of [
+      ['p0', 'q0'],
+      ['p1', 'q1'],
+    ] as const) {
+      await ip('link', 'add', port, 'type', 'veth', 'peer', 'name', peer);
+      await ip('link', 'set', peer, 'address', POD_MAC);
+      await ip('link', 'set', port, 'master', 'br0', 'up');
+    }
+    await ip('link', 'set', 'br0', 'up');
+    await ip('neigh', 'add', V4.text, 'dev', 'br0', 'lladdr', OLD_MAC, 'nud', 'stale');
+    await ip('neigh', 'add', V6.text, 'dev', 'br0', 'lladdr', POD_MAC, 'nud', 'reachable');
+    const host = openHostSockets(libc, ns.path, [RtnlGroup.Neigh]);
+    scope().defer(() => host.close(), 'host sockets');
+    const [br, p0, p1] = ['br0', 'p0', 'p1'].map((name) => host.rtnl.linkByName(name)!.index) as [
+      number,
+      number,
+      number,
+    ];
+    const names = new Map([br, p0, p1].map((index) => [index, host.rtnl.linkByIndex(index)!.name]));
+    host.events.take(); // what setting up queued
+    await ip('link', 'set', 'q0', 'up'); // q0's IPv6 start-up (MLD, DAD) teaches the bridge its MAC on p0
+    await waitFor(() => host.rtnl.neighbours(AF_BRIDGE).find((e) => ofPod(e) && e.ifindex === p0), {
+      what: "the bridge to learn the pod's MAC on p0",
+    });
+    return { ns, ip, host, br, p0, p1, names };
+  }
+
+  it('dumps FDB and neighbour entries as `bridge fdb` and `ip neigh` show them', async () => {
+    const { ns, host, br, p0, names } = await twinPorts();
+    const learned = host.rtnl.neighbours(AF_BRIDGE).find((e) => ofPod(e) && e.ifindex === p0);
+    expect(learned).toMatchObject({ family: AF_BRIDGE, master: br, flags: 0, state: 0x02 }); // NUD_REACHABLE
+    const shown = JSON.parse((await runOk('bridge', ['-j', 'fdb', 'show'], { netns: ns.name })).stdout) as {
+      mac: string;
+      ifname: string;
+      master?: string;
+    }[];
+    // The bridge's entries (master br0), learned and local; a device's own list (self) changes as it joins groups.
+    const dumped = host.rtnl.neighbours(AF_BRIDGE).filter((e) => e.master === br);
+    expect(new Set(dumped.map((e) => `${formatMac(e.lladdr!)} ${names.get(e.ifindex)}`))).toEqual(
+      new Set(shown.filter((e) => e.master === 'br0').map((e) => `${e.mac} ${e.ifname}`)),
+    );
+    expect(dumped.length).toBeGreaterThanOrEqual(4); // br0's, p0's and p1's own MACs, the pod's
+    for (const [family, address, mac, state] of [
+      [AF_INET, V4, OLD_MAC, 0x04], // NUD_STALE
+      [AF_INET6, V6, POD_MAC, 0x02],
+    ] as const) {
+      const entry = host.rtnl.neighbours(family).find((e) => e.ifindex === br && e.dst?.equals(address.bytes));
+      expect([entry?.state, entry && formatMac(entry.lladdr!)]).toEqual([state, mac]);
+      expect((await neighEntry('br0', address.text, ns.name))?.mac).toBe(mac);
+    }
+  });
+
+  it('hands back FDB and neighbour notifications, and NodeWatch judges them: a moved MAC is a duplicate', async () => {
+    const { ip, host, br, p0, p1, names } = await twinPorts();
+    const watch = new NodeWatch(
+      { mac: POD_MAC, portIndex: p0, portName: 'p0', bridgeIndex: br, addresses: [V4.text, V6.text] },
+      (index) => names.get(index) ?? `if${index}`,
+    );
+    for (const family of [AF_BRIDGE, AF_INET, AF_INET6]) for (const e of host.rtnl.neighbours(family)) watch.observe(e);
+    expect(watch.verdict()).toEqual({
+      fdb: { kind: 'converged', port: 'p0' },
+      neighbours: [
+        { address: V4.text, kind: 'stale', mac: OLD_MAC },
+        { address: V6.text, kind: 'converged' },
+      ],
+    });
+    host.events.take();
+    await ip('neigh', 'replace', V4.text, 'dev', 'br0', 'lladdr', POD_MAC, 'nud', 'reachable');
+    await ip('neigh', 'del', V6.text, 'dev', 'br0');
+    await ip('link', 'set', 'q1', 'up'); // the same MAC now comes in on p1 too: the entry moves
+    const changes: NeighChange[] = [];
+    await waitFor(
+      () => {
+        if (libc.pollIn([host.events.fd], 200)[0]) {
+          changes.push(...host.events.take().messages.flatMap((m) => parseNeighChange(m) ?? []));
+        }
+        return changes.some((c) => c.entry.family === AF_BRIDGE && c.entry.ifindex === p1 && ofPod(c.entry));
+      },
+      { what: "a notification of the pod's MAC on p1" },
+    );
+    expect(changes.some((c) => c.deleted && c.entry.family === AF_INET6 && c.entry.dst?.equals(V6.bytes))).toBe(true);
+    for (const c of changes) watch.observe(c.entry, c.deleted);
+    expect(watch.verdict()).toEqual({
+      fdb: { kind: 'duplicate', port: 'p0', others: ['p1'] },
+      neighbours: [
+        { address: V4.text, kind: 'converged' },
+        { address: V6.text, kind: 'absent' },
+      ],
+    });
   });
 });

@@ -2,7 +2,8 @@ import { describe, it, expect } from 'vitest';
 import { awaitChange, Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import { SysError } from '../../../src/sys/sys-error';
 import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
-import { RTM_NEWADDR, RTM_NEWLINK } from '../../../src/wire/rtnetlink';
+import { parseNeighChange, RTM_DELNEIGH, RTM_NEWNEIGH } from '../../../src/wire/neigh';
+import { AF_BRIDGE, RTM_NEWADDR, RTM_NEWLINK } from '../../../src/wire/rtnetlink';
 import { fakeLibc } from '../../support/fake-libc';
 
 const NLM_F_MULTI = 0x2;
@@ -20,6 +21,17 @@ function link(index: number, name: string, state?: number): Buffer {
   const attrs = [encodeAttr(3, Buffer.from(`${name}\0`))];
   if (state !== undefined) attrs.push(encodeAttr(12 | 0x8000, encodeAttr(1, Buffer.from([state]))));
   return Buffer.concat([msg, ...attrs]);
+}
+
+/** An FDB entry (ndmsg AF_BRIDGE, learned) of `mac` on port `index` of bridge `master`. */
+function fdb(index: number, mac: string, master: number): Buffer {
+  const msg = Buffer.alloc(12);
+  msg[0] = 7;
+  msg.writeInt32LE(index, 4);
+  msg.writeUInt16LE(0x02, 8);
+  const bridge = Buffer.alloc(4);
+  bridge.writeUInt32LE(master, 0);
+  return Buffer.concat([msg, encodeAttr(2, Buffer.from(mac, 'hex')), encodeAttr(9, bridge)]);
 }
 
 function ipv4(index: number, address: string): Buffer {
@@ -116,6 +128,30 @@ describe('Rtnl', () => {
     expect(rtnl.bridgePortState(8)).toBeUndefined();
   });
 
+  it('dumps the neighbours of one family (RTM_GETNEIGH, NLM_F_DUMP, ndmsg of that family)', () => {
+    const k = kernel((req) => [
+      [
+        encodeMessage(RTM_NEWNEIGH, NLM_F_MULTI, req.seq, fdb(4, '0a580a580905', 2)),
+        encodeMessage(RTM_NEWNEIGH, NLM_F_MULTI, req.seq, Buffer.alloc(3)), // too short: skipped
+      ],
+      [
+        encodeMessage(RTM_NEWNEIGH, NLM_F_MULTI, req.seq, fdb(5, '0a580a580906', 2)),
+        encodeMessage(NLMSG_DONE, NLM_F_MULTI, req.seq, errno(0)),
+      ],
+    ]);
+    const found = new Rtnl(k.libc, 3).neighbours(AF_BRIDGE);
+    expect(found.map((n) => [n.ifindex, n.lladdr?.toString('hex'), n.master])).toEqual([
+      [4, '0a580a580905', 2],
+      [5, '0a580a580906', 2],
+    ]);
+    expect(k.sent).toEqual([{ type: 30, flags: 0x301, seq: 1, payload: '070000000000000000000000' }]);
+  });
+
+  it('names the family of a failed neighbour dump', () => {
+    const k = kernel((req) => [[encodeMessage(NLMSG_ERROR, 0, req.seq, errno(95))]]);
+    expect(() => new Rtnl(k.libc, 3).neighbours(AF_BRIDGE)).toThrow('RTM_GETNEIGH dump family 7: ENOTSUP');
+  });
+
   it('gives up with ETIMEDOUT when no reply comes', () => {
     const k = kernel(() => []);
     expect(() => new Rtnl(k.libc, 3, 20).linkByIndex(4)).toThrow('RTM_GETLINK ifindex 4: ETIMEDOUT');
@@ -156,5 +192,58 @@ describe('awaitChange', () => {
     });
     expect(awaitChange(libc, [new RtnlEvents(libc, 5)], 10)).toBe(true);
     expect(calls).toBe(2);
+  });
+});
+
+describe('RtnlEvents.take', () => {
+  /** A socket whose queue holds `datagrams`; `overflowAt` throws ENOBUFS on that receive (1-based). */
+  function socket(datagrams: Buffer[], overflowAt?: number) {
+    let calls = 0;
+    const libc = fakeLibc({
+      recvNow: (_fd, buf) => {
+        calls++;
+        if (calls === overflowAt) throw new SysError('recv', 105);
+        const next = datagrams.shift();
+        if (!next) return undefined;
+        buf.set(next);
+        return next.length;
+      },
+    });
+    return new RtnlEvents(libc, 5);
+  }
+
+  it('hands back every queued notification, decoded and copied out of the receive buffer', () => {
+    const events = socket([
+      Buffer.concat([
+        encodeMessage(RTM_NEWNEIGH, 0, 0, fdb(4, '0a580a580905', 2)),
+        encodeMessage(RTM_DELNEIGH, 0, 0, fdb(6, '0a580a580905', 2)),
+      ]),
+      encodeMessage(RTM_NEWNEIGH, 0, 0, fdb(7, '0a580a5809ff', 2)),
+    ]);
+    const { messages, overflowed } = events.take();
+    expect(overflowed).toBe(false);
+    const changes = messages.map((m) => parseNeighChange(m)!);
+    expect(changes.map((c) => [c.deleted, c.entry.ifindex, c.entry.lladdr?.toString('hex')])).toEqual([
+      [false, 4, '0a580a580905'],
+      [true, 6, '0a580a580905'],
+      [false, 7, '0a580a5809ff'],
+    ]);
+    expect(events.take()).toEqual({ messages: [], overflowed: false });
+  });
+
+  it('says when the kernel dropped notifications (ENOBUFS) and still reads the rest', () => {
+    const events = socket([encodeMessage(RTM_NEWNEIGH, 0, 0, fdb(4, '0a580a580905', 2))], 1);
+    const { messages, overflowed } = events.take();
+    expect([overflowed, messages.length]).toEqual([true, 1]);
+  });
+
+  it('passes other receive errors on', () => {
+    const libc = fakeLibc({
+      recvNow: () => {
+        throw new SysError('recv', 9);
+      },
+    });
+    expect(() => new RtnlEvents(libc, 5).take()).toThrow('recv: EBADF');
+    expect(() => new RtnlEvents(libc, 5).drain()).toThrow('recv: EBADF');
   });
 });

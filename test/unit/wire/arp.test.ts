@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { type ArpOp, arpProbe, gratuitousArp, parseArp } from '../../../src/wire/arp';
+import { type ArpOp, arpProbe, arpRequest, gratuitousArp, parseArp } from '../../../src/wire/arp';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005'); // 02:42:0a:58:00:05
@@ -103,6 +103,44 @@ describe('arpProbe', () => {
       new RangeError('ARP target IPv4 address must be 4 bytes, got 3 (0a5800)'),
     );
     expect(() => arpProbe({ mac: bytes('01005e000001'), ip: IP })).toThrow(RangeError);
+  });
+});
+
+// Hand-assembled from RFC 826; tshark decodes it as "Who has 10.88.0.1? Tell 10.88.0.5" (not gratuitous, no probe).
+const GATEWAY_REQUEST = [
+  'ffffffffffff', // eth dst: broadcast
+  '02420a580005', // eth src
+  '0806', // ethertype ARP
+  '0001', // htype Ethernet
+  '0800', // ptype IPv4
+  '06', // hlen
+  '04', // plen
+  '0001', // op request
+  '02420a580005', // sha: the pod
+  '0a580005', // spa: the pod's address, 10.88.0.5
+  '000000000000', // tha zero
+  '0a580001', // tpa: the gateway, 10.88.0.1
+].join('');
+
+describe('arpRequest', () => {
+  it('builds the 42-byte broadcast request for the target from the pod MAC and address', () => {
+    const frame = arpRequest({ mac: MAC, ip: IP, targetIp: bytes('0a580001') });
+    expect(frame.length).toBe(42);
+    expect(frame.toString('hex')).toBe(GATEWAY_REQUEST);
+  });
+
+  it('rejects bad lengths and a multicast sender MAC', () => {
+    const GW = bytes('0a580001');
+    expect(() => arpRequest({ mac: bytes('02420a5800'), ip: IP, targetIp: GW })).toThrow(
+      new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'),
+    );
+    expect(() => arpRequest({ mac: MAC, ip: bytes('0a5800'), targetIp: GW })).toThrow(
+      new RangeError('ARP sender IPv4 address must be 4 bytes, got 3 (0a5800)'),
+    );
+    expect(() => arpRequest({ mac: MAC, ip: IP, targetIp: bytes('0a58000100') })).toThrow(
+      new RangeError('ARP target IPv4 address must be 4 bytes, got 5 (0a58000100)'),
+    );
+    expect(() => arpRequest({ mac: bytes('01005e000001'), ip: IP, targetIp: GW })).toThrow(RangeError);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
+import { neighborSolicitation, parseNeighborAdvert, unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005'); // 02:42:0a:58:00:05
@@ -85,5 +85,240 @@ describe('unsolicitedNeighborAdvert', () => {
     expect(() =>
       unsolicitedNeighborAdvert({ mac: MAC, ip: new Uint8Array(16), router: false, override: true }),
     ).toThrow(new RangeError('NA target :: must be a unicast address'));
+  });
+});
+
+/**
+ * Hand-assembled from RFC 4861 §4.3 and RFC 4291 §2.7.1; each checksum was summed by a separate script and confirmed by
+ * `tshark -V` ("[Checksum Status: Good]", "Neighbor Solicitation for fd00:88::1 from 02:42:0a:58:00:05").
+ */
+function ns(f: { src: string; target: string; mac: string; checksum: string }): string {
+  const low24 = f.target.slice(26);
+  return [
+    `3333ff${low24}`, // eth dst: the solicited-node group's Ethernet group
+    f.mac, // eth src
+    '86dd', // ethertype IPv6
+    '60000000', // version 6, traffic class 0, flow label 0
+    '0020', // payload length 32
+    '3a', // next header ICMPv6
+    'ff', // hop limit 255
+    f.src, // source: the pod's address
+    `ff0200000000000000000001ff${low24}`, // destination: ff02::1:ff00:0/104 + the target's low 24 bits
+    '87', // type 135
+    '00', // code
+    f.checksum,
+    '00000000', // reserved
+    f.target, // target address: the gateway
+    '01', // option: source link-layer address
+    '01', // length 1 (8 bytes)
+    f.mac,
+  ].join('');
+}
+
+describe('neighborSolicitation', () => {
+  const GATEWAY = bytes('fd000088000000000000000000000001'); // fd00:88::1
+
+  it('builds the 86-byte NS to the solicited-node group with the source link-layer option (checksum 0x71e7)', () => {
+    const frame = neighborSolicitation({ mac: MAC, ip: IP, target: GATEWAY });
+    expect(frame.length).toBe(86);
+    expect(frame.toString('hex')).toBe(
+      ns({
+        src: 'fd000088000000000000000000000005',
+        target: 'fd000088000000000000000000000001',
+        mac: '02420a580005',
+        checksum: '71e7',
+      }),
+    );
+  });
+
+  it('builds a link-local NS for a link-local router, the group from its low 24 bits (checksum 0xd748)', () => {
+    const frame = neighborSolicitation({
+      mac: bytes('0a5867cc136b'),
+      ip: bytes('fe80000000000000085867fffecc136b'),
+      target: bytes('fe800000000000000000000000abcdef'),
+    });
+    expect(frame.toString('hex')).toBe(
+      ns({
+        src: 'fe80000000000000085867fffecc136b',
+        target: 'fe800000000000000000000000abcdef',
+        mac: '0a5867cc136b',
+        checksum: 'd748',
+      }),
+    );
+  });
+
+  it('rejects bad lengths', () => {
+    expect(() => neighborSolicitation({ mac: bytes('0242'), ip: IP, target: GATEWAY })).toThrow(
+      new RangeError('NS link-layer address must be 6 bytes, got 2 (0242)'),
+    );
+    expect(() => neighborSolicitation({ mac: MAC, ip: bytes('0a580005'), target: GATEWAY })).toThrow(
+      new RangeError('NS source IPv6 address must be 16 bytes, got 4 (0a580005)'),
+    );
+    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: bytes('0a580001') })).toThrow(
+      new RangeError('NS target IPv6 address must be 16 bytes, got 4 (0a580001)'),
+    );
+  });
+
+  it('rejects an unspecified or multicast source and target', () => {
+    const ALL_NODES = bytes('ff020000000000000000000000000001');
+    expect(() => neighborSolicitation({ mac: MAC, ip: new Uint8Array(16), target: GATEWAY })).toThrow(
+      new RangeError('NS source :: must be a unicast address'),
+    );
+    expect(() => neighborSolicitation({ mac: MAC, ip: ALL_NODES, target: GATEWAY })).toThrow(
+      new RangeError('NS source ff02::1 must be a unicast address'),
+    );
+    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: ALL_NODES })).toThrow(
+      new RangeError('NS target ff02::1 must be a unicast address'),
+    );
+    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: new Uint8Array(16) })).toThrow(
+      new RangeError('NS target :: must be a unicast address'),
+    );
+  });
+
+  it('rejects a multicast source MAC', () => {
+    expect(() => neighborSolicitation({ mac: bytes('333300000001'), ip: IP, target: GATEWAY })).toThrow(RangeError);
+  });
+});
+
+describe('parseNeighborAdvert', () => {
+  /**
+   * The gateway fd00:88::1 at 52:54:00:12:34:56 answering the NS above, unicast, flags R S O, with a target link-layer
+   * option; checksum by a separate script, tshark: "Neighbor Advertisement fd00:88::1 (rtr, sol, ovr) is at
+   * 52:54:00:12:34:56", "[Checksum Status: Good]".
+   */
+  const ANSWER = [
+    '02420a580005', // eth dst: the pod
+    '525400123456', // eth src: the gateway
+    '86dd',
+    '60000000',
+    '0020', // payload length 32
+    '3a', // next header ICMPv6
+    'ff', // hop limit 255
+    'fd000088000000000000000000000001', // source fd00:88::1
+    'fd000088000000000000000000000005', // destination fd00:88::5
+    '88', // type 136
+    '00', // code
+    '1645', // checksum
+    'e0000000', // R S O, reserved
+    'fd000088000000000000000000000001', // target fd00:88::1
+    '0201525400123456', // target link-layer address option
+  ].join('');
+  /** As ANSWER, flags S only, without options (checksum 0x3f0b, tshark: "(sol)"). */
+  const BARE = ANSWER.replace('00203aff', '00183aff')
+    .replace('1645e0000000', '3f0b40000000')
+    .replace(/0201525400123456$/, '');
+  /**
+   * From 52:54:00:00:00:aa, source fe80::1, flags S O, a nonce option before the target link-layer option (checksum
+   * 0x3bc6, tshark: "(sol, ovr) is at 52:54:00:12:34:56").
+   */
+  const WITH_NONCE = ANSWER.replace('525400123456', '5254000000aa')
+    .replace('00203aff', '00283aff')
+    .replace('3afffd000088000000000000000000000001', '3afffe800000000000000000000000000001')
+    .replace('1645e0000000', '3bc660000000')
+    .replace(/0201525400123456$/, '0e01a1b2c3d4e5f60201525400123456');
+
+  const view = (hex: string) => {
+    const na = parseNeighborAdvert(bytes(hex));
+    return (
+      na && {
+        ethSource: na.ethSource.toString('hex'),
+        source: na.source.toString('hex'),
+        target: na.target.toString('hex'),
+        targetMac: na.targetMac?.toString('hex'),
+        flags: [na.router, na.solicited, na.override],
+      }
+    );
+  };
+
+  it('reads every field of a solicited NA with the target link-layer option', () => {
+    expect(view(ANSWER)).toEqual({
+      ethSource: '525400123456',
+      source: 'fd000088000000000000000000000001',
+      target: 'fd000088000000000000000000000001',
+      targetMac: '525400123456',
+      flags: [true, true, true],
+    });
+  });
+
+  it('reads an NA without options: no targetMac, each flag on its own bit', () => {
+    const na = parseNeighborAdvert(bytes(BARE))!;
+    expect(na.targetMac).toBeUndefined();
+    expect('targetMac' in na).toBe(false);
+    expect([na.router, na.solicited, na.override]).toEqual([false, true, false]);
+    const routerOnly = parseNeighborAdvert(bytes(BARE.replace('3f0b40000000', '3f0b80000000')))!;
+    expect([routerOnly.router, routerOnly.solicited, routerOnly.override]).toEqual([true, false, false]);
+    const overrideOnly = parseNeighborAdvert(bytes(BARE.replace('3f0b40000000', '3f0b20000000')))!;
+    expect([overrideOnly.router, overrideOnly.solicited, overrideOnly.override]).toEqual([false, false, true]);
+  });
+
+  it('finds the target link-layer option after another option', () => {
+    expect(view(WITH_NONCE)).toEqual({
+      ethSource: '5254000000aa',
+      source: 'fe800000000000000000000000000001',
+      target: 'fd000088000000000000000000000001',
+      targetMac: '525400123456',
+      flags: [false, true, true],
+    });
+  });
+
+  it('ignores a source link-layer option (type 1) and Ethernet padding after the message', () => {
+    const withSource = ANSWER.replace(/0201525400123456$/, '0101525400123456');
+    expect(view(withSource)?.targetMac).toBeUndefined();
+    expect(view(`${BARE}${'00'.repeat(8)}`)?.targetMac).toBeUndefined();
+    expect(view(`${ANSWER}${'02'.repeat(4)}`)?.targetMac).toBe('525400123456');
+  });
+
+  it('takes no MAC from a target link-layer option of another length than an Ethernet address', () => {
+    const long = ANSWER.replace('00203aff', '00283aff').replace(
+      /0201525400123456$/,
+      '02025254001234560000000000000000',
+    );
+    expect(view(long)).toMatchObject({ target: 'fd000088000000000000000000000001', targetMac: undefined });
+  });
+
+  it('reads the unsolicited NAs it builds', () => {
+    const na = parseNeighborAdvert(unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router: false, override: true }))!;
+    expect([na.target.toString('hex'), na.targetMac?.toString('hex'), na.solicited, na.override]).toEqual([
+      'fd000088000000000000000000000005',
+      '02420a580005',
+      false,
+      true,
+    ]);
+  });
+
+  it('returns copies, and reads a frame inside a larger buffer', () => {
+    const big = Buffer.concat([bytes('aabbcc'), bytes(ANSWER)]);
+    const na = parseNeighborAdvert(big.subarray(3))!;
+    big.fill(0);
+    expect([na.ethSource, na.source, na.target, na.targetMac!].map((b) => b.toString('hex'))).toEqual([
+      '525400123456',
+      'fd000088000000000000000000000001',
+      'fd000088000000000000000000000001',
+      '525400123456',
+    ]);
+  });
+
+  it.each([
+    ['a short frame', ANSWER.slice(0, 2 * (14 + 40 + 23))],
+    ['another ethertype', ANSWER.replace('86dd', '0800')],
+    ['another IP version', ANSWER.replace('86dd6000', '86dd4000')],
+    ['an extension header (hop-by-hop) before ICMPv6', ANSWER.replace('00203aff', '002000ff')],
+    ['another next header', ANSWER.replace('00203aff', '002011ff')],
+    ['a hop limit below 255 (forwarded)', ANSWER.replace('00203aff', '00203a40')],
+    ['a Neighbor Solicitation', ANSWER.replace('88001645', '87001645')],
+    ['a Router Advertisement', ANSWER.replace('88001645', '86001645')],
+    ['a nonzero code', ANSWER.replace('88001645', '88011645')],
+    ['a payload length below 24', BARE.replace('00183aff', '00173aff')],
+    ['a payload length past the frame', ANSWER.replace('00203aff', '00283aff')],
+    ['an option of length 0', ANSWER.replace(/0201525400123456$/, '0200525400123456')],
+    ['an option running past the message', ANSWER.replace(/0201525400123456$/, '0202525400123456')],
+    ['a lone byte of option', `${BARE.replace('00183aff', '00193aff')}02`],
+  ])('ignores %s', (_, hex) => {
+    expect(parseNeighborAdvert(bytes(hex))).toBeUndefined();
+  });
+
+  it('does not take an NS for an NA', () => {
+    const target = bytes('fd000088000000000000000000000001');
+    expect(parseNeighborAdvert(neighborSolicitation({ mac: MAC, ip: IP, target }))).toBeUndefined();
   });
 });
