@@ -3,6 +3,7 @@
 import type { ArpOpOption, MacMode } from './cni/option-schema';
 import { gratuitousArp, type ArpOp } from './wire/arp';
 import { deriveMac, parseMacPrefix } from './wire/derive-mac';
+import { canonicalIP, ipFamily, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 
 /** The per-attachment options the planner reads. */
@@ -19,10 +20,25 @@ export interface PlanOptions {
   backoff: number;
 }
 
-/** prevResult as the planner sees it: interfaces and addresses in result order. */
+/** prevResult as the planner sees it: interfaces, addresses and routes in result order. */
 export interface PlanResult {
   interfaces: readonly { name: string; mac?: string | undefined; sandbox?: string | undefined }[];
-  ips: readonly { address: string; family: 4 | 6; interface?: number | undefined }[];
+  /** Without a prefix length, an address has no gateway on its link. */
+  ips: readonly {
+    address: string;
+    family: 4 | 6;
+    interface?: number | undefined;
+    prefixLength?: number | undefined;
+    gateway?: string | undefined;
+  }[];
+  /** Absent: no routes. */
+  routes?: readonly { dst: string; gw?: string | undefined }[] | undefined;
+}
+
+/** Next hops by family, canonical text. */
+export interface Gateways {
+  ipv4: string[];
+  ipv6: string[];
 }
 
 /** One pod interface to announce. */
@@ -37,6 +53,8 @@ export interface InterfacePlan {
   ipv6: string[];
   /** The IP-derived MAC to set before announcing, when `mac: ip-derived` applies. */
   targetMac: Buffer | undefined;
+  /** The next hops prevResult's routes send through this interface, whatever `ipv4` and `ipv6` say. */
+  gateways: Gateways;
 }
 
 /** Everything ADD (and the background announcer) needs to announce an attachment. */
@@ -79,6 +97,7 @@ export function planAnnouncement(
       ipv4: options.ipv4 ? mine.filter((ip) => ip.family === 4).map((ip) => ip.address) : [],
       ipv6: options.ipv6 ? mine.filter((ip) => ip.family === 6).map((ip) => ip.address) : [],
       targetMac: prefix && first ? deriveMac(prefix, first.address) : undefined,
+      gateways: routedGateways(result.routes ?? [], mine, pod.length === 1),
     };
   });
   return {
@@ -87,6 +106,79 @@ export function planAnnouncement(
     arpOps: options.arpOp === 'both' ? ['request', 'reply'] : [options.arpOp],
     schedule: burstSchedule(options.count, options.intervalMs, options.backoff),
   };
+}
+
+type PlanIp = PlanResult['ips'][number];
+type PlanRoute = NonNullable<PlanResult['routes']>[number];
+
+/**
+ * The next hops `routes` send through the pod interface whose addresses are `mine`, deduplicated, in route order:
+ * a route's `gw` when one of `mine` has it on link (a link-local IPv6 `gw`: when the pod has `onlyInterface`), or
+ * for a route without `gw` the `gateway` of `mine` of the route's family, as ipam.ConfigureIface routes it.
+ */
+function routedGateways(routes: readonly PlanRoute[], mine: readonly PlanIp[], onlyInterface: boolean): Gateways {
+  const gateways: Gateways = { ipv4: [], ipv6: [] };
+  for (const route of routes) {
+    const hop = route.gw === undefined ? ownGateway(route.dst, mine) : onLinkHop(route.gw, mine, onlyInterface);
+    if (!hop) continue;
+    const list = hop.family === 4 ? gateways.ipv4 : gateways.ipv6;
+    if (!list.includes(hop.text)) list.push(hop.text);
+  }
+  return gateways;
+}
+
+interface Address {
+  family: 4 | 6;
+  bytes: Buffer;
+  /** Canonical text. */
+  text: string;
+}
+
+/** The first `gateway` among `mine` of the family of `dst` (first wins, as in ipam.ConfigureIface). */
+function ownGateway(dst: string, mine: readonly PlanIp[]): Address | undefined {
+  const family = tryParse(() => parseCidr(dst).family);
+  for (const ip of mine) {
+    const gateway = ip.gateway === undefined ? undefined : addressOf(ip.gateway);
+    if (gateway && gateway.family === family) return gateway;
+  }
+  return undefined;
+}
+
+/** `gw` when one of `mine` has it inside its prefix, or it is IPv6 link-local and the pod has `onlyInterface`. */
+function onLinkHop(gw: string, mine: readonly PlanIp[], onlyInterface: boolean): Address | undefined {
+  const hop = addressOf(gw);
+  if (!hop) return undefined;
+  if (onlyInterface && hop.family === 6 && isIPv6LinkLocal(hop.bytes)) return hop;
+  const onLink = mine.some((ip) => {
+    const own = ip.prefixLength === undefined ? undefined : addressOf(ip.address);
+    return own?.family === hop.family && samePrefix(own.bytes, hop.bytes, ip.prefixLength!);
+  });
+  return onLink ? hop : undefined;
+}
+
+/** An IP address's family, bytes and canonical text; undefined for anything else or an unspecified address. */
+function addressOf(text: string): Address | undefined {
+  const family = tryParse(() => ipFamily(text));
+  if (family === undefined) return undefined;
+  const bytes = family === 4 ? parseIPv4(text) : parseIPv6(text);
+  return bytes.some((b) => b !== 0) ? { family, bytes, text: canonicalIP(text) } : undefined;
+}
+
+/** Whether the first `prefixLength` bits of `a` and `b` match. */
+function samePrefix(a: Uint8Array, b: Uint8Array, prefixLength: number): boolean {
+  for (let bit = 0; bit < prefixLength; bit += 8) {
+    const mask = (0xff << (8 - Math.min(8, prefixLength - bit))) & 0xff;
+    if ((a[bit / 8]! & mask) !== (b[bit / 8]! & mask)) return false;
+  }
+  return true;
+}
+
+function tryParse<T>(parse: () => T): T | undefined {
+  try {
+    return parse();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The longest a burst may last, from its first round to its last: 10 minutes. */

@@ -15,13 +15,22 @@ import { lockPath, lockWaitMs, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, stateDirProblem, type AttachmentRecord } from './state';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 import type { JobHost } from './job-host';
+import type { AddGatewayCheck } from './gateway-on-add';
+import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
 import { persist, unpersist, writeRecordQuietly } from './add-record';
 import { firstRound, type AddClock, type FirstRound } from './first-round';
 import { applyTargetMacs } from './target-macs';
 import { restoreRecordedMacs } from './undo-macs';
 import type { Timers } from './timers';
 import type { Waits } from './waits';
-import { AddressConflictError, AttachmentBusyError, InterfaceMissingError, NotWantedError, StateError } from './errors';
+import {
+  AddressConflictError,
+  AttachmentBusyError,
+  GatewayUnansweredError,
+  InterfaceMissingError,
+  NotWantedError,
+  StateError,
+} from './errors';
 import { totalFrames } from './round';
 import { requireWanted } from './wanted';
 
@@ -69,6 +78,7 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
   announce: boolean;
   addWaitMs: number;
   readyTimeoutMs: number;
+  gatewayCheck: AddGatewayCheck;
 }
 
 /**
@@ -108,7 +118,8 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   try {
     done = await inPod(deps, job, record, clock);
     if (done.first.later) record.job = done.first.later;
-    if (record.job || record.originalMacs.length > 0) persist(job.stateDir, record);
+    if (worthKeeping(done.first.gateway)) record.gateway = done.first.gateway;
+    if (record.job || record.gateway || record.originalMacs.length > 0) persist(job.stateDir, record);
     else if (previous) unpersist(file);
   } catch (err) {
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
@@ -162,7 +173,7 @@ async function inPod(
     } catch (err) {
       // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
       // gone: ADD fails for it, so the pod keeps its own MAC too.
-      if (err instanceof AddressConflictError || err instanceof NotWantedError)
+      if (err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError)
         restoreRecordedMacs(session, record, deps.log);
       throw err;
     }
@@ -172,8 +183,16 @@ async function inPod(
   }
 }
 
+/** Whether a verdict goes into the record (and status): not when the check is off or nothing is routed. */
+function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVerdict {
+  return verdict !== undefined && verdict.result !== 'off' && verdict.result !== 'no-gateway';
+}
+
 /** Hands the job left after round 1 (if any) and what round 1 did to the announcer's table of work. */
 function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound): void {
-  deps.host.added(name, record.job, { sent: first.sent, conflicts: first.conflicts });
+  const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
+  deps.host.added(name, record.job, report);
+  if (first.gateway && first.gateway.result !== 'pending')
+    deps.log.info(`gateway check: ${describeVerdict(first.gateway)}`, { gateway: first.gateway });
   if (record.job) deps.log.debug('background work handed over', { rounds: record.job.schedule.length });
 }

@@ -2,6 +2,7 @@
 import type { ArpOp } from '../wire/arp';
 import type { NetnsId } from '../sys/netns';
 import type { LogLevel } from '../log';
+import type { RoutedGateway } from './gateway-verdict';
 
 /** Which attachment a record or a job is about. */
 export interface AttachmentIds {
@@ -53,6 +54,18 @@ export interface BackgroundJob extends AttachmentIds {
    * them.
    */
   conflicts?: number | undefined;
+  /**
+   * The gateway check (gatewayCheck report or require; absent: off): the asks after round 1 until every routed
+   * gateway answered (a `require` ADD had them all), and the node-local proof. Once ADD has returned, require acts as
+   * report.
+   */
+  gatewayCheck?: GatewayCheckJob | undefined;
+}
+
+/** How the announcer asks an attachment's routed gateways (gateway-ask.ts): one window of `windowMs` per ask. */
+export interface GatewayCheckJob {
+  windowMs: number;
+  gateways: RoutedGateway[];
 }
 
 /** How a deferred round 1 probes for IPv4 conflicts (see conflict-probe.ts). */

@@ -53,3 +53,18 @@ export class NotWantedError extends Error {
     super(`the caller no longer waits: stopped before ${step}${sent > 0 ? ` (${sent} frames sent before)` : ''}`);
   }
 }
+
+/**
+ * gatewayCheck require: a routed gateway did not answer within gatewayCheckMs (or could not be asked): ADD undid
+ * what it did; `asked` names what was sent.
+ */
+export class GatewayUnansweredError extends Error {
+  override name = 'GatewayUnansweredError';
+  constructor(
+    readonly unanswered: readonly { interface: string; gateway: string }[],
+    readonly asked: string,
+  ) {
+    const silent = unanswered.map((g) => `${g.gateway} (${g.interface})`).join(', ');
+    super(`gateway ${silent} did not answer: ${asked} (gatewayCheck: require)`);
+  }
+}

@@ -12,6 +12,9 @@ import { InterfaceMissingError } from './errors';
 import type { ResolvedInterface } from './pod-interface';
 import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
+import { sendWithinBudget } from './budget-wait';
+import { gatewayOnAdd } from './gateway-on-add';
+import type { GatewayVerdict } from './gateway-verdict';
 import { waitReady, type PodSession } from './session';
 import { requireWanted } from './wanted';
 
@@ -23,6 +26,8 @@ export interface FirstRound {
   sent: FrameCounts;
   conflicts?: number;
   later?: BackgroundJob;
+  /** What the gateway check found, when it runs (absent: round 1 did not go out). */
+  gateway?: GatewayVerdict;
 }
 
 /** When ADD started (boot ms, the clock of the job) and took the lock (monotonic ms). */
@@ -45,7 +50,7 @@ export async function firstRound(
 ): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
-  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, ...shared } = job;
+  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, gatewayCheck: _, ...shared } = job;
   if (!announce) {
     log.info('announcements disabled for this attachment: sending nothing');
     return NOTHING;
@@ -64,6 +69,7 @@ export async function firstRound(
     arpOps: plan.arpOps,
     schedule: plan.schedule,
     readyDeadline: clock.startedAt + readyTimeoutMs,
+    ...asksLater(job),
   };
   switch (outcome.kind) {
     case 'gone':
@@ -79,6 +85,8 @@ export async function firstRound(
         waitedMs: addWaitMs,
         waitingFor: outcome.reasons,
       });
+      if (job.gatewayCheck.mode === 'require' && base.gatewayCheck)
+        log.warn('gatewayCheck require acts as report: the pod was not ready within addWaitMs', { addWaitMs });
       return { sent: NO_FRAMES, later: base };
   }
 }
@@ -105,47 +113,39 @@ async function sendReady(
   // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
   // command waiting for this attachment's lock would give up on it.
   const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
-  const sent = await sendWithinBudget(deps, frames.length, deadline, () => {
-    requireWanted(deps, 'round 1');
-    return sendFrames(session.pod.packet, frames, log);
-  });
+  const sent = await sendWithinBudget(
+    deps,
+    frames.length,
+    deadline,
+    () => {
+      requireWanted(deps, 'round 1');
+      return sendFrames(session.pod.packet, frames, log);
+    },
+    'round 1',
+  );
+  const firstRoundAt = timers.bootMs();
   log.info('announced', {
     round: 1,
     of: plan.schedule.length,
     frames: totalFrames(sent),
     ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]),
   });
+  const after = { session, netns: job.netns, inputs, conflicts, firstRoundAt };
+  const gateway = await gatewayOnAdd(deps, job.gatewayCheck, after);
   // Later rounds leave out what the probe found in use, too.
   const interfaces = dropConflicting(base.interfaces, conflicts);
-  const more = plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
-  const found = conflicts.length;
-  return more
-    ? { sent, conflicts: found, later: { ...base, interfaces, conflicts: found, firstRoundAt: timers.bootMs() } }
-    : { sent, conflicts: found };
+  // A check with a routed gateway leaves a job: its asks and the node-local proof after round 1 run in the announcer.
+  const more =
+    (plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0)) ||
+    base.gatewayCheck !== undefined;
+  const later = { ...base, interfaces, conflicts: conflicts.length, firstRoundAt };
+  return more ? { sent, conflicts: conflicts.length, later, gateway } : { sent, conflicts: conflicts.length, gateway };
 }
 
-/** Round 1 is never dropped: it waits for the node-wide budget until `deadline` (monotonic ms), then goes on credit. */
-async function sendWithinBudget(
-  deps: AddDeps,
-  frames: number,
-  deadline: number,
-  send: () => FrameCounts,
-): Promise<FrameCounts> {
-  let sent: FrameCounts = NO_FRAMES;
-  let waited = false;
-  for (;;) {
-    const now = deps.timers.now();
-    const taken = await deps.budget.take(
-      frames,
-      () => deps.timers.bootMs(),
-      now >= deadline,
-      () => (sent = send()),
-    );
-    if (taken.ok) return sent;
-    if (!waited) deps.log.info('node-wide rate limit: round 1 waits its turn', { waitMs: taken.waitMs });
-    waited = true;
-    await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
-  }
+/** The check a background job carries on: none when it is off or nothing is routed (then there is nothing to prove). */
+function asksLater(job: AddJob): Pick<BackgroundJob, 'gatewayCheck'> {
+  const { mode, windowMs, gateways } = job.gatewayCheck;
+  return mode === 'off' || gateways.length === 0 ? {} : { gatewayCheck: { windowMs, gateways } };
 }
 
 /** Interfaces worth waiting for: those with addresses, on links where L2 neighbours exist. */

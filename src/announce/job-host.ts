@@ -3,11 +3,14 @@
 // it).
 import type { BackgroundJob } from './background-job';
 import type { FrameCounts } from './round';
+import type { GatewayVerdict } from './gateway-verdict';
 
 /** What ADD's round 1 did: the frames it sent and the addresses its probe left out. */
 export interface FirstRoundReport {
   sent: FrameCounts;
   conflicts?: number | undefined;
+  /** What the gateway check found in ADD (pending: the announcer asks next). */
+  gateway?: GatewayVerdict | undefined;
 }
 
 /** The announcer's table of work, as the commands it hosts see it. */

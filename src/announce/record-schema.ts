@@ -2,7 +2,7 @@
 // names MACs to write into a pod and a netns to enter, so a field that is
 // missing, of the wrong type or out of range makes the whole record invalid:
 // it is never half-trusted.
-import { optional, refine } from 'zod/mini';
+import { optional, refine, z } from 'zod/mini';
 import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
 import { check, choice, ifname as ifnameOf, intRange, listOf, nonEmpty, numRange, obj, str } from '../cni/zod-checks';
 import type { BackgroundJob } from './background-job';
@@ -25,6 +25,29 @@ const attachmentIds = {
   caller: optional(obj({ mnt: obj({ dev: count(), ino: count() }), net: obj({ dev: count(), ino: count() }) })),
 };
 
+const routed = () => obj({ interface: ifname(), gateway: str() });
+
+/** What the node saw of one pod interface (NodeProof): shown as it was written, never acted on. */
+function nodeProof() {
+  const fdb = z.discriminatedUnion('kind', [
+    obj({ kind: z.literal('converged'), port: str() }),
+    obj({ kind: z.literal('duplicate'), port: str(), others: listOf(str(), 64) }),
+    obj({ kind: z.literal('not-learned') }),
+  ]);
+  const neighbour = obj({ address: str(), kind: choice(['absent', 'converged', 'stale']), mac: optional(mac()) });
+  const seen = obj({ fdb, neighbours: listOf(neighbour, 64) });
+  return z.union([obj({ interface: ifname(), seen }), obj({ interface: ifname(), unseen: str() })]);
+}
+
+/** A gateway check's verdict, as records and the announcer's status carry it. */
+export const gatewayVerdictSchema = obj({
+  result: choice(['pending', 'answered', 'no-answer', 'no-gateway', 'off']),
+  answered: listOf(obj({ interface: ifname(), gateway: str(), mac: mac(), afterMs: ms() }), 256),
+  unanswered: listOf(routed(), 256),
+  asks: count(),
+  node: optional(listOf(nodeProof(), 64)),
+});
+
 const backgroundJob = obj({
   ...attachmentIds,
   interfaces: listOf(obj({ name: ifname(), ipv4: listOf(str(), 4096), ipv6: listOf(str(), 4096) }), 64),
@@ -41,6 +64,7 @@ const backgroundJob = obj({
     obj({ action: choice(['warn', 'fail']), probeMs: OPTIONS.probeMs.schema, probes: OPTIONS.probes.schema }),
   ),
   conflicts: optional(count()),
+  gatewayCheck: optional(obj({ windowMs: OPTIONS.gatewayCheckMs.schema, gateways: listOf(routed(), 256) })),
   pod: optional(obj({ namespace: optional(str()), name: optional(str()) })),
 });
 
@@ -48,6 +72,7 @@ const recordSchema = obj({
   ...attachmentIds,
   originalMacs: listOf(obj({ name: ifname(), mac: mac() }), 64),
   job: optional(backgroundJob),
+  gateway: optional(gatewayVerdictSchema),
 });
 
 /** A record that passed the schema, or the first problem found, e.g. `"job.netnsId" must be an object`. */

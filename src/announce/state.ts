@@ -10,6 +10,7 @@ import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { recordName, stateEntryKind } from '../state-files';
 import { checkRecord } from './record-schema';
 import type { AttachmentIds, BackgroundJob } from './background-job';
+import type { GatewayVerdict } from './gateway-verdict';
 
 /** What is recorded about one attachment. */
 export interface AttachmentRecord extends AttachmentIds {
@@ -17,6 +18,8 @@ export interface AttachmentRecord extends AttachmentIds {
   originalMacs: { name: string; mac: string }[];
   /** The background announcer's work order (src/daemon): it reads it from here. */
   job?: BackgroundJob | undefined;
+  /** What the gateway check found (absent: off, or from before the check): status shows it while the record lives. */
+  gateway?: GatewayVerdict | undefined;
 }
 
 /** Records are small; anything larger is not one of ours. */

@@ -23,7 +23,15 @@ import {
 import { listProblems } from './problems';
 import { check, list, obj, str } from './zod-checks';
 
-export type { AnnounceOverrides, ArpOpOption, ConflictCheck, LogLevel, MacMode, PodOverride } from './option-schema';
+export type {
+  AnnounceOverrides,
+  ArpOpOption,
+  ConflictCheck,
+  GatewayCheck,
+  LogLevel,
+  MacMode,
+  PodOverride,
+} from './option-schema';
 export type { PodAnnounce } from './pod-overrides';
 
 /** One live attachment named by GC. */
@@ -127,17 +135,21 @@ export function parseConfig(raw: unknown): PluginConfig {
   return config;
 }
 
-/** `onUnavailable: skip` where the result depends on the announcer (an IP-derived MAC, conflictCheck fail). */
+/**
+ * `onUnavailable: skip` where the result depends on the announcer: an IP-derived MAC, conflictCheck fail, gatewayCheck
+ * require, or a pod allowed to ask for mac or gatewayCheck.
+ */
 function skipProblem(config: PluginConfig): string | undefined {
   if (config.onUnavailable !== 'skip') return undefined;
-  const why =
-    config.mac === 'ip-derived'
-      ? '"mac" is "ip-derived"'
-      : config.conflictCheck === 'fail'
-        ? '"conflictCheck" is "fail"'
-        : config.podOverrides?.includes('mac')
-          ? '"podOverrides" lets a pod ask for "mac"'
-          : undefined;
+  const overridable = (field: PodOverride) => config.podOverrides?.includes(field) === true;
+  const reasons: [boolean, string][] = [
+    [config.mac === 'ip-derived', '"mac" is "ip-derived"'],
+    [config.conflictCheck === 'fail', '"conflictCheck" is "fail"'],
+    [config.gatewayCheck === 'require', '"gatewayCheck" is "require"'],
+    [overridable('mac'), '"podOverrides" lets a pod ask for "mac"'],
+    [overridable('gatewayCheck'), '"podOverrides" lets a pod ask for "gatewayCheck"'],
+  ];
+  const why = reasons.find(([applies]) => applies)?.[1];
   return why && `"onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
 }
 

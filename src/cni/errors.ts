@@ -34,6 +34,8 @@ export const ErrorCode = {
   StateFailure: 105,
   /** An IPv4 address of the pod is already used by another host (conflictCheck: fail): nothing was announced. */
   AddressConflict: 106,
+  /** A routed gateway did not answer the gateway check (gatewayCheck: require): nothing was left behind. */
+  GatewayUnanswered: 107,
   /** An unexpected error: a bug in the plugin. */
   Internal: 999,
 } as const;

@@ -35,6 +35,7 @@ const ARP_OPS = ['request', 'reply', 'both'] as const;
 const MAC_MODES = ['keep', 'ip-derived'] as const;
 const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
 const ON_UNAVAILABLE = ['fail', 'skip'] as const;
+const GATEWAY_CHECKS = ['off', 'report', 'require'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
@@ -46,6 +47,8 @@ export type MacMode = (typeof MAC_MODES)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
 /** What an IPv4 address another host answers for does: nothing (no probe), skip it with a warning, or fail ADD. */
 export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
+/** Whether the pod asks its routed gateways for their MAC after round 1: off, report (ADD does not wait), require. */
+export type GatewayCheck = (typeof GATEWAY_CHECKS)[number];
 
 /**
  * Who may set an option:
@@ -86,6 +89,8 @@ const POD_OPTIONS = {
   backoff: option('pod', numRange(1, 4), 1),
   probeMs: option('pod', intRange(10, 2000), 100),
   probes: option('pod', intRange(1, 3), 2),
+  gatewayCheck: option('pod', choice(GATEWAY_CHECKS), 'report'),
+  gatewayCheckMs: option('pod', intRange(50, 10000), 1000),
 };
 
 /** An option `args.cni.announce` may name, besides `enabled`. */

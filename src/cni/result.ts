@@ -2,7 +2,7 @@ import { CniError, ErrorCode } from './errors';
 import { fieldProblem, type PathSegment } from './field-path';
 import { listProblems } from './problems';
 import { compareVersions, type CniVersion } from './versions';
-import { parseCidr } from '../wire/ip';
+import { ipFamily, parseCidr } from '../wire/ip';
 
 /** One entry of prevResult.interfaces. */
 export interface PrevInterface {
@@ -27,14 +27,24 @@ export interface PrevIp {
   interface?: number;
 }
 
+/** One entry of prevResult.routes, as written (other fields, such as mtu or table, stay in `raw`). */
+export interface PrevRoute {
+  /** The destination network, e.g. "0.0.0.0/0". */
+  dst: string;
+  /** The next hop; absent: the `gateway` of the interface's address of dst's family (ipam.ConfigureIface). */
+  gw?: string;
+}
+
 /** The previous plugin's result: the typed view the plugin needs, plus the raw object to print back. */
 export interface PrevResult {
-  /** The result as received, unknown fields (routes, dns, custom keys) included. */
+  /** The result as received, unknown fields (dns, custom keys) included. */
   raw: Readonly<Record<string, unknown>>;
   /** prevResult.interfaces, or [] when absent. */
   interfaces: PrevInterface[];
   /** prevResult.ips, or [] when absent. */
   ips: PrevIp[];
+  /** prevResult.routes, or [] when absent. */
+  routes: PrevRoute[];
 }
 
 /** Changes the plugin made, to write into the printed result. */
@@ -46,16 +56,17 @@ export interface ResultChanges {
 const ROOT = 'prevResult';
 
 /**
- * Validates what the plugin relies on in prevResult (interfaces, ips and their references); throws one code-7 CniError
- * naming every bad field.
+ * Validates what the plugin relies on in prevResult (interfaces, ips and their references, routes); throws one code-7
+ * CniError naming every bad field.
  */
 export function parsePrevResult(raw: unknown): PrevResult {
   if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
   const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
   const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
+  const routes = parseList(raw, 'routes', problems, parseRoute);
   if (problems.length > 0) throw resultError(problems);
-  return { raw, interfaces, ips };
+  return { raw, interfaces, ips, routes };
 }
 
 /**
@@ -174,6 +185,27 @@ function parseIp(
   if (gateway !== undefined) out.gateway = gateway as string;
   if (iface !== undefined) out.interface = iface as number;
   return out;
+}
+
+function parseRoute(entry: Record<string, unknown>, path: PathSegment[], problems: string[]): PrevRoute | undefined {
+  const before = problems.length;
+  const { dst, gw } = entry;
+  if (cidrOf(dst) === undefined) {
+    problems.push(fieldProblem([...path, 'dst'], 'must be a network with a prefix length, such as "0.0.0.0/0"', dst));
+  }
+  if (gw !== undefined && !isIP(gw)) problems.push(fieldProblem([...path, 'gw'], 'must be an IP address', gw));
+  if (problems.length > before) return undefined;
+  return gw === undefined ? { dst: dst as string } : { dst: dst as string, gw: gw as string };
+}
+
+function isIP(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    ipFamily(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The family and prefix length of an "address/prefix" string, or undefined for anything else. */

@@ -9,6 +9,21 @@ import { isLocallyAdministeredMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
 import { planFor } from './plan-for';
+import type { AnnouncePlan } from '../plan';
+import type { RoutedGateway } from '../announce/gateway-verdict';
+
+/**
+ * The routed gateways the plan's interfaces ask, one entry per (interface, gateway): those of a family the interface
+ * announces addresses of (`ipv4: false` asks no IPv4 gateway).
+ */
+function routedGateways(plan: AnnouncePlan): RoutedGateway[] {
+  return plan.interfaces.flatMap((i) =>
+    [...(i.ipv4.length > 0 ? i.gateways.ipv4 : []), ...(i.ipv6.length > 0 ? i.gateways.ipv6 : [])].map((gateway) => ({
+      interface: i.name,
+      gateway,
+    })),
+  );
+}
 
 /** ADD: announce the pod's addresses (and set IP-derived MACs), then print prevResult back. */
 export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<string, unknown>> {
@@ -59,6 +74,7 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
           options.conflictCheck === 'off'
             ? undefined
             : { action: options.conflictCheck, probeMs: options.probeMs, probes: options.probes },
+        gatewayCheck: { mode: options.gatewayCheck, windowMs: options.gatewayCheckMs, gateways: routedGateways(plan) },
       },
     );
     return formatResult(prevResult, req.cniVersion, { macs });

@@ -2,6 +2,7 @@
 import {
   AddressConflictError,
   AttachmentBusyError,
+  GatewayUnansweredError,
   InterfaceMissingError,
   NotWantedError,
   StateError,
@@ -18,6 +19,7 @@ const ANNOUNCE_CODES: readonly [new (...args: never[]) => Error, ErrorCodeValue]
   [AttachmentBusyError, ErrorCode.TryAgainLater],
   [InterfaceMissingError, ErrorCode.InterfaceNotFound],
   [AddressConflictError, ErrorCode.AddressConflict],
+  [GatewayUnansweredError, ErrorCode.GatewayUnanswered],
   [NotWantedError, ErrorCode.TryAgainLater],
 ];
 

@@ -20,5 +20,5 @@ export function planFor(
     const id = netnsIdAt(view.path(i.sandbox));
     return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
   });
-  return planAnnouncement(options, { interfaces, ips: prevResult.ips }, env);
+  return planAnnouncement(options, { interfaces, ips: prevResult.ips, routes: prevResult.routes }, env);
 }

@@ -19,6 +19,10 @@ export const OPTION_DOCS: Record<keyof typeof OPTIONS, string> = {
   backoff: 'Gap k is intervalMs × backoff^k; the last round may come at most 10 min after the first.',
   probeMs: "The conflict probe's listening window, in milliseconds.",
   probes: 'ARP probes sent per address, spread over the window.',
+  gatewayCheck:
+    'After round 1, ask each routed gateway for its MAC from inside the pod (ARP, NS): off; report; ' +
+    'require: ADD fails without an answer.',
+  gatewayCheckMs: 'How long gatewayCheck require makes ADD wait for an answer, in milliseconds.',
   interfaces: 'Announce only the pod interfaces named here (default: all).',
   addWaitMs: 'The longest ADD waits for readiness before it returns, in milliseconds.',
   readyTimeoutMs: "Readiness is awaited until ADD's start + this, in milliseconds.",

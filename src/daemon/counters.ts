@@ -1,6 +1,7 @@
 // Pure: the background announcer's counters, as `announcer status` shows them
 // (src/daemon/metrics.ts gives them to Prometheus).
 import type { FrameCounts } from '../announce/round';
+import type { GatewayResult, GatewayVerdict } from '../announce/gateway-verdict';
 
 /** Everything counted since the background announcer started. */
 export interface Counters {
@@ -12,6 +13,10 @@ export interface Counters {
   /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
   conflicts: number;
   errors: number;
+  /** The gateway check: asks made in the loop, requests sent, and attachments by final verdict. */
+  gateway: { asks: number; requests: number } & Record<GatewayCount, number>;
+  /** What the node-local proof found wrong, by kind. */
+  nodeMismatches: { duplicateMac: number; staleNeighbour: number; notLearned: number };
   /** The CNI commands this announcer took to run, by CNI_COMMAND (it is their one executor). */
   served: Record<ServedCommand, number>;
 }
@@ -30,6 +35,8 @@ export function newCounters(): Counters {
     rateLimited: { delayed: 0, dropped: 0 },
     conflicts: 0,
     errors: 0,
+    gateway: { asks: 0, requests: 0, answered: 0, noAnswer: 0, noGateway: 0, off: 0 },
+    nodeMismatches: { duplicateMac: 0, staleNeighbour: 0, notLearned: 0 },
     served: { ADD: 0, DEL: 0, CHECK: 0, GC: 0, STATUS: 0 },
   };
 }
@@ -38,6 +45,20 @@ export function newCounters(): Counters {
 export function countServed(counters: Counters, command: string | undefined): void {
   const known = SERVED_COMMANDS.find((c) => c === command);
   if (known) counters.served[known]++;
+}
+
+/** The final verdicts counted, as Counters fields. */
+export type GatewayCount = 'answered' | 'noAnswer' | 'noGateway' | 'off';
+const VERDICT_FIELDS: Record<Exclude<GatewayResult, 'pending'>, GatewayCount> = {
+  answered: 'answered',
+  'no-answer': 'noAnswer',
+  'no-gateway': 'noGateway',
+  off: 'off',
+};
+
+/** Counts one attachment's final gateway verdict (a pending one is not counted). */
+export function countVerdict(counters: Counters, verdict: GatewayVerdict): void {
+  if (verdict.result !== 'pending') counters.gateway[VERDICT_FIELDS[verdict.result]]++;
 }
 
 /** Adds `sent` to the frame counters. */

@@ -15,7 +15,7 @@ import type { TakeOverDeps } from './take-over';
 
 /** What the announcer needs from the process. */
 export interface DaemonDeps
-  extends Omit<JobDeps, 'closeInBackground' | 'lockFile'>,
+  extends Omit<JobDeps, 'closeInBackground' | 'lockFile' | 'observeGatewayAnswer'>,
     ControlDeps,
     Pick<TakeOverDeps, 'resident' | 'askHandover' | 'waitForHolder'> {
   /**

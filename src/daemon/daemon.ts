@@ -83,7 +83,8 @@ class Daemon {
     const closeInBackground = (fd: number): void => this.closer.close(fd);
     this.waits = new LoopWaits(() => deps.timers.now());
     const attachmentLock = new MemoryLocks((ms) => this.waits.sleep(ms)).take;
-    this.jobs = new Jobs({ ...deps, closeInBackground, lockFile: attachmentLock }, this.counters);
+    const gateway = { observeGatewayAnswer: (seconds: number) => this.metrics.observeGatewayAnswer(seconds) };
+    this.jobs = new Jobs({ ...deps, ...gateway, closeInBackground, lockFile: attachmentLock }, this.counters);
     const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
@@ -97,11 +98,8 @@ class Daemon {
       cni: (c, caller) => this.takeCommand(c, caller),
     };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
-    const stampProgress = (): void => deps.stampProgress(lockFd);
-    this.stamp = stamper(
-      () => deps.timers.now(),
-      () => this.guard('cannot stamp progress', stampProgress, undefined),
-    );
+    const stampProgress = (): void => this.guard('cannot stamp progress', () => deps.stampProgress(lockFd), undefined);
+    this.stamp = stamper(() => deps.timers.now(), stampProgress);
     this.handingOver = new HandingOver({
       ...deps,
       resident: deps.resident === true,

@@ -9,6 +9,7 @@ import { SteppedPodProbe } from '../announce/probe-pod';
 import { totalFrames, type OutgoingFrame } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import { jobOpener } from './job-view';
+import { askAfterRound } from './gateway-work';
 import type { Counters } from './counters';
 import {
   advance,
@@ -71,6 +72,7 @@ export async function runDeferred(
   w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(taken.sent), deferred: true });
   w.firstRoundAt = now;
   w.next = 1;
+  askAfterRound(w, now, true);
   return advance(w, now, counters);
 }
 

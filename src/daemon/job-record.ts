@@ -5,7 +5,7 @@ import { join } from '../path';
 import { netnsIdAt } from '../sys/netns';
 import { lockPath, type LockFile } from '../announce/attachment-lock';
 import type { BackgroundJob } from '../announce/background-job';
-import { readRecordFile, writeRecord } from '../announce/state';
+import { readRecordFile, writeRecord, type AttachmentRecord } from '../announce/state';
 import type { Counters } from './counters';
 import type { CallerView } from '../sys/caller-view';
 import { jobView, NO_VIEW } from './job-view';
@@ -50,38 +50,58 @@ export function stillWanted(deps: Pick<RoundDeps, 'views'> & { stateDir: string 
 /**
  * Writes when a deferred round 1 went out into the record, so that an announcer started after
  * this one (this one killed, the node's runtime restarted) takes the burst up where it stands
- * instead of waiting for the pod again and announcing it once more. Under the attachment's lock,
- * and only while the record still holds this very job: an ADD or DEL acting on the attachment
- * right now replaces or removes it anyway. Failures are counted and logged, never thrown.
+ * instead of waiting for the pod again and announcing it once more.
  */
-export async function recordFirstRound(
-  deps: { stateDir: string; lockFile: LockFile },
+export async function recordFirstRound(deps: RecordDeps, counters: Counters, w: Work): Promise<void> {
+  const job = { ...w.job, firstRoundAt: w.firstRoundAt };
+  const why = 'cannot record that round 1 went out: an announcer started later would wait for the pod again';
+  if (await updateRecord(deps, counters, w, why, (record) => ({ ...record, job }))) w.job = job;
+}
+
+/** Writes the gateway check's verdict into the record: status shows it for as long as the attachment lives. */
+export async function recordVerdict(deps: RecordDeps, counters: Counters, w: Work): Promise<void> {
+  const gateway = w.gateway?.verdict;
+  const why = 'cannot record the gateway check: an announcer started later would not show it';
+  if (gateway) await updateRecord(deps, counters, w, why, (record) => ({ ...record, gateway }));
+}
+
+/** Where records are, and how to lock one. */
+export interface RecordDeps {
+  stateDir: string;
+  lockFile: LockFile;
+}
+
+/**
+ * Rewrites the record of `w` through `change`, under the attachment's lock and only while the record still holds this
+ * very job: an ADD or DEL acting on the attachment right now replaces or removes it anyway. Failures are counted and
+ * logged (`why`), never thrown; true when written.
+ */
+async function updateRecord(
+  deps: RecordDeps,
   counters: Counters,
   w: Work,
-): Promise<void> {
-  const { containerId, ifname } = w.job;
-  const file = join(deps.stateDir, w.name);
-  const failed = (err: unknown): void => {
+  why: string,
+  change: (record: AttachmentRecord) => AttachmentRecord,
+): Promise<boolean> {
+  const failed = (err: unknown): false => {
     counters.errors++;
-    w.log.warn('cannot record that round 1 went out: an announcer started later would wait for the pod again', {
-      error: err,
-    });
+    w.log.warn(why, { error: err });
+    return false;
   };
   let lock;
   try {
-    lock = await deps.lockFile(lockPath(deps.stateDir, containerId, ifname), 0);
+    lock = await deps.lockFile(lockPath(deps.stateDir, w.job.containerId, w.job.ifname), 0);
   } catch (err) {
-    failed(err);
+    return failed(err);
   }
-  if (!lock) return;
+  if (!lock) return false;
   try {
-    const read = readRecordFile(file);
-    if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return;
-    const job = { ...w.job, firstRoundAt: w.firstRoundAt };
-    writeRecord(deps.stateDir, { ...read.record, job });
-    w.job = job;
+    const read = readRecordFile(join(deps.stateDir, w.name));
+    if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return false;
+    writeRecord(deps.stateDir, change(read.record));
+    return true;
   } catch (err) {
-    failed(err);
+    return failed(err);
   } finally {
     lock.release();
   }

@@ -7,12 +7,16 @@ import type { LockFile } from '../announce/attachment-lock';
 import { listRecords } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
-import { LATE_GRACE_MS, nextRound } from './progress';
 import type { AttachmentStatus } from './protocol';
 import { runDeferred, waitFds } from './deferred';
 import type { HandedOver } from './handover';
-import { recordFirstRound, sameJob, stillWanted } from './job-record';
+import { recordFirstRound, recordVerdict, sameJob, stillWanted } from './job-record';
 import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
+import type { GatewayVerdict } from '../announce/gateway-verdict';
+import { dropGateway, endGateway, gatewayBusy, gatewayFds, gatewayWakeAt, runGatewayDue } from './gateway-work';
+import type { GatewayDeps } from './gateway-work';
+import { settledStatus, workStatus } from './job-status';
+import { newWork, type How } from './new-work';
 
 /** Rounds that enter a pod (each a setns and its sockets) in one turn of the loop at most: answers wait no longer. */
 export const ROUNDS_PER_TURN = 2;
@@ -24,15 +28,22 @@ export interface JobDeps extends RoundDeps {
   lockFile: LockFile;
   /** A logger for one job (each job carries its network's logFile). */
   jobLog(job: BackgroundJob): Logger;
+  /** One gateway's time from round 1 to its answer (the metrics' histogram). */
+  observeGatewayAnswer(seconds: number): void;
 }
 
 /** The attachments with work, by record name. */
 export class Jobs {
   private readonly works = new Map<string, Work>();
+  /** Attachments whose work is over, with their gateway verdict: status shows them until DEL or GC. */
+  private readonly settled = new Map<string, AttachmentStatus>();
+  private readonly gatewayDeps: GatewayDeps;
   constructor(
     private readonly deps: JobDeps,
     private readonly counters: Counters,
-  ) {}
+  ) {
+    this.gatewayDeps = { ...deps, recordVerdict: (w) => recordVerdict(deps, counters, w) };
+  }
 
   get size(): number {
     return this.works.size;
@@ -45,18 +56,20 @@ export class Jobs {
   recover(handedOver: ReadonlyMap<string, HandedOver>): void {
     for (const { file, read } of listRecords(this.deps.stateDir)) {
       const name = file.slice(this.deps.stateDir.length + 1);
-      if (read.kind !== 'ok' || !read.record.job || this.works.has(name)) continue;
+      if (read.kind !== 'ok' || this.works.has(name)) continue;
+      const { job, gateway } = read.record;
+      if (gateway) this.settled.set(name, settledStatus(read.record, gateway));
+      if (!job) continue;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, read.record.job))
-        this.schedule(name, read.record.job, 'handed over', handed.next);
-      else this.schedule(name, read.record.job, 'recovered');
+      if (handed && sameJob(handed.job, job)) this.schedule(name, job, 'handed over', gateway, handed.next);
+      else this.schedule(name, job, 'recovered', gateway);
     }
   }
 
   /** Schedules the job an ADD of record `name` left, in place of any work the record had. */
-  take(name: string, job: BackgroundJob): void {
+  take(name: string, job: BackgroundJob, gateway?: GatewayVerdict): void {
     this.forget(name, undefined);
-    this.schedule(name, job, 'added');
+    this.schedule(name, job, 'added', gateway);
   }
 
   /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
@@ -69,41 +82,13 @@ export class Jobs {
   }
 
   /** `from`: the next round of a burst handed over (else round 2). */
-  private schedule(name: string, job: BackgroundJob, how: 'added' | 'recovered' | 'handed over', from = 1): void {
+  private schedule(name: string, job: BackgroundJob, how: How, verdict?: GatewayVerdict, from = 1): void {
     const log = this.deps.jobLog(job);
-    const now = this.deps.timers.bootMs();
-    const work: Work = {
-      name,
-      job,
-      log,
-      firstRoundAt: job.firstRoundAt,
-      next: 1,
-      dueAt: undefined,
-      roundsSent: 0,
-      delayed: false,
-    };
-    if (job.firstRoundAt === undefined) {
-      if (now >= job.readyDeadline) return;
-      work.next = 0;
-      work.deferred = { checkAt: now };
-      this.counters.deferred.started++;
-    } else {
-      work.roundsSent = from;
-      // Recovered work may have been sent up to its last due round already: no grace for it.
-      const { index, dueAt } = nextRound(
-        job.schedule,
-        job.firstRoundAt,
-        from,
-        now,
-        how === 'recovered' ? 0 : LATE_GRACE_MS,
-      );
-      if (dueAt === undefined) return;
-      if (how !== 'recovered' && index > from) {
-        this.counters.rounds.skippedLate += index - from;
-        log.info('rounds skipped: their time has passed', { skipped: index - from });
-      }
-      work.next = index;
-      work.dueAt = dueAt;
+    const work = newWork({ name, job, log }, { how, verdict, from }, this.deps.timers.bootMs(), this.counters);
+    if (!work) return;
+    if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
+      if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
+      return;
     }
     this.works.set(name, work);
     // A job ADD handed over reports its conflicts with it (JobHost.added); one read from the records was never
@@ -117,12 +102,14 @@ export class Jobs {
     });
   }
 
-  /** Ends the work of record `name`, if it has any; `why` is logged. */
+  /** Ends the work of record `name`, if it has any, and forgets its verdict (DEL, GC, a new ADD); `why` is logged. */
   forget(name: string, why: string | undefined): void {
+    this.settled.delete(name);
     const w = this.works.get(name);
     if (!w) return;
     this.works.delete(name);
     try {
+      dropGateway(this.deps, w);
       dropDeferred(this.deps, w);
     } catch (err) {
       this.counters.errors++;
@@ -131,9 +118,17 @@ export class Jobs {
     if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
   }
 
-  /** The event sockets of deferred waits and the receivers of their conflict probes, for the announcer's poll. */
+  /** The work is over (burst done, pod gone): a check without an answer has none; its verdict stays for status. */
+  private async end(w: Work, why: string | undefined): Promise<void> {
+    await endGateway(this.gatewayDeps, this.counters, w);
+    const status = w.gateway && settledStatus(w.job, w.gateway.verdict, w.roundsSent);
+    this.forget(w.name, why);
+    if (status) this.settled.set(w.name, status);
+  }
+
+  /** The event sockets of deferred waits, the receivers of their probes and of gateway asks, for the poll. */
   eventFds(): number[] {
-    return [...this.works.values()].flatMap(waitFds);
+    return [...this.works.values()].flatMap((w) => [...waitFds(w), ...gatewayFds(w)]);
   }
 
   /** When the next work is due (boot ms), CHECK_MS from `now` at the latest. */
@@ -142,6 +137,7 @@ export class Jobs {
     for (const w of this.works.values()) {
       if (w.deferred) wake = Math.min(wake, w.deferred.checkAt);
       else if (w.dueAt !== undefined) wake = Math.min(wake, w.dueAt);
+      wake = Math.min(wake, gatewayWakeAt(w, now) ?? wake);
     }
     return wake;
   }
@@ -151,7 +147,8 @@ export class Jobs {
    * A work that throws is counted and logged, and the others run on. At most ROUNDS_PER_TURN rounds enter a pod.
    */
   async runDue(now: number, changed: ReadonlySet<number>): Promise<void> {
-    const entered = (): number => this.counters.rounds.sent + this.counters.rounds.skippedNotReady;
+    const { rounds, gateway } = this.counters;
+    const entered = (): number => rounds.sent + rounds.skippedNotReady + gateway.asks;
     const before = entered();
     for (const w of [...this.works.values()]) {
       // Bounded work per turn: the rest is still due, so the loop polls (timeout 0) and goes on.
@@ -160,10 +157,13 @@ export class Jobs {
       let ended: Ended | undefined;
       try {
         ended = w.deferred ? await this.runDeferredDue(w, now, changed) : await this.runRoundDue(w, now);
+        if (!ended?.why) await runGatewayDue(this.gatewayDeps, this.counters, w, now, changed);
       } catch (err) {
         ended = this.failed(w, now, err);
       }
-      if (ended) this.forget(w.name, ended.why);
+      // A burst that is over keeps its work while its gateway check asks.
+      if (ended?.why !== undefined || (!w.deferred && w.dueAt === undefined && !gatewayBusy(w)))
+        await this.end(w, ended?.why);
     }
   }
 
@@ -208,25 +208,19 @@ export class Jobs {
 
   /** Every attachment with work, for `announcer status`. */
   status(now: number): AttachmentStatus[] {
-    return [...this.works.values()].map((w) => ({
-      network: w.job.network,
-      containerId: w.job.containerId,
-      ifname: w.job.ifname,
-      netns: w.job.netns,
-      ...(w.dueAt !== undefined && !w.deferred ? { nextRoundInMs: Math.max(0, Math.round(w.dueAt - now)) } : {}),
-      roundsSent: w.roundsSent,
-      roundsPlanned: w.job.schedule.length,
-      deferred: w.deferred !== undefined,
-    }));
+    const settled = [...this.settled].filter(([name]) => !this.works.has(name)).map(([, status]) => status);
+    return [...[...this.works.values()].map((w) => workStatus(w, now)), ...settled];
   }
 
   /**
-   * Closes the sockets of every deferred wait (the announcer stops); the first failure is thrown once all are closed.
+   * Closes the sockets of every deferred wait and gateway check (the announcer stops); the first failure is thrown once
+   * all are closed.
    */
   close(): void {
     const errors: unknown[] = [];
     for (const w of this.works.values()) {
       try {
+        dropGateway(this.deps, w);
         dropDeferred(this.deps, w);
       } catch (err) {
         errors.push(err);

@@ -16,6 +16,11 @@ export const ADD_TO_FIRST_ROUND_BUCKETS: readonly number[] = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ];
 
+/** Upper bounds (s) of `cni_announcer_gateway_answer_seconds`: from an answer to round 1's ask to a late round's. */
+export const GATEWAY_ANSWER_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
 const PREFIX = 'cni_announcer';
 
 /** One counter family: its name (less the prefix), help, label, and where its numbers are in Counters. */
@@ -50,6 +55,23 @@ const FAMILIES: readonly {
     read: (c) => c.conflicts,
   },
   { name: 'errors_total', help: 'Errors of the background announcer.', read: (c) => c.errors },
+  {
+    name: 'gateway_checks_total',
+    help: 'Attachments by the final verdict of their gateway check (gatewayCheck).',
+    label: 'result',
+    read: ({ gateway: { asks: _a, requests: _r, ...results } }) => results,
+  },
+  {
+    name: 'gateway_requests_total',
+    help: 'ARP requests and Neighbor Solicitations the gateway check sent.',
+    read: (c) => c.gateway.requests,
+  },
+  {
+    name: 'node_mismatches_total',
+    help: "What the node-local proof found wrong after round 1 (the pod's MAC on another bridge port, a stale entry).",
+    label: 'kind',
+    read: (c) => c.nodeMismatches,
+  },
 ];
 
 /** A Counters field name as a label value: garpRequest -> garp_request. */
@@ -61,6 +83,7 @@ function snakeCase(field: string): string {
 export class AnnouncerMetrics {
   private readonly registry = new Registry();
   private readonly addToFirstRound: Histogram;
+  private readonly gatewayAnswer: Histogram;
 
   /** `counters`: the announcer's counters, read at every scrape and write. */
   constructor(counters: () => Counters) {
@@ -86,6 +109,12 @@ export class AnnouncerMetrics {
       buckets: [...ADD_TO_FIRST_ROUND_BUCKETS],
       registers: [this.registry],
     });
+    this.gatewayAnswer = new Histogram({
+      name: `${PREFIX}_gateway_answer_seconds`,
+      help: "Time from an attachment's round 1 to a routed gateway's answer to the gateway check.",
+      buckets: [...GATEWAY_ANSWER_BUCKETS],
+      registers: [this.registry],
+    });
   }
 
   /** The Content-Type of {@link text}: the Prometheus text format 0.0.4. */
@@ -101,5 +130,10 @@ export class AnnouncerMetrics {
   /** One ADD's time from being taken to round 1 on the wire. */
   observeAddToFirstRound(seconds: number): void {
     this.addToFirstRound.observe(seconds);
+  }
+
+  /** One gateway's time from round 1 to its answer. */
+  observeGatewayAnswer(seconds: number): void {
+    this.gatewayAnswer.observe(seconds);
   }
 }

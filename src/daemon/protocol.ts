@@ -2,6 +2,8 @@
 // its socket (src/shim/wire.ts): `status` and `handover`. The ops a shim of the
 // previous release sent after running a command in-process (sync, count,
 // cancel) are refused by name.
+import type { GatewayVerdict } from '../announce/gateway-verdict';
+import { gatewayVerdictSchema } from '../announce/record-schema';
 import { z } from 'zod/mini';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
 import type { Counters } from './counters';
@@ -27,6 +29,8 @@ export interface AttachmentStatus {
   roundsPlanned: number;
   /** Waiting for the pod to become ready before round 1. */
   deferred: boolean;
+  /** What the gateway check found so far (absent: off, or from before the check). */
+  gateway?: GatewayVerdict;
 }
 
 /** What the background announcer reports. */
@@ -78,6 +82,7 @@ const attachmentStatus = obj({
   roundsSent: z.number(),
   roundsPlanned: z.number(),
   deferred: bool(),
+  gateway: z.optional(gatewayVerdictSchema),
 });
 const statusSchema = obj({ pid: z.int(), attachments: z.array(attachmentStatus), counters: obj({}) });
 const replySchema = z.discriminatedUnion('ok', [

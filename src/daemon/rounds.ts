@@ -26,6 +26,7 @@ import type { Timers } from '../announce/timers';
 import { addFrames, type Counters } from './counters';
 import { jobOpener, NO_VIEW } from './job-view';
 import { nextRound } from './progress';
+import { askAfterRound, type GatewayWork } from './gateway-work';
 
 /** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
 export const CHECK_MS = 500;
@@ -54,6 +55,8 @@ export interface Work {
    * probed (conflictCheck).
    */
   deferred?: { open?: DeferredSession; checkAt: number; probe?: SteppedPodProbe; conflicts?: AddressConflict[] };
+  /** The gateway check, while it runs and once it has a verdict (absent: off, or nothing routed). */
+  gateway?: GatewayWork;
 }
 
 /** What the rounds need from the process. */
@@ -108,7 +111,7 @@ export function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
 }
 
 /** Closes a session, its packet socket on another thread. */
-function closeSession(deps: RoundDeps, session: PodSession): void {
+export function closeSession(deps: RoundDeps, session: PodSession): void {
   try {
     deps.closeInBackground(session.pod.packet.release());
   } finally {
@@ -210,6 +213,7 @@ export async function runRound(
     } else {
       const sent = sendFrames(opened.session.pod.packet, seen.frames, w.log);
       roundSent(w, sent, counters);
+      askAfterRound(w, now);
       w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(sent) });
     }
   } catch (err) {

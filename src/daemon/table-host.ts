@@ -3,7 +3,7 @@
 // DEL or GC cancels one. The records stay the journal, read only at start.
 import type { JobHost } from '../announce/job-host';
 import { totalFrames } from '../announce/round';
-import { addFrames, type Counters } from './counters';
+import { addFrames, countVerdict, type Counters } from './counters';
 import type { Jobs } from './jobs';
 import type { LazyMetrics } from './lazy-metrics';
 
@@ -11,7 +11,7 @@ import type { LazyMetrics } from './lazy-metrics';
 export interface TableHostDeps {
   jobs: Pick<Jobs, 'take' | 'forget'>;
   counters: Counters;
-  metrics: Pick<LazyMetrics, 'observeAddToFirstRound'>;
+  metrics: Pick<LazyMetrics, 'observeAddToFirstRound' | 'observeGatewayAnswer'>;
   bootMs(): number;
   /** Runs `work`; a throw is counted and logged as `what`. */
   guard(what: string, work: () => void): void;
@@ -21,15 +21,19 @@ export interface TableHostDeps {
 export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
   const { jobs, counters } = deps;
   return {
-    added: (record, job, { sent, conflicts }) => {
+    added: (record, job, { sent, conflicts, gateway }) => {
       if (totalFrames(sent) > 0) {
         addFrames(counters, sent);
         counters.rounds.sent++;
         deps.metrics.observeAddToFirstRound((deps.bootMs() - takenAt) / 1000);
       }
       counters.conflicts += conflicts ?? 0;
+      if (gateway) {
+        countVerdict(counters, gateway);
+        for (const r of gateway.answered) deps.metrics.observeGatewayAnswer(r.afterMs / 1000);
+      }
       // A job the table cannot take stays in its record, for the next announcer's recovery.
-      if (job) deps.guard('cannot take a job', () => jobs.take(record, job));
+      if (job) deps.guard('cannot take a job', () => jobs.take(record, job, gateway));
       else jobs.forget(record, 'no job');
     },
     cancel: (record) => jobs.forget(record, 'cancelled'),

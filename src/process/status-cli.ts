@@ -6,6 +6,8 @@ import { parseFlags } from '../cli-flags';
 import type { RecordRead } from '../announce/state';
 import type { Counters } from '../daemon/counters';
 import { nextRound } from '../daemon/progress';
+import { settledStatus } from '../daemon/job-status';
+import { describeVerdict } from '../announce/gateway-verdict';
 import type { AttachmentStatus, Reply } from '../daemon/protocol';
 
 /** The verb. */
@@ -56,23 +58,28 @@ export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]
   return 0;
 }
 
-/** The attachments with background work, as far as the records tell (no announcer running). */
+/**
+ * The attachments with background work or a gateway verdict, as far as the records tell (no announcer running).
+ */
 export function fromRecords(records: readonly { read: RecordRead }[], now: number): AttachmentStatus[] {
   return records.flatMap(({ read }): AttachmentStatus[] => {
-    if (read.kind !== 'ok' || !read.record.job) return [];
-    const job = read.record.job;
+    if (read.kind !== 'ok') return [];
+    const { job, gateway } = read.record;
+    const settled = gateway ? [settledStatus(read.record, gateway)] : [];
+    if (!job) return settled;
     const base = {
       network: job.network,
       containerId: job.containerId,
       ifname: job.ifname,
       netns: job.netns,
       roundsPlanned: job.schedule.length,
+      ...(gateway ? { gateway } : {}),
     };
     if (job.firstRoundAt === undefined) {
-      return now < job.readyDeadline ? [{ ...base, roundsSent: 0, deferred: true }] : [];
+      return now < job.readyDeadline ? [{ ...base, roundsSent: 0, deferred: true }] : settled;
     }
     const next = nextRound(job.schedule, job.firstRoundAt, 1, now);
-    if (next.dueAt === undefined) return [];
+    if (next.dueAt === undefined) return settled;
     return [
       { ...base, roundsSent: next.index, nextRoundInMs: Math.max(0, Math.round(next.dueAt - now)), deferred: false },
     ];
@@ -96,6 +103,7 @@ export function render(report: StatusReport): string[] {
     lines.push(
       `${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`,
     );
+    if (a.gateway) lines.push(`  gateway check: ${describeVerdict(a.gateway)}`);
   }
   if (report.counters) lines.push(...counterLines(report.counters));
   return lines;
@@ -109,6 +117,15 @@ function counterLines(c: Counters): string[] {
       `timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
     `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
     `address conflicts: ${c.conflicts}`,
+    // An announcer of an older build counts no gateway checks.
+    ...(c.gateway ? [gatewayLine(c.gateway)] : []),
     `errors: ${c.errors}`,
   ];
+}
+
+function gatewayLine(g: Counters['gateway']): string {
+  return (
+    `gateway checks: answered=${g.answered} no-answer=${g.noAnswer} no-gateway=${g.noGateway} off=${g.off} ` +
+    `requests=${g.requests}`
+  );
 }

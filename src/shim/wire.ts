@@ -26,14 +26,22 @@ export const ACK_MARGIN_MS = 50;
 /** For a request without `deadline` (an older shim): between the announcer's `beat` lines while its command runs. */
 export const BEAT_MS = 100;
 
-/** What an ADD or CHECK waits beyond `addWaitMs` + `probeMs`: the announcer's own work, a busy loop, a slow node. */
+/**
+ * What an ADD or CHECK waits beyond `addWaitMs` + `probeMs` + `gatewayCheckMs`: the announcer's own work, a busy loop,
+ * a slow node.
+ */
 export const MARGIN_MS = 3000;
 /** What DEL, GC and STATUS wait for the announcer's answer: they do not wait for a pod. */
 export const BRIEF_MS = 2000;
-/** `addWaitMs`'s default, `probeMs`'s default and largest (src/cni/option-schema.ts; a unit test checks them equal). */
+/**
+ * `addWaitMs`'s default, `probeMs`'s and `gatewayCheckMs`'s defaults and largest values (src/cni/option-schema.ts; a
+ * unit test checks them equal).
+ */
 export const DEFAULT_ADD_WAIT_MS = 2000;
 export const DEFAULT_PROBE_MS = 100;
 export const MAX_PROBE_MS = 2000;
+export const DEFAULT_GATEWAY_CHECK_MS = 1000;
+export const MAX_GATEWAY_CHECK_MS = 10000;
 
 /** What a request asks: a CNI command as it came, or a control operation (status, sync, cancel, count). */
 export type RequestBody =
@@ -138,14 +146,28 @@ export function stateDirOf(stdin: string): string | undefined {
 /** `stateDir`'s default, for the options' table too. */
 export const DEFAULT_STATE_DIR = '/run/cni-announcer';
 
-/** How long the shim waits for the end of `command` on `config` (a JSON object): see MARGIN_MS and BRIEF_MS. */
+/**
+ * How long the shim waits for the end of `command` on `config` (a JSON object): see MARGIN_MS and BRIEF_MS. ADD and
+ * CHECK wait `addWaitMs`, plus `probeMs` under a conflictCheck, plus `gatewayCheckMs` under gatewayCheck require; an
+ * option a pod may override counts at its worst: gatewayCheck as require, probeMs and gatewayCheckMs at their largest.
+ */
 export function waitMsOf(command: string | undefined, config: Record<string, unknown>): number {
   if (command !== 'ADD' && command !== 'CHECK') return BRIEF_MS;
+  const overrides = Array.isArray(config.podOverrides) ? config.podOverrides : [];
   const wait = numberOr(config.addWaitMs, DEFAULT_ADD_WAIT_MS);
-  if (config.conflictCheck === undefined || config.conflictCheck === 'off') return wait + MARGIN_MS;
-  // A pod allowed to override probeMs may ask for up to its largest.
-  const overridable = Array.isArray(config.podOverrides) && config.podOverrides.includes('probeMs');
-  return wait + (overridable ? MAX_PROBE_MS : numberOr(config.probeMs, DEFAULT_PROBE_MS)) + MARGIN_MS;
+  const probe =
+    config.conflictCheck === undefined || config.conflictCheck === 'off'
+      ? 0
+      : overrides.includes('probeMs')
+        ? MAX_PROBE_MS
+        : numberOr(config.probeMs, DEFAULT_PROBE_MS);
+  const mayRequire = config.gatewayCheck === 'require' || overrides.includes('gatewayCheck');
+  const gateway = !mayRequire
+    ? 0
+    : overrides.includes('gatewayCheckMs')
+      ? MAX_GATEWAY_CHECK_MS
+      : numberOr(config.gatewayCheckMs, DEFAULT_GATEWAY_CHECK_MS);
+  return wait + probe + gateway + MARGIN_MS;
 }
 
 /**
@@ -154,7 +176,12 @@ export function waitMsOf(command: string | undefined, config: Record<string, unk
  */
 export function onUnavailableOf(config: Record<string, unknown>): 'fail' | 'skip' {
   const overrides = Array.isArray(config.podOverrides) ? config.podOverrides : [];
-  const allowed = config.mac !== 'ip-derived' && config.conflictCheck !== 'fail' && !overrides.includes('mac');
+  const allowed =
+    config.mac !== 'ip-derived' &&
+    config.conflictCheck !== 'fail' &&
+    config.gatewayCheck !== 'require' &&
+    !overrides.includes('mac') &&
+    !overrides.includes('gatewayCheck');
   return config.onUnavailable === 'skip' && allowed ? 'skip' : 'fail';
 }
 

@@ -31,7 +31,15 @@ export const POD_MAC = Buffer.from('0a580a580005', 'hex');
 /** One IPv4 address on eth0, round 1 of three. */
 export const PLAN: AnnouncePlan = {
   interfaces: [
-    { name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/24'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined },
+    {
+      name: 'eth0',
+      resultIndex: 0,
+      addresses: ['10.88.0.5/24'],
+      ipv4: ['10.88.0.5'],
+      ipv6: [],
+      targetMac: undefined,
+      gateways: { ipv4: [], ipv6: [] },
+    },
   ],
   hostPeerNames: [],
   arpOps: ['request'],
@@ -89,6 +97,7 @@ export class AddHarness {
       addWaitMs: 1000,
       readyTimeoutMs: 5000,
       logLevel: 'info',
+      gatewayCheck: { mode: 'off', windowMs: 1000, gateways: [] },
       ...extra,
     };
   }

@@ -121,6 +121,7 @@ describe('planAnnouncement: pod interfaces', () => {
         ipv4: ['10.88.0.5'],
         ipv6: [],
         targetMac: undefined,
+        gateways: { ipv4: [], ipv6: [] },
       },
     ]);
   });
@@ -303,6 +304,146 @@ describe('planAnnouncement: IP-derived MAC', () => {
   it('derives nothing for an interface without addresses', () => {
     const [iface] = planAnnouncement(options({ mac: 'ip-derived' }), single([]), ENV).interfaces;
     expect(iface!.targetMac).toBeUndefined();
+  });
+});
+
+describe('planAnnouncement: gateways', () => {
+  const NONE = { ipv4: [], ipv6: [] };
+  /** A dual-stack pod as host-local fills it in: a gateway on each address. */
+  const ips: PlanResult['ips'] = [
+    { address: '10.88.0.5', family: 4, interface: 0, prefixLength: 24, gateway: '10.88.0.1' },
+    { address: 'fd00:88::5', family: 6, interface: 0, prefixLength: 64, gateway: 'fd00:88::1' },
+  ];
+  const pod = (routes: PlanResult['routes'], ipsOf: PlanResult['ips'] = ips): PlanResult => ({
+    interfaces: [{ name: 'eth0', sandbox: NETNS }],
+    ips: ipsOf,
+    routes,
+  });
+  const gatewaysOf = (result: PlanResult, over: Partial<PlanOptions> = {}) =>
+    planAnnouncement(options(over), result, ENV).interfaces.map((i) => [i.name, i.gateways]);
+
+  it("takes each route's gw that one of the interface's prefixes holds", () => {
+    const result = pod([
+      { dst: '0.0.0.0/0', gw: '10.88.0.1' },
+      { dst: '::/0', gw: 'fd00:88::1' },
+    ]);
+    expect(gatewaysOf(result)).toEqual([['eth0', { ipv4: ['10.88.0.1'], ipv6: ['fd00:88::1'] }]]);
+  });
+
+  it('has none without routes, whatever gateways the addresses carry (host-local fills one in)', () => {
+    expect(gatewaysOf(pod(undefined))).toEqual([['eth0', NONE]]);
+    expect(gatewaysOf(pod([]))).toEqual([['eth0', NONE]]);
+  });
+
+  it('routes a route without gw through the gateway of its family, the first one given (ipam.ConfigureIface)', () => {
+    const twoV4 = [{ ...ips[0]!, address: '10.88.0.6', gateway: '10.88.0.254' }, ...ips];
+    expect(gatewaysOf(pod([{ dst: '10.96.0.0/12' }], twoV4))).toEqual([['eth0', { ipv4: ['10.88.0.254'], ipv6: [] }]]);
+    expect(gatewaysOf(pod([{ dst: '::/0' }], twoV4))).toEqual([['eth0', { ipv4: [], ipv6: ['fd00:88::1'] }]]);
+  });
+
+  it('routes a route without gw nowhere when no address of its family has a gateway', () => {
+    const v4Only = [ips[0]!, { ...ips[1]!, gateway: undefined }];
+    expect(gatewaysOf(pod([{ dst: '::/0' }], v4Only))).toEqual([['eth0', NONE]]);
+    expect(gatewaysOf(pod([{ dst: '0.0.0.0/0' }], [{ ...ips[0]!, gateway: '0.0.0.0' }]))).toEqual([['eth0', NONE]]);
+  });
+
+  it('ignores a gw outside every prefix of the interface, however the prefix splits a byte', () => {
+    const slash20 = [{ address: '10.88.0.5', family: 4 as const, prefixLength: 20 }];
+    const routes = [
+      { dst: '10.1.0.0/16', gw: '10.88.15.254' }, // inside 10.88.0.0/20
+      { dst: '10.2.0.0/16', gw: '10.88.16.1' }, // the next /20
+      { dst: '10.3.0.0/16', gw: '10.89.0.1' },
+      { dst: '10.4.0.0/16', gw: '192.168.0.1' },
+    ];
+    expect(gatewaysOf(pod(routes, slash20))).toEqual([['eth0', { ipv4: ['10.88.15.254'], ipv6: [] }]]);
+  });
+
+  it('puts no gw on the link of an address without a prefix length', () => {
+    const bare = [{ address: '10.88.0.5', family: 4 as const }];
+    expect(gatewaysOf(pod([{ dst: '0.0.0.0/0', gw: '10.88.0.1' }], bare))).toEqual([['eth0', NONE]]);
+  });
+
+  it('gives canonical text, each gateway once, in route order', () => {
+    const routes = [
+      { dst: '10.96.0.0/12', gw: '10.88.0.9' },
+      { dst: '::/0', gw: 'FD00:88:0::1' },
+      { dst: '0.0.0.0/0', gw: '10.88.0.1' },
+      { dst: '10.97.0.0/16' }, // through 10.88.0.1 too
+      { dst: 'fd00:99::/64', gw: 'fd00:88::1' },
+      { dst: '10.98.0.0/16', gw: '10.88.0.9' },
+    ];
+    expect(gatewaysOf(pod(routes))).toEqual([['eth0', { ipv4: ['10.88.0.9', '10.88.0.1'], ipv6: ['fd00:88::1'] }]]);
+  });
+
+  it('gives each pod interface the gateways on its own prefixes', () => {
+    const result: PlanResult = {
+      interfaces: [
+        { name: 'eth0', sandbox: NETNS },
+        { name: 'net1', sandbox: NETNS },
+      ],
+      ips: [
+        { address: '10.88.0.5', family: 4, interface: 0, prefixLength: 24, gateway: '10.88.0.1' },
+        { address: '10.89.0.7', family: 4, interface: 1, prefixLength: 24, gateway: '10.89.0.1' },
+        { address: 'fd00:89::7', family: 6, interface: 1, prefixLength: 64 },
+      ],
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.88.0.1' },
+        { dst: '10.200.0.0/16', gw: '10.89.0.254' },
+        { dst: 'fd00:99::/64', gw: 'fd00:89::1' },
+        { dst: '10.201.0.0/16' }, // through each interface's IPv4 gateway
+      ],
+    };
+    expect(gatewaysOf(result)).toEqual([
+      ['eth0', { ipv4: ['10.88.0.1'], ipv6: [] }],
+      ['net1', { ipv4: ['10.89.0.254', '10.89.0.1'], ipv6: ['fd00:89::1'] }],
+    ]);
+    expect(gatewaysOf(result, { interfaces: ['net1'] })).toEqual([
+      ['net1', { ipv4: ['10.89.0.254', '10.89.0.1'], ipv6: ['fd00:89::1'] }],
+    ]);
+  });
+
+  it('gives a link-local IPv6 gw to the only pod interface, even one without IPv6 addresses', () => {
+    const result = pod([{ dst: '::/0', gw: 'fe80::1' }], [ips[0]!]);
+    expect(gatewaysOf(result)).toEqual([['eth0', { ipv4: [], ipv6: ['fe80::1'] }]]);
+    const fallback: PlanResult = { ...result, interfaces: [] };
+    expect(gatewaysOf(fallback)).toEqual([['eth0', { ipv4: [], ipv6: ['fe80::1'] }]]);
+  });
+
+  it('gives a link-local IPv6 gw to no interface of a pod with several, unless a prefix holds it', () => {
+    const result: PlanResult = {
+      interfaces: [
+        { name: 'eth0', sandbox: NETNS },
+        { name: 'net1', sandbox: NETNS },
+      ],
+      ips: [
+        { address: 'fd00:88::5', family: 6, interface: 0, prefixLength: 64 },
+        { address: 'fd00:89::7', family: 6, interface: 1, prefixLength: 64 },
+      ],
+      routes: [{ dst: '::/0', gw: 'fe80::1' }],
+    };
+    expect(gatewaysOf(result)).toEqual([
+      ['eth0', NONE],
+      ['net1', NONE],
+    ]);
+    expect(gatewaysOf(result, { interfaces: ['eth0'] })).toEqual([['eth0', NONE]]);
+    const withLinkLocal = {
+      ...result,
+      ips: [...result.ips, { address: 'fe80::7', family: 6 as const, interface: 1, prefixLength: 64 }],
+    };
+    expect(gatewaysOf(withLinkLocal)).toEqual([
+      ['eth0', NONE],
+      ['net1', { ipv4: [], ipv6: ['fe80::1'] }],
+    ]);
+  });
+
+  it('does not depend on the ipv4 and ipv6 options', () => {
+    const result = pod([
+      { dst: '0.0.0.0/0', gw: '10.88.0.1' },
+      { dst: '::/0', gw: 'fd00:88::1' },
+    ]);
+    const both = [['eth0', { ipv4: ['10.88.0.1'], ipv6: ['fd00:88::1'] }]];
+    expect(gatewaysOf(result, { ipv4: false })).toEqual(both);
+    expect(gatewaysOf(result, { ipv6: false })).toEqual(both);
   });
 });
 

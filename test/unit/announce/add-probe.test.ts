@@ -2,6 +2,7 @@
 // through announceOnAdd in the fake world of test/support/add-harness.ts:
 // another host answers an ARP probe on the pod's interface.
 import { existsSync, readFileSync } from 'node:fs';
+import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd } from '../../../src/announce/announce-on-add';
 import { AddressConflictError } from '../../../src/announce/errors';
@@ -35,6 +36,7 @@ const TWO: InterfacePlan = {
   ipv4: ['10.88.0.5', '10.88.0.6'],
   ipv6: [],
   targetMac: undefined,
+  gateways: { ipv4: [], ipv6: [] },
 };
 const planOf = (...interfaces: InterfacePlan[]): AnnouncePlan => ({ ...PLAN, interfaces });
 const PROBE = { probeMs: 200, probes: 2 };
@@ -73,7 +75,13 @@ describe('conflictCheck warn', () => {
       conflicts: 1,
     });
     expect(h.handed).toEqual([
-      { added: 'c1@eth0.json', job: true, sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 1 },
+      {
+        added: 'c1@eth0.json',
+        job: true,
+        sent: { garpRequest: 1, garpReply: 0, na: 0 },
+        conflicts: 1,
+        gateway: OFF_VERDICT,
+      },
     ]);
     // The receiver is released once the window is over, the packet socket once round 1 is out: neither closed by ADD
     // itself.
@@ -100,6 +108,7 @@ describe('conflictCheck warn', () => {
       ipv4: ['10.89.0.7'],
       ipv6: [],
       targetMac: undefined,
+      gateways: { ipv4: [], ipv6: [] },
     };
     await announceOnAdd(
       h.deps(),

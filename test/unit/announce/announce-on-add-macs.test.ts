@@ -120,6 +120,7 @@ describe('IP-derived MACs', () => {
       ipv4: ['10.89.0.7'],
       ipv6: [],
       targetMac: DERIVED,
+      gateways: { ipv4: [], ipv6: [] },
     };
     await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces: [PLAN.interfaces[0]!, net1] } }));
     expect(readBack().originalMacs).toEqual([
@@ -146,7 +147,15 @@ describe('IP-derived MACs', () => {
     h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
     const interfaces: InterfacePlan[] = [
       { ...PLAN.interfaces[0]!, resultIndex: 0 },
-      { name: 'net1', resultIndex: 2, addresses: ['10.89.0.7/24'], ipv4: ['10.89.0.7'], ipv6: [], targetMac: DERIVED },
+      {
+        name: 'net1',
+        resultIndex: 2,
+        addresses: ['10.89.0.7/24'],
+        ipv4: ['10.89.0.7'],
+        ipv6: [],
+        targetMac: DERIVED,
+        gateways: { ipv4: [], ipv6: [] },
+      },
     ];
     expect(await announceOnAdd(h.deps(), h.job({ plan: { ...PLAN, interfaces } }))).toEqual(
       new Map([[2, '0a:58:0a:58:00:63']]),

@@ -2,6 +2,7 @@
 // timeout leaves, the node-wide budget's wait, and what the record and the
 // background announcer get. The fake world is test/support/add-harness.ts.
 import { existsSync, readFileSync } from 'node:fs';
+import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd } from '../../../src/announce/announce-on-add';
 import type { FrameBudget } from '../../../src/announce/frame-budget';
@@ -22,7 +23,15 @@ const NONE = { garpRequest: 0, garpReply: 0, na: 0 };
 const ONE_GARP = { garpRequest: 1, garpReply: 0, na: 0 };
 
 function iface(name: string, ipv4: string[], ipv6: string[] = []): InterfacePlan {
-  return { name, resultIndex: undefined, addresses: [], ipv4, ipv6, targetMac: undefined };
+  return {
+    name,
+    resultIndex: undefined,
+    addresses: [],
+    ipv4,
+    ipv6,
+    targetMac: undefined,
+    gateways: { ipv4: [], ipv6: [] },
+  };
 }
 function plan(extra: Partial<AnnouncePlan>): AnnouncePlan {
   return { ...PLAN, ...extra };
@@ -70,7 +79,9 @@ describe('round 1', () => {
     await announceOnAdd(h.deps(), h.job({ plan: plan({ schedule: [0] }) }));
     expect(h.sent).toHaveLength(1);
     expect(existsSync(file())).toBe(false);
-    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: ONE_GARP, conflicts: 0 }]);
+    expect(h.handed).toEqual([
+      { added: 'c1@eth0.json', job: false, sent: ONE_GARP, conflicts: 0, gateway: OFF_VERDICT },
+    ]);
     expect(h.released).toEqual([[PACKET_FD]]); // released, not closed by ADD itself
     expect(h.closed).toEqual([]);
     expect(h.lockReleases).toBe(1);

@@ -14,6 +14,7 @@ import type { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
 import type { Handed } from '../../support/add-harness';
 import { createLogger } from '../../../src/log';
+import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import type { AnnouncePlan } from '../../../src/plan';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
@@ -132,7 +133,15 @@ function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
 
 const PLAN: AnnouncePlan = {
   interfaces: [
-    { name: 'eth0', resultIndex: 0, addresses: ['10.88.0.5/16'], ipv4: ['10.88.0.5'], ipv6: [], targetMac: undefined },
+    {
+      name: 'eth0',
+      resultIndex: 0,
+      addresses: ['10.88.0.5/16'],
+      ipv4: ['10.88.0.5'],
+      ipv6: [],
+      targetMac: undefined,
+      gateways: { ipv4: [], ipv6: [] },
+    },
   ],
   hostPeerNames: [],
   arpOps: ['request'],
@@ -152,6 +161,7 @@ function job(extra: Partial<AddJob> = {}): AddJob {
     addWaitMs: 1000,
     readyTimeoutMs: 5000,
     logLevel: 'info',
+    gatewayCheck: { mode: 'off', windowMs: 1000, gateways: [] },
     ...extra,
   };
 }
@@ -211,7 +221,13 @@ describe('announceOnAdd', () => {
       interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }],
     });
     expect(handed).toEqual([
-      { added: 'c1@eth0.json', job: true, sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 0 },
+      {
+        added: 'c1@eth0.json',
+        job: true,
+        sent: { garpRequest: 1, garpReply: 0, na: 0 },
+        conflicts: 0,
+        gateway: OFF_VERDICT,
+      },
     ]);
     expect(released).toEqual([PACKET_FD]);
   });

@@ -35,6 +35,8 @@ describe('parseConfig', () => {
       onUnavailable: 'fail',
       probeMs: 100,
       probes: 2,
+      gatewayCheck: 'report',
+      gatewayCheckMs: 1000,
       stateDir: '/run/cni-announcer',
       logLevel: 'info',
       podOverrides: ['enabled=false', 'mac=keep'],
@@ -62,6 +64,8 @@ describe('parseConfig', () => {
       onUnavailable: 'fail',
       probeMs: 2000,
       probes: 3,
+      gatewayCheck: 'off',
+      gatewayCheckMs: 10000,
       stateDir: '/var/lib/announcer',
       logFile: '/var/log/announcer.log',
       logLevel: 'debug',
@@ -108,6 +112,11 @@ describe('parseConfig', () => {
     [{ probeMs: 2001 }, '"probeMs" must be an integer from 10 to 2000 (got 2001)'],
     [{ probes: 0 }, '"probes" must be an integer from 1 to 3 (got 0)'],
     [{ probes: 4 }, '"probes" must be an integer from 1 to 3 (got 4)'],
+    [{ gatewayCheck: 'on' }, '"gatewayCheck" must be one of "off", "report", "require" (got "on")'],
+    [{ gatewayCheck: true }, '"gatewayCheck" must be one of "off", "report", "require" (got true)'],
+    [{ gatewayCheckMs: 49 }, '"gatewayCheckMs" must be an integer from 50 to 10000 (got 49)'],
+    [{ gatewayCheckMs: 10001 }, '"gatewayCheckMs" must be an integer from 50 to 10000 (got 10001)'],
+    [{ gatewayCheckMs: 100.5 }, '"gatewayCheckMs" must be an integer from 50 to 10000 (got 100.5)'],
     [{ ipv4: 'yes' }, '"ipv4" must be true or false (got "yes")'],
     [{ ipv6: 1 }, '"ipv6" must be true or false (got 1)'],
     [{ arpOp: 'gratuitous' }, '"arpOp" must be one of "request", "reply", "both" (got "gratuitous")'],
@@ -186,6 +195,8 @@ describe('args.cni.announce under podOverrides', () => {
       count: 5,
       intervalMs: 400,
       backoff: 2,
+      gatewayCheck: 'require',
+      gatewayCheckMs: 5000,
       future: 'x',
     };
     const podOverrides = [
@@ -198,6 +209,8 @@ describe('args.cni.announce under podOverrides', () => {
       'count',
       'intervalMs',
       'backoff',
+      'gatewayCheck',
+      'gatewayCheckMs',
     ];
     const { future: _dropped, ...known } = overrides;
     expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({
@@ -209,7 +222,14 @@ describe('args.cni.announce under podOverrides', () => {
 
   it('by default allows only enabled: false and mac: keep; the rest is ignored with its reason', () => {
     const config = parseConfig(
-      withAnnounce({ enabled: false, mac: 'keep', count: 10, macPrefix: '02:00', stateDir: '/x' }),
+      withAnnounce({
+        enabled: false,
+        mac: 'keep',
+        count: 10,
+        macPrefix: '02:00',
+        gatewayCheck: 'off',
+        stateDir: '/x',
+      }),
     );
     const reason = 'not allowed: podOverrides allows enabled=false, mac=keep';
     expect(config.podAnnounce).toEqual({
@@ -217,6 +237,7 @@ describe('args.cni.announce under podOverrides', () => {
       ignored: [
         { field: 'args.cni.announce.count', value: 10, reason },
         { field: 'args.cni.announce.macPrefix', value: '02:00', reason },
+        { field: 'args.cni.announce.gatewayCheck', value: 'off', reason },
         { field: 'args.cni.announce.stateDir', value: '/x', reason: 'only the conflist sets it' },
       ],
       from: { enabled: 'args.cni.announce', mac: 'args.cni.announce' },
@@ -260,6 +281,16 @@ describe('args.cni.announce under podOverrides', () => {
       ['macPrefix'],
       '"args.cni.announce.macPrefix" must not have the multicast bit (0x01 of the first byte) set (got "03:00")',
     ],
+    [
+      { gatewayCheck: 'on' },
+      ['gatewayCheck'],
+      '"args.cni.announce.gatewayCheck" must be one of "off", "report", "require" (got "on")',
+    ],
+    [
+      { gatewayCheckMs: 10001 },
+      ['gatewayCheckMs'],
+      '"args.cni.announce.gatewayCheckMs" must be an integer from 50 to 10000 (got 10001)',
+    ],
     [{ enabled: 'no' }, ['enabled=false'], '"args.cni.announce.enabled" must be true or false (got "no")'],
     [{ mac: 'random' }, ['mac=keep'], '"args.cni.announce.mac" must be one of "keep", "ip-derived" (got "random")'],
     ['yes', [], '"args.cni.announce" must be true, false or an object of option overrides (got "yes")'],
@@ -273,12 +304,14 @@ describe('args.cni.announce under podOverrides', () => {
     [
       ['everything'],
       '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", ' +
-        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "everything")',
+        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes", "gatewayCheck", "gatewayCheckMs" ' +
+        '(got "everything")',
     ],
     [
       ['enabled'],
       '"podOverrides[0]" must be one of "enabled=false", "mac=keep", "ipv4", "ipv6", "arpOp", "mac", ' +
-        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes" (got "enabled")',
+        '"macPrefix", "count", "intervalMs", "backoff", "probeMs", "probes", "gatewayCheck", "gatewayCheckMs" ' +
+        '(got "enabled")',
     ],
     ['count', '"podOverrides" must be an array (got "count")'],
   ])('rejects podOverrides %j', (podOverrides, problem) => {
@@ -394,5 +427,24 @@ describe('onUnavailable', () => {
       expect(err.message).toContain('"onUnavailable": "skip"');
     }
     expect(configError({ ...BASE, onUnavailable: 'maybe' }).message).toContain('onUnavailable');
+  });
+
+  const refusal = (why: string) =>
+    `invalid config: "onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
+  it.each([
+    [{ gatewayCheck: 'require' }, '"gatewayCheck" is "require"'],
+    [{ podOverrides: ['gatewayCheck'] }, '"podOverrides" lets a pod ask for "gatewayCheck"'],
+    [
+      { gatewayCheck: 'off', podOverrides: ['enabled=false', 'gatewayCheck'] },
+      '"podOverrides" lets a pod ask for "gatewayCheck"',
+    ],
+  ])('refuses skip with %j, code 7 naming the field', (extra, why) => {
+    const err = configError({ ...BASE, onUnavailable: 'skip', ...extra });
+    expect([err.code, err.message]).toEqual([7, refusal(why)]);
+  });
+
+  it('takes skip with gatewayCheck off or report, and a podOverrides allowing only gatewayCheckMs', () => {
+    for (const extra of [{ gatewayCheck: 'off' }, { gatewayCheck: 'report', podOverrides: ['gatewayCheckMs'] }])
+      expect(parseConfig({ ...BASE, onUnavailable: 'skip', ...extra }).onUnavailable).toBe('skip');
   });
 });

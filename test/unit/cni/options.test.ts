@@ -30,6 +30,8 @@ describe('resolveOptions', () => {
         conflictCheck: 'off',
         probeMs: 100,
         probes: 2,
+        gatewayCheck: 'report',
+        gatewayCheckMs: 1000,
       },
       notes: [],
     });
@@ -155,6 +157,17 @@ describe('resolveOptions', () => {
       NO_ARGS,
     );
     expect(allowed.options).toMatchObject({ conflictCheck: 'fail', probeMs: 500, probes: 1 });
+  });
+
+  it("carries the conflist's gatewayCheck and gatewayCheckMs, and the pod's where podOverrides allows them", () => {
+    const conflist = { gatewayCheck: 'require', gatewayCheckMs: 300 };
+    const pod = { gatewayCheck: 'off', gatewayCheckMs: 5000 };
+    expect(resolveOptions(withPod(pod, conflist), NO_ARGS).options).toMatchObject(conflist);
+    const allowed = resolveOptions(
+      withPod(pod, { ...conflist, podOverrides: ['gatewayCheck', 'gatewayCheckMs'] }),
+      NO_ARGS,
+    );
+    expect(allowed.options).toMatchObject(pod);
   });
 
   it('keeps the MAC rule when an attachment opts out', () => {

@@ -216,10 +216,11 @@ describe('a bad annotation is code 7, naming it', () => {
     ['{"count":11}', `${ANN}: "count" must be an integer from 0 to 10 (got 11)`],
     ['{"enabled":"no"}', `${ANN}: "enabled" must be true or false (got "no")`],
     ['{"arpOp":"x"}', `${ANN}: "arpOp" must be one of "request", "reply", "both" (got "x")`],
+    ['{"gatewayCheck":"on"}', `${ANN}: "gatewayCheck" must be one of "off", "report", "require" (got "on")`],
     [
       '{"cout":2}',
       `${ANN}: "cout" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, count, ` +
-        `intervalMs, backoff, probeMs, probes) (got 2)`,
+        `intervalMs, backoff, probeMs, probes, gatewayCheck, gatewayCheckMs) (got 2)`,
     ],
   ])('%s', (text, problem) => {
     const e = configError(withAnnotation(text));
@@ -233,7 +234,7 @@ describe('a bad annotation is code 7, naming it', () => {
     expect(configError(withAnnotation(JSON.stringify(fields))).message).toBe(
       `invalid config: ${ANN}: "count" must be an integer from 0 to 10 (got "lots"); ` +
         `${ANN}: "future" is not an option a pod may set (enabled, ipv4, ipv6, arpOp, mac, macPrefix, ` +
-        `count, intervalMs, backoff, probeMs, probes) (got 1)`,
+        `count, intervalMs, backoff, probeMs, probes, gatewayCheck, gatewayCheckMs) (got 1)`,
     );
   });
 

@@ -54,7 +54,32 @@ describe('parsePrevResult', () => {
   });
 
   it('accepts a result without interfaces or ips', () => {
-    expect(parsePrevResult({ cniVersion: '0.3.1' })).toEqual({ raw: { cniVersion: '0.3.1' }, interfaces: [], ips: [] });
+    expect(parsePrevResult({ cniVersion: '0.3.1' })).toEqual({
+      raw: { cniVersion: '0.3.1' },
+      interfaces: [],
+      ips: [],
+      routes: [],
+    });
+  });
+
+  it('reads routes as written, with and without gw, leaving their other fields in raw', () => {
+    const raw = {
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.88.0.1', mtu: 1400 },
+        { dst: '10.96.0.0/12' },
+        { dst: '::/0', gw: 'FD00:88::1', priority: 5 },
+        { dst: 'fd00:99::/64', gw: 'fe80::1' },
+      ],
+    };
+    const prev = parsePrevResult(raw);
+    expect(prev.routes).toEqual([
+      { dst: '0.0.0.0/0', gw: '10.88.0.1' },
+      { dst: '10.96.0.0/12' },
+      { dst: '::/0', gw: 'FD00:88::1' },
+      { dst: 'fd00:99::/64', gw: 'fe80::1' },
+    ]);
+    expect('gw' in prev.routes[1]!).toBe(false);
+    expect(prev.raw).toBe(raw);
   });
 
   it('accepts a matching ips[].version', () => {
@@ -100,6 +125,22 @@ describe('parsePrevResult', () => {
     [{ interfaces: [{ mac: 'x' }] }, '"prevResult.interfaces[0].name" is required'],
     [{ interfaces: [{ name: 'eth0', sandbox: 1 }] }, '"prevResult.interfaces[0].sandbox" must be a string (got 1)'],
     [{ interfaces: [{ name: 'eth0', mac: null }] }, '"prevResult.interfaces[0].mac" must be a string (got null)'],
+    [
+      { routes: [{ dst: '0.0.0.0/0', gw: '10.88.0.1/24' }] },
+      '"prevResult.routes[0].gw" must be an IP address (got "10.88.0.1/24")',
+    ],
+    [
+      { routes: [{ dst: '0.0.0.0/0', gw: 'fe80::1%eth0' }] },
+      '"prevResult.routes[0].gw" must be an IP address (got "fe80::1%eth0")',
+    ],
+    [{ routes: [{ dst: '::/0', gw: null }] }, '"prevResult.routes[0].gw" must be an IP address (got null)'],
+    [
+      { routes: [{ dst: '0.0.0.0/0' }, { dst: '10.96.0.0', gw: '10.88.0.1' }] },
+      '"prevResult.routes[1].dst" must be a network with a prefix length, such as "0.0.0.0/0" (got "10.96.0.0")',
+    ],
+    [{ routes: [{ gw: '10.88.0.1' }] }, '"prevResult.routes[0].dst" is required'],
+    [{ routes: { dst: '0.0.0.0/0' } }, '"prevResult.routes" must be an array (got {"dst":"0.0.0.0/0"})'],
+    [{ routes: ['0.0.0.0/0'] }, '"prevResult.routes[0]" must be an object (got "0.0.0.0/0")'],
     ['x', '"prevResult" must be an object (got "x")'],
   ])('rejects %j', (raw, problem) => {
     expect(resultError(raw).message).toBe(`invalid config: ${problem}`);
@@ -109,6 +150,15 @@ describe('parsePrevResult', () => {
     expect(resultError({ interfaces: [{}], ips: [{ address: 'x' }] }).message).toBe(
       'invalid config: "prevResult.interfaces[0].name" is required; ' +
         '"prevResult.ips[0].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "x")',
+    );
+  });
+
+  it('names both bad fields of one route, after the bad fields of ips', () => {
+    expect(resultError({ ips: [{ address: 'x/1' }], routes: [{ dst: 1, gw: 'y' }] }).message).toBe(
+      'invalid config: "prevResult.ips[0].address" must be an IP address with a prefix length, ' +
+        'such as "10.88.0.5/24" (got "x/1"); ' +
+        '"prevResult.routes[0].dst" must be a network with a prefix length, such as "0.0.0.0/0" (got 1); ' +
+        '"prevResult.routes[0].gw" must be an IP address (got "y")',
     );
   });
 });

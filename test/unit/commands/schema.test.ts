@@ -95,6 +95,8 @@ describe('the JSON Schema of `announcer schema`', () => {
     ['an unknown pod override', { podOverrides: ['everything'] }],
     ['interfaces as one string', { interfaces: 'eth0' }],
     ['ipv4 as text', { ipv4: 'yes' }],
+    ['an unknown gateway check', { gatewayCheck: 'on' }],
+    ['a gateway check window too short', { gatewayCheckMs: 49 }],
   ])('refuses an entry with %s, as parseConfig does', (_what, fields) => {
     const entry = { type: 'announcer', ...fields };
     expect(valid(entry)).toBe(false);
@@ -104,7 +106,7 @@ describe('the JSON Schema of `announcer schema`', () => {
   it('describes every option, for editors', () => {
     const { properties } = entryJsonSchema() as { properties: Record<string, { description?: string }> };
     const undescribed = Object.keys(OPTIONS).filter((k) => !properties[k]?.description);
-    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([22, []]);
+    expect([Object.keys(OPTIONS).length, undescribed]).toEqual([24, []]);
   });
 
   it('refuses an entry without a type', () => {
@@ -126,10 +128,14 @@ describe('the JSON Schema of `announcer schema`', () => {
       9,
       10,
       11,
+      49,
+      50,
       99,
       100,
       2000,
       2001,
+      10000,
+      10001,
       30000,
       30001,
       60000,
@@ -153,19 +159,23 @@ describe('the JSON Schema of `announcer schema`', () => {
       'ip-derived',
       'keep',
       'fail',
+      'off',
+      'report',
+      'require',
       'debug',
       'trace',
       [],
       ['count'],
       ['enabled=false', 'mac=keep'],
       ['enabled'],
+      ['gatewayCheck', 'gatewayCheckMs'],
       { framesPerSecond: 10, burst: 20 },
       { framesPerSecond: 0, burst: 1 },
       {},
     ];
     const schema = entryJsonSchema() as { properties: Record<string, unknown> };
     const options = Object.keys(schema.properties).filter((k) => !['type', 'capabilities', 'interfaces'].includes(k));
-    expect(options).toHaveLength(21);
+    expect(options).toHaveLength(23);
     const disagreements = options.flatMap((key) =>
       values
         .filter((v) => valid({ type: 'announcer', [key]: v }) !== parses({ type: 'announcer', [key]: v }))

@@ -66,7 +66,10 @@ describe('runDaemon: the schedule and the control requests', () => {
       if (env.CNI_COMMAND === 'DEL') table.cancel('c1@eth0.json');
       else {
         writeJob(d.state, job); // ADD writes the record (the journal), then hands the job over
-        table.added('c1@eth0.json', job, { sent: { garpRequest: 1, garpReply: 0, na: 0 }, conflicts: 2 });
+        table.added('c1@eth0.json', job, {
+          sent: { garpRequest: 1, garpReply: 0, na: 0 },
+          conflicts: 2,
+        });
       }
       return { exit: 0, stdout: '' };
     };

@@ -51,6 +51,7 @@ beforeEach(() => {
     budget: budget.budget,
     lockFile: async (path) => (locked.push(path), { path, release: () => undefined }),
     jobLog: () => kept.log,
+    observeGatewayAnswer: () => undefined,
   };
   jobs = new Jobs(deps, counters);
 });

@@ -7,8 +7,8 @@ import { addFrames, newCounters } from '../../../src/daemon/counters';
 import { ADD_TO_FIRST_ROUND_BUCKETS, AnnouncerMetrics } from '../../../src/daemon/metrics';
 
 /**
- * The text the announcer wrote by hand before the registry (same counters as below), less the blank lines prom-client
- * puts between metrics.
+ * The text the announcer wrote by hand before the registry (same counters as below), then the gateway check's
+ * families, less the blank lines prom-client puts between metrics.
  */
 const BEFORE =
   `# HELP cni_announcer_frames_sent_total Announcement frames sent, by kind.
@@ -37,7 +37,22 @@ cni_announcer_rate_limited_rounds_total{outcome="dropped"} 1
 cni_announcer_address_conflicts_total 2
 # HELP cni_announcer_errors_total Errors of the background announcer.
 # TYPE cni_announcer_errors_total counter
-cni_announcer_errors_total 5`;
+cni_announcer_errors_total 5
+# HELP cni_announcer_gateway_checks_total Attachments by the final verdict of their gateway check (gatewayCheck).
+# TYPE cni_announcer_gateway_checks_total counter
+cni_announcer_gateway_checks_total{result="answered"} 3
+cni_announcer_gateway_checks_total{result="no_answer"} 1
+cni_announcer_gateway_checks_total{result="no_gateway"} 0
+cni_announcer_gateway_checks_total{result="off"} 2
+# HELP cni_announcer_gateway_requests_total ARP requests and Neighbor Solicitations the gateway check sent.
+# TYPE cni_announcer_gateway_requests_total counter
+cni_announcer_gateway_requests_total 4
+# HELP cni_announcer_node_mismatches_total What the node-local proof found wrong after round 1 (the pod's MAC on ` +
+  `another bridge port, a stale entry).
+# TYPE cni_announcer_node_mismatches_total counter
+cni_announcer_node_mismatches_total{kind="duplicate_mac"} 1
+cni_announcer_node_mismatches_total{kind="stale_neighbour"} 2
+cni_announcer_node_mismatches_total{kind="not_learned"} 0`;
 
 function counted() {
   const c = newCounters();
@@ -47,6 +62,8 @@ function counted() {
   c.rateLimited.dropped = 1;
   c.conflicts = 2;
   c.errors = 5;
+  Object.assign(c.gateway, { asks: 9, requests: 4, answered: 3, noAnswer: 1, off: 2 });
+  Object.assign(c.nodeMismatches, { duplicateMac: 1, staleNeighbour: 2 });
   return c;
 }
 

@@ -8,14 +8,18 @@ import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
 import {
   BRIEF_MS,
   DEFAULT_ADD_WAIT_MS,
+  DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
   MARGIN_MS,
   MAX_FORWARDED_STDIN,
+  MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
+  onUnavailableOf,
   START_MS,
   waitMsOf,
   type RequestBody,
 } from '../../../src/shim/wire';
+import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 import { fakeClock, until } from './fakes';
 
@@ -271,5 +275,71 @@ describe('waitMsOf', () => {
     expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
       DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
     );
+  });
+
+  it("uses gatewayCheckMs's default and largest value as the options declare them", () => {
+    expect(OPTIONS.gatewayCheckMs.fallback).toBe(DEFAULT_GATEWAY_CHECK_MS);
+    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS).success).toBe(true);
+    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS + 1).success).toBe(false);
+  });
+
+  it.each([
+    ['report, by default: nothing', {}, 0],
+    ['report, gatewayCheckMs set', { gatewayCheck: 'report', gatewayCheckMs: 5000 }, 0],
+    ['off', { gatewayCheck: 'off', gatewayCheckMs: 5000 }, 0],
+    ['a pod may set only gatewayCheckMs: it cannot ask for require', { podOverrides: ['gatewayCheckMs'] }, 0],
+    ['require: its default', { gatewayCheck: 'require' }, DEFAULT_GATEWAY_CHECK_MS],
+    ['require: its gatewayCheckMs', { gatewayCheck: 'require', gatewayCheckMs: 300 }, 300],
+    [
+      'a pod may ask for require: the conflist gatewayCheckMs',
+      { podOverrides: ['gatewayCheck'] },
+      DEFAULT_GATEWAY_CHECK_MS,
+    ],
+    [
+      'a pod may ask for require, with its gatewayCheckMs: the largest',
+      { gatewayCheckMs: 300, podOverrides: ['gatewayCheck', 'gatewayCheckMs'] },
+      MAX_GATEWAY_CHECK_MS,
+    ],
+    [
+      'require, a pod may set gatewayCheckMs: the largest',
+      { gatewayCheck: 'require', gatewayCheckMs: 300, podOverrides: ['gatewayCheckMs'] },
+      MAX_GATEWAY_CHECK_MS,
+    ],
+  ])('an ADD and a CHECK add what gatewayCheck may wait: %s', (_what, config, added) => {
+    for (const command of ['ADD', 'CHECK'])
+      expect(waitMsOf(command, { addWaitMs: 500, ...config })).toBe(500 + added + MARGIN_MS);
+    expect(waitMsOf('DEL', { gatewayCheck: 'require' })).toBe(BRIEF_MS);
+  });
+
+  it('adds the conflict probe and the gateway check together', () => {
+    expect(waitMsOf('ADD', { conflictCheck: 'warn', probeMs: 200, gatewayCheck: 'require', gatewayCheckMs: 700 })).toBe(
+      DEFAULT_ADD_WAIT_MS + 200 + 700 + MARGIN_MS,
+    );
+  });
+});
+
+describe('onUnavailableOf', () => {
+  it.each([
+    {},
+    { mac: 'ip-derived' },
+    { conflictCheck: 'fail' },
+    { conflictCheck: 'warn' },
+    { gatewayCheck: 'require' },
+    { gatewayCheck: 'report' },
+    { gatewayCheck: 'off' },
+    { podOverrides: ['mac'] },
+    { podOverrides: ['mac=keep'] },
+    { podOverrides: ['gatewayCheck'] },
+    { podOverrides: ['gatewayCheckMs'] },
+    { podOverrides: ['enabled=false', 'gatewayCheck'] },
+  ])('says skip with %j exactly where parseConfig takes onUnavailable skip', (fields) => {
+    const config = { cniVersion: '1.0.0', name: 'n', type: 'announcer', onUnavailable: 'skip', ...fields };
+    let accepted = true;
+    try {
+      parseConfig(config);
+    } catch {
+      accepted = false;
+    }
+    expect(onUnavailableOf(config)).toBe(accepted ? 'skip' : 'fail');
   });
 });

@@ -1,0 +1,228 @@
+// The gateway check in the announcer's loop: an ask right after round 1 (ADD
+// under report, or a deferred round 1) and once more after each later round,
+// until every routed gateway answered. An ask takes its frames from the
+// node-wide budget, enters the pod to read its MAC and addresses as they are
+// now, opens its receivers, sends, and leaves the pod; the receivers join the
+// loop's poll until the window closes. After round 1, the node-local proof
+// (node-work.ts) runs its window too. The verdict goes to the record.
+import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from '../announce/gateway-ask';
+import type { OpenAsk } from '../announce/gateway-ask';
+import { afterWindow, describeVerdict, firstVerdict, isFinal } from '../announce/gateway-verdict';
+import type { GatewayVerdict, NodeProof } from '../announce/gateway-verdict';
+import type { BackgroundJob } from '../announce/background-job';
+import { readiness } from '../announce/session';
+import { countVerdict, type Counters } from './counters';
+import { jobOpener } from './job-view';
+import { countNodeProofs, dropNodeWatch, startNodeWatch, stepNodeWatch, type NodeWork } from './node-work';
+import { closeSession, openForJob, type RoundDeps, type Work } from './rounds';
+
+/** One attachment's gateway check in the announcer. */
+export interface GatewayWork {
+  verdict: GatewayVerdict;
+  /** When to ask next (boot ms), once no ask is open; undefined: after the next round. */
+  askAt?: number | undefined;
+  ask?: OpenAsk | undefined;
+  /** When to open the node-local proof's window (boot ms): right after round 1. */
+  nodeAt?: number | undefined;
+  node?: NodeWork | undefined;
+}
+
+/** What the check needs besides the rounds' deps: where its verdicts go. */
+export interface GatewayDeps extends RoundDeps {
+  /** Writes the verdict into the attachment's record (under its lock, only while it holds this job). */
+  recordVerdict(w: Work): Promise<void>;
+  /** One gateway's time from round 1 to its answer. */
+  observeGatewayAnswer(seconds: number): void;
+}
+
+/**
+ * The check of a job the table takes: `verdict` as ADD or the record left it (else pending). A pending one asks at
+ * once when `askNow` (ADD's report, or no round left to ask after), else after the next round; `afterRoundOne`: ADD
+ * just sent round 1, so the node-local proof opens its window now.
+ */
+export function gatewayWorkOf(
+  job: BackgroundJob,
+  verdict: GatewayVerdict | undefined,
+  now: number,
+  when: { askNow: boolean; afterRoundOne: boolean },
+): GatewayWork | undefined {
+  const check = job.gatewayCheck;
+  if (!check) return undefined;
+  const first = verdict ?? firstVerdict(check.gateways);
+  const roundOneSent = job.firstRoundAt !== undefined;
+  const nodeAt = when.afterRoundOne && roundOneSent ? now : undefined;
+  if (isFinal(first)) return { verdict: first, nodeAt };
+  return { verdict: first, askAt: when.askNow && roundOneSent ? now : undefined, nodeAt };
+}
+
+/** The fds of an open ask and of an open node-local window, for the loop's poll. */
+export function gatewayFds(w: Work): number[] {
+  const g = w.gateway;
+  return [...(g?.ask ? askFds(g.ask) : []), ...(g?.node ? [g.node.sockets.events.fd] : [])];
+}
+
+/** When the check next needs the loop (boot ms): a window's end, its next ask; undefined: not before a round. */
+export function gatewayWakeAt(w: Work, now: number): number | undefined {
+  const g = w.gateway;
+  if (!g) return undefined;
+  const asks = g.ask ? now + g.ask.window.waitMs(now) : g.askAt;
+  const node = g.node ? g.node.until : g.nodeAt;
+  return asks === undefined ? node : node === undefined ? asks : Math.min(asks, node);
+}
+
+/** Whether the check still has work: an ask open or planned (until it is final), a node-local window open or due. */
+export function gatewayBusy(w: Work): boolean {
+  const g = w.gateway;
+  if (!g) return false;
+  return (
+    (!isFinal(g.verdict) && (g.ask !== undefined || g.askAt !== undefined)) ||
+    g.node !== undefined ||
+    g.nodeAt !== undefined
+  );
+}
+
+/**
+ * A round went out at `now`: ask once more if a gateway has not answered yet (once an open window closes); after
+ * round 1 (`first`), the node-local proof opens its window too.
+ */
+export function askAfterRound(w: Work, now: number, first = false): void {
+  const g = w.gateway;
+  if (g && !isFinal(g.verdict)) g.askAt = now;
+  if (g && first) g.nodeAt = now;
+}
+
+/** Steps the check at `now`: an open ask reads what came (and closes once over); a due ask opens. */
+export async function runGatewayDue(
+  deps: GatewayDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+  changed: ReadonlySet<number>,
+): Promise<void> {
+  const g = w.gateway;
+  if (!g) return;
+  await runNodeDue(deps, counters, w, now, changed);
+  if (isFinal(g.verdict)) return;
+  if (g.ask) {
+    if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
+    readAsk(deps.libc, g.ask, now);
+    if (!g.ask.window.finished(now)) return;
+    const replies = askReplies(g.ask, w.firstRoundAt ?? g.ask.startedAt);
+    dropAsk(deps, w);
+    // The last ask: no round is left, and none went out while this window was open.
+    const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;
+    await settle(deps, counters, w, afterWindow(g.verdict, replies, last));
+    return;
+  }
+  if (g.askAt !== undefined && g.askAt <= now) await startAsk(deps, counters, w, now);
+}
+
+/** Closes an open ask's receivers (on another thread) and a node-local window: the work ends. */
+export function dropGateway(deps: Pick<RoundDeps, 'closeInBackground'>, w: Work): void {
+  const g = w.gateway;
+  if (!g) return;
+  const node = g.node;
+  [g.node, g.nodeAt] = [undefined, undefined];
+  if (node) dropNodeWatch(node);
+  dropAsk(deps, w);
+}
+
+/** Closes an open ask's receivers, on another thread. */
+function dropAsk(deps: Pick<RoundDeps, 'closeInBackground'>, w: Work): void {
+  const ask = w.gateway?.ask;
+  if (!ask) return;
+  w.gateway!.ask = undefined;
+  for (const fd of releaseAsk(ask)) deps.closeInBackground(fd);
+}
+
+/** Opens the node-local window when due, follows it while open, and notes its proofs once it closes. */
+async function runNodeDue(
+  deps: GatewayDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+  changed: ReadonlySet<number>,
+): Promise<void> {
+  const g = w.gateway!;
+  let proofs: NodeProof[] | undefined;
+  if (g.node) {
+    proofs = stepNodeWatch(g.node, now, changed);
+    if (proofs) g.node = undefined;
+  } else if (g.nodeAt !== undefined && g.nodeAt <= now) {
+    g.nodeAt = undefined;
+    const started = startNodeWatch(deps, w, now, w.job.gatewayCheck?.windowMs ?? 0);
+    if (Array.isArray(started)) proofs = started;
+    else g.node = started;
+  }
+  if (!proofs || proofs.length === 0) return;
+  g.verdict = { ...g.verdict, node: proofs };
+  w.log.info(`node view: ${countNodeProofs(counters, proofs)}`, { node: proofs });
+  // A verdict already final was recorded without the node's view.
+  if (isFinal(g.verdict)) await deps.recordVerdict(w);
+}
+
+/** Takes the ask's frames from the budget, enters the pod, opens the receivers and sends the requests. */
+async function startAsk(deps: GatewayDeps, counters: Counters, w: Work, now: number): Promise<void> {
+  const g = w.gateway!;
+  const check = w.job.gatewayCheck!;
+  const taken = await deps.budget().take(
+    plannedRequests(w),
+    () => deps.timers.bootMs(),
+    false,
+    () => {},
+  );
+  if (!taken.ok) {
+    g.askAt = now + taken.waitMs;
+    return;
+  }
+  g.askAt = undefined;
+  const opened = openForJob(deps, w.job);
+  const open = jobOpener(deps, w.job);
+  if ('gone' in opened || !open) {
+    w.log.info('gateway check: cannot ask now', { why: 'gone' in opened ? opened.gone : 'no view' });
+    return;
+  }
+  try {
+    const seen = readiness(opened.session, opened.targets);
+    if (seen.kind !== 'ready') {
+      w.log.info('gateway check: the pod is not ready to ask from: asking after the next round');
+      return;
+    }
+    const targets = gatewayTargets(seen.inputs, g.verdict.unanswered);
+    const ask = openAsk(open, w.job.netns, targets, check.windowMs, now);
+    if (!ask) return;
+    g.ask = ask;
+    counters.gateway.asks++;
+    counters.gateway.requests += sendAsk(opened.session.pod.packet, ask, w.log);
+  } finally {
+    closeSession(deps, opened.session);
+  }
+}
+
+/** The most frames one ask sends: one per (source address, unanswered gateway) of the same family. */
+function plannedRequests(w: Work): number {
+  const unanswered = w.gateway?.verdict.unanswered ?? [];
+  return w.job.interfaces.reduce((n, i) => {
+    const mine = unanswered.filter((g) => g.interface === i.name);
+    const v4 = mine.filter((g) => !g.gateway.includes(':')).length;
+    return n + i.ipv4.length * v4 + i.ipv6.length * (mine.length - v4);
+  }, 0);
+}
+
+/** The work ends (its burst is over, its pod gone): a check still waiting for an answer has none. */
+export async function endGateway(deps: GatewayDeps, counters: Counters, w: Work): Promise<void> {
+  dropGateway(deps, w);
+  const g = w.gateway;
+  if (g && !isFinal(g.verdict)) await settle(deps, counters, w, { ...g.verdict, result: 'no-answer' });
+}
+
+/** Takes a verdict after a window: a final one is logged, counted and recorded once. */
+async function settle(deps: GatewayDeps, counters: Counters, w: Work, verdict: GatewayVerdict): Promise<void> {
+  const before = w.gateway!.verdict;
+  w.gateway!.verdict = verdict;
+  for (const r of verdict.answered.slice(before.answered.length)) deps.observeGatewayAnswer(r.afterMs / 1000);
+  if (!isFinal(verdict)) return;
+  countVerdict(counters, verdict);
+  w.log.info(`gateway check: ${describeVerdict(verdict)}`, { gateway: verdict });
+  await deps.recordVerdict(w);
+}

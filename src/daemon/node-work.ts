@@ -1,0 +1,112 @@
+// The node-local proof in the announcer's loop: for a window after round 1,
+// what the node itself sees of each bridged pod interface, in the netns of
+// the ADD's caller (where the host side of the pod is): the bridge's FDB entry
+// for the pod's MAC and the node's neighbour entries for its addresses. One
+// read right after round 1 would race the bridge's learning, so the window
+// subscribes to neighbour notifications first, dumps, then follows them until
+// the window closes. Pod interfaces that are no
+// bridge port (macvlan, ipvlan, host-device) are said to be out of the node's
+// sight.
+import type { NodeProof } from '../announce/gateway-verdict';
+import { NodeWatch, describeNodeVerdict } from '../announce/node-proof';
+import { formatMac } from '../wire/mac';
+import { parseNeighChange } from '../wire/neigh';
+import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
+import type { HostSockets } from '../sys/netns';
+import type { Counters } from './counters';
+import { jobOpener } from './job-view';
+import { closeSession, openForJob, type RoundDeps, type Work } from './rounds';
+
+/** The families dumped at the start of a window, and again when notifications overflowed. */
+const DUMPED = [AF_BRIDGE, AF_INET, AF_INET6] as const;
+
+/** One attachment's window: the sockets it follows, a watch per bridged interface, and when it closes (boot ms). */
+export interface NodeWork {
+  sockets: HostSockets;
+  watches: { name: string; watch: NodeWatch }[];
+  unseen: NodeProof[];
+  until: number;
+}
+
+/**
+ * Opens the window of `w` at `now` for `windowMs`: the proofs at once when no interface is a bridge port (or the pod
+ * cannot be entered), else the open window.
+ */
+export function startNodeWatch(deps: RoundDeps, w: Work, now: number, windowMs: number): NodeWork | NodeProof[] {
+  const opened = openForJob(deps, w.job);
+  const open = jobOpener(deps, w.job);
+  if ('gone' in opened || !open) return [];
+  const watches: NodeWork['watches'] = [];
+  const unseen: NodeProof[] = [];
+  try {
+    const { session, targets } = opened;
+    const host = session.host.rtnl;
+    for (const t of targets) {
+      const peer = t.iface.hostPeer && host.linkByIndex(t.iface.hostPeer.index);
+      const bridge = peer?.master === undefined ? undefined : host.linkByIndex(peer.master);
+      const mac = session.pod.rtnl.linkByIndex(t.iface.index)?.mac;
+      if (!peer || bridge?.kind !== 'bridge' || mac?.length !== 6) {
+        unseen.push({ interface: t.name, unseen: unseenWhy(t.iface.kind, peer !== undefined) });
+        continue;
+      }
+      const pod = { mac: formatMac(mac), portIndex: peer.index, portName: peer.name, bridgeIndex: bridge.index };
+      const portName = (i: number): string => host.linkByIndex(i)?.name ?? `ifindex ${i}`;
+      watches.push({ name: t.name, watch: new NodeWatch({ ...pod, addresses: [...t.ipv4, ...t.ipv6] }, portName) });
+    }
+  } finally {
+    closeSession(deps, opened.session);
+  }
+  if (watches.length === 0) return unseen;
+  // Subscribed before the dump: nothing that changes in between is missed.
+  const sockets = open.host(undefined, [RtnlGroup.Neigh]);
+  const work = { sockets, watches, unseen, until: now + windowMs };
+  dumpInto(work);
+  return work;
+}
+
+/** Feeds what changed (or a fresh dump, when notifications overflowed); the proofs once the window is over. */
+export function stepNodeWatch(work: NodeWork, now: number, changed: ReadonlySet<number>): NodeProof[] | undefined {
+  if (changed.has(work.sockets.events.fd)) {
+    const { messages, overflowed } = work.sockets.events.take();
+    if (overflowed) dumpInto(work);
+    else {
+      for (const change of messages.flatMap((m) => parseNeighChange(m) ?? [])) {
+        for (const { watch } of work.watches) watch.observe(change.entry, change.deleted);
+      }
+    }
+  }
+  // The whole window, even once all looks right: another port taking the pod's MAC later is a duplicate.
+  if (now < work.until) return undefined;
+  work.sockets.close();
+  const seen = work.watches.map(({ name, watch }): NodeProof => ({ interface: name, seen: watch.verdict() }));
+  return [...seen, ...work.unseen];
+}
+
+/** Closes a window that is given up (the work ends). */
+export function dropNodeWatch(work: NodeWork): void {
+  work.sockets.close();
+}
+
+/** Counts the mismatches of `proofs` by kind, and says what the node saw in one line. */
+export function countNodeProofs(counters: Counters, proofs: readonly NodeProof[]): string {
+  for (const p of proofs) {
+    if (!('seen' in p)) continue;
+    if (p.seen.fdb.kind === 'duplicate') counters.nodeMismatches.duplicateMac++;
+    if (p.seen.fdb.kind === 'not-learned') counters.nodeMismatches.notLearned++;
+    counters.nodeMismatches.staleNeighbour += p.seen.neighbours.filter((n) => n.kind === 'stale').length;
+  }
+  return proofs.map((p) => `${p.interface}: ${'seen' in p ? describeNodeVerdict(p.seen) : p.unseen}`).join('; ');
+}
+
+function dumpInto(work: NodeWork): void {
+  for (const family of DUMPED) {
+    for (const entry of work.sockets.rtnl.neighbours(family)) {
+      for (const { watch } of work.watches) watch.observe(entry);
+    }
+  }
+}
+
+function unseenWhy(kind: string | undefined, veth: boolean): string {
+  if (veth) return 'its host-side veth is no bridge port: the node cannot see the segment';
+  return `a ${kind ?? 'non-veth'} interface: the node cannot see the segment`;
+}

@@ -1,0 +1,233 @@
+// The gateway check in the announcer's table of work (gateway-work.ts,
+// new-work.ts), driven through Jobs with fakes: asks after ADD and after each
+// round, the verdict once the windows are over, and the budget holding an ask.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BackgroundJob } from '../../../src/announce/background-job';
+import { firstVerdict, type GatewayVerdict } from '../../../src/announce/gateway-verdict';
+import type { AttachmentRecord } from '../../../src/announce/state';
+import { newCounters, type Counters } from '../../../src/daemon/counters';
+import { gatewayBusy } from '../../../src/daemon/gateway-work';
+import { Jobs, type JobDeps } from '../../../src/daemon/jobs';
+import { newWork } from '../../../src/daemon/new-work';
+import type { Work } from '../../../src/daemon/rounds';
+import { parseArp } from '../../../src/wire/arp';
+import { parseIPv4 } from '../../../src/wire/ip';
+import { identityViews } from '../../support/caller-view-fakes';
+import {
+  FakePod,
+  jobIn,
+  keptLog,
+  makeStateDir,
+  POD_MAC,
+  ScriptedBudget,
+  writeJob,
+  type StateDir,
+} from '../../support/daemon-fakes';
+import { fakeLibc } from '../../support/fake-libc';
+import { ManualTimers } from '../../support/manual-timers';
+
+const GW = { interface: 'eth0', gateway: '10.88.0.1' };
+const GW_MAC = Buffer.from('525400123456', 'hex');
+/** The fd of FakePod's receiver. */
+const RECEIVER = 60;
+
+let state: StateDir;
+let pod: FakePod;
+let budget: ScriptedBudget;
+let timers: ManualTimers;
+let counters: Counters;
+let closed: number[];
+let answers: number[];
+let polls: number;
+let jobs: Jobs;
+
+beforeEach(() => {
+  state = makeStateDir();
+  pod = new FakePod();
+  pod.arpFrames = [];
+  budget = new ScriptedBudget();
+  timers = new ManualTimers();
+  counters = newCounters();
+  closed = [];
+  answers = [];
+  polls = 0;
+  const deps: JobDeps = {
+    stateDir: state.dir,
+    // A receiver says itself when it holds nothing.
+    libc: fakeLibc({ pollIn: (fds) => (polls++, fds.map(() => true)) }),
+    open: pod.opener(),
+    views: identityViews,
+    closeInBackground: (fd) => void closed.push(fd),
+    timers,
+    budget: budget.budget,
+    lockFile: async (path) => ({ path, release: () => undefined }),
+    jobLog: () => keptLog().log,
+    observeGatewayAnswer: (seconds) => void answers.push(seconds),
+  };
+  jobs = new Jobs(deps, counters);
+});
+afterEach(() => state.remove());
+
+const now = (): number => timers.bootMs();
+
+async function at(ms: number, changed: number[] = []): Promise<void> {
+  timers.advance(ms - timers.now());
+  await jobs.runDue(now(), new Set(changed));
+}
+
+/** A job whose round 1 went out now, with the check on (windows of 200 ms). */
+function checked(extra: Partial<BackgroundJob> = {}): BackgroundJob {
+  return jobIn(state, { firstRoundAt: now(), gatewayCheck: { windowMs: 200, gateways: [GW] }, ...extra });
+}
+
+/** ADD hands over `job` with a pending verdict. */
+function added(job: BackgroundJob): string {
+  const name = writeJob(state, job);
+  jobs.take(name, job, firstVerdict([GW]));
+  return name;
+}
+
+/** The gateway's ARP reply to the pod. */
+const reply = (): Buffer =>
+  Buffer.concat([
+    POD_MAC,
+    GW_MAC,
+    Buffer.from('08060001080006040002', 'hex'),
+    GW_MAC,
+    parseIPv4('10.88.0.1'),
+    POD_MAC,
+    parseIPv4('10.88.0.5'),
+  ]);
+
+/** The gateway check's requests among the frames sent (GARPs left out). */
+const asked = (): number =>
+  pod.sent.filter((f) => {
+    const arp = parseArp(f);
+    return arp && !arp.senderIp.equals(arp.targetIp);
+  }).length;
+
+const recorded = (name: string): AttachmentRecord =>
+  JSON.parse(readFileSync(join(state.dir, name), 'utf8')) as AttachmentRecord;
+const verdictOf = (): GatewayVerdict | undefined => jobs.status(now())[0]?.gateway;
+
+describe('the gateway check in the table of work', () => {
+  it('asks right after ADD, once per round, and is final (no-answer) only after the last window', async () => {
+    const name = added(checked());
+    expect(jobs.wakeAt(now())).toBe(now());
+    await at(0);
+    expect({ asked: asked(), asks: counters.gateway.asks, requests: counters.gateway.requests }).toEqual({
+      asked: 1,
+      asks: 1,
+      requests: 1,
+    });
+    expect(jobs.eventFds()).toContain(RECEIVER);
+    await at(100);
+    expect(polls).toBe(0); // nothing to read while the receiver is quiet and the window open
+    await at(199, [RECEIVER]);
+    await at(200, [RECEIVER]);
+    expect(verdictOf()).toMatchObject({ result: 'pending', asks: 1 });
+    expect(closed).toContain(RECEIVER); // with the packet sockets of the pod sessions
+    await at(500);
+    expect(asked()).toBe(1); // no ask between rounds
+    await at(1000); // round 2
+    expect(asked()).toBe(2);
+    await at(1200, [RECEIVER]);
+    await at(3000); // round 3, the last
+    expect(asked()).toBe(3);
+    await at(3199, [RECEIVER]);
+    expect(verdictOf()).toMatchObject({ result: 'pending', asks: 2 });
+    expect(jobs.size).toBe(1); // kept alive while the last ask's window is open
+    await at(3200, [RECEIVER]);
+    expect(jobs.size).toBe(0);
+    const verdict = { result: 'no-answer', answered: [], unanswered: [GW], asks: 3 };
+    expect(jobs.status(now())).toEqual([
+      expect.objectContaining({ roundsSent: 3, gateway: expect.objectContaining(verdict) }),
+    ]);
+    expect(counters.gateway.noAnswer).toBe(1);
+    expect(recorded(name).gateway).toEqual(expect.objectContaining(verdict));
+    jobs.forget(name, 'DEL');
+    expect(jobs.status(now())).toEqual([]);
+  });
+
+  it('is answered once the gateway answered, and asks no more', async () => {
+    const name = added(checked());
+    pod.arpFrames = [reply()];
+    await at(0);
+    await at(7, [RECEIVER]);
+    const verdict = { result: 'answered', answered: [{ ...GW, mac: '52:54:00:12:34:56', afterMs: 7 }], asks: 1 };
+    expect(verdictOf()).toMatchObject(verdict);
+    expect(counters.gateway.answered).toBe(1);
+    expect(answers).toEqual([0.007]);
+    expect(recorded(name).gateway).toMatchObject(verdict);
+    await at(1000);
+    expect(jobs.wakeAt(now())).toBeGreaterThan(now()); // no ask planned: nothing due
+    await at(3000);
+    expect({ asked: asked(), probes: pod.probes, size: jobs.size }).toEqual({ asked: 1, probes: 1, size: 0 });
+    expect(jobs.status(now())).toEqual([expect.objectContaining({ gateway: expect.objectContaining(verdict) })]);
+  });
+
+  it('keeps a one-round job alive for its ask, then ends it with its verdict kept for status until DEL', async () => {
+    const name = added(checked({ schedule: [0] }));
+    await at(0);
+    expect(asked()).toBe(1);
+    await at(100, [RECEIVER]);
+    expect(jobs.size).toBe(1);
+    await at(200, [RECEIVER]);
+    expect(jobs.size).toBe(0);
+    expect(jobs.status(now())).toEqual([
+      expect.objectContaining({ roundsSent: 1, roundsPlanned: 1, gateway: expect.objectContaining({ asks: 1 }) }),
+    ]);
+    expect(verdictOf()?.result).toBe('no-answer');
+    jobs.forget(name, 'DEL');
+    expect(jobs.status(now())).toEqual([]);
+  });
+
+  it('an ask the budget holds back waits for its tokens', async () => {
+    budget.answers.push(300);
+    added(checked());
+    await at(0);
+    expect({ asked: asked(), frames: budget.calls[0]?.frames }).toEqual({ asked: 0, frames: 1 });
+    expect(jobs.wakeAt(now())).toBe(now() + 300);
+    await at(299);
+    expect(asked()).toBe(0);
+    await at(300);
+    expect(asked()).toBe(1);
+  });
+});
+
+describe('newWork: when the check asks first', () => {
+  const log = keptLog().log;
+  const workOf = (how: 'added' | 'recovered', job: BackgroundJob): Work =>
+    newWork({ name: 'c1@eth0.json', job, log }, { how, verdict: undefined, from: 1 }, now(), counters)!;
+
+  it('an added job with a pending verdict asks at once, and opens the node window', () => {
+    expect(workOf('added', checked()).gateway).toEqual({
+      verdict: firstVerdict([GW]),
+      askAt: now(),
+      nodeAt: now(),
+    });
+  });
+
+  it('a recovered job with rounds left asks after its next round; without rounds left, at once', () => {
+    expect(workOf('recovered', checked()).gateway).toEqual({ verdict: firstVerdict([GW]) });
+    expect(workOf('recovered', checked({ schedule: [0] })).gateway).toEqual({
+      verdict: firstVerdict([GW]),
+      askAt: now(),
+    });
+  });
+
+  it('a job without the check has no gateway work', () => {
+    expect(workOf('added', jobIn(state, { firstRoundAt: now() })).gateway).toBeUndefined();
+  });
+});
+
+describe('gatewayBusy', () => {
+  it('a node window open or due keeps a final verdict busy', () => {
+    const w = { gateway: { verdict: { ...firstVerdict([GW]), result: 'answered' } } } as Work;
+    expect(gatewayBusy(w)).toBe(false);
+    expect(gatewayBusy({ gateway: { ...w.gateway!, nodeAt: 5 } } as Work)).toBe(true);
+    expect(gatewayBusy({ gateway: { ...w.gateway!, node: {} } } as Work)).toBe(true);
+  });
+});

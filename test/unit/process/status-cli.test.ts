@@ -1,0 +1,85 @@
+// `announcer status` (status-cli.ts, job-status.ts): the gateway verdict of
+// each attachment, from the announcer or from the records, and the counters of
+// an announcer of an older build.
+import { describe, expect, it } from 'vitest';
+import type { GatewayVerdict } from '../../../src/announce/gateway-verdict';
+import type { AttachmentRecord } from '../../../src/announce/state';
+import { newCounters, type Counters } from '../../../src/daemon/counters';
+import { settledStatus, workStatus } from '../../../src/daemon/job-status';
+import type { Work } from '../../../src/daemon/rounds';
+import { fromRecords, render, type StatusReport } from '../../../src/process/status-cli';
+
+const IDS = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: '/run/netns/pod' };
+const ANSWERED: GatewayVerdict = {
+  result: 'answered',
+  answered: [{ interface: 'eth0', gateway: '10.88.0.1', mac: '52:54:00:12:34:56', afterMs: 3 }],
+  unanswered: [],
+  asks: 1,
+};
+const record = (extra: Partial<AttachmentRecord>): AttachmentRecord => ({
+  ...IDS,
+  netnsId: { dev: 4, ino: 4026532999 },
+  originalMacs: [],
+  ...extra,
+});
+
+describe('render', () => {
+  it('shows the gateway check under its attachment', () => {
+    const report: StatusReport = {
+      source: 'records',
+      stateDir: '/var/lib/announcer',
+      attachments: [settledStatus({ ...IDS, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, ANSWERED)],
+    };
+    expect(render(report)).toEqual([
+      'background announcer: not running; from the records in /var/lib/announcer (no counters)',
+      'net c1 eth0 netns=/run/netns/pod rounds=2/2 no round planned',
+      '  gateway check: answered: 10.88.0.1 by 52:54:00:12:34:56 after 3 ms (eth0)',
+    ]);
+  });
+
+  it('renders the counters of an older announcer, which counts no gateway checks', () => {
+    const { gateway: _, ...older } = newCounters();
+    const report: StatusReport = {
+      source: 'daemon',
+      stateDir: '/s',
+      pid: 7,
+      attachments: [],
+      counters: older as Counters,
+    };
+    const lines = render(report);
+    expect(lines.some((l) => l.startsWith('gateway checks'))).toBe(false);
+    expect(lines.at(-1)).toBe('errors: 0');
+    expect(render({ ...report, counters: newCounters() })).toContainEqual(
+      'gateway checks: answered=0 no-answer=0 no-gateway=0 off=0 requests=0',
+    );
+  });
+});
+
+describe('fromRecords', () => {
+  it('lists a record with a gateway verdict and no job', () => {
+    const read = { kind: 'ok' as const, record: record({ gateway: ANSWERED }) };
+    expect(fromRecords([{ read }], 0)).toEqual([
+      { ...IDS, roundsSent: 1, roundsPlanned: 1, deferred: false, gateway: ANSWERED },
+    ]);
+    expect(fromRecords([{ read: { kind: 'ok', record: record({}) } }], 0)).toEqual([]);
+  });
+});
+
+describe('workStatus', () => {
+  it("carries the work's gateway verdict", () => {
+    const w = {
+      job: { ...IDS, schedule: [0, 1000] },
+      roundsSent: 1,
+      dueAt: 2000,
+      gateway: { verdict: ANSWERED },
+    } as unknown as Work;
+    expect(workStatus(w, 1500)).toEqual({
+      ...IDS,
+      nextRoundInMs: 500,
+      roundsSent: 1,
+      roundsPlanned: 2,
+      deferred: false,
+      gateway: ANSWERED,
+    });
+  });
+});
