@@ -488,6 +488,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       'deferred waits',
       'rate-limited rounds',
       'address conflicts',
+      'gateway checks',
       'errors',
     ]);
     expect(lines[2]).toMatch(/^frames sent: garp-request=\d+ garp-reply=0 na=0$/);
