@@ -11,7 +11,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
-import { createBridgePod, type BridgePod } from '../../test/integration/harness/bridge-pods';
+import type { BridgePod } from '../../test/integration/harness/bridge-pods';
+import { createBridge } from '../../test/integration/harness/bridge';
+import { createGateway, routedPod } from '../../test/integration/harness/gateway';
+import { allocSubnet } from '../../test/integration/harness/names';
 import type { Scope } from '../../test/integration/harness/scope';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
@@ -80,6 +83,8 @@ const ROW_NOTES = [
   'warm: the announcer of the bench stateDir runs (idleExitMs an hour). ' +
     'cold: it is stopped (SIGTERM, waited for) before',
   'each sample, untimed, and the shim starts one and waits for it to listen.',
+  'The bench pod routes through a gateway netns on its bridge: every row but require runs the gateway check as',
+  "report (after ADD returns); the require row waits for the gateway's answer.",
 ];
 
 /** The announcer's own line: what it used over the whole run. */
@@ -127,7 +132,12 @@ function report(
 }
 
 async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
-  const pod = await createBridgePod(scope, { prefix: 'bnch' });
+  // The pod routes through a gateway netns on its bridge: the rows run the gateway check (report, the default; the
+  // require row waits for the answer).
+  const net = allocSubnet();
+  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: 'bnch' });
+  await createGateway(scope, { prefix: 'bnch', bridge, net });
+  const pod = await routedPod(scope, { prefix: 'bnch', net, bridge });
   // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs.
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));
   scope.defer(() => rmSync(scratch, { recursive: true, force: true }), 'scratch dir');

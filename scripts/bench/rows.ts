@@ -50,6 +50,8 @@ export const ANNOUNCER_ONE = { count: 1 };
 export const ANNOUNCER_NOTHING = { count: 0 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
+/** ADD waits for the answer of the gateway the bench pod routes through (a netns on the bench bridge). */
+export const ANNOUNCER_REQUIRE = { count: 1, gatewayCheck: 'require' };
 /** Every default (count 3: rounds 2 and 3 are sent by the announcer after ADD returns). */
 export const ANNOUNCER_DEFAULTS = {};
 
@@ -105,6 +107,11 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
       name: ROWS.addProbe,
       command: announcer('ADD', ANNOUNCER_PROBE),
       after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)),
+    },
+    {
+      name: ROWS.addRequire,
+      command: announcer('ADD', ANNOUNCER_REQUIRE),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_REQUIRE)),
     },
     // DEL cancels the later rounds, so they do not compete with the next rows.
     {
