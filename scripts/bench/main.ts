@@ -12,9 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ANNOUNCER, BRIDGE_PLUGIN, SYSTEM_CNI_DIR, cniExec } from '../../test/integration/harness/cni';
 import type { BridgePod } from '../../test/integration/harness/bridge-pods';
-import { createBridge } from '../../test/integration/harness/bridge';
-import { createGateway, routedPod } from '../../test/integration/harness/gateway';
-import { allocSubnet } from '../../test/integration/harness/names';
+import { gatewayNetwork, routedPod } from '../../test/integration/harness/gateway';
 import type { Scope } from '../../test/integration/harness/scope';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
@@ -134,9 +132,7 @@ function report(
 async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
   // The pod routes through a gateway netns on its bridge: the rows run the gateway check (report, the default; the
   // require row waits for the answer).
-  const net = allocSubnet();
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: 'bnch' });
-  await createGateway(scope, { prefix: 'bnch', bridge, net });
+  const { net, bridge } = await gatewayNetwork(scope, { prefix: 'bnch' });
   const pod = await routedPod(scope, { prefix: 'bnch', net, bridge });
   // One scratch dir for the node yardstick's empty file, the runtime floor and the announcer's stateDirs.
   const scratch = mkdtempSync(join(tmpdir(), 'cni-bench-'));

@@ -7,10 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   OLD_MAC,
-  allocSubnet,
   announcerDel,
   announcerLeftovers,
-  createBridge,
   garpsFor,
   run,
   announcerStatus,
@@ -20,7 +18,6 @@ import {
   RUN_TAG,
   scopePerTest,
   skipIntegration,
-  type Scope,
 } from './harness';
 import {
   addCaptured,
@@ -28,6 +25,7 @@ import {
   BURST,
   burstOver,
   createGateway,
+  gatewayNetwork,
   finalVerdict,
   GATEWAY_DEV,
   gatewayNeigh,
@@ -38,18 +36,6 @@ import {
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `gc${RUN_TAG}`;
-
-/** A bridge of its own with the node at host 1, and a gateway netns at host 254. */
-async function network(scope: Scope, opts: { ip6?: boolean; sysctls?: Record<string, number> } = {}) {
-  const net = allocSubnet();
-  const bridge = await createBridge(scope, {
-    v4Cidr: net.v4Cidr(1),
-    ...(opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {}),
-    prefix: PREFIX,
-  });
-  const gw = await createGateway(scope, { prefix: PREFIX, bridge, net, ...opts });
-  return { net, bridge, gw };
-}
 
 function show(what: string, gw: Gateway, entry: { mac?: string; state: string } | undefined): string {
   return `${what}: gateway ${gw.v4} ${GATEWAY_DEV} entry ${entry ? `${entry.mac ?? '-'} ${entry.state}` : 'none'}`;
@@ -69,7 +55,7 @@ describe.skipIf(skipIntegration())('gateway check against a real Linux gateway',
   it(CASE_A, async () => {
     for (const mode of ['off', 'report'] as const) {
       const s = scope();
-      const { net, bridge, gw } = await network(s);
+      const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX });
       const pod = await routedPod(s, { prefix: PREFIX, net, bridge });
       const before = await gatewayNeigh(gw, pod.ip);
       const { files, capture, att, add } = await addCaptured(s, pod, { gatewayCheck: mode });
@@ -100,7 +86,10 @@ describe.skipIf(skipIntegration())('gateway check against a real Linux gateway',
   it(CASE_B, async () => {
     for (const mode of ['off', 'report'] as const) {
       const s = scope();
-      const { net, bridge, gw } = await network(s, { sysctls: { 'net.ipv4.conf.%.drop_gratuitous_arp': 1 } });
+      const { net, bridge, gw } = await gatewayNetwork(s, {
+        prefix: PREFIX,
+        sysctls: { 'net.ipv4.conf.%.drop_gratuitous_arp': 1 },
+      });
       const pod = await routedPod(s, { prefix: PREFIX, net, bridge });
       await plantStale(GATEWAY_DEV, pod.ip, OLD_MAC, gw.netns.name);
       const before = await gatewayNeigh(gw, pod.ip);
@@ -121,7 +110,7 @@ describe.skipIf(skipIntegration())('gateway check against a real Linux gateway',
   it(CASE_C, async () => {
     for (const mode of ['off', 'report'] as const) {
       const s = scope();
-      const { net, bridge, gw } = await network(s, { ip6: true });
+      const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX, ip6: true });
       const pod = await routedPod(s, { prefix: PREFIX, net, bridge, ip6: true });
       const ip6 = net.v6(5);
       const before = await gatewayNeigh(gw, ip6);
@@ -153,7 +142,7 @@ describe.skipIf(skipIntegration())('gateway check against a real Linux gateway',
   it(CASE_E, async () => {
     for (const twin of [false, true]) {
       const s = scope();
-      const { net, bridge } = await network(s);
+      const { net, bridge } = await gatewayNetwork(s, { prefix: PREFIX });
       const pod = await routedPod(s, { prefix: PREFIX, net, bridge });
       // The twin: another port of the bridge whose host sends from the pod's MAC all through the window.
       const other = twin ? await createGateway(s, { prefix: PREFIX, bridge, net, host: 77, mac: pod.mac }) : undefined;

@@ -14,7 +14,8 @@ import type { GatewayVerdict } from '../../../src/announce/gateway-verdict';
 import { runOk } from './exec';
 import { deleteLink } from './links';
 import { neighEntry, type NeighEntry } from './neigh';
-import { uniqueName, type Subnet } from './names';
+import { allocSubnet, uniqueName, type Subnet } from './names';
+import { createBridge } from './bridge';
 import { createNetns, type Netns } from './netns';
 import type { Scope } from './scope';
 import { setSysctl } from './sysctl';
@@ -80,6 +81,18 @@ export async function createGateway(scope: Scope, opts: GatewayOptions): Promise
   const gateway: Gateway = { netns, mac, port, v4: opts.net.v4(host) };
   if (opts.ip6) gateway.v6 = opts.net.v6(host);
   return gateway;
+}
+
+/** A fresh subnet, a bridge with the node at host 1 (IPv6 too with `ip6`), and a gateway netns on it. */
+export async function gatewayNetwork(
+  scope: Scope,
+  opts: { prefix: string; ip6?: boolean; sysctls?: Record<string, number> },
+): Promise<{ net: Subnet; bridge: string; gw: Gateway }> {
+  const net = allocSubnet();
+  const v6 = opts.ip6 ? { v6Cidr: net.v6Cidr(1) } : {};
+  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), ...v6, prefix: opts.prefix });
+  const gw = await createGateway(scope, { ...opts, bridge, net });
+  return { net, bridge, gw };
 }
 
 /** The gateway's neighbour entry for `ip` (undefined: none). */
