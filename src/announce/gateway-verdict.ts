@@ -3,7 +3,7 @@
 // after round 1 and again after each later round until it answers; the
 // verdict is final once every gateway answered, or the window after the last
 // round closed without an answer.
-import type { NodeVerdict } from './node-proof';
+import { describeNodeVerdict, type NodeVerdict } from './node-proof';
 
 /** How the check of one attachment stands. */
 export type GatewayResult = 'pending' | 'answered' | 'no-answer' | 'no-gateway' | 'off';
@@ -63,6 +63,11 @@ export function afterWindow(verdict: GatewayVerdict, replies: readonly GatewayRe
   );
   const result = unanswered.length === 0 ? 'answered' : last ? 'no-answer' : 'pending';
   return { ...verdict, result, answered, unanswered, asks: verdict.asks + 1 };
+}
+
+/** What the node saw of one interface in one line, e.g. `eth0: fdb converged on veth1; neighbours: …`. */
+export function describeNodeProof(proof: NodeProof): string {
+  return `${proof.interface}: ${'seen' in proof ? describeNodeVerdict(proof.seen) : proof.unseen}`;
 }
 
 /** Whether the check is over (nothing more is sent for it). */

@@ -8,7 +8,8 @@
 // bridge port (macvlan, ipvlan, host-device) are said to be out of the node's
 // sight.
 import type { NodeProof } from '../announce/gateway-verdict';
-import { NodeWatch, describeNodeVerdict } from '../announce/node-proof';
+import { NodeWatch } from '../announce/node-proof';
+import { describeNodeProof } from '../announce/gateway-verdict';
 import { formatMac } from '../wire/mac';
 import { parseNeighChange } from '../wire/neigh';
 import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
@@ -95,7 +96,7 @@ export function countNodeProofs(counters: Counters, proofs: readonly NodeProof[]
     if (p.seen.fdb.kind === 'not-learned') counters.nodeMismatches.notLearned++;
     counters.nodeMismatches.staleNeighbour += p.seen.neighbours.filter((n) => n.kind === 'stale').length;
   }
-  return proofs.map((p) => `${p.interface}: ${'seen' in p ? describeNodeVerdict(p.seen) : p.unseen}`).join('; ');
+  return proofs.map(describeNodeProof).join('; ');
 }
 
 function dumpInto(work: NodeWork): void {

@@ -7,7 +7,7 @@ import type { RecordRead } from '../announce/state';
 import type { Counters } from '../daemon/counters';
 import { nextRound } from '../daemon/progress';
 import { settledStatus } from '../daemon/job-status';
-import { describeVerdict } from '../announce/gateway-verdict';
+import { describeNodeProof, describeVerdict } from '../announce/gateway-verdict';
 import type { AttachmentStatus, Reply } from '../daemon/protocol';
 
 /** The verb. */
@@ -104,6 +104,7 @@ export function render(report: StatusReport): string[] {
       `${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`,
     );
     if (a.gateway) lines.push(`  gateway check: ${describeVerdict(a.gateway)}`);
+    for (const p of a.gateway?.node ?? []) lines.push(`  node view: ${describeNodeProof(p)}`);
   }
   if (report.counters) lines.push(...counterLines(report.counters));
   return lines;

@@ -126,6 +126,24 @@ describe('Jobs: the schedule', () => {
 });
 
 describe('Jobs: resume from the records', () => {
+  it('shows the gateway verdict a record keeps after its burst ended (a restart, a hand-over), until forget', () => {
+    const verdict = {
+      result: 'answered' as const,
+      answered: [{ interface: 'eth0', gateway: '10.88.0.1', mac: '52:54:00:12:34:56', afterMs: 4 }],
+      unanswered: [],
+      asks: 1,
+    };
+    const job = sentAgo(5000, { containerId: 'g', gatewayCheck: { windowMs: 1000, gateways: [] } });
+    writeFileSync(join(state.dir, 'g@eth0.json'), JSON.stringify({ ...job, originalMacs: [], job, gateway: verdict }));
+    jobs.recover(new Map());
+    expect(jobs.size).toBe(0); // nothing left to do for it
+    expect(jobs.status(now())).toEqual([
+      expect.objectContaining({ containerId: 'g', roundsPlanned: 3, deferred: false, gateway: verdict }),
+    ]);
+    jobs.forget('g@eth0.json', 'cancelled');
+    expect(jobs.status(now())).toEqual([]);
+  });
+
   const takesUpJobsTitle =
     'takes up jobs from the records, skipping rounds whose time has passed (no grace), and deferred jobs wait again';
   it(takesUpJobsTitle, () => {

@@ -24,16 +24,26 @@ const record = (extra: Partial<AttachmentRecord>): AttachmentRecord => ({
 });
 
 describe('render', () => {
-  it('shows the gateway check under its attachment', () => {
+  it('shows the gateway check and what the node saw under its attachment', () => {
+    const node = [
+      {
+        interface: 'eth0',
+        seen: { fdb: { kind: 'converged' as const, port: 'veth1' }, neighbours: [] },
+      },
+      { interface: 'net1', unseen: 'a macvlan interface: the node cannot see the segment' },
+    ];
+    const verdict = { ...ANSWERED, node };
     const report: StatusReport = {
       source: 'records',
       stateDir: '/var/lib/announcer',
-      attachments: [settledStatus({ ...IDS, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, ANSWERED)],
+      attachments: [settledStatus({ ...IDS, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, verdict)],
     };
     expect(render(report)).toEqual([
       'background announcer: not running; from the records in /var/lib/announcer (no counters)',
       'net c1 eth0 netns=/run/netns/pod rounds=2/2 no round planned',
       '  gateway check: answered: 10.88.0.1 by 52:54:00:12:34:56 after 3 ms (eth0)',
+      '  node view: eth0: fdb converged on veth1; neighbours: none',
+      '  node view: net1: a macvlan interface: the node cannot see the segment',
     ]);
   });
 
