@@ -14,6 +14,9 @@ import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import { sendWithinBudget } from './budget-wait';
 import { gatewayOnAdd } from './gateway-on-add';
+import { withPodRoutes } from './pod-routes';
+import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
+import type { RouteEntry } from '../wire/route';
 import type { GatewayVerdict } from './gateway-verdict';
 import { waitReady, type PodSession } from './session';
 import { requireWanted } from './wanted';
@@ -44,13 +47,13 @@ const NOTHING: FirstRound = { sent: NO_FRAMES };
  */
 export async function firstRound(
   deps: AddDeps,
-  job: AddJob,
+  added: AddJob,
   session: PodSession,
   clock: AddClock,
 ): Promise<FirstRound> {
   const { log, timers } = deps;
   // `shared`: the fields the background job carries as they are.
-  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, gatewayCheck: _, ...shared } = job;
+  const { stateDir, plan, announce, addWaitMs, readyTimeoutMs, gatewayCheck: _, ...shared } = added;
   if (!announce) {
     log.info('announcements disabled for this attachment: sending nothing');
     return NOTHING;
@@ -58,6 +61,8 @@ export async function firstRound(
   if (plan.schedule.length === 0) return NOTHING;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return NOTHING;
+  const routed = targets.map((t) => ({ name: t.name, index: t.iface.index, ipv4: t.ipv4, ipv6: t.ipv6 }));
+  const job = { ...added, gatewayCheck: withPodRoutes(added.gatewayCheck, podRoutes(session, added), routed) };
   const timeoutMs = Math.min(addWaitMs, readyTimeoutMs);
   const onWait = (reasons: readonly string[]): void =>
     log.debug('pod not ready: waiting for it', { upToMs: timeoutMs, waitingFor: reasons });
@@ -140,6 +145,12 @@ async function sendReady(
     base.gatewayCheck !== undefined;
   const later = { ...base, interfaces, conflicts: conflicts.length, firstRoundAt };
   return more ? { sent, conflicts: conflicts.length, later, gateway } : { sent, conflicts: conflicts.length, gateway };
+}
+
+/** The pod's routes of both families, for the check (none read when it is off). */
+function podRoutes(session: PodSession, job: AddJob): RouteEntry[] {
+  if (job.gatewayCheck.mode === 'off') return [];
+  return [...session.pod.rtnl.routes(AF_INET), ...session.pod.rtnl.routes(AF_INET6)];
 }
 
 /** The check a background job carries on: none when it is off or nothing is routed (then there is nothing to prove). */

@@ -2,6 +2,7 @@
 // through koffi. A socket belongs to the netns it was opened in (see netns.ts);
 // this file never switches. Calls block, bounded by a deadline: the plugin is a
 // single-purpose process with nothing else to run meanwhile.
+import { parseRoute, routeDumpPayload, RTM_GETROUTE, type RouteEntry } from '../wire/route';
 import {
   addressDumpPayload,
   bridgePortDumpPayload,
@@ -103,6 +104,14 @@ export class Rtnl {
       NLM_F_DUMP,
       neighDumpPayload(family),
     ).flatMap((payload) => parseNeigh(payload) ?? []);
+  }
+
+  /** Every unicast route of `family` (AF_INET or AF_INET6), all tables (one dump). */
+  routes(family: number): RouteEntry[] {
+    const payload = routeDumpPayload(family);
+    return this.request(`RTM_GETROUTE dump family ${family}`, RTM_GETROUTE, NLM_F_DUMP, payload).flatMap(
+      (p) => parseRoute(p) ?? [],
+    );
   }
 
   /** Sets the MAC address of link `index`. */

@@ -6,31 +6,29 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
-  allocSubnet,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
   attachmentOf,
   busiestSecond,
-  createBridge,
   garpsFor,
   linkShow,
   ms,
   RUN_TAG,
+  runOk,
   scopePerTest,
   setSysctl,
   skipIntegration,
   startCapture,
   announcerAdd,
   type Frame,
-  type Scope,
 } from './harness';
 import {
   addCaptured,
   arpRequestsTo,
   BURST,
   burstOver,
-  createGateway,
+  gatewayNetwork,
   finalVerdict,
   GATEWAY_HOST,
   nsTo,
@@ -42,13 +40,6 @@ import { recordName } from '../../src/state-files';
 const PREFIX = `gl${RUN_TAG}`;
 /** Where no host answers. */
 const SILENT_HOST = 253;
-
-async function network(scope: Scope) {
-  const net = allocSubnet();
-  const bridge = await createBridge(scope, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-  const gw = await createGateway(scope, { prefix: PREFIX, bridge, net });
-  return { net, bridge, gw };
-}
 
 /** Every frame of ARP, NS and NA from `mac`: what the announcer and its check send. */
 function everythingFrom(frames: readonly Frame[], mac: string): Frame[] {
@@ -62,12 +53,14 @@ const NO_ANSWER_REQUIRE =
 const NOTHING_ROUTED =
   '(g0) a network that routes nothing (a gateway field alone): no frame of the check, "no routed gateway" logged';
 
+const UNREPORTED_ROUTE = "(g0') a next hop only the pod's routing table has (prevResult routes nothing): asked too";
+
 describe.skipIf(skipIntegration())('gateway check: no answer, opt-out, nothing routed, rate limit', () => {
   const scope = scopePerTest(PREFIX);
 
   it(NO_ANSWER_REPORT, async () => {
     const s = scope();
-    const { net, bridge } = await network(s);
+    const { net, bridge } = await gatewayNetwork(s, { prefix: PREFIX });
     const silent = net.v4(SILENT_HOST);
     const pod = await routedPod(s, { prefix: PREFIX, net, bridge, via: { v4: silent } });
     const { files, capture, add } = await addCaptured(s, pod, { gatewayCheck: 'report', gatewayCheckMs: 200 });
@@ -87,7 +80,7 @@ describe.skipIf(skipIntegration())('gateway check: no answer, opt-out, nothing r
 
   it(NO_ANSWER_REQUIRE, async () => {
     const s = scope();
-    const { net, bridge } = await network(s);
+    const { net, bridge } = await gatewayNetwork(s, { prefix: PREFIX });
     const silent = net.v4(SILENT_HOST);
     const pod = await routedPod(s, { prefix: PREFIX, net, bridge, via: { v4: silent } });
     // The kernel's own GARP on the MAC change (the bridge plugin sets arp_notify) is not ours.
@@ -121,7 +114,7 @@ describe.skipIf(skipIntegration())('gateway check: no answer, opt-out, nothing r
 
   it('(f) opt-out (enabled=false): nothing on the wire, not even the check', async () => {
     const s = scope();
-    const { net, bridge, gw } = await network(s);
+    const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX });
     const pod = await routedPod(s, { prefix: PREFIX, net, bridge });
     const optOut = { gatewayCheck: 'require', args: { cni: { announce: { enabled: false } } } };
     const { capture, add } = await addCaptured(s, pod, optOut);
@@ -134,7 +127,7 @@ describe.skipIf(skipIntegration())('gateway check: no answer, opt-out, nothing r
 
   it(NOTHING_ROUTED, async () => {
     const s = scope();
-    const { net, bridge, gw } = await network(s);
+    const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX });
     const pod = await routedPod(s, { prefix: PREFIX, net, bridge, via: null });
     const { files, capture, add } = await addCaptured(s, pod, { gatewayCheck: 'report' });
     expect(add.code, add.stdout).toBe(0);
@@ -147,9 +140,24 @@ describe.skipIf(skipIntegration())('gateway check: no answer, opt-out, nothing r
     expect(nsTo(frames, pod.mac, net.v6(GATEWAY_HOST))).toEqual([]);
   }, 60_000);
 
+  it(UNREPORTED_ROUTE, async () => {
+    const s = scope();
+    const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX });
+    const pod = await routedPod(s, { prefix: PREFIX, net, bridge, via: null });
+    // What a main plugin may do without saying so in its result: the pod's own table routes through the gateway.
+    await runOk('ip', ['-n', pod.netns.name, 'route', 'add', 'default', 'via', gw.v4, 'dev', 'eth0']);
+    const { files, capture, add } = await addCaptured(s, pod, { gatewayCheck: 'report' });
+    expect(add.code, add.stdout).toBe(0);
+    const verdict = await finalVerdict(files, pod.containerId);
+    const frames = await capture.stop();
+    expect(verdict).toMatchObject({ result: 'answered', unanswered: [] });
+    expect(verdict.answered.map((a) => [a.gateway, a.mac])).toEqual([[gw.v4, gw.mac]]);
+    expect(arpRequestsTo(frames, pod.mac, gw.v4)).toHaveLength(1);
+  }, 60_000);
+
   it('(g) under rateLimit the check frames count: the busiest second stays within rate + burst', async () => {
     const s = scope();
-    const { net, bridge, gw } = await network(s);
+    const { net, bridge, gw } = await gatewayNetwork(s, { prefix: PREFIX });
     const limit = { framesPerSecond: 2, burst: 1 };
     const pods: BridgePod[] = [];
     for (const host of [5, 6, 7, 8]) pods.push(await routedPod(s, { prefix: PREFIX, net, bridge, host }));

@@ -1,5 +1,6 @@
 // A netns seen through rtnetlink, for unit tests: links, addresses and bridge
 // port states a test sets and changes; every call is read from them afresh.
+import type { RouteEntry } from '../../src/wire/route';
 import type { Rtnl } from '../../src/sys/rtnl';
 import type { AddressInfo, LinkInfo } from '../../src/wire/rtnetlink';
 import { parseIPv4, parseIPv6 } from '../../src/wire/ip';
@@ -49,6 +50,8 @@ export interface FakeNetns {
   setMacs: { index: number; mac: string }[];
   /** When set, setMac throws it (and changes nothing). */
   setMacError?: Error;
+  /** The routing table (routes() gives those of the family asked for); default none. */
+  routes?: RouteEntry[];
 }
 
 /** An empty fake netns. */
@@ -60,13 +63,14 @@ export function fakeNetns(init: Partial<FakeNetns> = {}): FakeNetns {
 export function fakeRtnl(ns: FakeNetns): Rtnl {
   const fake: Pick<
     Rtnl,
-    'linkByName' | 'linkByIndex' | 'links' | 'addresses' | 'bridgePortState' | 'setMac' | 'close'
+    'linkByName' | 'linkByIndex' | 'links' | 'addresses' | 'bridgePortState' | 'routes' | 'setMac' | 'close'
   > = {
     linkByName: (name) => ns.links.find((l) => l.name === name),
     linkByIndex: (index) => ns.links.find((l) => l.index === index),
     links: () => [...ns.links],
     addresses: (index) => ns.addresses.filter((a) => a.index === index),
     bridgePortState: (index) => ns.ports.get(index),
+    routes: (family) => (ns.routes ?? []).filter((r) => r.family === family),
     setMac: (index, mac) => {
       if (ns.setMacError) throw ns.setMacError;
       ns.setMacs.push({ index, mac: Buffer.from(mac).toString('hex') });
