@@ -33,6 +33,16 @@ export interface FleetOptions {
   hosts: readonly number[];
 }
 
+/**
+ * `n` distinct names of `prefix` (uniqueName): 400 draws of 24 random bits repeat one about once in 200 fleets, and
+ * `ip -batch` then fails with "File exists".
+ */
+function distinctNames(prefix: string, n: number): string[] {
+  const names = new Set<string>();
+  while (names.size < n) names.add(uniqueName(prefix));
+  return [...names];
+}
+
 /** Distinct random MACs, one per pod. */
 function distinctMacs(n: number): string[] {
   const macs = new Set<string>();
@@ -48,12 +58,13 @@ function distinctMacs(n: number): string[] {
  */
 export async function createStandInFleet(scope: Scope, opts: FleetOptions): Promise<FleetPod[]> {
   const macs = distinctMacs(opts.hosts.length);
+  const names = distinctNames(opts.prefix, 2 * opts.hosts.length);
   const pods: FleetPod[] = opts.hosts.map((host, i) => {
-    const name = uniqueName(opts.prefix);
+    const name = names[2 * i]!;
     const netns = { name, path: netnsPath(name) };
     const ip = opts.net.v4(host);
     const result = podPrevResult(netns.path, [{ name: 'eth0', mac: macs[i]!, addresses: [opts.net.v4Cidr(host)] }]);
-    return { netns, hostVeth: uniqueName(opts.prefix), mac: macs[i]!, ip, result };
+    return { netns, hostVeth: names[2 * i + 1]!, mac: macs[i]!, ip, result };
   });
   scope.defer(() => removeFleet(pods), `${pods.length} fleet pods on ${opts.bridge}`);
   const host = pods.flatMap((p) => [
