@@ -12,6 +12,7 @@ export const ROWS = {
   addNothing: 'announcer ADD, count 0 (warm): nothing to send',
   addOne: 'announcer ADD, count 1 (warm)',
   addProbe: 'announcer ADD, count 1, conflictCheck warn (warm)',
+  addOff: 'announcer ADD, count 1, gatewayCheck off (warm)',
   addRequire: 'announcer ADD, count 1, gatewayCheck require (warm)',
   addDefault: 'announcer ADD, defaults (warm)',
   addCold: 'announcer ADD, count 1, cold (starts one)',

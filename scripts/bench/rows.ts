@@ -50,6 +50,8 @@ export const ANNOUNCER_ONE = { count: 1 };
 export const ANNOUNCER_NOTHING = { count: 0 };
 /** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
+/** One round and no gateway check: what the check (report, the default) costs is the count-1 row less this one. */
+export const ANNOUNCER_OFF = { count: 1, gatewayCheck: 'off' };
 /** ADD waits for the answer of the gateway the bench pod routes through (a netns on the bench bridge). */
 export const ANNOUNCER_REQUIRE = { count: 1, gatewayCheck: 'require' };
 /** Every default (count 3: rounds 2 and 3 are sent by the announcer after ADD returns). */
@@ -107,6 +109,11 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
       name: ROWS.addProbe,
       command: announcer('ADD', ANNOUNCER_PROBE),
       after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_PROBE)),
+    },
+    {
+      name: ROWS.addOff,
+      command: announcer('ADD', ANNOUNCER_OFF),
+      after: untimed('DEL after ADD', announcer('DEL', ANNOUNCER_OFF)),
     },
     {
       name: ROWS.addRequire,
