@@ -45,6 +45,12 @@ describe('gatewayTargets', () => {
     ]);
   });
 
+  it('an interface whose IPv6 addresses are all optimistic asks no IPv6 gateway', () => {
+    const optimistic = input({ ipv6: [{ bytes: parseIPv6('fd00::6'), optimistic: true }] });
+    const [t] = gatewayTargets([optimistic], BOTH);
+    expect(t).toMatchObject({ ipv6: [], gateways: { ipv4: [parseIPv4('10.88.0.1')], ipv6: [] } });
+  });
+
   it('an IFF_NOARP interface asks nothing over ARP', () => {
     const [t] = gatewayTargets([input({ noarp: true })], BOTH);
     expect(t).toMatchObject({ ipv4: [], ipv6: [parseIPv6('fd00::5')], gateways: { ipv4: [] } });
@@ -106,6 +112,13 @@ describe('openAsk', () => {
       'EPERM',
     );
     expect(closed).toEqual([70, 71]);
+  });
+
+  it('opens no ARP receiver for an ask over IPv6 alone', () => {
+    const { open, calls } = opener();
+    const ask = openAsk(open, '/run/netns/pod', gatewayTargets([input({ ipv4: [] })], BOTH), 1000, 0);
+    expect(calls).toEqual([{ ifindexes: [2], ethertype: ETHERTYPE_IPV6 }]);
+    expect(ask!.receivers.map((r) => r.ifindex)).toEqual([2]);
   });
 
   it('is undefined, with nothing opened, when no target asks anything', () => {

@@ -19,6 +19,7 @@ describe('firstVerdict', () => {
     expect(isFinal(firstVerdict([]))).toBe(true);
     expect(isFinal(firstVerdict([V4]))).toBe(false);
     expect(isFinal(OFF_VERDICT)).toBe(true);
+    expect(OFF_VERDICT).toEqual({ result: 'off', answered: [], unanswered: [], asks: 0 });
   });
 });
 
@@ -30,6 +31,9 @@ describe('afterWindow', () => {
     expect(two.result).toBe('answered');
     expect(two.unanswered).toEqual([]);
     expect(two.asks).toBe(2);
+    // The first window's answer stays.
+    expect(two.answered).toEqual([reply(V4, 3), reply(V6, 1004, '0a:58:00:00:00:06')]);
+    expect(afterWindow(one, [], true)).toMatchObject({ result: 'no-answer', answered: [reply(V4, 3)] });
   });
 
   it('keeps the first answer of a gateway', () => {
@@ -41,6 +45,14 @@ describe('afterWindow', () => {
     const v = afterWindow(firstVerdict([V4, V6]), [reply(V4, 3)], true);
     expect(v).toEqual({ result: 'no-answer', answered: [reply(V4, 3)], unanswered: [V6], asks: 1 });
     expect(afterWindow(firstVerdict([V4]), [], false).result).toBe('pending');
+  });
+
+  it('tells the same gateway on two interfaces apart', () => {
+    const net1 = { interface: 'net1', gateway: '10.88.0.1' };
+    const v = afterWindow(firstVerdict([V4, net1]), [reply(V4, 3)], true);
+    expect(v).toMatchObject({ result: 'no-answer', answered: [reply(V4, 3)], unanswered: [net1] });
+    const both = afterWindow(v, [reply(net1, 5), reply(net1, 6)], true);
+    expect(both.answered).toEqual([reply(V4, 3), reply(net1, 5)]);
   });
 
   it('ignores an answer from a gateway that was not asked', () => {
@@ -58,6 +70,14 @@ describe('describeVerdict', () => {
       'no answer from fd00::1 (eth0) after 1 asks; answered: 10.88.0.1 by 0a:58:0a:58:00:01 after 3 ms (eth0)',
     );
     expect(describeVerdict(firstVerdict([V4]))).toBe('waiting for 10.88.0.1 (eth0)');
+    expect(describeVerdict(firstVerdict([V4, V6]))).toBe('waiting for 10.88.0.1 (eth0), fd00::1 (eth0)');
+    expect(describeVerdict(afterWindow(firstVerdict([V4, V6]), [], true))).toBe(
+      'no answer from 10.88.0.1 (eth0), fd00::1 (eth0) after 1 asks',
+    );
+    const two = afterWindow(firstVerdict([V4, V6]), [reply(V4, 3), reply(V6, 4, '02:00:00:00:00:06')], true);
+    expect(describeVerdict(two)).toBe(
+      'answered: 10.88.0.1 by 0a:58:0a:58:00:01 after 3 ms (eth0), fd00::1 by 02:00:00:00:00:06 after 4 ms (eth0)',
+    );
     expect(describeVerdict(firstVerdict([]))).toBe('no routed gateway: nothing sent');
     expect(describeVerdict(OFF_VERDICT)).toBe('off (gatewayCheck: off)');
   });

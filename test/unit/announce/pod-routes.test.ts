@@ -24,6 +24,23 @@ describe('withPodRoutes', () => {
     ]);
   });
 
+  it('adds another next hop of an interface that already has one', () => {
+    const planned = [{ interface: 'eth0', gateway: '10.88.0.1' }];
+    expect(withPodRoutes(check(planned), [via(2, '10.88.0.254')], [ETH0]).gateways).toEqual([
+      ...planned,
+      { interface: 'eth0', gateway: '10.88.0.254' },
+    ]);
+  });
+
+  it('adds a gateway already known on another interface for this one too', () => {
+    const planned = [{ interface: 'net1', gateway: '10.88.0.1' }];
+    const net1 = { ...NET1, ipv4: ['10.88.0.6'] };
+    expect(withPodRoutes(check(planned), [via(2, '10.88.0.1')], [ETH0, net1]).gateways).toEqual([
+      ...planned,
+      { interface: 'eth0', gateway: '10.88.0.1' },
+    ]);
+  });
+
   it('keeps what prevResult routed, and does not add it twice in another spelling', () => {
     const planned = [{ interface: 'eth0', gateway: 'fd00:88:0:0:0:0:0:1' }];
     const v6: RouteEntry = { ...via(2, 'fd00:0088'), gateway: Buffer.from('fd000088000000000000000000000001', 'hex') };

@@ -54,6 +54,21 @@ describe('parseRoute', () => {
     expect(parseRoute(V4_DEFAULT.subarray(0, 11))).toBeUndefined();
   });
 
+  it('leaves out a table, an out link or a gateway whose attribute has the wrong length', () => {
+    // rtm_table 100; RTA_TABLE of 2 bytes, RTA_OIF of 2 bytes (each padded to 4), RTA_GATEWAY of 5 (padded to 8).
+    const bad = hex('02000000 64030001 00000000 06000f00 fe000000 06000400 03000000 09000500 0a58000101000000');
+    expect(parseRoute(bad)).toEqual({ family: 2, dstLen: 0, table: 100 });
+  });
+
+  it('takes RTA_TABLE over rtm_table (a table number over 255 has rtm_table RT_TABLE_COMPAT)', () => {
+    const big = Buffer.from(V4_DEFAULT);
+    big[4] = 252;
+    big.writeUInt32LE(1000, 16);
+    expect(parseRoute(big)?.table).toBe(1000);
+    // An rtmsg alone: a unicast route without attributes.
+    expect(parseRoute(V4_DEFAULT.subarray(0, 12))).toEqual({ family: 2, dstLen: 0, table: 254 });
+  });
+
   it('takes the table from rtm_table when RTA_TABLE is absent', () => {
     const noTableAttr = Buffer.concat([V4_DEFAULT.subarray(0, 12), V4_DEFAULT.subarray(20)]);
     expect(parseRoute(noTableAttr)?.table).toBe(254);
