@@ -12,6 +12,7 @@ import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { GatewayWindow, type GatewayTarget } from './gateway-check';
 import type { GatewayReply, RoutedGateway } from './gateway-verdict';
 import type { RoundInput } from './readiness';
+import type { OutgoingFrame } from './round';
 import type { SocketOpener } from './session';
 
 /** An ask in progress: its window, its receivers, and when it started (boot ms). */
@@ -19,7 +20,8 @@ export interface OpenAsk {
   window: GatewayWindow;
   receivers: FrameReceiver[];
   startedAt: number;
-  requests: number;
+  /** The ARP requests and NSes it sends, built once. */
+  requests: OutgoingFrame[];
 }
 
 /**
@@ -60,8 +62,8 @@ export function openAsk(
   startedAt: number,
 ): OpenAsk | undefined {
   const window = new GatewayWindow(targets, windowMs, startedAt);
-  const requests = window.requests().length;
-  if (requests === 0) return undefined;
+  const requests = window.requests();
+  if (requests.length === 0) return undefined;
   const v4 = targets.filter((t) => t.gateways.ipv4.length > 0).map((t) => t.index);
   const v6 = targets.filter((t) => t.gateways.ipv6.length > 0).map((t) => t.index);
   const receivers = v4.length > 0 ? open.receivers(netns, v4, ETHERTYPE_ARP) : [];
@@ -77,7 +79,7 @@ export function openAsk(
 /** Sends the ask's requests out of the pod; returns how many went out (a failed send is logged). */
 export function sendAsk(packet: PacketSocket, ask: OpenAsk, log: Logger): number {
   let sent = 0;
-  for (const { index, name, frame } of ask.window.requests()) {
+  for (const { index, name, frame } of ask.requests) {
     try {
       packet.send(index, frame);
       sent++;

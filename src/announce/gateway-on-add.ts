@@ -51,7 +51,7 @@ export async function gatewayOnAdd(
     const deadline = deps.timers.now() + check.windowMs;
     const sent = await sendWithinBudget(
       deps,
-      ask.requests,
+      ask.requests.length,
       deadline,
       () => sendAsk(after.session.pod.packet, ask, deps.log),
       'the gateway check',

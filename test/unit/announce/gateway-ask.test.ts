@@ -102,7 +102,8 @@ describe('openAsk', () => {
       { ifindexes: [3], ethertype: ETHERTYPE_ARP },
       { ifindexes: [2], ethertype: ETHERTYPE_IPV6 },
     ]);
-    expect(ask).toMatchObject({ startedAt: 5000, requests: 2 });
+    expect(ask).toMatchObject({ startedAt: 5000 });
+    expect(ask!.requests.map((r) => r.index)).toEqual([2, 3]);
     expect(ask!.receivers.map((r) => r.ifindex)).toEqual([3, 2]);
   });
 
