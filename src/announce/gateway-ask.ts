@@ -51,6 +51,21 @@ export function gatewayTargets(inputs: readonly RoundInput[], gateways: readonly
 }
 
 /**
+ * The most frames one ask sends from `interfaces` (a job's, with the addresses it announces): one per (source address,
+ * unanswered gateway) of the same family.
+ */
+export function plannedRequests(
+  interfaces: readonly { name: string; ipv4: readonly string[]; ipv6: readonly string[] }[],
+  unanswered: readonly RoutedGateway[],
+): number {
+  return interfaces.reduce((n, i) => {
+    const mine = unanswered.filter((g) => g.interface === i.name);
+    const v4 = mine.filter((g) => ipFamily(g.gateway) === 4).length;
+    return n + i.ipv4.length * v4 + i.ipv6.length * (mine.length - v4);
+  }, 0);
+}
+
+/**
  * Opens the receivers of an ask from `targets` in the pod's netns (ARP where an interface asks over IPv4, IPv6 where
  * over IPv6): undefined when no target asks anything.
  */

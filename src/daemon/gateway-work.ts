@@ -5,7 +5,16 @@
 // now, opens its receivers, sends, and leaves the pod; the receivers join the
 // loop's poll until the window closes. After round 1, the node-local proof
 // (node-work.ts) runs its window too. The verdict goes to the record.
-import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from '../announce/gateway-ask';
+import {
+  askFds,
+  askReplies,
+  gatewayTargets,
+  openAsk,
+  plannedRequests,
+  readAsk,
+  releaseAsk,
+  sendAsk,
+} from '../announce/gateway-ask';
 import type { OpenAsk } from '../announce/gateway-ask';
 import { afterWindow, describeVerdict, firstVerdict, isFinal } from '../announce/gateway-verdict';
 import type { GatewayVerdict, NodeProof } from '../announce/gateway-verdict';
@@ -13,7 +22,8 @@ import type { BackgroundJob } from '../announce/background-job';
 import { readiness } from '../announce/session';
 import { countVerdict, type Counters } from './counters';
 import { jobOpener } from './job-view';
-import { countNodeProofs, dropNodeWatch, startNodeWatch, stepNodeWatch, type NodeWork } from './node-work';
+import { countNodeProofs, dropNodeWatch, startNodeWatch, stepNodeWatch } from './node-work';
+import type { NodeWork, PodVisit } from './node-work';
 import { closeSession, openForJob, type RoundDeps, type Work } from './rounds';
 
 /** One attachment's gateway check in the announcer. */
@@ -101,8 +111,27 @@ export async function runGatewayDue(
 ): Promise<void> {
   const g = w.gateway;
   if (!g) return;
-  await runNodeDue(deps, counters, w, now, changed);
-  if (isFinal(g.verdict)) return;
+  // The node window and the first ask fall due in the same turn: they share one entry into the pod.
+  let opened: PodVisit | undefined;
+  const visit = (): PodVisit => (opened ??= openForJob(deps, w.job));
+  try {
+    await runNodeDue(deps, counters, w, now, changed, visit);
+    if (!isFinal(g.verdict)) await runAskDue(deps, counters, w, now, changed, visit);
+  } finally {
+    if (opened && !('gone' in opened)) closeSession(deps, opened.session);
+  }
+}
+
+/** An open ask reads what came (and closes once over); a due ask opens. */
+async function runAskDue(
+  deps: GatewayDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+  changed: ReadonlySet<number>,
+  visit: () => PodVisit,
+): Promise<void> {
+  const g = w.gateway!;
   if (g.ask) {
     if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
     readAsk(deps.libc, g.ask, now);
@@ -114,7 +143,7 @@ export async function runGatewayDue(
     await settle(deps, counters, w, afterWindow(g.verdict, replies, last));
     return;
   }
-  if (g.askAt !== undefined && g.askAt <= now) await startAsk(deps, counters, w, now);
+  if (g.askAt !== undefined && g.askAt <= now) await startAsk(deps, counters, w, now, visit);
 }
 
 /** Closes an open ask's receivers (on another thread) and a node-local window: the work ends. */
@@ -142,6 +171,7 @@ async function runNodeDue(
   w: Work,
   now: number,
   changed: ReadonlySet<number>,
+  visit: () => PodVisit,
 ): Promise<void> {
   const g = w.gateway!;
   let proofs: NodeProof[] | undefined;
@@ -150,7 +180,7 @@ async function runNodeDue(
     if (proofs) g.node = undefined;
   } else if (g.nodeAt !== undefined && g.nodeAt <= now) {
     g.nodeAt = undefined;
-    const started = startNodeWatch(deps, w, now, w.job.gatewayCheck?.windowMs ?? 0);
+    const started = startNodeWatch(deps, w, now, w.job.gatewayCheck?.windowMs ?? 0, visit);
     if (Array.isArray(started)) proofs = started;
     else g.node = started;
   }
@@ -162,11 +192,17 @@ async function runNodeDue(
 }
 
 /** Takes the ask's frames from the budget, enters the pod, opens the receivers and sends the requests. */
-async function startAsk(deps: GatewayDeps, counters: Counters, w: Work, now: number): Promise<void> {
+async function startAsk(
+  deps: GatewayDeps,
+  counters: Counters,
+  w: Work,
+  now: number,
+  visit: () => PodVisit,
+): Promise<void> {
   const g = w.gateway!;
   const check = w.job.gatewayCheck!;
   const taken = await deps.budget().take(
-    plannedRequests(w),
+    plannedRequests(w.job.interfaces, g.verdict.unanswered),
     () => deps.timers.bootMs(),
     false,
     () => {},
@@ -176,37 +212,23 @@ async function startAsk(deps: GatewayDeps, counters: Counters, w: Work, now: num
     return;
   }
   g.askAt = undefined;
-  const opened = openForJob(deps, w.job);
+  const opened = visit();
   const open = jobOpener(deps, w.job);
   if ('gone' in opened || !open) {
     w.log.info('gateway check: cannot ask now', { why: 'gone' in opened ? opened.gone : 'no view' });
     return;
   }
-  try {
-    const seen = readiness(opened.session, opened.targets);
-    if (seen.kind !== 'ready') {
-      w.log.info('gateway check: the pod is not ready to ask from: asking after the next round');
-      return;
-    }
-    const targets = gatewayTargets(seen.inputs, g.verdict.unanswered);
-    const ask = openAsk(open, w.job.netns, targets, check.windowMs, now);
-    if (!ask) return;
-    g.ask = ask;
-    counters.gateway.asks++;
-    counters.gateway.requests += sendAsk(opened.session.pod.packet, ask, w.log);
-  } finally {
-    closeSession(deps, opened.session);
+  const seen = readiness(opened.session, opened.targets);
+  if (seen.kind !== 'ready') {
+    w.log.info('gateway check: the pod is not ready to ask from: asking after the next round');
+    return;
   }
-}
-
-/** The most frames one ask sends: one per (source address, unanswered gateway) of the same family. */
-function plannedRequests(w: Work): number {
-  const unanswered = w.gateway?.verdict.unanswered ?? [];
-  return w.job.interfaces.reduce((n, i) => {
-    const mine = unanswered.filter((g) => g.interface === i.name);
-    const v4 = mine.filter((g) => !g.gateway.includes(':')).length;
-    return n + i.ipv4.length * v4 + i.ipv6.length * (mine.length - v4);
-  }, 0);
+  const targets = gatewayTargets(seen.inputs, g.verdict.unanswered);
+  const ask = openAsk(open, w.job.netns, targets, check.windowMs, now);
+  if (!ask) return;
+  g.ask = ask;
+  counters.gateway.asks++;
+  counters.gateway.requests += sendAsk(opened.session.pod.packet, ask, w.log);
 }
 
 /** The work ends (its burst is over, its pod gone): a check still waiting for an answer has none. */

@@ -8,7 +8,7 @@
 // bridge port (macvlan, ipvlan, host-device) are said to be out of the node's
 // sight.
 import type { NodeProof } from '../announce/gateway-verdict';
-import { NodeWatch } from '../announce/node-proof';
+import { NodeWatch, type NodeWatchPod } from '../announce/node-proof';
 import { describeNodeProof } from '../announce/gateway-verdict';
 import { formatMac } from '../wire/mac';
 import { parseNeighChange } from '../wire/neigh';
@@ -16,7 +16,10 @@ import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
 import type { HostSockets } from '../sys/netns';
 import type { Counters } from './counters';
 import { jobOpener } from './job-view';
-import { closeSession, openForJob, type RoundDeps, type Work } from './rounds';
+import type { openForJob, RoundDeps, Work } from './rounds';
+
+/** The pod as one turn of the gateway check sees it: entered at most once (openForJob), on first use. */
+export type PodVisit = ReturnType<typeof openForJob>;
 
 /** The families dumped at the start of a window, and again when notifications overflowed. */
 const DUMPED = [AF_BRIDGE, AF_INET, AF_INET6] as const;
@@ -30,36 +33,40 @@ export interface NodeWork {
 }
 
 /**
- * Opens the window of `w` at `now` for `windowMs`: the proofs at once when no interface is a bridge port (or the pod
- * cannot be entered), else the open window.
+ * Opens the window of `w` at `now` for `windowMs`, looking at the pod through `visit` (the caller's, which it closes):
+ * the proofs at once when no interface is a bridge port (or the pod cannot be entered), else the open window.
  */
-export function startNodeWatch(deps: RoundDeps, w: Work, now: number, windowMs: number): NodeWork | NodeProof[] {
-  const opened = openForJob(deps, w.job);
+export function startNodeWatch(
+  deps: RoundDeps,
+  w: Work,
+  now: number,
+  windowMs: number,
+  visit: () => PodVisit,
+): NodeWork | NodeProof[] {
+  const opened = visit();
   const open = jobOpener(deps, w.job);
   if ('gone' in opened || !open) return [];
-  const watches: NodeWork['watches'] = [];
+  const bridged: { name: string; pod: NodeWatchPod }[] = [];
   const unseen: NodeProof[] = [];
-  try {
-    const { session, targets } = opened;
-    const host = session.host.rtnl;
-    for (const t of targets) {
-      const peer = t.iface.hostPeer && host.linkByIndex(t.iface.hostPeer.index);
-      const bridge = peer?.master === undefined ? undefined : host.linkByIndex(peer.master);
-      const mac = session.pod.rtnl.linkByIndex(t.iface.index)?.mac;
-      if (!peer || bridge?.kind !== 'bridge' || mac?.length !== 6) {
-        unseen.push({ interface: t.name, unseen: unseenWhy(t.iface.kind, peer !== undefined) });
-        continue;
-      }
-      const pod = { mac: formatMac(mac), portIndex: peer.index, portName: peer.name, bridgeIndex: bridge.index };
-      const portName = (i: number): string => host.linkByIndex(i)?.name ?? `ifindex ${i}`;
-      watches.push({ name: t.name, watch: new NodeWatch({ ...pod, addresses: [...t.ipv4, ...t.ipv6] }, portName) });
+  const { session, targets } = opened;
+  const host = session.host.rtnl;
+  for (const t of targets) {
+    const peer = t.iface.hostPeer && host.linkByIndex(t.iface.hostPeer.index);
+    const bridge = peer?.master === undefined ? undefined : host.linkByIndex(peer.master);
+    const mac = session.pod.rtnl.linkByIndex(t.iface.index)?.mac;
+    if (!peer || bridge?.kind !== 'bridge' || mac?.length !== 6) {
+      unseen.push({ interface: t.name, unseen: unseenWhy(t.iface.kind, peer !== undefined) });
+      continue;
     }
-  } finally {
-    closeSession(deps, opened.session);
+    const pod = { mac: formatMac(mac), portIndex: peer.index, portName: peer.name, bridgeIndex: bridge.index };
+    bridged.push({ name: t.name, pod: { ...pod, addresses: [...t.ipv4, ...t.ipv6] } });
   }
-  if (watches.length === 0) return unseen;
-  // Subscribed before the dump: nothing that changes in between is missed.
+  if (bridged.length === 0) return unseen;
+  // Subscribed before the dump: nothing that changes in between is missed. Other ports are named through the
+  // window's own socket (the visit's closes at the end of this turn).
   const sockets = open.host(undefined, [RtnlGroup.Neigh]);
+  const portName = (i: number): string => sockets.rtnl.linkByIndex(i)?.name ?? `ifindex ${i}`;
+  const watches = bridged.map(({ name, pod }) => ({ name, watch: new NodeWatch(pod, portName) }));
   const work = { sockets, watches, unseen, until: now + windowMs };
   dumpInto(work);
   return work;

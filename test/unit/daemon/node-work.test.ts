@@ -7,7 +7,7 @@ import type { NodeProof } from '../../../src/announce/gateway-verdict';
 import type { SocketOpener } from '../../../src/announce/session';
 import { newCounters } from '../../../src/daemon/counters';
 import { countNodeProofs, startNodeWatch, stepNodeWatch, type NodeWork } from '../../../src/daemon/node-work';
-import type { RoundDeps, Work } from '../../../src/daemon/rounds';
+import { openForJob, type RoundDeps, type Work } from '../../../src/daemon/rounds';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import type { NetlinkMessage } from '../../../src/wire/netlink';
@@ -134,17 +134,24 @@ function notification(entry: NeighEntry): NetlinkMessage {
   return { type: RTM_NEWNEIGH, flags: 0, seq: 0, payload };
 }
 
-const started = (): NodeWork => startNodeWatch(deps(), work(), 1000, 500) as NodeWork;
+/** Starts a window as the check's turn does: its one visit of the pod, opened on first use. */
+function watchFrom(now: number, windowMs: number) {
+  const d = deps();
+  const w = work();
+  return startNodeWatch(d, w, now, windowMs, () => openForJob(d, w.job));
+}
+
+const started = (): NodeWork => watchFrom(1000, 500) as NodeWork;
 
 describe('startNodeWatch', () => {
   it('says why the node cannot see a non-bridge interface, opening no window', () => {
     podNs.links[0] = { ...podNs.links[0]!, kind: 'macvlan' } as LinkInfo;
-    expect(startNodeWatch(deps(), work(), 1000, 500)).toEqual([
+    expect(watchFrom(1000, 500)).toEqual([
       { interface: 'eth0', unseen: 'a macvlan interface: the node cannot see the segment' },
     ]);
     hostNs.links[0] = { ...hostNs.links[0]!, master: undefined };
     podNs.links[0] = { ...podNs.links[0]!, kind: 'veth' } as LinkInfo;
-    expect(startNodeWatch(deps(), work(), 1000, 500)).toEqual([
+    expect(watchFrom(1000, 500)).toEqual([
       { interface: 'eth0', unseen: 'its host-side veth is no bridge port: the node cannot see the segment' },
     ]);
     expect(calls.filter((c) => c.startsWith('dump'))).toEqual([]);
