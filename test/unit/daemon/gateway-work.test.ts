@@ -112,6 +112,9 @@ const recorded = (name: string): AttachmentRecord =>
   JSON.parse(readFileSync(join(state.dir, name), 'utf8')) as AttachmentRecord;
 const verdictOf = (): GatewayVerdict | undefined => jobs.status(now())[0]?.gateway;
 
+const NODE_WINDOW_WITH_FIRST_ASK =
+  "opens the node-local proof with round 1's first ask, in one visit of the pod; the verdict carries it";
+
 describe('the gateway check in the table of work', () => {
   it('asks right after ADD, once per round, and is final (no-answer) only after the last window', async () => {
     const name = added(checked());
@@ -182,6 +185,32 @@ describe('the gateway check in the table of work', () => {
     expect(verdictOf()?.result).toBe('no-answer');
     jobs.forget(name, 'DEL');
     expect(jobs.status(now())).toEqual([]);
+  });
+
+  it(NODE_WINDOW_WITH_FIRST_ASK, async () => {
+    const name = added(checked());
+    pod.arpFrames = [reply()];
+    await at(0);
+    // FakePod's veth has no bridge port on the host: the node cannot see the segment, said at once.
+    expect(verdictOf()?.node).toEqual([
+      { interface: 'eth0', unseen: expect.stringContaining('cannot see the segment') },
+    ]);
+    expect(pod.opened).toBe(1); // the node window and the ask entered the pod once
+    await at(5, [RECEIVER]);
+    expect(recorded(name).gateway).toMatchObject({ result: 'answered', node: verdictOf()?.node });
+  });
+
+  it('a round that falls due while a window is open asks once that window closes, and is not the last', async () => {
+    added(checked({ schedule: [0, 100] })); // round 2 inside the first 200 ms window
+    await at(0);
+    await at(100); // round 2
+    expect(asked()).toBe(1);
+    await at(200, [RECEIVER]);
+    expect(verdictOf()).toMatchObject({ result: 'pending', asks: 1 });
+    await at(201);
+    expect(asked()).toBe(2);
+    await at(401, [RECEIVER]);
+    expect(verdictOf()).toMatchObject({ result: 'no-answer', asks: 2 });
   });
 
   it('an ask the budget holds back waits for its tokens', async () => {
