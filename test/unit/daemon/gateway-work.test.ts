@@ -196,6 +196,7 @@ describe('the gateway check in the table of work', () => {
       { interface: 'eth0', unseen: expect.stringContaining('cannot see the segment') },
     ]);
     expect(pod.opened).toBe(1); // the node window and the ask entered the pod once
+    expect(pod.open).toBe(0); // and that visit ends with the turn
     await at(5, [RECEIVER]);
     expect(recorded(name).gateway).toMatchObject({ result: 'answered', node: verdictOf()?.node });
   });
