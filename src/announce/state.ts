@@ -5,7 +5,6 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from '../path';
 import type { Logger } from '../log';
-import { UnsafeDirError } from '../sys/private-dir';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { recordName, stateEntryKind } from '../state-files';
 import { checkRecord } from './record-schema';
@@ -86,15 +85,6 @@ export function removeRecordQuietly(file: string, log: Logger): boolean {
     log.error('cannot remove state record', { file, error: err });
     return false;
   }
-}
-
-/** Why stateDir cannot be used, in one line that names the fix when there is one. */
-export function stateDirProblem(stateDir: string, err: unknown): string {
-  if (err instanceof UnsafeDirError) return `unsafe stateDir: ${err.message}`;
-  const shown = stateDir.length > 200 ? `${stateDir.slice(0, 200)}… (${stateDir.length} characters)` : stateDir;
-  const message = err instanceof Error ? err.message : String(err);
-  const why = message.length > 300 ? `${message.slice(0, 300)}…` : message;
-  return `cannot use stateDir ${shown}: ${why}`;
 }
 
 /**

@@ -1,16 +1,10 @@
 import { lockPath, lockWaitMs, type HeldLock } from '../announce/attachment-lock';
-import {
-  readRecordToActOn,
-  recordPath,
-  removeRecordQuietly,
-  stateDirProblem,
-  type AttachmentRecord,
-} from '../announce/state';
+import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
 import { basename } from '../path';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
-import { ensurePrivateDir } from '../sys/private-dir';
+import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
 import type { CommandDeps } from './deps';
 

@@ -7,18 +7,12 @@ import {
   stateEntryKind,
   tempWriterPid,
 } from '../state-files';
-import {
-  readRecordFile,
-  readRecordToActOn,
-  removeRecordQuietly,
-  stateDirProblem,
-  stateEntries,
-} from '../announce/state';
+import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import { cancelBackground } from './del';
 import type { GcRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
-import { checkPrivateDir } from '../sys/private-dir';
+import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';
 import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { CommandDeps } from './deps';

@@ -1,5 +1,5 @@
 import { accessSync, constants } from 'node:fs';
-import { stateDirProblem } from '../announce/state';
+import { stateDirProblem } from '../sys/private-dir';
 import type { StatusRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';

@@ -35,11 +35,10 @@ async function startHere(stateDir: string, listening: (stateDir: string) => Prom
   const [
     { startAnnouncer, envObject },
     { spawnChild },
-    { ensurePrivateDir },
+    { ensurePrivateDir, stateDirProblem },
     { selfCommand },
     { detachedEnv },
     { userModeEmulator },
-    { stateDirProblem },
     { StateDirError },
   ] = await Promise.all([
     import('./start'),
@@ -48,7 +47,6 @@ async function startHere(stateDir: string, listening: (stateDir: string) => Prom
     import('../self-command'),
     import('../sys/detached-env'),
     import('../sys/emulator'),
-    import('../announce/state'),
     import('./unavailable'),
   ]);
   const emulator = userModeEmulator();

@@ -70,6 +70,15 @@ export function privateDirProblem(dir: string): string | undefined {
   }
 }
 
+/** Why stateDir cannot be used, in one line that names the fix when there is one. */
+export function stateDirProblem(stateDir: string, err: unknown): string {
+  if (err instanceof UnsafeDirError) return `unsafe stateDir: ${err.message}`;
+  const shown = stateDir.length > 200 ? `${stateDir.slice(0, 200)}… (${stateDir.length} characters)` : stateDir;
+  const message = err instanceof Error ? err.message : String(err);
+  const why = message.length > 300 ? `${message.slice(0, 300)}…` : message;
+  return `cannot use stateDir ${shown}: ${why}`;
+}
+
 /** Creates `path` (and missing parents) with mode 0700 if needed, then checks it as checkPrivateDir does. */
 export function ensurePrivateDir(path: string, uid?: number): void {
   if (checkPrivateDir(path, uid) === 'ok') return;

@@ -17,14 +17,12 @@ import {
   readRecordFile,
   recordPath,
   removeRecordQuietly,
-  stateDirProblem,
   stateEntries,
   writeRecord,
   type AttachmentRecord,
 } from '../../../src/announce/state';
 import { createLogger, silentLogger } from '../../../src/log';
 import { attachmentName, stateEntryKind } from '../../../src/state-files';
-import { UnsafeDirError } from '../../../src/sys/private-dir';
 
 const RECORD: AttachmentRecord = {
   network: 'podnet',
@@ -296,29 +294,5 @@ describe('state edges', () => {
   it('lists no entries of a stateDir that does not exist', () => {
     expect(stateEntries(join(tmp, 'missing'))).toEqual([]);
     expect(listRecords(join(tmp, 'missing'))).toEqual([]);
-  });
-
-  describe('stateDirProblem', () => {
-    it('passes an unsafe directory on as such', () => {
-      expect(
-        stateDirProblem('/x', new UnsafeDirError('/x is writable by group or others (mode 0770): chmod 0700 /x')),
-      ).toBe('unsafe stateDir: /x is writable by group or others (mode 0770): chmod 0700 /x');
-    });
-
-    it('names the directory and the error otherwise, also one that is no Error', () => {
-      expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe(
-        'cannot use stateDir /x: EROFS: read-only file system',
-      );
-      expect(stateDirProblem('/x', 'EIO')).toBe('cannot use stateDir /x: EIO');
-    });
-
-    it('shortens a stateDir longer than 200 characters and a message longer than 300', () => {
-      const dir200 = `/${'d'.repeat(199)}`;
-      const msg300 = 'm'.repeat(300);
-      expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
-      expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(
-        `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`,
-      );
-    });
   });
 });

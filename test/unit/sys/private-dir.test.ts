@@ -2,7 +2,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkPrivateDir, ensurePrivateDir, UnsafeDirError } from '../../../src/sys/private-dir';
+import { checkPrivateDir, ensurePrivateDir, stateDirProblem, UnsafeDirError } from '../../../src/sys/private-dir';
 import { notRoot, skipUnless } from '../../support/skip';
 
 const uid = process.geteuid!();
@@ -102,5 +102,29 @@ describe('ensurePrivateDir', () => {
     chmodSync(dir, 0o777);
     expect(() => ensurePrivateDir(dir)).toThrow(UnsafeDirError);
     expect(statSync(dir).mode & 0o777).toBe(0o777);
+  });
+});
+
+describe('stateDirProblem', () => {
+  it('passes an unsafe directory on as such', () => {
+    expect(
+      stateDirProblem('/x', new UnsafeDirError('/x is writable by group or others (mode 0770): chmod 0700 /x')),
+    ).toBe('unsafe stateDir: /x is writable by group or others (mode 0770): chmod 0700 /x');
+  });
+
+  it('names the directory and the error otherwise, also one that is no Error', () => {
+    expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe(
+      'cannot use stateDir /x: EROFS: read-only file system',
+    );
+    expect(stateDirProblem('/x', 'EIO')).toBe('cannot use stateDir /x: EIO');
+  });
+
+  it('shortens a stateDir longer than 200 characters and a message longer than 300', () => {
+    const dir200 = `/${'d'.repeat(199)}`;
+    const msg300 = 'm'.repeat(300);
+    expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
+    expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(
+      `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`,
+    );
   });
 });
