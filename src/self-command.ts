@@ -11,3 +11,15 @@ export function selfCommand(argv: readonly string[], execPath: string, emulator?
   const self = script === undefined || script.startsWith('/$bunfs/') ? [execPath] : [execPath, script];
   return emulator === undefined ? self : [emulator, ...self];
 }
+
+/** The verb that runs the node's announcer: `announcer daemon <stateDir> [flags]`. */
+export const DAEMON_VERB = 'daemon';
+
+/** The flag naming the fd on which an announcer says, once, that it listens (then closes it). */
+export const READY_FD_FLAG = 'ready-fd';
+
+/**
+ * The fd a shim gives the announcer it starts as `--ready-fd`: the write end of a pipe, the first past stdio. Its line
+ * (or its end, when that announcer exits first) tells the shim to connect, so no shim polls while one starts.
+ */
+export const READY_FD = 3;

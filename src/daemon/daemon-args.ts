@@ -1,8 +1,9 @@
 // Pure: the arguments of `announcer daemon`. A shim starts it with the stateDir
-// alone; the DaemonSet adds how it runs there (resident, logs on stdout, an
-// HTTP address for /metrics and /healthz), and may set node settings, which
-// win over the stateDir's announcer.conf (src/cni/node-settings.ts).
+// and the fd of its ready line; the DaemonSet adds how it runs there (resident,
+// logs on stdout, an HTTP address for /metrics and /healthz), and may set node
+// settings, which win over the stateDir's announcer.conf (src/cni/node-settings.ts).
 import { parseFlags } from '../cli-flags';
+import { READY_FD_FLAG } from '../self-command';
 import { NODE_FLAGS, NODE_FLAGS_USAGE, nodeSettingsFromFlags, type GivenSettings } from '../cni/node-settings';
 
 /** The log formats of `--log-format`: one JSON object, or one logfmt line, per event on stdout. */
@@ -17,15 +18,24 @@ export interface DaemonArgs {
   logFormat?: (typeof LOG_FORMATS)[number];
   /** HOST:PORT to serve /metrics and /healthz on. */
   listen?: string;
+  /** The fd to write one line to once listening, then close (a pipe from the shim that started it). */
+  readyFd?: number;
   /** The node settings given as flags. */
   settings: GivenSettings;
 }
 
 /** The usage line of `announcer daemon`. */
 export const DAEMON_USAGE =
-  'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT] ' + NODE_FLAGS_USAGE;
+  `usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT] [--${READY_FD_FLAG}=N] ` +
+  NODE_FLAGS_USAGE;
 
-const SPEC = { resident: 'bool', 'log-format': 'string', listen: 'string', ...NODE_FLAGS } as const;
+const SPEC = {
+  resident: 'bool',
+  'log-format': 'string',
+  listen: 'string',
+  [READY_FD_FLAG]: 'int',
+  ...NODE_FLAGS,
+} as const;
 
 /** Parses the arguments after `daemon`; a problem is one line naming the argument. */
 export function parseDaemonArgs(
@@ -39,7 +49,7 @@ export function parseDaemonArgs(
     };
   const parsed = parseFlags(rest, SPEC, DAEMON_USAGE);
   if (!parsed.ok) return parsed;
-  const { resident = false, 'log-format': logFormat, listen } = parsed.flags;
+  const { resident = false, 'log-format': logFormat, listen, [READY_FD_FLAG]: readyFd } = parsed.flags;
   const settings = nodeSettingsFromFlags(parsed.flags);
   if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${DAEMON_USAGE}` };
   const out: DaemonArgs = { stateDir, resident, settings: settings.settings };
@@ -55,6 +65,12 @@ export function parseDaemonArgs(
     if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]*):\d{1,5}$/.test(listen))
       return { ok: false, problem: `--listen must be HOST:PORT (got ${JSON.stringify(listen)}); ${DAEMON_USAGE}` };
     out.listen = listen;
+  }
+  if (readyFd !== undefined) {
+    // Never stdin, stdout or stderr: the announcer closes it once it has said it listens.
+    if (readyFd < 3)
+      return { ok: false, problem: `--${READY_FD_FLAG} must be 3 or more (got ${readyFd}); ${DAEMON_USAGE}` };
+    out.readyFd = readyFd;
   }
   return { ok: true, args: out };
 }

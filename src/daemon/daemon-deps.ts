@@ -45,6 +45,8 @@ export interface DaemonDeps
   executableReplaced(): boolean;
   /** The runner of CNI commands, hosted on this announcer's loop (src/daemon/cni-host.ts). */
   commands(host: CommandHost): CniRunner;
+  /** Says once that the announcer listens, to whoever started it (--ready-fd). */
+  ready?(): void;
 }
 
 /** What the announcer gives the commands it runs: its loop's waits, its table of work, its closer. */

@@ -120,6 +120,7 @@ class Daemon {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.control.listen();
+      this.deps.ready?.();
       this.recover();
       this.metricsFile.start();
       await this.loop();

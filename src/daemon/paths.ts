@@ -5,9 +5,6 @@ import { ABI } from '../sys/abi/kernel-abi';
 import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
 import { ANNOUNCER_SOCKET, DAEMON_LOCK } from '../state-files';
 
-/** The verb that runs the background announcer. */
-export const DAEMON_VERB = 'daemon';
-
 const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
 
 /**

@@ -1,17 +1,17 @@
 // The command-line verbs of the executable, wired to the real process:
 // `daemon` (started by a CNI call, or run by the DaemonSet), and the CLI verbs of cli.ts.
 // Loaded only when the executable is run with arguments.
-import { statSync } from 'node:fs';
+import { closeSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname } from '../path';
-import { netnsSockets } from '../announce/session';
 import { CLI_VERBS, runVerb } from '../cli';
+import { netnsSockets } from '../announce/session';
 import { cniRunner } from '../daemon/cni-host';
 import { runDaemon } from '../daemon/daemon';
 import type { DaemonDeps } from '../daemon/daemon-deps';
 import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
 import { HttpListenError } from '../daemon/http-server';
-import { DAEMON_VERB } from '../daemon/paths';
+import { DAEMON_VERB } from '../self-command';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
 import { NodeFrameBudget } from '../announce/frame-budget';
@@ -82,7 +82,7 @@ function realDaemonDeps(
   args: DaemonArgs,
   { settings, http, uid }: Pick<DaemonDeps, 'settings' | 'http' | 'uid'>,
 ): DaemonDeps {
-  const { stateDir } = args;
+  const { stateDir, readyFd } = args;
   const stdout = args.logFormat
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
     : undefined;
@@ -114,6 +114,7 @@ function realDaemonDeps(
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
     stampProgress: (fd) => stampFd(fd, Date.now()),
+    ...(readyFd === undefined ? {} : { ready: () => sayReady(readyFd) }),
     commands: (host) =>
       cniRunner({
         libc,
@@ -124,6 +125,20 @@ function realDaemonDeps(
         logger: loggers.commandLog,
       }),
   };
+}
+
+/** Writes the ready line to `fd` and closes it; a starter gone (EPIPE) or an fd not open (EBADF) changes nothing. */
+function sayReady(fd: number): void {
+  try {
+    writeSync(fd, 'listening\n');
+  } catch {
+    // The shim that waited has gone: nobody to tell.
+  }
+  try {
+    closeSync(fd);
+  } catch {
+    // Not open: nothing to close.
+  }
 }
 
 /** The identity (device and inode) of the file at `path`, as text; '' when there is none. */

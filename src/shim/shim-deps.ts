@@ -3,6 +3,7 @@
 import { connectUnix } from '../sys/unix-stream';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';
+import type { Started } from './start';
 import { withAnnouncerAddress } from './socket-address';
 
 /** ShimDeps for this process, sending `build` in every request; `readText` reads /proc/uptime. */
@@ -31,7 +32,7 @@ export async function realShimDeps(build: string, readText: (path: string) => Pr
 }
 
 /** Starts stateDir's announcer from this executable (start.ts), loading what starting needs only now. */
-async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<unknown> {
+async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<Started> {
   const [
     { startAnnouncer, envObject },
     { spawnChild },

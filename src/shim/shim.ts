@@ -4,6 +4,7 @@
 // the command itself: an announcer that cannot answer by the request's deadline is reported by
 // unavailable.ts, per command.
 import type { Outcome, ShimClock } from './exchange';
+import type { Started } from './start';
 import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
 import { ANNOUNCER_SOCKET } from '../state-files';
 import { cniEnv, MAX_FORWARDED_STDIN, parseObject, START_MS, stateDirOf, waitMsOf, type RequestBody } from './wire';
@@ -28,7 +29,7 @@ export interface ShimDeps {
   /** One exchange with the announcer of stateDir (exchange.ts, at its socket), waiting at most waitMs for the end. */
   exchange(stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome>;
   /** Starts the announcer of stateDir unless another shim does (start.ts); rejects when it cannot. */
-  start(stateDir: string): Promise<unknown>;
+  start(stateDir: string): Promise<Started>;
   /** The pid holding stateDir's announcer lock, for a failure's message; undefined when none or unknown. */
   announcerPid(stateDir: string): Promise<number | undefined>;
   /** Replaces stateDir's announcer when it is ours and hung (replace-hung.ts); what happened. Never rejects. */
@@ -47,9 +48,9 @@ export function wantsStart(outcome: Outcome): boolean {
 }
 
 /**
- * Starts the announcer, then exchanges every RETRY_MS until it answers or the longer of START_MS and `waitMs` has
- * passed (a slow start, as under qemu-user, must not fail a call its own deadline would let wait); a string: why it
- * could not start.
+ * Starts the announcer, then exchanges until it answers or the longer of START_MS and `waitMs` has passed (a slow
+ * start, as under qemu-user, must not fail a call its own deadline would let wait): the shim that spawned it first
+ * waits for its ready line, a shim that did not tries every RETRY_MS. A string: why it could not start.
  */
 export async function startAndRetry(
   deps: ShimDeps,
@@ -57,18 +58,32 @@ export async function startAndRetry(
   body: RequestBody,
   waitMs: number,
 ): Promise<Outcome | string | StateDirError> {
+  let started: Started;
   try {
-    await deps.start(stateDir);
+    started = await deps.start(stateDir);
   } catch (err) {
     if (err instanceof StateDirError) return err;
     return `it could not be started: ${err instanceof Error ? err.message : String(err)}`;
   }
   const deadline = deps.clock.now() + Math.max(START_MS, waitMs);
+  if (typeof started !== 'string') await until(started.ready, deps.clock, deadline);
   for (;;) {
     const outcome = await deps.exchange(stateDir, body, waitMs);
     if (!wantsStart(outcome) || deps.clock.now() >= deadline) return outcome;
     await new Promise<void>((resolve) => deps.clock.after(RETRY_MS, resolve));
   }
+}
+
+/** Resolves when `ready` does or at `deadline` (clock ms), whichever comes first. */
+function until(ready: Promise<void>, clock: ShimClock, deadline: number): Promise<void> {
+  return new Promise((resolve) => {
+    const cancel = clock.after(Math.max(0, deadline - clock.now()), resolve);
+    const heard = (): void => {
+      cancel();
+      resolve();
+    };
+    ready.then(heard, heard);
+  });
 }
 
 /** Why an outcome is no answer, for the failure's message. */

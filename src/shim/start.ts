@@ -1,10 +1,11 @@
 // Starts the node's announcer from a shim, without FFI, at most once across shims that find it
-// absent together: the one that creates the start marker (O_EXCL) spawns it; the others, and it,
-// then retry the connection. The announcer takes its own flock and removes the marker once it
-// listens, so the marker only keeps a herd from spawning a process each; the shim that takes it
-// looks once more whether an announcer listens before it spawns one.
+// absent together: the one that creates the start marker (O_EXCL) spawns it and waits for its
+// ready line (--ready-fd); the others retry the connection. The announcer takes its own flock and
+// removes the marker once it listens, so the marker only keeps a herd from spawning a process
+// each; the shim that takes it looks once more whether an announcer listens before it spawns one.
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
+import { DAEMON_VERB, READY_FD, READY_FD_FLAG } from '../self-command';
 import { START_MARKER } from '../state-files';
 import { START_MS } from './wire';
 
@@ -14,8 +15,11 @@ export interface StartDeps {
   ensureStateDir(stateDir: string): void;
   /** Wall-clock ms, compared with the marker's mtime. */
   wallNow(): number;
-  /** Starts `command` detached with `env` (src/sys/spawn-child.ts). */
-  spawn(command: readonly string[], env: Readonly<Record<string, string>>): void;
+  /**
+   * Starts `command` detached with `env`, the write end of a pipe as its fd READY_FD (src/sys/spawn-child.ts); resolves
+   * once a line or the pipe's end comes through it.
+   */
+  spawn(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void>;
   /** The command that starts this program again (selfCommand). */
   self: readonly string[];
   /** The announcer's environment: PATH alone, plus QEMU_* under a user-mode emulator (detachedEnv). */
@@ -24,8 +28,11 @@ export interface StartDeps {
   listening(stateDir: string): Promise<boolean>;
 }
 
-/** The verb that runs the announcer. */
-export const ANNOUNCER_VERB = 'daemon';
+/**
+ * How a start went: this shim spawned the announcer (`ready`: it listens, or it ended), another shim is starting one,
+ * or one listens by now.
+ */
+export type Started = { ready: Promise<void> } | 'starting' | 'running';
 
 /** Creates the start marker; false when another shim holds a fresh one (a stale one is removed and taken). */
 export function takeStartMarker(stateDir: string, wallNow: () => number): boolean {
@@ -56,10 +63,10 @@ export function takeStartMarker(stateDir: string, wallNow: () => number): boolea
 }
 
 /**
- * Starts `announcer daemon <stateDir>` unless another shim is starting it ('starting') or one
- * listens by now ('running'): 'spawned'. Rejects on a file or spawn error.
+ * Starts `announcer daemon <stateDir> --ready-fd=3` unless another shim is starting it ('starting') or one listens by
+ * now ('running'). Rejects on a file or spawn error.
  */
-export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise<'spawned' | 'starting' | 'running'> {
+export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise<Started> {
   deps.ensureStateDir(stateDir);
   if (!takeStartMarker(stateDir, deps.wallNow)) return 'starting';
   try {
@@ -70,12 +77,11 @@ export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise
       removeMarker(stateDir);
       return 'running';
     }
-    deps.spawn([...deps.self, ANNOUNCER_VERB, stateDir], deps.env);
+    return { ready: deps.spawn([...deps.self, DAEMON_VERB, stateDir, `--${READY_FD_FLAG}=${READY_FD}`], deps.env) };
   } catch (err) {
     removeMarker(stateDir);
     throw err;
   }
-  return 'spawned';
 }
 
 function removeMarker(stateDir: string): void {

@@ -2,10 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
 
 describe('parseDaemonArgs', () => {
-  it('takes the stateDir alone, as a shim starts it', () => {
+  it('takes the stateDir alone, and the fd of its ready line, as a shim starts it', () => {
     expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({
       ok: true,
       args: { stateDir: '/run/cni-announcer', resident: false, settings: {} },
+    });
+    expect(parseDaemonArgs(['/run/a', '--ready-fd=3'])).toEqual({
+      ok: true,
+      args: { stateDir: '/run/a', resident: false, readyFd: 3, settings: {} },
     });
   });
 
@@ -25,6 +29,8 @@ describe('parseDaemonArgs', () => {
     [['/run/a', '--log-format=xml'], /--log-format must be json or logfmt \(got "xml"\)/],
     [['/run/a', '--listen=9464'], /--listen must be HOST:PORT \(got "9464"\)/],
     [['/run/a', '--resident=yes'], /--resident takes no value/],
+    [['/run/a', '--ready-fd=2'], /--ready-fd must be 3 or more \(got 2\)/],
+    [['/run/a', '--ready-fd=x'], /--ready-fd must be a whole number/],
   ])('refuses %j, naming the argument', (argv, problem) => {
     const parsed = parseDaemonArgs(argv);
     expect(parsed.ok).toBe(false);

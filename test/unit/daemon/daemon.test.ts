@@ -40,6 +40,14 @@ describe('runDaemon: the schedule and the control requests', () => {
     expect(d.lines.at(-1)).toContain('announcer stopped');
   });
 
+  it('says it is ready once, when its socket listens and before it reads the records (--ready-fd)', async () => {
+    writeJob(d.state, d.sentAt(0));
+    const ready: { paths: string[]; lines: number }[] = [];
+    d.deps.ready = () => void ready.push({ paths: d.sockets.paths, lines: d.logged('announcer started').length });
+    await d.run();
+    expect(ready).toEqual([{ paths: [join(d.state.dir, ANNOUNCER_SOCKET)], lines: 0 }]);
+  });
+
   const stampsItsProgressTitle =
     'stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns';
   it(stampsItsProgressTitle, async () => {

@@ -16,7 +16,7 @@ function deps(outcomes: Outcome[]) {
       sent.push({ stateDir, body });
       return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;
     },
-    start: async (stateDir) => void starts.push(stateDir),
+    start: async (stateDir) => (starts.push(stateDir), 'starting'),
   };
   return { d, sent, starts };
 }

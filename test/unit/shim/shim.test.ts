@@ -21,6 +21,7 @@ import {
 } from '../../../src/shim/wire';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
+import type { Started } from '../../../src/shim/start';
 import { fakeClock, until } from './fakes';
 
 const CONFIG = '{"cniVersion":"1.0.0","name":"n","type":"announcer","stateDir":"/state"}';
@@ -29,7 +30,7 @@ const ENV = { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x', PATH: '/bin', LD_LI
 /** A shim run whose exchanges answer from `outcomes` in turn (the last one repeats). */
 function harness(
   outcomes: Outcome[],
-  start: () => Promise<unknown> = async () => 'spawned',
+  start: () => Promise<Started> = async () => 'starting',
   stdin: Uint8Array | string = CONFIG,
   command = 'ADD',
 ) {
@@ -83,6 +84,36 @@ describe('runShim', { timeout: 5000 }, () => {
     const h = harness([{ unreachable: 'ENOENT' }, END]);
     expect(await h.result()).toEqual({ exit: 0 });
     expect(h.starts).toEqual(['/state']);
+    expect(h.sent).toHaveLength(2);
+  });
+
+  const waitsForReadyTitle =
+    'the shim that spawned the announcer tries again only once it says it listens (its ready line), not every RETRY_MS';
+  it(waitsForReadyTitle, async () => {
+    let listening = (): void => undefined;
+    const ready = new Promise<void>((resolve) => {
+      listening = resolve;
+    });
+    const h = harness([{ unreachable: 'ENOENT' }, END], async () => ({ ready }));
+    const result = h.result();
+    await until(() => h.clock.timers.length === 1);
+    // The one timer is the deadline: ADD's own wait, longer than START_MS.
+    expect(h.clock.timers.map((t) => t.ms)).toEqual([2000 + MARGIN_MS]);
+    expect(h.sent).toHaveLength(1);
+    listening();
+    expect(await result).toEqual({ exit: 0 });
+    expect(h.sent).toHaveLength(2);
+    expect(h.clock.timers).toEqual([]);
+  });
+
+  it('a spawned announcer that never says it listens is tried once its wait has passed: code 11', async () => {
+    const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: new Promise<void>(() => undefined) }));
+    const result = h.result();
+    await until(() => h.clock.timers.length === 1);
+    h.clock.set(1000 + 2000 + MARGIN_MS);
+    h.clock.timers.pop()!.fire();
+    expect(await result).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 11, msg: expect.stringContaining('ENOENT') });
     expect(h.sent).toHaveLength(2);
   });
 

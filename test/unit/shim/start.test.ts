@@ -34,6 +34,7 @@ function deps(
     spawn: (command, env) => {
       spawned.push({ command, env });
       spawn?.();
+      return Promise.resolve();
     },
     self: ['/opt/cni/bin/announcer'],
     env: { PATH: '/bin' },
@@ -41,11 +42,18 @@ function deps(
 }
 
 describe('startAnnouncer', () => {
-  it('spawns `self daemon <stateDir>` with its env, once, however many shims ask together', async () => {
+  it('spawns `self daemon <stateDir> --ready-fd=3` with its env, once, however many shims ask together', async () => {
     const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
     const results = await Promise.all(Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir)));
-    expect(results).toEqual(['spawned', 'starting', 'starting', 'starting', 'starting']);
-    expect(spawned).toEqual([{ command: ['/opt/cni/bin/announcer', 'daemon', dir], env: { PATH: '/bin' } }]);
+    expect(results.map((r) => (typeof r === 'string' ? r : 'spawned'))).toEqual([
+      'spawned',
+      'starting',
+      'starting',
+      'starting',
+      'starting',
+    ]);
+    const command = ['/opt/cni/bin/announcer', 'daemon', dir, '--ready-fd=3'];
+    expect(spawned).toEqual([{ command, env: { PATH: '/bin' } }]);
     expect(statSync(join(dir, START_MARKER)).mode & 0o777).toBe(0o600);
   });
 
@@ -101,19 +109,18 @@ describe('a shim that finds no announcer', () => {
     announcer = undefined;
   });
 
-  it('starts one (its spawn is the fake announcer starting) and gets its answer', async () => {
+  it('starts one (its spawn is the fake announcer starting), connects once it is ready, gets its answer', async () => {
     const clock = fakeClock();
     const spawned: unknown[] = [];
     const startDeps: StartDeps = {
       ...deps([]),
-      spawn: (command) => {
+      // Its ready line: the fake announcer listens.
+      spawn: async (command) => {
         spawned.push(command);
-        void fakeAnnouncer(
+        announcer = await fakeAnnouncer(
           (t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })),
           { dir },
-        ).then((a) => {
-          announcer = a;
-        });
+        );
       },
     };
     const printed: string[] = [];
@@ -134,15 +141,7 @@ describe('a shim that finds no announcer', () => {
         start: async (stateDir) => startAnnouncer(startDeps, stateDir),
       },
     );
-    // Let the retry timers go as soon as they are set.
-    while (printed.length === 0 && spawned.length <= 1) {
-      await new Promise((r) => setImmediate(r));
-      const retry = clock.timers.find((t) => t.ms === 5);
-      if (retry) {
-        clock.timers.splice(clock.timers.indexOf(retry), 1);
-        retry.fire();
-      }
-    }
+    // No retry timer fires here: the second try follows the ready line.
     expect(await result).toEqual({ exit: 0 });
     expect(printed).toEqual(['answered']);
     expect(spawned).toHaveLength(1);

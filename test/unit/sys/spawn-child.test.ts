@@ -1,5 +1,6 @@
 // spawnChild for real: the child runs in its own session, in /, with the environment given alone,
-// stdio on /dev/null; an executable that does not exist is no throw.
+// stdio on /dev/null and a pipe on fd 3 whose first line (or end) resolves the spawn; an
+// executable that does not exist is no throw.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +33,21 @@ describe('spawnChild', () => {
     expect(readFileSync(`${out}.fd1`, 'utf8').trim()).toBe('/dev/null');
   });
 
-  it('does not throw for an executable that does not exist', () => {
-    expect(() => spawnChild([join(dir, 'missing')], { PATH: '/bin' })).not.toThrow();
+  it('resolves at the first line on fd 3, while the child runs on; at the end of the pipe otherwise', async () => {
+    const pidFile = join(dir, 'pid');
+    // The child says it is ready, then sleeps: it still runs when the spawn resolves.
+    const said = spawnChild(['/bin/sh', '-c', `echo $$ > ${pidFile}; echo ready >&3; sleep 3`], { PATH: '/bin' });
+    await said;
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    try {
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('sleep 3');
+    } finally {
+      process.kill(pid, 'SIGKILL'); // the child this test started
+    }
+    await spawnChild(['/bin/sh', '-c', 'exit 0'], { PATH: '/bin' });
+  });
+
+  it('does not throw for an executable that does not exist, and resolves', async () => {
+    await expect(spawnChild([join(dir, 'missing')], { PATH: '/bin' })).resolves.toBeUndefined();
   });
 });
