@@ -10,8 +10,8 @@ export function spawnChild(command: readonly string[], env: Readonly<Record<stri
   const [file, ...args] = command;
   if (file === undefined) throw new Error('spawnChild: empty command');
   const child = spawn(file, args, { detached: true, stdio: 'ignore', cwd: '/', env });
-  // An exec failure comes as an event: unheard, it would throw. The shim then finds no announcer and runs the command
-  // itself.
+  // An exec failure comes as an event: unheard, it would throw. The shim then finds no announcer listening and answers
+  // as src/shim/unavailable.ts says (ADD: code 11, unless onUnavailable is skip); it never runs the command itself.
   child.on('error', () => undefined);
   child.unref();
 }
