@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     out.write(1, text);
   };
   const crash = (err: unknown): void => {
-    // The shim does not load the in-process dispatch: a crash there loads it for its error reply.
+    // The shim's path does not load dispatch (src/cni/dispatch.ts): a crash there loads it for its error reply.
     void import('./cni/dispatch')
       .then(({ crashReply }) => {
         if (!replied) reply(crashReply(err));

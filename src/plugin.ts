@@ -3,7 +3,7 @@ import type { CommandDeps } from './commands/deps';
 
 /**
  * The announcer as a CniPlugin, with its process dependencies injected. Each command's module is
- * loaded when it runs: a run is one command, and start-up is the plugin's latency.
+ * loaded the first time the announcer runs that command: a start loads only what its commands need.
  */
 export function announcerPlugin(deps: CommandDeps): CniPlugin {
   return {

@@ -6,7 +6,7 @@
 //   announcer-start.marker          a start in progress        the shim that starts one  the announcer, listening;
 //                                                                                        the shim, failing
 //   announcer-daemon.flock          the announcer's lifetime   the announcer             never (it is reused)
-//   announcer-handover              bursts in progress         an upgraded announcer     the next announcer
+//   announcer-handover              bursts handed over         the announcer             the next announcer
 //   announcer.conf                  node settings              announcer install         the operator
 //   <containerId>@<ifname>.json,    an attachment's record     the announcer             DEL, GC
 //     or sha256-<hex>.json
@@ -23,7 +23,7 @@ export const ANNOUNCER_SOCKET = 'announcer.sock';
 export const START_MARKER = 'announcer-start.marker';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
 export const DAEMON_LOCK = 'announcer-daemon.flock';
-/** What an upgraded announcer hands to the next one: how far each burst got. */
+/** What an announcer that hands over (src/daemon/handing-over.ts) leaves to the next one: how far each burst got. */
 export const HANDOVER_FILE = 'announcer-handover';
 /** The node settings file (JSON, root's, 0600), written by `announcer install --state-dir`. */
 export const NODE_SETTINGS_FILE = 'announcer.conf';
@@ -59,7 +59,7 @@ export function recordName(containerId: string, ifname: string): string {
   return `${attachmentName(containerId, ifname)}${RECORD_SUFFIX}`;
 }
 
-/** The lock file name of an attachment: `<attachmentName>.lock`. */
+/** The name of an attachment's lock, `<attachmentName>.lock`: its in-memory key, an older version's lock file. */
 export function lockName(containerId: string, ifname: string): string {
   return `${attachmentName(containerId, ifname)}${LOCK_SUFFIX}`;
 }
@@ -74,7 +74,7 @@ export function recordBesideLock(lock: string): string {
   return `${lock.slice(0, -LOCK_SUFFIX.length)}${RECORD_SUFFIX}`;
 }
 
-/** The lock file name beside a record file name (`x.json` → `x.lock`). */
+/** The lock name beside a record file name (`x.json` → `x.lock`): the attachment's in-memory lock key. */
 export function lockBesideRecord(record: string): string {
   return `${record.slice(0, -RECORD_SUFFIX.length)}${LOCK_SUFFIX}`;
 }

@@ -1,5 +1,5 @@
-// The bench's one table (aligned Markdown, so it can go into the README as it
-// is) and its budget lines. Pure: figures in, text out.
+// The bench's one table (aligned Markdown, so it can go into docs/performance.md
+// as it is) and its budget lines. Pure: figures in, text out.
 import { median, quantile } from './stats';
 
 /** One table row: its samples (ms) and, for a process, its peak RSS. */

@@ -22,11 +22,11 @@ export interface PluginBuilder {
 export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
 
 /**
- * The `node:*` builtins (besides node:fs, which every command needs) that product modules may import,
- * by module. Bun's builtins other than node:fs are written in JS, and the first one a run loads costs
- * it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used). These
- * modules load only on the paths that need them: the socket to the node's announcer, and the start of
- * one when none runs.
+ * The `node:*` builtins (besides node:fs, which the announcer and the verbs need, and the shim's fast path does
+ * without: src/sys/stdio.bun.ts) that product modules may import, by module. Bun's builtins other than node:fs are
+ * written in JS, and the first one a run loads costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts
+ * stand in for the two we used). The one module here loads only on the path that needs it: the start of an announcer
+ * when none runs.
  */
 export const BUILTINS_ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'src/sys/spawn-child.ts': ['child_process'],

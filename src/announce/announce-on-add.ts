@@ -35,18 +35,12 @@ import {
 import { totalFrames } from './round';
 import { requireWanted } from './wanted';
 
-/**
- * What ADD needs from the outside world: the same code runs in the CNI process and in the announcer, which inject their
- * own.
- */
+/** What ADD needs from the outside world: the announcer, which alone runs ADD, injects it (src/daemon/cni-host.ts). */
 export interface AddDeps {
   libc: Libc;
   open: SocketOpener;
   timers: Timers;
-  /**
-   * Every wait on fds (pod readiness, the conflict probe's window): blocking poll(2) in the CNI process, the loop's in
-   * the announcer.
-   */
+  /** Every wait on fds (pod readiness, the conflict probe's window, the gateway check's): the announcer loop's poll. */
   waits: Waits;
   log: Logger;
   /** The announcer's table of work, which takes each ADD's job and report in memory. */
@@ -62,8 +56,8 @@ export interface AddDeps {
   lockFile: LockFile;
   /**
    * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
-   * last close waits for an RCU grace period (8-16 ms): the CNI process closes
-   * them, the announcer closes them on another thread. Never throws.
+   * last close waits for an RCU grace period (8-16 ms): the announcer closes
+   * them on another thread. Never throws.
    */
   release(fds: readonly number[]): void;
 }

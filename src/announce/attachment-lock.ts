@@ -21,8 +21,10 @@ export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | u
  * How long a command waits for the attachment's lock beyond `addWaitMs`, the
  * longest an ADD holding it waits for readiness. ADD's other steps take
  * milliseconds, or up to 2 s (the conflict probe), and round 1's wait for the
- * node-wide rate limit ends half this grace before a waiter gives up, so only
- * a stuck ADD holds the lock longer.
+ * node-wide rate limit ends half this grace before a waiter gives up. After
+ * round 1, gatewayCheck require asks for up to gatewayCheckMs (10 s at most):
+ * past half this grace, a waiter may give up on an ADD that is not stuck.
+ * Without it, only a stuck ADD holds the lock longer.
  */
 export const LOCK_GRACE_MS = 10_000;
 

@@ -38,9 +38,9 @@ export interface BackgroundJob extends AttachmentIds {
   arpOps: ArpOp[];
   /** Round offsets in ms from round 1. */
   schedule: number[];
-  /** Epoch ms when ADD sent round 1; absent when the pod was not ready: wait, then send every round. */
+  /** Boot ms (CLOCK_BOOTTIME) when round 1 went out; absent when the pod was not ready: wait, then send every round. */
   firstRoundAt?: number | undefined;
-  /** Epoch ms after which readiness is no longer awaited. */
+  /** Boot ms after which readiness is no longer awaited. */
   readyDeadline: number;
   logFile?: string | undefined;
   logLevel: LogLevel;

@@ -3,7 +3,7 @@
 // gets is decided in one place, src/commands/errors.ts.
 import { describeConflict, type AddressConflict } from './conflict-probe';
 
-/** stateDir, or a record or lock file in it, cannot be used; `cause` carries the errno when there is one. */
+/** stateDir, or a record in it, cannot be used, or the attachment cannot be locked; `cause` carries any errno. */
 export class StateError extends Error {
   override name = 'StateError';
 }

@@ -26,8 +26,8 @@ export interface PodProbeDeps {
   log: Logger;
   /**
    * Takes the receivers' fds once the window is over. Closing an AF_PACKET
-   * socket waits for an RCU grace period (8-16 ms): the CNI process closes
-   * them, the background announcer closes them on another thread.
+   * socket waits for an RCU grace period (8-16 ms): the announcer closes them
+   * on another thread.
    */
   release(fds: readonly number[]): void;
 }

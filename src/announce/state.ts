@@ -1,7 +1,8 @@
 // Per-attachment records under stateDir: the original MACs to restore on DEL
-// and the job of the background announcer. One record (and one lock file, see
-// attachment-lock.ts) per container ID + ifname. A record is acted on only
-// after it passed the schema of record-schema.ts and sits under its own name.
+// and the job of the background announcer. One record (and one lock, held in
+// the announcer's memory: attachment-lock.ts) per container ID + ifname. A
+// record is acted on only after it passed the schema of record-schema.ts and
+// sits under its own name.
 import { readdirSync } from 'node:fs';
 import { basename, join } from '../path';
 import type { Logger } from '../log';
@@ -15,7 +16,7 @@ import type { GatewayVerdict } from './gateway-verdict';
 export interface AttachmentRecord extends AttachmentIds {
   /** MACs the plugin replaced, to put back on DEL. */
   originalMacs: { name: string; mac: string }[];
-  /** The background announcer's work order (src/daemon): it reads it from here. */
+  /** The background announcer's work order (src/daemon): ADD hands it over in memory; an announcer's start reads it. */
   job?: BackgroundJob | undefined;
   /** What the gateway check found (absent: off, or from before the check): status shows it while the record lives. */
   gateway?: GatewayVerdict | undefined;

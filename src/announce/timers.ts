@@ -3,8 +3,8 @@ export interface Timers {
   /** Milliseconds on this process's monotonic clock: for durations within the process. */
   now(): number;
   /**
-   * Milliseconds since boot (CLOCK_BOOTTIME), the clock of times written to state: shared with the background process,
-   * never stepped.
+   * Milliseconds since boot (CLOCK_BOOTTIME), the clock of times written to state and of the shim's deadlines: shared
+   * by every process of the node (the next announcer, `announcer status`), never stepped.
    */
   bootMs(): number;
   /** Resolves after `ms` milliseconds; in the announcer, a deadline in its loop's poll(2). */

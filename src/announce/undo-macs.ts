@@ -1,5 +1,6 @@
-// Putting back the MACs ADD set, from inside ADD: when ADD fails with code 106
-// nothing was announced, and the pod keeps the MAC it came with.
+// Putting back the MACs ADD set, from inside ADD: when ADD fails for an address
+// conflict (106), an unanswered gateway (107) or a caller that no longer waits
+// (11), the pod keeps the MAC it came with.
 import type { Logger } from '../log';
 import { parseMac } from '../wire/mac';
 import type { PodSession } from './session';

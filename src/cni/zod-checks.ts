@@ -3,8 +3,9 @@
 // raise, so that a problem reads `"<path>" <expectation> (got <value>)` (field-path.ts).
 // zod/mini, not zod's classic API: built as the plugin is, a program that imports it and checks a
 // 15-field object cost the empty program + 3.8 ms and 5.7 MiB, against + 9.7 ms and 8.7 MiB with
-// `zod` (40 interleaved runs, env -i). Loaded by the announcer, the verbs and the in-process
-// fallback, never by VERSION nor on the shim's path (test/integration/schema-and-zod.test.ts).
+// `zod` (40 interleaved runs, env -i). Loaded by the announcer and the verbs, and by a CNI call only
+// to report a config it cannot forward (src/shim/refusing.ts); never by VERSION nor on the shim's
+// path (test/integration/schema-and-zod.test.ts).
 import { z } from 'zod/mini';
 import { ifnameProblem } from './ifname';
 import type { PathSegment } from './field-path';

@@ -23,7 +23,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
   const log = deps.logger(config, env);
   if (req.prevResultError) log.warn('ignoring invalid prevResult on DEL', { error: req.prevResultError });
   try {
-    // Created if missing: an ADD that is just starting must find DEL's lock.
+    // A stateDir another user could change is not acted on (ensurePrivateDir refuses it, naming the fix).
     ensurePrivateDir(config.stateDir);
   } catch (err) {
     log.error(`DEL did nothing: ${stateDirProblem(config.stateDir, err)}`);

@@ -6,8 +6,8 @@ import type { AddDeps } from '../announce/announce-on-add';
 import type { FrameBudget } from '../announce/frame-budget';
 
 /**
- * What the commands need from the process, injected by main.ts (and by tests); the fields ADD's announcement takes as
- * they are.
+ * What the commands need from the process, injected by the announcer (src/daemon/cni-host.ts) and by tests; the fields
+ * ADD's announcement takes as they are.
  */
 export interface CommandDeps
   extends Pick<AddDeps, 'timers' | 'waits' | 'host' | 'release' | 'lockFile' | 'stillWanted'> {

@@ -109,8 +109,8 @@ class Daemon {
   }
 
   /**
-   * Runs until SIGTERM or SIGINT, idle for idleExitMs with no record holding work, or handed over; never throws once
-   * listening.
+   * Runs until SIGTERM or SIGINT, idle for idleExitMs (no work in its table, no client connected), or handed over;
+   * never throws once listening.
    */
   async run(): Promise<void> {
     const stop = (): void => void (this.stopping = true);

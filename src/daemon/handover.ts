@@ -1,5 +1,6 @@
-// What an announcer whose executable was replaced (an upgrade) leaves to the
-// next one: how far each burst got, in `announcer-handover` in stateDir.
+// What an announcer that hands over (handing-over.ts: an upgrade, a resident
+// announcer taking over or stopping) leaves to the next one: how far each
+// burst got, in `announcer-handover` in stateDir.
 // The next announcer takes it once, at start: a round that fell due while the
 // two changed places goes out late (up to LATE_GRACE_MS) rather than never,
 // and no round already sent goes out again.

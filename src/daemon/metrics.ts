@@ -2,7 +2,8 @@
 // its own (not prom-client's global one, and no default process metrics),
 // served on /metrics (--listen) and written to metricsFile. The counters stay
 // plain numbers (Counters, which `announcer status` also shows) and are copied
-// into the registry at each read; the histogram is observed as ADDs go.
+// into the registry at each read; the histograms are observed as their events
+// come (an ADD's round 1, a gateway's answer).
 import Counter from 'prom-client/lib/counter';
 import Histogram from 'prom-client/lib/histogram';
 import Registry from 'prom-client/lib/registry';

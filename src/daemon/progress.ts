@@ -1,8 +1,9 @@
 // Pure: where an attachment's burst stands at a given time.
 
 /**
- * How late a round handed over by ADD may still go out (the announcer may
- * have had to start first); an older one is skipped, never sent late in a burst.
+ * How late a round of a job ADD just left, or of a burst another announcer handed
+ * over, may still go out (ADD's end, or the change of announcers, may come after
+ * it fell due); an older one is skipped, never sent late in a burst.
  */
 export const LATE_GRACE_MS = 1000;
 

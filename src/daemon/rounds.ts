@@ -77,8 +77,9 @@ export interface RoundDeps {
 export type Ended = { why: string | undefined };
 
 /**
- * Opens the pod's sockets and resolves the job's interfaces; 'gone' when one interface is (its callers have checked the
- * netns: Jobs.stillWanted).
+ * Opens the pod's sockets and resolves the job's interfaces; 'gone' when the caller's view or the netns cannot be had,
+ * or an interface is gone. Rounds and deferred waits check the netns first (job-record.ts's stillWanted); the gateway
+ * check does not.
  */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
   const open = jobOpener(deps, job);

@@ -1,6 +1,8 @@
 // The announcer's table of work as the commands it hosts see it (JobHost): a
 // hosted ADD hands over its job and what its round 1 did, in memory; a hosted
-// DEL or GC cancels one. The records stay the journal, read only at start.
+// DEL or GC cancels one. The records stay the journal: the table takes work
+// from them only at start, and later reads one only to see that it still holds
+// the job, or to write into it (a deferred round 1 gone out, a gateway verdict).
 import type { JobHost } from '../announce/job-host';
 import { totalFrames } from '../announce/round';
 import { addFrames, countVerdict, type Counters } from './counters';

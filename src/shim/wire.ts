@@ -43,7 +43,7 @@ export const MAX_PROBE_MS = 2000;
 export const DEFAULT_GATEWAY_CHECK_MS = 1000;
 export const MAX_GATEWAY_CHECK_MS = 10000;
 
-/** What a request asks: a CNI command as it came, or a control operation (status, sync, cancel, count). */
+/** What a request asks: a CNI command as it came, or a control operation (status, handover). */
 export type RequestBody =
   | { cni: { env: Record<string, string>; stdin: string } }
   | { control: Record<string, unknown> };
@@ -58,8 +58,9 @@ export type WireRequest = RequestBody & {
   build: string;
   /**
    * CLOCK_BOOTTIME ms (the clock of /proc/uptime, which every process reads alike; not process.hrtime, which under Bun
-   * starts at the process's start) after which the sender no longer waits for the `ack`: the announcer then drops the
-   * request unread, and never runs it.
+   * starts at the process's start). Without `deadline` (an older shim): when the sender stops waiting for the `ack`;
+   * the announcer takes the request only up to ACK_MARGIN_MS before it, else drops it and never runs it. This shim
+   * sends its `deadline` here too, for an older announcer; this announcer then goes by `deadline` alone.
    */
   ackBy: number;
   /**

@@ -1,7 +1,7 @@
 // Linux errno names by number, and the errnos the code names, the same on
 // every architecture we build for (x86-64 and arm64 use the generic table). A
 // table of our own: node:os holds the same, but loading it cost every plugin
-// run milliseconds and MiBs (see the README's design section).
+// run milliseconds and MiBs (see docs/design.md, "Code layout").
 
 /** errno: interrupted by a signal. */
 export const EINTR = 4;

@@ -1,6 +1,6 @@
 // A directory only the plugin's uid can change: the state dir. Records there
-// name processes to signal and MACs to restore, so a directory that others
-// can write (or swap) would let them steer a root process.
+// name a netns to enter and MACs to restore, so a directory that others can
+// write (or swap) would let them steer a root process.
 import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from '../path';
 import { ensureDir } from './ensure-dir';

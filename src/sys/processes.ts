@@ -1,5 +1,6 @@
 // Process identity through /proc. A pid alone can be recycled; a pid plus its
-// start time (field 22 of /proc/PID/stat) cannot. The plugin signals no process.
+// start time (field 22 of /proc/PID/stat) cannot. Nothing here signals a process
+// (the plugin's one signal: SIGKILL to a hung announcer, src/shim/replace-hung.ts).
 import { readFileSync } from 'node:fs';
 
 /** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */

@@ -1,7 +1,8 @@
 // Typed rtnetlink requests and change notifications over netlink sockets bound
 // through koffi. A socket belongs to the netns it was opened in (see netns.ts);
-// this file never switches. Calls block, bounded by a deadline: the plugin is a
-// single-purpose process with nothing else to run meanwhile.
+// this file never switches. Calls block, bounded by a deadline: the kernel
+// answers at once, so a call holds up the announcer's loop no longer than that
+// (REQUEST_TIMEOUT_MS when a reply is lost).
 import { parseRoute, routeDumpPayload, RTM_GETROUTE, type RouteEntry } from '../wire/route';
 import {
   addressDumpPayload,

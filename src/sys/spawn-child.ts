@@ -14,8 +14,8 @@ export function spawnChild(command: readonly string[], env: Readonly<Record<stri
   if (file === undefined) throw new Error('spawnChild: empty command');
   const stdio = Array.from({ length: READY_FD + 1 }, (_, fd) => (fd === READY_FD ? 'pipe' : 'ignore'));
   const child = spawn(file, args, { detached: true, stdio, cwd: '/', env });
-  // An exec failure comes as an event: unheard, it would throw. The pipe then ends, and the shim's next connection
-  // finds no announcer.
+  // An exec failure comes as an event: unheard, it would throw. The pipe then ends; the shim's next connection finds
+  // no announcer, and it answers as src/shim/unavailable.ts says (it never runs the command itself).
   child.on('error', () => undefined);
   child.unref();
   const ready = child.stdio[READY_FD] as Readable;

@@ -1,5 +1,5 @@
 // The structs passed to the kernel by pointer, built and read with the running
-// architecture's layouts (kernel-ABI.ts). Pure: bytes in, bytes out. Both
+// architecture's layouts (kernel-abi.ts). Pure: bytes in, bytes out. Both
 // architectures we build for are little-endian.
 import { ABI } from './kernel-abi';
 
