@@ -26,8 +26,8 @@ export interface DaemonArgs {
 
 /** The usage line of `announcer daemon`. */
 export const DAEMON_USAGE =
-  `usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT] [--${READY_FD_FLAG}=N] ` +
-  NODE_FLAGS_USAGE;
+  'usage: announcer daemon <stateDir> [--resident] [--log-format=json|logfmt] [--listen=HOST:PORT] ' +
+  `[--${READY_FD_FLAG}=N] ${NODE_FLAGS_USAGE}`;
 
 const SPEC = {
   resident: 'bool',

@@ -15,7 +15,7 @@ export interface Unavailable {
   stateDirProblem?: string;
 }
 
-/** stateDir cannot be prepared for an announcer: the message says what to fix (sys/private-dir.ts's stateDirProblem). */
+/** stateDir cannot be prepared for an announcer: the message says what to fix (stateDirProblem, sys/private-dir.ts). */
 export class StateDirError extends Error {
   override name = 'StateDirError';
 }
