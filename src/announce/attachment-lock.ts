@@ -5,6 +5,7 @@
 // and only one is recorded. The announcer holds the locks in memory
 // (src/daemon/memory-locks.ts), keyed by the path `<name>.lock` next to the record; no file is made.
 import { join } from '../path';
+import { MAX_GATEWAY_CHECK_MS, MAX_PROBE_MS } from '../cni/option-bounds';
 import { lockName } from '../state-files';
 
 /** An attachment's lock, held until released. */
@@ -18,19 +19,16 @@ export interface HeldLock {
 export type LockFile = (path: string, timeoutMs: number) => Promise<HeldLock | undefined>;
 
 /**
- * How long a command waits for the attachment's lock beyond `addWaitMs`, the
- * longest an ADD holding it waits for readiness. ADD's other steps take
- * milliseconds, or up to 2 s (the conflict probe), and round 1's wait for the
- * node-wide rate limit ends half this grace before a waiter gives up. After
- * round 1, gatewayCheck require asks for up to gatewayCheckMs (10 s at most):
- * past half this grace, a waiter may give up on an ADD that is not stuck.
- * Without it, only a stuck ADD holds the lock longer.
+ * What a command waits for the attachment's lock beyond the longest an ADD holding it may work: `addWaitMs` for
+ * readiness, then the conflict probe and gatewayCheck require's wait, each at its largest. ADD's other steps take
+ * milliseconds, and round 1's wait for the node-wide rate limit ends half this grace after `addWaitMs`. Only a stuck
+ * ADD holds the lock longer.
  */
 export const LOCK_GRACE_MS = 10_000;
 
-/** How long ADD and DEL wait for the lock of an attachment. */
+/** How long ADD and DEL wait for the lock of an attachment: addWaitMs + 2 s + 10 s + LOCK_GRACE_MS. */
 export function lockWaitMs(addWaitMs: number): number {
-  return addWaitMs + LOCK_GRACE_MS;
+  return addWaitMs + MAX_PROBE_MS + MAX_GATEWAY_CHECK_MS + LOCK_GRACE_MS;
 }
 
 /** The key of an attachment's lock (the path an older version's lock file had). */

@@ -5,7 +5,7 @@ import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
 import type { AddDeps, AddJob } from './announce-on-add';
 import { checkConflictsOnAdd } from './add-probe';
-import { LOCK_GRACE_MS, lockWaitMs } from './attachment-lock';
+import { LOCK_GRACE_MS } from './attachment-lock';
 import type { BackgroundJob } from './background-job';
 import { dropConflicting } from './conflict-probe';
 import { InterfaceMissingError } from './errors';
@@ -117,7 +117,7 @@ async function sendReady(
     : { frames: round, conflicts: [] };
   // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
   // command waiting for this attachment's lock would give up on it.
-  const deadline = Math.min(timers.now() + addWaitMs, lockedAt + lockWaitMs(addWaitMs) - LOCK_GRACE_MS / 2);
+  const deadline = Math.min(timers.now() + addWaitMs, lockedAt + addWaitMs + LOCK_GRACE_MS / 2);
   const sent = await sendWithinBudget(
     deps,
     frames.length,

@@ -4,6 +4,13 @@
 import type { z } from 'zod/mini';
 import { _default, optional, regex } from 'zod/mini';
 import { DEFAULT_STATE_DIR } from '../shim/wire';
+import {
+  DEFAULT_ADD_WAIT_MS,
+  DEFAULT_GATEWAY_CHECK_MS,
+  DEFAULT_PROBE_MS,
+  MAX_GATEWAY_CHECK_MS,
+  MAX_PROBE_MS,
+} from './option-bounds';
 import { fieldProblem, valueAt, type PathSegment } from './field-path';
 import {
   absPath,
@@ -87,10 +94,10 @@ const POD_OPTIONS = {
   count: option('pod', intRange(0, 10), 3),
   intervalMs: option('pod', intRange(10, 60000), 1000),
   backoff: option('pod', numRange(1, 4), 1),
-  probeMs: option('pod', intRange(10, 2000), 100),
+  probeMs: option('pod', intRange(10, MAX_PROBE_MS), DEFAULT_PROBE_MS),
   probes: option('pod', intRange(1, 3), 2),
   gatewayCheck: option('pod', choice(GATEWAY_CHECKS), 'report'),
-  gatewayCheckMs: option('pod', intRange(50, 10000), 1000),
+  gatewayCheckMs: option('pod', intRange(50, MAX_GATEWAY_CHECK_MS), DEFAULT_GATEWAY_CHECK_MS),
 };
 
 /** An option `args.cni.announce` may name, besides `enabled`. */
@@ -112,7 +119,7 @@ export type PodOverride = (typeof POD_OVERRIDE_TOKENS)[number];
 export const OPTIONS = {
   ...POD_OPTIONS,
   interfaces: option('attachment', list(ifname())),
-  addWaitMs: option('attachment', intRange(0, 30000), 2000),
+  addWaitMs: option('attachment', intRange(0, 30000), DEFAULT_ADD_WAIT_MS),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
   conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
   onUnavailable: option('attachment', choice(ON_UNAVAILABLE), 'fail'),

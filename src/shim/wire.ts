@@ -7,6 +7,14 @@
 // the end. Every line is one JSON object; JSON.stringify never writes a raw
 // newline. Loaded on the shim's fast path: no schema library, no FFI.
 
+import {
+  DEFAULT_ADD_WAIT_MS,
+  DEFAULT_GATEWAY_CHECK_MS,
+  DEFAULT_PROBE_MS,
+  MAX_GATEWAY_CHECK_MS,
+  MAX_PROBE_MS,
+} from '../cni/option-bounds';
+
 /** The protocol's version: a request of another version is refused. `deadline` is additive: still version 1. */
 export const WIRE_VERSION = 1;
 
@@ -33,15 +41,6 @@ export const BEAT_MS = 100;
 export const MARGIN_MS = 3000;
 /** What DEL, GC and STATUS wait for the announcer's answer: they do not wait for a pod. */
 export const BRIEF_MS = 2000;
-/**
- * `addWaitMs`'s default, `probeMs`'s and `gatewayCheckMs`'s defaults and largest values (src/cni/option-schema.ts; a
- * unit test checks them equal).
- */
-export const DEFAULT_ADD_WAIT_MS = 2000;
-export const DEFAULT_PROBE_MS = 100;
-export const MAX_PROBE_MS = 2000;
-export const DEFAULT_GATEWAY_CHECK_MS = 1000;
-export const MAX_GATEWAY_CHECK_MS = 10000;
 
 /** What a request asks: a CNI command as it came, or a control operation (status, handover). */
 export type RequestBody =

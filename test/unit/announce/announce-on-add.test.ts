@@ -298,7 +298,7 @@ describe('announceOnAdd', () => {
     const busy = { ...deps(), lockFile: async () => undefined };
     expect(await cniFailure(announceOnAdd(busy, job()))).toEqual({
       code: 11,
-      msg: 'another command on this attachment still runs after 11000 ms: try again later',
+      msg: `another command on this attachment still runs after ${lockWaitMs(1000)} ms: try again later`,
     });
   });
 

@@ -16,8 +16,9 @@ describe('attachment lock', () => {
     expect(lockPath('/s', 'x'.repeat(250), 'eth0')).toMatch(/^\/s\/sha256-[0-9a-f]{64}\.lock$/);
   });
 
-  it('waits addWaitMs plus a 10 s margin', () => {
-    expect(lockWaitMs(2000)).toBe(12_000);
-    expect(lockWaitMs(0)).toBe(10_000);
+  it('waits past the longest an ADD may hold it (addWaitMs, the largest probe and gateway wait), plus 10 s', () => {
+    // An ADD that is not stuck never makes a waiter give up: readiness, probeMs 2 s, gatewayCheck require 10 s.
+    expect(lockWaitMs(2000)).toBe(2000 + 2000 + 10_000 + 10_000);
+    expect(lockWaitMs(0)).toBe(22_000);
   });
 });

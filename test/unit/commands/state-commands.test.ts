@@ -4,7 +4,7 @@ import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LOCK_GRACE_MS } from '../../../src/announce/attachment-lock';
+import { lockWaitMs } from '../../../src/announce/attachment-lock';
 import { writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import { realTimers } from '../../../src/process/real-timers';
 import { parseConfig } from '../../../src/cni/config';
@@ -123,7 +123,7 @@ describe('DEL', () => {
     writeRecord(stateDir, record({ job: JOB }));
     await del(deps(), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
-    expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: 2000 + LOCK_GRACE_MS }]);
+    expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: lockWaitMs(2000) }]);
     expect(cancelled).toEqual(['c1@eth0.json']);
     expect(lines.at(-1)).toMatch(
       /INFO DEL done containerId=c1 ifname=eth0 background=cancelled macsRestored=none recordRemoved=true\n$/,
@@ -152,7 +152,7 @@ describe('DEL', () => {
       await del(deps({ lockFile: async () => undefined }), delRequest());
       expect(readdirSync(stateDir)).toEqual([]); // no lock file: the lock is in memory
       expect(lines.join('')).toMatch(
-        /WARN another command on this attachment still runs after 12000 ms: deleting without the lock/,
+        /WARN another command on this attachment still runs after 24000 ms: deleting without the lock/,
       );
     } finally {
       held.release();

@@ -6,14 +6,16 @@ import { RETRY_MS, runShim, wantsStart, type ShimDeps } from '../../../src/shim/
 import { StateDirError } from '../../../src/shim/unavailable';
 import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
 import {
-  BRIEF_MS,
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
-  MARGIN_MS,
-  MAX_FORWARDED_STDIN,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
+} from '../../../src/cni/option-bounds';
+import {
+  BRIEF_MS,
+  MARGIN_MS,
+  MAX_FORWARDED_STDIN,
   onUnavailableOf,
   START_MS,
   waitMsOf,
