@@ -5,6 +5,10 @@
 // announcer's, and only while its /proc start time is still the one seen.
 // Synchronous: the bench's rows run between spawnSync calls.
 import { readdirSync, readFileSync } from 'node:fs';
+import { DAEMON_VERB, READY_FD, READY_FD_FLAG } from '../../src/self-command';
+
+/** The flag a shim starts the announcer with (src/shim/start.ts). */
+const SHIM_STARTED = `--${READY_FD_FLAG}=${READY_FD}`;
 
 /** One live announcer of a stateDir. */
 export interface AnnouncerProc {
@@ -43,9 +47,13 @@ function statFields(pid: number): string[] | undefined {
   return stat === '' || fields[0] === 'Z' ? undefined : fields;
 }
 
-/** Whether argv is `<program> daemon <stateDir>` (the program under any name or process title). */
+/**
+ * Whether argv is `<program> daemon <stateDir>`, as the DaemonSet runs it, or `… --ready-fd=3`, as a shim starts it
+ * (the program under any name or process title).
+ */
 export function isDaemonOf(argv: readonly string[], stateDir: string): boolean {
-  return argv.length === 3 && argv[1] === 'daemon' && argv[2] === stateDir;
+  const [, verb, dir, ...rest] = argv;
+  return verb === DAEMON_VERB && dir === stateDir && (rest.length === 0 || rest.join(' ') === SHIM_STARTED);
 }
 
 /** Every live announcer of stateDir (one, unless the start lock failed). */
