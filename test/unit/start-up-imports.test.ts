@@ -1,8 +1,9 @@
 // What the plugin loads before it knows its command: the static import graph of src/main.ts.
 // VERSION (and every command's start-up) must not build the options' schemas; those come in
 // through dispatch's lazy import('./config') and import('./options'). zod (the validation
-// library) is loaded only by the announcer and the verbs (process/verbs.ts loads it) and the
-// in-process fallback; test/integration/schema-and-zod.test.ts checks the same in the bundle's chunks.
+// library) is loaded only by the announcer and the verbs (process/verbs.ts loads it), and by a
+// CNI call only to say what is wrong with a config it cannot forward (dispatch);
+// test/integration/schema-and-zod.test.ts checks the same in the bundle's chunks.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,7 +92,7 @@ describe("start-up's static imports", () => {
     expect([...packagesOf(graph)].filter(isZod)).toEqual([]);
   });
 
-  it('leave zod to the announcer, the verbs and the in-process fallback: not VERSION', () => {
+  it('leave zod to the announcer, the verbs and the config check: not VERSION', () => {
     const version = new Set([...staticGraph('src/cni/version-reply.ts'), ...staticGraph('src/cni/decode.ts')]);
     expect([...packagesOf(version)].filter(isZod)).toEqual([]);
     // The walk sees zod where it is loaded.
