@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isDaemonOf } from '../../../scripts/bench/announcer-proc';
 
 describe('isDaemonOf', () => {
-  it('takes only `<program> daemon <stateDir>` of that very stateDir, with the ready fd a shim gives it or none', () => {
+  it('takes only `<program> daemon <stateDir>` of that very stateDir, with a shim’s ready fd or none', () => {
     expect(isDaemonOf(['/opt/cni/bin/announcer', 'daemon', '/tmp/b/state'], '/tmp/b/state')).toBe(true);
     expect(isDaemonOf(['/opt/cni/bin/announcer', 'daemon', '/tmp/b/state', '--ready-fd=3'], '/tmp/b/state')).toBe(true);
     expect(isDaemonOf(['/opt/cni/bin/announcer', 'daemon', '/tmp/b/state', '--ready-fd=4'], '/tmp/b/state')).toBe(
