@@ -292,8 +292,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 5000, intervalMs: 10, what: "A's round 2" });
     const first = await daemonsOf(files.stateDir);
     expect(first).toHaveLength(1);
-    // `announcer daemon <stateDir>`, no setting on its argv
-    expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir]);
+    // `announcer daemon <stateDir>` and the fd of its ready line: no setting on its argv
+    expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir, '--ready-fd=3']);
     const killed = await killDaemon(files.stateDir);
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
