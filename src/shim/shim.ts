@@ -66,7 +66,8 @@ export async function startAndRetry(
     return `it could not be started: ${err instanceof Error ? err.message : String(err)}`;
   }
   const deadline = deps.clock.now() + Math.max(START_MS, waitMs);
-  if (typeof started !== 'string') await until(started.ready, deps.clock, deadline);
+  const failed = typeof started === 'string' ? undefined : await until(started.ready, deps.clock, deadline);
+  if (failed !== undefined) return `it could not be started: ${failed}`;
   for (;;) {
     const outcome = await deps.exchange(stateDir, body, waitMs);
     if (!wantsStart(outcome) || deps.clock.now() >= deadline) return outcome;
@@ -74,15 +75,18 @@ export async function startAndRetry(
   }
 }
 
-/** Resolves when `ready` does or at `deadline` (clock ms), whichever comes first. */
-function until(ready: Promise<void>, clock: ShimClock, deadline: number): Promise<void> {
+/** Waits for `ready` until `deadline` (clock ms): the error's message if it rejects first, else undefined. */
+function until(ready: Promise<void>, clock: ShimClock, deadline: number): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const cancel = clock.after(Math.max(0, deadline - clock.now()), resolve);
-    const heard = (): void => {
+    const cancel = clock.after(Math.max(0, deadline - clock.now()), () => resolve(undefined));
+    const heard = (failure?: string): void => {
       cancel();
-      resolve();
+      resolve(failure);
     };
-    ready.then(heard, heard);
+    ready.then(
+      () => heard(),
+      (err: unknown) => heard(err instanceof Error ? err.message : String(err)),
+    );
   });
 }
 

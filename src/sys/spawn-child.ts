@@ -6,24 +6,27 @@ import { READY_FD } from '../self-command';
 
 /**
  * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) with the write end of a pipe as
- * its fd READY_FD, and forgets it. Resolves when the first bytes or the end come through that pipe: the child said it
- * is ready, or it exited (a failure to exec included).
+ * its fd READY_FD, and forgets it. Resolves when the first bytes or the end come through that pipe (the child said it
+ * is ready, or it exited); rejects with the error when it cannot be executed.
  */
 export function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
   const [file, ...args] = command;
   if (file === undefined) throw new Error('spawnChild: empty command');
   const stdio = Array.from({ length: READY_FD + 1 }, (_, fd) => (fd === READY_FD ? 'pipe' : 'ignore'));
   const child = spawn(file, args, { detached: true, stdio, cwd: '/', env });
-  // An exec failure comes as an event: unheard, it would throw. The pipe then ends; the shim's next connection finds
-  // no announcer, and it answers as src/shim/unavailable.ts says (it never runs the command itself).
-  child.on('error', () => undefined);
   child.unref();
-  const ready = child.stdio[READY_FD] as Readable;
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    // An exec failure comes as an event, before the pipe's end (unheard, it would throw): the shim says why it could
+    // not start the announcer (src/shim/unavailable.ts); it never runs the command itself.
+    child.on('error', reject);
+    // Bun gives no pipe to a child it could not execute: its error event follows.
+    const ready = child.stdio[READY_FD] as Readable | null;
+    if (!ready) return;
     const heard = (): void => {
       ready.destroy();
       resolve();
     };
-    for (const event of ['data', 'end', 'close', 'error']) ready.once(event, heard);
+    ready.once('data', heard);
+    ready.once('close', heard);
   });
 }

@@ -2,7 +2,8 @@
 // sends, that it prints the announcer's answer, and what it returns when the announcer refuses,
 // hangs or is skipped: it never runs the command itself. The build leaves the Node twin of the transport out of
 // the binary (scripts/build.mjs), so an answer relayed here went through Bun.connect.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +145,31 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
     expect([del.code, del.stdout]).toEqual([0, '']);
     expect(del.stderr).toContain('DEL did nothing');
+  });
+
+  const cannotBeExecutedTitle =
+    'an announcer that cannot be executed (the binary removed while its shim ran): ADD code 11 at once, naming why';
+  it(cannotBeExecutedTitle, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    const copy = join(dir, 'announcer');
+    copyFileSync(ANNOUNCER, copy);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1' };
+    const shim = spawn(copy, [], { env: { ...env, CNI_NETNS: '/run/netns/none', CNI_IFNAME: 'eth0' } });
+    let stdout = '';
+    shim.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
+    const exited = new Promise<number | null>((resolve) => shim.once('exit', resolve));
+    // Removed once the shim runs (it waits for its stdin): the announcer it spawns from the same path cannot be.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    unlinkSync(copy);
+    const started = Date.now();
+    shim.stdin.end(JSON.stringify(config(join(dir, 'state'))));
+    expect(await exited).toBe(1);
+    expect(Date.now() - started).toBeLessThan(START_MS);
+    expect(JSON.parse(stdout)).toMatchObject({
+      code: 11,
+      msg: expect.stringMatching(/it could not be started: .*ENOENT/),
+    });
   });
 
   it('answers VERSION itself', async () => {

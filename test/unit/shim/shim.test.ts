@@ -108,6 +108,17 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.clock.timers).toEqual([]);
   });
 
+  it('an announcer that cannot be executed: code 11 naming why, at once, with no second try', async () => {
+    const h = harness([{ unreachable: 'ENOENT' }], async () => ({
+      ready: Promise.reject(new Error('spawn /opt/cni/bin/announcer ENOENT')),
+    }));
+    expect(await h.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(h.printed.join('')).msg).toContain(
+      'it could not be started: spawn /opt/cni/bin/announcer ENOENT',
+    );
+    expect(h.sent).toHaveLength(1);
+  });
+
   it('a spawned announcer that never says it listens is tried once its wait has passed: code 11', async () => {
     const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: new Promise<void>(() => undefined) }));
     const result = h.result();

@@ -1,6 +1,6 @@
 // spawnChild for real: the child runs in its own session, in /, with the environment given alone,
 // stdio on /dev/null and a pipe on fd 3 whose first line (or end) resolves the spawn; an
-// executable that does not exist is no throw.
+// executable that does not exist is no throw, but a rejection.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,7 +47,11 @@ describe('spawnChild', () => {
     await spawnChild(['/bin/sh', '-c', 'exit 0'], { PATH: '/bin' });
   });
 
-  it('does not throw for an executable that does not exist, and resolves', async () => {
-    await expect(spawnChild([join(dir, 'missing')], { PATH: '/bin' })).resolves.toBeUndefined();
+  it('does not throw for an executable that does not exist: it rejects with the error', async () => {
+    let started: Promise<void> | undefined;
+    expect(() => {
+      started = spawnChild([join(dir, 'missing')], { PATH: '/bin' });
+    }).not.toThrow();
+    await expect(started).rejects.toThrow(/ENOENT/);
   });
 });
