@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
+import { DAEMON_USAGE, parseDaemonArgs } from '../../../src/daemon/daemon-args';
 
 describe('parseDaemonArgs', () => {
   it('takes the stateDir alone, and the fd of its ready line, as a shim starts it', () => {
-    expect(parseDaemonArgs(['/run/cni-announcer'])).toEqual({
+    // Strict: a flag not given is no key at all.
+    expect(parseDaemonArgs(['/run/cni-announcer'])).toStrictEqual({
       ok: true,
       args: { stateDir: '/run/cni-announcer', resident: false, settings: {} },
     });
@@ -20,6 +21,12 @@ describe('parseDaemonArgs', () => {
     });
     expect(parseDaemonArgs(['/run/a', '--log-format=logfmt', '--listen=[::1]:80', '--listen-x']).ok).toBe(false);
     expect(parseDaemonArgs(['/run/a', '--listen=:9464'])).toMatchObject({ ok: true, args: { listen: ':9464' } });
+  });
+
+  it('names every flag in its usage line, the node settings among them', () => {
+    expect(DAEMON_USAGE).toMatch(
+      /^usage: announcer daemon <stateDir> \[--resident\] .*\[--listen=HOST:PORT\] \[--ready-fd=N\] .*--idle-exit-ms/,
+    );
   });
 
   it.each([
