@@ -29,6 +29,7 @@ import {
   runOk,
   RUN_TAG,
   scopePerTest,
+  settledFlag,
   skipIntegration,
   startCapture,
   waitFor,
@@ -37,6 +38,7 @@ import {
   type Scope,
   type Subnet,
 } from './harness';
+import { WAITING_FOR_POD } from './harness/executor-steps';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
 const PREFIX = `cv${RUN_TAG}`;
@@ -242,16 +244,12 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       options: { logLevel: 'debug', count: 1, addWaitMs: 8000, readyTimeoutMs: 8000 },
     };
     const adding = announcerAdd(s, att);
-    let exited = false;
-    adding.then(
-      () => void (exited = true),
-      () => void (exited = true),
-    );
-    await waitFor(async () => exited || (await files.log()).includes('DEBUG pod not ready: waiting for it'), {
+    const ended = settledFlag(adding);
+    await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
       timeoutMs: 10_000,
       what: 'ADD to wait for the port',
     });
-    expect(exited, "ADD waits for the bridge port in its caller's netns").toBe(false);
+    expect(ended.settled, "ADD waits for the bridge port in its caller's netns").toBe(false);
     await sleep(300);
     const forwardingAt = Date.now();
     await runOk('bridge', ['-n', node.name, 'link', 'set', 'dev', 'vh0', 'state', '3']);

@@ -9,12 +9,11 @@ import {
   allocSubnet,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   attachBridgePod,
+  attachmentOf,
   bridgeWithKeeper,
   daemonsOf,
   garpsFor,
-  killStrays,
   ms,
   RUN_TAG,
   scopePerTest,
@@ -22,9 +21,9 @@ import {
   startCapture,
   waitDaemonGone,
   waitFor,
-  type AnnouncerAttachment,
   type BridgePod,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 import { sampleDaemons } from './harness/held-announcer';
 import { announcerStatus } from './harness/daemon';
 
@@ -40,9 +39,7 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
     `${PODS} ADDs at once with no announcer running: exactly one announcer starts, every ADD ` +
     `succeeds, ${BURST.count} GARPs per pod`;
   it(addsAtOnceTitle, async () => {
-    const s = scope();
-    killStrays(s, { strict: true });
-    const files = await announcerFiles(s);
+    const { s, files } = await cleanStart(scope);
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
     const pods: BridgePod[] = [];
@@ -63,14 +60,7 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
         )),
       );
     }
-    const atts: AnnouncerAttachment[] = pods.map((pod) => ({
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.netns.path,
-      files,
-      options: { idleExitMs: 1000 },
-    }));
+    const atts = pods.map((pod) => attachmentOf(pod, files, { options: { idleExitMs: 1000 } }));
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
     expect(await daemonsOf(files.stateDir)).toEqual([]);
 

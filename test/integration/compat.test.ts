@@ -8,39 +8,24 @@ import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  allocSubnet,
   ANNOUNCER,
-  announcerAdd,
   announcerDel,
   announcerFiles,
   announcerGc,
-  assertCniOk,
-  attachBridgePod,
-  bridgeWithKeeper,
   garpsFor,
   killStrays,
   ms,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
-  startCapture,
   waitFor,
-  type AnnouncerAttachment,
   type AnnouncerFiles,
   type AnnouncerOutput,
-  type BridgePod,
   type Scope,
 } from './harness';
-import { announcerStatus, daemonsOf } from './harness/daemon';
-import {
-  buildOf,
-  runningBuild,
-  terminateDaemon,
-  theDaemonOf,
-  traceFile,
-  tracedAnnouncer,
-  tracedCalls,
-} from './harness/held-announcer';
+import { announcerStatus, waitDaemonExit } from './harness/daemon';
+import { cleanStart, tracedAdd, tracedPodsOnBridge, type TracedPod } from './harness/executor-steps';
+import { buildOf, runningBuild, terminateDaemon, theDaemonOf } from './harness/held-announcer';
 import { buildPreviousRelease, hasPreviousRelease } from './harness/previous-release';
 import { missingTool, skipUnless } from '../support/skip';
 
@@ -52,48 +37,10 @@ const noPrevious = (await hasPreviousRelease())
   ? undefined
   : 'commit 94bb87a is not in this clone (git fetch --unshallow)';
 
-/** A pod's traced attachment, run by `binary`: its CNI processes write setns(2) and flock(2) calls to `trace`. */
-interface TracedPod {
-  pod: BridgePod;
-  att: AnnouncerAttachment;
-  trace: string;
-}
-
 /** A bridge with a capture, and settled pods on it whose calls `binaries[i]` runs under strace. */
 async function podsRunBy(s: Scope, files: AnnouncerFiles, binaries: readonly string[]) {
-  const net = allocSubnet();
-  const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-  const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-  const pods: TracedPod[] = [];
-  for (const [i, binary] of binaries.entries()) {
-    const pod = await attachBridgePod(s, {
-      prefix: PREFIX,
-      net,
-      bridge,
-      host: 10 + i,
-      containerId: `${PREFIX}-pod${i}`,
-      settle: true,
-    });
-    const trace = await traceFile(s);
-    const att: AnnouncerAttachment = {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.netns.path,
-      files,
-      options: { logLevel: 'debug', idleExitMs: 30_000 },
-      command: tracedAnnouncer(trace, binary),
-    };
-    pods.push({ pod, att, trace });
-  }
-  return { capture, pods };
-}
-
-/** ADDs a traced pod, which must succeed; resolves with the output and the CNI process's setns/flock lines. */
-async function tracedAdd(s: Scope, p: TracedPod, options: Record<string, unknown>) {
-  const add = assertCniOk(`ADD ${p.att.containerId}`, await announcerAdd(s, p.att, options));
-  const inProcess = [...(await tracedCalls(p.trace, 'setns')), ...(await tracedCalls(p.trace, 'flock'))];
-  return { add, inProcess };
+  const pods = binaries.map((binary, i) => ({ name: `pod${i}`, binary }));
+  return tracedPodsOnBridge(s, files, { prefix: PREFIX, pods, options: { logLevel: 'debug', idleExitMs: 30_000 } });
 }
 
 /** Each pod's GARPs: how many, and how many before its ADD returned. */
@@ -118,9 +65,7 @@ describe.skipIf(skipIntegration() || skipUnless('previous release', noPrevious) 
      * old one, whose status has no `served`).
      */
     async function firstStartsSecondAsks(first: string, second: string): Promise<number | undefined> {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const { capture, pods } = await podsRunBy(s, files, [first, second]);
       const adds = [await tracedAdd(s, pods[0]!, BURST)];
       const announcer = await theDaemonOf(files.stateDir);
@@ -184,10 +129,7 @@ describe.skipIf(skipIntegration() || skipUnless('previous release', noPrevious) 
       await waitFor(async () => round3.test(await files.log()), { what: `round 3 of ${pods[0]!.pod.containerId}` });
       await rename(next, installed);
       adds.push(await tracedAdd(s, pods[3]!, burst));
-      await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === oldPid), {
-        timeoutMs: 10_000,
-        what: `the old announcer ${oldPid} to exit`,
-      });
+      await waitDaemonExit(files.stateDir, oldPid, `the old announcer ${oldPid} to exit`);
       const successor = await theDaemonOf(files.stateDir);
       expect(await runningBuild(successor)).toBe(await buildOf(ANNOUNCER));
       expect(adds.map((a) => a.inProcess)).toEqual(pods.map(() => []));

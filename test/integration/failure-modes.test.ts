@@ -6,67 +6,40 @@
 import { describe, expect, it } from 'vitest';
 import { MARGIN_MS, START_MS } from '../../src/shim/wire';
 import {
-  allocSubnet,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   assertCniOk,
-  attachBridgePod,
-  bridgeWithKeeper,
   daemonsOf,
   garpsFor,
   killDaemon,
-  killStrays,
   ms,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
-  startCapture,
   waitFor,
   writeNodeSettings,
-  type AnnouncerAttachment,
   type AnnouncerFiles,
-  type BridgePod,
   type Scope,
 } from './harness';
 import { announcerStatus } from './harness/daemon';
-import { setPortState } from './harness/port-hold';
 import {
-  stopDaemon,
-  terminateDaemon,
-  theDaemonOf,
-  traceFile,
-  tracedAnnouncer,
-  tracedCalls,
-} from './harness/held-announcer';
+  cleanStart,
+  inProcessCalls,
+  startingAdd,
+  tracedAdd,
+  tracedPodsOnBridge,
+  WAITING_FOR_POD,
+} from './harness/executor-steps';
+import { setPortState } from './harness/port-hold';
+import { stopDaemon, terminateDaemon, theDaemonOf } from './harness/held-announcer';
 import { missingTool, skipUnless } from '../support/skip';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `fm${RUN_TAG}`;
-/** The announcer's debug line while ADD waits for the pod (src/announce/first-round.ts). */
-const WAITING = 'DEBUG pod not ready: waiting for it';
 /** Slack on each bound: a loaded CI node, process start-up, tshark. */
 const SLACK_MS = 3000;
 /** Each pod's burst: round 2 a second after round 1, so a late round shows within the test. */
 const BURST = { count: 3, intervalMs: 1000 };
-
-/** A traced attachment of `pod`: its CNI processes write their setns(2) and flock(2) calls to `trace`. */
-function tracedAttachment(pod: BridgePod, files: AnnouncerFiles, trace: string): AnnouncerAttachment {
-  return {
-    mainConf: pod.conf,
-    prevResult: pod.result,
-    containerId: pod.containerId,
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'debug' },
-    command: tracedAnnouncer(trace),
-  };
-}
-
-/** What the CNI process of the last traced call did that only an in-process command does. */
-async function inProcessCalls(trace: string): Promise<string[]> {
-  return [...(await tracedCalls(trace, 'setns')), ...(await tracedCalls(trace, 'flock'))];
-}
 
 describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace'], 'apt-get install strace')))(
   'failure modes of the node announcer',
@@ -77,39 +50,22 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
     async function podsOnBridge(s: Scope, files: AnnouncerFiles, names: readonly string[]) {
       // The announcers' own lines (a dropped request) go to the node's log: the network's file here.
       writeNodeSettings(files.stateDir, { idleExitMs: 30_000, logFile: files.logFile, logLevel: 'debug' });
-      const net = allocSubnet();
-      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-      const pods = [];
-      for (const [i, name] of names.entries()) {
-        const pod = await attachBridgePod(s, {
-          prefix: PREFIX,
-          net,
-          bridge,
-          host: 10 + i,
-          containerId: `${PREFIX}-${name}`,
-          settle: true,
-        });
-        const trace = await traceFile(s);
-        pods.push({ pod, trace, att: tracedAttachment(pod, files, trace) });
-      }
-      return { capture, pods };
+      const pods = names.map((name) => ({ name }));
+      return tracedPodsOnBridge(s, files, { prefix: PREFIX, pods, options: { logLevel: 'debug' } });
     }
 
     const absentADDStartsTitle =
       'absent: the ADD starts it on demand and succeeds within START_MS; ' +
       'round 1 once, before ADD returns; served.ADD 1';
     it(absentADDStartsTitle, async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const { capture, pods } = await podsOnBridge(s, files, ['cold']);
-      const { pod, att, trace } = pods[0]!;
+      const { pod, att } = pods[0]!;
       expect(await daemonsOf(files.stateDir)).toEqual([]);
       const started = Date.now();
-      const add = assertCniOk('cold ADD', await announcerAdd(s, att, BURST));
+      const { add, inProcess } = await tracedAdd(s, pods[0]!, BURST, 'cold ADD');
       const took = add.exitedAt - started;
-      expect(await inProcessCalls(trace)).toEqual([]);
+      expect(inProcess).toEqual([]);
       expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1 });
       await waitFor(async () => (await capture.count()) >= BURST.count, { timeoutMs: 10_000, what: 'the burst' });
       expect(await announcerDel(att)).toMatchObject({ code: 0 });
@@ -125,12 +81,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       'stopped before it takes the request: code 11 within the deadline; ' +
       'resumed, it drops the ADD: no frame, no record';
     it(stoppedBeforeItTitle, async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const { capture, pods } = await podsOnBridge(s, files, ['starter', 'queued']);
       const [starter, queued] = pods;
-      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starter!.att, { count: 1 }));
+      await startingAdd(s, starter!.att);
       const stopped = await stopDaemon(s, files.stateDir);
       const addWaitMs = 1000;
       const started = Date.now();
@@ -162,15 +116,13 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       'killed while an ADD waits for its pod: code 11 at once; no frame of that ADD ' +
       'after; the next call starts another that works';
     it(killedWhileADDTitle, async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const { capture, pods } = await podsOnBridge(s, files, ['starter', 'held', 'next']);
       const [starter, held, next] = pods;
-      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starter!.att, { count: 1 }));
+      await startingAdd(s, starter!.att);
       await setPortState(held!.pod.hostVeth, 'listening');
       const adding = announcerAdd(s, held!.att, { ...BURST, addWaitMs: 20_000, readyTimeoutMs: 60_000 });
-      await waitFor(async () => (await files.log()).includes(WAITING), { what: 'the ADD to wait for its pod' });
+      await waitFor(async () => (await files.log()).includes(WAITING_FOR_POD), { what: 'the ADD to wait for its pod' });
       const killedAt = Date.now();
       const killed = await killDaemon(files.stateDir);
       const add = await adding;

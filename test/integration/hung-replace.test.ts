@@ -12,35 +12,25 @@ import {
   allocSubnet,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   assertCniOk,
   attachBridgePod,
+  attachmentOf,
   bridgeWithKeeper,
-  killStrays,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   waitFor,
   type AnnouncerAttachment,
-  type AnnouncerFiles,
   type BridgePod,
 } from './harness';
+import { cleanStart, startingAdd } from './harness/executor-steps';
 import { processState, stopDaemon, terminateDaemon, theDaemonOf } from './harness/held-announcer';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `hr${RUN_TAG}`;
 const ADD_WAIT_MS = 1000;
-
-function attachmentOf(pod: BridgePod, files: AnnouncerFiles): AnnouncerAttachment {
-  return {
-    mainConf: pod.conf,
-    prevResult: pod.result,
-    containerId: pod.containerId,
-    netns: pod.netns.path,
-    files,
-    options: { logLevel: 'debug', idleExitMs: 60_000 },
-  };
-}
+/** This file's announcer options. */
+const HOW = { options: { logLevel: 'debug', idleExitMs: 60_000 } };
 
 describe.skipIf(skipIntegration())('a hung announcer a call started', () => {
   const scope = scopePerTest(PREFIX);
@@ -49,9 +39,7 @@ describe.skipIf(skipIntegration())('a hung announcer a call started', () => {
     `stopped for HUNG_AFTER_MS: the next call that gets no answer kills it (SIGKILL, by pid), the call ` +
     `after starts a new one and succeeds; a process not ours is never signalled`;
   it(stoppedForHUNGTitle, async () => {
-    const s = scope();
-    killStrays(s, { strict: true });
-    const files = await announcerFiles(s);
+    const { s, files } = await cleanStart(scope);
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
     const pods: BridgePod[] = [];
@@ -59,8 +47,9 @@ describe.skipIf(skipIntegration())('a hung announcer a call started', () => {
       pods.push(
         await attachBridgePod(s, { prefix: PREFIX, net, bridge, host, containerId: `${PREFIX}-${host}`, settle: true }),
       );
-    const [first, second] = pods.map((p) => attachmentOf(p, files)) as [AnnouncerAttachment, AnnouncerAttachment];
-    assertCniOk('the ADD that starts the announcer', await announcerAdd(s, first, { count: 1 }));
+    const atts: AnnouncerAttachment[] = pods.map((p) => attachmentOf(p, files, HOW));
+    const [first, second] = atts as [AnnouncerAttachment, AnnouncerAttachment];
+    await startingAdd(s, first);
     // A process that is not ours and holds nothing: it must never be signalled.
     const bystander = spawn('sleep', ['600'], { stdio: 'ignore' });
     s.defer(() => void bystander.kill('SIGKILL'), `bystander ${bystander.pid}`);

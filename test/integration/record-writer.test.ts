@@ -8,24 +8,18 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkRecord } from '../../src/announce/record-schema';
 import {
-  allocSubnet,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   assertCniOk,
-  attachBridgePod,
-  bridgeWithKeeper,
   garpsFor,
-  killStrays,
   ms,
   RUN_TAG,
   scopePerTest,
+  settledFlag,
   skipIntegration,
-  startCapture,
   waitFor,
-  type AnnouncerAttachment,
-  type AnnouncerOutput,
 } from './harness';
+import { cleanStart, podHeldBehindStarter, WAITING_FOR_POD } from './harness/executor-steps';
 import { terminateDaemon, traceFile, tracedAnnouncer, tracedCalls } from './harness/held-announcer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setPortState } from './harness/port-hold';
@@ -35,8 +29,6 @@ import { missingTool, skipUnless } from '../support/skip';
 const PREFIX = `rw${RUN_TAG}`;
 /** Long enough that the announcer is not idle while the test runs. */
 const IDLE_EXIT_MS = 10_000;
-/** The debug line of an ADD waiting for its pod (src/announce/first-round.ts). */
-const WAITING = 'DEBUG pod not ready: waiting for it';
 /** The first ADD's burst and the last one's: different, so the record tells whose job it holds. */
 const FIRST = { count: 2, intervalMs: 1000 };
 const LAST = { count: 4, intervalMs: 400 };
@@ -50,48 +42,11 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       'two ADDs of one attachment, the first waiting for its pod: one after the ' +
       "other, the record whole with the last ADD's job";
     it(twoADDsOfTitle, async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
-      const net = allocSubnet();
-      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+      const { s, files } = await cleanStart(scope);
       const options = { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS, addWaitMs: 20_000, readyTimeoutMs: 60_000 };
-      const starter = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 10,
-        containerId: `${PREFIX}-starter`,
-        settle: true,
-      });
-      const starterAtt: AnnouncerAttachment = {
-        mainConf: starter.conf,
-        prevResult: starter.result,
-        containerId: starter.containerId,
-        netns: starter.netns.path,
-        files,
-        options,
-      };
-      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starterAtt, { count: 1 }));
-
-      const pod = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 11,
-        containerId: `${PREFIX}-raced`,
-        settle: true,
-      });
-      await setPortState(pod.hostVeth, 'listening');
-      const base: AnnouncerAttachment = {
-        mainConf: pod.conf,
-        prevResult: pod.result,
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        files,
-        options,
-      };
+      const names = { starter: 'starter', held: 'raced' };
+      const held = await podHeldBehindStarter(s, files, { prefix: PREFIX, names, options });
+      const { capture, starterAtt, pod, att: base } = held;
       const [firstTrace, lastTrace] = [await traceFile(s), await traceFile(s)];
       const firstAtt = { ...base, command: tracedAnnouncer(firstTrace) };
       const lastAtt = { ...base, command: tracedAnnouncer(lastTrace) };
@@ -100,7 +55,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       // The first ADD waits for the pod, holding the attachment's lock.
       const first = announcerAdd(s, firstAtt, FIRST);
       const ended = settledFlag(first);
-      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING), {
+      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
         timeoutMs: 20_000,
         what: 'the first ADD to wait for the pod',
       });
@@ -152,13 +107,3 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
     });
   },
 );
-
-/** A flag that turns true once `p` settles (either way; the caller awaits p for its outcome). */
-function settledFlag(p: Promise<AnnouncerOutput>): { settled: boolean } {
-  const flag = { settled: false };
-  p.then(
-    () => (flag.settled = true),
-    () => (flag.settled = true),
-  );
-  return flag;
-}

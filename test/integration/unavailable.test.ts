@@ -13,22 +13,21 @@ import {
   allocSubnet,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   assertCniOk,
   attachBridgePod,
   attachmentOf,
   bridgeWithKeeper,
   garpsFor,
-  killStrays,
   RUN_TAG,
   scopePerTest,
+  settledFlag,
   skipIntegration,
-  startCapture,
   waitFor,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Scope,
 } from './harness';
+import { cleanStart, podHeldBehindStarter, WAITING_FOR_POD } from './harness/executor-steps';
 import { setPortState } from './harness/port-hold';
 import { announcerStatus } from './harness/daemon';
 import {
@@ -45,8 +44,6 @@ import { skipUnless, missingTool } from '../support/skip';
 const PREFIX = `sf${RUN_TAG}`;
 /** Long enough that a stopped announcer, once resumed, is not idle yet: it must read what queued up meanwhile. */
 const IDLE_EXIT_MS = 30_000;
-/** The announcer's debug line while ADD waits for the pod (src/announce/first-round.ts). */
-const WAITING = 'DEBUG pod not ready: waiting for it';
 /** Slack on each bound: a loaded CI node, process start-up, tshark. */
 const SLACK_MS = 3000;
 /** This file's announcer options. */
@@ -62,30 +59,11 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
      * ADD), and a capture on the bridge.
      */
     async function heldPod(s: Scope, files: AnnouncerFiles) {
-      const net = allocSubnet();
-      const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-      const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-      const starter = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 10,
-        containerId: `${PREFIX}-starter-${RUN_TAG}`,
-        settle: true,
-      });
-      const starterAtt = attachmentOf(starter, files, HOW);
-      assertCniOk('the ADD that starts the announcer', await announcerAdd(s, starterAtt, { count: 1 }));
-      const pod = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 11,
-        containerId: `${PREFIX}-held-${RUN_TAG}`,
-        settle: true,
-      });
-      await setPortState(pod.hostVeth, 'listening');
+      const names = { starter: `starter-${RUN_TAG}`, held: `held-${RUN_TAG}` };
+      const held = await podHeldBehindStarter(s, files, { prefix: PREFIX, names, options: HOW.options });
+      const { pod, capture, starterAtt } = held;
       const trace = await traceFile(s);
-      const att: AnnouncerAttachment = { ...attachmentOf(pod, files, HOW), command: tracedAnnouncer(trace) };
+      const att: AnnouncerAttachment = { ...held.att, command: tracedAnnouncer(trace) };
       return { pod, att, trace, capture, starterAtt };
     }
 
@@ -95,16 +73,12 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
      */
     async function stopMidWait(s: Scope, files: AnnouncerFiles, att: AnnouncerAttachment, addWaitMs: number) {
       const adding = announcerAdd(s, att, { count: 3, addWaitMs, readyTimeoutMs: 60_000 });
-      let exited = false;
-      adding.then(
-        () => (exited = true),
-        () => (exited = true),
-      );
-      await waitFor(async () => exited || (await files.log()).includes(WAITING), {
+      const ended = settledFlag(adding);
+      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
         timeoutMs: 20_000,
         what: 'the announcer to say it waits for the pod',
       });
-      expect(exited, 'ADD returned before the announcer waited').toBe(false);
+      expect(ended.settled, 'ADD returned before the announcer waited').toBe(false);
       const stopped = await stopDaemon(s, files.stateDir);
       return { adding, stopped };
     }
@@ -113,9 +87,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       'stopped after taking an ADD mid-wait: the shim returns code 11 within its deadline; ' +
       'resumed, nothing of that ADD goes out and no record stays';
     it(stoppedAfterTakingTitle, async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const { pod, att, trace, capture, starterAtt } = await heldPod(s, files);
       const addWaitMs = 2000;
       const started = Date.now();
@@ -149,9 +121,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
     }, 60_000);
 
     it('DEL while stopped: exits 0 within BRIEF_MS, saying so; resumed, the announcer runs it', async () => {
-      const s = scope();
-      killStrays(s, { strict: true });
-      const files = await announcerFiles(s);
+      const { s, files } = await cleanStart(scope);
       const net = allocSubnet();
       const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
       const pod = await attachBridgePod(s, {

@@ -10,39 +10,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  allocSubnet,
   ANNOUNCER,
-  announcerAdd,
   announcerDel,
   announcerFiles,
-  assertCniOk,
-  attachBridgePod,
-  bridgeWithKeeper,
-  daemonsOf,
   garpsFor,
   killStrays,
   ms,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
-  startCapture,
   waitFor,
   writeNodeSettings,
-  type AnnouncerAttachment,
   type AnnouncerOutput,
-  type BridgePod,
 } from './harness';
-import { announcerStatus } from './harness/daemon';
-import {
-  buildAnnouncerAs,
-  buildOf,
-  runningBuild,
-  terminateDaemon,
-  theDaemonOf,
-  traceFile,
-  tracedAnnouncer,
-  tracedCalls,
-} from './harness/held-announcer';
+import { announcerStatus, waitDaemonExit } from './harness/daemon';
+import { tracedAdd, tracedPodsOnBridge } from './harness/executor-steps';
+import { buildAnnouncerAs, buildOf, runningBuild, terminateDaemon, theDaemonOf } from './harness/held-announcer';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `up${RUN_TAG}`;
@@ -92,39 +75,20 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     const files = await announcerFiles(s);
     // The announcers' own lines (hand-over, start) go to the node's log: the same file as the network's here.
     writeNodeSettings(files.stateDir, { idleExitMs: 1000, logFile: files.logFile, logLevel: 'debug' });
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-    const pods: BridgePod[] = [];
-    for (let i = 0; i < BEFORE + AFTER; i++)
-      pods.push(
-        await attachBridgePod(s, {
-          prefix: PREFIX,
-          net,
-          bridge,
-          host: 10 + i,
-          containerId: `${PREFIX}-pod${i}`,
-          settle: true,
-        }),
-      );
     // Each ADD's CNI process runs under strace: its setns(2) or flock(2) would say it ran the command itself.
-    const traces = await Promise.all(pods.map(() => traceFile(s)));
-    const atts: AnnouncerAttachment[] = pods.map((pod, i) => ({
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId: pod.containerId,
-      netns: pod.netns.path,
-      files,
-      options: { logLevel: 'debug' },
-      command: tracedAnnouncer(traces[i]!, installed),
-    }));
+    const specs = Array.from({ length: BEFORE + AFTER }, (_, i) => ({ name: `pod${i}`, binary: installed }));
+    const traced = await tracedPodsOnBridge(s, files, { prefix: PREFIX, pods: specs, options: { logLevel: 'debug' } });
+    const { capture } = traced;
+    const pods = traced.pods.map((p) => p.pod);
+    const atts = traced.pods.map((p) => p.att);
 
     const added: AnnouncerOutput[] = [];
     /** Each ADD's setns(2) and flock(2) calls, read before its DEL writes the same trace file. */
     const inProcess: string[][] = [];
     const add = async (i: number, what: string): Promise<void> => {
-      added.push(assertCniOk(`ADD ${atts[i]!.containerId}${what}`, await announcerAdd(s, atts[i]!, BURST)));
-      inProcess.push([...(await tracedCalls(traces[i]!, 'setns')), ...(await tracedCalls(traces[i]!, 'flock'))]);
+      const out = await tracedAdd(s, traced.pods[i]!, BURST, `ADD ${atts[i]!.containerId}${what}`);
+      added.push(out.add);
+      inProcess.push(out.inProcess);
     };
     for (let i = 0; i < BEFORE; i++) await add(i, '');
     const old = await theDaemonOf(files.stateDir);
@@ -139,10 +103,7 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     // The DaemonSet's upgrade: rename(2) over the installed file while the bursts run.
     await rename(next, installed);
     for (let i = BEFORE; i < pods.length; i++) await add(i, ' after the upgrade');
-    await waitFor(async () => !(await daemonsOf(files.stateDir)).some((p) => p.pid === old), {
-      timeoutMs: 10_000,
-      what: `the old announcer ${old} to exit`,
-    });
+    await waitDaemonExit(files.stateDir, old, `the old announcer ${old} to exit`);
     const successor = await theDaemonOf(files.stateDir);
     expect(await runningBuild(successor)).toBe(NEXT_BUILD);
     // The new announcer ran the ADD made after the swap; the old one ran those before it.

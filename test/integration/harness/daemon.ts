@@ -35,6 +35,11 @@ export async function waitDaemonGone(stateDir: string, timeoutMs = 5000): Promis
   });
 }
 
+/** Waits until the announcer `pid` of stateDir is gone (`what`: what is awaited, for the timeout message). */
+export async function waitDaemonExit(stateDir: string, pid: number, what = `announcer ${pid} to exit`): Promise<void> {
+  await waitFor(async () => !(await daemonsOf(stateDir)).some((p) => p.pid === pid), { timeoutMs: 10_000, what });
+}
+
 /**
  * SIGKILLs the background announcer of stateDir that this test process
  * started, by pid, after checking again that the pid still runs

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';
-import { daemonsOf } from './daemon';
+import { daemonsOf, waitDaemonExit } from './daemon';
 import { childEnv, runOk } from './exec';
 import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
@@ -68,10 +68,7 @@ export async function terminateDaemon(stateDir: string): Promise<number> {
   const pid = await theDaemonOf(stateDir);
   if (!(await signalDaemon(pid, stateDir, 'SIGTERM')))
     throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
-  await waitFor(async () => !(await daemonsOf(stateDir)).some((p) => p.pid === pid), {
-    timeoutMs: 10_000,
-    what: `announcer ${pid} to exit`,
-  });
+  await waitDaemonExit(stateDir, pid);
   return pid;
 }
 

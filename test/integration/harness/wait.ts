@@ -30,3 +30,13 @@ export async function waitFor<T>(
     await sleep(opts.intervalMs ?? 50);
   }
 }
+
+/** A flag that turns true once `p` settles (either way; the caller awaits p for its outcome). */
+export function settledFlag(p: Promise<unknown>): { settled: boolean } {
+  const flag = { settled: false };
+  p.then(
+    () => (flag.settled = true),
+    () => (flag.settled = true),
+  );
+  return flag;
+}
