@@ -13,9 +13,25 @@ import type { RateLimit } from '../../src/announce/token-bucket';
 import { createLogger, type Logger } from '../../src/log';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
+import { parseIPv4 } from '../../src/wire/ip';
 import type { AddressInfo, LinkInfo } from '../../src/wire/rtnetlink';
 
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
+/** The pod's gateway, 10.88.0.1, and its MAC. */
+export const GW_MAC = Buffer.from('525400123456', 'hex');
+
+/** The gateway's ARP reply to the pod (10.88.0.5), as the pod's receiver reads it. */
+export const gatewayReply = (): Buffer =>
+  Buffer.concat([
+    POD_MAC,
+    GW_MAC,
+    Buffer.from('08060001080006040002', 'hex'),
+    GW_MAC,
+    parseIPv4('10.88.0.1'),
+    POD_MAC,
+    parseIPv4('10.88.0.5'),
+  ]);
+
 /** The fds of the pod's and the host's event sockets. */
 export const POD_EVENTS_FD = 50;
 export const HOST_EVENTS_FD = 51;
@@ -128,6 +144,8 @@ export class FakePod {
   probes = 0;
   /** Frames the conflict probe's ARP receiver (fd 60, eth0) reads, once each; undefined: there is no receiver. */
   arpFrames: Buffer[] | undefined;
+  /** The host's sockets when set (a bridged host, fake-bridged-host.ts); else a host with no bridge port. */
+  hostSide: ((groups: readonly number[] | undefined) => HostSockets) | undefined;
   private nextFd = 100;
 
   get open(): number {
@@ -173,7 +191,8 @@ export class FakePod {
           },
         };
       },
-      host: (): HostSockets => ({ rtnl: hostRtnl, events: events(HOST_EVENTS_FD), close: () => undefined }),
+      host: (_netns, groups): HostSockets =>
+        this.hostSide?.(groups) ?? { rtnl: hostRtnl, events: events(HOST_EVENTS_FD), close: () => undefined },
       receivers: () => {
         this.probes++;
         const frames = this.arpFrames;

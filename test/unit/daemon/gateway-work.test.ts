@@ -8,19 +8,17 @@ import type { BackgroundJob } from '../../../src/announce/background-job';
 import { firstVerdict, type GatewayVerdict } from '../../../src/announce/gateway-verdict';
 import type { AttachmentRecord } from '../../../src/announce/state';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
-import { gatewayBusy } from '../../../src/daemon/gateway-work';
 import { Jobs, type JobDeps } from '../../../src/daemon/jobs';
 import { newWork } from '../../../src/daemon/new-work';
 import type { Work } from '../../../src/daemon/rounds';
 import { parseArp } from '../../../src/wire/arp';
-import { parseIPv4 } from '../../../src/wire/ip';
 import { identityViews } from '../../support/caller-view-fakes';
 import {
   FakePod,
+  gatewayReply,
   jobIn,
   keptLog,
   makeStateDir,
-  POD_MAC,
   ScriptedBudget,
   writeJob,
   type StateDir,
@@ -29,7 +27,6 @@ import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
 
 const GW = { interface: 'eth0', gateway: '10.88.0.1' };
-const GW_MAC = Buffer.from('525400123456', 'hex');
 /** The fd of FakePod's receiver. */
 const RECEIVER = 60;
 
@@ -89,18 +86,6 @@ function added(job: BackgroundJob): string {
   return name;
 }
 
-/** The gateway's ARP reply to the pod. */
-const reply = (): Buffer =>
-  Buffer.concat([
-    POD_MAC,
-    GW_MAC,
-    Buffer.from('08060001080006040002', 'hex'),
-    GW_MAC,
-    parseIPv4('10.88.0.1'),
-    POD_MAC,
-    parseIPv4('10.88.0.5'),
-  ]);
-
 /** The gateway check's requests among the frames sent (GARPs left out). */
 const asked = (): number =>
   pod.sent.filter((f) => {
@@ -156,7 +141,7 @@ describe('the gateway check in the table of work', () => {
 
   it('is answered once the gateway answered, and asks no more', async () => {
     const name = added(checked());
-    pod.arpFrames = [reply()];
+    pod.arpFrames = [gatewayReply()];
     await at(0);
     await at(7, [RECEIVER]);
     const verdict = { result: 'answered', answered: [{ ...GW, mac: '52:54:00:12:34:56', afterMs: 7 }], asks: 1 };
@@ -189,7 +174,7 @@ describe('the gateway check in the table of work', () => {
 
   it(NODE_WINDOW_WITH_FIRST_ASK, async () => {
     const name = added(checked());
-    pod.arpFrames = [reply()];
+    pod.arpFrames = [gatewayReply()];
     await at(0);
     // FakePod's veth has no bridge port on the host: the node cannot see the segment, said at once.
     expect(verdictOf()?.node).toEqual([
@@ -250,14 +235,5 @@ describe('newWork: when the check asks first', () => {
 
   it('a job without the check has no gateway work', () => {
     expect(workOf('added', jobIn(state, { firstRoundAt: now() })).gateway).toBeUndefined();
-  });
-});
-
-describe('gatewayBusy', () => {
-  it('a node window open or due keeps a final verdict busy', () => {
-    const w = { gateway: { verdict: { ...firstVerdict([GW]), result: 'answered' } } } as Work;
-    expect(gatewayBusy(w)).toBe(false);
-    expect(gatewayBusy({ gateway: { ...w.gateway!, nodeAt: 5 } } as Work)).toBe(true);
-    expect(gatewayBusy({ gateway: { ...w.gateway!, node: {} } } as Work)).toBe(true);
   });
 });

@@ -11,16 +11,14 @@ import { openForJob, type RoundDeps, type Work } from '../../../src/daemon/round
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import type { NetlinkMessage } from '../../../src/wire/netlink';
-import { encodeAttr } from '../../../src/wire/netlink';
-import { RTM_NEWNEIGH, type NeighEntry } from '../../../src/wire/neigh';
+import type { NeighEntry } from '../../../src/wire/neigh';
 import type { LinkInfo } from '../../../src/wire/rtnetlink';
 import { identityViews } from '../../support/caller-view-fakes';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
+import { fdbEntry, neighNotification } from '../../support/fake-bridged-host';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';
 import { ManualTimers } from '../../support/manual-timers';
 
-const AF_BRIDGE = 7;
-const REACHABLE = 0x02;
 const EVENTS_FD = 90;
 const POD_MAC = Buffer.from('0a580a580005', 'hex');
 const OTHER_MAC = Buffer.from('0a580a5800aa', 'hex');
@@ -112,28 +110,6 @@ function work(): Work {
   };
 }
 
-/** The bridge's FDB entry for `mac` on `port`. */
-const fdb = (port: number, mac = POD_MAC): NeighEntry => ({
-  family: AF_BRIDGE,
-  ifindex: port,
-  state: REACHABLE,
-  flags: 0,
-  lladdr: mac,
-  master: BRIDGE,
-});
-
-/** The RTM_NEWNEIGH notification of `entry`. */
-function notification(entry: NeighEntry): NetlinkMessage {
-  const ndmsg = Buffer.alloc(12);
-  ndmsg[0] = entry.family;
-  ndmsg.writeInt32LE(entry.ifindex, 4);
-  ndmsg.writeUInt16LE(entry.state, 8);
-  const master = Buffer.alloc(4);
-  master.writeUInt32LE(entry.master!, 0);
-  const payload = Buffer.concat([ndmsg, encodeAttr(2, entry.lladdr!), encodeAttr(9, master)]);
-  return { type: RTM_NEWNEIGH, flags: 0, seq: 0, payload };
-}
-
 /** Starts a window as the check's turn does: its one visit of the pod, opened on first use. */
 function watchFrom(now: number, windowMs: number) {
   const d = deps();
@@ -173,7 +149,7 @@ describe('stepNodeWatch', () => {
 
   it('feeds notifications, and gives its proofs only once the window is over', () => {
     const w = started();
-    queued = { messages: [notification(fdb(PORT))], overflowed: false };
+    queued = { messages: [neighNotification(fdbEntry(PORT))], overflowed: false };
     expect(stepNodeWatch(w, 1100, new Set([EVENTS_FD]))).toBeUndefined();
     queued = { messages: [], overflowed: false };
     expect(stepNodeWatch(w, 1499, new Set())).toBeUndefined();
@@ -184,13 +160,13 @@ describe('stepNodeWatch', () => {
 
   it('reads notifications only when its socket is readable', () => {
     const w = started();
-    queued = { messages: [notification(fdb(PORT))], overflowed: false };
+    queued = { messages: [neighNotification(fdbEntry(PORT))], overflowed: false };
     expect(stepNodeWatch(w, 1500, new Set())).toMatchObject([{ seen: { fdb: { kind: 'not-learned' } } }]);
   });
 
   it('dumps again when notifications overflowed', () => {
     const w = started();
-    dumped = [fdb(PORT), fdb(9)];
+    dumped = [fdbEntry(PORT), fdbEntry(9)];
     queued = { messages: [], overflowed: true };
     stepNodeWatch(w, 1100, new Set([EVENTS_FD]));
     expect(calls.filter((c) => c.startsWith('dump'))).toHaveLength(6);
