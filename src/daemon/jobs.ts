@@ -157,10 +157,10 @@ export class Jobs {
       let ended: Ended | undefined;
       try {
         ended = w.deferred ? await this.runDeferredDue(w, now, changed) : await this.runRoundDue(w, now);
-        if (!ended?.why) await runGatewayDue(this.gatewayDeps, this.counters, w, now, changed);
       } catch (err) {
         ended = this.failed(w, now, err);
       }
+      if (!ended?.why) await this.runGatewayDue(w, now, changed);
       // A burst that is over keeps its work while its gateway check asks.
       if (ended?.why !== undefined || (!w.deferred && w.dueAt === undefined && !gatewayBusy(w)))
         await this.end(w, ended?.why);
@@ -183,6 +183,16 @@ export class Jobs {
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
     return runRound(this.deps, this.counters, w, now, () => stillWanted(this.deps, w));
+  }
+
+  /** The gateway check's due step; one that throws is counted and logged, and the rounds keep their schedule. */
+  private async runGatewayDue(w: Work, now: number, changed: ReadonlySet<number>): Promise<void> {
+    try {
+      await runGatewayDue(this.gatewayDeps, this.counters, w, now, changed);
+    } catch (err) {
+      this.counters.errors++;
+      w.log.error('gateway check failed', { error: err });
+    }
   }
 
   /**

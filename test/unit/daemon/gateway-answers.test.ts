@@ -3,7 +3,7 @@
 // once, timed from round 1, and the verdict keeps the first window's answer.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { firstVerdict } from '../../../src/announce/gateway-verdict';
-import { newCounters } from '../../../src/daemon/counters';
+import { newCounters, type Counters } from '../../../src/daemon/counters';
 import { Jobs } from '../../../src/daemon/jobs';
 import { parseIPv4 } from '../../../src/wire/ip';
 import { identityViews } from '../../support/caller-view-fakes';
@@ -32,6 +32,7 @@ let state: StateDir;
 let pod: FakePod;
 let timers: ManualTimers;
 let answers: number[];
+let counters: Counters;
 let jobs: Jobs;
 
 beforeEach(() => {
@@ -40,6 +41,7 @@ beforeEach(() => {
   pod.arpFrames = [];
   timers = new ManualTimers();
   answers = [];
+  counters = newCounters();
   jobs = new Jobs(
     {
       stateDir: state.dir,
@@ -53,7 +55,7 @@ beforeEach(() => {
       jobLog: () => keptLog().log,
       observeGatewayAnswer: (seconds) => void answers.push(seconds),
     },
-    newCounters(),
+    counters,
   );
 });
 afterEach(() => state.remove());
@@ -97,5 +99,19 @@ describe('two gateways answering in different windows', () => {
       unanswered: [],
       asks: 2,
     });
+  });
+});
+
+describe('a gateway check that throws', () => {
+  it('is counted, and the rounds keep their schedule (it is no failed round)', async () => {
+    pod.arpFrames = undefined; // the ask cannot open its receivers: it throws
+    const job = jobIn(state, { firstRoundAt: timers.bootMs(), gatewayCheck: { windowMs: 200, gateways: GWS } });
+    jobs.take(writeJob(state, job), job, firstVerdict(GWS));
+    await at(0);
+    expect(counters.errors).toBe(1);
+    expect(pod.sent).toEqual([]);
+    await at(1000);
+    expect(pod.sent).toHaveLength(1); // round 2, on time
+    expect(jobs.status(timers.bootMs())[0]).toMatchObject({ roundsSent: 2, nextRoundInMs: 2000 });
   });
 });
