@@ -1,14 +1,20 @@
+/** What the kernel appends to /proc/self/exe once the executable's file is unlinked or renamed over. */
+const DELETED = ' (deleted)';
+
 /**
  * The argv prefix that starts this program again, for `[...prefix, verb, ...args]`:
  * the executable alone when it is a `bun build --compile` binary (its script is
  * inside it, at a virtual /$bunfs/ path in argv[1]), else the runtime and the
  * script (`node script.js`, as under unit tests). Run by a user-mode `emulator`
  * (see sys/emulator.ts), the same emulator goes first: without binfmt_misc the
- * kernel cannot exec the program itself.
+ * kernel cannot exec the program itself. An executable renamed over since this
+ * process started (an upgrade) reads as `PATH (deleted)` (/proc/self/exe): the
+ * command is the program now at PATH, which the runtime's next call runs too.
  */
 export function selfCommand(argv: readonly string[], execPath: string, emulator?: string): string[] {
   const script = argv[1];
-  const self = script === undefined || script.startsWith('/$bunfs/') ? [execPath] : [execPath, script];
+  const exe = execPath.endsWith(DELETED) ? execPath.slice(0, -DELETED.length) : execPath;
+  const self = script === undefined || script.startsWith('/$bunfs/') ? [exe] : [exe, script];
   return emulator === undefined ? self : [emulator, ...self];
 }
 

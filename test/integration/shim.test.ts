@@ -3,16 +3,28 @@
 // hangs or is skipped: it never runs the command itself. The build leaves the Node twin of the transport out of
 // the binary (scripts/build.mjs), so an answer relayed here went through Bun.connect.
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { START_MARKER } from '../../src/state-files';
 import { encodeReply, MARGIN_MS, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
 import { BUILTINS_ALLOWED } from '../../scripts/build/plugin';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
-import { ANNOUNCER, cniExec, scopePerTest, skipIntegration } from './harness';
+import { ANNOUNCER, cniEnv, cniExec, scopePerTest, skipIntegration } from './harness';
+import { daemonsOf } from './harness/daemon';
+import { childEnv } from './harness/exec';
+import { terminateDaemon } from './harness/held-announcer';
 
 /** CLOCK_BOOTTIME in ms, as /proc/uptime gives it. */
 function bootMs(): number {
@@ -147,29 +159,57 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     expect(del.stderr).toContain('DEL did nothing');
   });
 
-  const cannotBeExecutedTitle =
-    'an announcer that cannot be executed (the binary removed while its shim ran): ADD code 11 at once, naming why';
-  it(cannotBeExecutedTitle, async () => {
+  /**
+   * Runs the binary, copied into a fresh dir, as a shim's ADD on stateDir `<dir>/state`; `meanwhile` runs once the
+   * shim waits for its stdin. Its exit status, its stdout and how long it took after its stdin came.
+   */
+  async function shimOfCopy(
+    meanwhile: (copy: string) => void,
+  ): Promise<{ exit: number | null; out: string; ms: number }> {
     const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
     scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
     const copy = join(dir, 'announcer');
     copyFileSync(ANNOUNCER, copy);
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1' };
-    const shim = spawn(copy, [], { env: { ...env, CNI_NETNS: '/run/netns/none', CNI_IFNAME: 'eth0' } });
-    let stdout = '';
-    shim.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
+    const call = { command: 'ADD', containerId: 'c1', netns: '/run/netns/none', ifname: 'eth0' };
+    // childEnv: an announcer it starts carries the run's tag, so the harness knows it as this test's.
+    const shim = spawn(copy, [], { env: childEnv(cniEnv(call), false) });
+    let out = '';
+    shim.stdout.on('data', (d: Buffer) => void (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => shim.once('exit', resolve));
-    // Removed once the shim runs (it waits for its stdin): the announcer it spawns from the same path cannot be.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    unlinkSync(copy);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the shim runs, and waits for its stdin
+    meanwhile(copy);
     const started = Date.now();
     shim.stdin.end(JSON.stringify(config(join(dir, 'state'))));
-    expect(await exited).toBe(1);
-    expect(Date.now() - started).toBeLessThan(START_MS);
-    expect(JSON.parse(stdout)).toMatchObject({
+    const exit = await exited;
+    return { exit, out, ms: Date.now() - started };
+  }
+
+  const cannotBeExecutedTitle =
+    'an announcer that cannot be executed (the binary removed while its shim ran): ADD code 11 at once, naming why';
+  it(cannotBeExecutedTitle, async () => {
+    const res = await shimOfCopy((copy) => unlinkSync(copy));
+    expect(res.exit).toBe(1);
+    expect(res.ms).toBeLessThan(START_MS);
+    expect(JSON.parse(res.out)).toMatchObject({
       code: 11,
-      msg: expect.stringMatching(/it could not be started: .*ENOENT/),
+      msg: expect.stringMatching(/could not be started: .*ENOENT/),
     });
+  });
+
+  const renamedOverTitle =
+    'the binary renamed over while its shim ran (an upgrade): the shim starts the program now at its path; it answers';
+  it(renamedOverTitle, async () => {
+    let stateDir = '';
+    const res = await shimOfCopy((copy) => {
+      copyFileSync(ANNOUNCER, `${copy}.new`);
+      renameSync(`${copy}.new`, copy);
+      stateDir = join(dirname(copy), 'state');
+    });
+    scope().defer(() => terminateDaemon(stateDir), 'the announcer the shim started');
+    // The announcer answered (this config has no prevResult: code 7), and it runs from the renamed file's path.
+    expect(JSON.parse(res.out)).toMatchObject({ code: 7 });
+    const [daemon] = await daemonsOf(stateDir);
+    expect(daemon?.argv.slice(0, 3)).toEqual([join(dirname(stateDir), 'announcer'), 'daemon', stateDir]);
   });
 
   it('answers VERSION itself', async () => {

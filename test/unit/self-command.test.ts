@@ -19,6 +19,12 @@ describe('selfCommand', () => {
     expect(selfCommand(['/usr/bin/node'], '/usr/bin/node')).toEqual(['/usr/bin/node']);
   });
 
+  it('is the program now at the path when the executable was renamed over (an upgrade): no " (deleted)"', () => {
+    const argv = ['bun', '/$bunfs/root/announcer'];
+    expect(selfCommand(argv, '/opt/cni/bin/announcer (deleted)')).toEqual(['/opt/cni/bin/announcer']);
+    expect(selfCommand(argv, '/opt/cni/bin/announcer (deleted) x')).toEqual(['/opt/cni/bin/announcer (deleted) x']);
+  });
+
   it('puts the user-mode emulator that runs this process first', () => {
     expect(
       selfCommand(['bun', '/$bunfs/root/announcer'], '/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'),
