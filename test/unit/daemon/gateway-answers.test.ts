@@ -6,19 +6,16 @@ import { firstVerdict } from '../../../src/announce/gateway-verdict';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
 import { Jobs } from '../../../src/daemon/jobs';
 import { parseIPv4 } from '../../../src/wire/ip';
-import { identityViews } from '../../support/caller-view-fakes';
 import {
   FakePod,
   gatewayReply,
   jobIn,
-  keptLog,
   makeStateDir,
   POD_MAC,
-  ScriptedBudget,
   writeJob,
   type StateDir,
 } from '../../support/daemon-fakes';
-import { fakeLibc } from '../../support/fake-libc';
+import { fakeJobDeps } from '../../support/fake-job-deps';
 import { ManualTimers } from '../../support/manual-timers';
 
 const GWS = [
@@ -43,18 +40,7 @@ beforeEach(() => {
   answers = [];
   counters = newCounters();
   jobs = new Jobs(
-    {
-      stateDir: state.dir,
-      libc: fakeLibc({ pollIn: (fds) => fds.map(() => true) }),
-      open: pod.opener(),
-      views: identityViews,
-      closeInBackground: () => undefined,
-      timers,
-      budget: new ScriptedBudget().budget,
-      lockFile: async (path) => ({ path, release: () => undefined }),
-      jobLog: () => keptLog().log,
-      observeGatewayAnswer: (seconds) => void answers.push(seconds),
-    },
+    fakeJobDeps(state, pod, timers, { observeGatewayAnswer: (seconds) => void answers.push(seconds) }),
     counters,
   );
 });

@@ -10,7 +10,6 @@ import { firstVerdict, type GatewayVerdict } from '../../../src/announce/gateway
 import type { AttachmentRecord } from '../../../src/announce/state';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
 import { Jobs } from '../../../src/daemon/jobs';
-import { identityViews } from '../../support/caller-view-fakes';
 import {
   BridgedHost,
   bridgedPodLink,
@@ -24,13 +23,12 @@ import {
   FakePod,
   gatewayReply,
   jobIn,
-  keptLog,
   makeStateDir,
   ScriptedBudget,
   writeJob,
   type StateDir,
 } from '../../support/daemon-fakes';
-import { fakeLibc } from '../../support/fake-libc';
+import { fakeJobDeps } from '../../support/fake-job-deps';
 import { ManualTimers } from '../../support/manual-timers';
 
 const GW = { interface: 'eth0', gateway: '10.88.0.1' };
@@ -57,19 +55,11 @@ beforeEach(() => {
   counters = newCounters();
   records = 0;
   jobs = new Jobs(
-    {
-      stateDir: state.dir,
-      libc: fakeLibc({ pollIn: (fds) => fds.map(() => true) }),
-      open: pod.opener(),
-      views: identityViews,
-      closeInBackground: () => undefined,
-      timers,
+    fakeJobDeps(state, pod, timers, {
       budget: budget.budget,
       // Each lock taken is one write of the record.
       lockFile: async (path) => (records++, { path, release: () => undefined }),
-      jobLog: () => keptLog().log,
-      observeGatewayAnswer: () => undefined,
-    },
+    }),
     counters,
   );
 });

@@ -8,11 +8,10 @@ import type { BackgroundJob } from '../../../src/announce/background-job';
 import { firstVerdict, type GatewayVerdict } from '../../../src/announce/gateway-verdict';
 import type { AttachmentRecord } from '../../../src/announce/state';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
-import { Jobs, type JobDeps } from '../../../src/daemon/jobs';
+import { Jobs } from '../../../src/daemon/jobs';
 import { newWork } from '../../../src/daemon/new-work';
 import type { Work } from '../../../src/daemon/rounds';
 import { parseArp } from '../../../src/wire/arp';
-import { identityViews } from '../../support/caller-view-fakes';
 import {
   FakePod,
   gatewayReply,
@@ -24,6 +23,7 @@ import {
   type StateDir,
 } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
+import { fakeJobDeps } from '../../support/fake-job-deps';
 import { ManualTimers } from '../../support/manual-timers';
 
 const GW = { interface: 'eth0', gateway: '10.88.0.1' };
@@ -50,19 +50,13 @@ beforeEach(() => {
   closed = [];
   answers = [];
   polls = 0;
-  const deps: JobDeps = {
-    stateDir: state.dir,
+  const deps = fakeJobDeps(state, pod, timers, {
     // A receiver says itself when it holds nothing.
     libc: fakeLibc({ pollIn: (fds) => (polls++, fds.map(() => true)) }),
-    open: pod.opener(),
-    views: identityViews,
     closeInBackground: (fd) => void closed.push(fd),
-    timers,
     budget: budget.budget,
-    lockFile: async (path) => ({ path, release: () => undefined }),
-    jobLog: () => keptLog().log,
     observeGatewayAnswer: (seconds) => void answers.push(seconds),
-  };
+  });
   jobs = new Jobs(deps, counters);
 });
 afterEach(() => state.remove());
