@@ -7,7 +7,7 @@
 //
 // 40 bridge pods on one bridge are made once for the mass start and the rate
 // limit; each test has its own stateDir, so its own announcer.
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -294,6 +294,8 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(first).toHaveLength(1);
     // `announcer daemon <stateDir>` and the fd of its ready line: no setting on its argv
     expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir, '--ready-fd=3']);
+    // It said it listens and closed its ready pipe (fd 3 is gone, or reused by something that is no pipe).
+    expect(await readlink(`/proc/${first[0]!.pid}/fd/3`).catch(() => 'closed')).not.toMatch(/^pipe:/);
     const killed = await killDaemon(files.stateDir);
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
