@@ -17,6 +17,8 @@ export const ROWS = {
   addDefault: 'announcer ADD, defaults (warm)',
   addCold: 'announcer ADD, count 1, cold (starts one)',
   del: 'announcer DEL (warm)',
+  exchangeAddOne: 'exchange floor: ADD count 1 (warm), no shim',
+  exchangeDel: 'exchange floor: DEL (warm), no shim',
 } as const;
 
 /**
@@ -91,6 +93,24 @@ export function peerLine(rows: readonly TableRow[]): string {
   return (
     `Against the Go tuning ADD: warm ADD count 1 ${x(ROWS.addOne)}, cold ADD ${x(ROWS.addCold)}, ` +
     `DEL ${x(ROWS.del)}, VERSION ${x(ROWS.version)}, the floor ${x(ROWS.runtimeFloor)}`
+  );
+}
+
+/**
+ * The exchange's floor beside the budgets: what one request to the announcer costs a client that does nothing else
+ * (exchange-floor-entry.ts), and what the shim adds to it, for warm ADD count 1 and DEL.
+ */
+export function exchangeFloorLine(rows: readonly TableRow[]): string {
+  const med = (name: string): number => median(rows.find((r) => r.name === name)?.samples ?? []);
+  const floor = med(ROWS.runtimeFloor);
+  const pair = (label: string, shim: string, bare: string, budget: number): string => {
+    const added = (med(shim) - med(bare)).toFixed(1);
+    return `${label} ${(med(bare) / floor).toFixed(2)}× (budget ${budget}×; the shim adds ${added} ms)`;
+  };
+  return (
+    'The exchange floor (one request to the announcer, none of the shim’s work), against the runtime floor: ' +
+    `${pair('warm ADD count 1', ROWS.addOne, ROWS.exchangeAddOne, BUDGETS.addOneVsFloor)}, ` +
+    `${pair('DEL', ROWS.del, ROWS.exchangeDel, BUDGETS.delVsFloor)}`
   );
 }
 

@@ -7,6 +7,7 @@
 // the announcer of its stateDir included.
 //
 //   BENCH_ROUNDS=N   measured rounds (default below); warm-up rounds come on top.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,14 +18,14 @@ import type { Scope } from '../../test/integration/harness/scope';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
 import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
-import { checkBudgets, peerLine, probeCostVerdict, ROWS } from './budgets';
+import { checkBudgets, exchangeFloorLine, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
 import { GNU_TIME } from './measure';
 import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
-import { buildRuntimeFloor } from './runtime-floor';
+import { buildExchangeFloor, buildRuntimeFloor } from './runtime-floor';
 import {
   ANNOUNCER_DEFAULTS,
   announcerConf,
@@ -41,7 +42,7 @@ const WARMUP_ROUNDS = 3;
 const RSS_RUNS = 3;
 
 /** What the bench runs before its scratch dir exists. */
-type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'stateDir'>;
+type Base = Omit<Programs, 'emptyFile' | 'runtimeFloor' | 'exchangeFloor' | 'announcerBuild' | 'stateDir'>;
 
 /** BENCH_ROUNDS, or the default. */
 function roundsFromEnv(): number {
@@ -74,6 +75,13 @@ function deferPluginCleanup(scope: Scope, p: Programs, pod: BridgePod): void {
   scope.defer(async () => void (await cniExec(p.announcer, call, conf)), 'announcer DEL');
 }
 
+/** The build id `announcer --version` prints. */
+function announcerBuild(announcer: string): string {
+  const id = /^Build: (\S+)$/m.exec(execFileSync(announcer, ['--version'], { encoding: 'utf8' }))?.[1];
+  if (id === undefined) throw new Error(`${announcer} --version printed no build id`);
+  return id;
+}
+
 /** The notes under the table: what its rows measure (one output line each). */
 const ROW_NOTES = [
   'count 0: nothing to send, so the announcer validates and answers at once: ' +
@@ -83,6 +91,8 @@ const ROW_NOTES = [
   'each sample, untimed, and the shim starts one and waits for it to listen.',
   'The bench pod routes through a gateway netns on its bridge: every row but require runs the gateway check as',
   "report (after ADD returns); the require row waits for the gateway's answer.",
+  'exchange floor: scripts/bench/exchange-floor-entry.ts, built as the plugin is, in place of the shim on the same',
+  'rows: it reads stdin and /proc/uptime, sends one request and prints the answer; it checks and starts nothing.',
 ];
 
 /** The announcer's own line: what it used over the whole run. */
@@ -122,6 +132,7 @@ function report(
     renderVerdicts([status.verdict]),
     '',
     peerLine(table),
+    exchangeFloorLine(table),
     ...ROW_NOTES,
     announcer,
     status.line,
@@ -141,6 +152,8 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     ...base,
     emptyFile: join(scratch, 'empty.js'),
     runtimeFloor: join(scratch, 'empty-program'),
+    exchangeFloor: join(scratch, 'exchange-floor'),
+    announcerBuild: announcerBuild(base.announcer),
     stateDir: join(scratch, 'state'),
   };
   writeFileSync(programs.emptyFile, '');
@@ -150,6 +163,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     mode: 0o600,
   });
   buildRuntimeFloor(programs.runtimeFloor);
+  buildExchangeFloor(programs.exchangeFloor);
   deferPluginCleanup(scope, programs, pod);
   const header = machineLines(programs, WARMUP_ROUNDS, rounds, RSS_RUNS);
 

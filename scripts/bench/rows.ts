@@ -1,7 +1,9 @@
 // What the bench runs: each table row as a command in a clean environment,
 // with the untimed steps that keep the pod and the announcer in the same
 // state between samples.
+import { join } from 'node:path';
 import type { Row } from './rounds';
+import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { ROWS } from './budgets';
 import { cleanEnv, expectOk, peakRssKiB, timedRun, type Command } from './measure';
 import type { BridgePod } from '../../test/integration/harness/bridge-pods';
@@ -18,6 +20,10 @@ export interface Programs {
   emptyFile: string;
   /** An empty program compiled as the plugin is (scripts/build.mjs --entry): the runtime's own floor. */
   runtimeFloor: string;
+  /** One request to the running announcer, none of the shim's work, compiled as the plugin is: the exchange's floor. */
+  exchangeFloor: string;
+  /** The announcer's build id (`announcer --version`): what the exchange floor's requests carry. */
+  announcerBuild: string;
   /**
    * The announcer's stateDir for this run: its announcer (one per stateDir)
    * and its records stay apart from the node's and from the tests'.
@@ -128,7 +134,16 @@ export function processRows(p: Programs, pod: BridgePod, stop: StopAnnouncer): P
     },
     { name: ROWS.addCold, command: addOne, before: () => stop(p.stateDir), after: delOne },
     { name: ROWS.del, command: announcer('DEL', ANNOUNCER_ONE), before: untimed('ADD before DEL', addOne) },
+    { name: ROWS.exchangeAddOne, command: exchangeFloorCommand(p, pod, 'ADD'), after: delOne },
+    { name: ROWS.exchangeDel, command: exchangeFloorCommand(p, pod, 'DEL'), before: untimed('ADD before DEL', addOne) },
   ];
+}
+
+/** The exchange floor's call on the pod (count 1), as the announcer row's, to the run's announcer. */
+function exchangeFloorCommand(p: Programs, pod: BridgePod, command: string): Command {
+  const call = pluginCommand(p, pod, p.exchangeFloor, command, announcerConf(p.stateDir, ANNOUNCER_ONE));
+  const env = { ...call.env, BENCH_SOCKET: join(p.stateDir, ANNOUNCER_SOCKET), BENCH_BUILD: p.announcerBuild };
+  return { ...call, env };
 }
 
 /** A round step that times one process row. */

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { checkBudgets, cpuVerdict, criVerdict, peerLine, probeCostVerdict, ROWS } from '../../../scripts/bench/budgets';
+import {
+  checkBudgets,
+  cpuVerdict,
+  criVerdict,
+  exchangeFloorLine,
+  peerLine,
+  probeCostVerdict,
+  ROWS,
+} from '../../../scripts/bench/budgets';
 import type { TableRow } from '../../../scripts/bench/report';
 
 const rows = (over: Partial<Record<string, Partial<TableRow>>> = {}): TableRow[] =>
@@ -63,6 +71,20 @@ describe('peerLine', () => {
   it('gives the budgeted rows and the floor as multiples of the Go peer', () => {
     expect(peerLine(rows())).toBe(
       'Against the Go tuning ADD: warm ADD count 1 4.0×, cold ADD 12.5×, DEL 3.5×, VERSION 2.9×, the floor 2.5×',
+    );
+  });
+});
+
+describe('exchangeFloorLine', () => {
+  it('gives the exchange floor rows against the runtime floor, and what the shim adds to each', () => {
+    const table = [
+      ...rows(),
+      { name: ROWS.exchangeAddOne, samples: [15.2] },
+      { name: ROWS.exchangeDel, samples: [13.5] },
+    ];
+    expect(exchangeFloorLine(table)).toBe(
+      'The exchange floor (one request to the announcer, none of the shim’s work), against the runtime floor: ' +
+        'warm ADD count 1 1.52× (budget 1.6×; the shim adds 0.8 ms), DEL 1.35× (budget 1.4×; the shim adds 0.5 ms)',
     );
   });
 });
