@@ -21,17 +21,10 @@ export interface PluginBuilder {
  */
 export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
 
-/**
- * The `node:*` builtins (besides node:fs, which the announcer and the verbs need, and the shim's fast path does
- * without: src/sys/stdio.bun.ts) that product modules may import, by module. Bun's builtins other than node:fs are
- * written in JS, and the first one a run loads costs it ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts
- * stand in for the two we used). The one module here loads only on the path that needs it: the start of an announcer
- * when none runs.
- */
-export const BUILTINS_ALLOWED: Readonly<Record<string, readonly string[]>> = {
-  'src/sys/spawn-child.ts': ['child_process'],
-};
-
+// Bun's `node:*` builtins other than node:fs are written in JS, and the first one a run loads costs it
+// ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used; node:net and
+// node:child_process are used by the Node twins alone, src/sys/unix-stream.ts and src/sys/spawn-child.ts,
+// which never reach the bundle).
 const BUILTIN = /^(?:node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(?:\/.*)?$/;
 
 /** The part of Bun.build's metafile that {@link builtinRefusals} reads: each input's imports. */
@@ -43,8 +36,8 @@ export interface Metafile {
 }
 
 /**
- * Why the bundle is refused for its `node:*` builtins: one line per import of one not in
- * {@link BUILTINS_ALLOWED} by a module under `root`/src. Read from the metafile after bundling, because
+ * Why the bundle is refused for its `node:*` builtins: one line per import of one other than node:fs by a module
+ * under `root`/src. Read from the metafile after bundling, because
  * Bun (1.4.5) resolves builtins before any plugin's onResolve sees them. Input paths are relative to `cwd`.
  */
 export function builtinRefusals(metafile: Metafile, root: string, cwd: string): string[] {
@@ -54,10 +47,10 @@ export function builtinRefusals(metafile: Metafile, root: string, cwd: string): 
     if (!importer.startsWith('src/')) continue;
     for (const i of imports) {
       const name = i.external ? BUILTIN.exec(i.original ?? i.path)?.[1] : undefined;
-      if (name === undefined || BUILTINS_ALLOWED[importer]?.includes(name)) continue;
+      if (name === undefined) continue;
       refusals.push(
-        `${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts), ` +
-          'besides BUILTINS_ALLOWED in scripts/build/plugin.ts',
+        `${importer} imports ${i.original ?? i.path}: product code uses only node:fs (see src/path.ts; ` +
+          'a Bun twin, src/sys/X.bun.ts, keeps a Node-only builtin out of the bundle)',
       );
     }
   }

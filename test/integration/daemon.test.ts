@@ -296,6 +296,12 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(first[0]!.argv.slice(1)).toEqual(['daemon', files.stateDir, '--ready-fd=3']);
     // It said it listens and closed its ready pipe (fd 3 is gone, or reused by something that is no pipe).
     expect(await readlink(`/proc/${first[0]!.pid}/fd/3`).catch(() => 'closed')).not.toMatch(/^pipe:/);
+    expect(await detachment(first[0]!.pid)).toEqual({
+      sessionLeader: true,
+      cwd: '/',
+      env: [expect.stringMatching(/^PATH=/)], // PATH alone (the harness tags it with its run)
+      stdio: ['/dev/null', '/dev/null', '/dev/null'],
+    });
     const killed = await killDaemon(files.stateDir);
     const killedAt = Date.now();
     await sleep(Math.max(0, addA.exitedAt + 3300 - Date.now()));
@@ -686,4 +692,22 @@ function parsePrometheusText(text: string): Sample[] {
   }
   if (samples.length === 0) throw new Error('no sample in the metrics text');
   return samples;
+}
+
+/**
+ * How the shim started the announcer `pid` (src/sys/spawn-child.bun.ts in the binary): whether it leads its own
+ * session, its working directory, its environment and where its stdio goes.
+ */
+async function detachment(
+  pid: number,
+): Promise<{ sessionLeader: boolean; cwd: string; env: string[]; stdio: string[] }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // After the command's name: state, ppid, pgrp, session.
+  const session = Number(/\) \S+ \d+ \d+ (\d+)/.exec(stat)?.[1]);
+  return {
+    sessionLeader: session === pid,
+    cwd: await readlink(`/proc/${pid}/cwd`),
+    env: (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean),
+    stdio: await Promise.all([0, 1, 2].map((fd) => readlink(`/proc/${pid}/fd/${fd}`))),
+  };
 }

@@ -2,7 +2,7 @@
 // entry's JSON Schema; and the bundle, split into chunks as scripts/build.mjs splits it, keeps
 // zod out of every chunk VERSION and the shim's path evaluate, while the announcer's and the
 // verbs' chunks carry it.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -77,9 +77,11 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
 
   /** The modules src/shim/shim-deps.ts imports dynamically: what a cold start, or a failure's report, loads. */
   const shimDepsLazy = (): string[] =>
-    [...readFileSync(join(ROOT, 'src/shim/shim-deps.ts'), 'utf8').matchAll(/import\('(\.[^']+)'\)/g)].map((m) =>
-      relative(ROOT, resolve(ROOT, 'src/shim', `${m[1]}.ts`)),
-    );
+    [...readFileSync(join(ROOT, 'src/shim/shim-deps.ts'), 'utf8').matchAll(/import\('(\.[^']+)'\)/g)].map((m) => {
+      // The binary takes a module's Bun twin where one exists (scripts/build/plugin.ts).
+      const base = relative(ROOT, resolve(ROOT, 'src/shim', m[1]!));
+      return existsSync(join(ROOT, `${base}.bun.ts`)) ? `${base}.bun.ts` : `${base}.ts`;
+    });
 
   it('leave zod out of start-up, which holds VERSION and the shim, and out of what a cold start loads', () => {
     // main.ts imports VERSION's answer and the shim statically: they are in what start-up evaluates.
@@ -92,7 +94,7 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
     const lazy = shimDepsLazy();
     expect(lazy).toContain('src/shim/start.ts');
     const cold = mayLoad(...lazy.filter((m) => !startInputs.includes(m)));
-    expect([...cold].flatMap((n) => chunks[n]!.inputs)).toContain('src/sys/spawn-child.ts');
+    expect([...cold].flatMap((n) => chunks[n]!.inputs)).toContain('src/sys/spawn-child.bun.ts');
     expect({ start: zodIn(start), cold: zodIn(cold) }).toEqual({ start: [], cold: [] });
   });
 

@@ -19,7 +19,6 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { START_MARKER } from '../../src/state-files';
 import { encodeReply, MARGIN_MS, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
-import { BUILTINS_ALLOWED } from '../../scripts/build/plugin';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
 import { ANNOUNCER, cniEnv, cniExec, scopePerTest, skipIntegration } from './harness';
 import { daemonsOf } from './harness/daemon';
@@ -94,8 +93,6 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   it('holds Bun.connect and not the Node twin', async () => {
     const bin = (await readFile(ANNOUNCER)).toString('latin1');
     expect(bin).toContain('Bun.connect needs the Bun runtime');
-    // The build refuses node:net from any module (scripts/build/plugin.ts): the Node twin is not in the binary.
-    expect(Object.values(BUILTINS_ALLOWED).flat()).not.toContain('net');
   });
 
   it('fails ADD with code 11 naming the refusal when the announcer refuses it, running nothing itself', async () => {

@@ -1,0 +1,44 @@
+// Starts a process to outlive this one with Bun.spawn: the shim's way in the compiled binary, which
+// loads no FFI. Bun.spawn returned in 0.2 ms where node:child_process's spawn took 2.6 to 3.7 ms (most
+// of it loading that module), measured in binaries built as the plugin is; that time was on the path
+// of every cold ADD. Its twin, src/sys/spawn-child.ts, serves Node and the unit tests
+// (scripts/build/plugin.ts takes this one in the binary).
+import { closeSync } from 'node:fs';
+import { READY_FD } from '../self-command';
+
+/** The little of Bun's API this module uses (the project's types are Node's). */
+interface BunSpawn {
+  spawn(options: {
+    cmd: readonly string[];
+    detached: boolean;
+    stdio: ('ignore' | 'pipe')[];
+    cwd: string;
+    env: Readonly<Record<string, string>>;
+  }): { unref(): void; stdio: (number | null)[] };
+  file(fd: number): { stream(): ReadableStream<Uint8Array> };
+}
+
+/**
+ * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) with the write end of a pipe as
+ * its fd READY_FD, and forgets it. Resolves when the first bytes or the end come through that pipe (the child said it
+ * is ready, or it exited); rejects with the error when it cannot be executed.
+ */
+export async function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
+  if (command[0] === undefined) throw new Error('spawnChild: empty command');
+  const bun = (globalThis as unknown as { Bun: BunSpawn }).Bun;
+  const slot = (fd: number): 'ignore' | 'pipe' => (fd === READY_FD ? 'pipe' : 'ignore');
+  const stdio = Array.from({ length: READY_FD + 1 }, (_, fd) => slot(fd));
+  // An executable that cannot be run throws here (ENOENT, EACCES): the shim says why (src/shim/unavailable.ts).
+  const child = bun.spawn({ cmd: command, detached: true, stdio, cwd: '/', env });
+  child.unref();
+  // The parent's end of the pipe: ours to close (Bun hands over the fds of extra stdio slots).
+  const ready = child.stdio[READY_FD];
+  if (typeof ready !== 'number') return;
+  const reader = bun.file(ready).stream().getReader();
+  try {
+    await reader.read();
+  } finally {
+    await reader.cancel().catch(() => undefined);
+    closeSync(ready);
+  }
+}
