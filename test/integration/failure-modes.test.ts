@@ -31,7 +31,7 @@ import {
   WAITING_FOR_POD,
 } from './harness/executor-steps';
 import { setPortState } from './harness/port-hold';
-import { stopDaemon, terminateDaemon, theDaemonOf } from './harness/held-announcer';
+import { stopDaemon, terminateDaemon, theDaemonOf, tracedCalls } from './harness/held-announcer';
 import { missingTool, skipUnless } from '../support/skip';
 
 /** Every netns and link this file creates starts with this. */
@@ -66,6 +66,10 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const { add, inProcess } = await tracedAdd(s, pods[0]!, BURST, 'cold ADD');
       const took = add.exitedAt - started;
       expect(inProcess).toEqual([]);
+      // The shim tried the socket three times: absent; absent once more, its start marker taken; then, told by the
+      // ready line that the announcer it spawned listens, once (no retries while it started).
+      const tries = (await tracedCalls(pods[0]!.trace, 'connect')).filter((l) => /announcer\.sock"/.test(l));
+      expect(tries.map((l) => /= (-1 \w+|\d+)/.exec(l)?.[1])).toEqual(['-1 ENOENT', '-1 ENOENT', '0']);
       expect((await announcerStatus(files.stateDir)).counters?.served).toMatchObject({ ADD: 1 });
       await waitFor(async () => (await capture.count()) >= BURST.count, { timeoutMs: 10_000, what: 'the burst' });
       expect(await announcerDel(att)).toMatchObject({ code: 0 });

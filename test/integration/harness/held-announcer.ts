@@ -98,17 +98,19 @@ export async function buildAnnouncerAs(out: string, buildId: string): Promise<vo
 }
 
 /**
- * How to run the announcer under `strace -f` writing setns(2) and flock(2)
- * calls to `traceFile`: the shim makes neither, the in-process command
- * enters the pod's netns and takes the attachment's lock.
+ * How to run the announcer under `strace -f` writing setns(2), flock(2) and connect(2)
+ * calls to `traceFile`: the shim makes neither of the first two, the in-process command
+ * enters the pod's netns and takes the attachment's lock; connect(2) shows how often the shim tried the socket.
  */
 export function tracedAnnouncer(traceFile: string, binary: string = ANNOUNCER): AnnouncerCommand {
   // --detach-on=execve: an announcer the call starts is not traced, and strace does not wait for it.
-  return { argv: ['strace', '-f', '--detach-on=execve', '-qq', '-e', 'trace=setns,flock', '-o', traceFile, binary] };
+  return {
+    argv: ['strace', '-f', '--detach-on=execve', '-qq', '-e', 'trace=setns,flock,connect', '-o', traceFile, binary],
+  };
 }
 
 /** The syscall lines of a trace (tracedAnnouncer, traceRunning) naming `syscall`. */
-export async function tracedCalls(traceFile: string, syscall: 'setns' | 'flock'): Promise<string[]> {
+export async function tracedCalls(traceFile: string, syscall: 'setns' | 'flock' | 'connect'): Promise<string[]> {
   const text = await readFile(traceFile, 'utf8').catch(() => '');
   return text.split('\n').filter((l) => new RegExp(`^(\\d+\\s+)?${syscall}\\(`).test(l));
 }
