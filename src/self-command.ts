@@ -25,7 +25,8 @@ export const DAEMON_VERB = 'daemon';
 export const READY_FD_FLAG = 'ready-fd';
 
 /**
- * The fd a shim gives the announcer it starts as `--ready-fd`: the write end of a pipe, the first past stdio. Its line
- * (or its end, when that announcer exits first) tells the shim to connect, so no shim polls while one starts.
+ * The fd a shim gives the announcer it starts as `--ready-fd`: one end of a pipe (a socketpair under Bun), the first
+ * past stdio. Its line (or its end, when that announcer exits first) tells the shim that started it to connect: that
+ * shim does not poll while the announcer starts.
  */
 export const READY_FD = 3;

@@ -16,8 +16,8 @@ export interface StartDeps {
   /** Wall-clock ms, compared with the marker's mtime. */
   wallNow(): number;
   /**
-   * Starts `command` detached with `env`, the write end of a pipe as its fd READY_FD (src/sys/spawn-child.ts); resolves
-   * once a line or the pipe's end comes through it.
+   * Starts `command` detached with `env`, one end of a pipe (a socketpair under Bun) as its fd READY_FD
+   * (src/sys/spawn-child.ts); resolves once a line or the end comes through it.
    */
   spawn(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void>;
   /** The command that starts this program again (selfCommand). */

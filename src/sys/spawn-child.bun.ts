@@ -19,9 +19,9 @@ interface BunSpawn {
 }
 
 /**
- * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) with the write end of a pipe as
- * its fd READY_FD, and forgets it. Resolves when the first bytes or the end come through that pipe (the child said it
- * is ready, or it exited); rejects with the error when it cannot be executed.
+ * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) with one end of a stream as its fd
+ * READY_FD (Bun's 'pipe' slot is a socketpair), and forgets it. Resolves when the first bytes or the end come through
+ * that stream (the child said it is ready, or it exited); rejects with the error when it cannot be executed.
  */
 export async function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
   if (command[0] === undefined) throw new Error('spawnChild: empty command');
@@ -31,7 +31,7 @@ export async function spawnChild(command: readonly string[], env: Readonly<Recor
   // An executable that cannot be run throws here (ENOENT, EACCES): the shim says why (src/shim/unavailable.ts).
   const child = bun.spawn({ cmd: command, detached: true, stdio, cwd: '/', env });
   child.unref();
-  // The parent's end of the pipe: ours to close (Bun hands over the fds of extra stdio slots).
+  // The parent's end of the stream: ours to close (Bun hands over the fds of extra stdio slots).
   const ready = child.stdio[READY_FD];
   if (typeof ready !== 'number') return;
   const reader = bun.file(ready).stream().getReader();
