@@ -1,9 +1,9 @@
 // The process entry point: answers VERSION, and forwards every other CNI command to the node's
 // announcer (src/shim/), which alone runs it; this process never does.
 // Run with arguments, it is one of the verbs (src/process/verbs.ts). Start-up is the plugin's
-// latency, once per pod: VERSION and the shim are imported statically, in the start-up chunk (a
-// dynamic import of a chunk measured 0.2 to 0.3 ms in the binary); the verbs, the announcer and
-// dispatch load only when they run. Nothing on the shim's path loads node:fs or zod: stdin and
+// latency, once per pod: VERSION and the shim are imported statically, in the start-up chunk (the
+// round of dynamic imports that loaded them cost each call 0.2 to 0.5 ms in the binary); the verbs,
+// the announcer and dispatch load only when they run. Nothing on the shim's path loads node:fs or zod: stdin and
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';

@@ -1,5 +1,5 @@
 // The shim's real dependencies: the runtime's unix-stream twin, CLOCK_BOOTTIME, and a start that
-// loads its modules (node:fs and Bun.spawn's twin among them) only when an announcer must be started.
+// loads its modules (node:fs and the spawner, src/sys/spawn-child, among them) only when an announcer must be started.
 import { connectUnix } from '../sys/unix-stream';
 import { exchange, bootClock } from './exchange';
 import type { ShimDeps } from './shim';

@@ -33,6 +33,7 @@ export async function spawnChild(command: readonly string[], env: Readonly<Recor
   child.unref();
   // The parent's end of the stream: ours to close (Bun hands over the fds of extra stdio slots).
   const ready = child.stdio[READY_FD];
+  // Bun gives every 'pipe' slot an fd; without one the shim would still find the announcer by trying its socket.
   if (typeof ready !== 'number') return;
   const reader = bun.file(ready).stream().getReader();
   try {

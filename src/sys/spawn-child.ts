@@ -1,5 +1,5 @@
-// Starts a process to outlive this one with node:child_process: the shim's way, which loads no
-// FFI. Loaded only when a shim starts the announcer (node:child_process costs a run milliseconds).
+// Starts a process to outlive this one with node:child_process: the Node twin of spawn-child.bun.ts
+// (which the binary takes instead), for Node and the unit tests. Loads no FFI.
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { READY_FD } from '../self-command';
@@ -19,9 +19,7 @@ export function spawnChild(command: readonly string[], env: Readonly<Record<stri
     // An exec failure comes as an event, before the pipe's end (unheard, it would throw): the shim says why it could
     // not start the announcer (src/shim/unavailable.ts); it never runs the command itself.
     child.on('error', reject);
-    // Bun gives no pipe to a child it could not execute: its error event follows.
-    const ready = child.stdio[READY_FD] as Readable | null;
-    if (!ready) return;
+    const ready = child.stdio[READY_FD] as Readable;
     const heard = (): void => {
       ready.destroy();
       resolve();
