@@ -1,55 +1,28 @@
 // The exchange's floor: what one request to the running announcer costs a client that does nothing
 // else. `make bench` compiles this as the plugin is compiled (scripts/build.mjs --entry) and runs it
-// in place of the plugin on the same rows. Like the shim, it reads /proc/uptime and stdin with Bun's
-// API, connects with Bun.connect and writes one request line of the shim's protocol (src/shim/wire.ts).
-// Unlike it, it checks nothing, starts nothing and sets no timer: the socket comes from
-// BENCH_SOCKET, the sender's build from BENCH_BUILD (the announcer's own, so that it does not hand over).
-import { cniEnv, encodeRequest, WIRE_VERSION } from '../../src/shim/wire';
+// in place of the plugin on the same rows. It uses the shim's own transport (the Bun twins of
+// src/sys/stdio and src/sys/unix-stream) and protocol (src/shim/wire.ts), and none of the shim's
+// work: it checks nothing, starts nothing and sets no timer. The socket comes from BENCH_SOCKET, the
+// sender's build from BENCH_BUILD (the announcer's own, so that it does not hand over).
+import { decodeReply, encodeRequest, MAX_FORWARDED_STDIN, splitLines, WIRE_VERSION, cniEnv } from '../../src/shim/wire';
+import { readText, stdinReader, writeFd } from '../../src/sys/stdio.bun';
+import { connectUnix } from '../../src/sys/unix-stream.bun';
 
-/** The little of Bun's API this program uses. */
-interface BunApi {
-  file(path: string): { text(): Promise<string> };
-  stdin: { slice(start: number, end: number): { bytes(): Promise<Uint8Array> } };
-  stdout: unknown;
-  write(destination: unknown, data: string): Promise<number>;
-  connect(options: {
-    unix: string;
-    socket: {
-      open(socket: { write(data: string): number }): void;
-      data(socket: unknown, data: Uint8Array): void;
-      close(): void;
-      error(socket: unknown, error: Error): void;
-    };
-  }): Promise<unknown>;
-}
-
-const bun = (globalThis as unknown as { Bun: BunApi }).Bun;
-const uptime = await bun.file('/proc/uptime').text();
-const stdin = new TextDecoder().decode(await bun.stdin.slice(0, 1024 * 1024 + 1).bytes());
+const uptime = await readText('/proc/uptime');
+const stdin = new TextDecoder().decode(await stdinReader().read(MAX_FORWARDED_STDIN));
 // Ten seconds on: the announcer never drops this request for its deadline.
 const deadline = Math.round(Number(uptime.split(' ')[0]) * 100) * 10 + 10_000;
-const line = encodeRequest({
-  v: WIRE_VERSION,
-  build: process.env.BENCH_BUILD ?? '',
-  ackBy: deadline,
-  deadline,
-  cni: { env: cniEnv(process.env), stdin },
-});
-const decoder = new TextDecoder();
+const request = { v: WIRE_VERSION, build: process.env.BENCH_BUILD ?? '', ackBy: deadline, deadline };
 const reply = await new Promise<string>((resolve, reject) => {
   let got = '';
-  bun
-    .connect({
-      unix: process.env.BENCH_SOCKET ?? '',
-      socket: {
-        open: (socket) => void socket.write(line),
-        data: (_, data) => void (got += decoder.decode(data, { stream: true })),
-        close: () => resolve(got),
-        error: (_, error) => reject(error),
-      },
-    })
-    .catch(reject);
+  const decoder = new TextDecoder();
+  connectUnix(process.env.BENCH_SOCKET ?? '', {
+    data: (data) => void (got += decoder.decode(data, { stream: true })),
+    end: () => resolve(got),
+    error: reject,
+  }).then((c) => c.write(encodeRequest({ ...request, cni: { env: cniEnv(process.env), stdin } })), reject);
 });
-const end = JSON.parse(reply.split('\n')[0] ?? '') as { exit: number; stdout: string };
-await bun.write(bun.stdout, end.stdout);
+const end = decodeReply(splitLines(reply).lines[0] ?? '');
+if (end === undefined || !('exit' in end)) throw new Error(`no end in ${JSON.stringify(reply)}`);
+await writeFd(1, end.stdout);
 process.exit(end.exit);
