@@ -47,6 +47,10 @@ describe('spawnChild', () => {
     await spawnChild(['/bin/sh', '-c', 'exit 0'], { PATH: '/bin' });
   });
 
+  it('refuses an empty command by name', () => {
+    expect(() => spawnChild([], { PATH: '/bin' })).toThrow('spawnChild: empty command');
+  });
+
   it('does not throw for an executable that does not exist: it rejects with the error', async () => {
     let started: Promise<void> | undefined;
     expect(() => {
