@@ -186,7 +186,7 @@ function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVe
 /** Hands the job left after round 1 (if any) and what round 1 did to the announcer's table of work. */
 function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound): void {
   const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
-  deps.host.added(name, record.job, report);
+  deps.host.added(name, record, report);
   if (first.gateway && first.gateway.result !== 'pending')
     deps.log.info(`gateway check: ${describeVerdict(first.gateway)}`, { gateway: first.gateway });
   if (record.job) deps.log.debug('background work handed over', { rounds: record.job.schedule.length });

@@ -1,7 +1,7 @@
 // Pure types: how a command hands an attachment's background work to the announcer that runs it, in memory. Defined
 // here, below src/daemon/, so that the commands name it without an import up into the announcer (jobs.ts implements
 // it).
-import type { BackgroundJob } from './background-job';
+import type { AttachmentRecord } from './state';
 import type { FrameCounts } from './round';
 import type { GatewayVerdict } from './gateway-verdict';
 
@@ -16,10 +16,13 @@ export interface FirstRoundReport {
 /** The announcer's table of work, as the commands it hosts see it. */
 export interface JobHost {
   /**
-   * ADD of record `record` is done: its `job` (undefined when nothing is left for the background) replaces any work the
-   * record had; `report` is counted.
+   * ADD of record `name` is done, and wrote `record`: its job (none when nothing is left for the background) replaces
+   * any work the record had; `report` is counted.
    */
-  added(record: string, job: BackgroundJob | undefined, report: FirstRoundReport): void;
-  /** Ends the background work of record `record` (DEL, GC, a failed ADD over an earlier one): nothing more is sent. */
-  cancel(record: string): void;
+  added(name: string, record: AttachmentRecord, report: FirstRoundReport): void;
+  /**
+   * Ends the background work of record `name` (DEL, GC, a failed ADD over an earlier one): nothing more is sent. True
+   * when there was work.
+   */
+  cancel(name: string): boolean;
 }

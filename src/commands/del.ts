@@ -39,23 +39,23 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
   try {
     const record = readRecordToActOn(file, log);
     if (!record) {
-      log.info('DEL: no state record, nothing to undo');
+      // The table is the truth: work it holds ends even when its record went (an older release's in-process DEL).
+      log.info('DEL: no state record, nothing to undo', { background: cancelBackground(deps, file) });
       return;
     }
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
     // The record goes first: an announcer killed from here on does not take the job up again at its next start.
     const removed = removeRecordQuietly(file, log);
-    const background = record.job ? cancelBackground(deps, file) : 'none';
+    const background = cancelBackground(deps, file);
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     lock?.release();
   }
 }
 
-/** Ends the attachment's background work in the announcer's table, in memory. */
-export function cancelBackground(deps: CommandDeps, file: string): 'cancelled' {
-  deps.host.cancel(basename(file));
-  return 'cancelled';
+/** Ends the attachment's background work in the announcer's table, in memory: whether there was any. */
+export function cancelBackground(deps: CommandDeps, file: string): 'cancelled' | 'none' {
+  return deps.host.cancel(basename(file)) ? 'cancelled' : 'none';
 }
 
 async function lockOrGoAhead(

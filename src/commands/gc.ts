@@ -72,7 +72,7 @@ async function collect(
     const record = readRecordToActOn(file, log);
     if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
     const removed = removeRecordQuietly(file, log); // first: see DEL
-    const background = record.job ? cancelBackground(deps, file) : 'none';
+    const background = cancelBackground(deps, file);
     log.info('collected stale attachment', {
       containerId: record.containerId,
       ifname: record.ifname,

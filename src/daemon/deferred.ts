@@ -153,3 +153,24 @@ function applyConflicts(
   w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
   return withoutConflicts(frames, conflicts);
 }
+
+/**
+ * A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with
+ * sockets opened anew, until its ready deadline.
+ */
+export function afterThrow(deps: RoundDeps, counters: Counters, w: Work, now: number, err: unknown): Ended | undefined {
+  counters.errors++;
+  w.log.error('background work failed', { round: w.next + 1, error: err });
+  if (!w.deferred) {
+    w.next++;
+    return advance(w, now, counters);
+  }
+  if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
+  w.deferred.checkAt = now + CHECK_MS;
+  try {
+    dropDeferred(deps, w);
+  } catch {
+    // the sockets are let go of; the throw that brought us here is counted
+  }
+  return undefined;
+}

@@ -4,18 +4,10 @@
 // node-wide budget, enters the pod to read its MAC and addresses as they are
 // now, opens its receivers, sends, and leaves the pod; the receivers join the
 // loop's poll until the window closes. After round 1, the node-local proof
-// (node-work.ts) runs its window too. The verdict goes to the record.
-import {
-  askFds,
-  askReplies,
-  gatewayTargets,
-  openAsk,
-  plannedRequests,
-  readAsk,
-  releaseAsk,
-  sendAsk,
-} from '../announce/gateway-ask';
-import type { OpenAsk } from '../announce/gateway-ask';
+// (node-work.ts) runs its window too. The final verdict goes to the record,
+// once both are over.
+import { askFds, askReplies, gatewayTargets, openAsk, plannedRequests, readAsk } from '../announce/gateway-ask';
+import { releaseAsk, sendAsk, type OpenAsk } from '../announce/gateway-ask';
 import { afterWindow, describeVerdict, firstVerdict, isFinal } from '../announce/gateway-verdict';
 import type { GatewayVerdict, NodeProof } from '../announce/gateway-verdict';
 import type { BackgroundJob } from '../announce/background-job';
@@ -39,7 +31,7 @@ export interface GatewayWork {
 
 /** What the check needs besides the rounds' deps: where its verdicts go. */
 export interface GatewayDeps extends RoundDeps {
-  /** Writes the verdict into the attachment's record (under its lock, only while it holds this job). */
+  /** Writes the verdict into the attachment's record (under its lock, only while the table holds the work). */
   recordVerdict(w: Work): Promise<void>;
   /** One gateway's time from round 1 to its answer. */
   observeGatewayAnswer(seconds: number): void;
@@ -238,13 +230,15 @@ export async function endGateway(deps: GatewayDeps, counters: Counters, w: Work)
   if (g && !isFinal(g.verdict)) await settle(deps, counters, w, { ...g.verdict, result: 'no-answer' });
 }
 
-/** Takes a verdict after a window: a final one is logged, counted and recorded once. */
+/** Takes a verdict after a window: a final one is logged, counted and recorded (by the node window, once it closes). */
 async function settle(deps: GatewayDeps, counters: Counters, w: Work, verdict: GatewayVerdict): Promise<void> {
-  const before = w.gateway!.verdict;
-  w.gateway!.verdict = verdict;
-  for (const r of verdict.answered.slice(before.answered.length)) deps.observeGatewayAnswer(r.afterMs / 1000);
+  const g = w.gateway!;
+  const before = g.verdict.answered.length;
+  g.verdict = verdict;
+  for (const r of verdict.answered.slice(before)) deps.observeGatewayAnswer(r.afterMs / 1000);
   if (!isFinal(verdict)) return;
   countVerdict(counters, verdict);
   w.log.info(`gateway check: ${describeVerdict(verdict)}`, { gateway: verdict });
-  await deps.recordVerdict(w);
+  // One write per attachment: a node window still to close records the verdict then, with its proofs.
+  if (g.node === undefined && g.nodeAt === undefined) await deps.recordVerdict(w);
 }

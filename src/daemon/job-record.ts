@@ -1,11 +1,11 @@
-// A job as its record holds it: whether the record and the pod still want it,
-// and writing back when a deferred round 1 went out. The record, written
-// under the attachment's lock by ADD and DEL, is the truth.
-import { join } from '../path';
+// A work of the table and its record. The announcer alone writes records, and the table holds what they say for every
+// attachment with work, so the table is the truth while the announcer runs: a round asks the table, never the file.
+// The record is the journal, written from the table whenever it changes (a deferred round 1 gone out, a gateway
+// verdict), and read back only at the announcer's start (recovery).
 import { netnsIdAt } from '../sys/netns';
 import { lockPath, type LockFile } from '../announce/attachment-lock';
 import type { BackgroundJob } from '../announce/background-job';
-import { readRecordFile, writeRecord, type AttachmentRecord } from '../announce/state';
+import { writeRecord, type AttachmentRecord } from '../announce/state';
 import type { Counters } from './counters';
 import type { CallerView } from '../sys/caller-view';
 import { jobView, NO_VIEW } from './job-view';
@@ -32,61 +32,72 @@ export function netnsAlive(job: BackgroundJob, view: CallerView): boolean {
   return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
 }
 
-/**
- * Whether the pod is still there and record `w.name` in `stateDir` still holds this very job (DEL, GC or a new ADD end
- * it).
- */
-export function stillWanted(deps: Pick<RoundDeps, 'views'> & { stateDir: string }, w: Work): boolean {
+/** Whether the pod of `w` is still there: its caller's view can be had, and the netns path names the netns ADD saw. */
+export function podThere(deps: Pick<RoundDeps, 'views'>, w: Work): boolean {
   const view = jobView(deps, w.job);
   if (!view) {
     w.log.warn(NO_VIEW, { caller: w.job.caller });
     return false;
   }
-  if (!netnsAlive(w.job, view)) return false;
-  const read = readRecordFile(join(deps.stateDir, w.name));
-  return read.kind === 'ok' && read.record.job !== undefined && sameJob(read.record.job, w.job);
+  return netnsAlive(w.job, view);
+}
+
+/** A record with a job: what the table takes. */
+export type JobRecord = AttachmentRecord & { job: BackgroundJob };
+
+/** Whether `record` leaves a job for the table. */
+export function hasJob(record: AttachmentRecord): record is JobRecord {
+  return record.job !== undefined;
+}
+
+/** The record of `w` as the table holds it. */
+export function recordOf(w: Work): AttachmentRecord {
+  const { network, containerId, ifname, netns, netnsId, caller } = w.job;
+  const record: AttachmentRecord = { network, containerId, ifname, netns, netnsId, originalMacs: w.originalMacs };
+  if (caller) record.caller = caller;
+  record.job = w.job;
+  if (w.gateway) record.gateway = w.gateway.verdict;
+  return record;
 }
 
 /**
- * Writes when a deferred round 1 went out into the record, so that an announcer started after
- * this one (this one killed, the node's runtime restarted) takes the burst up where it stands
- * instead of waiting for the pod again and announcing it once more.
+ * Notes that a deferred round 1 went out, and journals it, so that an announcer started after this one (this one
+ * killed, the node's runtime restarted) takes the burst up where it stands instead of waiting for the pod again and
+ * announcing it once more.
  */
 export async function recordFirstRound(deps: RecordDeps, counters: Counters, w: Work): Promise<void> {
-  const job = { ...w.job, firstRoundAt: w.firstRoundAt };
-  const why = 'cannot record that round 1 went out: an announcer started later would wait for the pod again';
-  if (await updateRecord(deps, counters, w, why, (record) => ({ ...record, job }))) w.job = job;
+  w.job = { ...w.job, firstRoundAt: w.firstRoundAt };
+  await journal(
+    deps,
+    counters,
+    w,
+    'cannot record that round 1 went out: an announcer started later would wait for the pod again',
+  );
 }
 
-/** Writes the gateway check's verdict into the record: status shows it for as long as the attachment lives. */
+/** Journals the gateway check's verdict: status shows it for as long as the attachment lives. */
 export async function recordVerdict(deps: RecordDeps, counters: Counters, w: Work): Promise<void> {
-  const gateway = w.gateway?.verdict;
-  const why = 'cannot record the gateway check: an announcer started later would not show it';
-  if (gateway) await updateRecord(deps, counters, w, why, (record) => ({ ...record, gateway }));
+  if (w.gateway)
+    await journal(deps, counters, w, 'cannot record the gateway check: an announcer started later would not show it');
 }
 
-/** Where records are, and how to lock one. */
+/** Where records are, how to lock one, and whether the table still holds a work. */
 export interface RecordDeps {
   stateDir: string;
   lockFile: LockFile;
+  /** Whether `w` is still the table's work for its record (DEL, GC or a new ADD end it). */
+  holds(w: Work): boolean;
 }
 
 /**
- * Rewrites the record of `w` through `change`, under the attachment's lock and only while the record still holds this
- * very job: an ADD or DEL acting on the attachment right now replaces or removes it anyway. Failures are counted and
- * logged (`why`), never thrown; true when written.
+ * Writes the record of `w` from the table, under the attachment's lock and only while the table still holds `w`: an
+ * ADD or DEL acting on the attachment right now replaces or removes the record anyway. Failures are counted and logged
+ * (`why`), never thrown.
  */
-async function updateRecord(
-  deps: RecordDeps,
-  counters: Counters,
-  w: Work,
-  why: string,
-  change: (record: AttachmentRecord) => AttachmentRecord,
-): Promise<boolean> {
-  const failed = (err: unknown): false => {
+async function journal(deps: RecordDeps, counters: Counters, w: Work, why: string): Promise<void> {
+  const failed = (err: unknown): void => {
     counters.errors++;
     w.log.warn(why, { error: err });
-    return false;
   };
   let lock;
   try {
@@ -94,14 +105,11 @@ async function updateRecord(
   } catch (err) {
     return failed(err);
   }
-  if (!lock) return false;
+  if (!lock) return;
   try {
-    const read = readRecordFile(join(deps.stateDir, w.name));
-    if (read.kind !== 'ok' || !read.record.job || !sameJob(read.record.job, w.job)) return false;
-    writeRecord(deps.stateDir, change(read.record));
-    return true;
+    if (deps.holds(w)) writeRecord(deps.stateDir, recordOf(w));
   } catch (err) {
-    return failed(err);
+    failed(err);
   } finally {
     lock.release();
   }

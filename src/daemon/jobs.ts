@@ -1,17 +1,26 @@
 // The announcer's table of work, one entry per attachment with a job: taken
 // from the records at start (recovery), or from an ADD it ran (in memory), and
-// dropped once its burst is over, its pod or record is gone, or a DEL or GC
-// cancels it.
+// dropped once its burst is over, its pod is gone, or a DEL or GC cancels it.
+// While the announcer runs, the table is the truth; the records are its
+// journal (job-record.ts).
 import type { Logger } from '../log';
 import type { LockFile } from '../announce/attachment-lock';
 import { listRecords } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
 import type { AttachmentStatus } from './protocol';
-import { runDeferred, waitFds } from './deferred';
+import { afterThrow, runDeferred, waitFds } from './deferred';
 import type { HandedOver } from './handover';
-import { recordFirstRound, recordVerdict, sameJob, stillWanted } from './job-record';
-import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
+import {
+  hasJob,
+  podThere,
+  recordFirstRound,
+  recordVerdict,
+  sameJob,
+  type JobRecord,
+  type RecordDeps,
+} from './job-record';
+import { CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 import type { GatewayVerdict } from '../announce/gateway-verdict';
 import { dropGateway, endGateway, gatewayBusy, gatewayFds, gatewayWakeAt, runGatewayDue } from './gateway-work';
 import type { GatewayDeps } from './gateway-work';
@@ -38,11 +47,13 @@ export class Jobs {
   /** Attachments whose work is over, with their gateway verdict: status shows them until DEL or GC. */
   private readonly settled = new Map<string, AttachmentStatus>();
   private readonly gatewayDeps: GatewayDeps;
+  private readonly recordDeps: RecordDeps;
   constructor(
     private readonly deps: JobDeps,
     private readonly counters: Counters,
   ) {
-    this.gatewayDeps = { ...deps, recordVerdict: (w) => recordVerdict(deps, counters, w) };
+    this.recordDeps = { ...deps, holds: (w) => this.holds(w) };
+    this.gatewayDeps = { ...deps, recordVerdict: (w) => recordVerdict(this.recordDeps, counters, w) };
   }
 
   get size(): number {
@@ -57,19 +68,22 @@ export class Jobs {
     for (const { file, read } of listRecords(this.deps.stateDir)) {
       const name = file.slice(this.deps.stateDir.length + 1);
       if (read.kind !== 'ok' || this.works.has(name)) continue;
-      const { job, gateway } = read.record;
-      if (gateway) this.settled.set(name, settledStatus(read.record, gateway));
-      if (!job) continue;
+      const { record } = read;
+      if (record.gateway) this.settled.set(name, settledStatus(record, record.gateway));
+      if (!hasJob(record)) continue;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, job)) this.schedule(name, job, 'handed over', gateway, handed.next);
-      else this.schedule(name, job, 'recovered', gateway);
+      if (handed && sameJob(handed.job, record.job)) this.schedule(name, record, 'handed over', handed.next);
+      else this.schedule(name, record, 'recovered');
     }
   }
 
-  /** Schedules the job an ADD of record `name` left, in place of any work the record had. */
-  take(name: string, job: BackgroundJob, gateway?: GatewayVerdict): void {
+  /**
+   * Schedules the job an ADD of record `name` left, in place of any work the record had: `record` as ADD wrote it,
+   * `gateway` as its round 1 left the check (its record keeps only a verdict worth showing).
+   */
+  take(name: string, record: JobRecord, gateway?: GatewayVerdict): void {
     this.forget(name, undefined);
-    this.schedule(name, job, 'added', gateway);
+    this.schedule(name, { ...record, gateway }, 'added');
   }
 
   /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
@@ -82,9 +96,11 @@ export class Jobs {
   }
 
   /** `from`: the next round of a burst handed over (else round 2). */
-  private schedule(name: string, job: BackgroundJob, how: How, verdict?: GatewayVerdict, from = 1): void {
+  private schedule(name: string, record: JobRecord, how: How, from = 1): void {
+    const { job, gateway: verdict, originalMacs } = record;
     const log = this.deps.jobLog(job);
-    const work = newWork({ name, job, log }, { how, verdict, from }, this.deps.timers.bootMs(), this.counters);
+    const came = { how, verdict, from };
+    const work = newWork({ name, job, originalMacs, log }, came, this.deps.timers.bootMs(), this.counters);
     if (!work) return;
     if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
       if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
@@ -102,11 +118,14 @@ export class Jobs {
     });
   }
 
-  /** Ends the work of record `name`, if it has any, and forgets its verdict (DEL, GC, a new ADD); `why` is logged. */
-  forget(name: string, why: string | undefined): void {
+  /**
+   * Ends the work of record `name`, if it has any, and forgets its verdict (DEL, GC, a new ADD); `why` is logged. True
+   * when it had work.
+   */
+  forget(name: string, why: string | undefined): boolean {
     this.settled.delete(name);
     const w = this.works.get(name);
-    if (!w) return;
+    if (!w) return false;
     this.works.delete(name);
     try {
       dropGateway(this.deps, w);
@@ -116,6 +135,17 @@ export class Jobs {
       w.log.error('cannot close the pod sockets', { error: err });
     }
     if (why) w.log.info('background work ended', { why, roundsSent: w.roundsSent });
+    return true;
+  }
+
+  /** Whether `w` is still the work of its record (DEL, GC and a new ADD end it, in memory). */
+  private holds(w: Work): boolean {
+    return this.works.get(w.name) === w;
+  }
+
+  /** Whether `w` still has its pod to work on: the table holds it, and its netns path names the netns ADD saw. */
+  private wanted(w: Work): boolean {
+    return this.holds(w) && podThere(this.deps, w);
   }
 
   /** The work is over (burst done, pod gone): a check without an answer has none; its verdict stays for status. */
@@ -153,12 +183,12 @@ export class Jobs {
     for (const w of [...this.works.values()]) {
       // Bounded work per turn: the rest is still due, so the loop polls (timeout 0) and goes on.
       if (entered() - before >= ROUNDS_PER_TURN) break;
-      if (!this.works.has(w.name)) continue;
+      if (!this.holds(w)) continue;
       let ended: Ended | undefined;
       try {
         ended = w.deferred ? await this.runDeferredDue(w, now, changed) : await this.runRoundDue(w, now);
       } catch (err) {
-        ended = this.failed(w, now, err);
+        ended = afterThrow(this.deps, this.counters, w, now, err);
       }
       if (!ended?.why) await this.runGatewayDue(w, now, changed);
       // A burst that is over keeps its work while its gateway check asks.
@@ -171,18 +201,18 @@ export class Jobs {
     const open = w.deferred!.open;
     open?.session.drainEvents();
     if (!waitFds(w).some((fd) => changed.has(fd)) && w.deferred!.checkAt > now) return undefined;
-    if (!stillWanted(this.deps, w)) {
+    if (!this.wanted(w)) {
       this.counters.deferred.gone++;
       return { why: 'pod gone before it was ready' };
     }
     const ended = await runDeferred(this.deps, this.counters, w, now);
-    if (!w.deferred) await recordFirstRound(this.deps, this.counters, w);
+    if (!w.deferred) await recordFirstRound(this.recordDeps, this.counters, w);
     return ended;
   }
 
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
-    return runRound(this.deps, this.counters, w, now, () => stillWanted(this.deps, w));
+    return runRound(this.deps, this.counters, w, now, () => this.wanted(w));
   }
 
   /** The gateway check's due step; one that throws is counted and logged, and the rounds keep their schedule. */
@@ -193,27 +223,6 @@ export class Jobs {
       this.counters.errors++;
       w.log.error('gateway check failed', { error: err });
     }
-  }
-
-  /**
-   * A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with
-   * sockets opened anew, until its ready deadline.
-   */
-  private failed(w: Work, now: number, err: unknown): Ended | undefined {
-    this.counters.errors++;
-    w.log.error('background work failed', { round: w.next + 1, error: err });
-    if (!w.deferred) {
-      w.next++;
-      return advance(w, now, this.counters);
-    }
-    if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
-    w.deferred.checkAt = now + CHECK_MS;
-    try {
-      dropDeferred(this.deps, w);
-    } catch {
-      // the sockets are let go of; the throw that brought us here is counted
-    }
-    return undefined;
   }
 
   /** Every attachment with work, for `announcer status`. */

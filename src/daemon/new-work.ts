@@ -1,7 +1,5 @@
 // Pure but for its counters: the work of a job the announcer's table takes,
 // scheduled from where the job stands at `now` (boot ms).
-import type { Logger } from '../log';
-import type { BackgroundJob } from '../announce/background-job';
 import type { GatewayVerdict } from '../announce/gateway-verdict';
 import type { Counters } from './counters';
 import { gatewayWorkOf } from './gateway-work';
@@ -17,7 +15,7 @@ export type How = 'added' | 'recovered' | 'handed over';
  * has passed. A work with no round due and nothing to check is over at once.
  */
 export function newWork(
-  job: { name: string; job: BackgroundJob; log: Logger },
+  job: Pick<Work, 'name' | 'job' | 'originalMacs' | 'log'>,
   came: { how: How; verdict: GatewayVerdict | undefined; from: number },
   now: number,
   counters: Counters,

@@ -22,6 +22,7 @@ import {
 } from '../announce/round';
 import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
+import type { AttachmentRecord } from '../announce/state';
 import type { Timers } from '../announce/timers';
 import { addFrames, type Counters } from './counters';
 import { jobOpener, NO_VIEW } from './job-view';
@@ -42,6 +43,8 @@ export interface Work {
   /** The record's file name in stateDir. */
   name: string;
   job: BackgroundJob;
+  /** The MACs to put back on DEL, as the record has them: the journal is written from the table (job-record.ts). */
+  originalMacs: AttachmentRecord['originalMacs'];
   log: Logger;
   firstRoundAt: number | undefined;
   /** Index of the next round; schedule.length when done. */
@@ -78,7 +81,7 @@ export type Ended = { why: string | undefined };
 
 /**
  * Opens the pod's sockets and resolves the job's interfaces; 'gone' when the caller's view or the netns cannot be had,
- * or an interface is gone. Rounds and deferred waits check the netns first (job-record.ts's stillWanted); the gateway
+ * or an interface is gone. Rounds and deferred waits check the netns first (job-record.ts's podThere); the gateway
  * check does not.
  */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
@@ -200,9 +203,9 @@ export async function runRound(
     () => {},
   );
   if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
-  // Whether the pod and its record are still there (a file read) only once the budget lets the round go: rounds held
-  // back wait in the same turn by the hundred, and their tokens are spent on a pod found gone.
-  if (!wanted()) return { why: 'pod or record gone' };
+  // Whether the work is still the table's and its pod still there (a stat) only once the budget lets the round go:
+  // rounds held back wait in the same turn by the hundred, and their tokens are spent on a pod found gone.
+  if (!wanted()) return { why: 'pod gone or work ended' };
   const opened = openForJob(deps, w.job);
   if ('gone' in opened) return { why: opened.gone };
   try {

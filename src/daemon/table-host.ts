@@ -1,8 +1,7 @@
 // The announcer's table of work as the commands it hosts see it (JobHost): a
-// hosted ADD hands over its job and what its round 1 did, in memory; a hosted
-// DEL or GC cancels one. The records stay the journal: the table takes work
-// from them only at start, and later reads one only to see that it still holds
-// the job, or to write into it (a deferred round 1 gone out, a gateway verdict).
+// hosted ADD hands over the record it wrote and what its round 1 did, in
+// memory; a hosted DEL or GC cancels a work. The records stay the journal: the
+// table takes work from them only at start (job-record.ts).
 import type { JobHost } from '../announce/job-host';
 import { totalFrames } from '../announce/round';
 import { addFrames, countVerdict, type Counters } from './counters';
@@ -23,7 +22,7 @@ export interface TableHostDeps {
 export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
   const { jobs, counters } = deps;
   return {
-    added: (record, job, { sent, conflicts, gateway }) => {
+    added: (name, record, { sent, conflicts, gateway }) => {
       if (totalFrames(sent) > 0) {
         addFrames(counters, sent);
         counters.rounds.sent++;
@@ -35,9 +34,10 @@ export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
         for (const r of gateway.answered) deps.metrics.observeGatewayAnswer(r.afterMs / 1000);
       }
       // A job the table cannot take stays in its record, for the next announcer's recovery.
-      if (job) deps.guard('cannot take a job', () => jobs.take(record, job, gateway));
-      else jobs.forget(record, 'no job');
+      const { job } = record;
+      if (job) deps.guard('cannot take a job', () => jobs.take(name, { ...record, job }, gateway));
+      else jobs.forget(name, 'no job');
     },
-    cancel: (record) => jobs.forget(record, 'cancelled'),
+    cancel: (name) => jobs.forget(name, 'cancelled'),
   };
 }

@@ -424,7 +424,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(garpsFor(frames, mac, net.v4(5)).filter((f) => ms(f) <= deletedAt).length).toBeGreaterThanOrEqual(2);
     expect(frames.filter((f) => ms(f) > deletedAt)).toEqual([]);
     expect(await readLog(att.files.logFile)).toMatch(
-      /background work ended .*why="?(pod or record gone|pod netns gone)/,
+      /background work ended .*why="?(pod gone or work ended|pod netns gone)/,
     );
 
     // The record stays until the runtime's DEL, which then removes it.

@@ -131,8 +131,9 @@ export class AddHarness {
       ),
       stillWanted: () => this.wanted(),
       host: {
-        added: (record, job, report) => void this.handed.push({ added: record, job: job !== undefined, ...report }),
-        cancel: (record) => void this.handed.push({ cancel: record }),
+        added: (name, record, report) =>
+          void this.handed.push({ added: name, job: record.job !== undefined, ...report }),
+        cancel: (name) => (this.handed.push({ cancel: name }), true),
       },
       budget: this.budget,
       lockFile: async (path) => ({ path, release: () => void this.lockReleases++ }),

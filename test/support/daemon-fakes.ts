@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
 import type { FrameBudget } from '../../src/announce/frame-budget';
 import type { SocketOpener } from '../../src/announce/session';
-import { writeRecord } from '../../src/announce/state';
+import { writeRecord, type AttachmentRecord } from '../../src/announce/state';
 import { recordName } from '../../src/state-files';
 import type { RateLimit } from '../../src/announce/token-bucket';
 import { createLogger, type Logger } from '../../src/log';
@@ -79,17 +79,15 @@ export function jobIn(state: StateDir, extra: Partial<BackgroundJob> = {}): Back
   };
 }
 
+/** The record of `job`, as ADD writes it (no MAC replaced). */
+export function jobRecord(job: BackgroundJob): AttachmentRecord & { job: BackgroundJob } {
+  const { network, containerId, ifname, netns, netnsId } = job;
+  return { network, containerId, ifname, netns, netnsId, originalMacs: [], job };
+}
+
 /** Writes the record holding `job`; returns its file name in stateDir. */
 export function writeJob(state: StateDir, job: BackgroundJob): string {
-  writeRecord(state.dir, {
-    network: job.network,
-    containerId: job.containerId,
-    ifname: job.ifname,
-    netns: job.netns,
-    netnsId: job.netnsId,
-    originalMacs: [],
-    job,
-  });
+  writeRecord(state.dir, jobRecord(job));
   return recordName(job.containerId, job.ifname);
 }
 

@@ -122,8 +122,8 @@ function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
     log: createLogger((line) => lines.push(line), 'debug'),
     stillWanted: () => true,
     host: {
-      added: (record, job, report) => void handed.push({ added: record, job: job !== undefined, ...report }),
-      cancel: (record) => void handed.push({ cancel: record }),
+      added: (name, record, report) => void handed.push({ added: name, job: record.job !== undefined, ...report }),
+      cancel: (name) => (handed.push({ cancel: name }), true),
     },
     budget: UNLIMITED,
     lockFile: async (path) => ({ path, release: () => undefined }),

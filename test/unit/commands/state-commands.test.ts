@@ -40,7 +40,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     stillWanted: () => true,
     host: {
       added: () => expect.fail('DEL and GC hand over no job'),
-      cancel: (record) => void cancelled.push(record),
+      cancel: (name) => (cancelled.push(name), true),
     },
     frameBudget: () => UNLIMITED,
     release: () => expect.fail('DEL releases no socket'),
@@ -130,19 +130,21 @@ describe('DEL', () => {
     );
   });
 
-  it('removes an invalid record without signalling anything', async () => {
+  it("removes an invalid record without signalling anything, and ends the table's work all the same", async () => {
     const kill = vi.spyOn(process, 'kill').mockImplementation(() => {
       throw new Error('kill must not be called');
     });
     writeFileSync(join(stateDir, 'c1@eth0.json'), JSON.stringify({ ...record(), job: { ...JOB, schedule: 'soon' } }));
     await del(deps(), delRequest());
     expect(kill).not.toHaveBeenCalled();
-    expect(cancelled).toEqual([]);
+    expect(cancelled).toEqual(['c1@eth0.json']);
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lines.join('')).toMatch(
       /WARN invalid state record: removing it without acting on it .*problem="\\"job.schedule\\" must be an array"/,
     );
-    expect(lines.at(-1)).toMatch(/INFO DEL: no state record, nothing to undo containerId=c1 ifname=eth0/);
+    expect(lines.at(-1)).toMatch(
+      /INFO DEL: no state record, nothing to undo containerId=c1 ifname=eth0 .*background=cancelled/,
+    );
   });
 
   it('goes ahead without the lock when it stays held, and removes the record', async () => {

@@ -28,7 +28,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const NO_HOST: JobHost = { added: () => undefined, cancel: () => undefined };
+const NO_HOST: JobHost = { added: () => undefined, cancel: () => false };
 
 function runner(jobHost: CniHostDeps['jobHost'] = () => NO_HOST, timers = new ManualTimers()) {
   return cniRunner({
@@ -78,7 +78,7 @@ describe('cniRunner', () => {
       const run = runner(
         (takenAt) => ({
           added: () => expect.fail('DEL adds no job'),
-          cancel: () => void seen.push({ op: 'cancel', takenAt }),
+          cancel: () => (seen.push({ op: 'cancel', takenAt }), true),
         }),
         timers,
       );

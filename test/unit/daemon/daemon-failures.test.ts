@@ -3,7 +3,7 @@
 // the metrics file is written at most once a second, only when it changed.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fakeLibc } from '../../support/fake-libc';
-import { link, writeJob } from '../../support/daemon-fakes';
+import { jobRecord, link, writeJob } from '../../support/daemon-fakes';
 import { countersOf, DaemonLoop } from '../../support/daemon-loop';
 
 let d: DaemonLoop;
@@ -32,7 +32,9 @@ describe('runDaemon: failures', () => {
     d.runner = async (_env, _stdin, host) => {
       if (++runs > 1) throw new Error('runner broke');
       writeJob(d.state, c2); // a hosted ADD writes its record, then hands its job over: taking it throws
-      host.jobHost(d.timers.bootMs()).added('c2@eth0.json', c2, { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+      host
+        .jobHost(d.timers.bootMs())
+        .added('c2@eth0.json', jobRecord(c2), { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
       return { exit: 0, stdout: '' };
     };
     const hosted = d.cniAt(50);

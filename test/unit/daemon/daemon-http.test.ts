@@ -3,6 +3,7 @@
 // no extra wake-up of the idle loop, a bind that fails ends it before it
 // listens; and the ADD-to-round-1 histogram from the commands it hosts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AttachmentRecord } from '../../../src/announce/state';
 import { HttpListenError } from '../../../src/daemon/http-server';
 import { parseListenAddress } from '../../../src/sys/tcp-socket';
 import { DaemonLoop } from '../../support/daemon-loop';
@@ -39,11 +40,20 @@ function getAt(at: number, path: string): { client?: HttpClient } {
 }
 
 const FRAMES = { garpRequest: 1, garpReply: 0, na: 1 };
+/** The record of an ADD that left nothing for the background. */
+const NO_JOB: AttachmentRecord = {
+  network: 'net',
+  containerId: 'c1',
+  ifname: 'eth0',
+  netns: '/var/run/netns/p',
+  netnsId: { dev: 4, ino: 9 },
+  originalMacs: [],
+};
 
 /** At `at` ms, a hosted ADD whose round 1 sent FRAMES and left no job. */
 function reportAt(loop: DaemonLoop, at: number): void {
   loop.runner = async (_env, _stdin, host) => {
-    host.jobHost(loop.timers.bootMs()).added('c1@eth0.json', undefined, { sent: FRAMES });
+    host.jobHost(loop.timers.bootMs()).added('c1@eth0.json', NO_JOB, { sent: FRAMES });
     return { exit: 0, stdout: '' };
   };
   loop.cniAt(at);
@@ -122,8 +132,8 @@ describe('cni_announcer_add_to_first_round_seconds', () => {
     d.runner = async (_env, _stdin, host) => {
       const takenAt = d.timers.bootMs();
       d.timers.advance(40);
-      host.jobHost(takenAt).added('c1@eth0.json', undefined, { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
-      host.jobHost(takenAt).added('c1@eth0.json', undefined, { sent: FRAMES });
+      host.jobHost(takenAt).added('c1@eth0.json', NO_JOB, { sent: { garpRequest: 0, garpReply: 0, na: 0 } });
+      host.jobHost(takenAt).added('c1@eth0.json', NO_JOB, { sent: FRAMES });
       return { exit: 0, stdout: '' };
     };
     d.cniAt(10);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STAMP_MS } from '../../../src/daemon/stamper';
 import { ANNOUNCER_SOCKET } from '../../../src/state-files';
-import { writeJob } from '../../support/daemon-fakes';
+import { jobRecord, writeJob } from '../../support/daemon-fakes';
 import { answerOf, BUILD, countersOf, DaemonLoop } from '../../support/daemon-loop';
 import { cniLine } from '../../support/wire-client';
 
@@ -74,7 +74,7 @@ describe('runDaemon: the schedule and the control requests', () => {
       if (env.CNI_COMMAND === 'DEL') table.cancel('c1@eth0.json');
       else {
         writeJob(d.state, job); // ADD writes the record (the journal), then hands the job over
-        table.added('c1@eth0.json', job, {
+        table.added('c1@eth0.json', jobRecord(job), {
           sent: { garpRequest: 1, garpReply: 0, na: 0 },
           conflicts: 2,
         });

@@ -50,6 +50,7 @@ function waiting(extra: Partial<BackgroundJob> = {}): Work {
   return {
     name: 'c1@eth0.json',
     job,
+    originalMacs: [],
     log: kept.log,
     firstRoundAt: undefined,
     next: 0,

@@ -12,6 +12,7 @@ import {
   jobIn,
   makeStateDir,
   POD_MAC,
+  jobRecord,
   writeJob,
   type StateDir,
 } from '../../support/daemon-fakes';
@@ -66,7 +67,7 @@ const otherReply = (): Buffer =>
 describe('two gateways answering in different windows', () => {
   it('observes each answer once, timed from round 1', async () => {
     const job = jobIn(state, { firstRoundAt: timers.bootMs(), gatewayCheck: { windowMs: 200, gateways: GWS } });
-    jobs.take(writeJob(state, job), job, firstVerdict(GWS));
+    jobs.take(writeJob(state, job), jobRecord(job), firstVerdict(GWS));
     pod.arpFrames = [gatewayReply()];
     await at(0);
     await at(7, [RECEIVER]);
@@ -92,7 +93,7 @@ describe('a gateway check that throws', () => {
   it('is counted, and the rounds keep their schedule (it is no failed round)', async () => {
     pod.arpFrames = undefined; // the ask cannot open its receivers: it throws
     const job = jobIn(state, { firstRoundAt: timers.bootMs(), gatewayCheck: { windowMs: 200, gateways: GWS } });
-    jobs.take(writeJob(state, job), job, firstVerdict(GWS));
+    jobs.take(writeJob(state, job), jobRecord(job), firstVerdict(GWS));
     await at(0);
     expect(counters.errors).toBe(1);
     expect(pod.sent).toEqual([]);

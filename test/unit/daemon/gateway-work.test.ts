@@ -19,6 +19,7 @@ import {
   keptLog,
   makeStateDir,
   ScriptedBudget,
+  jobRecord,
   writeJob,
   type StateDir,
 } from '../../support/daemon-fakes';
@@ -76,7 +77,7 @@ function checked(extra: Partial<BackgroundJob> = {}): BackgroundJob {
 /** ADD hands over `job` with a pending verdict. */
 function added(job: BackgroundJob): string {
   const name = writeJob(state, job);
-  jobs.take(name, job, firstVerdict([GW]));
+  jobs.take(name, jobRecord(job), firstVerdict([GW]));
   return name;
 }
 
@@ -209,7 +210,12 @@ describe('the gateway check in the table of work', () => {
 describe('newWork: when the check asks first', () => {
   const log = keptLog().log;
   const workOf = (how: 'added' | 'recovered', job: BackgroundJob): Work =>
-    newWork({ name: 'c1@eth0.json', job, log }, { how, verdict: undefined, from: 1 }, now(), counters)!;
+    newWork(
+      { name: 'c1@eth0.json', job, originalMacs: [], log },
+      { how, verdict: undefined, from: 1 },
+      now(),
+      counters,
+    )!;
 
   it('an added job with a pending verdict asks at once, and opens the node window', () => {
     expect(workOf('added', checked()).gateway).toEqual({

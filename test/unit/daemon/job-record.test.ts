@@ -1,12 +1,14 @@
-// A job against its record: still wanted while the record holds this very job
-// and the netns path names the same netns; round 1 written back under the lock.
+// A work of the table and its record: the pod still there while the netns path names the same netns; the record
+// written from the table (the journal), under the lock and only while the table holds the work.
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { firstVerdict } from '../../../src/announce/gateway-verdict';
+import { readRecordFile } from '../../../src/announce/state';
 import { newCounters } from '../../../src/daemon/counters';
-import { recordFirstRound, sameJob, stillWanted } from '../../../src/daemon/job-record';
+import { podThere, recordFirstRound, recordOf, recordVerdict, sameJob } from '../../../src/daemon/job-record';
 import type { Work } from '../../../src/daemon/rounds';
-import { jobIn, keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
+import { jobIn, jobRecord, keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
 import { identityViews } from '../../support/caller-view-fakes';
 
 let state: StateDir;
@@ -15,11 +17,15 @@ beforeEach(() => {
 });
 afterEach(() => state.remove());
 
+const MACS = [{ name: 'eth0', mac: '02:00:00:00:00:01' }];
+const GW = { interface: 'eth0', gateway: '10.88.0.1' };
+
 function workOf(name: string, extra = {}): Work & { lines: string[] } {
   const kept = keptLog();
   return {
     name,
     job: jobIn(state, { firstRoundAt: undefined, ...extra }),
+    originalMacs: MACS,
     log: kept.log,
     firstRoundAt: 1_000_500,
     next: 1,
@@ -29,6 +35,9 @@ function workOf(name: string, extra = {}): Work & { lines: string[] } {
     lines: kept.lines,
   };
 }
+
+const recordIn = (name: string) => JSON.parse(readFileSync(join(state.dir, name), 'utf8'));
+const lockedBy = (paths: string[]) => async (path: string) => (paths.push(path), { path, release: () => undefined });
 
 describe('sameJob', () => {
   it("is one ADD's job: same netns identity, readyDeadline and firstRoundAt", () => {
@@ -41,85 +50,89 @@ describe('sameJob', () => {
   });
 });
 
-describe('stillWanted', () => {
-  it('while the record holds this job and the netns path names the same netns', () => {
-    const job = jobIn(state);
-    const name = writeJob(state, job);
-    const w = { ...workOf(name), job };
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(true);
-    writeJob(state, { ...job, readyDeadline: job.readyDeadline + 1 });
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
-    writeJob(state, job);
+describe('podThere', () => {
+  it('while the netns path names the netns ADD saw, whatever became of the record', () => {
+    const w = workOf(writeJob(state, jobIn(state)));
+    rmSync(join(state.dir, w.name));
+    expect(podThere({ views: identityViews }, w)).toBe(true);
     writeFileSync(`${state.netns}.new`, '');
     renameSync(`${state.netns}.new`, state.netns); // another file (netns) at the path
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
+    expect(podThere({ views: identityViews }, w)).toBe(false);
+    rmSync(state.netns);
+    expect(podThere({ views: identityViews }, w)).toBe(false);
   });
 
-  it('not once the record is gone, invalid, or without a job', () => {
-    const job = jobIn(state);
-    const name = writeJob(state, job);
-    const w = { ...workOf(name), job };
-    writeFileSync(
-      join(state.dir, name),
-      JSON.stringify({ ...JSON.parse(readFileSync(join(state.dir, name), 'utf8')), job: undefined }),
-    );
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
-    writeFileSync(join(state.dir, name), 'nonsense');
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
-    rmSync(join(state.dir, name));
-    expect(stillWanted({ stateDir: state.dir, views: identityViews }, w)).toBe(false);
+  it("not when the caller's view cannot be had again: a WARN says so", () => {
+    const w = workOf('c1@eth0.json');
+    expect(podThere({ views: { forRecorded: () => undefined } }, w)).toBe(false);
+    expect(w.lines.some((l) => l.includes('WARN') && l.includes("the caller's view"))).toBe(true);
+  });
+});
+
+describe('recordOf', () => {
+  it('is the record ADD wrote, with the work as it stands: it passes the record schema', () => {
+    const w = { ...workOf('c1@eth0.json'), gateway: { verdict: firstVerdict([GW]) } };
+    const written = { ...jobRecord(w.job), originalMacs: MACS, gateway: firstVerdict([GW]) };
+    expect(recordOf(w)).toEqual(written);
+    const name = writeJob(state, w.job);
+    writeFileSync(join(state.dir, name), JSON.stringify(recordOf(w)));
+    expect(readRecordFile(join(state.dir, name))).toEqual({ kind: 'ok', record: written });
+    expect(recordOf({ ...w, gateway: undefined })).not.toHaveProperty('gateway');
   });
 });
 
 describe('recordFirstRound', () => {
-  const lockedBy = (paths: string[]) => async (path: string) => (paths.push(path), { path, release: () => undefined });
-
   const writesWhenRoundTitle =
-    'writes when round 1 went out into the record, under the attachment lock, and the work carries it on';
+    'writes the record from the table, round 1 noted, under the attachment lock, and the work carries it on';
   it(writesWhenRoundTitle, async () => {
     const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
     const w = workOf(name);
     const paths: string[] = [];
     const counters = newCounters();
-    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy(paths) }, counters, w);
-    expect(JSON.parse(readFileSync(join(state.dir, name), 'utf8')).job.firstRoundAt).toBe(1_000_500);
+    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy(paths), holds: () => true }, counters, w);
+    expect(recordIn(name).job.firstRoundAt).toBe(1_000_500);
+    expect(recordIn(name).originalMacs).toEqual(MACS);
     expect(w.job.firstRoundAt).toBe(1_000_500);
     expect(paths).toEqual([join(state.dir, 'c1@eth0.lock')]);
     expect(counters.errors).toBe(0);
   });
 
-  it('leaves a record that holds another job alone, and does nothing while the lock is held', async () => {
-    const name = writeJob(state, jobIn(state, { firstRoundAt: undefined, readyDeadline: 5 }));
+  it('writes nothing once the table no longer holds the work, nor while the lock is held', async () => {
+    const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
     const w = workOf(name);
-    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy([]) }, newCounters(), w);
-    expect(JSON.parse(readFileSync(join(state.dir, name), 'utf8')).job.readyDeadline).toBe(5);
-    expect(w.job.firstRoundAt).toBeUndefined();
-    writeJob(state, w.job);
-    await recordFirstRound({ stateDir: state.dir, lockFile: async () => undefined }, newCounters(), w);
-    expect(JSON.parse(readFileSync(join(state.dir, name), 'utf8')).job.firstRoundAt).toBeUndefined();
+    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy([]), holds: () => false }, newCounters(), w);
+    expect(recordIn(name).job.firstRoundAt).toBeUndefined();
+    await recordFirstRound(
+      { stateDir: state.dir, lockFile: async () => undefined, holds: () => true },
+      newCounters(),
+      w,
+    );
+    expect(recordIn(name).job.firstRoundAt).toBeUndefined();
   });
 
   it('counts and logs a lock that throws, or a record it cannot write', async () => {
-    const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
-    const w = workOf(name);
+    const w = workOf(writeJob(state, jobIn(state, { firstRoundAt: undefined })));
     const counters = newCounters();
-    await recordFirstRound(
-      {
-        stateDir: state.dir,
-        lockFile: async () => {
-          throw new Error('EMFILE');
-        },
-      },
-      counters,
-      w,
-    );
+    const throwing = async () => {
+      throw new Error('EMFILE');
+    };
+    await recordFirstRound({ stateDir: state.dir, lockFile: throwing, holds: () => true }, counters, w);
     expect(counters.errors).toBe(1);
     expect(w.lines.some((l) => l.includes('cannot record that round 1 went out') && l.includes('EMFILE'))).toBe(true);
-    // The record read through a name that leads out of a stateDir that does not exist: it cannot be written there.
-    await recordFirstRound({ stateDir: join(state.dir, 'missing'), lockFile: lockedBy([]) }, counters, {
-      ...w,
-      name: `../${name}`,
-    });
+    const missing = join(state.dir, 'missing');
+    await recordFirstRound({ stateDir: missing, lockFile: lockedBy([]), holds: () => true }, counters, w);
     expect(counters.errors).toBe(2);
+  });
+});
+
+describe('recordVerdict', () => {
+  it("writes the work's verdict into its record; a work without the check writes nothing", async () => {
+    const name = writeJob(state, jobIn(state));
+    const deps = { stateDir: state.dir, lockFile: lockedBy([]), holds: () => true };
+    await recordVerdict(deps, newCounters(), workOf(name));
+    expect(recordIn(name).originalMacs).toEqual([]); // not written
+    const verdict = { ...firstVerdict([GW]), result: 'no-answer' as const };
+    await recordVerdict(deps, newCounters(), { ...workOf(name), gateway: { verdict } });
+    expect(recordIn(name).gateway).toEqual(verdict);
   });
 });

@@ -11,6 +11,7 @@ import { fakeLibc } from '../../support/fake-libc';
 import {
   FakePod,
   jobIn,
+  jobRecord,
   keptLog,
   link,
   makeStateDir,
@@ -68,7 +69,7 @@ async function at(ms: number, changed: number[] = []): Promise<void> {
 /** Writes `job`'s record, as ADD does, and hands the job to the table; the record's name. */
 function take(job: BackgroundJob): string {
   const name = writeJob(state, job);
-  jobs.take(name, job);
+  jobs.take(name, jobRecord(job));
   return name;
 }
 
@@ -183,24 +184,24 @@ describe('Jobs: resume from the records', () => {
 describe('Jobs: cancel and ends', () => {
   it('after forget (a DEL), nothing more is sent', async () => {
     const name = take(sentAgo(0));
-    jobs.forget(name, 'cancelled');
+    expect(jobs.forget(name, 'cancelled')).toBe(true);
     await at(5000);
     expect({ sent: pod.sent.length, size: jobs.size }).toEqual({ sent: 0, size: 0 });
     expect(lines.some((l) => l.includes('background work ended') && l.includes('why=cancelled'))).toBe(true);
-    jobs.forget(name, 'again'); // nothing left: a no-op
+    expect(jobs.forget(name, 'again')).toBe(false); // nothing left: a no-op
   });
 
-  it('ends the work when its record is removed or the netns path is gone', async () => {
+  it('the table is the truth: a record removed changes nothing; the netns path gone ends the work', async () => {
     const name = take(sentAgo(0));
     writeJob(state, sentAgo(0, { containerId: 'c2' }));
     jobs.recover(new Map());
     rmSync(join(state.dir, name));
     await at(1000);
-    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 1, sent: 1 });
+    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 2, sent: 2 });
     rmSync(state.netns);
     await at(3000);
-    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 0, sent: 1 });
-    expect(lines.some((l) => l.includes('why="pod or record gone"'))).toBe(true);
+    expect({ size: jobs.size, sent: pod.sent.length }).toEqual({ size: 0, sent: 2 });
+    expect(lines.filter((l) => l.includes('why="pod gone or work ended"'))).toHaveLength(2);
   });
 });
 

@@ -101,6 +101,7 @@ function work(): Work {
   return {
     name: 'c1@eth0.json',
     job,
+    originalMacs: [],
     log,
     firstRoundAt: 1000,
     next: 1,

@@ -44,6 +44,7 @@ function work(extra: Partial<BackgroundJob> = {}, next = 1): Work {
   return {
     name: 'c1@eth0.json',
     job,
+    originalMacs: [],
     log: kept.log,
     firstRoundAt: T1,
     next,
@@ -84,14 +85,14 @@ describe('runRound', () => {
     expect({ next: w.next, dueAt: w.dueAt }).toEqual({ next: 3, dueAt: undefined });
   });
 
-  it('asks whether the pod and its record are still there only once the budget lets the round go', async () => {
+  it('asks whether the work and its pod are still there only once the budget lets the round go', async () => {
     const w = work();
     const asked: number[] = [];
     budget.answers.push(200);
     expect(await runRound(deps, counters, w, T1 + 1000, () => (asked.push(1), false))).toBeUndefined();
-    expect(asked).toEqual([]); // held back: no file read
+    expect(asked).toEqual([]); // held back: no stat of the netns path
     expect(await runRound(deps, counters, w, T1 + 1200, () => (asked.push(2), false))).toEqual({
-      why: 'pod or record gone',
+      why: 'pod gone or work ended',
     });
     expect({ asked, opened: pod.opened, sent: pod.sent.length }).toEqual({ asked: [2], opened: 0, sent: 0 });
   });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BackgroundJob } from '../../../src/announce/background-job';
 import type { GatewayVerdict } from '../../../src/announce/gateway-verdict';
+import type { AttachmentRecord } from '../../../src/announce/state';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import { newCounters } from '../../../src/daemon/counters';
 import { tableHost } from '../../../src/daemon/table-host';
@@ -21,6 +22,9 @@ const PENDING: GatewayVerdict = {
   asks: 0,
 };
 
+/** The record of an ADD that left a job (its fields do not matter to the hand-off). */
+const WITH_JOB = { job: {} as BackgroundJob } as AttachmentRecord;
+
 function host() {
   const calls: string[] = [];
   const observed: number[] = [];
@@ -29,7 +33,7 @@ function host() {
     {
       jobs: {
         take: (name, _job, gateway) => void calls.push(`take ${name} ${gateway?.result}`),
-        forget: (name, why) => void calls.push(`forget ${name} ${why}`),
+        forget: (name, why) => (calls.push(`forget ${name} ${why}`), true),
       },
       counters,
       metrics: { observeAddToFirstRound: () => undefined, observeGatewayAnswer: (s) => void observed.push(s) },
@@ -44,7 +48,7 @@ function host() {
 describe('tableHost: the gateway verdict of an ADD', () => {
   it('counts a final verdict and observes its answers; with the job, the table takes both', () => {
     const { table, calls, observed, counters } = host();
-    table.added('c1@eth0.json', {} as BackgroundJob, { sent: NONE, gateway: ANSWERED });
+    table.added('c1@eth0.json', WITH_JOB, { sent: NONE, gateway: ANSWERED });
     expect(counters.gateway.answered).toBe(1);
     expect(observed).toEqual([0.25]);
     expect(calls).toEqual(['take c1@eth0.json answered']);
@@ -52,14 +56,14 @@ describe('tableHost: the gateway verdict of an ADD', () => {
 
   it('a pending verdict is not counted, and goes with its job', () => {
     const { table, calls, counters } = host();
-    table.added('c1@eth0.json', {} as BackgroundJob, { sent: NONE, gateway: PENDING });
+    table.added('c1@eth0.json', WITH_JOB, { sent: NONE, gateway: PENDING });
     expect(counters.gateway).toMatchObject({ answered: 0, noAnswer: 0 });
     expect(calls).toEqual(['take c1@eth0.json pending']);
   });
 
   it('a check that is off is counted, but nothing is kept for status', () => {
     const { table, calls, counters } = host();
-    table.added('c1@eth0.json', undefined, { sent: NONE, gateway: OFF_VERDICT });
+    table.added('c1@eth0.json', { ...WITH_JOB, job: undefined }, { sent: NONE, gateway: OFF_VERDICT });
     expect(counters.gateway.off).toBe(1);
     expect(calls).toEqual(['forget c1@eth0.json no job']);
   });
