@@ -9,7 +9,7 @@ import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from './frame-budget';
 import { basename } from '../path';
-import { openSession, type SocketOpener } from './session';
+import { openSession, type PodSession, type SocketOpener } from './session';
 import { ensurePrivateDir } from '../sys/private-dir';
 import { lockPath, lockWaitMs, type LockFile } from './attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from './state';
@@ -109,7 +109,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   const previous = readRecordToActOn(file, log);
   const record = freshRecord(job, previous, log);
   const name = basename(file);
-  let done: { first: FirstRound; macs: Map<number, string> };
+  let done: InPod | undefined;
   try {
     done = await inPod(deps, job, record, clock);
     if (done.first.later) record.job = done.first.later;
@@ -117,14 +117,28 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     if (record.job || record.gateway || record.originalMacs.length > 0) persist(job.stateDir, record);
     else if (previous) unpersist(file);
   } catch (err) {
+    if (done) closePod(deps, done.session);
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
     else removeRecordQuietly(file, log);
     // The record no longer holds the previous ADD's job: its work ends.
     if (previous?.job) deps.host.cancel(name);
     throw err;
   }
-  handOver(deps, name, record, done.first);
+  handOver(deps, name, record, done.first, done.session);
   return done.macs;
+}
+
+/** What ADD did in the pod, and its session, still open. */
+interface InPod {
+  first: FirstRound;
+  macs: Map<number, string>;
+  session: PodSession;
+}
+
+/** Closes ADD's pod session, its packet socket through `release`. */
+function closePod(deps: AddDeps, session: PodSession): void {
+  deps.release([session.pod.packet.release()]);
+  session.close();
 }
 
 /**
@@ -142,14 +156,10 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
 }
 
 /**
- * Everything ADD does inside the pod: target MACs, then round 1; the packet socket goes to `release`, whatever happens.
+ * Everything ADD does inside the pod: target MACs, then round 1. Its session stays open for the table (handOver), or
+ * is closed on a failure.
  */
-async function inPod(
-  deps: AddDeps,
-  job: AddJob,
-  record: AttachmentRecord,
-  clock: AddClock,
-): Promise<{ first: FirstRound; macs: Map<number, string> }> {
+async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<InPod> {
   const { plan } = job;
   const session = openSession(
     deps,
@@ -164,7 +174,7 @@ async function inPod(
     try {
       const first = await firstRound(deps, job, session, clock);
       requireWanted(deps, 'writing the record', totalFrames(first.sent));
-      return { first, macs };
+      return { first, macs, session };
     } catch (err) {
       // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
       // gone: ADD fails for it, so the pod keeps its own MAC too.
@@ -172,9 +182,9 @@ async function inPod(
         restoreRecordedMacs(session, record, deps.log);
       throw err;
     }
-  } finally {
-    deps.release([session.pod.packet.release()]);
-    session.close();
+  } catch (err) {
+    closePod(deps, session);
+    throw err;
   }
 }
 
@@ -183,10 +193,18 @@ function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVe
   return verdict !== undefined && verdict.result !== 'off' && verdict.result !== 'no-gateway';
 }
 
-/** Hands the job left after round 1 (if any) and what round 1 did to the announcer's table of work. */
-function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound): void {
+/**
+ * Hands the job left after round 1 (if any), what round 1 did, and the open session to the announcer's table of work;
+ * closes the session unless the table keeps it.
+ */
+function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound, session: PodSession): void {
   const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
-  deps.host.added(name, record, report);
+  let kept = false;
+  try {
+    kept = deps.host.added(name, record, report, session);
+  } finally {
+    if (!kept) closePod(deps, session);
+  }
   if (first.gateway && first.gateway.result !== 'pending')
     deps.log.info(`gateway check: ${describeVerdict(first.gateway)}`, { gateway: first.gateway });
   if (record.job) deps.log.debug('background work handed over', { rounds: record.job.schedule.length });

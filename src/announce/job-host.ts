@@ -1,6 +1,7 @@
 // Pure types: how a command hands an attachment's background work to the announcer that runs it, in memory. Defined
 // here, below src/daemon/, so that the commands name it without an import up into the announcer (jobs.ts implements
 // it).
+import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 import type { FrameCounts } from './round';
 import type { GatewayVerdict } from './gateway-verdict';
@@ -17,9 +18,10 @@ export interface FirstRoundReport {
 export interface JobHost {
   /**
    * ADD of record `name` is done, and wrote `record`: its job (none when nothing is left for the background) replaces
-   * any work the record had; `report` is counted.
+   * any work the record had; `report` is counted. True when the table keeps `session` (ADD's, still open) for the
+   * gateway check's first visit, and closes it then; false: ADD closes it.
    */
-  added(name: string, record: AttachmentRecord, report: FirstRoundReport): void;
+  added(name: string, record: AttachmentRecord, report: FirstRoundReport, session?: PodSession): boolean;
   /**
    * Ends the background work of record `name` (DEL, GC, a failed ADD over an earlier one): nothing more is sent. True
    * when there was work.

@@ -9,14 +9,14 @@ import { SteppedPodProbe } from '../announce/probe-pod';
 import { totalFrames, type OutgoingFrame } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import { jobOpener } from './job-view';
-import { askAfterRound } from './gateway-work';
+import { openForJob } from './pod-visit';
+import { askAfterRound } from './gateway-state';
 import type { Counters } from './counters';
 import {
   advance,
   CHECK_MS,
   dropDeferred,
   look,
-  openForJob,
   roundSent,
   sendBudgeted,
   type Ended,

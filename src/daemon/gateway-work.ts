@@ -7,27 +7,15 @@
 // (node-work.ts) runs its window too. The final verdict goes to the record,
 // once both are over.
 import { askFds, askReplies, gatewayTargets, openAsk, plannedRequests, readAsk } from '../announce/gateway-ask';
-import { releaseAsk, sendAsk, type OpenAsk } from '../announce/gateway-ask';
-import { afterWindow, describeVerdict, firstVerdict, isFinal } from '../announce/gateway-verdict';
+import { releaseAsk, sendAsk } from '../announce/gateway-ask';
+import { afterWindow, describeVerdict, isFinal } from '../announce/gateway-verdict';
 import type { GatewayVerdict, NodeProof } from '../announce/gateway-verdict';
-import type { BackgroundJob } from '../announce/background-job';
 import { readiness } from '../announce/session';
 import { countVerdict, type Counters } from './counters';
 import { jobOpener } from './job-view';
 import { countNodeProofs, dropNodeWatch, startNodeWatch, stepNodeWatch } from './node-work';
-import type { NodeWork, PodVisit } from './node-work';
-import { closeSession, openForJob, type RoundDeps, type Work } from './rounds';
-
-/** One attachment's gateway check in the announcer. */
-export interface GatewayWork {
-  verdict: GatewayVerdict;
-  /** When to ask next (boot ms), once no ask is open; undefined: after the next round. */
-  askAt?: number | undefined;
-  ask?: OpenAsk | undefined;
-  /** When to open the node-local proof's window (boot ms): right after round 1. */
-  nodeAt?: number | undefined;
-  node?: NodeWork | undefined;
-}
+import { closeSession, openForJob, visitOf, type PodVisit } from './pod-visit';
+import type { RoundDeps, Work } from './rounds';
 
 /** What the check needs besides the rounds' deps: where its verdicts go. */
 export interface GatewayDeps extends RoundDeps {
@@ -35,62 +23,6 @@ export interface GatewayDeps extends RoundDeps {
   recordVerdict(w: Work): Promise<void>;
   /** One gateway's time from round 1 to its answer. */
   observeGatewayAnswer(seconds: number): void;
-}
-
-/**
- * The check of a job the table takes: `verdict` as ADD or the record left it (else pending). A pending one asks at
- * once when `askNow` (ADD's report, or no round left to ask after), else after the next round; `afterRoundOne`: ADD
- * just sent round 1, so the node-local proof opens its window now.
- */
-export function gatewayWorkOf(
-  job: BackgroundJob,
-  verdict: GatewayVerdict | undefined,
-  now: number,
-  when: { askNow: boolean; afterRoundOne: boolean },
-): GatewayWork | undefined {
-  const check = job.gatewayCheck;
-  if (!check) return undefined;
-  const first = verdict ?? firstVerdict(check.gateways);
-  const roundOneSent = job.firstRoundAt !== undefined;
-  const nodeAt = when.afterRoundOne && roundOneSent ? now : undefined;
-  if (isFinal(first)) return { verdict: first, nodeAt };
-  return { verdict: first, askAt: when.askNow && roundOneSent ? now : undefined, nodeAt };
-}
-
-/** The fds of an open ask and of an open node-local window, for the loop's poll. */
-export function gatewayFds(w: Work): number[] {
-  const g = w.gateway;
-  return [...(g?.ask ? askFds(g.ask) : []), ...(g?.node ? [g.node.sockets.events.fd] : [])];
-}
-
-/** When the check next needs the loop (boot ms): a window's end, its next ask; undefined: not before a round. */
-export function gatewayWakeAt(w: Work, now: number): number | undefined {
-  const g = w.gateway;
-  if (!g) return undefined;
-  const asks = g.ask ? now + g.ask.window.waitMs(now) : g.askAt;
-  const node = g.node ? g.node.until : g.nodeAt;
-  return asks === undefined ? node : node === undefined ? asks : Math.min(asks, node);
-}
-
-/** Whether the check still has work: an ask open or planned (until it is final), a node-local window open or due. */
-export function gatewayBusy(w: Work): boolean {
-  const g = w.gateway;
-  if (!g) return false;
-  return (
-    (!isFinal(g.verdict) && (g.ask !== undefined || g.askAt !== undefined)) ||
-    g.node !== undefined ||
-    g.nodeAt !== undefined
-  );
-}
-
-/**
- * A round went out at `now`: ask once more if a gateway has not answered yet (once an open window closes); after
- * round 1 (`first`), the node-local proof opens its window too.
- */
-export function askAfterRound(w: Work, now: number, first = false): void {
-  const g = w.gateway;
-  if (g && !isFinal(g.verdict)) g.askAt = now;
-  if (g && first) g.nodeAt = now;
 }
 
 /** Steps the check at `now`: an open ask reads what came (and closes once over); a due ask opens. */
@@ -103,8 +35,9 @@ export async function runGatewayDue(
 ): Promise<void> {
   const g = w.gateway;
   if (!g) return;
-  // The node window and the first ask fall due in the same turn: they share one entry into the pod.
-  let opened: PodVisit | undefined;
+  // The node window and the first ask fall due in the same turn: they share one entry into the pod (ADD's, if handed).
+  let opened: PodVisit | undefined = g.handed && visitOf(deps, g.handed, w.job);
+  g.handed = undefined;
   const visit = (): PodVisit => (opened ??= openForJob(deps, w.job));
   try {
     await runNodeDue(deps, counters, w, now, changed, visit);
@@ -142,9 +75,10 @@ async function runAskDue(
 export function dropGateway(deps: Pick<RoundDeps, 'closeInBackground'>, w: Work): void {
   const g = w.gateway;
   if (!g) return;
-  const node = g.node;
-  [g.node, g.nodeAt] = [undefined, undefined];
+  const { node, handed } = g;
+  [g.node, g.nodeAt, g.handed] = [undefined, undefined, undefined];
   if (node) dropNodeWatch(node);
+  if (handed) closeSession(deps, handed);
   dropAsk(deps, w);
 }
 

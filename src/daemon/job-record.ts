@@ -53,11 +53,8 @@ export function hasJob(record: AttachmentRecord): record is JobRecord {
 /** The record of `w` as the table holds it. */
 export function recordOf(w: Work): AttachmentRecord {
   const { network, containerId, ifname, netns, netnsId, caller } = w.job;
-  const record: AttachmentRecord = { network, containerId, ifname, netns, netnsId, originalMacs: w.originalMacs };
-  if (caller) record.caller = caller;
-  record.job = w.job;
-  if (w.gateway) record.gateway = w.gateway.verdict;
-  return record;
+  const { originalMacs, gateway } = w;
+  return { network, containerId, ifname, netns, netnsId, caller, originalMacs, job: w.job, gateway: gateway?.verdict };
 }
 
 /**

@@ -11,19 +11,13 @@ import type { Counters } from './counters';
 import type { AttachmentStatus } from './protocol';
 import { afterThrow, runDeferred, waitFds } from './deferred';
 import type { HandedOver } from './handover';
-import {
-  hasJob,
-  podThere,
-  recordFirstRound,
-  recordVerdict,
-  sameJob,
-  type JobRecord,
-  type RecordDeps,
-} from './job-record';
+import { hasJob, podThere, recordFirstRound, recordVerdict, sameJob } from './job-record';
+import type { JobRecord, RecordDeps } from './job-record';
 import { CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
 import type { GatewayVerdict } from '../announce/gateway-verdict';
-import { dropGateway, endGateway, gatewayBusy, gatewayFds, gatewayWakeAt, runGatewayDue } from './gateway-work';
-import type { GatewayDeps } from './gateway-work';
+import type { PodSession } from '../announce/session';
+import { dropGateway, endGateway, runGatewayDue, type GatewayDeps } from './gateway-work';
+import { adoptVisit, gatewayBusy, gatewayFds, gatewayWakeAt } from './gateway-state';
 import { settledStatus, workStatus } from './job-status';
 import { newWork, type How } from './new-work';
 
@@ -79,11 +73,13 @@ export class Jobs {
 
   /**
    * Schedules the job an ADD of record `name` left, in place of any work the record had: `record` as ADD wrote it,
-   * `gateway` as its round 1 left the check (its record keeps only a verdict worth showing).
+   * `gateway` as its round 1 left the check (its record keeps only a verdict worth showing). True when it keeps
+   * `session` (ADD's, still open) for the check's first visit; false: the caller closes it.
    */
-  take(name: string, record: JobRecord, gateway?: GatewayVerdict): void {
+  take(name: string, record: JobRecord, gateway?: GatewayVerdict, session?: PodSession): boolean {
     this.forget(name, undefined);
-    this.schedule(name, { ...record, gateway }, 'added');
+    const w = this.schedule(name, { ...record, gateway }, 'added');
+    return session !== undefined && w !== undefined && adoptVisit(w, session);
   }
 
   /** Where each burst under way stands (deferred waits left out: the next announcer waits for their pods anew). */
@@ -96,15 +92,15 @@ export class Jobs {
   }
 
   /** `from`: the next round of a burst handed over (else round 2). */
-  private schedule(name: string, record: JobRecord, how: How, from = 1): void {
+  private schedule(name: string, record: JobRecord, how: How, from = 1): Work | undefined {
     const { job, gateway: verdict, originalMacs } = record;
     const log = this.deps.jobLog(job);
     const came = { how, verdict, from };
     const work = newWork({ name, job, originalMacs, log }, came, this.deps.timers.bootMs(), this.counters);
-    if (!work) return;
+    if (!work) return undefined;
     if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
       if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
-      return;
+      return undefined;
     }
     this.works.set(name, work);
     // A job ADD handed over reports its conflicts with it (JobHost.added); one read from the records was never
@@ -116,6 +112,7 @@ export class Jobs {
       of: job.schedule.length,
       deferred: work.deferred !== undefined,
     });
+    return work;
   }
 
   /**

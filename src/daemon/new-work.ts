@@ -2,7 +2,7 @@
 // scheduled from where the job stands at `now` (boot ms).
 import type { GatewayVerdict } from '../announce/gateway-verdict';
 import type { Counters } from './counters';
-import { gatewayWorkOf } from './gateway-work';
+import { gatewayWorkOf } from './gateway-state';
 import { LATE_GRACE_MS, nextRound } from './progress';
 import type { Work } from './rounds';
 

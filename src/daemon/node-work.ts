@@ -16,10 +16,8 @@ import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
 import type { HostSockets } from '../sys/netns';
 import type { Counters } from './counters';
 import { jobOpener } from './job-view';
-import type { openForJob, RoundDeps, Work } from './rounds';
-
-/** The pod as one turn of the gateway check sees it: entered at most once (openForJob), on first use. */
-export type PodVisit = ReturnType<typeof openForJob>;
+import type { PodVisit } from './pod-visit';
+import type { RoundDeps, Work } from './rounds';
 
 /** The families dumped at the start of a window, and again when notifications overflowed. */
 const DUMPED = [AF_BRIDGE, AF_INET, AF_INET6] as const;

@@ -8,8 +8,6 @@ import type { Logger } from '../log';
 import type { CallerViews } from '../sys/caller-views';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from '../announce/frame-budget';
-import type { ResolvedInterface } from '../announce/pod-interface';
-import type { AnnounceTarget } from '../announce/readiness';
 import type { AddressConflict } from '../announce/conflict-probe';
 import type { SteppedPodProbe } from '../announce/probe-pod';
 import {
@@ -20,23 +18,17 @@ import {
   type FrameCounts,
   type OutgoingFrame,
 } from '../announce/round';
-import { openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
+import { readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { BackgroundJob } from '../announce/background-job';
 import type { AttachmentRecord } from '../announce/state';
 import type { Timers } from '../announce/timers';
 import { addFrames, type Counters } from './counters';
-import { jobOpener, NO_VIEW } from './job-view';
+import { closeSession, openForJob, type OpenPod } from './pod-visit';
 import { nextRound } from './progress';
-import { askAfterRound, type GatewayWork } from './gateway-work';
+import { askAfterRound, type GatewayWork } from './gateway-state';
 
 /** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
 export const CHECK_MS = 500;
-
-/** The pod sockets and targets of a deferred wait. */
-export interface DeferredSession {
-  session: PodSession;
-  targets: (AnnounceTarget & { iface: ResolvedInterface })[];
-}
 
 /** One attachment's work: where its burst stands, or its wait for the pod. */
 export interface Work {
@@ -57,7 +49,7 @@ export interface Work {
    * While waiting for a pod that was not ready at ADD; `probe` while its window runs and `conflicts` once the pod was
    * probed (conflictCheck).
    */
-  deferred?: { open?: DeferredSession; checkAt: number; probe?: SteppedPodProbe; conflicts?: AddressConflict[] };
+  deferred?: { open?: OpenPod; checkAt: number; probe?: SteppedPodProbe; conflicts?: AddressConflict[] };
   /** The gateway check, while it runs and once it has a verdict (absent: off, or nothing routed). */
   gateway?: GatewayWork;
 }
@@ -79,48 +71,12 @@ export interface RoundDeps {
 /** The work is over; `why` is logged when there is one. */
 export type Ended = { why: string | undefined };
 
-/**
- * Opens the pod's sockets and resolves the job's interfaces; 'gone' when the caller's view or the netns cannot be had,
- * or an interface is gone. Rounds and deferred waits check the netns first (job-record.ts's podThere); the gateway
- * check does not.
- */
-export function openForJob(deps: RoundDeps, job: BackgroundJob): DeferredSession | { gone: string } {
-  const open = jobOpener(deps, job);
-  if (!open) return { gone: NO_VIEW };
-  let session: PodSession;
-  try {
-    session = openSession(
-      { open },
-      job.netns,
-      job.interfaces.map((i) => i.name),
-      job.hostPeerNames,
-    );
-  } catch (err) {
-    return { gone: `cannot enter pod netns: ${(err as Error).message}` };
-  }
-  const targets = job.interfaces.map((t) => ({ ...t, iface: session.interfaces.find((r) => r.name === t.name) }));
-  if (targets.some((t) => !t.iface)) {
-    closeSession(deps, session);
-    return { gone: `pod interface ${targets.find((t) => !t.iface)!.name} gone` };
-  }
-  return { session, targets: targets as DeferredSession['targets'] };
-}
-
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
-export function look(open: DeferredSession, job: BackgroundJob, log: Logger) {
+export function look(open: OpenPod, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
   if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
   return { kind: 'ready' as const, frames: buildRound(now.inputs, job.arpOps, open.session.pod.ipv6Forwarding, log) };
-}
-
-/** Closes a session, its packet socket on another thread. */
-export function closeSession(deps: RoundDeps, session: PodSession): void {
-  try {
-    deps.closeInBackground(session.pod.packet.release());
-  } finally {
-    session.close();
-  }
 }
 
 /**

@@ -22,7 +22,7 @@ export interface TableHostDeps {
 export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
   const { jobs, counters } = deps;
   return {
-    added: (name, record, { sent, conflicts, gateway }) => {
+    added: (name, record, { sent, conflicts, gateway }, session) => {
       if (totalFrames(sent) > 0) {
         addFrames(counters, sent);
         counters.rounds.sent++;
@@ -35,8 +35,11 @@ export function tableHost(deps: TableHostDeps, takenAt: number): JobHost {
       }
       // A job the table cannot take stays in its record, for the next announcer's recovery.
       const { job } = record;
-      if (job) deps.guard('cannot take a job', () => jobs.take(name, { ...record, job }, gateway));
+      let kept = false;
+      if (job)
+        deps.guard('cannot take a job', () => void (kept = jobs.take(name, { ...record, job }, gateway, session)));
       else jobs.forget(name, 'no job');
+      return kept;
     },
     cancel: (name) => jobs.forget(name, 'cancelled'),
   };

@@ -131,8 +131,9 @@ export class AddHarness {
       ),
       stillWanted: () => this.wanted(),
       host: {
-        added: (name, record, report) =>
-          void this.handed.push({ added: name, job: record.job !== undefined, ...report }),
+        added: (name, record, report) => (
+          this.handed.push({ added: name, job: record.job !== undefined, ...report }), false
+        ),
         cancel: (name) => (this.handed.push({ cancel: name }), true),
       },
       budget: this.budget,

@@ -122,7 +122,7 @@ function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
     log: createLogger((line) => lines.push(line), 'debug'),
     stillWanted: () => true,
     host: {
-      added: (name, record, report) => void handed.push({ added: name, job: record.job !== undefined, ...report }),
+      added: (name, record, report) => (handed.push({ added: name, job: record.job !== undefined, ...report }), false),
       cancel: (name) => (handed.push({ cancel: name }), true),
     },
     budget: UNLIMITED,
@@ -229,6 +229,25 @@ describe('announceOnAdd', () => {
         gateway: OFF_VERDICT,
       },
     ]);
+    expect(released).toEqual([PACKET_FD]);
+  });
+
+  const keptTitle =
+    'leaves its pod session open when the table keeps it (for the gateway check), and closes it when that throws';
+  it(keptTitle, async () => {
+    const kept: unknown[] = [];
+    const keeping = deps();
+    keeping.host = { ...keeping.host, added: (_name, _record, _report, session) => (kept.push(session), true) };
+    await announceOnAdd(keeping, job());
+    expect({ kept: kept.length, released }).toEqual({ kept: 1, released: [] });
+    const throwing = deps();
+    throwing.host = {
+      ...throwing.host,
+      added: () => {
+        throw new Error('the table broke');
+      },
+    };
+    await expect(announceOnAdd(throwing, job())).rejects.toThrow('the table broke');
     expect(released).toEqual([PACKET_FD]);
   });
 

@@ -28,7 +28,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const NO_HOST: JobHost = { added: () => undefined, cancel: () => false };
+const NO_HOST: JobHost = { added: () => false, cancel: () => false };
 
 function runner(jobHost: CniHostDeps['jobHost'] = () => NO_HOST, timers = new ManualTimers()) {
   return cniRunner({

@@ -1,7 +1,8 @@
 // The node-local proof's window in the gateway check (gateway-work.ts), on a
 // bridged host: the window opens with round 1's first ask, follows the host's
 // FDB through its notifications, and its proofs reach the verdict, the status
-// and the record, recorded again when the verdict was already final.
+// and the record, written once per attachment. The first visit may use the
+// session ADD opened.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import type { BackgroundJob } from '../../../src/announce/background-job';
 import { firstVerdict, type GatewayVerdict } from '../../../src/announce/gateway-verdict';
 import type { AttachmentRecord } from '../../../src/announce/state';
 import { newCounters, type Counters } from '../../../src/daemon/counters';
+import { openSession } from '../../../src/announce/session';
 import { Jobs } from '../../../src/daemon/jobs';
 import {
   BridgedHost,
@@ -229,5 +231,41 @@ describe('the check when the pod cannot be asked from now', () => {
       result: 'no-answer',
     });
     expect(recorded(name)).toMatchObject({ result: 'no-answer', asks: 1 });
+  });
+});
+
+describe("ADD's open session", () => {
+  /** ADD's session on the pod, still open, as ADD hands it to the table with its job. */
+  const addSession = (job: BackgroundJob) => openSession({ open: pod.opener() }, job.netns, ['eth0'], []);
+  const checked = () => jobIn(state, { firstRoundAt: now(), gatewayCheck: { windowMs: 200, gateways: [GW] } });
+
+  const firstVisitTitle =
+    "serves the check's first visit (the ask and the node window): the pod is not entered again, and the session " +
+    'closes at the end of that turn';
+  it(firstVisitTitle, async () => {
+    const job = checked();
+    const session = addSession(job);
+    pod.arpFrames = [gatewayReply()];
+    expect(jobs.take(writeJob(state, job), jobRecord(job), firstVerdict([GW]), session)).toBe(true);
+    expect({ opened: pod.opened, open: pod.open }).toEqual({ opened: 1, open: 1 });
+    await at(0);
+    expect({ windows: host.windows, asks: counters.gateway.asks }).toEqual({ windows: 1, asks: 1 });
+    expect({ opened: pod.opened, open: pod.open, released: pod.released.length }).toEqual({
+      opened: 1,
+      open: 0,
+      released: 1,
+    });
+  });
+
+  it('is closed when the work ends before its first visit (DEL), and is not kept without a visit due', async () => {
+    const job = checked();
+    const name = writeJob(state, job);
+    expect(jobs.take(name, jobRecord(job), firstVerdict([GW]), addSession(job))).toBe(true);
+    expect(jobs.forget(name, 'cancelled')).toBe(true);
+    expect({ opened: pod.opened, open: pod.open }).toEqual({ opened: 1, open: 0 });
+    const off = jobIn(state, { firstRoundAt: now() }); // no gateway check: nothing to visit
+    expect(jobs.take(name, jobRecord(off), undefined, addSession(off))).toBe(false);
+    const deferred = { ...checked(), firstRoundAt: undefined }; // round 1 not sent: the check waits for it
+    expect(jobs.take(name, jobRecord(deferred), firstVerdict([GW]), addSession(deferred))).toBe(false);
   });
 });

@@ -11,7 +11,7 @@ import {
   gatewayWakeAt,
   gatewayWorkOf,
   type GatewayWork,
-} from '../../../src/daemon/gateway-work';
+} from '../../../src/daemon/gateway-state';
 import type { NodeWork } from '../../../src/daemon/node-work';
 import type { Work } from '../../../src/daemon/rounds';
 

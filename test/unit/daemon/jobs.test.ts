@@ -154,6 +154,8 @@ describe('Jobs: resume from the records', () => {
     writeJob(state, deferredJob({ containerId: 'd' }));
     writeJob(state, jobIn(state, { containerId: 'e', firstRoundAt: undefined, readyDeadline: now() }));
     writeFileSync(join(state.dir, 'junk@eth0.json'), '{"not":"a record"}');
+    const macsOnly = { ...jobRecord(sentAgo(0, { containerId: 'm' })), job: undefined };
+    writeFileSync(join(state.dir, 'm@eth0.json'), JSON.stringify(macsOnly)); // a MAC to restore, no job
     jobs.recover(new Map());
     const byId = Object.fromEntries(jobs.status(now()).map((s) => [s.containerId, s]));
     expect(Object.keys(byId).sort()).toEqual(['a', 'b', 'd']);

@@ -32,7 +32,7 @@ function host() {
   const table = tableHost(
     {
       jobs: {
-        take: (name, _job, gateway) => void calls.push(`take ${name} ${gateway?.result}`),
+        take: (name, _job, gateway, session) => (calls.push(`take ${name} ${gateway?.result}`), session !== undefined),
         forget: (name, why) => (calls.push(`forget ${name} ${why}`), true),
       },
       counters,
