@@ -21,6 +21,8 @@ import type { RoundDeps, Work } from './rounds';
 export interface GatewayDeps extends RoundDeps {
   /** Writes the verdict into the attachment's record (under its lock, only while the table holds the work). */
   recordVerdict(w: Work): Promise<void>;
+  /** Whether the table still holds `w` and its netns path still names the pod's netns (a round's check). */
+  wanted(w: Work): boolean;
   /** One gateway's time from round 1 to its answer. */
   observeGatewayAnswer(seconds: number): void;
 }
@@ -38,7 +40,8 @@ export async function runGatewayDue(
   // The node window and the first ask fall due in the same turn: they share one entry into the pod (ADD's, if handed).
   let opened: PodVisit | undefined = g.handed && visitOf(deps, g.handed, w.job);
   g.handed = undefined;
-  const visit = (): PodVisit => (opened ??= openForJob(deps, w.job));
+  // A visit of its own checks the netns path first, as a round does: never a pod that came after this one.
+  const visit = (): PodVisit => (opened ??= deps.wanted(w) ? openForJob(deps, w.job) : { gone: 'pod gone' });
   try {
     await runNodeDue(deps, counters, w, now, changed, visit);
     if (!isFinal(g.verdict)) await runAskDue(deps, counters, w, now, changed, visit);

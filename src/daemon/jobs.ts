@@ -47,7 +47,8 @@ export class Jobs {
     private readonly counters: Counters,
   ) {
     this.recordDeps = { ...deps, holds: (w) => this.holds(w) };
-    this.gatewayDeps = { ...deps, recordVerdict: (w) => recordVerdict(this.recordDeps, counters, w) };
+    const verdictTo = (w: Work): Promise<void> => recordVerdict(this.recordDeps, counters, w);
+    this.gatewayDeps = { ...deps, recordVerdict: verdictTo, wanted: (w) => this.wanted(w) };
   }
 
   get size(): number {

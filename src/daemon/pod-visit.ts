@@ -18,8 +18,8 @@ export type PodVisit = OpenPod | { gone: string };
 
 /**
  * Opens the pod's sockets and resolves the job's interfaces; 'gone' when the caller's view or the netns cannot be had,
- * or an interface is gone. Rounds and deferred waits check the netns first (job-record.ts's podThere); the gateway
- * check does not.
+ * or an interface is gone. Its callers check the netns path first (Jobs' wanted: job-record.ts's podThere): rounds,
+ * deferred waits, and the gateway check's visits of its own.
  */
 export function openForJob(deps: RoundDeps, job: BackgroundJob): PodVisit {
   const open = jobOpener(deps, job);

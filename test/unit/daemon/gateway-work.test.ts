@@ -1,7 +1,7 @@
 // The gateway check in the announcer's table of work (gateway-work.ts,
 // new-work.ts), driven through Jobs with fakes: asks after ADD and after each
 // round, the verdict once the windows are over, and the budget holding an ask.
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BackgroundJob } from '../../../src/announce/background-job';
@@ -192,6 +192,19 @@ describe('the gateway check in the table of work', () => {
     expect(asked()).toBe(2);
     await at(401, [RECEIVER]);
     expect(verdictOf()).toMatchObject({ result: 'no-answer', asks: 2 });
+  });
+
+  const replacedTitle =
+    'a recovered job without rounds left asks at once, but never from a pod that came after it (the netns path ' +
+    'names another netns): it enters nothing, and its verdict is no-answer';
+  it(replacedTitle, async () => {
+    writeJob(state, checked({ firstRoundAt: now() - 5000, schedule: [0] }));
+    writeFileSync(`${state.netns}.new`, '');
+    renameSync(`${state.netns}.new`, state.netns); // another netns at the path
+    jobs.recover(new Map());
+    await at(0);
+    expect({ asked: asked(), opened: pod.opened, size: jobs.size }).toEqual({ asked: 0, opened: 0, size: 0 });
+    expect(verdictOf()).toMatchObject({ result: 'no-answer', asks: 0 });
   });
 
   it('an ask the budget holds back waits for its tokens', async () => {
