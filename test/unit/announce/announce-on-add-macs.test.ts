@@ -261,6 +261,7 @@ describe('state failures', () => {
     expect((err as Error).message).toMatch(new RegExp(`^cannot remove the state record ${file()}: `));
     expect((err as StateError).cause).toMatchObject({ code: 'EISDIR' });
     expect(existsSync(file())).toBe(true);
+    expect(h.released).toEqual([[expect.any(Number)]]); // the pod session, closed though the pod part went well
   });
 });
 

@@ -257,6 +257,15 @@ describe("ADD's open session", () => {
     });
   });
 
+  it('serves the node window alone when ADD (require) already has the final verdict', async () => {
+    const job = checked();
+    const answered = { ...firstVerdict([GW]), result: 'answered' as const, unanswered: [], asks: 1 };
+    expect(jobs.take(writeJob(state, job), jobRecord(job), answered, addSession(job))).toBe(true);
+    await at(0);
+    expect({ windows: host.windows, asks: counters.gateway.asks }).toEqual({ windows: 1, asks: 0 });
+    expect({ opened: pod.opened, open: pod.open }).toEqual({ opened: 1, open: 0 });
+  });
+
   it('is closed when the work ends before its first visit (DEL), and is not kept without a visit due', async () => {
     const job = checked();
     const name = writeJob(state, job);
