@@ -120,8 +120,8 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     if (done) closePod(deps, done.session);
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
     else removeRecordQuietly(file, log);
-    // The record no longer holds the previous ADD's job: its work ends.
-    if (previous?.job) deps.host.cancel(name);
+    // The record no longer holds the previous ADD's job: any work the table has for the attachment ends.
+    deps.host.cancel(name);
     throw err;
   }
   handOver(deps, name, record, done.first, done.session);

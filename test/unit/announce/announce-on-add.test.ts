@@ -333,7 +333,7 @@ describe('announceOnAdd', () => {
       ).toEqual({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
       expect(frames).toEqual([]);
       expect(existsSync(file())).toBe(false);
-      expect(handed).toEqual([]);
+      expect(handed).toEqual([{ cancel: 'c1@eth0.json' }]); // no job handed; any work the table had ends
       expect(released).toEqual([PACKET_FD]);
     });
 

@@ -106,7 +106,7 @@ describe('gatewayCheck require', () => {
       { index: 2, mac: '0a580a580005' },
     ]);
     expect(existsSync(file())).toBe(false);
-    expect(h.handed).toEqual([]);
+    expect(h.handed).toEqual([{ cancel: 'c1@eth0.json' }]); // no job handed; any work the table had ends
     expect(h.released).toEqual([[RECEIVER_FD], [PACKET_FD]]);
   });
 
