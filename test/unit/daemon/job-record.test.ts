@@ -37,7 +37,10 @@ function workOf(name: string, extra = {}): Work & { lines: string[] } {
 }
 
 const recordIn = (name: string) => JSON.parse(readFileSync(join(state.dir, name), 'utf8'));
-const lockedBy = (paths: string[]) => async (path: string) => (paths.push(path), { path, release: () => undefined });
+/** A lock that is always free: each path taken, and each release, goes to `paths`. */
+const lockedBy = (paths: string[]) => async (path: string) => (
+  paths.push(path), { path, release: () => void paths.push(`released ${path}`) }
+);
 
 describe('sameJob', () => {
   it("is one ADD's job: same netns identity, readyDeadline and firstRoundAt", () => {
@@ -93,7 +96,7 @@ describe('recordFirstRound', () => {
     expect(recordIn(name).job.firstRoundAt).toBe(1_000_500);
     expect(recordIn(name).originalMacs).toEqual(MACS);
     expect(w.job.firstRoundAt).toBe(1_000_500);
-    expect(paths).toEqual([join(state.dir, 'c1@eth0.lock')]);
+    expect(paths).toEqual([join(state.dir, 'c1@eth0.lock'), `released ${join(state.dir, 'c1@eth0.lock')}`]);
     expect(counters.errors).toBe(0);
   });
 
@@ -134,5 +137,10 @@ describe('recordVerdict', () => {
     const verdict = { ...firstVerdict([GW]), result: 'no-answer' as const };
     await recordVerdict(deps, newCounters(), { ...workOf(name), gateway: { verdict } });
     expect(recordIn(name).gateway).toEqual(verdict);
+    const counters = newCounters();
+    const failing = { ...workOf(name), gateway: { verdict } };
+    await recordVerdict({ ...deps, stateDir: join(state.dir, 'missing') }, counters, failing);
+    expect(counters.errors).toBe(1);
+    expect(failing.lines.some((l) => l.includes('WARN cannot record the gateway check'))).toBe(true);
   });
 });
