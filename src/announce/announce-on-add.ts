@@ -19,6 +19,7 @@ import type { JobHost } from './job-host';
 import type { AddGatewayCheck } from './gateway-on-add';
 import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
 import { persist, unpersist, writeRecordQuietly } from './add-record';
+import type { RecordMemory } from './record-memory';
 import { firstRound, type AddClock, type FirstRound } from './first-round';
 import { applyTargetMacs } from './target-macs';
 import { restoreRecordedMacs } from './undo-macs';
@@ -54,6 +55,8 @@ export interface AddDeps {
   budget: FrameBudget;
   /** Takes the attachment's lock within a timeout (in memory: daemon/memory-locks.ts); undefined if it stays held. */
   lockFile: LockFile;
+  /** What the announcer wrote to each record: a record read back with those bytes is not checked again. */
+  written: RecordMemory;
   /**
    * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
    * last close waits for an RCU grace period (8-16 ms): the announcer closes
@@ -106,7 +109,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
   const { log, timers } = deps;
   const clock: AddClock = { startedAt: timers.bootMs(), lockedAt: timers.now() };
   // A repeated ADD takes over the attachment; it keeps the MACs it must restore.
-  const previous = readRecordToActOn(file, log);
+  const previous = readRecordToActOn(file, log, deps.written);
   const record = freshRecord(job, previous, log);
   const name = basename(file);
   let done: InPod | undefined;
@@ -114,12 +117,12 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     done = await inPod(deps, job, record, clock);
     if (done.first.later) record.job = done.first.later;
     if (worthKeeping(done.first.gateway)) record.gateway = done.first.gateway;
-    if (record.job || record.gateway || record.originalMacs.length > 0) persist(job.stateDir, record);
-    else if (previous) unpersist(file);
+    if (record.job || record.gateway || record.originalMacs.length > 0) persist(job.stateDir, record, deps.written);
+    else if (previous) unpersist(file, deps.written);
   } catch (err) {
     if (done) closePod(deps, done.session);
-    if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log);
-    else removeRecordQuietly(file, log);
+    if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);
+    else removeRecordQuietly(file, log, deps.written);
     // The record no longer holds the previous ADD's job: any work the table has for the attachment ends.
     deps.host.cancel(name);
     throw err;
@@ -170,7 +173,13 @@ async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
     requireWanted(deps, 'setting MACs');
-    const macs = applyTargetMacs(session, plan.interfaces, record, job.stateDir, deps.log);
+    const macs = applyTargetMacs(
+      session,
+      plan.interfaces,
+      record,
+      (r) => persist(job.stateDir, r, deps.written),
+      deps.log,
+    );
     try {
       const first = await firstRound(deps, job, session, clock);
       requireWanted(deps, 'writing the record', totalFrames(first.sent));

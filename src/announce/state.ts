@@ -2,13 +2,15 @@
 // and the job of the background announcer. One record (and one lock, held in
 // the announcer's memory: attachment-lock.ts) per container ID + ifname. A
 // record is acted on only after it passed the schema of record-schema.ts and
-// sits under its own name.
+// sits under its own name, or when it holds the very bytes the announcer wrote
+// there (record-memory.ts).
 import { readdirSync } from 'node:fs';
 import { basename, join } from '../path';
 import type { Logger } from '../log';
 import { readSmallFile, replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { recordName, stateEntryKind } from '../state-files';
 import { checkRecord } from './record-schema';
+import type { RecordMemory } from './record-memory';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 import type { GatewayVerdict } from './gateway-verdict';
 
@@ -39,15 +41,19 @@ export type RecordRead =
 
 /**
  * Reads a record: a regular file of at most MAX_RECORD_BYTES that passes the record schema and is named for the
- * attachment it describes.
+ * attachment it describes, or that holds what `memory` says was written there.
  */
-export function readRecordFile(file: string): RecordRead {
+export function readRecordFile(file: string, memory?: RecordMemory): RecordRead {
   let text: string | undefined;
   try {
     text = readSmallFile(file, MAX_RECORD_BYTES);
   } catch (err) {
+    memory?.forget(file);
     return { kind: 'invalid', problem: `cannot read it: ${(err as Error).message}` };
   }
+  if (text !== undefined && memory?.wroteThis(file, text))
+    return { kind: 'ok', record: JSON.parse(text) as AttachmentRecord };
+  memory?.forget(file);
   if (text === undefined) return { kind: 'none' };
   let value: unknown;
   try {
@@ -67,19 +73,20 @@ export function readRecordFile(file: string): RecordRead {
 /**
  * A record for ADD, DEL or GC to act on (an invalid one is logged and removed); call it holding the attachment's lock.
  */
-export function readRecordToActOn(file: string, log: Logger): AttachmentRecord | undefined {
-  const read = readRecordFile(file);
+export function readRecordToActOn(file: string, log: Logger, memory: RecordMemory): AttachmentRecord | undefined {
+  const read = readRecordFile(file, memory);
   if (read.kind === 'ok') return read.record;
   if (read.kind === 'invalid') {
     log.warn('invalid state record: removing it without acting on it', { file, problem: read.problem });
-    removeRecordQuietly(file, log);
+    removeRecordQuietly(file, log, memory);
   }
   return undefined;
 }
 
 /** Removes a record (a missing one is fine); a failure is logged, not thrown, and false. */
-export function removeRecordQuietly(file: string, log: Logger): boolean {
+export function removeRecordQuietly(file: string, log: Logger, memory: RecordMemory): boolean {
   try {
+    memory.forget(file);
     unlinkIfPresent(file);
     return true;
   } catch (err) {
@@ -89,11 +96,16 @@ export function removeRecordQuietly(file: string, log: Logger): boolean {
 }
 
 /**
- * Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir; a failure leaves no temporary
- * file.
+ * Writes a record atomically, mode 0600, into a stateDir checked by checkPrivateDir, and remembers its bytes in
+ * `memory`; a failure leaves no temporary file.
  */
-export function writeRecord(stateDir: string, record: AttachmentRecord): string {
-  return replaceFile(stateDir, recordName(record.containerId, record.ifname), `${JSON.stringify(record)}\n`);
+export function writeRecord(stateDir: string, record: AttachmentRecord, memory: RecordMemory): string {
+  const text = `${JSON.stringify(record)}\n`;
+  const name = recordName(record.containerId, record.ifname);
+  memory.forget(join(stateDir, name)); // a write that fails leaves the file as it was: checked in full when read
+  const file = replaceFile(stateDir, name, text);
+  memory.wrote(file, text);
+  return file;
 }
 
 /** Every record file in stateDir with what reading it found; none when stateDir cannot be listed. */

@@ -3,19 +3,18 @@
 import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
 import { formatMac } from '../wire/mac';
-import { persist } from './add-record';
 import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 
 /**
- * Sets the target MACs of `interfaces` in the pod, recording each original in `record` (written to stateDir first);
+ * Sets the target MACs of `interfaces` in the pod, recording each original in `record` (saved with `save` first);
  * returns the MACs by prevResult index.
  */
 export function applyTargetMacs(
   session: PodSession,
   interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
-  stateDir: string,
+  save: (record: AttachmentRecord) => void,
   log: Logger,
 ): Map<number, string> {
   const macs = new Map<number, string>();
@@ -37,7 +36,7 @@ export function applyTargetMacs(
       // Record first: a DEL after a crash mid-way can still restore the original.
       if (!recorded) {
         record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
-        persist(stateDir, record);
+        save(record);
       }
       session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });

@@ -37,7 +37,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     log,
   );
   try {
-    const record = readRecordToActOn(file, log);
+    const record = readRecordToActOn(file, log, deps.written);
     if (!record) {
       // The table is the truth: work it holds ends even when its record went (an older release's in-process DEL).
       log.info('DEL: no state record, nothing to undo', { background: cancelBackground(deps, file) });
@@ -45,7 +45,7 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     }
     const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
     // The record goes first: an announcer killed from here on does not take the job up again at its next start.
-    const removed = removeRecordQuietly(file, log);
+    const removed = removeRecordQuietly(file, log, deps.written);
     const background = cancelBackground(deps, file);
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {

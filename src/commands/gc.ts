@@ -55,7 +55,7 @@ async function collect(
   file: string,
   log: Logger,
 ): Promise<void> {
-  const glance = readRecordFile(file);
+  const glance = readRecordFile(file, deps.written);
   if (glance.kind === 'none') return;
   if (glance.kind === 'ok' && (glance.record.network !== network || live.has(attachmentOfRecord(basename(file)))))
     return;
@@ -69,9 +69,9 @@ async function collect(
     return;
   }
   try {
-    const record = readRecordToActOn(file, log);
+    const record = readRecordToActOn(file, log, deps.written);
     if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
-    const removed = removeRecordQuietly(file, log); // first: see DEL
+    const removed = removeRecordQuietly(file, log, deps.written); // first: see DEL
     const background = cancelBackground(deps, file);
     log.info('collected stale attachment', {
       containerId: record.containerId,

@@ -3,6 +3,7 @@
 // to the announcer's loop (LoopWaits), packet sockets are closed on another
 // thread, and jobs go to the announcer's table of work in memory (JobHost).
 import type { LockFile } from '../announce/attachment-lock';
+import type { RecordMemory } from '../announce/record-memory';
 import type { Timers } from '../announce/timers';
 import type { CommandDeps } from '../commands/deps';
 import { dispatch } from '../cni/dispatch';
@@ -29,6 +30,8 @@ export interface CniHostDeps {
   jobHost: CommandHost['jobHost'];
   /** The announcer's attachment locks (memory-locks.ts), shared with its rounds. */
   attachmentLock: LockFile;
+  /** What the announcer wrote to each record (record-memory.ts), shared with its table. */
+  written: RecordMemory;
   /** Closes a socket whose last close may wait for an RCU grace period, on another thread. */
   closeInBackground(fd: number): void;
   /** Hears each command's config, with its network's log (conflists' node options: node-option-notes.ts). */
@@ -69,6 +72,7 @@ export function cniRunner(deps: CniHostDeps): CniRunner {
     timers,
     waits: deps.waits,
     lockFile: deps.attachmentLock,
+    written: deps.written,
     logger: deps.logger ?? commandLogger,
     frameBudget: deps.frameBudget,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),

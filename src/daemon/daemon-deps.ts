@@ -1,6 +1,7 @@
 // What the announcer needs from the process (DaemonDeps), and what it gives the
 // CNI commands it hosts (CommandHost).
 import type { LockFile } from '../announce/attachment-lock';
+import type { RecordMemory } from '../announce/record-memory';
 import type { JobHost } from '../announce/job-host';
 import type { PluginConfig } from '../cni/config';
 import type { NodeSettings } from '../cni/node-settings';
@@ -15,7 +16,7 @@ import type { TakeOverDeps } from './take-over';
 
 /** What the announcer needs from the process. */
 export interface DaemonDeps
-  extends Omit<JobDeps, 'closeInBackground' | 'lockFile' | 'observeGatewayAnswer'>,
+  extends Omit<JobDeps, 'closeInBackground' | 'lockFile' | 'written' | 'observeGatewayAnswer'>,
     ControlDeps,
     Pick<TakeOverDeps, 'resident' | 'askHandover' | 'waitForHolder'> {
   /**
@@ -59,4 +60,6 @@ export interface CommandHost {
   noteConfig(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void;
   /** The attachment locks, in memory: the rounds take the same ones. */
   attachmentLock: LockFile;
+  /** What the announcer wrote to each record: its table writes them too. */
+  written: RecordMemory;
 }

@@ -1,13 +1,11 @@
-// `announcer daemon <stateDir>`: the node's one announcer for a stateDir. It
-// runs the CNI commands the shims forward (src/shim) and sends every
-// attachment's later rounds, in one single-threaded loop around poll(2): its
-// socket and clients, the event sockets of deferred waits, and the fds and
-// deadlines of the commands' own waits (LoopWaits). Its work is journaled in
-// the records of stateDir (written under the attachment's lock), so a killed
-// announcer loses nothing: the next one reads them at its start, skipping
-// rounds whose time has passed. One whose executable was replaced hands over, and so
-// does one a shim started when the DaemonSet's (`--resident`) asks it to.
+// `announcer daemon <stateDir>`: the node's one announcer for a stateDir. It runs the CNI commands the shims forward
+// (src/shim) and sends every attachment's later rounds, in one single-threaded loop around poll(2): its socket and
+// clients, the event sockets of deferred waits, and the fds and deadlines of the commands' own waits (LoopWaits). Its
+// work is journaled in the records of stateDir (written under the attachment's lock), so a killed announcer loses
+// nothing: the next one reads them at its start, skipping rounds whose time has passed. One whose executable was
+// replaced hands over, and so does one a shim started when the DaemonSet's (`--resident`) asks it to.
 import type { JobHost } from '../announce/job-host';
+import { RecordMemory } from '../announce/record-memory';
 import { join } from '../path';
 import { stateDirOf } from '../shim/wire';
 import { unlinkIfPresent } from '../sys/safe-file';
@@ -83,8 +81,9 @@ class Daemon {
     const closeInBackground = (fd: number): void => this.closer.close(fd);
     this.waits = new LoopWaits(() => deps.timers.now());
     const attachmentLock = new MemoryLocks((ms) => this.waits.sleep(ms)).take;
+    const written = new RecordMemory();
     const gateway = { observeGatewayAnswer: (seconds: number) => this.metrics.observeGatewayAnswer(seconds) };
-    this.jobs = new Jobs({ ...deps, ...gateway, closeInBackground, lockFile: attachmentLock }, this.counters);
+    this.jobs = new Jobs({ ...deps, ...gateway, closeInBackground, lockFile: attachmentLock, written }, this.counters);
     const notes = new NodeOptionNotes(deps.log, this.settings);
     this.runCni = deps.commands({
       waits: this.waits,
@@ -92,6 +91,7 @@ class Daemon {
       closeInBackground,
       noteConfig: (config, networkLog) => notes.note(config, networkLog),
       attachmentLock,
+      written,
     });
     const handlers: RequestHandlers = {
       control: (r) => this.answer(r),

@@ -5,6 +5,7 @@
 import { netnsIdAt } from '../sys/netns';
 import { lockPath, type LockFile } from '../announce/attachment-lock';
 import type { BackgroundJob } from '../announce/background-job';
+import type { RecordMemory } from '../announce/record-memory';
 import { writeRecord, type AttachmentRecord } from '../announce/state';
 import type { Counters } from './counters';
 import type { CallerView } from '../sys/caller-view';
@@ -78,12 +79,14 @@ export async function recordVerdict(deps: RecordDeps, counters: Counters, w: Wor
     await journal(deps, counters, w, 'cannot record the gateway check: an announcer started later would not show it');
 }
 
-/** Where records are, how to lock one, and whether the table still holds a work. */
+/** Where records are, how to lock one (as ADD and DEL do), and whether the table still holds a work. */
 export interface RecordDeps {
   stateDir: string;
   lockFile: LockFile;
   /** Whether `w` is still the table's work for its record (DEL, GC or a new ADD end it). */
   holds(w: Work): boolean;
+  /** What the announcer wrote to each record, shared with its commands. */
+  written: RecordMemory;
 }
 
 /**
@@ -104,7 +107,7 @@ async function journal(deps: RecordDeps, counters: Counters, w: Work, why: strin
   }
   if (!lock) return;
   try {
-    if (deps.holds(w)) writeRecord(deps.stateDir, recordOf(w));
+    if (deps.holds(w)) writeRecord(deps.stateDir, recordOf(w), deps.written);
   } catch (err) {
     failed(err);
   } finally {

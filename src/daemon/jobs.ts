@@ -4,7 +4,6 @@
 // While the announcer runs, the table is the truth; the records are its
 // journal (job-record.ts).
 import type { Logger } from '../log';
-import type { LockFile } from '../announce/attachment-lock';
 import { listRecords } from '../announce/state';
 import type { BackgroundJob } from '../announce/background-job';
 import type { Counters } from './counters';
@@ -25,10 +24,7 @@ import { newWork, type How } from './new-work';
 export const ROUNDS_PER_TURN = 2;
 
 /** What the table needs from the process. */
-export interface JobDeps extends RoundDeps {
-  stateDir: string;
-  /** Takes an attachment's lock, as ADD and DEL do. */
-  lockFile: LockFile;
+export interface JobDeps extends RoundDeps, Omit<RecordDeps, 'holds'> {
   /** A logger for one job (each job carries its network's logFile). */
   jobLog(job: BackgroundJob): Logger;
   /** One gateway's time from round 1 to its answer (the metrics' histogram). */

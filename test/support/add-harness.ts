@@ -2,6 +2,7 @@
 // the injected socket opener, a manual clock with waits on it, a fake
 // background announcer, ARP receivers fed by the test, and a real stateDir.
 // Everything ADD does to the outside is recorded.
+import { RecordMemory } from '../../src/announce/record-memory';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +77,8 @@ export class AddHarness {
   readonly arpIn = new Map<number, Buffer[]>();
   /** The ifindexes ARP receivers were opened for, per call. */
   readonly receiversOpened: number[][] = [];
+  /** What ADD wrote to each record. */
+  readonly written = new RecordMemory();
   budget: FrameBudget = UNLIMITED;
   /** Runs when ADD opens the pod's sockets (after it read the previous record). */
   onOpen: () => void = () => undefined;
@@ -138,6 +141,7 @@ export class AddHarness {
       },
       budget: this.budget,
       lockFile: async (path) => ({ path, release: () => void this.lockReleases++ }),
+      written: this.written,
       release: (fds) => void this.released.push([...fds]),
     };
   }

@@ -1,6 +1,7 @@
 // Fakes for the background announcer's unit tests: a pod behind an injected
 // socket opener, a scripted frame budget, a logger that keeps its lines, and
 // real records in a temporary stateDir (a plain file stands in for the netns).
+import { RecordMemory } from '../../src/announce/record-memory';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,7 +88,7 @@ export function jobRecord(job: BackgroundJob): AttachmentRecord & { job: Backgro
 
 /** Writes the record holding `job`; returns its file name in stateDir. */
 export function writeJob(state: StateDir, job: BackgroundJob): string {
-  writeRecord(state.dir, jobRecord(job));
+  writeRecord(state.dir, jobRecord(job), new RecordMemory());
   return recordName(job.containerId, job.ifname);
 }
 

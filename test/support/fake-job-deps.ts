@@ -1,5 +1,6 @@
 // The announcer's table of work (src/daemon/jobs.ts) on fakes, as the gateway check's unit
 // tests drive it: one pod's sockets, a stateDir's records, manual timers.
+import { RecordMemory } from '../../src/announce/record-memory';
 import type { JobDeps } from '../../src/daemon/jobs';
 import { identityViews } from './caller-view-fakes';
 import { type FakePod, keptLog, ScriptedBudget, type StateDir } from './daemon-fakes';
@@ -20,6 +21,7 @@ export function fakeJobDeps(state: StateDir, pod: FakePod, timers: ManualTimers,
     timers,
     budget: new ScriptedBudget().budget,
     lockFile: async (path) => ({ path, release: () => undefined }),
+    written: new RecordMemory(),
     jobLog: () => keptLog().log,
     observeGatewayAnswer: () => undefined,
     ...over,

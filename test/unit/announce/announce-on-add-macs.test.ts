@@ -1,6 +1,7 @@
 // ADD's IP-derived MACs and its record: what is recorded before a MAC changes,
 // what a repeated ADD keeps, and what a failure leaves for DEL. The fake world
 // is test/support/add-harness.ts.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -38,7 +39,7 @@ function previous(extra: Partial<AttachmentRecord>): AttachmentRecord {
     originalMacs: [],
     ...extra,
   };
-  writeRecord(h.stateDir, record);
+  writeRecord(h.stateDir, record, new RecordMemory());
   return record;
 }
 

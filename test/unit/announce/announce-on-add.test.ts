@@ -1,5 +1,6 @@
 // ADD's announcement without root: a fake pod behind the injected socket
 // opener, a manual clock with waits on it, a fake background announcer, and a real stateDir.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +128,7 @@ function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
     },
     budget: UNLIMITED,
     lockFile: async (path) => ({ path, release: () => undefined }),
+    written: new RecordMemory(),
     release: (fds) => void released.push(...fds),
   };
 }
@@ -205,7 +207,7 @@ function pendingRecord(extra: Partial<AttachmentRecord> = {}): AttachmentRecord 
     job: pending,
     ...extra,
   };
-  writeRecord(stateDir, record);
+  writeRecord(stateDir, record, new RecordMemory());
   return record;
 }
 

@@ -1,3 +1,4 @@
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,
@@ -93,7 +94,7 @@ describe('attachmentName and recordPath', () => {
 
 describe('writeRecord and readRecordFile', () => {
   it('round-trips a record through its file, 0600', () => {
-    const file = writeRecord(stateDir, RECORD);
+    const file = writeRecord(stateDir, RECORD, new RecordMemory());
     expect(file).toBe(join(stateDir, 'c0ffee@eth0.json'));
     expect(readRecordFile(file)).toEqual({ kind: 'ok', record: RECORD });
     expect(readRecord(file)).toEqual(RECORD);
@@ -103,21 +104,21 @@ describe('writeRecord and readRecordFile', () => {
 
   it('round-trips a record of a 250-character container ID under a hashed name', () => {
     const record = { ...RECORD, containerId: 'f'.repeat(250) };
-    const file = writeRecord(stateDir, record);
+    const file = writeRecord(stateDir, record, new RecordMemory());
     expect(file).toBe(recordPath(stateDir, record.containerId, 'eth0'));
     expect(readRecord(file)).toEqual(record);
   });
 
   it('replaces an existing file, leaving it 0600 and no temporary file behind', () => {
     writeFileSync(recordPath(stateDir, 'c0ffee', 'eth0'), 'old', { mode: 0o644 });
-    const file = writeRecord(stateDir, RECORD);
+    const file = writeRecord(stateDir, RECORD, new RecordMemory());
     expect(readRecord(file)).toEqual(RECORD);
     expect(mode(file)).toBe(0o600);
     expect(readdirSync(stateDir)).toEqual(['c0ffee@eth0.json']);
   });
 
   it('does not create a missing state dir (the caller checks it first)', () => {
-    expect(() => writeRecord(join(tmp, 'missing'), RECORD)).toThrow(/ENOENT/);
+    expect(() => writeRecord(join(tmp, 'missing'), RECORD, new RecordMemory())).toThrow(/ENOENT/);
   });
 
   it('reads a missing file as none', () => {
@@ -194,12 +195,12 @@ describe('writeRecord and readRecordFile', () => {
 
   it('accepts a job with conflict settings', () => {
     const job = { ...JOB, conflictCheck: { action: 'fail', probeMs: 100, probes: 2 } };
-    const file = writeRecord(stateDir, { ...RECORD, job: job as AttachmentRecord['job'] });
+    const file = writeRecord(stateDir, { ...RECORD, job: job as AttachmentRecord['job'] }, new RecordMemory());
     expect(readRecord(file)?.job?.conflictCheck).toEqual({ action: 'fail', probeMs: 100, probes: 2 });
   });
 
   it('accepts a record with a full job', () => {
-    const file = writeRecord(stateDir, { ...RECORD, job: JOB as AttachmentRecord['job'] });
+    const file = writeRecord(stateDir, { ...RECORD, job: JOB as AttachmentRecord['job'] }, new RecordMemory());
     expect(readRecord(file)?.job).toEqual(JOB);
   });
 
@@ -212,8 +213,8 @@ describe('writeRecord and readRecordFile', () => {
 
 describe('listRecords', () => {
   it('lists every record file with what reading it found, and nothing else', () => {
-    const a = writeRecord(stateDir, RECORD);
-    const b = writeRecord(stateDir, { ...RECORD, containerId: 'beef', ifname: 'net1' });
+    const a = writeRecord(stateDir, RECORD, new RecordMemory());
+    const b = writeRecord(stateDir, { ...RECORD, containerId: 'beef', ifname: 'net1' }, new RecordMemory());
     writeFileSync(join(stateDir, 'garbage@eth0.json'), 'not json');
     writeFileSync(join(stateDir, 'notes.txt'), JSON.stringify(RECORD));
     writeFileSync(join(stateDir, 'c0ffee@eth0.lock'), '');
@@ -248,10 +249,10 @@ describe('stateEntryKind', () => {
 
 describe('removeRecordQuietly', () => {
   it('removes the file, and a second remove is fine', () => {
-    const file = writeRecord(stateDir, RECORD);
-    expect(removeRecordQuietly(file, silentLogger)).toBe(true);
+    const file = writeRecord(stateDir, RECORD, new RecordMemory());
+    expect(removeRecordQuietly(file, silentLogger, new RecordMemory())).toBe(true);
     expect(readRecordFile(file)).toEqual({ kind: 'none' });
-    expect(removeRecordQuietly(file, silentLogger)).toBe(true);
+    expect(removeRecordQuietly(file, silentLogger, new RecordMemory())).toBe(true);
   });
 });
 
@@ -279,7 +280,7 @@ describe('state edges', () => {
     const file = join(stateDir, 'c0ffee@eth0.json');
     mkdirSync(join(file, 'blocker'), { recursive: true });
     const { lines, log } = logged();
-    expect(removeRecordQuietly(file, log)).toBe(false);
+    expect(removeRecordQuietly(file, log, new RecordMemory())).toBe(false);
     expect(lines).toEqual([
       `ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, ` +
         `unlink '${file}'"`,

@@ -1,5 +1,6 @@
 // DEL, GC and STATUS on a real state dir, with a real flock and a fake rest:
 // what they do with unsafe dirs, invalid records, held locks and background work.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +49,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
       lockCalls.push({ path, timeoutMs });
       return locks.take(path, timeoutMs);
     },
+    written: new RecordMemory(),
     ...overrides,
   };
 }
@@ -120,7 +122,7 @@ afterEach(() => {
 
 describe('DEL', () => {
   it('cancels the background work, removes the record and the lock file, and says so at info', async () => {
-    writeRecord(stateDir, record({ job: JOB }));
+    writeRecord(stateDir, record({ job: JOB }), new RecordMemory());
     await del(deps(), delRequest());
     expect(readdirSync(stateDir)).toEqual([]);
     expect(lockCalls).toEqual([{ path: join(stateDir, 'c1@eth0.lock'), timeoutMs: lockWaitMs(2000) }]);
@@ -150,7 +152,7 @@ describe('DEL', () => {
   it('goes ahead without the lock when it stays held, and removes the record', async () => {
     const held = (await locks.take(join(stateDir, 'c1@eth0.lock'), 0))!;
     try {
-      writeRecord(stateDir, record());
+      writeRecord(stateDir, record(), new RecordMemory());
       await del(deps({ lockFile: async () => undefined }), delRequest());
       expect(readdirSync(stateDir)).toEqual([]); // no lock file: the lock is in memory
       expect(lines.join('')).toMatch(
@@ -163,7 +165,7 @@ describe('DEL', () => {
 
   it('does nothing in an unsafe stateDir, saying what to fix', async () => {
     chmodSync(stateDir, 0o777);
-    writeRecord(stateDir, record());
+    writeRecord(stateDir, record(), new RecordMemory());
     await del(deps(), delRequest());
     expect(lockCalls).toEqual([]);
     expect(readdirSync(stateDir)).toEqual(['c1@eth0.json']);
@@ -184,10 +186,10 @@ describe('GC', () => {
   const collectsStaleAndTitle =
     "collects stale and invalid records, orphan locks and dead writers' temp files; keeps live and busy ones";
   it(collectsStaleAndTitle, async () => {
-    writeRecord(stateDir, record({ containerId: 'stale', job: { ...JOB, containerId: 'stale' } }));
-    writeRecord(stateDir, record({ containerId: 'live' }));
-    writeRecord(stateDir, record({ containerId: 'other', network: 'elsewhere' }));
-    writeRecord(stateDir, record({ containerId: 'busy' }));
+    writeRecord(stateDir, record({ containerId: 'stale', job: { ...JOB, containerId: 'stale' } }), new RecordMemory());
+    writeRecord(stateDir, record({ containerId: 'live' }), new RecordMemory());
+    writeRecord(stateDir, record({ containerId: 'other', network: 'elsewhere' }), new RecordMemory());
+    writeRecord(stateDir, record({ containerId: 'busy' }), new RecordMemory());
     writeFileSync(join(stateDir, 'bad@eth0.json'), '{"tail":{"pid":0}}');
     writeFileSync(join(stateDir, 'orphan@eth0.lock'), '');
     writeFileSync(join(stateDir, '.stale@eth0.json.4194305.00aa11bb.tmp'), '');

@@ -2,6 +2,7 @@
 // objects unchanged), each command's config shown to the announcer (node options
 // in it are said once, never applied), packet sockets closed on another thread,
 // and sleeps that go to the loop.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import type { JobHost } from '../../../src/announce/job-host';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,7 @@ function runner(jobHost: CniHostDeps['jobHost'] = () => NO_HOST, timers = new Ma
     frameBudget: () => UNLIMITED,
     waits: new LoopWaits(() => timers.now()),
     attachmentLock: new MemoryLocks(() => new Promise(() => undefined)).take,
+    written: new RecordMemory(),
     jobHost,
     closeInBackground: (fd) => void closed.push(fd),
     noteConfig: (config) => void noted.push({ name: config.name, nodeOptions: config.nodeOptions }),

@@ -1,5 +1,6 @@
 // A work of the table and its record: the pod still there while the netns path names the same netns; the record
 // written from the table (the journal), under the lock and only while the table holds the work.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -92,7 +93,11 @@ describe('recordFirstRound', () => {
     const w = workOf(name);
     const paths: string[] = [];
     const counters = newCounters();
-    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy(paths), holds: () => true }, counters, w);
+    await recordFirstRound(
+      { stateDir: state.dir, written: new RecordMemory(), lockFile: lockedBy(paths), holds: () => true },
+      counters,
+      w,
+    );
     expect(recordIn(name).job.firstRoundAt).toBe(1_000_500);
     expect(recordIn(name).originalMacs).toEqual(MACS);
     expect(w.job.firstRoundAt).toBe(1_000_500);
@@ -103,10 +108,14 @@ describe('recordFirstRound', () => {
   it('writes nothing once the table no longer holds the work, nor while the lock is held', async () => {
     const name = writeJob(state, jobIn(state, { firstRoundAt: undefined }));
     const w = workOf(name);
-    await recordFirstRound({ stateDir: state.dir, lockFile: lockedBy([]), holds: () => false }, newCounters(), w);
+    await recordFirstRound(
+      { stateDir: state.dir, written: new RecordMemory(), lockFile: lockedBy([]), holds: () => false },
+      newCounters(),
+      w,
+    );
     expect(recordIn(name).job.firstRoundAt).toBeUndefined();
     await recordFirstRound(
-      { stateDir: state.dir, lockFile: async () => undefined, holds: () => true },
+      { stateDir: state.dir, written: new RecordMemory(), lockFile: async () => undefined, holds: () => true },
       newCounters(),
       w,
     );
@@ -119,11 +128,19 @@ describe('recordFirstRound', () => {
     const throwing = async () => {
       throw new Error('EMFILE');
     };
-    await recordFirstRound({ stateDir: state.dir, lockFile: throwing, holds: () => true }, counters, w);
+    await recordFirstRound(
+      { stateDir: state.dir, written: new RecordMemory(), lockFile: throwing, holds: () => true },
+      counters,
+      w,
+    );
     expect(counters.errors).toBe(1);
     expect(w.lines.some((l) => l.includes('cannot record that round 1 went out') && l.includes('EMFILE'))).toBe(true);
     const missing = join(state.dir, 'missing');
-    await recordFirstRound({ stateDir: missing, lockFile: lockedBy([]), holds: () => true }, counters, w);
+    await recordFirstRound(
+      { stateDir: missing, written: new RecordMemory(), lockFile: lockedBy([]), holds: () => true },
+      counters,
+      w,
+    );
     expect(counters.errors).toBe(2);
   });
 });
@@ -131,7 +148,7 @@ describe('recordFirstRound', () => {
 describe('recordVerdict', () => {
   it("writes the work's verdict into its record; a work without the check writes nothing", async () => {
     const name = writeJob(state, jobIn(state));
-    const deps = { stateDir: state.dir, lockFile: lockedBy([]), holds: () => true };
+    const deps = { stateDir: state.dir, written: new RecordMemory(), lockFile: lockedBy([]), holds: () => true };
     await recordVerdict(deps, newCounters(), workOf(name));
     expect(recordIn(name).originalMacs).toEqual([]); // not written
     const verdict = { ...firstVerdict([GW]), result: 'no-answer' as const };

@@ -1,6 +1,7 @@
 // The announcer's table of work, driven through fakes: jobs taken from the
 // records and from ADD's requests, rounds at their offsets, late rounds
 // skipped, cancel, deferred waits, and a throw on every path.
+import { RecordMemory } from '../../../src/announce/record-memory';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -51,6 +52,7 @@ beforeEach(() => {
     timers,
     budget: budget.budget,
     lockFile: async (path) => (locked.push(path), { path, release: () => undefined }),
+    written: new RecordMemory(),
     jobLog: () => kept.log,
     observeGatewayAnswer: () => undefined,
   };
