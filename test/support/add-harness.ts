@@ -2,7 +2,6 @@
 // the injected socket opener, a manual clock with waits on it, a fake
 // background announcer, ARP receivers fed by the test, and a real stateDir.
 // Everything ADD does to the outside is recorded.
-import { RecordMemory } from '../../src/announce/record-memory';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import type { RtnlEvents } from '../../src/sys/rtnl';
 import { fakeLibc } from './fake-libc';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
 import { ManualTimers, settle } from './manual-timers';
+import { RecordMemory } from '../../src/announce/record-memory';
 
 export const NETNS = '/run/netns/pod';
 export const NETNS_ID = { dev: 4, ino: 4026532999 };

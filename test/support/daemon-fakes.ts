@@ -1,7 +1,6 @@
 // Fakes for the background announcer's unit tests: a pod behind an injected
 // socket opener, a scripted frame budget, a logger that keeps its lines, and
 // real records in a temporary stateDir (a plain file stands in for the netns).
-import { RecordMemory } from '../../src/announce/record-memory';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,9 @@ import { createLogger, type Logger } from '../../src/log';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
 import { parseIPv4 } from '../../src/wire/ip';
-import type { AddressInfo, LinkInfo } from '../../src/wire/rtnetlink';
+import type { LinkInfo } from '../../src/wire/rtnetlink';
+import { fakeAddress, fakeLink } from './fake-rtnl';
+import { RecordMemory } from '../../src/announce/record-memory';
 
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
 /** The pod's gateway, 10.88.0.1, and its MAC. */
@@ -92,33 +93,9 @@ export function writeJob(state: StateDir, job: BackgroundJob): string {
   return recordName(job.containerId, job.ifname);
 }
 
+/** The pod's eth0 (index 2, the pod MAC), veth, up with carrier; `fields` replace any of it. */
 export function link(fields: Partial<LinkInfo> = {}): LinkInfo {
-  return {
-    index: 2,
-    name: 'eth0',
-    mac: POD_MAC,
-    up: true,
-    running: true,
-    noarp: false,
-    linkIndex: undefined,
-    linkNetnsid: undefined,
-    kind: 'veth',
-    ipvlanMode: undefined,
-    portState: undefined,
-    ...fields,
-  };
-}
-
-function ipv4(index: number, text: string): AddressInfo {
-  return {
-    index,
-    family: 4,
-    bytes: Buffer.from(text.split('.').map(Number)),
-    prefixLength: 16,
-    tentative: false,
-    dadFailed: false,
-    optimistic: false,
-  };
+  return fakeLink({ index: 2, name: 'eth0', mac: POD_MAC, ...fields });
 }
 
 /** A pod with eth0 holding 10.88.0.5; tests change `links` (down: not ready; empty: gone) and watch what happens. */
@@ -156,7 +133,7 @@ export class FakePod {
       linkByName: (name: string) => this.links.find((l) => l.name === name),
       linkByIndex: (index: number) => this.links.find((l) => l.index === index),
       links: () => this.links,
-      addresses: (index: number) => (index === 2 ? [ipv4(index, '10.88.0.5')] : []),
+      addresses: (index: number) => (index === 2 ? [fakeAddress(index, '10.88.0.5')] : []),
       bridgePortState: () => undefined,
     } as unknown as Rtnl;
     const events = (fd: number) =>

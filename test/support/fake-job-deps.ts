@@ -1,11 +1,11 @@
 // The announcer's table of work (src/daemon/jobs.ts) on fakes, as the gateway check's unit
 // tests drive it: one pod's sockets, a stateDir's records, manual timers.
-import { RecordMemory } from '../../src/announce/record-memory';
 import type { JobDeps } from '../../src/daemon/jobs';
 import { identityViews } from './caller-view-fakes';
 import { type FakePod, keptLog, ScriptedBudget, type StateDir } from './daemon-fakes';
 import { fakeLibc } from './fake-libc';
 import type { ManualTimers } from './manual-timers';
+import { RecordMemory } from '../../src/announce/record-memory';
 
 /**
  * JobDeps for `pod` and `state` on `timers`: every fd polled is ready, closes and locks do nothing, the budget always

@@ -1,7 +1,6 @@
 // ADD's IP-derived MACs and its record: what is recorded before a MAC changes,
 // what a repeated ADD keeps, and what a failure leaves for DEL. The fake world
 // is test/support/add-harness.ts.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/ann
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { AddHarness, NETNS, NETNS_ID, PLAN } from '../../support/add-harness';
 import { fakeAddress, fakeLink } from '../../support/fake-rtnl';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 let h: AddHarness;
 beforeEach(() => {

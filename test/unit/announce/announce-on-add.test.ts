@@ -1,6 +1,5 @@
 // ADD's announcement without root: a fake pod behind the injected socket
 // opener, a manual clock with waits on it, a fake background announcer, and a real stateDir.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,14 +18,16 @@ import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import type { AnnouncePlan } from '../../../src/plan';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
-import type { AddressInfo, LinkInfo } from '../../../src/wire/rtnetlink';
+import type { LinkInfo } from '../../../src/wire/rtnetlink';
+import { fakeAddress, fakeLink } from '../../support/fake-rtnl';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers, settle } from '../../support/manual-timers';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 const NETNS = '/run/netns/pod';
 const NETNS_ID = { dev: 4, ino: 4026532999 };
 const PACKET_FD = 60;
-const POD_MAC = Buffer.from('0a580a580005', 'hex');
+import { POD_MAC } from '../../support/daemon-fakes';
 
 let stateDir: string;
 let timers: ManualTimers;
@@ -43,39 +44,12 @@ beforeEach(() => {
   frames = [];
   handed = [];
   released = [];
-  eth0 = link({ index: 2, name: 'eth0' });
+  eth0 = fakeLink({ index: 2, name: 'eth0', mac: POD_MAC });
 });
 
 afterEach(() => {
   rmSync(stateDir, { recursive: true, force: true });
 });
-
-function link(fields: Partial<LinkInfo> & { index: number; name: string }): LinkInfo {
-  return {
-    mac: POD_MAC,
-    up: true,
-    running: true,
-    noarp: false,
-    linkIndex: undefined,
-    linkNetnsid: undefined,
-    kind: 'veth',
-    ipvlanMode: undefined,
-    portState: undefined,
-    ...fields,
-  };
-}
-
-function ipv4(index: number, text: string): AddressInfo {
-  return {
-    index,
-    family: 4,
-    bytes: Buffer.from(text.split('.').map(Number)),
-    prefixLength: 16,
-    tentative: false,
-    dadFailed: false,
-    optimistic: false,
-  };
-}
 
 /** The pod seen through its sockets: `links()` is read on every request, so a test can change it meanwhile. */
 function fakeOpener(links: () => LinkInfo[]): SocketOpener {
@@ -83,7 +57,7 @@ function fakeOpener(links: () => LinkInfo[]): SocketOpener {
     linkByName: (name: string) => links().find((l) => l.name === name),
     linkByIndex: (index: number) => links().find((l) => l.index === index),
     links,
-    addresses: (index: number) => (index === eth0.index ? [ipv4(index, '10.88.0.5')] : []),
+    addresses: (index: number) => (index === eth0.index ? [fakeAddress(index, '10.88.0.5')] : []),
     bridgePortState: () => undefined,
     setMac: () => undefined,
     close: () => undefined,

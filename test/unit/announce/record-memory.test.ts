@@ -2,7 +2,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordMemory } from '../../../src/announce/record-memory';
 import {
   readRecordFile,
   readRecordToActOn,
@@ -11,6 +10,7 @@ import {
   type AttachmentRecord,
 } from '../../../src/announce/state';
 import { silentLogger } from '../../../src/log';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 // A record the schema refuses (its MAC is not one): read back as valid only when the memory vouches for its bytes.
 const UNCHECKED: AttachmentRecord = {

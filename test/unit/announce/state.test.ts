@@ -1,4 +1,3 @@
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,
@@ -16,6 +15,7 @@ import { afterEach, beforeEach, describe, it, expect } from 'vitest';
 import {
   listRecords,
   readRecordFile,
+  readRecordToActOn,
   recordPath,
   removeRecordQuietly,
   stateEntries,
@@ -24,6 +24,7 @@ import {
 } from '../../../src/announce/state';
 import { createLogger, silentLogger } from '../../../src/log';
 import { attachmentName, stateEntryKind } from '../../../src/state-files';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 const RECORD: AttachmentRecord = {
   network: 'podnet',
@@ -274,6 +275,12 @@ describe('state edges', () => {
     const file = join(stateDir, 'c0ffee@eth0.json');
     mkdirSync(file);
     expect(readRecordFile(file)).toEqual({ kind: 'invalid', problem: `cannot read it: ${file} is not a regular file` });
+  });
+
+  it('readRecordToActOn finds nothing to act on in a missing record, and says nothing', () => {
+    const { lines, log } = logged();
+    expect(readRecordToActOn(join(stateDir, 'c0ffee@eth0.json'), log, new RecordMemory())).toBeUndefined();
+    expect(lines).toEqual([]);
   });
 
   it('removeRecordQuietly logs a record it cannot remove, and says false', () => {

@@ -1,6 +1,5 @@
 // DEL, GC and STATUS on a real state dir, with a real flock and a fake rest:
 // what they do with unsafe dirs, invalid records, held locks and background work.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { MemoryLocks } from '../../../src/daemon/memory-locks';
 import { UNLIMITED } from '../../../src/announce/frame-budget';
 import { fakeLibc } from '../../support/fake-libc';
 import { identityView } from '../../support/caller-view-fakes';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 const locks = new MemoryLocks((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
 const timers = realTimers(() => Date.now());

@@ -2,7 +2,6 @@
 // objects unchanged), each command's config shown to the announcer (node options
 // in it are said once, never applied), packet sockets closed on another thread,
 // and sleeps that go to the loop.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import type { JobHost } from '../../../src/announce/job-host';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +17,7 @@ import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
 import { identityView } from '../../support/caller-view-fakes';
 import type { CallerViews } from '../../../src/sys/caller-views';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 let dir: string;
 let noted: Pick<PluginConfig, 'name' | 'nodeOptions'>[];

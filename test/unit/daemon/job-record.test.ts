@@ -1,6 +1,5 @@
 // A work of the table and its record: the pod still there while the netns path names the same netns; the record
 // written from the table (the journal), under the lock and only while the table holds the work.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { podThere, recordFirstRound, recordOf, recordVerdict, sameJob } from '..
 import type { Work } from '../../../src/daemon/rounds';
 import { jobIn, jobRecord, keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
 import { identityViews } from '../../support/caller-view-fakes';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 let state: StateDir;
 beforeEach(() => {

@@ -1,7 +1,6 @@
 // The announcer's table of work, driven through fakes: jobs taken from the
 // records and from ADD's requests, rounds at their offsets, late rounds
 // skipped, cancel, deferred waits, and a throw on every path.
-import { RecordMemory } from '../../../src/announce/record-memory';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,6 +21,7 @@ import {
 } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
 import { identityViews } from '../../support/caller-view-fakes';
+import { RecordMemory } from '../../../src/announce/record-memory';
 
 let state: StateDir;
 let pod: FakePod;
