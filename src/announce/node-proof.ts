@@ -68,7 +68,13 @@ export class NodeWatch {
     });
   }
 
-  /** Feeds one FDB (AF_BRIDGE) or neighbour (AF_INET/AF_INET6) entry, from a dump or an event. */
+  /** The entries the verdict rests on, to read one by one: the MAC's on the bridge, and each address's there. */
+  entriesToRead(): { bridgeIndex: number; mac: Buffer; neighbours: { family: number; dst: Buffer }[] } {
+    const neighbours = this.watched.map(({ family, bytes }) => ({ family, dst: bytes }));
+    return { bridgeIndex: this.pod.bridgeIndex, mac: this.mac, neighbours };
+  }
+
+  /** Feeds one FDB (AF_BRIDGE) or neighbour (AF_INET/AF_INET6) entry, from a read, a dump or an event. */
   observe(entry: NeighEntry, deleted = false): void {
     if (entry.family === AF_BRIDGE) this.observeFdb(entry, deleted);
     else this.observeNeighbour(entry, deleted);

@@ -3,8 +3,8 @@
 // the ADD's caller (where the host side of the pod is): the bridge's FDB entry
 // for the pod's MAC and the node's neighbour entries for its addresses. One
 // read right after round 1 would race the bridge's learning, so the window
-// subscribes to neighbour notifications first, dumps, then follows them until
-// the window closes. Pod interfaces that are no
+// subscribes to neighbour notifications first, reads those entries, then
+// follows the notifications until the window closes. Pod interfaces that are no
 // bridge port (macvlan, ipvlan, host-device) are said to be out of the node's
 // sight.
 import type { NodeProof } from '../announce/gateway-verdict';
@@ -14,12 +14,13 @@ import { formatMac } from '../wire/mac';
 import { parseNeighChange } from '../wire/neigh';
 import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
 import type { HostSockets } from '../sys/netns';
+import { hasErrno } from '../sys/sys-error';
 import type { Counters } from './counters';
 import { jobOpener } from './job-view';
 import type { PodVisit } from './pod-visit';
 import type { RoundDeps, Work } from './rounds';
 
-/** The families dumped at the start of a window, and again when notifications overflowed. */
+/** The families dumped where one get per entry cannot tell (readInto). */
 const DUMPED = [AF_BRIDGE, AF_INET, AF_INET6] as const;
 
 /** One attachment's window: the sockets it follows, a watch per bridged interface, and when it closes (boot ms). */
@@ -66,7 +67,7 @@ export function startNodeWatch(
   const portName = (i: number): string => sockets.rtnl.linkByIndex(i)?.name ?? `ifindex ${i}`;
   const watches = bridged.map(({ name, pod }) => ({ name, watch: new NodeWatch(pod, portName) }));
   const work = { sockets, watches, unseen, until: now + windowMs };
-  dumpInto(work);
+  readInto(work);
   return work;
 }
 
@@ -74,7 +75,7 @@ export function startNodeWatch(
 export function stepNodeWatch(work: NodeWork, now: number, changed: ReadonlySet<number>): NodeProof[] | undefined {
   if (changed.has(work.sockets.events.fd)) {
     const { messages, overflowed } = work.sockets.events.take();
-    if (overflowed) dumpInto(work);
+    if (overflowed) readInto(work);
     else {
       for (const change of messages.flatMap((m) => parseNeighChange(m) ?? [])) {
         for (const { watch } of work.watches) watch.observe(change.entry, change.deleted);
@@ -102,6 +103,31 @@ export function countNodeProofs(counters: Counters, proofs: readonly NodeProof[]
     counters.nodeMismatches.staleNeighbour += p.seen.neighbours.filter((n) => n.kind === 'stale').length;
   }
   return proofs.map(describeNodeProof).join('; ');
+}
+
+/**
+ * Feeds each watch what the node holds now: one get per entry it rests on (Linux 5.0), so that a window costs the same
+ * on a node of many pods. Where a get cannot tell, the whole tables are dumped: before Linux 5.0 (EOPNOTSUPP), and
+ * when the bridge has no entry for the MAC in VLAN 0 (not learned yet, or a VLAN-filtering bridge, which keys its
+ * entries by VLAN).
+ */
+function readInto(work: NodeWork): void {
+  const { rtnl } = work.sockets;
+  try {
+    for (const { watch } of work.watches) {
+      const { bridgeIndex, mac, neighbours } = watch.entriesToRead();
+      const fdb = rtnl.fdbEntry(bridgeIndex, mac);
+      if (!fdb) return dumpInto(work);
+      watch.observe(fdb);
+      for (const { family, dst } of neighbours) {
+        const entry = rtnl.neighbour(family, bridgeIndex, dst);
+        if (entry) watch.observe(entry);
+      }
+    }
+  } catch (err) {
+    if (!hasErrno(err, 'ENOTSUP')) throw err; // EOPNOTSUPP: the same errno (95)
+    dumpInto(work);
+  }
 }
 
 function dumpInto(work: NodeWork): void {

@@ -1,5 +1,5 @@
-// Typed rtnetlink requests and change notifications over netlink sockets bound
-// through koffi. A socket belongs to the netns it was opened in (see netns.ts);
+// Typed rtnetlink requests over netlink sockets bound through koffi (change
+// notifications: rtnl-events.ts). A socket belongs to the netns it was opened in (see netns.ts);
 // this file never switches. Calls block, bounded by a deadline: the kernel
 // answers at once, so a call holds up the announcer's loop no longer than that
 // (REQUEST_TIMEOUT_MS when a reply is lost).
@@ -17,7 +17,14 @@ import {
   type AddressInfo,
   type LinkInfo,
 } from '../wire/rtnetlink';
-import { neighDumpPayload, parseNeigh, RTM_GETNEIGH, type NeighEntry } from '../wire/neigh';
+import {
+  fdbGetPayload,
+  neighDumpPayload,
+  neighGetPayload,
+  parseNeigh,
+  RTM_GETNEIGH,
+  type NeighEntry,
+} from '../wire/neigh';
 import {
   decodeMessages,
   encodeMessage,
@@ -27,7 +34,6 @@ import {
   NLM_F_REQUEST,
   NLMSG_DONE,
   NLMSG_ERROR,
-  type NetlinkMessage,
 } from '../wire/netlink';
 import { sockaddrNl } from './abi/structs';
 import { ETIMEDOUT } from './errno';
@@ -107,6 +113,19 @@ export class Rtnl {
     ).flatMap((payload) => parseNeigh(payload) ?? []);
   }
 
+  /**
+   * The FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0, or undefined (one get; Linux 5.0, older kernels refuse it
+   * with EOPNOTSUPP).
+   */
+  fdbEntry(bridgeIndex: number, mac: Uint8Array): NeighEntry | undefined {
+    return this.getNeigh(`RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`, fdbGetPayload(bridgeIndex, mac));
+  }
+
+  /** The neighbour entry of `dst` on link `index`, or undefined (one get; Linux 5.0, older ones: EOPNOTSUPP). */
+  neighbour(family: number, index: number, dst: Uint8Array): NeighEntry | undefined {
+    return this.getNeigh(`RTM_GETNEIGH family ${family} on ifindex ${index}`, neighGetPayload(family, index, dst));
+  }
+
   /** Every unicast route of `family` (AF_INET or AF_INET6), all tables (one dump). */
   routes(family: number): RouteEntry[] {
     const payload = routeDumpPayload(family);
@@ -131,6 +150,16 @@ export class Rtnl {
       return payload ? parseLink(payload) : undefined;
     } catch (err) {
       if (hasErrno(err, 'ENODEV')) return undefined;
+      throw err;
+    }
+  }
+
+  private getNeigh(operation: string, payload: Buffer): NeighEntry | undefined {
+    try {
+      const [reply] = this.request(operation, RTM_GETNEIGH, 0, payload);
+      return reply ? parseNeigh(reply) : undefined;
+    } catch (err) {
+      if (hasErrno(err, 'ENOENT')) return undefined;
       throw err;
     }
   }
@@ -166,80 +195,7 @@ export class Rtnl {
   }
 }
 
-/**
- * A socket subscribed to rtnetlink notifications: readable means "something changed". Callers either drain it and read
- * the state again, or read the notifications themselves.
- */
-export class RtnlEvents {
-  private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
-
-  constructor(
-    private readonly libc: Libc,
-    /** The socket, for poll(2). */
-    readonly fd: number,
-  ) {}
-
-  /** Discards every queued notification. */
-  drain(): void {
-    this.take();
-  }
-
-  /**
-   * Every queued notification, without waiting; `overflowed` when the kernel dropped some (ENOBUFS, a busy node):
-   * the messages are then incomplete and the caller reads the state again.
-   */
-  take(): { messages: NetlinkMessage[]; overflowed: boolean } {
-    const messages: NetlinkMessage[] = [];
-    let overflowed = false;
-    for (;;) {
-      let n;
-      try {
-        n = this.libc.recvNow(this.fd, this.buffer);
-      } catch (err) {
-        // ENOBUFS: notifications overflowed. Still a change: the caller re-reads.
-        if (!hasErrno(err, 'ENOBUFS')) throw err;
-        overflowed = true;
-        continue;
-      }
-      if (n === undefined) return { messages, overflowed };
-      for (const m of decodeMessages(this.buffer.subarray(0, n))) {
-        messages.push({ ...m, payload: Buffer.from(m.payload) }); // the receive buffer is reused
-      }
-    }
-  }
-
-  /** Closes the socket. */
-  close(): void {
-    this.libc.close(this.fd);
-  }
-}
-
 /** Opens an rtnetlink request socket in the current netns. */
 export function openRtnl(libc: Libc): Rtnl {
   return new Rtnl(libc, libc.openNetlinkSocket());
-}
-
-/** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
-export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
-  const fd = libc.openNetlinkSocket();
-  try {
-    for (const group of groups) libc.joinGroup(fd, group);
-  } catch (err) {
-    libc.close(fd);
-    throw err;
-  }
-  return new RtnlEvents(libc, fd);
-}
-
-/**
- * Blocks until one of `sources` has a notification or `timeoutMs` passes, then drains them all; whether anything
- * arrived.
- */
-export function awaitChange(libc: Libc, sources: readonly RtnlEvents[], timeoutMs: number): boolean {
-  const ready = libc.pollIn(
-    sources.map((s) => s.fd),
-    timeoutMs,
-  );
-  for (const s of sources) s.drain();
-  return ready.some(Boolean);
 }

@@ -1,6 +1,7 @@
 // Pure: rtnetlink neighbour messages (struct ndmsg; rtnetlink(7), "RTM_NEWNEIGH"): the node's
 // neighbour table (AF_INET, AF_INET6) and a bridge's forwarding database (AF_BRIDGE). No I/O.
-import { type NetlinkMessage, parseAttrs } from './netlink';
+import { encodeAttr, type NetlinkMessage, parseAttrs } from './netlink';
+import { AF_BRIDGE } from './rtnetlink';
 
 export const RTM_NEWNEIGH = 28;
 export const RTM_DELNEIGH = 29;
@@ -65,8 +66,31 @@ export interface NeighChange {
 
 /** RTM_GETNEIGH dump payload (struct ndmsg) for `family`: AF_BRIDGE for every bridge FDB, AF_INET/AF_INET6. */
 export function neighDumpPayload(family: number): Buffer {
+  return ndmsg(family, 0);
+}
+
+/**
+ * RTM_GETNEIGH get payload (Linux 5.0: neigh_get) for the neighbour entry of `dst` (4 or 16 bytes) on link `ifindex`.
+ */
+export function neighGetPayload(family: number, ifindex: number, dst: Uint8Array): Buffer {
+  return Buffer.concat([ndmsg(family, ifindex), encodeAttr(NDA_DST, dst)]);
+}
+
+/**
+ * RTM_GETNEIGH get payload (Linux 5.0: rtnl_fdb_get) for the FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0 (a
+ * bridge without VLAN filtering keys every entry there).
+ */
+export function fdbGetPayload(bridgeIndex: number, mac: Uint8Array): Buffer {
+  const master = Buffer.alloc(4);
+  master.writeUInt32LE(bridgeIndex, 0);
+  return Buffer.concat([ndmsg(AF_BRIDGE, 0), encodeAttr(NDA_LLADDR, mac), encodeAttr(NDA_MASTER, master)]);
+}
+
+/** struct ndmsg: family, ifindex; state, flags and type 0. */
+function ndmsg(family: number, ifindex: number): Buffer {
   const out = Buffer.alloc(NDMSG);
   out[0] = family;
+  out.writeInt32LE(ifindex, 4);
   return out;
 }
 

@@ -6,11 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { NodeWatch } from '../../src/announce/node-proof';
 import { loadLibc } from '../../src/sys/libc';
 import { openHostSockets, openPodRtnl, openPodSockets } from '../../src/sys/netns';
-import { awaitChange } from '../../src/sys/rtnl';
+import { awaitChange } from '../../src/sys/rtnl-events';
 import { formatMac } from '../../src/wire/mac';
 import { type NeighChange, parseNeighChange } from '../../src/wire/neigh';
 import { AF_BRIDGE, AF_INET, AF_INET6, PortState, RtnlGroup } from '../../src/wire/rtnetlink';
-import { createNetns, neighEntry, OLD_MAC, runOk, scopePerTest, skipIntegration, waitFor } from './harness';
+import { createNetns, neighEntry, OLD_MAC, run, runOk, scopePerTest, skipIntegration, waitFor } from './harness';
 
 const libc = loadLibc();
 
@@ -168,6 +168,31 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
       expect([entry?.state, entry && formatMac(entry.lladdr!)]).toEqual([state, mac]);
       expect((await neighEntry('br0', address.text, ns.name))?.mac).toBe(mac);
     }
+  });
+
+  it('gets one FDB or neighbour entry as `bridge fdb get` and `ip neigh get` do; nothing for one absent', async () => {
+    const { ns, ip, host, br, p0 } = await twinPorts();
+    const mac = Buffer.from(POD_MAC.replace(/:/g, ''), 'hex');
+    expect(host.rtnl.fdbEntry(br, mac)).toMatchObject({ family: AF_BRIDGE, ifindex: p0, master: br });
+    expect(host.rtnl.fdbEntry(br, Buffer.from('0a580a580999', 'hex'))).toBeUndefined();
+    const v4 = host.rtnl.neighbour(AF_INET, br, V4.bytes);
+    expect([v4?.ifindex, v4?.state, v4 && formatMac(v4.lladdr!)]).toEqual([br, 0x04, OLD_MAC]); // NUD_STALE
+    expect(formatMac(host.rtnl.neighbour(AF_INET6, br, V6.bytes)!.lladdr!)).toBe(POD_MAC);
+    expect(host.rtnl.neighbour(AF_INET, br, Buffer.from([10, 88, 9, 99]))).toBeUndefined();
+    // A VLAN-filtering bridge keys its entries by VLAN: the entry learned in VLAN 1 is not the one of VLAN 0.
+    const filtering = await run('ip', ['-n', ns.name, 'link', 'set', 'br0', 'type', 'bridge', 'vlan_filtering', '1']);
+    if (filtering.code !== 0) {
+      console.log(
+        `skipped the VLAN-filtering part: this kernel has no bridge VLAN filtering (${filtering.stderr.trim()})`,
+      );
+      return;
+    }
+    await ip('link', 'set', 'q0', 'down');
+    await ip('link', 'set', 'q0', 'up');
+    await waitFor(() => host.rtnl.neighbours(AF_BRIDGE).find((e) => ofPod(e) && e.ifindex === p0 && e.vlan === 1), {
+      what: "the bridge to learn the pod's MAC on p0 in VLAN 1",
+    });
+    expect(host.rtnl.fdbEntry(br, mac)).toBeUndefined();
   });
 
   it('hands back FDB and neighbour notifications, and NodeWatch judges them: a moved MAC is a duplicate', async () => {

@@ -1,9 +1,10 @@
 // A bridged host for FakePod (daemon-fakes.ts): the pod's eth0 is a veth whose
 // host side is a port of bridge cni0, so the node-local proof's window opens.
-// The host's rtnetlink answers link lookups from a FakeNetns, neighbour dumps
-// (FDB and ARP/ND) from `dumped`, and the window's notifications from `queued`.
+// The host's rtnetlink answers link lookups from a FakeNetns, neighbour reads
+// (FDB and ARP/ND, gets and dumps) from `dumped`, and the window's notifications from `queued`.
 import type { HostSockets } from '../../src/sys/netns';
-import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
+import type { Rtnl } from '../../src/sys/rtnl';
+import type { RtnlEvents } from '../../src/sys/rtnl-events';
 import { encodeAttr, type NetlinkMessage } from '../../src/wire/netlink';
 import { RTM_NEWNEIGH, type NeighEntry } from '../../src/wire/neigh';
 import type { LinkInfo } from '../../src/wire/rtnetlink';
@@ -40,10 +41,7 @@ export class BridgedHost {
 
   /** The host's sockets: the session's (no groups) or a node window's (neighbour notifications). */
   sockets(groups: readonly number[] | undefined): HostSockets {
-    const rtnl = {
-      ...fakeRtnl(this.ns),
-      neighbours: (family: number) => this.dumped.filter((e) => e.family === family),
-    } as Rtnl;
+    const rtnl = { ...fakeRtnl(this.ns), ...neighTables(() => this.dumped) } as Rtnl;
     if (!groups) {
       const events = { fd: HOST_EVENTS_FD, drain: () => undefined, close: () => undefined } as unknown as RtnlEvents;
       return { rtnl, events, close: () => undefined };
@@ -56,6 +54,30 @@ export class BridgedHost {
       close: () => void this.windowsClosed++,
     };
   }
+}
+
+/**
+ * A host's neighbour tables over `entries` (read afresh on each call), each read noted in `calls`: the dumps by
+ * family, and the gets as the kernel answers them (the last entry listed for a MAC or an address is the current one).
+ */
+export function neighTables(
+  entries: () => readonly NeighEntry[],
+  calls: string[] = [],
+): Pick<Rtnl, 'neighbours' | 'fdbEntry' | 'neighbour'> {
+  const last = (match: (e: NeighEntry) => boolean): NeighEntry | undefined => entries().filter(match).at(-1);
+  return {
+    neighbours: (family) => (calls.push(`dump ${family}`), entries().filter((e) => e.family === family)),
+    fdbEntry: (bridge, mac) => {
+      calls.push(`get fdb ${bridge}`);
+      const lladdr = Buffer.from(mac);
+      return last((e) => e.family === AF_BRIDGE && e.master === bridge && !!e.lladdr?.equals(lladdr) && !e.vlan);
+    },
+    neighbour: (family, index, dst) => {
+      calls.push(`get neigh ${family} ${index}`);
+      const bytes = Buffer.from(dst);
+      return last((e) => e.family === family && e.ifindex === index && !!e.dst?.equals(bytes));
+    },
+  };
 }
 
 /** The bridge's FDB entry for `mac` on `port`. */

@@ -10,13 +10,15 @@ import { countNodeProofs, startNodeWatch, stepNodeWatch, type NodeWork } from '.
 import { openForJob } from '../../../src/daemon/pod-visit';
 import type { RoundDeps, Work } from '../../../src/daemon/rounds';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
-import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
+import type { Rtnl } from '../../../src/sys/rtnl';
+import type { RtnlEvents } from '../../../src/sys/rtnl-events';
 import type { NetlinkMessage } from '../../../src/wire/netlink';
 import type { NeighEntry } from '../../../src/wire/neigh';
-import type { LinkInfo } from '../../../src/wire/rtnetlink';
+import { AF_INET, type LinkInfo } from '../../../src/wire/rtnetlink';
+import { SysError } from '../../../src/sys/sys-error';
 import { identityViews } from '../../support/caller-view-fakes';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
-import { fdbEntry, neighNotification } from '../../support/fake-bridged-host';
+import { fdbEntry, neighNotification, neighTables } from '../../support/fake-bridged-host';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';
 import { ManualTimers } from '../../support/manual-timers';
 
@@ -34,6 +36,8 @@ let calls: string[];
 /** What the window's event socket holds next. */
 let queued: { messages: NetlinkMessage[]; overflowed: boolean };
 let dumped: NeighEntry[];
+/** When set, the host's gets throw this errno (EOPNOTSUPP: a kernel before 5.0). */
+let getsFail: number | undefined;
 
 beforeEach(() => {
   state = makeStateDir();
@@ -51,6 +55,7 @@ beforeEach(() => {
   calls = [];
   queued = { messages: [], overflowed: false };
   dumped = [];
+  getsFail = undefined;
 });
 afterEach(() => state.remove());
 
@@ -66,9 +71,16 @@ function opener(): SocketOpener {
     }),
     host: (_netns, groups): HostSockets => {
       calls.push(`open ${JSON.stringify(groups ?? null)}`);
+      const tables = neighTables(() => dumped, calls);
+      const failing = <T>(get: T): T => {
+        if (getsFail !== undefined) throw new SysError('RTM_GETNEIGH', getsFail);
+        return get;
+      };
       const rtnl = {
         ...fakeRtnl(hostNs),
-        neighbours: (family: number) => (calls.push(`dump ${family}`), dumped.filter((e) => e.family === family)),
+        ...tables,
+        fdbEntry: (b, m) => failing(tables.fdbEntry(b, m)),
+        neighbour: (f, i, d) => failing(tables.neighbour(f, i, d)),
       } as Rtnl;
       const take = () => queued;
       return {
@@ -112,6 +124,16 @@ function work(): Work {
   };
 }
 
+/** The node's neighbour entry on the bridge for the pod's address, held by `mac`. */
+const podNeighbour = (mac: Buffer): NeighEntry => ({
+  family: AF_INET,
+  ifindex: BRIDGE,
+  state: 0x02, // REACHABLE
+  flags: 0,
+  dst: Buffer.from([10, 88, 0, 5]),
+  lladdr: mac,
+});
+
 /** Starts a window as the check's turn does: its one visit of the pod, opened on first use. */
 function watchFrom(now: number, windowMs: number) {
   const d = deps();
@@ -135,11 +157,40 @@ describe('startNodeWatch', () => {
     expect(calls.filter((c) => c.startsWith('dump'))).toEqual([]);
   });
 
-  it('watches a bridged veth, subscribed to neighbour notifications before it dumps', () => {
+  it('watches a bridged veth, subscribed to neighbour notifications before it reads the entries, one get each', () => {
+    dumped = [fdbEntry(PORT), podNeighbour(POD_MAC)];
     const w = started();
     expect(w.until).toBe(1500);
     expect(w.watches.map((x) => x.name)).toEqual(['eth0']);
-    expect(calls.slice(-4)).toEqual(['open [3]', 'dump 7', 'dump 2', 'dump 10']);
+    expect(calls.slice(-3)).toEqual(['open [3]', `get fdb ${BRIDGE}`, `get neigh ${AF_INET} ${BRIDGE}`]);
+    expect(stepNodeWatch(w, 1500, new Set())).toEqual([
+      {
+        interface: 'eth0',
+        seen: {
+          fdb: { kind: 'converged', port: 'vethpod' },
+          neighbours: [{ address: '10.88.0.5', kind: 'converged' }],
+        },
+      },
+    ]);
+  });
+
+  it('dumps where a get cannot tell: nothing in VLAN 0 (a VLAN-filtering bridge), or before Linux 5.0', () => {
+    dumped = [{ ...fdbEntry(PORT), vlan: 10 }, podNeighbour(OTHER_MAC)];
+    const w = started();
+    expect(calls.slice(-5)).toEqual(['open [3]', `get fdb ${BRIDGE}`, 'dump 7', 'dump 2', 'dump 10']);
+    expect(stepNodeWatch(w, 1500, new Set())).toMatchObject([
+      { seen: { fdb: { kind: 'converged' }, neighbours: [{ kind: 'stale', mac: '0a:58:0a:58:00:aa' }] } },
+    ]);
+    dumped = [fdbEntry(PORT)];
+    getsFail = 95; // EOPNOTSUPP
+    started();
+    expect(calls.slice(-5)).toEqual(['open [3]', `get fdb ${BRIDGE}`, 'dump 7', 'dump 2', 'dump 10']);
+  });
+
+  it('lets any other failure of a get through', () => {
+    getsFail = 16; // EBUSY
+    expect(() => started()).toThrow(/EBUSY/);
+    expect(calls.filter((c) => c.startsWith('dump'))).toEqual([]);
   });
 });
 
@@ -166,12 +217,14 @@ describe('stepNodeWatch', () => {
     expect(stepNodeWatch(w, 1500, new Set())).toMatchObject([{ seen: { fdb: { kind: 'not-learned' } } }]);
   });
 
-  it('dumps again when notifications overflowed', () => {
+  it('reads the entries again when notifications overflowed', () => {
+    dumped = [fdbEntry(PORT)];
     const w = started();
-    dumped = [fdbEntry(PORT), fdbEntry(9)];
+    dumped = [fdbEntry(PORT), fdbEntry(9)]; // the MAC moved to port 9 meanwhile
     queued = { messages: [], overflowed: true };
     stepNodeWatch(w, 1100, new Set([EVENTS_FD]));
-    expect(calls.filter((c) => c.startsWith('dump'))).toHaveLength(6);
+    expect(calls.filter((c) => c.startsWith('get fdb'))).toHaveLength(2);
+    expect(calls.filter((c) => c.startsWith('dump'))).toEqual([]);
     expect(stepNodeWatch(w, 1500, new Set())).toMatchObject([
       { seen: { fdb: { kind: 'duplicate', port: 'vethpod', others: ['vethtwin'] } } },
     ]);

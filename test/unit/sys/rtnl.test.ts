@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { awaitChange, Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
+import { Rtnl } from '../../../src/sys/rtnl';
+import { awaitChange, RtnlEvents } from '../../../src/sys/rtnl-events';
 import { SysError } from '../../../src/sys/sys-error';
 import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
 import { parseNeighChange, RTM_DELNEIGH, RTM_NEWNEIGH } from '../../../src/wire/neigh';

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  fdbGetPayload,
   neighDumpPayload,
+  neighGetPayload,
   parseNeigh,
   parseNeighChange,
   RTM_DELNEIGH,
@@ -67,6 +69,31 @@ describe('neighDumpPayload', () => {
 
   it('names the message types and the neighbour group as the kernel numbers them', () => {
     expect([RTM_NEWNEIGH, RTM_DELNEIGH, RTM_GETNEIGH, RtnlGroup.Neigh]).toEqual([28, 29, 30, 3]);
+  });
+});
+
+describe('the get payloads (Linux 5.0: one entry, not a dump)', () => {
+  // What iproute2 sent in the netns above (strace -e write=3): `bridge fdb get 0a:58:0a:58:09:05 br br0`,
+  // `ip neigh get 10.88.9.5 dev br0` and `ip -6 neigh get fd00:88:9::5 dev br0`.
+  it('asks bridge 2 for the FDB entry of a MAC as iproute2 does: ndmsg, NDA_LLADDR, NDA_MASTER', () => {
+    const mac = bytes('0a580a580905');
+    expect(fdbGetPayload(2, mac).toString('hex')).toBe(
+      '07000000 00000000 00000000 0a000200 0a580a580905 0000 08000900 02000000'.replace(/ /g, ''),
+    );
+  });
+
+  it('asks link 2 for the neighbour entry of an address as iproute2 does: ndmsg of the link, NDA_DST', () => {
+    expect(neighGetPayload(AF_INET, 2, bytes('0a580905')).toString('hex')).toBe(
+      '02000000 02000000 00000000 08000100 0a580905'.replace(/ /g, ''),
+    );
+    expect(neighGetPayload(AF_INET6, 2, bytes('fd000088000900000000000000000005')).toString('hex')).toBe(
+      '0a000000 02000000 00000000 14000100 fd000088000900000000000000000005'.replace(/ /g, ''),
+    );
+  });
+
+  it('frames as RTM_GETNEIGH without NLM_F_DUMP: the kernel answers with one RTM_NEWNEIGH', () => {
+    const frame = encodeMessage(RTM_GETNEIGH, NLM_F_REQUEST, 9, neighGetPayload(AF_INET, 2, bytes('0a580905')));
+    expect(frame.subarray(0, 8).toString('hex')).toBe('240000001e000100');
   });
 });
 
