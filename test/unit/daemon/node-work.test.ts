@@ -247,7 +247,13 @@ describe('countNodeProofs', () => {
       },
       {
         interface: 'net1',
-        seen: { fdb: { kind: 'not-learned' }, neighbours: [{ address: '10.89.0.7', kind: 'stale', mac: 'y' }] },
+        seen: {
+          fdb: { kind: 'not-learned' },
+          neighbours: [
+            { address: '10.89.0.7', kind: 'stale', mac: 'y' },
+            { address: '10.89.0.8', kind: 'converged' },
+          ],
+        },
       },
       { interface: 'net2', unseen: 'a macvlan interface: the node cannot see the segment' },
     ];
@@ -255,7 +261,8 @@ describe('countNodeProofs', () => {
     expect(counters.nodeMismatches).toEqual({ duplicateMac: 1, notLearned: 1, staleNeighbour: 3 });
     expect(line).toBe(
       'eth0: fdb duplicate MAC on vethtwin (pod port vethpod); neighbours: 10.88.0.5 stale (held by 0a580a5800aa), ' +
-        '10.88.0.6 stale (held by x); net1: fdb not learned; neighbours: 10.89.0.7 stale (held by y); ' +
+        '10.88.0.6 stale (held by x); net1: fdb not learned; neighbours: 10.89.0.7 stale (held by y), ' +
+        '10.89.0.8 converged; ' +
         'net2: a macvlan interface: the node cannot see the segment',
     );
   });
