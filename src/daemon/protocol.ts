@@ -4,6 +4,7 @@
 // cancel) are refused by name.
 import type { GatewayVerdict } from '../announce/gateway-verdict';
 import { gatewayVerdictSchema } from '../announce/record-schema';
+import { once } from '../once';
 import { z } from 'zod/mini';
 import { bool, check, obj, str, strictShape } from '../cni/zod-checks';
 import type { Counters } from './counters';
@@ -73,26 +74,29 @@ export function checkControlRequest(value: unknown): Request | string {
   return checked.ok ? (checked.value as Request) : checked.issues[0]!.message;
 }
 
-const attachmentStatus = obj({
-  network: str(),
-  containerId: str(),
-  ifname: str(),
-  netns: str(),
-  nextRoundInMs: z.optional(z.number()),
-  roundsSent: z.number(),
-  roundsPlanned: z.number(),
-  deferred: bool(),
-  gateway: z.optional(gatewayVerdictSchema),
+// Built on first use: only a client (status, announce) checks a reply.
+const replySchema = once(() => {
+  const attachmentStatus = obj({
+    network: str(),
+    containerId: str(),
+    ifname: str(),
+    netns: str(),
+    nextRoundInMs: z.optional(z.number()),
+    roundsSent: z.number(),
+    roundsPlanned: z.number(),
+    deferred: bool(),
+    gateway: z.optional(gatewayVerdictSchema()),
+  });
+  const statusSchema = obj({ pid: z.int(), attachments: z.array(attachmentStatus), counters: obj({}) });
+  return z.discriminatedUnion('ok', [
+    obj({ ok: z.literal(true), status: z.optional(statusSchema) }),
+    obj({ ok: z.literal(false), error: str() }),
+  ]);
 });
-const statusSchema = obj({ pid: z.int(), attachments: z.array(attachmentStatus), counters: obj({}) });
-const replySchema = z.discriminatedUnion('ok', [
-  obj({ ok: z.literal(true), status: z.optional(statusSchema) }),
-  obj({ ok: z.literal(false), error: str() }),
-]);
 
 /** A reply as the announcer sent it (the shim decoded the line); undefined when it is not one. */
 export function checkReply(value: unknown): Reply | undefined {
-  const checked = check(replySchema, value);
+  const checked = check(replySchema(), value);
   return checked.ok ? (checked.value as Reply) : undefined;
 }
 

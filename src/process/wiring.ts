@@ -4,6 +4,7 @@ import type { Timers } from '../announce/timers';
 import { loadLibc, type Libc } from '../sys/libc';
 import type { TcpSockets } from '../sys/tcp-socket';
 import type { UnixSockets } from '../sys/unix-socket';
+import { once } from '../once';
 import { realTimers } from './real-timers';
 
 /** What every part of the process is built from. */
@@ -11,11 +12,6 @@ export interface ProcessWiring {
   /** libc through koffi, loaded on first use. */
   libc(): Libc & UnixSockets & TcpSockets;
   timers: Timers;
-}
-
-function once<T>(make: () => T): () => T {
-  let value: T | undefined;
-  return () => (value ??= make());
 }
 
 /** The wiring of this process. */
