@@ -145,21 +145,26 @@ export class Rtnl {
   }
 
   private getLink(operation: string, target: { index: number } | { name: string }): LinkInfo | undefined {
-    try {
-      const [payload] = this.request(operation, RTM_GETLINK, 0, getLinkPayload(target));
-      return payload ? parseLink(payload) : undefined;
-    } catch (err) {
-      if (hasErrno(err, 'ENODEV')) return undefined;
-      throw err;
-    }
+    return this.getOne(operation, RTM_GETLINK, getLinkPayload(target), parseLink, 'ENODEV');
   }
 
   private getNeigh(operation: string, payload: Buffer): NeighEntry | undefined {
+    return this.getOne(operation, RTM_GETNEIGH, payload, parseNeigh, 'ENOENT');
+  }
+
+  /** One object the kernel answers a get with, parsed; undefined when it says `absent` (the errno of "no such"). */
+  private getOne<T>(
+    operation: string,
+    type: number,
+    payload: Buffer,
+    parse: (reply: Buffer) => T | undefined,
+    absent: string,
+  ): T | undefined {
     try {
-      const [reply] = this.request(operation, RTM_GETNEIGH, 0, payload);
-      return reply ? parseNeigh(reply) : undefined;
+      const [reply] = this.request(operation, type, 0, payload);
+      return reply ? parse(reply) : undefined;
     } catch (err) {
-      if (hasErrno(err, 'ENOENT')) return undefined;
+      if (hasErrno(err, absent)) return undefined;
       throw err;
     }
   }
