@@ -2,25 +2,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  readRecordFile,
-  readRecordToActOn,
-  removeRecordQuietly,
-  writeRecord,
-  type AttachmentRecord,
-} from '../../../src/announce/state';
+import { readRecordFile, readRecordToActOn, removeRecordQuietly, writeRecord } from '../../../src/announce/state';
 import { silentLogger } from '../../../src/log';
 import { RecordMemory } from '../../../src/announce/record-memory';
+import { attachmentRecord } from '../../support/records';
 
 // A record the schema refuses (its MAC is not one): read back as valid only when the memory vouches for its bytes.
-const UNCHECKED: AttachmentRecord = {
-  network: 'podnet',
-  containerId: 'c0ffee',
-  ifname: 'eth0',
-  netns: '/var/run/netns/pod',
-  netnsId: { dev: 4, ino: 4026532300 },
-  originalMacs: [{ name: 'eth0', mac: 'not a mac' }],
-};
+const UNCHECKED = attachmentRecord({ originalMacs: [{ name: 'eth0', mac: 'not a mac' }] });
 const TEXT = `${JSON.stringify(UNCHECKED)}\n`;
 
 let stateDir: string;

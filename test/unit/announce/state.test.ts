@@ -25,15 +25,9 @@ import {
 import { createLogger, silentLogger } from '../../../src/log';
 import { attachmentName, stateEntryKind } from '../../../src/state-files';
 import { RecordMemory } from '../../../src/announce/record-memory';
+import { attachmentRecord } from '../../support/records';
 
-const RECORD: AttachmentRecord = {
-  network: 'podnet',
-  containerId: 'c0ffee',
-  ifname: 'eth0',
-  netns: '/var/run/netns/pod',
-  netnsId: { dev: 4, ino: 4026532300 },
-  originalMacs: [{ name: 'eth0', mac: '86:03:17:7a:eb:6e' }],
-};
+const RECORD = attachmentRecord();
 
 const JOB = {
   network: 'podnet',

@@ -19,6 +19,7 @@ import { UNLIMITED } from '../../../src/announce/frame-budget';
 import { fakeLibc } from '../../support/fake-libc';
 import { identityView } from '../../support/caller-view-fakes';
 import { RecordMemory } from '../../../src/announce/record-memory';
+import { attachmentRecord } from '../../support/records';
 
 const locks = new MemoryLocks((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
 const timers = realTimers(() => Date.now());
@@ -78,16 +79,10 @@ function gcRequest(valid: { containerId: string; ifname: string }[]): GcRequest 
   };
 }
 
+/** A record of c1@eth0 with no original MAC; `extra` replaces any field. */
 function record(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
-  return {
-    network: 'net',
-    containerId: 'c1',
-    ifname: 'eth0',
-    netns: '/var/run/netns/none',
-    netnsId: { dev: 4, ino: 1 },
-    originalMacs: [],
-    ...extra,
-  };
+  const ids = { network: 'net', containerId: 'c1', netns: '/var/run/netns/none', netnsId: { dev: 4, ino: 1 } };
+  return attachmentRecord({ ...ids, originalMacs: [], ...extra });
 }
 
 /** A job for the background announcer, as ADD records it. */

@@ -3,11 +3,11 @@
 // no extra wake-up of the idle loop, a bind that fails ends it before it
 // listens; and the ADD-to-round-1 histogram from the commands it hosts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AttachmentRecord } from '../../../src/announce/state';
 import { HttpListenError } from '../../../src/daemon/http-server';
 import { parseListenAddress } from '../../../src/sys/tcp-socket';
 import { DaemonLoop } from '../../support/daemon-loop';
 import { fakeTcp, HttpClient, PICKED_PORT } from '../../support/fake-tcp';
+import { attachmentRecord } from '../../support/records';
 
 // The registry loads on first use (lazy-metrics.ts): loaded here once, its import resolves within a turn of the
 // fake loop, whose clock moves without waiting for the real time a first import takes.
@@ -41,14 +41,13 @@ function getAt(at: number, path: string): { client?: HttpClient } {
 
 const FRAMES = { garpRequest: 1, garpReply: 0, na: 1 };
 /** The record of an ADD that left nothing for the background. */
-const NO_JOB: AttachmentRecord = {
+const NO_JOB = attachmentRecord({
   network: 'net',
   containerId: 'c1',
-  ifname: 'eth0',
   netns: '/var/run/netns/p',
   netnsId: { dev: 4, ino: 9 },
   originalMacs: [],
-};
+});
 
 /** At `at` ms, a hosted ADD whose round 1 sent FRAMES and left no job. */
 function reportAt(loop: DaemonLoop, at: number): void {
