@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { isLive, procStat, startTimeOf } from './harness/proc-tree';
 import {
   OLD_MAC,
   addBridgePod,
@@ -42,6 +43,30 @@ import {
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `h${RUN_TAG}`;
 const BROADCAST = 'ff:ff:ff:ff:ff:ff';
+
+describe('procStat', () => {
+  // /proc/PID/stat lines: pid (comm) state ppid pgrp session tty tpgid flags … starttime (field 22).
+  const line = (comm: string, state: string, flags: number) =>
+    `4242 (${comm}) ${state} 1 4242 4242 0 -1 ${flags} 0 0 0 0 0 0 0 0 20 0 3 0 987654 1000 10 0`;
+
+  it('says live for a running or sleeping process, and its start time, whatever its comm holds', () => {
+    expect(procStat(line('announcer', 'S', 0x400100))).toEqual({ live: true, startTime: '987654' });
+    expect(procStat(line('a (b) R', 'R', 0x400000))).toEqual({ live: true, startTime: '987654' });
+  });
+
+  it('says not live for a zombie, a dead task, and one that has begun to exit (PF_EXITING), even in the kernel', () => {
+    expect(procStat(line('announcer', 'Z', 0x400104)).live).toBe(false);
+    expect(procStat(line('announcer', 'X', 0)).live).toBe(false);
+    expect(procStat(line('announcer', 'D', 0x400104)).live).toBe(false);
+  });
+
+  it('reads this test process as live, and another start time as another process', async () => {
+    const start = await startTimeOf(process.pid);
+    expect(await isLive(process.pid)).toBe(true);
+    expect(await isLive(process.pid, start)).toBe(true);
+    expect(await isLive(process.pid, `${start}0`)).toBe(false);
+  });
+});
 
 describe('Scope', () => {
   it('runs every step newest first and collects failures instead of throwing', async () => {

@@ -46,6 +46,7 @@ import {
   stopDaemonAtClose,
   waitFor,
 } from './harness';
+import { procStat } from './harness/proc-tree';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
 const PREFIX = `hs${RUN_TAG}`;
@@ -177,8 +178,7 @@ async function netnsId(a: Att): Promise<{ dev: number; ino: number }> {
 
 /** Field 22 of /proc/PID/stat: the same in every pid namespace. */
 async function startTimeOf(hostPid: number): Promise<string> {
-  const stat = await readFile(`/proc/${hostPid}/stat`, 'latin1');
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+  return procStat(await readFile(`/proc/${hostPid}/stat`, 'latin1')).startTime;
 }
 
 /** A valid record of the attachment (no job), with `extra` fields on top. */

@@ -1,11 +1,12 @@
 // Stopping the background announcer of a test's own stateDir, as a normal
 // cleanup step: since every CNI command goes through it (src/shim), one runs
 // for idleExitMs after any command, and a test's stateDir outlives no test.
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { START_MARKER } from '../../../src/state-files';
 import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
+import { isLive, startTimeOf } from './proc-tree';
 
 /** How long a SIGTERMed announcer may take to finish its turn and exit before it is SIGKILLed. */
 const TERM_GRACE_MS = 5000;
@@ -17,11 +18,6 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-async function running(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => undefined);
-  return stat !== undefined && !/^\d+ \(.*\) Z/s.test(stat);
 }
 
 /** Whether pid is still `announcer daemon <stateDir>` with our RUN_TAG (checked again just before each signal). */
@@ -52,6 +48,9 @@ export async function stopDaemonsOf(stateDir: string): Promise<number[]> {
   const marker = join(stateDir, START_MARKER);
   for (const start = Date.now(); daemons.length > 0 && Date.now() - start < START_GRACE_MS && (await exists(marker)); )
     await sleep(20);
+  // Each by pid and start time: a pid recycled meanwhile is not the announcer still running.
+  const started = new Map(await Promise.all(daemons.map(async (p) => [p.pid, await startTimeOf(p.pid)] as const)));
+  const running = (pid: number): Promise<boolean> => isLive(pid, started.get(pid) ?? 'gone');
   for (const p of daemons) await signalIfStill(p, stateDir, 'SIGTERM');
   const exited = async (): Promise<boolean> => !(await Promise.all(daemons.map((p) => running(p.pid)))).some(Boolean);
   for (const start = Date.now(); Date.now() - start < TERM_GRACE_MS && !(await exited()); ) await sleep(20);

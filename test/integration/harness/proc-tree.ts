@@ -49,10 +49,35 @@ export async function descendantsOf(pids: readonly number[]): Promise<number[]> 
   return found;
 }
 
-/** Whether pid runs and is not a zombie. */
-export async function isLive(pid: number): Promise<boolean> {
+/** PF_EXITING (include/linux/sched.h): the process has begun to exit and runs no code of its own again. */
+const PF_EXITING = 0x4;
+
+/**
+ * What a /proc/PID/stat line says: whether the process is live (neither a zombie nor exiting) and its start time,
+ * which with the pid names one process (a pid alone can be recycled).
+ */
+export function procStat(text: string): { live: boolean; startTime: string } {
+  // The comm field may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const exiting = (Number(fields[6]) & PF_EXITING) !== 0; // field 9, the kernel's flags
+  return { live: fields[0] !== 'Z' && fields[0] !== 'X' && !exiting, startTime: fields[19] ?? '' };
+}
+
+/** The start time of pid, or undefined when it is gone. */
+export async function startTimeOf(pid: number): Promise<string | undefined> {
   const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  return stat === undefined ? undefined : procStat(stat).startTime;
+}
+
+/**
+ * Whether pid runs, neither a zombie nor exiting (a killed process may take a while in the kernel's exit path, closing
+ * its sockets: it is stopped, not live); with `startTime`, only while pid is still that process.
+ */
+export async function isLive(pid: number, startTime?: string): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => undefined);
+  if (stat === undefined) return false;
+  const seen = procStat(stat);
+  return seen.live && (startTime === undefined || seen.startTime === startTime);
 }
 
 /**

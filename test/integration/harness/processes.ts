@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RUN_TAG_ENV } from './cni';
 import { RUN_TAG, runTagOfPath } from './names';
 import type { Scope } from './scope';
+import { isLive } from './proc-tree';
 
 /** One live announcer process. */
 export interface AnnouncerProcess {
@@ -107,16 +108,6 @@ export async function ownAnnouncerProcesses(): Promise<AnnouncerProcess[]> {
   }
 }
 
-async function alive(pid: number): Promise<boolean> {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
-  return !/^\d+ \(.*\) Z/s.test(stat);
-}
-
 /**
  * At scope close, kills (SIGTERM, then SIGKILL) the announcer processes this
  * test process started that are still alive. With `strict`, finding any is a
@@ -132,9 +123,9 @@ export function killStrays(scope: Scope, opts: { strict?: boolean } = {}): void 
         // Already gone.
       }
     }
-    for (let i = 0; i < 40 && (await Promise.all(strays.map((p) => alive(p.pid)))).some(Boolean); i++) await sleep(50);
+    for (let i = 0; i < 40 && (await Promise.all(strays.map((p) => isLive(p.pid)))).some(Boolean); i++) await sleep(50);
     for (const p of strays) {
-      if (await alive(p.pid)) {
+      if (await isLive(p.pid)) {
         try {
           process.kill(p.pid, 'SIGKILL');
         } catch {
