@@ -1,5 +1,6 @@
 // DEL, GC and STATUS on a real state dir, with a real flock and a fake rest:
 // what they do with unsafe dirs, invalid records, held locks and background work.
+import { Gate } from '../../../src/daemon/admission';
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +40,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     logger: (_config, ids) =>
       createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     waits: { readable: () => expect.fail('DEL waits on no fd') },
-    stillWanted: () => true,
+    gate: new Gate(() => true),
     host: {
       added: () => expect.fail('DEL and GC hand over no job'),
       cancel: (name) => (cancelled.push(name), true),
