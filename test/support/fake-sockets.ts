@@ -73,10 +73,18 @@ export class FakeSockets implements UnixSockets {
     this.files.delete(path);
   }
 
+  /** Runs when accept() finds a listener's backlog empty (once): a caller racing the cut-off, say. */
+  onDrained: (() => void) | undefined;
+
   accept(fd: number): { fd: number; pid: number; uid: number } | undefined {
     const listener = [...this.listeners.values()].find((l) => l.fd === fd);
     if (!listener) throw new SysError('accept', errno('EBADF'));
     const next = listener.backlog.shift();
+    if (!next) {
+      const drained = this.onDrained;
+      this.onDrained = undefined;
+      drained?.();
+    }
     return next && { fd: next.fd, pid: 4242, uid: next.uid };
   }
 

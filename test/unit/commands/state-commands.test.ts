@@ -171,6 +171,21 @@ describe('DEL', () => {
     );
   });
 
+  const passedOnTitle =
+    'a DEL the announcer stopped before it acted (passed on while it waited for the lock) removes, restores and ' +
+    'cancels nothing: the next announcer runs it';
+  it(passedOnTitle, async () => {
+    writeRecord(stateDir, record({ job: JOB }), new RecordMemory());
+    const gate = new Gate(() => true);
+    gate.stop('the announcer (pid 7) stops: passed on');
+    await expect(del(deps({ gate }), delRequest())).rejects.toThrow('stops: passed on');
+    expect({ files: readdirSync(stateDir), cancelled, acted: gate.acted }).toEqual({
+      files: ['c1@eth0.json'],
+      cancelled: [],
+      acted: false,
+    });
+  });
+
   it('creates a missing stateDir 0700 and finds nothing to undo', async () => {
     rmSync(stateDir, { recursive: true });
     await del(deps(), delRequest());

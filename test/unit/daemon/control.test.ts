@@ -194,6 +194,22 @@ describe('ControlSocket: connections and request lines', () => {
     expect(f.control.passedOn()).toBe(2);
   });
 
+  const raceTitle =
+    'a caller that connects once the queue is drained, before the listener closes, is refused (the listener was shut ' +
+    'down first), never queued to be reset';
+  it(raceTitle, () => {
+    let late: unknown;
+    f.sockets.onDrained = () => {
+      try {
+        new WireClient(f.sockets, f.timers, f.address);
+      } catch (err) {
+        late = err;
+      }
+    };
+    f.control.stop();
+    expect((late as SysError).code).toBe('ECONNREFUSED');
+  });
+
   it('stop leaves a socket file that is no longer the one it bound (a successor may own it)', () => {
     f.sockets.unlink(f.address);
     f.sockets.files.set(f.address, { dev: 9, ino: 9 });
