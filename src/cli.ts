@@ -1,19 +1,23 @@
-// The command-line verbs besides the CNI protocol (which runtimes drive with
-// CNI_* variables and no arguments) and `daemon` (src/process/verbs.ts): `install`,
-// for the DaemonSet; `status` and `announce`, for operators on a node; `schema`, for editors.
+// The command-line verbs (the executable run with arguments; runtimes drive the CNI protocol with CNI_* variables and
+// none): `daemon`, the node's announcer (src/daemon/daemon-verb.ts); `install`, for the DaemonSet; `status` and
+// `announce`, for operators on a node; `schema`, for editors. Loaded only when the executable is run with arguments.
+// The process's one real clock and sleep are made here: src/daemon, src/announce and src/commands, where timer
+// globals are banned (biome.json), get them injected, and the announcer's sleeps are deadlines in its poll(2).
 import { writeSync } from 'node:fs';
+import type { Timers } from './announce/context';
 import { install, INSTALL_USAGE, INSTALL_VERB } from './commands/install';
 import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
-import { realTimers } from './process/real-timers';
 import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
-import { statusCommand, STATUS_USAGE, STATUS_VERB } from './process/status-cli';
-import { checkReply } from './daemon/protocol';
-import { askAnnouncer } from './shim/ask';
+import { statusCommand, STATUS_USAGE, STATUS_VERB } from './commands/status-cli';
+import { DAEMON_USAGE, daemonVerb } from './daemon/daemon-verb';
+import { askAnnouncer } from './shim/shim';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
+import { once } from './once';
 import { SCHEMA_USAGE, SCHEMA_VERB } from './commands/schema-verb';
+import { DAEMON_VERB } from './self-command';
 import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
@@ -33,7 +37,63 @@ export const CLI_VERBS: readonly { verb: string; usage: string; what: string }[]
   },
   { verb: ANNOUNCE_VERB, usage: ANNOUNCE_USAGE, what: "announces an interface's addresses in a netns now, by hand" },
   { verb: SCHEMA_VERB, usage: SCHEMA_USAGE, what: "prints the JSON Schema of the plugin's entry in a conflist" },
+  {
+    verb: DAEMON_VERB,
+    usage: DAEMON_USAGE,
+    what: "runs the node's announcer of a stateDir (a CNI call starts one; the DaemonSet runs one)",
+  },
 ];
+
+/** `announcer --help`: every verb, its usage and what it does. */
+export function helpText(): string {
+  const lines = CLI_VERBS.flatMap((v) => [`  ${v.verb}: ${v.what}`, `    ${v.usage}`]);
+  return [
+    'usage: announcer VERB [ARGS]   (announcer VERB --help: its usage)',
+    '       announcer --version',
+    '       announcer                as a CNI plugin: CNI_COMMAND and the other CNI_* variables, the config on stdin',
+    'verbs:',
+    ...lines,
+    '',
+  ].join('\n');
+}
+
+/** The real clock and sleep of the process; `bootTimeMs` reads CLOCK_BOOTTIME (through libc). */
+export function realTimers(bootTimeMs: () => number): Timers {
+  return {
+    // process.hrtime, not performance.now(): the `performance` global loads perf_hooks.
+    now: () => Number(process.hrtime.bigint()) / 1e6,
+    bootMs: bootTimeMs,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  };
+}
+
+/**
+ * Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). `--help` (or `-h`) prints the verbs;
+ * after a verb, its usage; both on `out`, exit 0.
+ */
+export async function runProcessVerb(
+  verb: string,
+  args: readonly string[],
+  io: { out(text: string): void; err(line: string): void },
+): Promise<number> {
+  if (verb === '--help' || verb === '-h') {
+    io.out(helpText());
+    return 0;
+  }
+  const known = CLI_VERBS.find((v) => v.verb === verb);
+  if (known && (args.includes('--help') || args.includes('-h'))) {
+    io.out(`${known.usage}\n`);
+    return 0;
+  }
+  if (verb === DAEMON_VERB) {
+    const libc = once(loadLibc);
+    return daemonVerb({ libc, timers: realTimers(() => libc().bootTimeMs()) }, args, io.err);
+  }
+  if (known) return runVerb(verb, args, process.execPath);
+  const verbs = [...CLI_VERBS.map((v) => v.verb), '--version', '--help'];
+  io.err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${verbs.join(', ')}`);
+  return 2;
+}
 
 function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
@@ -54,7 +114,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
       return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
     return statusCommand(
       {
-        ask: async (stateDir) => checkReply(await askAnnouncer(stateDir, { op: 'status' })),
+        ask: (stateDir) => askAnnouncer(stateDir, { op: 'status' }),
         records: listRecords,
         bootMs: timers.bootMs,
         ...io,

@@ -1,16 +1,14 @@
 // The process entry point: answers VERSION, and forwards every other CNI command to the node's
 // announcer (src/shim/), which alone runs it; this process never does.
-// Run with arguments, it is one of the verbs (src/process/verbs.ts). Start-up is the plugin's
+// Run with arguments, it is one of the verbs (src/cli.ts). Start-up is the plugin's
 // latency, once per pod: VERSION and the shim are imported statically, in the start-up chunk (the
 // round of dynamic imports that loaded them cost each call 0.2 to 0.5 ms in the binary); the verbs,
 // the announcer and dispatch load only when they run. Nothing on the shim's path loads node:fs or zod: stdin and
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
-import { BUILD_ID } from './build-id';
 import { MAX_STDIN_BYTES } from './cni/decode';
 import { versionReply } from './cni/version-reply';
-import { runShim, type ShimResult } from './shim/shim';
-import { realShimDeps } from './shim/shim-deps';
+import { realShimDeps, runShim, type ShimResult } from './shim/shim';
 import { readText, stdinReader, writeFd } from './sys/stdio';
 
 /** stdout and stderr in order, and an exit once what was written is out. */
@@ -33,12 +31,9 @@ async function main(): Promise<void> {
     return out.exit(0);
   }
   if (verb !== undefined) {
-    const [{ runProcessVerb }, { processWiring }] = await Promise.all([
-      import('./process/verbs'),
-      import('./process/wiring'),
-    ]);
+    const { runProcessVerb } = await import('./cli');
     const io = { out: (text: string) => out.write(1, text), err: (line: string) => out.write(2, `${line}\n`) };
-    return out.exit(await runProcessVerb(processWiring(), verb, process.argv.slice(3), io));
+    return out.exit(await runProcessVerb(verb, process.argv.slice(3), io));
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
   if (!process.env.CNI_COMMAND) {
@@ -73,9 +68,13 @@ async function main(): Promise<void> {
   const shimmed = await forwardToAnnouncer(readStdin, reply, (text) => out.write(2, text));
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.
-  const [{ dispatch }, { refusingPlugin }] = await Promise.all([import('./cni/dispatch'), import('./shim/refusing')]);
+  const [{ dispatch }, { CniError, ErrorCode }] = await Promise.all([import('./cni/dispatch'), import('./cni/errors')]);
+  const refuse = async (): Promise<never> => {
+    throw new CniError(ErrorCode.InvalidConfig, '"stateDir" must be an absolute path: no announcer to run the command');
+  };
+  const plugin = { add: refuse, del: refuse, check: refuse, status: refuse, gc: refuse };
   return out.exit(
-    await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, refusingPlugin),
+    await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, plugin),
   );
 }
 
@@ -85,7 +84,7 @@ async function forwardToAnnouncer(
   writeStdout: (text: string) => void,
   writeStderr: (text: string) => void,
 ): Promise<ShimResult> {
-  const deps = await realShimDeps(BUILD_ID, readText);
+  const deps = await realShimDeps(readText);
   return runShim({ env: process.env, readStdin, writeStdout, writeStderr }, deps);
 }
 

@@ -6,16 +6,15 @@
 //   announcer-start.marker          a start in progress        the shim that starts one  the announcer, listening;
 //                                                                                        the shim, failing
 //   announcer-daemon.flock          the announcer's lifetime   the announcer             never (it is reused)
+//   announcer-resident.flock        a resident's lifetime      a resident announcer      never (it is reused)
 //   announcer-handover              bursts handed over         the announcer             the next announcer
 //   announcer.conf                  node settings              announcer install         the operator
 //   <containerId>@<ifname>.json,    an attachment's record     the announcer             DEL, GC
 //     or sha256-<hex>.json
 //   .<name>.<pid>.<hex>.tmp         a file being replaced      replaceFile               its writer; GC
-//   <attachment>.lock               an older version's lock    older versions            GC
-//   rate-limit.bucket(.flock)       an older version's budget  older versions            the announcer, starting
 //
-// Records, legacy locks and temporary files are told apart by name alone (stateEntryKind); none of
-// the announcer's own files ends in .json or .lock, or starts with '.'.
+// Records and temporary files are told apart by name alone (stateEntryKind); none of the announcer's own files ends
+// in .json, or starts with '.'.
 
 /** The announcer's unix socket (mode 0600). */
 export const ANNOUNCER_SOCKET = 'announcer.sock';
@@ -23,17 +22,17 @@ export const ANNOUNCER_SOCKET = 'announcer.sock';
 export const START_MARKER = 'announcer-start.marker';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
 export const DAEMON_LOCK = 'announcer-daemon.flock';
+/**
+ * Held (flock) by a resident announcer (the DaemonSet's) for its whole life: while it is held, an announcer a shim
+ * started leaves the calls to the resident one instead of racing it for DAEMON_LOCK.
+ */
+export const RESIDENT_LOCK = 'announcer-resident.flock';
 /** What an announcer that hands over (src/daemon/handing-over.ts) leaves to the next one: how far each burst got. */
 export const HANDOVER_FILE = 'announcer-handover';
 /** The node settings file (JSON, root's, 0600), written by `announcer install --state-dir`. */
 export const NODE_SETTINGS_FILE = 'announcer.conf';
-/** The node-wide frame budget's files of older versions (a bucket and its lock), removed by an announcer's start. */
-export const LEGACY_BUDGET_FILES = ['rate-limit.bucket', 'rate-limit.bucket.flock'] as const;
-
 /** The suffix of an attachment's record. */
 const RECORD_SUFFIX = '.json';
-/** The suffix of an attachment's lock file (older versions'; now the key of its in-memory lock). */
-const LOCK_SUFFIX = '.lock';
 /** Longest `<containerId>@<ifname>` kept readable as a file name; longer ones are hashed. */
 const MAX_READABLE_NAME = 128;
 const READABLE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*@[^/\0]+$/;
@@ -59,24 +58,9 @@ export function recordName(containerId: string, ifname: string): string {
   return `${attachmentName(containerId, ifname)}${RECORD_SUFFIX}`;
 }
 
-/** The name of an attachment's lock, `<attachmentName>.lock`: its in-memory key, an older version's lock file. */
-export function lockName(containerId: string, ifname: string): string {
-  return `${attachmentName(containerId, ifname)}${LOCK_SUFFIX}`;
-}
-
 /** The attachment name a record file name stands for (`x.json` → `x`). */
 export function attachmentOfRecord(record: string): string {
   return record.slice(0, -RECORD_SUFFIX.length);
-}
-
-/** The record file name beside a lock file name (`x.lock` → `x.json`). */
-export function recordBesideLock(lock: string): string {
-  return `${lock.slice(0, -LOCK_SUFFIX.length)}${RECORD_SUFFIX}`;
-}
-
-/** The lock name beside a record file name (`x.json` → `x.lock`): the attachment's in-memory lock key. */
-export function lockBesideRecord(record: string): string {
-  return `${record.slice(0, -RECORD_SUFFIX.length)}${LOCK_SUFFIX}`;
 }
 
 /** The temporary name of `name` while `pid` replaces it: hidden, unique per `hex`, ending `.tmp`. */
@@ -91,12 +75,10 @@ export function tempWriterPid(entry: string): number | undefined {
 }
 
 /** What an entry of stateDir is, by its name. */
-export type StateEntryKind = 'record' | 'lock' | 'temp' | 'other';
+export type StateEntryKind = 'record' | 'temp' | 'other';
 
-/** Classifies a stateDir entry name: `*.json` records, `*.lock` locks, `.*.tmp` temporary files. */
+/** Classifies a stateDir entry name: `*.json` records, `.*.tmp` temporary files. */
 export function stateEntryKind(name: string): StateEntryKind {
   if (name.startsWith('.')) return name.endsWith('.tmp') ? 'temp' : 'other';
-  if (name.endsWith(RECORD_SUFFIX)) return 'record';
-  if (name.endsWith(LOCK_SUFFIX)) return 'lock';
-  return 'other';
+  return name.endsWith(RECORD_SUFFIX) ? 'record' : 'other';
 }

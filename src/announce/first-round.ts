@@ -1,25 +1,34 @@
-// Round 1 of ADD: wait (bounded, through the injected waits) until the pod can
-// be heard, probe for conflicts under conflictCheck, send within the node-wide
-// budget, and say what is left for the background announcer.
+// Round 1 of ADD: wait (bounded, through the command's waits) until the pod can be heard, probe for conflicts under
+// conflictCheck (one probe window, stepped between awaited waits so that ADD never blocks the process that runs it),
+// send within the node-wide budget (round 1 and the gateway check's requests are never dropped: they wait for tokens
+// until a deadline, then go on credit), and the gateway check's part right after it: `off` and an attachment without
+// a routed gateway are final at once; `report` leaves the asks to the announcer (ADD does not wait); `require` asks
+// here, waits up to gatewayCheckMs for every routed gateway, and fails ADD without an answer. Then it says what is
+// left for the table of work.
 import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
-import type { AddDeps, AddJob } from './announce-on-add';
-import { checkConflictsOnAdd } from './add-probe';
-import { LOCK_GRACE_MS } from './attachment-lock';
+import type { AddJob, AttachmentCommand } from './add';
+import { LOCK_GRACE_MS, requireWanted } from './context';
 import type { BackgroundJob } from './background-job';
 import { dropConflicting } from './conflict-probe';
 import { InterfaceMissingError } from './errors';
 import type { ResolvedInterface } from './pod-interface';
 import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
-import { sendWithinBudget } from './budget-wait';
-import { gatewayOnAdd } from './gateway-on-add';
 import { withPodRoutes } from './pod-routes';
 import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
 import type { RouteEntry } from '../wire/route';
 import type { GatewayVerdict } from './gateway-verdict';
 import { waitReady, type PodSession } from './session';
-import { requireWanted } from './wanted';
+
+import { describeConflict, withoutConflicts, type AddressConflict, type ProbeSettings } from './conflict-probe';
+import { AddressConflictError, GatewayUnansweredError, NotWantedError } from './errors';
+import { SteppedPodProbe } from './probe-pod';
+import type { OutgoingFrame } from './round';
+import type { ConflictCheckJob } from './background-job';
+import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from './gateway-ask';
+import type { GatewayCheckMode } from './gateway-check';
+import { afterWindow, firstVerdict, OFF_VERDICT, type RoutedGateway } from './gateway-verdict';
 
 /**
  * What round 1 did: the frames it sent, the addresses its probe left out, and the job left for the background
@@ -46,7 +55,7 @@ const NOTHING: FirstRound = { sent: NO_FRAMES };
  * background.
  */
 export async function firstRound(
-  deps: AddDeps,
+  deps: AttachmentCommand,
   added: AddJob,
   session: PodSession,
   clock: AddClock,
@@ -101,7 +110,7 @@ export async function firstRound(
  * as `base`'s job.
  */
 async function sendReady(
-  deps: AddDeps,
+  deps: AttachmentCommand,
   job: AddJob,
   session: PodSession,
   inputs: RoundInput[],
@@ -180,4 +189,161 @@ function announceable(
     }
     return [{ ...p, iface }];
   });
+}
+
+/** What the check leaves to send, and the addresses it left out. */
+export interface CheckedRound {
+  frames: OutgoingFrame[];
+  conflicts: AddressConflict[];
+}
+
+/**
+ * Probes the IPv4 addresses of round 1 (`frames`) before they are announced.
+ * - fail: the first conflict ends the window and fails ADD (AddressConflictError,
+ *   naming the address, the other host's MAC and the interface). Nothing is sent.
+ * - warn: each conflicting address is logged and left out; the rest is sent.
+ * A probe that cannot run fails ADD under fail (with its own error) and is
+ * logged under warn, where the round goes out unprobed.
+ */
+export async function checkConflictsOnAdd(
+  deps: AttachmentCommand,
+  session: PodSession,
+  netns: string,
+  frames: readonly OutgoingFrame[],
+  check: ConflictCheckJob,
+): Promise<CheckedRound> {
+  let conflicts: AddressConflict[];
+  try {
+    conflicts = await probeWindow(deps, session, netns, frames, check, check.action === 'fail');
+  } catch (err) {
+    // A command stopped in the probe's wait goes no further.
+    if (check.action === 'fail' || err instanceof NotWantedError) throw err;
+    deps.log.error('conflict probe failed: announcing without it', { error: err });
+    return { frames: [...frames], conflicts: [] };
+  }
+  if (conflicts.length === 0) return { frames: [...frames], conflicts };
+  if (check.action === 'fail') throw new AddressConflictError(conflicts);
+  for (const c of conflicts) {
+    deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
+      address: c.address,
+      mac: c.mac,
+      interface: c.interface,
+    });
+  }
+  return { frames: withoutConflicts(frames, conflicts), conflicts };
+}
+
+/**
+ * Steps one window to its end, waiting on its receivers (or for its next probe) between steps; the receivers are
+ * released whatever happens.
+ */
+async function probeWindow(
+  deps: AttachmentCommand,
+  session: PodSession,
+  netns: string,
+  frames: readonly OutgoingFrame[],
+  settings: ProbeSettings,
+  stopAtFirst: boolean,
+): Promise<AddressConflict[]> {
+  const probe = SteppedPodProbe.start(deps, session, netns, frames, settings, deps.timers.now(), stopAtFirst);
+  if (!probe) return [];
+  try {
+    for (;;) {
+      const now = deps.timers.now();
+      if (probe.step(now)) return probe.finish();
+      await deps.waits.readable(probe.fds(), probe.wakeAt(now) - now);
+    }
+  } finally {
+    probe.close();
+  }
+}
+
+/** How an ADD checks its gateways: the mode, the window of one ask, and the routed gateways of its interfaces. */
+export interface AddGatewayCheck {
+  mode: GatewayCheckMode;
+  windowMs: number;
+  gateways: RoutedGateway[];
+}
+
+/** Where ADD's check starts: after round 1 went out at `firstRoundAt` (boot ms) from `inputs`. */
+export interface AfterRoundOne {
+  session: PodSession;
+  netns: string;
+  inputs: readonly RoundInput[];
+  conflicts: readonly AddressConflict[];
+  firstRoundAt: number;
+}
+
+/**
+ * The check after round 1: its verdict (`pending` under report: the announcer asks at once). Under require, a gateway
+ * that does not answer within the window fails ADD (GatewayUnansweredError).
+ */
+export async function gatewayOnAdd(
+  deps: AttachmentCommand,
+  check: AddGatewayCheck,
+  after: AfterRoundOne,
+): Promise<GatewayVerdict> {
+  if (check.mode === 'off') return OFF_VERDICT;
+  const verdict = firstVerdict(check.gateways);
+  if (verdict.result !== 'pending' || check.mode === 'report') return verdict;
+  const inputs = inputsWithout(after.inputs, after.conflicts);
+  requireWanted(deps, 'the gateway check');
+  const startedAt = deps.timers.bootMs();
+  const ask = openAsk(deps.open, after.netns, gatewayTargets(inputs, check.gateways), check.windowMs, startedAt);
+  if (!ask) throw new GatewayUnansweredError(verdict.unanswered, 'no pod address could ask it');
+  let checked: GatewayVerdict;
+  try {
+    const deadline = deps.timers.now() + check.windowMs;
+    const sent = await sendWithinBudget(
+      deps,
+      ask.requests.length,
+      deadline,
+      () => sendAsk(after.session.pod.packet, ask, deps.log),
+      'the gateway check',
+    );
+    for (;;) {
+      const now = deps.timers.bootMs();
+      readAsk(deps.libc, ask, now);
+      if (ask.window.finished(now)) break;
+      await deps.waits.readable(askFds(ask), ask.window.waitMs(now));
+    }
+    checked = afterWindow(verdict, askReplies(ask, after.firstRoundAt), true);
+    if (checked.result !== 'answered') {
+      const what = `${sent} requests sent, no answer within ${check.windowMs} ms`;
+      throw new GatewayUnansweredError(checked.unanswered, what);
+    }
+  } finally {
+    for (const fd of releaseAsk(ask)) deps.closeInBackground(fd);
+  }
+  return checked;
+}
+
+/** `inputs` without the IPv4 addresses the conflict probe left out: they never ask. */
+function inputsWithout(inputs: readonly RoundInput[], conflicts: readonly AddressConflict[]): RoundInput[] {
+  return inputs.map((input) => ({
+    ...input,
+    ipv4: input.ipv4.filter((ip) => !conflicts.some((c) => c.interface === input.name && c.address === ip.join('.'))),
+  }));
+}
+
+/**
+ * Sends `frames` frames through `send` once the node-wide budget has them, waiting until `deadline` (monotonic ms) at
+ * the latest, then on credit: what ADD sends is never dropped. `what` names it in the log.
+ */
+export async function sendWithinBudget<T>(
+  deps: AttachmentCommand,
+  frames: number,
+  deadline: number,
+  send: () => T,
+  what: string,
+): Promise<T> {
+  let waited = false;
+  for (;;) {
+    const now = deps.timers.now();
+    const taken = deps.frameBudget.take(frames, deps.timers.bootMs(), now >= deadline);
+    if (taken.ok) return send();
+    if (!waited) deps.log.info(`node-wide rate limit: ${what} waits its turn`, { waitMs: taken.waitMs });
+    waited = true;
+    await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
+  }
 }

@@ -3,7 +3,7 @@
 // does, and a plugin may have added routes it did not report (a next hop per link).
 import { canonicalIP, formatIPv6 } from '../wire/ip';
 import type { RouteEntry } from '../wire/route';
-import type { AddGatewayCheck } from './gateway-on-add';
+import type { AddGatewayCheck } from './first-round';
 
 /** A planned pod interface as the check sees it: its index now, and the addresses it announces. */
 export interface RoutedInterface {

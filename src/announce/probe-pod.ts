@@ -16,20 +16,14 @@ import {
 import type { OutgoingFrame } from './round';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
 import type { PodSession, SocketOpener } from './session';
-import type { Timers } from './timers';
 
 /** What probing a pod needs from the process. */
 export interface PodProbeDeps {
   libc: Libc;
   open: SocketOpener;
-  timers: Pick<Timers, 'now'>;
   log: Logger;
-  /**
-   * Takes the receivers' fds once the window is over. Closing an AF_PACKET
-   * socket waits for an RCU grace period (8-16 ms): the announcer closes them
-   * on another thread.
-   */
-  release(fds: readonly number[]): void;
+  /** Closes a receiver once the window is over: an AF_PACKET socket's close waits for an RCU grace period. */
+  closeInBackground(fd: number): void;
 }
 
 /** A probe window set up in a pod: its receivers open, its window started. */
@@ -74,7 +68,7 @@ export class SteppedPodProbe {
   private released = false;
 
   private constructor(
-    private readonly deps: Pick<PodProbeDeps, 'libc' | 'log' | 'release'>,
+    private readonly deps: PodProbeDeps,
     private readonly session: PodSession,
     private readonly window: PodWindow,
     private readonly settings: ProbeSettings,
@@ -85,7 +79,7 @@ export class SteppedPodProbe {
    * `frames` has no IPv4 address to probe. With `stopAtFirst` the first conflict ends the window.
    */
   static start(
-    deps: Pick<PodProbeDeps, 'libc' | 'log' | 'release' | 'open'>,
+    deps: PodProbeDeps,
     session: PodSession,
     netns: string,
     frames: readonly OutgoingFrame[],
@@ -133,6 +127,6 @@ export class SteppedPodProbe {
   close(): void {
     if (this.released) return;
     this.released = true;
-    this.deps.release(this.window.receivers.map((r) => r.release()));
+    for (const r of this.window.receivers) this.deps.closeInBackground(r.release());
   }
 }

@@ -6,8 +6,8 @@ import type { Libc } from '../sys/libc';
 import { openReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
-import type { Timers } from './timers';
-import type { Waits } from './waits';
+import type { Timers } from './context';
+import type { Waits } from './context';
 import { waitUntil } from './wait-until';
 
 /** Open sockets into a pod and the host, with the pod interfaces resolved. */

@@ -1,4 +1,4 @@
-import type { Timers } from './timers';
+import type { Timers } from './context';
 
 /** What {@link waitUntil} needs: a state probe, a change source and a bound. */
 export interface WaitSpec<T> {

@@ -1,4 +1,5 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
+import { skipRefusal } from './option-bounds';
 import { CniError, ErrorCode } from './errors';
 import { describeValue, valueAt } from './field-path';
 import { optional } from 'zod/mini';
@@ -135,21 +136,9 @@ export function parseConfig(raw: unknown): PluginConfig {
   return config;
 }
 
-/**
- * `onUnavailable: skip` where the result depends on the announcer: an IP-derived MAC, conflictCheck fail, gatewayCheck
- * require, or a pod allowed to ask for mac or gatewayCheck.
- */
+/** `onUnavailable: skip` where the result depends on the announcer (skipRefusal says why). */
 function skipProblem(config: PluginConfig): string | undefined {
-  if (config.onUnavailable !== 'skip') return undefined;
-  const overridable = (field: PodOverride) => config.podOverrides?.includes(field) === true;
-  const reasons: [boolean, string][] = [
-    [config.mac === 'ip-derived', '"mac" is "ip-derived"'],
-    [config.conflictCheck === 'fail', '"conflictCheck" is "fail"'],
-    [config.gatewayCheck === 'require', '"gatewayCheck" is "require"'],
-    [overridable('mac'), '"podOverrides" lets a pod ask for "mac"'],
-    [overridable('gatewayCheck'), '"podOverrides" lets a pod ask for "gatewayCheck"'],
-  ];
-  const why = reasons.find(([applies]) => applies)?.[1];
+  const why = config.onUnavailable === 'skip' ? skipRefusal(config) : undefined;
   return why && `"onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
 }
 

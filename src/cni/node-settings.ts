@@ -1,8 +1,8 @@
-// Pure: the settings of a node's announcer, from one source with one precedence: its flags
-// (`announcer daemon <stateDir> --idle-exit-ms …`), over the file `<stateDir>/announcer.conf`
-// (JSON, root's, 0600, written by `announcer install --state-dir`), over the defaults of OPTIONS.
-// Every announcer of a stateDir reads the same file, so all get the same settings; no conflist
-// sets them (a conflist's node options are accepted and ignored, node-option-notes.ts).
+// Pure: the settings of a node's announcer, from one source: the file `<stateDir>/announcer.conf`
+// (JSON, root's, 0600, written by `announcer install --state-dir` from its flags), over the
+// defaults of OPTIONS. Every announcer of a stateDir reads the same file, so all get the same
+// settings; no conflist sets them (a conflist's node options are accepted, ignored and said:
+// src/daemon/host.ts).
 // Each setting's schema is its option's in OPTIONS; the announcer's own log reuses the schemas of
 // the network's `logFile` and `logLevel`.
 import { describeValue, fieldProblem } from './field-path';
@@ -41,7 +41,7 @@ const SETTINGS: Record<NodeSettingKey, { flag: string; schema: AnySchema; fallba
 
 const KEYS = Object.keys(SETTINGS) as NodeSettingKey[];
 
-/** The flags of the node settings, for parseFlags (`announcer daemon`, `announcer install`). */
+/** The flags of the node settings, for parseFlags (`announcer install`). */
 export const NODE_FLAGS = Object.fromEntries(KEYS.map((k) => [SETTINGS[k].flag, 'string' as const])) as Record<
   string,
   'string'
@@ -52,17 +52,16 @@ export const NODE_FLAGS_USAGE =
   '[--idle-exit-ms=MS] [--metrics-file=PATH] [--rate-limit=FRAMES_PER_SECOND/BURST] [--log-file=PATH] ' +
   '[--log-level=error|warn|info|debug]';
 
-/** Where a node option is set instead of a conflist: `"idleExitMs" in <stateDir>/announcer.conf, or --idle-exit-ms`. */
+/** Where a node option is set instead of a conflist: `"idleExitMs" in <stateDir>/announcer.conf (announcer install --idle-exit-ms)`. */
 export function whereToSet(key: NodeOptionKey): string {
-  const flag = `--${SETTINGS[key].flag}`;
-  return `"${key}" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install ${flag}) or announcer daemon ${flag}`;
+  return `"${key}" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --${SETTINGS[key].flag})`;
 }
 
-/** The settings in force: each from the flags, else the file, else its default. */
-export function resolveNodeSettings(flags: GivenSettings, file: GivenSettings): NodeSettings {
+/** The settings in force: each from the file, else its default. */
+export function resolveNodeSettings(file: GivenSettings): NodeSettings {
   const out = {} as Record<NodeSettingKey, unknown>;
   for (const key of KEYS) {
-    const value = flags[key] ?? file[key] ?? SETTINGS[key].fallback;
+    const value = file[key] ?? SETTINGS[key].fallback;
     if (value !== undefined) out[key] = value;
   }
   return out as unknown as NodeSettings;

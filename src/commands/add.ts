@@ -1,15 +1,16 @@
-import { existsSync } from 'node:fs';
-import { announceOnAdd } from '../announce/announce-on-add';
-import { inView, netnsSockets } from '../announce/session';
-import { recordPath } from '../announce/state';
+import { announceOnAdd } from '../announce/add';
+import type { CommandContext } from '../announce/context';
+import { readRecordFile, recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/requests';
 import { podOf } from '../cni/cni-args';
 import { formatResult } from '../cni/result';
 import { isLocallyAdministeredMac } from '../wire/mac';
-import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
-import { planFor } from './plan-for';
-import type { AnnouncePlan } from '../plan';
+import { planAnnouncement, type AnnouncePlan } from '../plan';
+import type { AnnounceOptions } from '../cni/options';
+import type { PrevResult } from '../cni/result';
+import type { CallerView } from '../sys/caller-view';
+import { netnsIdAt, type NetnsId } from '../sys/netns';
 import type { RoutedGateway } from '../announce/gateway-verdict';
 
 /**
@@ -26,14 +27,13 @@ function routedGateways(plan: AnnouncePlan): RoutedGateway[] {
 }
 
 /** ADD: announce the pod's addresses (and set IP-derived MACs), then print prevResult back. */
-export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<string, unknown>> {
+export async function add(ctx: CommandContext, req: AddRequest): Promise<Record<string, unknown>> {
   const { config, options, env, prevResult } = req;
-  const libc = deps.libc();
   // Before anything else, the log included: CNI_NETNS must be a network namespace.
-  const netnsId = requirePodNetns(libc, env.netns, deps.view);
-  const log = deps.logger(config, env);
+  const netnsId = requirePodNetns(ctx.libc, env.netns, ctx.view);
+  const log = ctx.logger(config, env);
   for (const note of req.notes) log[note.level](note.msg, note.fields);
-  const plan = planFor(options, prevResult, env, netnsId, deps.view);
+  const plan = planFor(options, prevResult, env, netnsId, ctx.view);
   // Every derived MAC starts with macPrefix.
   const derivedMac = plan.interfaces.find((i) => i.targetMac)?.targetMac;
   if (derivedMac && !isLocallyAdministeredMac(derivedMac)) {
@@ -44,7 +44,11 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
   const sends =
     options.enabled && plan.schedule.length > 0 && plan.interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0);
   // A repeated ADD with nothing to do still takes over what an earlier one recorded (its job ends).
-  if (!sends && !derivedMac && !existsSync(recordPath(config.stateDir, env.containerId, env.ifname))) {
+  if (
+    !sends &&
+    !derivedMac &&
+    readRecordFile(recordPath(config.stateDir, env.containerId, env.ifname)).kind === 'none'
+  ) {
     log.info('nothing to do for this attachment', {
       enabled: options.enabled,
       interfaces: plan.interfaces.map((i) => i.name),
@@ -52,16 +56,15 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
     return formatResult(prevResult, req.cniVersion);
   }
   try {
-    const budget = deps.frameBudget(config.stateDir, log);
     const macs = await announceOnAdd(
-      { ...deps, libc, open: inView(netnsSockets(libc), deps.view), log, budget },
+      { ...ctx, log },
       {
         network: config.name,
         containerId: env.containerId,
         ifname: env.ifname,
         netns: env.netns,
         netnsId,
-        caller: deps.view.caller,
+        caller: ctx.view.caller,
         pod: podOf(env.args.raw),
         stateDir: config.stateDir,
         plan,
@@ -82,4 +85,23 @@ export async function add(deps: CommandDeps, req: AddRequest): Promise<Record<st
     log.error('ADD failed', { error: err });
     throw toCniError(err, 'ADD');
   }
+}
+
+/**
+ * Plans an attachment; a prevResult `sandbox` spelled unlike CNI_NETNS (a symlink, /proc/PID/ns/net) still names the
+ * pod when it is the same netns file (each path as the caller, `view`, sees it).
+ */
+export function planFor(
+  options: AnnounceOptions,
+  prevResult: PrevResult,
+  env: { netns: string; ifname: string },
+  netnsId: NetnsId,
+  view: CallerView,
+): AnnouncePlan {
+  const interfaces = prevResult.interfaces.map((i) => {
+    if (!i.sandbox || i.sandbox === env.netns) return i;
+    const id = netnsIdAt(view.path(i.sandbox));
+    return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
+  });
+  return planAnnouncement(options, { interfaces, ips: prevResult.ips, routes: prevResult.routes }, env);
 }

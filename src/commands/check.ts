@@ -1,21 +1,21 @@
 import { InterfaceMissingError } from '../announce/errors';
 import type { CheckRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
-import { planFor } from './plan-for';
+import { planFor } from './add';
 import { openPodRtnl } from '../sys/netns';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { formatMac } from '../wire/mac';
-import type { CommandDeps } from './deps';
+import type { CommandContext } from '../announce/context';
 import { requirePodNetns, toCniError } from './errors';
 
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
-export async function check(deps: CommandDeps, req: CheckRequest): Promise<void> {
+export async function check(ctx: CommandContext, req: CheckRequest): Promise<void> {
   const { options, env, prevResult } = req;
-  const netnsId = requirePodNetns(deps.libc(), env.netns, deps.view);
-  const plan = planFor(options, prevResult, env, netnsId, deps.view);
+  const netnsId = requirePodNetns(ctx.libc, env.netns, ctx.view);
+  const plan = planFor(options, prevResult, env, netnsId, ctx.view);
   let pod;
   try {
-    pod = openPodRtnl(deps.libc(), deps.view.path(env.netns));
+    pod = openPodRtnl(ctx.libc, ctx.view.path(env.netns));
   } catch (err) {
     throw toCniError(err, 'CHECK');
   }

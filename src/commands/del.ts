@@ -1,13 +1,12 @@
-import { lockPath, lockWaitMs, type HeldLock } from '../announce/attachment-lock';
+import { enterGate, lockWaitMs, type CommandContext, type HeldLock } from '../announce/context';
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
-import { enterGate } from '../announce/wanted';
 import { basename } from '../path';
+import { attachmentName } from '../state-files';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
-import type { CommandDeps } from './deps';
 
 /**
  * DEL: stop the attachment's background work, put back the MACs we replaced (host-device
@@ -19,9 +18,9 @@ import type { CommandDeps } from './deps';
  * its background work is then found and cancelled. If the lock stays held longer than
  * lockWaitMs (a stuck ADD), DEL goes ahead without it.
  */
-export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
+export async function del(ctx: CommandContext, req: DelRequest): Promise<void> {
   const { config, env } = req;
-  const log = deps.logger(config, env);
+  const log = ctx.logger(config, env);
   if (req.prevResultError) log.warn('ignoring invalid prevResult on DEL', { error: req.prevResultError });
   try {
     // A stateDir another user could change is not acted on (ensurePrivateDir refuses it, naming the fix).
@@ -31,25 +30,20 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     return;
   }
   const file = recordPath(config.stateDir, env.containerId, env.ifname);
-  const lock = await lockOrGoAhead(
-    deps,
-    lockPath(config.stateDir, env.containerId, env.ifname),
-    lockWaitMs(config.addWaitMs),
-    log,
-  );
+  const lock = await lockOrGoAhead(ctx, attachmentName(env.containerId, env.ifname), lockWaitMs(config.addWaitMs), log);
   try {
     // A stopping announcer passes on a DEL that has done nothing yet: the next one runs it.
-    enterGate(deps.gate, 'DEL');
-    const record = readRecordToActOn(file, log, deps.written);
+    enterGate(ctx.gate, 'DEL');
+    const record = readRecordToActOn(file, log, ctx.written);
     if (!record) {
-      // The table is the truth: work it holds ends even when its record went (an older release's in-process DEL).
-      log.info('DEL: no state record, nothing to undo', { background: cancelBackground(deps, file) });
+      // The table is the truth: work it holds ends even when its record went.
+      log.info('DEL: no state record, nothing to undo', { background: cancelBackground(ctx, file) });
       return;
     }
-    const restored = record.originalMacs.length > 0 ? restoreMacs(deps, record, env.netns ?? record.netns, log) : [];
+    const restored = record.originalMacs.length > 0 ? restoreMacs(ctx, record, env.netns ?? record.netns, log) : [];
     // The record goes first: an announcer killed from here on does not take the job up again at its next start.
-    const removed = removeRecordQuietly(file, log, deps.written);
-    const background = cancelBackground(deps, file);
+    const removed = removeRecordQuietly(file, log, ctx.written);
+    const background = cancelBackground(ctx, file);
     log.info('DEL done', { background, macsRestored: restored.join(',') || 'none', recordRemoved: removed });
   } finally {
     lock?.release();
@@ -57,24 +51,19 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
 }
 
 /** Ends the attachment's background work in the announcer's table, in memory: whether there was any. */
-export function cancelBackground(deps: CommandDeps, file: string): 'cancelled' | 'none' {
-  return deps.host.cancel(basename(file)) ? 'cancelled' : 'none';
+export function cancelBackground(ctx: CommandContext, file: string): 'cancelled' | 'none' {
+  return ctx.table.cancel(basename(file)) ? 'cancelled' : 'none';
 }
 
 async function lockOrGoAhead(
-  deps: CommandDeps,
-  path: string,
+  ctx: CommandContext,
+  name: string,
   waitMs: number,
   log: Logger,
 ): Promise<HeldLock | undefined> {
-  try {
-    const lock = await deps.lockFile(path, waitMs);
-    if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
-    return lock;
-  } catch (err) {
-    log.warn('cannot take the attachment lock: deleting without it', { error: err });
-    return undefined;
-  }
+  const lock = await ctx.attachmentLocks.take(name, waitMs);
+  if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
+  return lock;
 }
 
 /**
@@ -82,15 +71,15 @@ async function lockOrGoAhead(
  * without CNI_NETNS the recorded path may name a new pod's netns by now, and
  * that pod's MAC is not ours to change. Returns the interfaces restored.
  */
-function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string, log: Logger): string[] {
+function restoreMacs(ctx: CommandContext, record: AttachmentRecord, netns: string, log: Logger): string[] {
   let at: string; // the path as the caller sees it
   try {
-    at = deps.view.path(netns);
+    at = ctx.view.path(netns);
   } catch (err) {
     log.warn('cannot resolve the pod netns path: no MAC restored', { netns, error: err });
     return [];
   }
-  const check = checkNetnsPath(deps.libc(), at);
+  const check = checkNetnsPath(ctx.libc, at);
   if (check.kind !== 'ok') {
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
@@ -103,7 +92,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
   }
   let pod;
   try {
-    pod = openPodRtnl(deps.libc(), at);
+    pod = openPodRtnl(ctx.libc, at);
   } catch (err) {
     log.warn('cannot enter pod netns to restore MACs', { netns, error: err });
     return [];
@@ -111,7 +100,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
   const restored: string[] = [];
   try {
     // The path could have been replaced between the check and the open: check again before writing.
-    const now = checkNetnsPath(deps.libc(), at);
+    const now = checkNetnsPath(ctx.libc, at);
     if (now.kind !== 'ok' || !isRecorded(now.id)) {
       log.warn('the netns at this path changed while DEL entered it: not restoring MACs', { netns });
       return [];

@@ -1,31 +1,23 @@
 import { basename, join } from '../path';
-import {
-  attachmentName,
-  attachmentOfRecord,
-  lockBesideRecord,
-  recordBesideLock,
-  stateEntryKind,
-  tempWriterPid,
-} from '../state-files';
+import { attachmentName, attachmentOfRecord, stateEntryKind, tempWriterPid } from '../state-files';
 import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import { cancelBackground } from './del';
-import { enterGate } from '../announce/wanted';
+import { enterGate, type CommandContext } from '../announce/context';
 import type { GcRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
 import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';
 import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
-import type { CommandDeps } from './deps';
 import { toCniError } from './errors';
 
 /**
- * GC: drops this network's attachments the runtime no longer lists, invalid records, orphan lock files and dead
- * writers' temps; skips locked ones; 105 for an unsafe stateDir.
+ * GC: drops this network's attachments the runtime no longer lists, invalid records and dead writers' temps; skips
+ * locked ones; 105 for an unsafe stateDir.
  */
-export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
+export async function gc(ctx: CommandContext, req: GcRequest): Promise<void> {
   const { config } = req;
-  const log = deps.logger(config, {});
+  const log = ctx.logger(config, {});
   try {
     if (checkPrivateDir(config.stateDir) === 'missing') return;
   } catch (err) {
@@ -33,15 +25,15 @@ export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
   }
   const live = new Set(req.validAttachments.map((a) => attachmentName(a.containerId, a.ifname)));
   try {
-    await collectAll(deps, config, live, log);
+    await collectAll(ctx, config, live, log);
   } catch (err) {
     throw toCniError(err, 'GC');
   }
 }
 
-/** Goes through stateDir's entries: this network's stale records, older versions' lock files, dead writers' temps. */
+/** Goes through stateDir's entries: this network's stale records, and dead writers' temps. */
 async function collectAll(
-  deps: CommandDeps,
+  ctx: CommandContext,
   config: GcRequest['config'],
   live: ReadonlySet<string>,
   log: Logger,
@@ -50,10 +42,7 @@ async function collectAll(
     const path = join(config.stateDir, name);
     switch (stateEntryKind(name)) {
       case 'record':
-        await collect(deps, config.name, live, path, log);
-        break;
-      case 'lock':
-        dropOldLockFile(path, log);
+        await collect(ctx, config.name, live, path, log);
         break;
       case 'temp':
         dropStaleTemp(path, log);
@@ -65,31 +54,27 @@ async function collectAll(
 }
 
 async function collect(
-  deps: CommandDeps,
+  ctx: CommandContext,
   network: string,
   live: ReadonlySet<string>,
   file: string,
   log: Logger,
 ): Promise<void> {
-  const glance = readRecordFile(file, deps.written);
+  const glance = readRecordFile(file, ctx.written);
   if (glance.kind === 'none') return;
   if (glance.kind === 'ok' && (glance.record.network !== network || live.has(attachmentOfRecord(basename(file)))))
     return;
-  const lockFile = lockBesideRecord(file);
-  const lock = await deps.lockFile(lockFile, 0).catch((err: unknown) => {
-    log.warn('cannot lock attachment: left for the next GC', { file, error: err });
-    return undefined;
-  });
+  const lock = await ctx.attachmentLocks.take(attachmentOfRecord(basename(file)), 0);
   if (!lock) {
     log.debug('attachment busy: left for the next GC', { file });
     return;
   }
   try {
-    const record = readRecordToActOn(file, log, deps.written);
+    const record = readRecordToActOn(file, log, ctx.written);
     if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
-    enterGate(deps.gate, 'GC');
-    const removed = removeRecordQuietly(file, log, deps.written); // first: see DEL
-    const background = cancelBackground(deps, file);
+    enterGate(ctx.gate, 'GC');
+    const removed = removeRecordQuietly(file, log, ctx.written); // first: see DEL
+    const background = cancelBackground(ctx, file);
     log.info('collected stale attachment', {
       containerId: record.containerId,
       ifname: record.ifname,
@@ -98,22 +83,6 @@ async function collect(
     });
   } finally {
     lock.release();
-  }
-}
-
-/**
- * A `<name>.lock` file was left by an older version (attachment locks are the announcer's, in memory, now): removed
- * once the attachment has no record; one beside a record stays until the record goes (an older CNI process may still
- * hold it during an upgrade).
- */
-function dropOldLockFile(path: string, log: Logger): void {
-  const record = recordBesideLock(path);
-  if (readRecordFile(record).kind !== 'none') return;
-  try {
-    unlinkIfPresent(path);
-    log.info('removed a lock file an older version left', { path });
-  } catch (err) {
-    log.warn('cannot remove a lock file an older version left', { path, error: err });
   }
 }
 

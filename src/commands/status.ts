@@ -3,17 +3,17 @@ import { stateDirProblem } from '../sys/private-dir';
 import type { StatusRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';
-import type { CommandDeps } from './deps';
+import type { CommandContext } from '../announce/context';
 
 /**
  * STATUS: ready when a packet socket opens and stateDir (created 0700 if missing) is private and writable; code 50
  * naming what to fix otherwise.
  */
-export async function status(deps: CommandDeps, req: StatusRequest): Promise<void> {
+export async function status(ctx: CommandContext, req: StatusRequest): Promise<void> {
   const problems: string[] = [];
   try {
     // Its last close waits for an RCU grace period: the announcer closes it on another thread.
-    deps.release([deps.libc().openPacketSocket()]);
+    ctx.closeInBackground(ctx.libc.openPacketSocket());
   } catch (err) {
     problems.push(`cannot open an AF_PACKET socket (${(err as Error).message}): CAP_NET_RAW is needed`);
   }

@@ -1,19 +1,100 @@
-// Pure: whether the announcer takes a CNI command it has just read, and until when its result is
-// wanted. A request with `deadline` (this build's shim): an ADD or CHECK is dropped once the deadline
-// has passed, or its client has gone; DEL, GC and STATUS run however late (the spec asks DEL to
-// succeed as far as it can, and the shim has told its runtime so). A request without it (an older
-// shim, which runs the command itself once it stops waiting for the `ack` at `ackBy`): taken only
-// before ackBy - ACK_MARGIN_MS. Both times are CLOCK_BOOTTIME ms, which every process reads alike.
+// What the announcer takes from its socket: a request line checked before anything acts on it, whether a CNI
+// command read at a given time is still wanted, and the gate every command acts through. An ADD or CHECK is dropped
+// once its deadline has passed or its client has gone; DEL, GC and STATUS run however late (the spec asks DEL to
+// succeed as far as it can, and the shim has told its runtime so). Times are CLOCK_BOOTTIME ms, which every process
+// reads alike.
+import { z } from 'zod/mini';
 import { NotWantedError } from '../announce/errors';
-import type { CommandGate } from '../announce/wanted';
-import { ACK_MARGIN_MS } from '../shim/wire';
+import type { CommandGate } from '../announce/context';
+import { check, obj, str, strictShape } from '../cni/zod-checks';
+import { WIRE_VERSION, type ControlRequest } from '../protocol';
 
-/** A CNI command as it came, and its gate: whether it may still act (see Gate). */
+/** A checked request: a CNI command as it came, or a control operation. */
+export type CheckedRequest = { build: string; deadline: number } & (
+  | { kind: 'cni'; env: Record<string, string>; stdin: string }
+  | { kind: 'control'; request: ControlRequest }
+);
+
+/** An object, else nothing: which of `cni` and `control` a line carries. */
+const body = z.catch(z.optional(obj({})), undefined);
+
+/** The envelope, its fields in the order they are checked. */
+const envelope = z.looseObject(
+  {
+    v: z.literal(WIRE_VERSION, {
+      error: (iss) => `protocol version ${JSON.stringify(iss.input)} (this announcer speaks ${WIRE_VERSION})`,
+    }),
+    build: str('bad build').check(z.maxLength(128, { error: 'bad build' })),
+    deadline: z.number({ error: 'bad deadline' }),
+    cni: body,
+    control: body,
+  },
+  { error: 'not an object' },
+);
+
+/** A CNI command: CNI_* variables only, and stdin as text. */
+const cniCommand = obj({
+  env: z.record(str().check(z.startsWith('CNI_')), str('bad cni.env'), { error: 'bad cni.env' }),
+  stdin: str('bad cni.stdin'),
+});
+
+const controlRequest = z.discriminatedUnion(
+  'op',
+  [strictShape({ op: z.literal('status') }), strictShape({ op: z.literal('handover') })],
+  { error: (iss) => (isObject(iss.input) ? `unknown op ${JSON.stringify(iss.input.op)}` : 'not an object') },
+);
+
+/** The request on `line`, or what is wrong with it. */
+export function checkRequestLine(line: string): CheckedRequest | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return 'not JSON';
+  }
+  const head = check(envelope, value);
+  if (!head.ok) return head.issues[0]!.message;
+  const { build, deadline, cni, control } = head.value;
+  if (cni !== undefined) {
+    const command = check(cniCommand, cni);
+    if (!command.ok) return command.issues[0]!.message;
+    return { kind: 'cni', build, deadline, env: command.value.env, stdin: command.value.stdin };
+  }
+  if (control === undefined) return 'neither cni nor control';
+  const request = check(controlRequest, control);
+  return request.ok ? { kind: 'control', build, deadline, request: request.value } : request.issues[0]!.message;
+}
+
+/** A CNI command as it came, and its gate. */
 export interface CniCommand {
   env: Record<string, string>;
   stdin: string;
   build: string;
   gate: Gate;
+}
+
+/** Whether `command` (CNI_COMMAND) is dropped once no one waits for it: ADD and CHECK. */
+export function droppedLate(command: string | undefined): boolean {
+  return command === 'ADD' || command === 'CHECK';
+}
+
+/** Whether a command read at `now` comes too late to be taken at all. */
+export function tooLate(command: string | undefined, deadline: number, now: number): boolean {
+  return now >= deadline && droppedLate(command);
+}
+
+/**
+ * Whether a taken command's result is still wanted: always for DEL, GC and STATUS; for ADD and CHECK while
+ * `connected` and before `deadline` (boot ms).
+ */
+export function wantedWhile(
+  command: string | undefined,
+  deadline: number,
+  bootMs: () => number,
+  connected: () => boolean,
+): () => boolean {
+  if (!droppedLate(command)) return () => true;
+  return () => bootMs() < deadline && connected();
 }
 
 /**
@@ -53,33 +134,6 @@ export class Gate implements CommandGate {
   }
 }
 
-/** The commands dropped when no one waits for them any more. */
-const DROPPED_LATE = ['ADD', 'CHECK'];
-
-/** Whether `command` (CNI_COMMAND) is dropped once no one waits for it. */
-export function droppedLate(command: string | undefined): boolean {
-  return DROPPED_LATE.includes(command ?? '');
-}
-
-/** Whether a request read at `now` comes too late to be taken at all. */
-export function tooLate(
-  request: { ackBy: number; deadline?: number; command?: string | undefined },
-  now: number,
-): boolean {
-  if (request.deadline === undefined) return now > request.ackBy - ACK_MARGIN_MS;
-  return now >= request.deadline && droppedLate(request.command);
-}
-
-/**
- * Whether a taken command's result is still wanted: always for DEL, GC and STATUS; for ADD and CHECK while `connected`
- * and before `deadline` (boot ms; none for an older shim, which beats keep waiting).
- */
-export function wantedWhile(
-  command: string | undefined,
-  deadline: number | undefined,
-  bootMs: () => number,
-  connected: () => boolean,
-): () => boolean {
-  if (!droppedLate(command)) return () => true;
-  return () => (deadline === undefined || bootMs() < deadline) && connected();
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

@@ -1,140 +1,213 @@
-// The announcer's metrics as Prometheus reads them: one prom-client Registry of
-// its own (not prom-client's global one, and no default process metrics),
-// served on /metrics (--listen) and written to metricsFile. The counters stay
-// plain numbers (Counters, which `announcer status` also shows) and are copied
-// into the registry at each read; the histograms are observed as their events
-// come (an ADD's round 1, a gateway's answer).
-import Counter from 'prom-client/lib/counter';
-import Histogram from 'prom-client/lib/histogram';
-import Registry from 'prom-client/lib/registry';
-import type { Counters } from './counters';
+// The announcer's metrics: what it counts since it started (Counters, which `announcer status` shows), the
+// Prometheus registry loaded on first use (prometheus.ts: prom-client is no part of the announcer's start, and a cold
+// ADD waits for the announcer it starts to listen), and the metrics file (bare hosts: node_exporter's textfile
+// collector). The file is written from the registry at most once a second, and only once it changed. A failed write
+// is throttled as a success is, and more: the text it failed to write (with the failure counted in `errors`) becomes
+// the text to compare with, so a failure never brings on the next write by itself; an error line per cause at most
+// once a minute. A path that can never be written is reported once, at start, and never tried.
+import type { FrameCounts } from '../announce/round';
+import type { GatewayResult, GatewayVerdict } from '../announce/gateway-verdict';
+import type { Logger } from '../log';
+import type { AnnouncerMetrics } from './prometheus';
 
-/**
- * Upper bounds (s) of `cni_announcer_add_to_first_round_seconds`: from 1 ms (a ready pod, no probe) to 10 s (a pod that
- * took long to be ready).
- */
-export const ADD_TO_FIRST_ROUND_BUCKETS: readonly number[] = [
-  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-];
-
-/** Upper bounds (s) of `cni_announcer_gateway_answer_seconds`: from an answer to round 1's ask to a late round's. */
-export const GATEWAY_ANSWER_BUCKETS: readonly number[] = [
-  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-];
-
-const PREFIX = 'cni_announcer';
-
-/** One counter family: its name (less the prefix), help, label, and where its numbers are in Counters. */
-const FAMILIES: readonly {
-  name: string;
-  help: string;
-  label?: string;
-  read(c: Counters): number | Record<string, number>;
-}[] = [
-  {
-    name: 'frames_sent_total',
-    help: 'Announcement frames sent, by kind.',
-    label: 'kind',
-    read: (c) => ({ ...c.frames }),
-  },
-  { name: 'rounds_total', help: 'Announcement rounds, by outcome.', label: 'outcome', read: (c) => c.rounds },
-  {
-    name: 'deferred_waits_total',
-    help: 'Waits for a pod that was not ready during ADD, by how they ended.',
-    label: 'outcome',
-    read: (c) => c.deferred,
-  },
-  {
-    name: 'rate_limited_rounds_total',
-    help: 'Rounds held back by the node-wide rate limit.',
-    label: 'outcome',
-    read: (c) => c.rateLimited,
-  },
-  {
-    name: 'address_conflicts_total',
-    help: 'IPv4 addresses not announced because another host uses them (conflictCheck).',
-    read: (c) => c.conflicts,
-  },
-  { name: 'errors_total', help: 'Errors of the background announcer.', read: (c) => c.errors },
-  {
-    name: 'gateway_checks_total',
-    help: 'Attachments by the final verdict of their gateway check (gatewayCheck).',
-    label: 'result',
-    read: ({ gateway: { asks: _a, requests: _r, ...results } }) => results,
-  },
-  {
-    name: 'gateway_requests_total',
-    help: 'ARP requests and Neighbor Solicitations the gateway check sent.',
-    read: (c) => c.gateway.requests,
-  },
-  {
-    name: 'node_mismatches_total',
-    help: "What the node-local proof found wrong after round 1 (the pod's MAC on another bridge port, a stale entry).",
-    label: 'kind',
-    read: (c) => c.nodeMismatches,
-  },
-];
-
-/** A Counters field name as a label value: garpRequest -> garp_request. */
-function snakeCase(field: string): string {
-  return field.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
+/** Everything counted since the background announcer started. */
+export interface Counters {
+  frames: FrameCounts;
+  rounds: { sent: number; skippedNotReady: number; skippedLate: number };
+  /** How deferred waits ended. */
+  deferred: { started: number; ready: number; timedOut: number; gone: number };
+  rateLimited: { delayed: number; dropped: number };
+  /** IPv4 addresses left unannounced because another host answered for them (conflictCheck). */
+  conflicts: number;
+  errors: number;
+  /** The gateway check: asks made in the loop, requests sent, and attachments by final verdict. */
+  gateway: { asks: number; requests: number } & Record<GatewayCount, number>;
+  /** What the node-local proof found wrong, by kind. */
+  nodeMismatches: { duplicateMac: number; staleNeighbour: number; notLearned: number };
+  /** The CNI commands this announcer took to run, by CNI_COMMAND (it is their one executor). */
+  served: Record<ServedCommand, number>;
 }
 
-/** The registry of one announcer. */
-export class AnnouncerMetrics {
-  private readonly registry = new Registry();
-  private readonly addToFirstRound: Histogram;
-  private readonly gatewayAnswer: Histogram;
+/** The CNI commands the announcer runs (VERSION is the shim's own). */
+export const SERVED_COMMANDS = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS'] as const;
+/** One of SERVED_COMMANDS. */
+export type ServedCommand = (typeof SERVED_COMMANDS)[number];
+
+/** All zero. */
+export function newCounters(): Counters {
+  return {
+    frames: { garpRequest: 0, garpReply: 0, na: 0 },
+    rounds: { sent: 0, skippedNotReady: 0, skippedLate: 0 },
+    deferred: { started: 0, ready: 0, timedOut: 0, gone: 0 },
+    rateLimited: { delayed: 0, dropped: 0 },
+    conflicts: 0,
+    errors: 0,
+    gateway: { asks: 0, requests: 0, answered: 0, noAnswer: 0, noGateway: 0, off: 0 },
+    nodeMismatches: { duplicateMac: 0, staleNeighbour: 0, notLearned: 0 },
+    served: { ADD: 0, DEL: 0, CHECK: 0, GC: 0, STATUS: 0 },
+  };
+}
+
+/** Counts a CNI command taken to run; another CNI_COMMAND (dispatch refuses it) is not counted. */
+export function countServed(counters: Counters, command: string | undefined): void {
+  const known = SERVED_COMMANDS.find((c) => c === command);
+  if (known) counters.served[known]++;
+}
+
+/** The final verdicts counted, as Counters fields. */
+export type GatewayCount = 'answered' | 'noAnswer' | 'noGateway' | 'off';
+const VERDICT_FIELDS: Record<Exclude<GatewayResult, 'pending'>, GatewayCount> = {
+  answered: 'answered',
+  'no-answer': 'noAnswer',
+  'no-gateway': 'noGateway',
+  off: 'off',
+};
+
+/** Counts one attachment's final gateway verdict (a pending one is not counted). */
+export function countVerdict(counters: Counters, verdict: GatewayVerdict): void {
+  if (verdict.result !== 'pending') counters.gateway[VERDICT_FIELDS[verdict.result]]++;
+}
+
+/** Adds `sent` to the frame counters. */
+export function addFrames(counters: Counters, sent: FrameCounts): void {
+  for (const kind of ['garpRequest', 'garpReply', 'na'] as const) counters.frames[kind] += sent[kind];
+}
+
+/** The Prometheus text format 0.0.4, as prom-client names it. */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+/** Observations kept while the registry is not loaded; later ones are dropped (nothing reads them anyway). */
+export const MAX_PENDING = 1000;
+
+/** The histograms an observation goes to, by AnnouncerMetrics method. */
+type Observed = 'observeAddToFirstRound' | 'observeGatewayAnswer';
+
+/** AnnouncerMetrics, loaded when its text is first asked for. */
+export class LazyMetrics {
+  readonly contentType = PROMETHEUS_CONTENT_TYPE;
+  private loading: Promise<AnnouncerMetrics> | undefined;
+  private loaded: AnnouncerMetrics | undefined;
+  private readonly pending: { histogram: Observed; seconds: number }[] = [];
 
   /** `counters`: the announcer's counters, read at every scrape and write. */
-  constructor(counters: () => Counters) {
-    for (const family of FAMILIES) {
-      const label = family.label;
-      new Counter({
-        name: `${PREFIX}_${family.name}`,
-        help: family.help,
-        labelNames: label ? [label] : [],
-        registers: [this.registry],
-        // The counters are the truth: the registry takes their values as they are now.
-        collect() {
-          this.reset();
-          const value = family.read(counters());
-          if (typeof value === 'number' || label === undefined) this.inc(Number(value));
-          else for (const [field, n] of Object.entries(value)) this.inc({ [label]: snakeCase(field) }, n);
-        },
-      });
-    }
-    this.addToFirstRound = new Histogram({
-      name: `${PREFIX}_add_to_first_round_seconds`,
-      help: 'Time from the announcer taking an ADD to its round 1 on the wire.',
-      buckets: [...ADD_TO_FIRST_ROUND_BUCKETS],
-      registers: [this.registry],
-    });
-    this.gatewayAnswer = new Histogram({
-      name: `${PREFIX}_gateway_answer_seconds`,
-      help: "Time from an attachment's round 1 to a routed gateway's answer to the gateway check.",
-      buckets: [...GATEWAY_ANSWER_BUCKETS],
-      registers: [this.registry],
-    });
+  constructor(private readonly counters: () => Counters) {}
+
+  /** Every metric in the Prometheus text format (loading the registry first). */
+  async text(): Promise<string> {
+    return (await this.load()).text();
   }
 
-  /** The Content-Type of {@link text}: the Prometheus text format 0.0.4. */
-  get contentType(): string {
-    return this.registry.contentType;
-  }
-
-  /** Every metric in the Prometheus text format. */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** The text of a registry with nothing counted (what a metrics file never needs to hold). */
+  async zeroText(): Promise<string> {
+    const { AnnouncerMetrics } = await import('./prometheus');
+    return new AnnouncerMetrics(newCounters).text();
   }
 
   /** One ADD's time from being taken to round 1 on the wire. */
   observeAddToFirstRound(seconds: number): void {
-    this.addToFirstRound.observe(seconds);
+    this.observe('observeAddToFirstRound', seconds);
   }
 
   /** One gateway's time from round 1 to its answer. */
   observeGatewayAnswer(seconds: number): void {
-    this.gatewayAnswer.observe(seconds);
+    this.observe('observeGatewayAnswer', seconds);
+  }
+
+  private observe(histogram: Observed, seconds: number): void {
+    if (this.loaded) this.loaded[histogram](seconds);
+    else if (this.pending.length < MAX_PENDING) this.pending.push({ histogram, seconds });
+  }
+
+  private load(): Promise<AnnouncerMetrics> {
+    return (this.loading ??= import('./prometheus').then(({ AnnouncerMetrics }) => {
+      const metrics = new AnnouncerMetrics(this.counters);
+      for (const { histogram, seconds } of this.pending.splice(0)) metrics[histogram](seconds);
+      return (this.loaded = metrics);
+    }));
+  }
+}
+
+/** Metrics are written at most this often. */
+export const METRICS_EVERY_MS = 1000;
+/** At most one error line per cause this often; the failures between are counted in the next line. */
+export const ERROR_LINE_EVERY_MS = 60_000;
+
+/** What writing the file needs. */
+export interface MetricsFileDeps {
+  /** Monotonic ms. */
+  now(): number;
+  /** Writes the file atomically. */
+  write(file: string, text: string): void;
+  /** Why `file` can never be written (its directory missing, not a directory…); undefined when it may be. */
+  problem(file: string): string | undefined;
+  /** Counts a failure in the announcer's `errors`. */
+  count(): void;
+  log: Pick<Logger, 'error'>;
+}
+
+/** The metrics file of one announcer. */
+export class MetricsFile {
+  /** The text as last written or failed to be written (at first, the registry's with nothing counted). */
+  private attempted: Promise<string> | undefined;
+  private attemptedAt = -Infinity;
+  /** A flush the throttle held back: the loop wakes for it (an idle announcer must still write its last change). */
+  private heldBack = false;
+  /** By cause: when its last error line was written, and the failures since. */
+  private readonly lines = new Map<string, { at: number; repeats: number }>();
+  private file: string | undefined;
+
+  /** `file`: the node's metricsFile (none: nothing is written). */
+  constructor(
+    private readonly deps: MetricsFileDeps,
+    private readonly metrics: Pick<LazyMetrics, 'text' | 'zeroText'>,
+    file: string | undefined,
+  ) {
+    this.file = file;
+  }
+
+  /** Checks once that the file can be written at all: one that never can is reported here, once, and never tried. */
+  start(): void {
+    const problem = this.file === undefined ? undefined : this.deps.problem(this.file);
+    if (problem === undefined) return;
+    this.deps.count();
+    this.deps.log.error('metricsFile can never be written: not writing it', { file: this.file, problem });
+    this.file = undefined;
+  }
+
+  /** Writes the metrics if they changed, unless written less than METRICS_EVERY_MS ago (`force`: whenever). */
+  async flush(force: boolean): Promise<void> {
+    const now = this.deps.now();
+    const file = this.file;
+    if (!file) return;
+    this.heldBack = !force && now - this.attemptedAt < METRICS_EVERY_MS;
+    if (this.heldBack) return;
+    this.attempted ??= this.metrics.zeroText();
+    const text = await this.metrics.text();
+    if (text === (await this.attempted)) return;
+    this.attemptedAt = now;
+    try {
+      this.deps.write(file, text);
+      this.attempted = Promise.resolve(text);
+    } catch (err) {
+      this.failed(file, err, now);
+      // The failure just counted is no change to write for.
+      this.attempted = this.metrics.text();
+    }
+  }
+
+  /** When a flush held back by the throttle is due (monotonic ms); Infinity when none is. */
+  wakeAt(): number {
+    return this.heldBack ? this.attemptedAt + METRICS_EVERY_MS : Infinity;
+  }
+
+  private failed(file: string, error: unknown, now: number): void {
+    this.deps.count();
+    const cause = String((error as NodeJS.ErrnoException)?.code ?? (error as Error)?.message ?? error);
+    const last = this.lines.get(cause);
+    if (last && now - last.at < ERROR_LINE_EVERY_MS) {
+      last.repeats++;
+      return;
+    }
+    this.lines.set(cause, { at: now, repeats: 0 });
+    this.deps.log.error('cannot write the metrics file', { file, error, ...(last ? { notLogged: last.repeats } : {}) });
   }
 }

@@ -1,41 +1,43 @@
-// One attachment's work in the background announcer: the later rounds of a
-// burst (here), and what a deferred wait for the pod shares with them
-// (deferred.ts). Each round takes its frames from the node-wide budget first,
-// then re-enters the pod's netns by path, and holds nothing between rounds;
-// only a deferred wait keeps the pod's sockets, and it ends once the netns
-// path is gone or replaced.
-import type { Logger } from '../log';
-import type { CallerViews } from '../sys/caller-views';
-import type { Libc } from '../sys/libc';
-import type { FrameBudget } from '../announce/frame-budget';
-import type { AddressConflict } from '../announce/conflict-probe';
-import type { SteppedPodProbe } from '../announce/probe-pod';
-import {
-  buildRound,
-  NO_FRAMES,
-  sendFrames,
-  totalFrames,
-  type FrameCounts,
-  type OutgoingFrame,
-} from '../announce/round';
-import { readiness, type PodSession, type SocketOpener } from '../announce/session';
+// One attachment's work in the announcer's loop: the later rounds of a burst, and the wait for a pod that was not ready
+// during ADD (its deferred round 1). Each round takes its frames from the node-wide budget first, then enters the pod's
+// netns by path, as the job's caller sees it, and holds nothing between rounds. Only a deferred wait keeps the pod's
+// sockets (their event sockets join the loop's poll) until round 1 is out or the wait ends; the budget may hold round
+// 1 back, but never drops it. Under conflictCheck, round 1 waits for a probe window first, stepped by the loop.
+import { describeConflict, dropConflicting, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
 import type { BackgroundJob } from '../announce/background-job';
+import type { ResolvedInterface } from '../announce/pod-interface';
+import { SteppedPodProbe } from '../announce/probe-pod';
+import type { AnnounceTarget } from '../announce/readiness';
+import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
+import { inView, openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
-import type { Timers } from '../announce/timers';
-import { addFrames, type Counters } from './counters';
-import { closeSession, openForJob, type OpenPod } from './pod-visit';
-import { nextRound } from './progress';
-import { askAfterRound, type GatewayWork } from './gateway-state';
+import type { Logger } from '../log';
+import { sameFile } from '../sys/file-id';
+import { netnsIdAt } from '../sys/netns';
+import { addFrames } from './metrics';
+import type { Announcer } from './daemon';
+import { askAfterRound, type GatewayWork } from './gateway';
 
-/** Deferred waits look at the netns path at least this often; no poll sleeps longer. */
+/** Deferred waits look at the netns path at least this often while they wait. */
 export const CHECK_MS = 500;
+
+/**
+ * How late a round of a job ADD just left, or of a burst another announcer handed over, may still go out (ADD's end,
+ * or the change of announcers, may come after it fell due); an older one is skipped, never sent late in a burst.
+ */
+export const LATE_GRACE_MS = 1000;
+
+/** Why a job whose caller's view cannot be had again (after a hand-over or a kill) is skipped. */
+export const NO_VIEW =
+  "the caller's view of the file system cannot be re-opened (its mount namespace is neither this announcer's, " +
+  'nor one it holds, nor that of any process it can see): skipping the burst';
 
 /** One attachment's work: where its burst stands, or its wait for the pod. */
 export interface Work {
   /** The record's file name in stateDir. */
   name: string;
   job: BackgroundJob;
-  /** The MACs to put back on DEL, as the record has them: the journal is written from the table (job-record.ts). */
+  /** The MACs to put back on DEL, as the record has them: the journal is written from the table. */
   originalMacs: AttachmentRecord['originalMacs'];
   log: Logger;
   firstRoundAt: number | undefined;
@@ -54,25 +56,84 @@ export interface Work {
   gateway?: GatewayWork;
 }
 
-/** What the rounds need from the process. */
-export interface RoundDeps {
-  libc: Libc;
-  open: SocketOpener;
-  /** The views of the file system a job's paths resolve in (by the mount namespace its ADD's caller had). */
-  views: Pick<CallerViews, 'forRecorded'>;
-  /** Closes a packet socket on another thread: its close waits for an RCU grace period. */
-  closeInBackground(fd: number): void;
-  /** bootMs() schedules rounds (the clock ADD wrote them in). */
-  timers: Timers;
-  /** The node-wide frame budget, at the node settings' rateLimit (UNLIMITED without one). */
-  budget(): FrameBudget;
-}
-
 /** The work is over; `why` is logged when there is one. */
 export type Ended = { why: string | undefined };
 
+/** An open pod: its sockets, the job's interfaces in it, and the opener in its caller's view. */
+export interface OpenPod {
+  session: PodSession;
+  targets: (AnnounceTarget & { iface: ResolvedInterface })[];
+  open: SocketOpener;
+}
+
+/** A pod entered, or why it cannot be. */
+export type PodVisit = OpenPod | { gone: string };
+
+/** a.open with the job's paths as its caller saw them; undefined when that view cannot be had again. */
+function jobOpener(a: Announcer, job: BackgroundJob): SocketOpener | undefined {
+  const view = a.views.forRecorded(job.caller);
+  return view && inView(a.open, view);
+}
+
+/** Whether the pod of `w` is still there: its caller's view can be had, and the netns path names the netns ADD saw. */
+export function podThere(a: Announcer, w: Work): boolean {
+  const view = a.views.forRecorded(w.job.caller);
+  if (!view) {
+    w.log.warn(NO_VIEW, { caller: w.job.caller });
+    return false;
+  }
+  try {
+    const now = netnsIdAt(view.path(w.job.netns));
+    return now !== undefined && sameFile(now, w.job.netnsId);
+  } catch {
+    return false; // a symlink loop where the netns was
+  }
+}
+
+/**
+ * Opens the pod's sockets and resolves the job's interfaces; gone when the caller's view or the netns cannot be had,
+ * or an interface is gone. Its callers check the netns path first (podThere).
+ */
+export function openForJob(a: Announcer, job: BackgroundJob): PodVisit {
+  const open = jobOpener(a, job);
+  if (!open) return { gone: NO_VIEW };
+  let session: PodSession;
+  try {
+    session = openSession(
+      { open },
+      job.netns,
+      job.interfaces.map((i) => i.name),
+      job.hostPeerNames,
+    );
+  } catch (err) {
+    return { gone: `cannot enter pod netns: ${(err as Error).message}` };
+  }
+  return visitOf(a, session, job, open);
+}
+
+/** The job's interfaces in an open session; gone (and the session closed) when one of them is missing. */
+export function visitOf(a: Announcer, session: PodSession, job: BackgroundJob, open?: SocketOpener): PodVisit {
+  const opener = open ?? jobOpener(a, job);
+  const targets = job.interfaces.map((t) => ({ ...t, iface: session.interfaces.find((r) => r.name === t.name) }));
+  const missing = targets.find((t) => !t.iface);
+  if (missing || !opener) {
+    closeSession(a, session);
+    return { gone: missing ? `pod interface ${missing.name} gone` : NO_VIEW };
+  }
+  return { session, targets: targets as OpenPod['targets'], open: opener };
+}
+
+/** Closes a session, its packet socket on another thread. */
+export function closeSession(a: Pick<Announcer, 'closeInBackground'>, session: PodSession): void {
+  try {
+    a.closeInBackground(session.pod.packet.release());
+  } finally {
+    session.close();
+  }
+}
+
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
-export function look(open: OpenPod, job: BackgroundJob, log: Logger) {
+function look(open: OpenPod, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
   if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
@@ -80,46 +141,30 @@ export function look(open: OpenPod, job: BackgroundJob, log: Logger) {
 }
 
 /**
- * Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the
- * pod's.
+ * The next round at `now` from round `from` on, skipping those due over `graceMs` ago (index schedule.length: none
+ * left); recovered work has no grace.
  */
-export function dropDeferred(deps: RoundDeps, w: Work): void {
-  const d = w.deferred;
-  const open = d?.open;
-  const probe = d?.probe;
-  if (d) [d.open, d.probe] = [undefined, undefined];
-  try {
-    probe?.close();
-  } finally {
-    if (open) closeSession(deps, open.session);
+export function nextRound(
+  schedule: readonly number[],
+  firstRoundAt: number,
+  from: number,
+  now: number,
+  graceMs = LATE_GRACE_MS,
+): { index: number; dueAt: number | undefined; skipped: number } {
+  let index = Math.max(from, 1);
+  let skipped = 0;
+  while (index < schedule.length && firstRoundAt + schedule[index]! < now - graceMs) {
+    index++;
+    skipped++;
   }
-}
-
-/** Sends `frames` through the session once the node-wide budget has them, or says how long to wait. */
-export async function sendBudgeted(
-  deps: RoundDeps,
-  w: Work,
-  session: PodSession,
-  frames: readonly OutgoingFrame[],
-  onCredit: boolean,
-) {
-  let sent: FrameCounts = NO_FRAMES;
-  const taken = await deps.budget().take(
-    frames.length,
-    () => deps.timers.bootMs(),
-    onCredit,
-    () => {
-      sent = sendFrames(session.pod.packet, frames, w.log);
-    },
-  );
-  return taken.ok ? { ok: true as const, sent } : taken;
+  return { index, dueAt: index < schedule.length ? firstRoundAt + schedule[index]! : undefined, skipped };
 }
 
 /** Moves to the next round still worth sending; ended when the burst is over. */
-export function advance(w: Work, now: number, counters: Counters): Ended | undefined {
+export function advance(a: Announcer, w: Work, now: number): Ended | undefined {
   const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
   if (skipped > 0) {
-    counters.rounds.skippedLate += skipped;
+    a.counters.rounds.skippedLate += skipped;
     w.log.info('rounds skipped: their time has passed', { skipped });
   }
   w.next = index;
@@ -128,75 +173,217 @@ export function advance(w: Work, now: number, counters: Counters): Ended | undef
   return dueAt === undefined ? { why: undefined } : undefined;
 }
 
-export function roundSent(w: Work, sent: FrameCounts, counters: Counters): void {
-  addFrames(counters, sent);
-  counters.rounds.sent++;
+function roundSent(a: Announcer, w: Work, sent: FrameCounts): void {
+  addFrames(a.counters, sent);
+  a.counters.rounds.sent++;
   w.roundsSent++;
 }
 
 /** The frames a round of `job` sends at most: what it takes from the budget before it opens the pod's sockets. */
-export function plannedFrames(job: BackgroundJob): number {
+function plannedFrames(job: BackgroundJob): number {
   return job.interfaces.reduce((n, i) => n + i.ipv4.length * job.arpOps.length + i.ipv6.length, 0);
 }
 
 /**
- * Sends the round that is due (a pod not ready for it skips it, `wanted` says whether it is still there); the budget
- * may hold it back, or drop it.
- * The budget is asked first, for the most the round can send: a round held back has opened nothing,
- * so waiting costs no socket and no close (frames the pod then does not send stay taken).
+ * Sends the round that is due at `now` (a pod not ready for it skips it; `wanted` says whether it is still there).
+ * The budget is asked first, for the most the round can send: a round held back has opened nothing, so waiting costs
+ * no socket and no close.
  */
-export async function runRound(
-  deps: RoundDeps,
-  counters: Counters,
-  w: Work,
-  now: number,
-  wanted: () => boolean = () => true,
-): Promise<Ended | undefined> {
-  const taken = await deps.budget().take(
-    plannedFrames(w.job),
-    () => deps.timers.bootMs(),
-    false,
-    () => {},
-  );
-  if (!taken.ok) return heldBack(w, now, taken.waitMs, counters);
-  // Whether the work is still the table's and its pod still there (a stat) only once the budget lets the round go:
-  // rounds held back wait in the same turn by the hundred, and their tokens are spent on a pod found gone.
+export function runRound(a: Announcer, w: Work, now: number, wanted: () => boolean): Ended | undefined {
+  const taken = a.frameBudget.later.take(plannedFrames(w.job), a.timers.bootMs());
+  if (!taken.ok) return heldBack(a, w, now, taken.waitMs);
+  // Whether the pod is still there (a stat) only once the budget lets the round go: rounds held back wait in the
+  // same turn by the hundred.
   if (!wanted()) return { why: 'pod gone or work ended' };
-  const opened = openForJob(deps, w.job);
+  const opened = openForJob(a, w.job);
   if ('gone' in opened) return { why: opened.gone };
   try {
     const seen = look(opened, w.job, w.log);
     if (seen.kind === 'gone') return { why: seen.why };
     if (seen.kind === 'waiting') {
-      counters.rounds.skippedNotReady++;
+      a.counters.rounds.skippedNotReady++;
       w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
     } else {
       const sent = sendFrames(opened.session.pod.packet, seen.frames, w.log);
-      roundSent(w, sent, counters);
+      roundSent(a, w, sent);
       askAfterRound(w, now);
       w.log.info('announced', { round: w.next + 1, of: w.job.schedule.length, frames: totalFrames(sent) });
     }
   } catch (err) {
-    counters.errors++;
+    a.counters.errors++;
     w.log.error('round failed', { round: w.next + 1, error: err });
   } finally {
-    closeSession(deps, opened.session);
+    closeSession(a, opened.session);
   }
   w.next++;
-  return advance(w, now, counters);
+  return advance(a, w, now);
 }
 
 /** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
-function heldBack(w: Work, now: number, waitMs: number, counters: Counters): Ended | undefined {
+function heldBack(a: Announcer, w: Work, now: number, waitMs: number): Ended | undefined {
   const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
   if (now + waitMs < following) {
-    if (!w.delayed) counters.rateLimited.delayed++;
+    if (!w.delayed) a.counters.rateLimited.delayed++;
     w.delayed = true;
     w.dueAt = now + waitMs;
     return undefined;
   }
-  counters.rateLimited.dropped++;
+  a.counters.rateLimited.dropped++;
   w.log.warn('round dropped: the node-wide rate limit held it until the next one was due', { round: w.next + 1 });
   w.next++;
-  return advance(w, now, counters);
+  return advance(a, w, now);
+}
+
+/**
+ * Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the
+ * pod's.
+ */
+export function dropDeferred(a: Announcer, w: Work): void {
+  const d = w.deferred;
+  const open = d?.open;
+  const probe = d?.probe;
+  if (d) [d.open, d.probe] = [undefined, undefined];
+  try {
+    probe?.close();
+  } finally {
+    if (open) closeSession(a, open.session);
+  }
+}
+
+/** The fds a deferred wait waits on: its pod's event sockets, and its probe's receivers while it probes. */
+export function waitFds(w: Work): number[] {
+  const d = w.deferred;
+  return [...(d?.open?.session.eventFds ?? []), ...(d?.probe?.fds() ?? [])];
+}
+
+/**
+ * Looks at a pod that was not ready during ADD, and sends round 1 once it is; never dropped, it waits for the budget
+ * until the ready deadline, then goes on credit.
+ */
+export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefined {
+  const d = w.deferred!;
+  d.checkAt = now + CHECK_MS;
+  if (!d.open) {
+    const opened = openForJob(a, w.job);
+    if ('gone' in opened) {
+      a.counters.deferred.gone++;
+      return { why: opened.gone };
+    }
+    d.open = opened;
+  }
+  const seen = look(d.open, w.job, w.log);
+  if (seen.kind === 'gone') {
+    a.counters.deferred.gone++;
+    return { why: seen.why };
+  }
+  if (seen.kind === 'waiting') {
+    if (now < w.job.readyDeadline) return undefined;
+    a.counters.deferred.timedOut++;
+    w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
+    return { why: 'ready timeout' };
+  }
+  const frames = probeDeferred(a, w, d.open, seen.frames, now);
+  if (!frames) return undefined; // probing: back at the probe's next step
+  // Held back by the budget, the wait comes back here with the same session: no socket opened or closed per retry.
+  const taken = a.frameBudget.later.take(frames.length, a.timers.bootMs(), now >= w.job.readyDeadline);
+  if (!taken.ok) {
+    if (!w.delayed) a.counters.rateLimited.delayed++;
+    w.delayed = true;
+    d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
+    return undefined;
+  }
+  const sent = sendFrames(d.open.session.pod.packet, frames, w.log);
+  dropDeferred(a, w);
+  w.deferred = undefined;
+  a.counters.deferred.ready++;
+  roundSent(a, w, sent);
+  w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(sent), deferred: true });
+  w.firstRoundAt = now;
+  w.next = 1;
+  askAfterRound(w, now, true);
+  return advance(a, w, now);
+}
+
+/**
+ * Probes a deferred round 1 under conflictCheck (`fail` acts as `warn`: ADD has returned), once per wait: a round 1
+ * the budget holds back is not probed again. The window is stepped from the loop: undefined while it lasts.
+ * Conflicting addresses leave this and later rounds.
+ */
+function probeDeferred(
+  a: Announcer,
+  w: Work,
+  pod: OpenPod,
+  frames: OutgoingFrame[],
+  now: number,
+): OutgoingFrame[] | undefined {
+  const d = w.deferred!;
+  const check = w.job.conflictCheck;
+  if (!check) return frames;
+  if (d.conflicts) return withoutConflicts(frames, d.conflicts);
+  try {
+    const deps = { libc: a.libc, open: pod.open, log: w.log, closeInBackground: a.closeInBackground };
+    d.probe ??= SteppedPodProbe.start(deps, pod.session, w.job.netns, frames, check, now);
+    if (d.probe && !d.probe.step(now)) {
+      d.checkAt = Math.min(d.checkAt, d.probe.wakeAt(now));
+      return undefined;
+    }
+    d.conflicts = d.probe?.finish() ?? [];
+  } catch (err) {
+    a.counters.errors++;
+    w.log.error('conflict probe failed: announcing without it', { error: err });
+    d.conflicts = [];
+    return frames;
+  } finally {
+    if (d.conflicts) {
+      const probe = d.probe;
+      d.probe = undefined;
+      probe?.close();
+    }
+  }
+  return applyConflicts(a, w, check.action, frames, d.conflicts);
+}
+
+/** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
+function applyConflicts(
+  a: Announcer,
+  w: Work,
+  action: string,
+  frames: OutgoingFrame[],
+  conflicts: AddressConflict[],
+): OutgoingFrame[] {
+  if (conflicts.length === 0) return frames;
+  if (action === 'fail')
+    w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', {
+      conflicts: conflicts.length,
+    });
+  for (const c of conflicts)
+    w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
+      address: c.address,
+      mac: c.mac,
+      interface: c.interface,
+    });
+  a.counters.conflicts += conflicts.length;
+  w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
+  return withoutConflicts(frames, conflicts);
+}
+
+/**
+ * A work threw: a round counts as failed (the next one follows); a deferred wait looks again at its next check, with
+ * sockets opened anew, until its ready deadline.
+ */
+export function afterThrow(a: Announcer, w: Work, now: number, err: unknown): Ended | undefined {
+  a.counters.errors++;
+  w.log.error('background work failed', { round: w.next + 1, error: err });
+  if (!w.deferred) {
+    w.next++;
+    return advance(a, w, now);
+  }
+  if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
+  w.deferred.checkAt = now + CHECK_MS;
+  try {
+    dropDeferred(a, w);
+  } catch {
+    // the sockets are let go of; the throw that brought us here is counted
+  }
+  return undefined;
 }

@@ -1,23 +1,147 @@
-// The CNI call (issue 25): forward the command as it came to the node's announcer, the one
-// executor, print its answer and exit with its status. It parses only what it needs (stateDir,
-// the wait its request may take, onUnavailable) and loads no FFI and no validation. It never runs
-// the command itself: an announcer that cannot answer by the request's deadline is reported by
-// unavailable.ts, per command.
-import type { Outcome, ShimClock } from './exchange';
-import { readyOutcome } from '../self-command';
-import type { Started } from './start';
-import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
-import { ANNOUNCER_SOCKET } from '../state-files';
+// The CNI call: it forwards the command as it came to the node's announcer, the one executor, prints its answer and
+// exits with its status. It parses only what it needs (stateDir, the wait its request may take, onUnavailable) and
+// loads no FFI and no validation. It never runs the command itself: an announcer that cannot answer is reported by
+// unavailable.ts, per command. One exchange is one connection: connect, write the request line with its deadline,
+// wait for the answer until that deadline and no longer; the transport and the clock are injected.
+import { BUILD_ID } from '../build-id';
 import {
   cniEnv,
+  decodeReply,
+  encodeLine,
   MAX_FORWARDED_STDIN,
+  MAX_REQUEST_LINE,
   parseObject,
+  splitLines,
   START_MS,
   STOP_MS,
   stateDirOf,
+  WIRE_VERSION,
   waitMsOf,
+  type ControlReply,
+  type ControlRequest,
   type RequestBody,
-} from './wire';
+} from '../protocol';
+import { readyOutcome } from '../self-command';
+import { ANNOUNCER_SOCKET } from '../state-files';
+import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
+import { connectUnix } from '../sys/unix-stream';
+import { withAnnouncerAddress } from './socket-address';
+import type { Started } from './start';
+import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
+
+/** How an exchange ended. */
+export type Outcome =
+  /** A CNI command's end, as the announcer ran it. */
+  | { end: { exit: number; stdout: string } }
+  /** A control operation's answer. */
+  | { control: unknown }
+  /** connect(2) failed with this errno name (ENOENT, ECONNREFUSED, EAGAIN...): the request never went out. */
+  | { unreachable: string }
+  /** The announcer did not take the request, for this reason (`handover`: start the new build). */
+  | { refused: string }
+  /** No answer by the request's deadline. */
+  | { hung: true }
+  /**
+   * The connection was reset (ECONNRESET, EPIPE) before any answer: the announcer never read the request (the kernel
+   * resets a connection whose bytes its server never read), so nothing of it ran.
+   */
+  | { reset: true }
+  /** End of stream, another socket error or a line that is not the protocol's, before the end: it may have run. */
+  | { closed: true };
+
+/** The errnos of a connection reset before its request was read. */
+const RESET_ERRNOS = ['ECONNRESET', 'EPIPE'];
+
+/**
+ * CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and
+ * its result cancels.
+ */
+export interface ShimClock {
+  now(): number;
+  after(ms: number, fire: () => void): () => void;
+}
+
+/** What an exchange runs on. */
+export interface ExchangeDeps {
+  connect: ConnectUnix;
+  clock: ShimClock;
+}
+
+/**
+ * The real clock without FFI: /proc/uptime's text (`uptime`: CLOCK_BOOTTIME in centiseconds, read once) carried on by
+ * performance.now(). Bun's process.hrtime counts from the process's start, not CLOCK_MONOTONIC's
+ * origin. The centiseconds are floored, so this clock runs up to 10 ms behind: a `deadline` from it
+ * falls due early, never late, to an announcer that reads CLOCK_BOOTTIME.
+ */
+export function bootClock(uptime: () => string, elapsed: () => number = () => performance.now()): ShimClock {
+  let origin: number | undefined;
+  return {
+    now: () => {
+      origin ??= Math.round(Number(uptime().split(' ')[0]) * 100) * 10 - elapsed();
+      return origin + elapsed();
+    },
+    after: (ms, fire) => {
+      const timer = setTimeout(fire, ms);
+      return () => clearTimeout(timer);
+    },
+  };
+}
+
+/** The outcome an answer line brings. */
+export function replyOutcome(line: string): Outcome {
+  const reply = decodeReply(line);
+  if (reply === undefined) return { closed: true };
+  if ('refused' in reply) return { refused: reply.refused };
+  if ('control' in reply) return { control: reply.control };
+  return { end: { exit: reply.exit, stdout: reply.stdout } };
+}
+
+/**
+ * Sends `body` to the announcer listening at `address`, waits for its answer until `waitMs` from now (connecting
+ * included) and resolves with the outcome; never rejects.
+ */
+export function exchange(
+  deps: ExchangeDeps,
+  address: string,
+  body: RequestBody,
+  build: string,
+  waitMs: number,
+): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let connection: Connection | undefined;
+    let done = false;
+    let buffered = '';
+    const decoder = new TextDecoder();
+    const deadline = deps.clock.now() + waitMs;
+    const finish = (outcome: Outcome): void => {
+      if (done) return;
+      done = true;
+      cancelTimer();
+      connection?.close();
+      resolve(outcome);
+    };
+    // Time is up: a line that came meanwhile but was not read yet (this process was held back) is read first.
+    const cancelTimer = deps.clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
+    const handlers = {
+      data: (chunk: Uint8Array): void => {
+        const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
+        buffered = rest;
+        for (const line of lines) finish(replyOutcome(line));
+        if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
+      },
+      end: () => finish({ closed: true }),
+      error: (err: StreamError) => finish(RESET_ERRNOS.includes(err.code) ? { reset: true } : { closed: true }),
+    };
+    deps.connect(address, handlers).then(
+      (c) => {
+        connection = c;
+        if (done) return c.close();
+        c.write(encodeLine({ v: WIRE_VERSION, build, deadline, ...body }));
+      },
+      (err: unknown) => finish({ unreachable: (err as { code?: string }).code ?? 'EIO' }),
+    );
+  });
+}
 
 /** connect(2)'s errnos that say stateDir's path itself is unusable. */
 const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
@@ -164,9 +288,9 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   } catch {
     return { invalid: stdin };
   }
-  const stateDir = stateDirOf(text);
-  if (stateDir === undefined) return { invalid: stdin };
-  const config = parseObject(text)!;
+  const config = parseObject(text);
+  const stateDir = config && stateDirOf(config);
+  if (config === undefined || stateDir === undefined) return { invalid: stdin };
   const waitMs = waitMsOf(command, config);
   const body: RequestBody = { cni: { env: cniEnv(io.env), stdin: text } };
   let outcome = await forward(deps, stateDir, body, waitMs);
@@ -216,4 +340,87 @@ function writeReply(io: ShimIo, reply: { exit: number; stdout?: string; stderr?:
   if (reply.stdout !== undefined) io.writeStdout(reply.stdout);
   if (reply.stderr !== undefined) io.writeStderr(reply.stderr);
   return { exit: reply.exit };
+}
+
+/** How long a control request waits for its answer: it is answered at once; the wait covers a loop busy with a turn. */
+export const CONTROL_WAIT_MS = 1000;
+
+/**
+ * The announcer's answer to `control`, or undefined when none came (absent, hung, closed, refused); it never starts
+ * one. `deps` default to this process's.
+ */
+export async function askAnnouncer(
+  stateDir: string,
+  control: ControlRequest,
+  deps?: Pick<ShimDeps, 'exchange'>,
+): Promise<ControlReply | undefined> {
+  const d = deps ?? (await realShimDeps((await import('../sys/stdio')).readText));
+  const outcome = await d.exchange(stateDir, { control }, CONTROL_WAIT_MS);
+  const reply = 'control' in outcome ? outcome.control : undefined;
+  const ok = (reply as { ok?: unknown } | null | undefined)?.ok;
+  return typeof ok === 'boolean' ? (reply as ControlReply) : undefined;
+}
+
+/** ShimDeps for this process, sending its build in every request; `readText` reads /proc/uptime. */
+export async function realShimDeps(readText: (path: string) => Promise<string>, build = BUILD_ID): Promise<ShimDeps> {
+  const uptime = await readText('/proc/uptime');
+  const clock = bootClock(() => uptime);
+  const listening = (stateDir: string): Promise<boolean> =>
+    withAnnouncerAddress(stateDir, async (address) => {
+      const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
+      probe.close();
+      return true;
+    }).catch(() => false);
+  return {
+    clock,
+    exchange: (stateDir, body, waitMs) =>
+      withAnnouncerAddress(stateDir, (address) =>
+        exchange({ connect: connectUnix, clock }, address, body, build, waitMs),
+      ).catch((err: unknown) => ({
+        // The O_PATH open of a long stateDir failed: as connect(2) would have.
+        unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
+      })),
+    announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
+    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHungHere(stateDir),
+    start: (stateDir) => startHere(stateDir, listening),
+  };
+}
+
+/** Starts stateDir's announcer from this executable (start.ts), loading what starting needs only now. */
+async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<Started> {
+  const [
+    { startAnnouncer, envObject },
+    { spawnChild },
+    { ensurePrivateDir, stateDirProblem },
+    { selfCommand },
+    { detachedEnv },
+    { userModeEmulator },
+    { StateDirError },
+  ] = await Promise.all([
+    import('./start'),
+    import('../sys/spawn-child'),
+    import('../sys/private-dir'),
+    import('../self-command'),
+    import('../sys/detached-env'),
+    import('../sys/emulator'),
+    import('./unavailable'),
+  ]);
+  const emulator = userModeEmulator();
+  return startAnnouncer(
+    {
+      ensureStateDir: (dir) => {
+        try {
+          ensurePrivateDir(dir);
+        } catch (err) {
+          throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+        }
+      },
+      wallNow: Date.now,
+      spawn: spawnChild,
+      self: selfCommand(process.argv, process.execPath, emulator),
+      env: envObject(detachedEnv(process.env, emulator !== undefined)),
+      listening,
+    },
+    stateDir,
+  );
 }

@@ -7,7 +7,7 @@ import { closeSync, lstatSync, openSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
 import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome } from '../self-command';
 import { START_MARKER } from '../state-files';
-import { START_MS } from './wire';
+import { START_MS } from '../protocol';
 
 /** What starting needs: the files, the wall clock, the spawner and what to spawn. */
 export interface StartDeps {

@@ -4,7 +4,7 @@
 // `onUnavailable: skip` (ADD then returns prevResult unannounced). DEL and GC never fail for it:
 // the spec asks DEL to succeed as far as it can, and libcni stops a chain at its first failing DEL.
 // STATUS says code 50 while an ADD would fail.
-import { onUnavailableOf } from './wire';
+import { skipRefusal } from '../cni/option-bounds';
 
 /** Why the announcer did not answer: its stateDir, what happened, and the pid holding its lock (if known). */
 export interface Unavailable {
@@ -47,7 +47,7 @@ export function unavailableReply(
   const pid = why.pid === undefined ? 'no pid holds its lock' : `pid ${why.pid}`;
   const who = `the announcer of stateDir ${why.stateDir} (${pid})`;
   const text = `${who} did not answer: ${why.reason}`;
-  const skip = onUnavailableOf(config) === 'skip';
+  const skip = config.onUnavailable === 'skip' && skipRefusal(config) === undefined;
   if (command === 'DEL' || command === 'GC')
     return { exit: 0, stderr: `announcer: ${command} ${FATES[why.fate ?? 'queued']}: ${text}\n` };
   if (skip && (command === 'ADD' || command === 'CHECK' || command === 'STATUS')) {

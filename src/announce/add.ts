@@ -1,30 +1,17 @@
-// ADD: find the pod interfaces, optionally set IP-derived MACs, send round 1
-// (first-round.ts), write the attachment's record (the announcer's journal)
-// and hand the rest to the announcer's table of work, in memory (JobHost).
-// ADD runs inside the announcer's single-threaded loop: it never blocks it.
-// Every wait on fds goes through `waits`, every sleep through `timers`, and
-// the sockets whose close is slow go to `release`.
+// ADD of one attachment, in the announcer: find the pod interfaces, optionally set IP-derived MACs (each original
+// recorded first, so that DEL, or a failing ADD, can put it back), send round 1 (first-round.ts), write the
+// attachment's record (the announcer's journal) and hand the rest to the announcer's table of work, in memory. ADD
+// runs inside the announcer's single-threaded loop: it never blocks it. Every wait on fds goes through `waits`, every
+// sleep through `timers`, and the sockets whose close is slow go to `closeInBackground`.
 import type { Logger } from '../log';
-import type { AnnouncePlan } from '../plan';
-import type { Libc } from '../sys/libc';
-import type { FrameBudget } from './frame-budget';
+import type { AnnouncePlan, InterfacePlan } from '../plan';
 import { basename } from '../path';
-import { openSession, type PodSession, type SocketOpener } from './session';
-import { ensurePrivateDir } from '../sys/private-dir';
-import { lockPath, lockWaitMs, type LockFile } from './attachment-lock';
-import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from './state';
-import { stateDirProblem } from '../sys/private-dir';
+import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
+import { unlinkIfPresent } from '../sys/safe-file';
+import { attachmentName } from '../state-files';
+import { formatMac, parseMac } from '../wire/mac';
 import type { AttachmentIds, BackgroundJob } from './background-job';
-import type { JobHost } from './job-host';
-import type { AddGatewayCheck } from './gateway-on-add';
-import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
-import { persist, unpersist, writeRecordQuietly } from './add-record';
-import type { RecordMemory } from './record-memory';
-import { firstRound, type AddClock, type FirstRound } from './first-round';
-import { applyTargetMacs } from './target-macs';
-import { restoreRecordedMacs } from './undo-macs';
-import type { Timers } from './timers';
-import type { Waits } from './waits';
+import { lockWaitMs, requireWanted, type CommandContext } from './context';
 import {
   AddressConflictError,
   AttachmentBusyError,
@@ -33,37 +20,17 @@ import {
   NotWantedError,
   StateError,
 } from './errors';
+import { firstRound, type AddClock, type FirstRound } from './first-round';
+import type { AddGatewayCheck } from './first-round';
+import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
+import type { RecordMemory } from './record-memory';
 import { totalFrames } from './round';
-import { requireWanted, type CommandGate } from './wanted';
+import { openSession, type PodSession } from './session';
+import { readRecordToActOn, recordPath, removeRecordQuietly, writeRecord, type AttachmentRecord } from './state';
 
-/** What ADD needs from the outside world: the announcer, which alone runs ADD, injects it (src/daemon/cni-host.ts). */
-export interface AddDeps {
-  libc: Libc;
-  open: SocketOpener;
-  timers: Timers;
-  /** Every wait on fds (pod readiness, the conflict probe's window, the gateway check's): the announcer loop's poll. */
-  waits: Waits;
+/** A command on one attachment: the command's context and the attachment's log. */
+export interface AttachmentCommand extends CommandContext {
   log: Logger;
-  /** The announcer's table of work, which takes each ADD's job and report in memory. */
-  host: JobHost;
-  /**
-   * Whether ADD may still act (its caller connected, its deadline ahead, the announcer not stopping it): asked before
-   * each side effect (a MAC, the probe, round 1, the record); once not, ADD undoes what it did and stops
-   * (NotWantedError).
-   */
-  gate: CommandGate;
-  /** The node-wide frame budget that round 1 draws from. */
-  budget: FrameBudget;
-  /** Takes the attachment's lock within a timeout (in memory: daemon/memory-locks.ts); undefined if it stays held. */
-  lockFile: LockFile;
-  /** What the announcer wrote to each record: a record read back with those bytes is not checked again. */
-  written: RecordMemory;
-  /**
-   * Takes AF_PACKET sockets (ADD's packet socket, the probe's receivers) whose
-   * last close waits for an RCU grace period (8-16 ms): the announcer closes
-   * them on another thread. Never throws.
-   */
-  release(fds: readonly number[]): void;
 }
 
 /** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
@@ -84,7 +51,7 @@ export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
  * Runs ADD's announcement under the attachment's lock (AttachmentBusyError past lockWaitMs) in a private stateDir;
  * returns the MACs it set, by prevResult index.
  */
-export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<number, string>> {
+export async function announceOnAdd(deps: AttachmentCommand, job: AddJob): Promise<Map<number, string>> {
   try {
     ensurePrivateDir(job.stateDir);
   } catch (err) {
@@ -92,12 +59,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   }
   const file = recordPath(job.stateDir, job.containerId, job.ifname);
   const waitMs = lockWaitMs(job.addWaitMs);
-  let lock;
-  try {
-    lock = await deps.lockFile(lockPath(job.stateDir, job.containerId, job.ifname), waitMs);
-  } catch (err) {
-    throw new StateError(`cannot lock the attachment in ${job.stateDir}: ${(err as Error).message}`, { cause: err });
-  }
+  const lock = await deps.attachmentLocks.take(attachmentName(job.containerId, job.ifname), waitMs);
   if (!lock) throw new AttachmentBusyError(waitMs);
   try {
     return await addLocked(deps, job, file);
@@ -106,7 +68,7 @@ export async function announceOnAdd(deps: AddDeps, job: AddJob): Promise<Map<num
   }
 }
 
-async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<number, string>> {
+async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Promise<Map<number, string>> {
   const { log, timers } = deps;
   const clock: AddClock = { startedAt: timers.bootMs(), lockedAt: timers.now() };
   // A repeated ADD takes over the attachment; it keeps the MACs it must restore.
@@ -130,7 +92,7 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);
     else removeRecordQuietly(file, log, deps.written);
     // The record no longer holds the previous ADD's job: any work the table has for the attachment ends.
-    deps.host.cancel(name);
+    deps.table.cancel(name);
     throw err;
   }
   handOver(deps, name, record, done.first, done.session);
@@ -144,9 +106,9 @@ interface InPod {
   session: PodSession;
 }
 
-/** Closes ADD's pod session, its packet socket through `release`. */
-function closePod(deps: AddDeps, session: PodSession): void {
-  deps.release([session.pod.packet.release()]);
+/** Closes ADD's pod session, its packet socket on another thread. */
+function closePod(deps: AttachmentCommand, session: PodSession): void {
+  deps.closeInBackground(session.pod.packet.release());
   session.close();
 }
 
@@ -168,7 +130,7 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
  * Everything ADD does inside the pod: target MACs, then round 1. Its session stays open for the table (handOver), or
  * is closed on a failure.
  */
-async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<InPod> {
+async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<InPod> {
   const { plan } = job;
   const session = openSession(
     deps,
@@ -210,15 +172,110 @@ function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVe
  * Hands the job left after round 1 (if any), what round 1 did, and the open session to the announcer's table of work;
  * closes the session unless the table keeps it.
  */
-function handOver(deps: AddDeps, name: string, record: AttachmentRecord, first: FirstRound, session: PodSession): void {
+function handOver(
+  deps: AttachmentCommand,
+  name: string,
+  record: AttachmentRecord,
+  first: FirstRound,
+  session: PodSession,
+): void {
   const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
   let kept = false;
   try {
-    kept = deps.host.added(name, record, report, session);
+    kept = deps.table.added(name, record, report, session);
   } finally {
     if (!kept) closePod(deps, session);
   }
   if (first.gateway && first.gateway.result !== 'pending')
     deps.log.info(`gateway check: ${describeVerdict(first.gateway)}`, { gateway: first.gateway });
   if (record.job) deps.log.debug('background work handed over', { rounds: record.job.schedule.length });
+}
+
+/** Writes `record`; a StateError when it cannot. */
+export function persist(stateDir: string, record: AttachmentRecord, memory: RecordMemory): void {
+  try {
+    writeRecord(stateDir, record, memory);
+  } catch (err) {
+    throw new StateError(`cannot write state in ${stateDir}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Removes the attachment's record; a StateError carrying the errno when it cannot. */
+export function unpersist(file: string, memory: RecordMemory): void {
+  try {
+    memory.forget(file);
+    unlinkIfPresent(file);
+  } catch (err) {
+    throw new StateError(`cannot remove the state record ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Writes `record` on a failing ADD's way out (the original MACs must survive for DEL); a failure is logged. */
+export function writeRecordQuietly(
+  stateDir: string,
+  record: AttachmentRecord,
+  log: Logger,
+  memory: RecordMemory,
+): void {
+  try {
+    writeRecord(stateDir, record, memory);
+  } catch (err) {
+    log.error('cannot record the original MACs', { error: err });
+  }
+}
+
+/**
+ * Sets the target MACs of `interfaces` in the pod; `before` runs right before each change, with the interface's MAC
+ * when `record` holds no original for it yet (record it first: a DEL after a crash mid-way can still restore it).
+ * Returns the MACs by prevResult index.
+ */
+export function applyTargetMacs(
+  session: PodSession,
+  interfaces: readonly InterfacePlan[],
+  record: AttachmentRecord,
+  log: Logger,
+  before: (original: { name: string; mac: string } | undefined) => void,
+): Map<number, string> {
+  const macs = new Map<number, string>();
+  for (const plan of interfaces) {
+    if (!plan.targetMac) continue;
+    const iface = session.interfaces.find((i) => i.name === plan.name)!;
+    if (iface.kind === 'ipvlan') {
+      log.warn('ipvlan shares its parent MAC: not setting the IP-derived MAC', { interface: plan.name });
+      continue;
+    }
+    const link = session.pod.rtnl.linkByIndex(iface.index);
+    if (link?.mac?.length !== 6) {
+      log.warn('interface has no Ethernet address: not setting the IP-derived MAC', { interface: plan.name });
+      continue;
+    }
+    const target = formatMac(plan.targetMac);
+    if (!link.mac.equals(plan.targetMac)) {
+      const recorded = record.originalMacs.some((m) => m.name === plan.name);
+      before(recorded ? undefined : { name: plan.name, mac: formatMac(link.mac) });
+      session.pod.rtnl.setMac(iface.index, plan.targetMac);
+      log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
+    }
+    if (plan.resultIndex !== undefined) macs.set(plan.resultIndex, target);
+  }
+  return macs;
+}
+
+/**
+ * Restores each MAC `record` says was replaced; restored ones leave record.originalMacs, the others stay (logged) for
+ * DEL to retry.
+ */
+export function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
+  record.originalMacs = record.originalMacs.filter(({ name, mac }) => {
+    const iface = session.interfaces.find((i) => i.name === name);
+    if (!iface) return true;
+    try {
+      session.pod.rtnl.setMac(iface.index, parseMac(mac));
+      log.info('restored the original MAC', { interface: name, mac });
+      return false;
+    } catch (err) {
+      log.error('cannot restore the original MAC: DEL will try again', { interface: name, mac, error: err });
+      return true;
+    }
+  });
 }

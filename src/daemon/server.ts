@@ -1,26 +1,29 @@
-// The announcer's stream socket in stateDir: connections from its own user
-// only, one request line per connection (src/shim/wire.ts). A control request
-// is answered at once. A CNI command is taken or dropped as admission.ts says,
-// runs beside every other, and its end closes the connection. A request
-// without `deadline` (an older shim) hears `ack`, then a `beat` every BEAT_MS.
+// The announcer's stream socket in stateDir: connections from its own user only, one request line per connection
+// (src/protocol.ts). A control request is answered at once. A CNI command is taken or dropped as admission.ts says,
+// runs beside every other, and its end closes the connection. Reads and writes never block: what the socket cannot
+// take now waits for poll(2) to say it has room.
 //
-// When the announcer stops, the socket is cut off (Listener.cutOff): what was
-// queued is accepted, and every request is answered or passed on. A CNI
-// command that has not acted yet is refused with `handover` (its shim sends it
-// to the next announcer); one that has acted runs on until ACTED_MS after the
-// stop, then is stopped (it undoes what it can and answers); a control request
-// is answered. By STOP_MS after the stop every client is done with.
+// When the announcer stops, the socket is cut off (Listener.cutOff): what was queued is accepted, and every request is
+// answered or passed on. A CNI command that has not acted yet is refused with `handover` (its shim sends it to the
+// next announcer); one that has acted runs on until ACTED_MS after the stop, then is stopped (it undoes what it can
+// and answers); a control request is answered. By STOP_MS after the stop every client is done with.
 import type { Logger } from '../log';
-import type { Timers } from '../announce/timers';
+import type { Timers } from '../announce/context';
+import {
+  encodeLine,
+  MAX_REQUEST_LINE,
+  STOP_MS,
+  type ControlReply,
+  type ControlRequest,
+  type WireReply,
+} from '../protocol';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
-import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, STOP_MS, type WireReply } from '../shim/wire';
-import { Gate, tooLate, wantedWhile, type CniCommand } from './admission';
-import type { Caller } from './caller-host';
-import { Connection } from './connection';
-import { type Accepted, Listener } from './listener';
-import type { Reply, Request } from './protocol';
-import { checkRequestLine } from './wire-request';
+import type { FileId } from '../sys/caller-view';
+import { checkRequestLine, Gate, tooLate, wantedWhile, type CniCommand } from './admission';
+import type { Caller } from './host';
+import { withSocketAddress } from './lock';
+import { unlinkIfPresent } from '../sys/safe-file';
 
 /** A client whose request line is not in within this is dropped. */
 const CLIENT_MS = 1000;
@@ -32,8 +35,8 @@ const MAX_CLIENTS = 1024;
  */
 export const ACTED_MS = 1500;
 
-/** What the control socket needs from the process. */
-export interface ControlDeps {
+/** What the server needs from the process. */
+export interface ServerDeps {
   stateDir: string;
   sockets: UnixSockets;
   timers: Timers;
@@ -44,7 +47,7 @@ export interface ControlDeps {
 
 /** What the announcer does with a request. */
 export interface RequestHandlers {
-  control(request: Request): Reply;
+  control(request: ControlRequest): ControlReply;
   /**
    * Runs a CNI command of `caller` (its paths resolve as it sees them); `refused` when this announcer does not take it
    * (`handover`: a newer build is to serve).
@@ -54,13 +57,9 @@ export interface RequestHandlers {
   served(command: string | undefined): void;
 }
 
-/**
- * A CNI command running: its gate, when its client is next due a beat (boot ms; Infinity: never), and whether the stop
- * passed it on (its client was answered `handover`; its own end is then no one's).
- */
+/** A CNI command running: its gate, and whether the stop passed it on (its own end is then no one's). */
 interface Running {
   gate: Gate;
-  beatAt: number;
   passedOn: boolean;
 }
 
@@ -73,7 +72,7 @@ interface Stopping {
 }
 
 /** The listening socket and its connected clients. */
-export class ControlSocket {
+export class Server {
   private readonly listener: Listener;
   private readonly clients = new Set<Connection>();
   private readonly running = new Map<Connection, Running>();
@@ -83,7 +82,7 @@ export class ControlSocket {
 
   /** `failed` counts and logs what went wrong. */
   constructor(
-    private readonly deps: ControlDeps,
+    private readonly deps: ServerDeps,
     private readonly handlers: RequestHandlers,
     private readonly failed: (what: string, error: unknown) => void,
   ) {
@@ -124,14 +123,13 @@ export class ControlSocket {
   }
 
   /**
-   * When the next client times out (reading its request, or its end), a beat falls due, accepting resumes or the stop
-   * moves on (boot ms); Infinity with none.
+   * When the next client times out (reading its request, or its end), accepting resumes or the stop moves on (boot
+   * ms); Infinity with none.
    */
   wakeAt(): number {
     const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
-    const beats = [...this.running].filter(([c, r]) => this.clients.has(c) && !r.passedOn).map(([, r]) => r.beatAt);
     const stop = this.stopping ? [this.stopping.actedStopped ? this.stopping.by : this.stopping.actedBy] : [];
-    return Math.min(this.listener.wakeAt(), ...timed, ...beats, ...stop);
+    return Math.min(this.listener.wakeAt(), ...timed, ...stop);
   }
 
   listen(): void {
@@ -162,8 +160,8 @@ export class ControlSocket {
   }
 
   /**
-   * Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time;
-   * while stopping, stops the commands that acted once ACTED_MS has passed.
+   * Accepts new clients, reads requests, writes what waits, drops clients past their time; while stopping, stops the
+   * commands that acted once ACTED_MS has passed.
    */
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     // A client accepted now is read at once too: its request may be in already (it waited in the backlog).
@@ -178,8 +176,7 @@ export class ControlSocket {
       if (writable.has(client.fd))
         this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
       if (!this.clients.has(client)) continue;
-      if (this.running.has(client) && !client.closing) this.beat(client, now);
-      else if (this.reading(client) && (readable.has(client.fd) || fresh.has(client.fd)))
+      if (this.reading(client) && (readable.has(client.fd) || fresh.has(client.fd)))
         this.guarded(client, () => this.readRequest(client));
       else if ((this.reading(client) || client.closing) && now >= client.until) this.drop(client);
     }
@@ -211,13 +208,6 @@ export class ControlSocket {
     this.guarded(client, () => this.end(client, { refused: 'handover' }));
   }
 
-  private beat(client: Connection, now: number): void {
-    const run = this.running.get(client)!;
-    if (run.passedOn || now < run.beatAt) return;
-    run.beatAt = now + BEAT_MS;
-    this.guarded(client, () => client.write(this.deps.sockets, encodeReply({ beat: true })));
-  }
-
   private readRequest(client: Connection): void {
     const got = client.read(this.deps.sockets, this.scratch, MAX_REQUEST_LINE);
     if (got === 'pending') return;
@@ -228,14 +218,11 @@ export class ControlSocket {
     }
     const request = checkRequestLine(got.line);
     if (typeof request === 'string') return this.end(client, { refused: request });
-    // A retired op (a previous release's shim) hears why, as a control reply: that shim logs it and keeps its record.
-    if (request.kind === 'retired') return this.end(client, { control: { ok: false, error: request.refusal } });
     // A control request is safe to act on late.
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;
-    const now = this.deps.timers.bootMs();
     const { deadline } = request;
-    if (tooLate({ ...request, command }, now)) {
+    if (tooLate(command, deadline, this.deps.timers.bootMs())) {
       this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
       return this.drop(client);
     }
@@ -251,9 +238,7 @@ export class ControlSocket {
       if (taken.refused === 'handover') this.countPassedOn();
       return this.end(client, taken);
     }
-    // Only an older shim hears `ack` and `beat`; a deadline's request waits for the end alone.
-    if (deadline === undefined) client.write(this.deps.sockets, encodeReply({ ack: true }));
-    this.running.set(client, { gate, beatAt: deadline === undefined ? now + BEAT_MS : Infinity, passedOn: false });
+    this.running.set(client, { gate, passedOn: false });
     taken.then(
       (done) => this.finish(client, command, done),
       (err: unknown) => {
@@ -279,7 +264,7 @@ export class ControlSocket {
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
     client.until = this.deps.timers.bootMs() + CLIENT_MS;
-    client.write(this.deps.sockets, encodeReply(reply));
+    client.write(this.deps.sockets, encodeLine(reply));
     if (!client.wantsWrite) this.drop(client);
   }
 
@@ -321,5 +306,196 @@ export class ControlSocket {
     }
     this.acceptedCount++;
     this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
+  }
+}
+
+/**
+ * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and
+ * polling it would spin while the clients already accepted are served and closed, which gives descriptors back.
+ */
+export const ACCEPT_PAUSE_MS = 100;
+
+/** A connection accept(2) gave, with its peer's credentials. */
+export type Accepted = NonNullable<ReturnType<UnixSockets['accept']>>;
+
+/** The listening socket of a stateDir. */
+class Listener {
+  private fd: number | undefined;
+  /** The socket file this process bound (device and inode): the only one it ever removes. */
+  private bound: FileId | undefined;
+  /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
+  private pausedUntil = 0;
+
+  /** `failed` counts and logs what went wrong; `closeQuietly` closes an fd, counting a failure. */
+  constructor(
+    private readonly deps: ServerDeps,
+    private readonly failed: (what: string, error: unknown) => void,
+    private readonly closeQuietly: (fd: number) => void,
+  ) {}
+
+  /** Whether the socket is listening. */
+  get listening(): boolean {
+    return this.fd !== undefined;
+  }
+
+  /** The listening socket, when it listens and accepts: for the poll. */
+  fds(): number[] {
+    return this.fd !== undefined && this.deps.timers.bootMs() >= this.pausedUntil ? [this.fd] : [];
+  }
+
+  /** When accepting resumes after a failed accept (boot ms); Infinity when it is not paused. */
+  wakeAt(): number {
+    return this.pausedUntil > this.deps.timers.bootMs() ? this.pausedUntil : Infinity;
+  }
+
+  /** Listens at stateDir's socket path, replacing a stale one a killed announcer left (the caller holds the lock). */
+  listen(): void {
+    withSocketAddress(this.deps.stateDir, (address) => {
+      unlinkIfPresent(address);
+      this.fd = this.deps.sockets.listen(address);
+      this.bound = this.deps.sockets.socketFile(address);
+    });
+  }
+
+  /**
+   * The cut-off of a stopping announcer: after shutdown(SHUT_RD) no connect(2) can reach the socket, so accepting
+   * until none is left hands every caller that got in to `take`; then the socket closes and its path goes (only while
+   * it is still the socket this process bound: a successor's must not vanish). A caller from then on finds none
+   * (ECONNREFUSED, ENOENT) and starts, or finds, the next announcer. Call it holding the announcer lock.
+   */
+  cutOff(take: (peer: Accepted) => void): void {
+    const fd = this.fd;
+    if (fd === undefined) return;
+    this.fd = undefined;
+    try {
+      this.deps.sockets.shutdownListener(fd);
+      for (let peer = this.acceptOne(fd); peer; peer = this.acceptOne(fd)) take(peer);
+    } finally {
+      this.closeQuietly(fd);
+      this.removeOwnPath();
+    }
+  }
+
+  /** Removes the socket's path if it is still the socket this process bound. */
+  private removeOwnPath(): void {
+    const bound = this.bound;
+    this.bound = undefined;
+    if (bound === undefined) return;
+    try {
+      withSocketAddress(this.deps.stateDir, (address) => this.deps.sockets.removeSocketFile(address, bound));
+    } catch (err) {
+      this.failed('cannot remove the socket', err);
+    }
+  }
+
+  /** One queued connection, or undefined when none is left (or accept failed: counted, logged). */
+  private acceptOne(fd: number): Accepted | undefined {
+    try {
+      return this.deps.sockets.accept(fd);
+    } catch (err) {
+      this.failed('cannot accept a queued connection while stopping', err);
+      return undefined;
+    }
+  }
+
+  /** Accepts every waiting connection when the socket is in `readable`, handing each to `take`. */
+  acceptAll(readable: ReadonlySet<number>, take: (peer: Accepted) => void): void {
+    if (this.fd === undefined || !readable.has(this.fd)) return;
+    for (;;) {
+      let peer;
+      try {
+        peer = this.deps.sockets.accept(this.fd);
+      } catch (err) {
+        this.pausedUntil = this.deps.timers.bootMs() + ACCEPT_PAUSE_MS;
+        this.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        return;
+      }
+      if (!peer) return;
+      take(peer);
+    }
+  }
+}
+
+/**
+ * What reading found: a complete request line, nothing complete yet, the end of the stream, or a line past the limit.
+ */
+export type ReadOutcome = { line: string } | 'pending' | 'closed' | 'too long';
+
+/** A connected client: its socket, who it is, and the bytes in flight. */
+class Connection {
+  private inbound: Buffer[] = [];
+  private inboundBytes = 0;
+  private outbound: Buffer[] = [];
+  /** Whether the connection closes once everything written is sent. */
+  closing = false;
+
+  /** `until`: boot ms by which the request line must be in. */
+  constructor(
+    readonly fd: number,
+    readonly peer: { pid: number; uid: number },
+    public until: number,
+  ) {}
+
+  /** Whether reply bytes wait for room in the socket. */
+  get wantsWrite(): boolean {
+    return this.outbound.length > 0;
+  }
+
+  /**
+   * Reads what is queued (into `scratch`) up to the first newline; bytes past it are ignored (one request per
+   * connection).
+   */
+  read(sockets: UnixSockets, scratch: Buffer, maxLine: number): ReadOutcome {
+    for (;;) {
+      const n = sockets.receive(this.fd, scratch);
+      if (n === undefined) return 'pending';
+      if (n === 0) return 'closed';
+      const chunk = scratch.subarray(0, n);
+      const newline = chunk.indexOf(0x0a);
+      const take = newline < 0 ? chunk : chunk.subarray(0, newline);
+      if (this.inboundBytes + take.length > maxLine) return 'too long';
+      this.inbound.push(Buffer.from(take));
+      this.inboundBytes += take.length;
+      if (newline >= 0) {
+        const line = Buffer.concat(this.inbound, this.inboundBytes).toString('utf8');
+        this.inbound = [];
+        this.inboundBytes = 0;
+        return { line };
+      }
+    }
+  }
+
+  /**
+   * Whether the client has closed its end or reset it (its request taken, it waits for the end and writes nothing
+   * more): reads what is queued past the request line, which is ignored anyway.
+   */
+  peerGone(sockets: UnixSockets, scratch: Buffer): boolean {
+    try {
+      for (;;) {
+        const n = sockets.receive(this.fd, scratch);
+        if (n === undefined) return false;
+        if (n === 0) return true;
+      }
+    } catch {
+      return true; // ECONNRESET
+    }
+  }
+
+  /** Queues `text` and sends what the socket takes now; throws (EPIPE, ECONNRESET) when the client is gone. */
+  write(sockets: UnixSockets, text: string): void {
+    this.outbound.push(Buffer.from(text));
+    this.flush(sockets);
+  }
+
+  /** Sends queued bytes until the socket is full; whether everything is out. */
+  flush(sockets: UnixSockets): boolean {
+    while (this.outbound.length > 0) {
+      const head = this.outbound[0]!;
+      const n = sockets.send(this.fd, head);
+      if (n === 0) return false;
+      if (n < head.length) this.outbound[0] = head.subarray(n);
+      else this.outbound.shift();
+    }
+    return true;
   }
 }

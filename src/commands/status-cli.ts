@@ -1,14 +1,14 @@
 // `announcer status [--json] [--state-dir DIR]`: what the background
 // announcer is doing, for operators on the node. It asks the announcer; when
 // none runs, it reads the records in stateDir (no counters then).
-import { DEFAULT_STATE_DIR } from '../shim/wire';
+import { DEFAULT_STATE_DIR } from '../protocol';
 import { parseFlags } from '../cli-flags';
 import type { RecordRead } from '../announce/state';
-import type { Counters } from '../daemon/counters';
-import { nextRound } from '../daemon/progress';
-import { settledStatus } from '../daemon/job-status';
+import type { Counters } from '../daemon/metrics';
+import { nextRound } from '../daemon/rounds';
+import { settledStatus } from '../daemon/table';
 import { describeNodeProof, describeVerdict } from '../announce/gateway-verdict';
-import type { AttachmentStatus, Reply } from '../daemon/protocol';
+import type { AttachmentStatus, ControlReply } from '../protocol';
 
 /** The verb. */
 export const STATUS_VERB = 'status';
@@ -18,7 +18,7 @@ export const STATUS_USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-d
 /** What `status` needs from the process. */
 export interface StatusCliDeps {
   /** Asks the running announcer of stateDir for its status; undefined when none answers. */
-  ask(stateDir: string): Promise<Reply | undefined>;
+  ask(stateDir: string): Promise<ControlReply | undefined>;
   records(stateDir: string): { file: string; read: RecordRead }[];
   bootMs(): number;
   out(line: string): void;
@@ -50,7 +50,7 @@ export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]
           stateDir,
           pid: reply.status.pid,
           attachments: reply.status.attachments,
-          counters: reply.status.counters,
+          counters: reply.status.counters as Counters,
         }
       : { source: 'records', stateDir, attachments: fromRecords(deps.records(stateDir), deps.bootMs()) };
   if (parsed.flags.json) deps.out(JSON.stringify(report));
@@ -118,8 +118,7 @@ function counterLines(c: Counters): string[] {
       `timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
     `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
     `address conflicts: ${c.conflicts}`,
-    // An announcer of an older build counts no gateway checks.
-    ...(c.gateway ? [gatewayLine(c.gateway)] : []),
+    gatewayLine(c.gateway),
     `errors: ${c.errors}`,
   ];
 }

@@ -1,6 +1,49 @@
-// Pure: the node-wide frame budget, a token bucket (no I/O). Switches police
-// ARP per port (Cisco DAI: 15 packets/s by default, then the port is
-// error-disabled), so every frame the node sends draws from one bucket.
+// The node-wide frame budget: a token bucket in the announcer's memory (the announcer alone sends frames, so one
+// bucket in its process meters them all). Switches police ARP per port (Cisco DAI: 15 packets/s by default, then the
+// port is error-disabled), so every frame the node sends draws from it. A take never blocks: it takes the frames now
+// or says how long to wait, and the caller waits on the loop (a deadline in its poll), having opened nothing. The
+// bucket's arithmetic is pure.
+
+/** The outcome of a take: taken (send them now), or held back for `waitMs`. */
+export type Taken = { ok: true } | { ok: false; waitMs: number };
+
+/** Draws frames from the node's budget. */
+export interface FrameBudget {
+  /** Takes `frames` tokens at `now` (boot ms), or says how long to wait; `onCredit` takes them whatever is left. */
+  take(frames: number, now: number, onCredit?: boolean): Taken;
+}
+
+/** A budget that never limits (rateLimit off). */
+export const UNLIMITED: FrameBudget = { take: () => ({ ok: true }) };
+
+/** Which rounds draw: round 1s (`first`, never dropped) go before `later` rounds. */
+export type Rounds = 'first' | 'later';
+
+/** The announcer's one token bucket; its limit is read at each take (node settings), none meaning unlimited. */
+export class NodeFrameBudget {
+  private bucket: TokenBucket | undefined;
+  /** The budget round 1s draw from. */
+  readonly first: FrameBudget = { take: (frames, now, onCredit = false) => this.take('first', frames, now, onCredit) };
+  /** The budget later rounds (and the gateway check's later asks) draw from. */
+  readonly later: FrameBudget = { take: (frames, now, onCredit = false) => this.take('later', frames, now, onCredit) };
+
+  constructor(private readonly limit: () => RateLimit | undefined) {}
+
+  /** Takes, or leaves the bucket as a held-back round 1 finds it. */
+  private take(rounds: Rounds, frames: number, now: number, onCredit: boolean): Taken {
+    const limit = this.limit();
+    if (!limit) return { ok: true };
+    const next = onCredit
+      ? { ok: true as const, bucket: takeOnCredit(this.bucket, limit, frames, now) }
+      : (rounds === 'first' ? tryTake : tryTakeLater)(this.bucket, limit, frames, now);
+    if (!next.ok) {
+      if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
+      return next;
+    }
+    this.bucket = next.bucket;
+    return { ok: true };
+  }
+}
 
 /** `rateLimit`: a sustained rate and the burst allowed on top of it. */
 export interface RateLimit {

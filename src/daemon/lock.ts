@@ -1,0 +1,188 @@
+// Taking stateDir's announcer lock (flock, held for the announcer's life). An
+// announcer a shim started gives up when another one listens (two shims
+// started one each). A resident one (the DaemonSet's) first takes the resident
+// lock, which it holds for its whole life, then asks the one that listens to
+// hand over, as an upgrade would, and waits for the announcer lock as long as
+// it takes. While a resident holds its lock, an announcer a shim started never
+// takes the announcer lock: it waits for the resident to listen, and leaves the
+// calls to it (else the two would race for the lock each time a resident asks).
+// A second resident one finds the first serving and exits. Every wait on a
+// holder is a poll(2) on its pidfd (src/sys/lock-holder.ts): it ends when the
+// holder exits, not at the next tick of a timer.
+import { closeSync, openSync } from 'node:fs';
+import type { Timers } from '../announce/context';
+import type { Logger } from '../log';
+import { join } from '../path';
+import { RESIDENT_REFUSAL } from '../protocol';
+import { ABI } from '../sys/abi/kernel-abi';
+import type { TryLock } from '../sys/libc';
+import type { HolderWait } from '../sys/lock-holder';
+import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
+import { ANNOUNCER_SOCKET, DAEMON_LOCK, RESIDENT_LOCK } from '../state-files';
+
+/** How long an announcer a shim started waits for one that is exiting (or handing over) to let go of the lock. */
+export const LOCK_WAIT_MS = 5000;
+/** With no holder to name (lock-holder.ts), how long one wait lasts before the lock is tried again. */
+const LOCK_POLL_MS = 20;
+/** The longest a resident announcer waits for the holder's exit before it looks (and asks) again. */
+const ASK_AGAIN_MS = 1000;
+
+/** What taking the lock needs. */
+export interface LockDeps {
+  stateDir: string;
+  tryLock: TryLock;
+  timers: Pick<Timers, 'now'>;
+  /**
+   * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be
+   * named (src/sys/lock-holder.ts).
+   */
+  waitForHolder(lockFd: number, ms: number, fallbackMs: number): HolderWait;
+  sockets: Pick<UnixSockets, 'connect' | 'close'>;
+  log: Logger;
+  /** Run by the DaemonSet: take over from an announcer a shim started. */
+  resident?: boolean | undefined;
+  /** Sends `{"op":"handover"}` to the announcer listening on stateDir; its reply, undefined when none came. */
+  askHandover?: (() => Promise<unknown>) | undefined;
+}
+
+/**
+ * How it went: the lock is ours, another announcer serves (not needed), or a resident one serves and refused to hand
+ * over.
+ */
+export type TakeOver = 'taken' | 'served' | 'resident';
+
+/**
+ * Runs `serve` once the announcer lock of stateDir is taken (see the top of this file), with the fd the lock is held
+ * on; the locks go when it returns.
+ */
+export async function withDaemonLock(deps: LockDeps, serve: (lockFd: number) => Promise<void>): Promise<TakeOver> {
+  let residentFd: number | undefined = openResidentLock(deps.stateDir);
+  try {
+    const turn = deps.resident ? await takeResidentLock(deps, residentFd) : leaveToResident(deps, residentFd);
+    if (turn !== 'taken') return turn;
+    if (!deps.resident) {
+      closeQuietly(residentFd); // no resident one: its lock, just taken, is not ours to hold
+      residentFd = undefined;
+    }
+    const lockFd = openDaemonLock(deps.stateDir);
+    try {
+      const took = await takeDaemonLock(deps, lockFd);
+      if (took === 'taken') await serve(lockFd);
+      return took;
+    } finally {
+      closeQuietly(lockFd);
+    }
+  } finally {
+    if (residentFd !== undefined) closeQuietly(residentFd);
+  }
+}
+
+/** close(2), which releases a lock on the fd even when it reports an error. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // released all the same
+  }
+}
+
+/**
+ * The resident lock, for a resident announcer: taken, or 'resident' when another resident one holds it and serves.
+ * One that holds it and does not listen (a resident stopping, or one waiting for the announcer lock) is waited for.
+ */
+async function takeResidentLock(deps: LockDeps, residentFd: number): Promise<TakeOver> {
+  while (!deps.tryLock(residentFd)) {
+    if (someoneListens(deps.stateDir, deps.sockets)) return 'resident';
+    deps.waitForHolder(residentFd, ASK_AGAIN_MS, LOCK_POLL_MS);
+  }
+  return 'taken';
+}
+
+/**
+ * For an announcer a shim started: 'taken' (go on to the announcer lock) when no resident one holds the resident
+ * lock; else it waits, up to LOCK_WAIT_MS, for the resident to listen (or to let go of its lock), and leaves the calls
+ * to it ('served').
+ */
+function leaveToResident(deps: LockDeps, residentFd: number): TakeOver {
+  const start = deps.timers.now();
+  for (;;) {
+    if (deps.tryLock(residentFd)) return 'taken';
+    const left = LOCK_WAIT_MS - (deps.timers.now() - start);
+    if (someoneListens(deps.stateDir, deps.sockets) || left <= 0) return 'served';
+    deps.waitForHolder(residentFd, Math.min(left, LOCK_POLL_MS), LOCK_POLL_MS);
+  }
+}
+
+/** Takes the announcer lock on `lockFd`. */
+async function takeDaemonLock(deps: LockDeps, lockFd: number): Promise<TakeOver> {
+  const start = deps.timers.now();
+  while (!deps.tryLock(lockFd)) {
+    // One that does not listen is exiting or handing over: wait for it.
+    const listens = someoneListens(deps.stateDir, deps.sockets);
+    if (!deps.resident) {
+      const left = LOCK_WAIT_MS - (deps.timers.now() - start);
+      if (listens || left <= 0) return 'served';
+      deps.waitForHolder(lockFd, left, LOCK_POLL_MS);
+      continue;
+    }
+    if (listens) {
+      const reply = await deps.askHandover?.();
+      if (isRefusal(reply)) return 'resident';
+      if (isOk(reply))
+        deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
+      else
+        deps.log.warn('the running announcer did not answer "handover": asking again', {
+          stateDir: deps.stateDir,
+          inMs: ASK_AGAIN_MS,
+        });
+    }
+    // Asked, a holder that cannot be named is asked again only after ASK_AGAIN_MS.
+    deps.waitForHolder(lockFd, ASK_AGAIN_MS, listens ? ASK_AGAIN_MS : LOCK_POLL_MS);
+  }
+  return 'taken';
+}
+
+function isOk(reply: unknown): boolean {
+  return typeof reply === 'object' && reply !== null && (reply as { ok?: unknown }).ok === true;
+}
+
+function isRefusal(reply: unknown): boolean {
+  return typeof reply === 'object' && reply !== null && (reply as { error?: unknown }).error === RESIDENT_REFUSAL;
+}
+
+const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
+
+/**
+ * Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an
+ * O_PATH fd of stateDir.
+ */
+export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
+  const direct = join(stateDir, ANNOUNCER_SOCKET);
+  if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
+  const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  try {
+    return use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
+export function openDaemonLock(stateDir: string): number {
+  return openSync(join(stateDir, DAEMON_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
+}
+
+/** Opens (as openDaemonLock) the lock file a resident announcer of `stateDir` holds for its whole life. */
+export function openResidentLock(stateDir: string): number {
+  return openSync(join(stateDir, RESIDENT_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
+}
+
+/** Whether an announcer accepts connections on stateDir's socket (the connection is closed at once). */
+export function someoneListens(stateDir: string, sockets: Pick<UnixSockets, 'connect' | 'close'>): boolean {
+  try {
+    withSocketAddress(stateDir, (address) => sockets.close(sockets.connect(address)));
+    return true;
+  } catch {
+    return false; // ENOENT, ECONNREFUSED: nobody listens
+  }
+}

@@ -1,0 +1,140 @@
+// The announcer's metrics as Prometheus reads them: one prom-client Registry of
+// its own (not prom-client's global one, and no default process metrics),
+// served on /metrics (--listen) and written to metricsFile. The counters stay
+// plain numbers (Counters, which `announcer status` also shows) and are copied
+// into the registry at each read; the histograms are observed as their events
+// come (an ADD's round 1, a gateway's answer).
+import Counter from 'prom-client/lib/counter';
+import Histogram from 'prom-client/lib/histogram';
+import Registry from 'prom-client/lib/registry';
+import type { Counters } from './metrics';
+
+/**
+ * Upper bounds (s) of `cni_announcer_add_to_first_round_seconds`: from 1 ms (a ready pod, no probe) to 10 s (a pod that
+ * took long to be ready).
+ */
+export const ADD_TO_FIRST_ROUND_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
+/** Upper bounds (s) of `cni_announcer_gateway_answer_seconds`: from an answer to round 1's ask to a late round's. */
+export const GATEWAY_ANSWER_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+const PREFIX = 'cni_announcer';
+
+/** One counter family: its name (less the prefix), help, label, and where its numbers are in Counters. */
+const FAMILIES: readonly {
+  name: string;
+  help: string;
+  label?: string;
+  read(c: Counters): number | Record<string, number>;
+}[] = [
+  {
+    name: 'frames_sent_total',
+    help: 'Announcement frames sent, by kind.',
+    label: 'kind',
+    read: (c) => ({ ...c.frames }),
+  },
+  { name: 'rounds_total', help: 'Announcement rounds, by outcome.', label: 'outcome', read: (c) => c.rounds },
+  {
+    name: 'deferred_waits_total',
+    help: 'Waits for a pod that was not ready during ADD, by how they ended.',
+    label: 'outcome',
+    read: (c) => c.deferred,
+  },
+  {
+    name: 'rate_limited_rounds_total',
+    help: 'Rounds held back by the node-wide rate limit.',
+    label: 'outcome',
+    read: (c) => c.rateLimited,
+  },
+  {
+    name: 'address_conflicts_total',
+    help: 'IPv4 addresses not announced because another host uses them (conflictCheck).',
+    read: (c) => c.conflicts,
+  },
+  { name: 'errors_total', help: 'Errors of the background announcer.', read: (c) => c.errors },
+  {
+    name: 'gateway_checks_total',
+    help: 'Attachments by the final verdict of their gateway check (gatewayCheck).',
+    label: 'result',
+    read: ({ gateway: { asks: _a, requests: _r, ...results } }) => results,
+  },
+  {
+    name: 'gateway_requests_total',
+    help: 'ARP requests and Neighbor Solicitations the gateway check sent.',
+    read: (c) => c.gateway.requests,
+  },
+  {
+    name: 'node_mismatches_total',
+    help: "What the node-local proof found wrong after round 1 (the pod's MAC on another bridge port, a stale entry).",
+    label: 'kind',
+    read: (c) => c.nodeMismatches,
+  },
+];
+
+/** A Counters field name as a label value: garpRequest -> garp_request. */
+function snakeCase(field: string): string {
+  return field.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
+}
+
+/** The registry of one announcer. */
+export class AnnouncerMetrics {
+  private readonly registry = new Registry();
+  private readonly addToFirstRound: Histogram;
+  private readonly gatewayAnswer: Histogram;
+
+  /** `counters`: the announcer's counters, read at every scrape and write. */
+  constructor(counters: () => Counters) {
+    for (const family of FAMILIES) {
+      const label = family.label;
+      new Counter({
+        name: `${PREFIX}_${family.name}`,
+        help: family.help,
+        labelNames: label ? [label] : [],
+        registers: [this.registry],
+        // The counters are the truth: the registry takes their values as they are now.
+        collect() {
+          this.reset();
+          const value = family.read(counters());
+          if (typeof value === 'number' || label === undefined) this.inc(Number(value));
+          else for (const [field, n] of Object.entries(value)) this.inc({ [label]: snakeCase(field) }, n);
+        },
+      });
+    }
+    this.addToFirstRound = new Histogram({
+      name: `${PREFIX}_add_to_first_round_seconds`,
+      help: 'Time from the announcer taking an ADD to its round 1 on the wire.',
+      buckets: [...ADD_TO_FIRST_ROUND_BUCKETS],
+      registers: [this.registry],
+    });
+    this.gatewayAnswer = new Histogram({
+      name: `${PREFIX}_gateway_answer_seconds`,
+      help: "Time from an attachment's round 1 to a routed gateway's answer to the gateway check.",
+      buckets: [...GATEWAY_ANSWER_BUCKETS],
+      registers: [this.registry],
+    });
+  }
+
+  /** The Content-Type of {@link text}: the Prometheus text format 0.0.4. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every metric in the Prometheus text format. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** One ADD's time from being taken to round 1 on the wire. */
+  observeAddToFirstRound(seconds: number): void {
+    this.addToFirstRound.observe(seconds);
+  }
+
+  /** One gateway's time from round 1 to its answer. */
+  observeGatewayAnswer(seconds: number): void {
+    this.gatewayAnswer.observe(seconds);
+  }
+}
