@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddDeps, AddJob } from '../../src/announce/announce-on-add';
-import { UNLIMITED, type FrameBudget } from '../../src/announce/frame-budget';
+import { UNLIMITED, type FrameBudget } from '../../src/announce/budget';
 import type { SocketOpener } from '../../src/announce/session';
 import type { FirstRoundReport } from '../../src/announce/job-host';
 import { createLogger } from '../../src/log';

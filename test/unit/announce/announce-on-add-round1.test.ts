@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd } from '../../../src/announce/announce-on-add';
-import type { FrameBudget } from '../../../src/announce/frame-budget';
+import type { FrameBudget } from '../../../src/announce/budget';
 import { recordPath, type AttachmentRecord } from '../../../src/announce/state';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { AddHarness, NETNS, NETNS_ID, PACKET_FD, PLAN } from '../../support/add-harness';

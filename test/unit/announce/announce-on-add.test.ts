@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd, type AddDeps, type AddJob } from '../../../src/announce/announce-on-add';
 import { lockWaitMs } from '../../../src/announce/attachment-lock';
-import { UNLIMITED, type FrameBudget } from '../../../src/announce/frame-budget';
+import { UNLIMITED, type FrameBudget } from '../../../src/announce/budget';
 import type { SocketOpener } from '../../../src/announce/session';
 import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import type { BackgroundJob } from '../../../src/announce/background-job';

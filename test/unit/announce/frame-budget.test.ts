@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NodeFrameBudget } from '../../../src/announce/frame-budget';
-import type { RateLimit } from '../../../src/announce/token-bucket';
+import { NodeFrameBudget } from '../../../src/announce/budget';
+import type { RateLimit } from '../../../src/announce/budget';
 
 const LIMIT = { framesPerSecond: 10, burst: 5 };
 

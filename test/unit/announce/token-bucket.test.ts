@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstWaits, refill, takeOnCredit, tryTake, tryTakeLater } from '../../../src/announce/token-bucket';
+import { firstWaits, refill, takeOnCredit, tryTake, tryTakeLater } from '../../../src/announce/budget';
 
 const LIMIT = { framesPerSecond: 10, burst: 5 };
 

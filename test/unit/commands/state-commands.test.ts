@@ -16,7 +16,7 @@ import { gc } from '../../../src/commands/gc';
 import { status } from '../../../src/commands/status';
 import { createLogger } from '../../../src/log';
 import { MemoryLocks } from '../../../src/daemon/memory-locks';
-import { UNLIMITED } from '../../../src/announce/frame-budget';
+import { UNLIMITED } from '../../../src/announce/budget';
 import { fakeLibc } from '../../support/fake-libc';
 import { identityView } from '../../support/caller-view-fakes';
 import { RecordMemory } from '../../../src/announce/record-memory';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UNLIMITED } from '../../../src/announce/frame-budget';
+import { UNLIMITED } from '../../../src/announce/budget';
 import { cniRunner, type CniHostDeps } from '../../../src/daemon/cni-host';
 import { MemoryLocks } from '../../../src/daemon/memory-locks';
 import { LoopWaits } from '../../../src/daemon/loop-waits';

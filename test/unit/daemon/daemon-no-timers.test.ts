@@ -3,7 +3,7 @@
 // budget, a hosted command's sleep, a back-off after a failed turn and the
 // status answers all go through the loop's one poll(2) and its deadlines.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { NodeFrameBudget } from '../../../src/announce/frame-budget';
+import { NodeFrameBudget } from '../../../src/announce/budget';
 import { ROUNDS_PER_TURN } from '../../../src/daemon/jobs';
 import { writeJob } from '../../support/daemon-fakes';
 import { answerOf, countersOf, DaemonLoop } from '../../support/daemon-loop';
