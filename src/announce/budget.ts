@@ -19,8 +19,14 @@ export const UNLIMITED: FrameBudget = { take: () => ({ ok: true }) };
 /** Which rounds draw: round 1s (`first`, never dropped) go before `later` rounds. */
 export type Rounds = 'first' | 'later';
 
+/** The node's budget: round 1s (`first`, never dropped) go before `later` rounds. */
+export interface NodeBudget {
+  first: FrameBudget;
+  later: FrameBudget;
+}
+
 /** The announcer's one token bucket; its limit is read at each take (node settings), none meaning unlimited. */
-export class NodeFrameBudget {
+export class NodeFrameBudget implements NodeBudget {
   private bucket: TokenBucket | undefined;
   /** The budget round 1s draw from. */
   readonly first: FrameBudget = { take: (frames, now, onCredit = false) => this.take('first', frames, now, onCredit) };

@@ -13,7 +13,7 @@
 import type { BackgroundJob } from '../announce/background-job';
 import type { SocketOpener } from '../announce/session';
 import type { Timers } from '../announce/context';
-import { NodeFrameBudget } from '../announce/budget';
+import { NodeFrameBudget, type NodeBudget } from '../announce/budget';
 import { RecordMemory } from '../announce/record-memory';
 import type { NodeSettings } from '../cni/node-settings';
 import type { Logger } from '../log';
@@ -88,7 +88,7 @@ export interface Announcer {
   waits: LoopWaits;
   attachmentLocks: MemoryLocks;
   written: RecordMemory;
-  frameBudget: NodeFrameBudget;
+  frameBudget: NodeBudget;
   closeInBackground(fd: number): void;
   counters: Counters;
   metrics: LazyMetrics;
