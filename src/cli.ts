@@ -10,7 +10,7 @@ import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
 import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
-import { statusCommand, STATUS_USAGE, STATUS_VERB } from './commands/status-cli';
+import { statusCommand, STATUS_USAGE, STATUS_VERB } from './daemon/status-cli';
 import { DAEMON_USAGE, daemonVerb } from './daemon/daemon-verb';
 import { askAnnouncer } from './shim/shim';
 import { silentLogger } from './log';

@@ -1,8 +1,8 @@
 // The process entry point: answers VERSION, and forwards every other CNI command to the node's
 // announcer (src/shim/), which alone runs it; this process never does.
 // Run with arguments, it is one of the verbs (src/cli.ts). Start-up is the plugin's
-// latency, once per pod: VERSION and the shim are imported statically, in the start-up chunk (the
-// round of dynamic imports that loaded them cost each call 0.2 to 0.5 ms in the binary); the verbs,
+// latency, once per pod: VERSION and the shim are imported statically, in the start-up chunk (a
+// round of dynamic imports would cost each call; docs/performance.md); the verbs,
 // the announcer and dispatch load only when they run. Nothing on the shim's path loads node:fs or zod: stdin and
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     reply(`${JSON.stringify(versionReply(await readStdin(MAX_STDIN_BYTES).catch(() => undefined)))}\n`);
     return out.exit(0);
   }
-  // The node's announcer runs the command (issue 25): this process only reports what it answered.
+  // The node's announcer runs the command: this process only reports what it answered.
   const shimmed = await forwardToAnnouncer(readStdin, reply, (text) => out.write(2, text));
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.

@@ -48,7 +48,7 @@ const TEMP_NAME = /^\..+\.(\d+)\.[0-9a-f]+\.tmp$/;
 export function attachmentName(containerId: string, ifname: string): string {
   const name = `${containerId}@${ifname}`;
   if (Buffer.byteLength(name) <= MAX_READABLE_NAME && READABLE_NAME.test(name)) return name;
-  // Loaded only for long IDs: node:crypto costs Node ~10 ms of start-up.
+  // Loaded only for long IDs: node:crypto is a cost to start-up.
   const { createHash } = process.getBuiltinModule('node:crypto');
   return `sha256-${createHash('sha256').update(name).digest('hex')}`;
 }

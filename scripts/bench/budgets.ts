@@ -1,4 +1,4 @@
-// The budgets of issue 18, checked against the bench's medians and peak RSS.
+// The budgets of release 0.2.0 (CHANGELOG.md), checked against the bench's medians and peak RSS.
 import type { TableRow, Verdict } from './report';
 import { median } from './stats';
 
@@ -22,7 +22,7 @@ export const ROWS = {
 } as const;
 
 /**
- * Issue 18's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in MiB
+ * Release 0.2.0's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in MiB
  * over it.
  */
 export const BUDGETS = {

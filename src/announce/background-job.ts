@@ -17,10 +17,9 @@ export interface AttachmentIds {
   netnsId: NetnsId;
   /**
    * The namespaces of the process that sent the ADD (of its /proc/PID/ns/mnt and ns/net): `netns` and `logFile` resolve
-   * in its mount namespace, the pod's host side is in its netns. Absent in records from before it was kept: the
-   * announcer's own.
+   * in its mount namespace, the pod's host side is in its netns.
    */
-  caller?: { mnt: NetnsId; net: NetnsId } | undefined;
+  caller: { mnt: NetnsId; net: NetnsId };
 }
 
 /** The Kubernetes pod of an attachment, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME), for log lines. */

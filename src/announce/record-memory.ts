@@ -1,8 +1,7 @@
 // What the announcer wrote to each record file. It alone writes records, into a stateDir only root can
-// change, so a record read back with the very bytes it wrote needs no second schema check: the record
-// schema costs about 0.5 ms of the announcer's CPU a record, paid by each DEL and GC (an A/B run of
-// warm DELs: 11.0 → 9.8 ms). Any other bytes (a record from before the announcer's start, or one
-// another hand changed) are checked in full.
+// change, so a record read back with the very bytes it wrote needs no second schema check, a cost each
+// DEL and GC would pay (docs/performance.md). Any other bytes (a record from before the announcer's
+// start, or one another hand changed) are checked in full.
 // Kept in the announcer's memory, by path, while the record lives; bounded, so that records removed by
 // another hand cannot make it grow without end.
 

@@ -78,8 +78,10 @@ export class Jobs implements JobTable {
    */
   recover(handedOver: ReadonlyMap<string, HandedOver>): void {
     const { stateDir } = this.a;
+    const invalid: Record<string, string> = {};
     for (const { file, read } of listRecords(stateDir)) {
       const name = file.slice(stateDir.length + 1);
+      if (read.kind === 'invalid') invalid[name] = read.problem;
       if (read.kind !== 'ok' || this.works.has(name)) continue;
       const { record } = read;
       if (record.gateway) this.settled.set(name, settledStatus(record, record.gateway));
@@ -91,6 +93,9 @@ export class Jobs implements JobTable {
         this.schedule(name, { ...jobRecord, gateway }, 'handed over', handed.next);
       } else this.schedule(name, jobRecord, 'recovered');
     }
+    // Records of another format (a pre-release build's) or another hand's: no burst is taken up from them.
+    if (Object.keys(invalid).length > 0)
+      this.a.log.warn('records this announcer cannot read: skipped (DEL and GC remove them)', { records: invalid });
   }
 
   /**

@@ -11,7 +11,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_LINE } from '../../src/shim/wire';
+import { MAX_REQUEST_LINE } from '../../src/protocol';
 import {
   allocSubnet,
   ANNOUNCER,

@@ -4,7 +4,7 @@
 // bound is asserted as a generous upper limit, each pod's frames are counted on the bridge by
 // tshark, and each CNI process runs under strace: no setns or flock, it ran no command itself.
 import { describe, expect, it } from 'vitest';
-import { MARGIN_MS, START_MS } from '../../src/shim/wire';
+import { MARGIN_MS, START_MS } from '../../src/protocol';
 import {
   announcerAdd,
   announcerDel,

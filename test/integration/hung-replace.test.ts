@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HUNG_AFTER_MS } from '../../src/shim/replace-hung';
-import { MARGIN_MS } from '../../src/shim/wire';
+import { MARGIN_MS } from '../../src/protocol';
 import {
   allocSubnet,
   announcerAdd,

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { STOP_MS } from '../../src/shim/wire';
+import { STOP_MS } from '../../src/protocol';
 import {
   OLD_MAC,
   ANNOUNCER,

@@ -75,9 +75,9 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
   const zodIn = (set: Set<string>): string[] =>
     [...set].flatMap((n) => chunks[n]!.inputs.filter((i) => /node_modules\/zod\//.test(i)));
 
-  /** The modules src/shim/shim-deps.ts imports dynamically: what a cold start, or a failure's report, loads. */
+  /** The modules src/shim/shim.ts imports dynamically: what a cold start, or a failure's report, loads. */
   const shimDepsLazy = (): string[] =>
-    [...readFileSync(join(ROOT, 'src/shim/shim-deps.ts'), 'utf8').matchAll(/import\('(\.[^']+)'\)/g)].map((m) => {
+    [...readFileSync(join(ROOT, 'src/shim/shim.ts'), 'utf8').matchAll(/import\('(\.[^']+)'\)/g)].map((m) => {
       // The binary takes a module's Bun twin where one exists (scripts/build/plugin.ts).
       const base = relative(ROOT, resolve(ROOT, 'src/shim', m[1]!));
       return existsSync(join(ROOT, `${base}.bun.ts`)) ? `${base}.bun.ts` : `${base}.ts`;
@@ -87,7 +87,7 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
     // main.ts imports VERSION's answer and the shim statically: they are in what start-up evaluates.
     const start = evaluated('src/main.ts');
     const startInputs = [...start].flatMap((n) => chunks[n]!.inputs);
-    for (const module of ['src/cni/version-reply.ts', 'src/shim/exchange.ts', 'src/sys/stdio.bun.ts'])
+    for (const module of ['src/cni/version-reply.ts', 'src/shim/shim.ts', 'src/sys/stdio.bun.ts'])
       expect(startInputs).toContain(module);
     // Whatever the shim loads to start an announcer, or to report one that cannot answer (a list kept by hand missed
     // the record schema, and zod with it, that a cold start loaded for one message).
@@ -99,7 +99,7 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
   });
 
   it('put zod in what the announcer and `announcer schema` evaluate (the walk sees it where it is)', () => {
-    const announcer = zodIn(evaluated('src/process/verbs.ts'));
+    const announcer = zodIn(evaluated('src/cli.ts'));
     expect(announcer).toContain('node_modules/zod/v4/mini/schemas.js');
     // zod's JSON Schema export comes with `announcer schema` alone.
     expect(announcer.filter((f) => /json-schema/.test(f))).toEqual([]);

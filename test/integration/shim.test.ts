@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { START_MARKER } from '../../src/state-files';
-import { encodeReply, MARGIN_MS, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
+import { encodeLine, MARGIN_MS, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/protocol';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
 import {
   ANNOUNCER,
@@ -66,9 +66,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     "CLOCK_BOOTTIME) and prints the announcer's answer";
   it(forwardsADDCNITitle, async () => {
     const fake = await announcer((t) =>
-      t.socket.end(
-        encodeReply({ ack: true }) + encodeReply({ beat: true }) + encodeReply({ exit: 3, stdout: 'ANSWER' }),
-      ),
+      t.socket.end(encodeLine({ exit: 3, stdout: 'ANSWER' })),
     );
     const before = bootMs();
     const res = await cniExec(ANNOUNCER, call, config(fake.dir));
@@ -78,7 +76,6 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     const request = fake.taken[0]!.request as {
       v: number;
       build: string;
-      ackBy: number;
       deadline: number;
       cni: { env: Record<string, string>; stdin: string };
     };
@@ -93,11 +90,11 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     ]);
     expect(JSON.parse(request.cni.stdin)).toMatchObject(config(fake.dir));
     // The clocks agree: the deadline lies addWaitMs (2 s by default) + MARGIN_MS after some moment of the run
-    // (/proc/uptime has 10 ms steps); an older announcer reads it as ackBy.
+    // (/proc/uptime has 10 ms steps).
     const waitMs = 2000 + MARGIN_MS;
     expect(request.deadline - waitMs).toBeGreaterThanOrEqual(before - 10);
     expect(request.deadline - waitMs).toBeLessThanOrEqual(after + 10);
-    expect(request.ackBy).toBe(request.deadline);
+    expect(request).not.toHaveProperty('ackBy');
   });
 
   it('holds Bun.connect and not the Node twin', async () => {
@@ -106,7 +103,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('fails ADD with code 11 naming the refusal when the announcer refuses it, running nothing itself', async () => {
-    const fake = await announcer((t) => t.socket.end(encodeReply({ refused: 'version' })));
+    const fake = await announcer((t) => t.socket.end(encodeLine({ refused: 'version' })));
     const res = await cniExec(ANNOUNCER, call, config(fake.dir));
     expect(fake.taken).toHaveLength(1);
     expect(res.code).toBe(1);
@@ -114,7 +111,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('fails ADD with code 11 once its deadline passes without an answer, and closes its connection', async () => {
-    const fake = await announcer((t) => t.socket.write(encodeReply({ ack: true })));
+    const fake = await announcer(() => undefined);
     const started = Date.now();
     const res = await cniExec(ANNOUNCER, call, { ...config(fake.dir), addWaitMs: 0 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(MARGIN_MS - 100);
@@ -124,7 +121,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('does not forward a stdin over MAX_FORWARDED_STDIN: code 5 naming the size; DEL exits 0', async () => {
-    const fake = await announcer((t) => t.socket.end(encodeReply({ exit: 0, stdout: 'ANSWER' })));
+    const fake = await announcer((t) => t.socket.end(encodeLine({ exit: 0, stdout: 'ANSWER' })));
     const big = JSON.stringify({ pad: 'x'.repeat(MAX_FORWARDED_STDIN), ...config(fake.dir), count: 99 });
     const res = await cniExec(ANNOUNCER, call, big);
     expect(res.json).toMatchObject({ code: 5, msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`) });
@@ -217,9 +214,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('answers VERSION itself', async () => {
-    const fake = await announcer((t) =>
-      t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'ANSWER' })),
-    );
+    const fake = await announcer((t) => t.socket.end(encodeLine({ exit: 0, stdout: 'ANSWER' })));
     const res = await cniExec(ANNOUNCER, { command: 'VERSION' }, config(fake.dir));
     expect(res.json).toMatchObject({ supportedVersions: expect.any(Array) });
     expect(fake.taken).toHaveLength(0);

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { STOP_MS } from '../../src/shim/wire';
+import { STOP_MS } from '../../src/protocol';
 import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import {
   ANNOUNCER,

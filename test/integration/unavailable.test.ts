@@ -8,7 +8,7 @@
 // BRIEF_MS (2 s), then exits 0 and says so on stderr, its request left queued. Asserted here with
 // generous margins: these are upper limits, not speeds.
 import { describe, expect, it } from 'vitest';
-import { BRIEF_MS, MARGIN_MS } from '../../src/shim/wire';
+import { BRIEF_MS, MARGIN_MS } from '../../src/protocol';
 import {
   allocSubnet,
   announcerAdd,

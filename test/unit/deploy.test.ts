@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/cni/config';
 import { parseInstallArgs } from '../../src/commands/install';
-import { parseDaemonArgs } from '../../src/daemon/daemon-args';
+import { parseDaemonArgs } from '../../src/daemon/daemon-verb';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CNI_BIN = '/opt/cni/bin';
@@ -141,7 +141,7 @@ describe('deploy/daemonset.yaml', () => {
     ]);
     expect(parseDaemonArgs(main.command!.slice(2))).toEqual({
       ok: true,
-      args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464', settings: {} },
+      args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
     });
     expect(main.env).toEqual([{ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
     expect(pod.hostNetwork).toBe(true);

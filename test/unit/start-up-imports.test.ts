@@ -1,7 +1,7 @@
 // What the plugin loads before it knows its command: the static import graph of src/main.ts.
 // VERSION (and every command's start-up) must not build the options' schemas; those come in
 // through dispatch's lazy import('./config') and import('./options'). zod (the validation
-// library) is loaded only by the announcer and the verbs (process/verbs.ts loads it), and by a
+// library) is loaded only by the announcer and the verbs (cli.ts loads it), and by a
 // CNI call only to say what is wrong with a config it cannot forward (dispatch);
 // test/integration/schema-and-zod.test.ts checks the same in the bundle's chunks.
 import { existsSync, readFileSync } from 'node:fs';
@@ -96,7 +96,7 @@ describe("start-up's static imports", () => {
     const version = new Set([...staticGraph('src/cni/version-reply.ts'), ...staticGraph('src/cni/decode.ts')]);
     expect([...packagesOf(version)].filter(isZod)).toEqual([]);
     // The walk sees zod where it is loaded.
-    for (const user of ['src/process/verbs.ts', 'src/cni/config.ts', 'src/commands/schema.ts']) {
+    for (const user of ['src/cli.ts', 'src/cni/config.ts', 'src/commands/schema.ts']) {
       expect([...packagesOf(staticGraph(user))], user).toContain('zod/mini');
     }
   });
@@ -104,13 +104,12 @@ describe("start-up's static imports", () => {
   it("leave FFI and validation off the shim's path: its modules, and the unix-stream twin it loads", () => {
     const graph = new Set([
       ...staticGraph('src/shim/shim.ts'),
-      ...staticGraph('src/shim/shim-deps.ts'),
       ...staticGraph('src/sys/unix-stream.ts'),
       ...staticGraph('src/shim/start.ts'),
       ...staticGraph('src/sys/private-dir.ts'),
       ...staticGraph('src/sys/spawn-child.ts'),
     ]);
-    expect(graph).toContain('src/shim/exchange.ts');
+    expect(graph).toContain('src/protocol.ts');
     expect(graph).toContain('src/sys/unix-stream.bun.ts');
     const banned = [...graph].filter(
       (f) =>
@@ -126,11 +125,11 @@ describe("start-up's static imports", () => {
   const leaveNodeFsTitle =
     "leave node:fs off the shim's fast path (main, the shim, Bun's twins): it costs a Bun run 1.6 ms and 5.6 MiB";
   it(leaveNodeFsTitle, () => {
-    const fast = ['src/main.ts', 'src/shim/shim.ts', 'src/shim/shim-deps.ts'];
+    const fast = ['src/main.ts', 'src/shim/shim.ts'];
     const graph = new Set(fast.flatMap((entry) => [...staticGraph(entry)]));
     const importsFs = (file: string): boolean =>
       /^import [^;]* from 'node:fs';$/m.test(readFileSync(join(ROOT, file), 'utf8'));
-    expect(graph).toContain('src/shim/exchange.ts');
+    expect(graph).toContain('src/protocol.ts');
     expect(graph).toContain('src/sys/stdio.bun.ts');
     expect(graph).not.toContain('src/sys/stdio.ts');
     expect([...graph].filter(importsFs)).toEqual([]);
@@ -144,21 +143,20 @@ describe("start-up's static imports", () => {
     const startUp = [
       ...staticGraph('src/main.ts'),
       ...staticGraph('src/shim/shim.ts'),
-      ...staticGraph('src/shim/shim-deps.ts'),
       ...staticGraph('src/shim/start.ts'),
     ];
     const importsProm = (file: string): boolean => /from 'prom-client/.test(readFileSync(join(ROOT, file), 'utf8'));
-    expect(startUp.filter((f) => importsProm(f) || /^src\/daemon\/(metrics|http)/.test(f))).toEqual([]);
+    expect(startUp.filter((f) => importsProm(f) || /^src\/daemon\//.test(f))).toEqual([]);
     // The walk sees them where they are.
-    // The announcer loads the registry on first use (lazy-metrics.ts): not before it listens.
+    // The announcer loads the registry on first use (metrics.ts's LazyMetrics): not before it listens.
     const announcer = staticGraph('src/daemon/daemon.ts');
     expect(announcer).toContain('src/daemon/http-server.ts');
+    expect(announcer).toContain('src/daemon/metrics.ts');
     expect([...announcer].filter(importsProm)).toEqual([]);
-    expect(staticGraph('src/daemon/metrics.ts')).toContain('src/daemon/metrics.ts');
-    expect(readFileSync(join(ROOT, 'src/daemon/lazy-metrics.ts'), 'utf8')).toContain("await import('./metrics')");
+    expect(readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8')).toContain("await import('./prometheus')");
     // Its modules one by one: the index also loads the Pushgateway (node:http, https, zlib) and node:cluster.
     const specifiers = [
-      ...readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g),
+      ...readFileSync(join(ROOT, 'src/daemon/prometheus.ts'), 'utf8').matchAll(/from '(prom-client[^']*)'/g),
     ].map((m) => m[1]);
     expect(specifiers.sort()).toEqual([
       'prom-client/lib/counter',

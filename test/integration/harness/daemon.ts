@@ -2,7 +2,7 @@
 // src/daemon) seen from outside: its process and memory, the CLI verbs that
 // talk to it (`announcer status`, `announcer announce`), and the files it keeps
 // in stateDir next to the attachments' records.
-import type { StatusReport } from '../../../src/process/status-cli';
+import type { StatusReport } from '../../../src/daemon/status-cli';
 import { readFile } from 'node:fs/promises';
 import { ANNOUNCER, RUN_TAG_ENV } from './cni';
 import { run, type RunResult } from './exec';

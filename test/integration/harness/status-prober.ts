@@ -26,7 +26,7 @@ export interface ProbedStatus {
  */
 export function startStatusProber(stateDir: string, everyMs: number): { stop(): Promise<StatusProbe[]> } {
   const path = join(stateDir, 'announcer.sock');
-  const line = '{"v": 1, "build": "status-prober", "ackBy": 1e15, "control": {"op": "status"}}\n';
+  const line = '{"v": 1, "build": "status-prober", "deadline": 1e15, "control": {"op": "status"}}\n';
   const probes: Promise<StatusProbe>[] = [];
   const ask = async (): Promise<StatusProbe> => {
     const sentAt = performance.now();

@@ -74,10 +74,10 @@ export const INVALID_LINES: readonly string[] = [
   '{"v": 1, ',
   '\0',
   '[]',
-  '{"v": 99, "build": "x", "ackBy": 1e15, "control": {"op": "status"}}',
-  '{"v": 1, "build": 7, "ackBy": 1e15, "control": {"op": "status"}}',
-  '{"v": 1, "build": "x", "ackBy": 1e15, "cni": {"env": {"PATH": "/"}, "stdin": "{}"}}',
-  '{"v": 1, "build": "x", "ackBy": 1e15, "control": {"op": "kill", "record": "../x.json"}}',
+  '{"v": 99, "build": "x", "deadline": 1e15, "control": {"op": "status"}}',
+  '{"v": 1, "build": 7, "deadline": 1e15, "control": {"op": "status"}}',
+  '{"v": 1, "build": "x", "deadline": 1e15, "cni": {"env": {"PATH": "/"}, "stdin": "{}"}}',
+  '{"v": 1, "build": "x", "deadline": 1e15, "control": {"op": "kill", "record": "../x.json"}}',
 ];
 
 /** What each kind of garbage got back: a line, or null (closed without one). */

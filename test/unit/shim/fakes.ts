@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ShimClock } from '../../../src/shim/exchange';
+import type { ShimClock } from '../../../src/shim/shim';
 
 /** A pending timer of the fake clock. */
 export interface FakeTimer {

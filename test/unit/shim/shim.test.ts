@@ -1,10 +1,35 @@
-// runShim with scripted outcomes: what it forwards and for how long it waits, what it prints, when
-// it starts an announcer, and what each command returns when the announcer cannot answer.
-import { describe, expect, it } from 'vitest';
-import type { Outcome } from '../../../src/shim/exchange';
-import { nextStep, RETRY_MS, runShim, type ShimDeps } from '../../../src/shim/shim';
+// The shim: runShim with scripted outcomes (what it forwards and for how long it waits, what it prints, when it
+// starts an announcer, what each command returns when the announcer cannot answer); the exchange against a fake
+// announcer on a real unix socket (the node:net twin), with a clock whose timers fire when the test says, so no test
+// waits for a deadline to pass; askAnnouncer, which never starts one; the boot clock and the Bun twin outside Bun.
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  askAnnouncer,
+  bootClock,
+  CONTROL_WAIT_MS,
+  exchange,
+  nextStep,
+  type Outcome,
+  replyOutcome,
+  RETRY_MS,
+  runShim,
+  type ShimDeps,
+} from '../../../src/shim/shim';
 import { StateDirError } from '../../../src/shim/unavailable';
-import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
+import {
+  BRIEF_MS,
+  DEFAULT_STATE_DIR,
+  encodeLine,
+  MARGIN_MS,
+  MAX_FORWARDED_STDIN,
+  parseObject,
+  type RequestBody,
+  START_MS,
+  stateDirOf,
+  STOP_MS,
+  waitMsOf,
+  WIRE_VERSION,
+} from '../../../src/protocol';
 import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
@@ -12,20 +37,16 @@ import {
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from '../../../src/cni/option-bounds';
-import {
-  BRIEF_MS,
-  MARGIN_MS,
-  MAX_FORWARDED_STDIN,
-  onUnavailableOf,
-  START_MS,
-  STOP_MS,
-  waitMsOf,
-  type RequestBody,
-} from '../../../src/shim/wire';
-import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
-import { fakeClock, fireOnly, until } from './fakes';
+import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, until } from './fakes';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ConnectUnix, StreamError } from '../../../src/sys/stream-connection';
+import { spawn } from 'node:child_process';
+import { connectUnix } from '../../../src/sys/unix-stream';
+import { connectUnix as bunConnect } from '../../../src/sys/unix-stream.bun';
 
 const CONFIG = '{"cniVersion":"1.0.0","name":"n","type":"announcer","stateDir":"/state"}';
 const ENV = { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x', PATH: '/bin', LD_LIBRARY_PATH: '/x:' };
@@ -378,10 +399,14 @@ describe('runShim', { timeout: 5000 }, () => {
 
 describe('stateDirOf', () => {
   it("takes the config's absolute stateDir, the default when absent, and nothing odd", () => {
-    expect(stateDirOf('{"stateDir":"/var/run/x"}')).toBe('/var/run/x');
-    expect(stateDirOf('{"name":"n"}')).toBe(DEFAULT_STATE_DIR);
+    const of = (text: string) => {
+      const config = parseObject(text);
+      return config && stateDirOf(config);
+    };
+    expect(of('{"stateDir":"/var/run/x"}')).toBe('/var/run/x');
+    expect(of('{"name":"n"}')).toBe(DEFAULT_STATE_DIR);
     for (const odd of ['{"stateDir":"x"}', '{"stateDir":"/a\\u0000b"}', '{"stateDir":7}', '[]', 'null', '{', '"s"'])
-      expect(stateDirOf(odd)).toBeUndefined();
+      expect(of(odd)).toBeUndefined();
   });
 });
 
@@ -453,28 +478,214 @@ describe('waitMsOf', () => {
   });
 });
 
-describe('onUnavailableOf', () => {
-  it.each([
-    {},
-    { mac: 'ip-derived' },
-    { conflictCheck: 'fail' },
-    { conflictCheck: 'warn' },
-    { gatewayCheck: 'require' },
-    { gatewayCheck: 'report' },
-    { gatewayCheck: 'off' },
-    { podOverrides: ['mac'] },
-    { podOverrides: ['mac=keep'] },
-    { podOverrides: ['gatewayCheck'] },
-    { podOverrides: ['gatewayCheckMs'] },
-    { podOverrides: ['enabled=false', 'gatewayCheck'] },
-  ])('says skip with %j exactly where parseConfig takes onUnavailable skip', (fields) => {
-    const config = { cniVersion: '1.0.0', name: 'n', type: 'announcer', onUnavailable: 'skip', ...fields };
-    let accepted = true;
-    try {
-      parseConfig(config);
-    } catch {
-      accepted = false;
+let announcer: FakeAnnouncer | undefined;
+afterEach(async () => {
+  await announcer?.stop();
+  announcer = undefined;
+});
+
+/** What each exchange waits for its end. */
+const WAIT = 4000;
+
+const BODY = { cni: { env: { CNI_COMMAND: 'ADD' }, stdin: '{"cniVersion":"1.0.0"}\n' } };
+
+/** Runs one exchange against a fake announcer answering with `answer`. */
+async function run(
+  answer: (t: Taken) => void,
+  clock = fakeClock(),
+): Promise<{ outcome: Promise<Outcome>; clock: ReturnType<typeof fakeClock>; fake: FakeAnnouncer }> {
+  announcer = await fakeAnnouncer(answer);
+  const outcome = exchange({ connect: connectUnix, clock }, announcer.path, BODY, 'build-1', WAIT);
+  return { outcome, clock, fake: announcer };
+}
+
+// A mutant that never settles fails at the timeout, not after vitest's minute.
+describe('exchange', { timeout: 5000 }, () => {
+  it('sends one request line: version, build, deadline = now + the wait, and the body', async () => {
+    const clock = fakeClock(5000);
+    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 0, stdout: 'ok' })), clock);
+    await outcome;
+    expect(fake.taken.map((t) => t.request)).toEqual([
+      { v: WIRE_VERSION, build: 'build-1', deadline: 5000 + WAIT, ...BODY },
+    ]);
+  });
+
+  it("ends with the command's stdout and exit status", async () => {
+    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 3, stdout: 'out\n' })));
+    expect(await outcome).toEqual({ end: { exit: 3, stdout: 'out\n' } });
+    await until(() => fake.taken[0]!.closed);
+  });
+
+  it('takes a reply split anywhere, even inside a UTF-8 character', async () => {
+    const bytes = Buffer.from(encodeLine({ exit: 0, stdout: 'é€' }));
+    // A transport that hands the reply over one byte at a time (a socket may coalesce them).
+    const connect: ConnectUnix = async (_path, handlers) => ({
+      write: () => queueMicrotask(() => bytes.forEach((_b, i) => handlers.data(bytes.subarray(i, i + 1)))),
+      close: () => undefined,
+    });
+    expect(await exchange({ connect, clock: fakeClock() }, '/x', BODY, 'b', WAIT)).toEqual({
+      end: { exit: 0, stdout: 'é€' },
+    });
+  });
+
+  it("answers a control request with the announcer's value", async () => {
+    const { outcome } = await run((t) => t.socket.write(encodeLine({ control: { jobs: 2 } })));
+    expect(await outcome).toEqual({ control: { jobs: 2 } });
+  });
+
+  it('reports a refusal with its reason', async () => {
+    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ refused: 'handover' })));
+    expect(await outcome).toEqual({ refused: 'handover' });
+    await until(() => fake.taken[0]!.closed);
+  });
+
+  it('is hung when no end comes by the deadline, closes, and ignores a later line', async () => {
+    let taken: Taken | undefined;
+    const { outcome, clock } = await run((t) => {
+      taken = t;
+    });
+    await until(() => taken !== undefined);
+    fireOnly(clock, WAIT);
+    expect(await outcome).toEqual({ hung: true });
+    await until(() => taken!.closed);
+  });
+
+  it('is closed on EOF before any answer, once the announcer read the request', async () => {
+    const { outcome } = await run((t) => t.socket.end());
+    expect(await outcome).toEqual({ closed: true });
+  });
+
+  it('is closed on a line that is not the protocol', async () => {
+    const { outcome } = await run((t) => t.socket.write('garbage\n'));
+    expect(await outcome).toEqual({ closed: true });
+  });
+
+  it('is reset, at once, when the connection is reset (ECONNRESET, EPIPE) before any answer', async () => {
+    for (const code of ['ECONNRESET', 'EPIPE', 'EIO']) {
+      const connect: ConnectUnix = async (_path, handlers) => ({
+        write: () => queueMicrotask(() => handlers.error(new StreamError(`unix socket /x: ${code}`, code))),
+        close: () => undefined,
+      });
+      const clock = fakeClock();
+      expect(await exchange({ connect, clock }, '/x', BODY, 'b', WAIT)).toEqual(
+        code === 'EIO' ? { closed: true } : { reset: true },
+      );
+      expect(clock.timers).toEqual([]);
     }
-    expect(onUnavailableOf(config)).toBe(accepted ? 'skip' : 'fail');
+  });
+
+  const backlogResetTitle =
+    'is reset by a real announcer that closes its listening socket with the request unread in its backlog';
+  it(backlogResetTitle, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+    const path = join(dir, 'announcer.sock');
+    // A listener that never accepts (node:net accepts at once): a Python one in a child process.
+    const child = spawn('python3', [
+      '-c',
+      'import socket,sys,time\ns=socket.socket(socket.AF_UNIX);s.bind(sys.argv[1]);s.listen(4)\n' +
+        'print("up",flush=True);sys.stdin.readline();s.close();time.sleep(5)',
+      path,
+    ]);
+    try {
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      const outcome = exchange({ connect: connectUnix, clock: fakeClock() }, path, BODY, 'b', WAIT);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // connected, the request written, in the backlog
+      child.stdin.write('\n');
+      expect(await outcome).toEqual({ reset: true });
+    } finally {
+      child.kill('SIGKILL'); // the child this test started
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is unreachable, with the errno name, when connect fails', async () => {
+    const clock = fakeClock();
+    expect(await exchange({ connect: connectUnix, clock }, '/nonexistent/announcer.sock', BODY, 'b', WAIT)).toEqual({
+      unreachable: 'ENOENT',
+    });
+    expect(clock.timers).toEqual([]);
+  });
+
+  it('is unreachable with ECONNREFUSED when nothing listens on the path', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+    try {
+      writeFileSync(join(dir, 'announcer.sock'), '');
+      expect(
+        await exchange({ connect: connectUnix, clock: fakeClock() }, join(dir, 'announcer.sock'), BODY, 'b', WAIT),
+      ).toEqual({ unreachable: 'ECONNREFUSED' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('replyOutcome', () => {
+  it('takes the end, a refusal, a control answer; any other line closes', () => {
+    expect(replyOutcome('{"ack":true}')).toEqual({ closed: true });
+    expect(replyOutcome('{"refused":"x"}')).toEqual({ refused: 'x' });
+    expect(replyOutcome('{"control":1}')).toEqual({ control: 1 });
+    expect(replyOutcome('{"exit":0,"stdout":""}')).toEqual({ end: { exit: 0, stdout: '' } });
+    expect(replyOutcome('nonsense')).toEqual({ closed: true });
+  });
+});
+
+function deps(outcome: Outcome) {
+  const sent: { stateDir: string; body: RequestBody; waitMs: number }[] = [];
+  const exchange = async (stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome> => {
+    sent.push({ stateDir, body, waitMs });
+    return outcome;
+  };
+  return { d: { exchange }, sent };
+}
+
+describe('askAnnouncer', { timeout: 5000 }, () => {
+  it("sends { control }, waits CONTROL_WAIT_MS, and resolves with the announcer's reply", async () => {
+    const { d, sent } = deps({ control: { ok: true, status: { pid: 7 } } });
+    expect(await askAnnouncer('/s', { op: 'status' }, d)).toEqual({ ok: true, status: { pid: 7 } });
+    expect(sent).toEqual([{ stateDir: '/s', body: { control: { op: 'status' } }, waitMs: CONTROL_WAIT_MS }]);
+  });
+
+  it('resolves undefined, once, for an absent, hung, closed, reset or refusing announcer, or no reply', async () => {
+    const outcomes: Outcome[] = [
+      { control: { jobs: 1 } },
+      { control: null },
+      { unreachable: 'ENOENT' },
+      { hung: true },
+      { closed: true },
+      { reset: true },
+      { refused: 'handover' },
+    ];
+    for (const o of outcomes) {
+      const { d, sent } = deps(o);
+      expect(await askAnnouncer('/s', { op: 'status' }, d)).toBeUndefined();
+      expect(sent).toHaveLength(1);
+    }
+  });
+});
+
+describe('the unix-stream twins', () => {
+  it("Bun's refuses with a StreamError outside Bun", async () => {
+    const err = await bunConnect('/x', { data: () => undefined, end: () => undefined, error: () => undefined }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(StreamError);
+  });
+});
+
+describe('bootClock', () => {
+  it('is /proc/uptime in ms, read once, carried on by the elapsed time', () => {
+    let reads = 0;
+    let elapsed = 40;
+    const clock = bootClock(
+      () => {
+        reads++;
+        return '7562.26 4259.49\n';
+      },
+      () => elapsed,
+    );
+    expect(clock.now()).toBe(7_562_260);
+    elapsed = 340;
+    expect(clock.now()).toBe(7_562_560);
+    expect(reads).toBe(1);
   });
 });

@@ -4,9 +4,9 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exchange } from '../../../src/shim/exchange';
+import { exchange } from '../../../src/shim/shim';
 import { withAnnouncerAddress } from '../../../src/shim/socket-address';
-import { encodeReply } from '../../../src/shim/wire';
+import { encodeLine } from '../../../src/protocol';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { fakeAnnouncer, fakeClock, type FakeAnnouncer } from './fakes';
 
@@ -43,7 +43,7 @@ describe('withAnnouncerAddress', () => {
       announcer = await fakeAnnouncer(
         (t) => {
           heldWhileAnswering = readlinkTarget(held);
-          t.socket.end(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'far' }));
+          t.socket.end(encodeLine({ exit: 0, stdout: 'far' }));
         },
         { dir: `/proc/self/fd/${fd}` },
       );
@@ -53,7 +53,7 @@ describe('withAnnouncerAddress', () => {
     const outcome = await withAnnouncerAddress(stateDir, async (a) => {
       held = /^(\/proc\/self\/fd\/\d+)\/announcer\.sock$/.exec(a)?.[1] ?? '';
       expect(readlinkSync(held)).toBe(stateDir);
-      return exchange({ connect: connectUnix, clock: fakeClock() }, a, { control: {} }, 'b', 1000);
+      return exchange({ connect: connectUnix, clock: fakeClock() }, a, { control: { op: 'status' } }, 'b', 1000);
     });
     expect(outcome).toEqual({ end: { exit: 0, stdout: 'far' } });
     expect(heldWhileAnswering).toBe(stateDir);

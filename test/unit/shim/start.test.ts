@@ -5,12 +5,12 @@ import { existsSync, lstatSync, mkdtempSync, rmSync, statSync, symlinkSync, utim
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exchange } from '../../../src/shim/exchange';
+import { exchange } from '../../../src/shim/shim';
 import { runShim } from '../../../src/shim/shim';
 import { readyOutcome } from '../../../src/self-command';
 import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
 import { START_MARKER } from '../../../src/state-files';
-import { encodeReply, START_MS } from '../../../src/shim/wire';
+import { encodeLine, START_MS } from '../../../src/protocol';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { fakeAnnouncer, fakeClock, type FakeAnnouncer } from './fakes';
 
@@ -152,10 +152,7 @@ describe('a shim that finds no announcer', () => {
       // Its ready line: the fake announcer listens.
       spawn: async (command) => {
         spawned.push(command);
-        announcer = await fakeAnnouncer(
-          (t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })),
-          { dir },
-        );
+        announcer = await fakeAnnouncer((t) => t.socket.write(encodeLine({ exit: 0, stdout: 'answered' })), { dir });
         return 'listening';
       },
     };

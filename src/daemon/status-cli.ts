@@ -4,9 +4,9 @@
 import { DEFAULT_STATE_DIR } from '../protocol';
 import { parseFlags } from '../cli-flags';
 import type { RecordRead } from '../announce/state';
-import type { Counters } from '../daemon/metrics';
-import { nextRound } from '../daemon/rounds';
-import { settledStatus } from '../daemon/table';
+import type { Counters } from './metrics';
+import { nextRound } from './rounds';
+import { settledStatus } from './table';
 import { describeNodeProof, describeVerdict } from '../announce/gateway-verdict';
 import type { AttachmentStatus, ControlReply } from '../protocol';
 
