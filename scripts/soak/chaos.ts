@@ -1,0 +1,46 @@
+// The chaos schedule: every fault kind at least `minimum` times, in an order and with gaps drawn from the run's seed,
+// then more faults drawn at random until the run's time is up. Faults run one after another; one that could not act
+// as intended is tried again. Past the hard end, the schedule stops whatever it still owes (the report says so).
+import { FAULT_KINDS, type FaultKind, type FaultRecord } from './model';
+import { type ChaosContext, sigkill, sigstop, sigterm } from './faults';
+import { idleExit, residentReplaced, upgrade } from './faults-phases';
+import { rngFor, type Rng } from './rng';
+import { pause } from './time';
+
+/** What the schedule runs with, besides the faults' context. */
+export interface ScheduleOptions {
+  seed: number;
+  minimum: number;
+  /** Wall clock ms after which no fault beyond the minimum starts, and after which none at all does. */
+  endsAt: number;
+  hardEndsAt: number;
+  record(fault: FaultRecord): void;
+}
+
+/** The order the minimum faults come in. */
+export function owedFaults(rng: Rng, minimum: number): FaultKind[] {
+  return rng.shuffle(FAULT_KINDS.flatMap((kind) => Array.from({ length: minimum }, () => kind)));
+}
+
+/** Runs the schedule until the minimum is met and the time is up (or the hard end, or an abort). */
+export async function runChaos(ctx: ChaosContext, opts: ScheduleOptions): Promise<void> {
+  const rng = rngFor(opts.seed, 'chaos');
+  const owed = owedFaults(rng, opts.minimum);
+  let idleDone = 0;
+  let residents = 0;
+  while (!ctx.signal.aborted && Date.now() < opts.hardEndsAt && (owed.length > 0 || Date.now() < opts.endsAt)) {
+    await pause(rng.int(5, 25) * 100, ctx.signal);
+    if (ctx.signal.aborted) break;
+    const kind = owed[0] ?? rng.pick(FAULT_KINDS);
+    let fault: FaultRecord;
+    if (kind === 'SIGTERM') fault = await sigterm(ctx, rng);
+    else if (kind === 'SIGKILL') fault = await sigkill(ctx, rng);
+    else if (kind === 'SIGSTOP') fault = await sigstop(ctx, rng);
+    else if (kind === 'idle exit') fault = await idleExit(ctx, rng, idleDone === 0);
+    else if (kind === 'upgrade') fault = await upgrade(ctx, rng);
+    else fault = await residentReplaced(ctx, rng, ++residents);
+    if (fault.kind === 'idle exit' && fault.counted) idleDone++;
+    opts.record(fault);
+    if (fault.counted && owed[0] === kind) owed.shift();
+  }
+}
