@@ -15,6 +15,8 @@ export interface ScheduleOptions {
   endsAt: number;
   hardEndsAt: number;
   record(fault: FaultRecord): void;
+  /** A step of the soak's own that failed. */
+  problem(text: string): void;
 }
 
 /** The order the minimum faults come in. */
@@ -32,13 +34,21 @@ export async function runChaos(ctx: ChaosContext, opts: ScheduleOptions): Promis
     await pause(rng.int(5, 25) * 100, ctx.signal);
     if (ctx.signal.aborted) break;
     const kind = owed[0] ?? rng.pick(FAULT_KINDS);
+    const at = Date.now();
     let fault: FaultRecord;
-    if (kind === 'SIGTERM') fault = await sigterm(ctx, rng);
-    else if (kind === 'SIGKILL') fault = await sigkill(ctx, rng);
-    else if (kind === 'SIGSTOP') fault = await sigstop(ctx, rng);
-    else if (kind === 'idle exit') fault = await idleExit(ctx, rng, idleDone === 0);
-    else if (kind === 'upgrade') fault = await upgrade(ctx, rng);
-    else fault = await residentReplaced(ctx, rng, ++residents);
+    try {
+      if (kind === 'SIGTERM') fault = await sigterm(ctx, rng);
+      else if (kind === 'SIGKILL') fault = await sigkill(ctx, rng);
+      else if (kind === 'SIGSTOP') fault = await sigstop(ctx, rng);
+      else if (kind === 'idle exit') fault = await idleExit(ctx, rng, idleDone === 0);
+      else if (kind === 'upgrade') fault = await upgrade(ctx, rng);
+      else fault = await residentReplaced(ctx, rng, ++residents);
+    } catch (err) {
+      // A step of the soak's own failed (not the announcer): the run fails, saying which.
+      const text = `${kind}: ${err instanceof Error ? err.message : String(err)}`;
+      opts.problem(text);
+      fault = { kind, at, end: Date.now(), counted: false, detail: `failed: ${text}` };
+    }
     if (fault.kind === 'idle exit' && fault.counted) idleDone++;
     opts.record(fault);
     if (fault.counted && owed[0] === kind) owed.shift();

@@ -38,7 +38,10 @@ await scopedMain('make soak', async (scope, abort) => {
   ]);
   const report = await runSoak(scope, { seconds, seed, workers, signal: abort, say: (l) => console.log(l) });
   const dump = process.env.SOAK_DUMP;
-  if (dump) writeFileSync(dump, JSON.stringify({ faults: report.faults, cycles: report.cycles, rows: report.rows }));
+  if (dump) {
+    const frames = Object.fromEntries([...report.framesOf].map(([c, fs]) => [c.containerId, fs]));
+    writeFileSync(dump, JSON.stringify({ ...report, framesOf: frames }));
+  }
   console.log(`\n${renderReport(report)}`);
   return passed(report) ? 0 : 1;
 });

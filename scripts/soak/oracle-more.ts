@@ -19,6 +19,7 @@ import {
   type Row,
   row,
   roundOneRow,
+  stopsDuring,
   type Violation,
 } from './oracle';
 import type { CallRecord, Cycle } from './model';
@@ -56,11 +57,13 @@ function failedCallsRow(input: OracleInput, e: Excuses): Row {
   const failed = (r: CallRecord): boolean => (r.command === 'DEL' ? !delServed(r) : r.code !== 0);
   const v: Violation[] = calls
     .filter((r) => failed(r) && !excused(r, e))
-    .map((r) => ({ at: r.start, pod: r.pod, what: `failed, no SIGSTOP or SIGKILL meanwhile: ${callText(r)}` }));
+    .map((r) => ({
+      at: r.start,
+      pod: r.pod,
+      what: `failed, no SIGSTOP or SIGKILL meanwhile: ${callText(r)}${stopsDuring(r, input)}`,
+    }));
   for (const c of input.cycles.filter((c) => c.dels.length > 0 && c.delServedAt === undefined))
     v.push({ at: c.dels[0]!.start, pod: c.containerId, what: `DEL never served in ${c.dels.length} tries` });
-  for (const c of input.cycles.filter((c) => c.problem !== undefined))
-    v.push({ at: c.start, pod: c.containerId, what: `the pod's cycle broke off: ${c.problem}` });
   return row('no call fails, and no DEL stays unserved, without a SIGSTOP or SIGKILL', false, calls.length, v);
 }
 

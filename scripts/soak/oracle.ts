@@ -53,11 +53,29 @@ export interface EndState {
 
 /** Everything the oracle reads. */
 export interface OracleInput {
+  startedAt: number;
   cycles: readonly Cycle[];
   faults: readonly FaultRecord[];
   framesOf: ReadonlyMap<Cycle, readonly BuiltFrame[]>;
+  /** Every stop of an announcer, for the context of a violation. */
+  stops: readonly AnnouncerStop[];
   end: EndState;
   graceMs: number;
+}
+
+/** An announcer that stopped (its log's last line, or the soak's SIGKILL), and why. */
+export interface AnnouncerStop {
+  at: number;
+  pid: number;
+  why: string;
+}
+
+/** The announcer stops while a call ran (and up to 1 s before it), as evidence next to a violation. */
+export function stopsDuring(r: CallRecord, input: OracleInput): string {
+  const seen = input.stops.filter((s) => s.at >= r.start - KILL_REACH_MS && s.at <= r.end);
+  if (seen.length === 0) return '';
+  const at = (t: number): string => `+${((t - input.startedAt) / 1000).toFixed(3)} s`;
+  return `; meanwhile ${seen.map((s) => `pid ${s.pid} stopped (${s.why}) at ${at(s.at)}`).join(', ')}`;
 }
 
 /** The faults that excuse a failed call: the stops' spans, the kills' times. */
@@ -96,7 +114,11 @@ export function deadlineRow(input: OracleInput, e: Excuses): Row {
   const calls = input.cycles.flatMap(callsOf);
   const violations = calls
     .filter((r) => waitedOutDeadline(r) && !overlapsStop(r, e))
-    .map((r) => ({ at: r.start, pod: r.pod, what: `waited out its deadline, no SIGSTOP meanwhile: ${callText(r)}` }));
+    .map((r) => ({
+      at: r.start,
+      pod: r.pod,
+      what: `waited out its deadline, no SIGSTOP meanwhile: ${callText(r)}${stopsDuring(r, input)}`,
+    }));
   return row('no call waits out its deadline while an announcer runs, not stopped', true, calls.length, violations);
 }
 

@@ -5,7 +5,7 @@
 // marker still there after `ip netns del` means something keeps the pod's netns alive.
 import { attachBridgePod, bridgeWithKeeper, type BridgePod } from '../../test/integration/harness/bridge-pods';
 import { startCapture, type Capture } from '../../test/integration/harness/capture';
-import { runOk } from '../../test/integration/harness/exec';
+import { run, runOk } from '../../test/integration/harness/exec';
 import { createGateway, type Gateway } from '../../test/integration/harness/gateway';
 import { deleteLink, linkShow, listLinks } from '../../test/integration/harness/links';
 import { allocSubnet, uniqueName, type Subnet } from '../../test/integration/harness/names';
@@ -104,9 +104,17 @@ export async function podMac(netns: string): Promise<string | undefined> {
   return (await linkShow('eth0', netns).catch(() => undefined))?.mac;
 }
 
+/** Whether a link of the host is there now (a link that vanishes while it is read is not). */
+async function linkThere(name: string): Promise<boolean> {
+  const res = await run('ip', ['link', 'show', 'dev', name]);
+  if (res.code === 0) return true;
+  if (/does not exist|Cannot find device|No such device/.test(res.stderr)) return false;
+  throw new Error(`ip link show ${name}: ${res.stderr.trim()}`);
+}
+
 /** Waits (bounded) for the marker to go with the pod's netns: ms it took, or `kept`. */
 export async function netnsFreed(marker: string, deletedAt: number): Promise<number | 'kept'> {
-  const gone = await pollUntil(async () => (await linkShow(marker)) === undefined, NETNS_FREED_WITHIN_MS, 100);
+  const gone = await pollUntil(async () => !(await linkThere(marker)), NETNS_FREED_WITHIN_MS, 100);
   return gone ? Date.now() - deletedAt : 'kept';
 }
 

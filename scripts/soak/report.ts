@@ -20,6 +20,8 @@ export interface SoakReport {
   cycles: readonly Cycle[];
   rows: readonly Row[];
   frames: number;
+  /** Each pod's frames the announcer could have built. */
+  framesOf: ReadonlyMap<Cycle, readonly BuiltFrame[]>;
   unplaced: readonly BuiltFrame[];
   /** What went wrong with the run itself (the capture incomplete…): the run then fails. */
   problems: readonly string[];

@@ -22,7 +22,7 @@ import { framesByCycle } from './frames';
 import { Gate } from './gate';
 import { LogWatch } from './log-watch';
 import type { Cycle, FaultRecord } from './model';
-import type { EndState } from './oracle';
+import type { AnnouncerStop, EndState } from './oracle';
 import { judge } from './oracle-more';
 import { createSoakNetwork, markersLeft, type SoakNetwork } from './pods';
 import type { SoakReport } from './report';
@@ -87,6 +87,22 @@ function progress(opts: SoakOptions, startedAt: number, cycles: readonly Cycle[]
   }, 15_000);
 }
 
+/** Every announcer stop of the run: the log's stop lines (why: the soak's SIGTERM, a hand-over, idle), the SIGKILLs. */
+async function announcerStops(log: LogWatch, signalled: ReadonlySet<number>, faults: readonly FaultRecord[]) {
+  await log.update();
+  const logged: AnnouncerStop[] = log.events
+    .filter((e) => e.what === 'stopped')
+    .map((e) => ({
+      at: e.at,
+      pid: e.pid,
+      why: e.handedOver ? 'handed over' : signalled.has(e.pid) ? 'SIGTERM' : 'idle',
+    }));
+  const killed = faults.flatMap((f) =>
+    f.killedAt === undefined ? [] : [{ at: f.killedAt, pid: f.pid ?? 0, why: 'SIGKILL' }],
+  );
+  return [...logged, ...killed].sort((a, b) => a.at - b.at);
+}
+
 /** Decodes the capture; a capture that fails (the kernel dropped frames…) is a problem of the run. */
 async function stopCapture(sn: SoakNetwork, problems: string[]): Promise<Frame[]> {
   try {
@@ -97,57 +113,80 @@ async function stopCapture(sn: SoakNetwork, problems: string[]): Promise<Frame[]
   }
 }
 
-/** Runs the soak and judges it. */
-export async function runSoak(scope: Scope, opts: SoakOptions): Promise<SoakReport> {
-  const idleExitMs = opts.idleExitMs ?? SOAK_IDLE_EXIT_MS;
-  const minimum = opts.minimum ?? Math.max(1, Math.floor(opts.seconds / 150));
-  const { builds, files, sn, graceMs } = await setUp(scope, opts, idleExitMs);
-  const cycles: Cycle[] = [];
-  const faults: FaultRecord[] = [];
+/** The run as it goes: what the workers and the chaos schedule share. */
+interface Run {
+  startedAt: number;
+  minimum: number;
+  idleExitMs: number;
+  graceMs: number;
+  builds: Builds;
+  sn: SoakNetwork;
+  stateDir: string;
+  cycles: Cycle[];
+  faults: FaultRecord[];
+  problems: string[];
+  log: LogWatch;
+  signalled: Set<number>;
+}
+
+/** Load and chaos until the schedule is done; then the workers finish their pods. */
+async function loadAndChaos(scope: Scope, opts: SoakOptions, run: Run, logFile: string): Promise<void> {
+  const { builds, cycles, faults, startedAt } = run;
   const gate = new Gate();
   let stopped = false;
   const stopping = (): boolean => stopped || opts.signal.aborted;
   const inFlight = new Map();
-  const target = { plugin: () => builds.installed, stateDir: files.stateDir, logFile: files.logFile, inFlight };
-  const wctx: WorkerContext = { seed: opts.seed, scope, signal: opts.signal, sn, target, gate, cycles, stopping };
-  const log = new LogWatch(files.logFile);
-  const signalled = new Set<number>();
-  const cctx: ChaosContext = {
-    ...wctx,
-    stateDir: files.stateDir,
-    builds,
-    log,
-    signalled,
-    idleExitMs,
-    graceMs,
-    inFlight,
+  const target = { plugin: () => builds.installed, stateDir: run.stateDir, logFile, inFlight };
+  const wctx: WorkerContext = {
+    seed: opts.seed,
+    scope,
+    signal: opts.signal,
+    sn: run.sn,
+    target,
+    gate,
+    cycles,
+    stopping,
   };
-  const startedAt = Date.now();
-  opts.say(`soak: seed ${opts.seed}, ${opts.seconds} s, ${opts.workers} workers, at least ${minimum} of each fault`);
+  const cctx: ChaosContext = { ...wctx, ...run, inFlight };
   const ticker = progress(opts, startedAt, cycles, faults);
   const workers = Array.from({ length: opts.workers }, (_, i) => runWorker(wctx, i));
   const record = (f: FaultRecord): void => {
     faults.push(f);
-    opts.say(
-      `soak: +${((f.at - startedAt) / 1000).toFixed(1)} s ${f.kind}${f.counted ? '' : ' (not counted)'}: ${f.detail}`,
-    );
+    const at = ((f.at - startedAt) / 1000).toFixed(1);
+    opts.say(`soak: +${at} s ${f.kind}${f.counted ? '' : ' (not counted)'}: ${f.detail}`);
   };
   const endsAt = startedAt + opts.seconds * 1000;
   const hardEndsAt = endsAt + Math.max(120_000, opts.seconds * 500);
+  const problem = (p: string): number => run.problems.push(p);
   try {
-    await runChaos(cctx, { seed: opts.seed, minimum, endsAt, hardEndsAt, record });
+    await runChaos(cctx, { seed: opts.seed, minimum: run.minimum, endsAt, hardEndsAt, record, problem });
   } finally {
     stopped = true;
     gate.open();
     await Promise.all(workers);
     clearInterval(ticker);
   }
+}
+
+/** Runs the soak and judges it. */
+export async function runSoak(scope: Scope, opts: SoakOptions): Promise<SoakReport> {
+  const idleExitMs = opts.idleExitMs ?? SOAK_IDLE_EXIT_MS;
+  const minimum = opts.minimum ?? Math.max(1, Math.floor(opts.seconds / 150));
+  const { builds, files, sn, graceMs } = await setUp(scope, opts, idleExitMs);
+  const log = new LogWatch(files.logFile);
+  const fixed = { minimum, idleExitMs, graceMs, builds, sn, stateDir: files.stateDir, log };
+  const run: Run = { ...fixed, startedAt: Date.now(), cycles: [], faults: [], problems: [], signalled: new Set() };
+  opts.say(`soak: seed ${opts.seed}, ${opts.seconds} s, ${opts.workers} workers, at least ${minimum} of each fault`);
+  await loadAndChaos(scope, opts, run, files.logFile);
+  const { cycles, faults, problems, startedAt } = run;
   const end = await endState(files.stateDir, idleExitMs, sn.prefix);
-  const problems: string[] = [];
+  // A pod whose setup or teardown failed (a harness step, not the announcer) makes the run itself fail.
+  for (const c of cycles) if (c.problem !== undefined) problems.push(`pod ${c.containerId}: ${c.problem}`);
   const frames = await stopCapture(sn, problems);
   const { of, unplaced } = framesByCycle(frames, cycles, sn.gw);
-  const rows = judge({ cycles, faults, framesOf: of, end, graceMs });
+  const stops = await announcerStops(log, run.signalled, faults);
+  const rows = judge({ startedAt, cycles, faults, framesOf: of, stops, end, graceMs });
   const base = { seed: opts.seed, seconds: opts.seconds, workers: opts.workers, minimum, idleExitMs };
-  const run = { startedAt, endedAt: Date.now(), builds: builds.ids, faults, cycles, rows, unplaced, problems };
-  return { ...base, ...run, frames: frames.length };
+  const done = { startedAt, endedAt: Date.now(), builds: builds.ids, faults, cycles, rows, unplaced, problems };
+  return { ...base, ...done, frames: frames.length, framesOf: of };
 }

@@ -75,7 +75,7 @@ async function runCycle(ctx: WorkerContext, worker: number, seq: number, profile
     await drive(ctx, cycle, att, pod.hostVeth);
     cycle.macAfterDel = await podMac(pod.netns.name);
   } catch (err) {
-    cycle.problem = err instanceof Error ? err.message : String(err);
+    problem(cycle, err);
   } finally {
     await closeCycle(cycle, cs, marker);
   }
@@ -109,13 +109,19 @@ async function drive(ctx: WorkerContext, cycle: Cycle, att: Attachment, hostVeth
   if (served) cycle.delServedAt = served.end;
 }
 
+/** Adds to the cycle's problems (a harness step that failed). */
+function problem(cycle: Cycle, err: unknown): void {
+  const text = err instanceof Error ? err.message : String(err);
+  cycle.problem = cycle.problem === undefined ? text : `${cycle.problem}; ${text}`;
+}
+
 /** The bridge plugin's DEL and the netns deleted (the cycle's scope), then how soon the netns was freed. */
 async function closeCycle(cycle: Cycle, cs: Scope, marker: string | undefined): Promise<void> {
-  const errors = await cs.close();
-  if (errors.length > 0) {
-    const text = errors.map((e) => e.message).join('; ');
-    cycle.problem = cycle.problem === undefined ? text : `${cycle.problem}; ${text}`;
+  for (const e of await cs.close()) problem(cycle, e);
+  try {
+    if (marker !== undefined) cycle.netnsFreedMs = await netnsFreed(marker, Date.now());
+  } catch (err) {
+    problem(cycle, err);
   }
-  if (marker !== undefined) cycle.netnsFreedMs = await netnsFreed(marker, Date.now());
   cycle.end = Date.now();
 }
