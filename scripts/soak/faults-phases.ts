@@ -5,8 +5,7 @@
 import { runningBuild } from '../../test/integration/harness/held-announcer';
 import { type Resident, servingAnnouncer, signalChecked, startResident, waitGone, waitServing } from './announcers';
 import { type ChaosContext, moment, skipped, target } from './faults';
-import type { Cycle, FaultRecord } from './model';
-import type { Rng } from './rng';
+import type { Cycle, FaultPlan, FaultRecord } from './model';
 import { pause, pollUntil } from './time';
 
 /** How long the load may take to go quiet: every worker's pod deleted and the next one waiting at the gate. */
@@ -28,11 +27,11 @@ async function idleExitsSoFar(ctx: ChaosContext): Promise<number> {
  * first of a run waits for that exit before the gate opens; later ones may instead open it when the exit is due (the
  * last DEL + idleExitMs + 0 to 600 ms), so that the waiting workers' ADDs reach an announcer that is exiting.
  */
-export async function idleExit(ctx: ChaosContext, rng: Rng, first: boolean): Promise<FaultRecord> {
+export async function idleExit(ctx: ChaosContext, plan: FaultPlan, first: boolean): Promise<FaultRecord> {
   const at = Date.now();
   const before = await idleExitsSoFar(ctx);
-  const race = !first && rng.chance(0.5);
-  const lateMs = rng.int(0, 6) * 100;
+  const race = !first && plan.race;
+  const { lateMs } = plan;
   ctx.gate.close();
   let how = '';
   try {
@@ -58,9 +57,9 @@ export async function idleExit(ctx: ChaosContext, rng: Rng, first: boolean): Pro
 }
 
 /** An upgrade: the other build renamed over the installed plugin while an announcer of the current one serves. */
-export async function upgrade(ctx: ChaosContext, rng: Rng): Promise<FaultRecord> {
+export async function upgrade(ctx: ChaosContext, plan: FaultPlan): Promise<FaultRecord> {
   const before = Date.now();
-  const { a, when } = await target(ctx, rng);
+  const { a, when } = await target(ctx, plan);
   if (!a) return skipped('upgrade', before, 'no announcer served');
   const from = ctx.builds.installedId;
   await ctx.builds.upgrade();
@@ -94,7 +93,7 @@ async function stopAsKubelet(ctx: ChaosContext, r: Resident): Promise<{ stopMs: 
  * The DaemonSet's announcer: started (it asks the serving announcer to hand over and takes its work), serving for 2
  * to 5 s, then stopped as kubelet stops its pod, and replaced by the announcer the load's next call starts.
  */
-export async function residentReplaced(ctx: ChaosContext, rng: Rng, n: number): Promise<FaultRecord> {
+export async function residentReplaced(ctx: ChaosContext, plan: FaultPlan, n: number): Promise<FaultRecord> {
   const at = Date.now();
   const r = await startResident(ctx.scope, ctx.stateDir, ctx.builds, n);
   const serves = async (): Promise<boolean> => (await servingAnnouncer(ctx.stateDir))?.pid === r.pid;
@@ -104,8 +103,8 @@ export async function residentReplaced(ctx: ChaosContext, rng: Rng, n: number): 
     return skipped('resident replaced', at, `resident pid ${r.pid} did not take over`);
   }
   const tookMs = Date.now() - at;
-  await pause(rng.int(20, 50) * 100, ctx.signal);
-  const when = await moment(ctx, rng);
+  await pause(plan.serveMs, ctx.signal);
+  const when = await moment(ctx, plan.moment);
   const stop = await stopAsKubelet(ctx, r);
   const stoppedAt = Date.now();
   let next: number | undefined;

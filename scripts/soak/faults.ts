@@ -7,8 +7,7 @@ import type { Scope } from '../../test/integration/harness/scope';
 import { type AnnouncerPid, type Builds, signalChecked, waitGone, waitServing } from './announcers';
 import type { Gate } from './gate';
 import type { LogWatch } from './log-watch';
-import type { Cycle, FaultKind, FaultRecord } from './model';
-import type { Rng } from './rng';
+import type { Cycle, FaultKind, FaultPlan, FaultRecord, Moment } from './model';
 import { pause, pollUntil } from './time';
 
 /** What the faults act with. */
@@ -39,16 +38,12 @@ export function skipped(kind: FaultKind, at: number, detail: string): FaultRecor
   return { kind, at, end: Date.now(), counted: false, detail };
 }
 
-/** How the schedule times a fault against the load: whenever, or once a call (or an ADD) has run a while. */
-type Moment = 'any time' | 'a call in flight' | 'an ADD in flight';
-
 /**
  * Waits (at most 5 s) for the moment the fault is to meet: a CNI call that has run 30 ms (so it has reached the
  * announcer, or waits in its backlog), or an ADD that has run 150 ms (a deferred pod's, waiting in the announcer for
  * its pod). Where commands are in the announcer's hands is where a stop can lose them.
  */
-export async function moment(ctx: ChaosContext, rng: Rng): Promise<Moment> {
-  const m = rng.pick<Moment>(['any time', 'a call in flight', 'a call in flight', 'an ADD in flight']);
+export async function moment(ctx: ChaosContext, m: Moment): Promise<Moment> {
   if (m === 'any time') return m;
   const [command, ms] = m === 'an ADD in flight' ? ['ADD', 150] : [undefined, 30];
   const meets = (): boolean =>
@@ -62,17 +57,17 @@ export async function moment(ctx: ChaosContext, rng: Rng): Promise<Moment> {
  * The announcer serving now, ours and not the resident, at the moment drawn for the fault; undefined when none came
  * within the bound.
  */
-export async function target(ctx: ChaosContext, rng: Rng): Promise<{ a?: AnnouncerPid; when: Moment }> {
+export async function target(ctx: ChaosContext, plan: FaultPlan): Promise<{ a?: AnnouncerPid; when: Moment }> {
   const a = await waitServing(ctx.stateDir, SERVING_WITHIN_MS, ctx.signal);
   if (a === undefined || a.resident) return { when: 'any time' };
-  const when = await moment(ctx, rng);
+  const when = await moment(ctx, plan.moment);
   return { a, when };
 }
 
 /** SIGKILL: the announcer dies mid-whatever; the next call starts another, which resumes from the records. */
-export async function sigkill(ctx: ChaosContext, rng: Rng): Promise<FaultRecord> {
+export async function sigkill(ctx: ChaosContext, plan: FaultPlan): Promise<FaultRecord> {
   const at = Date.now();
-  const { a, when } = await target(ctx, rng);
+  const { a, when } = await target(ctx, plan);
   if (!a) return skipped('SIGKILL', at, 'no announcer served');
   const sent = await signalChecked(ctx.stateDir, a, 'SIGKILL', ctx.signalled);
   const killedAt = Date.now();
@@ -82,9 +77,9 @@ export async function sigkill(ctx: ChaosContext, rng: Rng): Promise<FaultRecord>
 }
 
 /** SIGTERM: the announcer stops; how long it took is measured, and it is SIGKILLed past TERM_BOUND_MS. */
-export async function sigterm(ctx: ChaosContext, rng: Rng): Promise<FaultRecord> {
+export async function sigterm(ctx: ChaosContext, plan: FaultPlan): Promise<FaultRecord> {
   const at = Date.now();
-  const { a, when } = await target(ctx, rng);
+  const { a, when } = await target(ctx, plan);
   if (!a) return skipped('SIGTERM', at, 'no announcer served');
   if (!(await signalChecked(ctx.stateDir, a, 'SIGTERM', ctx.signalled))) return skipped('SIGTERM', at, 'it left');
   const sentAt = Date.now();
@@ -103,11 +98,11 @@ export async function sigterm(ctx: ChaosContext, rng: Rng): Promise<FaultRecord>
 }
 
 /** SIGSTOP, then SIGCONT after 0.5 to 6 s (under the 10 s after which a call may replace a hung announcer). */
-export async function sigstop(ctx: ChaosContext, rng: Rng): Promise<FaultRecord> {
+export async function sigstop(ctx: ChaosContext, plan: FaultPlan): Promise<FaultRecord> {
   const at = Date.now();
-  const { a, when } = await target(ctx, rng);
+  const { a, when } = await target(ctx, plan);
   if (!a) return skipped('SIGSTOP', at, 'no announcer served');
-  const holdMs = rng.int(5, 60) * 100;
+  const { holdMs } = plan;
   // The stop's span starts before the signal: a call that ended while it was being sent counts as overlapping it.
   const from = Date.now();
   if (!(await signalChecked(ctx.stateDir, a, 'SIGSTOP', ctx.signalled))) return skipped('SIGSTOP', at, 'it left');

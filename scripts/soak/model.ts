@@ -75,6 +75,9 @@ export interface Cycle {
   macAfterDel?: string;
   /** How long after `ip netns del` the pod's netns was freed; `kept` when still alive after the bound. */
   netnsFreedMs?: number | 'kept';
+  /** When the netns was deleted, and (for one kept alive) when it was freed after all, if it was. */
+  netnsDeletedAt?: number;
+  netnsFreedAt?: number;
   /** Anything that stopped the cycle short (setup failure, abort). */
   problem?: string;
   end?: number;
@@ -93,6 +96,28 @@ export interface FaultRecord {
   /** For a stop caused by a signal: how long the announcer took to exit, and whether it had to be SIGKILLed. */
   stopMs?: number;
   killedAt?: number;
+}
+
+/** How a fault is timed against the load: whenever, or once a call (or an ADD) has run a while. */
+export type Moment = 'any time' | 'a call in flight' | 'an ADD in flight';
+
+/**
+ * One step of the chaos schedule, drawn whole from the seed before it acts (so a step that could not act draws no
+ * more or fewer numbers than one that could: the schedule stays the seed's).
+ */
+export interface FaultPlan {
+  /** The pause before it. */
+  gapMs: number;
+  /** The kind it is when the schedule owes none. */
+  extra: FaultKind;
+  moment: Moment;
+  /** SIGSTOP: how long the announcer stays stopped. */
+  holdMs: number;
+  /** Idle exit: release the waiting ADDs when the exit is due, not after it (never the run's first), and how late. */
+  race: boolean;
+  lateMs: number;
+  /** Resident: how long it serves before kubelet stops it. */
+  serveMs: number;
 }
 
 /** A span of time during which the announcer was stopped (SIGSTOP … SIGCONT). */

@@ -26,6 +26,18 @@ import type { CallRecord, Cycle } from './model';
 import { announces, plannedRounds } from './profile';
 import type { BuiltFrame } from './frames';
 
+/** A netns kept alive: when it was deleted, and when it was freed after all, next to the announcer stops before. */
+function keptText(c: Cycle, input: OracleInput): string {
+  const rel = (t: number): string => `+${((t - input.startedAt) / 1000).toFixed(3)} s`;
+  const deleted = c.netnsDeletedAt === undefined ? '' : `, deleted at ${rel(c.netnsDeletedAt)}`;
+  const freedAt = c.netnsFreedAt;
+  if (freedAt === undefined) return `its netns was not freed within 5 s of ip netns del${deleted}, nor later`;
+  const near = input.stops.filter((s) => s.at <= freedAt && s.at >= freedAt - 1000);
+  const who = near.map((s) => `pid ${s.pid} stopped (${s.why}) at ${rel(s.at)}`).join(', ');
+  const freed = `; freed at ${rel(freedAt)}${who === '' ? '' : `, right after ${who}`}`;
+  return `its netns was not freed within 5 s of ip netns del${deleted}${freed}`;
+}
+
 /** 5. At the end: no record, no announcer, no netns kept alive, and every MAC the plugin set restored. */
 function endRow(input: OracleInput): Row {
   const { end, cycles } = input;
@@ -35,8 +47,7 @@ function endRow(input: OracleInput): Row {
     ...end.markers.map((m) => ({ at: end.at, what: `netns marker ${m} still there: a pod's netns is kept alive` })),
   ];
   for (const c of cycles) {
-    if (c.netnsFreedMs === 'kept')
-      v.push({ at: c.end ?? end.at, pod: c.containerId, what: 'its netns was not freed within 5 s of ip netns del' });
+    if (c.netnsFreedMs === 'kept') v.push({ at: c.end ?? end.at, pod: c.containerId, what: keptText(c, input) });
     if (c.add !== undefined && c.macAfterDel !== undefined && c.macAfterDel !== c.originalMac) {
       const what = `eth0 has ${c.macAfterDel} once DEL was served; the bridge plugin gave it ${c.originalMac}`;
       v.push({ at: delTime(c) ?? end.at, pod: c.containerId, what });

@@ -118,6 +118,15 @@ export async function netnsFreed(marker: string, deletedAt: number): Promise<num
   return gone ? Date.now() - deletedAt : 'kept';
 }
 
+/**
+ * Goes on watching a marker (a netns kept alive) until it goes or `signal` aborts: when it went, for the evidence of
+ * who held the netns (an announcer stop right before).
+ */
+export async function watchFreed(marker: string, signal: AbortSignal): Promise<number | undefined> {
+  const gone = await pollUntil(async () => !(await linkThere(marker).catch(() => true)), 600_000, 200, signal);
+  return gone ? Date.now() : undefined;
+}
+
 /** The markers still there: pods' netns not freed. */
 export async function markersLeft(prefix: string): Promise<string[]> {
   const marker = new RegExp(`^${prefix}m[0-9a-f]{6}$`);

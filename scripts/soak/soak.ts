@@ -16,7 +16,8 @@ import { killStrays, ownAnnouncerProcessesNow } from '../../test/integration/har
 import type { Scope } from '../../test/integration/harness/scope';
 import type { Frame } from '../../test/integration/harness/tshark';
 import { Builds } from './announcers';
-import { runChaos } from './chaos';
+import { owedFaults, runChaos } from './chaos';
+import { rngFor } from './rng';
 import type { ChaosContext } from './faults';
 import { framesByCycle } from './frames';
 import { Gate } from './gate';
@@ -27,7 +28,7 @@ import { judge } from './oracle-more';
 import { createSoakNetwork, markersLeft, type SoakNetwork } from './pods';
 import type { SoakReport } from './report';
 import { pollUntil } from './time';
-import { runWorker, type WorkerContext } from './worker';
+import { type KeptNetns, runWorker, type WorkerContext } from './worker';
 
 /** How a run goes. */
 export interface SoakOptions {
@@ -127,6 +128,7 @@ interface Run {
   problems: string[];
   log: LogWatch;
   signalled: Set<number>;
+  kept: KeptNetns;
 }
 
 /** Load and chaos until the schedule is done; then the workers finish their pods. */
@@ -145,9 +147,12 @@ async function loadAndChaos(scope: Scope, opts: SoakOptions, run: Run, logFile: 
     target,
     gate,
     cycles,
+    kept: run.kept,
     stopping,
   };
   const cctx: ChaosContext = { ...wctx, ...run, inFlight };
+  const owed = owedFaults(rngFor(opts.seed, 'chaos'), run.minimum);
+  opts.say(`soak: faults owed, in order: ${owed.join(', ')}; then drawn at random until the time is up`);
   const ticker = progress(opts, startedAt, cycles, faults);
   const workers = Array.from({ length: opts.workers }, (_, i) => runWorker(wctx, i));
   const record = (f: FaultRecord): void => {
@@ -175,11 +180,23 @@ export async function runSoak(scope: Scope, opts: SoakOptions): Promise<SoakRepo
   const { builds, files, sn, graceMs } = await setUp(scope, opts, idleExitMs);
   const log = new LogWatch(files.logFile);
   const fixed = { minimum, idleExitMs, graceMs, builds, sn, stateDir: files.stateDir, log };
-  const run: Run = { ...fixed, startedAt: Date.now(), cycles: [], faults: [], problems: [], signalled: new Set() };
+  const ended = new AbortController();
+  const kept = { watchers: [], ended: ended.signal };
+  const run: Run = {
+    ...fixed,
+    startedAt: Date.now(),
+    cycles: [],
+    faults: [],
+    problems: [],
+    signalled: new Set(),
+    kept,
+  };
   opts.say(`soak: seed ${opts.seed}, ${opts.seconds} s, ${opts.workers} workers, at least ${minimum} of each fault`);
   await loadAndChaos(scope, opts, run, files.logFile);
   const { cycles, faults, problems, startedAt } = run;
   const end = await endState(files.stateDir, idleExitMs, sn.prefix);
+  ended.abort();
+  await Promise.all(kept.watchers);
   // A pod whose setup or teardown failed (a harness step, not the announcer) makes the run itself fail.
   for (const c of cycles) if (c.problem !== undefined) problems.push(`pod ${c.containerId}: ${c.problem}`);
   const frames = await stopCapture(sn, problems);

@@ -8,7 +8,7 @@ import type { Scope } from '../../test/integration/harness/scope';
 import { type Attachment, type CallTarget, cniCall, delServed, delUntilServed } from './calls';
 import type { Gate } from './gate';
 import type { Cycle, Profile } from './model';
-import { hostOf, ipDerivedMac, netnsFreed, podMac, preparePod, type SoakNetwork } from './pods';
+import { hostOf, ipDerivedMac, netnsFreed, podMac, preparePod, type SoakNetwork, watchFreed } from './pods';
 import { announcerOptions, drawProfile } from './profile';
 import { rngFor } from './rng';
 import { pause } from './time';
@@ -17,6 +17,12 @@ import { pause } from './time';
 const DEL_SERVED_WITHIN_MS = 60_000;
 /** The same once the run is aborted (Ctrl-C): cleanup comes first. */
 const DEL_ON_ABORT_MS = 10_000;
+
+/** The watchers of netns kept alive past the bound, and the signal that ends them once the run looked at its end. */
+export interface KeptNetns {
+  watchers: Promise<void>[];
+  ended: AbortSignal;
+}
 
 /** What a worker runs with. */
 export interface WorkerContext {
@@ -27,6 +33,7 @@ export interface WorkerContext {
   target: CallTarget;
   gate: Gate;
   cycles: Cycle[];
+  kept: KeptNetns;
   /** No new pod once true. */
   stopping(): boolean;
 }
@@ -77,7 +84,7 @@ async function runCycle(ctx: WorkerContext, worker: number, seq: number, profile
   } catch (err) {
     problem(cycle, err);
   } finally {
-    await closeCycle(cycle, cs, marker);
+    await closeCycle(cycle, cs, marker, ctx.kept);
   }
 }
 
@@ -109,6 +116,12 @@ async function drive(ctx: WorkerContext, cycle: Cycle, att: Attachment, hostVeth
   if (served) cycle.delServedAt = served.end;
 }
 
+/** Watches a netns kept alive until it is freed or the run has looked at its end. */
+async function watchKept(cycle: Cycle, marker: string, ended: AbortSignal): Promise<void> {
+  const at = await watchFreed(marker, ended);
+  if (at !== undefined) cycle.netnsFreedAt = at;
+}
+
 /** Adds to the cycle's problems (a harness step that failed). */
 function problem(cycle: Cycle, err: unknown): void {
   const text = err instanceof Error ? err.message : String(err);
@@ -116,10 +129,14 @@ function problem(cycle: Cycle, err: unknown): void {
 }
 
 /** The bridge plugin's DEL and the netns deleted (the cycle's scope), then how soon the netns was freed. */
-async function closeCycle(cycle: Cycle, cs: Scope, marker: string | undefined): Promise<void> {
+async function closeCycle(cycle: Cycle, cs: Scope, marker: string | undefined, kept: KeptNetns): Promise<void> {
   for (const e of await cs.close()) problem(cycle, e);
   try {
-    if (marker !== undefined) cycle.netnsFreedMs = await netnsFreed(marker, Date.now());
+    if (marker !== undefined) {
+      cycle.netnsDeletedAt = Date.now();
+      cycle.netnsFreedMs = await netnsFreed(marker, cycle.netnsDeletedAt);
+      if (cycle.netnsFreedMs === 'kept') kept.watchers.push(watchKept(cycle, marker, kept.ended));
+    }
   } catch (err) {
     problem(cycle, err);
   }
