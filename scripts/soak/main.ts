@@ -6,9 +6,9 @@
 //   SOAK_S=N        seconds of load and chaos (more if the minimum of each fault is not met by then)
 //   SOAK_SEED=N     the seed
 //   SOAK_WORKERS=N  pods churning at once (default 6)
-//   SOAK_DUMP=FILE  also write every call, pod and fault as JSON to FILE
+//   SOAK_DUMP=FILE  also write every call, pod, frame and fault as JSON to FILE, the announcer log to FILE.log
 import { randomInt } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { ANNOUNCER, BRIDGE_PLUGIN } from '../../test/integration/harness/cni';
 import { requireExecutables, requireRoot } from '../shared/preflight';
 import { scopedMain } from '../shared/scoped-main';
@@ -41,6 +41,7 @@ await scopedMain('make soak', async (scope, abort) => {
   if (dump) {
     const frames = Object.fromEntries([...report.framesOf].map(([c, fs]) => [c.containerId, fs]));
     writeFileSync(dump, JSON.stringify({ ...report, framesOf: frames }));
+    copyFileSync(report.logFile, `${dump}.log`);
   }
   console.log(`\n${renderReport(report)}`);
   return passed(report) ? 0 : 1;

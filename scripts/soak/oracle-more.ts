@@ -20,6 +20,7 @@ import {
   row,
   roundOneRow,
   stopsDuring,
+  stopsWithin,
   type Violation,
 } from './oracle';
 import type { CallRecord, Cycle } from './model';
@@ -54,7 +55,7 @@ function endRow(input: OracleInput): Row {
     }
   }
   const label = 'at the end: no record, no announcer, no netns kept alive, every MAC restored';
-  return row(label, true, cycles.length + 3, v);
+  return row(label, 'issue', cycles.length + 3, v);
 }
 
 /** Whether a fault excuses the call's failure: it overlapped a SIGSTOP, or a SIGKILL came while it ran. */
@@ -62,39 +63,71 @@ function excused(r: CallRecord, e: Excuses): boolean {
   return overlapsStop(r, e) || killedDuring(r.start - KILL_REACH_MS, r.end, e);
 }
 
-/** The soak's own: no call failed (or DEL left unserved) without a SIGSTOP or SIGKILL to excuse it. */
-function failedCallsRow(input: OracleInput, e: Excuses): Row {
-  const calls = input.cycles.flatMap(callsOf);
-  const failed = (r: CallRecord): boolean => (r.command === 'DEL' ? !delServed(r) : r.code !== 0);
-  const v: Violation[] = calls
-    .filter((r) => failed(r) && !excused(r, e))
-    .map((r) => ({
-      at: r.start,
-      pod: r.pod,
-      what: `failed, no SIGSTOP or SIGKILL meanwhile: ${callText(r)}${stopsDuring(r, input)}`,
-    }));
-  for (const c of input.cycles.filter((c) => c.dels.length > 0 && c.delServedAt === undefined))
-    v.push({ at: c.dels[0]!.start, pod: c.containerId, what: `DEL never served in ${c.dels.length} tries` });
-  return row('no call fails, and no DEL stays unserved, without a SIGSTOP or SIGKILL', false, calls.length, v);
+/** The shim's words for a request the announcer did not answer (src/shim/unavailable.ts, shim.ts). */
+const NO_ANSWER = /did not answer|no answer within|before (the )?answer|closed the connection/;
+
+/**
+ * Whether the call got no answer of the announcer's: it never returned, the shim reports that the announcer did not
+ * answer (a reset, an EOF, its deadline), or a DEL it left queued or unsent.
+ */
+export function unanswered(r: CallRecord): boolean {
+  if (r.lost !== undefined) return true;
+  if (r.command === 'DEL') return !delServed(r);
+  return r.code !== 0 && NO_ANSWER.test(String(r.json?.msg ?? r.stdout));
 }
 
-/** One cycle's frames beyond its plan: per address, rounds (+ the kernel's MAC-change GARP), and asks when silent. */
+/** Why a call is a violation of the soak's own row 6, or undefined. */
+function callFault(r: CallRecord, input: OracleInput, e: Excuses): string | undefined {
+  if (unanswered(r)) return excused(r, e) ? undefined : 'no answer, no SIGSTOP or SIGKILL meanwhile';
+  if (r.code === 0) return undefined;
+  // The announcer's own code 11 as it stops (a command it had begun and undid) is designed; any other error is not.
+  const stopping = input.stops.some((s) => s.at >= r.start && s.at <= r.end);
+  if (r.json?.code === 11 && stopping) return undefined;
+  return r.json?.code === 11 ? "the announcer's code 11 while none stopped" : 'the announcer answered an error';
+}
+
+/**
+ * The soak's own: no call is lost (each gets the announcer's answer, a DEL is served at its first try) unless a
+ * SIGSTOP or SIGKILL excuses it; an error answered is code 11 from an announcer that was stopping.
+ */
+function failedCallsRow(input: OracleInput, e: Excuses): Row {
+  const calls = input.cycles.flatMap(callsOf);
+  const v: Violation[] = calls.flatMap((r) => {
+    const why = callFault(r, input, e);
+    return why === undefined
+      ? []
+      : [{ at: r.start, pod: r.pod, what: `${why}: ${callText(r)}${stopsDuring(r, input)}` }];
+  });
+  for (const c of input.cycles.filter((c) => c.dels.length > 0 && c.delServedAt === undefined))
+    v.push({ at: c.dels[0]!.start, pod: c.containerId, what: `DEL never served in ${c.dels.length} tries` });
+  const label = 'no call lost (each answered; SIGSTOP, SIGKILL excuse); errors only code 11 of a stopping announcer';
+  return row(label, 'soak', calls.length, v);
+}
+
+/** A cycle's window of work: from its ADD to its DEL served (or last tried). */
+function windowOf(c: Cycle): [number, number] {
+  return [c.add!.start, delTime(c) ?? Number.POSITIVE_INFINITY];
+}
+
+/**
+ * One cycle's frames beyond its plan: per address, rounds (+ the kernel's MAC-change GARP), and no gateway ask from
+ * a pod that announces nothing.
+ */
 function beyondPlan(c: Cycle, fs: readonly BuiltFrame[]): Violation[] {
-  const add = c.add!;
-  const until = delTime(c) ?? Number.POSITIVE_INFINITY;
+  const [from, until] = windowOf(c);
   const mac = c.resultMac ?? (c.profile.ipDerived ? c.derivedMac! : c.originalMac!);
   const planned = plannedRounds(c.profile);
   // A deferred pod's port is held when its MAC changes: the bridge drops that kernel GARP.
   const kernelGarp = c.profile.ipDerived && !c.profile.deferred;
   const v: Violation[] = [];
   for (const [ip, kind, kernel] of addressesOf(c, kernelGarp)) {
-    const n = framesOf(fs, kind, ip, mac, add.start, until).length;
+    const n = framesOf(fs, kind, ip, mac, from, until).length;
     if (n > planned + kernel) {
       const what = `${n} ${kind} for ${ip} from ${mac} between ADD and DEL; ${planned} rounds planned`;
-      v.push({ at: add.start, pod: c.containerId, what: `${what}${kernel ? ' (+1 kernel GARP)' : ''}` });
+      v.push({ at: from, pod: c.containerId, what: `${what}${kernel ? ' (+1 kernel GARP)' : ''}` });
     }
   }
-  const asks = fs.filter((f) => f.kind.startsWith('gateway') && f.t >= add.start && f.t <= until);
+  const asks = fs.filter((f) => f.kind.startsWith('gateway') && f.t >= from && f.t <= until);
   if (!announces(c.profile) && asks.length > 0)
     v.push({
       at: asks[0]!.t,
@@ -104,13 +137,44 @@ function beyondPlan(c: Cycle, fs: readonly BuiltFrame[]): Violation[] {
   return v;
 }
 
-/** The soak's own: no pod sends more than its plan between ADD and DEL (a SIGKILL may repeat a round: exempt). */
-function plannedRow(input: OracleInput, e: Excuses): Row {
-  const checked = input.cycles.filter(
-    (c) => c.add !== undefined && c.originalMac !== undefined && !killedDuring(c.add.start, delTime(c) ?? c.add.end, e),
+/** The cycles whose work no SIGKILL interrupted: a killed announcer may repeat what it had sent (exempt). */
+function notKilled(input: OracleInput, e: Excuses): Cycle[] {
+  return input.cycles.filter(
+    (c) => c.add !== undefined && c.originalMac !== undefined && !killedDuring(...windowOf(c), e),
   );
+}
+
+/** The soak's own: no pod sends more rounds than planned between ADD and DEL. */
+function plannedRow(input: OracleInput, e: Excuses): Row {
+  const checked = notKilled(input, e);
   const v = checked.flatMap((c) => beyondPlan(c, input.framesOf.get(c) ?? []));
-  return row('no pod sends more rounds than planned (a SIGKILL between ADD and DEL exempts)', false, checked.length, v);
+  return row(
+    'no pod sends more rounds than planned (a SIGKILL between ADD and DEL exempts)',
+    'soak',
+    checked.length,
+    v,
+  );
+}
+
+/**
+ * A note: the gateway check asks once per address (the gateway netns always answers at once). It asks again after
+ * the next round when it saw no answer; a SIGSTOP, which may close the window before the answer is read, exempts.
+ */
+function asksRow(input: OracleInput, e: Excuses): Row {
+  const checked = notKilled(input, e).filter(
+    (c) => !e.stops.some((s) => s.to >= windowOf(c)[0] && s.from <= windowOf(c)[1]),
+  );
+  const v = checked.flatMap((c) => {
+    const [from, until] = windowOf(c);
+    return (['gateway arp', 'gateway ns'] as const).flatMap((kind) => {
+      const mine = (input.framesOf.get(c) ?? []).filter((f) => f.kind === kind && f.t >= from && f.t <= until);
+      if (mine.length <= 1) return [];
+      const when = mine.map((f) => `frame ${f.number} at +${((f.t - from) / 1000).toFixed(3)} s`).join(', ');
+      const what = `${kind} asked ${mine.length} times after ADD (${when})${stopsWithin(from, until, input)}`;
+      return [{ at: mine[1]!.t, pod: c.containerId, what }];
+    });
+  });
+  return row('the gateway check asks once per address (SIGKILL, SIGSTOP exempt)', 'note', checked.length, v);
 }
 
 /** The soak's own: every stop the soak asked for with SIGTERM ended within the DaemonSet's grace period. */
@@ -119,7 +183,7 @@ function stopsRow(input: OracleInput): Row {
   const v = stops
     .filter((f) => f.killedAt !== undefined || f.stopMs! > input.graceMs)
     .map((f) => ({ at: f.at, what: `${f.kind}: ${f.detail}` }));
-  return row(`every SIGTERMed announcer exits within the grace period (${input.graceMs} ms)`, false, stops.length, v);
+  return row(`every SIGTERMed announcer exits within the grace period (${input.graceMs} ms)`, 'soak', stops.length, v);
 }
 
 /** Every row, the issue's first. */
@@ -134,5 +198,6 @@ export function judge(input: OracleInput): Row[] {
     failedCallsRow(input, e),
     plannedRow(input, e),
     stopsRow(input),
+    asksRow(input, e),
   ];
 }

@@ -33,8 +33,11 @@ export interface Violation {
 /** One invariant: how many things it was checked on, and what broke it. */
 export interface Row {
   label: string;
-  /** One of the issue's invariants (else one of the soak's own). */
-  required: boolean;
+  /**
+   * `issue`: one of issue 34's invariants; `soak`: one of the soak's own, which fails the run too; `note`: something
+   * worth knowing that no promise of the product rules out, reported without failing the run.
+   */
+  from: 'issue' | 'soak' | 'note';
   checked: number;
   violations: Violation[];
 }
@@ -72,7 +75,12 @@ export interface AnnouncerStop {
 
 /** The announcer stops while a call ran (and up to 1 s before it), as evidence next to a violation. */
 export function stopsDuring(r: CallRecord, input: OracleInput): string {
-  const seen = input.stops.filter((s) => s.at >= r.start - KILL_REACH_MS && s.at <= r.end);
+  return stopsWithin(r.start - KILL_REACH_MS, r.end, input);
+}
+
+/** The announcer stops within [from, to], as evidence next to a violation. */
+export function stopsWithin(from: number, to: number, input: OracleInput): string {
+  const seen = input.stops.filter((s) => s.at >= from && s.at <= to);
   if (seen.length === 0) return '';
   const at = (t: number): string => `+${((t - input.startedAt) / 1000).toFixed(3)} s`;
   return `; meanwhile ${seen.map((s) => `pid ${s.pid} stopped (${s.why}) at ${at(s.at)}`).join(', ')}`;
@@ -105,8 +113,8 @@ export function callText(r: CallRecord): string {
   return `${r.command}${r.command === 'DEL' ? ` try ${r.attempt}` : ''} (${r.end - r.start} ms): ${outcomeLine(r)}`;
 }
 
-export function row(label: string, required: boolean, checked: number, violations: Violation[]): Row {
-  return { label, required, checked, violations };
+export function row(label: string, from: Row['from'], checked: number, violations: Violation[]): Row {
+  return { label, from, checked, violations };
 }
 
 /** 1. No call waits out its deadline while an announcer is running and not stopped. */
@@ -119,7 +127,7 @@ export function deadlineRow(input: OracleInput, e: Excuses): Row {
       pod: r.pod,
       what: `waited out its deadline, no SIGSTOP meanwhile: ${callText(r)}${stopsDuring(r, input)}`,
     }));
-  return row('no call waits out its deadline while an announcer runs, not stopped', true, calls.length, violations);
+  return row('no call waits out its deadline while an announcer runs, not stopped', 'issue', calls.length, violations);
 }
 
 /** The frames of `kind` about `ip` from `mac` within [from, to]. */
@@ -164,7 +172,7 @@ export function roundOneRow(input: OracleInput): Row {
   const violations = checked.flatMap((c) => roundOneOf(c, input.framesOf.get(c) ?? []));
   return row(
     'a ready pod that announces: round 1 on the wire before ADD exits 0, once',
-    true,
+    'issue',
     checked.length,
     violations,
   );
@@ -197,12 +205,12 @@ export function afterDel(c: Cycle, fs: readonly BuiltFrame[]): Violation[] {
 export function failedAddRow(input: OracleInput): Row {
   const failed = input.cycles.filter((c) => c.add !== undefined && c.add.code !== 0);
   const violations = failed.flatMap((c) => afterDel(c, input.framesOf.get(c) ?? []));
-  return row("nothing of a failed ADD after the runtime's DEL for it was served", true, failed.length, violations);
+  return row("nothing of a failed ADD after the runtime's DEL for it was served", 'issue', failed.length, violations);
 }
 
 /** 4. Nothing the announcer builds leaves a pod after that pod's DEL was served. */
 export function afterDelRow(input: OracleInput): Row {
   const deleted = input.cycles.filter((c) => c.add !== undefined && c.dels.length > 0);
   const violations = deleted.flatMap((c) => afterDel(c, input.framesOf.get(c) ?? []));
-  return row('nothing the announcer builds leaves a pod after its DEL was served', true, deleted.length, violations);
+  return row('nothing the announcer builds leaves a pod after its DEL was served', 'issue', deleted.length, violations);
 }

@@ -4,7 +4,7 @@ import { markdownTable } from '../bench/report';
 import { delServed } from './calls';
 import type { BuiltFrame } from './frames';
 import { FAULT_KINDS, type Cycle, type FaultKind, type FaultRecord } from './model';
-import type { Row } from './oracle';
+import type { AnnouncerStop, Row } from './oracle';
 
 /** A finished run. */
 export interface SoakReport {
@@ -23,6 +23,9 @@ export interface SoakReport {
   /** Each pod's frames the announcer could have built. */
   framesOf: ReadonlyMap<Cycle, readonly BuiltFrame[]>;
   unplaced: readonly BuiltFrame[];
+  /** Every announcer stop of the run, and the node's announcer log (removed with the run's files at its end). */
+  stops: readonly AnnouncerStop[];
+  logFile: string;
   /** What went wrong with the run itself (the capture incomplete…): the run then fails. */
   problems: readonly string[];
 }
@@ -44,7 +47,8 @@ export function faultCounts(r: SoakReport): Map<FaultKind, { counted: number; tr
 /** Whether the run passed: every row held, every fault kind reached its minimum, the run itself went right. */
 export function passed(r: SoakReport): boolean {
   const faultsMet = [...faultCounts(r).values()].every((c) => c.counted >= r.minimum);
-  return faultsMet && r.problems.length === 0 && r.rows.every((row) => row.violations.length === 0);
+  const held = r.rows.every((row) => row.from === 'note' || row.violations.length === 0);
+  return faultsMet && r.problems.length === 0 && held;
 }
 
 function faultTable(r: SoakReport): string {
@@ -90,10 +94,10 @@ function rowTable(r: SoakReport): string {
   const body = r.rows.map((row, i) => [
     String(i + 1),
     row.label,
-    row.required ? 'issue' : 'soak',
+    row.from,
     String(row.checked),
     String(row.violations.length),
-    row.violations.length === 0 ? 'held' : 'FAILED',
+    row.violations.length === 0 ? 'held' : row.from === 'note' ? 'seen' : 'FAILED',
   ]);
   return markdownTable(['#', 'invariant', 'from', 'checked', 'violations', ''], body, [
     true,

@@ -205,5 +205,5 @@ export async function runSoak(scope: Scope, opts: SoakOptions): Promise<SoakRepo
   const rows = judge({ startedAt, cycles, faults, framesOf: of, stops, end, graceMs });
   const base = { seed: opts.seed, seconds: opts.seconds, workers: opts.workers, minimum, idleExitMs };
   const done = { startedAt, endedAt: Date.now(), builds: builds.ids, faults, cycles, rows, unplaced, problems };
-  return { ...base, ...done, frames: frames.length, framesOf: of };
+  return { ...base, ...done, frames: frames.length, framesOf: of, stops, logFile: files.logFile };
 }

@@ -33,7 +33,8 @@ describe.skipIf(skipIntegration())('the fault soak (make soak)', () => {
     expect(report.problems).toEqual([]);
     for (const [kind, count] of faultCounts(report))
       expect(count.counted, `${kind} faults`).toBeGreaterThanOrEqual(report.minimum);
-    for (const row of report.rows)
+    // A `note` row reports what no promise of the product rules out (see scripts/soak/oracle-more.ts).
+    for (const row of report.rows.filter((r) => r.from !== 'note'))
       expect(
         row.violations.map((v) => `${v.pod ?? ''} ${v.what}`),
         row.label,
