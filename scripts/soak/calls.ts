@@ -91,7 +91,7 @@ export function delServed(rec: CallRecord): boolean {
 
 /** Whether the call waited out its deadline: the shim's own "no answer within N ms", or no exit at all. */
 export function waitedOutDeadline(rec: CallRecord): boolean {
-  return rec.lost !== undefined || /no answer within \d+ ms/.test(rec.stdout + rec.stderr);
+  return rec.lost !== undefined || /no answer within \d+ ms/.test(`${rec.stdout}${rec.stderr}${rec.json?.msg ?? ''}`);
 }
 
 /** What the call's output says, in one short line for reports. */
