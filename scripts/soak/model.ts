@@ -78,6 +78,9 @@ export interface Cycle {
   /** When the netns was deleted, and (for one kept alive) when it was freed after all, if it was. */
   netnsDeletedAt?: number;
   netnsFreedAt?: number;
+  /** The netns's inode, and (for one kept alive) the announcer threads found in it. */
+  netnsIno?: number;
+  netnsHeldBy?: string[];
   /** Anything that stopped the cycle short (setup failure, abort). */
   problem?: string;
   end?: number;

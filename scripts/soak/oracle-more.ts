@@ -31,12 +31,13 @@ import type { BuiltFrame } from './frames';
 function keptText(c: Cycle, input: OracleInput): string {
   const rel = (t: number): string => `+${((t - input.startedAt) / 1000).toFixed(3)} s`;
   const deleted = c.netnsDeletedAt === undefined ? '' : `, deleted at ${rel(c.netnsDeletedAt)}`;
+  const held = (c.netnsHeldBy ?? []).length > 0 ? `; in it then: ${c.netnsHeldBy!.join(', ')}` : '';
   const freedAt = c.netnsFreedAt;
-  if (freedAt === undefined) return `its netns was not freed within 5 s of ip netns del${deleted}, nor later`;
+  if (freedAt === undefined) return `its netns was not freed within 5 s of ip netns del${deleted}${held}, nor later`;
   const near = input.stops.filter((s) => s.at <= freedAt && s.at >= freedAt - 1000);
   const who = near.map((s) => `pid ${s.pid} stopped (${s.why}) at ${rel(s.at)}`).join(', ');
   const freed = `; freed at ${rel(freedAt)}${who === '' ? '' : `, right after ${who}`}`;
-  return `its netns was not freed within 5 s of ip netns del${deleted}${freed}`;
+  return `its netns was not freed within 5 s of ip netns del${deleted}${held}${freed}`;
 }
 
 /** 5. At the end: no record, no announcer, no netns kept alive, and every MAC the plugin set restored. */

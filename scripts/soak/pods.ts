@@ -10,8 +10,11 @@ import { createGateway, type Gateway } from '../../test/integration/harness/gate
 import { deleteLink, linkShow, listLinks } from '../../test/integration/harness/links';
 import { allocSubnet, uniqueName, type Subnet } from '../../test/integration/harness/names';
 import { setPortState } from '../../test/integration/harness/port-hold';
+import { ownAnnouncerProcessesNow } from '../../test/integration/harness/processes';
 import { routesOverlapping } from '../../test/integration/harness/routes';
 import type { Scope } from '../../test/integration/harness/scope';
+import { statSync } from 'node:fs';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import type { Cycle } from './model';
 import { pollUntil } from './time';
 
@@ -93,6 +96,7 @@ export async function preparePod(cs: Scope, sn: SoakNetwork, cycle: Cycle): Prom
     settle: true,
   });
   cycle.originalMac = pod.mac;
+  cycle.netnsIno = statSync(pod.netns.path).ino;
   const marker = uniqueName(`${sn.prefix}m`);
   await runOk('ip', ['link', 'add', marker, 'type', 'veth', 'peer', 'name', 'mk0', 'netns', pod.netns.name]);
   if (cycle.profile.deferred) await setPortState(pod.hostVeth, 'listening');
@@ -125,6 +129,24 @@ export async function netnsFreed(marker: string, deletedAt: number): Promise<num
 export async function watchFreed(marker: string, signal: AbortSignal): Promise<number | undefined> {
   const gone = await pollUntil(async () => !(await linkThere(marker).catch(() => true)), 600_000, 200, signal);
   return gone ? Date.now() : undefined;
+}
+
+/**
+ * The threads of this run's announcers that are in the netns `ino`: a thread the runtime created while the announcer
+ * was inside a pod's netns (setns moves only the calling thread; a new thread is born in its creator's netns) stays
+ * there, and keeps that netns alive. Each as `pid P thread T (comm)`.
+ */
+export async function announcerThreadsIn(ino: number): Promise<string[]> {
+  const found: string[] = [];
+  for (const p of await ownAnnouncerProcessesNow()) {
+    for (const tid of await readdir(`/proc/${p.pid}/task`).catch(() => [])) {
+      const ns = await readlink(`/proc/${p.pid}/task/${tid}/ns/net`).catch(() => '');
+      if (ns !== `net:[${ino}]`) continue;
+      const comm = (await readFile(`/proc/${p.pid}/task/${tid}/comm`, 'utf8').catch(() => '?')).trim();
+      found.push(`pid ${p.pid} thread ${tid} (${comm})`);
+    }
+  }
+  return found;
 }
 
 /** The markers still there: pods' netns not freed. */

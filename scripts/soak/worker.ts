@@ -8,7 +8,16 @@ import type { Scope } from '../../test/integration/harness/scope';
 import { type Attachment, type CallTarget, cniCall, delServed, delUntilServed } from './calls';
 import type { Gate } from './gate';
 import type { Cycle, Profile } from './model';
-import { hostOf, ipDerivedMac, netnsFreed, podMac, preparePod, type SoakNetwork, watchFreed } from './pods';
+import {
+  announcerThreadsIn,
+  hostOf,
+  ipDerivedMac,
+  netnsFreed,
+  podMac,
+  preparePod,
+  type SoakNetwork,
+  watchFreed,
+} from './pods';
 import { announcerOptions, drawProfile } from './profile';
 import { rngFor } from './rng';
 import { pause } from './time';
@@ -135,7 +144,10 @@ async function closeCycle(cycle: Cycle, cs: Scope, marker: string | undefined, k
     if (marker !== undefined) {
       cycle.netnsDeletedAt = Date.now();
       cycle.netnsFreedMs = await netnsFreed(marker, cycle.netnsDeletedAt);
-      if (cycle.netnsFreedMs === 'kept') kept.watchers.push(watchKept(cycle, marker, kept.ended));
+      if (cycle.netnsFreedMs === 'kept') {
+        if (cycle.netnsIno !== undefined) cycle.netnsHeldBy = await announcerThreadsIn(cycle.netnsIno);
+        kept.watchers.push(watchKept(cycle, marker, kept.ended));
+      }
     }
   } catch (err) {
     problem(cycle, err);
