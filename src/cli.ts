@@ -1,27 +1,39 @@
 // The command-line verbs besides the CNI protocol (which runtimes drive with
-// CNI_* variables and no arguments): `install` and `sleep`, for the DaemonSet;
-// `status` and `announce`, for operators on a node; `schema`, for editors.
+// CNI_* variables and no arguments) and `daemon` (src/process/verbs.ts): `install`,
+// for the DaemonSet; `status` and `announce`, for operators on a node; `schema`, for editors.
 import { writeSync } from 'node:fs';
-import { install, INSTALL_VERB } from './commands/install';
-import { sleepUntilSignal, SLEEP_VERB } from './commands/sleep';
+import { install, INSTALL_USAGE, INSTALL_VERB } from './commands/install';
 import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
 import { realTimers } from './process/real-timers';
-import { announceCommand, ANNOUNCE_VERB } from './commands/announce-cli';
-import { statusCommand, STATUS_VERB } from './process/status-cli';
+import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
+import { statusCommand, STATUS_USAGE, STATUS_VERB } from './process/status-cli';
 import { checkReply } from './daemon/protocol';
 import { askAnnouncer } from './shim/ask';
 import { silentLogger } from './log';
 import { loadLibc } from './sys/libc';
-import { SCHEMA_VERB } from './commands/schema-verb';
+import { SCHEMA_USAGE, SCHEMA_VERB } from './commands/schema-verb';
 import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
 import { readSmallFile, replaceFile } from './sys/safe-file';
 
-/** The verbs runVerb handles. */
-export const CLI_VERBS: readonly string[] = [INSTALL_VERB, SLEEP_VERB, STATUS_VERB, ANNOUNCE_VERB, SCHEMA_VERB];
+/** The verbs runVerb handles, each with its usage line and what it does (`announcer --help` lists them). */
+export const CLI_VERBS: readonly { verb: string; usage: string; what: string }[] = [
+  {
+    verb: INSTALL_VERB,
+    usage: INSTALL_USAGE,
+    what: "installs this executable into a CNI bin dir (atomically), and writes the node's announcer.conf",
+  },
+  {
+    verb: STATUS_VERB,
+    usage: STATUS_USAGE,
+    what: "what the node's announcer is doing (or, with none running, what the records say)",
+  },
+  { verb: ANNOUNCE_VERB, usage: ANNOUNCE_USAGE, what: "announces an interface's addresses in a netns now, by hand" },
+  { verb: SCHEMA_VERB, usage: SCHEMA_USAGE, what: "prints the JSON Schema of the plugin's entry in a conflist" },
+];
 
 function line(fd: number, text: string): void {
   writeSync(fd, `${text}\n`);
@@ -42,8 +54,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
       return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
     return statusCommand(
       {
-        ask: async (stateDir) =>
-          checkReply(await askAnnouncer(stateDir, { op: 'status' }, { start: false, timeoutMs: 0 })),
+        ask: async (stateDir) => checkReply(await askAnnouncer(stateDir, { op: 'status' })),
         records: listRecords,
         bootMs: timers.bootMs,
         ...io,
@@ -72,21 +83,7 @@ export async function runVerb(verb: string, args: readonly string[], self: strin
       args,
     );
   }
-  if (args.length > 0) {
-    line(2, `announcer ${SLEEP_VERB}: takes no arguments`);
-    return 2;
-  }
-  const stopped = sleepUntilSignal({
-    onSignal: (signal, handler) => process.once(signal, handler),
-    keepAlive: () => {
-      const timer = setInterval(() => undefined, 2 ** 31 - 1);
-      return () => clearInterval(timer);
-    },
-  });
-  // The handlers are in place (as PID 1 of a container, an unhandled SIGTERM would be ignored until now).
-  line(1, `announcer ${SLEEP_VERB}: waiting for SIGTERM`);
-  line(1, `announcer ${SLEEP_VERB}: ${await stopped}, exiting`);
-  return 0;
+  return 2;
 }
 
 /** The text of `path` if it is our regular file of at most `maxBytes` bytes; else undefined (it is then replaced). */

@@ -37,9 +37,8 @@ async function main(): Promise<void> {
       import('./process/verbs'),
       import('./process/wiring'),
     ]);
-    return out.exit(
-      await runProcessVerb(processWiring(), verb, process.argv.slice(3), (line) => out.write(2, `${line}\n`)),
-    );
+    const io = { out: (text: string) => out.write(1, text), err: (line: string) => out.write(2, `${line}\n`) };
+    return out.exit(await runProcessVerb(processWiring(), verb, process.argv.slice(3), io));
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
   if (!process.env.CNI_COMMAND) {
@@ -90,4 +89,9 @@ async function forwardToAnnouncer(
   return runShim({ env: process.env, readStdin, writeStdout, writeStderr }, deps);
 }
 
-main().catch(() => process.exit(1));
+// A verb's failure outside its own handling: its message on stderr, never a stack trace.
+main().catch((err: unknown) => {
+  writeFd(2, `announcer: ${err instanceof Error ? err.message : String(err)}\n`)
+    .catch(() => undefined)
+    .finally(() => process.exit(1));
+});

@@ -26,7 +26,23 @@ export const READY_FD_FLAG = 'ready-fd';
 
 /**
  * The fd a shim gives the announcer it starts as `--ready-fd`: one end of a pipe (a socketpair under Bun), the first
- * past stdio. Its line (or its end, when that announcer exits first) tells the shim that started it to connect: that
- * shim does not poll while the announcer starts.
+ * past stdio. Its one line tells the shim that started it how the start went (READY_LINES): that shim does not poll
+ * while the announcer starts, and hears at once why one could not.
  */
 export const READY_FD = 3;
+
+/**
+ * The announcer's one line on its ready fd: it listens; another announcer of its stateDir serves (it exits); or
+ * `failed: <why>` (it exits 1). An end without a line: it died before it could say.
+ */
+export const READY_LINES = { listening: 'listening', served: 'served', failed: 'failed: ' } as const;
+
+/** What a spawned announcer's ready line says: it listens, or another one serves; else why it could not start. */
+export function readyOutcome(line: string): 'listening' | 'served' | { failed: string } {
+  if (line === READY_LINES.listening || line === READY_LINES.served) return line;
+  if (line.startsWith(READY_LINES.failed)) return { failed: line.slice(READY_LINES.failed.length) };
+  return { failed: line === '' ? 'it exited before it listened' : `it said ${JSON.stringify(line)}` };
+}
+
+/** The most of the ready line a shim reads: a failure's reason is cut there. */
+export const MAX_READY_LINE = 4096;

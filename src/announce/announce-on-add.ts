@@ -34,7 +34,7 @@ import {
   StateError,
 } from './errors';
 import { totalFrames } from './round';
-import { requireWanted } from './wanted';
+import { requireWanted, type CommandGate } from './wanted';
 
 /** What ADD needs from the outside world: the announcer, which alone runs ADD, injects it (src/daemon/cni-host.ts). */
 export interface AddDeps {
@@ -47,10 +47,11 @@ export interface AddDeps {
   /** The announcer's table of work, which takes each ADD's job and report in memory. */
   host: JobHost;
   /**
-   * Whether the caller still waits for this ADD (connected, its deadline ahead): asked before each side effect (a MAC,
-   * the probe, round 1, the record); once false, ADD undoes what it did and stops (NotWantedError).
+   * Whether ADD may still act (its caller connected, its deadline ahead, the announcer not stopping it): asked before
+   * each side effect (a MAC, the probe, round 1, the record); once not, ADD undoes what it did and stops
+   * (NotWantedError).
    */
-  stillWanted(): boolean;
+  gate: CommandGate;
   /** The node-wide frame budget that round 1 draws from. */
   budget: FrameBudget;
   /** Takes the attachment's lock within a timeout (in memory: daemon/memory-locks.ts); undefined if it stays held. */
@@ -117,8 +118,13 @@ async function addLocked(deps: AddDeps, job: AddJob, file: string): Promise<Map<
     done = await inPod(deps, job, record, clock);
     if (done.first.later) record.job = done.first.later;
     if (worthKeeping(done.first.gateway)) record.gateway = done.first.gateway;
-    if (record.job || record.gateway || record.originalMacs.length > 0) persist(job.stateDir, record, deps.written);
-    else if (previous) unpersist(file, deps.written);
+    if (record.job || record.gateway || record.originalMacs.length > 0) {
+      deps.gate.acting();
+      persist(job.stateDir, record, deps.written);
+    } else if (previous) {
+      deps.gate.acting();
+      unpersist(file, deps.written);
+    }
   } catch (err) {
     if (done) closePod(deps, done.session);
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);
@@ -172,17 +178,15 @@ async function inPod(deps: AddDeps, job: AddJob, record: AttachmentRecord, clock
   );
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
-    requireWanted(deps, 'setting MACs');
-    const macs = applyTargetMacs(
-      session,
-      plan.interfaces,
-      record,
-      (r) => persist(job.stateDir, r, deps.written),
-      deps.log,
-    );
+    const macs = applyTargetMacs(session, plan.interfaces, record, deps.log, (original) => {
+      requireWanted(deps, 'setting MACs');
+      if (!original) return;
+      record.originalMacs.push(original);
+      persist(job.stateDir, record, deps.written);
+    });
     try {
       const first = await firstRound(deps, job, session, clock);
-      requireWanted(deps, 'writing the record', totalFrames(first.sent));
+      requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
       return { first, macs, session };
     } catch (err) {
       // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller

@@ -41,16 +41,19 @@ export class AddressConflictError extends Error {
 }
 
 /**
- * The caller of an ADD no longer waits (it has gone, or its deadline has passed): what ADD did is undone, and nothing
- * more of it happens; `sent` frames went out before.
+ * A command may no longer act (its caller has gone or its deadline has passed, or the announcer stops it): what ADD
+ * did is undone, and nothing more of it happens; `sent` frames went out before; `why` says which.
  */
 export class NotWantedError extends Error {
   override name = 'NotWantedError';
+  /** The usual `why`: the caller of an ADD or CHECK no longer waits. */
+  static readonly CALLER_GONE = 'the caller no longer waits';
   constructor(
     readonly step: string,
     readonly sent = 0,
+    readonly why = NotWantedError.CALLER_GONE,
   ) {
-    super(`the caller no longer waits: stopped before ${step}${sent > 0 ? ` (${sent} frames sent before)` : ''}`);
+    super(`${why}: stopped before ${step}${sent > 0 ? ` (${sent} frames sent before)` : ''}`);
   }
 }
 

@@ -1,5 +1,5 @@
 // ADD's IP-derived MACs: each planned interface with a target MAC gets it,
-// its original MAC recorded first so that DEL (or a failing ADD) can put it back.
+// its original MAC recorded first (by the caller) so that DEL (or a failing ADD) can put it back.
 import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
 import { formatMac } from '../wire/mac';
@@ -7,15 +7,16 @@ import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 
 /**
- * Sets the target MACs of `interfaces` in the pod, recording each original in `record` (saved with `save` first);
- * returns the MACs by prevResult index.
+ * Sets the target MACs of `interfaces` in the pod; `before` runs right before each change, with the interface's MAC
+ * when `record` holds no original for it yet (record it first: a DEL after a crash mid-way can still restore it).
+ * Returns the MACs by prevResult index.
  */
 export function applyTargetMacs(
   session: PodSession,
   interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
-  save: (record: AttachmentRecord) => void,
   log: Logger,
+  before: (original: { name: string; mac: string } | undefined) => void,
 ): Map<number, string> {
   const macs = new Map<number, string>();
   for (const plan of interfaces) {
@@ -33,11 +34,7 @@ export function applyTargetMacs(
     const target = formatMac(plan.targetMac);
     if (!link.mac.equals(plan.targetMac)) {
       const recorded = record.originalMacs.some((m) => m.name === plan.name);
-      // Record first: a DEL after a crash mid-way can still restore the original.
-      if (!recorded) {
-        record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
-        save(record);
-      }
+      before(recorded ? undefined : { name: plan.name, mac: formatMac(link.mac) });
       session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
     }

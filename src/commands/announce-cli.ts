@@ -17,7 +17,9 @@ import { formatIPv6, isIPv6LinkLocal } from '../wire/ip';
 
 /** The verb. */
 export const ANNOUNCE_VERB = 'announce';
-const USAGE = `usage: announcer ${ANNOUNCE_VERB} --netns PATH --ifname IF [--count N] [--interval MS] [--wait MS]`;
+const ANNOUNCE_FLAGS = '--netns PATH --ifname IF [--count N] [--interval MS] [--wait MS]';
+/** Its usage line. */
+export const ANNOUNCE_USAGE = `usage: announcer ${ANNOUNCE_VERB} ${ANNOUNCE_FLAGS}`;
 const SPEC = { netns: 'string', ifname: 'string', count: 'int', interval: 'int', wait: 'int' } as const;
 
 /** What `announce` needs from the process. */
@@ -37,7 +39,7 @@ class Refusal extends Error {
 
 /** Runs `announcer announce`; resolves with the exit status (0 sent, 1 failed, 2 bad usage). */
 export async function announceCommand(deps: AnnounceCliDeps, argv: readonly string[]): Promise<number> {
-  const parsed = parseFlags(argv, SPEC, USAGE);
+  const parsed = parseFlags(argv, SPEC, ANNOUNCE_USAGE);
   const problem = parsed.ok ? usageProblem(parsed.flags) : parsed.problem;
   if (!parsed.ok || problem) {
     deps.err(`announcer ${ANNOUNCE_VERB}: ${problem}`);
@@ -71,8 +73,8 @@ function usageProblem(flags: {
   interval?: number;
   wait?: number;
 }): string | undefined {
-  if (flags.netns === undefined) return `--netns is required; ${USAGE}`;
-  if (flags.ifname === undefined) return `--ifname is required; ${USAGE}`;
+  if (flags.netns === undefined) return `--netns is required; ${ANNOUNCE_USAGE}`;
+  if (flags.ifname === undefined) return `--ifname is required; ${ANNOUNCE_USAGE}`;
   const bad = ifnameProblem(flags.ifname);
   if (bad) return `--ifname ${bad}`;
   if (flags.count !== undefined && (flags.count < 1 || flags.count > 10)) return '--count must be from 1 to 10';

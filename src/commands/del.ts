@@ -1,5 +1,6 @@
 import { lockPath, lockWaitMs, type HeldLock } from '../announce/attachment-lock';
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
+import { enterGate } from '../announce/wanted';
 import { basename } from '../path';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
@@ -37,6 +38,8 @@ export async function del(deps: CommandDeps, req: DelRequest): Promise<void> {
     log,
   );
   try {
+    // A stopping announcer passes on a DEL that has done nothing yet: the next one runs it.
+    enterGate(deps.gate, 'DEL');
     const record = readRecordToActOn(file, log, deps.written);
     if (!record) {
       // The table is the truth: work it holds ends even when its record went (an older release's in-process DEL).

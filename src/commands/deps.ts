@@ -10,7 +10,7 @@ import type { FrameBudget } from '../announce/frame-budget';
  * ADD's announcement takes as they are.
  */
 export interface CommandDeps
-  extends Pick<AddDeps, 'timers' | 'waits' | 'host' | 'release' | 'lockFile' | 'written' | 'stillWanted'> {
+  extends Pick<AddDeps, 'timers' | 'waits' | 'host' | 'release' | 'lockFile' | 'written' | 'gate'> {
   /** The view of the file system of the process that sent the command: every path it carries resolves there. */
   view: CallerView;
   /** libc through koffi, loaded on first use. */

@@ -9,6 +9,7 @@ import {
 } from '../state-files';
 import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import { cancelBackground } from './del';
+import { enterGate } from '../announce/wanted';
 import type { GcRequest } from '../cni/requests';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
@@ -16,6 +17,7 @@ import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';
 import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { CommandDeps } from './deps';
+import { toCniError } from './errors';
 
 /**
  * GC: drops this network's attachments the runtime no longer lists, invalid records, orphan lock files and dead
@@ -30,6 +32,20 @@ export async function gc(deps: CommandDeps, req: GcRequest): Promise<void> {
     throw new CniError(ErrorCode.StateFailure, stateDirProblem(config.stateDir, err), { cause: err });
   }
   const live = new Set(req.validAttachments.map((a) => attachmentName(a.containerId, a.ifname)));
+  try {
+    await collectAll(deps, config, live, log);
+  } catch (err) {
+    throw toCniError(err, 'GC');
+  }
+}
+
+/** Goes through stateDir's entries: this network's stale records, older versions' lock files, dead writers' temps. */
+async function collectAll(
+  deps: CommandDeps,
+  config: GcRequest['config'],
+  live: ReadonlySet<string>,
+  log: Logger,
+): Promise<void> {
   for (const name of stateEntries(config.stateDir)) {
     const path = join(config.stateDir, name);
     switch (stateEntryKind(name)) {
@@ -71,6 +87,7 @@ async function collect(
   try {
     const record = readRecordToActOn(file, log, deps.written);
     if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
+    enterGate(deps.gate, 'GC');
     const removed = removeRecordQuietly(file, log, deps.written); // first: see DEL
     const background = cancelBackground(deps, file);
     log.info('collected stale attachment', {

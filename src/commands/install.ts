@@ -20,7 +20,9 @@ export const PLUGIN_NAME = 'announcer';
 /** The licence notices' file name, next to the executable at build time and after install. */
 export const NOTICES_NAME = 'THIRD_PARTY_NOTICES';
 
-const USAGE = `usage: announcer ${INSTALL_VERB} --dest DIR [--also-notices] [--state-dir DIR ${NODE_FLAGS_USAGE}]`;
+/** Its usage line. */
+export const INSTALL_USAGE =
+  `usage: announcer ${INSTALL_VERB} --dest DIR [--also-notices] ` + `[--state-dir DIR ${NODE_FLAGS_USAGE}]`;
 
 /**
  * A temporary file older than this was left by an installer that was killed
@@ -51,22 +53,26 @@ export function parseInstallArgs(
     if (arg === '--also-notices') alsoNotices = true;
     else if (arg === '--dest' || arg.startsWith('--dest=')) {
       const value = arg === '--dest' ? argv[++i] : arg.slice('--dest='.length);
-      if (value === undefined || value === '') return { ok: false, problem: `--dest needs a directory; ${USAGE}` };
-      if (dest !== undefined) return { ok: false, problem: `--dest given twice; ${USAGE}` };
+      if (value === undefined || value === '')
+        return { ok: false, problem: `--dest needs a directory; ${INSTALL_USAGE}` };
+      if (dest !== undefined) return { ok: false, problem: `--dest given twice; ${INSTALL_USAGE}` };
       dest = value;
     } else if (arg.startsWith('--') && !arg.includes('=') && i + 1 < argv.length) rest.push(arg, argv[++i]!);
     else rest.push(arg);
   }
-  const flags = parseFlags(rest, { 'state-dir': 'string', ...NODE_FLAGS }, USAGE);
+  const flags = parseFlags(rest, { 'state-dir': 'string', ...NODE_FLAGS }, INSTALL_USAGE);
   if (!flags.ok) return flags;
-  if (dest === undefined) return { ok: false, problem: `--dest is required; ${USAGE}` };
+  if (dest === undefined) return { ok: false, problem: `--dest is required; ${INSTALL_USAGE}` };
   const { 'state-dir': stateDir, ...nodeFlags } = flags.flags;
   const settings = nodeSettingsFromFlags(nodeFlags);
-  if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${USAGE}` };
+  if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${INSTALL_USAGE}` };
   if (stateDir !== undefined && !stateDir.startsWith('/'))
-    return { ok: false, problem: `--state-dir must be an absolute path (got ${JSON.stringify(stateDir)}); ${USAGE}` };
+    return {
+      ok: false,
+      problem: `--state-dir must be an absolute path (got ${JSON.stringify(stateDir)}); ${INSTALL_USAGE}`,
+    };
   if (stateDir === undefined && Object.keys(nodeFlags).length > 0)
-    return { ok: false, problem: `node settings need --state-dir, where announcer.conf is written; ${USAGE}` };
+    return { ok: false, problem: `node settings need --state-dir, where announcer.conf is written; ${INSTALL_USAGE}` };
   return { ok: true, args: { dest, alsoNotices, ...(stateDir ? { stateDir } : {}), settings: settings.settings } };
 }
 

@@ -15,6 +15,7 @@ import type { Libc } from '../sys/libc';
 import { CallerViewError } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-views';
 import { loggerInView, refusing, viewOfCaller, type Caller } from './caller-host';
+import type { Gate } from './admission';
 import type { LoopWaits } from './loop-waits';
 import type { CommandHost } from './daemon-deps';
 
@@ -50,41 +51,42 @@ export interface CommandOutcome {
 
 /**
  * Runs one CNI command (its CNI_* variables and stdin, as they came) to its end, its paths resolved as `caller` sees
- * them (call it while the caller waits), as long as `stillWanted` holds; never rejects.
+ * them (call it while the caller waits), acting only while its `gate` lets it (its waits end when the gate stops it);
+ * never rejects.
  */
 export type CniRunner = (
   env: Record<string, string>,
   stdin: string,
-  stillWanted: () => boolean,
+  gate: Gate,
   caller?: Caller,
 ) => Promise<CommandOutcome>;
 
 /** The announcer's runner of CNI commands. */
 export function cniRunner(deps: CniHostDeps): CniRunner {
   const real = deps.timers;
-  const timers: Timers = {
-    now: () => real.now(),
-    bootMs: () => real.bootMs(),
-    sleep: (ms) => deps.waits.sleep(ms),
-  };
-  const commands: Omit<CommandDeps, 'host' | 'view' | 'stillWanted'> = {
+  const commands: Omit<CommandDeps, 'host' | 'view' | 'gate' | 'timers' | 'waits'> = {
     libc: () => deps.libc,
-    timers,
-    waits: deps.waits,
     lockFile: deps.attachmentLock,
     written: deps.written,
     logger: deps.logger ?? commandLogger,
     frameBudget: deps.frameBudget,
     release: (fds) => fds.forEach((fd) => deps.closeInBackground(fd)),
   };
-  return async (env, stdin, stillWanted, caller) => {
+  return async (env, stdin, gate, caller) => {
+    // The command's own waits: they end, rejected, when the announcer stops it.
+    const waits = { readable: (fds: readonly number[], ms: number) => deps.waits.readable(fds, ms, gate.signal) };
+    const timers: Timers = {
+      now: () => real.now(),
+      bootMs: () => real.bootMs(),
+      sleep: (ms) => deps.waits.sleep(ms, gate.signal),
+    };
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = real.bootMs();
     const host = deps.jobHost(takenAt);
     const seen = viewOfCaller(deps.views, caller);
     const view = seen instanceof CallerViewError ? deps.views.mine : seen;
     const logger = loggerInView(commands.logger, view);
-    const hosted = announcerPlugin({ ...commands, host, view, logger, stillWanted });
+    const hosted = announcerPlugin({ ...commands, timers, waits, host, view, logger, gate });
     const plugin = noting(seen instanceof CallerViewError ? refusing(hosted, seen) : hosted, (config) =>
       deps.noteConfig(config, logger(config, {})),
     );

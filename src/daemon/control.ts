@@ -3,12 +3,19 @@
 // is answered at once. A CNI command is taken or dropped as admission.ts says,
 // runs beside every other, and its end closes the connection. A request
 // without `deadline` (an older shim) hears `ack`, then a `beat` every BEAT_MS.
+//
+// When the announcer stops, the socket is cut off (Listener.cutOff): what was
+// queued is accepted, and every request is answered or passed on. A CNI
+// command that has not acted yet is refused with `handover` (its shim sends it
+// to the next announcer); one that has acted runs on until ACTED_MS after the
+// stop, then is stopped (it undoes what it can and answers); a control request
+// is answered. By STOP_MS after the stop every client is done with.
 import type { Logger } from '../log';
 import type { Timers } from '../announce/timers';
 import { SysError } from '../sys/sys-error';
 import type { UnixSockets } from '../sys/unix-socket';
-import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, type WireReply } from '../shim/wire';
-import { tooLate, wantedWhile, type CniCommand } from './admission';
+import { BEAT_MS, encodeReply, MAX_REQUEST_LINE, STOP_MS, type WireReply } from '../shim/wire';
+import { Gate, tooLate, wantedWhile, type CniCommand } from './admission';
 import type { Caller } from './caller-host';
 import { Connection } from './connection';
 import { type Accepted, Listener } from './listener';
@@ -19,6 +26,11 @@ import { checkRequestLine } from './wire-request';
 const CLIENT_MS = 1000;
 /** Connections served at once; more are closed at accept. */
 const MAX_CLIENTS = 1024;
+/**
+ * How long after the stop a command that has acted may still run: then it is stopped, and STOP_MS - ACTED_MS is left
+ * for it to undo what it did and answer.
+ */
+export const ACTED_MS = 1500;
 
 /** What the control socket needs from the process. */
 export interface ControlDeps {
@@ -38,15 +50,36 @@ export interface RequestHandlers {
    * (`handover`: a newer build is to serve).
    */
   cni(command: CniCommand, caller: Caller): { refused: string } | Promise<{ exit: number; stdout: string }>;
+  /** A CNI command ran to its end here, and its client heard how (not passed on). */
+  served(command: string | undefined): void;
+}
+
+/**
+ * A CNI command running: its gate, when its client is next due a beat (boot ms; Infinity: never), and whether the stop
+ * passed it on (its client was answered `handover`; its own end is then no one's).
+ */
+interface Running {
+  gate: Gate;
+  beatAt: number;
+  passedOn: boolean;
+}
+
+/** How the socket's stop goes: when commands that acted are stopped, and when every client is let go (boot ms). */
+interface Stopping {
+  actedBy: number;
+  by: number;
+  actedStopped: boolean;
+  passedOn: number;
 }
 
 /** The listening socket and its connected clients. */
 export class ControlSocket {
   private readonly listener: Listener;
   private readonly clients = new Set<Connection>();
-  /** CNI commands running, with when each is next due a beat (boot ms). */
-  private readonly running = new Map<Connection, number>();
+  private readonly running = new Map<Connection, Running>();
   private readonly scratch = Buffer.alloc(64 * 1024);
+  private stopping: Stopping | undefined;
+  private acceptedCount = 0;
 
   /** `failed` counts and logs what went wrong. */
   constructor(
@@ -60,6 +93,11 @@ export class ControlSocket {
   /** Whether a client is connected or a command runs. */
   get busy(): boolean {
     return this.clients.size > 0;
+  }
+
+  /** How many connections it has served: one that came and went within a turn is activity too (the idle exit). */
+  get accepted(): number {
+    return this.acceptedCount;
   }
 
   /** Whether the socket is listening. */
@@ -86,48 +124,97 @@ export class ControlSocket {
   }
 
   /**
-   * When the next client times out (reading its request, or its end), beat falls due or accepting resumes (boot ms);
-   * Infinity with none.
+   * When the next client times out (reading its request, or its end), a beat falls due, accepting resumes or the stop
+   * moves on (boot ms); Infinity with none.
    */
   wakeAt(): number {
     const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
-    return Math.min(this.listener.wakeAt(), ...timed, ...this.running.values());
+    const beats = [...this.running].filter(([c, r]) => this.clients.has(c) && !r.passedOn).map(([, r]) => r.beatAt);
+    const stop = this.stopping ? [this.stopping.actedStopped ? this.stopping.by : this.stopping.actedBy] : [];
+    return Math.min(this.listener.wakeAt(), ...timed, ...beats, ...stop);
   }
 
   listen(): void {
     this.listener.listen();
   }
 
-  /** Stops listening (see Listener.unlisten); connected clients are still served. */
-  unlisten(): void {
-    this.listener.unlisten();
+  /**
+   * The stop (see the top of this file): cuts the socket off, takes in what was queued, and passes on every CNI command
+   * that has not acted yet. Then serve() goes on until done() says every client is done with.
+   */
+  stop(): void {
+    if (this.stopping) return;
+    const now = this.deps.timers.bootMs();
+    this.stopping = { actedBy: now + ACTED_MS, by: now + STOP_MS, actedStopped: false, passedOn: 0 };
+    this.listener.cutOff((peer) => this.admit(peer));
+    for (const [client, run] of this.running) if (!run.gate.acted) this.passOn(client, run);
+  }
+
+  /** Whether the stop is over: no client left, or STOP_MS has passed (those left are closed). */
+  done(): boolean {
+    if (!this.stopping) return false;
+    return this.clients.size === 0 || this.deps.timers.bootMs() >= this.stopping.by;
+  }
+
+  /** How many CNI requests the stop passed on to the next announcer (undefined: no stop), for its last log line. */
+  passedOn(): number | undefined {
+    return this.stopping?.passedOn;
   }
 
   /**
-   * Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time.
+   * Accepts new clients, reads requests, writes what waits, beats for running commands, drops clients past their time;
+   * while stopping, stops the commands that acted once ACTED_MS has passed.
    */
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
-    this.listener.acceptAll(readable, (peer) => this.admit(peer));
+    // A client accepted now is read at once too: its request may be in already (it waited in the backlog).
+    const fresh = new Set<number>();
+    this.listener.acceptAll(readable, (peer) => {
+      fresh.add(peer.fd);
+      this.admit(peer);
+    });
     const now = this.deps.timers.bootMs();
+    if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) this.stopActed(this.stopping);
     for (const client of [...this.clients]) {
       if (writable.has(client.fd))
         this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
       if (!this.clients.has(client)) continue;
-      if (this.running.has(client)) this.beat(client, now);
-      else if (this.reading(client) && readable.has(client.fd)) this.guarded(client, () => this.readRequest(client));
+      if (this.running.has(client) && !client.closing) this.beat(client, now);
+      else if (this.reading(client) && (readable.has(client.fd) || fresh.has(client.fd)))
+        this.guarded(client, () => this.readRequest(client));
       else if ((this.reading(client) || client.closing) && now >= client.until) this.drop(client);
     }
   }
 
-  /** Closes every client and the listening socket. */
+  /** Closes every client and the listening socket (the stop is over; a killed one leaves its socket to the next). */
   close(): void {
     for (const c of [...this.clients]) this.drop(c);
-    this.unlisten();
+    this.listener.cutOff((peer) => this.closeQuietly(peer.fd));
+  }
+
+  /** Stops the commands that have acted: their waits end, they undo what they can and answer. */
+  private stopActed(stopping: Stopping): void {
+    stopping.actedStopped = true;
+    for (const run of this.running.values()) run.gate.stop(`the announcer (pid ${process.pid}) stops`);
+  }
+
+  /** Counts a request passed on to the next announcer (while stopping). */
+  private countPassedOn(): void {
+    if (this.stopping) this.stopping.passedOn++;
+  }
+
+  /** Refuses a command that has not acted with `handover`: its shim sends it to the next announcer. */
+  private passOn(client: Connection, run: Running): void {
+    run.gate.stop(`the announcer (pid ${process.pid}) stops: passed on`);
+    run.passedOn = true;
+    if (!this.clients.has(client)) return;
+    this.countPassedOn();
+    this.guarded(client, () => this.end(client, { refused: 'handover' }));
   }
 
   private beat(client: Connection, now: number): void {
-    if (now < this.running.get(client)!) return;
-    this.running.set(client, now + BEAT_MS);
+    const run = this.running.get(client)!;
+    if (run.passedOn || now < run.beatAt) return;
+    run.beatAt = now + BEAT_MS;
     this.guarded(client, () => client.write(this.deps.sockets, encodeReply({ beat: true })));
   }
 
@@ -152,24 +239,36 @@ export class ControlSocket {
       this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
       return this.drop(client);
     }
+    if (this.stopping) {
+      this.countPassedOn();
+      return this.end(client, { refused: 'handover' });
+    }
     const connected = (): boolean => this.clients.has(client) && !client.peerGone(this.deps.sockets, this.scratch);
-    const stillWanted = wantedWhile(command, deadline, () => this.deps.timers.bootMs(), connected);
-    const taken = this.handlers.cni({ ...request, stillWanted }, { pid: client.peer.pid, connected });
-    if ('refused' in taken) return this.end(client, taken);
+    const gate = new Gate(wantedWhile(command, deadline, () => this.deps.timers.bootMs(), connected));
+    const taken = this.handlers.cni({ ...request, gate }, { pid: client.peer.pid, connected });
+    if ('refused' in taken) {
+      // The request of a new build that made this announcer stop is passed on, as those after it.
+      if (taken.refused === 'handover') this.countPassedOn();
+      return this.end(client, taken);
+    }
     // Only an older shim hears `ack` and `beat`; a deadline's request waits for the end alone.
     if (deadline === undefined) client.write(this.deps.sockets, encodeReply({ ack: true }));
-    this.running.set(client, deadline === undefined ? now + BEAT_MS : Infinity);
+    this.running.set(client, { gate, beatAt: deadline === undefined ? now + BEAT_MS : Infinity, passedOn: false });
     taken.then(
-      (done) => this.finish(client, done),
+      (done) => this.finish(client, command, done),
       (err: unknown) => {
         this.failed('CNI command failed outside dispatch', err);
-        this.finish(client, undefined);
+        this.finish(client, command, undefined);
       },
     );
   }
 
-  private finish(client: Connection, done: { exit: number; stdout: string } | undefined): void {
+  /** A command's end, written to its client unless the stop passed it on meanwhile (its shim asks the next one). */
+  private finish(client: Connection, command: string | undefined, done: { exit: number; stdout: string } | undefined) {
+    const run = this.running.get(client);
     this.running.delete(client);
+    if (!run || run.passedOn) return;
+    if (done !== undefined) this.handlers.served(command);
     if (!this.clients.has(client)) return;
     // Dispatch never rejects, so this is a bug's path: the client sees the connection end.
     if (done === undefined) return this.drop(client);
@@ -209,14 +308,18 @@ export class ControlSocket {
     }
   }
 
-  /** Serves an accepted connection: only from our own user, and at most MAX_CLIENTS at once. */
+  /**
+   * Serves an accepted connection: only from our own user, and at most MAX_CLIENTS at once (one over them is closed; a
+   * stopping announcer takes every queued one, so none goes unanswered for want of room).
+   */
   private admit(peer: Accepted): void {
-    if (peer.uid !== this.deps.uid || this.clients.size >= MAX_CLIENTS) {
+    if (peer.uid !== this.deps.uid || (this.clients.size >= MAX_CLIENTS && !this.stopping)) {
       if (peer.uid !== this.deps.uid)
         this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
       this.closeQuietly(peer.fd);
       return;
     }
+    this.acceptedCount++;
     this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
   }
 }

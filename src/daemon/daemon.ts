@@ -2,14 +2,18 @@
 // (src/shim) and sends every attachment's later rounds, in one single-threaded loop around poll(2): its socket and
 // clients, the event sockets of deferred waits, and the fds and deadlines of the commands' own waits (LoopWaits). Its
 // work is journaled in the records of stateDir (written under the attachment's lock), so a killed announcer loses
-// nothing: the next one reads them at its start, skipping rounds whose time has passed. One whose executable was
-// replaced hands over, and so does one a shim started when the DaemonSet's (`--resident`) asks it to.
+// nothing: the next one reads them at its start, skipping rounds whose time has passed.
+//
+// Every stop is one sequence, bounded by STOP_MS: idle for idleExitMs, SIGTERM or SIGINT, a hand-over (its executable
+// replaced and a request of the new build come; a resident announcer asks). The socket is cut off and every request
+// answered or passed on (control.ts), the bursts go on meanwhile, and where each stands is written to
+// `announcer-handover` for the next announcer.
 import type { JobHost } from '../announce/job-host';
 import { RecordMemory } from '../announce/record-memory';
 import { join } from '../path';
 import { stateDirOf } from '../shim/wire';
 import { unlinkIfPresent } from '../sys/safe-file';
-import { LEGACY_BUDGET_FILES, START_MARKER } from '../state-files';
+import { LEGACY_BUDGET_FILES, recordName, START_MARKER } from '../state-files';
 import type { CniCommand } from './admission';
 import { BackgroundCloser } from './background-closer';
 import type { Caller } from './caller-host';
@@ -18,7 +22,6 @@ import { ControlSocket, type RequestHandlers } from './control';
 import { countServed, newCounters } from './counters';
 import type { DaemonDeps } from './daemon-deps';
 import { takeHandover, writeHandover } from './handover';
-import { HandingOver } from './handing-over';
 import { HttpEndpoint, type HttpDeps } from './http-server';
 import { Jobs } from './jobs';
 import { LazyMetrics } from './lazy-metrics';
@@ -53,12 +56,16 @@ class Daemon {
   private readonly waits: LoopWaits;
   private readonly runCni: CniRunner;
   private readonly settings: NodeSettings;
-  private stopping = false;
+  /** When the stop began (monotonic ms); undefined while serving. */
+  private stoppingSince: number | undefined;
+  /** A signal's stop, asked by its handler and begun by the loop. */
+  private signalled: NodeJS.Signals | undefined;
+  /** Bursts written to `announcer-handover` at the end of the stop. */
+  private handedOver = 0;
   /** Until when (monotonic ms) the loop backs off after a turn that threw. */
   private pausedUntil = -Infinity;
   /** Stamps the loop's progress on its lock file (stamper.ts). */
   private readonly stamp: () => void;
-  private readonly handingOver: HandingOver;
   private readonly metrics = new LazyMetrics(() => this.counters);
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
@@ -96,26 +103,22 @@ class Daemon {
     const handlers: RequestHandlers = {
       control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
+      served: (command) => countServed(this.counters, command),
     };
     this.control = new ControlSocket(deps, handlers, (what, error) => this.failed(what, error));
     const stampProgress = (): void => this.guard('cannot stamp progress', () => deps.stampProgress(lockFd), undefined);
     this.stamp = stamper(() => deps.timers.now(), stampProgress);
-    this.handingOver = new HandingOver({
-      ...deps,
-      resident: deps.resident === true,
-      unlisten: () => this.control.unlisten(),
-      executableReplaced: () => this.guard('cannot look at the executable', () => deps.executableReplaced(), false),
-    });
   }
 
   /**
-   * Runs until SIGTERM or SIGINT, idle for idleExitMs (no work in its table, no client connected), or handed over;
-   * never throws once listening.
+   * Runs until it stops (see the top of this file): SIGTERM or SIGINT, idle for idleExitMs (no work in its table, no
+   * client connected), or a hand-over; never throws once listening.
    */
   async run(): Promise<void> {
-    const stop = (): void => void (this.stopping = true);
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    const onSignal = (signal: NodeJS.Signals) => (): void => void (this.signalled ??= signal);
+    const [term, int] = [onSignal('SIGTERM'), onSignal('SIGINT')];
+    process.on('SIGTERM', term);
+    process.on('SIGINT', int);
     try {
       if (this.deps.http) this.http = this.listenHttp(this.deps.http);
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
@@ -125,15 +128,22 @@ class Daemon {
       this.metricsFile.start();
       await this.loop();
     } finally {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
+      process.off('SIGTERM', term);
+      process.off('SIGINT', int);
       this.guard('cannot close the pod sockets', () => this.jobs.close(), undefined);
       this.guard('cannot close the control socket', () => this.control.close(), undefined);
       this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting(), undefined);
       this.guard('cannot close the HTTP endpoint', () => this.http?.close(), undefined);
       await this.metricsFile.flush(true);
-      this.deps.log.info('announcer stopped', { pid: process.pid, handedOver: this.handingOver.active });
+      this.deps.log.info('announcer stopped', { pid: process.pid, ...this.stopTook() });
     }
+  }
+
+  /** How long the stop took, how many requests it passed on and how many bursts it handed over: the last log line. */
+  private stopTook(): { stopMs?: number; passedOn?: number; handedOver?: number } {
+    if (this.stoppingSince === undefined) return {};
+    const stopMs = Math.round(this.deps.timers.now() - this.stoppingSince);
+    return { stopMs, passedOn: this.control.passedOn(), handedOver: this.handedOver };
   }
 
   /** Removes the start marker and older versions' files, then takes up the hand-over and the records (the journal). */
@@ -150,18 +160,12 @@ class Daemon {
 
   private async loop(): Promise<void> {
     let idleSince = this.deps.timers.now();
-    while (!this.stopping || this.handingOver.onStop()) {
-      if (this.handingOver.active && !this.control.busy) {
-        this.guard(
-          'cannot write the hand-over',
-          () => writeHandover(this.deps.stateDir, this.jobs.progress()),
-          undefined,
-        );
-        break;
-      }
+    for (;;) {
+      if (!this.stopping) this.stopIfDue(idleSince);
+      if (this.control.done()) break;
       this.stamp();
       const busy = this.jobs.size > 0 || this.control.busy;
-      if (!busy && !this.deps.resident && this.deps.timers.now() - idleSince >= this.settings.idleExitMs) break;
+      const accepted = this.control.accepted;
       try {
         await turn(this.turnParts(), this.deps.timers.bootMs(), this.pausedUntil);
       } catch (err) {
@@ -169,17 +173,62 @@ class Daemon {
         this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
       }
       // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
-      if (busy || this.jobs.size > 0 || this.control.busy) idleSince = this.deps.timers.now();
+      const active = busy || this.jobs.size > 0 || this.control.busy || this.control.accepted !== accepted;
+      if (active) idleSince = this.deps.timers.now();
     }
+    const progress = this.jobs.progress();
+    this.handedOver = progress.size;
+    if (progress.size > 0)
+      this.guard('cannot write the hand-over', () => writeHandover(this.deps.stateDir, progress), undefined);
   }
 
-  /** Whether this announcer takes a CNI command: not another stateDir's, and none once a newer build is to serve. */
+  /** Stops on a signal, or once idle (no work, no client) for idleExitMs since `idleSince` (never when resident). */
+  private stopIfDue(idleSince: number): void {
+    if (this.signalled) return this.stopOnSignal(this.signalled);
+    const { idleExitMs } = this.settings;
+    if (this.deps.resident || this.jobs.size > 0 || this.control.busy) return;
+    if (this.deps.timers.now() - idleSince >= idleExitMs) this.stop('idle: stopping', { idleExitMs });
+  }
+
+  /** The stop a signal asked for: the next announcer goes on with the bursts. */
+  private stopOnSignal(signal: NodeJS.Signals): void {
+    this.stop(`${signal}: handing over to the next announcer`);
+  }
+
+  /** Begins the stop, logging `why` once: no new caller reaches this announcer, and each waiting one is answered. */
+  private stop(why: string, fields: Record<string, unknown> = {}): void {
+    if (this.stopping) return;
+    this.stoppingSince = this.deps.timers.now();
+    this.deps.log.info(why, fields);
+    this.control.stop();
+  }
+
+  /** Whether the stop has begun: it takes no new command. */
+  private get stopping(): boolean {
+    return this.stoppingSince !== undefined;
+  }
+
+  /** Whether the file this announcer was started from has been replaced (an upgrade); a throw counts as not. */
+  private executableReplaced(): boolean {
+    return this.guard('cannot look at the executable', () => this.deps.executableReplaced(), false);
+  }
+
+  /**
+   * Whether this announcer takes a CNI command: not another stateDir's, and none of another build once its own
+   * executable has been replaced (an upgrade: it stops, and the new build serves).
+   */
   private takeCommand(command: CniCommand, caller: Caller): ReturnType<RequestHandlers['cni']> {
     if (stateDirOf(command.stdin) !== this.deps.stateDir) return { refused: 'another stateDir' };
-    this.handingOver.noteBuild(command.build);
-    if (this.handingOver.active) return { refused: 'handover' };
-    countServed(this.counters, command.env.CNI_COMMAND);
-    return this.runCni(command.env, command.stdin, command.stillWanted, caller);
+    if (command.build !== this.deps.build && this.executableReplaced()) {
+      const fields = { build: this.deps.build, newBuild: command.build };
+      this.stop('executable replaced: handing over to the new build', fields);
+      return { refused: 'handover' };
+    }
+    const { CNI_CONTAINERID: id, CNI_IFNAME: ifname } = command.env;
+    const release = id && ifname ? this.jobs.hold(recordName(id, ifname)) : undefined;
+    const ran = this.runCni(command.env, command.stdin, command.gate, caller);
+    if (release) void ran.finally(release);
+    return ran;
   }
 
   /** Runs `work`; a throw is counted and logged as `what`, and gives `otherwise`. */
@@ -207,7 +256,7 @@ class Daemon {
           attachments: this.jobs.status(this.deps.timers.bootMs()),
           counters: structuredClone(this.counters),
         }),
-        handOver: (why) => this.handingOver.start(why),
+        handOver: (why) => this.stop(why),
         failed: (what, error, fields) => this.failed(what, error, fields),
       },
       request,
@@ -232,12 +281,15 @@ class Daemon {
       jobs: this.jobs,
       waits: this.waits,
       metricsFile: this.metricsFile,
+      afterPoll: () => {
+        if (!this.stopping && this.signalled) this.stopOnSignal(this.signalled);
+      },
     };
   }
 
   /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
   private listenHttp(http: NonNullable<DaemonDeps['http']>): HttpEndpoint {
-    const healthy = (): boolean => this.control.listening && !this.handingOver.active && !this.stopping;
+    const healthy = (): boolean => this.control.listening && !this.stopping;
     const deps: HttpDeps = {
       ...http,
       bootMs: () => this.deps.timers.bootMs(),

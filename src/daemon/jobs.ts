@@ -12,7 +12,8 @@ import { afterThrow, runDeferred, waitFds } from './deferred';
 import type { HandedOver } from './handover';
 import { hasJob, podThere, recordFirstRound, recordVerdict, sameJob } from './job-record';
 import type { JobRecord, RecordDeps } from './job-record';
-import { CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
+import { advance, CHECK_MS, dropDeferred, runRound, type Ended, type RoundDeps, type Work } from './rounds';
+import { LATE_GRACE_MS } from './progress';
 import type { GatewayVerdict } from '../announce/gateway-verdict';
 import type { PodSession } from '../announce/session';
 import { dropGateway, endGateway, runGatewayDue, type GatewayDeps } from './gateway-work';
@@ -36,6 +37,8 @@ export class Jobs {
   private readonly works = new Map<string, Work>();
   /** Attachments whose work is over, with their gateway verdict: status shows them until DEL or GC. */
   private readonly settled = new Map<string, AttachmentStatus>();
+  /** Attachments a command runs on, by record name, with how many: their rounds wait until it ends. */
+  private readonly held = new Map<string, number>();
   private readonly gatewayDeps: GatewayDeps;
   private readonly recordDeps: RecordDeps;
   constructor(
@@ -49,6 +52,22 @@ export class Jobs {
 
   get size(): number {
     return this.works.size;
+  }
+
+  /**
+   * Holds the rounds of record `name` while a command on its attachment runs (a DEL that waited runs before its pod's
+   * rounds that fell due meanwhile); the returned function lets go.
+   */
+  hold(name: string): () => void {
+    this.held.set(name, (this.held.get(name) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const n = this.held.get(name)! - 1;
+      if (n > 0) this.held.set(name, n);
+      else this.held.delete(name);
+    };
   }
 
   /**
@@ -159,6 +178,7 @@ export class Jobs {
   wakeAt(now: number): number {
     let wake = now + CHECK_MS;
     for (const w of this.works.values()) {
+      if (this.held.has(w.name)) continue;
       if (w.deferred) wake = Math.min(wake, w.deferred.checkAt);
       else if (w.dueAt !== undefined) wake = Math.min(wake, w.dueAt);
       wake = Math.min(wake, gatewayWakeAt(w, now) ?? wake);
@@ -177,7 +197,7 @@ export class Jobs {
     for (const w of [...this.works.values()]) {
       // Bounded work per turn: the rest is still due, so the loop polls (timeout 0) and goes on.
       if (entered() - before >= ROUNDS_PER_TURN) break;
-      if (!this.holds(w)) continue;
+      if (!this.holds(w) || this.held.has(w.name)) continue;
       let ended: Ended | undefined;
       try {
         ended = w.deferred ? await this.runDeferredDue(w, now, changed) : await this.runRoundDue(w, now);
@@ -206,6 +226,11 @@ export class Jobs {
 
   private async runRoundDue(w: Work, now: number): Promise<Ended | undefined> {
     if (w.dueAt === undefined || w.dueAt > now) return undefined;
+    // Overdue by more than LATE_GRACE_MS (the announcer was stopped, or starved): skipped before it is sent.
+    if (now - w.dueAt > LATE_GRACE_MS) {
+      const ended = advance(w, now, this.counters);
+      if (ended || w.dueAt === undefined || w.dueAt > now) return ended;
+    }
     return runRound(this.deps, this.counters, w, now, () => this.wanted(w));
   }
 

@@ -1,5 +1,5 @@
 // The announcer's listening socket in stateDir: listening, accepting (with a
-// pause after accept(2) fails), and no longer listening once it hands over.
+// pause after accept(2) fails), and the cut-off when the announcer stops.
 import type { Timers } from '../announce/timers';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { UnixSockets } from '../sys/unix-socket';
@@ -24,6 +24,8 @@ export interface ListenerDeps {
 /** The listening socket of a stateDir. */
 export class Listener {
   private fd: number | undefined;
+  /** The socket file this process bound (device and inode): the only one it ever removes. */
+  private bound: { dev: number; ino: number } | undefined;
   /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
   private pausedUntil = 0;
 
@@ -49,25 +51,53 @@ export class Listener {
     return this.pausedUntil > this.deps.timers.bootMs() ? this.pausedUntil : Infinity;
   }
 
+  /** Listens at stateDir's socket path, replacing a stale one a killed announcer left (the caller holds the lock). */
   listen(): void {
     withSocketAddress(this.deps.stateDir, (address) => {
-      unlinkIfPresent(address); // a stale socket of a killed announcer; we hold the lock
+      unlinkIfPresent(address);
       this.fd = this.deps.sockets.listen(address);
+      this.bound = this.deps.sockets.socketFile(address);
     });
   }
 
   /**
-   * Stops listening: new clients find no one (and start or become the next announcer); connected ones are still served.
+   * The cut-off of a stopping announcer: after shutdown(SHUT_RD) no connect(2) can reach the socket, so accepting
+   * until none is left hands every caller that got in to `take`; then the socket closes and its path goes (only while
+   * it is still the socket this process bound: a successor's must not vanish). A caller from then on finds none
+   * (ECONNREFUSED, ENOENT) and starts, or finds, the next announcer. Call it holding the announcer lock.
    */
-  unlisten(): void {
-    if (this.fd === undefined) return;
+  cutOff(take: (peer: Accepted) => void): void {
     const fd = this.fd;
+    if (fd === undefined) return;
     this.fd = undefined;
-    this.closeQuietly(fd);
     try {
-      withSocketAddress(this.deps.stateDir, (address) => unlinkIfPresent(address));
-    } catch {
-      // the next announcer removes it
+      this.deps.sockets.shutdownListener(fd);
+      for (let peer = this.acceptOne(fd); peer; peer = this.acceptOne(fd)) take(peer);
+    } finally {
+      this.closeQuietly(fd);
+      this.removeOwnPath();
+    }
+  }
+
+  /** Removes the socket's path if it is still the socket this process bound. */
+  private removeOwnPath(): void {
+    const bound = this.bound;
+    this.bound = undefined;
+    if (bound === undefined) return;
+    try {
+      withSocketAddress(this.deps.stateDir, (address) => this.deps.sockets.removeSocketFile(address, bound));
+    } catch (err) {
+      this.failed('cannot remove the socket', err);
+    }
+  }
+
+  /** One queued connection, or undefined when none is left (or accept failed: counted, logged). */
+  private acceptOne(fd: number): Accepted | undefined {
+    try {
+      return this.deps.sockets.accept(fd);
+    } catch (err) {
+      this.failed('cannot accept a queued connection while stopping', err);
+      return undefined;
     }
   }
 

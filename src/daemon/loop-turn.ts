@@ -26,6 +26,11 @@ export interface TurnParts {
   jobs: Pick<Jobs, 'eventFds' | 'wakeAt' | 'runDue'>;
   waits: Pick<LoopWaits, 'fds' | 'msLeft' | 'settle'>;
   metricsFile: Pick<MetricsFile, 'flush'>;
+  /**
+   * Runs after the poll, once events that came meanwhile (a signal) have been heard, before what the poll found is
+   * served: a stop asked then takes what waits on the socket in, and passes it on.
+   */
+  afterPoll(): void;
 }
 
 /**
@@ -46,6 +51,9 @@ export async function turn(parts: TurnParts, now: number, pausedUntil: number): 
     served.flatMap((s) => s.writeFds()),
     Math.max(0, Math.min(dueIn, waits.msLeft())),
   );
+  // A signal that came during the poll is heard here, before the requests the poll found are taken.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  parts.afterPoll();
   for (const s of served) s.serve(readable, writable);
   waits.settle(readable);
   await jobs.runDue(parts.bootMs(), readable);

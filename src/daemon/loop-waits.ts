@@ -18,16 +18,30 @@ export class LoopWaits {
   /** `now`: the monotonic clock the deadlines are on. */
   constructor(private readonly now: () => number) {}
 
-  /** Resolves once one of `fds` is readable or `ms` has passed (at the loop's next turn after). */
-  readable(fds: readonly number[], ms: number): Promise<void> {
-    return new Promise(
-      (resolve) => void this.pending.add({ fds: [...fds], until: this.now() + Math.max(0, ms), resolve }),
-    );
+  /**
+   * Resolves once one of `fds` is readable or `ms` has passed (at the loop's next turn after); rejects with `signal`'s
+   * reason once it aborts (its command is stopped).
+   */
+  readable(fds: readonly number[], ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const wait: PendingWait = { fds: [...fds], until: this.now() + Math.max(0, ms), resolve };
+      this.pending.add(wait);
+      if (!signal) return;
+      const aborted = (): void => {
+        if (this.pending.delete(wait)) reject(signal.reason);
+      };
+      signal.addEventListener('abort', aborted, { once: true });
+      wait.resolve = () => {
+        signal.removeEventListener('abort', aborted);
+        resolve();
+      };
+    });
   }
 
-  /** Resolves after `ms`. */
-  sleep(ms: number): Promise<void> {
-    return this.readable([], ms);
+  /** Resolves after `ms`; rejects as readable does. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.readable([], ms, signal);
   }
 
   /** Every fd a pending wait waits on. */

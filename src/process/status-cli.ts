@@ -12,8 +12,8 @@ import type { AttachmentStatus, Reply } from '../daemon/protocol';
 
 /** The verb. */
 export const STATUS_VERB = 'status';
-/** Where records live unless --state-dir says otherwise (the config default). */
-const USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-dir DIR]`;
+/** Its usage line (records are read from the config's default stateDir unless --state-dir says otherwise). */
+export const STATUS_USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-dir DIR]`;
 
 /** What `status` needs from the process. */
 export interface StatusCliDeps {
@@ -36,7 +36,7 @@ export interface StatusReport {
 
 /** Runs `announcer status`; resolves with the exit status. */
 export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]): Promise<number> {
-  const parsed = parseFlags(argv, { json: 'bool', 'state-dir': 'string' }, USAGE);
+  const parsed = parseFlags(argv, { json: 'bool', 'state-dir': 'string' }, STATUS_USAGE);
   if (!parsed.ok) {
     deps.err(`announcer ${STATUS_VERB}: ${parsed.problem}`);
     return 2;

@@ -8,10 +8,9 @@ import { netnsSockets } from '../announce/session';
 import { cniRunner } from '../daemon/cni-host';
 import { runDaemon } from '../daemon/daemon';
 import type { DaemonDeps } from '../daemon/daemon-deps';
-import { parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
+import { DAEMON_USAGE, parseDaemonArgs, type DaemonArgs } from '../daemon/daemon-args';
 import { daemonLoggers } from '../daemon/daemon-log';
-import { HttpListenError } from '../daemon/http-server';
-import { DAEMON_VERB } from '../self-command';
+import { DAEMON_VERB, READY_LINES } from '../self-command';
 import { askAnnouncer } from '../shim/ask';
 import { BUILD_ID } from '../build-id';
 import { NodeFrameBudget } from '../announce/frame-budget';
@@ -25,55 +24,100 @@ import { CallerViews } from '../sys/caller-views';
 import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
 
-/** Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). */
+/** `announcer --help`: every verb, its usage and what it does. */
+export function helpText(): string {
+  const verbs = [...CLI_VERBS, { verb: DAEMON_VERB, usage: DAEMON_USAGE, what: DAEMON_WHAT }];
+  const lines = verbs.flatMap((v) => [`  ${v.verb}: ${v.what}`, `    ${v.usage}`]);
+  return [
+    'usage: announcer VERB [ARGS]   (announcer VERB --help: its usage)',
+    '       announcer --version',
+    '       announcer                as a CNI plugin: CNI_COMMAND and the other CNI_* variables, the config on stdin',
+    'verbs:',
+    ...lines,
+    '',
+  ].join('\n');
+}
+
+/** What `announcer daemon` is, for the help. */
+const DAEMON_WHAT = "runs the node's announcer of a stateDir (a CNI call starts one; the DaemonSet runs one)";
+
+/**
+ * Runs `verb` with `args`; resolves with the exit status (2 for an unknown verb). `--help` (or `-h`) prints the verbs;
+ * after a verb, its usage; both on `out`, exit 0.
+ */
 export async function runProcessVerb(
   wiring: ProcessWiring,
   verb: string,
   args: readonly string[],
-  err: (line: string) => void,
+  io: { out(text: string): void; err(line: string): void },
 ): Promise<number> {
-  if (CLI_VERBS.includes(verb)) return runVerb(verb, args, process.execPath);
+  const { err } = io;
+  if (verb === '--help' || verb === '-h') {
+    io.out(helpText());
+    return 0;
+  }
+  const usage = verb === DAEMON_VERB ? DAEMON_USAGE : CLI_VERBS.find((v) => v.verb === verb)?.usage;
+  if (usage !== undefined && (args.includes('--help') || args.includes('-h'))) {
+    io.out(`${usage}\n`);
+    return 0;
+  }
+  if (CLI_VERBS.some((v) => v.verb === verb)) return runVerb(verb, args, process.execPath);
   if (verb === DAEMON_VERB) {
     const parsed = parseDaemonArgs(args);
     if (parsed.ok) return daemonVerb(wiring, parsed.args, err);
     err(`announcer ${DAEMON_VERB}: ${parsed.problem}`);
     return 2;
   }
-  err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${[...CLI_VERBS, DAEMON_VERB].join(', ')}, --version`);
+  const known = [...CLI_VERBS.map((v) => v.verb), DAEMON_VERB, '--version', '--help'];
+  err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${known.join(', ')}`);
   return 2;
 }
 
-/** `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. */
+/**
+ * `announcer daemon <stateDir> [flags]`, started by a shim (src/shim/start.ts) or run by the DaemonSet. How its start
+ * went is said once on --ready-fd (READY_LINES: listening, another serves, or why it cannot start), and a failure on
+ * stderr too, with exit 1.
+ */
 async function daemonVerb(wiring: ProcessWiring, args: DaemonArgs, err: (line: string) => void): Promise<number> {
-  const { stateDir } = args;
-  let http: DaemonDeps['http'];
+  const ready = readyLine(args.readyFd);
+  const fail = (why: string, status: number): number => {
+    ready.say(`${READY_LINES.failed}${why}`);
+    err(`announcer ${DAEMON_VERB}: ${why}`);
+    return status;
+  };
   try {
-    http = args.listen === undefined ? undefined : { address: parseListenAddress(args.listen), sockets: wiring.libc() };
+    const { stateDir } = args;
+    let http: DaemonDeps['http'];
+    try {
+      http =
+        args.listen === undefined ? undefined : { address: parseListenAddress(args.listen), sockets: wiring.libc() };
+    } catch (error) {
+      return fail(`--listen: ${(error as Error).message}`, 2);
+    }
+    ensurePrivateDir(stateDir);
+    const uid = process.geteuid?.() ?? 0;
+    const node = loadNodeSettings(stateDir, args.settings, (path, max) => readSmallFile(path, max, uid));
+    if (!node.ok) return fail(node.problem, 2);
+    const deps = realDaemonDeps(wiring, args, { settings: node.settings, http, uid });
+    const took = await runDaemon({ ...deps, ready: () => ready.say(READY_LINES.listening) });
+    if (took === 'served') ready.say(READY_LINES.served);
+    // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
+    return took === 'resident' ? fail(`another resident announcer serves ${stateDir}: exiting`, 1) : 0;
   } catch (error) {
-    err(`announcer ${DAEMON_VERB}: --listen: ${(error as Error).message}`);
-    return 2;
+    return fail(error instanceof Error ? error.message : String(error), 1);
   }
-  ensurePrivateDir(stateDir);
-  const uid = process.geteuid?.() ?? 0;
-  const node = loadNodeSettings(stateDir, args.settings, (path, max) => readSmallFile(path, max, uid));
-  if (!node.ok) {
-    err(`announcer ${DAEMON_VERB}: ${node.problem}`);
-    return 2;
-  }
-  const run = runDaemon(realDaemonDeps(wiring, args, { settings: node.settings, http, uid }));
-  // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
-  return run.then(
-    (took) => {
-      if (took !== 'resident') return 0;
-      err(`announcer ${DAEMON_VERB}: another resident announcer serves ${stateDir}: exiting`);
-      return 1;
+}
+
+/** The ready fd's one line (see READY_LINES), said at most once; without --ready-fd, nothing. */
+function readyLine(fd: number | undefined): { say(line: string): void } {
+  let said = fd === undefined;
+  return {
+    say: (line) => {
+      if (said) return;
+      said = true;
+      sayOn(fd!, line);
     },
-    (error: unknown) => {
-      if (!(error instanceof HttpListenError)) throw error;
-      err(`announcer ${DAEMON_VERB}: ${error.message}`);
-      return 1;
-    },
-  );
+  };
 }
 
 /** The announcer's dependencies in this process: its node settings, --listen's endpoint, and the user it serves. */
@@ -82,7 +126,7 @@ function realDaemonDeps(
   args: DaemonArgs,
   { settings, http, uid }: Pick<DaemonDeps, 'settings' | 'http' | 'uid'>,
 ): DaemonDeps {
-  const { stateDir, readyFd } = args;
+  const { stateDir } = args;
   const stdout = args.logFormat
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
     : undefined;
@@ -95,7 +139,7 @@ function realDaemonDeps(
     stateDir,
     views,
     resident: args.resident,
-    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }, { start: false, timeoutMs: 0 }),
+    askHandover: () => askAnnouncer(stateDir, { op: 'handover' }),
     waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc }, fd, ms, fallbackMs),
     http,
     libc,
@@ -114,7 +158,6 @@ function realDaemonDeps(
     build: BUILD_ID,
     executableReplaced: () => fileId(process.execPath) !== started,
     stampProgress: (fd) => stampFd(fd, Date.now()),
-    ...(readyFd === undefined ? {} : { ready: () => sayReady(readyFd) }),
     commands: (host) =>
       cniRunner({
         libc,
@@ -127,10 +170,10 @@ function realDaemonDeps(
   };
 }
 
-/** Writes the ready line to `fd` and closes it; a starter gone (EPIPE) or an fd not open (EBADF) changes nothing. */
-function sayReady(fd: number): void {
+/** Writes `line` to `fd` and closes it; a starter gone (EPIPE) or an fd not open (EBADF) changes nothing. */
+function sayOn(fd: number, line: string): void {
   try {
-    writeSync(fd, 'listening\n');
+    writeSync(fd, `${line.replaceAll('\n', ' ')}\n`);
   } catch {
     // The shim that waited has gone: nobody to tell.
   }

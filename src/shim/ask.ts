@@ -1,33 +1,18 @@
-// A control request to the node's announcer (status, handover, ...), over the shim's
-// transport and exchange.
+// A control request to the node's announcer (status, handover), over the shim's transport and
+// exchange. It never starts one: a control request asks the announcer that runs.
 import type { ShimDeps } from './shim';
-import { startAndRetry, wantsStart } from './shim';
 
-/** How long a control request waits for its answer. */
+/** How long a control request waits for its answer: it is answered at once; the wait covers a loop busy with a turn. */
 export const CONTROL_WAIT_MS = 1000;
 
-/** How to ask: whether to start an absent announcer, and how long to wait for one that starts. */
-export interface AskOptions {
-  start: boolean;
-  timeoutMs: number;
-}
-
-/** The announcer's answer to `control`, or undefined when none came (absent, hung, dropped, refused). */
+/** The announcer's answer to `control`, or undefined when none came (absent, hung, closed, refused). */
 export async function askAnnouncer(
   stateDir: string,
   control: Record<string, unknown>,
-  options: AskOptions,
-  deps?: ShimDeps,
+  deps?: Pick<ShimDeps, 'exchange'>,
 ): Promise<unknown> {
   const d = deps ?? (await defaultDeps());
-  const body = { control };
-  // A control request is answered at once; the wait covers a loop busy with a turn.
-  let outcome = await d.exchange(stateDir, body, Math.max(options.timeoutMs, CONTROL_WAIT_MS));
-  if (options.start && wantsStart(outcome)) {
-    const retried = await startAndRetry(d, stateDir, body, CONTROL_WAIT_MS);
-    if (typeof retried === 'string' || retried instanceof Error) return undefined;
-    outcome = retried;
-  }
+  const outcome = await d.exchange(stateDir, { control }, CONTROL_WAIT_MS);
   return 'control' in outcome ? outcome.control : undefined;
 }
 

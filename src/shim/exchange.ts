@@ -1,7 +1,7 @@
 // One request to the announcer and its answer (see wire.ts): connect, write the request line with
 // its deadline, then wait for the end until that deadline and no longer. The transport and the
 // clock are injected; the socket is closed on every outcome.
-import type { ConnectUnix, Connection } from '../sys/stream-connection';
+import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
 import { decodeReply, encodeRequest, MAX_REQUEST_LINE, splitLines, WIRE_VERSION, type RequestBody } from './wire';
 
 /** How an exchange ended. */
@@ -16,8 +16,16 @@ export type Outcome =
   | { refused: string }
   /** No answer by the request's deadline. */
   | { hung: true }
-  /** End of stream, a socket error or a line that is not the protocol's, before the end. */
-  | { dropped: true };
+  /**
+   * The connection was reset (ECONNRESET, EPIPE) before any answer: the announcer never read the request (the kernel
+   * resets a connection whose bytes its server never read), so nothing of it ran.
+   */
+  | { reset: true }
+  /** End of stream, another socket error or a line that is not the protocol's, before the end: it may have run. */
+  | { closed: true };
+
+/** The errnos of a connection reset before its request was read. */
+const RESET_ERRNOS = ['ECONNRESET', 'EPIPE'];
 
 /**
  * CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and
@@ -57,7 +65,7 @@ export function bootClock(uptime: () => string, elapsed: () => number = () => pe
 /** What one reply line does: nothing (`ack`, `beat`: an older announcer's, ignored), or the outcome. */
 export function replyOutcome(line: string): Outcome | 'ignored' {
   const reply = decodeReply(line);
-  if (reply === undefined) return { dropped: true };
+  if (reply === undefined) return { closed: true };
   if ('refused' in reply) return { refused: reply.refused };
   if ('control' in reply) return { control: reply.control };
   if ('ack' in reply || 'beat' in reply) return 'ignored';
@@ -98,10 +106,10 @@ export function exchange(
           const next = done ? 'ignored' : replyOutcome(line);
           if (next !== 'ignored') finish(next);
         }
-        if (buffered.length > MAX_REQUEST_LINE) finish({ dropped: true });
+        if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
       },
-      end: () => finish({ dropped: true }),
-      error: () => finish({ dropped: true }),
+      end: () => finish({ closed: true }),
+      error: (err: StreamError) => finish(RESET_ERRNOS.includes(err.code) ? { reset: true } : { closed: true }),
     };
     deps.connect(address, handlers).then(
       (c) => {

@@ -3,9 +3,9 @@
 // ready line (--ready-fd); the others retry the connection. The announcer takes its own flock and
 // removes the marker once it listens, so the marker only keeps a herd from spawning a process
 // each; the shim that takes it looks once more whether an announcer listens before it spawns one.
-import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
-import { DAEMON_VERB, READY_FD, READY_FD_FLAG } from '../self-command';
+import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome } from '../self-command';
 import { START_MARKER } from '../state-files';
 import { START_MS } from './wire';
 
@@ -17,9 +17,9 @@ export interface StartDeps {
   wallNow(): number;
   /**
    * Starts `command` detached with `env`, one end of a pipe (a socketpair under Bun) as its fd READY_FD
-   * (src/sys/spawn-child.ts); resolves once a line or the end comes through it.
+   * (src/sys/spawn-child.ts); resolves with the first line through it ('' at its end without one).
    */
-  spawn(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void>;
+  spawn(command: readonly string[], env: Readonly<Record<string, string>>): Promise<string>;
   /** The command that starts this program again (selfCommand). */
   self: readonly string[];
   /** The announcer's environment: PATH alone, plus QEMU_* under a user-mode emulator (detachedEnv). */
@@ -29,12 +29,15 @@ export interface StartDeps {
 }
 
 /**
- * How a start went: this shim spawned the announcer (`ready`: it listens, or it ended), another shim is starting one,
- * or one listens by now.
+ * How a start went: this shim spawned the announcer (`ready`: its ready line, see readyOutcome), another shim is
+ * starting one, or one listens by now.
  */
-export type Started = { ready: Promise<void> } | 'starting' | 'running';
+export type Started = { ready: Promise<string> } | 'starting' | 'running';
 
-/** Creates the start marker; false when another shim holds a fresh one (a stale one is removed and taken). */
+/**
+ * Creates the start marker; false when another shim holds a fresh one. A stale one, or anything but a regular file (a
+ * symlink is judged by itself, never by its target), is removed and taken.
+ */
 export function takeStartMarker(stateDir: string, wallNow: () => number): boolean {
   const marker = join(stateDir, START_MARKER);
   for (let attempt = 0; ; attempt++) {
@@ -47,7 +50,8 @@ export function takeStartMarker(stateDir: string, wallNow: () => number): boolea
     }
     let age: number;
     try {
-      age = wallNow() - statSync(marker).mtimeMs;
+      const st = lstatSync(marker);
+      age = st.isFile() ? wallNow() - st.mtimeMs : Infinity;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       continue; // removed since: take it
@@ -77,7 +81,19 @@ export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise
       removeMarker(stateDir);
       return 'running';
     }
-    return { ready: deps.spawn([...deps.self, DAEMON_VERB, stateDir, `--${READY_FD_FLAG}=${READY_FD}`], deps.env) };
+    const ready = deps.spawn([...deps.self, DAEMON_VERB, stateDir, `--${READY_FD_FLAG}=${READY_FD}`], deps.env);
+    // One that could not start leaves its marker to this shim: gone, the next shim that finds no announcer spawns one
+    // at once and hears why itself, instead of waiting for the marker to go stale.
+    const heard = (line: string): string => {
+      if (typeof readyOutcome(line) === 'object') removeMarker(stateDir);
+      return line;
+    };
+    return {
+      ready: ready.then(heard, (err: unknown) => {
+        removeMarker(stateDir);
+        throw err;
+      }),
+    };
   } catch (err) {
     removeMarker(stateDir);
     throw err;

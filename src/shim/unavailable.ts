@@ -11,9 +11,14 @@ export interface Unavailable {
   stateDir: string;
   reason: string;
   pid: number | undefined;
+  /** What became of the request: waiting in a hung announcer, perhaps run (the connection ended first), not run. */
+  fate?: 'queued' | 'unsure' | 'not run';
   /** Set when stateDir itself cannot be used (unsafe, not a directory…): what to fix. */
   stateDirProblem?: string;
 }
+
+/** How a DEL or GC that exits 0 without an answer says what became of it, by Unavailable's fate. */
+const FATES = { queued: 'left queued or not run', unsure: 'may not have run', 'not run': 'not run' } as const;
 
 /** stateDir cannot be prepared for an announcer: the message says what to fix (stateDirProblem, sys/private-dir.ts). */
 export class StateDirError extends Error {
@@ -44,7 +49,7 @@ export function unavailableReply(
   const text = `${who} did not answer: ${why.reason}`;
   const skip = onUnavailableOf(config) === 'skip';
   if (command === 'DEL' || command === 'GC')
-    return { exit: 0, stderr: `announcer: ${command} left queued or not run: ${text}\n` };
+    return { exit: 0, stderr: `announcer: ${command} ${FATES[why.fate ?? 'queued']}: ${text}\n` };
   if (skip && (command === 'ADD' || command === 'CHECK' || command === 'STATUS')) {
     const stderr = `announcer: WARN ${command} not announced (onUnavailable: skip): ${text}\n`;
     if (command !== 'ADD') return { exit: 0, stderr };
@@ -58,14 +63,13 @@ export function unavailableReply(
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
 }
 
-/** stateDir cannot be used: ADD, CHECK code 105, STATUS 50, saying what to fix; DEL, GC exit 0, saying so. */
+/** stateDir cannot be used: ADD, CHECK, GC code 105, STATUS 50, saying what to fix; DEL exits 0, saying so. */
 function stateDirReply(
   command: string | undefined,
   config: Record<string, unknown>,
   problem: string,
 ): UnavailableReply {
-  if (command === 'DEL' || command === 'GC')
-    return { exit: 0, stderr: `announcer: ${command} did nothing: ${problem}\n` };
+  if (command === 'DEL') return { exit: 0, stderr: `announcer: ${command} did nothing: ${problem}\n` };
   const code = command === 'STATUS' ? NOT_AVAILABLE : STATE_FAILURE;
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: problem })}\n` };
 }

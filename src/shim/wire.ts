@@ -42,6 +42,12 @@ export const MARGIN_MS = 3000;
 /** What DEL, GC and STATUS wait for the announcer's answer: they do not wait for a pod. */
 export const BRIEF_MS = 2000;
 
+/**
+ * The longest an announcer takes from its decision to stop (idle, SIGTERM, a hand-over) to its exit, every request on
+ * its socket answered or passed on meanwhile; a call passed on waits this much longer for the next announcer.
+ */
+export const STOP_MS = 2000;
+
 /** What a request asks: a CNI command as it came, or a control operation (status, handover). */
 export type RequestBody =
   | { cni: { env: Record<string, string>; stdin: string } }

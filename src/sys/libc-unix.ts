@@ -1,13 +1,15 @@
 // The announcer's unix stream socket calls (UnixSockets), bound with koffi:
 // loadLibc's part for src/daemon's socket.
-import { chmodSync } from 'node:fs';
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { sameFile } from './caller-view';
 import { ABI } from './abi/kernel-abi';
 import { readUcred, ucred } from './abi/structs';
 import type { CallChecks } from './libc-calls';
 import { lazyFunc, listenCalls, type LibcLibrary } from './lazy-binding';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
-const { AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET } = ABI;
+const { AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SHUT_RD, SO_PEERCRED, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM } = ABI;
+const { SOL_SOCKET } = ABI;
 const BACKLOG = 128;
 
 /** UnixSockets over `lib`; `close` is the bound close(2) the caller owns (its .async is koffi's). */
@@ -24,6 +26,7 @@ export function bindUnixSockets(
   );
   const send = lazyFunc(lib, 'long send(int fd, const uint8_t *buf, size_t len, int flags)');
   const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
+  const shutdown = lazyFunc(lib, 'int shutdown(int fd, int how)');
   const unixSocket = (): number =>
     check('socket(AF_UNIX)', socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   return {
@@ -50,6 +53,23 @@ export function bindUnixSockets(
       }),
     send: (fd, bytes) => unlessPending('send', send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
     receive: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
+    shutdownListener: (fd) => void check('shutdown(SHUT_RD)', shutdown(fd, SHUT_RD)),
+    socketFile: (path) => {
+      const st = lstatSync(path);
+      return { dev: st.dev, ino: st.ino };
+    },
+    removeSocketFile: (path, file) => {
+      let st;
+      try {
+        st = lstatSync(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+      if (!sameFile(st, file)) return false;
+      unlinkSync(path);
+      return true;
+    },
     close: (fd) => close(fd),
   };
 }

@@ -4,7 +4,7 @@
 // of every cold ADD. Its twin, src/sys/spawn-child.ts, serves Node and the unit tests
 // (scripts/build/plugin.ts takes this one in the binary).
 import { closeSync } from 'node:fs';
-import { READY_FD } from '../self-command';
+import { MAX_READY_LINE, READY_FD, READY_LINES } from '../self-command';
 
 /** The little of Bun's API this module uses (the project's types are Node's). */
 interface BunSpawn {
@@ -20,10 +20,11 @@ interface BunSpawn {
 
 /**
  * Starts `command` detached (own session, stdio on /dev/null, cwd `/`, `env` alone) with one end of a stream as its fd
- * READY_FD (Bun's 'pipe' slot is a socketpair), and forgets it. Resolves when the first bytes or the end come through
- * that stream (the child said it is ready, or it exited); rejects with the error when it cannot be executed.
+ * READY_FD (Bun's 'pipe' slot is a socketpair), and forgets it. Resolves with the first line that comes through that
+ * stream, without its newline ('' when the stream ends first: the child exited); rejects with the error when it
+ * cannot be executed.
  */
-export async function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
+export async function spawnChild(command: readonly string[], env: Readonly<Record<string, string>>): Promise<string> {
   if (command[0] === undefined) throw new Error('spawnChild: empty command');
   const bun = (globalThis as unknown as { Bun: BunSpawn }).Bun;
   const slot = (fd: number): 'ignore' | 'pipe' => (fd === READY_FD ? 'pipe' : 'ignore');
@@ -34,12 +35,19 @@ export async function spawnChild(command: readonly string[], env: Readonly<Recor
   // The parent's end of the stream: ours to close (Bun hands over the fds of extra stdio slots).
   const ready = child.stdio[READY_FD];
   // Bun gives every 'pipe' slot an fd; without one the shim would still find the announcer by trying its socket.
-  if (typeof ready !== 'number') return;
+  if (typeof ready !== 'number') return READY_LINES.listening;
   const reader = bun.file(ready).stream().getReader();
+  const decoder = new TextDecoder();
+  let text = '';
   try {
-    await reader.read();
+    while (!text.includes('\n') && text.length < MAX_READY_LINE) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
   } finally {
     await reader.cancel().catch(() => undefined);
     closeSync(ready);
   }
+  return text.split('\n')[0]!;
 }

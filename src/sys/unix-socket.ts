@@ -3,6 +3,7 @@
 // non-blocking: the announcer waits with poll(2) (Libc.pollIn) and a deadline.
 // The address struct is built here; libc.ts makes the calls.
 import { ABI } from './abi/kernel-abi';
+import type { FileId } from './caller-view';
 import { ENAMETOOLONG } from './errno';
 import { SysError } from './sys-error';
 
@@ -25,6 +26,15 @@ export interface UnixSockets {
   send(fd: number, bytes: Uint8Array): number;
   /** Reads what is queued into `buf`: the count (0 at end of stream), or undefined when nothing is. */
   receive(fd: number, buf: Uint8Array): number | undefined;
+  /**
+   * shutdown(SHUT_RD) of a listening socket: no connection reaches it from then on (connect(2) gets ECONNREFUSED, as
+   * the kernel checks under the lock it queues connections under); those already queued can still be accepted.
+   */
+  shutdownListener(fd: number): void;
+  /** The identity of the socket file at `path` (lstat): what a listen() there bound. */
+  socketFile(path: string): FileId;
+  /** Removes the socket file at `path` only if it is still `file`: whether it did (false: another, or none). */
+  removeSocketFile(path: string, file: FileId): boolean;
   close(fd: number): void;
 }
 

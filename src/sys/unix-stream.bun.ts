@@ -1,7 +1,8 @@
 // The unix stream transport in the compiled binary: Bun.connect, which costs a run less time and
-// memory than node:net (issue 18: 1.4x the runtime's floor against 2.0x). Loaded only under Bun
-// (scripts/build/plugin.ts resolves src/sys/unix-stream there in the binary); its twin, src/sys/unix-stream.ts, serves
-// Node.
+// memory than node:net (figures in docs/performance.md). Loaded only under Bun (scripts/build/plugin.ts
+// resolves src/sys/unix-stream there in the binary); its twin, src/sys/unix-stream.ts, serves Node.
+// Bun reports a reset (ECONNRESET) through `close` alone, never through `end` or `error`: `close` is
+// wired, so a connection the peer reset is heard at once.
 import { streamError, type Connection, type StreamHandlers } from './stream-connection';
 
 /** The little of Bun's socket this module uses (the project's types are Node's). */
@@ -16,7 +17,7 @@ interface BunSocketHandlers {
   drain(socket: BunSocket): void;
   end(socket: BunSocket): void;
   error(socket: BunSocket, err: Error): void;
-  close?(socket: BunSocket): void;
+  close(socket: BunSocket, err?: Error): void;
 }
 
 interface BunGlobal {
@@ -46,6 +47,12 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
         drain: (s) => flush(s),
         end: () => !closed && handlers.end(),
         error: (_s, err) => !closed && handlers.error(streamError(`unix socket ${path}`, err)),
+        // After `end` or `error` this repeats what was said, which the handlers ignore.
+        close: (_s, err) => {
+          if (closed) return;
+          if (err) handlers.error(streamError(`unix socket ${path}`, err));
+          else handlers.end();
+        },
       },
     });
   } catch (err) {

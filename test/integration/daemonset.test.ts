@@ -440,6 +440,9 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     await inNode('ip', ['netns', 'add', early]); // makes /run/netns a shared mount point, as on a node
     const files = await announcerFiles(s);
     await mkdir(files.stateDir, { mode: 0o700 });
+    // The second container runs a resident announcer of a stateDir of its own: it only has to stay up.
+    const other = await announcerFiles(s);
+    await mkdir(other.stateDir, { mode: 0o700 });
     const names = { yaml: `${PREFIX}-mounts`, private: `${PREFIX}-private` };
     for (const n of Object.values(names)) s.defer(() => podman.run(['rm', '-f', '-t', '5', n]), `container ${n}`);
     await podman.ok([
@@ -457,10 +460,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       '-d',
       '--name',
       names.private,
-      ...runFlags(ds, files.stateDir),
+      ...runFlags(ds, other.stateDir),
       ...netnsMountFlags(ds, 'rprivate'),
       IMAGE,
-      'sleep',
+      ...commandOf(ds.main, other.stateDir),
     ]);
 
     // A pod's netns named after both started: an interface with an address, up, in it.

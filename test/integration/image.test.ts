@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { STOP_MS } from '../../src/shim/wire';
 import {
   OLD_MAC,
   ANNOUNCER,
@@ -54,12 +55,16 @@ interface Container {
   resources: { limits: { cpu: string; memory: string } };
 }
 
-/** The DaemonSet's init container, and `announcer sleep` with its main container's security context and limits. */
-async function daemonSetContainers(): Promise<{ install: Container; sleep: Container }> {
+/**
+ * The DaemonSet's init container, and its main container (the resident announcer) with its security context and
+ * limits, without --listen (the test's container has no network).
+ */
+async function daemonSetContainers(): Promise<{ install: Container; main: Container }> {
   const ds = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8'));
+  const main: Container = ds.spec.template.spec.containers[0];
   return {
     install: ds.spec.template.spec.initContainers[0],
-    sleep: { ...ds.spec.template.spec.containers[0], command: ['/announcer', 'sleep'] },
+    main: { ...main, command: main.command.filter((a) => !a.startsWith('--listen')) },
   };
 }
 
@@ -280,24 +285,36 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     expect(await neighEntry(bridge, net.v4(5))).toMatchObject({ mac: pod.mac });
   });
 
-  it("`announcer sleep` runs with the main container's security context and exits 0 on SIGTERM", async () => {
-    const { sleep } = await daemonSetContainers();
-    const name = `${PREFIX}-sleep`;
+  const residentTitle =
+    "the resident announcer runs with the main container's security context, and stops on SIGTERM within the " +
+    'grace period, exit 0';
+  it(residentTitle, async () => {
+    const { main } = await daemonSetContainers();
+    const name = `${PREFIX}-main`;
+    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
+    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
     scope().defer(() => podman.run(['rm', '-f', '-t', '0', name]), `container ${name}`);
-    await podman.ok(['run', '-d', '--name', name, ...runFlags(sleep), IMAGE, ...sleep.command.slice(1)]);
-    // Its handlers are in place once it says so: before that, SIGTERM to PID 1 is ignored.
-    await waitFor(async () => (await podman.ok(['logs', name])).stdout.includes('waiting for SIGTERM'), {
+    const mount = ['-v', `${state}:/run/cni-announcer`];
+    await podman.ok(['run', '-d', '--name', name, ...runFlags(main), ...mount, IMAGE, ...main.command.slice(1)]);
+    const logs = async (): Promise<Record<string, unknown>[]> =>
+      (await podman.ok(['logs', name])).stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+    await waitFor(async () => (await logs()).some((l) => l.msg === 'announcer started'), {
       timeoutMs: 60_000,
-      what: 'the sleep container to be ready',
+      what: 'the resident announcer to start',
     });
     expect(JSON.parse((await podman.ok(['inspect', name])).stdout)[0].State.Running).toBe(true);
-    // podman stop sends SIGTERM, and SIGKILL only after --time seconds (exit code 137 then).
-    await podman.ok(['stop', '--time', '30', name]);
+    // podman stop sends SIGTERM, then SIGKILL after --time seconds (exit code 137 then): the DaemonSet's grace.
+    const grace = parse(await readFile(join(ROOT, 'deploy/daemonset.yaml'), 'utf8')).spec.template.spec
+      .terminationGracePeriodSeconds as number;
+    await podman.ok(['stop', '--time', String(grace), name]);
     const stopped = JSON.parse((await podman.ok(['inspect', name])).stdout)[0].State;
     expect([stopped.Status, stopped.ExitCode]).toEqual(['exited', 0]);
-    expect((await podman.ok(['logs', name])).stdout).toBe(
-      'announcer sleep: waiting for SIGTERM\nannouncer sleep: SIGTERM, exiting\n',
-    );
+    const last = (await logs()).at(-1)!;
+    expect(last).toMatchObject({ msg: 'announcer stopped', stopMs: expect.any(Number) });
+    expect(last.stopMs as number).toBeLessThanOrEqual(STOP_MS);
   }, 120_000);
 
   it('the OCI archive loads back, in another store, as the same image', async () => {

@@ -10,6 +10,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  symlinkSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -20,7 +21,16 @@ import { describe, expect, it } from 'vitest';
 import { START_MARKER } from '../../src/state-files';
 import { encodeReply, MARGIN_MS, START_MS, MAX_FORWARDED_STDIN, WIRE_VERSION } from '../../src/shim/wire';
 import { fakeAnnouncer, type FakeAnnouncer, type Taken } from '../unit/shim/fakes';
-import { ANNOUNCER, cniEnv, cniExec, scopePerTest, skipIntegration } from './harness';
+import {
+  ANNOUNCER,
+  cniEnv,
+  cniExec,
+  run,
+  runCniCommand,
+  scopePerTest,
+  skipIntegration,
+  stopDaemonAtClose,
+} from './harness';
 import { daemonsOf } from './harness/daemon';
 import { childEnv } from './harness/exec';
 import { terminateDaemon } from './harness/held-announcer';
@@ -124,24 +134,21 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   const absentAndNotTitle =
-    'absent and not started (another shim holds a fresh start marker and starts ' +
-    'none): ADD code 11 naming why after START_MS, DEL exits 0';
+    'a fresh start marker whose shim starts none (it died): the call takes the marker over once it is stale ' +
+    '(START_MS) and starts the announcer itself, which answers';
   it(absentAndNotTitle, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
     scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
     const stateDir = join(dir, 'state');
     mkdirSync(stateDir, { mode: 0o700 });
+    stopDaemonAtClose(scope(), stateDir);
     writeFileSync(join(stateDir, START_MARKER), '');
     const started = Date.now();
     const add = await cniExec(ANNOUNCER, call, config(stateDir));
     expect(Date.now() - started).toBeGreaterThanOrEqual(START_MS - 100);
-    expect(add.code).toBe(1);
-    expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('failed (ENOENT)') });
-    expect(add.json).toMatchObject({ msg: expect.stringContaining('no pid holds its lock') });
-    writeFileSync(join(stateDir, START_MARKER), ''); // fresh again: one older than START_MS is taken over
-    const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
-    expect([del.code, del.stdout]).toEqual([0, '']);
-    expect(del.stderr).toContain('DEL left queued or not run');
+    // The announcer it started ran the ADD: this config has no prevResult.
+    expect(add.json).toMatchObject({ code: 7 });
+    expect((await daemonsOf(stateDir)).length).toBe(1);
   });
 
   it('a stateDir that cannot be used (under a regular file): ADD code 105 saying so, DEL exits 0', async () => {
@@ -216,5 +223,79 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     const res = await cniExec(ANNOUNCER, { command: 'VERSION' }, config(fake.dir));
     expect(res.json).toMatchObject({ supportedVersions: expect.any(Array) });
     expect(fake.taken).toHaveLength(0);
+  });
+
+  describe('an announcer that cannot start says why, at once', () => {
+    /** A fresh stateDir (0700) in a temp dir of its own under `parent`, removed at scope close. */
+    function freshStateDir(parent = tmpdir()): string {
+      const dir = mkdtempSync(join(parent, 'shim-int-'));
+      scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+      const stateDir = join(dir, 'state');
+      mkdirSync(stateDir, { mode: 0o700 });
+      return stateDir;
+    }
+
+    /** ADD and DEL through `plugin` (with `args` before the binary's path), each said at once, well within START_MS. */
+    async function saysAtOnce(stateDir: string, why: RegExp, plugin = ANNOUNCER, args: string[] = []) {
+      const started = Date.now();
+      const add = await runCniCommand(plugin, args, call, config(stateDir));
+      const took = Date.now() - started;
+      expect(add.json, add.stdout + add.stderr).toMatchObject({ code: 11, msg: expect.stringMatching(why) });
+      expect(add.json.msg).toContain('it could not be started: ');
+      expect(took).toBeLessThan(START_MS);
+      const del = await runCniCommand(plugin, args, { ...call, command: 'DEL' }, config(stateDir));
+      expect(del.code).toBe(0);
+      expect(del.stderr).toMatch(why);
+      expect(await daemonsOf(stateDir)).toEqual([]);
+      return took;
+    }
+
+    const flockTitle =
+      'a symlink planted at announcer-daemon.flock: ADD code 11 naming ELOOP and the file; `announcer daemon` by ' +
+      'hand says so on stderr and exits 1';
+    it(flockTitle, async () => {
+      const stateDir = freshStateDir();
+      symlinkSync('/nonexistent', join(stateDir, 'announcer-daemon.flock'));
+      const why = new RegExp(`ELOOP.*${stateDir}/announcer-daemon\\.flock`);
+      await saysAtOnce(stateDir, why);
+      const byHand = await run(ANNOUNCER, ['daemon', stateDir], { timeoutMs: 10_000 });
+      expect(byHand.code).toBe(1);
+      expect(byHand.stderr).toMatch(new RegExp(`^announcer daemon: .*ELOOP.*${stateDir}/announcer-daemon\\.flock`));
+    });
+
+    it('a symlink planted at announcer.conf: ADD code 11 naming the file it refused', async () => {
+      const stateDir = freshStateDir();
+      writeFileSync(join(dirname(stateDir), 'conf'), '{}');
+      symlinkSync(join(dirname(stateDir), 'conf'), join(stateDir, 'announcer.conf'));
+      await saysAtOnce(stateDir, new RegExp(`${stateDir}/announcer\\.conf`));
+    });
+
+    it('a read-only stateDir: ADD code 11 naming EROFS and the file it could not create', async () => {
+      const stateDir = freshStateDir();
+      // Read-only in a mount namespace of its own, where the call (and any announcer it starts) runs.
+      const ro = ['-m', '--propagation', 'private', 'sh', '-c', `mount --bind -o ro "$1" "$1" && shift && exec "$@"`];
+      await saysAtOnce(stateDir, /EROFS.*announcer-start\.marker/, 'unshare', [...ro, 'sh', stateDir, ANNOUNCER]);
+    });
+
+    const koffiTitle =
+      "no directory koffi's addon can load from (all read-only or noexec): ADD code 11 naming each directory";
+    it(koffiTitle, async () => {
+      // Outside the directories the mount namespace below masks: /var/lib.
+      const stateDir = freshStateDir('/var/lib');
+      const bin = dirname(stateDir);
+      copyFileSync(ANNOUNCER, join(bin, 'announcer'));
+      // In a mount namespace of its own: the binary's directory read-only (it still runs from there) but stateDir in it
+      // writable, and the others noexec.
+      const script = [
+        'mount --bind "$1" "$1"',
+        'mount -o remount,bind,ro "$1"',
+        'mount --bind "$2" "$2"',
+        'mount -o remount,bind,rw "$2"',
+        'for d in /dev/shm /run /tmp /var/tmp; do mount -t tmpfs -o noexec none "$d"; done',
+        'exec "$1/announcer"',
+      ].join(' && ');
+      const args = ['-m', '--propagation', 'private', 'sh', '-c', script, 'sh', bin, stateDir];
+      await saysAtOnce(stateDir, /cannot load the koffi addon.*\/dev\/shm: .*\/run: .*\/var\/tmp: /, 'unshare', args);
+    });
   });
 });

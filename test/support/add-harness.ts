@@ -2,6 +2,7 @@
 // the injected socket opener, a manual clock with waits on it, a fake
 // background announcer, ARP receivers fed by the test, and a real stateDir.
 // Everything ADD does to the outside is recorded.
+import { Gate } from '../../src/daemon/admission';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,7 +133,7 @@ export class AddHarness {
         {},
         () => new Date(0),
       ),
-      stillWanted: () => this.wanted(),
+      gate: new Gate(() => this.wanted()),
       host: {
         added: (name, record, report) => (
           this.handed.push({ added: name, job: record.job !== undefined, ...report }), false

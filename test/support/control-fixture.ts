@@ -1,6 +1,7 @@
 // A ControlSocket over FakeSockets and a manual clock, with handlers that
 // record control requests and hold each CNI command's promise for the test to
 // settle by hand; `turn()` serves what a poll(2) would report ready.
+import type { Gate } from '../../src/daemon/admission';
 import { join } from 'node:path';
 import { ControlSocket, type ControlDeps, type RequestHandlers } from '../../src/daemon/control';
 import type { Reply, Request } from '../../src/daemon/protocol';
@@ -17,7 +18,7 @@ export interface HeldRun {
   env: Record<string, string>;
   stdin: string;
   build: string;
-  stillWanted(): boolean;
+  gate: Gate;
   end(outcome: { exit: number; stdout: string }): void;
   fail(error: unknown): void;
 }
@@ -28,6 +29,8 @@ export class ControlFixture {
   readonly sockets = new FakeSockets();
   readonly timers = new ManualTimers();
   readonly handled: Request[] = [];
+  /** The CNI commands served to their end, by CNI_COMMAND. */
+  readonly served: (string | undefined)[] = [];
   readonly runs: HeldRun[] = [];
   readonly failures: [string, unknown][] = [];
   readonly lines: string[];
@@ -50,6 +53,7 @@ export class ControlFixture {
         if (this.refuse !== undefined) return { refused: this.refuse };
         return new Promise((resolve, reject) => void this.runs.push({ ...command, end: resolve, fail: reject }));
       },
+      served: (command) => void this.served.push(command),
     };
     this.control = new ControlSocket(this.deps, handlers, (what, error) => void this.failures.push([what, error]));
   }

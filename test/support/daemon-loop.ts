@@ -4,6 +4,7 @@
 // Clients connect and send at scripted times and read their replies each turn.
 import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
+import type { Gate } from '../../src/daemon/admission';
 import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
 import type { Counters } from '../../src/daemon/counters';
 import { runDaemon } from '../../src/daemon/daemon';
@@ -21,11 +22,12 @@ export const BUILD = 'b1';
 /** How long an older shim (its requests carry no deadline) waited for the `ack`. */
 export const ACK_MS = 300;
 
-/** A CNI command the runner got, with the host it runs on; `end` settles it. */
+/** A CNI command the runner got, with its gate; `end` settles it. */
 export interface HeldCommand {
   env: Record<string, string>;
   stdin: string;
   at: number;
+  gate: Gate;
   end(outcome: CommandOutcome): void;
 }
 
@@ -44,7 +46,7 @@ export class DaemonLoop {
   /** The host the announcer gave its runner. */
   host: CommandHost | undefined;
   /** What the runner does with a command (by default: holds it in `commands` until the test ends it). */
-  runner: (env: Record<string, string>, stdin: string, host: CommandHost) => Promise<CommandOutcome>;
+  runner: (env: Record<string, string>, stdin: string, host: CommandHost, gate: Gate) => Promise<CommandOutcome>;
   replaced = false;
   /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
   readonly pollInTimeouts: number[] = [];
@@ -59,8 +61,8 @@ export class DaemonLoop {
     const kept = keptLog();
     this.lines = kept.lines;
     this.poll.onPoll = () => this.clients.forEach((c) => c.read());
-    this.runner = (env, stdin) =>
-      new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), end }));
+    this.runner = (env, stdin, _host, gate) =>
+      new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), gate, end }));
     this.deps = {
       stateDir: this.state.dir,
       views: identityViews,
@@ -92,7 +94,7 @@ export class DaemonLoop {
       stampProgress: (fd) => void this.stamps.push({ at: this.timers.now(), fd }),
       commands: (host): CniRunner => {
         this.host = host;
-        return (env, stdin) => this.runner(env, stdin, host);
+        return (env, stdin, gate) => this.runner(env, stdin, host, gate);
       },
     };
   }
@@ -101,6 +103,7 @@ export class DaemonLoop {
   async run(): Promise<void> {
     this.poll.stop = () => process.listeners('SIGTERM').at(-1)?.('SIGTERM');
     await runDaemon(this.deps);
+    for (const c of this.clients) c.read(); // what the announcer wrote in its last turn
     if (this.poll.spun)
       throw new Error(
         `the announcer's loop spun: ${this.poll.calls.length} polls, the last at ${this.timers.now()} ms`,

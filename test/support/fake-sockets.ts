@@ -4,6 +4,7 @@
 // without a kernel.
 import { errnoNumber } from '../../src/sys/errno';
 import { SysError } from '../../src/sys/sys-error';
+import type { FileId } from '../../src/sys/caller-view';
 import type { UnixSockets } from '../../src/sys/unix-socket';
 
 const errno = (name: string): number => errnoNumber(name)!;
@@ -28,6 +29,10 @@ export class FakeSockets implements UnixSockets {
   receiveError: Error | undefined;
   readonly closed: number[] = [];
   private readonly listeners = new Map<string, { fd: number; backlog: { fd: number; uid: number }[] }>();
+  /** The socket files in the file system, by path: a listen() makes one, only their removal takes one away. */
+  readonly files = new Map<string, FileId>();
+  /** Listeners shut down for reading: connect() is refused, what is queued can still be accepted. */
+  private readonly shut = new Set<number>();
   private readonly ends = new Map<number, End>();
   private nextFd = 200;
 
@@ -37,16 +42,49 @@ export class FakeSockets implements UnixSockets {
   }
 
   listen(path: string): number {
+    // A socket file left at `path` is taken as removed first (the listener unlinks a stale one, holding the lock).
     if (this.listeners.has(path)) throw new SysError(`bind ${path}`, errno('EADDRINUSE'));
     const fd = this.nextFd++;
     this.listeners.set(path, { fd, backlog: [] });
+    this.files.set(path, { dev: 1, ino: fd });
     return fd;
   }
+
+  shutdownListener(fd: number): void {
+    if (![...this.listeners.values()].some((l) => l.fd === fd)) throw new SysError('shutdown', errno('ENOTCONN'));
+    this.shut.add(fd);
+  }
+
+  socketFile(path: string): FileId {
+    const file = this.files.get(path);
+    if (!file) throw new SysError(`lstat ${path}`, errno('ENOENT'));
+    return file;
+  }
+
+  removeSocketFile(path: string, file: FileId): boolean {
+    const now = this.files.get(path);
+    if (!now || now.dev !== file.dev || now.ino !== file.ino) return false;
+    this.files.delete(path);
+    return true;
+  }
+
+  /** Removes the socket file at `path` whatever it is (as unlinkIfPresent would). */
+  unlink(path: string): void {
+    this.files.delete(path);
+  }
+
+  /** Runs when accept() finds a listener's backlog empty (once): a caller racing the cut-off, say. */
+  onDrained: (() => void) | undefined;
 
   accept(fd: number): { fd: number; pid: number; uid: number } | undefined {
     const listener = [...this.listeners.values()].find((l) => l.fd === fd);
     if (!listener) throw new SysError('accept', errno('EBADF'));
     const next = listener.backlog.shift();
+    if (!next) {
+      const drained = this.onDrained;
+      this.onDrained = undefined;
+      drained?.();
+    }
     return next && { fd: next.fd, pid: 4242, uid: next.uid };
   }
 
@@ -55,7 +93,8 @@ export class FakeSockets implements UnixSockets {
     this.connectError = undefined;
     if (err) throw err;
     const listener = this.listeners.get(path);
-    if (!listener) throw new SysError(`connect ${path}`, errno('ENOENT'));
+    if (!listener) throw new SysError(`connect ${path}`, errno(this.files.has(path) ? 'ECONNREFUSED' : 'ENOENT'));
+    if (this.shut.has(listener.fd)) throw new SysError(`connect ${path}`, errno('ECONNREFUSED'));
     const [client, server] = [this.nextFd++, this.nextFd++];
     this.ends.set(client, { peer: server, inbox: Buffer.alloc(0), closed: false });
     this.ends.set(server, { peer: client, inbox: Buffer.alloc(0), closed: false });

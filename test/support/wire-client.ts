@@ -5,10 +5,19 @@ import { decodeReply, encodeRequest, WIRE_VERSION, type WireReply, type WireRequ
 import type { FakeSockets } from './fake-sockets';
 import type { ManualTimers } from './manual-timers';
 
-/** A request line of a CNI command from build `build`, its sender waiting for the ack until `ackBy`. */
-export function cniLine(env: Record<string, string>, stdin: string, ackBy: number, build = 'b1'): string {
+/**
+ * A request line of a CNI command from build `build`, its sender waiting for the ack until `ackBy` (an older shim), or
+ * for the end until `deadline` when given.
+ */
+export function cniLine(
+  env: Record<string, string>,
+  stdin: string,
+  ackBy: number,
+  build = 'b1',
+  deadline?: number,
+): string {
   const request: WireRequest = { v: WIRE_VERSION, build, ackBy, cni: { env, stdin } };
-  return encodeRequest(request);
+  return encodeRequest(deadline === undefined ? request : { ...request, deadline });
 }
 
 /** A request line of a control operation. */

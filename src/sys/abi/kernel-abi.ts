@@ -41,6 +41,7 @@ export interface KernelConstants {
   NETLINK_ADD_MEMBERSHIP: number;
   MSG_DONTWAIT: number;
   MSG_NOSIGNAL: number;
+  SHUT_RD: number;
   ARPHRD_ETHER: number;
   POLLIN: number;
   POLLOUT: number;

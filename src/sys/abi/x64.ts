@@ -34,6 +34,7 @@ export const X64: KernelAbi = {
   NETLINK_ADD_MEMBERSHIP: 1,
   MSG_DONTWAIT: 0x40,
   MSG_NOSIGNAL: 0x4000,
+  SHUT_RD: 0,
   ARPHRD_ETHER: 1,
   POLLIN: 0x1,
   POLLOUT: 0x4,

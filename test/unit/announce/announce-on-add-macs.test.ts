@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { announceOnAdd } from '../../../src/announce/announce-on-add';
 import { NotWantedError, StateError } from '../../../src/announce/errors';
+import type { Gate } from '../../../src/daemon/admission';
 import { UnsafeDirError } from '../../../src/sys/private-dir';
 import { recordPath, writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
@@ -266,7 +267,7 @@ describe('state failures', () => {
   });
 });
 
-describe("a caller that no longer waits (the announcer's stillWanted)", () => {
+describe("a caller that no longer waits, or an announcer that stops (the command's gate)", () => {
   it('stops before setting a MAC: nothing set, nothing sent, no record', async () => {
     h.wanted = () => false;
     await expect(announceOnAdd(h.deps(), h.job({ plan: withMac() }))).rejects.toBeInstanceOf(NotWantedError);
@@ -294,5 +295,36 @@ describe("a caller that no longer waits (the announcer's stillWanted)", () => {
       true,
     );
     expect(existsSync(file())).toBe(false);
+  });
+
+  const stoppedMidWaitTitle =
+    'stopped by a stopping announcer while it waits for its pod (its wait rejects): restores the MAC it set, sends ' +
+    'nothing, leaves no record; its gate says it acted (the MAC), so the announcer answers rather than passing it on';
+  it(stoppedMidWaitTitle, async () => {
+    h.pod.links[0] = { ...h.pod.links[0]!, up: false }; // not ready: ADD waits
+    const deps = h.deps();
+    const stop = new NotWantedError('the end of its wait', 0, 'the announcer (pid 7) stops');
+    const waits = { readable: async () => Promise.reject(stop) };
+    await expect(announceOnAdd({ ...deps, waits }, h.job({ plan: withMac() }))).rejects.toBe(stop);
+    expect(h.pod.setMacs.map((s) => s.mac)).toEqual(['0a580a580063', ORIGINAL.replaceAll(':', '')]);
+    expect({ sent: h.sent.length, record: existsSync(file()), acted: (deps.gate as Gate).acted }).toEqual({
+      sent: 0,
+      record: false,
+      acted: true,
+    });
+  });
+
+  it('has not acted while it waits for its pod with no MAC to set: a stopping announcer passes it on', async () => {
+    h.pod.links[0] = { ...h.pod.links[0]!, up: false };
+    const deps = h.deps();
+    const stop = new NotWantedError('the end of its wait', 0, 'the announcer (pid 7) stops: passed on');
+    await expect(
+      announceOnAdd({ ...deps, waits: { readable: async () => Promise.reject(stop) } }, h.job()),
+    ).rejects.toBe(stop);
+    expect({ sent: h.sent.length, record: existsSync(file()), acted: (deps.gate as Gate).acted }).toEqual({
+      sent: 0,
+      record: false,
+      acted: false,
+    });
   });
 });

@@ -1,5 +1,6 @@
 // ADD's announcement without root: a fake pod behind the injected socket
 // opener, a manual clock with waits on it, a fake background announcer, and a real stateDir.
+import { Gate } from '../../../src/daemon/admission';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +97,7 @@ function deps(links: () => LinkInfo[] = () => [eth0]): AddDeps {
     // A change in the pod wakes nothing here: a wait just lets the clock run to its end.
     waits: { readable: async (_fds, ms) => timers.advance(ms) },
     log: createLogger((line) => lines.push(line), 'debug'),
-    stillWanted: () => true,
+    gate: new Gate(() => true),
     host: {
       added: (name, record, report) => (handed.push({ added: name, job: record.job !== undefined, ...report }), false),
       cancel: (name) => (handed.push({ cancel: name }), true),

@@ -1,5 +1,6 @@
 // DEL, GC and STATUS on a real state dir, with a real flock and a fake rest:
 // what they do with unsafe dirs, invalid records, held locks and background work.
+import { Gate } from '../../../src/daemon/admission';
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +40,7 @@ function deps(overrides: Partial<CommandDeps> = {}): CommandDeps {
     logger: (_config, ids) =>
       createLogger((line) => lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname }),
     waits: { readable: () => expect.fail('DEL waits on no fd') },
-    stillWanted: () => true,
+    gate: new Gate(() => true),
     host: {
       added: () => expect.fail('DEL and GC hand over no job'),
       cancel: (name) => (cancelled.push(name), true),
@@ -168,6 +169,21 @@ describe('DEL', () => {
       `ERROR DEL did nothing: unsafe stateDir: ${stateDir} is writable by group or others (mode 0777): ` +
         `chmod 0700 ${stateDir} containerId=c1 ifname=eth0`,
     );
+  });
+
+  const passedOnTitle =
+    'a DEL the announcer stopped before it acted (passed on while it waited for the lock) removes, restores and ' +
+    'cancels nothing: the next announcer runs it';
+  it(passedOnTitle, async () => {
+    writeRecord(stateDir, record({ job: JOB }), new RecordMemory());
+    const gate = new Gate(() => true);
+    gate.stop('the announcer (pid 7) stops: passed on');
+    await expect(del(deps({ gate }), delRequest())).rejects.toThrow('stops: passed on');
+    expect({ files: readdirSync(stateDir), cancelled, acted: gate.acted }).toEqual({
+      files: ['c1@eth0.json'],
+      cancelled: [],
+      acted: false,
+    });
   });
 
   it('creates a missing stateDir 0700 and finds nothing to undo', async () => {

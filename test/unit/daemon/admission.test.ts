@@ -1,6 +1,7 @@
 // Which CNI commands the announcer drops once no one waits for them, and until when a taken one is wanted.
 import { describe, expect, it } from 'vitest';
-import { droppedLate, tooLate, wantedWhile } from '../../../src/daemon/admission';
+import { droppedLate, Gate, tooLate, wantedWhile } from '../../../src/daemon/admission';
+import { NotWantedError } from '../../../src/announce/errors';
 import { ACK_MARGIN_MS } from '../../../src/shim/wire';
 
 describe('admission', () => {
@@ -47,5 +48,25 @@ describe('admission', () => {
         () => connected,
       )(),
     ).toBe(true);
+  });
+
+  const gateTitle =
+    "Gate: no reason while its command is wanted; the caller's going is one; a stop is another, which wins, " +
+    'aborts its signal with a NotWantedError naming it, and says the step in that error; acting is remembered';
+  it(gateTitle, () => {
+    let wanted = true;
+    const gate = new Gate(() => wanted);
+    expect([gate.stopReason(), gate.acted, gate.signal.aborted]).toEqual([undefined, false, false]);
+    gate.acting();
+    expect(gate.acted).toBe(true);
+    wanted = false;
+    expect(gate.stopReason()).toBe(NotWantedError.CALLER_GONE);
+    gate.stop('the announcer (pid 7) stops');
+    gate.stop('a second stop changes nothing');
+    expect(gate.stopReason()).toBe('the announcer (pid 7) stops');
+    expect(gate.signal.reason).toBeInstanceOf(NotWantedError);
+    expect((gate.signal.reason as Error).message).toBe(
+      'the announcer (pid 7) stops: stopped before the end of its wait',
+    );
   });
 });

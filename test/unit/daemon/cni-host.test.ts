@@ -2,6 +2,7 @@
 // objects unchanged), each command's config shown to the announcer (node options
 // in it are said once, never applied), packet sockets closed on another thread,
 // and sleeps that go to the loop.
+import { Gate } from '../../../src/daemon/admission';
 import type { JobHost } from '../../../src/announce/job-host';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,7 +58,7 @@ describe('cniRunner', () => {
     const done = await runner()(
       { CNI_COMMAND: 'STATUS' },
       status({ idleExitMs: 'soon', metricsFile: '/run/x.prom' }),
-      () => true,
+      new Gate(() => true),
     );
     expect(done).toEqual({ exit: 0, stdout: '' });
     expect(noted).toEqual([{ name: 'net', nodeOptions: { idleExitMs: 'soon', metricsFile: '/run/x.prom' } }]);
@@ -65,7 +66,7 @@ describe('cniRunner', () => {
   });
 
   it('answers bad input with the CNI error object dispatch prints in a CNI process, and shows no config', async () => {
-    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ count: 'many' }), () => true);
+    const done = await runner()({ CNI_COMMAND: 'STATUS' }, status({ count: 'many' }), new Gate(() => true));
     expect(done.exit).toBe(1);
     expect(JSON.parse(done.stdout)).toMatchObject({ code: 7, msg: expect.stringContaining('count') });
     expect(noted).toEqual([]);
@@ -94,7 +95,7 @@ describe('cniRunner', () => {
         CNI_PATH: '/opt/cni/bin',
       };
       const takenAt = timers.bootMs();
-      const done = await run(env, config, () => true);
+      const done = await run(env, config, new Gate(() => true));
       expect(done.exit).toBe(0);
       expect(seen).toEqual([{ op: 'cancel', takenAt }]);
     } finally {

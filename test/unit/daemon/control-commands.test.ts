@@ -3,7 +3,8 @@
 // end and the close; a request its sender gave up on never runs; a client
 // that leaves mid-command is let go; a large end goes out in pieces.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ACK_MARGIN_MS, BEAT_MS, type WireReply } from '../../../src/shim/wire';
+import { ACTED_MS } from '../../../src/daemon/control';
+import { ACK_MARGIN_MS, BEAT_MS, STOP_MS, type WireReply } from '../../../src/shim/wire';
 import { ControlFixture } from '../../support/control-fixture';
 import { settle } from '../../support/manual-timers';
 import { cniLine } from '../../support/wire-client';
@@ -233,9 +234,53 @@ describe('ControlSocket: requests with a deadline', () => {
     const leaving = f.client(withDeadline('ADD', boot + 5000)).read();
     f.client(withDeadline('DEL', boot + 1000)).read();
     const [timed, gone, del] = f.runs;
-    expect([timed!.stillWanted(), gone!.stillWanted(), del!.stillWanted()]).toEqual([true, true, true]);
+    expect([timed!.gate.stopReason(), gone!.gate.stopReason(), del!.gate.stopReason()]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     leaving.close();
     f.timers.advance(1000);
-    expect([timed!.stillWanted(), gone!.stillWanted(), del!.stillWanted()]).toEqual([false, false, true]);
+    expect([timed!.gate.stopReason(), gone!.gate.stopReason(), del!.gate.stopReason()]).toEqual([
+      'the caller no longer waits',
+      'the caller no longer waits',
+      undefined,
+    ]);
+  });
+
+  const stopPassesOnTitle =
+    'at the stop, a running command that has not acted is refused with handover at once (its own end is no ' +
+    "one's); one that has acted runs on and answers; one still running ACTED_MS on is stopped and answers, by STOP_MS";
+  it(stopPassesOnTitle, async () => {
+    const boot = f.timers.bootMs();
+    const [idle, acted, slow] = ['ADD', 'ADD', 'DEL'].map((c) => f.client(withDeadline(c, boot + 9000)).read());
+    const [idleRun, actedRun, slowRun] = f.runs;
+    actedRun!.gate.acting();
+    slowRun!.gate.acting();
+    f.control.stop();
+    expect(idle!.read().lines()).toEqual([{ refused: 'handover' }]);
+    expect(idleRun!.gate.stopReason()).toMatch(/stops: passed on$/);
+    expect([actedRun!.gate.stopReason(), slowRun!.gate.stopReason()]).toEqual([undefined, undefined]);
+    idleRun!.end({ exit: 0, stdout: 'late' }); // its end is dropped: the next announcer ran it
+    actedRun!.end({ exit: 0, stdout: 'ok' });
+    await settle();
+    f.turn();
+    expect(idle!.read().lines()).toEqual([{ refused: 'handover' }]);
+    expect(acted!.read().lines()).toEqual([{ exit: 0, stdout: 'ok' }]);
+    expect(f.control.wakeAt()).toBe(boot + ACTED_MS);
+    f.timers.advance(ACTED_MS);
+    f.turn();
+    expect(slowRun!.gate.stopReason()).toMatch(/^the announcer \(pid \d+\) stops$/);
+    expect(f.control.done()).toBe(false);
+    slowRun!.end({ exit: 1, stdout: 'stopped' });
+    await settle();
+    f.turn();
+    expect(slow!.read().lines()).toEqual([{ exit: 1, stdout: 'stopped' }]);
+    expect({ done: f.control.done(), served: f.served, passedOn: f.control.passedOn() }).toEqual({
+      done: true,
+      served: ['ADD', 'DEL'],
+      passedOn: 1,
+    });
+    expect(f.timers.bootMs() - boot).toBeLessThan(STOP_MS);
   });
 });

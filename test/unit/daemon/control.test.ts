@@ -4,10 +4,10 @@
 // refused, accept failures paused on. CNI commands: control-commands.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ACCEPT_PAUSE_MS } from '../../../src/daemon/listener';
-import { MAX_REQUEST_LINE } from '../../../src/shim/wire';
+import { MAX_REQUEST_LINE, STOP_MS } from '../../../src/shim/wire';
 import { SysError } from '../../../src/sys/sys-error';
 import { ControlFixture, UID } from '../../support/control-fixture';
-import { controlLine } from '../../support/wire-client';
+import { cniLine, controlLine, WireClient } from '../../support/wire-client';
 
 let f: ControlFixture;
 beforeEach(() => {
@@ -165,17 +165,67 @@ describe('ControlSocket: connections and request lines', () => {
     expect(later.read().lines()).toEqual([{ control: { ok: true } }]);
   });
 
-  it('unlisten stops listening and removes the socket (a connect fails); listen starts again; both may repeat', () => {
-    f.control.unlisten();
-    f.control.unlisten();
-    expect({ fds: f.control.fds(), listening: f.control.listening, paths: f.sockets.paths }).toEqual({
-      fds: [],
-      listening: false,
-      paths: [],
+  const stopCutsOffTitle =
+    'stop cuts the socket off: a new connect is refused; each queued client is taken in, its CNI request refused ' +
+    'with handover (run nowhere), its control request answered; the socket file goes; done once every client is';
+  it(stopCutsOffTitle, () => {
+    const deadline = f.timers.bootMs() + 5000;
+    const queuedAdd = new WireClient(f.sockets, f.timers, f.address).send(
+      cniLine({ CNI_COMMAND: 'ADD' }, '{}', deadline, 'b1', deadline),
+    );
+    const queuedStatus = new WireClient(f.sockets, f.timers, f.address).send(status());
+    const slow = new WireClient(f.sockets, f.timers, f.address); // connected, its line not sent yet
+    f.control.stop();
+    expect(() => new WireClient(f.sockets, f.timers, f.address)).toThrow(/ECONNREFUSED|ENOENT/);
+    expect(f.sockets.files.has(f.address)).toBe(false);
+    expect(f.control.done()).toBe(false);
+    f.turn();
+    expect(queuedAdd.read().lines()).toEqual([{ refused: 'handover' }]);
+    expect(queuedStatus.read().lines()).toEqual([{ control: { ok: true } }]);
+    expect(f.control.done()).toBe(false); // the slow one still sends its line
+    slow.send(cniLine({ CNI_COMMAND: 'DEL' }, '{}', deadline, 'b1', deadline));
+    f.turn();
+    expect(slow.read().lines()).toEqual([{ refused: 'handover' }]);
+    expect({ runs: f.runs.length, served: f.served, done: f.control.done() }).toEqual({
+      runs: 0,
+      served: [],
+      done: true,
     });
-    expect(() => f.client()).toThrow(SysError);
-    f.control.listen();
-    expect({ fds: f.control.fds().length, listening: f.control.listening }).toEqual({ fds: 1, listening: true });
+    expect(f.control.passedOn()).toBe(2);
+  });
+
+  const raceTitle =
+    'a caller that connects once the queue is drained, before the listener closes, is refused (the listener was shut ' +
+    'down first), never queued to be reset';
+  it(raceTitle, () => {
+    let late: unknown;
+    f.sockets.onDrained = () => {
+      try {
+        new WireClient(f.sockets, f.timers, f.address);
+      } catch (err) {
+        late = err;
+      }
+    };
+    f.control.stop();
+    expect((late as SysError).code).toBe('ECONNREFUSED');
+  });
+
+  it('stop leaves a socket file that is no longer the one it bound (a successor may own it)', () => {
+    f.sockets.unlink(f.address);
+    f.sockets.files.set(f.address, { dev: 9, ino: 9 });
+    f.control.stop();
+    expect(f.sockets.files.get(f.address)).toEqual({ dev: 9, ino: 9 });
+  });
+
+  it('a client that never sends its line is let go STOP_MS after the stop, at the latest', () => {
+    new WireClient(f.sockets, f.timers, f.address);
+    f.control.stop();
+    f.turn();
+    f.timers.advance(STOP_MS - 1);
+    expect(f.control.done()).toBe(false);
+    expect(f.control.wakeAt()).toBeLessThanOrEqual(f.timers.bootMs() + 1);
+    f.timers.advance(1);
+    expect(f.control.done()).toBe(true);
   });
 
   const closeClosesEveryTitle =

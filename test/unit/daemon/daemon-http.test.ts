@@ -83,7 +83,8 @@ describe('runDaemon with --listen', () => {
 
   it('says 503 on /healthz while it hands over (no longer listening on its socket), 200 before', async () => {
     listen(d);
-    d.cniAt(0); // held: the hand-over waits for it
+    d.cniAt(0); // held, and it has acted: the stop lets it end
+    d.poll.at(50, () => d.commands[0]!.gate.acting());
     d.poll.at(100, () => void (d.replaced = true));
     d.cniAt(100, 'b2');
     const before = getAt(50, '/healthz');

@@ -25,11 +25,13 @@ const roundsAnnounced = (loop: DaemonLoop): string[] =>
 
 describe('runDaemon: {"op":"handover"}', () => {
   const announcerShimStartedTitle =
-    'an announcer a shim started answers ok, stops listening, lets the running ' +
-    'command end, writes where each burst stands and returns';
+    'an announcer a shim started answers ok, stops listening, passes on the command that has not acted, lets the ' +
+    'one that has end, writes where each burst stands and returns';
   it(announcerShimStartedTitle, async () => {
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
     const running = d.cniAt(500);
+    const waiting = d.cniAt(600);
+    d.poll.at(700, () => d.commands[0]!.gate.acting());
     const ask = d.controlAt(1100, { op: 'handover' });
     let connectAfter: string | undefined;
     d.poll.at(1200, () => {
@@ -39,14 +41,15 @@ describe('runDaemon: {"op":"handover"}', () => {
         connectAfter = (err as SysError).code;
       }
     });
-    d.poll.at(3500, () => d.commands[0]!.end({ exit: 0, stdout: 'ok' }));
+    d.poll.at(2000, () => d.commands[0]!.end({ exit: 0, stdout: 'ok' }));
     await d.run();
     expect(answerOf(ask)).toEqual({ ok: true });
     expect(connectAfter).toBe('ENOENT');
-    expect(running.client!.read().lines().at(-1)).toEqual({ exit: 0, stdout: 'ok' });
-    expect(d.timers.now()).toBeLessThan(3600);
+    expect(waiting.client!.lines().at(-1)).toEqual({ refused: 'handover' });
+    expect(running.client!.lines().at(-1)).toEqual({ exit: 0, stdout: 'ok' });
+    expect(d.timers.now()).toBeLessThan(2100); // returned once the command ended
     expect(JSON.parse(readFileSync(handoverFile(), 'utf8'))).toEqual({
-      'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1' }), next: 3 },
+      'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1' }), next: 2 },
     });
     expect(d.logged('a resident announcer starts: handing over to it')).toHaveLength(1);
   });
@@ -97,11 +100,24 @@ describe('runDaemon --resident', () => {
     expect(roundsAnnounced(next)).toEqual(['3', '4']);
   });
 
-  it('without --resident, SIGTERM writes no hand-over (the records alone say what to do, as before)', async () => {
-    writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
-    d.signalAt(1500, 'SIGTERM');
-    await d.run();
-    expect(existsSync(handoverFile())).toBe(false);
+  const bothSignalsTitle =
+    'without --resident, SIGTERM and SIGINT hand over alike: where each burst stands, for the next announcer';
+  it(bothSignalsTitle, async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const loop = new DaemonLoop();
+      try {
+        writeJob(loop.state, loop.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
+        loop.signalAt(1500, signal);
+        await loop.run();
+        expect(loop.timers.now()).toBe(1500);
+        expect(JSON.parse(readFileSync(join(loop.state.dir, HANDOVER_FILE), 'utf8'))).toEqual({
+          'c1@eth0.json': { job: expect.anything(), next: 2 },
+        });
+        expect(loop.logged(`${signal}: handing over to the next announcer`)).toHaveLength(1);
+      } finally {
+        loop.state.remove();
+      }
+    }
   });
 });
 

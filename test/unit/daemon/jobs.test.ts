@@ -126,6 +126,34 @@ describe('Jobs: the schedule', () => {
     take(sentAgo(10_000));
     expect(jobs.size).toBe(0);
   });
+
+  const overdueTitle =
+    'a round overdue by more than LATE_GRACE_MS (the loop was held: SIGSTOP) is skipped before it is sent, counted; ' +
+    'the next one goes out on time';
+  it(overdueTitle, async () => {
+    take(sentAgo(0, { schedule: [0, 1000, 5000] }));
+    await at(3500); // round 2 (1000) is 2500 ms late by now
+    expect(pod.sent).toHaveLength(0);
+    expect(counters.rounds.skippedLate).toBe(1);
+    expect(jobs.status(now())[0]!.nextRoundInMs).toBe(1500);
+    await at(5000);
+    expect(pod.sent).toHaveLength(1);
+  });
+
+  const heldTitle =
+    'while a command runs on an attachment, its rounds wait (and wake nothing); they go out once it ends, within grace';
+  it(heldTitle, async () => {
+    const name = take(sentAgo(0));
+    const release = jobs.hold(name);
+    jobs.hold(name)(); // a second command that ended leaves the first's hold in place
+    await at(1000);
+    expect(pod.sent).toHaveLength(0);
+    expect(jobs.wakeAt(now())).toBe(now() + 500); // CHECK_MS: the held round wakes no poll
+    release();
+    release(); // once
+    await at(1200);
+    expect(pod.sent).toHaveLength(1);
+  });
 });
 
 describe('Jobs: resume from the records', () => {

@@ -84,4 +84,35 @@ describe('LoopWaits', () => {
     await settle();
     expect([done, waits.fds(), waits.msLeft()]).toEqual([['a', 'b'], [], Infinity]);
   });
+
+  const abortTitle =
+    "rejects a wait with its signal's reason once it aborts (its command stopped), and one begun after at once; " +
+    'the others wait on';
+  it(abortTitle, async () => {
+    const { waits, done, track } = setup();
+    const stop = new AbortController();
+    const stopped = waits.readable([7], 5000, stop.signal);
+    track('other', waits.readable([8], 5000));
+    expect(waits.fds()).toEqual([7, 8]);
+    const reason = new Error('the announcer stops');
+    stop.abort(reason);
+    await expect(stopped).rejects.toBe(reason);
+    expect(waits.fds()).toEqual([8]);
+    await expect(waits.sleep(100, stop.signal)).rejects.toBe(reason);
+    expect(waits.msLeft()).toBe(5000);
+    waits.settle(new Set([8]));
+    await settle();
+    expect(done).toEqual(['other']);
+  });
+
+  it('a wait settled before its signal aborts stays settled', async () => {
+    const { waits, clock } = setup();
+    const stop = new AbortController();
+    const slept = waits.sleep(10, stop.signal);
+    clock.now += 10;
+    waits.settle(new Set());
+    await slept;
+    stop.abort(new Error('late'));
+    expect(waits.msLeft()).toBe(Infinity);
+  });
 });

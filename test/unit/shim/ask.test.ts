@@ -1,48 +1,37 @@
-// askAnnouncer: a control request, its answer, and when it starts an announcer.
+// askAnnouncer: a control request and its answer; it never starts an announcer.
 import { describe, expect, it } from 'vitest';
-import { askAnnouncer } from '../../../src/shim/ask';
+import { askAnnouncer, CONTROL_WAIT_MS } from '../../../src/shim/ask';
 import type { Outcome } from '../../../src/shim/exchange';
-import type { ShimDeps } from '../../../src/shim/shim';
-import { fakeClock } from './fakes';
+import type { RequestBody } from '../../../src/shim/wire';
 
-function deps(outcomes: Outcome[]) {
-  const sent: unknown[] = [];
-  const starts: string[] = [];
-  const d: ShimDeps = {
-    clock: fakeClock(),
-    announcerPid: async () => undefined,
-    replaceHung: async () => expect.fail('no request of these hangs'),
-    exchange: async (stateDir, body) => {
-      sent.push({ stateDir, body });
-      return outcomes[Math.min(sent.length - 1, outcomes.length - 1)]!;
-    },
-    start: async (stateDir) => (starts.push(stateDir), 'starting'),
+function deps(outcome: Outcome) {
+  const sent: { stateDir: string; body: RequestBody; waitMs: number }[] = [];
+  const exchange = async (stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome> => {
+    sent.push({ stateDir, body, waitMs });
+    return outcome;
   };
-  return { d, sent, starts };
+  return { d: { exchange }, sent };
 }
 
 describe('askAnnouncer', { timeout: 5000 }, () => {
-  it("sends { control } and resolves with the announcer's value", async () => {
-    const { d, sent } = deps([{ control: { jobs: 1 } }]);
-    expect(await askAnnouncer('/s', { op: 'status' }, { start: false, timeoutMs: 100 }, d)).toEqual({ jobs: 1 });
-    expect(sent).toEqual([{ stateDir: '/s', body: { control: { op: 'status' } } }]);
+  it("sends { control }, waits CONTROL_WAIT_MS, and resolves with the announcer's value", async () => {
+    const { d, sent } = deps({ control: { jobs: 1 } });
+    expect(await askAnnouncer('/s', { op: 'status' }, d)).toEqual({ jobs: 1 });
+    expect(sent).toEqual([{ stateDir: '/s', body: { control: { op: 'status' } }, waitMs: CONTROL_WAIT_MS }]);
   });
 
-  it('resolves undefined, starting nothing, when asked not to start one', async () => {
-    const { d, starts } = deps([{ unreachable: 'ENOENT' }]);
-    expect(await askAnnouncer('/s', { op: 'status' }, { start: false, timeoutMs: 100 }, d)).toBeUndefined();
-    expect(starts).toEqual([]);
-  });
-
-  it('starts an absent announcer when asked to, then asks again', async () => {
-    const { d, starts } = deps([{ unreachable: 'ENOENT' }, { control: 'ok' }]);
-    expect(await askAnnouncer('/s', { op: 'status' }, { start: true, timeoutMs: 100 }, d)).toBe('ok');
-    expect(starts).toEqual(['/s']);
-  });
-
-  it('resolves undefined for a hung, dropped or refused announcer', async () => {
-    for (const o of [{ hung: true }, { dropped: true }, { refused: 'version' }] as Outcome[]) {
-      expect(await askAnnouncer('/s', { op: 'status' }, { start: true, timeoutMs: 100 }, deps([o]).d)).toBeUndefined();
+  it('resolves undefined, once, for an absent, hung, closed, reset or refusing announcer', async () => {
+    const outcomes: Outcome[] = [
+      { unreachable: 'ENOENT' },
+      { hung: true },
+      { closed: true },
+      { reset: true },
+      { refused: 'handover' },
+    ];
+    for (const o of outcomes) {
+      const { d, sent } = deps(o);
+      expect(await askAnnouncer('/s', { op: 'status' }, d)).toBeUndefined();
+      expect(sent).toHaveLength(1);
     }
   });
 });

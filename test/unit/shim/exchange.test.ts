@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exchange, replyOutcome, type Outcome } from '../../../src/shim/exchange';
 import { WIRE_VERSION, encodeReply } from '../../../src/shim/wire';
-import type { ConnectUnix } from '../../../src/sys/stream-connection';
+import { StreamError, type ConnectUnix } from '../../../src/sys/stream-connection';
+import { spawn } from 'node:child_process';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { fakeAnnouncer, fakeClock, fireOnly, until, type FakeAnnouncer, type Taken } from './fakes';
 
@@ -92,19 +93,57 @@ describe('exchange', { timeout: 5000 }, () => {
     await until(() => taken!.closed);
   });
 
-  it('is dropped on EOF after the ack, before the end', async () => {
+  it('is closed on EOF after the ack, before the end (the command may have run)', async () => {
     const { outcome } = await run((t) => t.socket.end(encodeReply({ ack: true })));
-    expect(await outcome).toEqual({ dropped: true });
+    expect(await outcome).toEqual({ closed: true });
   });
 
-  it('is dropped on EOF before the ack (a request the announcer left unread)', async () => {
+  it('is closed on EOF before any answer, once the announcer read the request', async () => {
     const { outcome } = await run((t) => t.socket.end());
-    expect(await outcome).toEqual({ dropped: true });
+    expect(await outcome).toEqual({ closed: true });
   });
 
-  it('is dropped on a line that is not the protocol', async () => {
+  it('is closed on a line that is not the protocol', async () => {
     const { outcome } = await run((t) => t.socket.write(`${encodeReply({ ack: true })}garbage\n`));
-    expect(await outcome).toEqual({ dropped: true });
+    expect(await outcome).toEqual({ closed: true });
+  });
+
+  it('is reset, at once, when the connection is reset (ECONNRESET, EPIPE) before any answer', async () => {
+    for (const code of ['ECONNRESET', 'EPIPE', 'EIO']) {
+      const connect: ConnectUnix = async (_path, handlers) => ({
+        write: () => queueMicrotask(() => handlers.error(new StreamError(`unix socket /x: ${code}`, code))),
+        close: () => undefined,
+      });
+      const clock = fakeClock();
+      expect(await exchange({ connect, clock }, '/x', BODY, 'b', WAIT)).toEqual(
+        code === 'EIO' ? { closed: true } : { reset: true },
+      );
+      expect(clock.timers).toEqual([]);
+    }
+  });
+
+  const backlogResetTitle =
+    'is reset by a real announcer that closes its listening socket with the request unread in its backlog';
+  it(backlogResetTitle, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
+    const path = join(dir, 'announcer.sock');
+    // A listener that never accepts (node:net accepts at once): a Python one in a child process.
+    const child = spawn('python3', [
+      '-c',
+      'import socket,sys,time\ns=socket.socket(socket.AF_UNIX);s.bind(sys.argv[1]);s.listen(4)\n' +
+        'print("up",flush=True);sys.stdin.readline();s.close();time.sleep(5)',
+      path,
+    ]);
+    try {
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      const outcome = exchange({ connect: connectUnix, clock: fakeClock() }, path, BODY, 'b', WAIT);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // connected, the request written, in the backlog
+      child.stdin.write('\n');
+      expect(await outcome).toEqual({ reset: true });
+    } finally {
+      child.kill('SIGKILL'); // the child this test started
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('is unreachable, with the errno name, when connect fails', async () => {
@@ -135,6 +174,6 @@ describe('replyOutcome', () => {
     expect(replyOutcome('{"refused":"x"}')).toEqual({ refused: 'x' });
     expect(replyOutcome('{"control":1}')).toEqual({ control: 1 });
     expect(replyOutcome('{"exit":0,"stdout":""}')).toEqual({ end: { exit: 0, stdout: '' } });
-    expect(replyOutcome('nonsense')).toEqual({ dropped: true });
+    expect(replyOutcome('nonsense')).toEqual({ closed: true });
   });
 });

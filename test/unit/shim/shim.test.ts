@@ -2,7 +2,7 @@
 // it starts an announcer, and what each command returns when the announcer cannot answer.
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shim/exchange';
-import { RETRY_MS, runShim, wantsStart, type ShimDeps } from '../../../src/shim/shim';
+import { nextStep, RETRY_MS, runShim, type ShimDeps } from '../../../src/shim/shim';
 import { StateDirError } from '../../../src/shim/unavailable';
 import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
 import {
@@ -18,13 +18,14 @@ import {
   MAX_FORWARDED_STDIN,
   onUnavailableOf,
   START_MS,
+  STOP_MS,
   waitMsOf,
   type RequestBody,
 } from '../../../src/shim/wire';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
-import { fakeClock, until } from './fakes';
+import { fakeClock, fireOnly, until } from './fakes';
 
 const CONFIG = '{"cniVersion":"1.0.0","name":"n","type":"announcer","stateDir":"/state"}';
 const ENV = { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x', PATH: '/bin', LD_LIBRARY_PATH: '/x:' };
@@ -83,7 +84,7 @@ describe('runShim', { timeout: 5000 }, () => {
   });
 
   it('starts an absent announcer once, then sends the request again', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }, END]);
+    const h = harness([{ unreachable: 'ENOENT' }, END], async () => 'running');
     expect(await h.result()).toEqual({ exit: 0 });
     expect(h.starts).toEqual(['/state']);
     expect(h.sent).toHaveLength(2);
@@ -93,14 +94,14 @@ describe('runShim', { timeout: 5000 }, () => {
     'the shim that spawned the announcer tries again only once it says it listens (its ready line), not every RETRY_MS';
   it(waitsForReadyTitle, async () => {
     let listening = (): void => undefined;
-    const ready = new Promise<void>((resolve) => {
-      listening = resolve;
+    const ready = new Promise<string>((resolve) => {
+      listening = () => resolve('listening');
     });
     const h = harness([{ unreachable: 'ENOENT' }, END], async () => ({ ready }));
     const result = h.result();
     await until(() => h.clock.timers.length === 1);
-    // The one timer is the deadline: ADD's own wait, longer than START_MS.
-    expect(h.clock.timers.map((t) => t.ms)).toEqual([2000 + MARGIN_MS]);
+    // The one timer is the call's end: ADD's own wait (longer than START_MS), and STOP_MS.
+    expect(h.clock.timers.map((t) => t.ms)).toEqual([2000 + MARGIN_MS + STOP_MS]);
     expect(h.sent).toHaveLength(1);
     listening();
     expect(await result).toEqual({ exit: 0 });
@@ -110,7 +111,7 @@ describe('runShim', { timeout: 5000 }, () => {
 
   it('an announcer that cannot be executed: code 11 naming why, at once, with no second try', async () => {
     const h = harness([{ unreachable: 'ENOENT' }], async () => ({
-      ready: Promise.reject(new Error('spawn /opt/cni/bin/announcer ENOENT')),
+      ready: Promise.reject<string>(new Error('spawn /opt/cni/bin/announcer ENOENT')),
     }));
     expect(await h.result()).toEqual({ exit: 1 });
     expect(JSON.parse(h.printed.join('')).msg).toContain(
@@ -119,11 +120,35 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.sent).toHaveLength(1);
   });
 
+  const failedStartTitle =
+    'an announcer that says it cannot start, or exits before it listens: code 11 naming why, at once, no second try';
+  it(failedStartTitle, async () => {
+    for (const [line, why] of [
+      ['failed: cannot open /s/announcer-daemon.flock: ELOOP', 'cannot open /s/announcer-daemon.flock: ELOOP'],
+      ['', 'it exited before it listened'],
+    ]) {
+      const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: Promise.resolve(line!) }));
+      expect(await h.result()).toEqual({ exit: 1 });
+      expect(JSON.parse(h.printed.join(''))).toMatchObject({
+        code: 11,
+        msg: expect.stringContaining(`it could not be started: ${why}`),
+      });
+      expect(h.sent).toHaveLength(1);
+      expect(h.clock.timers).toEqual([]);
+    }
+  });
+
+  it('an announcer that finds another serving (its ready line says so) sends the request there', async () => {
+    const h = harness([{ unreachable: 'ENOENT' }, END], async () => ({ ready: Promise.resolve('served') }));
+    expect(await h.result()).toEqual({ exit: 0 });
+    expect(h.sent).toHaveLength(2);
+  });
+
   it('a spawned announcer that never says it listens is tried once its wait has passed: code 11', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: new Promise<void>(() => undefined) }));
+    const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: new Promise<string>(() => undefined) }));
     const result = h.result();
     await until(() => h.clock.timers.length === 1);
-    h.clock.set(1000 + 2000 + MARGIN_MS);
+    h.clock.set(1000 + 2000 + MARGIN_MS + STOP_MS);
     h.clock.timers.pop()!.fire();
     expect(await result).toEqual({ exit: 1 });
     expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 11, msg: expect.stringContaining('ENOENT') });
@@ -131,9 +156,60 @@ describe('runShim', { timeout: 5000 }, () => {
   });
 
   it('starts the new build when the announcer hands over', async () => {
-    const h = harness([{ refused: 'handover' }, END]);
+    const h = harness([{ refused: 'handover' }, END], async () => 'running');
     expect(await h.result()).toEqual({ exit: 0 });
     expect(h.starts).toEqual(['/state']);
+  });
+
+  const resetTitle =
+    'a reset (the request never read) is sent again at once, for every command, and a full backlog ' +
+    '(EAGAIN) after RETRY_MS; neither starts an announcer while one listens';
+  it(resetTitle, async () => {
+    for (const command of ['ADD', 'CHECK', 'DEL', 'GC', 'STATUS']) {
+      const h = harness([{ reset: true }, END], undefined, CONFIG, command);
+      expect(await h.result()).toEqual({ exit: 0 });
+      expect(h.sent).toHaveLength(2);
+      expect(h.starts).toEqual([]);
+    }
+    const busy = harness([{ unreachable: 'EAGAIN' }, END]);
+    const result = busy.result();
+    await until(() => busy.clock.timers.length === 1);
+    fireOnly(busy.clock, RETRY_MS);
+    expect(await result).toEqual({ exit: 0 });
+    expect(busy.starts).toEqual([]);
+  });
+
+  it('a reset then no listener: starts the next announcer and sends there', async () => {
+    const h = harness([{ reset: true }, { unreachable: 'ECONNREFUSED' }, END], async () => ({
+      ready: Promise.resolve('listening'),
+    }));
+    expect(await h.result()).toEqual({ exit: 0 });
+    expect(h.starts).toEqual(['/state']);
+    expect(h.sent).toHaveLength(3);
+  });
+
+  const closedTitle =
+    'an end before the answer (the command may have run): ADD and CHECK code 11 saying so, ' +
+    'DEL and GC exit 0 saying so; never sent again';
+  it(closedTitle, async () => {
+    for (const command of ['ADD', 'CHECK']) {
+      const h = harness([{ closed: true }, END], undefined, CONFIG, command);
+      expect(await h.result()).toEqual({ exit: 1 });
+      expect(JSON.parse(h.printed.join(''))).toMatchObject({
+        code: 11,
+        msg: expect.stringContaining(
+          '(pid 4242) did not answer: it closed the connection on /state/announcer.sock before answering: ' +
+            'the command may have run',
+        ),
+      });
+      expect(h.sent).toHaveLength(1);
+    }
+    for (const command of ['DEL', 'GC']) {
+      const h = harness([{ closed: true }, END], undefined, CONFIG, command);
+      expect(await h.result()).toEqual({ exit: 0 });
+      expect(h.errors.join('')).toContain(`${command} may not have run`);
+      expect(h.sent).toHaveLength(1);
+    }
   });
 
   const waitsAddWaitMsProbeMsTitle =
@@ -166,23 +242,27 @@ describe('runShim', { timeout: 5000 }, () => {
       expect(h.clock.timers[0]!.ms).toBe(RETRY_MS);
       h.clock.timers.pop()!.fire();
     }
-    h.clock.set(1000 + START_MS);
+    h.clock.set(1000 + START_MS + STOP_MS);
     await until(() => h.clock.timers.length === 1);
     expect(h.printed).toEqual([]); // START_MS passed, but ADD's own wait (addWaitMs + 3 s) has not
     h.clock.timers.pop()!.fire();
     await until(() => h.clock.timers.length === 1);
-    h.clock.set(1000 + 5000);
+    h.clock.set(1000 + 5000 + STOP_MS);
     h.clock.timers.pop()!.fire();
     expect(await result).toEqual({ exit: 1 });
     expect(JSON.parse(h.printed.join(''))).toMatchObject({ code: 11, msg: expect.stringContaining('ECONNREFUSED') });
-    expect(h.starts).toHaveLength(1);
-    expect(h.sent).toHaveLength(7);
+    // Each try after a refused connection asks to start once more: another shim's start may have failed meanwhile.
+    expect(h.starts).toHaveLength(5);
+    expect(h.sent).toHaveLength(6);
   });
 
   it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {
     for (const [outcome, reason] of [
       [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock; not replaced: it made progress'],
-      [{ dropped: true }, 'the connection on /state/announcer.sock ended before the answer'],
+      [
+        { closed: true },
+        'it closed the connection on /state/announcer.sock before answering: the command may have run',
+      ],
       [{ refused: 'version' }, 'it refused the request on /state/announcer.sock (version)'],
       [{ unreachable: 'EACCES' }, 'connect to /state/announcer.sock failed (EACCES)'],
     ] as [Outcome, string][]) {
@@ -245,6 +325,12 @@ describe('runShim', { timeout: 5000 }, () => {
       expect(await h.result()).toEqual({ exit });
       expect(JSON.parse(h.printed.join(''))).toMatchObject({ code, msg: expect.stringMatching(/^unsafe stateDir/) });
     }
+    const gc = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'GC');
+    expect(await gc.result()).toEqual({ exit: 1 });
+    expect(JSON.parse(gc.printed.join(''))).toMatchObject({
+      code: 105,
+      msg: expect.stringMatching(/^unsafe stateDir/),
+    });
     const del = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'DEL');
     expect(await del.result()).toEqual({ exit: 0 });
     expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
@@ -276,11 +362,17 @@ describe('runShim', { timeout: 5000 }, () => {
   const handsBackSendingTitle =
     'hands back, sending nothing, a stdin that is not UTF-8 or has no usable stateDir (dispatch says why)';
   it(handsBackSendingTitle, async () => {
-    for (const stdin of [new Uint8Array([0x7b, 0xff, 0x7d]), '{"stateDir":"relative"}', `\uFEFF${CONFIG}`]) {
+    for (const stdin of [new Uint8Array([0x7b, 0xff, 0x7d]), '{"stateDir":"relative"}']) {
       const h = harness([END], undefined, stdin);
       expect(await h.result()).toHaveProperty('invalid');
       expect(h.sent).toEqual([]);
     }
+  });
+
+  it('forwards a config behind a byte order mark without the mark, as dispatch reads it', async () => {
+    const h = harness([END], undefined, `\uFEFF${CONFIG}`);
+    expect(await h.result()).toEqual({ exit: 0 });
+    expect(h.sent.map((s) => s.body)).toEqual([{ cni: { env: expect.any(Object), stdin: CONFIG } }]);
   });
 });
 
@@ -293,21 +385,20 @@ describe('stateDirOf', () => {
   });
 });
 
-describe('wantsStart', () => {
-  it('starts for no listener, a full backlog or a hand-over, not for other errors', () => {
+describe('nextStep', () => {
+  const stepsTitle =
+    'starts for no listener or a hand-over, sends again after a reset or a full backlog, else takes the outcome';
+  it(stepsTitle, () => {
+    const steps = (outcomes: object[]) => outcomes.map((o) => nextStep(o as Outcome));
+    expect(steps([{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { refused: 'handover' }])).toEqual([
+      'start',
+      'start',
+      'start',
+    ]);
+    expect(steps([{ reset: true }, { unreachable: 'EAGAIN' }])).toEqual(['again', 'again']);
     expect(
-      [
-        { unreachable: 'ENOENT' },
-        { unreachable: 'ECONNREFUSED' },
-        { unreachable: 'EAGAIN' },
-        { refused: 'handover' },
-      ].map((o) => wantsStart(o as Outcome)),
-    ).toEqual([true, true, false, true]);
-    expect(
-      [{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { dropped: true }, END].map((o) =>
-        wantsStart(o as Outcome),
-      ),
-    ).toEqual([false, false, false, false, false]);
+      steps([{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { closed: true }, { control: 1 }, END]),
+    ).toEqual(['take', 'take', 'take', 'take', 'take', 'take']);
   });
 });
 

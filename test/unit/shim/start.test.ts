@@ -1,12 +1,13 @@
 // Starting the announcer from shims: one start marker (O_EXCL) per start, a stale one taken over,
 // the command and environment it spawns with; and a shim that finds no announcer, starts one
 // (here a fake that listens) and gets its answer.
-import { existsSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exchange } from '../../../src/shim/exchange';
 import { runShim } from '../../../src/shim/shim';
+import { readyOutcome } from '../../../src/self-command';
 import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
 import { START_MARKER } from '../../../src/state-files';
 import { encodeReply, START_MS } from '../../../src/shim/wire';
@@ -34,7 +35,7 @@ function deps(
     spawn: (command, env) => {
       spawned.push({ command, env });
       spawn?.();
-      return Promise.resolve();
+      return Promise.resolve('listening');
     },
     self: ['/opt/cni/bin/announcer'],
     env: { PATH: '/bin' },
@@ -65,6 +66,40 @@ describe('startAnnouncer', () => {
     utimesSync(marker, (NOW - START_MS - 1000) / 1000, (NOW - START_MS - 1000) / 1000);
     expect(takeStartMarker(dir, () => NOW)).toBe(true);
     expect(takeStartMarker(dir, () => NOW)).toBe(false);
+  });
+
+  it('judges a symlink at the marker by itself, never by its target: taken over, its target untouched', () => {
+    const target = join(dir, 'fresh-target');
+    writeFileSync(target, '');
+    symlinkSync(target, join(dir, START_MARKER));
+    expect(takeStartMarker(dir, () => NOW)).toBe(true);
+    expect(lstatSync(join(dir, START_MARKER)).isFile()).toBe(true);
+    expect(existsSync(target)).toBe(true);
+  });
+
+  const failedStartTitle =
+    'removes its marker when the announcer it spawned says it cannot start, or exits first; keeps it while one starts';
+  it(failedStartTitle, async () => {
+    for (const [line, kept] of [
+      ['failed: ELOOP', false],
+      ['', false],
+      ['listening', true],
+      ['served', true],
+    ] as const) {
+      const started = await startAnnouncer({ ...deps([]), spawn: async () => line }, dir);
+      if (typeof started !== 'object') throw new Error(`spawned none: ${started}`);
+      expect(await started.ready).toBe(line);
+      expect(existsSync(join(dir, START_MARKER))).toBe(kept);
+      rmSync(join(dir, START_MARKER), { force: true });
+    }
+  });
+
+  it('reads what the ready line says', () => {
+    expect(readyOutcome('listening')).toBe('listening');
+    expect(readyOutcome('served')).toBe('served');
+    expect(readyOutcome('failed: cannot open x: ELOOP')).toEqual({ failed: 'cannot open x: ELOOP' });
+    expect(readyOutcome('')).toEqual({ failed: 'it exited before it listened' });
+    expect(readyOutcome('garbage')).toEqual({ failed: 'it said "garbage"' });
   });
 
   it('removes its marker when the spawn fails, so the next shim can start one', async () => {
@@ -121,6 +156,7 @@ describe('a shim that finds no announcer', () => {
           (t) => t.socket.write(encodeReply({ ack: true }) + encodeReply({ exit: 0, stdout: 'answered' })),
           { dir },
         );
+        return 'listening';
       },
     };
     const printed: string[] = [];

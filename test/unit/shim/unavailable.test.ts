@@ -26,9 +26,24 @@ describe('unavailableReply', () => {
         exit: 0,
         stderr: `announcer: ${command} left queued or not run: ${TEXT}\n`,
       });
-    expect(unavailableReply('GC', {}, { ...WHY, stateDirProblem: 'stateDir /s is a symlink' })).toEqual({
+    for (const [fate, said] of [
+      ['unsure', 'may not have run'],
+      ['not run', 'not run'],
+    ] as const)
+      expect(unavailableReply('DEL', {}, { ...WHY, fate })).toEqual({
+        exit: 0,
+        stderr: `announcer: DEL ${said}: ${TEXT}\n`,
+      });
+    expect(unavailableReply('DEL', {}, { ...WHY, stateDirProblem: 'stateDir /s is a symlink' })).toEqual({
       exit: 0,
-      stderr: 'announcer: GC did nothing: stateDir /s is a symlink\n',
+      stderr: 'announcer: DEL did nothing: stateDir /s is a symlink\n',
+    });
+  });
+
+  it('GC of a stateDir that cannot be used: code 105 naming the problem, as the docs promise', () => {
+    expect(unavailableReply('GC', {}, { ...WHY, stateDirProblem: 'stateDir /s is a symlink' })).toEqual({
+      exit: 1,
+      stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 105, msg: 'stateDir /s is a symlink' })}\n`,
     });
   });
 

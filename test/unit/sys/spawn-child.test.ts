@@ -33,18 +33,19 @@ describe('spawnChild', () => {
     expect(readFileSync(`${out}.fd1`, 'utf8').trim()).toBe('/dev/null');
   });
 
-  it('resolves at the first line on fd 3, while the child runs on; at the end of the pipe otherwise', async () => {
+  it('resolves with the first line on fd 3, while the child runs on; with "" at the end of the pipe', async () => {
     const pidFile = join(dir, 'pid');
     // The child says it is ready, then sleeps: it still runs when the spawn resolves.
     const said = spawnChild(['/bin/sh', '-c', `echo $$ > ${pidFile}; echo ready >&3; sleep 3`], { PATH: '/bin' });
-    await said;
+    expect(await said).toBe('ready');
     const pid = Number(readFileSync(pidFile, 'utf8'));
     try {
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('sleep 3');
     } finally {
       process.kill(pid, 'SIGKILL'); // the child this test started
     }
-    await spawnChild(['/bin/sh', '-c', 'exit 0'], { PATH: '/bin' });
+    expect(await spawnChild(['/bin/sh', '-c', 'exit 0'], { PATH: '/bin' })).toBe('');
+    expect(await spawnChild(['/bin/sh', '-c', 'printf "failed: x" >&3'], { PATH: '/bin' })).toBe('failed: x');
   });
 
   it('refuses an empty command by name', () => {
@@ -52,7 +53,7 @@ describe('spawnChild', () => {
   });
 
   it('does not throw for an executable that does not exist: it rejects with the error', async () => {
-    let started: Promise<void> | undefined;
+    let started: Promise<string> | undefined;
     expect(() => {
       started = spawnChild([join(dir, 'missing')], { PATH: '/bin' });
     }).not.toThrow();

@@ -1,7 +1,7 @@
 // The announcer socket's syscalls for real, in a temp dir: a SOCK_STREAM
 // socket mode 0600, SO_PEERCRED, bytes both ways in pieces, a full buffer,
 // end of stream, EPIPE without SIGPIPE, and poll(2) for input and room.
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -110,5 +110,35 @@ describe('unix SOCK_STREAM sockets', () => {
     libc.close(libc.listen(path));
     expect(() => libc.connect(path)).toThrow(/ECONNREFUSED/);
     expect(() => libc.listen(path)).toThrow(/EADDRINUSE/);
+  });
+
+  const shutdownTitle =
+    'a listener shut down for reading refuses every new connect (ECONNREFUSED), and still hands out the ones ' +
+    'queued before, with their bytes; then accept says none is left';
+  it(shutdownTitle, () => {
+    const path = join(dir, 's.sock');
+    const listener = track(libc.listen(path));
+    const queued = track(libc.connect(path));
+    libc.send(queued, Buffer.from('request\n'));
+    libc.shutdownListener(listener);
+    expect(() => libc.connect(path)).toThrow(/ECONNREFUSED/);
+    const server = libc.accept(listener)!;
+    track(server.fd);
+    const buf = Buffer.alloc(64);
+    expect(buf.subarray(0, libc.receive(server.fd, buf)!).toString()).toBe('request\n');
+    expect(libc.accept(listener)).toBeUndefined();
+  });
+
+  it("removes the socket file it bound, and only while the path is still that file (a successor's stays)", () => {
+    const path = join(dir, 's.sock');
+    libc.close(libc.listen(path));
+    const first = libc.socketFile(path);
+    renameSync(path, `${path}.away`); // kept: its inode cannot be reused by the next
+    libc.close(libc.listen(path)); // a successor's socket at the same path
+    expect(libc.removeSocketFile(path, first)).toBe(false);
+    expect(statSync(path).isSocket()).toBe(true);
+    expect(libc.removeSocketFile(path, libc.socketFile(path))).toBe(true);
+    expect(() => statSync(path)).toThrow(/ENOENT/);
+    expect(libc.removeSocketFile(path, first)).toBe(false); // gone: nothing to remove
   });
 });
