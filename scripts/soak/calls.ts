@@ -2,6 +2,7 @@
 // the environment), recorded with its start and exit time; a DEL tried again until the announcer has answered it, as
 // kubelet does; and what a call's output says happened.
 import { runCniCommand, type CniCall } from '../../test/integration/harness/cni';
+import { BRIEF_MS, MARGIN_MS } from '../../src/shim/wire';
 import type { CallCommand, CallRecord } from './model';
 import { pause } from './time';
 
@@ -87,6 +88,27 @@ export async function execRetrying<T>(exec: () => Promise<T>): Promise<T> {
  */
 export function delServed(rec: CallRecord): boolean {
   return rec.code === 0 && !/^announcer: /m.test(rec.stderr);
+}
+
+/** The shim's words for a request the announcer did not answer (src/shim/unavailable.ts, shim.ts). */
+const NO_ANSWER = /did not answer|no answer within|before (the )?answer|closed the connection/;
+
+/**
+ * Whether the call got no answer of the announcer's: it never returned, the shim reports that the announcer did not
+ * answer (a reset, an EOF, its deadline), or a DEL it left queued or unsent.
+ */
+export function unanswered(r: CallRecord): boolean {
+  if (r.lost !== undefined) return true;
+  if (r.command === 'DEL') return !delServed(r);
+  return r.code !== 0 && NO_ANSWER.test(String(r.json?.msg ?? r.stdout));
+}
+
+/**
+ * How long the shim waits for the announcer's answer to the call (src/shim/wire.ts): ADD and CHECK addWaitMs +
+ * MARGIN_MS (the soak's pods set no probe and no gatewayCheck require), DEL BRIEF_MS.
+ */
+export function deadlineOf(r: CallRecord, addWaitMs: number): number {
+  return r.command === 'DEL' ? BRIEF_MS : addWaitMs + MARGIN_MS;
 }
 
 /** Whether the call waited out its deadline: the shim's own "no answer within N ms", or no exit at all. */

@@ -1,7 +1,12 @@
-// The node's announcer log (announcer.conf's logFile), read incrementally: which announcers started (pid, build),
-// which stopped and whether they handed over. An announcer that stopped without handing over and that the soak did
-// not signal exited for being idle.
+// The node's announcer log (announcer.conf's logFile), read incrementally: which announcers started (pid, build), why
+// each one stopped (the line its stop begins with: idle, a signal, an upgrade, a resident announcer), how long its
+// stop took (its last line). An announcer whose log says `idle: stopping` exited for being idle; with a log of the
+// releases before the bounded stop (no reason line), one that stopped without handing over and that the soak did not
+// signal did.
 import { open } from 'node:fs/promises';
+
+/** Why an announcer stopped, as its log says. */
+export type StopReason = 'idle' | 'signal' | 'upgrade' | 'resident' | 'unknown';
 
 /** One announcer's start or stop, as its log says. */
 export interface AnnouncerEvent {
@@ -10,16 +15,28 @@ export interface AnnouncerEvent {
   pid: number;
   what: 'started' | 'stopped';
   build?: string;
+  /** For a stop: why, how long it took (the bounded stop's own measure), and whether it handed bursts over. */
+  reason?: StopReason;
+  stopMs?: number;
   handedOver?: boolean;
 }
 
 const STARTED = /^(\S+) INFO announcer started .*?\bpid=(\d+) build=(\S+)/;
-const STOPPED = /^(\S+) INFO announcer stopped .*?\bpid=(\d+) handedOver=(true|false)/;
+const STOPPED = /^(\S+) INFO announcer stopped .*?\bpid=(\d+)(.*)$/;
+/** The first line of a stop, by its reason (src/daemon/daemon.ts, control-requests.ts). */
+const REASONS: [RegExp, StopReason][] = [
+  [/ INFO idle: stopping /, 'idle'],
+  [/ INFO SIG[A-Z]+: handing over to the next announcer/, 'signal'],
+  [/ INFO executable replaced: handing over to the new build/, 'upgrade'],
+  [/ INFO a resident announcer starts: handing over to it/, 'resident'],
+];
 
 /** The log file read from where the last read ended. */
 export class LogWatch {
   private offset = 0;
   private rest = '';
+  /** Why each announcer began to stop, by pid, until its stop line. */
+  private readonly reasons = new Map<number, StopReason>();
   readonly events: AnnouncerEvent[] = [];
 
   constructor(private readonly file: string) {}
@@ -56,15 +73,28 @@ export class LogWatch {
       this.events.push({ at: Date.parse(time!), pid: Number(pid), what: 'started', build: build! });
       return;
     }
+    const reason = REASONS.find(([re]) => re.test(line))?.[1];
+    const daemon = /\bdaemon=(\d+)/.exec(line)?.[1];
+    if (reason && daemon) this.reasons.set(Number(daemon), reason);
     const stopped = STOPPED.exec(line);
-    if (stopped) {
-      const [, time, pid, handedOver] = stopped;
-      this.events.push({ at: Date.parse(time!), pid: Number(pid), what: 'stopped', handedOver: handedOver === 'true' });
-    }
+    if (!stopped) return;
+    const [, time, pid, rest] = stopped;
+    const e: AnnouncerEvent = { at: Date.parse(time!), pid: Number(pid), what: 'stopped' };
+    e.reason = this.reasons.get(e.pid) ?? 'unknown';
+    const ms = /\bstopMs=(\d+)/.exec(rest!)?.[1];
+    if (ms !== undefined) e.stopMs = Number(ms);
+    // Earlier releases said handedOver=true|false; the bounded stop counts the bursts it handed over.
+    const handed = /\bhandedOver=(\w+)/.exec(rest!)?.[1];
+    if (handed !== undefined) e.handedOver = handed === 'true' || (/^\d+$/.test(handed) && Number(handed) > 0);
+    this.events.push(e);
   }
 
-  /** The announcers that stopped without handing over and that were not sent `signalled` (idle exits), so far. */
+  /** The announcers that exited for being idle, so far (`signalled`: pids the soak sent SIGTERM or SIGKILL). */
   idleExits(signalled: ReadonlySet<number>): AnnouncerEvent[] {
-    return this.events.filter((e) => e.what === 'stopped' && e.handedOver === false && !signalled.has(e.pid));
+    return this.events.filter(
+      (e) =>
+        e.what === 'stopped' &&
+        (e.reason === 'idle' || (e.reason === 'unknown' && e.handedOver === false && !signalled.has(e.pid))),
+    );
   }
 }

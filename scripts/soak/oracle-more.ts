@@ -1,6 +1,6 @@
 // The oracle's last required row (the end of the run) and the soak's own rows: calls that failed with no fault to
 // excuse them, rounds beyond the planned ones, stops longer than the DaemonSet's grace period. And `judge`, every row.
-import { delServed } from './calls';
+import { unanswered } from './calls';
 import {
   addressesOf,
   afterDelRow,
@@ -62,19 +62,6 @@ function endRow(input: OracleInput): Row {
 /** Whether a fault excuses the call's failure: it overlapped a SIGSTOP, or a SIGKILL came while it ran. */
 function excused(r: CallRecord, e: Excuses): boolean {
   return overlapsStop(r, e) || killedDuring(r.start - KILL_REACH_MS, r.end, e);
-}
-
-/** The shim's words for a request the announcer did not answer (src/shim/unavailable.ts, shim.ts). */
-const NO_ANSWER = /did not answer|no answer within|before (the )?answer|closed the connection/;
-
-/**
- * Whether the call got no answer of the announcer's: it never returned, the shim reports that the announcer did not
- * answer (a reset, an EOF, its deadline), or a DEL it left queued or unsent.
- */
-export function unanswered(r: CallRecord): boolean {
-  if (r.lost !== undefined) return true;
-  if (r.command === 'DEL') return !delServed(r);
-  return r.code !== 0 && NO_ANSWER.test(String(r.json?.msg ?? r.stdout));
 }
 
 /** Why a call is a violation of the soak's own row 6, or undefined. */
@@ -187,6 +174,18 @@ function stopsRow(input: OracleInput): Row {
   return row(`every SIGTERMed announcer exits within the grace period (${input.graceMs} ms)`, 'soak', stops.length, v);
 }
 
+/** Longest a stop may take: the bounded stop's STOP_MS (2 s), and a loaded node's late turn. */
+export const STOP_BOUND_MS = 2500;
+
+/** The soak's own: every stop of the announcer its log measured ended within STOP_BOUND_MS. */
+function boundedStopsRow(input: OracleInput): Row {
+  const measured = input.stops.filter((s) => s.stopMs !== undefined);
+  const v = measured
+    .filter((s) => s.stopMs! > STOP_BOUND_MS)
+    .map((s) => ({ at: s.at, what: `pid ${s.pid} (${s.why}) took ${s.stopMs} ms to stop, as its log says` }));
+  return row(`every stop of the announcer takes at most 2 s (+0.5 s), as its log says`, 'soak', measured.length, v);
+}
+
 /** Every row, the issue's first. */
 export function judge(input: OracleInput): Row[] {
   const e = excusesOf(input.faults);
@@ -199,6 +198,7 @@ export function judge(input: OracleInput): Row[] {
     failedCallsRow(input, e),
     plannedRow(input, e),
     stopsRow(input),
+    boundedStopsRow(input),
     asksRow(input, e),
   ];
 }

@@ -13,7 +13,7 @@
 // pod's own MAC once restored (rounds re-read it): every such frame counts, but the original MAC's GARP within the
 // slack, which is the restore's.
 import { canonicalIp } from '../../test/integration/harness/neigh';
-import { outcomeLine, waitedOutDeadline } from './calls';
+import { deadlineOf, outcomeLine, unanswered, waitedOutDeadline } from './calls';
 import type { BuiltFrame } from './frames';
 import type { CallRecord, Cycle, FaultRecord, Span } from './model';
 import { announces } from './profile';
@@ -71,6 +71,8 @@ export interface AnnouncerStop {
   at: number;
   pid: number;
   why: string;
+  /** How long the stop took, as the announcer's last log line says (the bounded stop's releases). */
+  stopMs?: number;
 }
 
 /** The announcer stops while a call ran (and up to 1 s before it), as evidence next to a violation. */
@@ -117,11 +119,20 @@ export function row(label: string, from: Row['from'], checked: number, violation
   return { label, from, checked, violations };
 }
 
+/**
+ * Whether the call waited out its deadline: the shim says so ("no answer within N ms"), or it got no answer of the
+ * announcer's (refused at every try, a reset, an EOF) and took its whole deadline (100 ms less for the timers' slack).
+ */
+function waitedOut(r: CallRecord, c: Cycle): boolean {
+  return waitedOutDeadline(r) || (unanswered(r) && r.end - r.start >= deadlineOf(r, c.profile.addWaitMs) - 100);
+}
+
 /** 1. No call waits out its deadline while an announcer is running and not stopped. */
 export function deadlineRow(input: OracleInput, e: Excuses): Row {
-  const calls = input.cycles.flatMap(callsOf);
+  const calls = input.cycles.flatMap((c) => callsOf(c).map((r) => [r, c] as const));
   const violations = calls
-    .filter((r) => waitedOutDeadline(r) && !overlapsStop(r, e))
+    .filter(([r, c]) => waitedOut(r, c) && !overlapsStop(r, e))
+    .map(([r]) => r)
     .map((r) => ({
       at: r.start,
       pod: r.pod,

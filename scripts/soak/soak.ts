@@ -21,7 +21,7 @@ import { rngFor } from './rng';
 import type { ChaosContext } from './faults';
 import { framesByCycle } from './frames';
 import { Gate } from './gate';
-import { LogWatch } from './log-watch';
+import { type AnnouncerEvent, LogWatch } from './log-watch';
 import type { Cycle, FaultRecord } from './model';
 import type { AnnouncerStop, EndState } from './oracle';
 import { judge } from './oracle-more';
@@ -88,7 +88,17 @@ function progress(opts: SoakOptions, startedAt: number, cycles: readonly Cycle[]
   }, 15_000);
 }
 
-/** Every announcer stop of the run: the log's stop lines (why: the soak's SIGTERM, a hand-over, idle), the SIGKILLs. */
+/** Why an announcer stopped, in a few words. */
+function stopWhy(e: AnnouncerEvent, signalled: ReadonlySet<number>): string {
+  if (e.reason === 'idle') return 'idle';
+  if (e.reason === 'signal') return signalled.has(e.pid) ? "the soak's SIGTERM" : 'a signal';
+  if (e.reason === 'upgrade') return 'hand-over to the new build';
+  if (e.reason === 'resident') return 'hand-over to a resident announcer';
+  // A release before the bounded stop says no reason.
+  return e.handedOver ? 'handed over' : signalled.has(e.pid) ? 'SIGTERM' : 'idle';
+}
+
+/** Every announcer stop of the run: the log's stop lines (why, how long the stop took), and the SIGKILLs. */
 async function announcerStops(log: LogWatch, signalled: ReadonlySet<number>, faults: readonly FaultRecord[]) {
   await log.update();
   const logged: AnnouncerStop[] = log.events
@@ -96,7 +106,8 @@ async function announcerStops(log: LogWatch, signalled: ReadonlySet<number>, fau
     .map((e) => ({
       at: e.at,
       pid: e.pid,
-      why: e.handedOver ? 'handed over' : signalled.has(e.pid) ? 'SIGTERM' : 'idle',
+      why: stopWhy(e, signalled),
+      ...(e.stopMs === undefined ? {} : { stopMs: e.stopMs }),
     }));
   const killed = faults.flatMap((f) =>
     f.killedAt === undefined ? [] : [{ at: f.killedAt, pid: f.pid ?? 0, why: 'SIGKILL' }],

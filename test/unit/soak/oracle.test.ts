@@ -215,6 +215,16 @@ describe('calls (rows 1 and 6)', () => {
     expect(violations(judge(input(c, [], [stop])), 1)).toEqual([]);
   });
 
+  it('refused at every try (handover) for its whole deadline is waiting it out; for less it is only lost', () => {
+    const refused = { code: 1, json: { code: 11, msg: 'did not answer: it refused the request on … (handover)' } };
+    const whole = cycle({}, { add: call('ADD', 100, 100 + 2000 + 3000, refused) });
+    expect(violations(judge(input(whole, [])), 1)[0]).toMatch(/^waited out its deadline, no SIGSTOP meanwhile: ADD/);
+    const short = cycle({}, { add: call('ADD', 100, 1100, refused) });
+    expect([violations(judge(input(short, [])), 1).length, violations(judge(input(short, [])), 6).length]).toEqual([
+      0, 1,
+    ]);
+  });
+
   it('a call without an answer is lost unless a SIGSTOP or a SIGKILL (up to 1 s before it) excuses it', () => {
     const dropped = { code: 1, json: { code: 11, msg: 'did not answer: the connection … ended before the answer' } };
     const c = cycle({}, { add: call('ADD', 100, 200, dropped) });
