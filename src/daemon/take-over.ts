@@ -104,10 +104,7 @@ async function takeResidentLock(deps: TakeOverDeps, residentFd: number): Promise
 function leaveToResident(deps: TakeOverDeps, residentFd: number): TakeOver {
   const start = deps.timers.now();
   for (;;) {
-    if (deps.tryLock(residentFd)) {
-      return 'taken';
-      return 'taken';
-    }
+    if (deps.tryLock(residentFd)) return 'taken';
     const left = LOCK_WAIT_MS - (deps.timers.now() - start);
     if (someoneListens(deps.stateDir, deps.sockets) || left <= 0) return 'served';
     deps.waitForHolder(residentFd, Math.min(left, LOCK_POLL_MS), LOCK_POLL_MS);
