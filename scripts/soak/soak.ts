@@ -3,6 +3,8 @@
 // announcer (SIGTERM, SIGKILL, SIGSTOP and SIGCONT, idle exits, an upgrade to a second build, a resident announcer
 // stopped and replaced). One capture on the bridge and the CNI results are the oracle (oracle.ts). Everything the run
 // makes belongs to its scope: netns, links, processes and temp dirs go on success, failure or Ctrl-C.
+import { DAEMON_STATE_FILES } from '../../test/integration/harness/announcer-files';
+import { ANNOUNCER_SOCKET } from '../../src/state-files';
 import { readdir, readFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -58,7 +60,8 @@ async function daemonsetGraceMs(): Promise<number> {
 async function endState(stateDir: string, idleExitMs: number, prefix: string): Promise<EndState> {
   await pollUntil(async () => (await daemonsOf(stateDir)).length === 0, idleExitMs + 10_000, 100);
   const announcers = (await ownAnnouncerProcessesNow()).map((p) => `pid ${p.pid}: ${p.argv.join(' ')}`);
-  const own = ['announcer.conf', 'announcer-daemon.flock'];
+  // The announcer's own files: its settings and locks; its socket goes with it.
+  const own = DAEMON_STATE_FILES.filter((f) => f !== ANNOUNCER_SOCKET);
   const left = (await readdir(stateDir).catch(() => [])).filter((f) => !own.includes(f));
   return { at: Date.now(), left, announcers, markers: await markersLeft(prefix) };
 }
