@@ -2,7 +2,7 @@
 // the environment), recorded with its start and exit time; a DEL tried again until the announcer has answered it, as
 // kubelet does; and what a call's output says happened.
 import { runCniCommand, type CniCall } from '../../test/integration/harness/cni';
-import { BRIEF_MS, MARGIN_MS } from '../../src/shim/wire';
+import { BRIEF_MS, MARGIN_MS } from '../../src/protocol';
 import type { CallCommand, CallRecord } from './model';
 import { pause } from './time';
 
@@ -104,7 +104,7 @@ export function unanswered(r: CallRecord): boolean {
 }
 
 /**
- * How long the shim waits for the announcer's answer to the call (src/shim/wire.ts): ADD and CHECK addWaitMs +
+ * How long the shim waits for the announcer's answer to the call (src/protocol.ts): ADD and CHECK addWaitMs +
  * MARGIN_MS (the soak's pods set no probe and no gatewayCheck require), DEL BRIEF_MS.
  */
 export function deadlineOf(r: CallRecord, addWaitMs: number): number {

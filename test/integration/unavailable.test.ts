@@ -3,7 +3,7 @@
 // pid, after the pid is checked to be `announcer daemon <stateDir>` of this run. The CNI process
 // never runs a command itself: its trace shows no setns.
 //
-// The bounds (src/shim/wire.ts, docs/design.md "The wire protocol"): an ADD waits addWaitMs +
+// The bounds (src/protocol.ts, docs/design.md "The wire protocol"): an ADD waits addWaitMs +
 // MARGIN_MS (3 s) for its end, then fails with code 11 naming the announcer's pid; a DEL waits
 // BRIEF_MS (2 s), then exits 0 and says so on stderr, its request left queued. Asserted here with
 // generous margins: these are upper limits, not speeds.

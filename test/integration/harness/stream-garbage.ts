@@ -1,5 +1,5 @@
 // Garbage for the announcer's stream socket (`announcer.sock`, one request
-// line per connection, src/shim/wire.ts), sent with node:net from the test
+// line per connection, src/protocol.ts), sent with node:net from the test
 // process: random bytes, a 1 MiB line, a line past the announcer's limit,
 // invalid request lines, each on a connection of its own with the line it got
 // back; and idle connections that say nothing, held until released.
