@@ -22,7 +22,7 @@ export interface PluginBuilder {
 export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
 
 // Bun's `node:*` builtins other than node:fs are written in JS, and the first one a run loads costs it
-// ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used; node:net and
+// ~6 MiB and milliseconds (src/path.ts and src/sys/sys-error.ts stand in for the two we used; node:net and
 // node:child_process are used by the Node twins alone, src/sys/unix-stream.ts and src/sys/spawn-child.ts,
 // which never reach the bundle).
 const BUILTIN = /^(?:node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(?:\/.*)?$/;

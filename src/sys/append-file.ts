@@ -3,8 +3,7 @@
 // and a device or a planted symlink must not receive our lines.
 import { closeSync, fstatSync, lstatSync, openSync, writeSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
-import { EINVAL } from './errno';
-import { SysError, sysErrorFrom } from './sys-error';
+import { EINVAL, SysError, sysErrorFrom } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY } = ABI;
 

@@ -1,8 +1,7 @@
 // How loadLibc's bound calls report: a negative return becomes a SysError with
 // koffi's errno; "nothing pending" (EAGAIN, EINTR) becomes undefined; an fd
 // being set up is closed when its set-up throws.
-import { EAGAIN, EINTR } from './errno';
-import { SysError } from './sys-error';
+import { EAGAIN, EINTR, SysError } from './sys-error';
 
 /** The checks every bound call goes through. */
 export interface CallChecks {

@@ -2,10 +2,9 @@
 // the other files of src/sys only.
 import { ABI } from './abi/kernel-abi';
 import { pollfds, revents, sockaddrLl, sockaddrNl, timespec, timespecMs } from './abi/structs';
-import { EAGAIN, EINTR } from './errno';
 import { loadKoffi } from './koffi';
 import { lazyFunc, type LibcLibrary } from './lazy-binding';
-import { SysError } from './sys-error';
+import { EAGAIN, EINTR, SysError } from './sys-error';
 import { callChecks, type CallChecks } from './libc-calls';
 import { bindTcpSockets } from './libc-tcp';
 import { bindUnixSockets } from './libc-unix';

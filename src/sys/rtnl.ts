@@ -36,9 +36,8 @@ import {
   NLMSG_ERROR,
 } from '../wire/netlink';
 import { sockaddrNl } from './abi/structs';
-import { ETIMEDOUT } from './errno';
 import type { Libc } from './libc';
-import { hasErrno, SysError } from './sys-error';
+import { ETIMEDOUT, hasErrno, SysError } from './sys-error';
 
 /** Every request gives up after this long (a lost reply must not hang ADD). */
 const REQUEST_TIMEOUT_MS = 5000;

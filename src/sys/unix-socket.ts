@@ -4,8 +4,7 @@
 // The address struct is built here; libc.ts makes the calls.
 import { ABI } from './abi/kernel-abi';
 import type { FileId } from './caller-view';
-import { ENAMETOOLONG } from './errno';
-import { SysError } from './sys-error';
+import { ENAMETOOLONG, SysError } from './sys-error';
 
 const { AF_UNIX, sockaddr_un: UN } = ABI;
 /** sun_path's bytes, less its NUL. */

@@ -2,7 +2,7 @@
 // of connections with their peer's uid, bytes queued each way, end of stream
 // once the other end closes. For the announcer's socket and its clients,
 // without a kernel.
-import { errnoNumber } from '../../src/sys/errno';
+import { errnoNumber } from '../../src/sys/sys-error';
 import { SysError } from '../../src/sys/sys-error';
 import type { FileId } from '../../src/sys/caller-view';
 import type { UnixSockets } from '../../src/sys/unix-socket';
