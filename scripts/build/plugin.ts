@@ -64,7 +64,7 @@ export function builtinRefusals(metafile: Metafile, root: string, cwd: string): 
  */
 export function embedPlugin(root: string, addonAsset: string, used: { addon: boolean }) {
   const rel = (file: string) => relative(root, file);
-  const koffiUser = join(root, 'src/sys/koffi.ts');
+  const koffiUser = join(root, 'src/sys/libc.ts');
   const loader = join(root, 'src/native/embedded-koffi.ts');
   return {
     name: 'cni-announcer',
@@ -74,8 +74,8 @@ export function embedPlugin(root: string, addonAsset: string, used: { addon: boo
       // bundled and no build-machine path is left to look in.
       b.onResolve({ filter: /^koffi$/ }, (a) => {
         if (a.importer === koffiUser && a.kind === 'require-call') return { path: loader };
-        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/koffi.ts may, on first use.
-        throw new Error(`${rel(a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/koffi.ts`);
+        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/libc.ts may, on first use.
+        throw new Error(`${rel(a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/libc.ts`);
       });
       b.onResolve({ filter: new RegExp(`^${ADDON_SPECIFIER}$`) }, (a) => {
         if (a.importer !== loader)
