@@ -7,6 +7,7 @@
 import type { Logger } from '../log';
 import type { AnnouncePlan } from '../plan';
 import type { Libc } from '../sys/libc';
+import { sameFile } from '../sys/file-id';
 import type { FrameBudget } from './frame-budget';
 import { basename } from '../path';
 import { openSession, type PodSession, type SocketOpener } from './session';
@@ -155,8 +156,7 @@ function closePod(deps: AddDeps, session: PodSession): void {
  * may name a new pod by now).
  */
 function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: Logger): AttachmentRecord {
-  const sameNetns =
-    previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
+  const sameNetns = previous !== undefined && sameFile(previous.netnsId, job.netnsId);
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }

@@ -4,6 +4,7 @@ import { enterGate } from '../announce/wanted';
 import { basename } from '../path';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
+import { sameFile, type FileId } from '../sys/file-id';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
@@ -95,8 +96,7 @@ function restoreMacs(deps: CommandDeps, record: AttachmentRecord, netns: string,
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
   }
-  const isRecorded = (id: { dev: number; ino: number }): boolean =>
-    id.dev === record.netnsId.dev && id.ino === record.netnsId.ino;
+  const isRecorded = (id: FileId): boolean => sameFile(id, record.netnsId);
   if (!isRecorded(check.id)) {
     log.warn('the netns at this path is not the one the MACs were recorded in: not restoring them', { netns });
     return [];

@@ -2,7 +2,7 @@ import type { AnnounceOptions } from '../cni/options';
 import type { PrevResult } from '../cni/result';
 import { planAnnouncement, type AnnouncePlan } from '../plan';
 import type { CallerView } from '../sys/caller-view';
-import { netnsIdAt, type NetnsId } from '../sys/netns';
+import { fileIdAt, sameFile, type FileId } from '../sys/file-id';
 
 /**
  * Plans an attachment; a prevResult `sandbox` spelled unlike CNI_NETNS (a symlink, /proc/PID/ns/net) still names the
@@ -12,13 +12,12 @@ export function planFor(
   options: AnnounceOptions,
   prevResult: PrevResult,
   env: { netns: string; ifname: string },
-  netnsId: NetnsId,
+  netnsId: FileId,
   view: CallerView,
 ): AnnouncePlan {
   const interfaces = prevResult.interfaces.map((i) => {
     if (!i.sandbox || i.sandbox === env.netns) return i;
-    const id = netnsIdAt(view.path(i.sandbox));
-    return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
+    return sameFile(fileIdAt(view.path(i.sandbox)), netnsId) ? { ...i, sandbox: env.netns } : i;
   });
   return planAnnouncement(options, { interfaces, ips: prevResult.ips, routes: prevResult.routes }, env);
 }

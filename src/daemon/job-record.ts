@@ -2,7 +2,7 @@
 // attachment with work, so the table is the truth while the announcer runs: a round asks the table, never the file.
 // The record is the journal, written from the table whenever it changes (a deferred round 1 gone out, a gateway
 // verdict), and read back only at the announcer's start (recovery).
-import { netnsIdAt } from '../sys/netns';
+import { fileIdAt, sameFile } from '../sys/file-id';
 import { lockPath, type LockFile } from '../announce/attachment-lock';
 import type { BackgroundJob } from '../announce/background-job';
 import type { RecordMemory } from '../announce/record-memory';
@@ -14,23 +14,18 @@ import type { RoundDeps, Work } from './rounds';
 
 /** Whether two jobs are one ADD's (a new ADD of the attachment writes a new readyDeadline). */
 export function sameJob(a: BackgroundJob, b: BackgroundJob): boolean {
-  return (
-    a.netnsId.dev === b.netnsId.dev &&
-    a.netnsId.ino === b.netnsId.ino &&
-    a.readyDeadline === b.readyDeadline &&
-    a.firstRoundAt === b.firstRoundAt
-  );
+  return sameFile(a.netnsId, b.netnsId) && a.readyDeadline === b.readyDeadline && a.firstRoundAt === b.firstRoundAt;
 }
 
 /** Whether the job's netns path, as `view` (its caller's) sees it, still names the netns ADD saw. */
 export function netnsAlive(job: BackgroundJob, view: CallerView): boolean {
   let now;
   try {
-    now = netnsIdAt(view.path(job.netns));
+    now = fileIdAt(view.path(job.netns));
   } catch {
     return false; // a symlink loop where the netns was
   }
-  return now !== undefined && now.dev === job.netnsId.dev && now.ino === job.netnsId.ino;
+  return sameFile(now, job.netnsId);
 }
 
 /** Whether the pod of `w` is still there: its caller's view can be had, and the netns path names the netns ADD saw. */

@@ -1,7 +1,7 @@
 // The command-line verbs of the executable, wired to the real process:
 // `daemon` (started by a CNI call, or run by the DaemonSet), and the CLI verbs of cli.ts.
 // Loaded only when the executable is run with arguments.
-import { closeSync, statSync, writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import { basename, dirname } from '../path';
 import { CLI_VERBS, runVerb } from '../cli';
 import { netnsSockets } from '../announce/session';
@@ -21,6 +21,7 @@ import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
 import { stampFd } from '../sys/progress-stamp';
 import { CallerViews } from '../sys/caller-views';
+import { fileIdAt, sameFile } from '../sys/file-id';
 import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
 
@@ -131,7 +132,7 @@ function realDaemonDeps(
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
     : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
-  const started = fileId(process.execPath);
+  const started = fileIdAt(process.execPath);
   const frames = new NodeFrameBudget(() => settings.rateLimit);
   const views = new CallerViews();
   const libc = wiring.libc();
@@ -156,7 +157,7 @@ function realDaemonDeps(
     closeInBackground: (fd, done) => libc.closeInBackground(fd, done),
     uid,
     build: BUILD_ID,
-    executableReplaced: () => fileId(process.execPath) !== started,
+    executableReplaced: () => !sameFile(fileIdAt(process.execPath), started),
     stampProgress: (fd) => stampFd(fd, Date.now()),
     commands: (host) =>
       cniRunner({
@@ -181,16 +182,6 @@ function sayOn(fd: number, line: string): void {
     closeSync(fd);
   } catch {
     // Not open: nothing to close.
-  }
-}
-
-/** The identity (device and inode) of the file at `path`, as text; '' when there is none. */
-function fileId(path: string): string {
-  try {
-    const st = statSync(path);
-    return `${st.dev}:${st.ino}`;
-  } catch {
-    return '';
   }
 }
 

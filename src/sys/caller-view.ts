@@ -9,15 +9,10 @@
 // (root-path.ts) for each use, so a deleted pod netns is never kept alive by us.
 // The caller's own netns (the host side of its pods) is held the same way when
 // it is not the announcer's: that is the runtime's netns, never a pod's.
-import { closeSync, lstatSync, openSync, readlinkSync, statSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
+import { fileId, sameFile, type FileId } from './file-id';
 import { resolveUnderRoot, type RootLookup } from '../root-path';
-
-/** A namespace's or directory's identity (device and inode). */
-export interface FileId {
-  dev: number;
-  ino: number;
-}
 
 /** A caller's namespaces: its mount namespace (of /proc/PID/ns/mnt) and network namespace (/proc/PID/ns/net). */
 export interface CallerIds {
@@ -51,17 +46,6 @@ export interface OwnView extends CallerView {
 /** Why a caller's view cannot be had; its message names the reason. */
 export class CallerViewError extends Error {
   override name = 'CallerViewError';
-}
-
-/** The identity of the file `path` leads to (following symlinks, magic links included). */
-export function fileId(path: string): FileId {
-  const st = statSync(path);
-  return { dev: st.dev, ino: st.ino };
-}
-
-/** Whether two identities are one file. */
-export function sameFile(a: FileId, b: FileId): boolean {
-  return a.dev === b.dev && a.ino === b.ino;
 }
 
 /** The announcer's own view: paths as they are, at no cost. */

@@ -4,16 +4,14 @@
 import { readdirSync } from 'node:fs';
 import {
   CallerViewError,
-  fileId,
   openProcessView,
   ownView,
-  sameFile,
   type CallerIds,
   type CallerView,
-  type FileId,
   type HeldView,
   type OwnView,
 } from './caller-view';
+import { fileId, sameFile, type FileId } from './file-id';
 
 /** Views held at most; past it the least recently used is closed (its jobs fall back as after a hand-over). */
 export const MAX_HELD_VIEWS = 64;

@@ -8,7 +8,7 @@ import type { LibraryHandle } from 'koffi';
 import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
 import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
-import { sameFile } from './caller-view';
+import { fileIdOf, sameFile } from './file-id';
 import { EAGAIN, EINTR, SysError } from './sys-error';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
@@ -290,10 +290,7 @@ function bindUnixSockets(
     send: (fd, bytes) => unlessPending('send', fn.send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
     receive: core.recvNow,
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
-    socketFile: (path) => {
-      const st = lstatSync(path);
-      return { dev: st.dev, ino: st.ino };
-    },
+    socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
       let st;
       try {

@@ -9,6 +9,7 @@
 // that, pod work happens through those sockets from the host netns.
 import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
+import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
 import { frameReceiver, type FrameReceiver } from './frame-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
@@ -21,15 +22,9 @@ import { nsTypeName } from './ns-types';
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
 
-/** A netns file's identity, to notice when the path is removed or replaced. */
-export interface NetnsId {
-  dev: number;
-  ino: number;
-}
-
 /** What a CNI_NETNS path turned out to be. */
 export type NetnsCheck =
-  | { kind: 'ok'; id: NetnsId }
+  | { kind: 'ok'; id: FileId }
   | { kind: 'missing' }
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
@@ -57,16 +52,14 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   }
   try {
     const opened = fstatSync(fd);
-    if (opened.dev !== st.dev || opened.ino !== st.ino)
-      return { kind: 'not-netns', reason: 'it changed while being checked' };
+    if (!sameFile(opened, st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
     const problem = notNetnsReason(libc, fd, path);
     if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
     closeSync(fd);
   }
-  const own = statSync(OWN_NETNS);
-  if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
-  return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
+  if (sameFile(statSync(OWN_NETNS), st)) return { kind: 'own' };
+  return { kind: 'ok', id: fileIdOf(st) };
 }
 
 /**
@@ -99,16 +92,6 @@ function enterAndLeave(libc: Libc, fd: number, path: string): void {
     returnToHost(libc, hostFd, path);
   } finally {
     closeSync(hostFd);
-  }
-}
-
-/** The identity of the netns file at `path` now, or undefined when it is gone. */
-export function netnsIdAt(path: string): NetnsId | undefined {
-  try {
-    const st = statSync(path);
-    return { dev: st.dev, ino: st.ino };
-  } catch {
-    return undefined;
   }
 }
 

@@ -3,7 +3,7 @@
 // non-blocking: the announcer waits with poll(2) (Libc.pollIn) and a deadline.
 // The address struct is built here; libc.ts makes the calls.
 import { ABI } from './abi/kernel-abi';
-import type { FileId } from './caller-view';
+import type { FileId } from './file-id';
 import { ENAMETOOLONG, SysError } from './sys-error';
 
 const { AF_UNIX, sockaddr_un: UN } = ABI;

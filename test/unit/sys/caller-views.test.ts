@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallerViewError, fileId } from '../../../src/sys/caller-view';
+import { CallerViewError } from '../../../src/sys/caller-view';
+import { fileId } from '../../../src/sys/file-id';
 import { CallerViews } from '../../../src/sys/caller-views';
 
 describe('CallerViews', () => {
