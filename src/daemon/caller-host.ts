@@ -5,8 +5,7 @@ import type { CommandDeps } from '../commands/deps';
 import type { Logger } from '../log';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { CniPlugin } from '../cni/requests';
-import { CallerViewError, type CallerView } from '../sys/caller-view';
-import type { CallerViews } from '../sys/caller-views';
+import { CallerViewError, type CallerView, type CallerViews } from '../sys/caller-view';
 
 /** The process that sent a CNI request: its pid (SO_PEERCRED, 0 when not visible) and whether it still waits. */
 export interface Caller {

@@ -5,7 +5,7 @@
 // only a deferred wait keeps the pod's sockets, and it ends once the netns
 // path is gone or replaced.
 import type { Logger } from '../log';
-import type { CallerViews } from '../sys/caller-views';
+import type { CallerViews } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import type { FrameBudget } from '../announce/frame-budget';
 import type { AddressConflict } from '../announce/conflict-probe';

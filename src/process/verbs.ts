@@ -20,7 +20,7 @@ import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { loadNodeSettings } from '../daemon/settings';
 import { parseListenAddress } from '../sys/tcp-socket';
 import { stampFd } from '../sys/progress-stamp';
-import { CallerViews } from '../sys/caller-views';
+import { CallerViews } from '../sys/caller-view';
 import { fileIdAt, sameFile } from '../sys/file-id';
 import { jobLogInView } from '../daemon/caller-host';
 import type { ProcessWiring } from './wiring';
