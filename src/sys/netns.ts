@@ -17,7 +17,6 @@ import { openRtnl, type Rtnl } from './rtnl';
 import { openRtnlEvents, type RtnlEvents } from './rtnl-events';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, sysErrorFrom } from './sys-error';
-import { nsTypeName } from './ns-types';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -223,4 +222,21 @@ function readSysctlFlag(file: string): boolean {
   } catch {
     return false; // IPv6 disabled in the pod
   }
+}
+
+/** Each namespace type: its CLONE_NEW* number and its name in messages. */
+const NS_TYPES: readonly { type: number; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, name: 'time' },
+  { type: ABI.CLONE_NEWNS, name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, name: 'user' },
+  { type: ABI.CLONE_NEWPID, name: 'pid' },
+  { type: ABI.CLONE_NEWNET, name: 'network' },
+];
+
+/** The name of namespace type `type` (a CLONE_NEW* number), e.g. `mount`, or its number in hex. */
+function nsTypeName(type: number): string {
+  return NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`;
 }
