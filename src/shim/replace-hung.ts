@@ -13,7 +13,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from '../path';
 import { DAEMON_LOCK } from '../state-files';
 import { fileIdOf, sameFile, type FileId } from '../sys/file-id';
-import { flockHolder } from './lock-holder';
+import { flockHolder } from '../sys/lock-holder';
 
 /** An announcer whose progress stamp is older than this has made no progress: it may be replaced. */
 export const HUNG_AFTER_MS = 10_000;
@@ -67,7 +67,7 @@ export async function replaceHung(deps: ReplaceDeps, stateDir: string): Promise<
 
 /** The facts of the real process: /proc/locks, /proc/PID/exe, /proc/self/exe and the lock file. */
 export async function realFacts(stateDir: string): Promise<HolderFacts> {
-  const lock = await stat(join(stateDir, DAEMON_LOCK));
+  const lock = await stat(join(stateDir, DAEMON_LOCK), { bigint: true });
   const pid = flockHolder(await readFile('/proc/locks', 'utf8'), lock.dev, lock.ino);
   const own = await stat('/proc/self/exe');
   const exe = pid === undefined ? undefined : await stat(`/proc/${pid}/exe`).catch(() => undefined);
@@ -75,7 +75,7 @@ export async function realFacts(stateDir: string): Promise<HolderFacts> {
     pid,
     exe: exe && fileIdOf(exe),
     ownExe: fileIdOf(own),
-    stampedAt: lock.mtimeMs,
+    stampedAt: Number(lock.mtimeNs) / 1e6,
   };
 }
 
