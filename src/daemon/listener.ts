@@ -2,8 +2,7 @@
 // pause after accept(2) fails), and the cut-off when the announcer stops.
 import type { Timers } from '../announce/timers';
 import { unlinkIfPresent } from '../sys/safe-file';
-import type { UnixSockets } from '../sys/unix-socket';
-import { withSocketAddress } from './paths';
+import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 
 /**
  * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and

@@ -1,26 +1,11 @@
 // The announcer's socket address and lifetime lock in stateDir (their names: src/state-files.ts).
-import { closeSync, openSync } from 'node:fs';
+import { openSync } from 'node:fs';
 import { join } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
-import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
-import { ANNOUNCER_SOCKET, DAEMON_LOCK } from '../state-files';
+import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
+import { DAEMON_LOCK } from '../state-files';
 
-const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
-
-/**
- * Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an
- * O_PATH fd of stateDir.
- */
-export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
-  const direct = join(stateDir, ANNOUNCER_SOCKET);
-  if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
-  const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-  try {
-    return use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
-  } finally {
-    closeSync(dir);
-  }
-}
+const { O_CREAT, O_NOFOLLOW, O_RDWR } = ABI;
 
 /** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
 export function openDaemonLock(stateDir: string): number {
