@@ -3,7 +3,6 @@
 // for the DaemonSet; `status` and `announce`, for operators on a node; `schema`, for editors.
 import { writeSync } from 'node:fs';
 import { install, INSTALL_USAGE, INSTALL_VERB } from './commands/install';
-import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
 import { realTimers } from './process/real-timers';
@@ -17,7 +16,7 @@ import { SCHEMA_USAGE, SCHEMA_VERB } from './commands/schema-verb';
 import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
-import { readSmallFile, replaceFile } from './sys/safe-file';
+import { dirProblem, installFile, readSmallFile, removeStaleTemps, replaceFile } from './sys/safe-file';
 
 /** The verbs runVerb handles, each with its usage line and what it does (`announcer --help` lists them). */
 export const CLI_VERBS: readonly { verb: string; usage: string; what: string }[] = [
