@@ -13,8 +13,7 @@ import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
 import { frameReceiver, type FrameReceiver } from './frame-receiver';
 import { packetSocket, type PacketSocket } from './packet-socket';
-import { openRtnl, type Rtnl } from './rtnl';
-import { openRtnlEvents, type RtnlEvents } from './rtnl-events';
+import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, sysErrorFrom } from './sys-error';
 

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
 import type { FrameReceiver } from '../../src/sys/frame-receiver';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
-import type { RtnlEvents } from '../../src/sys/rtnl-events';
+import type { RtnlEvents } from '../../src/sys/rtnl';
 import { fakeLibc } from './fake-libc';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
 import { ManualTimers, settle } from './manual-timers';
