@@ -11,8 +11,7 @@ import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } fr
 import { ABI } from './abi/kernel-abi';
 import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
-import { frameReceiver, type FrameReceiver } from './frame-receiver';
-import { packetSocket, type PacketSocket } from './packet-socket';
+import { frameReceiver, packetSocket, type FrameReceiver, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, sysErrorFrom } from './sys-error';

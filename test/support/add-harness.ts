@@ -12,7 +12,7 @@ import type { SocketOpener } from '../../src/announce/session';
 import type { FirstRoundReport } from '../../src/announce/job-host';
 import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
-import type { FrameReceiver } from '../../src/sys/frame-receiver';
+import type { FrameReceiver } from '../../src/sys/packet-socket';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { RtnlEvents } from '../../src/sys/rtnl';
 import { fakeLibc } from './fake-libc';
