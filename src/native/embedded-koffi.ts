@@ -3,7 +3,7 @@
 // entry is bundled: its search of node_modules paths, its deprecation shims and the `node:*` modules it
 // loads. Under vitest, loadKoffi takes koffi from node_modules instead.
 import addonFile from 'cni-announcer:koffi-addon' with { type: 'file' };
-import { loadKoffiAddon } from './koffi-addon';
+import { loadKoffiAddon } from './load-addon';
 
 // koffi's version, written in by the build (the bundler's `define`): the addon must be that one.
 declare const __KOFFI_VERSION__: string;
