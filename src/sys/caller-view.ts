@@ -51,7 +51,7 @@ export class CallerViewError extends Error {
 }
 
 /** Views held at most; past it the least recently used is closed (its jobs fall back as after a hand-over). */
-export const MAX_HELD_VIEWS = 64;
+const MAX_HELD_VIEWS = 64;
 
 /** Opens and keeps the views of the processes that send requests. */
 export class CallerViews {

@@ -2,7 +2,7 @@
 // change notifications read without waiting (RtnlEvents). A socket belongs to the
 // netns it was opened in (see netns.ts); this file never switches. Requests block,
 // bounded by a deadline: the kernel answers at once, so a request holds up the
-// announcer's loop no longer than that (REQUEST_TIMEOUT_MS when a reply is lost).
+// announcer's loop at most that long (REQUEST_TIMEOUT_MS when a reply is lost).
 import { parseRoute, routeDumpPayload, RTM_GETROUTE, type RouteEntry } from '../wire/route';
 import {
   addressDumpPayload,
@@ -114,14 +114,14 @@ export class Rtnl {
   }
 
   /**
-   * The FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0, or undefined (one get; Linux 5.0, older kernels refuse it
-   * with EOPNOTSUPP).
+   * The FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP
+   * before).
    */
   fdbEntry(bridgeIndex: number, mac: Uint8Array): NeighEntry | undefined {
     return this.getNeigh(`RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`, fdbGetPayload(bridgeIndex, mac));
   }
 
-  /** The neighbour entry of `dst` on link `index`, or undefined (one get; Linux 5.0, older ones: EOPNOTSUPP). */
+  /** The neighbour entry of `dst` on link `index`, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP before). */
   neighbour(family: number, index: number, dst: Uint8Array): NeighEntry | undefined {
     return this.getNeigh(`RTM_GETNEIGH family ${family} on ifindex ${index}`, neighGetPayload(family, index, dst));
   }
