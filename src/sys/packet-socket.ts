@@ -32,19 +32,30 @@ export function sockaddrLl(ifindex: number, frame: Uint8Array): Buffer {
 
 /** Wraps an already-open packet socket fd. */
 export function packetSocket(libc: Libc, fd: number): PacketSocket {
-  let open = true;
+  const socket = ownedFd(libc, fd, 'packet socket');
   return {
-    send(ifindex, frame) {
-      if (!open) throw new Error('packet socket is closed');
-      libc.sendto(fd, frame, sockaddrLl(ifindex, frame));
-    },
+    send: (ifindex, frame) => void libc.sendto(socket.live(), frame, sockaddrLl(ifindex, frame)),
+    close: socket.close,
+    release: socket.release,
+  };
+}
+
+/** An fd held until closed (once) or released; `live` hands it out until then, and throws after. */
+function ownedFd(libc: Libc, fd: number, what: string): { live(): number; close(): void; release(): number } {
+  let open = true;
+  const live = (): number => {
+    if (!open) throw new Error(`${what} is closed`);
+    return fd;
+  };
+  return {
+    live,
     close() {
       if (!open) return;
       open = false;
       libc.close(fd);
     },
     release() {
-      if (!open) throw new Error('packet socket is closed');
+      live();
       open = false;
       return fd;
     },
@@ -74,27 +85,13 @@ export interface ReceivedFrame {
 
 /** Wraps an already-open, bound receiver fd (from Libc.openReceiver). */
 export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameReceiver {
-  let open = true;
-  const live = (): void => {
-    if (!open) throw new Error('frame receiver is closed');
-  };
+  const socket = ownedFd(libc, fd, 'frame receiver');
   return {
     ifindex,
     fd,
-    receive(buf) {
-      live();
-      return libc.recvNow(fd, buf);
-    },
-    close() {
-      if (!open) return;
-      open = false;
-      libc.close(fd);
-    },
-    release() {
-      live();
-      open = false;
-      return fd;
-    },
+    receive: (buf) => libc.recvNow(socket.live(), buf),
+    close: socket.close,
+    release: socket.release,
   };
 }
 

@@ -63,21 +63,18 @@ export function tempNameFor(name: string): string {
 }
 
 /**
- * Replaces `dir/name` with `data` atomically: a new temporary file in `dir`
- * created with O_CREAT|O_EXCL|O_NOFOLLOW (so a planted file or symlink of that
- * name is never opened, let alone truncated), filled, then renamed over `name`.
- * On any failure (ENOSPC, EDQUOT, EIO…) the temporary file is removed before
- * the error is rethrown, so nothing is left behind.
+ * Puts a new file at `target` atomically: the temporary file `tmp`, next to it, is created with
+ * O_CREAT|O_EXCL|O_NOFOLLOW and `mode` (so a planted file or symlink of that name is never opened,
+ * let alone truncated), filled by `fill`, then renamed over `target`. On any failure (ENOSPC,
+ * EDQUOT, EIO…) `tmp` is removed before the error is rethrown, so nothing is left behind.
  */
-export function replaceFile(dir: string, name: string, data: string, mode = 0o600): string {
-  const target = join(dir, name);
-  const tmp = join(dir, tempNameFor(name));
-  const fd = openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+function renameIntoPlace(tmp: string, target: string, mode: number, fill: (fd: number) => void): void {
+  let fd: number | undefined = openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
   try {
-    writeAll(fd, Buffer.from(data));
+    fill(fd);
     closeSync(fd);
+    fd = undefined;
     renameSync(tmp, target);
-    return target;
   } catch (err) {
     closeQuietly(fd);
     try {
@@ -87,6 +84,13 @@ export function replaceFile(dir: string, name: string, data: string, mode = 0o60
     }
     throw err;
   }
+}
+
+/** Replaces `dir/name` with `data` atomically (see renameIntoPlace), through a temporary name of tempNameFor's. */
+export function replaceFile(dir: string, name: string, data: string, mode = 0o600): string {
+  const target = join(dir, name);
+  renameIntoPlace(join(dir, tempNameFor(name)), target, mode, (fd) => writeAll(fd, Buffer.from(data)));
+  return target;
 }
 
 /**
@@ -245,11 +249,10 @@ export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, no
 /**
  * Installs a copy of `source` as `dir/name` with `mode`, atomically, so that a runtime may exec it at any moment
  * (kubelet and runtimes exec /opt/cni/bin/* whenever a pod starts: a plain copy in place could be exec'd half-written,
- * or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (O_EXCL|O_NOFOLLOW, so nothing
- * planted there is followed or reused) is written, chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is
- * fsync'd. A reader sees the old file or the new one, never a part. Does nothing when `dir/name` already is a regular
- * file with those bytes and mode. On failure the temporary file is removed and the error (with its errno code) is
- * thrown.
+ * or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (see renameIntoPlace) is written,
+ * chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is fsync'd. A reader sees the old file or the new one,
+ * never a part. Does nothing when `dir/name` already is a regular file with those bytes and mode. On failure the error
+ * (with its errno code) is thrown.
  */
 export function installFile(source: string, dir: string, name: string, mode: number): InstallOutcome {
   const src = openSync(source, O_RDONLY);
@@ -257,12 +260,7 @@ export function installFile(source: string, dir: string, name: string, mode: num
     const size = fstatSync(src).size;
     const target = join(dir, name);
     if (sameContent(src, size, target, mode)) return 'unchanged';
-
-    const tmp = join(dir, `.${name}.tmp-${randomHex(6)}`);
-    const flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
-    let out: number | undefined = openSync(tmp, flags, 0o600);
-    let renamed = false;
-    try {
+    renameIntoPlace(join(dir, `.${name}.tmp-${randomHex(6)}`), target, 0o600, (out) => {
       const buf = Buffer.allocUnsafe(CHUNK);
       for (let pos = 0; ; pos += CHUNK) {
         const n = readFull(src, buf, pos);
@@ -271,20 +269,7 @@ export function installFile(source: string, dir: string, name: string, mode: num
       }
       fchmodSync(out, mode);
       fsyncSync(out);
-      closeSync(out);
-      out = undefined;
-      renameSync(tmp, target);
-      renamed = true;
-    } finally {
-      if (!renamed) {
-        closeQuietly(out);
-        try {
-          unlinkSync(tmp);
-        } catch {
-          // Already gone.
-        }
-      }
-    }
+    });
     fsyncDir(dir);
     return 'installed';
   } finally {
