@@ -48,8 +48,8 @@ function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
 interface CallChecks {
   /** The return value; SysError(operation, errno) when negative. */
   check(operation: string, rc: number | bigint): number;
-  /** check, but undefined when nothing is pending (EAGAIN, and EINTR unless `eintrFails`). */
-  unlessPending(operation: string, rc: number | bigint, eintrFails?: boolean): number | undefined;
+  /** check, but undefined when nothing is pending (EAGAIN, EINTR). */
+  unlessPending(operation: string, rc: number | bigint): number | undefined;
   /** The fd `work` returns; closed when `work` throws. */
   closing(fd: number, work: (fd: number) => void): number;
 }
@@ -63,10 +63,10 @@ function callChecks(errno: () => number, close: (fd: number) => unknown): CallCh
   };
   return {
     check,
-    unlessPending(operation, rc, eintrFails = false) {
+    unlessPending(operation, rc) {
       if (Number(rc) >= 0) return Number(rc);
       const e = errno();
-      if (e === EAGAIN || (e === EINTR && !eintrFails)) return undefined;
+      if (e === EAGAIN || e === EINTR) return undefined;
       throw new SysError(operation, e);
     },
     closing(fd, work) {
