@@ -7,7 +7,7 @@ SOURCES := $(shell find src scripts/build -name '*.ts') scripts/build.mjs packag
 ARCH ?= x64
 ANNOUNCER := bin/announcer$(if $(filter-out x64,$(ARCH)),-$(ARCH))
 
-.PHONY: all build install deps system-deps typecheck lint format test test-unit test-integration demo bench bench-mass bench-cri mutation clean image image-archive
+.PHONY: all build install deps system-deps typecheck lint format test test-unit test-integration demo bench bench-mass bench-cri soak mutation clean image image-archive
 
 all: build
 
@@ -74,6 +74,10 @@ bench-mass: deps system-deps build
 ## bench-cri: 40 pod sandboxes at once through a private containerd's CRI, bridge alone vs. bridge + announcer cold and warm; median RunPodSandbox and the ratio (needs root; 2 to 4 minutes; BENCH_PODS=N BENCH_CRI_RUNS=N)
 bench-cri: deps system-deps build
 	npx vite-node -c scripts/bench/vite-node.config.ts scripts/bench/cri.ts
+
+## soak: the fault soak (issue 34): pods churn through the announcer while a seeded chaos schedule SIGTERMs, SIGKILLs, SIGSTOPs, idles, upgrades and replaces it; tshark and the CNI results are the oracle, printed as tables (needs root; SOAK_S=N seconds, default 90; SOAK_SEED=N repeats a run's choices; SOAK_WORKERS=N)
+soak: deps system-deps build
+	npx vite-node scripts/soak/main.ts
 
 ## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
 mutation: deps

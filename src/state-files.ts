@@ -6,6 +6,7 @@
 //   announcer-start.marker          a start in progress        the shim that starts one  the announcer, listening;
 //                                                                                        the shim, failing
 //   announcer-daemon.flock          the announcer's lifetime   the announcer             never (it is reused)
+//   announcer-resident.flock        a resident's lifetime      a resident announcer      never (it is reused)
 //   announcer-handover              bursts handed over         the announcer             the next announcer
 //   announcer.conf                  node settings              announcer install         the operator
 //   <containerId>@<ifname>.json,    an attachment's record     the announcer             DEL, GC
@@ -23,6 +24,11 @@ export const ANNOUNCER_SOCKET = 'announcer.sock';
 export const START_MARKER = 'announcer-start.marker';
 /** Held (flock) by the running background announcer for its whole life: at most one per stateDir. */
 export const DAEMON_LOCK = 'announcer-daemon.flock';
+/**
+ * Held (flock) by a resident announcer (the DaemonSet's) for its whole life: while it is held, an announcer a shim
+ * started leaves the calls to the resident one instead of racing it for DAEMON_LOCK.
+ */
+export const RESIDENT_LOCK = 'announcer-resident.flock';
 /** What an announcer that hands over (src/daemon/handing-over.ts) leaves to the next one: how far each burst got. */
 export const HANDOVER_FILE = 'announcer-handover';
 /** The node settings file (JSON, root's, 0600), written by `announcer install --state-dir`. */

@@ -5,6 +5,7 @@
 // The schemas are built on first use, not when the module loads: an announcer's start with no record
 // and a cold ADD check none (cold ADDs, 40 to 50 a build, interleaved, three runs: 2.2 to 4.0 ms
 // sooner with these and protocol.ts's reply schema built late).
+import type { GatewayVerdict } from './gateway-verdict';
 import { optional, refine, z } from 'zod/mini';
 import { once } from '../once';
 import { LOG_LEVELS, OPTIONS } from '../cni/option-schema';
@@ -101,4 +102,10 @@ export function checkRecord(value: unknown): RecordCheck {
 export function checkJob(value: unknown): BackgroundJob | undefined {
   const checked = check(backgroundJob(), value);
   return checked.ok ? checked.value : undefined;
+}
+
+/** A gateway check's verdict that passed the schema (as a record's `gateway` would), else undefined. */
+export function checkGatewayVerdict(value: unknown): GatewayVerdict | undefined {
+  const checked = check(gatewayVerdictSchema(), value);
+  return checked.ok ? (checked.value as GatewayVerdict) : undefined;
 }

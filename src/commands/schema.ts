@@ -1,11 +1,13 @@
 // `announcer schema`: the JSON Schema of the plugin's entry in a conflist, for editors and NAD
 // tooling. zod's own toJSONSchema makes it from the schemas parseConfig checks with (OPTIONS):
-// types, ranges, choices, patterns and defaults. Checks written as functions (an interface
-// name's rules) are not in it; the plugin still applies them.
+// types, ranges, choices, patterns and defaults. What JSON Schema cannot express, its descriptions
+// name (schema-docs.ts): the rules across fields (the burst cap, the configs onUnavailable skip is
+// refused with) in the entry's own, and an interface name's rules, checked by a function, in that
+// of interfaces. The plugin applies them all.
 import { optional, toJSONSchema } from 'zod/mini';
 import { optionFields } from '../cni/option-schema';
 import { bool, obj, str } from '../cni/zod-checks';
-import { OPTION_DOCS } from './schema-docs';
+import { ENTRY_DOC, OPTION_DOCS } from './schema-docs';
 import { SCHEMA_VERB } from './schema-verb';
 
 /**
@@ -29,7 +31,7 @@ export function entryJsonSchema(): Record<string, unknown> {
   const { $schema, ...rest } = schema;
   for (const [key, description] of Object.entries(OPTION_DOCS))
     schema.properties[key] = { description, ...schema.properties[key] };
-  return { $schema, title: 'cni-announcer', description: "The announcer's entry in a CNI conflist's plugins", ...rest };
+  return { $schema, title: 'cni-announcer', description: ENTRY_DOC, ...rest };
 }
 
 /** Prints the schema on `out`; 2 when given arguments. */

@@ -48,6 +48,8 @@ export interface DaemonDeps
   commands(host: CommandHost): CniRunner;
   /** Says once that the announcer listens, to whoever started it (--ready-fd). */
   ready?(): void;
+  /** Its threads in another netns than the main thread's (src/sys/netns.ts): one born in a pod's keeps it alive. */
+  threadsInOtherNetns(): { tid: number; comm: string }[];
 }
 
 /** What the announcer gives the commands it runs: its loop's waits, its table of work, its closer. */

@@ -70,10 +70,12 @@ class Daemon {
   private readonly metricsFile: MetricsFile;
   private http: HttpEndpoint | undefined;
 
-  constructor(
-    private readonly deps: DaemonDeps,
-    lockFd: number,
-  ) {
+  private readonly deps: DaemonDeps;
+  /** Entries into a pod's netns so far; `checkedAt`, how many there were at the last look for stray threads. */
+  private entries = 0;
+  private checkedAt = 0;
+
+  constructor(deps: DaemonDeps, lockFd: number) {
     this.settings = deps.settings;
     const metricsDeps = {
       now: () => deps.timers.now(),
@@ -87,6 +89,19 @@ class Daemon {
     this.closer = new BackgroundCloser(calls, (fd, error) => this.failed('cannot close a socket', error, { fd }));
     const closeInBackground = (fd: number): void => this.closer.close(fd);
     this.waits = new LoopWaits(() => deps.timers.now());
+    // Every entry into a pod's netns is counted: a turn that entered one looks for a thread born there (turnEnded).
+    const open = deps.open;
+    const entering = <T>(enter: () => T): T => (this.entries++, enter());
+    deps = {
+      ...deps,
+      open: {
+        pod: (netns) => entering(() => open.pod(netns)),
+        host: (netns, groups) =>
+          netns === undefined ? open.host(netns, groups) : entering(() => open.host(netns, groups)),
+        receivers: (netns, ifindexes, ethertype) => entering(() => open.receivers(netns, ifindexes, ethertype)),
+      },
+    };
+    this.deps = deps;
     const attachmentLock = new MemoryLocks((ms) => this.waits.sleep(ms)).take;
     const written = new RecordMemory();
     const gateway = { observeGatewayAnswer: (seconds: number) => this.metrics.observeGatewayAnswer(seconds) };
@@ -172,6 +187,7 @@ class Daemon {
         this.failed('announcer turn failed', err);
         this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
       }
+      this.lookForStrayThreads();
       // Idle time starts when the last work ends, not before the turn's wait (up to CHECK_MS) that ended it.
       const active = busy || this.jobs.size > 0 || this.control.busy || this.control.accepted !== accepted;
       if (active) idleSince = this.deps.timers.now();
@@ -180,6 +196,21 @@ class Daemon {
     this.handedOver = progress.size;
     if (progress.size > 0)
       this.guard('cannot write the hand-over', () => writeHandover(this.deps.stateDir, progress), undefined);
+  }
+
+  /**
+   * After a turn that entered a pod's netns: a thread born there keeps that netns alive for as long as it lives, so
+   * this announcer hands over to a fresh one (whose threads are all in the host's netns).
+   */
+  private lookForStrayThreads(): void {
+    if (this.entries === this.checkedAt || this.stopping) return;
+    this.checkedAt = this.entries;
+    const threads = this.guard('cannot look at the threads', () => this.deps.threadsInOtherNetns(), []);
+    if (threads.length === 0) return;
+    this.failed('a thread born inside a pod netns keeps it alive: handing over to a fresh announcer', undefined, {
+      threads: threads.map((t) => `${t.tid} (${t.comm})`),
+    });
+    this.stop('handing over: a thread of this announcer is in a pod netns');
   }
 
   /** Stops on a signal, or once idle (no work, no client) for idleExitMs since `idleSince` (never when resident). */

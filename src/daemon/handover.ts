@@ -7,14 +7,19 @@
 import { readFileSync } from 'node:fs';
 import { join } from '../path';
 import type { BackgroundJob } from '../announce/background-job';
-import { checkJob } from '../announce/record-schema';
+import type { GatewayVerdict } from '../announce/gateway-verdict';
+import { checkGatewayVerdict, checkJob } from '../announce/record-schema';
 import { replaceFile, unlinkIfPresent } from '../sys/safe-file';
 import { HANDOVER_FILE } from '../state-files';
 
-/** A burst handed over: its job as the record holds it, and the index of its next round. */
+/**
+ * A burst handed over: its job as the record holds it, the index of its next round, and its gateway check's verdict so
+ * far (the record gets it only once the check is over).
+ */
 export interface HandedOver {
   job: BackgroundJob;
   next: number;
+  gateway?: GatewayVerdict | undefined;
 }
 
 /** Writes the bursts in progress for the next announcer. */
@@ -37,10 +42,11 @@ export function takeHandover(stateDir: string): Map<string, HandedOver> {
   if (value === null || typeof value !== 'object') return taken;
   for (const [name, entry] of Object.entries(value as Record<string, unknown>)) {
     if (entry === null || typeof entry !== 'object') continue;
-    const { job, next } = entry as Record<string, unknown>;
+    const { job, next, gateway } = entry as Record<string, unknown>;
     const checked = checkJob(job);
-    if (checked && Number.isInteger(next) && (next as number) >= 1)
-      taken.set(name, { job: checked, next: next as number });
+    if (!checked || !Number.isInteger(next) || (next as number) < 1) continue;
+    const verdict = gateway === undefined ? undefined : checkGatewayVerdict(gateway);
+    taken.set(name, { job: checked, next: next as number, ...(verdict ? { gateway: verdict } : {}) });
   }
   return taken;
 }

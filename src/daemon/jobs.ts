@@ -82,8 +82,10 @@ export class Jobs {
       if (record.gateway) this.settled.set(name, settledStatus(record, record.gateway));
       if (!hasJob(record)) continue;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, record.job)) this.schedule(name, record, 'handed over', handed.next);
-      else this.schedule(name, record, 'recovered');
+      if (handed && sameJob(handed.job, record.job)) {
+        const gateway = handed.gateway ?? record.gateway;
+        this.schedule(name, { ...record, gateway }, 'handed over', handed.next);
+      } else this.schedule(name, record, 'recovered');
     }
   }
 
@@ -103,7 +105,7 @@ export class Jobs {
     const out = new Map<string, HandedOver>();
     for (const w of this.works.values())
       if (!w.deferred && w.firstRoundAt !== undefined)
-        out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next });
+        out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next, gateway: w.gateway?.verdict });
     return out;
   }
 

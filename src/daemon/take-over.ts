@@ -1,10 +1,13 @@
 // Taking stateDir's announcer lock (flock, held for the announcer's life). An
 // announcer a shim started gives up when another one listens (two shims
-// started one each). A resident one (the DaemonSet's) asks the one that
-// listens to hand over, as an upgrade would, and waits for the lock as long
-// as it takes: running commands end first. A resident one never hands over
-// to another resident one: that one is told so and exits. Every wait here is
-// a poll(2) on the holder's pidfd (src/sys/lock-holder.ts): it ends when the
+// started one each). A resident one (the DaemonSet's) first takes the resident
+// lock, which it holds for its whole life, then asks the one that listens to
+// hand over, as an upgrade would, and waits for the announcer lock as long as
+// it takes. While a resident holds its lock, an announcer a shim started never
+// takes the announcer lock: it waits for the resident to listen, and leaves the
+// calls to it (else the two would race for the lock each time a resident asks).
+// A second resident one finds the first serving and exits. Every wait on a
+// holder is a poll(2) on its pidfd (src/sys/lock-holder.ts): it ends when the
 // holder exits, not at the next tick of a timer.
 import { closeSync } from 'node:fs';
 import type { Logger } from '../log';
@@ -12,7 +15,7 @@ import type { Timers } from '../announce/timers';
 import type { HolderWait } from '../sys/lock-holder';
 import type { TryLock } from '../sys/libc';
 import type { UnixSockets } from '../sys/unix-socket';
-import { openDaemonLock, someoneListens } from './paths';
+import { openDaemonLock, openResidentLock, someoneListens } from './paths';
 import { RESIDENT_REFUSAL } from './protocol';
 
 /** How long an announcer a shim started waits for one that is exiting (or handing over) to let go of the lock. */
@@ -48,20 +51,63 @@ export type TakeOver = 'taken' | 'served' | 'resident';
 
 /**
  * Runs `serve` once the announcer lock of stateDir is taken (see the top of this file), with the fd the lock is held
- * on; the lock goes when it returns.
+ * on; the locks go when it returns.
  */
 export async function withDaemonLock(deps: TakeOverDeps, serve: (lockFd: number) => Promise<void>): Promise<TakeOver> {
-  const lockFd = openDaemonLock(deps.stateDir);
+  let residentFd: number | undefined = openResidentLock(deps.stateDir);
   try {
-    const took = await takeDaemonLock(deps, lockFd);
-    if (took === 'taken') await serve(lockFd);
-    return took;
-  } finally {
-    try {
-      closeSync(lockFd); // releases the lock
-    } catch {
-      // close(2) releases the lock even when it reports an error
+    const turn = deps.resident ? await takeResidentLock(deps, residentFd) : leaveToResident(deps, residentFd);
+    if (turn !== 'taken') return turn;
+    if (!deps.resident) {
+      closeQuietly(residentFd); // no resident one: its lock, just taken, is not ours to hold
+      residentFd = undefined;
     }
+    const lockFd = openDaemonLock(deps.stateDir);
+    try {
+      const took = await takeDaemonLock(deps, lockFd);
+      if (took === 'taken') await serve(lockFd);
+      return took;
+    } finally {
+      closeQuietly(lockFd);
+    }
+  } finally {
+    if (residentFd !== undefined) closeQuietly(residentFd);
+  }
+}
+
+/** close(2), which releases a lock on the fd even when it reports an error. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // released all the same
+  }
+}
+
+/**
+ * The resident lock, for a resident announcer: taken, or 'resident' when another resident one holds it and serves.
+ * One that holds it and does not listen (a resident stopping, or one waiting for the announcer lock) is waited for.
+ */
+async function takeResidentLock(deps: TakeOverDeps, residentFd: number): Promise<TakeOver> {
+  while (!deps.tryLock(residentFd)) {
+    if (someoneListens(deps.stateDir, deps.sockets)) return 'resident';
+    deps.waitForHolder(residentFd, ASK_AGAIN_MS, LOCK_POLL_MS);
+  }
+  return 'taken';
+}
+
+/**
+ * For an announcer a shim started: 'taken' (go on to the announcer lock) when no resident one holds the resident
+ * lock; else it waits, up to LOCK_WAIT_MS, for the resident to listen (or to let go of its lock), and leaves the calls
+ * to it ('served').
+ */
+function leaveToResident(deps: TakeOverDeps, residentFd: number): TakeOver {
+  const start = deps.timers.now();
+  for (;;) {
+    if (deps.tryLock(residentFd)) return 'taken';
+    const left = LOCK_WAIT_MS - (deps.timers.now() - start);
+    if (someoneListens(deps.stateDir, deps.sockets) || left <= 0) return 'served';
+    deps.waitForHolder(residentFd, Math.min(left, LOCK_POLL_MS), LOCK_POLL_MS);
   }
 }
 

@@ -5,6 +5,7 @@ import { closeSync, writeSync } from 'node:fs';
 import { basename, dirname } from '../path';
 import { CLI_VERBS, runVerb } from '../cli';
 import { netnsSockets } from '../announce/session';
+import { threadsInOtherNetns } from '../sys/netns';
 import { cniRunner } from '../daemon/cni-host';
 import { runDaemon } from '../daemon/daemon';
 import type { DaemonDeps } from '../daemon/daemon-deps';
@@ -158,6 +159,7 @@ function realDaemonDeps(
     build: BUILD_ID,
     executableReplaced: () => !sameFile(fileIdAt(process.execPath), started),
     stampProgress: (fd) => stampFd(fd, Date.now()),
+    threadsInOtherNetns,
     commands: (host) =>
       cniRunner({
         libc,

@@ -1,9 +1,9 @@
 // Pure: what a CNI call returns when the node's announcer cannot answer it (absent and unable to
 // start, hung past the request's deadline, gone mid-request, refusing). ADD and CHECK fail with
 // code 11 naming the announcer's pid and what was waited for, unless the network says
-// `onUnavailable: skip` (ADD then returns prevResult unannounced). DEL and GC never fail for it:
-// the spec asks DEL to succeed as far as it can, and libcni stops a chain at its first failing DEL.
-// STATUS says code 50 while an ADD would fail.
+// `onUnavailable: skip` (ADD then returns prevResult unannounced, CHECK and STATUS exit 0, each
+// with a WARN). DEL and GC never fail for it: the spec asks DEL to succeed as far as it can, and
+// libcni stops a chain at its first failing DEL. STATUS says code 50 while an ADD would fail.
 import { onUnavailableOf } from './wire';
 
 /** Why the announcer did not answer: its stateDir, what happened, and the pid holding its lock (if known). */

@@ -7,8 +7,14 @@ import { existsSync, readlinkSync } from 'node:fs';
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
- * The environment of a detached process: PATH alone. It outlives the command that starts it, so it
- * must carry nothing of one call: not a pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS, nor CNI_COMMAND,
+ * JavaScriptCore's parallel GC markers off: they are threads made on demand, and one made while the announcer is inside
+ * a pod's netns would be born there and keep it alive (src/sys/netns.ts).
+ */
+export const ANNOUNCER_RUNTIME_ENV = 'BUN_JSC_numberOfGCMarkers=1';
+
+/**
+ * The environment of a detached process: PATH and ANNOUNCER_RUNTIME_ENV alone. It outlives the command that starts
+ * it, so it must carry nothing of one call: not a pod's CNI_CONTAINERID, CNI_NETNS or CNI_ARGS, nor CNI_COMMAND,
  * which would make it a plugin call again were it to run itself, nor the runtime's own variables
  * (containerd passes `LD_LIBRARY_PATH=<opt>/lib:`, whose empty entry means the current directory).
  * Under a user-mode emulator (userModeEmulator) its own QEMU_* settings go along too: the child runs
@@ -18,7 +24,7 @@ export function detachedEnv(env: Readonly<Record<string, string | undefined>>, e
   const emulator = emulated
     ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : []))
     : [];
-  return [`PATH=${env.PATH || DEFAULT_PATH}`, ...emulator];
+  return [`PATH=${env.PATH || DEFAULT_PATH}`, ANNOUNCER_RUNTIME_ENV, ...emulator];
 }
 
 /**

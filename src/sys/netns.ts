@@ -1,13 +1,20 @@
 // The only place that switches network namespaces.
 //
-// Why it is built this way: setns(2) moves only the calling thread. Node runs
-// our JS on the main thread, but libuv's pool threads (fs, dns, crypto) stay in
-// the host netns, and any `await` lets other callbacks run while switched. So
-// we switch the main thread in, synchronously create every socket we need
-// (netlink and AF_PACKET sockets stay bound to the netns they were created in),
-// read the sysctls we need, and switch straight back before returning. After
-// that, pod work happens through those sockets from the host netns.
-import { closeSync, fstatSync, openSync, readFileSync, statSync, statfsSync } from 'node:fs';
+// Why it is built this way: setns(2) moves only the calling thread. Our JS runs
+// on the main thread, but the runtime's other threads stay in the host netns,
+// and any `await` lets other callbacks run while switched. So we switch the main
+// thread in, synchronously create every socket we need (netlink and AF_PACKET
+// sockets stay bound to the netns they were created in), read the sysctls we
+// need, and switch straight back before returning. After that, pod work happens
+// through those sockets from the host netns.
+//
+// A thread the runtime creates while the main thread is in a pod's netns is born
+// there, and keeps that netns alive as long as it lives: JavaScriptCore's parallel
+// GC markers are such threads, made on demand. The announcer runs without them
+// (BUN_JSC_numberOfGCMarkers=1, in the environment of whoever starts it:
+// src/sys/detached.ts, deploy/daemonset.yaml), and threadsInOtherNetns tells it
+// when a thread was born in a pod's netns all the same.
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
@@ -220,6 +227,29 @@ function readSysctlFlag(file: string): boolean {
   } catch {
     return false; // IPv6 disabled in the pod
   }
+}
+
+/**
+ * The threads of this process in another netns than the calling thread's (one born while the main thread was in a
+ * pod's netns keeps that netns alive), each as its tid and name; none when /proc cannot tell.
+ */
+export function threadsInOtherNetns(): { tid: number; comm: string }[] {
+  let own;
+  try {
+    own = statSync(OWN_NETNS);
+  } catch {
+    return [];
+  }
+  const found: { tid: number; comm: string }[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      if (sameFile(statSync(`/proc/self/task/${tid}/ns/net`), own)) continue;
+      found.push({ tid: Number(tid), comm: readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() });
+    } catch {
+      // the thread has exited since the listing
+    }
+  }
+  return found;
 }
 
 /** Each namespace type: its CLONE_NEW* number and its name in messages. */

@@ -489,9 +489,10 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         },
       );
       expect(out.json, out.stderr).toMatchObject({ code: 105, msg: expect.stringMatching(/ENOSPC/) });
-      // Nothing of the attachment: only the announcer's own lock and socket.
+      // Nothing of the attachment: only the announcer's own locks and socket.
       const left = (/^left:(.*)$/m.exec(out.stderr)?.[1] ?? 'no listing').split(' ').filter((f) => f !== '');
-      expect(left.filter((f) => !['announcer-daemon.flock', DAEMON_SOCKET].includes(f))).toEqual([]);
+      const own = ['announcer-daemon.flock', 'announcer-resident.flock', DAEMON_SOCKET];
+      expect(left.filter((f) => !own.includes(f))).toEqual([]);
       expect(await processesOf(a.containerId)).toEqual([]);
       expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
       // The tmpfs went with the mount namespace: nothing is mounted on the host.

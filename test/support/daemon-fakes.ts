@@ -1,7 +1,7 @@
 // Fakes for the background announcer's unit tests: a pod behind an injected
 // socket opener, a scripted frame budget, a logger that keeps its lines, and
 // real records in a temporary stateDir (a plain file stands in for the netns).
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
@@ -218,4 +218,13 @@ export class ScriptedBudget {
 export function keptLog(): { log: Logger; lines: string[] } {
   const lines: string[] = [];
   return { log: createLogger((line) => lines.push(line), 'debug'), lines };
+}
+
+/** Whether `fd` is open on the resident lock (announcer-resident.flock): fakes of tryLock tell it from the others. */
+export function isResidentLock(fd: number): boolean {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`).endsWith('/announcer-resident.flock');
+  } catch {
+    return false;
+  }
 }

@@ -48,6 +48,9 @@ export class DaemonLoop {
   /** What the runner does with a command (by default: holds it in `commands` until the test ends it). */
   runner: (env: Record<string, string>, stdin: string, host: CommandHost, gate: Gate) => Promise<CommandOutcome>;
   replaced = false;
+  /** What threadsInOtherNetns answers (threads born in a pod's netns), and how often it was asked. */
+  strayThreads: { tid: number; comm: string }[] = [];
+  threadLooks = 0;
   /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
   readonly pollInTimeouts: number[] = [];
   /** When (monotonic ms) the loop stamped its progress, and on which fd. */
@@ -92,6 +95,7 @@ export class DaemonLoop {
       build: BUILD,
       executableReplaced: () => this.replaced,
       stampProgress: (fd) => void this.stamps.push({ at: this.timers.now(), fd }),
+      threadsInOtherNetns: () => (this.threadLooks++, this.strayThreads),
       commands: (host): CniRunner => {
         this.host = host;
         return (env, stdin, gate) => this.runner(env, stdin, host, gate);

@@ -11,7 +11,12 @@ import type { Scope } from './scope';
  * lock file, and its socket while one runs (every command leaves one running for idleExitMs; announcerLeftovers checks
  * that the socket goes with it). The frame budget has no file.
  */
-export const DAEMON_STATE_FILES: readonly string[] = ['announcer.conf', 'announcer-daemon.flock', 'announcer.sock'];
+export const DAEMON_STATE_FILES: readonly string[] = [
+  'announcer.conf',
+  'announcer-daemon.flock',
+  'announcer-resident.flock',
+  'announcer.sock',
+];
 
 /**
  * Names of the entries in stateDir (records and anything else) but

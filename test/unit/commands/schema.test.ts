@@ -1,7 +1,9 @@
 // `announcer schema` (src/commands/schema.ts): the conflist entry's JSON Schema, made by zod's
 // toJSONSchema. ajv (draft-07) checks with it every announcer entry this repository ships
 // (examples/, deploy/, README's conflists), refuses bad entries, and agrees with parseConfig
-// itself on every option's values: the schema and the plugin read the same OPTIONS.
+// itself on every option's values: the schema and the plugin read the same OPTIONS. What JSON Schema
+// cannot express (the rules across fields, an interface name's rules) its descriptions name: each
+// rule is tried with an entry the schema lets through and the plugin refuses.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +11,7 @@ import Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
+import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema-docs';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 
@@ -182,6 +185,66 @@ describe('the JSON Schema of `announcer schema`', () => {
         .map((v) => `${key}: ${JSON.stringify(v)}`),
     );
     expect(disagreements).toEqual([]);
+  });
+});
+
+describe('the rules the plugin enforces beyond JSON Schema', () => {
+  const schema = entryJsonSchema() as { description: string; properties: Record<string, { description: string }> };
+  const entry = schema.description;
+  const names = schema.properties.interfaces!.description;
+
+  // Each case: an entry the schema lets through and parseConfig refuses, where its rule is named, and how.
+  const namedRuleTitle = '%s: the schema lets it through, the plugin refuses it, and a description names the rule';
+  it.each([
+    ['the burst cap, on the conflist', { count: 10, intervalMs: 60000, backoff: 4 }, entry, [BURST_RULE]],
+    [
+      'the burst cap, with what a pod may change',
+      { podOverrides: ['count'], args: { cni: { announce: { count: 10 } } }, intervalMs: 60000, backoff: 2 },
+      entry,
+      ['again with what a pod may change (podOverrides)'],
+    ],
+    ['skip with an IP-derived MAC', { onUnavailable: 'skip', mac: 'ip-derived' }, entry, ['mac "ip-derived"']],
+    ['skip with conflictCheck fail', { onUnavailable: 'skip', conflictCheck: 'fail' }, entry, ['conflictCheck "fail"']],
+    [
+      'skip with gatewayCheck require',
+      { onUnavailable: 'skip', gatewayCheck: 'require' },
+      entry,
+      ['gatewayCheck "require"'],
+    ],
+    [
+      'skip with a pod allowed to ask for mac',
+      { onUnavailable: 'skip', podOverrides: ['mac'] },
+      entry,
+      ['a podOverrides naming "mac"'],
+    ],
+    [
+      'skip with a pod allowed to ask for gatewayCheck',
+      { onUnavailable: 'skip', podOverrides: ['gatewayCheck'] },
+      entry,
+      ['a podOverrides naming "mac" or "gatewayCheck"'],
+    ],
+    ['an empty interface name', { interfaces: [''] }, names, ['1 to 15 bytes']],
+    ['an interface name of 16 bytes', { interfaces: ['x'.repeat(16)] }, names, ['1 to 15 bytes']],
+    ['an interface name of 8 characters, 16 bytes', { interfaces: ['é'.repeat(8)] }, names, ['bytes of UTF-8']],
+    ['"." as an interface name', { interfaces: ['.'] }, names, ['not "." or ".."']],
+    ['".." as an interface name', { interfaces: ['..'] }, names, ['not "." or ".."']],
+    ['an interface name with "/"', { interfaces: ['a/b'] }, names, ['without "/", ":" or whitespace']],
+    ['an interface name with ":"', { interfaces: ['eth0:1'] }, names, ['without "/", ":" or whitespace']],
+    ['an interface name with a space', { interfaces: ['eth 0'] }, names, ['without "/", ":" or whitespace']],
+  ])(namedRuleTitle, (_what, fields, doc, says) => {
+    const config = { type: 'announcer', ...fields };
+    expect(valid(config)).toBe(true);
+    expect(parses(config)).toBe(false);
+    for (const text of says) expect(doc).toContain(text);
+  });
+
+  it('names the cross-field rules in the entry, and each again where an editor hovers over its fields', () => {
+    expect(entry).toContain(BURST_RULE);
+    expect(entry).toContain(SKIP_RULE);
+    expect(schema.properties.onUnavailable!.description).toContain(SKIP_RULE);
+    for (const key of ['count', 'intervalMs', 'backoff'])
+      expect(schema.properties[key]!.description, key).toContain('at most 10 min after the first (the burst cap)');
+    expect(names).toContain(IFNAME_RULE);
   });
 });
 

@@ -9,7 +9,7 @@ import { RESIDENT_REFUSAL } from '../../../src/daemon/protocol';
 import { withDaemonLock, type TakeOverDeps } from '../../../src/daemon/take-over';
 import { ANNOUNCER_SOCKET, HANDOVER_FILE } from '../../../src/state-files';
 import { SysError } from '../../../src/sys/sys-error';
-import { keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
+import { isResidentLock, keptLog, makeStateDir, writeJob, type StateDir } from '../../support/daemon-fakes';
 import { answerOf, DaemonLoop } from '../../support/daemon-loop';
 import { ManualTimers } from '../../support/manual-timers';
 
@@ -128,7 +128,7 @@ function lockScene(state: StateDir, script: { freeAt: number; replies: unknown[]
     throw new Error('take-over sleeps: its waits are polls on the holder');
   };
   const kept = keptLog();
-  const state_ = { listening: true, asked: 0, askedAt: [] as number[], waits: [] as number[][] };
+  const state_ = { listening: true, residentHeld: false, asked: 0, askedAt: [] as number[], waits: [] as number[][] };
   const deps: TakeOverDeps = {
     stateDir: state.dir,
     timers,
@@ -139,9 +139,10 @@ function lockScene(state: StateDir, script: { freeAt: number; replies: unknown[]
       return 'holder';
     },
     log: kept.log,
-    tryLock: () => {
+    tryLock: (fd) => {
       // a loop that never ends fails
       if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s');
+      if (isResidentLock(fd)) return !state_.residentHeld;
       return timers.now() >= script.freeAt;
     },
     sockets: {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STAMP_MS } from '../../../src/daemon/stamper';
 import { ANNOUNCER_SOCKET } from '../../../src/state-files';
-import { jobRecord, writeJob } from '../../support/daemon-fakes';
+import { isResidentLock, jobRecord, writeJob } from '../../support/daemon-fakes';
 import { answerOf, BUILD, countersOf, DaemonLoop } from '../../support/daemon-loop';
 import { cniLine } from '../../support/wire-client';
 
@@ -194,7 +194,7 @@ describe('runDaemon: the schedule and the control requests', () => {
     'waiting LOCK_WAIT_MS (5 s) for it to let go';
   it(returnsWithoutRunningTitle, async () => {
     d.timers.advance(5000);
-    d.deps.tryLock = () => false;
+    d.deps.tryLock = (fd) => isResidentLock(fd); // no resident one; the announcer lock held
     const waits: number[] = [];
     // The holder never exits: each poll on it lasts its whole time.
     d.deps.waitForHolder = (_fd, ms) => (waits.push(ms), d.timers.advance(ms), 'holder');
@@ -213,7 +213,7 @@ describe('runDaemon: the schedule and the control requests', () => {
     'returns at once, without running, when the announcer holding the lock listens (two shims started one each)';
   it(returnsAtOnceTitle, async () => {
     d.timers.advance(5000);
-    d.deps.tryLock = () => false;
+    d.deps.tryLock = (fd) => isResidentLock(fd);
     const serving = d.sockets.listen(join(d.state.dir, ANNOUNCER_SOCKET));
     writeJob(d.state, d.sentAt(0));
     await d.run();
@@ -228,7 +228,7 @@ describe('runDaemon: the schedule and the control requests', () => {
 
   it('takes the lock on the lock file in stateDir, and closes it on return', async () => {
     const locked: number[] = [];
-    d.deps.tryLock = (fd) => (locked.push(fd), true);
+    d.deps.tryLock = (fd) => (isResidentLock(fd) || locked.push(fd), true);
     d.deps.settings.idleExitMs = 100;
     d.controlAt(0, { op: 'status' });
     await d.run();
@@ -258,5 +258,22 @@ describe('runDaemon: the schedule and the control requests', () => {
     d.controlAt(0, { op: 'status' });
     await d.run();
     expect(goneWhenListening).toBe(true);
+  });
+
+  const strayTitle =
+    'looks for a thread born inside a pod netns only after a turn that entered one; finding one, says so (error) and ' +
+    'hands over to a fresh announcer, the burst written for it';
+  it(strayTitle, async () => {
+    d.deps.settings.idleExitMs = 60_000;
+    writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000] }));
+    d.controlAt(500, { op: 'status' });
+    d.poll.at(900, () => void (d.strayThreads = [{ tid: 4321, comm: 'HeapHelper' }]));
+    await d.run();
+    expect(d.threadLooks).toBe(1); // only after round 2's turn entered the pod
+    expect(d.pod.sent).toHaveLength(1);
+    expect(d.logged('a thread born inside a pod netns keeps it alive')).toHaveLength(1);
+    expect(d.logged('4321 (HeapHelper)')).toHaveLength(1);
+    expect(d.timers.now()).toBeLessThan(1100);
+    expect(existsSync(join(d.state.dir, 'announcer-handover'))).toBe(true);
   });
 });

@@ -55,4 +55,20 @@ describe('the hand-over file', () => {
     expect([...takeHandover(state.dir).keys()]).toEqual(['good']);
     expect(existsSync(file)).toBe(false);
   });
+
+  it("carries a burst's gateway verdict so far; an invalid one is left out, the burst kept", () => {
+    const job = jobIn(state);
+    const gateway = {
+      result: 'pending' as const,
+      asks: 1,
+      answered: [{ interface: 'eth0', gateway: '10.0.0.1', mac: '02:00:00:00:00:01', afterMs: 3 }],
+      unanswered: [{ interface: 'eth0', gateway: 'fd00::1' }],
+    };
+    writeHandover(state.dir, new Map([['c1@eth0.json', { job, next: 2, gateway }]]));
+    expect(takeHandover(state.dir).get('c1@eth0.json')).toMatchObject({ next: 2, gateway });
+    writeFileSync(file, JSON.stringify({ 'c1@eth0.json': { job, next: 2, gateway: { result: 'sure' } } }));
+    const taken = takeHandover(state.dir).get('c1@eth0.json');
+    expect(taken).toMatchObject({ next: 2 });
+    expect(taken).not.toHaveProperty('gateway');
+  });
 });

@@ -1,10 +1,14 @@
-// checkNetnsPath against the real namespace files of this process: no root needed.
+// checkNetnsPath against the real namespace files of this process: no root needed. threadsInOtherNetns with a
+// thread moved into a netns of its own: root.
 import { fstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadLibc, type Libc } from '../../../src/sys/libc';
-import { checkNetnsPath } from '../../../src/sys/netns';
+import { checkNetnsPath, threadsInOtherNetns } from '../../../src/sys/netns';
+import { execFileSync } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { notRoot, skipUnless } from '../../support/skip';
 import { SysError } from '../../../src/sys/sys-error';
 import { fakeLibc } from '../../support/fake-libc';
 
@@ -95,5 +99,34 @@ describe('checkNetnsPath', () => {
         reason: 'ioctl(NS_GET_NSTYPE): EBADF',
       });
     });
+  });
+});
+
+describe('threadsInOtherNetns', () => {
+  it('finds none while every thread is in this netns', () => {
+    expect(threadsInOtherNetns()).toEqual([]);
+  });
+
+  it.skipIf(skipUnless('root', notRoot()))('finds a thread that entered another netns, by tid and name', async () => {
+    const name = `announcer-threads-${process.pid}`;
+    execFileSync('ip', ['netns', 'add', name]);
+    // A worker thread that moves itself into the netns (setns moves the calling thread alone) and stays there.
+    const code = `
+      const { parentPort } = require('node:worker_threads');
+      const koffi = require('koffi');
+      const setns = koffi.load('libc.so.6').func('int setns(int fd, int nstype)');
+      const fd = require('node:fs').openSync('/var/run/netns/${name}', 'r');
+      parentPort.postMessage(setns(fd, 0x40000000));
+      setInterval(() => undefined, 1000);`;
+    const worker = new Worker(code, { eval: true });
+    try {
+      expect(await new Promise((resolve) => worker.once('message', resolve))).toBe(0);
+      const found = threadsInOtherNetns();
+      expect(found).toHaveLength(1);
+      expect(found[0]!.tid).toBeGreaterThan(0);
+    } finally {
+      await worker.terminate();
+      execFileSync('ip', ['netns', 'del', name]);
+    }
   });
 });
