@@ -226,7 +226,7 @@ async function compile(args, target, entry, addonAsset, defines, outfile, manife
     },
   });
   if (!result.success) fail(result.logs.join('\n'));
-  if (addonAsset && !used.addon) fail('the bundle does not load koffi through src/sys/koffi.ts');
+  if (addonAsset && !used.addon) fail('the bundle does not load koffi through src/sys/libc.ts');
   const refusals = builtinRefusals(result.metafile, root, process.cwd());
   if (refusals.length) fail(refusals.join('\n'));
   const packages = bundledPackages(result.metafile, addonAsset);

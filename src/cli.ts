@@ -6,7 +6,6 @@
 import { writeSync } from 'node:fs';
 import type { Timers } from './announce/context';
 import { install, INSTALL_USAGE, INSTALL_VERB } from './commands/install';
-import { dirProblem, installFile, removeStaleTemps } from './sys/install-file';
 import { listRecords } from './announce/state';
 import { netnsSockets } from './announce/session';
 import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
@@ -21,7 +20,7 @@ import { DAEMON_VERB } from './self-command';
 import { NODE_SETTINGS_FILE } from './state-files';
 import { dirname, join } from './path';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
-import { readSmallFile, replaceFile } from './sys/safe-file';
+import { dirProblem, installFile, readSmallFile, removeStaleTemps, replaceFile } from './sys/safe-file';
 
 /** The verbs runVerb handles, each with its usage line and what it does (`announcer --help` lists them). */
 export const CLI_VERBS: readonly { verb: string; usage: string; what: string }[] = [

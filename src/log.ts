@@ -3,7 +3,7 @@
 // (src/daemon/daemon-log.ts). A CNI call's own stdout belongs to the CNI protocol.
 import type { LogLevel } from './cni/option-schema';
 import { formatLine, type LogFormat } from './log-format';
-import { appendToRegularFile } from './sys/append-file';
+import { appendToRegularFile } from './sys/safe-file';
 
 export type { LogLevel } from './cni/option-schema';
 export type { LogFormat } from './log-format';

@@ -6,7 +6,7 @@ const DELETED = ' (deleted)';
  * the executable alone when it is a `bun build --compile` binary (its script is
  * inside it, at a virtual /$bunfs/ path in argv[1]), else the runtime and the
  * script (`node script.js`, as under unit tests). Run by a user-mode `emulator`
- * (see sys/emulator.ts), the same emulator goes first: without binfmt_misc the
+ * (see sys/detached.ts), the same emulator goes first: without binfmt_misc the
  * kernel cannot exec the program itself. An executable renamed over since this
  * process started (an upgrade) reads as `PATH (deleted)` (/proc/self/exe): the
  * command is the program now at PATH, which the runtime's next call runs too.

@@ -22,7 +22,7 @@ export interface PluginBuilder {
 export const ADDON_SPECIFIER = 'cni-announcer:koffi-addon';
 
 // Bun's `node:*` builtins other than node:fs are written in JS, and the first one a run loads costs it
-// ~6 MiB and milliseconds (src/path.ts and src/sys/errno.ts stand in for the two we used; node:net and
+// ~6 MiB and milliseconds (src/path.ts and src/sys/sys-error.ts stand in for the two we used; node:net and
 // node:child_process are used by the Node twins alone, src/sys/unix-stream.ts and src/sys/spawn-child.ts,
 // which never reach the bundle).
 const BUILTIN = /^(?:node:)?(assert|buffer|child_process|crypto|events|module|net|os|path|stream|url|util)(?:\/.*)?$/;
@@ -64,7 +64,7 @@ export function builtinRefusals(metafile: Metafile, root: string, cwd: string): 
  */
 export function embedPlugin(root: string, addonAsset: string, used: { addon: boolean }) {
   const rel = (file: string) => relative(root, file);
-  const koffiUser = join(root, 'src/sys/koffi.ts');
+  const koffiUser = join(root, 'src/sys/libc.ts');
   const loader = join(root, 'src/native/embedded-koffi.ts');
   return {
     name: 'cni-announcer',
@@ -74,8 +74,8 @@ export function embedPlugin(root: string, addonAsset: string, used: { addon: boo
       // bundled and no build-machine path is left to look in.
       b.onResolve({ filter: /^koffi$/ }, (a) => {
         if (a.importer === koffiUser && a.kind === 'require-call') return { path: loader };
-        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/koffi.ts may, on first use.
-        throw new Error(`${rel(a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/koffi.ts`);
+        // Loading koffi dlopen()s its addon: only loadKoffi() in src/sys/libc.ts may, on first use.
+        throw new Error(`${rel(a.importer)} loads koffi (${a.kind}): take it from loadKoffi() in src/sys/libc.ts`);
       });
       b.onResolve({ filter: new RegExp(`^${ADDON_SPECIFIER}$`) }, (a) => {
         if (a.importer !== loader)

@@ -6,6 +6,7 @@
 import type { Logger } from '../log';
 import type { AnnouncePlan, InterfacePlan } from '../plan';
 import { basename } from '../path';
+import { sameFile } from '../sys/file-id';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { attachmentName } from '../state-files';
@@ -117,8 +118,7 @@ function closePod(deps: AttachmentCommand, session: PodSession): void {
  * may name a new pod by now).
  */
 function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: Logger): AttachmentRecord {
-  const sameNetns =
-    previous !== undefined && previous.netnsId.dev === job.netnsId.dev && previous.netnsId.ino === job.netnsId.ino;
+  const sameNetns = previous !== undefined && sameFile(previous.netnsId, job.netnsId);
   if (previous && !sameNetns && previous.originalMacs.length > 0) {
     log.info('the previous record was for another netns: not keeping its original MACs', { netns: previous.netns });
   }

@@ -1,6 +1,6 @@
 // What ADD hands to the background announcer: everything it needs, as plain JSON.
 import type { ArpOp } from '../wire/arp';
-import type { NetnsId } from '../sys/netns';
+import type { FileId } from '../sys/file-id';
 import type { LogLevel } from '../log';
 import type { RoutedGateway } from './gateway-verdict';
 
@@ -14,12 +14,12 @@ export interface AttachmentIds {
    * The netns file's identity at ADD: a different one at the path means the pod is gone, and MACs are restored only
    * into this one.
    */
-  netnsId: NetnsId;
+  netnsId: FileId;
   /**
    * The namespaces of the process that sent the ADD (of its /proc/PID/ns/mnt and ns/net): `netns` and `logFile` resolve
    * in its mount namespace, the pod's host side is in its netns.
    */
-  caller: { mnt: NetnsId; net: NetnsId };
+  caller: { mnt: FileId; net: FileId };
 }
 
 /** The Kubernetes pod of an attachment, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME), for log lines. */

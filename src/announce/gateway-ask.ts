@@ -3,10 +3,8 @@
 // receivers that hear the answers (opened before the requests go out), and
 // the answers as the verdict counts them (ms from round 1).
 import type { Logger } from '../log';
-import type { FrameReceiver } from '../sys/frame-receiver';
-import { readFrames } from '../sys/frame-receiver';
 import type { Libc } from '../sys/libc';
-import type { PacketSocket } from '../sys/packet-socket';
+import { readFrames, type FrameReceiver, type PacketSocket } from '../sys/packet-socket';
 import { ETHERTYPE_ARP, ETHERTYPE_IPV6 } from '../wire/ethernet';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { GatewayWindow, type GatewayTarget } from './gateway-check';

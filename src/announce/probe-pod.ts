@@ -3,7 +3,7 @@
 // One mechanism, never blocking (SteppedPodProbe): the background announcer
 // steps the window from its poll loop, ADD from its injected waits (add-probe.ts).
 import type { Logger } from '../log';
-import { readFrames, type FrameReceiver } from '../sys/frame-receiver';
+import { readFrames, type FrameReceiver } from '../sys/packet-socket';
 import type { Libc } from '../sys/libc';
 import {
   ConflictProbe,

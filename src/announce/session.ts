@@ -1,6 +1,6 @@
 // Sockets into one pod plus the interfaces found there: what ADD and each
 // background round work with.
-import type { FrameReceiver } from '../sys/frame-receiver';
+import type { FrameReceiver } from '../sys/packet-socket';
 import type { CallerView } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import { openReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';

@@ -10,7 +10,7 @@ import { planAnnouncement, type AnnouncePlan } from '../plan';
 import type { AnnounceOptions } from '../cni/options';
 import type { PrevResult } from '../cni/result';
 import type { CallerView } from '../sys/caller-view';
-import { netnsIdAt, type NetnsId } from '../sys/netns';
+import { fileIdAt, sameFile, type FileId } from '../sys/file-id';
 import type { RoutedGateway } from '../announce/gateway-verdict';
 
 /**
@@ -95,13 +95,12 @@ export function planFor(
   options: AnnounceOptions,
   prevResult: PrevResult,
   env: { netns: string; ifname: string },
-  netnsId: NetnsId,
+  netnsId: FileId,
   view: CallerView,
 ): AnnouncePlan {
   const interfaces = prevResult.interfaces.map((i) => {
     if (!i.sandbox || i.sandbox === env.netns) return i;
-    const id = netnsIdAt(view.path(i.sandbox));
-    return id && id.dev === netnsId.dev && id.ino === netnsId.ino ? { ...i, sandbox: env.netns } : i;
+    return sameFile(fileIdAt(view.path(i.sandbox)), netnsId) ? { ...i, sandbox: env.netns } : i;
   });
   return planAnnouncement(options, { interfaces, ips: prevResult.ips, routes: prevResult.routes }, env);
 }

@@ -4,6 +4,7 @@ import { basename } from '../path';
 import { attachmentName } from '../state-files';
 import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
+import { sameFile, type FileId } from '../sys/file-id';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { parseMac } from '../wire/mac';
@@ -84,8 +85,7 @@ function restoreMacs(ctx: CommandContext, record: AttachmentRecord, netns: strin
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
   }
-  const isRecorded = (id: { dev: number; ino: number }): boolean =>
-    id.dev === record.netnsId.dev && id.ino === record.netnsId.ino;
+  const isRecorded = (id: FileId): boolean => sameFile(id, record.netnsId);
   if (!isRecorded(check.id)) {
     log.warn('the netns at this path is not the one the MACs were recorded in: not restoring them', { netns });
     return [];

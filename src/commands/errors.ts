@@ -11,7 +11,8 @@ import { CniError, ErrorCode, isCniError, type ErrorCodeValue } from '../cni/err
 import { isSysError } from '../sys/sys-error';
 import type { Libc } from '../sys/libc';
 import type { CallerView } from '../sys/caller-view';
-import { checkNetnsPath, type NetnsId } from '../sys/netns';
+import type { FileId } from '../sys/file-id';
+import { checkNetnsPath } from '../sys/netns';
 
 /** The code of each error of the announce layer; the message stays its own. */
 const ANNOUNCE_CODES: readonly [new (...args: never[]) => Error, ErrorCodeValue][] = [
@@ -38,7 +39,7 @@ export function toCniError(err: unknown, what: string): unknown {
  * Checks CNI_NETNS for ADD/CHECK: code 3 when it does not exist, 4 when it is no network namespace (a mount one, say)
  * or the plugin's own; `path` as the caller (`view`) sees it.
  */
-export function requirePodNetns(libc: Libc, path: string, view: CallerView): NetnsId {
+export function requirePodNetns(libc: Libc, path: string, view: CallerView): FileId {
   let check;
   try {
     check = checkNetnsPath(libc, view.path(path));

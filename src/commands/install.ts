@@ -11,7 +11,7 @@ import {
   type GivenSettings,
 } from '../cni/node-settings';
 import { dirname, join } from '../path';
-import type { DirProblem, InstallOutcome } from '../sys/install-file';
+import type { DirProblem, InstallOutcome } from '../sys/safe-file';
 
 /** The verb that selects this command on the command line. */
 export const INSTALL_VERB = 'install';

@@ -2,7 +2,7 @@
 // by a CNI call (src/shim/start.ts) or run by the DaemonSet: its arguments (how the process runs; the node settings
 // are the stateDir's announcer.conf alone), the settings read once, and the announcer wired to the real process. How
 // its start went is said once on --ready-fd (READY_LINES), and a failure on stderr too.
-import { closeSync, statSync, writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import { netnsSockets } from '../announce/session';
 import { BUILD_ID } from '../build-id';
 import { parseFlags } from '../cli-flags';
@@ -15,12 +15,12 @@ import {
 import { basename, dirname, join } from '../path';
 import { DAEMON_VERB, READY_FD_FLAG, READY_LINES } from '../self-command';
 import { askAnnouncer } from '../shim/shim';
-import { CallerViews } from '../sys/caller-views';
+import { CallerViews } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
-import { waitForLockHolder } from '../sys/lock-holder';
+import { stampFd, waitForLockHolder } from '../sys/lock-holder';
+import { fileIdAt, sameFile } from '../sys/file-id';
 import { threadsInOtherNetns } from '../sys/netns';
 import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/private-dir';
-import { stampFd } from '../sys/progress-stamp';
 import { readSmallFile, replaceFile } from '../sys/safe-file';
 import { parseListenAddress, type TcpSockets } from '../sys/tcp-socket';
 import type { UnixSockets } from '../sys/unix-socket';
@@ -167,7 +167,7 @@ function realDaemonDeps(parts: ProcessParts, args: DaemonArgs, settings: NodeSet
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
     : undefined;
   const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
-  const started = executableId();
+  const started = fileIdAt(process.execPath);
   const views = new CallerViews();
   const libc = parts.libc();
   return {
@@ -189,7 +189,7 @@ function realDaemonDeps(parts: ProcessParts, args: DaemonArgs, settings: NodeSet
     writeMetrics,
     metricsFileProblem: (file) => privateDirProblem(dirname(file)),
     stampProgress: (fd) => stampFd(fd, Date.now()),
-    executableReplaced: () => executableId() !== started,
+    executableReplaced: () => !sameFile(fileIdAt(process.execPath), started),
     threadsInOtherNetns,
     commands: (announcer) => cniRunner(announcer, loggers.commandLog),
   };
@@ -206,16 +206,6 @@ function sayOn(fd: number, line: string): void {
     closeSync(fd);
   } catch {
     // Not open: nothing to close.
-  }
-}
-
-/** The identity of the file this process was started from, as text; '' when there is none. */
-function executableId(): string {
-  try {
-    const st = statSync(process.execPath);
-    return `${st.dev}:${st.ino}`;
-  } catch {
-    return '';
   }
 }
 

@@ -19,7 +19,7 @@ import type { NodeSettings } from '../cni/node-settings';
 import type { Logger } from '../log';
 import { join } from '../path';
 import { RESIDENT_REFUSAL, type ControlReply, type ControlRequest } from '../protocol';
-import type { CallerViews } from '../sys/caller-views';
+import type { CallerViews } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import { unlinkIfPresent } from '../sys/safe-file';
 import type { TcpAddress, TcpSockets } from '../sys/tcp-socket';

@@ -14,7 +14,7 @@ import type { NodeOptionKey } from '../cni/option-schema';
 import type { CniPlugin } from '../cni/requests';
 import type { Logger, LogLevel } from '../log';
 import { CallerViewError, type CallerView } from '../sys/caller-view';
-import type { CallerViews } from '../sys/caller-views';
+import type { CallerViews } from '../sys/caller-view';
 import type { Gate } from './admission';
 import type { Announcer } from './daemon';
 

@@ -17,8 +17,8 @@ import { RESIDENT_REFUSAL } from '../protocol';
 import { ABI } from '../sys/abi/kernel-abi';
 import type { TryLock } from '../sys/libc';
 import type { HolderWait } from '../sys/lock-holder';
-import { SUN_PATH_MAX, type UnixSockets } from '../sys/unix-socket';
-import { ANNOUNCER_SOCKET, DAEMON_LOCK, RESIDENT_LOCK } from '../state-files';
+import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
+import { DAEMON_LOCK, RESIDENT_LOCK } from '../state-files';
 
 /** How long an announcer a shim started waits for one that is exiting (or handing over) to let go of the lock. */
 export const LOCK_WAIT_MS = 5000;
@@ -56,7 +56,7 @@ export type TakeOver = 'taken' | 'served' | 'resident';
  * on; the locks go when it returns.
  */
 export async function withDaemonLock(deps: LockDeps, serve: (lockFd: number) => Promise<void>): Promise<TakeOver> {
-  let residentFd: number | undefined = openResidentLock(deps.stateDir);
+  let residentFd: number | undefined = openLockFile(deps.stateDir, RESIDENT_LOCK);
   try {
     const turn = deps.resident ? await takeResidentLock(deps, residentFd) : leaveToResident(deps, residentFd);
     if (turn !== 'taken') return turn;
@@ -64,7 +64,7 @@ export async function withDaemonLock(deps: LockDeps, serve: (lockFd: number) => 
       closeQuietly(residentFd); // no resident one: its lock, just taken, is not ours to hold
       residentFd = undefined;
     }
-    const lockFd = openDaemonLock(deps.stateDir);
+    const lockFd = openLockFile(deps.stateDir, DAEMON_LOCK);
     try {
       const took = await takeDaemonLock(deps, lockFd);
       if (took === 'taken') await serve(lockFd);
@@ -150,31 +150,9 @@ function isRefusal(reply: unknown): boolean {
   return typeof reply === 'object' && reply !== null && (reply as { error?: unknown }).error === RESIDENT_REFUSAL;
 }
 
-const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDWR } = ABI;
-
-/**
- * Runs `use` with the announcer socket's address: the path, or when too long for sockaddr_un, the same file through an
- * O_PATH fd of stateDir.
- */
-export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
-  const direct = join(stateDir, ANNOUNCER_SOCKET);
-  if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
-  const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-  try {
-    return use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
-  } finally {
-    closeSync(dir);
-  }
-}
-
-/** Opens (creating it 0600, never through a symlink) the lock file every announcer of `stateDir` takes. */
-export function openDaemonLock(stateDir: string): number {
-  return openSync(join(stateDir, DAEMON_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
-}
-
-/** Opens (as openDaemonLock) the lock file a resident announcer of `stateDir` holds for its whole life. */
-export function openResidentLock(stateDir: string): number {
-  return openSync(join(stateDir, RESIDENT_LOCK), O_RDWR | O_CREAT | O_NOFOLLOW, 0o600);
+/** Opens (creating it 0600, never through a symlink) one of stateDir's lock files: DAEMON_LOCK or RESIDENT_LOCK. */
+export function openLockFile(stateDir: string, name: typeof DAEMON_LOCK | typeof RESIDENT_LOCK): number {
+  return openSync(join(stateDir, name), ABI.O_RDWR | ABI.O_CREAT | ABI.O_NOFOLLOW, 0o600);
 }
 
 /** Whether an announcer accepts connections on stateDir's socket (the connection is closed at once). */

@@ -12,8 +12,7 @@ import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFra
 import { inView, openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
 import type { Logger } from '../log';
-import { sameFile } from '../sys/file-id';
-import { netnsIdAt } from '../sys/netns';
+import { fileIdAt, sameFile } from '../sys/file-id';
 import { addFrames } from './metrics';
 import type { Announcer } from './daemon';
 import { askAfterRound, type GatewayWork } from './gateway';
@@ -83,8 +82,7 @@ export function podThere(a: Announcer, w: Work): boolean {
     return false;
   }
   try {
-    const now = netnsIdAt(view.path(w.job.netns));
-    return now !== undefined && sameFile(now, w.job.netnsId);
+    return sameFile(fileIdAt(view.path(w.job.netns)), w.job.netnsId);
   } catch {
     return false; // a symlink loop where the netns was
   }

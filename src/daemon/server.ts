@@ -18,11 +18,10 @@ import {
   type WireReply,
 } from '../protocol';
 import { SysError } from '../sys/sys-error';
-import type { UnixSockets } from '../sys/unix-socket';
-import type { FileId } from '../sys/caller-view';
+import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
+import type { FileId } from '../sys/file-id';
 import { checkRequestLine, Gate, tooLate, wantedWhile, type CniCommand } from './admission';
 import type { Caller } from './host';
-import { withSocketAddress } from './lock';
 import { unlinkIfPresent } from '../sys/safe-file';
 
 /** A client whose request line is not in within this is dropped. */

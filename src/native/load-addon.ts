@@ -1,4 +1,5 @@
-// Loads a Node-API addon (koffi's) from bytes the compiled binary carries.
+// Loads a Node-API addon (koffi's) from bytes the compiled binary carries
+// (src/native/embedded-koffi.ts wires koffi's).
 //
 // dlopen() needs a file. The bytes go into an anonymous O_TMPFILE inode, which
 // has no name in any directory, so no other user and no earlier run can plant,
@@ -9,7 +10,7 @@
 // with the object already loaded, and /proc/self/fd/N paths repeat.
 // Bun's own mechanism for embedded addons is not used: it extracts them to
 // /tmp/.bun-<uid>-<hash>.node and loads an existing file of that name as is.
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from '../path';
 import { ABI } from '../sys/abi/kernel-abi';
 
@@ -83,4 +84,24 @@ export function loadAddon(
       ),
     },
   );
+}
+
+/** koffi's API as its addon exports it: what loadKoffi() hands out. */
+export interface KoffiAddon {
+  version: string;
+}
+
+/**
+ * Reads koffi's addon whole from `file` and loads it from an anonymous file (loadAddon);
+ * throws, as koffi's own entry does and with its words, when its version is not `version`.
+ */
+export function loadKoffiAddon(
+  file: string,
+  version: string,
+  load: (name: string, content: Uint8Array) => unknown = loadAddon,
+  read: (file: string) => Uint8Array = readFileSync,
+): KoffiAddon {
+  const addon = load('koffi', read(file)) as KoffiAddon;
+  if (addon.version !== version) throw new Error('Mismatched native Koffi modules');
+  return addon;
 }

@@ -12,16 +12,11 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from '../path';
 import { DAEMON_LOCK } from '../state-files';
-import { flockHolder } from './lock-holder';
+import { fileIdOf, sameFile, type FileId } from '../sys/file-id';
+import { flockHolder } from '../sys/lock-holder';
 
 /** An announcer whose progress stamp is older than this has made no progress: it may be replaced. */
 export const HUNG_AFTER_MS = 10_000;
-
-/** A file's identity. */
-export interface FileId {
-  dev: number;
-  ino: number;
-}
 
 /** What a call knows of the lock's holder. */
 export interface HolderFacts {
@@ -42,8 +37,7 @@ export type Verdict = { replace: number } | { keep: string };
 export function judgeHolder(facts: HolderFacts, now: number, hungAfterMs = HUNG_AFTER_MS): Verdict {
   const { pid, exe, ownExe } = facts;
   if (pid === undefined || pid <= 1 || pid === process.pid) return { keep: 'no other process holds the lock' };
-  if (exe === undefined || exe.dev !== ownExe.dev || exe.ino !== ownExe.ino)
-    return { keep: `pid ${pid} does not run this executable` };
+  if (!sameFile(exe, ownExe)) return { keep: `pid ${pid} does not run this executable` };
   const age = now - facts.stampedAt;
   if (age <= hungAfterMs) return { keep: `pid ${pid} made progress ${Math.max(0, Math.round(age))} ms ago` };
   return { replace: pid };
@@ -73,15 +67,15 @@ export async function replaceHung(deps: ReplaceDeps, stateDir: string): Promise<
 
 /** The facts of the real process: /proc/locks, /proc/PID/exe, /proc/self/exe and the lock file. */
 export async function realFacts(stateDir: string): Promise<HolderFacts> {
-  const lock = await stat(join(stateDir, DAEMON_LOCK));
+  const lock = await stat(join(stateDir, DAEMON_LOCK), { bigint: true });
   const pid = flockHolder(await readFile('/proc/locks', 'utf8'), lock.dev, lock.ino);
   const own = await stat('/proc/self/exe');
   const exe = pid === undefined ? undefined : await stat(`/proc/${pid}/exe`).catch(() => undefined);
   return {
     pid,
-    exe: exe && { dev: exe.dev, ino: exe.ino },
-    ownExe: { dev: own.dev, ino: own.ino },
-    stampedAt: lock.mtimeMs,
+    exe: exe && fileIdOf(exe),
+    ownExe: fileIdOf(own),
+    stampedAt: Number(lock.mtimeNs) / 1e6,
   };
 }
 

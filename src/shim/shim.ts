@@ -393,16 +393,14 @@ async function startHere(stateDir: string, listening: (stateDir: string) => Prom
     { spawnChild },
     { ensurePrivateDir, stateDirProblem },
     { selfCommand },
-    { detachedEnv },
-    { userModeEmulator },
+    { detachedEnv, userModeEmulator },
     { StateDirError },
   ] = await Promise.all([
     import('./start'),
     import('../sys/spawn-child'),
     import('../sys/private-dir'),
     import('../self-command'),
-    import('../sys/detached-env'),
-    import('../sys/emulator'),
+    import('../sys/detached'),
     import('./unavailable'),
   ]);
   const emulator = userModeEmulator();

@@ -1,23 +1,85 @@
-// The few libc calls Node lacks, bound with koffi. Syscalls live here and in
-// the other files of src/sys only.
+// Every libc call of the plugin, bound with koffi: the few calls Node lacks (setns,
+// sockets, poll, flock, pidfd_open), each bound on its first call. koffi itself is
+// loaded on first use too: loading it dlopen()s its native addon, which VERSION and
+// the about text never need. Syscalls live here and in the other files of src/sys only.
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import type Koffi from 'koffi';
+import type { LibraryHandle } from 'koffi';
+import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
-import { pollfds, revents, sockaddrLl, sockaddrNl, timespec, timespecMs } from './abi/structs';
-import { EAGAIN, EINTR } from './errno';
-import { loadKoffi } from './koffi';
-import { lazyFunc, type LibcLibrary } from './lazy-binding';
-import { SysError } from './sys-error';
-import { callChecks, type CallChecks } from './libc-calls';
-import { bindTcpSockets } from './libc-tcp';
-import { bindUnixSockets } from './libc-unix';
-import type { TcpSockets } from './tcp-socket';
-import type { UnixSockets } from './unix-socket';
+import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
+import { fileIdOf, sameFile } from './file-id';
+import { EAGAIN, EINTR, SysError } from './sys-error';
+import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
+import { sockaddrUn, type UnixSockets } from './unix-socket';
 
-const { AF_NETLINK, AF_PACKET, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB, MSG_DONTWAIT } = ABI;
-const { NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, POLLIN, POLLOUT } = ABI;
-const { SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOL_NETLINK } = ABI;
+const { AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_UNIX, CLOCK_BOOTTIME, LOCK_EX, LOCK_NB } = ABI;
+const { MSG_DONTWAIT, MSG_NOSIGNAL, NETLINK_ADD_MEMBERSHIP, NETLINK_ROUTE, NS_GET_NSTYPE, POLLIN, POLLOUT } = ABI;
+const { SHUT_RD, SO_PEERCRED, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_RAW, SOCK_STREAM } = ABI;
+const { SOL_NETLINK, SOL_SOCKET } = ABI;
 const SYS_PIDFD_OPEN = 434;
+/** The announcer socket's backlog. */
+const BACKLOG = 128;
 
-export type { LibcLibrary } from './lazy-binding';
+/**
+ * koffi's API; the first call loads it (require caches it). Modules take koffi from here, never with a top-level
+ * import, which would load it at start-up. koffi's entry exports its addon as `default`; in the compiled binary, the
+ * build points this require at src/native/embedded-koffi.ts, which puts the addon itself there.
+ */
+export function loadKoffi(): typeof Koffi {
+  return (require('koffi') as { default: typeof Koffi }).default;
+}
+
+/** Where loadLibc binds functions: koffi's handle on libc.so.6 (tests pass one that lacks some). */
+export type LibcLibrary = Pick<LibraryHandle, 'func'>;
+/** A bound libc function. */
+type LibcFunction = (...args: unknown[]) => ReturnType<ReturnType<LibcLibrary['func']>>;
+
+/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
+function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
+  let fn: ReturnType<LibcLibrary['func']> | undefined;
+  return (...args) => (fn ??= lib.func(definition))(...args);
+}
+
+/**
+ * The checks every bound call goes through: a negative return becomes a SysError with koffi's errno; "nothing
+ * pending" (EAGAIN, EINTR) becomes undefined; an fd being set up is closed when its set-up throws.
+ */
+interface CallChecks {
+  /** The return value; SysError(operation, errno) when negative. */
+  check(operation: string, rc: number | bigint): number;
+  /** check, but undefined when nothing is pending (EAGAIN, EINTR). */
+  unlessPending(operation: string, rc: number | bigint): number | undefined;
+  /** The fd `work` returns; closed when `work` throws. */
+  closing(fd: number, work: (fd: number) => void): number;
+}
+
+/** The checks over `errno` (koffi's, of the last call) and `close` (the raw close(2)). */
+function callChecks(errno: () => number, close: (fd: number) => unknown): CallChecks {
+  const check = (operation: string, rc: number | bigint): number => {
+    const value = Number(rc);
+    if (value < 0) throw new SysError(operation, errno());
+    return value;
+  };
+  return {
+    check,
+    unlessPending(operation, rc) {
+      if (Number(rc) >= 0) return Number(rc);
+      const e = errno();
+      if (e === EAGAIN || e === EINTR) return undefined;
+      throw new SysError(operation, e);
+    },
+    closing(fd, work) {
+      try {
+        work(fd);
+        return fd;
+      } catch (err) {
+        close(fd);
+        throw err;
+      }
+    },
+  };
+}
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -78,89 +140,105 @@ export interface Libc {
 /** Libc.tryLock, as lock takers get it injected (tests may fake it). */
 export type TryLock = Libc['tryLock'];
 
+/** Every libc function the plugin calls, each bound on its first call; close(2) is bound at once (see loadLibc). */
+function libcFunctions(lib: LibcLibrary) {
+  const f = (definition: string): LibcFunction => lazyFunc(lib, definition);
+  return {
+    setns: f('int setns(int fd, int nstype)'),
+    socket: f('int socket(int domain, int type, int protocol)'),
+    bind: f('int bind(int fd, const uint8_t *addr, uint32_t addrlen)'),
+    listen: f('int listen(int fd, int backlog)'),
+    accept4: f('int accept4(int fd, void *addr, void *len, int flags)'),
+    connect: f('int connect(int fd, const uint8_t *addr, uint32_t len)'),
+    shutdown: f('int shutdown(int fd, int how)'),
+    sendto: f('long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)'),
+    send: f('long send(int fd, const uint8_t *buf, size_t len, int flags)'),
+    recv: f('long recv(int fd, uint8_t *buf, size_t len, int flags)'),
+    setsockopt: f('int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)'),
+    getsockopt: f('int getsockopt(int fd, int level, int name, uint8_t *value, _Inout_ uint32_t *len)'),
+    getsockname: f('int getsockname(int fd, uint8_t *addr, _Inout_ uint32_t *len)'),
+    ioctl: f('int ioctl(int fd, unsigned long request, ...)'),
+    poll: f('int poll(uint8_t *fds, unsigned long nfds, int timeout)'),
+    clockGettime: f('int clock_gettime(int clock, uint8_t *ts)'),
+    flock: f('int flock(int fd, int operation)'),
+    syscall: f('long syscall(long number, ...)'),
+  };
+}
+
+/** The bound functions of libcFunctions. */
+type LibcFunctions = ReturnType<typeof libcFunctions>;
+
 /** Loads libc through koffi and binds the calls of {@link Libc}, {@link UnixSockets} and {@link TcpSockets}. */
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
   const koffi = loadKoffi();
-  const setns = lazyFunc(lib, 'int setns(int fd, int nstype)');
-  const socket = lazyFunc(lib, 'int socket(int domain, int type, int protocol)');
-  const sendto = lazyFunc(
-    lib,
-    'long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)',
-  );
+  const fn = libcFunctions(lib);
   const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
-  const ioctl = lazyFunc(lib, 'int ioctl(int fd, unsigned long request, ...)');
-  const bind = lazyFunc(lib, 'int bind(int fd, const uint8_t *addr, uint32_t addrlen)');
-  const setsockopt = lazyFunc(lib, 'int setsockopt(int fd, int level, int name, const uint8_t *value, uint32_t len)');
-  const recv = lazyFunc(lib, 'long recv(int fd, uint8_t *buf, size_t len, int flags)');
-  const { check, unlessPending, closing } = callChecks(() => koffi.errno(), close);
+  const errno = (): number => koffi.errno();
+  const checks = callChecks(errno, close);
+  const { check, unlessPending, closing } = checks;
   const core: Libc = {
-    setns: (fd, nstype) => void check('setns', setns(fd, nstype)),
-    openPacketSocket: () => check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
+    setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
+    openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openReceiver(ifindex, ethertype) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
       return closing(
-        check('socket(AF_PACKET)', socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
+        check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
         (fd) => {
           const address = sockaddrLl(ifindex, ethertype);
           const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
-          check(what, bind(fd, address, address.length));
+          check(what, fn.bind(fd, address, address.length));
         },
       );
     },
-    sendto: (fd, frame, address) => check('sendto', sendto(fd, frame, frame.length, 0, address, address.length)),
+    sendto: (fd, frame, address) => check('sendto', fn.sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
     closeInBackground: (fd, done) =>
       close.async(fd, (err: unknown, rc: number) =>
         done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
       ),
-    nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', ioctl(fd, NS_GET_NSTYPE)),
+    nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
     openNetlinkSocket: () =>
-      closing(check('socket(AF_NETLINK)', socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
+      closing(check('socket(AF_NETLINK)', fn.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
         const address = sockaddrNl(); // port id 0: the kernel picks one
-        check('bind(AF_NETLINK)', bind(fd, address, address.length));
+        check('bind(AF_NETLINK)', fn.bind(fd, address, address.length));
       }),
     joinGroup(fd, group) {
       const value = Buffer.alloc(4);
       value.writeUInt32LE(group, 0);
-      check(`join netlink group ${group}`, setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
+      check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
-    recvNow: (fd, buf) => unlessPending('recv', recv(fd, buf, buf.length, MSG_DONTWAIT)),
-    ...bindWaitsAndLocks(lib, check, () => koffi.errno()),
+    recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
+    ...bindWaitsAndLocks(fn, check, errno),
   };
-  const checks = { check, unlessPending, closing };
-  return { ...core, ...bindUnixSockets(lib, checks, core.close), ...bindTcpSockets(lib, checks) };
+  return { ...core, ...bindUnixSockets(fn, checks, core), ...bindTcpSockets(fn, checks) };
 }
 
 /** poll(2), flock(2), pidfd_open(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
 function bindWaitsAndLocks(
-  lib: LibcLibrary,
+  fn: LibcFunctions,
   check: CallChecks['check'],
   errno: () => number,
 ): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen'> {
-  const syscall = lazyFunc(lib, 'long syscall(long number, ...)');
-  const poll = lazyFunc(lib, 'int poll(uint8_t *fds, unsigned long nfds, int timeout)');
-  const clockGettime = lazyFunc(lib, 'int clock_gettime(int clock, uint8_t *ts)');
-  const flock = lazyFunc(lib, 'int flock(int fd, int operation)');
   const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
-    const n = poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
+    const n = fn.poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
     if (n < 0 && errno() !== EINTR) throw new SysError('poll', errno());
     return n;
   };
   return {
     tryLock(fd) {
       for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+        if (fn.flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
         const e = errno();
         if (e === EAGAIN) return false; // EWOULDBLOCK
         if (e !== EINTR) throw new SysError('flock', e);
       }
     },
     // 434 on every architecture (the syscall table is unified from 5.1 on).
-    pidfdOpen: (pid) => check('pidfd_open', Number(syscall(SYS_PIDFD_OPEN, 'int', pid, 'uint', 0))),
+    pidfdOpen: (pid) => check('pidfd_open', Number(fn.syscall(SYS_PIDFD_OPEN, 'int', pid, 'uint', 0))),
     bootTimeMs() {
       const ts = timespec();
-      check('clock_gettime(CLOCK_BOOTTIME)', clockGettime(CLOCK_BOOTTIME, ts));
+      check('clock_gettime(CLOCK_BOOTTIME)', fn.clockGettime(CLOCK_BOOTTIME, ts));
       return timespecMs(ts);
     },
     pollIn(fds, timeoutMs) {
@@ -176,5 +254,82 @@ function bindWaitsAndLocks(
         new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
       return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
     },
+  };
+}
+
+/** The announcer socket's calls: a unix SOCK_STREAM socket, non-blocking; `core` gives it close and recv. */
+function bindUnixSockets(
+  fn: LibcFunctions,
+  { check, unlessPending, closing }: CallChecks,
+  core: Pick<Libc, 'close' | 'recvNow'>,
+): UnixSockets {
+  const unixSocket = (): number =>
+    check('socket(AF_UNIX)', fn.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  return {
+    listen: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`bind ${path}`, fn.bind(fd, address, address.length));
+        chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
+        check(`listen ${path}`, fn.listen(fd, BACKLOG));
+      }),
+    accept(fd) {
+      const peer = unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (peer === undefined) return undefined;
+      const cred = ucred();
+      closing(peer, () =>
+        check('getsockopt(SO_PEERCRED)', fn.getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])),
+      );
+      return { fd: peer, ...readUcred(cred) };
+    },
+    connect: (path) =>
+      closing(unixSocket(), (fd) => {
+        const address = sockaddrUn(path);
+        check(`connect ${path}`, fn.connect(fd, address, address.length));
+      }),
+    send: (fd, bytes) => unlessPending('send', fn.send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
+    receive: core.recvNow,
+    shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
+    socketFile: (path) => fileIdOf(lstatSync(path)),
+    removeSocketFile: (path, file) => {
+      let st;
+      try {
+        st = lstatSync(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+      if (!sameFile(st, file)) return false;
+      unlinkSync(path);
+      return true;
+    },
+    close: core.close,
+  };
+}
+
+/** The HTTP endpoint's TCP calls: a listening socket and its connections, non-blocking like the unix socket's. */
+function bindTcpSockets(fn: LibcFunctions, { check, unlessPending, closing }: CallChecks): TcpSockets {
+  const one = Buffer.from(Int32Array.of(1).buffer);
+  return {
+    listenTcp(address, backlog) {
+      const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
+      const where = `${host}:${address.port}`;
+      const fd = closing(
+        check(
+          'socket(AF_INET)',
+          fn.socket(address.family === 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
+        ),
+        (fd) => {
+          check('setsockopt(SO_REUSEADDR)', fn.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, one, one.length));
+          const bytes = sockaddrIn(address);
+          check(`bind ${where}`, fn.bind(fd, bytes, bytes.length));
+          check(`listen ${where}`, fn.listen(fd, backlog));
+        },
+      );
+      const bound = Buffer.alloc(ABI.sockaddr_in6.size);
+      closing(fd, () => check('getsockname', fn.getsockname(fd, bound, [bound.length])));
+      return { fd, port: sockaddrPort(bound) };
+    },
+    acceptTcp: (fd) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC)),
   };
 }

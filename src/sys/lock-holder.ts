@@ -1,11 +1,11 @@
-// Waiting for the holder of a flock(2) through poll(2): the holder is found in
-// /proc/locks by the lock file's device and inode, and a pidfd of it
-// (pidfd_open(2), Linux 5.3) polls readable once it exits. No process is
-// signalled; the pidfd is only polled. Where no holder can be named (an older
-// kernel, a holder in a pid namespace we cannot see, a pid gone or reused
-// meanwhile), the wait is a bare poll(2) of `fallbackMs`, and the caller
-// looks at the lock again.
-import { fstatSync, readFileSync } from 'node:fs';
+// The holder of a flock(2), as /proc/locks names it by the locked file's device and inode, and the
+// holder's progress stamp on that file. The announcer waits for a holder through poll(2): a pidfd
+// of it (pidfd_open(2), Linux 5.3) polls readable once it exits. No process is signalled; the
+// pidfd is only polled. Where no holder can be named (a kernel without pidfd_open, a holder in a
+// pid namespace we cannot see, a pid gone or reused meanwhile), the wait is a bare poll(2) of
+// `fallbackMs`, and the caller looks at the lock again. The shim reads the holder on its failure
+// path (src/shim/lock-holder.ts, replace-hung.ts): nothing here loads FFI (Libc is injected).
+import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
 
 /** What waiting for a holder needs. */
@@ -25,11 +25,11 @@ export type HolderWait = 'holder' | 'fallback';
 export function waitForLockHolder(deps: LockHolderDeps, fd: number, ms: number, fallbackMs: number): HolderWait {
   const read = deps.readLocks ?? (() => readFileSync('/proc/locks', 'latin1'));
   const st = fstatSync(fd, { bigint: true });
-  const key = lockKey(st.dev, st.ino);
-  const pid = flockHolder(read(), key);
+  const holder = (): number | undefined => flockHolder(read(), st.dev, st.ino);
+  const pid = holder();
   const pidfd = pid === undefined ? undefined : openPidfd(deps.libc, pid);
   // The pid may have been reused between the read and the open: it must still hold the lock now.
-  if (pidfd !== undefined && flockHolder(read(), key) === pid) {
+  if (pidfd !== undefined && holder() === pid) {
     try {
       deps.libc.pollIn([pidfd], ms);
       return 'holder';
@@ -50,7 +50,10 @@ function openPidfd(libc: LockHolderDeps['libc'], pid: number): number | undefine
   }
 }
 
-/** How /proc/locks names a file: `MAJOR:MINOR:INODE`, the device numbers in hex of at least two digits. */
+/**
+ * How /proc/locks names the file of st_dev `dev` and inode `ino`: `MAJOR:MINOR:INODE`, the device numbers in hex of at
+ * least two digits (the kernel's MAJOR and MINOR, which statx reports), the inode in decimal.
+ */
 export function lockKey(dev: bigint, ino: bigint): string {
   // glibc's dev_t: major in bits 8-19 and 32-43, minor in bits 0-7 and 20-31.
   const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & 0xfffff000n);
@@ -59,8 +62,12 @@ export function lockKey(dev: bigint, ino: bigint): string {
   return `${hex(major)}:${hex(minor)}:${ino}`;
 }
 
-/** The pid of the one process holding a FLOCK on `key` in /proc/locks' `text`; undefined for none or several. */
-export function flockHolder(text: string, key: string): number | undefined {
+/**
+ * The pid of the one process holding a FLOCK on the file of st_dev `dev` and inode `ino` (a bigint stat's), in
+ * /proc/locks' `text`; undefined for none or several.
+ */
+export function flockHolder(text: string, dev: bigint, ino: bigint): number | undefined {
+  const key = lockKey(dev, ino);
   const pids = new Set<number>();
   for (const line of text.split('\n')) {
     // "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; waiters are "1: -> FLOCK ...".
@@ -70,4 +77,14 @@ export function flockHolder(text: string, key: string): number | undefined {
     if (Number.isInteger(pid) && pid > 0) pids.add(pid);
   }
   return pids.size === 1 ? [...pids][0] : undefined;
+}
+
+/**
+ * The holder's progress stamp: sets the access and modification times of the lock file open on `fd` to `nowMs`
+ * (wall-clock ms; futimens(2), as Node's futimes does), so a caller can tell a hung announcer from a busy one
+ * (src/shim/replace-hung.ts). Throws its errno.
+ */
+export function stampFd(fd: number, nowMs: number): void {
+  const seconds = nowMs / 1000;
+  futimesSync(fd, seconds, seconds);
 }

@@ -12,31 +12,23 @@
 // there, and keeps that netns alive as long as it lives: JavaScriptCore's parallel
 // GC markers are such threads, made on demand. The announcer runs without them
 // (BUN_JSC_numberOfGCMarkers=1, in the environment of whoever starts it:
-// src/sys/detached-env.ts, deploy/daemonset.yaml), and threadsInOtherNetns tells it
+// src/sys/detached.ts, deploy/daemonset.yaml), and threadsInOtherNetns tells it
 // when a thread was born in a pod's netns all the same.
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
+import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
-import { frameReceiver, type FrameReceiver } from './frame-receiver';
-import { packetSocket, type PacketSocket } from './packet-socket';
-import { openRtnl, type Rtnl } from './rtnl';
-import { openRtnlEvents, type RtnlEvents } from './rtnl-events';
+import { frameReceiver, packetSocket, type FrameReceiver, type PacketSocket } from './packet-socket';
+import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, sysErrorFrom } from './sys-error';
-import { nsTypeName } from './ns-types';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
 
-/** A netns file's identity, to notice when the path is removed or replaced. */
-export interface NetnsId {
-  dev: number;
-  ino: number;
-}
-
 /** What a CNI_NETNS path turned out to be. */
 export type NetnsCheck =
-  | { kind: 'ok'; id: NetnsId }
+  | { kind: 'ok'; id: FileId }
   | { kind: 'missing' }
   | { kind: 'not-netns'; reason: string }
   | { kind: 'own' };
@@ -64,16 +56,14 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
   }
   try {
     const opened = fstatSync(fd);
-    if (opened.dev !== st.dev || opened.ino !== st.ino)
-      return { kind: 'not-netns', reason: 'it changed while being checked' };
+    if (!sameFile(opened, st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
     const problem = notNetnsReason(libc, fd, path);
     if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
     closeSync(fd);
   }
-  const own = statSync(OWN_NETNS);
-  if (own.dev === st.dev && own.ino === st.ino) return { kind: 'own' };
-  return { kind: 'ok', id: { dev: st.dev, ino: st.ino } };
+  if (sameFile(statSync(OWN_NETNS), st)) return { kind: 'own' };
+  return { kind: 'ok', id: fileIdOf(st) };
 }
 
 /**
@@ -106,16 +96,6 @@ function enterAndLeave(libc: Libc, fd: number, path: string): void {
     returnToHost(libc, hostFd, path);
   } finally {
     closeSync(hostFd);
-  }
-}
-
-/** The identity of the netns file at `path` now, or undefined when it is gone. */
-export function netnsIdAt(path: string): NetnsId | undefined {
-  try {
-    const st = statSync(path);
-    return { dev: st.dev, ino: st.ino };
-  } catch {
-    return undefined;
   }
 }
 
@@ -263,12 +243,28 @@ export function threadsInOtherNetns(): { tid: number; comm: string }[] {
   const found: { tid: number; comm: string }[] = [];
   for (const tid of readdirSync('/proc/self/task')) {
     try {
-      const ns = statSync(`/proc/self/task/${tid}/ns/net`);
-      if (ns.dev === own.dev && ns.ino === own.ino) continue;
+      if (sameFile(statSync(`/proc/self/task/${tid}/ns/net`), own)) continue;
       found.push({ tid: Number(tid), comm: readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() });
     } catch {
       // the thread has exited since the listing
     }
   }
   return found;
+}
+
+/** Each namespace type: its CLONE_NEW* number and its name in messages. */
+const NS_TYPES: readonly { type: number; name: string }[] = [
+  { type: ABI.CLONE_NEWTIME, name: 'time' },
+  { type: ABI.CLONE_NEWNS, name: 'mount' },
+  { type: ABI.CLONE_NEWCGROUP, name: 'cgroup' },
+  { type: ABI.CLONE_NEWUTS, name: 'uts' },
+  { type: ABI.CLONE_NEWIPC, name: 'ipc' },
+  { type: ABI.CLONE_NEWUSER, name: 'user' },
+  { type: ABI.CLONE_NEWPID, name: 'pid' },
+  { type: ABI.CLONE_NEWNET, name: 'network' },
+];
+
+/** The name of namespace type `type` (a CLONE_NEW* number), e.g. `mount`, or its number in hex. */
+function nsTypeName(type: number): string {
+  return NS_TYPES.find((t) => t.type === type)?.name ?? `0x${type.toString(16)}`;
 }

@@ -1,7 +1,15 @@
-// A send-only AF_PACKET socket. It is bound to the netns it was opened in
-// (see netns.ts), so ifindex values are the pod's.
+// AF_PACKET sockets of a pod: one that sends whole frames out of any interface,
+// and receive-only ones for the frames of one ethertype (ARP, IPv6) of one
+// interface (see Libc.openReceiver), with a bounded read of whatever arrives on
+// them. A packet socket is bound to the netns it was opened in (see netns.ts),
+// so ifindex values are the pod's.
 import { sockaddrLl as sockaddr } from './abi/structs';
 import type { Libc } from './libc';
+
+/** Bytes read per frame: an Ethernet frame without FCS fits. */
+const FRAME_BYTES = 1518;
+/** Frames read per receiver and call at most: a flood cannot hold the reader. */
+const MAX_FRAMES_PER_READ = 256;
 
 /** Sends whole Ethernet frames out of one interface of the socket's netns. */
 export interface PacketSocket {
@@ -24,21 +32,88 @@ export function sockaddrLl(ifindex: number, frame: Uint8Array): Buffer {
 
 /** Wraps an already-open packet socket fd. */
 export function packetSocket(libc: Libc, fd: number): PacketSocket {
-  let open = true;
+  const socket = ownedFd(libc, fd, 'packet socket');
   return {
-    send(ifindex, frame) {
-      if (!open) throw new Error('packet socket is closed');
-      libc.sendto(fd, frame, sockaddrLl(ifindex, frame));
-    },
+    send: (ifindex, frame) => void libc.sendto(socket.live(), frame, sockaddrLl(ifindex, frame)),
+    close: socket.close,
+    release: socket.release,
+  };
+}
+
+/** An fd held until closed (once) or released; `live` hands it out until then, and throws after. */
+function ownedFd(libc: Libc, fd: number, what: string): { live(): number; close(): void; release(): number } {
+  let open = true;
+  const live = (): number => {
+    if (!open) throw new Error(`${what} is closed`);
+    return fd;
+  };
+  return {
+    live,
     close() {
       if (!open) return;
       open = false;
       libc.close(fd);
     },
     release() {
-      if (!open) throw new Error('packet socket is closed');
+      live();
       open = false;
       return fd;
     },
   };
+}
+
+/** Receives the frames of one ethertype on one interface, in and out. */
+export interface FrameReceiver {
+  readonly ifindex: number;
+  readonly fd: number;
+  /** Reads one queued frame into `buf` without blocking: its length, or undefined when none is queued. */
+  receive(buf: Uint8Array): number | undefined;
+  /** Closes the socket; further reads throw. */
+  close(): void;
+  /**
+   * Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further reads
+   * throw.
+   */
+  release(): number;
+}
+
+/** A frame read from one interface. */
+export interface ReceivedFrame {
+  ifindex: number;
+  frame: Buffer;
+}
+
+/** Wraps an already-open, bound receiver fd (from Libc.openReceiver). */
+export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameReceiver {
+  const socket = ownedFd(libc, fd, 'frame receiver');
+  return {
+    ifindex,
+    fd,
+    receive: (buf) => libc.recvNow(socket.live(), buf),
+    close: socket.close,
+    release: socket.release,
+  };
+}
+
+/**
+ * Waits up to `timeoutMs` for a frame on one of `receivers`, then returns what each holds (oldest first,
+ * MAX_FRAMES_PER_READ at most); [] on timeout.
+ */
+export function readFrames(libc: Libc, receivers: readonly FrameReceiver[], timeoutMs: number): ReceivedFrame[] {
+  if (receivers.length === 0) return [];
+  const ready = libc.pollIn(
+    receivers.map((r) => r.fd),
+    timeoutMs,
+  );
+  const frames: ReceivedFrame[] = [];
+  const buf = Buffer.alloc(FRAME_BYTES);
+  receivers.forEach((r, i) => {
+    if (!ready[i]) return;
+    for (let k = 0; k < MAX_FRAMES_PER_READ; k++) {
+      const n = r.receive(buf);
+      if (n === undefined) return;
+      frames.push({ ifindex: r.ifindex, frame: Buffer.from(buf.subarray(0, n)) });
+    }
+  });
+  return frames;
 }

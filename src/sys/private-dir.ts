@@ -1,9 +1,8 @@
 // A directory only the plugin's uid can change: the state dir. Records there
 // name a netns to enter and MACs to restore, so a directory that others can
 // write (or swap) would let them steer a root process.
-import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from '../path';
-import { ensureDir } from './ensure-dir';
 
 /** A directory the plugin must not use, with what to do about it in the message. */
 export class UnsafeDirError extends Error {
@@ -84,6 +83,28 @@ export function ensurePrivateDir(path: string, uid?: number): void {
   if (checkPrivateDir(path, uid) === 'ok') return;
   ensureDir(path, 0o700);
   checkPrivateDir(path, uid);
+}
+
+/**
+ * mkdir -p with `mode` for the directories it creates. Node 20's recursive
+ * mkdirSync loops forever when mkdir(2) keeps answering ENOENT under a parent
+ * that exists (procfs, sysfs); this walk stops at the first real error.
+ */
+export function ensureDir(path: string, mode: number): void {
+  try {
+    mkdirSync(path, { mode });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return;
+    const parent = dirname(path);
+    if (code !== 'ENOENT' || parent === path) throw err;
+    ensureDir(parent, mode);
+    try {
+      mkdirSync(path, { mode });
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
+    }
+  }
 }
 
 function modeText(st: Stats): string {

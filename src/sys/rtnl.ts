@@ -1,8 +1,8 @@
-// Typed rtnetlink requests over netlink sockets bound through koffi (change
-// notifications: rtnl-events.ts). A socket belongs to the netns it was opened in (see netns.ts);
-// this file never switches. Calls block, bounded by a deadline: the kernel
-// answers at once, so a call holds up the announcer's loop no longer than that
-// (REQUEST_TIMEOUT_MS when a reply is lost).
+// rtnetlink over netlink sockets bound through koffi: typed requests (Rtnl), and
+// change notifications read without waiting (RtnlEvents). A socket belongs to the
+// netns it was opened in (see netns.ts); this file never switches. Requests block,
+// bounded by a deadline: the kernel answers at once, so a request holds up the
+// announcer's loop at most that long (REQUEST_TIMEOUT_MS when a reply is lost).
 import { parseRoute, routeDumpPayload, RTM_GETROUTE, type RouteEntry } from '../wire/route';
 import {
   addressDumpPayload,
@@ -34,16 +34,16 @@ import {
   NLM_F_REQUEST,
   NLMSG_DONE,
   NLMSG_ERROR,
+  type NetlinkMessage,
 } from '../wire/netlink';
 import { sockaddrNl } from './abi/structs';
-import { ETIMEDOUT } from './errno';
 import type { Libc } from './libc';
-import { hasErrno, SysError } from './sys-error';
+import { ETIMEDOUT, hasErrno, SysError } from './sys-error';
 
 /** Every request gives up after this long (a lost reply must not hang ADD). */
 const REQUEST_TIMEOUT_MS = 5000;
 const NLM_F_MULTI = 0x2;
-/** Large enough for one datagram of a dump (the kernel fills at most 32 KiB per recv). */
+/** Large enough for one datagram of a dump or of notifications (the kernel fills at most 32 KiB per recv). */
 const RECEIVE_BYTES = 64 * 1024;
 /** The kernel's netlink address: port id 0. */
 const KERNEL = sockaddrNl(0);
@@ -114,14 +114,14 @@ export class Rtnl {
   }
 
   /**
-   * The FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0, or undefined (one get; Linux 5.0, older kernels refuse it
-   * with EOPNOTSUPP).
+   * The FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP
+   * before).
    */
   fdbEntry(bridgeIndex: number, mac: Uint8Array): NeighEntry | undefined {
     return this.getNeigh(`RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`, fdbGetPayload(bridgeIndex, mac));
   }
 
-  /** The neighbour entry of `dst` on link `index`, or undefined (one get; Linux 5.0, older ones: EOPNOTSUPP). */
+  /** The neighbour entry of `dst` on link `index`, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP before). */
   neighbour(family: number, index: number, dst: Uint8Array): NeighEntry | undefined {
     return this.getNeigh(`RTM_GETNEIGH family ${family} on ifindex ${index}`, neighGetPayload(family, index, dst));
   }
@@ -203,4 +203,64 @@ export class Rtnl {
 /** Opens an rtnetlink request socket in the current netns. */
 export function openRtnl(libc: Libc): Rtnl {
   return new Rtnl(libc, libc.openNetlinkSocket());
+}
+
+/**
+ * A socket subscribed to rtnetlink notifications: readable means "something changed". Callers either drain it and read
+ * the state again, or read the notifications themselves.
+ */
+export class RtnlEvents {
+  private readonly buffer = Buffer.alloc(RECEIVE_BYTES);
+
+  constructor(
+    private readonly libc: Libc,
+    /** The socket, for poll(2). */
+    readonly fd: number,
+  ) {}
+
+  /** Discards every queued notification. */
+  drain(): void {
+    this.take();
+  }
+
+  /**
+   * Every queued notification, without waiting; `overflowed` when the kernel dropped some (ENOBUFS, a busy node):
+   * the messages are then incomplete and the caller reads the state again.
+   */
+  take(): { messages: NetlinkMessage[]; overflowed: boolean } {
+    const messages: NetlinkMessage[] = [];
+    let overflowed = false;
+    for (;;) {
+      let n;
+      try {
+        n = this.libc.recvNow(this.fd, this.buffer);
+      } catch (err) {
+        // ENOBUFS: notifications overflowed. Still a change: the caller re-reads.
+        if (!hasErrno(err, 'ENOBUFS')) throw err;
+        overflowed = true;
+        continue;
+      }
+      if (n === undefined) return { messages, overflowed };
+      for (const m of decodeMessages(this.buffer.subarray(0, n))) {
+        messages.push({ ...m, payload: Buffer.from(m.payload) }); // the receive buffer is reused
+      }
+    }
+  }
+
+  /** Closes the socket. */
+  close(): void {
+    this.libc.close(this.fd);
+  }
+}
+
+/** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
+export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
+  const fd = libc.openNetlinkSocket();
+  try {
+    for (const group of groups) libc.joinGroup(fd, group);
+  } catch (err) {
+    libc.close(fd);
+    throw err;
+  }
+  return new RtnlEvents(libc, fd);
 }

@@ -1,8 +1,7 @@
 // Starts a process to outlive this one with Bun.spawn: the shim's way in the compiled binary, which
-// loads no FFI. Bun.spawn returned in 0.2 ms where node:child_process's spawn took 2.6 to 3.7 ms (most
-// of it loading that module), measured in binaries built as the plugin is; that time was on the path
-// of every cold ADD. Its twin, src/sys/spawn-child.ts, serves Node and the unit tests
-// (scripts/build/plugin.ts takes this one in the binary).
+// loads no FFI, and not node:child_process either, whose loading alone costs a cold ADD more than
+// the spawn (see docs/performance.md). Its twin, src/sys/spawn-child.ts, serves Node and the unit
+// tests (scripts/build/plugin.ts takes this one in the binary).
 import { closeSync } from 'node:fs';
 import { MAX_READY_LINE, READY_FD, READY_LINES } from '../self-command';
 

@@ -1,8 +1,7 @@
 // The process's stdin and stdout, and small /proc reads, with Bun's own file API: the shim's
-// fast path then loads no node:fs (measured in a binary built as the plugin is: node:fs costs a
-// run 1.6 ms and 5.6 MiB, Bun.stdin and Bun.write 0.6 ms and 2.9 MiB). stdin is read as a file, as /proc/uptime
-// is, not as a stream: one I/O path instead of two, 1 MiB less peak RSS for the shim. Its twin,
-// src/sys/stdio.ts, serves Node and the unit tests.
+// fast path then loads no node:fs, which costs a run more (see docs/performance.md). stdin is
+// read as a file, as /proc/uptime is, not as a stream: one I/O path instead of two, and less
+// memory for the shim. Its twin, src/sys/stdio.ts, serves Node and the unit tests.
 import type { StdinReader } from './stdio';
 
 /** The little of Bun's API this module uses (the project's types are Node's). */

@@ -1,6 +1,6 @@
 // The process's stdin and stdout, and small /proc reads, with node:fs: the Node twin of
-// stdio.bun.ts, which the compiled binary carries instead (scripts/build/plugin.ts). Under Bun,
-// node:fs costs a run 1.6 ms and 5.6 MiB to load, Bun's own file API 0.6 ms and 2.9 MiB.
+// stdio.bun.ts, which the compiled binary carries instead (scripts/build/plugin.ts): under Bun,
+// node:fs costs a run more to load than Bun's own file API (see docs/performance.md).
 import { readFileSync, readSync, writeSync } from 'node:fs';
 
 const CHUNK_BYTES = 64 * 1024;

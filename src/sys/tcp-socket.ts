@@ -1,6 +1,6 @@
 // TCP listening sockets: the announcer's HTTP address (--listen=HOST:PORT).
 // Pure: the address text, the sockaddr_in/sockaddr_in6 structs built and read
-// back; src/sys/libc-tcp.ts makes the calls. Like the unix socket, every fd is
+// back; src/sys/libc.ts makes the calls. Like the unix socket, every fd is
 // non-blocking: the announcer's one poll(2) serves it.
 import { parseIPv4, parseIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';

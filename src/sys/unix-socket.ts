@@ -1,13 +1,15 @@
 // Unix SOCK_STREAM sockets: the announcer's socket, which CNI calls (the shim,
 // src/shim) connect to. SO_PEERCRED tells who is on the other end. Every fd is
 // non-blocking: the announcer waits with poll(2) (Libc.pollIn) and a deadline.
-// The address struct is built here; libc.ts makes the calls.
+// The address is made here; libc.ts makes the calls. The shim takes the address
+// from here too, so nothing here loads FFI, nor node:fs but for a long stateDir.
+import { join } from '../path';
+import { ANNOUNCER_SOCKET } from '../state-files';
 import { ABI } from './abi/kernel-abi';
-import type { FileId } from './caller-view';
-import { ENAMETOOLONG } from './errno';
-import { SysError } from './sys-error';
+import type { FileId } from './file-id';
+import { ENAMETOOLONG, SysError } from './sys-error';
 
-const { AF_UNIX, sockaddr_un: UN } = ABI;
+const { AF_UNIX, O_DIRECTORY, O_NOFOLLOW, O_PATH, sockaddr_un: UN } = ABI;
 /** sun_path's bytes, less its NUL. */
 export const SUN_PATH_MAX = UN.size - UN.sun_path - 1;
 
@@ -46,4 +48,26 @@ export function sockaddrUn(path: string): Buffer {
   address.writeUInt16LE(AF_UNIX, UN.sun_family);
   bytes.copy(address, UN.sun_path);
   return address;
+}
+
+/**
+ * Runs `use` with the address of stateDir's announcer socket: its path when sun_path holds it, else the same file
+ * through an O_PATH fd of stateDir (/proc/self/fd/N/announcer.sock), held until `use` returns, or until the promise it
+ * returns settles. Only a long path loads node:fs (the shim's usual path never does); its open throws.
+ */
+export function withSocketAddress<T>(stateDir: string, use: (address: string) => T): T {
+  const direct = join(stateDir, ANNOUNCER_SOCKET);
+  if (Buffer.byteLength(direct) <= SUN_PATH_MAX) return use(direct);
+  const { closeSync, openSync } = require('node:fs') as typeof import('node:fs');
+  const dir = openSync(stateDir, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  let result: T;
+  try {
+    result = use(`/proc/self/fd/${dir}/${ANNOUNCER_SOCKET}`);
+  } catch (err) {
+    closeSync(dir);
+    throw err;
+  }
+  if (result instanceof Promise) return result.finally(() => closeSync(dir)) as T;
+  closeSync(dir);
+  return result;
 }

@@ -1,5 +1,5 @@
 // The unix stream transport on Node (node:net): the twin the unit tests run. The compiled
-// binary carries src/sys/unix-stream.bun.ts instead (scripts/build.mjs leaves this one out).
+// binary carries src/sys/unix-stream.bun.ts instead (scripts/build/plugin.ts takes it there).
 import { connect } from 'node:net';
 import { streamError, type Connection, type StreamHandlers } from './stream-connection';
 

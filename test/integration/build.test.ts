@@ -135,7 +135,7 @@ describe.skipIf(skipIntegration())('scripts/build.mjs: the build id', () => {
 
 describe.skipIf(skipIntegration())("scripts/build.mjs: the plugin's refusals, in a real build", () => {
   it(
-    'fails on a node:* builtin other than node:fs and on koffi loaded anywhere but src/sys/koffi.ts; ' +
+    'fails on a node:* builtin other than node:fs and on koffi loaded anywhere but src/sys/libc.ts; ' +
       'builds the modules with a Bun twin (unix-stream, spawn-child) as their twins',
     async () => {
       // A copy of the checkout (node_modules linked): its sources are changed one way at a time.

@@ -332,7 +332,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(await detachment(first[0]!.pid)).toEqual({
       sessionLeader: true,
       cwd: '/',
-      // PATH (the harness tags it with its run) and the runtime's GC setting (sys/detached-env.ts)
+      // PATH (the harness tags it with its run) and the runtime's GC setting (sys/detached.ts)
       env: [expect.stringMatching(/^PATH=/), 'BUN_JSC_numberOfGCMarkers=1'],
       stdio: ['/dev/null', '/dev/null', '/dev/null'],
     });

@@ -1,6 +1,5 @@
 // Views of the file system for tests that run in the test process's own: every path as it is.
-import type { CallerView } from '../../src/sys/caller-view';
-import type { CallerViews } from '../../src/sys/caller-views';
+import type { CallerView, CallerViews } from '../../src/sys/caller-view';
 
 /** A view that leaves paths as they are. */
 export const identityView: CallerView = {

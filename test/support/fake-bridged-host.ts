@@ -3,8 +3,7 @@
 // The host's rtnetlink answers link lookups from a FakeNetns, neighbour reads
 // (FDB and ARP/ND, gets and dumps) from `dumped`, and the window's notifications from `queued`.
 import type { HostSockets } from '../../src/sys/netns';
-import type { Rtnl } from '../../src/sys/rtnl';
-import type { RtnlEvents } from '../../src/sys/rtnl-events';
+import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
 import { encodeAttr, type NetlinkMessage } from '../../src/wire/netlink';
 import { RTM_NEWNEIGH, type NeighEntry } from '../../src/wire/neigh';
 import type { LinkInfo } from '../../src/wire/rtnetlink';

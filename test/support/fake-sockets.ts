@@ -2,9 +2,9 @@
 // of connections with their peer's uid, bytes queued each way, end of stream
 // once the other end closes. For the announcer's socket and its clients,
 // without a kernel.
-import { errnoNumber } from '../../src/sys/errno';
+import { errnoNumber } from '../../src/sys/sys-error';
 import { SysError } from '../../src/sys/sys-error';
-import type { FileId } from '../../src/sys/caller-view';
+import { sameFile, type FileId } from '../../src/sys/file-id';
 import type { UnixSockets } from '../../src/sys/unix-socket';
 
 const errno = (name: string): number => errnoNumber(name)!;
@@ -63,7 +63,7 @@ export class FakeSockets implements UnixSockets {
 
   removeSocketFile(path: string, file: FileId): boolean {
     const now = this.files.get(path);
-    if (!now || now.dev !== file.dev || now.ino !== file.ino) return false;
+    if (!sameFile(now, file)) return false;
     this.files.delete(path);
     return true;
   }

@@ -2,7 +2,7 @@
 // and the NetworkAttachmentDefinition (a Multus CRD) for its shape and its
 // `config`, a conflist whose announcer entry must pass the plugin's own config
 // parsing. The example conflists in examples/ get the same check.
-import { ANNOUNCER_RUNTIME_ENV } from '../../src/sys/detached-env';
+import { ANNOUNCER_RUNTIME_ENV } from '../../src/sys/detached';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -144,7 +144,7 @@ describe('deploy/daemonset.yaml', () => {
       ok: true,
       args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
     });
-    // JavaScriptCore's GC markers off, as for an announcer a call starts (src/sys/detached-env.ts).
+    // JavaScriptCore's GC markers off, as for an announcer a call starts (src/sys/detached.ts).
     const [name, value] = ANNOUNCER_RUNTIME_ENV.split('=');
     expect(main.env).toEqual([
       { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },

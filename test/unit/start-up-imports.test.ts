@@ -114,7 +114,6 @@ describe("start-up's static imports", () => {
     const banned = [...graph].filter(
       (f) =>
         f === 'src/sys/libc.ts' ||
-        f === 'src/sys/koffi.ts' ||
         f.startsWith('src/native/') ||
         /^src\/cni\/(config|options|option-schema|zod-checks)\.ts$/.test(f),
     );

@@ -2,7 +2,7 @@
 // qemu-user with Debian's arm64 cross libraries (field notes §13). The sysroot
 // goes in QEMU_LD_PREFIX, not qemu's -L: the environment, unlike qemu's own
 // options, reaches the background announcer the plugin starts,
-// which it starts through the same qemu (src/sys/emulator.ts).
+// which it starts through the same qemu (src/sys/detached.ts).
 import { existsSync } from 'node:fs';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { askReplies, gatewayTargets, openAsk } from '../../../src/announce/gateway-ask';
 import type { RoundInput } from '../../../src/announce/readiness';
 import type { SocketOpener } from '../../../src/announce/session';
-import type { FrameReceiver } from '../../../src/sys/frame-receiver';
+import type { FrameReceiver } from '../../../src/sys/packet-socket';
 import { ETHERTYPE_ARP, ETHERTYPE_IPV6 } from '../../../src/wire/ethernet';
 import { parseIPv4, parseIPv6 } from '../../../src/wire/ip';
 

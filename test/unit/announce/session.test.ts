@@ -12,7 +12,7 @@ import {
 import type { Waits } from '../../../src/announce/waits';
 import type { Libc } from '../../../src/sys/libc';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
-import { RtnlEvents } from '../../../src/sys/rtnl-events';
+import { RtnlEvents } from '../../../src/sys/rtnl';
 import { PortState } from '../../../src/wire/rtnetlink';
 import { fakeLibc } from '../../support/fake-libc';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';

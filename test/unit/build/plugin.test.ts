@@ -45,10 +45,10 @@ function resolver() {
 
 describe("the build's plugin", () => {
   const pointsSrcSysTitle =
-    "points src/sys/koffi.ts's require of koffi at the embedded loader, and the loader's asset at the addon file";
+    "points src/sys/libc.ts's require of koffi at the embedded loader, and the loader's asset at the addon file";
   it(pointsSrcSysTitle, () => {
     const { resolve, used } = resolver();
-    expect(resolve('koffi', 'src/sys/koffi.ts', 'require-call')).toEqual({
+    expect(resolve('koffi', 'src/sys/libc.ts', 'require-call')).toEqual({
       path: `${ROOT}/src/native/embedded-koffi.ts`,
     });
     expect(used.addon).toBe(false);
@@ -58,8 +58,8 @@ describe("the build's plugin", () => {
 
   it('refuses koffi anywhere else, or as a static import', () => {
     const { resolve } = resolver();
-    expect(() => resolve('koffi', 'src/sys/koffi.ts', 'import-statement')).toThrow(
-      'src/sys/koffi.ts loads koffi (import-statement): take it from loadKoffi() in src/sys/koffi.ts',
+    expect(() => resolve('koffi', 'src/sys/libc.ts', 'import-statement')).toThrow(
+      'src/sys/libc.ts loads koffi (import-statement): take it from loadKoffi() in src/sys/libc.ts',
     );
     expect(() => resolve('koffi', 'src/sys/socket.ts', 'require-call')).toThrow(
       'src/sys/socket.ts loads koffi (require-call)',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { install, parseInstallArgs, type InstallDeps } from '../../../src/commands/install';
-import type { DirProblem, InstallOutcome } from '../../../src/sys/install-file';
+import type { DirProblem, InstallOutcome } from '../../../src/sys/safe-file';
 
 describe('parseInstallArgs', () => {
   it('takes --dest DIR, --dest=DIR and --also-notices in any order', () => {

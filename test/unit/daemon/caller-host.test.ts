@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { jobLogInView, loggerInView, refusing, viewOfCaller } from '../../../src/daemon/caller-host';
 import { CniError } from '../../../src/cni/errors';
 import type { CniPlugin } from '../../../src/cni/requests';
-import { CallerViewError, type CallerView } from '../../../src/sys/caller-view';
-import type { CallerViews } from '../../../src/sys/caller-views';
+import { CallerViewError, type CallerView, type CallerViews } from '../../../src/sys/caller-view';
 import { createLogger } from '../../../src/log';
 import { identityView } from '../../support/caller-view-fakes';
 

@@ -17,7 +17,7 @@ import { jobIn, makeStateDir, writeJob } from '../../support/daemon-fakes';
 import { fakeLibc } from '../../support/fake-libc';
 import { ManualTimers } from '../../support/manual-timers';
 import { identityView } from '../../support/caller-view-fakes';
-import type { CallerViews } from '../../../src/sys/caller-views';
+import type { CallerViews } from '../../../src/sys/caller-view';
 import { RecordMemory } from '../../../src/announce/record-memory';
 
 let dir: string;

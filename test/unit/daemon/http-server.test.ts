@@ -13,7 +13,7 @@ import {
   type HttpDeps,
 } from '../../../src/daemon/http-server';
 import { MAX_HEAD_BYTES } from '../../../src/daemon/http-request';
-import { errnoNumber } from '../../../src/sys/errno';
+import { errnoNumber } from '../../../src/sys/sys-error';
 import { SysError } from '../../../src/sys/sys-error';
 import { parseListenAddress } from '../../../src/sys/tcp-socket';
 import { silentLogger } from '../../../src/log';

@@ -10,8 +10,7 @@ import { countNodeProofs, startNodeWatch, stepNodeWatch, type NodeWork } from '.
 import { openForJob } from '../../../src/daemon/pod-visit';
 import type { RoundDeps, Work } from '../../../src/daemon/rounds';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
-import type { Rtnl } from '../../../src/sys/rtnl';
-import type { RtnlEvents } from '../../../src/sys/rtnl-events';
+import type { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import type { NetlinkMessage } from '../../../src/wire/netlink';
 import type { NeighEntry } from '../../../src/wire/neigh';
 import { AF_INET, type LinkInfo } from '../../../src/wire/rtnetlink';

@@ -3,7 +3,13 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { addonDirs, loadAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
+import {
+  addonDirs,
+  loadAddon,
+  loadKoffiAddon,
+  systemAddonLoader,
+  type AddonLoaderDeps,
+} from '../../../src/native/load-addon';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
@@ -126,5 +132,38 @@ describe('loadAddon', () => {
 describe('addonDirs', () => {
   it('tries memory, /run, the binary’s own directory, then the temporary directories', () => {
     expect(addonDirs('/opt/cni/bin/announcer')).toEqual(['/dev/shm', '/run', '/opt/cni/bin', '/tmp', '/var/tmp']);
+  });
+});
+
+describe('loadKoffiAddon', () => {
+  it("reads the embedded file whole, loads it from an anonymous file and hands out koffi's API", () => {
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as {
+      version: string;
+      load: unknown;
+      sizeof: unknown;
+    };
+    expect(koffi.version).toBe(KOFFI_VERSION);
+    expect(typeof koffi.load).toBe('function');
+    expect(typeof koffi.sizeof).toBe('function');
+  });
+
+  it('hands the loader the bytes of the file it was given, under the name koffi', () => {
+    const bytes = new Uint8Array([0x7f, 0x45, 0x4c, 0x46]);
+    const calls: unknown[] = [];
+    const addon = loadKoffiAddon(
+      '/$bunfs/root/koffi.addon',
+      '3.3.4',
+      (name, content) => (calls.push([name, content]), { version: '3.3.4' }),
+      (file) => (calls.push(file), bytes),
+    );
+    expect(addon).toEqual({ version: '3.3.4' });
+    expect(calls).toEqual(['/$bunfs/root/koffi.addon', ['koffi', bytes]]);
+  });
+
+  it('refuses an addon of another version, with the words of koffi’s own entry', () => {
+    const load = () => ({ version: '3.3.3' });
+    expect(() => loadKoffiAddon('/addon', '3.3.4', load, () => new Uint8Array())).toThrow(
+      new Error('Mismatched native Koffi modules'),
+    );
   });
 });

@@ -1,15 +1,15 @@
 // Each architecture's kernel-ABI table against that architecture's C headers:
 // a probe generated from the table (test/support/kernel-abi-probe.ts), built with
 // gcc and with aarch64-linux-gnu-gcc (run under qemu-user), prints the headers'
-// value of every entry. errno.ts's table is checked the same way.
+// value of every entry. sys-error.ts's errno table is checked the same way.
 import { constants } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ABI, kernelAbi } from '../../../src/sys/abi/kernel-abi';
-import { errnoName } from '../../../src/sys/errno';
+import { errnoName } from '../../../src/sys/sys-error';
 import { skipUnless } from '../../support/skip';
 import { probeMissing, probeSource, PROBE_TARGETS, runProbe } from '../../support/kernel-abi-probe';
 
-/** Every errno errno.ts names, with its number there. */
+/** Every errno sys-error.ts names, with its number there. */
 const ERRNOS = Object.fromEntries(
   Array.from({ length: 200 }, (_, n) => [errnoName(n), n] as const).filter(
     (entry): entry is [string, number] => entry[0] !== undefined,
@@ -20,7 +20,7 @@ describe('kernel ABI tables', () => {
   for (const arch of ['x64', 'arm64'] as const) {
     const target = PROBE_TARGETS[arch];
     it.skipIf(skipUnless(`a C compiler (and qemu-user) for ${arch}`, probeMissing(target)))(
-      `${arch}: every constant, struct size, alignment and field offset, and errno.ts, agree with the C headers`,
+      `${arch}: every constant, struct size, alignment and field offset, and the errnos, agree with the C headers`,
       () => {
         const table = kernelAbi(arch);
         const headers = runProbe(target, probeSource(table, Object.keys(ERRNOS)));

@@ -1,13 +1,27 @@
-// Waiting for a flock's holder through its pidfd: against the real kernel
-// (/proc/locks, pidfd_open, poll) with a holder this test starts, and the
-// parsing of /proc/locks on its own.
+// A flock's holder in /proc/locks, on its own and against the real kernel (a lock this process
+// takes, and a holder this test starts); waiting for that holder through its pidfd (pidfd_open,
+// poll); and the holder's progress stamp.
 import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { flockHolder, lockKey, waitForLockHolder } from '../../../src/sys/lock-holder';
 import { loadLibc } from '../../../src/sys/libc';
+import { flockHolder, lockKey, stampFd, waitForLockHolder } from '../../../src/sys/lock-holder';
+
+const libc = loadLibc();
+const locks = (): string => readFileSync('/proc/locks', 'latin1');
+
+let dir: string;
+let fd: number;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lock-holder-'));
+  fd = openSync(join(dir, 'lock'), 'w');
+});
+afterEach(() => {
+  closeSync(fd);
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('flockHolder', () => {
   const text = [
@@ -18,9 +32,26 @@ describe('flockHolder', () => {
   ].join('\n');
 
   it('names the one holder of a FLOCK on the device and inode, never a waiter or a POSIX lock', () => {
-    expect(flockHolder(text, '00:1f:77')).toBe(4242);
-    expect(flockHolder(text, '00:1f:78')).toBeUndefined();
-    expect(flockHolder(text, '00:1f:79')).toBeUndefined();
+    expect(flockHolder(text, 31n, 77n)).toBe(4242);
+    expect(flockHolder(text, 31n, 78n)).toBeUndefined();
+    expect(flockHolder(text, 31n, 79n)).toBeUndefined();
+    const LOCKS = [
+      '1: POSIX  ADVISORY  WRITE 900 00:1a:77 0 EOF',
+      '2: FLOCK  ADVISORY  WRITE 1234 103:02:5678 0 EOF',
+      '2: -> FLOCK  ADVISORY  WRITE 4321 103:02:5678 0 EOF',
+      '3: FLOCK  ADVISORY  WRITE 55 00:1a:5678 0 EOF',
+    ].join('\n');
+    // st_dev of 103:02 (major 0x103, minor 2), as glibc encodes it.
+    const dev = 0x103n * 256n + 2n;
+    expect(flockHolder(LOCKS, dev, 5678n)).toBe(1234);
+    expect(flockHolder(LOCKS, 0x1an, 5678n)).toBe(55);
+    expect(flockHolder(LOCKS, 0x1an, 77n)).toBeUndefined();
+    expect(flockHolder('', dev, 5678n)).toBeUndefined();
+  });
+
+  it('names no one when two processes hold the file (shared locks): none of them alone is the holder', () => {
+    const shared = ['1: FLOCK  ADVISORY  READ 10 00:1f:77 0 EOF', '2: FLOCK  ADVISORY  READ 11 00:1f:77 0 EOF'];
+    expect(flockHolder(shared.join('\n'), 31n, 77n)).toBeUndefined();
   });
 
   it('writes the device as the kernel does: major and minor in hex, two digits at least', () => {
@@ -30,33 +61,37 @@ describe('flockHolder', () => {
     const dev = (0x234n << 8n) | (0x1000n << 32n) | 0x78n | (0x5600n << 12n);
     expect(lockKey(dev, 1n)).toBe('1234:5678:1');
   });
+
+  const realTitle =
+    "finds this process holding a flock it took, and no one for a file nobody locks, in this kernel's /proc/locks";
+  it(realTitle, () => {
+    const st = fstatSync(fd, { bigint: true });
+    expect(flockHolder(locks(), st.dev, st.ino)).toBeUndefined();
+    expect(libc.tryLock(fd)).toBe(true);
+    expect(flockHolder(locks(), st.dev, st.ino)).toBe(process.pid);
+    const other = openSync(join(dir, 'other'), 'w');
+    try {
+      const { dev, ino } = fstatSync(other, { bigint: true });
+      expect(flockHolder(locks(), dev, ino)).toBeUndefined();
+    } finally {
+      closeSync(other);
+    }
+  });
 });
 
 describe('waitForLockHolder', () => {
-  let dir: string;
-  let fd: number;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'lock-holder-'));
-    fd = openSync(join(dir, 'lock'), 'w');
-  });
-  afterEach(() => {
-    closeSync(fd);
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   it('wakes once the holder exits, not at the end of its time', async () => {
     // A holder of ours that lets go by exiting after 400 ms.
     const holder = spawn('flock', ['-x', join(dir, 'lock'), 'sleep', '0.4'], { stdio: 'ignore' });
     const exited = new Promise((resolve) => holder.once('exit', resolve));
     const st = fstatSync(fd, { bigint: true });
-    const key = (): string => lockKey(st.dev, st.ino);
     const deadline = Date.now() + 5000;
-    while (flockHolder(readFileSync('/proc/locks', 'latin1'), key()) === undefined && Date.now() < deadline) {
+    while (flockHolder(locks(), st.dev, st.ino) === undefined && Date.now() < deadline) {
       await new Promise((r) => setImmediate(r));
     }
-    expect(flockHolder(readFileSync('/proc/locks', 'latin1'), key())).toBeGreaterThan(0);
+    expect(flockHolder(locks(), st.dev, st.ino)).toBeGreaterThan(0);
     const start = Date.now();
-    expect(waitForLockHolder({ libc: loadLibc() }, fd, 20_000, 20)).toBe('holder');
+    expect(waitForLockHolder({ libc }, fd, 20_000, 20)).toBe('holder');
     const waited = Date.now() - start;
     await exited;
     expect(waited).toBeLessThan(10_000); // woke at the exit (~0.4 s), long before its 20 s
@@ -64,7 +99,16 @@ describe('waitForLockHolder', () => {
 
   it('with no holder to name, waits the fallback through poll(2), bounded by the time left', () => {
     const start = Date.now();
-    expect(waitForLockHolder({ libc: loadLibc(), readLocks: () => '' }, fd, 5000, 30)).toBe('fallback');
+    expect(waitForLockHolder({ libc, readLocks: () => '' }, fd, 5000, 30)).toBe('fallback');
     expect(Date.now() - start).toBeLessThan(2000);
+  });
+});
+
+describe('stampFd', () => {
+  it("sets the open file's modification and access times to the given wall-clock ms", () => {
+    const at = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
+    stampFd(fd, at);
+    const st = statSync(join(dir, 'lock'));
+    expect([st.mtimeMs, st.atimeMs].map(Math.round)).toEqual([at, at]); // within float rounding
   });
 });

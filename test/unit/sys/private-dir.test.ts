@@ -2,7 +2,13 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkPrivateDir, ensurePrivateDir, stateDirProblem, UnsafeDirError } from '../../../src/sys/private-dir';
+import {
+  checkPrivateDir,
+  ensureDir,
+  ensurePrivateDir,
+  stateDirProblem,
+  UnsafeDirError,
+} from '../../../src/sys/private-dir';
 import { notRoot, skipUnless } from '../../support/skip';
 
 const uid = process.geteuid!();
@@ -125,6 +131,27 @@ describe('stateDirProblem', () => {
     expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
     expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(
       `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`,
+    );
+  });
+});
+
+describe('ensureDir', () => {
+  it('creates missing parents with the mode and accepts an existing directory', () => {
+    const dir = join(base, 'a', 'b', 'c');
+    ensureDir(dir, 0o700);
+    ensureDir(dir, 0o700);
+    expect(statSync(dir).isDirectory()).toBe(true);
+    expect(statSync(join(base, 'a')).mode & 0o777).toBe(0o700);
+  });
+
+  it('fails below a regular file instead of looping', () => {
+    writeFileSync(join(base, 'file'), '');
+    expect(() => ensureDir(join(base, 'file', 'x', 'y'), 0o700)).toThrow(/ENOTDIR/);
+  });
+
+  it('fails under procfs, where mkdir keeps answering ENOENT, instead of looping', () => {
+    expect(() => ensureDir('/proc/x-nowhere/state', 0o700)).toThrow(
+      "ENOENT: no such file or directory, mkdir '/proc/x-nowhere'",
     );
   });
 });

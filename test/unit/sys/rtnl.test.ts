@@ -1,6 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { Rtnl } from '../../../src/sys/rtnl';
-import { awaitChange, RtnlEvents } from '../../../src/sys/rtnl-events';
+import { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import { SysError } from '../../../src/sys/sys-error';
 import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
 import { parseNeighChange, RTM_DELNEIGH, RTM_NEWNEIGH } from '../../../src/wire/neigh';
@@ -156,43 +155,6 @@ describe('Rtnl', () => {
   it('gives up with ETIMEDOUT when no reply comes', () => {
     const k = kernel(() => []);
     expect(() => new Rtnl(k.libc, 3, 20).linkByIndex(4)).toThrow('RTM_GETLINK ifindex 4: ETIMEDOUT');
-  });
-});
-
-describe('awaitChange', () => {
-  it('polls every source, drains them all, and tells whether anything arrived', () => {
-    const queued = new Map<number, number>([
-      [5, 2],
-      [6, 0],
-    ]);
-    const polled: [number[], number][] = [];
-    const libc = fakeLibc({
-      pollIn: (fds, ms) => (polled.push([[...fds], ms]), fds.map((fd) => (queued.get(fd) ?? 0) > 0)),
-      recvNow: (fd) => {
-        const left = queued.get(fd) ?? 0;
-        if (left === 0) return undefined;
-        queued.set(fd, left - 1);
-        return 20;
-      },
-    });
-    expect(awaitChange(libc, [new RtnlEvents(libc, 5), new RtnlEvents(libc, 6)], 250)).toBe(true);
-    expect(polled).toEqual([[[5, 6], 250]]);
-    expect(queued.get(5)).toBe(0);
-    expect(awaitChange(libc, [new RtnlEvents(libc, 5)], 10)).toBe(false);
-  });
-
-  it('counts an overflow (ENOBUFS) as a change and keeps draining', () => {
-    let calls = 0;
-    const libc = fakeLibc({
-      pollIn: (fds) => fds.map(() => true),
-      recvNow: () => {
-        calls++;
-        if (calls === 1) throw new SysError('recv', 105);
-        return undefined;
-      },
-    });
-    expect(awaitChange(libc, [new RtnlEvents(libc, 5)], 10)).toBe(true);
-    expect(calls).toBe(2);
   });
 });
 

@@ -1,24 +1,37 @@
 import { execFileSync } from 'node:child_process';
 import {
+  chmodSync,
+  closeSync,
+  constants,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readSync,
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  appendToRegularFile,
+  dirProblem,
+  installFile,
+  isTempName,
   NotRegularFileError,
   readSmallFile,
+  removeStaleTemps,
   replaceFile,
   tempNameFor,
   unlinkIfPresent,
 } from '../../../src/sys/safe-file';
+import { isSysError } from '../../../src/sys/sys-error';
 
 let dir: string;
 beforeEach(() => {
@@ -93,5 +106,185 @@ describe('unlinkIfPresent', () => {
     mkdirSync(join(dir, 'd'));
     expect(() => unlinkIfPresent(join(dir, 'd'))).toThrow(/^EISDIR: .*unlink '.*\/d'$/);
     expect(readdirSync(dir)).toEqual(['d']);
+  });
+});
+
+function refusal(path: string): string {
+  try {
+    appendToRegularFile(path, 'line\n');
+  } catch (e) {
+    expect(isSysError(e)).toBe(true);
+    return (e as { code: string }).code;
+  }
+  throw new Error('appendToRegularFile did not throw');
+}
+
+describe('appendToRegularFile', () => {
+  it('creates a 0600 file and appends to it', () => {
+    const file = join(dir, 'a.log');
+    appendToRegularFile(file, 'one\n');
+    appendToRegularFile(file, Buffer.from('two\n'));
+    expect(readFileSync(file, 'utf8')).toBe('one\ntwo\n');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses a FIFO without a reader at once instead of waiting for one', () => {
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(refusal(fifo)).toBe('EINVAL');
+  });
+
+  it('writes nothing into a FIFO that has a reader', () => {
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      expect(refusal(fifo)).toBe('EINVAL');
+      // No writer ever opened it: read(2) sees end of file, and nothing was written.
+      expect(readSync(reader, Buffer.alloc(16))).toBe(0);
+    } finally {
+      closeSync(reader);
+    }
+  });
+
+  it('does not follow a symlink to another file', () => {
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'keep\n');
+    symlinkSync(victim, join(dir, 'link.log'));
+    expect(refusal(join(dir, 'link.log'))).toBe('EINVAL');
+    expect(readFileSync(victim, 'utf8')).toBe('keep\n');
+  });
+
+  it('refuses a directory and a device', () => {
+    mkdirSync(join(dir, 'd'));
+    expect(refusal(join(dir, 'd'))).toBe('EINVAL');
+    expect(refusal('/dev/null')).toBe('EINVAL');
+  });
+
+  it('reports a missing parent with its errno', () => {
+    expect(refusal(join(dir, 'missing', 'a.log'))).toBe('ENOENT');
+  });
+});
+
+describe('installFile', () => {
+  let base: string;
+  let source: string;
+  let dest: string;
+  beforeEach(() => {
+    base = mkdtempSync(join(tmpdir(), 'install-file-'));
+    source = join(base, 'source');
+    // More than one 1 MiB chunk, with a short last one.
+    writeFileSync(source, Buffer.alloc((1 << 20) + 4097, 'ab'));
+    dest = join(base, 'dest');
+    mkdirSync(dest);
+  });
+  afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+  it('copies the bytes with the mode and leaves no temporary file', () => {
+    expect(installFile(source, dest, 'announcer', 0o755)).toBe('installed');
+    expect(readFileSync(join(dest, 'announcer')).equals(readFileSync(source))).toBe(true);
+    expect(statSync(join(dest, 'announcer')).mode & 0o7777).toBe(0o755);
+    expect(readdirSync(dest)).toEqual(['announcer']);
+  });
+
+  it('does nothing when the same bytes and mode are there (same inode afterwards)', () => {
+    installFile(source, dest, 'announcer', 0o755);
+    const before = statSync(join(dest, 'announcer')).ino;
+    expect(installFile(source, dest, 'announcer', 0o755)).toBe('unchanged');
+    expect(statSync(join(dest, 'announcer')).ino).toBe(before);
+  });
+
+  it.each([
+    ['other bytes of the same size', (f: string) => writeFileSync(f, Buffer.alloc((1 << 20) + 4097, 'ac'))],
+    ['a shorter file', (f: string) => writeFileSync(f, 'old')],
+    [
+      'the same bytes with another mode',
+      (f: string, src: string) => (writeFileSync(f, readFileSync(src)), chmodSync(f, 0o700)),
+    ],
+  ])('replaces %s by a new inode', (_what, plant) => {
+    const target = join(dest, 'announcer');
+    plant(target, source);
+    const before = statSync(target).ino;
+    expect(installFile(source, dest, 'announcer', 0o755)).toBe('installed');
+    expect(statSync(target).ino).not.toBe(before);
+    expect(readFileSync(target).equals(readFileSync(source))).toBe(true);
+    expect(readdirSync(dest)).toEqual(['announcer']);
+  });
+
+  it('replaces a symlink itself, never writing through it', () => {
+    const victim = join(base, 'victim');
+    writeFileSync(victim, 'keep me');
+    symlinkSync(victim, join(dest, 'announcer'));
+    expect(installFile(source, dest, 'announcer', 0o755)).toBe('installed');
+    expect(lstatSync(join(dest, 'announcer')).isFile()).toBe(true);
+    expect(readFileSync(victim, 'utf8')).toBe('keep me');
+  });
+
+  it('fails when the name is a directory, and removes its temporary file', () => {
+    mkdirSync(join(dest, 'announcer'));
+    expect(() => installFile(source, dest, 'announcer', 0o755)).toThrow(/EISDIR|ENOTEMPTY|EEXIST/);
+    expect(readdirSync(dest)).toEqual(['announcer']);
+  });
+
+  it('fails on a missing source and creates nothing', () => {
+    expect(() => installFile(join(base, 'nope'), dest, 'announcer', 0o755)).toThrow(/ENOENT/);
+    expect(readdirSync(dest)).toEqual([]);
+  });
+});
+
+describe('dirProblem', () => {
+  it('tells a directory, a missing path and a file apart', () => {
+    const base = mkdtempSync(join(tmpdir(), 'dir-problem-'));
+    try {
+      writeFileSync(join(base, 'file'), '');
+      expect(dirProblem(base)).toBeUndefined();
+      expect(dirProblem(join(base, 'missing'))).toBe('missing');
+      expect(dirProblem(join(base, 'file'))).toBe('not a directory');
+      expect(dirProblem(join(base, 'file', 'below'))).toBe('not a directory');
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('removeStaleTemps', () => {
+  it('removes only old regular files named like its temporary files, and leaves young ones to their installer', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stale-temps-'));
+    try {
+      const now = Date.now();
+      const old = (name: string) => {
+        writeFileSync(join(dir, name), 'x');
+        utimesSync(join(dir, name), new Date(now - 3_600_000), new Date(now - 3_600_000));
+      };
+      old('.announcer.tmp-0123456789ab');
+      old('.announcer.tmp-nothex000000');
+      old('.announcer.tmp-0123456789abc');
+      old('.THIRD_PARTY_NOTICES.tmp-0123456789ab');
+      old('announcer');
+      writeFileSync(join(dir, '.announcer.tmp-ffffffffffff'), 'young');
+      mkdirSync(join(dir, '.announcer.tmp-aaaaaaaaaaaa'));
+      symlinkSync('/etc/hostname', join(dir, '.announcer.tmp-bbbbbbbbbbbb'));
+      expect(removeStaleTemps(dir, 'announcer', 600_000, now)).toEqual(['.announcer.tmp-0123456789ab']);
+      expect(readdirSync(dir).sort()).toEqual(
+        [
+          '.THIRD_PARTY_NOTICES.tmp-0123456789ab',
+          '.announcer.tmp-0123456789abc',
+          '.announcer.tmp-aaaaaaaaaaaa',
+          '.announcer.tmp-bbbbbbbbbbbb',
+          '.announcer.tmp-ffffffffffff',
+          '.announcer.tmp-nothex000000',
+          'announcer',
+        ].sort(),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('recognises exactly the names installFile gives its temporary files', () => {
+    expect(isTempName('.announcer.tmp-0a1b2c3d4e5f', 'announcer')).toBe(true);
+    expect(isTempName('.announcer.tmp-0A1B2C3D4E5F', 'announcer')).toBe(false);
+    expect(isTempName('.announcer.tmp-', 'announcer')).toBe(false);
+    expect(isTempName('announcer.tmp-0a1b2c3d4e5f', 'announcer')).toBe(false);
   });
 });

@@ -1,5 +1,18 @@
-import { describe, it, expect } from 'vitest';
-import { hasErrno, isSysError, SysError, sysErrorFrom } from '../../../src/sys/sys-error';
+import { constants } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import {
+  EAGAIN,
+  EINTR,
+  EINVAL,
+  EIO,
+  ENAMETOOLONG,
+  errnoName,
+  errnoNumber,
+  hasErrno,
+  isSysError,
+  SysError,
+  sysErrorFrom,
+} from '../../../src/sys/sys-error';
 
 describe('SysError', () => {
   it('names the operation and the errno in its message', () => {
@@ -69,5 +82,29 @@ describe('sysErrorFrom', () => {
     expect(sysErrorFrom('write /x', Object.assign(new Error('odd'), { code: 'ERR_SOMETHING' })).code).toBe('EIO');
     const own = new SysError('append /x: not a regular file', 22);
     expect(sysErrorFrom('write /x', own)).toBe(own);
+  });
+});
+
+describe('errno', () => {
+  it('agrees with node:os on every name and number', () => {
+    for (const [name, n] of Object.entries(constants.errno)) {
+      expect(errnoNumber(name), name).toBe(n);
+      expect(errnoNumber(errnoName(n)!), `${n}`).toBe(n);
+    }
+  });
+
+  it('uses the usual name of a number with two', () => {
+    expect(errnoName(11)).toBe('EAGAIN');
+    expect(errnoName(95)).toBe('ENOTSUP');
+    expect(errnoName(19)).toBe('ENODEV');
+    expect(errnoName(41)).toBeUndefined();
+    expect(errnoName(9999)).toBeUndefined();
+  });
+
+  it('declares each named constant with its number', () => {
+    for (const [name, n] of Object.entries({ EINTR, EIO, EAGAIN, EINVAL, ENAMETOOLONG })) {
+      expect(n, name).toBe(constants.errno[name as keyof typeof constants.errno]);
+      expect(errnoName(n)).toBe(name);
+    }
   });
 });

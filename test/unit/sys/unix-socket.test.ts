@@ -1,12 +1,12 @@
 // The announcer socket's syscalls for real, in a temp dir: a SOCK_STREAM
 // socket mode 0600, SO_PEERCRED, bytes both ways in pieces, a full buffer,
 // end of stream, EPIPE without SIGPIPE, and poll(2) for input and room.
-import { mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { sockaddrUn, SUN_PATH_MAX } from '../../../src/sys/unix-socket';
+import { sockaddrUn, SUN_PATH_MAX, withSocketAddress } from '../../../src/sys/unix-socket';
 
 const libc = loadLibc();
 let dir: string;
@@ -140,5 +140,76 @@ describe('unix SOCK_STREAM sockets', () => {
     expect(libc.removeSocketFile(path, libc.socketFile(path))).toBe(true);
     expect(() => statSync(path)).toThrow(/ENOENT/);
     expect(libc.removeSocketFile(path, first)).toBe(false); // gone: nothing to remove
+  });
+});
+
+describe('withSocketAddress', () => {
+  const fdOf = (address: string): string => /^(\/proc\/self\/fd\/\d+)\/announcer\.sock$/.exec(address)?.[1] ?? '';
+  const target = (path: string): string | undefined => {
+    try {
+      return readlinkSync(path);
+    } catch {
+      return undefined;
+    }
+  };
+  /** A stateDir whose socket path is longer than sun_path. */
+  const longStateDir = (): string => {
+    const stateDir = join(dir, 'd'.repeat(60), 'e'.repeat(60));
+    mkdirSync(stateDir, { recursive: true });
+    return stateDir;
+  };
+
+  it("is the socket's path in stateDir when sun_path holds it", () => {
+    expect(withSocketAddress('/run/cni-announcer', (a) => a)).toBe('/run/cni-announcer/announcer.sock');
+  });
+
+  it('reaches a socket in a long stateDir through an O_PATH fd of it, bound and connected there, then closed', () => {
+    const stateDir = longStateDir();
+    let held = '';
+    const listener = withSocketAddress(stateDir, (address) => {
+      held = fdOf(address);
+      expect(target(held)).toBe(stateDir);
+      return track(libc.listen(address));
+    });
+    expect(target(held)).not.toBe(stateDir); // closed: gone, or already another file
+    expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
+    track(withSocketAddress(stateDir, (address) => libc.connect(address)));
+    expect(libc.accept(listener)).toBeDefined();
+  });
+
+  it('holds the fd until a promise `use` returns has settled, fulfilled or rejected', async () => {
+    const stateDir = longStateDir();
+    let held = '';
+    let release: (value: string) => void = () => undefined;
+    const answer = withSocketAddress(stateDir, (address) => {
+      held = fdOf(address);
+      return new Promise<string>((resolve) => (release = resolve));
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(target(held)).toBe(stateDir);
+    release('done');
+    expect(await answer).toBe('done');
+    expect(target(held)).not.toBe(stateDir);
+    const failing = withSocketAddress(stateDir, async (address) => {
+      held = fdOf(address);
+      throw new Error('refused');
+    });
+    await expect(failing).rejects.toThrow('refused');
+    expect(target(held)).not.toBe(stateDir);
+  });
+
+  it('throws when a long stateDir is missing or a symlink, and closes the fd when `use` throws', () => {
+    const stateDir = longStateDir();
+    expect(() => withSocketAddress(`${stateDir}-missing`, (a) => a)).toThrow(/ENOENT/);
+    symlinkSync(stateDir, `${stateDir}-link`);
+    expect(() => withSocketAddress(`${stateDir}-link`, (a) => a)).toThrow(/ENOTDIR|ELOOP/);
+    let held = '';
+    expect(() =>
+      withSocketAddress(stateDir, (address) => {
+        held = fdOf(address);
+        throw new Error('no');
+      }),
+    ).toThrow('no');
+    expect(target(held)).not.toBe(stateDir);
   });
 });

@@ -1,10 +1,10 @@
+// koffi loaded on first use, and loadLibc's binding: each libc function (koffi parses its
+// prototype) on its first call, so a run pays only for the calls it makes; close(2) is bound at
+// load, since closeInBackground needs koffi's own function object.
 import { openSync } from 'node:fs';
-// loadLibc binds each libc function (koffi parses its prototype) on its first
-// call, so a run pays only for the calls it makes; close(2) is bound at load,
-// since closeInBackground needs koffi's own function object.
 import koffi from 'koffi';
 import { describe, expect, it } from 'vitest';
-import { loadLibc, type LibcLibrary } from '../../../src/sys/libc';
+import { loadKoffi, loadLibc, type LibcLibrary } from '../../../src/sys/libc';
 
 const realLibc = koffi.load('libc.so.6');
 
@@ -19,6 +19,14 @@ function countingLibc(): LibcLibrary & { bound: string[] } {
     }) as LibcLibrary['func'],
   };
 }
+
+describe('loadKoffi', () => {
+  it('returns koffi, the same module each time', () => {
+    const koffi = loadKoffi();
+    expect(typeof koffi.load).toBe('function');
+    expect(loadKoffi()).toBe(koffi);
+  });
+});
 
 describe('loadLibc binds on first use', () => {
   it('binds only close(2) at load', () => {

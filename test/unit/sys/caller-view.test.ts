@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallerViewError, fileId } from '../../../src/sys/caller-view';
-import { CallerViews } from '../../../src/sys/caller-views';
+import { CallerViewError, CallerViews } from '../../../src/sys/caller-view';
+import { fileId } from '../../../src/sys/file-id';
 
 describe('CallerViews', () => {
   it('refuses a peer whose pid SO_PEERCRED gave as 0 (its pid namespace not visible), naming why', () => {
