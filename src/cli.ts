@@ -86,7 +86,12 @@ export async function runProcessVerb(
   }
   if (verb === DAEMON_VERB) {
     const libc = once(loadLibc);
-    return daemonVerb({ libc, timers: realTimers(() => libc().bootTimeMs()) }, args, io.err);
+    return daemonVerb(
+      args,
+      io.err,
+      libc,
+      realTimers(() => libc().bootTimeMs()),
+    );
   }
   if (known) return runVerb(verb, args, process.execPath);
   const verbs = [...CLI_VERBS.map((v) => v.verb), '--version', '--help'];

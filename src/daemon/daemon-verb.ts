@@ -103,17 +103,15 @@ export function loadNodeSettings(
   return parsed.ok ? { ok: true, settings: resolveNodeSettings(parsed.settings) } : parsed;
 }
 
-/** What the verb runs on in this process: libc (loaded on first use) and the clocks. */
-export interface ProcessParts {
-  libc(): Libc & UnixSockets & TcpSockets;
-  timers: Timers;
-}
-
-/** Runs `announcer daemon` with `args` (after the verb); resolves with its exit status. */
+/**
+ * Runs `announcer daemon` with `argv` (after the verb); resolves with its exit status. `libc` loads libc on first use
+ * (a bad argument is said without it), `timers` read the process's clocks.
+ */
 export async function daemonVerb(
-  parts: ProcessParts,
   argv: readonly string[],
   err: (line: string) => void,
+  libc: () => Libc & UnixSockets & TcpSockets,
+  timers: Timers,
 ): Promise<number> {
   const parsed = parseDaemonArgs(argv);
   if (!parsed.ok) {
@@ -138,7 +136,7 @@ export async function daemonVerb(
     const uid = process.geteuid?.() ?? 0;
     const node = loadNodeSettings(args.stateDir, (path, max) => readSmallFile(path, max, uid));
     if (!node.ok) return fail(node.problem, 2);
-    const deps = realDaemonDeps(parts, args, node.settings, uid);
+    const deps = realDaemonDeps(libc(), timers, args, node.settings, uid);
     const took = await runDaemon({ ...deps, listen, ready: () => ready.say(READY_LINES.listening) });
     if (took === 'served') ready.say(READY_LINES.served);
     // A DaemonSet's announcer that cannot serve its probes and metrics exits non-zero, and is restarted.
@@ -161,7 +159,13 @@ function readyLine(fd: number | undefined): { say(line: string): void } {
 }
 
 /** The announcer's dependencies in this process. */
-function realDaemonDeps(parts: ProcessParts, args: DaemonArgs, settings: NodeSettings, uid: number): DaemonDeps {
+function realDaemonDeps(
+  libc: Libc & UnixSockets & TcpSockets,
+  timers: Timers,
+  args: DaemonArgs,
+  settings: NodeSettings,
+  uid: number,
+): DaemonDeps {
   const { stateDir } = args;
   const stdout = args.logFormat
     ? { format: args.logFormat, sink: (line: string) => void process.stdout.write(line) }
@@ -169,7 +173,6 @@ function realDaemonDeps(parts: ProcessParts, args: DaemonArgs, settings: NodeSet
   const loggers = daemonLoggers({ daemon: process.pid }, settings, stdout);
   const started = fileIdAt(process.execPath);
   const views = new CallerViews();
-  const libc = parts.libc();
   return {
     stateDir,
     build: BUILD_ID,
@@ -180,7 +183,7 @@ function realDaemonDeps(parts: ProcessParts, args: DaemonArgs, settings: NodeSet
     tryLock: libc.tryLock,
     open: netnsSockets(libc),
     views,
-    timers: parts.timers,
+    timers,
     log: loggers.log,
     jobLog: jobLogInView(loggers.jobLog, views),
     uid,

@@ -81,7 +81,7 @@ export interface DaemonDeps extends LockDeps {
 /** The announcer's parts, made once at its start: what its table, rounds and hosted commands run on. */
 export interface Announcer {
   stateDir: string;
-  libc: Libc;
+  libc: Libc & UnixSockets & TcpSockets;
   open: SocketOpener;
   views: CallerViews;
   timers: Timers;
@@ -137,8 +137,7 @@ class Daemon {
       counters.errors++;
       deps.log.error(what, { ...fields, error });
     };
-    const calls = { closeInBackground: deps.libc.closeInBackground, close: (fd: number) => deps.libc.close(fd) };
-    this.closer = new BackgroundCloser(calls, (fd, error) => failed('cannot close a socket', error, { fd }));
+    this.closer = new BackgroundCloser(deps.libc, (fd, error) => failed('cannot close a socket', error, { fd }));
     const waits = new LoopWaits(() => deps.timers.now());
     const { stateDir, libc, views, timers, settings, log, jobLog } = deps;
     // Every entry into a pod's netns is counted: a turn that entered one looks for a thread born there.
@@ -160,19 +159,14 @@ class Daemon {
       jobs: undefined as unknown as Jobs,
     };
     this.a.jobs = new Jobs(this.a);
-    const metricsDeps = { now: () => timers.now(), write: deps.writeMetrics, problem: deps.metricsFileProblem };
-    this.metricsFile = new MetricsFile(
-      { ...metricsDeps, log, count: () => void counters.errors++ },
-      this.a.metrics,
-      settings.metricsFile,
-    );
+    this.metricsFile = new MetricsFile(this.a, deps.writeMetrics, deps.metricsFileProblem);
     this.runCni = deps.commands(this.a);
     const handlers: RequestHandlers = {
       control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
       served: (command) => countServed(counters, command),
     };
-    this.server = new Server({ stateDir, sockets: libc, timers, log, uid: deps.uid }, handlers, failed);
+    this.server = new Server(this.a, deps.uid, handlers);
   }
 
   /**
@@ -368,14 +362,7 @@ class Daemon {
   /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
   private listenHttp(address: TcpAddress): HttpEndpoint {
     const healthy = (): boolean => this.server.listening && !this.stopping;
-    const deps = {
-      address,
-      sockets: this.deps.libc,
-      bootMs: () => this.deps.timers.bootMs(),
-      log: this.deps.log,
-      failed: this.a.failed,
-    };
-    return HttpEndpoint.listen(deps, { healthy, metrics: this.a.metrics });
+    return HttpEndpoint.listen(this.a, address, { healthy, metrics: this.a.metrics });
   }
 }
 

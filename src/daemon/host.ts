@@ -13,6 +13,7 @@ import { whereToSet } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
 import type { CniPlugin } from '../cni/requests';
 import type { Logger, LogLevel } from '../log';
+import type { Libc } from '../sys/libc';
 import { CallerViewError, type CallerView } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-view';
 import type { Gate } from './admission';
@@ -231,14 +232,6 @@ export class MemoryLocks implements AttachmentLocks {
   }
 }
 
-/** The close calls the closer is built on. */
-export interface CloseCalls {
-  /** close(2) on a worker thread; `done` hears its error, if any, on the loop's thread. */
-  closeInBackground(fd: number, done: (error?: unknown) => void): void;
-  /** close(2) on this thread. */
-  close(fd: number): void;
-}
-
 /** How many background closes are queued at most (koffi allows 256 queued async calls in all). */
 export const MAX_CLOSES_IN_FLIGHT = 32;
 
@@ -254,7 +247,7 @@ export class BackgroundCloser {
 
   /** `failed` hears of every close that failed (it must not throw). */
   constructor(
-    private readonly calls: CloseCalls,
+    private readonly libc: Libc,
     private readonly failed: (fd: number, error: unknown) => void,
     private readonly limit = MAX_CLOSES_IN_FLIGHT,
   ) {}
@@ -278,7 +271,7 @@ export class BackgroundCloser {
   private issue(fd: number): void {
     this.inFlight++;
     try {
-      this.calls.closeInBackground(fd, (error) => this.completed(fd, error));
+      this.libc.closeInBackground(fd, (error) => this.completed(fd, error));
     } catch (err) {
       // koffi's queue is full after all (closes queued by someone else): close it here.
       this.inFlight--;
@@ -296,7 +289,7 @@ export class BackgroundCloser {
 
   private closeNow(fd: number): void {
     try {
-      this.calls.close(fd);
+      this.libc.close(fd);
     } catch (err) {
       this.failed(fd, err);
     }

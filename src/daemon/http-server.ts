@@ -5,10 +5,9 @@
 // proves the loop itself turns. Bounded: MAX_CONNECTIONS at once (more are
 // closed at accept), MAX_HEAD_BYTES per request, REQUEST_MS to send it (a slow
 // client is dropped), WRITE_MS to take the answer.
-import type { Logger } from '../log';
 import { SysError } from '../sys/sys-error';
-import type { TcpAddress, TcpSockets } from '../sys/tcp-socket';
-import type { UnixSockets } from '../sys/unix-socket';
+import type { TcpAddress } from '../sys/tcp-socket';
+import type { Announcer } from './daemon';
 import { headEnd, MAX_HEAD_BYTES, parseHead, responseBytes, textAnswer, type HttpAnswer } from './http-request';
 import { route, type EndpointState } from './http-routes';
 
@@ -24,18 +23,6 @@ export const WRITE_MS = 5000;
  */
 const ACCEPT_PAUSE_MS = 100;
 const BACKLOG = 64;
-
-/**
- * What the endpoint needs: its address, TCP calls and the stream calls it shares with the unix socket, the boot clock,
- * a log.
- */
-export interface HttpDeps {
-  address: TcpAddress;
-  sockets: TcpSockets & Pick<UnixSockets, 'send' | 'receive' | 'close'>;
-  log: Logger;
-  bootMs(): number;
-  failed(what: string, error: unknown): void;
-}
 
 interface Client {
   fd: number;
@@ -53,7 +40,7 @@ export class HttpEndpoint {
   private acceptPausedUntil = 0;
 
   private constructor(
-    private readonly deps: HttpDeps,
+    private readonly a: Announcer,
     private readonly state: EndpointState,
     private readonly listenFd: number,
     /** The port it listens on (the kernel's pick for port 0). */
@@ -61,15 +48,15 @@ export class HttpEndpoint {
   ) {}
 
   /**
-   * Listens on deps.address; when it cannot (EADDRINUSE, EACCES), says so through `failed` and throws HttpListenError.
+   * Listens on `address`; when it cannot (EADDRINUSE, EACCES), says so (a.failed) and throws HttpListenError.
    */
-  static listen(deps: HttpDeps, state: EndpointState): HttpEndpoint {
+  static listen(a: Announcer, address: TcpAddress, state: EndpointState): HttpEndpoint {
     try {
-      const { fd, port } = deps.sockets.listenTcp(deps.address, BACKLOG);
-      deps.log.info('serving /metrics and /healthz', { port });
-      return new HttpEndpoint(deps, state, fd, port);
+      const { fd, port } = a.libc.listenTcp(address, BACKLOG);
+      a.log.info('serving /metrics and /healthz', { port });
+      return new HttpEndpoint(a, state, fd, port);
     } catch (err) {
-      deps.failed('cannot listen for HTTP', err);
+      a.failed('cannot listen for HTTP', err);
       throw new HttpListenError(err);
     }
   }
@@ -79,7 +66,7 @@ export class HttpEndpoint {
    * coming.
    */
   fds(): number[] {
-    const accepting = this.deps.bootMs() >= this.acceptPausedUntil ? [this.listenFd] : [];
+    const accepting = this.a.timers.bootMs() >= this.acceptPausedUntil ? [this.listenFd] : [];
     return [...accepting, ...[...this.clients].filter((c) => c.outbound === undefined).map((c) => c.fd)];
   }
 
@@ -90,7 +77,7 @@ export class HttpEndpoint {
 
   /** When the next connection times out or accepting resumes (boot ms); Infinity with none. */
   wakeAt(): number {
-    const paused = this.acceptPausedUntil > this.deps.bootMs() ? [this.acceptPausedUntil] : [];
+    const paused = this.acceptPausedUntil > this.a.timers.bootMs() ? [this.acceptPausedUntil] : [];
     return Math.min(Infinity, ...paused, ...[...this.clients].map((c) => c.until));
   }
 
@@ -98,7 +85,7 @@ export class HttpEndpoint {
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     const known = [...this.clients];
     if (readable.has(this.listenFd)) this.acceptAll();
-    const now = this.deps.bootMs();
+    const now = this.a.timers.bootMs();
     for (const c of known) {
       if (c.outbound === undefined && readable.has(c.fd)) this.guarded(c, () => this.read(c));
       // An answer still being made has no bytes yet: a flush would take it for sent and drop the client.
@@ -118,10 +105,10 @@ export class HttpEndpoint {
     for (;;) {
       let fd;
       try {
-        fd = this.deps.sockets.acceptTcp(this.listenFd);
+        fd = this.a.libc.acceptTcp(this.listenFd);
       } catch (err) {
-        this.acceptPausedUntil = this.deps.bootMs() + ACCEPT_PAUSE_MS;
-        this.deps.failed(`cannot accept an HTTP connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        this.acceptPausedUntil = this.a.timers.bootMs() + ACCEPT_PAUSE_MS;
+        this.a.failed(`cannot accept an HTTP connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
         return;
       }
       if (fd === undefined) return;
@@ -129,7 +116,7 @@ export class HttpEndpoint {
         this.closeQuietly(fd);
         continue;
       }
-      const c: Client = { fd, until: this.deps.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
+      const c: Client = { fd, until: this.a.timers.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
       this.clients.add(c);
       this.guarded(c, () => this.read(c)); // the request usually came with the connection: no turn waits for it
     }
@@ -137,7 +124,7 @@ export class HttpEndpoint {
 
   private read(c: Client): void {
     for (;;) {
-      const n = this.deps.sockets.receive(c.fd, this.scratch);
+      const n = this.a.libc.receive(c.fd, this.scratch);
       if (n === undefined) return;
       if (n === 0) return this.drop(c); // gone before its request was in
       c.inbound = Buffer.concat([c.inbound, this.scratch.subarray(0, n)]);
@@ -157,20 +144,20 @@ export class HttpEndpoint {
     c.inbound = Buffer.alloc(0);
     answer
       .catch((err: unknown) => {
-        this.deps.failed('cannot answer an HTTP request', err);
+        this.a.failed('cannot answer an HTTP request', err);
         return textAnswer(500, 'internal error\n');
       })
       .then((made) => {
         if (!this.clients.has(c)) return;
         c.outbound = responseBytes(made, headOnly);
-        c.until = this.deps.bootMs() + WRITE_MS;
+        c.until = this.a.timers.bootMs() + WRITE_MS;
         this.guarded(c, () => this.flush(c));
       });
   }
 
   private flush(c: Client): void {
     while (c.outbound!.length > 0) {
-      const n = this.deps.sockets.send(c.fd, c.outbound!);
+      const n = this.a.libc.send(c.fd, c.outbound!);
       if (n === 0) return;
       c.outbound = c.outbound!.subarray(n);
     }
@@ -183,7 +170,7 @@ export class HttpEndpoint {
       work();
     } catch (err) {
       if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')))
-        this.deps.failed('HTTP connection failed', err);
+        this.a.failed('HTTP connection failed', err);
       this.drop(c);
     }
   }
@@ -194,9 +181,9 @@ export class HttpEndpoint {
 
   private closeQuietly(fd: number): void {
     try {
-      this.deps.sockets.close(fd);
+      this.a.libc.close(fd);
     } catch (err) {
-      this.deps.failed('cannot close an HTTP socket', err);
+      this.a.failed('cannot close an HTTP socket', err);
     }
   }
 }

@@ -7,7 +7,7 @@
 // once a minute. A path that can never be written is reported once, at start, and never tried.
 import type { FrameCounts } from '../announce/round';
 import type { GatewayResult, GatewayVerdict } from '../announce/gateway-verdict';
-import type { Logger } from '../log';
+import type { Announcer } from './daemon';
 import type { AnnouncerMetrics } from './prometheus';
 
 /** Everything counted since the background announcer started. */
@@ -131,19 +131,6 @@ export const METRICS_EVERY_MS = 1000;
 /** At most one error line per cause this often; the failures between are counted in the next line. */
 export const ERROR_LINE_EVERY_MS = 60_000;
 
-/** What writing the file needs. */
-export interface MetricsFileDeps {
-  /** Monotonic ms. */
-  now(): number;
-  /** Writes the file atomically. */
-  write(file: string, text: string): void;
-  /** Why `file` can never be written (its directory missing, not a directory…); undefined when it may be. */
-  problem(file: string): string | undefined;
-  /** Counts a failure in the announcer's `errors`. */
-  count(): void;
-  log: Pick<Logger, 'error'>;
-}
-
 /** The metrics file of one announcer. */
 export class MetricsFile {
   /** The text as last written or failed to be written (at first, the registry's with nothing counted). */
@@ -155,42 +142,45 @@ export class MetricsFile {
   private readonly lines = new Map<string, { at: number; repeats: number }>();
   private file: string | undefined;
 
-  /** `file`: the node's metricsFile (none: nothing is written). */
+  /**
+   * The file of the announcer `a` (its node settings' metricsFile; none: nothing is written), written by `write`
+   * (atomically); `problem` says why a file can never be written (its directory missing, not a directory…).
+   */
   constructor(
-    private readonly deps: MetricsFileDeps,
-    private readonly metrics: Pick<LazyMetrics, 'text' | 'zeroText'>,
-    file: string | undefined,
+    private readonly a: Announcer,
+    private readonly write: (file: string, text: string) => void,
+    private readonly problem: (file: string) => string | undefined,
   ) {
-    this.file = file;
+    this.file = a.settings.metricsFile;
   }
 
   /** Checks once that the file can be written at all: one that never can is reported here, once, and never tried. */
   start(): void {
-    const problem = this.file === undefined ? undefined : this.deps.problem(this.file);
+    const problem = this.file === undefined ? undefined : this.problem(this.file);
     if (problem === undefined) return;
-    this.deps.count();
-    this.deps.log.error('metricsFile can never be written: not writing it', { file: this.file, problem });
+    this.a.counters.errors++;
+    this.a.log.error('metricsFile can never be written: not writing it', { file: this.file, problem });
     this.file = undefined;
   }
 
   /** Writes the metrics if they changed, unless written less than METRICS_EVERY_MS ago (`force`: whenever). */
   async flush(force: boolean): Promise<void> {
-    const now = this.deps.now();
+    const now = this.a.timers.now();
     const file = this.file;
     if (!file) return;
     this.heldBack = !force && now - this.attemptedAt < METRICS_EVERY_MS;
     if (this.heldBack) return;
-    this.attempted ??= this.metrics.zeroText();
-    const text = await this.metrics.text();
+    this.attempted ??= this.a.metrics.zeroText();
+    const text = await this.a.metrics.text();
     if (text === (await this.attempted)) return;
     this.attemptedAt = now;
     try {
-      this.deps.write(file, text);
+      this.write(file, text);
       this.attempted = Promise.resolve(text);
     } catch (err) {
       this.failed(file, err, now);
       // The failure just counted is no change to write for.
-      this.attempted = this.metrics.text();
+      this.attempted = this.a.metrics.text();
     }
   }
 
@@ -200,7 +190,7 @@ export class MetricsFile {
   }
 
   private failed(file: string, error: unknown, now: number): void {
-    this.deps.count();
+    this.a.counters.errors++;
     const cause = String((error as NodeJS.ErrnoException)?.code ?? (error as Error)?.message ?? error);
     const last = this.lines.get(cause);
     if (last && now - last.at < ERROR_LINE_EVERY_MS) {
@@ -208,6 +198,6 @@ export class MetricsFile {
       return;
     }
     this.lines.set(cause, { at: now, repeats: 0 });
-    this.deps.log.error('cannot write the metrics file', { file, error, ...(last ? { notLogged: last.repeats } : {}) });
+    this.a.log.error('cannot write the metrics file', { file, error, ...(last ? { notLogged: last.repeats } : {}) });
   }
 }

@@ -7,8 +7,6 @@
 // answered or passed on. A CNI command that has not acted yet is refused with `handover` (its shim sends it to the
 // next announcer); one that has acted runs on until ACTED_MS after the stop, then is stopped (it undoes what it can
 // and answers); a control request is answered. By STOP_MS after the stop every client is done with.
-import type { Logger } from '../log';
-import type { Timers } from '../announce/context';
 import {
   encodeLine,
   MAX_REQUEST_LINE,
@@ -21,6 +19,7 @@ import { SysError } from '../sys/sys-error';
 import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 import type { FileId } from '../sys/file-id';
 import { checkRequestLine, Gate, tooLate, wantedWhile, type CniCommand } from './admission';
+import type { Announcer } from './daemon';
 import type { Caller } from './host';
 import { unlinkIfPresent } from '../sys/safe-file';
 
@@ -33,16 +32,6 @@ const MAX_CLIENTS = 1024;
  * for it to undo what it did and answer.
  */
 export const ACTED_MS = 1500;
-
-/** What the server needs from the process. */
-export interface ServerDeps {
-  stateDir: string;
-  sockets: UnixSockets;
-  timers: Timers;
-  log: Logger;
-  /** The user whose connections are served. */
-  uid: number;
-}
 
 /** What the announcer does with a request. */
 export interface RequestHandlers {
@@ -79,13 +68,13 @@ export class Server {
   private stopping: Stopping | undefined;
   private acceptedCount = 0;
 
-  /** `failed` counts and logs what went wrong. */
+  /** Serves connections of user `uid` on the announcer `a`'s socket. */
   constructor(
-    private readonly deps: ServerDeps,
+    private readonly a: Announcer,
+    private readonly uid: number,
     private readonly handlers: RequestHandlers,
-    private readonly failed: (what: string, error: unknown) => void,
   ) {
-    this.listener = new Listener(deps, failed, (fd) => this.closeQuietly(fd));
+    this.listener = new Listener(a, (fd) => this.closeQuietly(fd));
   }
 
   /** Whether a client is connected or a command runs. */
@@ -141,7 +130,7 @@ export class Server {
    */
   stop(): void {
     if (this.stopping) return;
-    const now = this.deps.timers.bootMs();
+    const now = this.a.timers.bootMs();
     this.stopping = { actedBy: now + ACTED_MS, by: now + STOP_MS, actedStopped: false, passedOn: 0 };
     this.listener.cutOff((peer) => this.admit(peer));
     for (const [client, run] of this.running) if (!run.gate.acted) this.passOn(client, run);
@@ -150,7 +139,7 @@ export class Server {
   /** Whether the stop is over: no client left, or STOP_MS has passed (those left are closed). */
   done(): boolean {
     if (!this.stopping) return false;
-    return this.clients.size === 0 || this.deps.timers.bootMs() >= this.stopping.by;
+    return this.clients.size === 0 || this.a.timers.bootMs() >= this.stopping.by;
   }
 
   /** How many CNI requests the stop passed on to the next announcer (undefined: no stop), for its last log line. */
@@ -169,11 +158,11 @@ export class Server {
       fresh.add(peer.fd);
       this.admit(peer);
     });
-    const now = this.deps.timers.bootMs();
+    const now = this.a.timers.bootMs();
     if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) this.stopActed(this.stopping);
     for (const client of [...this.clients]) {
       if (writable.has(client.fd))
-        this.guarded(client, () => client.flush(this.deps.sockets) && client.closing && this.drop(client));
+        this.guarded(client, () => client.flush(this.a.libc) && client.closing && this.drop(client));
       if (!this.clients.has(client)) continue;
       if (this.reading(client) && (readable.has(client.fd) || fresh.has(client.fd)))
         this.guarded(client, () => this.readRequest(client));
@@ -208,11 +197,11 @@ export class Server {
   }
 
   private readRequest(client: Connection): void {
-    const got = client.read(this.deps.sockets, this.scratch, MAX_REQUEST_LINE);
+    const got = client.read(this.a.libc, this.scratch, MAX_REQUEST_LINE);
     if (got === 'pending') return;
     if (got === 'closed') return this.drop(client);
     if (got === 'too long') {
-      this.deps.log.warn('dropped a request line over the limit', { pid: client.peer.pid, limit: MAX_REQUEST_LINE });
+      this.a.log.warn('dropped a request line over the limit', { pid: client.peer.pid, limit: MAX_REQUEST_LINE });
       return this.drop(client);
     }
     const request = checkRequestLine(got.line);
@@ -221,16 +210,16 @@ export class Server {
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;
     const { deadline } = request;
-    if (tooLate(command, deadline, this.deps.timers.bootMs())) {
-      this.deps.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
+    if (tooLate(command, deadline, this.a.timers.bootMs())) {
+      this.a.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
       return this.drop(client);
     }
     if (this.stopping) {
       this.countPassedOn();
       return this.end(client, { refused: 'handover' });
     }
-    const connected = (): boolean => this.clients.has(client) && !client.peerGone(this.deps.sockets, this.scratch);
-    const gate = new Gate(wantedWhile(command, deadline, () => this.deps.timers.bootMs(), connected));
+    const connected = (): boolean => this.clients.has(client) && !client.peerGone(this.a.libc, this.scratch);
+    const gate = new Gate(wantedWhile(command, deadline, () => this.a.timers.bootMs(), connected));
     const taken = this.handlers.cni({ ...request, gate }, { pid: client.peer.pid, connected });
     if ('refused' in taken) {
       // The request of a new build that made this announcer stop is passed on, as those after it.
@@ -241,7 +230,7 @@ export class Server {
     taken.then(
       (done) => this.finish(client, command, done),
       (err: unknown) => {
-        this.failed('CNI command failed outside dispatch', err);
+        this.a.failed('CNI command failed outside dispatch', err);
         this.finish(client, command, undefined);
       },
     );
@@ -262,8 +251,8 @@ export class Server {
   /** Writes the last line; the connection closes once it is out, or CLIENT_MS on if the client reads none of it. */
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
-    client.until = this.deps.timers.bootMs() + CLIENT_MS;
-    client.write(this.deps.sockets, encodeLine(reply));
+    client.until = this.a.timers.bootMs() + CLIENT_MS;
+    client.write(this.a.libc, encodeLine(reply));
     if (!client.wantsWrite) this.drop(client);
   }
 
@@ -273,8 +262,8 @@ export class Server {
       work();
     } catch (err) {
       if (err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET'))
-        this.deps.log.debug('client left before its reply');
-      else this.failed('control connection failed', err);
+        this.a.log.debug('client left before its reply');
+      else this.a.failed('control connection failed', err);
       this.drop(client);
     }
   }
@@ -286,9 +275,9 @@ export class Server {
 
   private closeQuietly(fd: number): void {
     try {
-      this.deps.sockets.close(fd);
+      this.a.libc.close(fd);
     } catch (err) {
-      this.failed('cannot close a control socket', err);
+      this.a.failed('cannot close a control socket', err);
     }
   }
 
@@ -297,14 +286,14 @@ export class Server {
    * stopping announcer takes every queued one, so none goes unanswered for want of room).
    */
   private admit(peer: Accepted): void {
-    if (peer.uid !== this.deps.uid || (this.clients.size >= MAX_CLIENTS && !this.stopping)) {
-      if (peer.uid !== this.deps.uid)
-        this.deps.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+    if (peer.uid !== this.uid || (this.clients.size >= MAX_CLIENTS && !this.stopping)) {
+      if (peer.uid !== this.uid)
+        this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
       this.closeQuietly(peer.fd);
       return;
     }
     this.acceptedCount++;
-    this.clients.add(new Connection(peer.fd, peer, this.deps.timers.bootMs() + CLIENT_MS));
+    this.clients.add(new Connection(peer.fd, peer, this.a.timers.bootMs() + CLIENT_MS));
   }
 }
 
@@ -325,10 +314,9 @@ class Listener {
   /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
   private pausedUntil = 0;
 
-  /** `failed` counts and logs what went wrong; `closeQuietly` closes an fd, counting a failure. */
+  /** `closeQuietly` closes an fd, counting a failure. */
   constructor(
-    private readonly deps: ServerDeps,
-    private readonly failed: (what: string, error: unknown) => void,
+    private readonly a: Announcer,
     private readonly closeQuietly: (fd: number) => void,
   ) {}
 
@@ -339,20 +327,20 @@ class Listener {
 
   /** The listening socket, when it listens and accepts: for the poll. */
   fds(): number[] {
-    return this.fd !== undefined && this.deps.timers.bootMs() >= this.pausedUntil ? [this.fd] : [];
+    return this.fd !== undefined && this.a.timers.bootMs() >= this.pausedUntil ? [this.fd] : [];
   }
 
   /** When accepting resumes after a failed accept (boot ms); Infinity when it is not paused. */
   wakeAt(): number {
-    return this.pausedUntil > this.deps.timers.bootMs() ? this.pausedUntil : Infinity;
+    return this.pausedUntil > this.a.timers.bootMs() ? this.pausedUntil : Infinity;
   }
 
   /** Listens at stateDir's socket path, replacing a stale one a killed announcer left (the caller holds the lock). */
   listen(): void {
-    withSocketAddress(this.deps.stateDir, (address) => {
+    withSocketAddress(this.a.stateDir, (address) => {
       unlinkIfPresent(address);
-      this.fd = this.deps.sockets.listen(address);
-      this.bound = this.deps.sockets.socketFile(address);
+      this.fd = this.a.libc.listen(address);
+      this.bound = this.a.libc.socketFile(address);
     });
   }
 
@@ -367,7 +355,7 @@ class Listener {
     if (fd === undefined) return;
     this.fd = undefined;
     try {
-      this.deps.sockets.shutdownListener(fd);
+      this.a.libc.shutdownListener(fd);
       for (let peer = this.acceptOne(fd); peer; peer = this.acceptOne(fd)) take(peer);
     } finally {
       this.closeQuietly(fd);
@@ -381,18 +369,18 @@ class Listener {
     this.bound = undefined;
     if (bound === undefined) return;
     try {
-      withSocketAddress(this.deps.stateDir, (address) => this.deps.sockets.removeSocketFile(address, bound));
+      withSocketAddress(this.a.stateDir, (address) => this.a.libc.removeSocketFile(address, bound));
     } catch (err) {
-      this.failed('cannot remove the socket', err);
+      this.a.failed('cannot remove the socket', err);
     }
   }
 
   /** One queued connection, or undefined when none is left (or accept failed: counted, logged). */
   private acceptOne(fd: number): Accepted | undefined {
     try {
-      return this.deps.sockets.accept(fd);
+      return this.a.libc.accept(fd);
     } catch (err) {
-      this.failed('cannot accept a queued connection while stopping', err);
+      this.a.failed('cannot accept a queued connection while stopping', err);
       return undefined;
     }
   }
@@ -403,10 +391,10 @@ class Listener {
     for (;;) {
       let peer;
       try {
-        peer = this.deps.sockets.accept(this.fd);
+        peer = this.a.libc.accept(this.fd);
       } catch (err) {
-        this.pausedUntil = this.deps.timers.bootMs() + ACCEPT_PAUSE_MS;
-        this.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        this.pausedUntil = this.a.timers.bootMs() + ACCEPT_PAUSE_MS;
+        this.a.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
         return;
       }
       if (!peer) return;
