@@ -278,7 +278,12 @@ function openNodeWindow(opened: OpenPod, until: number): NodeWindow | NodeProof[
   const portName = (i: number): string => sockets.rtnl.linkByIndex(i)?.name ?? `ifindex ${i}`;
   const watches = bridged.map(({ name, pod }) => ({ name, watch: new NodeWatch(pod, portName) }));
   const window = { sockets, watches, unseen, until };
-  readInto(window);
+  try {
+    readInto(window);
+  } catch (err) {
+    sockets.close(); // no window to close it later
+    throw err;
+  }
   return window;
 }
 

@@ -10,7 +10,7 @@ import { MemoryLocks } from '../../src/daemon/host';
 import { LazyMetrics, newCounters } from '../../src/daemon/metrics';
 import { Jobs } from '../../src/daemon/table';
 import { createLogger } from '../../src/log';
-import type { CallerViews } from '../../src/sys/caller-views';
+import type { CallerViews } from '../../src/sys/caller-view';
 import { identityView } from './caller-view-fakes';
 import type { FakePod, StateDir } from './daemon-fakes';
 import { fakeLibc } from './fake-libc';

@@ -1,22 +1,27 @@
 // Fakes for the background announcer's unit tests: a pod behind an injected
-// socket opener, a scripted frame budget, a logger that keeps its lines, and
-// real records in a temporary stateDir (a plain file stands in for the netns).
-import { mkdtempSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// socket opener, a logger that keeps its lines, real records in a temporary
+// stateDir (a plain file stands in for the netns), and TableWorld: the
+// announcer's real table on all of them, driven as its loop drives it.
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
-import type { FrameBudget } from '../../src/announce/budget';
+import type { FirstRoundReport } from '../../src/announce/context';
 import type { SocketOpener } from '../../src/announce/session';
 import { writeRecord, type AttachmentRecord } from '../../src/announce/state';
 import { recordName } from '../../src/state-files';
-import type { RateLimit } from '../../src/announce/budget';
 import { createLogger, type Logger } from '../../src/log';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
+import type { AttachmentStatus } from '../../src/protocol';
+import { identityView } from './caller-view-fakes';
 import { parseIPv4 } from '../../src/wire/ip';
 import type { LinkInfo } from '../../src/wire/rtnetlink';
-import { fakeAddress, fakeLink } from './fake-rtnl';
 import { RecordMemory } from '../../src/announce/record-memory';
+import { testAnnouncer, type TestAnnouncer } from './announcer';
+import { fakeAddress, fakeLink } from './fake-rtnl';
+import type { LogRecord } from './log-records';
+import { ManualTimers } from './manual-timers';
 
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
 /** The pod's gateway, 10.88.0.1, and its MAC. */
@@ -77,19 +82,20 @@ export function jobIn(state: StateDir, extra: Partial<BackgroundJob> = {}): Back
     firstRoundAt: 1_000_000,
     readyDeadline: 1_010_000,
     logLevel: 'debug',
+    caller: identityView.caller,
     ...extra,
   };
 }
 
 /** The record of `job`, as ADD writes it (no MAC replaced). */
 export function jobRecord(job: BackgroundJob): AttachmentRecord & { job: BackgroundJob } {
-  const { network, containerId, ifname, netns, netnsId } = job;
-  return { network, containerId, ifname, netns, netnsId, originalMacs: [], job };
+  const { network, containerId, ifname, netns, netnsId, caller } = job;
+  return { network, containerId, ifname, netns, netnsId, caller, originalMacs: [], job };
 }
 
-/** Writes the record holding `job`; returns its file name in stateDir. */
-export function writeJob(state: StateDir, job: BackgroundJob): string {
-  writeRecord(state.dir, jobRecord(job), new RecordMemory());
+/** Writes the record holding `job` (`record`: as ADD writes it); returns its file name in stateDir. */
+export function writeJob(state: StateDir, job: BackgroundJob, record: AttachmentRecord = jobRecord(job)): string {
+  writeRecord(state.dir, record, new RecordMemory());
   return recordName(job.containerId, job.ifname);
 }
 
@@ -185,35 +191,6 @@ export class FakePod {
   }
 }
 
-/** One call of the fake budget. */
-export interface BudgetCall {
-  limit: RateLimit | undefined;
-  frames: number;
-  onCredit: boolean;
-  /** What the clock said when the bucket asked. */
-  at: number;
-}
-
-/** A budget that answers from `answers` (then ok): a number is a wait in ms, a function throws. */
-export class ScriptedBudget {
-  readonly calls: BudgetCall[] = [];
-  readonly answers: (number | 'ok' | Error)[] = [];
-
-  /** The node settings' rateLimit the budget stands for. */
-  limit: RateLimit | undefined = undefined;
-
-  budget = (): FrameBudget => ({
-    take: async (frames, clock, onCredit, send) => {
-      this.calls.push({ limit: this.limit, frames, onCredit, at: clock() });
-      const answer = this.answers.shift() ?? 'ok';
-      if (answer instanceof Error) throw answer;
-      if (typeof answer === 'number') return { ok: false, waitMs: answer };
-      send();
-      return { ok: true };
-    },
-  });
-}
-
 /** A logger whose lines (logfmt) are kept in `lines`. */
 export function keptLog(): { log: Logger; lines: string[] } {
   const lines: string[] = [];
@@ -226,5 +203,70 @@ export function isResidentLock(fd: number): boolean {
     return readlinkSync(`/proc/self/fd/${fd}`).endsWith('/announcer-resident.flock');
   } catch {
     return false;
+  }
+}
+
+/** No frame sent. */
+export const NO_FRAMES = { garpRequest: 0, garpReply: 0, na: 0 };
+
+/**
+ * One test's world: a stateDir, its FakePod, a manual clock, and the announcer on them (support/announcer.ts: the real
+ * table, locks and counters), driven as its loop drives it. Closes in the background are kept in `closed`.
+ */
+export class TableWorld {
+  readonly state = makeStateDir();
+  readonly pod = new FakePod();
+  readonly timers = new ManualTimers();
+  readonly closed: number[] = [];
+  readonly a: TestAnnouncer = testAnnouncer(this.state, this.pod, this.timers, {
+    closeInBackground: (fd) => void this.closed.push(fd),
+  });
+
+  /** The boot clock (what the table runs on). */
+  now(): number {
+    return this.timers.bootMs();
+  }
+
+  /** Moves the clock to `ms` after the start and runs what is due, the fds in `changed` readable. */
+  async at(ms: number, changed: number[] = []): Promise<void> {
+    this.timers.advance(ms - this.timers.now());
+    await this.a.jobs.runDue(this.now(), new Set(changed));
+  }
+
+  /** ADD of `job` is done: `record` written and handed to the table with `report` (no frames unless it says). */
+  add(job: BackgroundJob, report: Partial<FirstRoundReport> = {}, record = jobRecord(job)): string {
+    const name = writeJob(this.state, job, record);
+    this.a.jobs.added(name, record, { sent: NO_FRAMES, ...report });
+    return name;
+  }
+
+  /** A job (support: jobIn) whose round 1 went out `ago` ms before now. */
+  sentAgo(ago: number, extra: Partial<BackgroundJob> = {}): BackgroundJob {
+    return jobIn(this.state, { firstRoundAt: this.now() - ago, ...extra });
+  }
+
+  /** A job whose pod was not ready during ADD: it waits up to 10 s from now. */
+  waiting(extra: Partial<BackgroundJob> = {}): BackgroundJob {
+    return jobIn(this.state, { firstRoundAt: undefined, readyDeadline: this.now() + 10_000, ...extra });
+  }
+
+  /** Ms from now until the table is due next (Infinity: nothing is). */
+  wakeIn(): number {
+    return this.a.jobs.wakeAt(this.now()) - this.now();
+  }
+
+  /** What `announcer status` would show of the table now. */
+  status(): AttachmentStatus[] {
+    return this.a.jobs.status(this.now());
+  }
+
+  /** The log records with message `msg`. */
+  logged(msg: string): LogRecord[] {
+    return this.a.records().filter((r) => r.msg === msg);
+  }
+
+  /** The record of `name` as it is on disk. */
+  recorded(name: string): AttachmentRecord & { job: BackgroundJob } {
+    return JSON.parse(readFileSync(join(this.state.dir, name), 'utf8'));
   }
 }

@@ -1,9 +1,11 @@
 // A bridged host for FakePod (daemon-fakes.ts): the pod's eth0 is a veth whose
 // host side is a port of bridge cni0, so the node-local proof's window opens.
 // The host's rtnetlink answers link lookups from a FakeNetns, neighbour reads
-// (FDB and ARP/ND, gets and dumps) from `dumped`, and the window's notifications from `queued`.
+// (FDB and ARP/ND, gets and dumps) from `dumped`, and the window's notifications from `queued`;
+// `calls` notes each window opened and each read, in order.
 import type { HostSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
+import { SysError } from '../../src/sys/sys-error';
 import { encodeAttr, type NetlinkMessage } from '../../src/wire/netlink';
 import { RTM_NEWNEIGH, type NeighEntry } from '../../src/wire/neigh';
 import type { LinkInfo } from '../../src/wire/rtnetlink';
@@ -32,21 +34,37 @@ export class BridgedHost {
   });
   /** What a dump of the neighbour tables gives (every family asked for, filtered). */
   dumped: NeighEntry[] = [];
-  /** What the window's event socket holds next (taken once). */
+  /** What the window's event socket holds next (taken once); `overflowed`: the notifications it says it lost. */
   queued: NetlinkMessage[] = [];
+  overflowed = false;
+  /** When set, the gets (FDB, neighbour) fail with this errno (95, EOPNOTSUPP: a kernel before 5.0). */
+  getsFail: number | undefined;
+  /** Windows opened (`open <groups>`), and the reads of the tables (neighTables), in order. */
+  readonly calls: string[] = [];
   /** Windows opened (sockets with groups) and closed. */
   windows = 0;
   windowsClosed = 0;
 
   /** The host's sockets: the session's (no groups) or a node window's (neighbour notifications). */
   sockets(groups: readonly number[] | undefined): HostSockets {
-    const rtnl = { ...fakeRtnl(this.ns), ...neighTables(() => this.dumped) } as Rtnl;
+    const tables = neighTables(() => this.dumped, this.calls);
+    const failing = <T>(get: () => T): T => {
+      const got = get();
+      if (this.getsFail !== undefined) throw new SysError('RTM_GETNEIGH', this.getsFail);
+      return got;
+    };
+    const gets: Pick<Rtnl, 'fdbEntry' | 'neighbour'> = {
+      fdbEntry: (b, m) => failing(() => tables.fdbEntry(b, m)),
+      neighbour: (f, i, d) => failing(() => tables.neighbour(f, i, d)),
+    };
+    const rtnl = { ...fakeRtnl(this.ns), ...tables, ...gets } as Rtnl;
     if (!groups) {
       const events = { fd: HOST_EVENTS_FD, drain: () => undefined, close: () => undefined } as unknown as RtnlEvents;
       return { rtnl, events, close: () => undefined };
     }
     this.windows++;
-    const take = () => ({ messages: this.queued.splice(0), overflowed: false });
+    this.calls.push(`open ${JSON.stringify(groups)}`);
+    const take = () => ({ messages: this.queued.splice(0), overflowed: this.overflowed });
     return {
       rtnl,
       events: { fd: WINDOW_FD, take, close: () => undefined } as unknown as RtnlEvents,
@@ -100,3 +118,13 @@ export function neighNotification(entry: NeighEntry): NetlinkMessage {
   const payload = Buffer.concat([ndmsg, encodeAttr(2, entry.lladdr!), encodeAttr(9, master)]);
   return { type: RTM_NEWNEIGH, flags: 0, seq: 0, payload };
 }
+
+/** The node's neighbour entry on the bridge for the pod's `address` (10.88.0.x), held by `mac`. */
+export const neighEntry = (address: string, mac: Buffer): NeighEntry => ({
+  family: 2, // AF_INET
+  ifindex: BRIDGE,
+  state: REACHABLE,
+  flags: 0,
+  dst: Buffer.from(address.split('.').map(Number)),
+  lladdr: mac,
+});

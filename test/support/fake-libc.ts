@@ -1,11 +1,13 @@
 // A Libc for unit tests: the calls a test supplies, and a loud failure for any
 // other; and a scripted poll(2) over the fake sockets and a manual clock.
 import type { Libc } from '../../src/sys/libc';
+import type { TcpSockets } from '../../src/sys/tcp-socket';
+import type { UnixSockets } from '../../src/sys/unix-socket';
 import type { FakeSockets } from './fake-sockets';
 import type { ManualTimers } from './manual-timers';
 
 /** A Libc whose unsupplied calls throw `unexpected <name>`, so a test sees every syscall the code makes. */
-export function fakeLibc(calls: Partial<Libc>): Libc {
+export function fakeLibc(calls: Partial<Libc & UnixSockets & TcpSockets>): Libc & UnixSockets & TcpSockets {
   return new Proxy(calls, {
     get(target, name: string) {
       const call = target[name as keyof Libc];
@@ -14,7 +16,7 @@ export function fakeLibc(calls: Partial<Libc>): Libc {
         throw new Error(`unexpected ${name}`);
       };
     },
-  }) as Libc;
+  }) as Libc & UnixSockets & TcpSockets;
 }
 
 /** One poll(2) as the code asked for it. */

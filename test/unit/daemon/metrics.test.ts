@@ -1,137 +1,207 @@
-// The announcer's registry: the same names, labels and values as the hand-written
-// text it replaces (checked line by line against that text), read live from the
-// counters at each scrape, the histogram's buckets, and a registry of its own.
-import { register as globalRegistry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
-import { addFrames, newCounters } from '../../../src/daemon/counters';
-import { ADD_TO_FIRST_ROUND_BUCKETS, AnnouncerMetrics } from '../../../src/daemon/metrics';
+// The announcer's metrics (src/daemon/metrics.ts): its counters; the registry loaded on first use (observations made
+// before are kept, up to MAX_PENDING); and metricsFile, written from the registry at most once a second (a flush the
+// throttle held back wakes the loop), only once the text changed (never the all-zero text), whenever on `force`. A
+// failed write is counted, but the count it adds is no change to write for (no feedback loop); its error line comes at
+// most once a minute per cause; a path that can never be written is reported once, at start, and never tried.
+import { Registry } from 'prom-client';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { resolveNodeSettings } from '../../../src/cni/node-settings';
+import { testAnnouncer } from '../../support/announcer';
+import { FakePod, makeStateDir } from '../../support/daemon-fakes';
+import { ManualTimers } from '../../support/manual-timers';
+import {
+  addFrames,
+  countServed,
+  ERROR_LINE_EVERY_MS,
+  LazyMetrics,
+  MAX_PENDING,
+  METRICS_EVERY_MS,
+  MetricsFile,
+  newCounters,
+  PROMETHEUS_CONTENT_TYPE,
+} from '../../../src/daemon/metrics';
 
-/**
- * The text the announcer wrote by hand before the registry (same counters as below), then the gateway check's
- * families, less the blank lines prom-client puts between metrics.
- */
-const BEFORE =
-  `# HELP cni_announcer_frames_sent_total Announcement frames sent, by kind.
-# TYPE cni_announcer_frames_sent_total counter
-cni_announcer_frames_sent_total{kind="garp_request"} 4
-cni_announcer_frames_sent_total{kind="garp_reply"} 1
-cni_announcer_frames_sent_total{kind="na"} 2
-# HELP cni_announcer_rounds_total Announcement rounds, by outcome.
-# TYPE cni_announcer_rounds_total counter
-cni_announcer_rounds_total{outcome="sent"} 3
-cni_announcer_rounds_total{outcome="skipped_not_ready"} 0
-cni_announcer_rounds_total{outcome="skipped_late"} 1
-# HELP cni_announcer_deferred_waits_total Waits for a pod that was not ready during ADD, by how they ended.
-# TYPE cni_announcer_deferred_waits_total counter
-cni_announcer_deferred_waits_total{outcome="started"} 2
-cni_announcer_deferred_waits_total{outcome="ready"} 0
-cni_announcer_deferred_waits_total{outcome="timed_out"} 1
-cni_announcer_deferred_waits_total{outcome="gone"} 0
-# HELP cni_announcer_rate_limited_rounds_total Rounds held back by the node-wide rate limit.
-# TYPE cni_announcer_rate_limited_rounds_total counter
-cni_announcer_rate_limited_rounds_total{outcome="delayed"} 0
-cni_announcer_rate_limited_rounds_total{outcome="dropped"} 1
-# HELP cni_announcer_address_conflicts_total IPv4 addresses not announced because another host uses them ` +
-  `(conflictCheck).
-# TYPE cni_announcer_address_conflicts_total counter
-cni_announcer_address_conflicts_total 2
-# HELP cni_announcer_errors_total Errors of the background announcer.
-# TYPE cni_announcer_errors_total counter
-cni_announcer_errors_total 5
-# HELP cni_announcer_gateway_checks_total Attachments by the final verdict of their gateway check (gatewayCheck).
-# TYPE cni_announcer_gateway_checks_total counter
-cni_announcer_gateway_checks_total{result="answered"} 3
-cni_announcer_gateway_checks_total{result="no_answer"} 1
-cni_announcer_gateway_checks_total{result="no_gateway"} 0
-cni_announcer_gateway_checks_total{result="off"} 2
-# HELP cni_announcer_gateway_requests_total ARP requests and Neighbor Solicitations the gateway check sent.
-# TYPE cni_announcer_gateway_requests_total counter
-cni_announcer_gateway_requests_total 4
-# HELP cni_announcer_node_mismatches_total What the node-local proof found wrong after round 1 (the pod's MAC on ` +
-  `another bridge port, a stale entry).
-# TYPE cni_announcer_node_mismatches_total counter
-cni_announcer_node_mismatches_total{kind="duplicate_mac"} 1
-cni_announcer_node_mismatches_total{kind="stale_neighbour"} 2
-cni_announcer_node_mismatches_total{kind="not_learned"} 0`;
+describe('counters', () => {
+  it('add frames by kind', () => {
+    const c = newCounters();
+    addFrames(c, { garpRequest: 2, garpReply: 1, na: 3 });
+    addFrames(c, { garpRequest: 1, garpReply: 0, na: 0 });
+    expect(c.frames).toEqual({ garpRequest: 3, garpReply: 1, na: 3 });
+  });
 
-function counted() {
-  const c = newCounters();
-  addFrames(c, { garpRequest: 4, garpReply: 1, na: 2 });
-  Object.assign(c.rounds, { sent: 3, skippedLate: 1 });
-  Object.assign(c.deferred, { started: 2, timedOut: 1 });
-  c.rateLimited.dropped = 1;
-  c.conflicts = 2;
-  c.errors = 5;
-  Object.assign(c.gateway, { asks: 9, requests: 4, answered: 3, noAnswer: 1, off: 2 });
-  Object.assign(c.nodeMismatches, { duplicateMac: 1, staleNeighbour: 2 });
-  return c;
+  it('count each CNI command the announcer runs, and nothing else', () => {
+    const c = newCounters();
+    for (const command of ['ADD', 'ADD', 'DEL', 'STATUS', 'VERSION', 'BOGUS', undefined]) countServed(c, command);
+    expect(c.served).toEqual({ ADD: 2, DEL: 1, CHECK: 0, GC: 0, STATUS: 1 });
+  });
+});
+
+describe('LazyMetrics', () => {
+  it("names prom-client's content type for its text format", () => {
+    expect(PROMETHEUS_CONTENT_TYPE).toBe(Registry.PROMETHEUS_CONTENT_TYPE);
+    expect(new LazyMetrics(newCounters).contentType).toBe(PROMETHEUS_CONTENT_TYPE);
+  });
+
+  it('keeps observations made before the registry loads, then observes straight into it', async () => {
+    const counters = newCounters();
+    const metrics = new LazyMetrics(() => counters);
+    metrics.observeAddToFirstRound(0.002);
+    metrics.observeGatewayAnswer(0.25);
+    counters.errors = 4;
+    expect(await metrics.text()).toContain('cni_announcer_add_to_first_round_seconds_count 1\n');
+    metrics.observeAddToFirstRound(0.5);
+    metrics.observeGatewayAnswer(1);
+    const text = await metrics.text();
+    expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 0.502\n');
+    expect(text).toContain('cni_announcer_gateway_answer_seconds_sum 1.25\n');
+    expect(text).toContain('cni_announcer_errors_total 4\n');
+  });
+
+  it(`keeps at most ${MAX_PENDING} observations before it loads`, async () => {
+    const metrics = new LazyMetrics(newCounters);
+    for (let i = 0; i < MAX_PENDING + 5; i++) metrics.observeAddToFirstRound(0.001);
+    expect(await metrics.text()).toContain(`cni_announcer_add_to_first_round_seconds_count ${MAX_PENDING}\n`);
+  });
+
+  it('gives the text with nothing counted, whatever it counted itself', async () => {
+    const counters = newCounters();
+    counters.rounds.sent = 3;
+    const metrics = new LazyMetrics(() => counters);
+    metrics.observeAddToFirstRound(1);
+    const zero = await metrics.zeroText();
+    expect(zero).toContain('cni_announcer_rounds_total{outcome="sent"} 0\n');
+    expect(zero).toContain('cni_announcer_add_to_first_round_seconds_count 0\n');
+  });
+});
+
+function setup(path: string | null = '/m.prom', problem?: string) {
+  const writes: { file: string; text: string }[] = [];
+  const attempts: string[] = [];
+  const clock = { now: 0, fail: undefined as string | undefined };
+  const state = makeStateDir();
+  onTestFinished(() => state.remove());
+  const a = testAnnouncer(state, new FakePod(), new ManualTimers(), {
+    timers: { now: () => clock.now, bootMs: () => clock.now, sleep: async () => undefined },
+    settings: resolveNodeSettings(path === null ? {} : { metricsFile: path }),
+  });
+  const write = (f: string, text: string): void => {
+    attempts.push(text);
+    if (clock.fail) throw Object.assign(new Error(`${clock.fail}: cannot write`), { code: clock.fail });
+    writes.push({ file: f, text });
+  };
+  const file = new MetricsFile(a, write, () => problem);
+  const sent = () => writes.map((w) => `${w.file} ${/outcome="sent"\} (\d)/.exec(w.text)![1]}`);
+  return {
+    counters: a.counters,
+    writes,
+    attempts,
+    /** The error lines, each its message and fields. */
+    get lines(): Record<string, unknown>[] {
+      return a.records().flatMap((r) => (r.level === 'error' ? [{ msg: r.msg, ...r.fields }] : []));
+    },
+    clock,
+    file,
+    sent,
+  };
 }
 
-const lines = (text: string): string[] => text.split('\n').filter((l) => l !== '');
+/** Flushes once a second, from `s.clock.now`, for `seconds`, running `each` before every flush. */
+async function everySecond(s: ReturnType<typeof setup>, seconds: number, each: () => void = () => {}): Promise<void> {
+  for (let i = 0; i < seconds; i++) {
+    s.clock.now += METRICS_EVERY_MS;
+    each();
+    await s.file.flush(false);
+  }
+}
 
-describe('AnnouncerMetrics', () => {
-  const givesCountersAsTitle =
-    'gives the counters as the hand-written text did: names, help, labels, values ' +
-    'and order; then the histogram; a trailing newline';
-  it(givesCountersAsTitle, async () => {
-    const text = await new AnnouncerMetrics(counted).text();
-    expect(text.endsWith('\n')).toBe(true);
-    const all = lines(text);
-    expect(all.slice(0, lines(BEFORE).length)).toEqual(lines(BEFORE));
-    expect(all.slice(lines(BEFORE).length, lines(BEFORE).length + 2)).toEqual([
-      '# HELP cni_announcer_add_to_first_round_seconds Time from the announcer taking an ADD to its ' +
-        'round 1 on the wire.',
-      '# TYPE cni_announcer_add_to_first_round_seconds histogram',
+describe('MetricsFile', () => {
+  it('writes nothing without a file, nor while nothing was counted', async () => {
+    const s = setup();
+    await s.file.flush(true);
+    const none = setup(null);
+    none.counters.errors = 1;
+    await none.file.flush(true);
+    expect([s.writes, none.writes, none.file.wakeAt()]).toEqual([[], [], Infinity]);
+  });
+
+  const throttleTitle =
+    'writes the registry text once it changed, then not again within METRICS_EVERY_MS unless forced; a flush held ' +
+    'back wakes the loop when it may go';
+  it(throttleTitle, async () => {
+    const s = setup();
+    s.counters.rounds.sent = 1;
+    await s.file.flush(false);
+    expect(s.file.wakeAt()).toBe(Infinity); // written: nothing held back
+    s.counters.rounds.sent = 2;
+    s.clock.now = 400;
+    await s.file.flush(false);
+    expect([s.sent(), s.file.wakeAt()]).toEqual([['/m.prom 1'], METRICS_EVERY_MS]);
+    s.clock.now = METRICS_EVERY_MS;
+    await s.file.flush(false);
+    expect(s.file.wakeAt()).toBe(Infinity);
+    await s.file.flush(true); // unchanged: not written again
+    s.counters.rounds.sent = 3;
+    await s.file.flush(true);
+    expect(s.sent()).toEqual(['/m.prom 1', '/m.prom 2', '/m.prom 3']);
+    expect(s.writes[0]!.text).toContain('# TYPE cni_announcer_add_to_first_round_seconds histogram');
+  });
+
+  const failsTitle =
+    'a write that fails does not bring on the next one: ten minutes of a failing file, one attempt, one line';
+  it(failsTitle, async () => {
+    const s = setup();
+    s.clock.fail = 'EROFS';
+    s.counters.rounds.sent = 1;
+    await s.file.flush(false);
+    await everySecond(s, 600);
+    expect({ attempts: s.attempts.length, errors: s.counters.errors, lines: s.lines.length }).toEqual({
+      attempts: 1,
+      errors: 1,
+      lines: 1,
+    });
+    expect(s.lines[0]).toMatchObject({ msg: 'cannot write the metrics file', file: '/m.prom' });
+  });
+
+  const causesTitle =
+    'failures of one cause log one line a minute, saying how many went unlogged; another cause has its own';
+  it(causesTitle, async () => {
+    const s = setup();
+    s.clock.fail = 'ENOSPC';
+    await everySecond(s, 150, () => s.counters.rounds.sent++); // a change every second: a write, and a failure
+    expect([s.attempts.length, s.counters.errors]).toEqual([150, 150]);
+    expect(s.lines.map((l) => l.notLogged)).toEqual([undefined, ERROR_LINE_EVERY_MS / METRICS_EVERY_MS - 1, 59]);
+    s.clock.fail = 'EACCES';
+    await everySecond(s, 2, () => s.counters.rounds.sent++);
+    expect(s.lines).toHaveLength(4);
+    expect(String(s.lines[3]!.error)).toContain('EACCES');
+  });
+
+  it('writes the next change once the file can be written again', async () => {
+    const s = setup();
+    s.clock.fail = 'EROFS';
+    s.counters.rounds.sent = 1;
+    await s.file.flush(false);
+    s.clock.fail = undefined;
+    await everySecond(s, 5);
+    expect(s.writes).toEqual([]); // nothing changed but the failure's own count
+    s.counters.rounds.sent = 2;
+    await everySecond(s, 1);
+    expect(s.writes).toHaveLength(1);
+    expect(s.writes[0]!.text).toContain('cni_announcer_errors_total 1');
+  });
+
+  it('a path that can never be written is reported once, at start, counted once, and never tried', async () => {
+    const s = setup('/nonexistent/m.prom', '/nonexistent does not exist');
+    s.file.start();
+    await everySecond(s, 120, () => s.counters.rounds.sent++);
+    await s.file.flush(true);
+    expect({ attempts: s.attempts.length, errors: s.counters.errors }).toEqual({ attempts: 0, errors: 1 });
+    expect(s.lines).toEqual([
+      {
+        msg: 'metricsFile can never be written: not writing it',
+        file: '/nonexistent/m.prom',
+        problem: '/nonexistent does not exist',
+      },
     ]);
-  });
-
-  it('reads the counters at every scrape: what was counted since shows', async () => {
-    const c = newCounters();
-    const metrics = new AnnouncerMetrics(() => c);
-    expect(await metrics.text()).toContain('cni_announcer_rounds_total{outcome="sent"} 0\n');
-    c.rounds.sent = 7;
-    c.errors = 1;
-    await metrics.text();
-    const text = await metrics.text(); // read twice: values, not sums of reads
-    expect(text).toContain('cni_announcer_rounds_total{outcome="sent"} 7\n');
-    expect(text).toContain('cni_announcer_errors_total 1\n');
-  });
-
-  it('observes ADD to round 1 in buckets from 1 ms to 10 s: cumulative counts, sum and count', async () => {
-    expect(ADD_TO_FIRST_ROUND_BUCKETS[0]).toBe(0.001);
-    expect(ADD_TO_FIRST_ROUND_BUCKETS.at(-1)).toBe(10);
-    const metrics = new AnnouncerMetrics(newCounters);
-    metrics.observeAddToFirstRound(0.003);
-    metrics.observeAddToFirstRound(0.2);
-    metrics.observeAddToFirstRound(30);
-    const text = await metrics.text();
-    const bucket = (le: string): string =>
-      /_bucket\{le="([^"]+)"\} (\d+)/.exec(lines(text).find((l) => l.includes(`le="${le}"`))!)![2]!;
-    expect([
-      bucket('0.001'),
-      bucket('0.0025'),
-      bucket('0.005'),
-      bucket('0.1'),
-      bucket('0.25'),
-      bucket('10'),
-      bucket('+Inf'),
-    ]).toEqual(['0', '0', '1', '1', '2', '2', '3']);
-    expect(text).toContain('cni_announcer_add_to_first_round_seconds_count 3\n');
-    expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 30.203\n');
-  });
-
-  const keepsRegistryOfTitle =
-    "keeps a registry of its own: nothing in prom-client's global one, no " +
-    "process metrics, two announcers' registries apart";
-  it(keepsRegistryOfTitle, async () => {
-    const [a, b] = [new AnnouncerMetrics(newCounters), new AnnouncerMetrics(newCounters)];
-    a.observeAddToFirstRound(1);
-    expect(await b.text()).toContain('cni_announcer_add_to_first_round_seconds_count 0\n');
-    expect(await globalRegistry.metrics()).not.toContain('cni_announcer');
-    expect(await a.text()).not.toMatch(/process_|nodejs_/);
-  });
-
-  it('names the Prometheus text format 0.0.4 as its content type', () => {
-    expect(new AnnouncerMetrics(newCounters).contentType).toBe('text/plain; version=0.0.4; charset=utf-8');
   });
 });
