@@ -188,7 +188,7 @@ function realDaemonDeps(
     jobLog: jobLogInView(loggers.jobLog, views),
     uid,
     askHandover: () => askAnnouncer(stateDir, { op: 'handover' }),
-    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder({ libc }, fd, ms, fallbackMs),
+    waitForHolder: (fd, ms, fallbackMs) => waitForLockHolder(libc, fd, ms, fallbackMs),
     writeMetrics,
     metricsFileProblem: (file) => privateDirProblem(dirname(file)),
     stampProgress: (fd) => stampFd(fd, Date.now()),

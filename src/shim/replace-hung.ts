@@ -43,26 +43,22 @@ export function judgeHolder(facts: HolderFacts, now: number, hungAfterMs = HUNG_
   return { replace: pid };
 }
 
-/** What replacing reads and does. */
-export interface ReplaceDeps {
-  /** The facts of stateDir's lock holder, read now. */
-  facts(stateDir: string): Promise<HolderFacts>;
-  now(): number;
-  kill(pid: number): void;
-}
-
 /**
- * Replaces stateDir's announcer when it is ours and hung (see the top of this file), proving it twice; what happened,
- * for the call's message.
+ * Replaces stateDir's announcer when it is ours and hung (see the top of this file), proving it twice (each `facts` a
+ * fresh read), then `kill`ing it by pid; what happened, for the call's message.
  */
-export async function replaceHung(deps: ReplaceDeps, stateDir: string): Promise<string> {
-  const first = judgeHolder(await deps.facts(stateDir), deps.now());
+export async function replaceHung(
+  stateDir: string,
+  facts: (stateDir: string) => Promise<HolderFacts> = realFacts,
+  kill: (pid: number) => void = (pid) => process.kill(pid, 'SIGKILL'),
+  now: () => number = Date.now,
+): Promise<string> {
+  const first = judgeHolder(await facts(stateDir), now());
   if ('keep' in first) return `not replaced: ${first.keep}`;
-  const again = judgeHolder(await deps.facts(stateDir), deps.now());
+  const again = judgeHolder(await facts(stateDir), now());
   if (!('replace' in again) || again.replace !== first.replace) return 'not replaced: the holder changed';
-  deps.kill(first.replace);
-  const pid = first.replace;
-  return `pid ${pid} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
+  kill(first.replace);
+  return `pid ${first.replace} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
 }
 
 /** The facts of the real process: /proc/locks, /proc/PID/exe, /proc/self/exe and the lock file. */
@@ -81,6 +77,5 @@ export async function realFacts(stateDir: string): Promise<HolderFacts> {
 
 /** Replaces stateDir's announcer if ours and hung, in this process; never throws. */
 export function replaceHungHere(stateDir: string): Promise<string> {
-  const deps: ReplaceDeps = { facts: realFacts, now: Date.now, kill: (pid) => process.kill(pid, 'SIGKILL') };
-  return replaceHung(deps, stateDir).catch((err: unknown) => `not replaced: ${(err as Error).message}`);
+  return replaceHung(stateDir).catch((err: unknown) => `not replaced: ${(err as Error).message}`);
 }

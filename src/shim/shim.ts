@@ -61,12 +61,6 @@ export interface ShimClock {
   after(ms: number, fire: () => void): () => void;
 }
 
-/** What an exchange runs on. */
-export interface ExchangeDeps {
-  connect: ConnectUnix;
-  clock: ShimClock;
-}
-
 /**
  * The real clock without FFI: /proc/uptime's text (`uptime`: CLOCK_BOOTTIME in centiseconds, read once) carried on by
  * performance.now(). Bun's process.hrtime counts from the process's start, not CLOCK_MONOTONIC's
@@ -101,7 +95,8 @@ export function replyOutcome(line: string): Outcome {
  * included) and resolves with the outcome; never rejects.
  */
 export function exchange(
-  deps: ExchangeDeps,
+  connect: ConnectUnix,
+  clock: ShimClock,
   address: string,
   body: RequestBody,
   build: string,
@@ -112,7 +107,7 @@ export function exchange(
     let done = false;
     let buffered = '';
     const decoder = new TextDecoder();
-    const deadline = deps.clock.now() + waitMs;
+    const deadline = clock.now() + waitMs;
     const finish = (outcome: Outcome): void => {
       if (done) return;
       done = true;
@@ -121,7 +116,7 @@ export function exchange(
       resolve(outcome);
     };
     // Time is up: a line that came meanwhile but was not read yet (this process was held back) is read first.
-    const cancelTimer = deps.clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
+    const cancelTimer = clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
     const handlers = {
       data: (chunk: Uint8Array): void => {
         const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
@@ -132,7 +127,7 @@ export function exchange(
       end: () => finish({ closed: true }),
       error: (err: StreamError) => finish(RESET_ERRNOS.includes(err.code) ? { reset: true } : { closed: true }),
     };
-    deps.connect(address, handlers).then(
+    connect(address, handlers).then(
       (c) => {
         connection = c;
         if (done) return c.close();
@@ -374,12 +369,12 @@ export async function realShimDeps(readText: (path: string) => Promise<string>, 
   return {
     clock,
     exchange: (stateDir, body, waitMs) =>
-      withAnnouncerAddress(stateDir, (address) =>
-        exchange({ connect: connectUnix, clock }, address, body, build, waitMs),
-      ).catch((err: unknown) => ({
-        // The O_PATH open of a long stateDir failed: as connect(2) would have.
-        unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
-      })),
+      withAnnouncerAddress(stateDir, (address) => exchange(connectUnix, clock, address, body, build, waitMs)).catch(
+        (err: unknown) => ({
+          // The O_PATH open of a long stateDir failed: as connect(2) would have.
+          unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
+        }),
+      ),
     announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
     replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHungHere(stateDir),
     start: (stateDir) => startHere(stateDir, listening),

@@ -8,13 +8,6 @@
 import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
 
-/** What waiting for a holder needs. */
-export interface LockHolderDeps {
-  libc: Pick<Libc, 'pidfdOpen' | 'pollIn' | 'close'>;
-  /** /proc/locks' text (injected for tests). */
-  readLocks?: () => string;
-}
-
 /** How it went: the holder exited (or the time ran out), or none could be named and `fallbackMs` were waited. */
 export type HolderWait = 'holder' | 'fallback';
 
@@ -22,27 +15,33 @@ export type HolderWait = 'holder' | 'fallback';
  * Blocks in poll(2) until the process holding the flock on `fd` exits or `ms` pass; with no nameable holder, for
  * `fallbackMs` (at most `ms`).
  */
-export function waitForLockHolder(deps: LockHolderDeps, fd: number, ms: number, fallbackMs: number): HolderWait {
-  const read = deps.readLocks ?? (() => readFileSync('/proc/locks', 'latin1'));
+export function waitForLockHolder(
+  libc: Libc,
+  fd: number,
+  ms: number,
+  fallbackMs: number,
+  readLocks = (): string => readFileSync('/proc/locks', 'latin1'),
+): HolderWait {
+  const read = readLocks;
   const st = fstatSync(fd, { bigint: true });
   const holder = (): number | undefined => flockHolder(read(), st.dev, st.ino);
   const pid = holder();
-  const pidfd = pid === undefined ? undefined : openPidfd(deps.libc, pid);
+  const pidfd = pid === undefined ? undefined : openPidfd(libc, pid);
   // The pid may have been reused between the read and the open: it must still hold the lock now.
   if (pidfd !== undefined && holder() === pid) {
     try {
-      deps.libc.pollIn([pidfd], ms);
+      libc.pollIn([pidfd], ms);
       return 'holder';
     } finally {
-      deps.libc.close(pidfd);
+      libc.close(pidfd);
     }
   }
-  if (pidfd !== undefined) deps.libc.close(pidfd);
-  deps.libc.pollIn([], Math.min(ms, fallbackMs));
+  if (pidfd !== undefined) libc.close(pidfd);
+  libc.pollIn([], Math.min(ms, fallbackMs));
   return 'fallback';
 }
 
-function openPidfd(libc: LockHolderDeps['libc'], pid: number): number | undefined {
+function openPidfd(libc: Libc, pid: number): number | undefined {
   try {
     return libc.pidfdOpen(pid);
   } catch {

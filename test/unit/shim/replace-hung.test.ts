@@ -38,12 +38,16 @@ describe('replaceHung', () => {
   function run(facts: HolderFacts[]) {
     const killed: number[] = [];
     const reads = [...facts];
-    const deps = {
-      facts: async () => reads.shift() ?? facts.at(-1)!,
-      now: () => NOW,
-      kill: (pid: number) => void killed.push(pid),
+    const read = async () => reads.shift() ?? facts.at(-1)!;
+    return {
+      killed,
+      outcome: replaceHung(
+        '/state',
+        read,
+        (pid) => void killed.push(pid),
+        () => NOW,
+      ),
     };
-    return { killed, outcome: replaceHung(deps, '/state') };
   }
 
   it('kills the proven holder by pid, once, after proving it again', async () => {

@@ -495,7 +495,7 @@ async function run(
   clock = fakeClock(),
 ): Promise<{ outcome: Promise<Outcome>; clock: ReturnType<typeof fakeClock>; fake: FakeAnnouncer }> {
   announcer = await fakeAnnouncer(answer);
-  const outcome = exchange({ connect: connectUnix, clock }, announcer.path, BODY, 'build-1', WAIT);
+  const outcome = exchange(connectUnix, clock, announcer.path, BODY, 'build-1', WAIT);
   return { outcome, clock, fake: announcer };
 }
 
@@ -523,7 +523,7 @@ describe('exchange', { timeout: 5000 }, () => {
       write: () => queueMicrotask(() => bytes.forEach((_b, i) => handlers.data(bytes.subarray(i, i + 1)))),
       close: () => undefined,
     });
-    expect(await exchange({ connect, clock: fakeClock() }, '/x', BODY, 'b', WAIT)).toEqual({
+    expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({
       end: { exit: 0, stdout: 'é€' },
     });
   });
@@ -567,7 +567,7 @@ describe('exchange', { timeout: 5000 }, () => {
         close: () => undefined,
       });
       const clock = fakeClock();
-      expect(await exchange({ connect, clock }, '/x', BODY, 'b', WAIT)).toEqual(
+      expect(await exchange(connect, clock, '/x', BODY, 'b', WAIT)).toEqual(
         code === 'EIO' ? { closed: true } : { reset: true },
       );
       expect(clock.timers).toEqual([]);
@@ -588,7 +588,7 @@ describe('exchange', { timeout: 5000 }, () => {
     ]);
     try {
       await new Promise((resolve) => child.stdout.once('data', resolve));
-      const outcome = exchange({ connect: connectUnix, clock: fakeClock() }, path, BODY, 'b', WAIT);
+      const outcome = exchange(connectUnix, fakeClock(), path, BODY, 'b', WAIT);
       await new Promise((resolve) => setTimeout(resolve, 100)); // connected, the request written, in the backlog
       child.stdin.write('\n');
       expect(await outcome).toEqual({ reset: true });
@@ -600,7 +600,7 @@ describe('exchange', { timeout: 5000 }, () => {
 
   it('is unreachable, with the errno name, when connect fails', async () => {
     const clock = fakeClock();
-    expect(await exchange({ connect: connectUnix, clock }, '/nonexistent/announcer.sock', BODY, 'b', WAIT)).toEqual({
+    expect(await exchange(connectUnix, clock, '/nonexistent/announcer.sock', BODY, 'b', WAIT)).toEqual({
       unreachable: 'ENOENT',
     });
     expect(clock.timers).toEqual([]);
@@ -610,9 +610,9 @@ describe('exchange', { timeout: 5000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-'));
     try {
       writeFileSync(join(dir, 'announcer.sock'), '');
-      expect(
-        await exchange({ connect: connectUnix, clock: fakeClock() }, join(dir, 'announcer.sock'), BODY, 'b', WAIT),
-      ).toEqual({ unreachable: 'ECONNREFUSED' });
+      expect(await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT)).toEqual({
+        unreachable: 'ECONNREFUSED',
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

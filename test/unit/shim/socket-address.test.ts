@@ -53,7 +53,7 @@ describe('withAnnouncerAddress', () => {
     const outcome = await withAnnouncerAddress(stateDir, async (a) => {
       held = /^(\/proc\/self\/fd\/\d+)\/announcer\.sock$/.exec(a)?.[1] ?? '';
       expect(readlinkSync(held)).toBe(stateDir);
-      return exchange({ connect: connectUnix, clock: fakeClock() }, a, { control: { op: 'status' } }, 'b', 1000);
+      return exchange(connectUnix, fakeClock(), a, { control: { op: 'status' } }, 'b', 1000);
     });
     expect(outcome).toEqual({ end: { exit: 0, stdout: 'far' } });
     expect(heldWhileAnswering).toBe(stateDir);

@@ -170,7 +170,7 @@ describe('a shim that finds no announcer', () => {
         announcerPid: async () => undefined,
         replaceHung: async () => expect.fail('no request of these hangs'),
         exchange: (stateDir, body, waitMs) =>
-          exchange({ connect: connectUnix, clock }, join(stateDir, 'announcer.sock'), body, 'b', waitMs),
+          exchange(connectUnix, clock, join(stateDir, 'announcer.sock'), body, 'b', waitMs),
         start: async (stateDir) => startAnnouncer(startDeps, stateDir),
       },
     );

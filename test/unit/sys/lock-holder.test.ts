@@ -91,7 +91,7 @@ describe('waitForLockHolder', () => {
     }
     expect(flockHolder(locks(), st.dev, st.ino)).toBeGreaterThan(0);
     const start = Date.now();
-    expect(waitForLockHolder({ libc }, fd, 20_000, 20)).toBe('holder');
+    expect(waitForLockHolder(libc, fd, 20_000, 20)).toBe('holder');
     const waited = Date.now() - start;
     await exited;
     expect(waited).toBeLessThan(10_000); // woke at the exit (~0.4 s), long before its 20 s
@@ -99,7 +99,7 @@ describe('waitForLockHolder', () => {
 
   it('with no holder to name, waits the fallback through poll(2), bounded by the time left', () => {
     const start = Date.now();
-    expect(waitForLockHolder({ libc, readLocks: () => '' }, fd, 5000, 30)).toBe('fallback');
+    expect(waitForLockHolder(libc, fd, 5000, 30, () => '')).toBe('fallback');
     expect(Date.now() - start).toBeLessThan(2000);
   });
 });
