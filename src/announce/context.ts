@@ -35,7 +35,7 @@ export interface Waits {
 }
 
 /** Waits that block the process in poll(2) (`announcer announce`, alone in its process). */
-export function blockingWaits(libc: Pick<Libc, 'pollIn'>): Waits {
+export function blockingWaits(libc: Libc): Waits {
   return { readable: async (fds, ms) => void libc.pollIn(fds, ms) };
 }
 

@@ -163,7 +163,7 @@ function podRoutes(session: PodSession, job: AddJob): RouteEntry[] {
 }
 
 /** The check a background job carries on: none when it is off or nothing is routed (then there is nothing to prove). */
-function asksLater(job: AddJob): Pick<BackgroundJob, 'gatewayCheck'> {
+function asksLater(job: AddJob): { gatewayCheck?: BackgroundJob['gatewayCheck'] } {
   const { mode, windowMs, gateways } = job.gatewayCheck;
   return mode === 'off' || gateways.length === 0 ? {} : { gatewayCheck: { windowMs, gateways } };
 }

@@ -38,7 +38,7 @@ interface PodWindow {
  * `startAt`; undefined when round `frames` has no IPv4 address to probe.
  */
 function setUp(
-  deps: Pick<PodProbeDeps, 'open'>,
+  open: SocketOpener,
   session: PodSession,
   netns: string,
   frames: readonly OutgoingFrame[],
@@ -49,7 +49,7 @@ function setUp(
   const targets = probeTargets(frames);
   if (targets.length === 0) return undefined;
   const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
-  const receivers = deps.open.receivers(
+  const receivers = open.receivers(
     netns,
     targets.map((t) => t.index),
     ETHERTYPE_ARP,
@@ -87,7 +87,7 @@ export class SteppedPodProbe {
     now: number,
     stopAtFirst = false,
   ): SteppedPodProbe | undefined {
-    const window = setUp(deps, session, netns, frames, settings, now, stopAtFirst);
+    const window = setUp(deps.open, session, netns, frames, settings, now, stopAtFirst);
     return window && new SteppedPodProbe(deps, session, window, settings);
   }
 

@@ -111,7 +111,7 @@ export type ReadyOutcome =
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-  wait: { timeoutMs: number; timers: Pick<Timers, 'now'>; waits: Waits; onWait?: (reasons: readonly string[]) => void },
+  wait: { timeoutMs: number; timers: Timers; waits: Waits; onWait?: (reasons: readonly string[]) => void },
 ): Promise<ReadyOutcome> {
   let reasons: string[] = [];
   let told = false;

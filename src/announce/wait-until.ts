@@ -13,7 +13,7 @@ export interface WaitSpec<T> {
   nextChange(ms: number): Promise<void>;
   /** The longest to wait, in ms. */
   timeoutMs: number;
-  timers: Pick<Timers, 'now'>;
+  timers: Timers;
 }
 
 /**

@@ -148,7 +148,7 @@ export function viewOfCaller(views: CallerViews, caller: Caller | undefined): Ca
  */
 export function jobLogInView(
   jobLog: (job: BackgroundJob) => Logger,
-  views: Pick<CallerViews, 'forRecorded' | 'mine'>,
+  views: CallerViews,
 ): (job: BackgroundJob) => Logger {
   return (job) => {
     if (job.logFile === undefined) return jobLog(job);
@@ -307,12 +307,12 @@ class NodeOptionNotes {
   private readonly networks = new Map<string, Partial<Record<NodeOptionKey, unknown>>>();
 
   constructor(
-    private readonly log: Pick<Logger, 'warn'>,
+    private readonly log: Logger,
     private readonly settings: Announcer['settings'],
   ) {}
 
   /** Notes a command's config; its network's first with node options logs a WARN on `networkLog`. */
-  note(config: Pick<PluginConfig, 'name' | 'nodeOptions'>, networkLog: Pick<Logger, 'warn'>): void {
+  note(config: PluginConfig, networkLog: Logger): void {
     const found = config.nodeOptions;
     if (found === undefined || this.networks.has(config.name)) return;
     const keys = Object.keys(found) as NodeOptionKey[];

@@ -31,13 +31,13 @@ const ASK_AGAIN_MS = 1000;
 export interface LockDeps {
   stateDir: string;
   tryLock: TryLock;
-  timers: Pick<Timers, 'now'>;
+  timers: Timers;
   /**
    * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be
    * named (src/sys/lock-holder.ts).
    */
   waitForHolder(lockFd: number, ms: number, fallbackMs: number): HolderWait;
-  sockets: Pick<UnixSockets, 'connect' | 'close'>;
+  sockets: UnixSockets;
   log: Logger;
   /** Run by the DaemonSet: take over from an announcer a shim started. */
   resident?: boolean | undefined;
@@ -156,7 +156,7 @@ export function openLockFile(stateDir: string, name: typeof DAEMON_LOCK | typeof
 }
 
 /** Whether an announcer accepts connections on stateDir's socket (the connection is closed at once). */
-export function someoneListens(stateDir: string, sockets: Pick<UnixSockets, 'connect' | 'close'>): boolean {
+export function someoneListens(stateDir: string, sockets: UnixSockets): boolean {
   try {
     withSocketAddress(stateDir, (address) => sockets.close(sockets.connect(address)));
     return true;

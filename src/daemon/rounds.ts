@@ -122,7 +122,7 @@ export function visitOf(a: Announcer, session: PodSession, job: BackgroundJob, o
 }
 
 /** Closes a session, its packet socket on another thread. */
-export function closeSession(a: Pick<Announcer, 'closeInBackground'>, session: PodSession): void {
+export function closeSession(a: Announcer, session: PodSession): void {
   try {
     a.closeInBackground(session.pod.packet.release());
   } finally {

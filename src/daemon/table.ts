@@ -11,6 +11,7 @@ import { checkGatewayVerdict, checkJob } from '../announce/record-schema';
 import { totalFrames } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import { listRecords, writeRecord, type AttachmentRecord } from '../announce/state';
+import type { Logger } from '../log';
 import { join } from '../path';
 import type { AttachmentStatus } from '../protocol';
 import { sameFile } from '../sys/file-id';
@@ -149,9 +150,9 @@ export class Jobs implements JobTable {
 
   /** `from`: the next round of a burst handed over (else round 2). */
   private schedule(name: string, record: JobRecord, how: How, from = 1): Work | undefined {
-    const { job, gateway: verdict, originalMacs } = record;
+    const { job } = record;
     const log = this.a.jobLog(job);
-    const work = newWork(this.a, { name, job, originalMacs, log }, { how, verdict, from }, this.a.timers.bootMs());
+    const work = newWork(this.a, name, record, log, { how, from }, this.a.timers.bootMs());
     if (!work) return undefined;
     if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
       if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
@@ -343,20 +344,26 @@ export class Jobs implements JobTable {
  */
 function newWork(
   a: Announcer,
-  job: Pick<Work, 'name' | 'job' | 'originalMacs' | 'log'>,
-  came: { how: How; verdict: GatewayVerdict | undefined; from: number },
+  name: string,
+  record: JobRecord,
+  log: Logger,
+  came: { how: How; from: number },
   now: number,
 ): Work | undefined {
   const { how, from } = came;
+  const { job, originalMacs } = record;
   const work: Work = {
-    ...job,
-    firstRoundAt: job.job.firstRoundAt,
+    name,
+    job,
+    originalMacs,
+    log,
+    firstRoundAt: job.firstRoundAt,
     next: 1,
     dueAt: undefined,
     roundsSent: 0,
     delayed: false,
   };
-  const { firstRoundAt, readyDeadline, schedule } = job.job;
+  const { firstRoundAt, readyDeadline, schedule } = job;
   if (firstRoundAt === undefined) {
     if (now >= readyDeadline) return undefined;
     work.next = 0;
@@ -369,13 +376,13 @@ function newWork(
     const { index, dueAt } = nextRound(schedule, firstRoundAt, from, now, grace);
     if (dueAt !== undefined && how !== 'recovered' && index > from) {
       a.counters.rounds.skippedLate += index - from;
-      job.log.info('rounds skipped: their time has passed', { skipped: index - from });
+      log.info('rounds skipped: their time has passed', { skipped: index - from });
     }
     work.next = index;
     work.dueAt = dueAt;
   }
   const when = { askNow: how === 'added' || work.dueAt === undefined, afterRoundOne: how === 'added' };
-  work.gateway = gatewayWorkOf(job.job, came.verdict, now, when);
+  work.gateway = gatewayWorkOf(job, record.gateway, now, when);
   return work;
 }
 
@@ -413,7 +420,7 @@ export function settledStatus(
   return { ...idsOf(ids), roundsSent: roundsSent ?? planned, roundsPlanned: planned, deferred: false, gateway };
 }
 
-function idsOf(ids: AttachmentIds): Pick<AttachmentStatus, 'network' | 'containerId' | 'ifname' | 'netns'> {
+function idsOf(ids: AttachmentIds) {
   return { network: ids.network, containerId: ids.containerId, ifname: ids.ifname, netns: ids.netns };
 }
 

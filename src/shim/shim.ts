@@ -347,10 +347,10 @@ export const CONTROL_WAIT_MS = 1000;
 export async function askAnnouncer(
   stateDir: string,
   control: ControlRequest,
-  deps?: Pick<ShimDeps, 'exchange'>,
+  exchange?: ShimDeps['exchange'],
 ): Promise<ControlReply | undefined> {
-  const d = deps ?? (await realShimDeps((await import('../sys/stdio')).readText));
-  const outcome = await d.exchange(stateDir, { control }, CONTROL_WAIT_MS);
+  const send = exchange ?? (await realShimDeps((await import('../sys/stdio')).readText)).exchange;
+  const outcome = await send(stateDir, { control }, CONTROL_WAIT_MS);
   const reply = 'control' in outcome ? outcome.control : undefined;
   const ok = (reply as { ok?: unknown } | null | undefined)?.ok;
   return typeof ok === 'boolean' ? (reply as ControlReply) : undefined;

@@ -635,7 +635,7 @@ function deps(outcome: Outcome) {
     sent.push({ stateDir, body, waitMs });
     return outcome;
   };
-  return { d: { exchange }, sent };
+  return { d: exchange, sent };
 }
 
 describe('askAnnouncer', { timeout: 5000 }, () => {
