@@ -261,12 +261,12 @@ describe('runDaemon: CNI commands', () => {
 
 describe('runDaemon: stops', () => {
   const signalTitle =
-    'stops on SIGTERM or SIGINT after the turn, resident or not, and hands over: where each burst stands, for the ' +
-    'next announcer, which sends the rest (late within grace rather than never, none twice); the handlers go';
+    'stops on %s (resident: %s) after the turn and hands over: where each burst stands, for the next announcer, ' +
+    'which sends the rest (late within grace rather than never, none twice); the handlers go';
   it.each([
     ['SIGTERM', true],
     ['SIGINT', false],
-  ] as const)(signalTitle.replace('SIGTERM or SIGINT', '%s (resident: %s)'), async (signal, resident) => {
+  ] as const)(signalTitle, async (signal, resident) => {
     const listeners = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
     d.deps.resident = resident;
     writeJob(d.state, d.sentAt(0, { schedule: [0, 1000, 3000, 6000] }));
@@ -398,9 +398,12 @@ describe('runDaemon: stops', () => {
   });
 
   const withoutTitle =
-    'without a hand-over (none, or a file that is not one: removed, unreported) a burst read from its record alone ' +
+    'without a hand-over (%s; a file that is not one is removed, unreported) a burst read from its record alone ' +
     'skips a round already due (it may have gone out)';
-  it.each([undefined, '{"c1@eth0.json": {"next": "soon"'])(withoutTitle, async (file) => {
+  it.each([
+    ['none', undefined],
+    ['not JSON', '{"c1@eth0.json": {"next": "soon"'],
+  ])(withoutTitle, async (_, file) => {
     writeJob(d.state, d.sentAt(-3500, { schedule: [0, 1000, 3000, 6000] }));
     if (file !== undefined) writeFileSync(join(d.state.dir, HANDOVER_FILE), file);
     await d.run();
