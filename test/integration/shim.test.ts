@@ -65,9 +65,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     'forwards ADD (CNI variables, stdin as it came, build, deadline on ' +
     "CLOCK_BOOTTIME) and prints the announcer's answer";
   it(forwardsADDCNITitle, async () => {
-    const fake = await announcer((t) =>
-      t.socket.end(encodeLine({ exit: 3, stdout: 'ANSWER' })),
-    );
+    const fake = await announcer((t) => t.socket.end(encodeLine({ exit: 3, stdout: 'ANSWER' })));
     const before = bootMs();
     const res = await cniExec(ANNOUNCER, call, config(fake.dir));
     const after = bootMs();

@@ -101,3 +101,15 @@ export function testAnnouncer(
   a.jobs = over.jobs ?? new Jobs(a);
   return a;
 }
+
+import { CallerViews as CallerViewsClass } from '../../src/sys/caller-view';
+
+/** Callers' views made of `parts` (own properties over CallerViews' prototype: its private state is never read). */
+export function viewsOf(parts: Pick<CallerViews, 'mine' | 'ofPeer' | 'forRecorded'>): CallerViews {
+  const { mine, ofPeer, forRecorded } = parts;
+  return Object.create(CallerViewsClass.prototype, {
+    mine: { value: mine },
+    ofPeer: { value: ofPeer },
+    forRecorded: { value: forRecorded },
+  });
+}

@@ -1,31 +1,33 @@
-// The announcer's whole loop through fakes: a fake pod and budget, in-memory
-// sockets, a manual clock moved by a scripted poll(2), records in a temporary
-// stateDir, and a runner of CNI commands whose outcomes the test decides.
-// Clients connect and send at scripted times and read their replies each turn.
+// The announcer's whole loop (runDaemon) through fakes: a fake pod, in-memory sockets (unix and TCP), a manual clock
+// moved by a scripted poll(2), records in a temporary stateDir, and a runner of CNI commands whose outcomes the test
+// decides, given the announcer's parts (Announcer) as the real runner is. Clients connect and send at scripted times
+// and read their replies each turn; the log is kept as records.
 import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
+import { resolveNodeSettings } from '../../src/cni/node-settings';
 import type { Gate } from '../../src/daemon/admission';
-import type { CniRunner, CommandOutcome } from '../../src/daemon/cni-host';
-import type { Counters } from '../../src/daemon/counters';
-import { runDaemon } from '../../src/daemon/daemon';
-import type { CommandHost, DaemonDeps } from '../../src/daemon/daemon-deps';
+import { runDaemon, type Announcer, type DaemonDeps } from '../../src/daemon/daemon';
+import type { CommandOutcome } from '../../src/daemon/host';
+import type { Counters } from '../../src/daemon/metrics';
+import { createLogger } from '../../src/log';
+import type { ControlRequest } from '../../src/protocol';
 import { ANNOUNCER_SOCKET } from '../../src/state-files';
-import { FakePod, jobIn, keptLog, makeStateDir, ScriptedBudget, type StateDir } from './daemon-fakes';
+import { identityCallerViews } from './announcer';
+import { FakePod, jobIn, makeStateDir, type StateDir } from './daemon-fakes';
 import { fakeLibc, ScriptedPoll } from './fake-libc';
-import { FakeSockets } from './fake-sockets';
+import { FakeSockets, socketCalls } from './fake-sockets';
+import { fakeTcp } from './fake-tcp';
+import { logRecords, type LogRecord } from './log-records';
 import { ManualTimers } from './manual-timers';
 import { cniLine, controlLine, WireClient } from './wire-client';
-import { identityViews } from './caller-view-fakes';
 
 export const BUILD = 'b1';
-
-/** How long an older shim (its requests carry no deadline) waited for the `ack`. */
-export const ACK_MS = 300;
+/** How long a test's shim waits for an answer (its request's deadline, from when it sends). */
+export const WAIT_MS = 60_000;
 
 /** A CNI command the runner got, with its gate; `end` settles it. */
 export interface HeldCommand {
   env: Record<string, string>;
-  stdin: string;
   at: number;
   gate: Gate;
   end(outcome: CommandOutcome): void;
@@ -35,21 +37,21 @@ export interface HeldCommand {
 export class DaemonLoop {
   readonly state: StateDir;
   readonly pod = new FakePod();
-  readonly budget = new ScriptedBudget();
   readonly sockets = new FakeSockets();
   readonly timers = new ManualTimers();
   readonly poll = new ScriptedPoll(this.timers, this.sockets);
-  readonly lines: string[];
-  readonly metrics: { file: string; text: string }[] = [];
+  readonly lines: string[] = [];
+  /** The metrics files written, and when (monotonic ms). */
+  readonly metrics: { file: string; text: string; at: number }[] = [];
   readonly commands: HeldCommand[] = [];
   readonly clients: WireClient[] = [];
-  /** The host the announcer gave its runner. */
-  host: CommandHost | undefined;
+  /** Fds closed on the loop's thread that are no sockets of the test (packet sockets). */
+  readonly closedNow: number[] = [];
   /** What the runner does with a command (by default: holds it in `commands` until the test ends it). */
-  runner: (env: Record<string, string>, stdin: string, host: CommandHost, gate: Gate) => Promise<CommandOutcome>;
+  runner: (env: Record<string, string>, a: Announcer, gate: Gate) => Promise<CommandOutcome>;
   replaced = false;
-  /** What threadsInOtherNetns answers (threads born in a pod's netns), and how often it was asked. */
-  strayThreads: { tid: number; comm: string }[] = [];
+  /** What threadsInOtherNetns says; `threadLooks` counts its calls. */
+  threads: { tid: number; comm: string }[] = [];
   threadLooks = 0;
   /** The timeouts of every pollIn (outside the loop's own poll: each must be 0, or the loop would block). */
   readonly pollInTimeouts: number[] = [];
@@ -60,93 +62,86 @@ export class DaemonLoop {
   /** `state`: another announcer's stateDir (the next one after a hand-over), else a new one. */
   constructor(state?: StateDir) {
     this.state = state ?? makeStateDir();
-    this.timers.sleep = async (ms) => this.timers.advance(ms);
-    const kept = keptLog();
-    this.lines = kept.lines;
+    const log = createLogger((line) => this.lines.push(line), 'debug');
     this.poll.onPoll = () => this.clients.forEach((c) => c.read());
-    this.runner = (env, stdin, _host, gate) =>
-      new Promise((end) => void this.commands.push({ env, stdin, at: this.timers.now(), gate, end }));
+    this.runner = (env, _a, gate) =>
+      new Promise((end) => void this.commands.push({ env, at: this.timers.now(), gate, end }));
+    const sockets = socketCalls(this.sockets);
+    const calls = {
+      ...sockets,
+      ...fakeTcp(this.sockets),
+      pollInOut: this.poll.pollInOut,
+      // The probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its timeouts kept.
+      pollIn: (fds: readonly number[], ms: number) => (this.pollInTimeouts.push(ms), fds.map(() => true)),
+      close: (fd: number) => (this.sockets.owns(fd) ? this.sockets.close(fd) : void this.closedNow.push(fd)),
+      closeInBackground: (_fd: number, done?: (error?: unknown) => void) => queueMicrotask(() => done?.()),
+    };
     this.deps = {
       stateDir: this.state.dir,
-      views: identityViews,
-      // pollIn is the probe's look at its receivers: every fd ready (a receiver says when it holds nothing); its
-      // timeouts are kept.
-      libc: fakeLibc({
-        pollInOut: this.poll.pollInOut,
-        pollIn: (fds, ms) => (this.pollInTimeouts.push(ms), fds.map(() => true)),
-        close: () => undefined,
-      }),
-      sockets: this.sockets,
-      open: this.pod.opener(),
-      timers: this.timers,
-      jobLog: () => kept.log,
-      log: kept.log,
+      build: BUILD,
+      resident: false,
       // The node settings: idle exit 1000 ms after the last work (tests change them before run()).
-      settings: { idleExitMs: 1000, logLevel: 'info' },
-      budget: this.budget.budget,
-      uid: 0,
+      settings: resolveNodeSettings({ idleExitMs: 1000 }),
+      libc: fakeLibc(calls),
+      sockets,
       tryLock: () => true,
       waitForHolder: () => {
         throw new Error('the lock is free: no wait for its holder');
       },
-      writeMetrics: (file, text) => void this.metrics.push({ file, text }),
+      open: this.pod.opener(),
+      views: identityCallerViews,
+      timers: this.timers,
+      log,
+      jobLog: () => log,
+      uid: 0,
+      writeMetrics: (file, text) => void this.metrics.push({ file, text, at: this.timers.now() }),
       metricsFileProblem: () => undefined,
-      closeInBackground: (_fd, done) => queueMicrotask(() => done()),
-      build: BUILD,
-      executableReplaced: () => this.replaced,
       stampProgress: (fd) => void this.stamps.push({ at: this.timers.now(), fd }),
-      threadsInOtherNetns: () => (this.threadLooks++, this.strayThreads),
-      commands: (host): CniRunner => {
-        this.host = host;
-        return (env, stdin, gate) => this.runner(env, stdin, host, gate);
-      },
+      executableReplaced: () => this.replaced,
+      threadsInOtherNetns: () => (this.threadLooks++, this.threads),
+      commands: (a) => (env, _stdin, gate) => this.runner(env, a, gate),
     };
   }
 
   /** Runs the announcer to its end; throws when its loop spun or never ended (ScriptedPoll). */
-  async run(): Promise<void> {
+  async run(): Promise<string> {
     this.poll.stop = () => process.listeners('SIGTERM').at(-1)?.('SIGTERM');
-    await runDaemon(this.deps);
+    const took = await runDaemon(this.deps);
     for (const c of this.clients) c.read(); // what the announcer wrote in its last turn
     if (this.poll.spun)
       throw new Error(
         `the announcer's loop spun: ${this.poll.calls.length} polls, the last at ${this.timers.now()} ms`,
       );
+    return took;
   }
 
-  /** A job whose round 1 went out `at` ms from now (rounds at 0, 1000, 3000; idle exit 1000 ms after the work). */
+  /** A job whose round 1 went out `at` ms from now (rounds at 0, 1000, 3000). */
   sentAt(at: number, extra: Partial<BackgroundJob> = {}): BackgroundJob {
     return jobIn(this.state, { firstRoundAt: this.timers.bootMs() + at, ...extra });
   }
 
-  /**
-   * At `at` ms a client connects and sends `line(ackBy)`, ackBy ACK_MS after it sends (on CLOCK_BOOTTIME); its replies
-   * gather in the client.
-   */
-  lineAt(at: number, line: (ackBy: number) => string | Buffer): { client?: WireClient } {
+  /** At `at` ms a client connects and sends `line(deadline)`, its deadline WAIT_MS on; its replies gather in it. */
+  lineAt(at: number, line: (deadline: number) => string | Buffer): { client?: WireClient } {
     const slot: { client?: WireClient } = {};
     this.poll.at(at, () => {
       const client = new WireClient(this.sockets, this.timers, join(this.state.dir, ANNOUNCER_SOCKET));
       this.clients.push(client);
-      client.send(line(this.timers.bootMs() + ACK_MS));
+      client.send(line(this.timers.bootMs() + WAIT_MS));
       slot.client = client;
     });
     return slot;
   }
 
   /** At `at` ms, a control request. */
-  controlAt(at: number, control: Record<string, unknown>, build = BUILD): { client?: WireClient } {
-    return this.lineAt(at, (ackBy) => controlLine(control, ackBy, build));
+  controlAt(at: number, control: ControlRequest, build = BUILD): { client?: WireClient } {
+    return this.lineAt(at, (deadline) => controlLine(control, deadline, build));
   }
 
-  /** At `at` ms, a CNI command of this stateDir (or `stdin`). */
-  cniAt(at: number, build = BUILD, stdin = this.stdin()): { client?: WireClient } {
-    return this.lineAt(at, (ackBy) => cniLine({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: `c${at}` }, stdin, ackBy, build));
-  }
-
-  /** A network config whose stateDir is this one. */
-  stdin(stateDir = this.state.dir): string {
-    return JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir });
+  /** At `at` ms, a CNI command (ADD of container `c<at>` unless `env` says otherwise) of this stateDir. */
+  cniAt(at: number, build = BUILD, env: Record<string, string> = {}): { client?: WireClient } {
+    const stdin = JSON.stringify({ cniVersion: '1.0.0', name: 'net', type: 'announcer', stateDir: this.state.dir });
+    const command = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: `c${at}`, ...env };
+    return this.lineAt(at, (deadline) => cniLine(command, stdin, deadline, build));
   }
 
   /** At `at` ms, `signal` to the announcer. */
@@ -154,20 +149,26 @@ export class DaemonLoop {
     this.poll.at(at, () => process.listeners(signal).at(-1)!(signal));
   }
 
-  /** The log lines that contain `text`. */
-  logged(text: string): string[] {
-    return this.lines.filter((l) => l.includes(text));
+  /** The log so far as records; with `msg`, those with that message. */
+  records(msg?: string): LogRecord[] {
+    const all = logRecords(this.lines.join('\n'));
+    return msg === undefined ? all : all.filter((r) => r.msg === msg);
   }
-}
 
-/** The counters in a status reply's control answer. */
-export function countersOf(slot: { client?: WireClient }): Counters {
-  const reply = slot.client?.lines()[0] as { control: { status: { counters: Counters } } } | undefined;
-  if (!reply) throw new Error('no status reply');
-  return reply.control.status.counters;
+  /** The rounds announced (their `round` field), in order. */
+  announced(): unknown[] {
+    return this.records('announced').map((r) => r.fields.round);
+  }
 }
 
 /** The control answer a client got. */
 export function answerOf(slot: { client?: WireClient }): unknown {
   return (slot.client?.lines()[0] as { control?: unknown } | undefined)?.control;
+}
+
+/** The counters in a status reply's control answer. */
+export function countersOf(slot: { client?: WireClient }): Counters {
+  const answer = answerOf(slot) as { status: { counters: Counters } } | undefined;
+  if (!answer) throw new Error('no status reply');
+  return answer.status.counters;
 }

@@ -177,3 +177,18 @@ export class FakeSockets implements UnixSockets {
     return end;
   }
 }
+
+/** The calls of `s` as plain functions, to merge into a fake libc (each call goes to the instance, overrides too). */
+export function socketCalls(s: FakeSockets): UnixSockets {
+  return {
+    listen: (path) => s.listen(path),
+    accept: (fd) => s.accept(fd),
+    connect: (path) => s.connect(path),
+    send: (fd, bytes) => s.send(fd, bytes),
+    receive: (fd, buf) => s.receive(fd, buf),
+    shutdownListener: (fd) => s.shutdownListener(fd),
+    socketFile: (path) => s.socketFile(path),
+    removeSocketFile: (path, file) => s.removeSocketFile(path, file),
+    close: (fd) => s.close(fd),
+  };
+}

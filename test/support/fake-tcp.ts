@@ -1,13 +1,14 @@
 // TCP on top of FakeSockets: a listener per port, clients that connect, send a
 // request and read what came back, for the announcer's HTTP endpoint without a kernel.
-import type { HttpDeps } from '../../src/daemon/http-server';
+import type { TcpSockets } from '../../src/sys/tcp-socket';
+import type { UnixSockets } from '../../src/sys/unix-socket';
 import type { FakeSockets } from './fake-sockets';
 
 /** The port listenTcp gives for port 0. */
 export const PICKED_PORT = 40123;
 
-/** HttpDeps['sockets'] over `sockets`; a listener's "path" is `tcp:PORT`. */
-export function fakeTcp(sockets: FakeSockets): HttpDeps['sockets'] {
+/** The TCP calls and stream calls of the HTTP endpoint over `sockets`; a listener's "path" is `tcp:PORT`. */
+export function fakeTcp(sockets: FakeSockets): TcpSockets & Pick<UnixSockets, 'send' | 'receive' | 'close'> {
   return {
     listenTcp: (address) => {
       const port = address.port || PICKED_PORT;

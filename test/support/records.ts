@@ -9,6 +9,7 @@ export function attachmentRecord(over: Partial<AttachmentRecord> = {}): Attachme
     ifname: 'eth0',
     netns: '/var/run/netns/pod',
     netnsId: { dev: 4, ino: 4026532300 },
+    caller: { mnt: { dev: 4, ino: 4026531841 }, net: { dev: 4, ino: 4026531840 } },
     originalMacs: [{ name: 'eth0', mac: '86:03:17:7a:eb:6e' }],
     ...over,
   };

@@ -1,28 +1,17 @@
-// A shim's side of the announcer's stream socket, over FakeSockets: sends a
-// request line, reads reply lines as they come (with the clock's time), and
-// sees the end of stream.
-import { decodeReply, encodeRequest, WIRE_VERSION, type WireReply, type WireRequest } from '../../src/shim/wire';
+// A shim's side of the announcer's stream socket (src/protocol.ts), over FakeSockets: sends a request line, reads
+// reply lines as they come (with the clock's time), and sees the end of stream.
+import { decodeReply, encodeLine, WIRE_VERSION, type ControlRequest, type WireReply } from '../../src/protocol';
 import type { FakeSockets } from './fake-sockets';
 import type { ManualTimers } from './manual-timers';
 
-/**
- * A request line of a CNI command from build `build`, its sender waiting for the ack until `ackBy` (an older shim), or
- * for the end until `deadline` when given.
- */
-export function cniLine(
-  env: Record<string, string>,
-  stdin: string,
-  ackBy: number,
-  build = 'b1',
-  deadline?: number,
-): string {
-  const request: WireRequest = { v: WIRE_VERSION, build, ackBy, cni: { env, stdin } };
-  return encodeRequest(deadline === undefined ? request : { ...request, deadline });
+/** A request line of a CNI command from build `build`, its sender waiting for the end until `deadline` (boot ms). */
+export function cniLine(env: Record<string, string>, stdin: string, deadline: number, build = 'b1'): string {
+  return encodeLine({ v: WIRE_VERSION, build, deadline, cni: { env, stdin } });
 }
 
 /** A request line of a control operation. */
-export function controlLine(control: Record<string, unknown>, ackBy: number, build = 'b1'): string {
-  return encodeRequest({ v: WIRE_VERSION, build, ackBy, control });
+export function controlLine(control: ControlRequest, deadline: number, build = 'b1'): string {
+  return encodeLine({ v: WIRE_VERSION, build, deadline, control });
 }
 
 /** One connection of a test's client. */

@@ -1,26 +1,59 @@
-// Which CNI commands the announcer drops once no one waits for them, and until when a taken one is wanted.
+// What the announcer takes from its socket (src/daemon/admission.ts): a request line checked before anything acts on
+// it, which CNI commands are dropped once no one waits for them, until when a taken one is wanted, and its gate.
 import { describe, expect, it } from 'vitest';
-import { droppedLate, Gate, tooLate, wantedWhile } from '../../../src/daemon/admission';
 import { NotWantedError } from '../../../src/announce/errors';
-import { ACK_MARGIN_MS } from '../../../src/shim/wire';
+import { checkRequestLine, droppedLate, Gate, tooLate, wantedWhile } from '../../../src/daemon/admission';
 
-describe('admission', () => {
-  it('drops only ADD and CHECK late; DEL, GC, STATUS and a request without CNI_COMMAND run however late', () => {
-    expect(['ADD', 'CHECK', 'DEL', 'GC', 'STATUS', undefined].map(droppedLate)).toEqual([
-      true,
-      true,
-      false,
-      false,
-      false,
-      false,
-    ]);
-    expect(tooLate({ ackBy: 5000, deadline: 5000, command: 'ADD' }, 5000)).toBe(true);
-    expect(tooLate({ ackBy: 5000, deadline: 5000, command: 'DEL' }, 9000)).toBe(false);
-    expect(tooLate({ ackBy: 5000, command: 'ADD' }, 5000 - ACK_MARGIN_MS)).toBe(false); // an older shim
-    expect(tooLate({ ackBy: 5000, command: 'ADD' }, 5001 - ACK_MARGIN_MS)).toBe(true);
+describe('checkRequestLine', () => {
+  const head = '"v":1,"build":"b","deadline":9';
+
+  it('takes a CNI command or one of the two control operations (their extra fields dropped), and its deadline', () => {
+    const cni = `{${head},"cni":{"env":{"CNI_COMMAND":"ADD"},"stdin":"{}"},"more":true}`;
+    expect(checkRequestLine(cni)).toEqual({
+      kind: 'cni',
+      build: 'b',
+      deadline: 9,
+      env: { CNI_COMMAND: 'ADD' },
+      stdin: '{}',
+    });
+    for (const op of ['status', 'handover'])
+      expect(checkRequestLine(`{${head},"control":{"op":"${op}","record":"c1@eth0.json"}}`)).toEqual({
+        kind: 'control',
+        build: 'b',
+        deadline: 9,
+        request: { op },
+      });
   });
 
-  it("wants an ADD while its client is connected and before its deadline; an older shim's ADD has none", () => {
+  it.each([
+    ['{"v":', 'not JSON'],
+    ['[1]', 'not an object'],
+    ['{"v":2,"build":"b","deadline":9}', 'protocol version 2 (this announcer speaks 1)'],
+    ['{"v":1,"build":7,"deadline":9,"control":{"op":"status"}}', 'bad build'],
+    [`{"v":1,"build":"${'b'.repeat(129)}","deadline":9,"control":{"op":"status"}}`, 'bad build'],
+    ['{"v":1,"build":"b","ackBy":9,"control":{"op":"status"}}', 'bad deadline'],
+    ['{"v":1,"build":"b","deadline":"9","control":{"op":"status"}}', 'bad deadline'],
+    [`{${head},"cni":{"env":{"PATH":"/bin"},"stdin":"{}"}}`, 'bad cni.env'],
+    [`{${head},"cni":{"env":{"CNI_COMMAND":1},"stdin":"{}"}}`, 'bad cni.env'],
+    [`{${head},"cni":{"env":{},"stdin":{}}}`, 'bad cni.stdin'],
+    [`{${head}}`, 'neither cni nor control'],
+    [`{${head},"control":[1]}`, 'neither cni nor control'],
+    [`{${head},"control":{"op":"reboot"}}`, 'unknown op "reboot"'],
+    [`{${head},"control":{}}`, 'unknown op undefined'],
+  ])('refuses %s: %s', (line, problem) => {
+    expect(checkRequestLine(line)).toBe(problem);
+  });
+});
+
+describe('which commands are wanted, and until when', () => {
+  it('drops only ADD and CHECK late; DEL, GC, STATUS and a request without CNI_COMMAND run however late', () => {
+    expect(['ADD', 'CHECK', 'DEL', 'GC', 'STATUS', undefined].filter(droppedLate)).toEqual(['ADD', 'CHECK']);
+    expect([tooLate('ADD', 5000, 4999), tooLate('ADD', 5000, 5000), tooLate('DEL', 5000, 9000)].join()).toBe(
+      'false,true,false',
+    );
+  });
+
+  it('wants an ADD while its client is connected and before its deadline; a DEL always', () => {
     let now = 0;
     let connected = true;
     const wanted = wantedWhile(
@@ -29,25 +62,18 @@ describe('admission', () => {
       () => now,
       () => connected,
     );
-    const older = wantedWhile(
-      'ADD',
-      undefined,
+    const del = wantedWhile(
+      'DEL',
+      1000,
       () => now,
       () => connected,
     );
-    expect([wanted(), older()]).toEqual([true, true]);
-    now = 1000;
-    expect([wanted(), older()]).toEqual([false, true]);
+    expect([wanted(), del()]).toEqual([true, true]);
     connected = false;
-    expect(older()).toBe(false);
-    expect(
-      wantedWhile(
-        'DEL',
-        1000,
-        () => now,
-        () => connected,
-      )(),
-    ).toBe(true);
+    expect(wanted()).toBe(false);
+    connected = true;
+    now = 1000;
+    expect([wanted(), del()]).toEqual([false, true]);
   });
 
   const gateTitle =

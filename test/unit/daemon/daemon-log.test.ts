@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { daemonLoggers } from '../../../src/daemon/daemon-log';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
+import { logRecords, type LogRecord } from '../../support/log-records';
 
 const T = '2026-12-01T23:10:00.000Z';
 let state: StateDir;
@@ -16,6 +17,9 @@ beforeEach(() => {
   state = makeStateDir();
 });
 afterEach(() => state.remove());
+
+/** The records of a log file, without their levels' case. */
+const recordsIn = (file: string): LogRecord[] => logRecords(readFileSync(file, 'utf8'));
 
 function withStdout(format: 'json' | 'logfmt' = 'json', own: { logFile?: string } = {}) {
   const lines: string[] = [];
@@ -51,9 +55,13 @@ describe('daemonLoggers with --log-format', () => {
         frames: 2,
       },
     ]);
-    expect(readFileSync(logFile, 'utf8')).toMatch(
-      / INFO announced daemon=42 containerId=c1 ifname=eth0 round=2 of=3 frames=2\n$/,
-    );
+    expect(recordsIn(logFile)).toEqual([
+      {
+        level: 'info',
+        msg: 'announced',
+        fields: { daemon: 42, containerId: 'c1', ifname: 'eth0', round: 2, of: 3, frames: 2 },
+      },
+    ]);
   });
 
   const leavesDebugLinesTitle =
@@ -66,9 +74,8 @@ describe('daemonLoggers with --log-format', () => {
     out.jobLog(jobIn(state, { logFile, logLevel: 'debug' })).debug('background work scheduled');
     out.log.info('announcer started', { pid: 42 });
     expect(out.parsed()).toEqual([{ time: T, level: 'info', msg: 'announcer started', daemon: 42, pid: 42 }]);
-    expect(readFileSync(logFile, 'utf8')).toContain('DEBUG background work scheduled');
-    expect(readFileSync(logFile, 'utf8')).not.toContain('announcer started');
-    expect(readFileSync(nodeLog, 'utf8')).toMatch(/ INFO announcer started daemon=42 pid=42\n$/);
+    expect(recordsIn(logFile).map((r) => [r.level, r.msg])).toEqual([['debug', 'background work scheduled']]);
+    expect(recordsIn(nodeLog)).toEqual([{ level: 'info', msg: 'announcer started', fields: { daemon: 42, pid: 42 } }]);
   });
 
   it("a command's lines name the pod from its CNI_ARGS", () => {
@@ -90,9 +97,7 @@ describe('daemonLoggers with --log-format', () => {
     jobLog(jobIn(state, { logFile })).info('announced');
     log.info('announcer started');
     log.warn('node options ignored');
-    expect(readFileSync(logFile, 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
-    expect(readFileSync(nodeLog, 'utf8').split('\n').filter(Boolean)).toEqual([
-      expect.stringContaining('WARN node options ignored'),
-    ]);
+    expect(recordsIn(logFile).map((r) => r.msg)).toEqual(['announced']);
+    expect(recordsIn(nodeLog).map((r) => [r.level, r.msg])).toEqual([['warn', 'node options ignored']]);
   });
 });

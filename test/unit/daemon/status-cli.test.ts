@@ -1,15 +1,17 @@
-// `announcer status` (status-cli.ts, job-status.ts): the gateway verdict of
-// each attachment, from the announcer or from the records, and the counters of
-// an announcer of an older build.
+// `announcer status` (src/daemon/status-cli.ts): the gateway verdict of each attachment, from the announcer (its
+// table's status) or from the records.
 import { describe, expect, it } from 'vitest';
 import type { GatewayVerdict } from '../../../src/announce/gateway-verdict';
 import type { AttachmentRecord } from '../../../src/announce/state';
-import { newCounters, type Counters } from '../../../src/daemon/counters';
-import { settledStatus, workStatus } from '../../../src/daemon/job-status';
-import type { Work } from '../../../src/daemon/rounds';
-import { fromRecords, render, type StatusReport } from '../../../src/process/status-cli';
+import { fromRecords, render, type StatusReport } from '../../../src/daemon/status-cli';
+import { newCounters } from '../../../src/daemon/metrics';
+import { settledStatus } from '../../../src/daemon/table';
+import { testAnnouncer } from '../../support/announcer';
+import { FakePod, jobIn, jobRecord, makeStateDir } from '../../support/daemon-fakes';
+import { ManualTimers } from '../../support/manual-timers';
 
 const IDS = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: '/run/netns/pod' };
+const CALLER = { mnt: { dev: 4, ino: 1 }, net: { dev: 4, ino: 2 } };
 const ANSWERED: GatewayVerdict = {
   result: 'answered',
   answered: [{ interface: 'eth0', gateway: '10.88.0.1', mac: '52:54:00:12:34:56', afterMs: 3 }],
@@ -18,6 +20,7 @@ const ANSWERED: GatewayVerdict = {
 };
 const record = (extra: Partial<AttachmentRecord>): AttachmentRecord => ({
   ...IDS,
+  caller: CALLER,
   netnsId: { dev: 4, ino: 4026532999 },
   originalMacs: [],
   ...extra,
@@ -36,7 +39,7 @@ describe('render', () => {
     const report: StatusReport = {
       source: 'records',
       stateDir: '/var/lib/announcer',
-      attachments: [settledStatus({ ...IDS, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, verdict)],
+      attachments: [settledStatus({ ...IDS, caller: CALLER, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, verdict)],
     };
     expect(render(report)).toEqual([
       'background announcer: not running; from the records in /var/lib/announcer (no counters)',
@@ -47,21 +50,14 @@ describe('render', () => {
     ]);
   });
 
-  it('renders the counters of an older announcer, which counts no gateway checks', () => {
-    const { gateway: _, ...older } = newCounters();
-    const report: StatusReport = {
-      source: 'daemon',
-      stateDir: '/s',
-      pid: 7,
-      attachments: [],
-      counters: older as Counters,
-    };
+  it("renders the running announcer's headline and counters", () => {
+    const report: StatusReport = { source: 'daemon', stateDir: '/s', pid: 7, attachments: [], counters: newCounters() };
     const lines = render(report);
-    expect(lines.some((l) => l.startsWith('gateway checks'))).toBe(false);
-    expect(lines.at(-1)).toBe('errors: 0');
-    expect(render({ ...report, counters: newCounters() })).toContainEqual(
+    expect(lines.slice(0, 2)).toEqual(['background announcer: running, pid 7, stateDir /s', 'no active attachments']);
+    expect(lines.slice(-2)).toEqual([
       'gateway checks: answered=0 no-answer=0 no-gateway=0 off=0 requests=0',
-    );
+      'errors: 0',
+    ]);
   });
 });
 
@@ -75,21 +71,22 @@ describe('fromRecords', () => {
   });
 });
 
-describe('workStatus', () => {
-  it("carries the work's gateway verdict", () => {
-    const w = {
-      job: { ...IDS, schedule: [0, 1000] },
-      roundsSent: 1,
-      dueAt: 2000,
-      gateway: { verdict: ANSWERED },
-    } as unknown as Work;
-    expect(workStatus(w, 1500)).toEqual({
-      ...IDS,
-      nextRoundInMs: 500,
-      roundsSent: 1,
-      roundsPlanned: 2,
-      deferred: false,
-      gateway: ANSWERED,
-    });
+describe("the announcer's status", () => {
+  it("carries the verdict of an attachment's gateway check while its burst goes on", () => {
+    const state = makeStateDir();
+    try {
+      const timers = new ManualTimers();
+      const a = testAnnouncer(state, new FakePod(), timers);
+      const job = jobIn(state, { firstRoundAt: timers.bootMs(), gatewayCheck: { windowMs: 100, gateways: [] } });
+      a.jobs.added('c1@eth0.json', jobRecord(job), {
+        sent: { garpRequest: 1, garpReply: 0, na: 0 },
+        gateway: ANSWERED,
+      });
+      const [status] = a.jobs.status(timers.bootMs() + 500);
+      expect(status).toMatchObject({ containerId: 'c1', nextRoundInMs: 500, roundsSent: 1, deferred: false });
+      expect(status!.gateway).toEqual(ANSWERED);
+    } finally {
+      state.remove();
+    }
   });
 });
