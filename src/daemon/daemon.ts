@@ -224,7 +224,9 @@ class Daemon {
       const busy = this.a.jobs.size > 0 || this.server.busy;
       const accepted = this.server.accepted;
       try {
-        await this.turn(this.stopping ? Infinity : idleSince + this.a.settings.idleExitMs);
+        // Only an announcer that may exit for being idle wakes for it: none stopping, resident, or with work.
+        const neverIdle = this.stopping || this.deps.resident || busy;
+        await this.turn(neverIdle ? Infinity : idleSince + this.a.settings.idleExitMs);
       } catch (err) {
         this.a.failed('announcer turn failed', err);
         this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
@@ -240,8 +242,8 @@ class Daemon {
   }
 
   /**
-   * One turn: one wait in the one poll(2), for sockets or the next due time (`idleAt`, monotonic ms, the idle exit's,
-   * among them), then whatever is due. Until pausedUntil (after a turn that threw) it only waits, reading nothing.
+   * One turn: one wait in the one poll(2), for sockets or the next due time (`idleAt`, monotonic ms, the idle exit's
+   * when it may come, among them), then whatever is due. Until pausedUntil (after a turn that threw) it only waits, reading nothing.
    */
   private async turn(idleAt: number): Promise<void> {
     const { libc, timers } = this.deps;
@@ -254,7 +256,7 @@ class Daemon {
     const served = this.http ? [this.server, this.http] : [this.server];
     const bootNow = timers.bootMs();
     const due = Math.min(jobs.wakeAt(bootNow), ...served.map((s) => s.wakeAt())) - bootNow;
-    const idle = Math.min(this.deps.resident ? Infinity : idleAt, this.metricsFile.wakeAt()) - timers.now();
+    const idle = Math.min(idleAt, this.metricsFile.wakeAt()) - timers.now();
     const reading = [...served.flatMap((s) => s.fds()), ...jobs.eventFds(), ...waits.fds()];
     const writing = served.flatMap((s) => s.writeFds());
     const { readable, writable } = libc.pollInOut(reading, writing, Math.max(0, Math.min(due, idle, waits.msLeft())));
