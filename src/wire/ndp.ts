@@ -1,6 +1,6 @@
 // Pure: unsolicited IPv6 Neighbor Advertisement frames (RFC 4861 §4.4, §7.2.6), Neighbor Solicitations for another
-// host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2). No I/O.
-import { internetChecksum } from './checksum';
+// host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2), with the RFC 1071
+// checksum ICMPv6 carries. No I/O.
 import { ETHERTYPE_IPV6, ethernetFrame } from './ethernet';
 import { formatIPv6 } from './ip';
 import { expectLength } from './length';
@@ -143,6 +143,22 @@ function ipv6Packet(source: Uint8Array, destination: Uint8Array, icmp: Buffer): 
   packet.set(destination, 24);
   packet.set(icmp, IPV6_HEADER_BYTES);
   return packet;
+}
+
+/** One's-complement checksum (RFC 1071) over the parts read as one byte stream, odd tail padded with a zero byte. */
+export function internetChecksum(...parts: Uint8Array[]): number {
+  let sum = 0;
+  let high = true; // whether the next byte is the high half of a 16-bit word
+  for (const part of parts) {
+    for (const byte of part) {
+      sum += high ? byte << 8 : byte;
+      high = !high;
+    }
+    // Fold per part so the sum stays far below 2^53 for any input size.
+    sum = (sum & 0xffff) + Math.floor(sum / 0x10000);
+  }
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
 }
 
 /** Neither multicast nor unspecified. */
