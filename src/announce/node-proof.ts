@@ -7,7 +7,7 @@
 // forth, and a single read could land on either side. Neighbour verdicts keep the latest state:
 // the announcement is meant to change them.
 import { canonicalIP, ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
-import { formatMac, parseMac } from '../wire/mac';
+import { formatMac, parseMac } from '../wire/ethernet';
 import { NeighFlag, NeighState, NUD_VALID, type NeighEntry } from '../wire/neigh';
 import { AF_BRIDGE, AF_INET, AF_INET6 } from '../wire/rtnetlink';
 

@@ -2,7 +2,7 @@
 // its original MAC recorded first (by the caller) so that DEL (or a failing ADD) can put it back.
 import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
-import { formatMac } from '../wire/mac';
+import { formatMac } from '../wire/ethernet';
 import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 

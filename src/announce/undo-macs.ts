@@ -2,7 +2,7 @@
 // conflict (106), an unanswered gateway (107) or a caller that no longer waits
 // (11), the pod keeps the MAC it came with.
 import type { Logger } from '../log';
-import { parseMac } from '../wire/mac';
+import { parseMac } from '../wire/ethernet';
 import type { PodSession } from './session';
 import type { AttachmentRecord } from './state';
 

@@ -5,7 +5,7 @@ import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/requests';
 import { podOf } from '../cni/cni-args';
 import { formatResult } from '../cni/result';
-import { isLocallyAdministeredMac } from '../wire/mac';
+import { isLocallyAdministeredMac } from '../wire/ethernet';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
 import { planFor } from './plan-for';

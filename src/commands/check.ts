@@ -4,7 +4,7 @@ import { CniError, ErrorCode } from '../cni/errors';
 import { planFor } from './plan-for';
 import { openPodRtnl } from '../sys/netns';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
-import { formatMac } from '../wire/mac';
+import { formatMac } from '../wire/ethernet';
 import type { CommandDeps } from './deps';
 import { requirePodNetns, toCniError } from './errors';
 

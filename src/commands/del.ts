@@ -6,7 +6,7 @@ import type { DelRequest } from '../cni/requests';
 import type { Logger } from '../log';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
-import { parseMac } from '../wire/mac';
+import { parseMac } from '../wire/ethernet';
 import type { CommandDeps } from './deps';
 
 /**

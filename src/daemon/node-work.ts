@@ -10,7 +10,7 @@
 import type { NodeProof } from '../announce/gateway-verdict';
 import { NodeWatch, type NodeWatchPod } from '../announce/node-proof';
 import { describeNodeProof } from '../announce/gateway-verdict';
-import { formatMac } from '../wire/mac';
+import { formatMac } from '../wire/ethernet';
 import { parseNeighChange } from '../wire/neigh';
 import { AF_BRIDGE, AF_INET, AF_INET6, RtnlGroup } from '../wire/rtnetlink';
 import type { HostSockets } from '../sys/netns';

@@ -1,9 +1,8 @@
 // Pure: ARP frames: gratuitous ARP (RFC 5227 announcement and the reply form),
 // the RFC 5227 probe, an ordinary request for another host's address, parsing of
 // received Ethernet/IPv4 ARP frames, and RFC 5227 §2.1.1 conflict detection on them. No I/O.
-import { BROADCAST_MAC } from './mac';
-import { ETHERTYPE_ARP, ethernetFrame } from './ethernet';
-import { expectLength } from './length';
+import { BROADCAST_MAC, ETHERTYPE_ARP, ethernetFrame } from './ethernet';
+import { expectLength } from './ip';
 
 /** Which gratuitous ARP form to build: op 1 announcement or op 2 reply. */
 export type ArpOp = 'request' | 'reply';

@@ -1,10 +1,8 @@
 // Pure: unsolicited IPv6 Neighbor Advertisement frames (RFC 4861 §4.4, §7.2.6), Neighbor Solicitations for another
 // host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2), with the RFC 1071
 // checksum ICMPv6 carries. No I/O.
-import { ETHERTYPE_IPV6, ethernetFrame } from './ethernet';
-import { formatIPv6 } from './ip';
-import { expectLength } from './length';
-import { IPV6_ALL_NODES_MAC } from './mac';
+import { ETHERTYPE_IPV6, ethernetFrame, IPV6_ALL_NODES_MAC } from './ethernet';
+import { expectLength, formatIPv6 } from './ip';
 
 const ALL_NODES = Buffer.from('ff020000000000000000000000000001', 'hex');
 const NEXT_HEADER_ICMPV6 = 58;
