@@ -15,8 +15,7 @@ import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from
 import { sendWithinBudget } from './budget-wait';
 import { gatewayOnAdd } from './gateway-on-add';
 import { withPodRoutes } from './pod-routes';
-import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
-import type { RouteEntry } from '../wire/route';
+import { AF_INET, AF_INET6, type RouteEntry } from '../wire/rtnetlink';
 import type { GatewayVerdict } from './gateway-verdict';
 import { waitReady, type PodSession } from './session';
 import { requireWanted } from './wanted';

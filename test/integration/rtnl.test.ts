@@ -8,8 +8,15 @@ import { loadLibc } from '../../src/sys/libc';
 import { openHostSockets, openPodRtnl, openPodSockets } from '../../src/sys/netns';
 import { awaitChange } from '../../src/sys/rtnl-events';
 import { formatMac } from '../../src/wire/ethernet';
-import { type NeighChange, parseNeighChange } from '../../src/wire/neigh';
-import { AF_BRIDGE, AF_INET, AF_INET6, PortState, RtnlGroup } from '../../src/wire/rtnetlink';
+import {
+  AF_BRIDGE,
+  AF_INET,
+  AF_INET6,
+  type NeighChange,
+  parseNeighChange,
+  PortState,
+  RtnlGroup,
+} from '../../src/wire/rtnetlink';
 import { createNetns, neighEntry, OLD_MAC, run, runOk, scopePerTest, skipIntegration, waitFor } from './harness';
 
 const libc = loadLibc();
