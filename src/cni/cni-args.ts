@@ -1,4 +1,4 @@
-import { describeValue } from './field-path';
+import { describeValue } from './errors';
 
 /** CNI_ARGS as the announcer reads it: the keys it knows, plus every pair as given. */
 export interface CniArgs {

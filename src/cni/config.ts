@@ -1,6 +1,5 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
-import { CniError, ErrorCode } from './errors';
-import { describeValue, valueAt } from './field-path';
+import { describeValue, invalidConfig, valueAt } from './errors';
 import { optional } from 'zod/mini';
 import {
   checkOption,
@@ -20,7 +19,6 @@ import {
   type PodAnnounce,
   type PodChannel,
 } from './pod-overrides';
-import { listProblems } from './problems';
 import { check, list, obj, str } from './zod-checks';
 
 export type {
@@ -102,7 +100,7 @@ type Envelope = { cniVersion: string; name: string; type: string } & Pick<Plugin
  */
 export function parseConfig(raw: unknown): PluginConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);
+    throw invalidConfig([`the network config must be a JSON object (got ${describeValue(raw)})`]);
   }
   const doc = raw as Record<string, unknown>;
   const checked = check(configSchema, doc);
@@ -115,7 +113,7 @@ export function parseConfig(raw: unknown): PluginConfig {
       : (checkOption('podOverrides', doc.podOverrides) ?? []);
   const pod = readPodAnnounce(doc, allowed);
   problems.push(...pod.problems);
-  if (!checked.ok || problems.length > 0) throw configError(problems);
+  if (!checked.ok || problems.length > 0) throw invalidConfig(problems);
 
   const envelope = checked.value as Envelope & Record<string, unknown>;
   const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
@@ -129,9 +127,9 @@ export function parseConfig(raw: unknown): PluginConfig {
   const lists = ATTACHMENT_KEYS.map((k) => envelope[k]).filter((l) => l !== undefined);
   if (lists.length > 0) config.validAttachments = mergeAttachments(lists.flat());
   const burst = burstProblem(config, pod.announce ?? { overrides: {}, ignored: [], from: {} });
-  if (burst !== undefined) throw configError([burst]);
+  if (burst !== undefined) throw invalidConfig([burst]);
   const skip = skipProblem(config);
-  if (skip !== undefined) throw configError([skip]);
+  if (skip !== undefined) throw invalidConfig([skip]);
   return config;
 }
 
@@ -232,8 +230,4 @@ function mergeAttachments(entries: readonly { containerID: string; ifname: strin
     seen.set(`${e.containerID}\u0000${e.ifname}`, { containerId: e.containerID, ifname: e.ifname });
   }
   return [...seen.values()];
-}
-
-function configError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
 }

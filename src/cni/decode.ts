@@ -2,8 +2,7 @@
 // hostile or broken runtime from exhausting the plugin: the size is bounded by the
 // reader (MAX_STDIN_BYTES), the nesting here, before JSON.parse and before anything
 // recursive (structuredClone, JSON.stringify of the reply) can overflow the stack.
-import { CniError, ErrorCode } from './errors';
-import { describeValue } from './field-path';
+import { CniError, describeValue, ErrorCode } from './errors';
 
 /** The most stdin bytes a command reads: a larger config is refused with code 5. */
 export const MAX_STDIN_BYTES = 16 * 1024 * 1024;

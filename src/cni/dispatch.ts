@@ -1,8 +1,7 @@
 import type { PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
 import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
-import { CniError, ErrorCode, isCniError } from './errors';
-import { describeValue } from './field-path';
+import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
 import { parsePrevResult } from './result';
 import type { AddRequest, CniIo, CniPlugin, DelRequest, NetworkRequest } from './requests';
 import { versionReply } from './version-reply';
@@ -93,10 +92,10 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
   switch (env.command) {
     case 'ADD': {
       if (config.prevResult === undefined) {
-        throw configError(
+        throw invalidConfig([
           '"prevResult" is required: announcer is a chained plugin ' +
             'and must follow a main plugin such as bridge or macvlan',
-        );
+        ]);
       }
       const req: AddRequest = { ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) };
       const result = await plugin.add(req);
@@ -104,7 +103,7 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
       return result;
     }
     case 'CHECK': {
-      if (config.prevResult === undefined) throw configError('"prevResult" is required for CHECK');
+      if (config.prevResult === undefined) throw invalidConfig(['"prevResult" is required for CHECK']);
       await plugin.check({ ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) });
       return undefined;
     }
@@ -126,7 +125,7 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
       return undefined;
     case 'GC': {
       if (config.validAttachments === undefined) {
-        throw configError('"cni.dev/valid-attachments" is required for GC');
+        throw invalidConfig(['"cni.dev/valid-attachments" is required for GC']);
       }
       await plugin.gc({ ...base, env, validAttachments: config.validAttachments });
       return undefined;
@@ -170,7 +169,7 @@ async function readConfig(io: CniIo): Promise<Uint8Array> {
 
 function configVersion(raw: Record<string, unknown>): CniVersion {
   const v = raw.cniVersion;
-  if (v === undefined) throw configError('"cniVersion" is required');
+  if (v === undefined) throw invalidConfig(['"cniVersion" is required']);
   if (!isSupportedVersion(v)) {
     throw new CniError(
       ErrorCode.IncompatibleVersion,
@@ -194,10 +193,6 @@ function delEnv(env: CniEnv): DelEnv {
     throw new Error('parseEnv let DEL through without its container variables');
   }
   return { ...env, containerId, ifname };
-}
-
-function configError(problem: string): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${problem}`);
 }
 
 function asCniError(e: unknown): CniError {

@@ -1,8 +1,6 @@
 import { parseCniArgs, type CniArgs } from './cni-args';
-import { CniError, ErrorCode } from './errors';
-import { describeValue } from './field-path';
+import { CniError, describeValue, ErrorCode, listProblems } from './errors';
 import { ifnameProblem } from './ifname';
-import { listProblems } from './problems';
 
 /** The CNI commands, as CNI_COMMAND names them. */
 export const CNI_COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;

@@ -5,7 +5,7 @@
 // sets them (a conflist's node options are accepted and ignored, node-option-notes.ts).
 // Each setting's schema is its option's in OPTIONS; the announcer's own log reuses the schemas of
 // the network's `logFile` and `logLevel`.
-import { describeValue, fieldProblem } from './field-path';
+import { describeValue, fieldProblem } from './errors';
 import { OPTIONS, type LogLevel, type NodeOptionKey, type OptionValue } from './option-schema';
 import { check, type AnySchema } from './zod-checks';
 import { NODE_SETTINGS_FILE } from '../state-files';

@@ -11,7 +11,7 @@ import {
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from './option-bounds';
-import { fieldProblem, valueAt, type PathSegment } from './field-path';
+import { fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   absPath,
   bool,

@@ -4,7 +4,7 @@
 // `cni-announcer/announce` is how a pod says what `args.cni.announce` says; the operator opens
 // the channel by declaring the capability, and podOverrides still decides what it may change.
 import { MAX_JSON_DEPTH, nestingExceeds } from './decode';
-import { describeValue, fieldProblem } from './field-path';
+import { describeValue, fieldProblem } from './errors';
 import type { PodChannel } from './pod-overrides';
 
 /** The capability a conflist entry declares to get the pod's annotations. */

@@ -3,7 +3,7 @@
 // wrote the conflist. So they change only what the conflist's `podOverrides` lets them change;
 // anything else they name is ignored and logged, never an error, so that tightening the policy
 // never breaks a pod's start.
-import { fieldProblem, valueAt, type PathSegment } from './field-path';
+import { fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   isConflistOnly,
   overrideSchema,

@@ -1,6 +1,4 @@
-import { CniError, ErrorCode } from './errors';
-import { fieldProblem, type PathSegment } from './field-path';
-import { listProblems } from './problems';
+import { fieldProblem, invalidConfig, type PathSegment } from './errors';
 import { compareVersions, type CniVersion } from './versions';
 import { ipFamily, parseCidr } from '../wire/ip';
 
@@ -60,12 +58,12 @@ const ROOT = 'prevResult';
  * CniError naming every bad field.
  */
 export function parsePrevResult(raw: unknown): PrevResult {
-  if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
+  if (!isObject(raw)) throw invalidConfig([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
   const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
   const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
   const routes = parseList(raw, 'routes', problems, parseRoute);
-  if (problems.length > 0) throw resultError(problems);
+  if (problems.length > 0) throw invalidConfig(problems);
   return { raw, interfaces, ips, routes };
 }
 
@@ -220,8 +218,4 @@ function cidrOf(text: unknown): { family: 4 | 6; prefixLength: number } | undefi
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-function resultError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
 }

@@ -8,7 +8,7 @@
 // path (test/integration/schema-and-zod.test.ts).
 import { z } from 'zod/mini';
 import { ifnameProblem } from './ifname';
-import type { PathSegment } from './field-path';
+import type { PathSegment } from './errors';
 
 /** Any zod/mini schema. */
 export type AnySchema = z.ZodMiniType;
