@@ -1,6 +1,6 @@
 import type { PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
-import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
+import { parseEnv, type CniCommand, type CniEnv, type VersionEnv } from './env';
 import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
 import { parsePrevResult } from './result';
 import type { AddRequest, CniIo, CniPlugin, DelRequest, NetworkRequest } from './requests';
@@ -87,7 +87,7 @@ function errorReply(e: unknown, cniVersion: CniVersion): Reply {
   return { exitCode: 1, doc };
 }
 
-async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
+async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
   const { config } = base;
   switch (env.command) {
     case 'ADD': {
@@ -97,18 +97,18 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
             'and must follow a main plugin such as bridge or macvlan',
         ]);
       }
-      const req: AddRequest = { ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) };
+      const req: AddRequest = { ...base, env, prevResult: parsePrevResult(config.prevResult) };
       const result = await plugin.add(req);
       if (result === null || typeof result !== 'object') throw new Error('ADD produced no result object');
       return result;
     }
     case 'CHECK': {
       if (config.prevResult === undefined) throw invalidConfig(['"prevResult" is required for CHECK']);
-      await plugin.check({ ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) });
+      await plugin.check({ ...base, env, prevResult: parsePrevResult(config.prevResult) });
       return undefined;
     }
     case 'DEL': {
-      const req: DelRequest = { ...base, env: delEnv(env) };
+      const req: DelRequest = { ...base, env };
       if (config.prevResult !== undefined) {
         try {
           req.prevResult = parsePrevResult(config.prevResult);
@@ -130,8 +130,6 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
       await plugin.gc({ ...base, env, validAttachments: config.validAttachments });
       return undefined;
     }
-    case 'VERSION':
-      throw new Error('VERSION reached runCommand');
   }
 }
 
@@ -177,22 +175,6 @@ function configVersion(raw: Record<string, unknown>): CniVersion {
     );
   }
   return v;
-}
-
-function attachmentEnv(env: CniEnv): AttachmentEnv {
-  const { containerId, netns, ifname } = env;
-  if (containerId === undefined || netns === undefined || ifname === undefined) {
-    throw new Error(`parseEnv let ${env.command} through without its container variables`);
-  }
-  return { ...env, containerId, netns, ifname };
-}
-
-function delEnv(env: CniEnv): DelEnv {
-  const { containerId, ifname } = env;
-  if (containerId === undefined || ifname === undefined) {
-    throw new Error('parseEnv let DEL through without its container variables');
-  }
-  return { ...env, containerId, ifname };
 }
 
 function asCniError(e: unknown): CniError {

@@ -1,7 +1,7 @@
 // The plugin's side of the CNI protocol: the requests dispatch() hands each command, validated,
 // and the commands the plugin implements.
 import type { Attachment, PluginConfig } from './config';
-import type { AttachmentEnv, CniEnv, DelEnv } from './env';
+import type { AttachmentEnv, DelEnv, NetworkEnv } from './env';
 import type { CniError } from './errors';
 import type { AnnounceOptions, OptionNote } from './options';
 import type { PrevResult } from './result';
@@ -47,12 +47,12 @@ export interface DelRequest extends NetworkRequest {
 
 /** STATUS: no container variables. */
 export interface StatusRequest extends NetworkRequest {
-  env: CniEnv;
+  env: NetworkEnv;
 }
 
 /** GC: the attachments still alive on this network (the union of both spec keys). */
 export interface GcRequest extends NetworkRequest {
-  env: CniEnv;
+  env: NetworkEnv;
   validAttachments: Attachment[];
 }
 

@@ -7,7 +7,7 @@
 // to report a config it cannot forward (src/shim/refusing.ts); never by VERSION nor on the shim's
 // path (test/integration/schema-and-zod.test.ts).
 import { z } from 'zod/mini';
-import { ifnameProblem } from './ifname';
+import { ifnameProblem } from './env';
 import type { PathSegment } from './errors';
 
 /** Any zod/mini schema. */

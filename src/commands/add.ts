@@ -3,7 +3,7 @@ import { announceOnAdd } from '../announce/announce-on-add';
 import { inView, netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/requests';
-import { podOf } from '../cni/cni-args';
+import { podOf } from '../cni/env';
 import { formatResult } from '../cni/result';
 import { isLocallyAdministeredMac } from '../wire/ethernet';
 import type { CommandDeps } from './deps';
