@@ -1,4 +1,4 @@
-import type { CniPlugin } from './cni/requests';
+import type { CniPlugin } from './cni/dispatch';
 import type { CommandDeps } from './commands/deps';
 
 /**

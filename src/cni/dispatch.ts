@@ -1,11 +1,81 @@
-import type { PluginConfig } from './config';
+// The CNI protocol as skel runs it: one dispatcher over injected I/O that checks env, stdin and
+// config in the spec's order, hands each command its validated request, and prints one JSON
+// document or nothing; and the commands a plugin implements.
+import type { Attachment, PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
-import { parseEnv, type CniCommand, type CniEnv, type VersionEnv } from './env';
+import {
+  parseEnv,
+  type AttachmentEnv,
+  type CniCommand,
+  type CniEnv,
+  type DelEnv,
+  type NetworkEnv,
+  type VersionEnv,
+} from './env';
 import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
-import { parsePrevResult } from './result';
-import type { AddRequest, CniIo, CniPlugin, DelRequest, NetworkRequest } from './requests';
+import type { AnnounceOptions, OptionNote } from './options';
+import { parsePrevResult, type PrevResult } from './result';
 import { versionReply } from './version-reply';
 import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
+
+/** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
+export interface CniIo {
+  env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit.
+   */
+  readStdin(maxBytes: number): Promise<Uint8Array>;
+  writeStdout(text: string): void;
+}
+
+/** What every command but VERSION gets: the validated config, its version and the attachment's options. */
+export interface NetworkRequest {
+  config: PluginConfig;
+  cniVersion: CniVersion;
+  options: AnnounceOptions;
+  /** How the options came about (pod overrides ignored, announcing turned off, the runtime's MAC): for ADD's log. */
+  notes: readonly OptionNote[];
+}
+
+/** ADD: prevResult is required (a chained plugin). */
+export interface AddRequest extends NetworkRequest {
+  env: AttachmentEnv;
+  prevResult: PrevResult;
+}
+
+/** CHECK: prevResult is required, as the spec says. */
+export type CheckRequest = AddRequest;
+
+/**
+ * DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so
+ * that DEL never fails on it.
+ */
+export interface DelRequest extends NetworkRequest {
+  env: DelEnv;
+  prevResult?: PrevResult;
+  prevResultError?: CniError;
+}
+
+/** STATUS: no container variables. */
+export interface StatusRequest extends NetworkRequest {
+  env: NetworkEnv;
+}
+
+/** GC: the attachments still alive on this network (the union of both spec keys). */
+export interface GcRequest extends NetworkRequest {
+  env: NetworkEnv;
+  validAttachments: Attachment[];
+}
+
+/** The plugin's commands. Throw a CniError to report a specific code; anything else becomes code 999. */
+export interface CniPlugin {
+  /** Returns the result to print (see formatResult). */
+  add(req: AddRequest): Promise<Record<string, unknown>>;
+  del(req: DelRequest): Promise<void>;
+  check(req: CheckRequest): Promise<void>;
+  status(req: StatusRequest): Promise<void>;
+  gc(req: GcRequest): Promise<void>;
+}
 
 /** Commands that need at least a given config version. */
 const MIN_VERSION: Partial<Record<CniCommand, CniVersion>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { announceOnAdd } from '../announce/announce-on-add';
 import { inView, netnsSockets } from '../announce/session';
 import { recordPath } from '../announce/state';
-import type { AddRequest } from '../cni/requests';
+import type { AddRequest } from '../cni/dispatch';
 import { podOf } from '../cni/env';
 import { formatResult } from '../cni/result';
 import { isLocallyAdministeredMac } from '../wire/ethernet';

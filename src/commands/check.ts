@@ -1,5 +1,5 @@
 import { InterfaceMissingError } from '../announce/errors';
-import type { CheckRequest } from '../cni/requests';
+import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { planFor } from './plan-for';
 import { openPodRtnl } from '../sys/netns';

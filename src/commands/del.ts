@@ -2,7 +2,7 @@ import { lockPath, lockWaitMs, type HeldLock } from '../announce/attachment-lock
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
 import { enterGate } from '../announce/wanted';
 import { basename } from '../path';
-import type { DelRequest } from '../cni/requests';
+import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';

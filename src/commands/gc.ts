@@ -10,7 +10,7 @@ import {
 import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import { cancelBackground } from './del';
 import { enterGate } from '../announce/wanted';
-import type { GcRequest } from '../cni/requests';
+import type { GcRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
 import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';

@@ -4,7 +4,7 @@ import type { BackgroundJob } from '../announce/background-job';
 import type { CommandDeps } from '../commands/deps';
 import type { Logger } from '../log';
 import { CniError, ErrorCode } from '../cni/errors';
-import type { CniPlugin } from '../cni/requests';
+import type { CniPlugin } from '../cni/dispatch';
 import { CallerViewError, type CallerView } from '../sys/caller-view';
 import type { CallerViews } from '../sys/caller-views';
 

@@ -2,7 +2,7 @@
 // object, no usable stateDir): dispatch reports what is wrong with the input, by the spec's code
 // and the field's name, before it would call a command; should it get that far, nothing runs.
 import { CniError, ErrorCode } from '../cni/errors';
-import type { CniPlugin } from '../cni/requests';
+import type { CniPlugin } from '../cni/dispatch';
 
 const refuse = async (): Promise<never> => {
   throw new CniError(ErrorCode.InvalidConfig, '"stateDir" must be an absolute path: no announcer to run the command');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobLogInView, loggerInView, refusing, viewOfCaller } from '../../../src/daemon/caller-host';
 import { CniError } from '../../../src/cni/errors';
-import type { CniPlugin } from '../../../src/cni/requests';
+import type { CniPlugin } from '../../../src/cni/dispatch';
 import { CallerViewError, type CallerView } from '../../../src/sys/caller-view';
 import type { CallerViews } from '../../../src/sys/caller-views';
 import { createLogger } from '../../../src/log';
