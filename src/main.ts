@@ -8,7 +8,7 @@
 import { aboutText, versionText } from './about';
 import { BUILD_ID } from './build-id';
 import { MAX_STDIN_BYTES } from './cni/decode';
-import { versionReply } from './cni/version-reply';
+import { versionReply } from './cni/versions';
 import { runShim, type ShimResult } from './shim/shim';
 import { realShimDeps } from './shim/shim-deps';
 import { readText, stdinReader, writeFd } from './sys/stdio';

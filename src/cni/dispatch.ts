@@ -15,8 +15,14 @@ import {
 import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
 import type { AnnounceOptions, OptionNote } from './options';
 import { parsePrevResult, type PrevResult } from './result';
-import { versionReply } from './version-reply';
-import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
+import {
+  compareVersions,
+  isSupportedVersion,
+  LATEST_VERSION,
+  SUPPORTED_VERSIONS,
+  versionReply,
+  type CniVersion,
+} from './versions';
 
 /** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
 export interface CniIo {

@@ -93,7 +93,7 @@ describe("start-up's static imports", () => {
   });
 
   it('leave zod to the announcer, the verbs and the config check: not VERSION', () => {
-    const version = new Set([...staticGraph('src/cni/version-reply.ts'), ...staticGraph('src/cni/decode.ts')]);
+    const version = new Set([...staticGraph('src/cni/versions.ts'), ...staticGraph('src/cni/decode.ts')]);
     expect([...packagesOf(version)].filter(isZod)).toEqual([]);
     // The walk sees zod where it is loaded.
     for (const user of ['src/process/verbs.ts', 'src/cni/config.ts', 'src/commands/schema.ts']) {
