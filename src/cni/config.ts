@@ -1,5 +1,5 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
-import { describeValue, invalidConfig, valueAt } from './errors';
+import { describeValue, invalidConfig } from './errors';
 import { optional } from 'zod/mini';
 import {
   checkOption,
@@ -11,26 +11,8 @@ import {
   type PluginOptions,
   type PodOverride,
 } from './option-schema';
-import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
-import {
-  ANNOUNCE_PATH,
-  applyPodOverrides,
-  combinePodAnnounces,
-  type PodAnnounce,
-  type PodChannel,
-} from './pod-overrides';
+import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
-
-export type {
-  AnnounceOverrides,
-  ArpOpOption,
-  ConflictCheck,
-  GatewayCheck,
-  LogLevel,
-  MacMode,
-  PodOverride,
-} from './option-schema';
-export type { PodAnnounce } from './pod-overrides';
 
 /** One live attachment named by GC. */
 export interface Attachment {
@@ -149,37 +131,6 @@ function skipProblem(config: PluginConfig): string | undefined {
   ];
   const why = reasons.find(([applies]) => applies)?.[1];
   return why && `"onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
-}
-
-/**
- * What the pod asks through `args.cni.announce` and through its annotation (see
- * pod-annotation.ts), each under podOverrides, combined (see combinePodAnnounces):
- * `args.cni.announce` names one attachment, so it comes first.
- */
-function readPodAnnounce(
-  doc: Record<string, unknown>,
-  allowed: readonly PodOverride[],
-): { announce?: PodAnnounce; problems: string[] } {
-  const asks: PodAnnounce[] = [];
-  const problems: string[] = [];
-  const ask = (value: unknown, channel?: PodChannel) => {
-    const result = applyPodOverrides(value, allowed, channel);
-    if (result.ok) asks.push(result.announce);
-    else problems.push(...result.problems);
-  };
-  const fromArgs = valueAt(doc, ANNOUNCE_PATH);
-  if (fromArgs !== undefined) ask(fromArgs);
-  const annotation = readAnnounceAnnotation(doc);
-  if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
-  if (annotation.kind === 'problem') problems.push(annotation.problem);
-  if (annotation.kind === 'undeclared') {
-    asks.push({
-      overrides: {},
-      ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }],
-      from: {},
-    });
-  }
-  return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
 }
 
 /**
