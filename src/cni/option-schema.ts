@@ -3,11 +3,11 @@
 // what a pod may override and what an attachment's options hold are all derived from it.
 import type { z } from 'zod/mini';
 import { _default, optional, regex } from 'zod/mini';
-import { DEFAULT_STATE_DIR } from '../shim/wire';
 import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from './option-bounds';

@@ -11,6 +11,7 @@ import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from '../cni/option-bounds';
@@ -148,9 +149,6 @@ export function stateDirOf(stdin: string): string | undefined {
   if (dir === undefined) return DEFAULT_STATE_DIR;
   return typeof dir === 'string' && dir.startsWith('/') && !dir.includes('\0') ? dir : undefined;
 }
-
-/** `stateDir`'s default, for the options' table too. */
-export const DEFAULT_STATE_DIR = '/run/cni-announcer';
 
 /**
  * How long the shim waits for the end of `command` on `config` (a JSON object): see MARGIN_MS and BRIEF_MS. ADD and

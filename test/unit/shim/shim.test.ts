@@ -4,11 +4,12 @@ import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shim/exchange';
 import { nextStep, RETRY_MS, runShim, type ShimDeps } from '../../../src/shim/shim';
 import { StateDirError } from '../../../src/shim/unavailable';
-import { DEFAULT_STATE_DIR, stateDirOf } from '../../../src/shim/wire';
+import { stateDirOf } from '../../../src/shim/wire';
 import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from '../../../src/cni/option-bounds';
