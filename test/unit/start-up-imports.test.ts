@@ -112,6 +112,9 @@ describe("start-up's static imports", () => {
     ]);
     expect(graph).toContain('src/shim/exchange.ts');
     expect(graph).toContain('src/sys/unix-stream.bun.ts');
+    // The shim answers with errors.ts's codes: that module must stay one that loads nothing.
+    expect(graph).toContain('src/cni/errors.ts');
+    expect(staticSpecifiers(join(ROOT, 'src/cni/errors.ts'))).toEqual({ relative: [], packages: [] });
     const banned = [...graph].filter(
       (f) =>
         f === 'src/sys/libc.ts' ||
