@@ -1,4 +1,5 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
+import { isJsonObject } from './decode';
 import { describeValue, invalidConfig } from './errors';
 import { optional } from 'zod/mini';
 import {
@@ -80,11 +81,8 @@ type Envelope = { cniVersion: string; name: string; type: string } & Pick<Plugin
  * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
  * CniError naming every bad field.
  */
-export function parseConfig(raw: unknown): PluginConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw invalidConfig([`the network config must be a JSON object (got ${describeValue(raw)})`]);
-  }
-  const doc = raw as Record<string, unknown>;
+export function parseConfig(doc: unknown): PluginConfig {
+  if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : issueTexts(checked.issues, doc, []);
   // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the

@@ -47,10 +47,15 @@ export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
       cause: e,
     });
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+  if (!isJsonObject(value)) {
     throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
   }
-  return value as Record<string, unknown>;
+  return value;
+}
+
+/** Whether a JSON value is an object: not null, not an array. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

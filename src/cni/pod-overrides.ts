@@ -7,7 +7,7 @@
 // who wrote the conflist. So it changes only what the conflist's `podOverrides` lets it change;
 // anything else it names is ignored and logged, never an error, so that tightening the policy
 // never breaks a pod's start.
-import { MAX_JSON_DEPTH, nestingExceeds } from './decode';
+import { isJsonObject, MAX_JSON_DEPTH, nestingExceeds } from './decode';
 import { describeValue, fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   isConflistOnly,
@@ -125,7 +125,7 @@ function applyPodOverrides(
   channel: PodChannel,
 ): { ok: true; announce: PodAnnounce } | { ok: false; problems: string[] } {
   const fields = typeof value === 'boolean' ? { enabled: value } : value;
-  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+  if (!isJsonObject(fields)) {
     return {
       ok: false,
       problems: [channel.problem([], 'must be true, false or an object of option overrides', value)],
@@ -235,30 +235,24 @@ export type AnnotationRead =
  */
 export function readAnnounceAnnotation(doc: Record<string, unknown>): AnnotationRead {
   const runtimeConfig = doc.runtimeConfig;
-  if (
-    runtimeConfig === null ||
-    typeof runtimeConfig !== 'object' ||
-    !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY)
-  ) {
+  if (!isJsonObject(runtimeConfig) || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY))
     return { kind: 'absent' };
-  }
   // containerd 1.6 sends null for a pod without annotations.
-  const annotations = (runtimeConfig as Record<string, unknown>)[POD_ANNOTATIONS_CAPABILITY] ?? {};
+  const annotations = runtimeConfig[POD_ANNOTATIONS_CAPABILITY] ?? {};
   const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
-  const isMap = annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations);
   if (!declared) {
-    if (!isMap || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
+    if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
     const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
     const reason = `the config does not declare the capability: ${declaration}`;
-    return { kind: 'undeclared', text: (annotations as Record<string, unknown>)[ANNOUNCE_ANNOTATION], reason };
+    return { kind: 'undeclared', text: annotations[ANNOUNCE_ANNOTATION], reason };
   }
-  if (!isMap)
+  if (!isJsonObject(annotations))
     return {
       kind: 'problem',
       problem: `${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`,
     };
   if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
-  return parseAnnotation((annotations as Record<string, unknown>)[ANNOUNCE_ANNOTATION]);
+  return parseAnnotation(annotations[ANNOUNCE_ANNOTATION]);
 }
 
 /**
@@ -280,7 +274,6 @@ export function parseAnnotation(text: unknown): AnnotationRead {
   } catch {
     return { kind: 'problem', problem: `${NAME} is not JSON: it ${EXPECTED} (got ${describeValue(text)})` };
   }
-  if (typeof value === 'boolean' || (value !== null && typeof value === 'object' && !Array.isArray(value)))
-    return { kind: 'value', value };
+  if (typeof value === 'boolean' || isJsonObject(value)) return { kind: 'value', value };
   return { kind: 'problem', problem: `${NAME} ${EXPECTED} (got ${describeValue(text)})` };
 }
