@@ -1,7 +1,7 @@
 // Pure: ARP frames: gratuitous ARP (RFC 5227 announcement and the reply form),
 // the RFC 5227 probe, an ordinary request for another host's address, parsing of
 // received Ethernet/IPv4 ARP frames, and RFC 5227 §2.1.1 conflict detection on them. No I/O.
-import { BROADCAST_MAC, ETHERTYPE_ARP, ethernetFrame } from './ethernet';
+import { BROADCAST_MAC, ETHERNET_HEADER_BYTES, ETHERTYPE_ARP, ethernetFrame } from './ethernet';
 import { expectLength } from './ip';
 
 /** Which gratuitous ARP form to build: op 1 announcement or op 2 reply. */
@@ -12,7 +12,6 @@ const PTYPE_IPV4 = 0x0800;
 const OPCODE: Record<ArpOp, number> = { request: 1, reply: 2 };
 const ARP_BYTES = 28;
 const UNSPECIFIED = Buffer.alloc(4);
-const ETHERNET_HEADER_BYTES = 14;
 
 /** Builds a 42-byte broadcast gratuitous ARP frame announcing `ip` at `mac`. */
 export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp }): Buffer {

@@ -8,6 +8,9 @@ export const ETHERTYPE_ARP = 0x0806;
 /** EtherType of IPv6. */
 export const ETHERTYPE_IPV6 = 0x86dd;
 
+/** An Ethernet II header's size: destination MAC, source MAC, EtherType. */
+export const ETHERNET_HEADER_BYTES = 14;
+
 /** ff:ff:ff:ff:ff:ff. Shared constant: never mutate it; frame builders copy it. */
 export const BROADCAST_MAC: Buffer = Buffer.from('ffffffffffff', 'hex');
 
@@ -89,11 +92,11 @@ export function ethernetFrame(dst: Uint8Array, src: Uint8Array, ethertype: numbe
   if (!Number.isInteger(ethertype) || ethertype < 0x0600 || ethertype > 0xffff) {
     throw new RangeError(`invalid EtherType ${ethertype}: want an integer in 0x0600-0xffff`);
   }
-  const frame = Buffer.alloc(14 + payload.length);
+  const frame = Buffer.alloc(ETHERNET_HEADER_BYTES + payload.length);
   frame.set(dst, 0);
   frame.set(src, 6);
   frame.writeUInt16BE(ethertype, 12);
-  frame.set(payload, 14);
+  frame.set(payload, ETHERNET_HEADER_BYTES);
   return frame;
 }
 

@@ -1,7 +1,7 @@
 // Pure: unsolicited IPv6 Neighbor Advertisement frames (RFC 4861 §4.4, §7.2.6), Neighbor Solicitations for another
 // host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2), with the RFC 1071
 // checksum ICMPv6 carries. No I/O.
-import { ETHERTYPE_IPV6, ethernetFrame, IPV6_ALL_NODES_MAC } from './ethernet';
+import { ETHERNET_HEADER_BYTES, ETHERTYPE_IPV6, ethernetFrame, IPV6_ALL_NODES_MAC } from './ethernet';
 import { expectLength, formatIPv6 } from './ip';
 
 const ALL_NODES = Buffer.from('ff020000000000000000000000000001', 'hex');
@@ -15,7 +15,6 @@ const FLAG_OVERRIDE = 0x20; // S (0x40) is never set: the advert is unsolicited
 const OPTION_SOURCE_LL_ADDR = 1;
 const OPTION_TARGET_LL_ADDR = 2;
 const ICMP_LENGTH = 32; // 4 header + 4 flags/reserved + 16 target + 8 option (NA and NS alike)
-const ETHERNET_HEADER_BYTES = 14;
 const IPV6_HEADER_BYTES = 40;
 const NA_MIN_BYTES = 24; // 4 header + 4 flags/reserved + 16 target
 
