@@ -3,6 +3,7 @@
 // the wait its request may take, onUnavailable) and loads no FFI and no validation. It never runs
 // the command itself: an announcer that cannot answer by the request's deadline is reported by
 // unavailable.ts, per command.
+import { ErrorCode } from '../cni/errors';
 import type { Outcome, ShimClock } from './exchange';
 import { readyOutcome } from '../self-command';
 import type { Started } from './start';
@@ -209,7 +210,10 @@ function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
     io.writeStderr(`announcer: ${command} not run: ${msg}\n`);
     return { exit: 0 };
   }
-  return writeReply(io, { exit: 1, stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 5, msg })}\n` });
+  return writeReply(io, {
+    exit: 1,
+    stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: ErrorCode.IoFailure, msg })}\n`,
+  });
 }
 
 function writeReply(io: ShimIo, reply: { exit: number; stdout?: string; stderr?: string }): ShimResult {
