@@ -7,7 +7,7 @@
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { MAX_STDIN_BYTES } from './cni/decode';
-import { versionReply } from './cni/version-reply';
+import { versionReply } from './cni/versions';
 import { realShimDeps, runShim, type ShimResult } from './shim/shim';
 import { readText, stdinReader, writeFd } from './sys/stdio';
 

@@ -2,7 +2,7 @@
 // Frames are built per round from what is really on the interface then.
 import type { ArpOpOption, MacMode } from './cni/option-schema';
 import { gratuitousArp, type ArpOp } from './wire/arp';
-import { deriveMac, parseMacPrefix } from './wire/derive-mac';
+import { deriveMac, parseMacPrefix } from './wire/ethernet';
 import { canonicalIP, ipFamily, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 

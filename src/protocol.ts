@@ -7,6 +7,7 @@ import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from './cni/option-bounds';
@@ -37,9 +38,6 @@ export const STOP_MS = 2000;
 export const MARGIN_MS = 3000;
 /** What DEL, GC and STATUS wait for the announcer's answer: they do not wait for a pod. */
 export const BRIEF_MS = 2000;
-
-/** `stateDir`'s default. */
-export const DEFAULT_STATE_DIR = '/run/cni-announcer';
 
 /** What a request asks: a CNI command as it came, or a control operation. */
 export type RequestBody = { cni: { env: Record<string, string>; stdin: string } } | { control: ControlRequest };

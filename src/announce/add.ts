@@ -10,7 +10,7 @@ import { sameFile } from '../sys/file-id';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { attachmentName } from '../state-files';
-import { formatMac, parseMac } from '../wire/mac';
+import { formatMac, parseMac } from '../wire/ethernet';
 import type { AttachmentIds, BackgroundJob } from './background-job';
 import { lockWaitMs, requireWanted, type CommandContext } from './context';
 import {

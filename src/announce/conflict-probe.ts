@@ -6,11 +6,9 @@
 // traffic. The window is a pure state machine (ConflictProbe) so that a
 // caller can drive it from its own loop (SteppedPodProbe, probe-pod.ts).
 import type { Logger } from '../log';
-import { arpProbe, parseArp } from '../wire/arp';
-import { classifyArp, type ConflictKind } from '../wire/arp-conflict';
-import { ETHERTYPE_ARP } from '../wire/ethernet';
+import { arpProbe, classifyArp, parseArp, type ConflictKind } from '../wire/arp';
+import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
-import { formatMac } from '../wire/mac';
 import type { OutgoingFrame } from './round';
 
 /** How long to listen, and how many probes to send meanwhile. */

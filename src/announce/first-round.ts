@@ -16,8 +16,7 @@ import type { ResolvedInterface } from './pod-interface';
 import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type FrameCounts } from './round';
 import { withPodRoutes } from './pod-routes';
-import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
-import type { RouteEntry } from '../wire/route';
+import { AF_INET, AF_INET6, type RouteEntry } from '../wire/rtnetlink';
 import type { GatewayVerdict } from './gateway-verdict';
 import { waitReady, type PodSession } from './session';
 

@@ -10,7 +10,7 @@
 // the requests, feeds what it receives and keeps time.
 import { arpRequest, parseArp } from '../wire/arp';
 import { formatIPv6 } from '../wire/ip';
-import { formatMac } from '../wire/mac';
+import { formatMac } from '../wire/ethernet';
 import { neighborSolicitation, parseNeighborAdvert } from '../wire/ndp';
 import type { OutgoingFrame } from './round';
 

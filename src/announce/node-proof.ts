@@ -7,9 +7,8 @@
 // forth, and a single read could land on either side. Neighbour verdicts keep the latest state:
 // the announcement is meant to change them.
 import { canonicalIP, ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
-import { formatMac, parseMac } from '../wire/mac';
-import { NeighFlag, NeighState, NUD_VALID, type NeighEntry } from '../wire/neigh';
-import { AF_BRIDGE, AF_INET, AF_INET6 } from '../wire/rtnetlink';
+import { formatMac, parseMac } from '../wire/ethernet';
+import { AF_BRIDGE, AF_INET, AF_INET6, NeighFlag, NeighState, NUD_VALID, type NeighEntry } from '../wire/rtnetlink';
 
 /** What the node's bridge and neighbour table say about one pod interface. */
 export interface NodeVerdict {

@@ -2,7 +2,7 @@
 // routes are what the main plugin said; the kernel's table is what the pod really
 // does, and a plugin may have added routes it did not report (a next hop per link).
 import { canonicalIP, formatIPv6 } from '../wire/ip';
-import type { RouteEntry } from '../wire/route';
+import type { RouteEntry } from '../wire/rtnetlink';
 import type { AddGatewayCheck } from './first-round';
 
 /** A planned pod interface as the check sees it: its index now, and the addresses it announces. */

@@ -1,7 +1,7 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
+import { isJsonObject } from './decode';
 import { skipRefusal } from './option-bounds';
-import { CniError, ErrorCode } from './errors';
-import { describeValue, valueAt } from './field-path';
+import { describeValue, invalidConfig } from './errors';
 import { optional } from 'zod/mini';
 import {
   checkOption,
@@ -11,29 +11,9 @@ import {
   OPTIONS,
   type NodeOptionKey,
   type PluginOptions,
-  type PodOverride,
 } from './option-schema';
-import { ANNOTATION_CHANNEL, readAnnounceAnnotation } from './pod-annotation';
-import {
-  ANNOUNCE_PATH,
-  applyPodOverrides,
-  combinePodAnnounces,
-  type PodAnnounce,
-  type PodChannel,
-} from './pod-overrides';
-import { listProblems } from './problems';
+import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
-
-export type {
-  AnnounceOverrides,
-  ArpOpOption,
-  ConflictCheck,
-  GatewayCheck,
-  LogLevel,
-  MacMode,
-  PodOverride,
-} from './option-schema';
-export type { PodAnnounce } from './pod-overrides';
 
 /** One live attachment named by GC. */
 export interface Attachment {
@@ -101,11 +81,8 @@ type Envelope = { cniVersion: string; name: string; type: string } & Pick<Plugin
  * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
  * CniError naming every bad field.
  */
-export function parseConfig(raw: unknown): PluginConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw configError([`the network config must be a JSON object (got ${describeValue(raw)})`]);
-  }
-  const doc = raw as Record<string, unknown>;
+export function parseConfig(doc: unknown): PluginConfig {
+  if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : issueTexts(checked.issues, doc, []);
   // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the
@@ -116,7 +93,7 @@ export function parseConfig(raw: unknown): PluginConfig {
       : (checkOption('podOverrides', doc.podOverrides) ?? []);
   const pod = readPodAnnounce(doc, allowed);
   problems.push(...pod.problems);
-  if (!checked.ok || problems.length > 0) throw configError(problems);
+  if (!checked.ok || problems.length > 0) throw invalidConfig(problems);
 
   const envelope = checked.value as Envelope & Record<string, unknown>;
   const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
@@ -130,9 +107,9 @@ export function parseConfig(raw: unknown): PluginConfig {
   const lists = ATTACHMENT_KEYS.map((k) => envelope[k]).filter((l) => l !== undefined);
   if (lists.length > 0) config.validAttachments = mergeAttachments(lists.flat());
   const burst = burstProblem(config, pod.announce ?? { overrides: {}, ignored: [], from: {} });
-  if (burst !== undefined) throw configError([burst]);
+  if (burst !== undefined) throw invalidConfig([burst]);
   const skip = skipProblem(config);
-  if (skip !== undefined) throw configError([skip]);
+  if (skip !== undefined) throw invalidConfig([skip]);
   return config;
 }
 
@@ -140,37 +117,6 @@ export function parseConfig(raw: unknown): PluginConfig {
 function skipProblem(config: PluginConfig): string | undefined {
   const why = config.onUnavailable === 'skip' ? skipRefusal(config) : undefined;
   return why && `"onUnavailable": "skip" needs a result that does not depend on the announcer, but ${why}`;
-}
-
-/**
- * What the pod asks through `args.cni.announce` and through its annotation (see
- * pod-annotation.ts), each under podOverrides, combined (see combinePodAnnounces):
- * `args.cni.announce` names one attachment, so it comes first.
- */
-function readPodAnnounce(
-  doc: Record<string, unknown>,
-  allowed: readonly PodOverride[],
-): { announce?: PodAnnounce; problems: string[] } {
-  const asks: PodAnnounce[] = [];
-  const problems: string[] = [];
-  const ask = (value: unknown, channel?: PodChannel) => {
-    const result = applyPodOverrides(value, allowed, channel);
-    if (result.ok) asks.push(result.announce);
-    else problems.push(...result.problems);
-  };
-  const fromArgs = valueAt(doc, ANNOUNCE_PATH);
-  if (fromArgs !== undefined) ask(fromArgs);
-  const annotation = readAnnounceAnnotation(doc);
-  if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
-  if (annotation.kind === 'problem') problems.push(annotation.problem);
-  if (annotation.kind === 'undeclared') {
-    asks.push({
-      overrides: {},
-      ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }],
-      from: {},
-    });
-  }
-  return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
 }
 
 /**
@@ -221,8 +167,4 @@ function mergeAttachments(entries: readonly { containerID: string; ifname: strin
     seen.set(`${e.containerID}\u0000${e.ifname}`, { containerId: e.containerID, ifname: e.ifname });
   }
   return [...seen.values()];
-}
-
-function configError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
 }

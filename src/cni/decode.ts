@@ -2,8 +2,7 @@
 // hostile or broken runtime from exhausting the plugin: the size is bounded by the
 // reader (MAX_STDIN_BYTES), the nesting here, before JSON.parse and before anything
 // recursive (structuredClone, JSON.stringify of the reply) can overflow the stack.
-import { CniError, ErrorCode } from './errors';
-import { describeValue } from './field-path';
+import { CniError, describeValue, ErrorCode } from './errors';
 
 /** The most stdin bytes a command reads: a larger config is refused with code 5. */
 export const MAX_STDIN_BYTES = 16 * 1024 * 1024;
@@ -48,10 +47,15 @@ export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
       cause: e,
     });
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+  if (!isJsonObject(value)) {
     throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
   }
-  return value as Record<string, unknown>;
+  return value;
+}
+
+/** Whether a JSON value is an object: not null, not an array. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

@@ -1,12 +1,87 @@
-import type { PluginConfig } from './config';
+// The CNI protocol as skel runs it: one dispatcher over injected I/O that checks env, stdin and
+// config in the spec's order, hands each command its validated request, and prints one JSON
+// document or nothing; and the commands a plugin implements.
+import type { Attachment, PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
-import { parseEnv, type AttachmentEnv, type CniCommand, type CniEnv, type DelEnv } from './env';
-import { CniError, ErrorCode, isCniError } from './errors';
-import { describeValue } from './field-path';
-import { parsePrevResult } from './result';
-import type { AddRequest, CniIo, CniPlugin, DelRequest, NetworkRequest } from './requests';
-import { versionReply } from './version-reply';
-import { compareVersions, isSupportedVersion, LATEST_VERSION, SUPPORTED_VERSIONS, type CniVersion } from './versions';
+import {
+  parseEnv,
+  type AttachmentEnv,
+  type CniCommand,
+  type CniEnv,
+  type DelEnv,
+  type NetworkEnv,
+  type VersionEnv,
+} from './env';
+import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
+import type { AnnounceOptions, OptionNote } from './options';
+import { parsePrevResult, type PrevResult } from './result';
+import {
+  compareVersions,
+  isSupportedVersion,
+  LATEST_VERSION,
+  SUPPORTED_VERSIONS,
+  versionReply,
+  type CniVersion,
+} from './versions';
+
+/** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
+export interface CniIo {
+  env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit.
+   */
+  readStdin(maxBytes: number): Promise<Uint8Array>;
+  writeStdout(text: string): void;
+}
+
+/** What every command but VERSION gets: the validated config, its version and the attachment's options. */
+export interface NetworkRequest {
+  config: PluginConfig;
+  cniVersion: CniVersion;
+  options: AnnounceOptions;
+  /** How the options came about (pod overrides ignored, announcing turned off, the runtime's MAC): for ADD's log. */
+  notes: readonly OptionNote[];
+}
+
+/** ADD: prevResult is required (a chained plugin). */
+export interface AddRequest extends NetworkRequest {
+  env: AttachmentEnv;
+  prevResult: PrevResult;
+}
+
+/** CHECK: prevResult is required, as the spec says. */
+export type CheckRequest = AddRequest;
+
+/**
+ * DEL: netns and prevResult may be absent; an invalid prevResult is dropped, with the reason in prevResultError, so
+ * that DEL never fails on it.
+ */
+export interface DelRequest extends NetworkRequest {
+  env: DelEnv;
+  prevResult?: PrevResult;
+  prevResultError?: CniError;
+}
+
+/** STATUS: no container variables. */
+export interface StatusRequest extends NetworkRequest {
+  env: NetworkEnv;
+}
+
+/** GC: the attachments still alive on this network (the union of both spec keys). */
+export interface GcRequest extends NetworkRequest {
+  env: NetworkEnv;
+  validAttachments: Attachment[];
+}
+
+/** The plugin's commands. Throw a CniError to report a specific code; anything else becomes code 999. */
+export interface CniPlugin {
+  /** Returns the result to print (see formatResult). */
+  add(req: AddRequest): Promise<Record<string, unknown>>;
+  del(req: DelRequest): Promise<void>;
+  check(req: CheckRequest): Promise<void>;
+  status(req: StatusRequest): Promise<void>;
+  gc(req: GcRequest): Promise<void>;
+}
 
 /** Commands that need at least a given config version. */
 const MIN_VERSION: Partial<Record<CniCommand, CniVersion>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
@@ -88,28 +163,28 @@ function errorReply(e: unknown, cniVersion: CniVersion): Reply {
   return { exitCode: 1, doc };
 }
 
-async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
+async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
   const { config } = base;
   switch (env.command) {
     case 'ADD': {
       if (config.prevResult === undefined) {
-        throw configError(
+        throw invalidConfig([
           '"prevResult" is required: announcer is a chained plugin ' +
             'and must follow a main plugin such as bridge or macvlan',
-        );
+        ]);
       }
-      const req: AddRequest = { ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) };
+      const req: AddRequest = { ...base, env, prevResult: parsePrevResult(config.prevResult) };
       const result = await plugin.add(req);
       if (result === null || typeof result !== 'object') throw new Error('ADD produced no result object');
       return result;
     }
     case 'CHECK': {
-      if (config.prevResult === undefined) throw configError('"prevResult" is required for CHECK');
-      await plugin.check({ ...base, env: attachmentEnv(env), prevResult: parsePrevResult(config.prevResult) });
+      if (config.prevResult === undefined) throw invalidConfig(['"prevResult" is required for CHECK']);
+      await plugin.check({ ...base, env, prevResult: parsePrevResult(config.prevResult) });
       return undefined;
     }
     case 'DEL': {
-      const req: DelRequest = { ...base, env: delEnv(env) };
+      const req: DelRequest = { ...base, env };
       if (config.prevResult !== undefined) {
         try {
           req.prevResult = parsePrevResult(config.prevResult);
@@ -126,13 +201,11 @@ async function runCommand(env: CniEnv, base: NetworkRequest, plugin: CniPlugin):
       return undefined;
     case 'GC': {
       if (config.validAttachments === undefined) {
-        throw configError('"cni.dev/valid-attachments" is required for GC');
+        throw invalidConfig(['"cni.dev/valid-attachments" is required for GC']);
       }
       await plugin.gc({ ...base, env, validAttachments: config.validAttachments });
       return undefined;
     }
-    case 'VERSION':
-      throw new Error('VERSION reached runCommand');
   }
 }
 
@@ -170,7 +243,7 @@ async function readConfig(io: CniIo): Promise<Uint8Array> {
 
 function configVersion(raw: Record<string, unknown>): CniVersion {
   const v = raw.cniVersion;
-  if (v === undefined) throw configError('"cniVersion" is required');
+  if (v === undefined) throw invalidConfig(['"cniVersion" is required']);
   if (!isSupportedVersion(v)) {
     throw new CniError(
       ErrorCode.IncompatibleVersion,
@@ -178,26 +251,6 @@ function configVersion(raw: Record<string, unknown>): CniVersion {
     );
   }
   return v;
-}
-
-function attachmentEnv(env: CniEnv): AttachmentEnv {
-  const { containerId, netns, ifname } = env;
-  if (containerId === undefined || netns === undefined || ifname === undefined) {
-    throw new Error(`parseEnv let ${env.command} through without its container variables`);
-  }
-  return { ...env, containerId, netns, ifname };
-}
-
-function delEnv(env: CniEnv): DelEnv {
-  const { containerId, ifname } = env;
-  if (containerId === undefined || ifname === undefined) {
-    throw new Error('parseEnv let DEL through without its container variables');
-  }
-  return { ...env, containerId, ifname };
-}
-
-function configError(problem: string): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${problem}`);
 }
 
 function asCniError(e: unknown): CniError {

@@ -1,3 +1,7 @@
+// What a failure reports: the CNI error codes, CniError (the spec's error object) and the texts its
+// messages are made of: a field's path, a value as received, a list of problems. It imports
+// nothing, so that the shim takes the codes from here without loading more.
+
 /** CNI error codes: spec codes below 100, the announcer's own codes from 100. */
 export const ErrorCode = {
   /** The config's cniVersion is not supported, or the command needs a newer one. */
@@ -86,6 +90,68 @@ export function isCniError(e: unknown): e is CniError {
     typeof (e as Partial<CniError>).code === 'number' &&
     typeof (e as Partial<CniError>).toSpec === 'function'
   );
+}
+
+/** The code-7 error naming the config's problems: `invalid config: a; b; …`. */
+export function invalidConfig(problems: readonly string[]): CniError {
+  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
+}
+
+/** One step of a path into a JSON document: an object key or an array index. */
+export type PathSegment = string | number;
+
+/** Formats a path as `a.b[0].c`, the way error messages name a field. */
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? seg : `.${seg}`;
+  }
+  return out;
+}
+
+/** Shows a received value in a message: JSON, cut short when long. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** The text for one bad field: `"path" is required` when absent, else `"path" <problem> (got <value>)`. */
+export function fieldProblem(path: readonly PathSegment[], problem: string, value: unknown): string {
+  const name = `"${formatPath(path)}"`;
+  if (value === undefined) return `${name} is required`;
+  return `${name} ${problem} (got ${describeValue(value)})`;
+}
+
+/** The value at path inside doc, or undefined when any step is missing. */
+export function valueAt(doc: unknown, path: readonly PathSegment[]): unknown {
+  let cur = doc;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PathSegment, unknown>)[seg];
+  }
+  return cur;
+}
+
+/** How many problems an error message names; the rest are only counted. */
+export const MAX_LISTED_PROBLEMS = 5;
+
+/** Joins problems with "; ", the first `max` and a count of the rest: `a; b; c; d; e; … and 35,995 more`. */
+export function listProblems(problems: readonly string[], max = MAX_LISTED_PROBLEMS): string {
+  const named = problems.slice(0, max).join('; ');
+  const rest = problems.length - max;
+  return rest > 0 ? `${named}; … and ${groupThousands(rest)} more` : named;
+}
+
+/** 35995 → "35,995". Intl is avoided: the plugin must not depend on the runtime's ICU data. */
+export function groupThousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 function cut(text: string): string {

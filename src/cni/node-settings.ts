@@ -5,7 +5,8 @@
 // src/daemon/host.ts).
 // Each setting's schema is its option's in OPTIONS; the announcer's own log reuses the schemas of
 // the network's `logFile` and `logLevel`.
-import { describeValue, fieldProblem } from './field-path';
+import { isJsonObject } from './decode';
+import { describeValue, fieldProblem } from './errors';
 import { OPTIONS, type LogLevel, type NodeOptionKey, type OptionValue } from './option-schema';
 import { check, type AnySchema } from './zod-checks';
 import { NODE_SETTINGS_FILE } from '../state-files';
@@ -83,8 +84,7 @@ export function parseNodeSettings(text: string, file: string): Parsed {
   } catch (err) {
     return { ok: false, problem: `${file}: not JSON: ${(err as Error).message}` };
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
-    return { ok: false, problem: `${file}: must be a JSON object (got ${describeValue(doc)})` };
+  if (!isJsonObject(doc)) return { ok: false, problem: `${file}: must be a JSON object (got ${describeValue(doc)})` };
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(doc)) {
     if (!Object.hasOwn(SETTINGS, key))

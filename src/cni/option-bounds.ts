@@ -3,6 +3,8 @@
 // (option-schema.ts) takes them from here. And the one rule of `onUnavailable: skip`, which the shim applies to a raw
 // config and the announcer's config check to a parsed one.
 
+/** `stateDir`'s default: the announcer a config without `stateDir` goes to. */
+export const DEFAULT_STATE_DIR = '/run/cni-announcer';
 /** `addWaitMs`'s default. */
 export const DEFAULT_ADD_WAIT_MS = 2000;
 /** `probeMs`'s default. */

@@ -3,15 +3,15 @@
 // what a pod may override and what an attachment's options hold are all derived from it.
 import type { z } from 'zod/mini';
 import { _default, optional, regex } from 'zod/mini';
-import { DEFAULT_STATE_DIR } from '../protocol';
 import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from './option-bounds';
-import { fieldProblem, valueAt, type PathSegment } from './field-path';
+import { fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   absPath,
   bool,
@@ -135,7 +135,8 @@ export const OPTIONS = {
 
 type Options = typeof OPTIONS;
 type OptionKey = keyof Options;
-type ValueOf<K extends OptionKey> = z.output<Options[K]['schema']>;
+/** The value of option `K`, as its schema gives it. */
+export type OptionValue<K extends OptionKey> = z.output<Options[K]['schema']>;
 type KeysWith<Cond> = { [K in OptionKey]: Options[K] extends Cond ? K : never }[OptionKey];
 /** The options a conflist sets (every scope but node). */
 type ConflistKey = Exclude<OptionKey, NodeOptionKey>;
@@ -145,10 +146,9 @@ type Defaulted = Exclude<ConflistKey, KeysWith<{ fallback: undefined }>>;
 export type NodeOptionKey = KeysWith<{ scope: 'node' }>;
 
 /** The options of a checked config: those with a default are always there; node options are none of its. */
-export type PluginOptions = { [K in Defaulted]: ValueOf<K> } & { [K in Exclude<ConflistKey, Defaulted>]?: ValueOf<K> };
-
-/** The value of option `K`, as its schema gives it. */
-export type OptionValue<K extends OptionKey> = ValueOf<K>;
+export type PluginOptions = { [K in Defaulted]: OptionValue<K> } & {
+  [K in Exclude<ConflistKey, Defaulted>]?: OptionValue<K>;
+};
 
 /** The options that are part of an attachment's options (scope pod or attachment). */
 export type AttachmentOptionKey = KeysWith<{ scope: 'pod' | 'attachment' }>;
@@ -161,7 +161,7 @@ export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ sc
 }
 
 /** What `args.cni.announce` may set for one attachment, as validated. */
-export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: ValueOf<K> };
+export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: OptionValue<K> };
 
 /** The schema of an `args.cni.announce` field: `enabled` or an overridable option; undefined for any other key. */
 export function overrideSchema(key: string): AnySchema | undefined {
@@ -175,9 +175,9 @@ export function isConflistOnly(key: string): boolean {
 }
 
 /** Checks one option's value on its own; undefined when invalid or absent. */
-export function checkOption<K extends OptionKey>(key: K, value: unknown): ValueOf<K> | undefined {
+export function checkOption<K extends OptionKey>(key: K, value: unknown): OptionValue<K> | undefined {
   const checked = check(OPTIONS[key].schema, value);
-  return checked.ok ? (checked.value as ValueOf<K>) : undefined;
+  return checked.ok ? (checked.value as OptionValue<K>) : undefined;
 }
 
 /**

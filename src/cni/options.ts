@@ -1,4 +1,4 @@
-import type { CniArgs } from './cni-args';
+import type { CniArgs } from './env';
 import type { PluginConfig } from './config';
 import { optionKeys, type AttachmentOptionKey } from './option-schema';
 

@@ -1,9 +1,14 @@
-// A pod's overrides (`args.cni.announce` from Multus `cni-args`, or the pod annotation that
-// containerd passes in runtimeConfig) are written by the pod's author, not by the operator who
-// wrote the conflist. So they change only what the conflist's `podOverrides` lets them change;
-// anything else they name is ignored and logged, never an error, so that tightening the policy
+// What a pod may say about its own attachment. It speaks through two channels: `args.cni.announce`
+// (Multus `cni-args`), and the annotation `cni-announcer/announce`, which containerd's CRI hands a
+// plugin, with all of a pod's annotations, as runtimeConfig["io.kubernetes.cri.pod-annotations"]
+// when its conflist entry declares that capability. On a primary network that no Multus cni-args
+// reach, the annotation is how a pod says what `args.cni.announce` says; the operator opens that
+// channel by declaring the capability. Either is written by the pod's author, not by the operator
+// who wrote the conflist. So it changes only what the conflist's `podOverrides` lets it change;
+// anything else it names is ignored and logged, never an error, so that tightening the policy
 // never breaks a pod's start.
-import { fieldProblem, valueAt, type PathSegment } from './field-path';
+import { isJsonObject, MAX_JSON_DEPTH, nestingExceeds } from './decode';
+import { describeValue, fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   isConflistOnly,
   overrideSchema,
@@ -14,10 +19,10 @@ import {
 import { check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
-export const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
+const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
 
 /** An override field that was not applied, and why. */
-export interface IgnoredOverride {
+interface IgnoredOverride {
   /** Its channel and key, e.g. `args.cni.announce.count`. */
   field: string;
   value: unknown;
@@ -35,7 +40,7 @@ export interface PodAnnounce {
 }
 
 /** A way a pod's overrides reach the plugin. */
-export interface PodChannel {
+interface PodChannel {
   /** How logs and messages name it, e.g. `args.cni.announce`. */
   name: string;
   /** Unknown keys, and invalid values of fields podOverrides leaves out, are problems too, not ignored. */
@@ -44,14 +49,62 @@ export interface PodChannel {
   problem(path: readonly PathSegment[], message: string, value: unknown): string;
 }
 
-/**
- * `args.cni.announce`: lenient, as it always was, so that a pod's cni-args written for a newer announcer still start.
- */
-export const ARGS_CHANNEL: PodChannel = {
+/** `args.cni.announce`: lenient, so that a pod's cni-args written for a newer announcer still start. */
+const ARGS_CHANNEL: PodChannel = {
   name: ANNOUNCE_PATH.join('.'),
   strict: false,
   problem: (path, message, value) => fieldProblem([...ANNOUNCE_PATH, ...path], message, value),
 };
+
+/** The capability a conflist entry declares to get the pod's annotations. */
+const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
+/** The annotation a pod sets: `"false"`, `"true"`, or the JSON text of an `args.cni.announce` object. */
+const ANNOUNCE_ANNOTATION = 'cni-announcer/announce';
+
+const MAP_NAME = `runtimeConfig["${POD_ANNOTATIONS_CAPABILITY}"]`;
+const NAME = `${MAP_NAME}["${ANNOUNCE_ANNOTATION}"]`;
+const EXPECTED = 'must be "false", "true" or the JSON text of an object of option overrides';
+
+/** The annotation as a channel of pod overrides: strict, since a typo in a pod's opt-out must not pass unnoticed. */
+const ANNOTATION_CHANNEL: PodChannel = {
+  name: NAME,
+  strict: true,
+  problem: (path, message, value) =>
+    path.length === 0
+      ? `${NAME} ${message} (got ${describeValue(value)})`
+      : `${NAME}: ${fieldProblem(path, message, value)}`,
+};
+
+/**
+ * What the pod asks through `args.cni.announce` and through its annotation, each under
+ * podOverrides (`allowed`), combined (see combinePodAnnounces): `args.cni.announce` names one
+ * attachment, so it comes first. Problems are code-7 texts.
+ */
+export function readPodAnnounce(
+  doc: Record<string, unknown>,
+  allowed: readonly PodOverride[],
+): { announce?: PodAnnounce; problems: string[] } {
+  const asks: PodAnnounce[] = [];
+  const problems: string[] = [];
+  const ask = (value: unknown, channel: PodChannel) => {
+    const result = applyPodOverrides(value, allowed, channel);
+    if (result.ok) asks.push(result.announce);
+    else problems.push(...result.problems);
+  };
+  const fromArgs = valueAt(doc, ANNOUNCE_PATH);
+  if (fromArgs !== undefined) ask(fromArgs, ARGS_CHANNEL);
+  const annotation = readAnnounceAnnotation(doc);
+  if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
+  if (annotation.kind === 'problem') problems.push(annotation.problem);
+  if (annotation.kind === 'undeclared') {
+    asks.push({
+      overrides: {},
+      ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }],
+      from: {},
+    });
+  }
+  return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
+}
 
 /** The keys a pod may name: `enabled` and the overridable options. */
 const POD_KEYS = ['enabled', ...POD_OVERRIDE_TOKENS.filter((t) => !t.includes('='))];
@@ -66,13 +119,13 @@ const POD_KEYS = ['enabled', ...POD_OVERRIDE_TOKENS.filter((t) => !t.includes('=
  *   node), is ignored; unvalidated unless the channel is strict.
  * - Unknown keys are ignored silently, as unknown config fields are; a strict channel's are problems.
  */
-export function applyPodOverrides(
+function applyPodOverrides(
   value: unknown,
   allowed: readonly PodOverride[],
-  channel: PodChannel = ARGS_CHANNEL,
+  channel: PodChannel,
 ): { ok: true; announce: PodAnnounce } | { ok: false; problems: string[] } {
   const fields = typeof value === 'boolean' ? { enabled: value } : value;
-  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+  if (!isJsonObject(fields)) {
     return {
       ok: false,
       problems: [channel.problem([], 'must be true, false or an object of option overrides', value)],
@@ -129,7 +182,7 @@ function apply(announce: PodAnnounce, channel: PodChannel, key: keyof AnnounceOv
  * - any other field set by two channels takes the first one's value; a different value from a
  *   later channel is ignored with a warning.
  */
-export function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
+function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
   const out: PodAnnounce = { overrides: {}, ignored: asks.flatMap((a) => a.ignored), from: {} };
   const offBy = asks.filter((a) => a.overrides.enabled === false).map((a) => a.from.enabled ?? '');
   for (const ask of asks) {
@@ -161,4 +214,66 @@ export function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
     out.from.enabled = offBy.join(', ');
   }
   return out;
+}
+
+/** What the config says about the annotation. */
+export type AnnotationRead =
+  /** No annotation for the announcer. */
+  | { kind: 'absent' }
+  /** The pod's overrides: `true`, `false` or an object, for applyPodOverrides. */
+  | { kind: 'value'; value: unknown }
+  /** Sent although the entry does not declare the capability: ignored, with this text for the log. */
+  | { kind: 'undeclared'; text: unknown; reason: string }
+  /** Not a value the announcer reads: a code-7 problem. */
+  | { kind: 'problem'; problem: string };
+
+/**
+ * Reads the announcer's annotation from a network config. Only when the config declares
+ * `"capabilities": {"io.kubernetes.cri.pod-annotations": true}`: a runtime may send runtimeConfig
+ * for capabilities the entry did not declare, and the operator's declaration is what opens this
+ * channel to pods, so the annotation is then ignored (reported as undeclared, never validated).
+ */
+export function readAnnounceAnnotation(doc: Record<string, unknown>): AnnotationRead {
+  const runtimeConfig = doc.runtimeConfig;
+  if (!isJsonObject(runtimeConfig) || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY))
+    return { kind: 'absent' };
+  // containerd 1.6 sends null for a pod without annotations.
+  const annotations = runtimeConfig[POD_ANNOTATIONS_CAPABILITY] ?? {};
+  const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
+  if (!declared) {
+    if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
+    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const reason = `the config does not declare the capability: ${declaration}`;
+    return { kind: 'undeclared', text: annotations[ANNOUNCE_ANNOTATION], reason };
+  }
+  if (!isJsonObject(annotations))
+    return {
+      kind: 'problem',
+      problem: `${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`,
+    };
+  if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
+  return parseAnnotation(annotations[ANNOUNCE_ANNOTATION]);
+}
+
+/**
+ * The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation.
+ */
+export function parseAnnotation(text: unknown): AnnotationRead {
+  if (typeof text !== 'string')
+    return { kind: 'problem', problem: `${NAME} must be a string (got ${describeValue(text)})` };
+  // As stdin: JSON.parse, and what later logs the values, must never meet a nesting bomb.
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+    return {
+      kind: 'problem',
+      problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
+    };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: 'problem', problem: `${NAME} is not JSON: it ${EXPECTED} (got ${describeValue(text)})` };
+  }
+  if (typeof value === 'boolean' || isJsonObject(value)) return { kind: 'value', value };
+  return { kind: 'problem', problem: `${NAME} ${EXPECTED} (got ${describeValue(text)})` };
 }

@@ -1,6 +1,5 @@
-import { CniError, ErrorCode } from './errors';
-import { fieldProblem, type PathSegment } from './field-path';
-import { listProblems } from './problems';
+import { isJsonObject } from './decode';
+import { fieldProblem, invalidConfig, type PathSegment } from './errors';
 import { compareVersions, type CniVersion } from './versions';
 import { ipFamily, parseCidr } from '../wire/ip';
 
@@ -60,12 +59,12 @@ const ROOT = 'prevResult';
  * CniError naming every bad field.
  */
 export function parsePrevResult(raw: unknown): PrevResult {
-  if (!isObject(raw)) throw resultError([fieldProblem([ROOT], 'must be an object', raw)]);
+  if (!isJsonObject(raw)) throw invalidConfig([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
   const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
   const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
   const routes = parseList(raw, 'routes', problems, parseRoute);
-  if (problems.length > 0) throw resultError(problems);
+  if (problems.length > 0) throw invalidConfig(problems);
   return { raw, interfaces, ips, routes };
 }
 
@@ -91,7 +90,7 @@ export function formatResult(
   }
   for (const [index, mac] of changes?.macs ?? []) {
     const list = out.interfaces;
-    if (!Array.isArray(list) || !isObject(list[index])) {
+    if (!Array.isArray(list) || !isJsonObject(list[index])) {
       throw new RangeError(`no prevResult.interfaces[${index}] to set the MAC of`);
     }
     list[index].mac = mac;
@@ -111,7 +110,7 @@ function parseList<T>(raw: Record<string, unknown>, key: string, problems: strin
   const out: T[] = [];
   list.forEach((entry: unknown, i) => {
     const path = [ROOT, key, i];
-    if (!isObject(entry)) problems.push(fieldProblem(path, 'must be an object', entry));
+    if (!isJsonObject(entry)) problems.push(fieldProblem(path, 'must be an object', entry));
     else {
       const parsed = parse(entry, path, problems);
       if (parsed !== undefined) out.push(parsed);
@@ -216,12 +215,4 @@ function cidrOf(text: unknown): { family: 4 | 6; prefixLength: number } | undefi
   } catch {
     return undefined;
   }
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-function resultError(problems: readonly string[]): CniError {
-  return new CniError(ErrorCode.InvalidConfig, `invalid config: ${listProblems(problems)}`);
 }

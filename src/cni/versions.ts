@@ -1,3 +1,7 @@
+// The CNI spec versions this plugin speaks, and its answer to VERSION. Loaded at start-up, so that
+// a VERSION run (podman sends one per pod) loads only this and stdin's decoding, not dispatch.
+import { decodeConfig, MAX_STDIN_BYTES } from './decode';
+
 /** The CNI spec versions this plugin speaks, oldest first. */
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 
@@ -31,4 +35,21 @@ function versionParts(v: string): number[] {
     if (!/^\d+$/.test(part)) throw new RangeError(`not a dotted numeric version: "${v}"`);
     return Number(part);
   });
+}
+
+/** `{cniVersion, supportedVersions}`: stdin's cniVersion when it names a supported one, else the latest. */
+export function versionReply(stdin: Uint8Array | undefined): {
+  cniVersion: CniVersion;
+  supportedVersions: CniVersion[];
+} {
+  let asked: unknown;
+  try {
+    if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;
+  } catch {
+    asked = undefined;
+  }
+  return {
+    cniVersion: isSupportedVersion(asked) ? asked : LATEST_VERSION,
+    supportedVersions: [...SUPPORTED_VERSIONS],
+  };
 }

@@ -1,14 +1,13 @@
 // zod/mini schemas with the project's stock messages, and a check that returns what is wrong
 // field by field. Each schema carries its expectation as the message of every issue it can
-// raise, so that a problem reads `"<path>" <expectation> (got <value>)` (field-path.ts).
-// zod/mini, not zod's classic API: built as the plugin is, a program that imports it and checks a
-// 15-field object cost the empty program + 3.8 ms and 5.7 MiB, against + 9.7 ms and 8.7 MiB with
-// `zod` (40 interleaved runs, env -i). Loaded by the announcer and the verbs, and by a CNI call only
-// to report a config it cannot forward (src/shim/refusing.ts); never by VERSION nor on the shim's
-// path (test/integration/schema-and-zod.test.ts).
+// raise, so that a problem reads `"<path>" <expectation> (got <value>)` (fieldProblem, errors.ts).
+// zod/mini, not zod's classic API: it loads in less time and memory (docs/performance.md). Loaded
+// by the announcer and the verbs, and by a CNI call only to report a config it cannot forward
+// (src/shim/refusing.ts); never by VERSION nor on the shim's path
+// (test/integration/schema-and-zod.test.ts).
 import { z } from 'zod/mini';
-import { ifnameProblem } from './ifname';
-import type { PathSegment } from './field-path';
+import { ifnameProblem } from './env';
+import type { PathSegment } from './errors';
 
 /** Any zod/mini schema. */
 export type AnySchema = z.ZodMiniType;

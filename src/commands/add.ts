@@ -1,10 +1,10 @@
 import { announceOnAdd } from '../announce/add';
 import type { CommandContext } from '../announce/context';
 import { readRecordFile, recordPath } from '../announce/state';
-import type { AddRequest } from '../cni/requests';
-import { podOf } from '../cni/cni-args';
+import type { AddRequest } from '../cni/dispatch';
+import { podOf } from '../cni/env';
 import { formatResult } from '../cni/result';
-import { isLocallyAdministeredMac } from '../wire/mac';
+import { isLocallyAdministeredMac } from '../wire/ethernet';
 import { requirePodNetns, toCniError } from './errors';
 import { planAnnouncement, type AnnouncePlan } from '../plan';
 import type { AnnounceOptions } from '../cni/options';

@@ -3,7 +3,7 @@
 // and safety rules as ADD (never from the node's own netns, never before the
 // pod is ready). It replaces reaching for `arping -U` and `ndisc6` on a node.
 import { parseFlags } from '../cli-flags';
-import { ifnameProblem } from '../cni/ifname';
+import { ifnameProblem } from '../cni/env';
 import type { Logger } from '../log';
 import type { ResolvedInterface } from '../announce/pod-interface';
 import type { AnnounceTarget } from '../announce/readiness';

@@ -1,10 +1,10 @@
 import { InterfaceMissingError } from '../announce/errors';
-import type { CheckRequest } from '../cni/requests';
+import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { planFor } from './add';
 import { openPodRtnl } from '../sys/netns';
 import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
-import { formatMac } from '../wire/mac';
+import { formatMac } from '../wire/ethernet';
 import type { CommandContext } from '../announce/context';
 import { requirePodNetns, toCniError } from './errors';
 

@@ -2,12 +2,12 @@ import { enterGate, lockWaitMs, type CommandContext, type HeldLock } from '../an
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
 import { basename } from '../path';
 import { attachmentName } from '../state-files';
-import type { DelRequest } from '../cni/requests';
+import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
 import { sameFile, type FileId } from '../sys/file-id';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
-import { parseMac } from '../wire/mac';
+import { parseMac } from '../wire/ethernet';
 
 /**
  * DEL: stop the attachment's background work, put back the MACs we replaced (host-device

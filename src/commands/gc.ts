@@ -3,7 +3,7 @@ import { attachmentName, attachmentOfRecord, stateEntryKind, tempWriterPid } fro
 import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import { cancelBackground } from './del';
 import { enterGate, type CommandContext } from '../announce/context';
-import type { GcRequest } from '../cni/requests';
+import type { GcRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
 import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';

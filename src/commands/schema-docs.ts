@@ -1,7 +1,7 @@
 // One line per option for `announcer schema`'s descriptions (editors show them on hover), and the
 // rules the plugin enforces that JSON Schema cannot express, named in those descriptions. Typed by
 // OPTIONS' keys: an option without its line, or a line without its option, fails the type check.
-import { MAX_IFNAME_BYTES } from '../cni/ifname';
+import { MAX_IFNAME_BYTES } from '../cni/env';
 import type { OPTIONS } from '../cni/option-schema';
 import { MAX_BURST_SPAN_MS } from '../plan';
 
@@ -22,7 +22,7 @@ export const SKIP_RULE =
   'onUnavailable "skip" only where the result cannot depend on the announcer: not with mac "ip-derived", ' +
   'conflictCheck "fail", gatewayCheck "require", or a podOverrides naming "mac" or "gatewayCheck"';
 
-/** A Linux interface name's rules (src/cni/ifname.ts), checked by a function. */
+/** A Linux interface name's rules (ifnameProblem, src/cni/env.ts), checked by a function. */
 export const IFNAME_RULE =
   `each a Linux interface name: 1 to ${MAX_IFNAME_BYTES} bytes of UTF-8, not "." or "..", ` +
   'without "/", ":" or whitespace';

@@ -1,6 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { stateDirProblem } from '../sys/private-dir';
-import type { StatusRequest } from '../cni/requests';
+import type { StatusRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { ensurePrivateDir } from '../sys/private-dir';
 import type { CommandContext } from '../announce/context';

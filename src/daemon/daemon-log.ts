@@ -17,7 +17,7 @@ import {
   type LogSink,
 } from '../log';
 import type { BackgroundJob, PodRef } from '../announce/background-job';
-import { podOf } from '../cni/cni-args';
+import { podOf } from '../cni/env';
 
 /** Where structured lines go (stdout), and in which format. */
 export interface StdoutLog {

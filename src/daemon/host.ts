@@ -11,7 +11,7 @@ import { dispatch } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { whereToSet } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
-import type { CniPlugin } from '../cni/requests';
+import type { CniPlugin } from '../cni/dispatch';
 import type { Logger, LogLevel } from '../log';
 import type { Libc } from '../sys/libc';
 import { CallerViewError, type CallerView } from '../sys/caller-view';

@@ -1,7 +1,7 @@
 // `announcer status [--json] [--state-dir DIR]`: what the background
 // announcer is doing, for operators on the node. It asks the announcer; when
 // none runs, it reads the records in stateDir (no counters then).
-import { DEFAULT_STATE_DIR } from '../protocol';
+import { DEFAULT_STATE_DIR } from '../cni/option-bounds';
 import { parseFlags } from '../cli-flags';
 import type { RecordRead } from '../announce/state';
 import type { Counters } from './metrics';

@@ -4,6 +4,7 @@
 // unavailable.ts, per command. One exchange is one connection: connect, write the request line with its deadline,
 // wait for the answer until that deadline and no longer; the transport and the clock are injected.
 import { BUILD_ID } from '../build-id';
+import { ErrorCode } from '../cni/errors';
 import {
   cniEnv,
   decodeReply,
@@ -328,7 +329,10 @@ function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
     io.writeStderr(`announcer: ${command} not run: ${msg}\n`);
     return { exit: 0 };
   }
-  return writeReply(io, { exit: 1, stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 5, msg })}\n` });
+  return writeReply(io, {
+    exit: 1,
+    stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: ErrorCode.IoFailure, msg })}\n`,
+  });
 }
 
 function writeReply(io: ShimIo, reply: { exit: number; stdout?: string; stderr?: string }): ShimResult {

@@ -4,6 +4,7 @@
 // `onUnavailable: skip` (ADD then returns prevResult unannounced, CHECK and STATUS exit 0, each
 // with a WARN). DEL and GC never fail for it: the spec asks DEL to succeed as far as it can, and
 // libcni stops a chain at its first failing DEL. STATUS says code 50 while an ADD would fail.
+import { ErrorCode } from '../cni/errors';
 import { skipRefusal } from '../cni/option-bounds';
 
 /** Why the announcer did not answer: its stateDir, what happened, and the pid holding its lock (if known). */
@@ -32,11 +33,6 @@ export interface UnavailableReply {
   stderr?: string;
 }
 
-/** CNI error codes the shim answers with (src/cni/errors.ts's, not imported: the shim loads no more than it needs). */
-const TRY_AGAIN_LATER = 11;
-const NOT_AVAILABLE = 50;
-const STATE_FAILURE = 105;
-
 /** The reply of `command` on `config` (a JSON object) when the announcer did not answer. */
 export function unavailableReply(
   command: string | undefined,
@@ -59,7 +55,7 @@ export function unavailableReply(
       stderr,
     };
   }
-  const code = command === 'STATUS' ? NOT_AVAILABLE : TRY_AGAIN_LATER;
+  const code = command === 'STATUS' ? ErrorCode.NotAvailable : ErrorCode.TryAgainLater;
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
 }
 
@@ -70,7 +66,7 @@ function stateDirReply(
   problem: string,
 ): UnavailableReply {
   if (command === 'DEL') return { exit: 0, stderr: `announcer: ${command} did nothing: ${problem}\n` };
-  const code = command === 'STATUS' ? NOT_AVAILABLE : STATE_FAILURE;
+  const code = command === 'STATUS' ? ErrorCode.NotAvailable : ErrorCode.StateFailure;
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: problem })}\n` };
 }
 

@@ -3,28 +3,29 @@
 // netns it was opened in (see netns.ts); this file never switches. Requests block,
 // bounded by a deadline: the kernel answers at once, so a request holds up the
 // announcer's loop at most that long (REQUEST_TIMEOUT_MS when a reply is lost).
-import { parseRoute, routeDumpPayload, RTM_GETROUTE, type RouteEntry } from '../wire/route';
 import {
   addressDumpPayload,
   bridgePortDumpPayload,
+  fdbGetPayload,
   getLinkPayload,
+  neighDumpPayload,
+  neighGetPayload,
   parseAddress,
   parseLink,
+  parseNeigh,
+  parseRoute,
+  routeDumpPayload,
   RTM_GETADDR,
   RTM_GETLINK,
+  RTM_GETNEIGH,
+  RTM_GETROUTE,
   RTM_SETLINK,
   setMacPayload,
   type AddressInfo,
   type LinkInfo,
-} from '../wire/rtnetlink';
-import {
-  fdbGetPayload,
-  neighDumpPayload,
-  neighGetPayload,
-  parseNeigh,
-  RTM_GETNEIGH,
   type NeighEntry,
-} from '../wire/neigh';
+  type RouteEntry,
+} from '../wire/rtnetlink';
 import {
   decodeMessages,
   encodeMessage,

@@ -1,9 +1,8 @@
 // Pure: ARP frames: gratuitous ARP (RFC 5227 announcement and the reply form),
-// the RFC 5227 probe, an ordinary request for another host's address, and
-// parsing of received Ethernet/IPv4 ARP frames. No I/O.
-import { BROADCAST_MAC } from './mac';
-import { ETHERTYPE_ARP, ethernetFrame } from './ethernet';
-import { expectLength } from './length';
+// the RFC 5227 probe, an ordinary request for another host's address, parsing of
+// received Ethernet/IPv4 ARP frames, and RFC 5227 §2.1.1 conflict detection on them. No I/O.
+import { BROADCAST_MAC, ETHERNET_HEADER_BYTES, ETHERTYPE_ARP, ethernetFrame } from './ethernet';
+import { expectLength } from './ip';
 
 /** Which gratuitous ARP form to build: op 1 announcement or op 2 reply. */
 export type ArpOp = 'request' | 'reply';
@@ -12,7 +11,7 @@ const HTYPE_ETHERNET = 1;
 const PTYPE_IPV4 = 0x0800;
 const OPCODE: Record<ArpOp, number> = { request: 1, reply: 2 };
 const ARP_BYTES = 28;
-const ETHERNET_HEADER_BYTES = 14;
+const UNSPECIFIED = Buffer.alloc(4);
 
 /** Builds a 42-byte broadcast gratuitous ARP frame announcing `ip` at `mac`. */
 export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp }): Buffer {
@@ -93,6 +92,51 @@ export function parseArp(frame: Uint8Array): ArpPacket | undefined {
     targetMac: copy(a + 18, 6),
     targetIp: copy(a + 24, 4),
   };
+}
+
+/** How an ARP packet revealed another user of a probed address. */
+export type ConflictKind =
+  /** An ARP reply whose sender IP is the address: a host answered for it (our probe, usually). */
+  | 'reply'
+  /** An ARP request whose sender IP is the address: a host uses it (or announces it). */
+  | 'request'
+  /** Another host's probe for the address (sender IP 0.0.0.0): it is about to take it. */
+  | 'probe';
+
+/** A conflict: `address` is used or claimed by the host at `mac`. */
+export interface ArpConflict {
+  /** The probed address (4 bytes). */
+  address: Buffer;
+  /** The ARP sender MAC of the other host. */
+  mac: Buffer;
+  kind: ConflictKind;
+}
+
+/**
+ * Whether `packet` shows that another host uses or claims one of the
+ * `probing` addresses: a request or reply whose sender IP is the address, or
+ * a probe (sender IP 0.0.0.0) whose target IP is it. Packets whose sender MAC
+ * is one of `ownMacs` (our own frames, the pod's other interfaces) never are;
+ * neither is an ordinary request for the address from a host that uses
+ * another one.
+ */
+export function classifyArp(
+  packet: ArpPacket,
+  probing: readonly Uint8Array[],
+  ownMacs: readonly Uint8Array[],
+): ArpConflict | undefined {
+  if (packet.op !== OPCODE.request && packet.op !== OPCODE.reply) return undefined;
+  if (ownMacs.some((m) => packet.senderMac.equals(m))) return undefined;
+  const claimed = probing.find((a) => packet.senderIp.equals(a));
+  if (claimed)
+    return {
+      address: Buffer.from(claimed),
+      mac: Buffer.from(packet.senderMac),
+      kind: packet.op === OPCODE.reply ? 'reply' : 'request',
+    };
+  if (packet.op !== OPCODE.request || !packet.senderIp.equals(UNSPECIFIED)) return undefined;
+  const probed = probing.find((a) => packet.targetIp.equals(a));
+  return probed ? { address: Buffer.from(probed), mac: Buffer.from(packet.senderMac), kind: 'probe' } : undefined;
 }
 
 /** A zeroed 28-byte Ethernet/IPv4 ARP packet with its header and `opcode` filled in. */

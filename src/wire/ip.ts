@@ -1,5 +1,5 @@
-// Pure: IPv4/IPv6 address and CIDR text. No I/O.
-import { expectLength } from './length';
+// Pure: IPv4/IPv6 address and CIDR text, and the length check of every address (IP or MAC) the wire
+// modules take as bytes. No I/O.
 
 const IPV4_TEXT = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
 const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
@@ -142,4 +142,12 @@ export function parseCidr(text: string): { address: string; family: 4 | 6; prefi
 export function isIPv6LinkLocal(bytes: Uint8Array): boolean {
   expectLength(bytes, 16, 'IPv6 address');
   return bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80;
+}
+
+/** Throws a RangeError unless `bytes` is exactly `length` bytes long; `what` names the value in the message. */
+export function expectLength(bytes: Uint8Array, length: number, what: string): void {
+  if (bytes.length !== length) {
+    const hex = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 32)).toString('hex');
+    throw new RangeError(`${what} must be ${length} bytes, got ${bytes.length} (${hex || 'empty'})`);
+  }
 }

@@ -1,10 +1,8 @@
 // Pure: unsolicited IPv6 Neighbor Advertisement frames (RFC 4861 §4.4, §7.2.6), Neighbor Solicitations for another
-// host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2). No I/O.
-import { internetChecksum } from './checksum';
-import { ETHERTYPE_IPV6, ethernetFrame } from './ethernet';
-import { formatIPv6 } from './ip';
-import { expectLength } from './length';
-import { IPV6_ALL_NODES_MAC } from './mac';
+// host's address (§4.3, §7.2.2) and parsing of received Neighbor Advertisements (§7.1.2), with the RFC 1071
+// checksum ICMPv6 carries. No I/O.
+import { ETHERNET_HEADER_BYTES, ETHERTYPE_IPV6, ethernetFrame, IPV6_ALL_NODES_MAC } from './ethernet';
+import { expectLength, formatIPv6 } from './ip';
 
 const ALL_NODES = Buffer.from('ff020000000000000000000000000001', 'hex');
 const NEXT_HEADER_ICMPV6 = 58;
@@ -17,7 +15,6 @@ const FLAG_OVERRIDE = 0x20; // S (0x40) is never set: the advert is unsolicited
 const OPTION_SOURCE_LL_ADDR = 1;
 const OPTION_TARGET_LL_ADDR = 2;
 const ICMP_LENGTH = 32; // 4 header + 4 flags/reserved + 16 target + 8 option (NA and NS alike)
-const ETHERNET_HEADER_BYTES = 14;
 const IPV6_HEADER_BYTES = 40;
 const NA_MIN_BYTES = 24; // 4 header + 4 flags/reserved + 16 target
 
@@ -143,6 +140,22 @@ function ipv6Packet(source: Uint8Array, destination: Uint8Array, icmp: Buffer): 
   packet.set(destination, 24);
   packet.set(icmp, IPV6_HEADER_BYTES);
   return packet;
+}
+
+/** One's-complement checksum (RFC 1071) over the parts read as one byte stream, odd tail padded with a zero byte. */
+export function internetChecksum(...parts: Uint8Array[]): number {
+  let sum = 0;
+  let high = true; // whether the next byte is the high half of a 16-bit word
+  for (const part of parts) {
+    for (const byte of part) {
+      sum += high ? byte << 8 : byte;
+      high = !high;
+    }
+    // Fold per part so the sum stays far below 2^53 for any input size.
+    sum = (sum & 0xffff) + Math.floor(sum / 0x10000);
+  }
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
 }
 
 /** Neither multicast nor unspecified. */

@@ -1,12 +1,18 @@
-// Pure: the few rtnetlink messages the announcer speaks (rtnetlink(7)): link and
-// address queries, bridge port state, a MAC change. No I/O.
-import { encodeAttr, parseAttrs } from './netlink';
+// Pure: the rtnetlink messages the announcer speaks (rtnetlink(7)): links (queries, bridge port
+// state, a MAC change), addresses, routes (a family's dump, each route's next hop), and
+// neighbours: the node's neighbour table (AF_INET, AF_INET6) and a bridge's forwarding database
+// (AF_BRIDGE). No I/O.
+import { encodeAttr, type NetlinkMessage, parseAttrs } from './netlink';
 
 export const RTM_NEWLINK = 16;
 export const RTM_GETLINK = 18;
 export const RTM_SETLINK = 19;
 export const RTM_NEWADDR = 20;
 export const RTM_GETADDR = 22;
+export const RTM_GETROUTE = 26;
+export const RTM_NEWNEIGH = 28;
+export const RTM_DELNEIGH = 29;
+export const RTM_GETNEIGH = 30;
 
 /** Multicast groups (RTNLGRP_*) for change notifications. */
 export const RtnlGroup = { Link: 1, Neigh: 3, Ipv4Ifaddr: 5, Ipv6Ifaddr: 9 } as const;
@@ -43,8 +49,21 @@ const IFA_F_OPTIMISTIC = 0x04;
 const IFA_F_DADFAILED = 0x08;
 const IFA_F_TENTATIVE = 0x40;
 
+/** rtm_type RTN_UNICAST: a route to a gateway or a direct route (not local, broadcast, blackhole…). */
+const RTN_UNICAST = 1;
+const RTA_OIF = 4;
+const RTA_GATEWAY = 5;
+const RTA_TABLE = 15;
+
+const NDA_DST = 1;
+const NDA_LLADDR = 2;
+const NDA_VLAN = 5;
+const NDA_MASTER = 9;
+
 const IFINFOMSG = 16;
 const IFADDRMSG = 8;
+const RTMSG = 12;
+const NDMSG = 12;
 
 /** ipvlan modes as the kernel numbers them (IFLA_IPVLAN_MODE). */
 export type IpvlanMode = 'l2' | 'l3' | 'l3s';
@@ -85,8 +104,75 @@ export interface AddressInfo {
   optimistic: boolean;
 }
 
-function ifinfomsg(family: number, index: number): Buffer {
-  const out = Buffer.alloc(IFINFOMSG);
+/** One unicast route with its next hop, as the kernel reports it. */
+export interface RouteEntry {
+  family: number;
+  /** The destination's prefix length (0: a default route). */
+  dstLen: number;
+  /** The routing table (RTA_TABLE when present, else rtm_table). */
+  table: number;
+  /** RTA_OIF: the link the route leaves through. */
+  oif?: number;
+  /** RTA_GATEWAY: the next hop; absent for a direct route. */
+  gateway?: Buffer;
+}
+
+/** ndm_state bits (NUD_*). A bridge FDB entry is PERMANENT (local), NOARP (static), REACHABLE or STALE (aged). */
+export const NeighState = {
+  Incomplete: 0x01,
+  Reachable: 0x02,
+  Stale: 0x04,
+  Delay: 0x08,
+  Probe: 0x10,
+  Failed: 0x20,
+  NoArp: 0x40,
+  Permanent: 0x80,
+} as const;
+
+/** NUD_VALID: the states in which an entry holds a link-layer address. */
+export const NUD_VALID =
+  NeighState.Permanent |
+  NeighState.NoArp |
+  NeighState.Reachable |
+  NeighState.Probe |
+  NeighState.Stale |
+  NeighState.Delay;
+
+/** ndm_flags bits (NTF_*). */
+export const NeighFlag = { Self: 0x02, Master: 0x04, Proxy: 0x08, ExtLearned: 0x10 } as const;
+
+/** One neighbour or FDB entry as the kernel reports it. */
+export interface NeighEntry {
+  /** AF_INET, AF_INET6 or AF_BRIDGE. */
+  family: number;
+  /** The link the entry is on: for an FDB entry, the bridge port (or the bridge itself for its own addresses). */
+  ifindex: number;
+  /** ndm_state (NeighState bits). */
+  state: number;
+  /** ndm_flags (NeighFlag bits). */
+  flags: number;
+  /** NDA_DST: the IP address (neighbours); absent from most FDB entries. */
+  dst?: Buffer;
+  /** NDA_LLADDR: the MAC (the neighbour's, or the FDB entry's key). */
+  lladdr?: Buffer;
+  /** NDA_MASTER: the bridge an FDB entry belongs to. */
+  master?: number;
+  /** NDA_VLAN: the VLAN of an FDB entry on a VLAN-filtering bridge. */
+  vlan?: number;
+}
+
+/** A neighbour notification: an entry added or changed (RTM_NEWNEIGH) or removed (RTM_DELNEIGH). */
+export interface NeighChange {
+  entry: NeighEntry;
+  deleted: boolean;
+}
+
+/**
+ * A zeroed header struct of `size` bytes, its family first: ifinfomsg, ifaddrmsg and ndmsg hold a link index at 4
+ * (rtmsg's bytes there stay 0).
+ */
+function header(size: number, family: number, index = 0): Buffer {
+  const out = Buffer.alloc(size);
   out[0] = family;
   out.writeInt32LE(index, 4);
   return out;
@@ -98,11 +184,16 @@ function u32(value: number): Buffer {
   return out;
 }
 
+/** A u32 attribute's value; undefined when absent or short. */
+function u32At(attr: Buffer | undefined): number | undefined {
+  return attr && attr.length >= 4 ? attr.readUInt32LE(0) : undefined;
+}
+
 /** RTM_GETLINK payload for one link, by index or by name, without statistics. */
 export function getLinkPayload(target: { index: number } | { name: string }): Buffer {
   const byName = 'name' in target;
   return Buffer.concat([
-    ifinfomsg(AF_UNSPEC, byName ? 0 : target.index),
+    header(IFINFOMSG, AF_UNSPEC, byName ? 0 : target.index),
     ...(byName ? [encodeAttr(IFLA_IFNAME, Buffer.from(`${target.name}\0`, 'latin1'))] : []),
     encodeAttr(IFLA_EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)),
   ]);
@@ -110,17 +201,17 @@ export function getLinkPayload(target: { index: number } | { name: string }): Bu
 
 /** RTM_GETLINK dump payload of the bridge ports (AF_BRIDGE). */
 export function bridgePortDumpPayload(): Buffer {
-  return ifinfomsg(AF_BRIDGE, 0);
+  return header(IFINFOMSG, AF_BRIDGE);
 }
 
 /** RTM_GETADDR dump payload (every address of every link). */
 export function addressDumpPayload(): Buffer {
-  return Buffer.alloc(IFADDRMSG); // ifa_family AF_UNSPEC
+  return header(IFADDRMSG, AF_UNSPEC);
 }
 
 /** RTM_SETLINK payload that sets link `index`'s MAC. */
 export function setMacPayload(index: number, mac: Uint8Array): Buffer {
-  return Buffer.concat([ifinfomsg(AF_UNSPEC, index), encodeAttr(IFLA_ADDRESS, mac)]);
+  return Buffer.concat([header(IFINFOMSG, AF_UNSPEC, index), encodeAttr(IFLA_ADDRESS, mac)]);
 }
 
 /** Decodes an RTM_NEWLINK payload (ifinfomsg + attributes), or undefined when too short. */
@@ -129,7 +220,6 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
   const index = payload.readInt32LE(4);
   const flags = payload.readUInt32LE(8);
   const a = parseAttrs(payload.subarray(IFINFOMSG));
-  const link = a.get(IFLA_LINK);
   const netnsid = a.get(IFLA_LINK_NETNSID);
   const linkinfo = a.get(IFLA_LINKINFO);
   const protinfo = a.get(IFLA_PROTINFO);
@@ -141,17 +231,13 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
     up: (flags & IFF_UP) !== 0,
     running: (flags & IFF_RUNNING) !== 0,
     noarp: (flags & IFF_NOARP) !== 0,
-    linkIndex: link && link.length >= 4 ? link.readUInt32LE(0) : undefined,
+    linkIndex: u32At(a.get(IFLA_LINK)),
     linkNetnsid: netnsid && netnsid.length >= 4 ? netnsid.readInt32LE(0) : undefined,
     kind: linkKind(linkinfo),
     ipvlanMode: ipvlanMode(linkinfo),
     portState: state && state.length >= 1 ? state[0] : undefined,
     master: u32At(a.get(IFLA_MASTER)),
   };
-}
-
-function u32At(attr: Buffer | undefined): number | undefined {
-  return attr && attr.length >= 4 ? attr.readUInt32LE(0) : undefined;
 }
 
 /** Decodes an RTM_NEWADDR payload (ifaddrmsg + attributes); undefined for families other than IPv4/IPv6. */
@@ -163,8 +249,7 @@ export function parseAddress(payload: Buffer): AddressInfo | undefined {
   const bytes = a.get(IFA_LOCAL) ?? a.get(IFA_ADDRESS);
   if (!family || !bytes || bytes.length !== (family === 4 ? 4 : 16)) return undefined;
   // IFA_FLAGS (32 bit) supersedes ifa_flags (8 bit) when present.
-  const extended = a.get(IFA_FLAGS);
-  const flags = extended && extended.length >= 4 ? extended.readUInt32LE(0) : payload[2]!;
+  const flags = u32At(a.get(IFA_FLAGS)) ?? payload[2]!;
   return {
     index: payload.readUInt32LE(4),
     family,
@@ -190,6 +275,76 @@ export function ipvlanMode(linkinfo: Uint8Array | undefined): IpvlanMode | undef
   const mode = data ? parseAttrs(data).get(IFLA_IPVLAN_MODE) : undefined;
   if (!mode || mode.length < 2) return 'l3'; // the kernel's default mode
   return (['l2', 'l3', 'l3s'] as const)[mode.readUInt16LE(0)];
+}
+
+/** RTM_GETROUTE dump payload: every route of `family` (AF_INET or AF_INET6), all tables. */
+export function routeDumpPayload(family: number): Buffer {
+  return header(RTMSG, family);
+}
+
+/** Decodes an RTM_NEWROUTE payload; undefined when too short or not a unicast route. */
+export function parseRoute(payload: Buffer): RouteEntry | undefined {
+  if (payload.length < RTMSG || payload[7] !== RTN_UNICAST) return undefined;
+  const a = parseAttrs(payload.subarray(RTMSG));
+  const oif = u32At(a.get(RTA_OIF));
+  const gateway = a.get(RTA_GATEWAY);
+  const entry: RouteEntry = { family: payload[0]!, dstLen: payload[1]!, table: u32At(a.get(RTA_TABLE)) ?? payload[4]! };
+  if (oif !== undefined) entry.oif = oif;
+  if (gateway && (gateway.length === 4 || gateway.length === 16)) entry.gateway = Buffer.from(gateway);
+  return entry;
+}
+
+/** RTM_GETNEIGH dump payload (struct ndmsg) for `family`: AF_BRIDGE for every bridge FDB, AF_INET/AF_INET6. */
+export function neighDumpPayload(family: number): Buffer {
+  return header(NDMSG, family);
+}
+
+/**
+ * RTM_GETNEIGH get payload (Linux 5.0: neigh_get) for the neighbour entry of `dst` (4 or 16 bytes) on link `ifindex`.
+ */
+export function neighGetPayload(family: number, ifindex: number, dst: Uint8Array): Buffer {
+  return Buffer.concat([header(NDMSG, family, ifindex), encodeAttr(NDA_DST, dst)]);
+}
+
+/**
+ * RTM_GETNEIGH get payload (Linux 5.0: rtnl_fdb_get) for the FDB entry of `mac` on bridge `bridgeIndex`, VLAN 0 (a
+ * bridge without VLAN filtering keys every entry there).
+ */
+export function fdbGetPayload(bridgeIndex: number, mac: Uint8Array): Buffer {
+  return Buffer.concat([
+    header(NDMSG, AF_BRIDGE),
+    encodeAttr(NDA_LLADDR, mac),
+    encodeAttr(NDA_MASTER, u32(bridgeIndex)),
+  ]);
+}
+
+/** Decodes an RTM_NEWNEIGH/RTM_DELNEIGH payload (ndmsg + attributes), or undefined when too short. */
+export function parseNeigh(payload: Buffer): NeighEntry | undefined {
+  if (payload.length < NDMSG) return undefined;
+  const a = parseAttrs(payload.subarray(NDMSG));
+  const entry: NeighEntry = {
+    family: payload[0]!,
+    ifindex: payload.readInt32LE(4),
+    state: payload.readUInt16LE(8),
+    flags: payload[10]!,
+  };
+  const dst = a.get(NDA_DST);
+  const lladdr = a.get(NDA_LLADDR);
+  const master = u32At(a.get(NDA_MASTER));
+  const vlan = a.get(NDA_VLAN);
+  // Copies: the payload may sit in a receive buffer that is reused.
+  if (dst) entry.dst = Buffer.from(dst);
+  if (lladdr) entry.lladdr = Buffer.from(lladdr);
+  if (master !== undefined) entry.master = master;
+  if (vlan && vlan.length >= 2) entry.vlan = vlan.readUInt16LE(0);
+  return entry;
+}
+
+/** The neighbour change a notification carries, or undefined for other messages. */
+export function parseNeighChange(message: NetlinkMessage): NeighChange | undefined {
+  if (message.type !== RTM_NEWNEIGH && message.type !== RTM_DELNEIGH) return undefined;
+  const entry = parseNeigh(message.payload);
+  return entry ? { entry, deleted: message.type === RTM_DELNEIGH } : undefined;
 }
 
 function cString(bytes: Buffer | undefined): string {

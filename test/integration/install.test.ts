@@ -39,7 +39,7 @@ import {
   type Subnet,
   stopDaemonAtClose,
 } from './harness';
-import { DEFAULT_STATE_DIR } from '../../src/protocol';
+import { DEFAULT_STATE_DIR } from '../../src/cni/option-bounds';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 import { bunfsNames, elfHeader, EM_X86_64 } from './harness/elf';
 

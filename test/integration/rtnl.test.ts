@@ -7,9 +7,16 @@ import { NodeWatch } from '../../src/announce/node-proof';
 import { loadLibc } from '../../src/sys/libc';
 import { openHostSockets, openPodRtnl, openPodSockets } from '../../src/sys/netns';
 import type { RtnlEvents } from '../../src/sys/rtnl';
-import { formatMac } from '../../src/wire/mac';
-import { type NeighChange, parseNeighChange } from '../../src/wire/neigh';
-import { AF_BRIDGE, AF_INET, AF_INET6, PortState, RtnlGroup } from '../../src/wire/rtnetlink';
+import { formatMac } from '../../src/wire/ethernet';
+import {
+  AF_BRIDGE,
+  AF_INET,
+  AF_INET6,
+  type NeighChange,
+  parseNeighChange,
+  PortState,
+  RtnlGroup,
+} from '../../src/wire/rtnetlink';
 import { createNetns, neighEntry, OLD_MAC, run, runOk, scopePerTest, skipIntegration, waitFor } from './harness';
 
 const libc = loadLibc();

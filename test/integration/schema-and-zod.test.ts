@@ -87,7 +87,7 @@ describe("the bundle's chunks (test/support/bundle-chunks.mjs: scripts/build.mjs
     // main.ts imports VERSION's answer and the shim statically: they are in what start-up evaluates.
     const start = evaluated('src/main.ts');
     const startInputs = [...start].flatMap((n) => chunks[n]!.inputs);
-    for (const module of ['src/cni/version-reply.ts', 'src/shim/shim.ts', 'src/sys/stdio.bun.ts'])
+    for (const module of ['src/cni/versions.ts', 'src/shim/shim.ts', 'src/sys/stdio.bun.ts'])
       expect(startInputs).toContain(module);
     // Whatever the shim loads to start an announcer, or to report one that cannot answer (a list kept by hand missed
     // the record schema, and zod with it, that a cold start loaded for one message).

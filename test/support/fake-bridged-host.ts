@@ -7,8 +7,7 @@ import type { HostSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
 import { SysError } from '../../src/sys/sys-error';
 import { encodeAttr, type NetlinkMessage } from '../../src/wire/netlink';
-import { RTM_NEWNEIGH, type NeighEntry } from '../../src/wire/neigh';
-import type { LinkInfo } from '../../src/wire/rtnetlink';
+import { RTM_NEWNEIGH, type LinkInfo, type NeighEntry } from '../../src/wire/rtnetlink';
 import { HOST_EVENTS_FD, link, POD_MAC } from './daemon-fakes';
 import { fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
 

@@ -1,8 +1,7 @@
 // A netns seen through rtnetlink, for unit tests: links, addresses and bridge
 // port states a test sets and changes; every call is read from them afresh.
-import type { RouteEntry } from '../../src/wire/route';
 import type { Rtnl } from '../../src/sys/rtnl';
-import type { AddressInfo, LinkInfo } from '../../src/wire/rtnetlink';
+import type { AddressInfo, LinkInfo, RouteEntry } from '../../src/wire/rtnetlink';
 import { parseIPv4, parseIPv6 } from '../../src/wire/ip';
 
 /** A link with defaults: a veth, up with carrier, MAC 02:00:00:00:00:<index>. */

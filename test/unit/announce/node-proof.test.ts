@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeNodeVerdict, NodeWatch, type NodeVerdict } from '../../../src/announce/node-proof';
-import type { NeighEntry } from '../../../src/wire/neigh';
+import type { NeighEntry } from '../../../src/wire/rtnetlink';
 
 const AF_INET = 2;
 const AF_BRIDGE = 7;

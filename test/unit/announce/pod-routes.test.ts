@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AddGatewayCheck } from '../../../src/announce/gateway-on-add';
 import { withPodRoutes } from '../../../src/announce/pod-routes';
-import type { RouteEntry } from '../../../src/wire/route';
+import type { RouteEntry } from '../../../src/wire/rtnetlink';
 
 const ETH0 = { name: 'eth0', index: 2, ipv4: ['10.88.0.5'], ipv6: ['fd00:88::5'] };
 const NET1 = { name: 'net1', index: 3, ipv4: ['10.99.0.5'], ipv6: [] };

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { crashReply, dispatch } from '../../../src/cni/dispatch';
-import type {
-  AddRequest,
-  CheckRequest,
-  CniIo,
-  CniPlugin,
-  DelRequest,
-  GcRequest,
-  StatusRequest,
-} from '../../../src/cni/requests';
+import {
+  crashReply,
+  dispatch,
+  type AddRequest,
+  type CheckRequest,
+  type CniIo,
+  type CniPlugin,
+  type DelRequest,
+  type GcRequest,
+  type StatusRequest,
+} from '../../../src/cni/dispatch';
 import { CniError, ErrorCode } from '../../../src/cni/errors';
 import { formatResult } from '../../../src/cni/result';
 import { SUPPORTED_VERSIONS, type CniVersion } from '../../../src/cni/versions';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ENV_RULES, parseEnv } from '../../../src/cni/env';
+import { ENV_RULES, ifnameProblem, parseCniArgs, parseEnv, podOf } from '../../../src/cni/env';
 import { CniError } from '../../../src/cni/errors';
 
 const ADD_ENV = {
@@ -107,7 +107,7 @@ describe('parseEnv', () => {
     ['a:b', false],
   ])('container ID %j valid: %s', (id, ok) => {
     const run = () => parseEnv({ ...ADD_ENV, CNI_CONTAINERID: id });
-    if (ok) expect(run().containerId).toBe(id);
+    if (ok) expect(run()).toMatchObject({ containerId: id });
     else expect(run).toThrow(/CNI_CONTAINERID must start with a letter or digit/);
   });
 
@@ -134,5 +134,79 @@ describe('parseEnv', () => {
 
   it('has one rule per variable', () => {
     expect(ENV_RULES.map((r) => r.name)).toEqual(['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS']);
+  });
+});
+
+describe('parseCniArgs', () => {
+  it('accepts an empty string and a trailing ";"', () => {
+    expect(parseCniArgs('')).toEqual({ ok: true, args: { raw: {} } });
+    expect(parseCniArgs('A=1;')).toEqual({ ok: true, args: { raw: { A: '1' } } });
+  });
+
+  it('keeps "=" inside values and lets the last repeated key win', () => {
+    expect(parseCniArgs('A=x=y;A=z;B=')).toEqual({ ok: true, args: { raw: { A: 'z', B: '' } } });
+  });
+
+  it.each([
+    ['ANNOUNCE=true', true],
+    ['ANNOUNCE=false', false],
+  ])('%s', (text, announce) => {
+    expect(parseCniArgs(text)).toEqual({ ok: true, args: { announce, raw: { ANNOUNCE: String(announce) } } });
+  });
+
+  it('reads MAC= as the MAC the runtime chose, and an empty one as none', () => {
+    expect(parseCniArgs('IgnoreUnknown=1;MAC=02:c0:ff:ee:00:05')).toEqual({
+      ok: true,
+      args: { mac: '02:c0:ff:ee:00:05', raw: { IgnoreUnknown: '1', MAC: '02:c0:ff:ee:00:05' } },
+    });
+    expect(parseCniArgs('MAC=')).toEqual({ ok: true, args: { raw: { MAC: '' } } });
+  });
+
+  it('cuts a long bad pair short in the problem', () => {
+    const parsed = parseCniArgs(`A=1;${'y'.repeat(100_000)}`);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.problem).toBe(`has a pair without "=" (got "${'y'.repeat(56)}...)`);
+  });
+
+  it.each([
+    ['A=1;oops', 'has a pair without "=" (got "oops")'],
+    ['=1', 'has a pair with an empty key (got "=1")'],
+    ['ANNOUNCE=1', 'ANNOUNCE must be "true" or "false" (got "1")'],
+    ['ANNOUNCE=True', 'ANNOUNCE must be "true" or "false" (got "True")'],
+    ['ANNOUNCE=', 'ANNOUNCE must be "true" or "false" (got "")'],
+  ])('rejects %j', (text, problem) => {
+    expect(parseCniArgs(text)).toEqual({ ok: false, problem });
+  });
+});
+
+describe('podOf', () => {
+  it('names the pod from K8S_POD_NAMESPACE and K8S_POD_NAME, either alone; nothing without both', () => {
+    expect(podOf({ IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p', K8S_POD_UID: 'u' })).toEqual({
+      namespace: 'ns',
+      name: 'p',
+    });
+    expect(podOf({ K8S_POD_NAME: 'p' })).toEqual({ name: 'p' });
+    expect(podOf({ K8S_POD_NAMESPACE: 'ns' })).toEqual({ namespace: 'ns' });
+    expect(podOf({ IgnoreUnknown: '1' })).toBeUndefined();
+  });
+});
+
+describe('ifnameProblem', () => {
+  it.each(['eth0', 'net1', 'a', 'x'.repeat(15), 'veth-ab_c.1'])('accepts %j', (name) => {
+    expect(ifnameProblem(name)).toBeUndefined();
+  });
+
+  it.each([
+    ['', 'must not be empty'],
+    ['x'.repeat(16), 'must be at most 15 bytes long'],
+    ['é'.repeat(8), 'must be at most 15 bytes long'],
+    ['.', 'must not be "." or ".."'],
+    ['..', 'must not be "." or ".."'],
+    ['a/b', 'must not contain "/", ":" or whitespace'],
+    ['a:b', 'must not contain "/", ":" or whitespace'],
+    ['a b', 'must not contain "/", ":" or whitespace'],
+    ['a\tb', 'must not contain "/", ":" or whitespace'],
+  ])('rejects %j', (name, problem) => {
+    expect(ifnameProblem(name)).toBe(problem);
   });
 });

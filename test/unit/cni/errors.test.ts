@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { CniError, ErrorCode, isCniError, MAX_MESSAGE_CHARS } from '../../../src/cni/errors';
+import {
+  CniError,
+  describeValue,
+  ErrorCode,
+  fieldProblem,
+  formatPath,
+  groupThousands,
+  isCniError,
+  listProblems,
+  MAX_MESSAGE_CHARS,
+  valueAt,
+} from '../../../src/cni/errors';
 
 describe('CniError', () => {
   it('carries code, message, details and cause', () => {
@@ -88,5 +99,62 @@ describe('isCniError', () => {
     expect(isCniError(Object.assign(new Error('x'), { name: 'CniError' }))).toBe(false);
     expect(isCniError(undefined)).toBe(false);
     expect(isCniError('CniError')).toBe(false);
+  });
+});
+
+describe('field paths', () => {
+  it('formats keys and indexes', () => {
+    expect(formatPath(['prevResult', 'ips', 1, 'address'])).toBe('prevResult.ips[1].address');
+    expect(formatPath(['interfaces', 0])).toBe('interfaces[0]');
+    expect(formatPath([])).toBe('');
+  });
+
+  it('describes values as short JSON', () => {
+    expect(describeValue(11)).toBe('11');
+    expect(describeValue('x')).toBe('"x"');
+    expect(describeValue(undefined)).toBe('nothing');
+    expect(describeValue('a'.repeat(100))).toBe(`"${'a'.repeat(56)}...`);
+  });
+
+  it('builds one problem text', () => {
+    expect(fieldProblem(['count'], 'must be an integer from 0 to 10', 11)).toBe(
+      '"count" must be an integer from 0 to 10 (got 11)',
+    );
+    expect(fieldProblem(['name'], 'must be a string', undefined)).toBe('"name" is required');
+  });
+
+  it('reads values by path', () => {
+    expect(valueAt({ a: [{ b: 2 }] }, ['a', 0, 'b'])).toBe(2);
+    expect(valueAt({ a: 'x' }, ['a', 'b'])).toBeUndefined();
+    expect(valueAt(null, ['a'])).toBeUndefined();
+  });
+});
+
+describe('listProblems', () => {
+  it('joins up to five problems with "; "', () => {
+    expect(listProblems(['a'])).toBe('a');
+    expect(listProblems(['a', 'b', 'c', 'd', 'e'])).toBe('a; b; c; d; e');
+  });
+
+  it('names the first five and counts the rest', () => {
+    expect(listProblems(['a', 'b', 'c', 'd', 'e', 'f'])).toBe('a; b; c; d; e; … and 1 more');
+    const many = Array.from({ length: 36_000 }, (_, i) => `p${i}`);
+    expect(listProblems(many)).toBe('p0; p1; p2; p3; p4; … and 35,995 more');
+  });
+
+  it('takes another limit', () => {
+    expect(listProblems(['a', 'b', 'c'], 1)).toBe('a; … and 2 more');
+  });
+});
+
+describe('groupThousands', () => {
+  it.each([
+    [0, '0'],
+    [999, '999'],
+    [1000, '1,000'],
+    [35995, '35,995'],
+    [1234567, '1,234,567'],
+  ])('%d → %s', (n, text) => {
+    expect(groupThousands(n)).toBe(text);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CniArgs } from '../../../src/cni/cni-args';
+import type { CniArgs } from '../../../src/cni/env';
 import { parseConfig } from '../../../src/cni/config';
 import { resolveOptions, runtimeMac } from '../../../src/cni/options';
 

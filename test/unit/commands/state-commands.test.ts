@@ -9,7 +9,7 @@ import { lockWaitMs } from '../../../src/announce/attachment-lock';
 import { writeRecord, type AttachmentRecord } from '../../../src/announce/state';
 import { realTimers } from '../../../src/process/real-timers';
 import { parseConfig } from '../../../src/cni/config';
-import type { DelRequest, GcRequest, StatusRequest } from '../../../src/cni/requests';
+import type { DelRequest, GcRequest, StatusRequest } from '../../../src/cni/dispatch';
 import { del } from '../../../src/commands/del';
 import type { CommandDeps } from '../../../src/commands/deps';
 import { gc } from '../../../src/commands/gc';

@@ -39,7 +39,9 @@ describe('render', () => {
     const report: StatusReport = {
       source: 'records',
       stateDir: '/var/lib/announcer',
-      attachments: [settledStatus({ ...IDS, caller: CALLER, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, verdict)],
+      attachments: [
+        settledStatus({ ...IDS, caller: CALLER, netnsId: { dev: 4, ino: 9 }, schedule: [0, 1000] }, verdict),
+      ],
     };
     expect(render(report)).toEqual([
       'background announcer: not running; from the records in /var/lib/announcer (no counters)',

@@ -18,7 +18,6 @@ import {
 import { StateDirError } from '../../../src/shim/unavailable';
 import {
   BRIEF_MS,
-  DEFAULT_STATE_DIR,
   encodeLine,
   MARGIN_MS,
   MAX_FORWARDED_STDIN,
@@ -34,6 +33,7 @@ import {
   DEFAULT_ADD_WAIT_MS,
   DEFAULT_GATEWAY_CHECK_MS,
   DEFAULT_PROBE_MS,
+  DEFAULT_STATE_DIR,
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from '../../../src/cni/option-bounds';

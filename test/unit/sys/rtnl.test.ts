@@ -2,8 +2,14 @@ import { describe, it, expect } from 'vitest';
 import { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import { SysError } from '../../../src/sys/sys-error';
 import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
-import { parseNeighChange, RTM_DELNEIGH, RTM_NEWNEIGH } from '../../../src/wire/neigh';
-import { AF_BRIDGE, RTM_NEWADDR, RTM_NEWLINK } from '../../../src/wire/rtnetlink';
+import {
+  AF_BRIDGE,
+  parseNeighChange,
+  RTM_DELNEIGH,
+  RTM_NEWADDR,
+  RTM_NEWLINK,
+  RTM_NEWNEIGH,
+} from '../../../src/wire/rtnetlink';
 import { fakeLibc } from '../../support/fake-libc';
 
 const NLM_F_MULTI = 0x2;

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { CniError } from '../../../src/cni/errors';
 import { resolveOptions } from '../../../src/cni/options';
-import { parseAnnotation, readAnnounceAnnotation } from '../../../src/cni/pod-annotation';
+import { parseAnnotation, readAnnounceAnnotation } from '../../../src/cni/pod-overrides';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 const CAP = 'io.kubernetes.cri.pod-annotations';
