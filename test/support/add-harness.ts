@@ -1,34 +1,42 @@
-// ADD's announcement without root (announceOnAdd): a fake pod and host behind
-// the injected socket opener, a manual clock with waits on it, a fake
-// background announcer, ARP receivers fed by the test, and a real stateDir.
-// Everything ADD does to the outside is recorded.
-import { Gate } from '../../src/daemon/admission';
-import { mkdtempSync, rmSync } from 'node:fs';
+// A CommandContext for unit tests of ADD (announceOnAdd) and the commands (add, del, gc, status), without root: a fake
+// pod and host behind the injected socket opener, a manual clock with waits on it, the announcer's real attachment
+// locks and command gate, a fake table of work, a scripted frame budget, ARP receivers fed by the test, and a real
+// stateDir. Everything a command does to the outside is recorded; its log is kept as records (log-records.ts).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddDeps, AddJob } from '../../src/announce/announce-on-add';
-import { UNLIMITED, type FrameBudget } from '../../src/announce/budget';
+import type { AddJob, AttachmentCommand } from '../../src/announce/add';
+import type { FirstRoundReport } from '../../src/announce/context';
+import { RecordMemory } from '../../src/announce/record-memory';
 import type { SocketOpener } from '../../src/announce/session';
-import type { FirstRoundReport } from '../../src/announce/job-host';
+import { recordPath, writeRecord, type AttachmentRecord } from '../../src/announce/state';
+import { parseConfig } from '../../src/cni/config';
+import { parseEnv, type DelEnv } from '../../src/cni/env';
+import { resolveOptions } from '../../src/cni/options';
+import { Gate } from '../../src/daemon/admission';
+import { MemoryLocks } from '../../src/daemon/host';
 import { createLogger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
 import type { FrameReceiver } from '../../src/sys/frame-receiver';
-import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { RtnlEvents } from '../../src/sys/rtnl-events';
-import { fakeLibc } from './fake-libc';
+import { ScriptedBudget } from './announcer';
+import { identityView } from './caller-view-fakes';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
+import { fakeLibc } from './fake-libc';
+import { logRecords, type LogRecord } from './log-records';
 import { ManualTimers, settle } from './manual-timers';
-import { RecordMemory } from '../../src/announce/record-memory';
 
 export const NETNS = '/run/netns/pod';
 export const NETNS_ID = { dev: 4, ino: 4026532999 };
 export const PACKET_FD = 60;
-
-/** One hand-off to the announcer's table of work (JobHost). */
-export type Handed = ({ added: string; job: boolean } & FirstRoundReport) | { cancel: string };
 /** The first ARP receiver's fd; the next ones count up. */
 export const RECEIVER_FD = 70;
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
+/** The boot clock (ManualTimers.bootMs) at the start of every test. */
+export const BOOT = 1_000_000;
+
+/** One hand-off to the announcer's table of work: a record's job (or none) with round 1's report, or a cancel. */
+export type Handed = ({ added: string; job: boolean } & FirstRoundReport) | { cancel: string };
 
 /** One IPv4 address on eth0, round 1 of three. */
 export const PLAN: AnnouncePlan = {
@@ -48,7 +56,7 @@ export const PLAN: AnnouncePlan = {
   schedule: [0, 1000, 3000],
 };
 
-/** A fake ADD world; `cleanup` removes its stateDir. */
+/** A fake world for one command; `cleanup` removes its stateDir. */
 export class AddHarness {
   readonly stateDir = mkdtempSync(join(tmpdir(), 'announce-add-'));
   readonly timers = new ManualTimers();
@@ -58,36 +66,47 @@ export class AddHarness {
     addresses: [fakeAddress(2, '10.88.0.5')],
   });
   readonly host: FakeNetns = fakeNetns();
-  /** Log lines without their time stamp: `LEVEL message k=v…`. */
-  readonly lines: string[] = [];
   /** Frames sent through the pod's packet socket, with the ifindex. */
   readonly sent: { index: number; frame: Buffer }[] = [];
-  /** What ADD handed to the announcer's table of work: a record's job (or none) with round 1's report, or a cancel. */
   readonly handed: Handed[] = [];
-  /** Each release call (sockets whose close is slow). */
-  readonly released: number[][] = [];
-  /** Each libc.close. */
-  readonly closed: number[] = [];
-  /** Each wait ADD made: its fds and ms. */
+  /** Each fd given to closeInBackground. */
+  readonly released: number[] = [];
+  /** Each wait on fds a command made: its fds and ms. */
   readonly waited: { fds: number[]; ms: number }[] = [];
-  /** Whether ADD's caller still waits (a test ends the wait to see ADD stop). */
+  /** Whether the command's caller still waits (a test ends the wait to see the command stop). */
   wanted: () => boolean = () => true;
-  /** Each release of the attachment lock. */
-  lockReleases = 0;
+  /** The command's gate (the announcer's own). */
+  readonly gate = new Gate(() => this.wanted());
+  /** The announcer's attachment locks, their waits on the manual clock. */
+  readonly locks = new MemoryLocks((ms) => this.timers.sleep(ms));
+  /** The node-wide budget round 1 draws from (`first`); it grants unless scripted. */
+  readonly budget = new ScriptedBudget();
   /** ARP frames each receiver (by ifindex) gets once a frame went out on that interface (an answer to the probe). */
   readonly arpIn = new Map<number, Buffer[]>();
   /** The ifindexes ARP receivers were opened for, per call. */
   readonly receiversOpened: number[][] = [];
-  /** What ADD wrote to each record. */
   readonly written = new RecordMemory();
-  budget: FrameBudget = UNLIMITED;
   /** Runs when ADD opens the pod's sockets (after it read the previous record). */
   onOpen: () => void = () => undefined;
+  /** Runs at each wait on fds, before it ends (a change in the pod meanwhile). */
+  onWait: () => void = () => undefined;
+  private readonly lines: string[] = [];
 
   cleanup(): void {
     rmSync(this.stateDir, { recursive: true, force: true });
   }
 
+  /** Every log line so far, as records. */
+  records(): LogRecord[] {
+    return logRecords(this.lines.join(''));
+  }
+
+  /** The log records of message `msg`. */
+  said(msg: string): LogRecord[] {
+    return this.records().filter((r) => r.msg === msg);
+  }
+
+  /** ADD of c1/eth0 in NETNS with PLAN, its pod ready within addWaitMs 1000 (readyTimeoutMs 5000). */
   job(extra: Partial<AddJob> = {}): AddJob {
     return {
       network: 'net',
@@ -106,7 +125,28 @@ export class AddHarness {
     };
   }
 
-  deps(): AddDeps {
+  /** The record file of c1/eth0 (or of `containerId`). */
+  file(containerId = 'c1'): string {
+    return recordPath(this.stateDir, containerId, 'eth0');
+  }
+
+  /** The record of c1/eth0 as its file holds it. */
+  readBack(): AttachmentRecord {
+    return JSON.parse(readFileSync(this.file(), 'utf8')) as AttachmentRecord;
+  }
+
+  /** Writes a record of c1/eth0 in NETNS, as an earlier command left it; `extra` replaces any field. */
+  previous(extra: Partial<AttachmentRecord> = {}): AttachmentRecord {
+    const ids = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: NETNS, netnsId: NETNS_ID };
+    const record: AttachmentRecord = { ...ids, originalMacs: [], ...extra };
+    writeRecord(this.stateDir, record, new RecordMemory());
+    return record;
+  }
+
+  /** A command's context and its log (`logger` gives every command that log, its lines naming the attachment). */
+  ctx(): AttachmentCommand {
+    const logger = (_config: unknown, ids: { containerId?: string | undefined; ifname?: string | undefined }) =>
+      createLogger((line) => void this.lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname });
     return {
       // poll(2) (readFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise
       // the clock runs to the timeout.
@@ -116,35 +156,49 @@ export class AddHarness {
           if (!ready.some(Boolean)) this.timers.advance(ms);
           return ready;
         },
-        close: (fd) => void this.closed.push(fd),
+        openPacketSocket: () => 99,
       }),
       open: this.opener(),
+      view: identityView,
       timers: this.timers,
       // A wait ends at once when an answer is queued; otherwise the clock runs to its end.
       waits: {
         readable: async (fds, ms) => {
           this.waited.push({ fds: [...fds], ms });
+          this.onWait();
           if (!fds.some((fd) => this.answerQueued(fd))) this.timers.advance(ms);
         },
       },
-      log: createLogger(
-        (line) => this.lines.push(line.slice(25, -1)),
-        'debug',
-        {},
-        () => new Date(0),
-      ),
-      gate: new Gate(() => this.wanted()),
-      host: {
+      gate: this.gate,
+      logger,
+      log: logger(undefined, {}),
+      table: {
         added: (name, record, report) => (
           this.handed.push({ added: name, job: record.job !== undefined, ...report }), false
         ),
         cancel: (name) => (this.handed.push({ cancel: name }), true),
       },
-      budget: this.budget,
-      lockFile: async (path) => ({ path, release: () => void this.lockReleases++ }),
+      frameBudget: this.budget.first,
+      attachmentLocks: this.locks,
       written: this.written,
-      release: (fds) => void this.released.push([...fds]),
+      closeInBackground: (fd) => void this.released.push(fd),
     };
+  }
+
+  /**
+   * A CNI request of `command` for c1/eth0 of network "net" in stateDir, as dispatch makes it; `conf` adds config
+   * fields, `vars` CNI_* variables (CNI_NETNS: none unless given).
+   */
+  request(command: 'DEL' | 'GC' | 'STATUS', conf: Record<string, unknown> = {}, vars: Record<string, string> = {}) {
+    const config = parseConfig({
+      cniVersion: '1.1.0',
+      name: 'net',
+      type: 'announcer',
+      stateDir: this.stateDir,
+      ...conf,
+    });
+    const env = parseEnv({ CNI_COMMAND: command, CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', ...vars }) as DelEnv;
+    return { config, cniVersion: '1.1.0' as const, ...resolveOptions(config, env.args), env };
   }
 
   /**
@@ -160,7 +214,7 @@ export class AddHarness {
     return {
       pod: () => {
         this.onOpen();
-        const pod: PodSockets = {
+        return {
           rtnl: fakeRtnl(this.pod),
           events: events(50),
           packet: {
@@ -171,9 +225,8 @@ export class AddHarness {
           ipv6Forwarding: false,
           close: () => undefined,
         };
-        return pod;
       },
-      host: (): HostSockets => ({ rtnl: fakeRtnl(this.host), events: events(51), close: () => undefined }),
+      host: () => ({ rtnl: fakeRtnl(this.host), events: events(51), close: () => undefined }),
       receivers: (_netns, ifindexes) => {
         this.receiversOpened.push([...ifindexes]);
         return ifindexes.map((ifindex) => this.receiver(ifindex));
