@@ -9,7 +9,7 @@ import {
   type PodSession,
   type SocketOpener,
 } from '../../../src/announce/session';
-import type { Waits } from '../../../src/announce/waits';
+import type { Waits } from '../../../src/announce/context';
 import type { Libc } from '../../../src/sys/libc';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import { RtnlEvents } from '../../../src/sys/rtnl-events';

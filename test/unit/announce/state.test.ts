@@ -23,7 +23,7 @@ import {
   type AttachmentRecord,
 } from '../../../src/announce/state';
 import { createLogger, silentLogger } from '../../../src/log';
-import { attachmentName, stateEntryKind } from '../../../src/state-files';
+import { attachmentName } from '../../../src/state-files';
 import { RecordMemory } from '../../../src/announce/record-memory';
 import { attachmentRecord } from '../../support/records';
 
@@ -228,17 +228,6 @@ describe('listRecords', () => {
 
   it('lists nothing for a missing state dir', () => {
     expect(listRecords(join(tmp, 'missing'))).toEqual([]);
-  });
-});
-
-describe('stateEntryKind', () => {
-  it('tells records, locks and temporary files apart', () => {
-    expect(stateEntryKind('c1@eth0.json')).toBe('record');
-    expect(stateEntryKind('sha256-ab.json')).toBe('record');
-    expect(stateEntryKind('c1@eth0.lock')).toBe('lock');
-    expect(stateEntryKind('.c1@eth0.json.42.0011aabb.tmp')).toBe('temp');
-    expect(stateEntryKind('lib')).toBe('other');
-    expect(stateEntryKind('.hidden')).toBe('other');
   });
 });
 

@@ -1,0 +1,553 @@
+// Round 1 of ADD (first-round.ts), driven through announceOnAdd in the fake world of test/support/add-harness.ts:
+// which interfaces are worth waiting for, what a readiness timeout leaves, the node-wide budget's wait and credit,
+// that ADD never blocks, the conflict probe before round 1 (another host answers an ARP probe), and the gateway
+// check's part after it (the gateway answers, or not, an ARP request from inside the pod).
+import { existsSync } from 'node:fs';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { announceOnAdd, type AddJob, type AttachmentCommand } from '../../../src/announce/add';
+import { lockWaitMs, type Waits } from '../../../src/announce/context';
+import { AddressConflictError, GatewayUnansweredError } from '../../../src/announce/errors';
+import type { GatewayCheckMode } from '../../../src/announce/gateway-check';
+import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
+import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
+import { parseArp } from '../../../src/wire/arp';
+import { parseIPv4 } from '../../../src/wire/ip';
+import type { LinkInfo } from '../../../src/wire/rtnetlink';
+import { AddHarness, BOOT, PACKET_FD, PLAN, POD_MAC, RECEIVER_FD } from '../../support/add-harness';
+import { fakeAddress, fakeLink } from '../../support/fake-rtnl';
+import type { LogRecord } from '../../support/log-records';
+import { settle } from '../../support/manual-timers';
+
+let h: AddHarness;
+beforeEach(() => {
+  h = new AddHarness();
+  return () => h.cleanup();
+});
+
+const add = (extra: Partial<AddJob> = {}, ctx: AttachmentCommand = h.ctx()) => announceOnAdd(ctx, h.job(extra));
+const NONE = { garpRequest: 0, garpReply: 0, na: 0 };
+const ONE_GARP = { garpRequest: 1, garpReply: 0, na: 0 };
+const DERIVED = Buffer.from('0a580a580063', 'hex');
+const SQUATTER = Buffer.from('525400123456', 'hex');
+const NET1_MAC = Buffer.from('02000000aa03', 'hex');
+
+function iface(name: string, ipv4: string[], ipv6: string[] = [], targetMac?: Buffer): InterfacePlan {
+  return { name, resultIndex: undefined, addresses: [], ipv4, ipv6, targetMac, gateways: { ipv4: [], ipv6: [] } };
+}
+const plan = (extra: Partial<AnnouncePlan>): AnnouncePlan => ({ ...PLAN, ...extra });
+const planOf = (...interfaces: InterfacePlan[]): AnnouncePlan => plan({ interfaces });
+/** eth0 with two addresses, 10.88.0.5 and 10.88.0.6 (both in the pod: see the probe's beforeEach). */
+const TWO = iface('eth0', ['10.88.0.5', '10.88.0.6']);
+/** The pod's eth0 without carrier: ADD waits for it. */
+const notReady = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: false });
+/** Puts net1 (ifindex 3, 10.89.0.7) into the pod. */
+function podWithNet1(): void {
+  h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }));
+  h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
+}
+
+/** An ARP reply from `mac` saying it has `address`, to `toMac` (`toIp`; none: a probe's answer), per RFC 826. */
+function arpReply(mac: Buffer, address: string, toMac: Buffer = POD_MAC, toIp?: string): Buffer {
+  const head = Buffer.from('08060001080006040002', 'hex');
+  const target = toIp ? parseIPv4(toIp) : Buffer.alloc(4);
+  return Buffer.concat([toMac, mac, head, mac, parseIPv4(address), toMac, target]);
+}
+
+describe('round 1', () => {
+  it('logs what it sent, the round of how many, and the addresses', async () => {
+    await add();
+    const msg = 'announced';
+    expect(h.said(msg)).toEqual([{ level: 'info', msg, fields: { round: 1, of: 3, frames: 1, ips: '["10.88.0.5"]' } }]);
+  });
+
+  it('carries IPv6 addresses into the job and announces an interface with one address of each family', async () => {
+    h.pod.addresses.push(fakeAddress(2, 'fd00::5'));
+    await add({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5'], ['fd00::5'])], schedule: [0, 1000] }) });
+    expect(h.sent).toHaveLength(2);
+    expect(h.readBack().job?.interfaces).toEqual([{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }]);
+  });
+
+  const oneRoundTitle =
+    'leaves no job when the schedule has one round: the announcer only counts the frames, and is not started';
+  it(oneRoundTitle, async () => {
+    await add({ plan: plan({ schedule: [0] }) });
+    expect(h.sent).toHaveLength(1);
+    expect(existsSync(h.file())).toBe(false);
+    expect(h.handed).toEqual([
+      { added: 'c1@eth0.json', job: false, sent: ONE_GARP, conflicts: 0, gateway: OFF_VERDICT },
+    ]);
+    expect(h.released).toEqual([PACKET_FD]); // closed in the background, not by ADD itself
+  });
+
+  const nothing: [string, Partial<LinkInfo>, Partial<AddJob>, LogRecord?][] = [
+    [
+      'when the attachment opted out, and says so',
+      {},
+      { announce: false },
+      { level: 'info', msg: 'announcements disabled for this attachment: sending nothing', fields: {} },
+    ],
+    ['when the schedule is empty', { running: false }, { plan: plan({ schedule: [] }) }],
+    [
+      'when the interface has no address to announce',
+      { running: false },
+      { plan: planOf(iface('eth0', [])) },
+      { level: 'debug', msg: 'no addresses to announce', fields: { interface: 'eth0' } },
+    ],
+    ...(['l3', 'l3s'] as const).map((mode): (typeof nothing)[number] => [
+      `on an ipvlan in ${mode} mode (no L2 neighbours)`,
+      { kind: 'ipvlan', ipvlanMode: mode, running: false },
+      {},
+      {
+        level: 'info',
+        msg: 'ipvlan in L3 mode has no L2 neighbours to update: sending nothing',
+        fields: { interface: 'eth0', mode },
+      },
+    ]),
+  ];
+  it.each(nothing)('sends nothing, waits for nothing and leaves no job %s', async (_when, link, extra, said) => {
+    h.pod.links[0] = { ...h.pod.links[0]!, ...link };
+    await add(extra);
+    expect({ sent: h.sent, at: h.timers.now(), waited: h.waited, record: existsSync(h.file()) }).toEqual({
+      sent: [],
+      at: 0,
+      waited: [],
+      record: false,
+    });
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: NONE }]);
+    expect(h.said('announced')).toEqual([]);
+    if (said) expect(h.said(said.msg)).toEqual([said]);
+  });
+
+  it('announces an ipvlan in l2 mode', async () => {
+    h.pod.links[0] = { ...h.pod.links[0]!, kind: 'ipvlan', ipvlanMode: 'l2' };
+    await add();
+    expect(h.sent).toHaveLength(1);
+  });
+
+  it('judges each interface by its own link: an L3 ipvlan beside a veth leaves the veth announced', async () => {
+    podWithNet1();
+    h.pod.links[0] = { ...h.pod.links[0]!, kind: 'ipvlan', ipvlanMode: 'l3' };
+    await add({ plan: planOf(iface('eth0', ['10.88.0.5']), iface('net1', ['10.89.0.7'])) });
+    expect(h.sent.map((s) => s.index)).toEqual([3]);
+    expect(h.readBack().job?.interfaces).toEqual([{ name: 'net1', ipv4: ['10.89.0.7'], ipv6: [] }]);
+  });
+});
+
+describe('when the pod is not ready within addWaitMs', () => {
+  const NO_CARRIER = '["eth0 has no carrier"]'; // a logged list is JSON
+  beforeEach(notReady);
+
+  it('says once, at debug, why it waits for the pod, then sends round 1 once the pod is ready', async () => {
+    h.onWait = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: true });
+    await add({ addWaitMs: 5000 });
+    const said = h.records().filter((r) => ['pod not ready: waiting for it', 'announced'].includes(r.msg));
+    expect(said).toMatchObject([
+      { level: 'debug', fields: { upToMs: 5000, waitingFor: NO_CARRIER } },
+      { msg: 'announced' },
+    ]);
+    expect(h.sent).toHaveLength(1);
+  });
+
+  const handsEveryRoundTitle =
+    'hands every round to the background announcer when readiness may still come (readyTimeoutMs > addWaitMs)';
+  it(handsEveryRoundTitle, async () => {
+    await add({ addWaitMs: 1000, readyTimeoutMs: 1001 });
+    expect({ at: h.timers.now(), sent: h.sent }).toEqual({ at: 1000, sent: [] });
+    expect(h.said('pod not ready yet: announcing from the background once it is')).toMatchObject([
+      { level: 'info', fields: { waitedMs: 1000, waitingFor: NO_CARRIER } },
+    ]);
+    const { firstRoundAt, conflicts, readyDeadline } = h.readBack().job!;
+    expect({ firstRoundAt, conflicts, readyDeadline }).toEqual({ readyDeadline: BOOT + 1001 });
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: true, sent: NONE }]);
+  });
+
+  const givesUpTitle =
+    'gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)';
+  it(givesUpTitle, async () => {
+    await add({ addWaitMs: 1000, readyTimeoutMs: 1000 });
+    expect({ at: h.timers.now(), sent: h.sent, record: existsSync(h.file()) }).toEqual({
+      at: 1000,
+      sent: [],
+      record: false,
+    });
+    expect(h.said('pod not ready in time: not announcing')).toMatchObject([
+      { level: 'warn', fields: { waitedMs: 1000, waitingFor: NO_CARRIER } },
+    ]);
+    expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: false, sent: NONE }]);
+  });
+
+  it('waits only readyTimeoutMs when that is shorter', async () => {
+    await add({ addWaitMs: 1000, readyTimeoutMs: 400 });
+    expect(h.timers.now()).toBe(400);
+  });
+});
+
+describe('round 1 and the node-wide budget', () => {
+  const takes = () => h.budget.calls.map((c) => [c.rounds, c.at - BOOT, c.onCredit]);
+
+  it('waits as long as the budget says, logging the wait once, and takes on the boot clock', async () => {
+    h.budget.answers.push(300, 300);
+    await h.drive(add());
+    expect(takes()).toEqual([
+      ['first', 0, false],
+      ['first', 300, false],
+      ['first', 600, false],
+    ]);
+    expect(h.timers.requested).toEqual([300, 300]);
+    expect(h.records().filter((r) => r.msg.includes('rate limit'))).toEqual([
+      { level: 'info', msg: 'node-wide rate limit: round 1 waits its turn', fields: { waitMs: 300 } },
+    ]);
+    expect(h.sent).toHaveLength(1);
+    expect(h.handed[0]).toMatchObject({ sent: ONE_GARP });
+  });
+
+  it('goes on credit addWaitMs after readiness, sleeping no longer than that', async () => {
+    h.budget.answers.push(60_000);
+    await h.drive(add({ addWaitMs: 1000 }));
+    expect(takes()).toEqual([
+      ['first', 0, false],
+      ['first', 1000, true],
+    ]);
+    expect(h.timers.requested).toEqual([1000]);
+    expect(h.sent).toHaveLength(1);
+  });
+
+  const lockGraceTitle =
+    'goes on credit half the lock grace before a waiter for the attachment lock gives up, when readiness came late';
+  it(lockGraceTitle, async () => {
+    // Ready once ADD's 30 s wait for it ends: addWaitMs from readiness would be 60 s, past lockWaitMs (52 s); the
+    // lock's deadline is 30 s + 5 s.
+    h.budget.answers.push(60_000);
+    notReady();
+    h.onWait = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: true });
+    await h.drive(add({ addWaitMs: 30_000, readyTimeoutMs: 60_000 }));
+    expect(takes()).toEqual([
+      ['first', 30_000, false],
+      ['first', 35_000, true],
+    ]);
+    expect(35_000).toBeLessThan(lockWaitMs(30_000));
+    expect(h.sent).toHaveLength(1);
+  });
+});
+
+describe('ADD never blocks: every wait goes through the injected waits, which the test ends by hand', () => {
+  /** Waits that end only when the test says so. */
+  function handWaits(): { waits: Waits; pending: { fds: readonly number[]; ms: number; end: () => void }[] } {
+    const pending: { fds: readonly number[]; ms: number; end: () => void }[] = [];
+    return {
+      pending,
+      waits: { readable: (fds, ms) => new Promise<void>((end) => void pending.push({ fds: [...fds], ms, end })) },
+    };
+  }
+  /** Starts ADD on `waits`; `finished()` says whether it has settled. */
+  function startAdd(waits: Waits, extra: Partial<AddJob> = {}) {
+    let finished = false;
+    const done = add(extra, { ...h.ctx(), waits }).finally(() => (finished = true));
+    done.catch(() => undefined);
+    return { done, finished: () => finished };
+  }
+  /** Lets everything queued run, several turns over. */
+  async function settleAll(): Promise<void> {
+    for (let i = 0; i < 10; i++) await settle();
+  }
+  const isProbe = (frame: Buffer) => frame.subarray(28, 32).join('.') === '0.0.0.0';
+  const garps = () => h.sent.filter(({ frame }) => !isProbe(frame));
+  const probes = () => h.sent.filter(({ frame }) => isProbe(frame));
+
+  const whileNotReadyTitle =
+    'while the pod is not ready: pending on one wait on the event sockets, nothing sent, until that wait ends';
+  it(whileNotReadyTitle, async () => {
+    notReady();
+    const { waits, pending } = handWaits();
+    const adding = startAdd(waits);
+    await settleAll();
+    expect(adding.finished()).toBe(false);
+    expect({ sent: h.sent, at: h.timers.now() }).toEqual({ sent: [], at: 0 });
+    expect(pending.map(({ fds, ms }) => ({ fds, ms }))).toEqual([{ fds: [50, 51], ms: 1000 }]);
+    h.pod.links[0] = { ...h.pod.links[0]!, running: true }; // the pod gets its carrier; the wait ends
+    pending[0]!.end();
+    await adding.done;
+    expect(garps()).toHaveLength(1);
+    expect(pending).toHaveLength(1);
+  });
+
+  const probeWindowTitle =
+    'during a conflict probe window: pending on the receiver between probes, nothing announced, until each wait ends';
+  it(probeWindowTitle, async () => {
+    const { waits, pending } = handWaits();
+    const adding = startAdd(waits, { conflictCheck: { action: 'fail', probeMs: 200, probes: 2 } });
+    await settleAll();
+    expect({ finished: adding.finished(), probes: probes().length, garps: garps() }).toEqual({
+      finished: false,
+      probes: 1,
+      garps: [],
+    });
+    expect(pending.map(({ fds, ms }) => ({ fds, ms }))).toEqual([{ fds: [RECEIVER_FD], ms: 100 }]);
+    h.timers.advance(100); // time for the second probe
+    pending[0]!.end();
+    await settleAll();
+    expect({ finished: adding.finished(), probes: probes().length, garps: garps(), waits: pending.length }).toEqual({
+      finished: false,
+      probes: 2,
+      garps: [],
+      waits: 2,
+    });
+    h.timers.advance(100); // the window ends: round 1 goes out
+    pending[1]!.end();
+    await adding.done;
+    expect(garps()).toHaveLength(1);
+  });
+});
+
+describe('the conflict probe before round 1', () => {
+  const PROBE = { probeMs: 200, probes: 2 };
+  const warn = { conflictCheck: { action: 'warn' as const, ...PROBE } };
+  const fail = { conflictCheck: { action: 'fail' as const, ...PROBE } };
+  beforeEach(() => void h.pod.addresses.push(fakeAddress(2, '10.88.0.6')));
+
+  /** What went out: `<ifindex> probe <ip>` (sender IP 0.0.0.0, target IP) or `<ifindex> garp <ip>`. */
+  const described = () =>
+    h.sent.map(({ index, frame }) => {
+      const sender = frame.subarray(28, 32).join('.');
+      return sender === '0.0.0.0' ? `${index} probe ${frame.subarray(38, 42).join('.')}` : `${index} garp ${sender}`;
+    });
+  const BOTH_PROBED_TWICE = ['2 probe 10.88.0.5', '2 probe 10.88.0.6', '2 probe 10.88.0.5', '2 probe 10.88.0.6'];
+  const probeDone = (conflicts: number, addresses = 2) => ({
+    level: 'debug',
+    msg: 'conflict probe done',
+    fields: { addresses, probes: 2, conflicts },
+  });
+  const cannotRun = () => {
+    const ctx = h.ctx();
+    ctx.open.receivers = () => {
+      throw new Error('socket(AF_PACKET): EPERM');
+    };
+    return ctx;
+  };
+
+  describe('conflictCheck warn', () => {
+    const leavesOutTitle =
+      'probes every IPv4 address over the window, leaves out the one another host answers for, now and in later ' +
+      'rounds';
+    it(leavesOutTitle, async () => {
+      h.timers.advance(500);
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
+      await add({ plan: planOf(TWO), ...warn });
+      expect(described()).toEqual([...BOTH_PROBED_TWICE, '2 garp 10.88.0.6']);
+      expect(h.receiversOpened).toEqual([[2]]);
+      const msg =
+        'address conflict: not announcing 10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ' +
+        'ARP for that address on eth0)';
+      const fields = { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0' };
+      expect(h.said(msg)).toEqual([{ level: 'warn', msg, fields }]);
+      expect(h.said('conflict probe done')).toEqual([probeDone(1)]);
+      expect(h.readBack().job).toMatchObject({
+        interfaces: [{ name: 'eth0', ipv4: ['10.88.0.6'], ipv6: [] }],
+        conflicts: 1,
+      });
+      expect(h.handed).toEqual([
+        { added: 'c1@eth0.json', job: true, sent: ONE_GARP, conflicts: 1, gateway: OFF_VERDICT },
+      ]);
+      // The receiver is closed in the background once the window is over, the packet socket once round 1 is out.
+      expect(h.released).toEqual([RECEIVER_FD, PACKET_FD]);
+    });
+
+    it('leaves no job when every address of the attachment is in use', async () => {
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
+      await add(warn);
+      expect(described()).toEqual(['2 probe 10.88.0.5']); // nothing left to learn: the window ends
+      expect(existsSync(h.file())).toBe(false);
+      expect(h.handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false, conflicts: 1 })]);
+    });
+
+    it('keeps a job for the interfaces that have addresses left', async () => {
+      podWithNet1();
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
+      await add({ plan: planOf(PLAN.interfaces[0]!, iface('net1', ['10.89.0.7'])), ...warn });
+      expect(h.receiversOpened).toEqual([[2, 3]]);
+      expect(h.readBack().job?.interfaces).toEqual([
+        { name: 'eth0', ipv4: [], ipv6: [] },
+        { name: 'net1', ipv4: ['10.89.0.7'], ipv6: [] },
+      ]);
+    });
+
+    it("takes no ARP from the pod's own interfaces for a conflict (a link without MAC beside them is fine)", async () => {
+      h.pod.links = [
+        fakeLink({ index: 9, name: 'tun0', mac: undefined }),
+        ...h.pod.links,
+        fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }),
+      ];
+      h.arpIn.set(2, [arpReply(NET1_MAC, '10.88.0.5')]);
+      await add(warn);
+      expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
+      expect(h.said('conflict probe done')).toEqual([probeDone(0, 1)]);
+      expect(h.timers.now()).toBe(200); // the whole window
+    });
+
+    it('probes nothing when round 1 has no IPv4 address', async () => {
+      h.pod.addresses = [fakeAddress(2, 'fd00::5')];
+      await add({ plan: planOf(iface('eth0', [], ['fd00::5'])), ...warn });
+      expect({ receivers: h.receiversOpened, sent: h.sent.length }).toEqual({ receivers: [], sent: 1 });
+      expect(h.handed[0]).toMatchObject({ conflicts: 0 });
+    });
+
+    it('announces unprobed, logging why, when the probe cannot run', async () => {
+      await add(warn, cannotRun());
+      expect(described()).toEqual(['2 garp 10.88.0.5']);
+      expect(h.said('conflict probe failed: announcing without it')).toMatchObject([
+        { level: 'error', fields: { error: 'socket(AF_PACKET): EPERM' } },
+      ]);
+      expect(h.readBack().job).toMatchObject({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'] }], conflicts: 0 });
+      expect(h.handed[0]).toMatchObject({ conflicts: 0 });
+    });
+  });
+
+  describe('conflictCheck fail', () => {
+    it('announces after a window in which nobody answered, waiting on the receiver between probes', async () => {
+      await add({ plan: planOf(TWO), ...fail });
+      expect(described()).toEqual([...BOTH_PROBED_TWICE, '2 garp 10.88.0.5', '2 garp 10.88.0.6']);
+      expect(h.handed[0]).toMatchObject({ conflicts: 0 });
+      expect(h.waited).toEqual([
+        { fds: [RECEIVER_FD], ms: 100 },
+        { fds: [RECEIVER_FD], ms: 100 },
+      ]);
+    });
+
+    it('fails ADD at the first conflict, announcing nothing, and puts the original MAC back', async () => {
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5', DERIVED)]);
+      const err = await add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AddressConflictError);
+      expect((err as AddressConflictError).conflicts).toEqual([
+        { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
+      ]);
+      expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.6']); // the window ended at the conflict
+      expect(h.said('conflict probe done')).toEqual([probeDone(1)]);
+      expect(h.timers.now()).toBe(0);
+      expect(h.pod.setMacs).toEqual([
+        { index: 2, mac: '0a580a580063' },
+        { index: 2, mac: '0a580a580005' },
+      ]);
+      expect(existsSync(h.file())).toBe(false);
+      expect(h.released).toEqual([RECEIVER_FD, PACKET_FD]);
+    });
+
+    it('fails ADD with the probe error when the probe cannot run, keeping the set MAC recorded for DEL', async () => {
+      const err = await add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }, cannotRun()).catch(
+        (e: unknown) => e,
+      );
+      expect((err as Error).message).toBe('socket(AF_PACKET): EPERM');
+      expect(h.sent).toEqual([]);
+      expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
+      expect(h.readBack().originalMacs).toEqual([{ name: 'eth0', mac: '0a:58:0a:58:00:05' }]);
+    });
+  });
+});
+
+describe("the gateway check's part after round 1", () => {
+  const GW = { interface: 'eth0', gateway: '10.88.0.1' };
+  const GW_MAC = Buffer.from('525400123456', 'hex');
+  const check = (mode: GatewayCheckMode, gateways = [GW]) => ({ gatewayCheck: { mode, windowMs: 500, gateways } });
+  const oneRound = { plan: plan({ schedule: [0] }) };
+  /** The gateway's ARP reply to the pod's `to`. */
+  const gatewayReply = (to = '10.88.0.5') => arpReply(GW_MAC, '10.88.0.1', POD_MAC, to);
+  /** The ARP requests that went out, GARPs and probes (sender 0.0.0.0) left out: `sender > target`. */
+  const requests = () =>
+    h.sent.flatMap(({ frame }) => {
+      const arp = parseArp(frame);
+      if (arp?.op !== 1 || arp.senderIp.equals(arp.targetIp) || arp.senderIp.every((b) => b === 0)) return [];
+      return [`${arp.senderIp.join('.')} > ${arp.targetIp.join('.')}`];
+    });
+
+  it('off: an OFF verdict, no request and no record', async () => {
+    await add({ ...check('off'), ...oneRound });
+    expect(h.handed[0]).toMatchObject({ gateway: OFF_VERDICT });
+    expect({ requests: requests(), record: existsSync(h.file()) }).toEqual({ requests: [], record: false });
+  });
+
+  it('no routed gateway: final at once, nothing asked, nothing recorded and no job for it', async () => {
+    await add({ ...check('require', []), ...oneRound });
+    const gateway = { result: 'no-gateway', answered: [], unanswered: [], asks: 0 };
+    expect(h.handed[0]).toMatchObject({ job: false, gateway });
+    expect({ requests: requests(), receivers: h.receiversOpened, record: existsSync(h.file()) }).toEqual({
+      requests: [],
+      receivers: [],
+      record: false,
+    });
+  });
+
+  it('report asks nothing in ADD: the verdict is pending, and even a one-round job carries the check', async () => {
+    h.arpIn.set(2, [gatewayReply()]);
+    await add({ ...check('report'), ...oneRound });
+    expect(requests()).toEqual([]);
+    expect(h.handed[0]).toMatchObject({ job: true, gateway: { result: 'pending', unanswered: [GW] } });
+    expect(h.readBack().job?.gatewayCheck).toEqual({ windowMs: 500, gateways: [GW] });
+    expect(h.timers.now()).toBe(0);
+  });
+
+  describe('require', () => {
+    it('sends one ARP request after round 1 and takes the answer, with the MAC that gave it', async () => {
+      h.arpIn.set(2, [gatewayReply()]);
+      await add(check('require'));
+      expect(requests()).toEqual(['10.88.0.5 > 10.88.0.1']);
+      expect(h.sent).toHaveLength(2);
+      expect(parseArp(h.sent[0]!.frame)?.targetIp).toEqual(parseIPv4('10.88.0.5')); // round 1's GARP first
+      const verdict = {
+        result: 'answered',
+        answered: [{ ...GW, mac: '52:54:00:12:34:56', afterMs: 0 }],
+        unanswered: [],
+        asks: 1,
+      };
+      expect(h.handed[0]).toMatchObject({ gateway: verdict });
+      expect(h.readBack().gateway).toEqual(verdict);
+      expect(h.said('gateway check: answered: 10.88.0.1 by 52:54:00:12:34:56 after 0 ms (eth0)')).toMatchObject([
+        { level: 'info' },
+      ]);
+    });
+
+    it('fails ADD after exactly gatewayCheckMs without an answer, restoring the MAC and leaving nothing', async () => {
+      const err = await add({
+        ...check('require'),
+        plan: planOf({ ...PLAN.interfaces[0]!, targetMac: DERIVED }),
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GatewayUnansweredError);
+      expect((err as GatewayUnansweredError).unanswered).toEqual([GW]);
+      expect((err as Error).message).toBe(
+        'gateway 10.88.0.1 (eth0) did not answer: 1 requests sent, no answer within 500 ms (gatewayCheck: require)',
+      );
+      expect({ at: h.timers.now(), waited: h.waited }).toEqual({ at: 500, waited: [{ fds: [RECEIVER_FD], ms: 500 }] });
+      expect(h.pod.setMacs).toEqual([
+        { index: 2, mac: '0a580a580063' },
+        { index: 2, mac: '0a580a580005' },
+      ]);
+      expect(existsSync(h.file())).toBe(false);
+      expect(h.handed).toEqual([{ cancel: 'c1@eth0.json' }]); // no job handed; any work the table had ends
+      expect(h.released).toEqual([RECEIVER_FD, PACKET_FD]);
+    });
+
+    it('never asks from an address the conflict probe left out', async () => {
+      h.pod.addresses.push(fakeAddress(2, '10.88.0.6'));
+      h.arpIn.set(2, [arpReply(Buffer.from('5254000000aa', 'hex'), '10.88.0.5')]);
+      const ctx = h.ctx();
+      const { receivers } = ctx.open;
+      let opened = 0;
+      // The gateway answers the check's request, which comes after the probe's receivers were opened.
+      ctx.open.receivers = (netns, ifindexes, ethertype) => {
+        if (++opened === 2) h.arpIn.set(2, [gatewayReply('10.88.0.6')]);
+        return receivers(netns, ifindexes, ethertype);
+      };
+      const conflictCheck = { action: 'warn' as const, probeMs: 200, probes: 1 };
+      await add({ ...check('require'), conflictCheck, plan: planOf({ ...PLAN.interfaces[0]!, ...TWO }) }, ctx);
+      expect(requests()).toEqual(['10.88.0.6 > 10.88.0.1']);
+      expect(h.handed[0]).toMatchObject({ gateway: { result: 'answered' } });
+    });
+
+    it('acts as report, and says so, for a pod not ready within addWaitMs', async () => {
+      notReady();
+      await add({ ...check('require'), addWaitMs: 1000, readyTimeoutMs: 5000 });
+      const msg = 'gatewayCheck require acts as report: the pod was not ready within addWaitMs';
+      expect(h.said(msg)).toEqual([{ level: 'warn', msg, fields: { addWaitMs: 1000 } }]);
+      expect(h.sent).toEqual([]);
+      expect(h.readBack().job?.gatewayCheck).toEqual({ windowMs: 500, gateways: [GW] });
+    });
+  });
+});
