@@ -5,7 +5,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddJob, AttachmentCommand } from '../../src/announce/add';
+import { announceOnAdd, type AddJob, type AttachmentCommand } from '../../src/announce/add';
+import type { BackgroundJob } from '../../src/announce/background-job';
 import type { FirstRoundReport } from '../../src/announce/context';
 import { RecordMemory } from '../../src/announce/record-memory';
 import type { SocketOpener } from '../../src/announce/session';
@@ -15,10 +16,11 @@ import { parseEnv, type DelEnv } from '../../src/cni/env';
 import { resolveOptions } from '../../src/cni/options';
 import { Gate } from '../../src/daemon/admission';
 import { MemoryLocks } from '../../src/daemon/host';
-import { createLogger } from '../../src/log';
+import { createLogger, type Logger } from '../../src/log';
 import type { AnnouncePlan } from '../../src/plan';
 import type { FrameReceiver } from '../../src/sys/frame-receiver';
 import type { RtnlEvents } from '../../src/sys/rtnl-events';
+import type { LinkInfo } from '../../src/wire/rtnetlink';
 import { ScriptedBudget } from './announcer';
 import { identityView } from './caller-view-fakes';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from './fake-rtnl';
@@ -32,6 +34,9 @@ export const PACKET_FD = 60;
 /** The first ARP receiver's fd; the next ones count up. */
 export const RECEIVER_FD = 70;
 export const POD_MAC = Buffer.from('0a580a580005', 'hex');
+/** The IP-derived MAC of 10.88.0.99, and the MAC of the pod's net1 (podWithNet1). */
+export const DERIVED = Buffer.from('0a580a580063', 'hex');
+export const NET1_MAC = Buffer.from('02000000aa03', 'hex');
 /** The boot clock (ManualTimers.bootMs) at the start of every test. */
 export const BOOT = 1_000_000;
 
@@ -55,6 +60,34 @@ export const PLAN: AnnouncePlan = {
   arpOps: ['request'],
   schedule: [0, 1000, 3000],
 };
+
+/** A logger at debug whose lines are kept (`base` on each), read back as records. */
+export function recordingLog(base: Record<string, unknown> = {}): { log: Logger; records(): LogRecord[] } {
+  const lines: string[] = [];
+  return {
+    log: createLogger((line) => void lines.push(line), 'debug', base),
+    records: () => logRecords(lines.join('')),
+  };
+}
+
+/** The background work an ADD of c1/eth0 in NETNS recorded, round 1 sent at BOOT; `extra` replaces any field. */
+export function pendingJob(extra: Partial<BackgroundJob> = {}): BackgroundJob {
+  return {
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    netns: NETNS,
+    netnsId: NETNS_ID,
+    interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
+    hostPeerNames: [],
+    arpOps: ['request'],
+    schedule: [0, 1000, 3000],
+    firstRoundAt: BOOT,
+    readyDeadline: BOOT + 5000,
+    logLevel: 'info',
+    ...extra,
+  };
+}
 
 /** A fake world for one command; `cleanup` removes its stateDir. */
 export class AddHarness {
@@ -90,7 +123,7 @@ export class AddHarness {
   onOpen: () => void = () => undefined;
   /** Runs at each wait on fds, before it ends (a change in the pod meanwhile). */
   onWait: () => void = () => undefined;
-  private readonly lines: string[] = [];
+  private readonly kept = recordingLog();
 
   cleanup(): void {
     rmSync(this.stateDir, { recursive: true, force: true });
@@ -98,7 +131,7 @@ export class AddHarness {
 
   /** Every log line so far, as records. */
   records(): LogRecord[] {
-    return logRecords(this.lines.join(''));
+    return this.kept.records();
   }
 
   /** The log records of message `msg`. */
@@ -125,6 +158,22 @@ export class AddHarness {
     };
   }
 
+  /** Runs ADD (announceOnAdd) of `job(extra)` on `ctx`. */
+  add(extra: Partial<AddJob> = {}, ctx: AttachmentCommand = this.ctx()): Promise<Map<number, string>> {
+    return announceOnAdd(ctx, this.job(extra));
+  }
+
+  /** Changes the pod's eth0 (`running: false`: no carrier, ADD waits for it). */
+  eth0(fields: Partial<LinkInfo>): void {
+    this.pod.links[0] = { ...this.pod.links[0]!, ...fields };
+  }
+
+  /** Puts net1 (ifindex 3, NET1_MAC, 10.89.0.7) into the pod. */
+  podWithNet1(): void {
+    this.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }));
+    this.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
+  }
+
   /** The record file of c1/eth0 (or of `containerId`). */
   file(containerId = 'c1'): string {
     return recordPath(this.stateDir, containerId, 'eth0');
@@ -146,7 +195,7 @@ export class AddHarness {
   /** A command's context and its log (`logger` gives every command that log, its lines naming the attachment). */
   ctx(): AttachmentCommand {
     const logger = (_config: unknown, ids: { containerId?: string | undefined; ifname?: string | undefined }) =>
-      createLogger((line) => void this.lines.push(line), 'debug', { containerId: ids.containerId, ifname: ids.ifname });
+      this.kept.log.with({ containerId: ids.containerId, ifname: ids.ifname });
     return {
       // poll(2) (readFrames polls with timeout 0): receivers with an answer queued are readable at once; otherwise
       // the clock runs to the timeout.

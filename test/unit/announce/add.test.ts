@@ -4,8 +4,7 @@
 import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { announceOnAdd, type AddJob, type AttachmentCommand } from '../../../src/announce/add';
-import type { BackgroundJob } from '../../../src/announce/background-job';
+import type { AddJob } from '../../../src/announce/add';
 import { lockWaitMs } from '../../../src/announce/context';
 import { NotWantedError, StateError } from '../../../src/announce/errors';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
@@ -13,8 +12,7 @@ import type { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
 import type { InterfacePlan } from '../../../src/plan';
 import { UnsafeDirError } from '../../../src/sys/private-dir';
-import { AddHarness, BOOT, NETNS, NETNS_ID, PACKET_FD, PLAN } from '../../support/add-harness';
-import { fakeAddress, fakeLink } from '../../support/fake-rtnl';
+import { AddHarness, BOOT, DERIVED, NETNS, NETNS_ID, PACKET_FD, PLAN, pendingJob } from '../../support/add-harness';
 
 let h: AddHarness;
 beforeEach(() => {
@@ -22,8 +20,6 @@ beforeEach(() => {
   return () => h.cleanup();
 });
 
-const add = (extra: Partial<AddJob> = {}, ctx: AttachmentCommand = h.ctx()) => announceOnAdd(ctx, h.job(extra));
-const DERIVED = Buffer.from('0a580a580063', 'hex'); // for 10.88.0.99
 const ORIGINAL = '0a:58:0a:58:00:05'; // POD_MAC
 const NET1_ORIGINAL = '02:00:00:00:aa:03';
 /** net1 (ifindex 3, 10.89.0.7) with the derived MAC, result index 1. */
@@ -40,28 +36,8 @@ const NET1: InterfacePlan = {
 const withMac = (eth0: Partial<InterfacePlan> = {}, ...more: InterfacePlan[]): Partial<AddJob> => ({
   plan: { ...PLAN, interfaces: [{ ...PLAN.interfaces[0]!, targetMac: DERIVED, ...eth0 }, ...more] },
 });
-/** Puts net1 into the pod, its own MAC NET1_ORIGINAL. */
-function podWithNet1(): void {
-  h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: Buffer.from(NET1_ORIGINAL.replaceAll(':', ''), 'hex') }));
-  h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
-}
-/** The pod's eth0 without carrier: ADD waits for it. */
-const notReady = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: false });
 /** The background work an earlier ADD of c1/eth0 left pending. */
-const PENDING: BackgroundJob = {
-  network: 'net',
-  containerId: 'c1',
-  ifname: 'eth0',
-  netns: NETNS,
-  netnsId: NETNS_ID,
-  interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
-  hostPeerNames: [],
-  arpOps: ['request'],
-  schedule: [0, 1000, 3000],
-  firstRoundAt: BOOT - 1000,
-  readyDeadline: BOOT + 4000,
-  logLevel: 'info',
-};
+const PENDING = pendingJob({ firstRoundAt: BOOT - 1000, readyDeadline: BOOT + 4000 });
 
 /** What the runtime would get from a failing ADD: the CNI error's code and message, and its cause. */
 async function failure(run: Promise<unknown>): Promise<{ code: number; msg: string; cause: unknown }> {
@@ -78,7 +54,7 @@ describe('announceOnAdd', () => {
     "writes the job round 1 leaves to the record and hands it over with round 1's counts; its packet socket is " +
     'closed in the background and the lock is free again';
   it(handsOverTitle, async () => {
-    expect(await add()).toEqual(new Map());
+    expect(await h.add()).toEqual(new Map());
     expect(h.readBack()).toEqual({
       network: 'net',
       containerId: 'c1',
@@ -115,7 +91,7 @@ describe('announceOnAdd', () => {
     const kept: unknown[] = [];
     const keeping = h.ctx();
     keeping.table = { ...keeping.table, added: (_name, _record, _report, session) => (kept.push(session), true) };
-    await add({}, keeping);
+    await h.add({}, keeping);
     expect({ kept: kept.length, released: h.released }).toEqual({ kept: 1, released: [] });
     const throwing = h.ctx();
     throwing.table = {
@@ -124,7 +100,7 @@ describe('announceOnAdd', () => {
         throw new Error('the table broke');
       },
     };
-    await expect(add({}, throwing)).rejects.toThrow('the table broke');
+    await expect(h.add({}, throwing)).rejects.toThrow('the table broke');
     expect(h.released).toEqual([PACKET_FD]);
   });
 
@@ -132,7 +108,7 @@ describe('announceOnAdd', () => {
     it('with code 105 when stateDir is not private, naming the fix; nothing is sent, recorded or handed', async () => {
       chmodSync(h.stateDir, 0o770);
       const { stateDir } = h;
-      expect(await failure(add())).toEqual({
+      expect(await failure(h.add())).toEqual({
         code: 105,
         msg: `unsafe stateDir: ${stateDir} is writable by group or others (mode 0770): chmod 0700 ${stateDir}`,
         cause: expect.any(UnsafeDirError),
@@ -146,7 +122,7 @@ describe('announceOnAdd', () => {
 
     it("with code 11 after lockWaitMs while another command holds the attachment's lock, having done nothing", async () => {
       const held = (await h.locks.take('c1@eth0', 0))!;
-      expect(await failure(h.drive(add(), 1000))).toMatchObject({
+      expect(await failure(h.drive(h.add(), 1000))).toMatchObject({
         code: 11,
         msg: `another command on this attachment still runs after ${lockWaitMs(1000)} ms: try again later`,
       });
@@ -163,7 +139,7 @@ describe('announceOnAdd', () => {
       'closed in the background';
     it(notFoundTitle, async () => {
       h.pod.links = [];
-      expect(await failure(add())).toMatchObject({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
+      expect(await failure(h.add())).toMatchObject({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
       expect({ sent: h.sent, record: existsSync(h.file()), handed: h.handed, released: h.released }).toEqual({
         sent: [],
         record: false,
@@ -177,9 +153,12 @@ describe('announceOnAdd', () => {
       'dropped';
     it(leavesTitle, async () => {
       h.previous({ job: PENDING });
-      notReady();
+      h.eth0({ running: false });
       h.onWait = () => void (h.pod.links = []);
-      expect(await failure(add())).toMatchObject({ code: 101, msg: `pod interface "eth0" disappeared from ${NETNS}` });
+      expect(await failure(h.add())).toMatchObject({
+        code: 101,
+        msg: `pod interface "eth0" disappeared from ${NETNS}`,
+      });
       expect(existsSync(h.file())).toBe(false);
       expect(h.handed).toEqual([{ cancel: 'c1@eth0.json' }]);
     });
@@ -190,7 +169,7 @@ describe('a repeated ADD', () => {
   it("takes the attachment over: a new job replaces the pending one in the announcer's table", async () => {
     const earlier = h.previous({ job: PENDING, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
     h.timers.advance(500);
-    await add();
+    await h.add();
     const now = h.readBack();
     expect(now.originalMacs).toEqual(earlier.originalMacs); // same netns: still to restore on DEL
     expect(now.job!.firstRoundAt).toBe(h.timers.bootMs());
@@ -200,7 +179,7 @@ describe('a repeated ADD', () => {
 
   it('ends the pending work when it has none of its own', async () => {
     h.previous({ job: PENDING });
-    await add({ announce: false });
+    await h.add({ announce: false });
     expect({ sent: h.sent, record: existsSync(h.file()) }).toEqual({ sent: [], record: false });
     expect(h.handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false })]);
   });
@@ -212,7 +191,7 @@ describe('a repeated ADD', () => {
     'takes over a record of another netns at the same path (%s) without its original MACs, and says so',
     async (_what, netnsId) => {
       h.previous({ netnsId, originalMacs: [{ name: 'eth0', mac: '02:42:ac:11:00:02' }] });
-      await add();
+      await h.add();
       expect(h.readBack().originalMacs).toEqual([]);
       const msg = 'the previous record was for another netns: not keeping its original MACs';
       expect(h.said(msg)).toEqual([{ level: 'info', msg, fields: { netns: NETNS } }]);
@@ -221,7 +200,7 @@ describe('a repeated ADD', () => {
 
   it('replaces a record of another netns with no MACs to keep without a word', async () => {
     h.previous({ netnsId: { dev: 4, ino: 1 } });
-    await add();
+    await h.add();
     expect(h.records().filter((r) => r.msg.includes('previous record'))).toEqual([]);
   });
 });
@@ -232,7 +211,7 @@ describe('IP-derived MACs', () => {
   it(recordsFirstTitle, async () => {
     let recordedBeforeSet: unknown;
     h.pod.setMacError = () => void (recordedBeforeSet = h.readBack().originalMacs);
-    expect(await add(withMac({ resultIndex: 1 }))).toEqual(new Map([[1, '0a:58:0a:58:00:63']]));
+    expect(await h.add(withMac({ resultIndex: 1 }))).toEqual(new Map([[1, '0a:58:0a:58:00:63']]));
     expect(recordedBeforeSet).toEqual([{ name: 'eth0', mac: ORIGINAL }]);
     expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
     expect(h.sent[0]!.frame.subarray(6, 12)).toEqual(DERIVED);
@@ -243,19 +222,19 @@ describe('IP-derived MACs', () => {
   });
 
   it('sets the MAC of an interface without a result index, and returns none for it', async () => {
-    expect(await add(withMac({ resultIndex: undefined }))).toEqual(new Map());
+    expect(await h.add(withMac({ resultIndex: undefined }))).toEqual(new Map());
     expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
   });
 
   it('changes and records nothing when the interface already has the MAC, but still returns it', async () => {
-    h.pod.links[0] = { ...h.pod.links[0]!, mac: DERIVED };
-    expect(await add(withMac({ resultIndex: 0 }))).toEqual(new Map([[0, '0a:58:0a:58:00:63']]));
+    h.eth0({ mac: DERIVED });
+    expect(await h.add(withMac({ resultIndex: 0 }))).toEqual(new Map([[0, '0a:58:0a:58:00:63']]));
     expect({ set: h.pod.setMacs, recorded: h.readBack().originalMacs }).toEqual({ set: [], recorded: [] });
   });
 
   it('sets the MAC of the interface the plan names, by name', async () => {
-    podWithNet1();
-    expect(await add(withMac({ targetMac: undefined }, { ...NET1, resultIndex: 2 }))).toEqual(
+    h.podWithNet1();
+    expect(await h.add(withMac({ targetMac: undefined }, { ...NET1, resultIndex: 2 }))).toEqual(
       new Map([[2, '0a:58:0a:58:00:63']]),
     );
     expect(h.pod.setMacs).toEqual([{ index: 3, mac: '0a580a580063' }]);
@@ -263,23 +242,23 @@ describe('IP-derived MACs', () => {
   });
 
   it('keeps the MAC recorded by an earlier ADD in the same netns, not the one it set', async () => {
-    h.pod.links[0] = { ...h.pod.links[0]!, mac: Buffer.from('0a580a580001', 'hex') }; // an earlier derived MAC
+    h.eth0({ mac: Buffer.from('0a580a580001', 'hex') }); // an earlier derived MAC
     h.previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
-    await add(withMac());
+    await h.add(withMac());
     expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
     expect(h.readBack().originalMacs).toEqual([{ name: 'eth0', mac: ORIGINAL }]);
   });
 
   it('keeps the record of the original MACs when no background work is left, also after an earlier ADD', async () => {
     const earlier = h.previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
-    await add({ plan: { ...withMac().plan!, schedule: [0] } });
+    await h.add({ plan: { ...withMac().plan!, schedule: [0] } });
     expect(h.readBack()).toEqual(earlier);
   });
 
   it('records the original MAC of another interface beside one an earlier ADD recorded', async () => {
-    podWithNet1();
+    h.podWithNet1();
     h.previous({ originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
-    await add(withMac({ targetMac: undefined }, NET1));
+    await h.add(withMac({ targetMac: undefined }, NET1));
     expect(h.readBack().originalMacs).toEqual([
       { name: 'eth0', mac: ORIGINAL },
       { name: 'net1', mac: NET1_ORIGINAL },
@@ -293,8 +272,8 @@ describe('IP-derived MACs', () => {
     ['a link with no MAC', { mac: undefined }, NO_ETHERNET],
     ['a link with a MAC that is not Ethernet', { mac: Buffer.alloc(20, 0x80) }, NO_ETHERNET],
   ] as const)('leaves %s alone, and says so', async (_what, link, msg) => {
-    h.pod.links[0] = { ...h.pod.links[0]!, ...link };
-    expect(await add(withMac())).toEqual(new Map());
+    h.eth0({ ...link });
+    expect(await h.add(withMac())).toEqual(new Map());
     expect(h.pod.setMacs).toEqual([]);
     expect(h.said(msg)).toEqual([{ level: 'warn', msg, fields: { interface: 'eth0' } }]);
   });
@@ -303,15 +282,15 @@ describe('IP-derived MACs', () => {
     let looks = 0;
     const links = h.pod.links;
     Object.defineProperty(h.pod, 'links', { get: () => (++looks > 1 ? [] : links) });
-    await expect(add(withMac())).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
+    await expect(h.add(withMac())).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
     expect(h.pod.setMacs).toEqual([]);
     expect(h.said(NO_ETHERNET)).toHaveLength(1);
   });
 
   it('keeps the original MAC in the record for DEL when ADD then fails', async () => {
-    notReady();
+    h.eth0({ running: false });
     h.onWait = () => void (h.pod.links = []); // the MAC is set, then the interface leaves while ADD waits for it
-    await expect(add(withMac())).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
+    await expect(h.add(withMac())).rejects.toThrow(`pod interface "eth0" disappeared from ${NETNS}`);
     const { job, originalMacs } = h.readBack();
     expect({ job, originalMacs }).toEqual({ job: undefined, originalMacs: [{ name: 'eth0', mac: ORIGINAL }] });
   });
@@ -320,7 +299,7 @@ describe('IP-derived MACs', () => {
 describe('state failures', () => {
   it('fail ADD when the original MAC cannot be recorded, before the MAC changes; the lock is released', async () => {
     mkdirSync(join(h.file(), 'blocker'), { recursive: true }); // the record's name is taken by a directory
-    const err = await add(withMac()).catch((e: unknown) => e);
+    const err = await h.add(withMac()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateError);
     expect((err as Error).message).toMatch(new RegExp(`^cannot write state in ${h.stateDir}: `));
     expect((err as StateError).cause).toBeInstanceOf(Error);
@@ -335,7 +314,7 @@ describe('state failures', () => {
       rmSync(h.file());
       mkdirSync(join(h.file(), 'blocker'), { recursive: true });
     };
-    const err = await add({ announce: false }).catch((e: unknown) => e);
+    const err = await h.add({ announce: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateError);
     expect((err as Error).message).toMatch(new RegExp(`^cannot remove the state record ${h.file()}: `));
     expect((err as StateError).cause).toMatchObject({ code: 'EISDIR' });
@@ -349,7 +328,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
 
   it('stops before setting a MAC: nothing set, nothing sent, no record', async () => {
     h.wanted = () => false;
-    await expect(add(withMac())).rejects.toBeInstanceOf(NotWantedError);
+    await expect(h.add(withMac())).rejects.toBeInstanceOf(NotWantedError);
     expect({ macs: h.pod.setMacs, sent: h.sent, record: existsSync(h.file()) }).toEqual({
       macs: [],
       sent: [],
@@ -360,7 +339,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
   it('gone before round 1: restores the MAC it set, sends nothing, leaves no record', async () => {
     let asks = 0;
     h.wanted = () => ++asks <= 1; // wanted at the MAC, gone at round 1
-    await expect(add(withMac())).rejects.toThrow('stopped before round 1');
+    await expect(h.add(withMac())).rejects.toThrow('stopped before round 1');
     expect(restoredMacs()).toEqual(['0a580a580063', ORIGINAL.replaceAll(':', '')]);
     expect(h.said('restored the original MAC')).toEqual([
       { level: 'info', msg: 'restored the original MAC', fields: { interface: 'eth0', mac: ORIGINAL } },
@@ -372,13 +351,13 @@ describe("a caller that no longer waits, or an announcer that stops (the command
     'gone before round 1, a MAC it cannot put back: restores the others, logs why, and keeps that one (and one of ' +
     'an interface no longer in the pod) recorded for DEL';
   it(undoneInPartTitle, async () => {
-    podWithNet1();
+    h.podWithNet1();
     h.previous({ originalMacs: [{ name: 'gone0', mac: '02:42:0a:5a:00:09' }] });
     let asks = 0;
     h.wanted = () => ++asks <= 2; // wanted at both MACs, gone at round 1
     h.pod.setMacError = (index) =>
       index === 3 && h.pod.setMacs.some((s) => s.index === 3) ? new Error('set MAC of ifindex 3: EBUSY') : undefined;
-    await expect(add(withMac({}, NET1))).rejects.toThrow('stopped before round 1');
+    await expect(h.add(withMac({}, NET1))).rejects.toThrow('stopped before round 1');
     expect(restoredMacs()).toEqual(['0a580a580063', '0a580a580063', ORIGINAL.replaceAll(':', '')]);
     expect(h.said('cannot restore the original MAC: DEL will try again')).toMatchObject([
       { level: 'error', fields: { interface: 'net1', mac: NET1_ORIGINAL, error: 'set MAC of ifindex 3: EBUSY' } },
@@ -392,7 +371,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
   it('gone after round 1: counts and logs the frames sent before, restores the MAC, writes no job', async () => {
     let asks = 0;
     h.wanted = () => ++asks <= 2; // wanted at the MAC and at round 1, gone before the record
-    await expect(add(withMac())).rejects.toThrow(/1 frames sent before/);
+    await expect(h.add(withMac())).rejects.toThrow(/1 frames sent before/);
     expect(h.sent).toHaveLength(1);
     expect(h.said('the caller no longer waits: ADD stops and undoes what it did')).toMatchObject([
       { level: 'warn', fields: { before: 'writing the record', framesSentBefore: 1 } },
@@ -410,9 +389,11 @@ describe("a caller that no longer waits, or an announcer that stops (the command
     [stoppedMidWaitTitle, withMac(), ['0a580a580063', ORIGINAL.replaceAll(':', '')], true],
     [passedOnTitle, {}, [], false],
   ])('%s', async (_title, extra, macs, acted) => {
-    h.pod.links[0] = { ...h.pod.links[0]!, up: false }; // not ready: ADD waits
+    h.eth0({ up: false }); // not ready: ADD waits
     const stop = new NotWantedError('the end of its wait', 0, 'the announcer (pid 7) stops');
-    await expect(add(extra, { ...h.ctx(), waits: { readable: async () => Promise.reject(stop) } })).rejects.toBe(stop);
+    await expect(h.add(extra, { ...h.ctx(), waits: { readable: async () => Promise.reject(stop) } })).rejects.toBe(
+      stop,
+    );
     expect({ macs: restoredMacs(), sent: h.sent, record: existsSync(h.file()), acted: h.gate.acted }).toEqual({
       macs,
       sent: [],

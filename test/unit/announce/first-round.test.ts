@@ -4,7 +4,7 @@
 // check's part after it (the gateway answers, or not, an ARP request from inside the pod).
 import { existsSync } from 'node:fs';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { announceOnAdd, type AddJob, type AttachmentCommand } from '../../../src/announce/add';
+import type { AddJob } from '../../../src/announce/add';
 import { lockWaitMs, type Waits } from '../../../src/announce/context';
 import { AddressConflictError, GatewayUnansweredError } from '../../../src/announce/errors';
 import type { GatewayCheckMode } from '../../../src/announce/gateway-check';
@@ -13,7 +13,7 @@ import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { parseArp } from '../../../src/wire/arp';
 import { parseIPv4 } from '../../../src/wire/ip';
 import type { LinkInfo } from '../../../src/wire/rtnetlink';
-import { AddHarness, BOOT, PACKET_FD, PLAN, POD_MAC, RECEIVER_FD } from '../../support/add-harness';
+import { AddHarness, BOOT, DERIVED, NET1_MAC, PACKET_FD, PLAN, POD_MAC, RECEIVER_FD } from '../../support/add-harness';
 import { fakeAddress, fakeLink } from '../../support/fake-rtnl';
 import type { LogRecord } from '../../support/log-records';
 import { settle } from '../../support/manual-timers';
@@ -24,12 +24,9 @@ beforeEach(() => {
   return () => h.cleanup();
 });
 
-const add = (extra: Partial<AddJob> = {}, ctx: AttachmentCommand = h.ctx()) => announceOnAdd(ctx, h.job(extra));
 const NONE = { garpRequest: 0, garpReply: 0, na: 0 };
 const ONE_GARP = { garpRequest: 1, garpReply: 0, na: 0 };
-const DERIVED = Buffer.from('0a580a580063', 'hex');
 const SQUATTER = Buffer.from('525400123456', 'hex');
-const NET1_MAC = Buffer.from('02000000aa03', 'hex');
 
 function iface(name: string, ipv4: string[], ipv6: string[] = [], targetMac?: Buffer): InterfacePlan {
   return { name, resultIndex: undefined, addresses: [], ipv4, ipv6, targetMac, gateways: { ipv4: [], ipv6: [] } };
@@ -39,12 +36,7 @@ const planOf = (...interfaces: InterfacePlan[]): AnnouncePlan => plan({ interfac
 /** eth0 with two addresses, 10.88.0.5 and 10.88.0.6 (both in the pod: see the probe's beforeEach). */
 const TWO = iface('eth0', ['10.88.0.5', '10.88.0.6']);
 /** The pod's eth0 without carrier: ADD waits for it. */
-const notReady = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: false });
-/** Puts net1 (ifindex 3, 10.89.0.7) into the pod. */
-function podWithNet1(): void {
-  h.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }));
-  h.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
-}
+const notReady = () => h.eth0({ running: false });
 
 /** An ARP reply from `mac` saying it has `address`, to `toMac` (`toIp`; none: a probe's answer), per RFC 826. */
 function arpReply(mac: Buffer, address: string, toMac: Buffer = POD_MAC, toIp?: string): Buffer {
@@ -55,14 +47,14 @@ function arpReply(mac: Buffer, address: string, toMac: Buffer = POD_MAC, toIp?: 
 
 describe('round 1', () => {
   it('logs what it sent, the round of how many, and the addresses', async () => {
-    await add();
+    await h.add();
     const msg = 'announced';
     expect(h.said(msg)).toEqual([{ level: 'info', msg, fields: { round: 1, of: 3, frames: 1, ips: '["10.88.0.5"]' } }]);
   });
 
   it('carries IPv6 addresses into the job and announces an interface with one address of each family', async () => {
     h.pod.addresses.push(fakeAddress(2, 'fd00::5'));
-    await add({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5'], ['fd00::5'])], schedule: [0, 1000] }) });
+    await h.add({ plan: plan({ interfaces: [iface('eth0', ['10.88.0.5'], ['fd00::5'])], schedule: [0, 1000] }) });
     expect(h.sent).toHaveLength(2);
     expect(h.readBack().job?.interfaces).toEqual([{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: ['fd00::5'] }]);
   });
@@ -70,7 +62,7 @@ describe('round 1', () => {
   const oneRoundTitle =
     'leaves no job when the schedule has one round: the announcer only counts the frames, and is not started';
   it(oneRoundTitle, async () => {
-    await add({ plan: plan({ schedule: [0] }) });
+    await h.add({ plan: plan({ schedule: [0] }) });
     expect(h.sent).toHaveLength(1);
     expect(existsSync(h.file())).toBe(false);
     expect(h.handed).toEqual([
@@ -105,8 +97,8 @@ describe('round 1', () => {
     ]),
   ];
   it.each(nothing)('sends nothing, waits for nothing and leaves no job %s', async (_when, link, extra, said) => {
-    h.pod.links[0] = { ...h.pod.links[0]!, ...link };
-    await add(extra);
+    h.eth0({ ...link });
+    await h.add(extra);
     expect({ sent: h.sent, at: h.timers.now(), waited: h.waited, record: existsSync(h.file()) }).toEqual({
       sent: [],
       at: 0,
@@ -119,15 +111,15 @@ describe('round 1', () => {
   });
 
   it('announces an ipvlan in l2 mode', async () => {
-    h.pod.links[0] = { ...h.pod.links[0]!, kind: 'ipvlan', ipvlanMode: 'l2' };
-    await add();
+    h.eth0({ kind: 'ipvlan', ipvlanMode: 'l2' });
+    await h.add();
     expect(h.sent).toHaveLength(1);
   });
 
   it('judges each interface by its own link: an L3 ipvlan beside a veth leaves the veth announced', async () => {
-    podWithNet1();
-    h.pod.links[0] = { ...h.pod.links[0]!, kind: 'ipvlan', ipvlanMode: 'l3' };
-    await add({ plan: planOf(iface('eth0', ['10.88.0.5']), iface('net1', ['10.89.0.7'])) });
+    h.podWithNet1();
+    h.eth0({ kind: 'ipvlan', ipvlanMode: 'l3' });
+    await h.add({ plan: planOf(iface('eth0', ['10.88.0.5']), iface('net1', ['10.89.0.7'])) });
     expect(h.sent.map((s) => s.index)).toEqual([3]);
     expect(h.readBack().job?.interfaces).toEqual([{ name: 'net1', ipv4: ['10.89.0.7'], ipv6: [] }]);
   });
@@ -139,7 +131,7 @@ describe('when the pod is not ready within addWaitMs', () => {
 
   it('says once, at debug, why it waits for the pod, then sends round 1 once the pod is ready', async () => {
     h.onWait = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: true });
-    await add({ addWaitMs: 5000 });
+    await h.add({ addWaitMs: 5000 });
     const said = h.records().filter((r) => ['pod not ready: waiting for it', 'announced'].includes(r.msg));
     expect(said).toMatchObject([
       { level: 'debug', fields: { upToMs: 5000, waitingFor: NO_CARRIER } },
@@ -151,7 +143,7 @@ describe('when the pod is not ready within addWaitMs', () => {
   const handsEveryRoundTitle =
     'hands every round to the background announcer when readiness may still come (readyTimeoutMs > addWaitMs)';
   it(handsEveryRoundTitle, async () => {
-    await add({ addWaitMs: 1000, readyTimeoutMs: 1001 });
+    await h.add({ addWaitMs: 1000, readyTimeoutMs: 1001 });
     expect({ at: h.timers.now(), sent: h.sent }).toEqual({ at: 1000, sent: [] });
     expect(h.said('pod not ready yet: announcing from the background once it is')).toMatchObject([
       { level: 'info', fields: { waitedMs: 1000, waitingFor: NO_CARRIER } },
@@ -164,7 +156,7 @@ describe('when the pod is not ready within addWaitMs', () => {
   const givesUpTitle =
     'gives up, sending nothing and leaving no job, when readiness would come too late (readyTimeoutMs ≤ addWaitMs)';
   it(givesUpTitle, async () => {
-    await add({ addWaitMs: 1000, readyTimeoutMs: 1000 });
+    await h.add({ addWaitMs: 1000, readyTimeoutMs: 1000 });
     expect({ at: h.timers.now(), sent: h.sent, record: existsSync(h.file()) }).toEqual({
       at: 1000,
       sent: [],
@@ -177,7 +169,7 @@ describe('when the pod is not ready within addWaitMs', () => {
   });
 
   it('waits only readyTimeoutMs when that is shorter', async () => {
-    await add({ addWaitMs: 1000, readyTimeoutMs: 400 });
+    await h.add({ addWaitMs: 1000, readyTimeoutMs: 400 });
     expect(h.timers.now()).toBe(400);
   });
 });
@@ -187,7 +179,7 @@ describe('round 1 and the node-wide budget', () => {
 
   it('waits as long as the budget says, logging the wait once, and takes on the boot clock', async () => {
     h.budget.answers.push(300, 300);
-    await h.drive(add());
+    await h.drive(h.add());
     expect(takes()).toEqual([
       ['first', 0, false],
       ['first', 300, false],
@@ -203,7 +195,7 @@ describe('round 1 and the node-wide budget', () => {
 
   it('goes on credit addWaitMs after readiness, sleeping no longer than that', async () => {
     h.budget.answers.push(60_000);
-    await h.drive(add({ addWaitMs: 1000 }));
+    await h.drive(h.add({ addWaitMs: 1000 }));
     expect(takes()).toEqual([
       ['first', 0, false],
       ['first', 1000, true],
@@ -220,7 +212,7 @@ describe('round 1 and the node-wide budget', () => {
     h.budget.answers.push(60_000);
     notReady();
     h.onWait = () => void (h.pod.links[0] = { ...h.pod.links[0]!, running: true });
-    await h.drive(add({ addWaitMs: 30_000, readyTimeoutMs: 60_000 }));
+    await h.drive(h.add({ addWaitMs: 30_000, readyTimeoutMs: 60_000 }));
     expect(takes()).toEqual([
       ['first', 30_000, false],
       ['first', 35_000, true],
@@ -242,7 +234,7 @@ describe('ADD never blocks: every wait goes through the injected waits, which th
   /** Starts ADD on `waits`; `finished()` says whether it has settled. */
   function startAdd(waits: Waits, extra: Partial<AddJob> = {}) {
     let finished = false;
-    const done = add(extra, { ...h.ctx(), waits }).finally(() => (finished = true));
+    const done = h.add(extra, { ...h.ctx(), waits }).finally(() => (finished = true));
     done.catch(() => undefined);
     return { done, finished: () => finished };
   }
@@ -264,7 +256,7 @@ describe('ADD never blocks: every wait goes through the injected waits, which th
     expect(adding.finished()).toBe(false);
     expect({ sent: h.sent, at: h.timers.now() }).toEqual({ sent: [], at: 0 });
     expect(pending.map(({ fds, ms }) => ({ fds, ms }))).toEqual([{ fds: [50, 51], ms: 1000 }]);
-    h.pod.links[0] = { ...h.pod.links[0]!, running: true }; // the pod gets its carrier; the wait ends
+    h.eth0({ running: true }); // the pod gets its carrier; the wait ends
     pending[0]!.end();
     await adding.done;
     expect(garps()).toHaveLength(1);
@@ -332,7 +324,7 @@ describe('the conflict probe before round 1', () => {
     it(leavesOutTitle, async () => {
       h.timers.advance(500);
       h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
-      await add({ plan: planOf(TWO), ...warn });
+      await h.add({ plan: planOf(TWO), ...warn });
       expect(described()).toEqual([...BOTH_PROBED_TWICE, '2 garp 10.88.0.6']);
       expect(h.receiversOpened).toEqual([[2]]);
       const msg =
@@ -354,16 +346,16 @@ describe('the conflict probe before round 1', () => {
 
     it('leaves no job when every address of the attachment is in use', async () => {
       h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
-      await add(warn);
+      await h.add(warn);
       expect(described()).toEqual(['2 probe 10.88.0.5']); // nothing left to learn: the window ends
       expect(existsSync(h.file())).toBe(false);
       expect(h.handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false, conflicts: 1 })]);
     });
 
     it('keeps a job for the interfaces that have addresses left', async () => {
-      podWithNet1();
+      h.podWithNet1();
       h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
-      await add({ plan: planOf(PLAN.interfaces[0]!, iface('net1', ['10.89.0.7'])), ...warn });
+      await h.add({ plan: planOf(PLAN.interfaces[0]!, iface('net1', ['10.89.0.7'])), ...warn });
       expect(h.receiversOpened).toEqual([[2, 3]]);
       expect(h.readBack().job?.interfaces).toEqual([
         { name: 'eth0', ipv4: [], ipv6: [] },
@@ -378,7 +370,7 @@ describe('the conflict probe before round 1', () => {
         fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }),
       ];
       h.arpIn.set(2, [arpReply(NET1_MAC, '10.88.0.5')]);
-      await add(warn);
+      await h.add(warn);
       expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
       expect(h.said('conflict probe done')).toEqual([probeDone(0, 1)]);
       expect(h.timers.now()).toBe(200); // the whole window
@@ -386,13 +378,13 @@ describe('the conflict probe before round 1', () => {
 
     it('probes nothing when round 1 has no IPv4 address', async () => {
       h.pod.addresses = [fakeAddress(2, 'fd00::5')];
-      await add({ plan: planOf(iface('eth0', [], ['fd00::5'])), ...warn });
+      await h.add({ plan: planOf(iface('eth0', [], ['fd00::5'])), ...warn });
       expect({ receivers: h.receiversOpened, sent: h.sent.length }).toEqual({ receivers: [], sent: 1 });
       expect(h.handed[0]).toMatchObject({ conflicts: 0 });
     });
 
     it('announces unprobed, logging why, when the probe cannot run', async () => {
-      await add(warn, cannotRun());
+      await h.add(warn, cannotRun());
       expect(described()).toEqual(['2 garp 10.88.0.5']);
       expect(h.said('conflict probe failed: announcing without it')).toMatchObject([
         { level: 'error', fields: { error: 'socket(AF_PACKET): EPERM' } },
@@ -404,7 +396,7 @@ describe('the conflict probe before round 1', () => {
 
   describe('conflictCheck fail', () => {
     it('announces after a window in which nobody answered, waiting on the receiver between probes', async () => {
-      await add({ plan: planOf(TWO), ...fail });
+      await h.add({ plan: planOf(TWO), ...fail });
       expect(described()).toEqual([...BOTH_PROBED_TWICE, '2 garp 10.88.0.5', '2 garp 10.88.0.6']);
       expect(h.handed[0]).toMatchObject({ conflicts: 0 });
       expect(h.waited).toEqual([
@@ -415,7 +407,7 @@ describe('the conflict probe before round 1', () => {
 
     it('fails ADD at the first conflict, announcing nothing, and puts the original MAC back', async () => {
       h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5', DERIVED)]);
-      const err = await add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }).catch((e: unknown) => e);
+      const err = await h.add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AddressConflictError);
       expect((err as AddressConflictError).conflicts).toEqual([
         { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
@@ -432,9 +424,9 @@ describe('the conflict probe before round 1', () => {
     });
 
     it('fails ADD with the probe error when the probe cannot run, keeping the set MAC recorded for DEL', async () => {
-      const err = await add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }, cannotRun()).catch(
-        (e: unknown) => e,
-      );
+      const err = await h
+        .add({ plan: planOf({ ...TWO, targetMac: DERIVED }), ...fail }, cannotRun())
+        .catch((e: unknown) => e);
       expect((err as Error).message).toBe('socket(AF_PACKET): EPERM');
       expect(h.sent).toEqual([]);
       expect(h.pod.setMacs).toEqual([{ index: 2, mac: '0a580a580063' }]);
@@ -459,13 +451,13 @@ describe("the gateway check's part after round 1", () => {
     });
 
   it('off: an OFF verdict, no request and no record', async () => {
-    await add({ ...check('off'), ...oneRound });
+    await h.add({ ...check('off'), ...oneRound });
     expect(h.handed[0]).toMatchObject({ gateway: OFF_VERDICT });
     expect({ requests: requests(), record: existsSync(h.file()) }).toEqual({ requests: [], record: false });
   });
 
   it('no routed gateway: final at once, nothing asked, nothing recorded and no job for it', async () => {
-    await add({ ...check('require', []), ...oneRound });
+    await h.add({ ...check('require', []), ...oneRound });
     const gateway = { result: 'no-gateway', answered: [], unanswered: [], asks: 0 };
     expect(h.handed[0]).toMatchObject({ job: false, gateway });
     expect({ requests: requests(), receivers: h.receiversOpened, record: existsSync(h.file()) }).toEqual({
@@ -477,7 +469,7 @@ describe("the gateway check's part after round 1", () => {
 
   it('report asks nothing in ADD: the verdict is pending, and even a one-round job carries the check', async () => {
     h.arpIn.set(2, [gatewayReply()]);
-    await add({ ...check('report'), ...oneRound });
+    await h.add({ ...check('report'), ...oneRound });
     expect(requests()).toEqual([]);
     expect(h.handed[0]).toMatchObject({ job: true, gateway: { result: 'pending', unanswered: [GW] } });
     expect(h.readBack().job?.gatewayCheck).toEqual({ windowMs: 500, gateways: [GW] });
@@ -487,7 +479,7 @@ describe("the gateway check's part after round 1", () => {
   describe('require', () => {
     it('sends one ARP request after round 1 and takes the answer, with the MAC that gave it', async () => {
       h.arpIn.set(2, [gatewayReply()]);
-      await add(check('require'));
+      await h.add(check('require'));
       expect(requests()).toEqual(['10.88.0.5 > 10.88.0.1']);
       expect(h.sent).toHaveLength(2);
       expect(parseArp(h.sent[0]!.frame)?.targetIp).toEqual(parseIPv4('10.88.0.5')); // round 1's GARP first
@@ -505,10 +497,12 @@ describe("the gateway check's part after round 1", () => {
     });
 
     it('fails ADD after exactly gatewayCheckMs without an answer, restoring the MAC and leaving nothing', async () => {
-      const err = await add({
-        ...check('require'),
-        plan: planOf({ ...PLAN.interfaces[0]!, targetMac: DERIVED }),
-      }).catch((e: unknown) => e);
+      const err = await h
+        .add({
+          ...check('require'),
+          plan: planOf({ ...PLAN.interfaces[0]!, targetMac: DERIVED }),
+        })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(GatewayUnansweredError);
       expect((err as GatewayUnansweredError).unanswered).toEqual([GW]);
       expect((err as Error).message).toBe(
@@ -536,14 +530,14 @@ describe("the gateway check's part after round 1", () => {
         return receivers(netns, ifindexes, ethertype);
       };
       const conflictCheck = { action: 'warn' as const, probeMs: 200, probes: 1 };
-      await add({ ...check('require'), conflictCheck, plan: planOf({ ...PLAN.interfaces[0]!, ...TWO }) }, ctx);
+      await h.add({ ...check('require'), conflictCheck, plan: planOf({ ...PLAN.interfaces[0]!, ...TWO }) }, ctx);
       expect(requests()).toEqual(['10.88.0.6 > 10.88.0.1']);
       expect(h.handed[0]).toMatchObject({ gateway: { result: 'answered' } });
     });
 
     it('acts as report, and says so, for a pod not ready within addWaitMs', async () => {
       notReady();
-      await add({ ...check('require'), addWaitMs: 1000, readyTimeoutMs: 5000 });
+      await h.add({ ...check('require'), addWaitMs: 1000, readyTimeoutMs: 5000 });
       const msg = 'gatewayCheck require acts as report: the pod was not ready within addWaitMs';
       expect(h.said(msg)).toEqual([{ level: 'warn', msg, fields: { addWaitMs: 1000 } }]);
       expect(h.sent).toEqual([]);

@@ -3,10 +3,8 @@
 import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { announceOnAdd } from '../../../src/announce/add';
-import type { BackgroundJob } from '../../../src/announce/background-job';
 import { del } from '../../../src/commands/del';
-import { AddHarness, BOOT, NETNS, NETNS_ID } from '../../support/add-harness';
+import { AddHarness, pendingJob } from '../../support/add-harness';
 import { settle } from '../../support/manual-timers';
 
 let h: AddHarness;
@@ -15,21 +13,7 @@ beforeEach(() => {
   return () => h.cleanup();
 });
 
-/** The background work ADD recorded for c1/eth0. */
-const JOB: BackgroundJob = {
-  network: 'net',
-  containerId: 'c1',
-  ifname: 'eth0',
-  netns: NETNS,
-  netnsId: NETNS_ID,
-  interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
-  hostPeerNames: [],
-  arpOps: ['request'],
-  schedule: [0, 1000],
-  firstRoundAt: BOOT,
-  readyDeadline: BOOT + 5000,
-  logLevel: 'info',
-};
+const JOB = pendingJob({ schedule: [0, 1000] });
 const IDS = { containerId: 'c1', ifname: 'eth0' };
 const done = (background: string) => ({
   level: 'info',
@@ -68,10 +52,10 @@ describe('DEL', () => {
     "waits for an ADD of the attachment that holds its lock, then undoes what that ADD did: the record's job, and " +
     'the work it handed to the table';
   it(waitsForAddTitle, async () => {
-    h.pod.links[0] = { ...h.pod.links[0]!, running: false }; // ADD waits for its pod, then leaves a job for later
+    h.eth0({ running: false }); // ADD waits for its pod, then leaves a job for later
     let endWait: () => void = () => undefined;
     const waits = { readable: () => new Promise<void>((end) => (endWait = end)) };
-    const adding = announceOnAdd({ ...h.ctx(), waits }, h.job());
+    const adding = h.add({}, { ...h.ctx(), waits });
     await settle();
     const deleting = del(h.ctx(), h.request('DEL'));
     for (let i = 0; i < 5; i++) await settle();
