@@ -2,7 +2,7 @@
 // pod and host behind the injected socket opener, a manual clock with waits on it, the announcer's real attachment
 // locks and command gate, a fake table of work, a scripted frame budget, ARP receivers fed by the test, and a real
 // stateDir. Everything a command does to the outside is recorded; its log is kept as records (log-records.ts).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { announceOnAdd, type AddJob, type AttachmentCommand } from '../../src/announce/add';
@@ -17,7 +17,7 @@ import { resolveOptions } from '../../src/cni/options';
 import { Gate } from '../../src/daemon/admission';
 import { MemoryLocks } from '../../src/daemon/host';
 import { createLogger, type Logger } from '../../src/log';
-import type { AnnouncePlan } from '../../src/plan';
+import type { AnnouncePlan, InterfacePlan } from '../../src/plan';
 import type { FrameReceiver } from '../../src/sys/frame-receiver';
 import type { RtnlEvents } from '../../src/sys/rtnl-events';
 import type { LinkInfo } from '../../src/wire/rtnetlink';
@@ -43,19 +43,14 @@ export const BOOT = 1_000_000;
 /** One hand-off to the announcer's table of work: a record's job (or none) with round 1's report, or a cancel. */
 export type Handed = ({ added: string; job: boolean } & FirstRoundReport) | { cancel: string };
 
-/** One IPv4 address on eth0, round 1 of three. */
+/** The plan of interface `name` with addresses `ipv4` and `ipv6` (no prevResult index, no gateway). */
+export function iface(name: string, ipv4: string[], ipv6: string[] = [], targetMac?: Buffer): InterfacePlan {
+  return { name, resultIndex: undefined, addresses: [], ipv4, ipv6, targetMac, gateways: { ipv4: [], ipv6: [] } };
+}
+
+/** One IPv4 address on eth0 (prevResult's interface 0), round 1 of three. */
 export const PLAN: AnnouncePlan = {
-  interfaces: [
-    {
-      name: 'eth0',
-      resultIndex: 0,
-      addresses: ['10.88.0.5/24'],
-      ipv4: ['10.88.0.5'],
-      ipv6: [],
-      targetMac: undefined,
-      gateways: { ipv4: [], ipv6: [] },
-    },
-  ],
+  interfaces: [{ ...iface('eth0', ['10.88.0.5']), resultIndex: 0, addresses: ['10.88.0.5/24'] }],
   hostPeerNames: [],
   arpOps: ['request'],
   schedule: [0, 1000, 3000],
@@ -172,6 +167,24 @@ export class AddHarness {
   podWithNet1(): void {
     this.pod.links.push(fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }));
     this.pod.addresses.push(fakeAddress(3, '10.89.0.7'));
+  }
+
+  /**
+   * What the command left, to match (toMatchObject) in part: the frames sent, whether c1/eth0's record is there, the
+   * hand-offs to the table, the fds closed in the background, the clock, each wait, each MAC set (hex).
+   */
+  left() {
+    const { handed, released, waited } = this;
+    const macs = this.pod.setMacs.map((s) => s.mac);
+    return {
+      sent: this.sent.length,
+      record: existsSync(this.file()),
+      handed,
+      released,
+      at: this.timers.now(),
+      waited,
+      macs,
+    };
   }
 
   /** The record file of c1/eth0 (or of `containerId`). */

@@ -12,7 +12,17 @@ import type { CniError } from '../../../src/cni/errors';
 import { toCniError } from '../../../src/commands/errors';
 import type { InterfacePlan } from '../../../src/plan';
 import { UnsafeDirError } from '../../../src/sys/private-dir';
-import { AddHarness, BOOT, DERIVED, NETNS, NETNS_ID, PACKET_FD, PLAN, pendingJob } from '../../support/add-harness';
+import {
+  AddHarness,
+  BOOT,
+  DERIVED,
+  iface,
+  NETNS,
+  NETNS_ID,
+  PACKET_FD,
+  PLAN,
+  pendingJob,
+} from '../../support/add-harness';
 
 let h: AddHarness;
 beforeEach(() => {
@@ -23,15 +33,7 @@ beforeEach(() => {
 const ORIGINAL = '0a:58:0a:58:00:05'; // POD_MAC
 const NET1_ORIGINAL = '02:00:00:00:aa:03';
 /** net1 (ifindex 3, 10.89.0.7) with the derived MAC, result index 1. */
-const NET1: InterfacePlan = {
-  name: 'net1',
-  resultIndex: 1,
-  addresses: ['10.89.0.7/24'],
-  ipv4: ['10.89.0.7'],
-  ipv6: [],
-  targetMac: DERIVED,
-  gateways: { ipv4: [], ipv6: [] },
-};
+const NET1: InterfacePlan = { ...iface('net1', ['10.89.0.7'], [], DERIVED), resultIndex: 1 };
 /** PLAN with the derived MAC on eth0 (`eth0` replaces any of its fields), and `more` interfaces. */
 const withMac = (eth0: Partial<InterfacePlan> = {}, ...more: InterfacePlan[]): Partial<AddJob> => ({
   plan: { ...PLAN, interfaces: [{ ...PLAN.interfaces[0]!, targetMac: DERIVED, ...eth0 }, ...more] },
@@ -113,11 +115,7 @@ describe('announceOnAdd', () => {
         msg: `unsafe stateDir: ${stateDir} is writable by group or others (mode 0770): chmod 0700 ${stateDir}`,
         cause: expect.any(UnsafeDirError),
       });
-      expect({ sent: h.sent, record: existsSync(h.file()), handed: h.handed }).toEqual({
-        sent: [],
-        record: false,
-        handed: [],
-      });
+      expect(h.left()).toMatchObject({ sent: 0, record: false, handed: [] });
     });
 
     it("with code 11 after lockWaitMs while another command holds the attachment's lock, having done nothing", async () => {
@@ -126,11 +124,7 @@ describe('announceOnAdd', () => {
         code: 11,
         msg: `another command on this attachment still runs after ${lockWaitMs(1000)} ms: try again later`,
       });
-      expect({ at: h.timers.now(), sent: h.sent, handed: h.handed }).toEqual({
-        at: lockWaitMs(1000),
-        sent: [],
-        handed: [],
-      });
+      expect(h.left()).toMatchObject({ at: lockWaitMs(1000), sent: 0, handed: [] });
       held.release();
     });
 
@@ -140,12 +134,8 @@ describe('announceOnAdd', () => {
     it(notFoundTitle, async () => {
       h.pod.links = [];
       expect(await failure(h.add())).toMatchObject({ code: 101, msg: `pod interface "eth0" not found in ${NETNS}` });
-      expect({ sent: h.sent, record: existsSync(h.file()), handed: h.handed, released: h.released }).toEqual({
-        sent: [],
-        record: false,
-        handed: [{ cancel: 'c1@eth0.json' }],
-        released: [PACKET_FD],
-      });
+      const cancel = [{ cancel: 'c1@eth0.json' }];
+      expect(h.left()).toMatchObject({ sent: 0, record: false, handed: cancel, released: [PACKET_FD] });
     });
 
     const leavesTitle =
@@ -159,8 +149,7 @@ describe('announceOnAdd', () => {
         code: 101,
         msg: `pod interface "eth0" disappeared from ${NETNS}`,
       });
-      expect(existsSync(h.file())).toBe(false);
-      expect(h.handed).toEqual([{ cancel: 'c1@eth0.json' }]);
+      expect(h.left()).toMatchObject({ record: false, handed: [{ cancel: 'c1@eth0.json' }] });
     });
   });
 });
@@ -180,8 +169,7 @@ describe('a repeated ADD', () => {
   it('ends the pending work when it has none of its own', async () => {
     h.previous({ job: PENDING });
     await h.add({ announce: false });
-    expect({ sent: h.sent, record: existsSync(h.file()) }).toEqual({ sent: [], record: false });
-    expect(h.handed).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: false })]);
+    expect(h.left()).toMatchObject({ sent: 0, record: false, handed: [{ added: 'c1@eth0.json', job: false }] });
   });
 
   it.each([
@@ -324,27 +312,22 @@ describe('state failures', () => {
 });
 
 describe("a caller that no longer waits, or an announcer that stops (the command's gate)", () => {
-  const restoredMacs = () => h.pod.setMacs.map((s) => s.mac);
+  const SET_AND_RESTORED = ['0a580a580063', ORIGINAL.replaceAll(':', '')];
 
   it('stops before setting a MAC: nothing set, nothing sent, no record', async () => {
     h.wanted = () => false;
     await expect(h.add(withMac())).rejects.toBeInstanceOf(NotWantedError);
-    expect({ macs: h.pod.setMacs, sent: h.sent, record: existsSync(h.file()) }).toEqual({
-      macs: [],
-      sent: [],
-      record: false,
-    });
+    expect(h.left()).toMatchObject({ macs: [], sent: 0, record: false });
   });
 
   it('gone before round 1: restores the MAC it set, sends nothing, leaves no record', async () => {
     let asks = 0;
     h.wanted = () => ++asks <= 1; // wanted at the MAC, gone at round 1
     await expect(h.add(withMac())).rejects.toThrow('stopped before round 1');
-    expect(restoredMacs()).toEqual(['0a580a580063', ORIGINAL.replaceAll(':', '')]);
+    expect(h.left()).toMatchObject({ macs: SET_AND_RESTORED, sent: 0, record: false });
     expect(h.said('restored the original MAC')).toEqual([
       { level: 'info', msg: 'restored the original MAC', fields: { interface: 'eth0', mac: ORIGINAL } },
     ]);
-    expect({ sent: h.sent, record: existsSync(h.file()) }).toEqual({ sent: [], record: false });
   });
 
   const undoneInPartTitle =
@@ -358,7 +341,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
     h.pod.setMacError = (index) =>
       index === 3 && h.pod.setMacs.some((s) => s.index === 3) ? new Error('set MAC of ifindex 3: EBUSY') : undefined;
     await expect(h.add(withMac({}, NET1))).rejects.toThrow('stopped before round 1');
-    expect(restoredMacs()).toEqual(['0a580a580063', '0a580a580063', ORIGINAL.replaceAll(':', '')]);
+    expect(h.left().macs).toEqual(['0a580a580063', ...SET_AND_RESTORED]);
     expect(h.said('cannot restore the original MAC: DEL will try again')).toMatchObject([
       { level: 'error', fields: { interface: 'net1', mac: NET1_ORIGINAL, error: 'set MAC of ifindex 3: EBUSY' } },
     ]);
@@ -372,12 +355,10 @@ describe("a caller that no longer waits, or an announcer that stops (the command
     let asks = 0;
     h.wanted = () => ++asks <= 2; // wanted at the MAC and at round 1, gone before the record
     await expect(h.add(withMac())).rejects.toThrow(/1 frames sent before/);
-    expect(h.sent).toHaveLength(1);
+    expect(h.left()).toMatchObject({ sent: 1, macs: SET_AND_RESTORED, record: false });
     expect(h.said('the caller no longer waits: ADD stops and undoes what it did')).toMatchObject([
       { level: 'warn', fields: { before: 'writing the record', framesSentBefore: 1 } },
     ]);
-    expect(restoredMacs()).toEqual(['0a580a580063', ORIGINAL.replaceAll(':', '')]);
-    expect(existsSync(h.file())).toBe(false);
   });
 
   const stoppedMidWaitTitle =
@@ -386,7 +367,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
   const passedOnTitle =
     'has not acted while it waits for its pod with no MAC to set: a stopping announcer passes it on';
   it.each([
-    [stoppedMidWaitTitle, withMac(), ['0a580a580063', ORIGINAL.replaceAll(':', '')], true],
+    [stoppedMidWaitTitle, withMac(), SET_AND_RESTORED, true],
     [passedOnTitle, {}, [], false],
   ])('%s', async (_title, extra, macs, acted) => {
     h.eth0({ up: false }); // not ready: ADD waits
@@ -394,11 +375,7 @@ describe("a caller that no longer waits, or an announcer that stops (the command
     await expect(h.add(extra, { ...h.ctx(), waits: { readable: async () => Promise.reject(stop) } })).rejects.toBe(
       stop,
     );
-    expect({ macs: restoredMacs(), sent: h.sent, record: existsSync(h.file()), acted: h.gate.acted }).toEqual({
-      macs,
-      sent: [],
-      record: false,
-      acted,
-    });
+    expect(h.left()).toMatchObject({ macs, sent: 0, record: false });
+    expect(h.gate.acted).toBe(acted);
   });
 });

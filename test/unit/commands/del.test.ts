@@ -100,8 +100,8 @@ describe('DEL', () => {
     h.previous({ job: JOB });
     h.gate.stop('the announcer (pid 7) stops: passed on');
     await expect(del(h.ctx(), h.request('DEL'))).rejects.toThrow('stops: passed on');
-    expect({ files: readdirSync(h.stateDir), handed: h.handed, acted: h.gate.acted }).toEqual({
-      files: ['c1@eth0.json'],
+    expect({ record: h.left().record, handed: h.handed, acted: h.gate.acted }).toEqual({
+      record: true,
       handed: [],
       acted: false,
     });
