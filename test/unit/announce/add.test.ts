@@ -57,29 +57,10 @@ describe('announceOnAdd', () => {
     'closed in the background and the lock is free again';
   it(handsOverTitle, async () => {
     expect(await h.add()).toEqual(new Map());
-    expect(h.readBack()).toEqual({
-      network: 'net',
-      containerId: 'c1',
-      ifname: 'eth0',
-      netns: NETNS,
-      netnsId: NETNS_ID,
-      originalMacs: [],
-      job: {
-        network: 'net',
-        containerId: 'c1',
-        ifname: 'eth0',
-        netns: NETNS,
-        netnsId: NETNS_ID,
-        logLevel: 'info',
-        interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
-        hostPeerNames: [],
-        arpOps: ['request'],
-        schedule: [0, 1000, 3000],
-        readyDeadline: BOOT + 5000, // the boot clock at the start of ADD + readyTimeoutMs
-        conflicts: 0,
-        firstRoundAt: BOOT,
-      },
-    });
+    // Round 1 at the start of ADD (BOOT), the job due by readyTimeoutMs (5 s) after it, no address left out.
+    const job = pendingJob({ conflicts: 0 });
+    const { network, containerId, ifname, netns, netnsId } = job;
+    expect(h.readBack()).toEqual({ network, containerId, ifname, netns, netnsId, originalMacs: [], job });
     const sent = { garpRequest: 1, garpReply: 0, na: 0 };
     expect(h.handed).toEqual([{ added: 'c1@eth0.json', job: true, sent, conflicts: 0, gateway: OFF_VERDICT }]);
     expect(h.said('background work handed over')).toMatchObject([{ level: 'debug', fields: { rounds: 3 } }]);

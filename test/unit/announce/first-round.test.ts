@@ -434,12 +434,8 @@ describe("the gateway check's part after round 1", () => {
       expect(requests()).toEqual(['10.88.0.5 > 10.88.0.1']);
       expect(h.sent).toHaveLength(2);
       expect(parseArp(h.sent[0]!.frame)?.targetIp).toEqual(parseIPv4('10.88.0.5')); // round 1's GARP first
-      const verdict = {
-        result: 'answered',
-        answered: [{ ...GW, mac: '52:54:00:12:34:56', afterMs: 0 }],
-        unanswered: [],
-        asks: 1,
-      };
+      const answered = [{ ...GW, mac: '52:54:00:12:34:56', afterMs: 0 }];
+      const verdict = { result: 'answered', answered, unanswered: [], asks: 1 };
       expect(h.handed[0]).toMatchObject({ gateway: verdict });
       expect(h.readBack().gateway).toEqual(verdict);
       expect(h.said('gateway check: answered: 10.88.0.1 by 52:54:00:12:34:56 after 0 ms (eth0)')).toMatchObject([

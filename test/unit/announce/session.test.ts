@@ -305,10 +305,8 @@ describe('waitReady', () => {
     const targets = targetsOf(session, BOTH);
     expect((await waitReady(session, targets, { timeoutMs: 0, timers, waits })).kind).toBe('ready');
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
-    expect(await waitReady(session, targets, { timeoutMs: 0, timers, waits })).toEqual({
-      kind: 'timeout',
-      reasons: ['eth0 has no carrier'],
-    });
+    const late = await waitReady(session, targets, { timeoutMs: 0, timers, waits });
+    expect(late).toEqual({ kind: 'timeout', reasons: ['eth0 has no carrier'] });
     expect(waitedMs).toEqual([]);
   });
 

@@ -64,23 +64,10 @@ describe('parseNodeSettings: the file', () => {
 
 describe('nodeSettingsFromFlags (announcer install)', () => {
   it('takes the flags, checked by the same schemas', () => {
-    const flags = {
-      'idle-exit-ms': '5000',
-      'metrics-file': '/var/lib/node_exporter/announcer.prom',
-      'rate-limit': '10/20',
-      'log-file': '/var/log/announcer.log',
-      'log-level': 'warn',
-    };
-    expect(nodeSettingsFromFlags(flags)).toEqual({
-      ok: true,
-      settings: {
-        idleExitMs: 5000,
-        metricsFile: '/var/lib/node_exporter/announcer.prom',
-        rateLimit: { framesPerSecond: 10, burst: 20 },
-        logFile: '/var/log/announcer.log',
-        logLevel: 'warn',
-      },
-    });
+    const flags = { 'idle-exit-ms': '5000', 'metrics-file': '/m/a.prom', 'log-file': '/l/a.log', 'log-level': 'warn' };
+    const rateLimit = { framesPerSecond: 10, burst: 20 };
+    const settings = { idleExitMs: 5000, metricsFile: '/m/a.prom', rateLimit, logFile: '/l/a.log', logLevel: 'warn' };
+    expect(nodeSettingsFromFlags({ ...flags, 'rate-limit': '10/20' })).toEqual({ ok: true, settings });
     expect(nodeSettingsFromFlags({})).toEqual({ ok: true, settings: {} });
   });
 
@@ -114,19 +101,15 @@ describe('loadNodeSettings: the stateDir file, read root-only', () => {
   it('the file over defaults; no file: defaults', () => {
     expect(loadNodeSettings(dir, read)).toEqual({ ok: true, settings: { idleExitMs: 30000, logLevel: 'info' } });
     writeFileSync(join(dir, NODE_SETTINGS_FILE), '{"idleExitMs": 4000, "metricsFile": "/m/a.prom"}', { mode: 0o600 });
-    expect(loadNodeSettings(dir, read)).toEqual({
-      ok: true,
-      settings: { idleExitMs: 4000, metricsFile: '/m/a.prom', logLevel: 'info' },
-    });
+    const settings = { idleExitMs: 4000, metricsFile: '/m/a.prom', logLevel: 'info' };
+    expect(loadNodeSettings(dir, read)).toEqual({ ok: true, settings });
   });
 
   it('refuses an invalid file, a symlink, a FIFO-like non-file, a file others may write, each in one line', () => {
     const file = join(dir, NODE_SETTINGS_FILE);
     writeFileSync(file, '{"idleExitMs": 5}', { mode: 0o600 });
-    expect(loadNodeSettings(dir, read)).toEqual({
-      ok: false,
-      problem: `${file}: "idleExitMs" must be an integer from 100 to 3600000 (got 5)`,
-    });
+    const problem = `${file}: "idleExitMs" must be an integer from 100 to 3600000 (got 5)`;
+    expect(loadNodeSettings(dir, read)).toEqual({ ok: false, problem });
     chmodSync(file, 0o622);
     writeFileSync(file, '{}');
     expect(loadNodeSettings(dir, read)).toMatchObject({ ok: false, problem: expect.stringContaining('writable') });
