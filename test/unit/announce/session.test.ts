@@ -240,6 +240,7 @@ describe('waitReady', () => {
       readable: async (fds, ms) => {
         trace.calls.push(`wait ${fds.join(',')} ${ms}`);
         waitedMs.push(ms);
+        if (n >= 20) throw new Error('waitReady spins: 20 waits');
         timers.advance(onWait(++n, ms) ?? ms);
       },
     };
@@ -301,7 +302,9 @@ describe('waitReady', () => {
   it('looks once with timeoutMs 0, and never waits: ready, or timed out', async () => {
     const timers = new ManualTimers();
     const w = world();
-    const { session, waits, waitedMs } = waiting(w, timers);
+    const { session, waits, waitedMs } = waiting(w, timers, () => {
+      throw new Error('a wait with no time left');
+    });
     const targets = targetsOf(session, BOTH);
     expect((await waitReady(session, targets, { timeoutMs: 0, timers, waits })).kind).toBe('ready');
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
