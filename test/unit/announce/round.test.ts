@@ -61,6 +61,7 @@ describe('buildRound', () => {
 });
 
 describe('sendFrames', () => {
+  const socket = (send: PacketSocket['send']): PacketSocket => ({ send, close: () => undefined, release: () => 60 });
   const frames: OutgoingFrame[] = buildRound(
     [eth0, { ...eth0, index: 3, name: 'net1', ipv6: [] }],
     ['request', 'reply'],
@@ -70,9 +71,7 @@ describe('sendFrames', () => {
 
   it('sends every frame out of its interface and counts them by kind', () => {
     const sent: [number, Buffer][] = [];
-    const packet = {
-      send: (index: number, frame: Uint8Array) => void sent.push([index, Buffer.from(frame)]),
-    } as PacketSocket;
+    const packet = socket((index, frame) => void sent.push([index, Buffer.from(frame)]));
     expect(sendFrames(packet, frames, silentLogger)).toEqual({ garpRequest: 2, garpReply: 2, na: 1 });
     expect(sent).toEqual(frames.map((f) => [f.index, f.frame]));
   });
@@ -80,11 +79,9 @@ describe('sendFrames', () => {
   it('logs a frame that cannot be sent, does not count it, and sends the rest', () => {
     const { log, records } = recordingLog();
     let calls = 0;
-    const packet = {
-      send: () => {
-        if (++calls === 3) throw new Error('sendto: ENETDOWN');
-      },
-    } as unknown as PacketSocket;
+    const packet = socket(() => {
+      if (++calls === 3) throw new Error('sendto: ENETDOWN');
+    });
     expect(sendFrames(packet, frames, log)).toEqual({ garpRequest: 2, garpReply: 2, na: 0 });
     expect(calls).toBe(5);
     expect(records()).toEqual([
