@@ -47,8 +47,8 @@ export interface FakeNetns {
   ports: Map<number, number>;
   /** Every setMac call, MAC as hex. */
   setMacs: { index: number; mac: string }[];
-  /** When set, setMac throws it (and changes nothing). */
-  setMacError?: Error;
+  /** When set, setMac throws it (and changes nothing); a function runs at each call and says whether it fails. */
+  setMacError?: Error | ((index: number) => Error | undefined);
   /** The routing table (routes() gives those of the family asked for); default none. */
   routes?: RouteEntry[];
 }
@@ -71,7 +71,8 @@ export function fakeRtnl(ns: FakeNetns): Rtnl {
     bridgePortState: (index) => ns.ports.get(index),
     routes: (family) => (ns.routes ?? []).filter((r) => r.family === family),
     setMac: (index, mac) => {
-      if (ns.setMacError) throw ns.setMacError;
+      const error = typeof ns.setMacError === 'function' ? ns.setMacError(index) : ns.setMacError;
+      if (error) throw error;
       ns.setMacs.push({ index, mac: Buffer.from(mac).toString('hex') });
       ns.links = ns.links.map((l) => (l.index === index ? { ...l, mac: Buffer.from(mac) } : l));
     },

@@ -1,5 +1,5 @@
 // A manual clock for tests: nothing happens until `advance` moves it.
-import type { Timers } from '../../src/announce/timers';
+import type { Timers } from '../../src/announce/context';
 
 /** Timers on a manual clock; `bootMs` runs with `now` from a fixed offset. */
 export class ManualTimers implements Timers {

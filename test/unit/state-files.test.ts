@@ -1,17 +1,14 @@
-// The names of stateDir's files: the announcer's own never pass for a record, a lock or a temporary file, and the
-// name functions map records, locks and temporary files onto each other as GC reads them.
+// The names of stateDir's files: the announcer's own never pass for a record or a temporary file, and the name
+// functions map records and temporary files back as GC reads them.
 import { describe, expect, it } from 'vitest';
 import {
   ANNOUNCER_SOCKET,
   attachmentOfRecord,
   DAEMON_LOCK,
   HANDOVER_FILE,
-  LEGACY_BUDGET_FILES,
-  lockBesideRecord,
-  lockName,
   NODE_SETTINGS_FILE,
-  recordBesideLock,
   recordName,
+  RESIDENT_LOCK,
   START_MARKER,
   stateEntryKind,
   tempName,
@@ -19,27 +16,17 @@ import {
 } from '../../src/state-files';
 
 describe('stateDir file names', () => {
-  it("classify the announcer's own files as neither record, lock nor temporary file", () => {
-    const own = [
-      ANNOUNCER_SOCKET,
-      START_MARKER,
-      DAEMON_LOCK,
-      HANDOVER_FILE,
-      NODE_SETTINGS_FILE,
-      ...LEGACY_BUDGET_FILES,
-    ];
+  it("classify the announcer's own files as neither record nor temporary file", () => {
+    const own = [ANNOUNCER_SOCKET, START_MARKER, DAEMON_LOCK, RESIDENT_LOCK, HANDOVER_FILE, NODE_SETTINGS_FILE];
     expect(new Set(own).size).toBe(own.length);
-    for (const name of own) expect(stateEntryKind(name)).toBe('other');
+    for (const name of [...own, 'lib', '.hidden', 'c1@eth0.lock']) expect(stateEntryKind(name)).toBe('other');
   });
 
-  it("map an attachment's record and lock onto each other and back to the attachment", () => {
+  it("map an attachment's record back to the attachment, and classify records by name", () => {
     expect(recordName('c1', 'eth0')).toBe('c1@eth0.json');
-    expect(lockName('c1', 'eth0')).toBe('c1@eth0.lock');
-    expect(lockBesideRecord('/s/c1@eth0.json')).toBe('/s/c1@eth0.lock');
-    expect(recordBesideLock('/s/c1@eth0.lock')).toBe('/s/c1@eth0.json');
     expect(attachmentOfRecord(recordName('c1', 'eth0'))).toBe('c1@eth0');
     expect(stateEntryKind(recordName('x'.repeat(300), 'eth0'))).toBe('record');
-    expect(stateEntryKind(lockName('c1', 'eth0'))).toBe('lock');
+    expect(stateEntryKind('sha256-ab.json')).toBe('record');
   });
 
   it("name a temporary file with its writer's pid, and read the pid back", () => {

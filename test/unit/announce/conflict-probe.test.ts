@@ -9,9 +9,10 @@ import {
   type ProbeTarget,
 } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
-import { createLogger, silentLogger } from '../../../src/log';
+import { silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
+import { recordingLog } from '../../support/add-harness';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex, 'hex');
 const OURS = bytes('02420a580005');
@@ -93,10 +94,13 @@ describe('ConflictProbe', () => {
     expect(first.due(60)).toEqual([]);
   });
 
-  it('has nothing to do without addresses', () => {
-    const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0);
-    expect(probe.finished(0)).toBe(true);
-    expect(probe.due(0)).toEqual([]);
+  it.each([false, true])('has nothing to do without addresses (stopAtFirst %s)', (stopAtFirst) => {
+    const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0, stopAtFirst);
+    expect({ finished: probe.finished(0), due: probe.due(0), waitMs: probe.waitMs(0) }).toEqual({
+      finished: true,
+      due: [],
+      waitMs: 0,
+    });
   });
 });
 
@@ -112,19 +116,23 @@ describe('sendDueProbes', () => {
     expect(sent).toEqual(['0 2 10.88.0.5', '0 2 10.88.0.6', '50 2 10.88.0.5', '50 2 10.88.0.6']);
   });
 
-  it('keeps the window going after a probe that cannot be sent', () => {
-    const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
+  it('logs a probe that cannot be sent, naming the interface, and keeps the window going', () => {
+    const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
+    const { log, records } = recordingLog();
     sendDueProbes(
       probe,
       0,
       () => {
         throw new Error('sendto: ENETDOWN');
       },
-      silentLogger,
+      log,
     );
+    expect(records()).toEqual([
+      { level: 'error', msg: 'sending an ARP probe failed', fields: { interface: 'net1', error: 'sendto: ENETDOWN' } },
+    ]);
     expect(probe.finished(0)).toBe(false);
-    probe.receive(2, replyFrom(SQUATTER, A));
-    expect(probe.conflicts().map((c) => c.address)).toEqual(['10.88.0.5']);
+    probe.receive(3, replyFrom(SQUATTER, C, NET1));
+    expect(probe.conflicts().map((c) => c.address)).toEqual(['10.89.0.7']);
   });
 });
 
@@ -207,37 +215,12 @@ describe('dropConflicting', () => {
 });
 
 describe('edges of the probe window', () => {
-  it('is finished at once without addresses, also with stopAtFirst', () => {
-    const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0, true);
-    expect(probe.finished(0)).toBe(true);
-    expect(probe.waitMs(0)).toBe(0);
-  });
-
   it('waits no longer once every address conflicts before the window ends', () => {
     const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
     probe.due(0);
     expect(probe.waitMs(10)).toBe(40);
     probe.receive(3, replyFrom(SQUATTER, C, NET1));
     expect(probe.waitMs(10)).toBe(0);
-  });
-
-  it('logs a probe that cannot be sent, naming the interface', () => {
-    const lines: string[] = [];
-    const log = createLogger(
-      (line) => lines.push(line.slice(25, -1)),
-      'debug',
-      {},
-      () => new Date(0),
-    );
-    sendDueProbes(
-      new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 1 }, 0),
-      0,
-      () => {
-        throw new Error('sendto: ENETDOWN');
-      },
-      log,
-    );
-    expect(lines).toEqual(['ERROR sending an ARP probe failed interface=net1 error="sendto: ENETDOWN"']);
   });
 });
 

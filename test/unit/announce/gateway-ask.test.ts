@@ -86,7 +86,8 @@ function opener(failOn?: number) {
       return { ifindex, fd: mine, receive: () => undefined, close: () => void closed.push(mine), release: () => mine };
     });
   };
-  return { open: { receivers } as unknown as SocketOpener, calls, closed };
+  const open: SocketOpener = { receivers, pod: () => expect.fail('no pod here'), host: () => expect.fail('no host') };
+  return { open, calls, closed };
 }
 
 const net1 = (extra: Partial<RoundInput> = {}): RoundInput =>

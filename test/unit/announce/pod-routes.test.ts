@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AddGatewayCheck } from '../../../src/announce/gateway-on-add';
+import type { AddGatewayCheck } from '../../../src/announce/first-round';
 import { withPodRoutes } from '../../../src/announce/pod-routes';
 import type { RouteEntry } from '../../../src/wire/rtnetlink';
 

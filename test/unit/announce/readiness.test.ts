@@ -69,16 +69,13 @@ describe('snapshot', () => {
   });
 
   describe('waits, saying why', () => {
-    it('while the link is down (and says nothing of the carrier then)', () => {
+    it.each([
+      ['while the link is down (and says nothing of the carrier then)', { up: false, running: false }, 'eth0 is down'],
+      ['while the link has no carrier', { running: false }, 'eth0 has no carrier'],
+    ])('%s', (_while, link, reason) => {
       const w = world();
-      w.pod.links[0] = { ...w.pod.links[0]!, up: false, running: false };
-      expect(snap(w)).toEqual({ state: 'waiting', reasons: ['eth0 is down'] });
-    });
-
-    it('while the link has no carrier', () => {
-      const w = world();
-      w.pod.links[0] = { ...w.pod.links[0]!, running: false };
-      expect(snap(w)).toEqual({ state: 'waiting', reasons: ['eth0 has no carrier'] });
+      w.pod.links[0] = { ...w.pod.links[0]!, ...link };
+      expect(snap(w)).toEqual({ state: 'waiting', reasons: [reason] });
     });
 
     it.each([

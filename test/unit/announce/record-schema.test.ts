@@ -8,6 +8,7 @@ const IDS = {
   ifname: 'eth0',
   netns: '/var/run/netns/pod',
   netnsId: { dev: 4, ino: 4026532300 },
+  caller: { mnt: { dev: 4, ino: 4026531841 }, net: { dev: 4, ino: 4026531840 } },
 };
 const JOB = {
   ...IDS,
@@ -57,6 +58,14 @@ describe('checkRecord problems', () => {
     ['a relative netns', { netns: 'run/netns/pod' }, '"netns" must be an absolute path'],
     ['a netns with a NUL', { netns: '/run/netns/pod\0x' }, '"netns" must be an absolute path'],
     ['a netns that is no string', { netns: 7 }, '"netns" must be a string'],
+    ['no netnsId', { netnsId: undefined }, '"netnsId" must be an object'],
+    ["no caller's namespaces (a pre-release build's record)", { caller: undefined }, '"caller" must be an object'],
+    ['no containerId', { containerId: undefined }, '"containerId" must be a string'],
+    [
+      'a MAC that is none',
+      { originalMacs: [{ name: 'eth0', mac: 'x' }] },
+      '"originalMacs.0.mac" must be a MAC address',
+    ],
     ['a negative device', { netnsId: { dev: -1, ino: 1 } }, '"netnsId.dev" must be an integer ≥ 0'],
     ['an inode that is no number', { netnsId: { dev: 1, ino: '1' } }, '"netnsId.ino" must be an integer ≥ 0'],
     [
@@ -98,7 +107,7 @@ describe('checkRecord problems', () => {
     ).toBeUndefined();
   });
 
-  it('accepts a job written before node settings, whatever its idleExitMs, metricsFile and rateLimit: unused', () => {
+  it('ignores fields a job does not have (idleExitMs, metricsFile, rateLimit: node settings), whatever their value', () => {
     const legacy = { idleExitMs: -1, metricsFile: 'm.prom', rateLimit: { framesPerSecond: 10, burst: 'x' } };
     expect(checkRecord({ ...RECORD, job: { ...JOB, ...legacy } }).ok).toBe(true);
   });
@@ -110,6 +119,15 @@ describe('checkRecord problems', () => {
       '"job.interfaces.0.ipv4" must be an array',
     ],
     ['an empty container ID in its job', { containerId: '' }, '"job.containerId" must not be empty'],
+    ['a job without a netns identity', { netnsId: undefined }, '"job.netnsId" must be an object'],
+    ['a job with an unknown ARP op', { arpOps: ['both'] }, '"job.arpOps.0" must be one of request, reply'],
+    ['a job with a negative round offset', { schedule: [0, -1000] }, '"job.schedule.1" must be a finite number ≥ 0'],
+    ['a job with a relative log file', { logFile: 'log' }, '"job.logFile" must be an absolute path'],
+    [
+      'a job with an unknown conflict action',
+      { conflictCheck: { action: 'off', probeMs: 100, probes: 2 } },
+      '"job.conflictCheck.action" must be one of warn, fail',
+    ],
   ])('refuses %s', (_what, fields, text) => {
     expect(problem({ ...RECORD, job: { ...JOB, ...fields } })).toBe(text);
   });

@@ -9,7 +9,7 @@ import {
   type PodSession,
   type SocketOpener,
 } from '../../../src/announce/session';
-import type { Waits } from '../../../src/announce/waits';
+import type { Waits } from '../../../src/announce/context';
 import type { Libc } from '../../../src/sys/libc';
 import type { HostSockets, PodSockets } from '../../../src/sys/netns';
 import { RtnlEvents } from '../../../src/sys/rtnl';
@@ -240,6 +240,7 @@ describe('waitReady', () => {
       readable: async (fds, ms) => {
         trace.calls.push(`wait ${fds.join(',')} ${ms}`);
         waitedMs.push(ms);
+        if (n >= 20) throw new Error('waitReady spins: 20 waits');
         timers.advance(onWait(++n, ms) ?? ms);
       },
     };
@@ -282,6 +283,7 @@ describe('waitReady', () => {
     expect(outcome.kind).toBe('ready');
     expect(waitedMs).toEqual([1000, 900]);
     expect(timers.now()).toBe(150);
+    expect(timers.requested).toEqual([]); // no timer of its own: every wait is the injected one
   });
 
   it('times out with the reasons of the last look', async () => {
@@ -295,6 +297,36 @@ describe('waitReady', () => {
     expect(outcome).toEqual({ kind: 'timeout', reasons: ['bridge port veth7 is learning'] });
     expect(waitedMs).toEqual([1000]);
     expect(timers.now()).toBe(1000);
+  });
+
+  it('looks once with timeoutMs 0, and never waits: ready, or timed out', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    const { session, waits, waitedMs } = waiting(w, timers, () => {
+      throw new Error('a wait with no time left');
+    });
+    const targets = targetsOf(session, BOTH);
+    expect((await waitReady(session, targets, { timeoutMs: 0, timers, waits })).kind).toBe('ready');
+    w.pod.links[0] = { ...w.pod.links[0]!, running: false };
+    const late = await waitReady(session, targets, { timeoutMs: 0, timers, waits });
+    expect(late).toEqual({ kind: 'timeout', reasons: ['eth0 has no carrier'] });
+    expect(waitedMs).toEqual([]);
+  });
+
+  it('rejects with the error of its wait (a stop), or of a look', async () => {
+    const timers = new ManualTimers();
+    const w = world();
+    w.pod.links[0] = { ...w.pod.links[0]!, running: false };
+    const stop = new Error('the announcer stops');
+    const { session, waits } = waiting(w, timers, () => {
+      throw stop;
+    });
+    const targets = targetsOf(session, BOTH);
+    await expect(waitReady(session, targets, { timeoutMs: 1000, timers, waits })).rejects.toBe(stop);
+    session.pod.rtnl.linkByIndex = () => {
+      throw new Error('RTM_GETLINK: ETIMEDOUT');
+    };
+    await expect(waitReady(session, targets, { timeoutMs: 1000, timers, waits })).rejects.toThrow('ETIMEDOUT');
   });
 
   it('says which interface is gone', async () => {

@@ -22,19 +22,22 @@ import {
   writeRecord,
   type AttachmentRecord,
 } from '../../../src/announce/state';
-import { createLogger, silentLogger } from '../../../src/log';
-import { attachmentName, stateEntryKind } from '../../../src/state-files';
+import { silentLogger } from '../../../src/log';
+import { attachmentName } from '../../../src/state-files';
+import type { BackgroundJob } from '../../../src/announce/background-job';
 import { RecordMemory } from '../../../src/announce/record-memory';
+import { recordingLog } from '../../support/add-harness';
 import { attachmentRecord } from '../../support/records';
 
 const RECORD = attachmentRecord();
 
-const JOB = {
+const JOB: BackgroundJob = {
   network: 'podnet',
   containerId: 'c0ffee',
   ifname: 'eth0',
   netns: '/var/run/netns/pod',
   netnsId: { dev: 4, ino: 4026532300 },
+  caller: RECORD.caller,
   interfaces: [{ name: 'eth0', ipv4: ['10.88.0.5'], ipv6: [] }],
   hostPeerNames: ['veth1'],
   arpOps: ['request'],
@@ -123,48 +126,11 @@ describe('writeRecord and readRecordFile', () => {
   it.each([
     ['garbage', '{"containerId": "c0ff', /not JSON/],
     ['null', 'null', /the record must be an object/],
-    ['no containerId', JSON.stringify({ ...RECORD, containerId: undefined }), /"containerId" must be a string/],
-    [
-      'a bad MAC',
-      JSON.stringify({ ...RECORD, originalMacs: [{ name: 'eth0', mac: 'x' }] }),
-      /"originalMacs.0.mac" must be a MAC/,
-    ],
-    ['no netnsId', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
-    ['a relative netns', JSON.stringify({ ...RECORD, netns: 'pod' }), /"netns" must be an absolute path/],
+    ['a record the schema refuses', JSON.stringify({ ...RECORD, netnsId: undefined }), /"netnsId" must be an object/],
     [
       'another attachment',
       JSON.stringify({ ...RECORD, containerId: 'beef' }),
       /describes beef@eth0, which is stored under another name/,
-    ],
-    [
-      'a job without a netns identity',
-      JSON.stringify({ ...RECORD, job: { ...JOB, netnsId: undefined } }),
-      /"job.netnsId" must be an object/,
-    ],
-    [
-      'a job with an unknown ARP op',
-      JSON.stringify({ ...RECORD, job: { ...JOB, arpOps: ['both'] } }),
-      /"job.arpOps.0" must be one of request, reply/,
-    ],
-    [
-      'a job with a negative round offset',
-      JSON.stringify({ ...RECORD, job: { ...JOB, schedule: [0, -1000] } }),
-      /"job.schedule.1" must be a finite number ≥ 0/,
-    ],
-    [
-      'a job with a relative log file',
-      JSON.stringify({ ...RECORD, job: { ...JOB, logFile: 'log' } }),
-      /"job.logFile" must be an absolute path/,
-    ],
-    [
-      'a job with an unknown conflict action',
-      JSON.stringify({ ...RECORD, job: { ...JOB, conflictCheck: { action: 'off', probeMs: 100, probes: 2 } } }),
-      /"job.conflictCheck.action" must be one of warn, fail/,
-    ],
-    [
-      'a job with a probe window out of range',
-      JSON.stringify({ ...RECORD, job: { ...JOB, conflictCheck: { action: 'warn', probeMs: 5, probes: 2 } } }),
-      /"job.conflictCheck.probeMs" must be an integer from 10 to 2000/,
     ],
   ])('reads %s as invalid, naming the problem', (_what, text, problem) => {
     const file = recordPath(stateDir, 'c0ffee', 'eth0');
@@ -178,7 +144,7 @@ describe('writeRecord and readRecordFile', () => {
   it('reads a directory, a symlink or a FIFO at the record path as invalid without following or blocking', () => {
     const file = recordPath(stateDir, 'c0ffee', 'eth0');
     mkdirSync(file);
-    expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
+    expect(readRecordFile(file)).toEqual({ kind: 'invalid', problem: `cannot read it: ${file} is not a regular file` });
     rmSync(file, { recursive: true });
     writeFileSync(join(tmp, 'elsewhere.json'), JSON.stringify(RECORD));
     symlinkSync(join(tmp, 'elsewhere.json'), file);
@@ -188,15 +154,10 @@ describe('writeRecord and readRecordFile', () => {
     expect(readRecordFile(file)).toMatchObject({ kind: 'invalid', problem: /not a regular file/ });
   });
 
-  it('accepts a job with conflict settings', () => {
-    const job = { ...JOB, conflictCheck: { action: 'fail', probeMs: 100, probes: 2 } };
-    const file = writeRecord(stateDir, { ...RECORD, job: job as AttachmentRecord['job'] }, new RecordMemory());
-    expect(readRecord(file)?.job?.conflictCheck).toEqual({ action: 'fail', probeMs: 100, probes: 2 });
-  });
-
-  it('accepts a record with a full job', () => {
-    const file = writeRecord(stateDir, { ...RECORD, job: JOB as AttachmentRecord['job'] }, new RecordMemory());
-    expect(readRecord(file)?.job).toEqual(JOB);
+  it('accepts a record with a full job, conflict settings included', () => {
+    const job = { ...JOB, conflictCheck: { action: 'fail' as const, probeMs: 100, probes: 2 } };
+    const file = writeRecord(stateDir, { ...RECORD, job }, new RecordMemory());
+    expect(readRecord(file)?.job).toEqual(job);
   });
 
   it('keeps fields it does not know (a newer writer)', () => {
@@ -226,19 +187,9 @@ describe('listRecords', () => {
     ]);
   });
 
-  it('lists nothing for a missing state dir', () => {
+  it('lists nothing, and no entries, for a missing state dir', () => {
     expect(listRecords(join(tmp, 'missing'))).toEqual([]);
-  });
-});
-
-describe('stateEntryKind', () => {
-  it('tells records, locks and temporary files apart', () => {
-    expect(stateEntryKind('c1@eth0.json')).toBe('record');
-    expect(stateEntryKind('sha256-ab.json')).toBe('record');
-    expect(stateEntryKind('c1@eth0.lock')).toBe('lock');
-    expect(stateEntryKind('.c1@eth0.json.42.0011aabb.tmp')).toBe('temp');
-    expect(stateEntryKind('lib')).toBe('other');
-    expect(stateEntryKind('.hidden')).toBe('other');
+    expect(stateEntries(join(tmp, 'missing'))).toEqual([]);
   });
 });
 
@@ -252,49 +203,23 @@ describe('removeRecordQuietly', () => {
 });
 
 describe('state edges', () => {
-  const logged = () => {
-    const lines: string[] = [];
-    return {
-      lines,
-      log: createLogger(
-        (line) => void lines.push(line.slice(25, -1)),
-        'debug',
-        {},
-        () => new Date(0),
-      ),
-    };
-  };
-
-  it('does not act on a record it cannot read, and says why', () => {
-    const file = join(stateDir, 'c0ffee@eth0.json');
-    mkdirSync(file);
-    expect(readRecordFile(file)).toEqual({ kind: 'invalid', problem: `cannot read it: ${file} is not a regular file` });
-  });
-
   it('readRecordToActOn finds nothing to act on in a missing record, and says nothing', () => {
-    const { lines, log } = logged();
+    const { log, records } = recordingLog();
     expect(readRecordToActOn(join(stateDir, 'c0ffee@eth0.json'), log, new RecordMemory())).toBeUndefined();
-    expect(lines).toEqual([]);
+    expect(records()).toEqual([]);
   });
 
   it('removeRecordQuietly logs a record it cannot remove, and says false', () => {
     const file = join(stateDir, 'c0ffee@eth0.json');
     mkdirSync(join(file, 'blocker'), { recursive: true });
-    const { lines, log } = logged();
+    const { log, records } = recordingLog();
     expect(removeRecordQuietly(file, log, new RecordMemory())).toBe(false);
-    expect(lines).toEqual([
-      `ERROR cannot remove state record file=${file} error="EISDIR: illegal operation on a directory, ` +
-        `unlink '${file}'"`,
-    ]);
+    const error = `EISDIR: illegal operation on a directory, unlink '${file}'`;
+    expect(records()).toEqual([{ level: 'error', msg: 'cannot remove state record', fields: { file, error } }]);
   });
 
   it('hashes a name whose ifname part holds a slash, however it ends', () => {
     expect(attachmentName('c1', 'eth0/x')).toMatch(/^sha256-[0-9a-f]{64}$/);
     expect(attachmentName('c1', 'eth0\0')).toMatch(/^sha256-[0-9a-f]{64}$/);
-  });
-
-  it('lists no entries of a stateDir that does not exist', () => {
-    expect(stateEntries(join(tmp, 'missing'))).toEqual([]);
-    expect(listRecords(join(tmp, 'missing'))).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
-// The node settings: flag over file over default, each setting checked by its
-// option's own schema (in the file, one line naming the field; as a flag, naming
-// the flag), the file read root-only, and what install writes read back the same.
+// The node settings: from the stateDir's announcer.conf alone, over the defaults, each setting checked by its option's
+// own schema (in the file, one line naming the field; as an `announcer install` flag, naming the flag), the file read
+// root-only, and what install writes read back the same.
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,24 +12,17 @@ import {
   resolveNodeSettings,
   whereToSet,
 } from '../../../src/cni/node-settings';
+import { loadNodeSettings } from '../../../src/daemon/daemon-verb';
 import { NODE_SETTINGS_FILE } from '../../../src/state-files';
-import { parseDaemonArgs } from '../../../src/daemon/daemon-args';
-import { loadNodeSettings } from '../../../src/daemon/settings';
 import { readSmallFile } from '../../../src/sys/safe-file';
 
 const F = '/run/cni-announcer/announcer.conf';
 
-describe('resolveNodeSettings: flag > file > default', () => {
-  it('takes each setting from the flags, else the file, else its default', () => {
-    expect(resolveNodeSettings({}, {})).toEqual({ idleExitMs: 30000, logLevel: 'info' });
-    const file = { idleExitMs: 5000, metricsFile: '/m/f.prom', logLevel: 'debug' as const };
-    expect(resolveNodeSettings({}, file)).toEqual(file);
-    expect(resolveNodeSettings({ idleExitMs: 700, rateLimit: { framesPerSecond: 10, burst: 10 } }, file)).toEqual({
-      idleExitMs: 700,
-      metricsFile: '/m/f.prom',
-      rateLimit: { framesPerSecond: 10, burst: 10 },
-      logLevel: 'debug',
-    });
+describe('resolveNodeSettings: file > default', () => {
+  it('takes each setting from the file, else its default', () => {
+    expect(resolveNodeSettings({})).toEqual({ idleExitMs: 30000, logLevel: 'info' });
+    const file = { idleExitMs: 5000, metricsFile: '/m/f.prom', rateLimit: { framesPerSecond: 10, burst: 10 } };
+    expect(resolveNodeSettings(file)).toEqual({ ...file, logLevel: 'info' });
   });
 });
 
@@ -69,36 +62,13 @@ describe('parseNodeSettings: the file', () => {
   });
 });
 
-describe('nodeSettingsFromFlags and announcer daemon', () => {
+describe('nodeSettingsFromFlags (announcer install)', () => {
   it('takes the flags, checked by the same schemas', () => {
-    expect(
-      parseDaemonArgs([
-        '/run/x',
-        '--idle-exit-ms=5000',
-        '--metrics-file',
-        '/var/lib/node_exporter/announcer.prom',
-        '--rate-limit=10/20',
-        '--log-file=/var/log/announcer.log',
-        '--log-level=warn',
-      ]),
-    ).toEqual({
-      ok: true,
-      args: {
-        stateDir: '/run/x',
-        resident: false,
-        settings: {
-          idleExitMs: 5000,
-          metricsFile: '/var/lib/node_exporter/announcer.prom',
-          rateLimit: { framesPerSecond: 10, burst: 20 },
-          logFile: '/var/log/announcer.log',
-          logLevel: 'warn',
-        },
-      },
-    });
-    expect(parseDaemonArgs(['/run/x'])).toEqual({
-      ok: true,
-      args: { stateDir: '/run/x', resident: false, settings: {} },
-    });
+    const flags = { 'idle-exit-ms': '5000', 'metrics-file': '/m/a.prom', 'log-file': '/l/a.log', 'log-level': 'warn' };
+    const rateLimit = { framesPerSecond: 10, burst: 20 };
+    const settings = { idleExitMs: 5000, metricsFile: '/m/a.prom', rateLimit, logFile: '/l/a.log', logLevel: 'warn' };
+    expect(nodeSettingsFromFlags({ ...flags, 'rate-limit': '10/20' })).toEqual({ ok: true, settings });
+    expect(nodeSettingsFromFlags({})).toEqual({ ok: true, settings: {} });
   });
 
   it.each([
@@ -111,14 +81,11 @@ describe('nodeSettingsFromFlags and announcer daemon', () => {
   ])('refuses --%s=%s, naming the flag', (flag, value, problem) => {
     const parsed = nodeSettingsFromFlags({ [flag]: value });
     expect(!parsed.ok && parsed.problem).toContain(problem);
-    const daemon = parseDaemonArgs(['/run/x', `--${flag}=${value}`]);
-    expect(!daemon.ok && daemon.problem).toContain(problem);
   });
 
   it('says where to set a node option instead of a conflist', () => {
     expect(whereToSet('rateLimit')).toBe(
-      `"rateLimit" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --rate-limit) or announcer ` +
-        `daemon --rate-limit`,
+      `"rateLimit" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --rate-limit)`,
     );
   });
 });
@@ -131,34 +98,27 @@ describe('loadNodeSettings: the stateDir file, read root-only', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('flags over the file over defaults; no file: flags over defaults', () => {
-    expect(loadNodeSettings(dir, { logLevel: 'debug' }, read)).toEqual({
-      ok: true,
-      settings: { idleExitMs: 30000, logLevel: 'debug' },
-    });
+  it('the file over defaults; no file: defaults', () => {
+    expect(loadNodeSettings(dir, read)).toEqual({ ok: true, settings: { idleExitMs: 30000, logLevel: 'info' } });
     writeFileSync(join(dir, NODE_SETTINGS_FILE), '{"idleExitMs": 4000, "metricsFile": "/m/a.prom"}', { mode: 0o600 });
-    expect(loadNodeSettings(dir, { idleExitMs: 200 }, read)).toEqual({
-      ok: true,
-      settings: { idleExitMs: 200, metricsFile: '/m/a.prom', logLevel: 'info' },
-    });
+    const settings = { idleExitMs: 4000, metricsFile: '/m/a.prom', logLevel: 'info' };
+    expect(loadNodeSettings(dir, read)).toEqual({ ok: true, settings });
   });
 
   it('refuses an invalid file, a symlink, a FIFO-like non-file, a file others may write, each in one line', () => {
     const file = join(dir, NODE_SETTINGS_FILE);
     writeFileSync(file, '{"idleExitMs": 5}', { mode: 0o600 });
-    expect(loadNodeSettings(dir, {}, read)).toEqual({
-      ok: false,
-      problem: `${file}: "idleExitMs" must be an integer from 100 to 3600000 (got 5)`,
-    });
+    const problem = `${file}: "idleExitMs" must be an integer from 100 to 3600000 (got 5)`;
+    expect(loadNodeSettings(dir, read)).toEqual({ ok: false, problem });
     chmodSync(file, 0o622);
     writeFileSync(file, '{}');
-    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('writable') });
+    expect(loadNodeSettings(dir, read)).toMatchObject({ ok: false, problem: expect.stringContaining('writable') });
     rmSync(file);
     writeFileSync(join(dir, 'real'), '{}', { mode: 0o600 });
     symlinkSync(join(dir, 'real'), file);
-    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('symbolic') });
+    expect(loadNodeSettings(dir, read)).toMatchObject({ ok: false, problem: expect.stringContaining('symbolic') });
     rmSync(file);
     mkdirSync(file);
-    expect(loadNodeSettings(dir, {}, read)).toMatchObject({ ok: false, problem: expect.stringContaining('regular') });
+    expect(loadNodeSettings(dir, read)).toMatchObject({ ok: false, problem: expect.stringContaining('regular') });
   });
 });

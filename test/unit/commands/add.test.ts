@@ -1,8 +1,10 @@
+// ADD's plan (planFor): what the pod interfaces announce and which gateways the check asks. ADD itself, under its
+// lock, is test/unit/announce/add.test.ts: the command's own part needs a real netns (test/integration).
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { resolveOptions } from '../../../src/cni/options';
 import { parsePrevResult } from '../../../src/cni/result';
-import { planFor } from '../../../src/commands/plan-for';
+import { planFor } from '../../../src/commands/add';
 import type { CallerView } from '../../../src/sys/caller-view';
 
 const NETNS = '/var/run/netns/pod';
