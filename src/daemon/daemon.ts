@@ -28,7 +28,7 @@ import { recordName, START_MARKER } from '../state-files';
 import type { CniCommand } from './admission';
 import { BackgroundCloser, MemoryLocks, type Caller, type CniRunner } from './host';
 import { countServed, LazyMetrics, MetricsFile, newCounters, type Counters } from './metrics';
-import { HttpEndpoint } from './http-server';
+import { HttpEndpoint } from './http';
 import { withDaemonLock, type TakeOver, type LockDeps } from './lock';
 import { Server, type RequestHandlers } from './server';
 import { Jobs, takeHandover, writeHandover } from './table';

@@ -152,7 +152,7 @@ describe("start-up's static imports", () => {
     // The walk sees them where they are.
     // The announcer loads the registry on first use (metrics.ts's LazyMetrics): not before it listens.
     const announcer = staticGraph('src/daemon/daemon.ts');
-    expect(announcer).toContain('src/daemon/http-server.ts');
+    expect(announcer).toContain('src/daemon/http.ts');
     expect(announcer).toContain('src/daemon/metrics.ts');
     expect([...announcer].filter(importsProm)).toEqual([]);
     expect(readFileSync(join(ROOT, 'src/daemon/metrics.ts'), 'utf8')).toContain("await import('./prometheus')");

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LoopWaits, STAMP_MS } from '../../../src/daemon/daemon';
-import { HttpListenError } from '../../../src/daemon/http-server';
+import { HttpListenError } from '../../../src/daemon/http';
 import { ROUNDS_PER_TURN, writeHandover } from '../../../src/daemon/table';
 import { ANNOUNCER_SOCKET, HANDOVER_FILE, START_MARKER } from '../../../src/state-files';
 import { createLogger } from '../../../src/log';

@@ -1,13 +1,23 @@
 // The announcer's HTTP endpoint through in-memory sockets: the routes, the answers' bytes, and its bounds
 // (connections, request size, slow clients, clients that do not read), with a manual boot clock.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { headEnd, MAX_HEAD_BYTES, parseHead, responseBytes, textAnswer } from '../../../src/daemon/http-request';
-import { route, type EndpointState } from '../../../src/daemon/http-routes';
+import {
+  type EndpointState,
+  headEnd,
+  HttpEndpoint,
+  HttpListenError,
+  MAX_CONNECTIONS,
+  MAX_HEAD_BYTES,
+  parseHead,
+  REQUEST_MS,
+  responseBytes,
+  route,
+  textAnswer,
+  WRITE_MS,
+} from '../../../src/daemon/http';
 import type { Announcer } from '../../../src/daemon/daemon';
-import { HttpEndpoint, HttpListenError, MAX_CONNECTIONS, REQUEST_MS, WRITE_MS } from '../../../src/daemon/http-server';
-import type { TcpAddress } from '../../../src/sys/tcp-socket';
+import { parseListenAddress, type TcpAddress } from '../../../src/sys/tcp-socket';
 import { errnoNumber, SysError } from '../../../src/sys/sys-error';
-import { parseListenAddress } from '../../../src/sys/tcp-socket';
 import { FakeSockets } from '../../support/fake-sockets';
 import { testAnnouncer } from '../../support/announcer';
 import { FakePod, makeStateDir, type StateDir } from '../../support/daemon-fakes';
@@ -21,7 +31,7 @@ const METRICS = {
 };
 const sysError = (errno: string) => new SysError('call', errnoNumber(errno)!);
 
-describe('http-request', () => {
+describe('the HTTP/1.x it speaks', () => {
   it('finds the end of a head (CRLF CRLF, or LF LF), or says it is still coming', () => {
     const ends = ['GET / HTTP/1.1\r\nHost: x\r\n\r\nrest', 'GET / HTTP/1.0\n\n', 'GET / HTTP/1.1\r\nHost: x\r\n'];
     expect(ends.map((head) => headEnd(Buffer.from(head)))).toEqual([27, 16, -1]);
