@@ -13,7 +13,7 @@ import { closeSync, openSync } from 'node:fs';
 import type { Timers } from '../announce/context';
 import type { Logger } from '../log';
 import { join } from '../path';
-import { RESIDENT_REFUSAL } from '../protocol';
+import { RESIDENT_REFUSAL, type ControlReply } from '../protocol';
 import { ABI } from '../sys/abi/kernel-abi';
 import type { TryLock } from '../sys/libc';
 import type { HolderWait } from '../sys/lock-holder';
@@ -42,7 +42,7 @@ export interface LockDeps {
   /** Run by the DaemonSet: take over from an announcer a shim started. */
   resident?: boolean | undefined;
   /** Sends `{"op":"handover"}` to the announcer listening on stateDir; its reply, undefined when none came. */
-  askHandover?: (() => Promise<unknown>) | undefined;
+  askHandover?: (() => Promise<ControlReply | undefined>) | undefined;
 }
 
 /**
@@ -127,8 +127,8 @@ async function takeDaemonLock(deps: LockDeps, lockFd: number): Promise<TakeOver>
     }
     if (listens) {
       const reply = await deps.askHandover?.();
-      if (isRefusal(reply)) return 'resident';
-      if (isOk(reply))
+      if (reply?.ok === false && reply.error === RESIDENT_REFUSAL) return 'resident';
+      if (reply?.ok)
         deps.log.info('the running announcer hands over to this resident one', { stateDir: deps.stateDir });
       else
         deps.log.warn('the running announcer did not answer "handover": asking again', {
@@ -140,14 +140,6 @@ async function takeDaemonLock(deps: LockDeps, lockFd: number): Promise<TakeOver>
     deps.waitForHolder(lockFd, ASK_AGAIN_MS, listens ? ASK_AGAIN_MS : LOCK_POLL_MS);
   }
   return 'taken';
-}
-
-function isOk(reply: unknown): boolean {
-  return typeof reply === 'object' && reply !== null && (reply as { ok?: unknown }).ok === true;
-}
-
-function isRefusal(reply: unknown): boolean {
-  return typeof reply === 'object' && reply !== null && (reply as { error?: unknown }).error === RESIDENT_REFUSAL;
 }
 
 /** Opens (creating it 0600, never through a symlink) one of stateDir's lock files: DAEMON_LOCK or RESIDENT_LOCK. */

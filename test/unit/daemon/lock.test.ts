@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOCK_WAIT_MS, withDaemonLock, type LockDeps } from '../../../src/daemon/lock';
 import { createLogger } from '../../../src/log';
-import { RESIDENT_REFUSAL } from '../../../src/protocol';
+import { RESIDENT_REFUSAL, type ControlReply } from '../../../src/protocol';
 import { DAEMON_LOCK, RESIDENT_LOCK } from '../../../src/state-files';
 import { SysError } from '../../../src/sys/sys-error';
 import { makeStateDir, type StateDir } from '../../support/daemon-fakes';
@@ -36,7 +36,11 @@ const lockOf = (fd: number): string => readlinkSync(`/proc/self/fd/${fd}`).split
  * A stateDir whose resident lock and announcer lock are held until their `free` times (ms), whose socket answers while
  * `listening`, and whose announcer answers "handover" with `replies` in turn (one ok stops it listening).
  */
-function scene(free: { resident: number; daemon: number }, replies: unknown[] = [], resident = false) {
+function scene(
+  free: { resident: number; daemon: number },
+  replies: (ControlReply | undefined)[] = [],
+  resident = false,
+) {
   const timers = new ManualTimers();
   const lines: string[] = [];
   const s = {
@@ -72,7 +76,7 @@ function scene(free: { resident: number; daemon: number }, replies: unknown[] = 
     askHandover: async () => {
       s.askedAt.push(timers.now());
       const reply = replies[s.askedAt.length - 1];
-      if ((reply as { ok?: boolean } | undefined)?.ok) s.listening = false;
+      if (reply?.ok) s.listening = false;
       return reply;
     },
   };
