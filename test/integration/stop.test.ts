@@ -185,8 +185,9 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
       what: "the starter's work to end",
     });
     // Hold every poll(2) of the announcer on its way out for 3 s (strace): the one that times out once it is idle
-    // returns to a loop that stops, while calls queue. Detaching lets it go on at once.
-    const held = ['-e', 'trace=poll', '-e', 'inject=poll:delay_exit=3000000'];
+    // returns to a loop that stops, while calls queue. An idle announcer is in one long poll when strace attaches,
+    // which the kernel restarts as restart_syscall: that one is held too. Detaching lets it go on at once.
+    const held = ['-e', 'trace=poll,restart_syscall', '-e', 'inject=poll,restart_syscall:delay_exit=3000000'];
     const strace = spawn('strace', ['-qq', '-p', String(first), ...held, '-o', '/dev/null']);
     s.defer(() => void strace.kill('SIGKILL'), `strace of ${first}`);
     await new Promise((r) => setTimeout(r, 1500)); // idle, and its last poll has timed out
