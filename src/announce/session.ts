@@ -6,9 +6,7 @@ import type { Libc } from '../sys/libc';
 import { openReceivers, openHostSockets, openPodSockets, type HostSockets, type PodSockets } from '../sys/netns';
 import { resolveInterface, type ResolvedInterface } from './pod-interface';
 import { snapshot, type AnnounceTarget, type RoundInput } from './readiness';
-import type { Timers } from './context';
-import type { Waits } from './context';
-import { waitUntil } from './wait-until';
+import type { Timers, Waits } from './context';
 
 /** Open sockets into a pod and the host, with the pod interfaces resolved. */
 export interface PodSession {
@@ -98,49 +96,43 @@ export function openSession(
   }
 }
 
-/** How a readiness wait ended. */
-export type ReadyOutcome =
+/** Readiness of every target right now: ready (with what to send), one gone, or why to wait. */
+export type Readiness =
   | { kind: 'ready'; inputs: RoundInput[] }
-  | { kind: 'timeout'; reasons: string[] }
-  | { kind: 'gone'; name: string };
+  | { kind: 'gone'; name: string }
+  | { kind: 'waiting'; reasons: string[] };
+
+/** How a readiness wait ended: as the last look said, or timed out with its reasons. */
+export type ReadyOutcome = Exclude<Readiness, { kind: 'waiting' }> | { kind: 'timeout'; reasons: string[] };
 
 /**
  * Waits (through `waits`) on rtnetlink notifications until every target interface is ready, one is gone, or `timeoutMs`
- * passes; `onWait` hears why, once, when the first look says wait.
+ * passes; `onWait` hears why, once, when the first look says wait. Never polls on a timer of its own: the event
+ * sockets listen from the session's start (they queue what arrives meanwhile), so that no change slips between a look
+ * and the next wait.
  */
 export async function waitReady(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
   wait: { timeoutMs: number; timers: Timers; waits: Waits; onWait?: (reasons: readonly string[]) => void },
 ): Promise<ReadyOutcome> {
-  let reasons: string[] = [];
-  let told = false;
-  const outcome = await waitUntil<ReadyOutcome>({
-    timeoutMs: wait.timeoutMs,
-    timers: wait.timers,
-    nextChange: async (ms) => {
-      await wait.waits.readable(session.eventFds, ms);
-      session.drainEvents();
-    },
-    evaluate: async () => {
-      const now = readiness(session, targets);
-      if (now.kind === 'waiting') {
-        reasons = now.reasons;
-        if (!told) wait.onWait?.(reasons);
-        told = true;
-        return undefined;
-      }
-      return now;
-    },
-  });
-  return outcome ?? { kind: 'timeout', reasons };
+  const deadline = wait.timers.now() + wait.timeoutMs;
+  for (let looks = 0; ; looks++) {
+    const now = readiness(session, targets);
+    if (now.kind !== 'waiting') return now;
+    if (looks === 0) wait.onWait?.(now.reasons);
+    const left = deadline - wait.timers.now();
+    if (left <= 0) return { kind: 'timeout', reasons: now.reasons };
+    await wait.waits.readable(session.eventFds, left);
+    session.drainEvents();
+  }
 }
 
-/** Readiness of every target right now: ready (with what to send), one gone, or why to wait. */
+/** Readiness of every target right now. */
 export function readiness(
   session: PodSession,
   targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-): { kind: 'ready'; inputs: RoundInput[] } | { kind: 'gone'; name: string } | { kind: 'waiting'; reasons: string[] } {
+): Readiness {
   const inputs: RoundInput[] = [];
   const reasons: string[] = [];
   for (const t of targets) {
