@@ -3,13 +3,18 @@
 // window of probeMs, with `probes` ARP probes spread over it; whatever ARP
 // comes back on the pod's interfaces is classified. An address another host
 // answers for is never announced: announcing it would take that host's
-// traffic. The window is a pure state machine (ConflictProbe) so that a
-// caller can drive it from its own loop (SteppedPodProbe, probe-pod.ts).
+// traffic. The window is a pure state machine (ConflictProbe); SteppedPodProbe
+// runs it inside one pod (ARP receivers on the probed interfaces, the pod's own
+// MACs, probes sent through the pod's packet socket), never blocking: the
+// background announcer steps it from its poll loop, ADD from its injected waits.
 import type { Logger } from '../log';
+import { readFrames, type FrameReceiver } from '../sys/packet-socket';
 import { arpProbe, classifyArp, parseArp, type ConflictKind } from '../wire/arp';
 import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
+import type { CommandContext } from './context';
 import type { OutgoingFrame } from './round';
+import type { PodSession } from './session';
 
 /** How long to listen, and how many probes to send meanwhile. */
 export interface ProbeSettings {
@@ -43,8 +48,7 @@ export interface AddressConflict {
 export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
   const targets = new Map<number, ProbeTarget>();
   for (const { index, name, frame } of frames) {
-    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) continue;
-    const arp = parseArp(frame);
+    const arp = parseArp(frame); // none for an NA
     if (!arp) continue;
     const target = targets.get(index) ?? { index, name, mac: arp.senderMac, ipv4: [] };
     if (!target.ipv4.some((a) => a.equals(arp.senderIp))) target.ipv4.push(arp.senderIp);
@@ -58,10 +62,8 @@ export function withoutConflicts(
   frames: readonly OutgoingFrame[],
   conflicts: readonly AddressConflict[],
 ): OutgoingFrame[] {
-  if (conflicts.length === 0) return [...frames];
   return frames.filter(({ name, frame }) => {
-    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) return true;
-    const address = parseArp(frame)?.senderIp.join('.');
+    const address = parseArp(frame)?.senderIp.join('.'); // none for an NA
     return !conflicts.some((c) => c.interface === name && c.address === address);
   });
 }
@@ -174,5 +176,82 @@ export function sendDueProbes(
     } catch (err) {
       log.error('sending an ARP probe failed', { interface: name, error: err });
     }
+  }
+}
+
+/** What probing a pod needs from the command (or the announcer) that runs it. */
+export type PodProbeDeps = Pick<CommandContext, 'libc' | 'open' | 'closeInBackground'> & { log: Logger };
+
+/**
+ * A probe window in one pod, driven by the caller's poll loop, never blocking: the caller polls fds() with the rest
+ * of its sockets, calls step() when one is readable or wakeAt() has come, and finish() once step() says the window is
+ * over.
+ */
+export class SteppedPodProbe {
+  private released = false;
+
+  private constructor(
+    private readonly deps: PodProbeDeps,
+    private readonly session: PodSession,
+    private readonly receivers: FrameReceiver[],
+    private readonly probe: ConflictProbe,
+    /** What finish() logs: how many addresses were probed, with how many probes. */
+    private readonly size: { addresses: number; probes: number },
+  ) {}
+
+  /**
+   * Opens the receivers (before the first probe goes out, so that no answer is missed) and starts a window at `now`
+   * (the caller's clock, which step() and wakeAt() then use); undefined when `frames` has no IPv4 address to probe.
+   * With `stopAtFirst` the first conflict ends the window.
+   */
+  static start(
+    deps: PodProbeDeps,
+    session: PodSession,
+    netns: string,
+    frames: readonly OutgoingFrame[],
+    settings: ProbeSettings,
+    now: number,
+    stopAtFirst = false,
+  ): SteppedPodProbe | undefined {
+    const targets = probeTargets(frames);
+    if (targets.length === 0) return undefined;
+    const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
+    const indexes = targets.map((t) => t.index);
+    const receivers = deps.open.receivers(netns, indexes, ETHERTYPE_ARP);
+    const probe = new ConflictProbe(targets, ownMacs, settings, now, stopAtFirst);
+    const addresses = targets.reduce((n, t) => n + t.ipv4.length, 0);
+    return new SteppedPodProbe(deps, session, receivers, probe, { addresses, probes: settings.probes });
+  }
+
+  /** The receivers' fds, for the caller's poll. */
+  fds(): number[] {
+    return this.released ? [] : this.receivers.map((r) => r.fd);
+  }
+
+  /** Classifies the ARP queued on the receivers (no wait), sends the probes due by `now`; whether the window is over. */
+  step(now: number): boolean {
+    for (const { ifindex, frame } of readFrames(this.deps.libc, this.receivers, 0)) this.probe.receive(ifindex, frame);
+    sendDueProbes(this.probe, now, (index, frame) => this.session.pod.packet.send(index, frame), this.deps.log);
+    return this.probe.finished(now);
+  }
+
+  /** When step() is next due without ARP arriving: the next probe, or the end of the window. */
+  wakeAt(now: number): number {
+    return now + this.probe.waitMs(now);
+  }
+
+  /** Releases the receivers and returns the conflicts found. */
+  finish(): AddressConflict[] {
+    const conflicts = this.probe.conflicts();
+    this.close();
+    this.deps.log.debug('conflict probe done', { ...this.size, conflicts: conflicts.length });
+    return conflicts;
+  }
+
+  /** Releases the receivers (once), the window left unfinished or finished. */
+  close(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const r of this.receivers) this.deps.closeInBackground(r.release());
   }
 }

@@ -6,7 +6,7 @@
 import { describeConflict, dropConflicting, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
 import type { BackgroundJob } from '../announce/background-job';
 import type { ResolvedInterface } from '../announce/pod-interface';
-import { SteppedPodProbe } from '../announce/probe-pod';
+import { SteppedPodProbe } from '../announce/conflict-probe';
 import type { AnnounceTarget } from '../announce/readiness';
 import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { inView, openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';

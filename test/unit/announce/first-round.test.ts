@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { AddJob } from '../../../src/announce/add';
 import { lockWaitMs, type Waits } from '../../../src/announce/context';
 import { AddressConflictError, GatewayUnansweredError } from '../../../src/announce/errors';
-import type { GatewayCheckMode } from '../../../src/announce/gateway-check';
+import type { GatewayCheckMode } from '../../../src/announce/first-round';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { parseArp } from '../../../src/wire/arp';

@@ -1,10 +1,10 @@
+// The gateways a pod routes through, from its own routing table too (withPodRoutes, first-round.ts).
 import { describe, expect, it } from 'vitest';
-import type { AddGatewayCheck } from '../../../src/announce/first-round';
-import { withPodRoutes } from '../../../src/announce/pod-routes';
+import { withPodRoutes, type AddGatewayCheck } from '../../../src/announce/first-round';
 import type { RouteEntry } from '../../../src/wire/rtnetlink';
 
-const ETH0 = { name: 'eth0', index: 2, ipv4: ['10.88.0.5'], ipv6: ['fd00:88::5'] };
-const NET1 = { name: 'net1', index: 3, ipv4: ['10.99.0.5'], ipv6: [] };
+const ETH0 = { name: 'eth0', iface: { index: 2 }, ipv4: ['10.88.0.5'], ipv6: ['fd00:88::5'] };
+const NET1 = { name: 'net1', iface: { index: 3 }, ipv4: ['10.99.0.5'], ipv6: [] };
 const check = (gateways: AddGatewayCheck['gateways'] = [], mode: AddGatewayCheck['mode'] = 'report') => ({
   mode,
   windowMs: 1000,
