@@ -21,8 +21,7 @@ import {
   NotWantedError,
   StateError,
 } from './errors';
-import { firstRound, type AddClock, type FirstRound } from './first-round';
-import type { AddGatewayCheck } from './first-round';
+import { firstRound, type AddClock, type AddGatewayCheck, type FirstRound } from './first-round';
 import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
 import type { RecordMemory } from './record-memory';
 import { totalFrames } from './round';
@@ -34,11 +33,12 @@ export interface AttachmentCommand extends CommandContext {
   log: Logger;
 }
 
-/** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob = keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'conflictCheck';
-
-/** One attachment's ADD. */
-export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
+/**
+ * One attachment's ADD: the fields its background job carries as they are (conflictCheck absent: no probe before
+ * round 1), and its own.
+ */
+export interface AddJob
+  extends Pick<BackgroundJob, keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'conflictCheck'> {
   stateDir: string;
   plan: AnnouncePlan;
   /** False when the attachment opted out: MACs are still applied, nothing is sent. */
@@ -96,7 +96,7 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
     deps.table.cancel(name);
     throw err;
   }
-  handOver(deps, name, record, done.first, done.session);
+  handOver(deps, name, record, done);
   return done.macs;
 }
 
@@ -132,12 +132,8 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
  */
 async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<InPod> {
   const { plan } = job;
-  const session = openSession(
-    deps,
-    job.netns,
-    plan.interfaces.map((i) => i.name),
-    plan.hostPeerNames,
-  );
+  const names = plan.interfaces.map((i) => i.name);
+  const session = openSession(deps, job.netns, names, plan.hostPeerNames);
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
     const macs = applyTargetMacs(session, plan.interfaces, record, deps.log, (original) => {
@@ -172,13 +168,8 @@ function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVe
  * Hands the job left after round 1 (if any), what round 1 did, and the open session to the announcer's table of work;
  * closes the session unless the table keeps it.
  */
-function handOver(
-  deps: AttachmentCommand,
-  name: string,
-  record: AttachmentRecord,
-  first: FirstRound,
-  session: PodSession,
-): void {
+function handOver(deps: AttachmentCommand, name: string, record: AttachmentRecord, done: InPod): void {
+  const { first, session } = done;
   const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
   let kept = false;
   try {
@@ -192,7 +183,7 @@ function handOver(
 }
 
 /** Writes `record`; a StateError when it cannot. */
-export function persist(stateDir: string, record: AttachmentRecord, memory: RecordMemory): void {
+function persist(stateDir: string, record: AttachmentRecord, memory: RecordMemory): void {
   try {
     writeRecord(stateDir, record, memory);
   } catch (err) {
@@ -201,7 +192,7 @@ export function persist(stateDir: string, record: AttachmentRecord, memory: Reco
 }
 
 /** Removes the attachment's record; a StateError carrying the errno when it cannot. */
-export function unpersist(file: string, memory: RecordMemory): void {
+function unpersist(file: string, memory: RecordMemory): void {
   try {
     memory.forget(file);
     unlinkIfPresent(file);
@@ -211,12 +202,7 @@ export function unpersist(file: string, memory: RecordMemory): void {
 }
 
 /** Writes `record` on a failing ADD's way out (the original MACs must survive for DEL); a failure is logged. */
-export function writeRecordQuietly(
-  stateDir: string,
-  record: AttachmentRecord,
-  log: Logger,
-  memory: RecordMemory,
-): void {
+function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger, memory: RecordMemory): void {
   try {
     writeRecord(stateDir, record, memory);
   } catch (err) {
@@ -229,7 +215,7 @@ export function writeRecordQuietly(
  * when `record` holds no original for it yet (record it first: a DEL after a crash mid-way can still restore it).
  * Returns the MACs by prevResult index.
  */
-export function applyTargetMacs(
+function applyTargetMacs(
   session: PodSession,
   interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
@@ -265,7 +251,7 @@ export function applyTargetMacs(
  * Restores each MAC `record` says was replaced; restored ones leave record.originalMacs, the others stay (logged) for
  * DEL to retry.
  */
-export function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
+function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
   record.originalMacs = record.originalMacs.filter(({ name, mac }) => {
     const iface = session.interfaces.find((i) => i.name === name);
     if (!iface) return true;
