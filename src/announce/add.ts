@@ -4,7 +4,7 @@
 // runs inside the announcer's single-threaded loop: it never blocks it. Every wait on fds goes through `waits`, every
 // sleep through `timers`, and the sockets whose close is slow go to `closeInBackground`.
 import type { Logger } from '../log';
-import type { AnnouncePlan, InterfacePlan } from '../plan';
+import type { AnnouncePlan } from '../plan';
 import { basename } from '../path';
 import { sameFile } from '../sys/file-id';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
@@ -136,12 +136,7 @@ async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRec
   const session = openSession(deps, job.netns, names, plan.hostPeerNames);
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
-    const macs = applyTargetMacs(session, plan.interfaces, record, deps.log, (original) => {
-      requireWanted(deps, 'setting MACs');
-      if (!original) return;
-      record.originalMacs.push(original);
-      persist(job.stateDir, record, deps.written);
-    });
+    const macs = applyTargetMacs(deps, job, session, record);
     try {
       const first = await firstRound(deps, job, session, clock);
       requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
@@ -211,19 +206,18 @@ function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Log
 }
 
 /**
- * Sets the target MACs of `interfaces` in the pod; `before` runs right before each change, with the interface's MAC
- * when `record` holds no original for it yet (record it first: a DEL after a crash mid-way can still restore it).
- * Returns the MACs by prevResult index.
+ * Sets the target MACs of the plan's interfaces in the pod, each interface's own MAC recorded first when `record` holds
+ * no original for it yet (a DEL after a crash mid-way can still restore it). Returns the MACs by prevResult index.
  */
 function applyTargetMacs(
+  deps: AttachmentCommand,
+  job: AddJob,
   session: PodSession,
-  interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
-  log: Logger,
-  before: (original: { name: string; mac: string } | undefined) => void,
 ): Map<number, string> {
+  const { log } = deps;
   const macs = new Map<number, string>();
-  for (const plan of interfaces) {
+  for (const plan of job.plan.interfaces) {
     if (!plan.targetMac) continue;
     const iface = session.interfaces.find((i) => i.name === plan.name)!;
     if (iface.kind === 'ipvlan') {
@@ -237,8 +231,11 @@ function applyTargetMacs(
     }
     const target = formatMac(plan.targetMac);
     if (!link.mac.equals(plan.targetMac)) {
-      const recorded = record.originalMacs.some((m) => m.name === plan.name);
-      before(recorded ? undefined : { name: plan.name, mac: formatMac(link.mac) });
+      requireWanted(deps, 'setting MACs');
+      if (!record.originalMacs.some((m) => m.name === plan.name)) {
+        record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
+        persist(job.stateDir, record, deps.written);
+      }
       session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
     }
