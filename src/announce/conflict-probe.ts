@@ -13,7 +13,8 @@ import { arpProbe, classifyArp, parseArp, type ConflictKind } from '../wire/arp'
 import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
 import type { CommandContext } from './context';
-import type { OutgoingFrame } from './round';
+import type { RoundInput } from './readiness';
+import { sendEach, type OutgoingFrame } from './round';
 import type { PodSession } from './session';
 
 /** How long to listen, and how many probes to send meanwhile. */
@@ -23,12 +24,7 @@ export interface ProbeSettings {
 }
 
 /** One interface to probe from: its MAC and the IPv4 addresses about to be announced on it. */
-export interface ProbeTarget {
-  index: number;
-  name: string;
-  mac: Buffer;
-  ipv4: Buffer[];
-}
+export type ProbeTarget = Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'>;
 
 /** An address another host uses or claims. */
 export interface AddressConflict {
@@ -163,22 +159,6 @@ export class ConflictProbe {
   }
 }
 
-/** Sends the probes of `probe` due at `now` through `send`; a failed send is logged (the window goes on). */
-export function sendDueProbes(
-  probe: ConflictProbe,
-  now: number,
-  send: (index: number, frame: Buffer) => void,
-  log: Logger,
-): void {
-  for (const { index, name, frame } of probe.due(now)) {
-    try {
-      send(index, frame);
-    } catch (err) {
-      log.error('sending an ARP probe failed', { interface: name, error: err });
-    }
-  }
-}
-
 /** What probing a pod needs from the command (or the announcer) that runs it. */
 export type PodProbeDeps = Pick<CommandContext, 'libc' | 'open' | 'closeInBackground'> & { log: Logger };
 
@@ -228,10 +208,13 @@ export class SteppedPodProbe {
     return this.released ? [] : this.receivers.map((r) => r.fd);
   }
 
-  /** Classifies the ARP queued on the receivers (no wait), sends the probes due by `now`; whether the window is over. */
+  /**
+   * Classifies the ARP queued on the receivers (no wait), sends the probes due by `now` (a failed send is logged: the
+   * window goes on); whether the window is over.
+   */
   step(now: number): boolean {
     for (const { ifindex, frame } of readFrames(this.deps.libc, this.receivers, 0)) this.probe.receive(ifindex, frame);
-    sendDueProbes(this.probe, now, (index, frame) => this.session.pod.packet.send(index, frame), this.deps.log);
+    sendEach(this.session.pod.packet, this.probe.due(now), this.deps.log, 'sending an ARP probe failed');
     return this.probe.finished(now);
   }
 

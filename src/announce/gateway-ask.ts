@@ -16,15 +16,11 @@ import { formatIPv6, ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { neighborSolicitation, parseNeighborAdvert } from '../wire/ndp';
 import type { GatewayReply, RoutedGateway } from './gateway-verdict';
 import type { RoundInput } from './readiness';
-import type { OutgoingFrame } from './round';
+import { sendEach, type OutgoingFrame } from './round';
 import type { SocketOpener } from './session';
 
 /** One pod interface to ask from: its MAC and good source addresses, and the gateways it routes through. */
-export interface GatewayTarget {
-  index: number;
-  name: string;
-  mac: Buffer;
-  ipv4: Buffer[];
+export interface GatewayTarget extends Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'> {
   ipv6: Buffer[];
   gateways: { ipv4: Buffer[]; ipv6: Buffer[] };
 }
@@ -198,16 +194,7 @@ export function openAsk(
 
 /** Sends the ask's requests out of the pod; returns how many went out (a failed send is logged). */
 export function sendAsk(packet: PacketSocket, ask: OpenAsk, log: Logger): number {
-  let sent = 0;
-  for (const { index, name, frame } of ask.requests) {
-    try {
-      packet.send(index, frame);
-      sent++;
-    } catch (err) {
-      log.error('sending a gateway check request failed', { interface: name, error: err });
-    }
-  }
-  return sent;
+  return sendEach(packet, ask.requests, log, 'sending a gateway check request failed').length;
 }
 
 /** Feeds what the receivers hold (without waiting) to the window, at `now` (boot ms). */

@@ -343,6 +343,19 @@ describe('the conflict probe before round 1', () => {
       expect(h.left()).toMatchObject({ sent: 1, handed: [{ conflicts: 0 }] });
     });
 
+    it('logs a probe that cannot be sent, naming the interface, and keeps the window going', async () => {
+      let probes = 0;
+      h.sendError = () => (probes++ === 0 ? new Error('sendto: ENETDOWN') : undefined);
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
+      await h.add(warn);
+      const fields = { interface: 'eth0', error: 'sendto: ENETDOWN' };
+      expect(h.said('sending an ARP probe failed')).toEqual([
+        { level: 'error', msg: 'sending an ARP probe failed', fields },
+      ]);
+      expect(described()).toEqual(['2 probe 10.88.0.5']); // the second probe, which the other host answers
+      expect(h.said('conflict probe done')).toEqual([probeDone(1, 1)]);
+    });
+
     it('announces unprobed, logging why, when the probe cannot run', async () => {
       await h.add(warn, cannotRun());
       expect(described()).toEqual(['2 garp 10.88.0.5']);
