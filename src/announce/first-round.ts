@@ -76,7 +76,7 @@ export async function firstRound(
     arpOps: plan.arpOps,
     schedule: plan.schedule,
     readyDeadline: clock.startedAt + readyTimeoutMs,
-    // The check a background job carries on: none when it is off or nothing is routed (then there is nothing to prove).
+    // The check a background job carries on: none when it is off or nothing is routed (nothing to prove then).
     ...(gatewayCheck.mode === 'off' || gateways.length === 0 ? {} : { gatewayCheck: { windowMs, gateways } }),
   };
   switch (outcome.kind) {

@@ -8,18 +8,16 @@ import { describeNodeVerdict, type NodeVerdict } from './node-proof';
 /** How the check of one attachment stands. */
 export type GatewayResult = 'pending' | 'answered' | 'no-answer' | 'no-gateway' | 'off';
 
-/** A gateway that answered: the MAC that answered, and the ms from round 1 to the answer. */
-export interface GatewayReply {
-  interface: string;
-  gateway: string;
-  mac: string;
-  afterMs: number;
-}
-
 /** A routed gateway of one pod interface. */
 export interface RoutedGateway {
   interface: string;
   gateway: string;
+}
+
+/** A gateway that answered: the MAC that answered, and the ms from round 1 to the answer. */
+export interface GatewayReply extends RoutedGateway {
+  mac: string;
+  afterMs: number;
 }
 
 /**

@@ -33,14 +33,6 @@ export interface NodeWatchPod {
   addresses: string[];
 }
 
-interface WatchedAddress {
-  address: string;
-  family: number;
-  bytes: Buffer;
-  /** The MAC the node's entry holds now; undefined when it has none. */
-  held: Buffer | undefined;
-}
-
 /** Collects FDB and neighbour entries about one bridged pod interface and judges them. */
 export class NodeWatch {
   private readonly mac: Buffer;
@@ -49,7 +41,8 @@ export class NodeWatch {
   private last: { ifindex: number; name: string } | undefined;
   /** Other ports the pod's MAC was seen on, by ifindex, named when first seen (a port may vanish later). */
   private readonly others = new Map<number, string>();
-  private readonly watched: WatchedAddress[];
+  /** The pod's addresses, each with the MAC the node's entry holds now (`held`; undefined when it has none). */
+  private readonly watched: { address: string; family: number; bytes: Buffer; held: Buffer | undefined }[];
 
   constructor(
     private readonly pod: NodeWatchPod,

@@ -50,6 +50,5 @@ function findHostPeer(
     if (isPeer(peer)) break;
     peer = host.linkByName(hint);
   }
-  if (!isPeer(peer)) return undefined;
-  return peer ? { index: peer.index, name: peer.name } : undefined;
+  return isPeer(peer) ? { index: peer.index, name: peer.name } : undefined;
 }

@@ -1,6 +1,6 @@
 // Whether a pod interface may be announced now, and what is really on it.
 import type { Rtnl } from '../sys/rtnl';
-import { PortState, type AddressInfo } from '../wire/rtnetlink';
+import { PortState } from '../wire/rtnetlink';
 import { parseIPv4, parseIPv6 } from '../wire/ip';
 import type { ResolvedInterface } from './pod-interface';
 
@@ -52,13 +52,13 @@ export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target
   const ipv4: Buffer[] = [];
   for (const text of target.ipv4) {
     const bytes = parseIPv4(text);
-    if (findAddress(present, bytes)) ipv4.push(bytes);
+    if (present.some((a) => a.bytes.equals(bytes))) ipv4.push(bytes);
     else skipped.push(`${text} (not on ${iface.name})`);
   }
   const ipv6: RoundInput['ipv6'] = [];
   for (const text of target.ipv6) {
     const bytes = parseIPv6(text);
-    const found = findAddress(present, bytes);
+    const found = present.find((a) => a.bytes.equals(bytes));
     if (!found) skipped.push(`${text} (not on ${iface.name})`);
     else if (found.dadFailed) skipped.push(`${text} (duplicate address detection failed)`);
     else if (found.tentative) reasons.push(`${text} is tentative (DAD in progress)`);
@@ -70,8 +70,4 @@ export function snapshot(pod: Rtnl, host: Rtnl, iface: ResolvedInterface, target
     state: 'ready',
     input: { index: iface.index, name: iface.name, mac: link.mac, noarp: link.noarp, ipv4, ipv6, skipped },
   };
-}
-
-function findAddress(present: readonly AddressInfo[], bytes: Buffer): AddressInfo | undefined {
-  return present.find((a) => a.bytes.equals(bytes));
 }
