@@ -49,17 +49,15 @@ export class GatewayWindow {
   }
 
   /**
-   * One ARP request per (IPv4 source, IPv4 gateway) pair and one NS per (IPv6 source, IPv6 gateway) pair, for the
-   * gateways not answered yet; throws RangeError for a bad MAC or address, as the builders do.
+   * One ARP request per (IPv4 source, IPv4 gateway) pair and one NS per (IPv6 source, IPv6 gateway) pair: what the
+   * window's one ask sends. Throws RangeError for a bad MAC or address, as the builders do.
    */
   requests(): OutgoingFrame[] {
     const out: OutgoingFrame[] = [];
-    for (const t of this.targets) {
-      const push = (frame: Buffer): void => void out.push({ index: t.index, name: t.name, frame });
-      const v4 = t.gateways.ipv4.filter((gw) => !this.found.has(key(t, ipv4Text(gw))));
-      const v6 = t.gateways.ipv6.filter((gw) => !this.found.has(key(t, formatIPv6(gw))));
-      for (const ip of t.ipv4) for (const targetIp of v4) push(arpRequest({ mac: t.mac, ip, targetIp }));
-      for (const ip of t.ipv6) for (const target of v6) push(neighborSolicitation({ mac: t.mac, ip, target }));
+    for (const { index, name, mac, ipv4, ipv6, gateways } of this.targets) {
+      const push = (frame: Buffer): void => void out.push({ index, name, frame });
+      for (const ip of ipv4) for (const targetIp of gateways.ipv4) push(arpRequest({ mac, ip, targetIp }));
+      for (const ip of ipv6) for (const target of gateways.ipv6) push(neighborSolicitation({ mac, ip, target }));
     }
     return out;
   }

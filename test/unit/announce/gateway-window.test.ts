@@ -85,13 +85,6 @@ describe('GatewayWindow.requests', () => {
     expect(new GatewayWindow([none], 1000, 0).requests()).toEqual([]);
     expect(new GatewayWindow([], 1000, 0).requests()).toEqual([]);
   });
-
-  it('asks again only the gateways not answered yet', () => {
-    const window = new GatewayWindow([eth0], 1000, 0);
-    window.receive(2, reply(GW_MAC, V4.gw, V4.pod), 10);
-    window.receive(2, na({ target: V6.gw, solicited: true, tll: GW_MAC }), 10);
-    expect(window.requests().map((f) => f.frame.subarray(38, 42).toString('hex'))).toEqual([V4.gw2, V4.gw2]);
-  });
 });
 
 describe('GatewayWindow: answers', () => {
