@@ -22,7 +22,7 @@ import {
   StateError,
 } from './errors';
 import { firstRound, type AddClock, type AddGatewayCheck, type FirstRound } from './first-round';
-import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
+import { describeVerdict } from './gateway-verdict';
 import type { RecordMemory } from './record-memory';
 import { totalFrames } from './round';
 import { openSession, type PodSession } from './session';
@@ -79,8 +79,10 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
   let done: InPod | undefined;
   try {
     done = await inPod(deps, job, record, clock);
-    if (done.first.later) record.job = done.first.later;
-    if (worthKeeping(done.first.gateway)) record.gateway = done.first.gateway;
+    const { later, gateway } = done.first;
+    if (later) record.job = later;
+    // The verdict goes into the record (and status), unless the check is off or nothing is routed.
+    if (gateway && gateway.result !== 'off' && gateway.result !== 'no-gateway') record.gateway = gateway;
     if (record.job || record.gateway || record.originalMacs.length > 0) {
       deps.gate.acting();
       persist(job.stateDir, record, deps.written);
@@ -134,29 +136,22 @@ async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRec
   const { plan } = job;
   const names = plan.interfaces.map((i) => i.name);
   const session = openSession(deps, job.netns, names, plan.hostPeerNames);
+  let macs: Map<number, string> | undefined;
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
-    const macs = applyTargetMacs(deps, job, session, record);
-    try {
-      const first = await firstRound(deps, job, session, clock);
-      requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
-      return { first, macs, session };
-    } catch (err) {
-      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
-      // gone: ADD fails for it, so the pod keeps its own MAC too.
-      if (err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError)
-        restoreRecordedMacs(session, record, deps.log);
-      throw err;
-    }
+    macs = applyTargetMacs(deps, job, session, record);
+    const first = await firstRound(deps, job, session, clock);
+    requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
+    return { first, macs, session };
   } catch (err) {
+    // Once the MACs are set: an address conflict under conflictCheck fail means nothing was announced, so the pod
+    // keeps its own MAC. A caller gone (or a gateway silent under require): ADD fails, so the pod keeps its own MAC too.
+    const undone =
+      err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError;
+    if (macs && undone) restoreRecordedMacs(session, record, deps.log);
     closePod(deps, session);
     throw err;
   }
-}
-
-/** Whether a verdict goes into the record (and status): not when the check is off or nothing is routed. */
-function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVerdict {
-  return verdict !== undefined && verdict.result !== 'off' && verdict.result !== 'no-gateway';
 }
 
 /**
