@@ -13,9 +13,6 @@ export interface FrameBudget {
   take(frames: number, now: number, onCredit?: boolean): Taken;
 }
 
-/** Which rounds draw: round 1s (`first`, never dropped) go before `later` rounds. */
-export type Rounds = 'first' | 'later';
-
 /** The node's budget: round 1s (`first`, never dropped) go before `later` rounds. */
 export interface NodeBudget {
   first: FrameBudget;
@@ -33,7 +30,7 @@ export class NodeFrameBudget implements NodeBudget {
   constructor(private readonly limit: () => RateLimit | undefined) {}
 
   /** Takes, or leaves the bucket as a held-back round 1 finds it. */
-  private take(rounds: Rounds, frames: number, now: number, onCredit: boolean): Taken {
+  private take(rounds: keyof NodeBudget, frames: number, now: number, onCredit: boolean): Taken {
     const limit = this.limit();
     if (!limit) return { ok: true };
     const next = onCredit

@@ -78,14 +78,18 @@ export function describeConflict(c: AddressConflict): string {
   return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
 }
 
-/** `interfaces` (a job's) without the IPv4 addresses that conflict on them: later rounds leave those out too. */
-export function dropConflicting<T extends { name: string; ipv4: readonly string[] }>(
+/**
+ * `interfaces` (a job's, as text, or a round's inputs, as bytes) without the IPv4 addresses that conflict on them:
+ * later rounds leave those out too, and they never ask a gateway.
+ */
+export function dropConflicting<T extends { name: string; ipv4: readonly (string | Uint8Array)[] }>(
   interfaces: readonly T[],
   conflicts: readonly AddressConflict[],
 ): T[] {
+  const text = (ip: string | Uint8Array): string => (typeof ip === 'string' ? canonicalIP(ip) : ip.join('.'));
   return interfaces.map((i) => ({
     ...i,
-    ipv4: i.ipv4.filter((text) => !conflicts.some((c) => c.interface === i.name && c.address === canonicalIP(text))),
+    ipv4: i.ipv4.filter((ip) => !conflicts.some((c) => c.interface === i.name && c.address === text(ip))),
   }));
 }
 
@@ -95,7 +99,8 @@ export class ConflictProbe {
   private readonly dueTimes: number[];
   private sent = 0;
   private readonly found = new Map<string, AddressConflict>();
-  private readonly addressCount: number;
+  /** How many addresses the window probes. */
+  readonly addressCount: number;
 
   /**
    * A window from `startMs`: probe k of `probes` is due at k × probeMs / probes; it ends after probeMs, or once every
@@ -104,7 +109,7 @@ export class ConflictProbe {
   constructor(
     private readonly targets: readonly ProbeTarget[],
     private readonly ownMacs: readonly Uint8Array[],
-    settings: ProbeSettings,
+    readonly settings: ProbeSettings,
     startMs: number,
     private readonly stopAtFirst = false,
   ) {
@@ -175,8 +180,6 @@ export class SteppedPodProbe {
     private readonly session: PodSession,
     private readonly receivers: FrameReceiver[],
     private readonly probe: ConflictProbe,
-    /** What finish() logs: how many addresses were probed, with how many probes. */
-    private readonly size: { addresses: number; probes: number },
   ) {}
 
   /**
@@ -199,8 +202,7 @@ export class SteppedPodProbe {
     const indexes = targets.map((t) => t.index);
     const receivers = deps.open.receivers(netns, indexes, ETHERTYPE_ARP);
     const probe = new ConflictProbe(targets, ownMacs, settings, now, stopAtFirst);
-    const addresses = targets.reduce((n, t) => n + t.ipv4.length, 0);
-    return new SteppedPodProbe(deps, session, receivers, probe, { addresses, probes: settings.probes });
+    return new SteppedPodProbe(deps, session, receivers, probe);
   }
 
   /** The receivers' fds, for the caller's poll. */
@@ -227,7 +229,8 @@ export class SteppedPodProbe {
   finish(): AddressConflict[] {
     const conflicts = this.probe.conflicts();
     this.close();
-    this.deps.log.debug('conflict probe done', { ...this.size, conflicts: conflicts.length });
+    const { addressCount: addresses, settings } = this.probe;
+    this.deps.log.debug('conflict probe done', { addresses, probes: settings.probes, conflicts: conflicts.length });
     return conflicts;
   }
 

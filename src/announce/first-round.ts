@@ -131,7 +131,7 @@ async function sendReady(
     frames: totalFrames(sent),
     ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]),
   });
-  const gateway = await gatewayOnAdd(deps, job, session, inputsWithout(inputs, conflicts), firstRoundAt);
+  const gateway = await gatewayOnAdd(deps, job, session, dropConflicting(inputs, conflicts), firstRoundAt);
   // Later rounds leave out what the probe found in use, too.
   const interfaces = dropConflicting(base.interfaces, conflicts);
   const report = { sent, conflicts: conflicts.length, gateway };
@@ -166,8 +166,8 @@ function announceable(
 }
 
 /**
- * Probes the IPv4 addresses of round 1 (`frames`) before they are announced; returns what is left to send, and the
- * addresses left out.
+ * Probes the IPv4 addresses of round 1 (`frames`) before they are announced, in one window stepped to its end (waiting
+ * on its receivers, or for its next probe, between steps); returns what is left to send, and the addresses left out.
  * - fail: the first conflict ends the window and fails ADD (AddressConflictError,
  *   naming the address, the other host's MAC and the interface). Nothing is sent.
  * - warn: each conflicting address is logged and left out; the rest is sent.
@@ -182,10 +182,19 @@ async function checkConflictsOnAdd(
   check: ConflictCheckJob,
 ): Promise<{ frames: OutgoingFrame[]; conflicts: AddressConflict[] }> {
   requireWanted(deps, 'the conflict probe');
+  const { timers } = deps;
+  let probe: SteppedPodProbe | undefined;
   let conflicts: AddressConflict[];
   try {
-    conflicts = await probeWindow(deps, session, netns, frames, check);
+    probe = SteppedPodProbe.start(deps, session, netns, frames, check, timers.now(), check.action === 'fail');
+    let now = timers.now();
+    while (probe && !probe.step(now)) {
+      await deps.waits.readable(probe.fds(), probe.wakeAt(now) - now);
+      now = timers.now();
+    }
+    conflicts = probe?.finish() ?? [];
   } catch (err) {
+    probe?.close();
     // A command stopped in the probe's wait goes no further.
     if (check.action === 'fail' || err instanceof NotWantedError) throw err;
     deps.log.error('conflict probe failed: announcing without it', { error: err });
@@ -200,31 +209,6 @@ async function checkConflictsOnAdd(
     });
   }
   return { frames: withoutConflicts(frames, conflicts), conflicts };
-}
-
-/**
- * Steps one window (under fail, to its first conflict) to its end, waiting on its receivers (or for its next probe)
- * between steps; the receivers are released whatever happens.
- */
-async function probeWindow(
-  deps: AttachmentCommand,
-  session: PodSession,
-  netns: string,
-  frames: readonly OutgoingFrame[],
-  check: ConflictCheckJob,
-): Promise<AddressConflict[]> {
-  const { timers } = deps;
-  const probe = SteppedPodProbe.start(deps, session, netns, frames, check, timers.now(), check.action === 'fail');
-  if (!probe) return [];
-  try {
-    for (;;) {
-      const now = timers.now();
-      if (probe.step(now)) return probe.finish();
-      await deps.waits.readable(probe.fds(), probe.wakeAt(now) - now);
-    }
-  } finally {
-    probe.close();
-  }
 }
 
 /** What the check does: nothing, ask and report, or ask and make ADD wait for (and fail without) an answer. */
@@ -298,14 +282,6 @@ async function gatewayOnAdd(
   } finally {
     for (const fd of releaseAsk(ask)) deps.closeInBackground(fd);
   }
-}
-
-/** `inputs` without the IPv4 addresses the conflict probe left out: they never ask. */
-function inputsWithout(inputs: readonly RoundInput[], conflicts: readonly AddressConflict[]): RoundInput[] {
-  return inputs.map((input) => ({
-    ...input,
-    ipv4: input.ipv4.filter((ip) => !conflicts.some((c) => c.interface === input.name && c.address === ip.join('.'))),
-  }));
 }
 
 /**
