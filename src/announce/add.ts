@@ -145,7 +145,7 @@ async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRec
     return { first, macs, session };
   } catch (err) {
     // Once the MACs are set: an address conflict under conflictCheck fail means nothing was announced, so the pod
-    // keeps its own MAC. A caller gone (or a gateway silent under require): ADD fails, so the pod keeps its own MAC too.
+    // keeps its own MAC. A caller gone (or a gateway silent under require): ADD fails, so the pod keeps it too.
     const undone =
       err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError;
     if (macs && undone) restoreRecordedMacs(session, record, deps.log);
