@@ -13,9 +13,8 @@ import { arpProbe, classifyArp, parseArp, type ConflictKind } from '../wire/arp'
 import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
 import type { CommandContext } from './context';
-import type { RoundInput } from './readiness';
 import { sendEach, type OutgoingFrame } from './round';
-import type { PodSession } from './session';
+import type { PodSession, RoundInput } from './session';
 
 /** How long to listen, and how many probes to send meanwhile. */
 export interface ProbeSettings {

@@ -22,10 +22,8 @@ import { LOCK_GRACE_MS, requireWanted, type FirstRoundReport } from './context';
 import { AddressConflictError, GatewayUnansweredError, InterfaceMissingError, NotWantedError } from './errors';
 import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from './gateway-ask';
 import { afterWindow, firstVerdict, OFF_VERDICT, type GatewayVerdict } from './gateway-verdict';
-import type { ResolvedInterface } from './pod-interface';
-import type { RoundInput } from './readiness';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type OutgoingFrame } from './round';
-import { waitReady, type PodSession } from './session';
+import { waitReady, type PodSession, type ResolvedInterface, type RoundInput } from './session';
 
 /** What round 1 did (the report the table counts), and the job left for the background announcer. */
 export interface FirstRound extends FirstRoundReport {

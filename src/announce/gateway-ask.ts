@@ -15,9 +15,8 @@ import { ETHERTYPE_ARP, ETHERTYPE_IPV6, formatMac } from '../wire/ethernet';
 import { formatIPv6, ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { neighborSolicitation, parseNeighborAdvert } from '../wire/ndp';
 import type { GatewayReply, RoutedGateway } from './gateway-verdict';
-import type { RoundInput } from './readiness';
 import { sendEach, type OutgoingFrame } from './round';
-import type { SocketOpener } from './session';
+import type { RoundInput, SocketOpener } from './session';
 
 /** One pod interface to ask from: its MAC and good source addresses, and the gateways it routes through. */
 export interface GatewayTarget extends Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'> {

@@ -4,7 +4,7 @@ import { roundFrames } from '../plan';
 import type { PacketSocket } from '../sys/packet-socket';
 import type { ArpOp } from '../wire/arp';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
-import type { RoundInput } from './readiness';
+import type { RoundInput } from './session';
 
 /** Frames sent, by kind. */
 export interface FrameCounts {
