@@ -23,7 +23,7 @@ import { AddressConflictError, GatewayUnansweredError, InterfaceMissingError, No
 import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from './gateway-ask';
 import { afterWindow, firstVerdict, OFF_VERDICT, type GatewayVerdict } from './gateway-verdict';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type OutgoingFrame } from './round';
-import { waitReady, type PodSession, type ResolvedInterface, type RoundInput } from './session';
+import { waitReady, type PodSession, type PodTarget, type ResolvedInterface, type RoundInput } from './session';
 
 /** What round 1 did (the report the table counts), and the job left for the background announcer. */
 export interface FirstRound extends FirstRoundReport {
@@ -145,7 +145,7 @@ function announceable(
   plans: readonly InterfacePlan[],
   resolved: readonly ResolvedInterface[],
   log: Logger,
-): (InterfacePlan & { iface: ResolvedInterface })[] {
+): (InterfacePlan & PodTarget)[] {
   return plans.flatMap((p) => {
     const iface = resolved.find((r) => r.name === p.name)!;
     if (iface.ipvlanMode === 'l3' || iface.ipvlanMode === 'l3s') {

@@ -53,12 +53,10 @@ export const OFF_VERDICT: Readonly<GatewayVerdict> = { result: 'off', answered: 
  */
 export function afterWindow(verdict: GatewayVerdict, replies: readonly GatewayReply[], last: boolean): GatewayVerdict {
   const answered = [...verdict.answered];
-  for (const r of replies) {
-    if (!answered.some((a) => a.interface === r.interface && a.gateway === r.gateway)) answered.push(r);
-  }
-  const unanswered = verdict.unanswered.filter(
-    (g) => !answered.some((a) => a.interface === g.interface && a.gateway === g.gateway),
-  );
+  const isAnswered = (g: RoutedGateway): boolean =>
+    answered.some((a) => a.interface === g.interface && a.gateway === g.gateway);
+  for (const r of replies) if (!isAnswered(r)) answered.push(r);
+  const unanswered = verdict.unanswered.filter((g) => !isAnswered(g));
   const result = unanswered.length === 0 ? 'answered' : last ? 'no-answer' : 'pending';
   return { ...verdict, result, answered, unanswered, asks: verdict.asks + 1 };
 }

@@ -157,6 +157,9 @@ export interface AnnounceTarget {
   ipv6: readonly string[];
 }
 
+/** A target and its interface as found in the pod. */
+export type PodTarget = AnnounceTarget & { iface: ResolvedInterface };
+
 /** What one round sends for an interface: its current MAC and the addresses really on it. */
 export interface RoundInput {
   index: number;
@@ -235,7 +238,7 @@ export type ReadyOutcome = Exclude<Readiness, { kind: 'waiting' }> | { kind: 'ti
  */
 export async function waitReady(
   session: PodSession,
-  targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
+  targets: readonly PodTarget[],
   wait: { timeoutMs: number; timers: Timers; waits: Waits; onWait?: (reasons: readonly string[]) => void },
 ): Promise<ReadyOutcome> {
   const deadline = wait.timers.now() + wait.timeoutMs;
@@ -251,10 +254,7 @@ export async function waitReady(
 }
 
 /** Readiness of every target right now. */
-export function readiness(
-  session: PodSession,
-  targets: readonly (AnnounceTarget & { iface: ResolvedInterface })[],
-): Readiness {
+export function readiness(session: PodSession, targets: readonly PodTarget[]): Readiness {
   const inputs: RoundInput[] = [];
   const reasons: string[] = [];
   for (const t of targets) {

@@ -112,10 +112,8 @@ export function writeRecord(stateDir: string, record: AttachmentRecord, memory: 
 export function listRecords(stateDir: string): { file: string; read: RecordRead }[] {
   return stateEntries(stateDir)
     .filter((n) => stateEntryKind(n) === 'record')
-    .map((n) => {
-      const file = join(stateDir, n);
-      return { file, read: readRecordFile(file) };
-    });
+    .map((n) => join(stateDir, n))
+    .map((file) => ({ file, read: readRecordFile(file) }));
 }
 
 /** The names in stateDir; none when it does not exist or cannot be read. */
