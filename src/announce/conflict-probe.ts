@@ -112,11 +112,9 @@ export class ConflictProbe {
     startMs: number,
     private readonly stopAtFirst = false,
   ) {
-    this.end = startMs + settings.probeMs;
-    this.dueTimes = Array.from(
-      { length: settings.probes },
-      (_, k) => startMs + (k * settings.probeMs) / settings.probes,
-    );
+    const { probeMs, probes } = settings;
+    this.end = startMs + probeMs;
+    this.dueTimes = Array.from({ length: probes }, (_, k) => startMs + (k * probeMs) / probes);
     this.addressCount = targets.reduce((n, t) => n + t.ipv4.length, 0);
   }
 

@@ -8,7 +8,8 @@
 import type { Logger } from '../log';
 import type { InterfacePlan } from '../plan';
 import { canonicalIP, formatIPv6 } from '../wire/ip';
-import { AF_INET, AF_INET6, type RouteEntry } from '../wire/rtnetlink';
+import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
+import type { Rtnl } from '../sys/rtnl';
 import type { AddJob, AttachmentCommand } from './add';
 import type { BackgroundJob, ConflictCheckJob, GatewayCheckJob } from './background-job';
 import {
@@ -58,10 +59,7 @@ export async function firstRound(
   if (plan.schedule.length === 0) return NOTHING;
   const targets = announceable(plan.interfaces, session.interfaces, log);
   if (targets.length === 0) return NOTHING;
-  // The pod's routes of both families, for the check (none read when it is off).
-  const rtnl = session.pod.rtnl;
-  const routes = gatewayCheck.mode === 'off' ? [] : [...rtnl.routes(AF_INET), ...rtnl.routes(AF_INET6)];
-  const job = { ...added, gatewayCheck: withPodRoutes(gatewayCheck, routes, targets) };
+  const job = { ...added, gatewayCheck: withPodRoutes(gatewayCheck, session.pod.rtnl, targets) };
   const { windowMs, gateways } = job.gatewayCheck;
   const timeoutMs = Math.min(addWaitMs, readyTimeoutMs);
   const onWait = (reasons: readonly string[]): void =>
@@ -218,19 +216,19 @@ export interface AddGatewayCheck extends GatewayCheckJob {
 }
 
 /**
- * `check` with the next hops of the pod's `routes` on each interface added (a route's RTA_GATEWAY leaving through its
- * RTA_OIF), in a family the interface announces, each gateway once; unchanged when the check is off. prevResult's
- * routes are what the main plugin said; the kernel's table is what the pod really does, and a plugin may have added
- * routes it did not report (a next hop per link).
+ * `check` with the next hops in the pod's routing table (`pod`, both families) on each interface added (a route's
+ * RTA_GATEWAY leaving through its RTA_OIF), in a family the interface announces, each gateway once; unchanged (the
+ * table not read) when the check is off. prevResult's routes are what the main plugin said; the kernel's table is what
+ * the pod really does, and a plugin may have added routes it did not report (a next hop per link).
  */
 export function withPodRoutes(
   check: AddGatewayCheck,
-  routes: readonly RouteEntry[],
+  pod: Pick<Rtnl, 'routes'>,
   interfaces: readonly { name: string; iface: { index: number }; ipv4: readonly string[]; ipv6: readonly string[] }[],
 ): AddGatewayCheck {
   if (check.mode === 'off') return check;
   const gateways = [...check.gateways];
-  for (const route of routes) {
+  for (const route of [...pod.routes(AF_INET), ...pod.routes(AF_INET6)]) {
     const iface = interfaces.find((i) => i.iface.index === route.oif);
     if (!iface || !route.gateway) continue;
     const v4 = route.gateway.length === 4;

@@ -51,12 +51,8 @@ export class NodeWatch {
     this.mac = parseMac(pod.mac);
     this.watched = [...new Set(pod.addresses.map(canonicalIP))].map((address) => {
       const v4 = ipFamily(address) === 4;
-      return {
-        address,
-        family: v4 ? AF_INET : AF_INET6,
-        bytes: v4 ? parseIPv4(address) : parseIPv6(address),
-        held: undefined,
-      };
+      const bytes = v4 ? parseIPv4(address) : parseIPv6(address);
+      return { address, family: v4 ? AF_INET : AF_INET6, bytes, held: undefined };
     });
   }
 
@@ -77,12 +73,9 @@ export class NodeWatch {
     const port = this.pod.portName;
     const elsewhere = this.last && this.last.ifindex !== this.pod.portIndex ? [this.last.name] : [];
     const others = this.others.size > 0 ? [...this.others.values()] : elsewhere;
-    const fdb: NodeVerdict['fdb'] =
-      others.length > 0
-        ? { kind: 'duplicate', port, others }
-        : this.seenOnOwnPort
-          ? { kind: 'converged', port }
-          : { kind: 'not-learned' };
+    let fdb: NodeVerdict['fdb'] = { kind: 'not-learned' };
+    if (others.length > 0) fdb = { kind: 'duplicate', port, others };
+    else if (this.seenOnOwnPort) fdb = { kind: 'converged', port };
     const neighbours = this.watched.map(({ address, held }): NodeVerdict['neighbours'][number] => {
       if (!held) return { address, kind: 'absent' };
       if (held.equals(this.mac)) return { address, kind: 'converged' };
