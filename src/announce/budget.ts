@@ -36,12 +36,9 @@ export class NodeFrameBudget implements NodeBudget {
     const next = onCredit
       ? { ok: true as const, bucket: takeOnCredit(this.bucket, limit, frames, now) }
       : (rounds === 'first' ? tryTake : tryTakeLater)(this.bucket, limit, frames, now);
-    if (!next.ok) {
-      if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
-      return next;
-    }
-    this.bucket = next.bucket;
-    return { ok: true };
+    if (next.ok) this.bucket = next.bucket;
+    else if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
+    return next.ok ? { ok: true } : next;
   }
 }
 
