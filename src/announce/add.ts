@@ -83,13 +83,11 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
     if (later) record.job = later;
     // The verdict goes into the record (and status), unless the check is off or nothing is routed.
     if (gateway && gateway.result !== 'off' && gateway.result !== 'no-gateway') record.gateway = gateway;
-    if (record.job || record.gateway || record.originalMacs.length > 0) {
-      deps.gate.acting();
-      persist(job.stateDir, record, deps.written);
-    } else if (previous) {
-      deps.gate.acting();
-      unpersist(file, deps.written);
-    }
+    // A record with nothing left to keep goes; none is written for an attachment that never had one.
+    const keep = record.job || record.gateway || record.originalMacs.length > 0;
+    if (keep || previous) deps.gate.acting();
+    if (keep) persist(job.stateDir, record, deps.written);
+    else if (previous) unpersist(file, deps.written);
   } catch (err) {
     if (done) closePod(deps, done.session);
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);

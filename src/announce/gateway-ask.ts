@@ -202,9 +202,7 @@ export function readAsk(libc: Libc, ask: OpenAsk, now: number): void {
 /** The ask's answers, each timed from round 1 (`firstRoundAt`, boot ms). */
 export function askReplies(ask: OpenAsk, firstRoundAt: number): GatewayReply[] {
   return ask.window.answers().map((a) => ({
-    interface: a.interface,
-    gateway: a.gateway,
-    mac: a.mac,
+    ...a,
     afterMs: Math.max(0, Math.round(ask.startedAt + a.afterMs - firstRoundAt)),
   }));
 }
