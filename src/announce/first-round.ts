@@ -79,7 +79,7 @@ export async function firstRound(
     case 'gone':
       throw new InterfaceMissingError([outcome.name], job.netns, true);
     case 'ready':
-      return sendReady(deps, job, session, outcome.inputs, base, clock.lockedAt);
+      return new RoundOne(deps, job, session).send(outcome.inputs, base, clock.lockedAt);
     case 'timeout':
       if (readyTimeoutMs <= addWaitMs) {
         log.warn('pod not ready in time: not announcing', { waitedMs: readyTimeoutMs, waitingFor: outcome.reasons });
@@ -93,49 +93,6 @@ export async function firstRound(
         log.warn('gatewayCheck require acts as report: the pod was not ready within addWaitMs', { addWaitMs });
       return { sent: NO_FRAMES, later: base };
   }
-}
-
-/**
- * The pod is ready: probes (conflictCheck), sends round 1, and leaves the later rounds (without conflicting addresses)
- * as `base`'s job.
- */
-async function sendReady(
-  deps: AttachmentCommand,
-  job: AddJob,
-  session: PodSession,
-  inputs: RoundInput[],
-  base: BackgroundJob,
-  lockedAt: number,
-): Promise<FirstRound> {
-  const { log, timers } = deps;
-  const { plan, addWaitMs } = job;
-  const round = buildRound(inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
-  const { frames, conflicts } = job.conflictCheck
-    ? await checkConflictsOnAdd(deps, session, job.netns, round, job.conflictCheck)
-    : { frames: round, conflicts: [] };
-  // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
-  // command waiting for this attachment's lock would give up on it.
-  const deadline = Math.min(timers.now() + addWaitMs, lockedAt + addWaitMs + LOCK_GRACE_MS / 2);
-  const sent = await sendWithinBudget(deps, frames.length, deadline, 'round 1', () => {
-    requireWanted(deps, 'round 1');
-    return sendFrames(session.pod.packet, frames, log);
-  });
-  const firstRoundAt = timers.bootMs();
-  log.info('announced', {
-    round: 1,
-    of: plan.schedule.length,
-    frames: totalFrames(sent),
-    ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]),
-  });
-  const gateway = await gatewayOnAdd(deps, job, session, dropConflicting(inputs, conflicts), firstRoundAt);
-  // Later rounds leave out what the probe found in use, too.
-  const interfaces = dropConflicting(base.interfaces, conflicts);
-  const report = { sent, conflicts: conflicts.length, gateway };
-  // A check with a routed gateway leaves a job: its asks and the node-local proof after round 1 run in the announcer.
-  const more =
-    (plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0)) ||
-    base.gatewayCheck !== undefined;
-  return more ? { ...report, later: { ...base, interfaces, conflicts: conflicts.length, firstRoundAt } } : report;
 }
 
 /** Interfaces worth waiting for: those with addresses, on links where L2 neighbours exist. */
@@ -161,58 +118,10 @@ function announceable(
   });
 }
 
-/**
- * Probes the IPv4 addresses of round 1 (`frames`) before they are announced, in one window stepped to its end (waiting
- * on its receivers, or for its next probe, between steps); returns what is left to send, and the addresses left out.
- * - fail: the first conflict ends the window and fails ADD (AddressConflictError,
- *   naming the address, the other host's MAC and the interface). Nothing is sent.
- * - warn: each conflicting address is logged and left out; the rest is sent.
- * A probe that cannot run fails ADD under fail (with its own error) and is
- * logged under warn, where the round goes out unprobed.
- */
-async function checkConflictsOnAdd(
-  deps: AttachmentCommand,
-  session: PodSession,
-  netns: string,
-  frames: OutgoingFrame[],
-  check: ConflictCheckJob,
-): Promise<{ frames: OutgoingFrame[]; conflicts: AddressConflict[] }> {
-  requireWanted(deps, 'the conflict probe');
-  const { timers } = deps;
-  let probe: SteppedPodProbe | undefined;
-  let conflicts: AddressConflict[];
-  try {
-    probe = SteppedPodProbe.start(deps, session, netns, frames, check, timers.now(), check.action === 'fail');
-    let now = timers.now();
-    while (probe && !probe.step(now)) {
-      await deps.waits.readable(probe.fds(), probe.wakeAt(now) - now);
-      now = timers.now();
-    }
-    conflicts = probe?.finish() ?? [];
-  } catch (err) {
-    probe?.close();
-    // A command stopped in the probe's wait goes no further.
-    if (check.action === 'fail' || err instanceof NotWantedError) throw err;
-    deps.log.error('conflict probe failed: announcing without it', { error: err });
-    return { frames, conflicts: [] };
-  }
-  if (conflicts.length > 0 && check.action === 'fail') throw new AddressConflictError(conflicts);
-  for (const c of conflicts) {
-    deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
-      address: c.address,
-      mac: c.mac,
-      interface: c.interface,
-    });
-  }
-  return { frames: withoutConflicts(frames, conflicts), conflicts };
-}
-
-/** What the check does: nothing, ask and report, or ask and make ADD wait for (and fail without) an answer. */
-export type GatewayCheckMode = 'off' | 'report' | 'require';
-
 /** How an ADD checks its gateways: the mode, the window of one ask, and the routed gateways of its interfaces. */
 export interface AddGatewayCheck extends GatewayCheckJob {
-  mode: GatewayCheckMode;
+  /** Nothing, ask and report, or ask and make ADD wait for (and fail without) an answer. */
+  mode: 'off' | 'report' | 'require';
 }
 
 /**
@@ -240,64 +149,145 @@ export function withPodRoutes(
   return { ...check, gateways };
 }
 
-/**
- * The check after round 1 went out at `firstRoundAt` (boot ms) from `inputs`: its verdict (`pending` under report: the
- * announcer asks at once). Under require, a gateway that does not answer within the window fails ADD
- * (GatewayUnansweredError).
- */
-async function gatewayOnAdd(
-  deps: AttachmentCommand,
-  job: AddJob,
-  session: PodSession,
-  inputs: readonly RoundInput[],
-  firstRoundAt: number,
-): Promise<GatewayVerdict> {
-  const check = job.gatewayCheck;
-  if (check.mode === 'off') return OFF_VERDICT;
-  const verdict = firstVerdict(check.gateways);
-  if (verdict.result !== 'pending' || check.mode === 'report') return verdict;
-  requireWanted(deps, 'the gateway check');
-  const startedAt = deps.timers.bootMs();
-  const ask = openAsk(deps.open, job.netns, gatewayTargets(inputs, check.gateways), check.windowMs, startedAt);
-  if (!ask) throw new GatewayUnansweredError(verdict.unanswered, 'no pod address could ask it');
-  try {
-    const deadline = deps.timers.now() + check.windowMs;
-    const sent = await sendWithinBudget(deps, ask.requests.length, deadline, 'the gateway check', () =>
-      sendAsk(session.pod.packet, ask, deps.log),
-    );
-    for (;;) {
-      const now = deps.timers.bootMs();
-      readAsk(deps.libc, ask, now);
-      if (ask.window.finished(now)) break;
-      await deps.waits.readable(askFds(ask), ask.window.waitMs(now));
-    }
-    const checked = afterWindow(verdict, askReplies(ask, firstRoundAt), true);
-    if (checked.result === 'answered') return checked;
-    const what = `${sent} requests sent, no answer within ${check.windowMs} ms`;
-    throw new GatewayUnansweredError(checked.unanswered, what);
-  } finally {
-    for (const fd of releaseAsk(ask)) deps.closeInBackground(fd);
-  }
-}
+/** Round 1 of one ADD, once its pod is ready: `job` carries the gateway check with the pod's routes. */
+class RoundOne {
+  constructor(
+    private readonly deps: AttachmentCommand,
+    private readonly job: AddJob,
+    private readonly session: PodSession,
+  ) {}
 
-/**
- * Sends `frames` frames through `send` once the node-wide budget has them, waiting until `deadline` (monotonic ms) at
- * the latest, then on credit: what ADD sends is never dropped. `what` names it in the log.
- */
-async function sendWithinBudget<T>(
-  deps: AttachmentCommand,
-  frames: number,
-  deadline: number,
-  what: string,
-  send: () => T,
-): Promise<T> {
-  let waited = false;
-  for (;;) {
-    const now = deps.timers.now();
-    const taken = deps.frameBudget.take(frames, deps.timers.bootMs(), now >= deadline);
-    if (taken.ok) return send();
-    if (!waited) deps.log.info(`node-wide rate limit: ${what} waits its turn`, { waitMs: taken.waitMs });
-    waited = true;
-    await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
+  /**
+   * Probes (conflictCheck), sends round 1, and leaves the later rounds (without conflicting addresses) as `base`'s
+   * job.
+   */
+  async send(inputs: RoundInput[], base: BackgroundJob, lockedAt: number): Promise<FirstRound> {
+    const { deps, job, session } = this;
+    const { log, timers } = deps;
+    const { plan, addWaitMs } = job;
+    const round = buildRound(inputs, plan.arpOps, session.pod.ipv6Forwarding, log);
+    const { frames, conflicts } = job.conflictCheck
+      ? await this.checkConflicts(round, job.conflictCheck)
+      : { frames: round, conflicts: [] };
+    // The wait for tokens counts from readiness, but ends (round 1 goes on credit) well before a
+    // command waiting for this attachment's lock would give up on it.
+    const deadline = Math.min(timers.now() + addWaitMs, lockedAt + addWaitMs + LOCK_GRACE_MS / 2);
+    const sent = await this.withinBudget(frames.length, deadline, 'round 1', () => {
+      requireWanted(deps, 'round 1');
+      return sendFrames(session.pod.packet, frames, log);
+    });
+    const firstRoundAt = timers.bootMs();
+    log.info('announced', {
+      round: 1,
+      of: plan.schedule.length,
+      frames: totalFrames(sent),
+      ips: base.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]),
+    });
+    const gateway = await this.askGateways(dropConflicting(inputs, conflicts), firstRoundAt);
+    // Later rounds leave out what the probe found in use, too.
+    const interfaces = dropConflicting(base.interfaces, conflicts);
+    const report = { sent, conflicts: conflicts.length, gateway };
+    // A check with a routed gateway leaves a job: its asks and the node-local proof after round 1 run in the announcer.
+    const more =
+      (plan.schedule.length > 1 && interfaces.some((i) => i.ipv4.length + i.ipv6.length > 0)) ||
+      base.gatewayCheck !== undefined;
+    return more ? { ...report, later: { ...base, interfaces, conflicts: conflicts.length, firstRoundAt } } : report;
+  }
+
+  /**
+   * Probes the IPv4 addresses of round 1 (`frames`) before they are announced, in one window stepped to its end
+   * (waiting on its receivers, or for its next probe, between steps); returns what is left to send, and the addresses
+   * left out.
+   * - fail: the first conflict ends the window and fails ADD (AddressConflictError,
+   *   naming the address, the other host's MAC and the interface). Nothing is sent.
+   * - warn: each conflicting address is logged and left out; the rest is sent.
+   * A probe that cannot run fails ADD under fail (with its own error) and is
+   * logged under warn, where the round goes out unprobed.
+   */
+  private async checkConflicts(
+    frames: OutgoingFrame[],
+    check: ConflictCheckJob,
+  ): Promise<{ frames: OutgoingFrame[]; conflicts: AddressConflict[] }> {
+    const { deps, job, session } = this;
+    requireWanted(deps, 'the conflict probe');
+    const { timers } = deps;
+    let probe: SteppedPodProbe | undefined;
+    let conflicts: AddressConflict[];
+    try {
+      probe = SteppedPodProbe.start(deps, session, job.netns, frames, check, timers.now(), check.action === 'fail');
+      let now = timers.now();
+      while (probe && !probe.step(now)) {
+        await deps.waits.readable(probe.fds(), probe.wakeAt(now) - now);
+        now = timers.now();
+      }
+      conflicts = probe?.finish() ?? [];
+    } catch (err) {
+      probe?.close();
+      // A command stopped in the probe's wait goes no further.
+      if (check.action === 'fail' || err instanceof NotWantedError) throw err;
+      deps.log.error('conflict probe failed: announcing without it', { error: err });
+      return { frames, conflicts: [] };
+    }
+    if (conflicts.length > 0 && check.action === 'fail') throw new AddressConflictError(conflicts);
+    for (const c of conflicts) {
+      deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
+        address: c.address,
+        mac: c.mac,
+        interface: c.interface,
+      });
+    }
+    return { frames: withoutConflicts(frames, conflicts), conflicts };
+  }
+
+  /**
+   * The check after round 1 went out at `firstRoundAt` (boot ms) from `inputs`: its verdict (`pending` under report:
+   * the announcer asks at once). Under require, a gateway that does not answer within the window fails ADD
+   * (GatewayUnansweredError).
+   */
+  private async askGateways(inputs: readonly RoundInput[], firstRoundAt: number): Promise<GatewayVerdict> {
+    const { deps, job, session } = this;
+    const check = job.gatewayCheck;
+    if (check.mode === 'off') return OFF_VERDICT;
+    const verdict = firstVerdict(check.gateways);
+    if (verdict.result !== 'pending' || check.mode === 'report') return verdict;
+    requireWanted(deps, 'the gateway check');
+    const startedAt = deps.timers.bootMs();
+    const ask = openAsk(deps.open, job.netns, gatewayTargets(inputs, check.gateways), check.windowMs, startedAt);
+    if (!ask) throw new GatewayUnansweredError(verdict.unanswered, 'no pod address could ask it');
+    try {
+      const deadline = deps.timers.now() + check.windowMs;
+      const sent = await this.withinBudget(ask.requests.length, deadline, 'the gateway check', () =>
+        sendAsk(session.pod.packet, ask, deps.log),
+      );
+      for (;;) {
+        const now = deps.timers.bootMs();
+        readAsk(deps.libc, ask, now);
+        if (ask.window.finished(now)) break;
+        await deps.waits.readable(askFds(ask), ask.window.waitMs(now));
+      }
+      const checked = afterWindow(verdict, askReplies(ask, firstRoundAt), true);
+      if (checked.result === 'answered') return checked;
+      const what = `${sent} requests sent, no answer within ${check.windowMs} ms`;
+      throw new GatewayUnansweredError(checked.unanswered, what);
+    } finally {
+      for (const fd of releaseAsk(ask)) deps.closeInBackground(fd);
+    }
+  }
+
+  /**
+   * Sends `frames` frames through `send` once the node-wide budget has them, waiting until `deadline` (monotonic ms) at
+   * the latest, then on credit: what ADD sends is never dropped. `what` names it in the log.
+   */
+  private async withinBudget<T>(frames: number, deadline: number, what: string, send: () => T): Promise<T> {
+    const { deps } = this;
+    let waited = false;
+    for (;;) {
+      const now = deps.timers.now();
+      const taken = deps.frameBudget.take(frames, deps.timers.bootMs(), now >= deadline);
+      if (taken.ok) return send();
+      if (!waited) deps.log.info(`node-wide rate limit: ${what} waits its turn`, { waitMs: taken.waitMs });
+      waited = true;
+      await deps.timers.sleep(Math.min(taken.waitMs, Math.max(0, deadline - now)));
+    }
   }
 }

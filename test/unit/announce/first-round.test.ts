@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { AddJob } from '../../../src/announce/add';
 import { lockWaitMs, type Waits } from '../../../src/announce/context';
 import { AddressConflictError, GatewayUnansweredError } from '../../../src/announce/errors';
-import type { GatewayCheckMode } from '../../../src/announce/first-round';
+import type { AddGatewayCheck } from '../../../src/announce/first-round';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { parseArp } from '../../../src/wire/arp';
@@ -406,7 +406,9 @@ describe('the conflict probe before round 1', () => {
 describe("the gateway check's part after round 1", () => {
   const GW = { interface: 'eth0', gateway: '10.88.0.1' };
   const GW_MAC = Buffer.from('525400123456', 'hex');
-  const check = (mode: GatewayCheckMode, gateways = [GW]) => ({ gatewayCheck: { mode, windowMs: 500, gateways } });
+  const check = (mode: AddGatewayCheck['mode'], gateways = [GW]) => ({
+    gatewayCheck: { mode, windowMs: 500, gateways },
+  });
   const oneRound = { plan: plan({ schedule: [0] }) };
   /** The gateway's ARP reply to the pod's `to`. */
   const gatewayReply = (to = '10.88.0.5') => arpReply(GW_MAC, '10.88.0.1', POD_MAC, to);
