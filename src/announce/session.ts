@@ -37,20 +37,11 @@ export function resolveInterface(
 ): ResolvedInterface | undefined {
   const link = pod.linkByName(name);
   if (!link) return undefined;
-  return {
-    name,
-    index: link.index,
-    kind: link.kind,
-    ipvlanMode: link.ipvlanMode,
-    hostPeer: findHostPeer(link, host, hostNameHints),
-  };
+  const { index, kind, ipvlanMode } = link;
+  return { name, index, kind, ipvlanMode, hostPeer: findHostPeer(link, host, hostNameHints) };
 }
 
-function findHostPeer(
-  link: LinkInfo,
-  host: Rtnl,
-  hostNameHints: readonly string[],
-): { index: number; name: string } | undefined {
+function findHostPeer(link: LinkInfo, host: Rtnl, hostNameHints: readonly string[]): ResolvedInterface['hostPeer'] {
   if (link.kind !== 'veth' || link.linkIndex === undefined || link.linkNetnsid === undefined) return undefined;
   const isPeer = (h: LinkInfo | undefined): h is LinkInfo =>
     h !== undefined && h.kind === 'veth' && h.linkIndex === link.index && h.linkNetnsid !== undefined;
