@@ -4,7 +4,7 @@
 // runs inside the announcer's single-threaded loop: it never blocks it. Every wait on fds goes through `waits`, every
 // sleep through `timers`, and the sockets whose close is slow go to `closeInBackground`.
 import type { Logger } from '../log';
-import type { AnnouncePlan, InterfacePlan } from '../plan';
+import type { AnnouncePlan } from '../plan';
 import { basename } from '../path';
 import { sameFile } from '../sys/file-id';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
@@ -21,9 +21,8 @@ import {
   NotWantedError,
   StateError,
 } from './errors';
-import { firstRound, type AddClock, type FirstRound } from './first-round';
-import type { AddGatewayCheck } from './first-round';
-import { describeVerdict, type GatewayVerdict } from './gateway-verdict';
+import { firstRound, type AddClock, type AddGatewayCheck, type FirstRound } from './first-round';
+import { describeVerdict } from './gateway-verdict';
 import type { RecordMemory } from './record-memory';
 import { totalFrames } from './round';
 import { openSession, type PodSession } from './session';
@@ -34,11 +33,12 @@ export interface AttachmentCommand extends CommandContext {
   log: Logger;
 }
 
-/** The fields of an ADD that its background job carries as they are (conflictCheck absent: no probe before round 1). */
-type SharedWithJob = keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'conflictCheck';
-
-/** One attachment's ADD. */
-export interface AddJob extends Pick<BackgroundJob, SharedWithJob> {
+/**
+ * One attachment's ADD: the fields its background job carries as they are (conflictCheck absent: no probe before
+ * round 1), and its own.
+ */
+export interface AddJob
+  extends Pick<BackgroundJob, keyof AttachmentIds | 'pod' | 'logFile' | 'logLevel' | 'conflictCheck'> {
   stateDir: string;
   plan: AnnouncePlan;
   /** False when the attachment opted out: MACs are still applied, nothing is sent. */
@@ -79,15 +79,15 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
   let done: InPod | undefined;
   try {
     done = await inPod(deps, job, record, clock);
-    if (done.first.later) record.job = done.first.later;
-    if (worthKeeping(done.first.gateway)) record.gateway = done.first.gateway;
-    if (record.job || record.gateway || record.originalMacs.length > 0) {
-      deps.gate.acting();
-      persist(job.stateDir, record, deps.written);
-    } else if (previous) {
-      deps.gate.acting();
-      unpersist(file, deps.written);
-    }
+    const { later, gateway } = done.first;
+    if (later) record.job = later;
+    // The verdict goes into the record (and status), unless the check is off or nothing is routed.
+    if (gateway && gateway.result !== 'off' && gateway.result !== 'no-gateway') record.gateway = gateway;
+    // A record with nothing left to keep goes; none is written for an attachment that never had one.
+    const keep = record.job || record.gateway || record.originalMacs.length > 0;
+    if (keep || previous) deps.gate.acting();
+    if (keep) persist(job.stateDir, record, deps.written);
+    else if (previous) unpersist(file, deps.written);
   } catch (err) {
     if (done) closePod(deps, done.session);
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);
@@ -96,7 +96,7 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
     deps.table.cancel(name);
     throw err;
   }
-  handOver(deps, name, record, done.first, done.session);
+  handOver(deps, name, record, done);
   return done.macs;
 }
 
@@ -132,53 +132,32 @@ function freshRecord(job: AddJob, previous: AttachmentRecord | undefined, log: L
  */
 async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRecord, clock: AddClock): Promise<InPod> {
   const { plan } = job;
-  const session = openSession(
-    deps,
-    job.netns,
-    plan.interfaces.map((i) => i.name),
-    plan.hostPeerNames,
-  );
+  const names = plan.interfaces.map((i) => i.name);
+  const session = openSession(deps, job.netns, names, plan.hostPeerNames);
+  let macs: Map<number, string> | undefined;
   try {
     if (session.missing.length > 0) throw new InterfaceMissingError(session.missing, job.netns);
-    const macs = applyTargetMacs(session, plan.interfaces, record, deps.log, (original) => {
-      requireWanted(deps, 'setting MACs');
-      if (!original) return;
-      record.originalMacs.push(original);
-      persist(job.stateDir, record, deps.written);
-    });
-    try {
-      const first = await firstRound(deps, job, session, clock);
-      requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
-      return { first, macs, session };
-    } catch (err) {
-      // An address conflict under conflictCheck fail: nothing was announced, so the pod keeps its own MAC. A caller
-      // gone: ADD fails for it, so the pod keeps its own MAC too.
-      if (err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError)
-        restoreRecordedMacs(session, record, deps.log);
-      throw err;
-    }
+    macs = applyTargetMacs(deps, job, session, record);
+    const first = await firstRound(deps, job, session, clock);
+    requireWanted(deps, 'writing the record', totalFrames(first.sent), false);
+    return { first, macs, session };
   } catch (err) {
+    // Once the MACs are set: an address conflict under conflictCheck fail means nothing was announced, so the pod
+    // keeps its own MAC. A caller gone (or a gateway silent under require): ADD fails, so the pod keeps it too.
+    const undone =
+      err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError;
+    if (macs && undone) restoreRecordedMacs(session, record, deps.log);
     closePod(deps, session);
     throw err;
   }
-}
-
-/** Whether a verdict goes into the record (and status): not when the check is off or nothing is routed. */
-function worthKeeping(verdict: GatewayVerdict | undefined): verdict is GatewayVerdict {
-  return verdict !== undefined && verdict.result !== 'off' && verdict.result !== 'no-gateway';
 }
 
 /**
  * Hands the job left after round 1 (if any), what round 1 did, and the open session to the announcer's table of work;
  * closes the session unless the table keeps it.
  */
-function handOver(
-  deps: AttachmentCommand,
-  name: string,
-  record: AttachmentRecord,
-  first: FirstRound,
-  session: PodSession,
-): void {
+function handOver(deps: AttachmentCommand, name: string, record: AttachmentRecord, done: InPod): void {
+  const { first, session } = done;
   const report = { sent: first.sent, conflicts: first.conflicts, gateway: first.gateway };
   let kept = false;
   try {
@@ -192,7 +171,7 @@ function handOver(
 }
 
 /** Writes `record`; a StateError when it cannot. */
-export function persist(stateDir: string, record: AttachmentRecord, memory: RecordMemory): void {
+function persist(stateDir: string, record: AttachmentRecord, memory: RecordMemory): void {
   try {
     writeRecord(stateDir, record, memory);
   } catch (err) {
@@ -201,7 +180,7 @@ export function persist(stateDir: string, record: AttachmentRecord, memory: Reco
 }
 
 /** Removes the attachment's record; a StateError carrying the errno when it cannot. */
-export function unpersist(file: string, memory: RecordMemory): void {
+function unpersist(file: string, memory: RecordMemory): void {
   try {
     memory.forget(file);
     unlinkIfPresent(file);
@@ -211,12 +190,7 @@ export function unpersist(file: string, memory: RecordMemory): void {
 }
 
 /** Writes `record` on a failing ADD's way out (the original MACs must survive for DEL); a failure is logged. */
-export function writeRecordQuietly(
-  stateDir: string,
-  record: AttachmentRecord,
-  log: Logger,
-  memory: RecordMemory,
-): void {
+function writeRecordQuietly(stateDir: string, record: AttachmentRecord, log: Logger, memory: RecordMemory): void {
   try {
     writeRecord(stateDir, record, memory);
   } catch (err) {
@@ -225,19 +199,18 @@ export function writeRecordQuietly(
 }
 
 /**
- * Sets the target MACs of `interfaces` in the pod; `before` runs right before each change, with the interface's MAC
- * when `record` holds no original for it yet (record it first: a DEL after a crash mid-way can still restore it).
- * Returns the MACs by prevResult index.
+ * Sets the target MACs of the plan's interfaces in the pod, each interface's own MAC recorded first when `record` holds
+ * no original for it yet (a DEL after a crash mid-way can still restore it). Returns the MACs by prevResult index.
  */
-export function applyTargetMacs(
+function applyTargetMacs(
+  deps: AttachmentCommand,
+  job: AddJob,
   session: PodSession,
-  interfaces: readonly InterfacePlan[],
   record: AttachmentRecord,
-  log: Logger,
-  before: (original: { name: string; mac: string } | undefined) => void,
 ): Map<number, string> {
+  const { log } = deps;
   const macs = new Map<number, string>();
-  for (const plan of interfaces) {
+  for (const plan of job.plan.interfaces) {
     if (!plan.targetMac) continue;
     const iface = session.interfaces.find((i) => i.name === plan.name)!;
     if (iface.kind === 'ipvlan') {
@@ -251,8 +224,11 @@ export function applyTargetMacs(
     }
     const target = formatMac(plan.targetMac);
     if (!link.mac.equals(plan.targetMac)) {
-      const recorded = record.originalMacs.some((m) => m.name === plan.name);
-      before(recorded ? undefined : { name: plan.name, mac: formatMac(link.mac) });
+      requireWanted(deps, 'setting MACs');
+      if (!record.originalMacs.some((m) => m.name === plan.name)) {
+        record.originalMacs.push({ name: plan.name, mac: formatMac(link.mac) });
+        persist(job.stateDir, record, deps.written);
+      }
       session.pod.rtnl.setMac(iface.index, plan.targetMac);
       log.info('set IP-derived MAC', { interface: plan.name, from: formatMac(link.mac), to: target });
     }
@@ -265,7 +241,7 @@ export function applyTargetMacs(
  * Restores each MAC `record` says was replaced; restored ones leave record.originalMacs, the others stay (logged) for
  * DEL to retry.
  */
-export function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
+function restoreRecordedMacs(session: PodSession, record: AttachmentRecord, log: Logger): void {
   record.originalMacs = record.originalMacs.filter(({ name, mac }) => {
     const iface = session.interfaces.find((i) => i.name === name);
     if (!iface) return true;

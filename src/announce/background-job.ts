@@ -2,6 +2,7 @@
 import type { ArpOp } from '../wire/arp';
 import type { FileId } from '../sys/file-id';
 import type { LogLevel } from '../log';
+import type { ProbeSettings } from './conflict-probe';
 import type { RoutedGateway } from './gateway-verdict';
 
 /** Which attachment a record or a job is about. */
@@ -68,8 +69,6 @@ export interface GatewayCheckJob {
 }
 
 /** How a deferred round 1 probes for IPv4 conflicts (see conflict-probe.ts). */
-export interface ConflictCheckJob {
+export interface ConflictCheckJob extends ProbeSettings {
   action: 'warn' | 'fail';
-  probeMs: number;
-  probes: number;
 }

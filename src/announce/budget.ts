@@ -13,12 +13,6 @@ export interface FrameBudget {
   take(frames: number, now: number, onCredit?: boolean): Taken;
 }
 
-/** A budget that never limits (rateLimit off). */
-export const UNLIMITED: FrameBudget = { take: () => ({ ok: true }) };
-
-/** Which rounds draw: round 1s (`first`, never dropped) go before `later` rounds. */
-export type Rounds = 'first' | 'later';
-
 /** The node's budget: round 1s (`first`, never dropped) go before `later` rounds. */
 export interface NodeBudget {
   first: FrameBudget;
@@ -36,18 +30,15 @@ export class NodeFrameBudget implements NodeBudget {
   constructor(private readonly limit: () => RateLimit | undefined) {}
 
   /** Takes, or leaves the bucket as a held-back round 1 finds it. */
-  private take(rounds: Rounds, frames: number, now: number, onCredit: boolean): Taken {
+  private take(rounds: keyof NodeBudget, frames: number, now: number, onCredit: boolean): Taken {
     const limit = this.limit();
     if (!limit) return { ok: true };
     const next = onCredit
       ? { ok: true as const, bucket: takeOnCredit(this.bucket, limit, frames, now) }
       : (rounds === 'first' ? tryTake : tryTakeLater)(this.bucket, limit, frames, now);
-    if (!next.ok) {
-      if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
-      return next;
-    }
-    this.bucket = next.bucket;
-    return { ok: true };
+    if (next.ok) this.bucket = next.bucket;
+    else if (rounds === 'first') this.bucket = firstWaits(this.bucket, limit, now, next.waitMs);
+    return next.ok ? { ok: true } : next;
   }
 }
 
@@ -76,21 +67,17 @@ export function refill(bucket: TokenBucket | undefined, limit: RateLimit, now: n
   if (!bucket) return { tokens: limit.burst, atMs: now };
   const elapsed = Math.max(0, now - bucket.atMs);
   const tokens = Math.min(limit.burst, bucket.tokens + (elapsed * limit.framesPerSecond) / 1000);
-  return withFirstWait({ tokens, atMs: Math.max(now, bucket.atMs) }, bucket.firstWaitsUntil, now);
+  const refilled = { tokens, atMs: Math.max(now, bucket.atMs) };
+  // A round 1's wait that has not ended by `now` is kept.
+  const until = bucket.firstWaitsUntil;
+  return until !== undefined && until > now ? { ...refilled, firstWaitsUntil: until } : refilled;
 }
 
-/** `bucket` keeping a round 1's wait that has not ended by `now`. */
-function withFirstWait(bucket: TokenBucket, until: number | undefined, now: number): TokenBucket {
-  return until !== undefined && until > now ? { ...bucket, firstWaitsUntil: until } : bucket;
-}
+/** What a take leaves: the new bucket, or how long to wait until the frames are there. */
+export type Took = { ok: true; bucket: TokenBucket } | { ok: false; waitMs: number };
 
 /** Takes `frames` tokens: the new bucket, or how long to wait until they are there. */
-export function tryTake(
-  bucket: TokenBucket | undefined,
-  limit: RateLimit,
-  frames: number,
-  now: number,
-): { ok: true; bucket: TokenBucket } | { ok: false; waitMs: number } {
+export function tryTake(bucket: TokenBucket | undefined, limit: RateLimit, frames: number, now: number): Took {
   const full = refill(bucket, limit, now);
   // A round larger than the burst waits for a full bucket and then goes on credit.
   const needed = Math.min(frames, limit.burst);
@@ -99,12 +86,7 @@ export function tryTake(
 }
 
 /** tryTake for a later round: it waits while a round 1 waits. */
-export function tryTakeLater(
-  bucket: TokenBucket | undefined,
-  limit: RateLimit,
-  frames: number,
-  now: number,
-): { ok: true; bucket: TokenBucket } | { ok: false; waitMs: number } {
+export function tryTakeLater(bucket: TokenBucket | undefined, limit: RateLimit, frames: number, now: number): Took {
   const until = bucket?.firstWaitsUntil;
   if (until !== undefined && until > now) return { ok: false, waitMs: Math.ceil(until - now) };
   return tryTake(bucket, limit, frames, now);

@@ -3,13 +3,18 @@
 // window of probeMs, with `probes` ARP probes spread over it; whatever ARP
 // comes back on the pod's interfaces is classified. An address another host
 // answers for is never announced: announcing it would take that host's
-// traffic. The window is a pure state machine (ConflictProbe) so that a
-// caller can drive it from its own loop (SteppedPodProbe, probe-pod.ts).
+// traffic. The window is a pure state machine (ConflictProbe); SteppedPodProbe
+// runs it inside one pod (ARP receivers on the probed interfaces, the pod's own
+// MACs, probes sent through the pod's packet socket), never blocking: the
+// background announcer steps it from its poll loop, ADD from its injected waits.
 import type { Logger } from '../log';
+import { readFrames, type FrameReceiver } from '../sys/packet-socket';
 import { arpProbe, classifyArp, parseArp, type ConflictKind } from '../wire/arp';
 import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
-import type { OutgoingFrame } from './round';
+import type { CommandContext } from './context';
+import { sendEach, type OutgoingFrame } from './round';
+import type { PodSession, RoundInput } from './session';
 
 /** How long to listen, and how many probes to send meanwhile. */
 export interface ProbeSettings {
@@ -18,12 +23,7 @@ export interface ProbeSettings {
 }
 
 /** One interface to probe from: its MAC and the IPv4 addresses about to be announced on it. */
-export interface ProbeTarget {
-  index: number;
-  name: string;
-  mac: Buffer;
-  ipv4: Buffer[];
-}
+export type ProbeTarget = Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'>;
 
 /** An address another host uses or claims. */
 export interface AddressConflict {
@@ -43,8 +43,7 @@ export interface AddressConflict {
 export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
   const targets = new Map<number, ProbeTarget>();
   for (const { index, name, frame } of frames) {
-    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) continue;
-    const arp = parseArp(frame);
+    const arp = parseArp(frame); // none for an NA
     if (!arp) continue;
     const target = targets.get(index) ?? { index, name, mac: arp.senderMac, ipv4: [] };
     if (!target.ipv4.some((a) => a.equals(arp.senderIp))) target.ipv4.push(arp.senderIp);
@@ -58,10 +57,8 @@ export function withoutConflicts(
   frames: readonly OutgoingFrame[],
   conflicts: readonly AddressConflict[],
 ): OutgoingFrame[] {
-  if (conflicts.length === 0) return [...frames];
   return frames.filter(({ name, frame }) => {
-    if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) return true;
-    const address = parseArp(frame)?.senderIp.join('.');
+    const address = parseArp(frame)?.senderIp.join('.'); // none for an NA
     return !conflicts.some((c) => c.interface === name && c.address === address);
   });
 }
@@ -80,14 +77,18 @@ export function describeConflict(c: AddressConflict): string {
   return `${c.address} is in use by the host with MAC ${c.mac} (${HOW_SEEN[c.kind]} on ${c.interface})`;
 }
 
-/** `interfaces` (a job's) without the IPv4 addresses that conflict on them: later rounds leave those out too. */
-export function dropConflicting<T extends { name: string; ipv4: readonly string[] }>(
+/**
+ * `interfaces` (a job's, as text, or a round's inputs, as bytes) without the IPv4 addresses that conflict on them:
+ * later rounds leave those out too, and they never ask a gateway.
+ */
+export function dropConflicting<T extends { name: string; ipv4: readonly (string | Uint8Array)[] }>(
   interfaces: readonly T[],
   conflicts: readonly AddressConflict[],
 ): T[] {
+  const text = (ip: string | Uint8Array): string => (typeof ip === 'string' ? canonicalIP(ip) : ip.join('.'));
   return interfaces.map((i) => ({
     ...i,
-    ipv4: i.ipv4.filter((text) => !conflicts.some((c) => c.interface === i.name && c.address === canonicalIP(text))),
+    ipv4: i.ipv4.filter((ip) => !conflicts.some((c) => c.interface === i.name && c.address === text(ip))),
   }));
 }
 
@@ -97,7 +98,8 @@ export class ConflictProbe {
   private readonly dueTimes: number[];
   private sent = 0;
   private readonly found = new Map<string, AddressConflict>();
-  private readonly addressCount: number;
+  /** How many addresses the window probes. */
+  readonly addressCount: number;
 
   /**
    * A window from `startMs`: probe k of `probes` is due at k × probeMs / probes; it ends after probeMs, or once every
@@ -106,15 +108,13 @@ export class ConflictProbe {
   constructor(
     private readonly targets: readonly ProbeTarget[],
     private readonly ownMacs: readonly Uint8Array[],
-    settings: ProbeSettings,
+    readonly settings: ProbeSettings,
     startMs: number,
     private readonly stopAtFirst = false,
   ) {
-    this.end = startMs + settings.probeMs;
-    this.dueTimes = Array.from(
-      { length: settings.probes },
-      (_, k) => startMs + (k * settings.probeMs) / settings.probes,
-    );
+    const { probeMs, probes } = settings;
+    this.end = startMs + probeMs;
+    this.dueTimes = Array.from({ length: probes }, (_, k) => startMs + (k * probeMs) / probes);
     this.addressCount = targets.reduce((n, t) => n + t.ipv4.length, 0);
   }
 
@@ -161,18 +161,80 @@ export class ConflictProbe {
   }
 }
 
-/** Sends the probes of `probe` due at `now` through `send`; a failed send is logged (the window goes on). */
-export function sendDueProbes(
-  probe: ConflictProbe,
-  now: number,
-  send: (index: number, frame: Buffer) => void,
-  log: Logger,
-): void {
-  for (const { index, name, frame } of probe.due(now)) {
-    try {
-      send(index, frame);
-    } catch (err) {
-      log.error('sending an ARP probe failed', { interface: name, error: err });
-    }
+/** What probing a pod needs from the command (or the announcer) that runs it. */
+export type PodProbeDeps = Pick<CommandContext, 'libc' | 'open' | 'closeInBackground'> & { log: Logger };
+
+/**
+ * A probe window in one pod, driven by the caller's poll loop, never blocking: the caller polls fds() with the rest
+ * of its sockets, calls step() when one is readable or wakeAt() has come, and finish() once step() says the window is
+ * over.
+ */
+export class SteppedPodProbe {
+  private released = false;
+
+  private constructor(
+    private readonly deps: PodProbeDeps,
+    private readonly session: PodSession,
+    private readonly receivers: FrameReceiver[],
+    private readonly probe: ConflictProbe,
+  ) {}
+
+  /**
+   * Opens the receivers (before the first probe goes out, so that no answer is missed) and starts a window at `now`
+   * (the caller's clock, which step() and wakeAt() then use); undefined when `frames` has no IPv4 address to probe.
+   * With `stopAtFirst` the first conflict ends the window.
+   */
+  static start(
+    deps: PodProbeDeps,
+    session: PodSession,
+    netns: string,
+    frames: readonly OutgoingFrame[],
+    settings: ProbeSettings,
+    now: number,
+    stopAtFirst = false,
+  ): SteppedPodProbe | undefined {
+    const targets = probeTargets(frames);
+    if (targets.length === 0) return undefined;
+    const ownMacs = session.pod.rtnl.links().flatMap((link) => (link.mac?.length === 6 ? [link.mac] : []));
+    const indexes = targets.map((t) => t.index);
+    const receivers = deps.open.receivers(netns, indexes, ETHERTYPE_ARP);
+    const probe = new ConflictProbe(targets, ownMacs, settings, now, stopAtFirst);
+    return new SteppedPodProbe(deps, session, receivers, probe);
+  }
+
+  /** The receivers' fds, for the caller's poll. */
+  fds(): number[] {
+    return this.released ? [] : this.receivers.map((r) => r.fd);
+  }
+
+  /**
+   * Classifies the ARP queued on the receivers (no wait), sends the probes due by `now` (a failed send is logged: the
+   * window goes on); whether the window is over.
+   */
+  step(now: number): boolean {
+    for (const { ifindex, frame } of readFrames(this.deps.libc, this.receivers, 0)) this.probe.receive(ifindex, frame);
+    sendEach(this.session.pod.packet, this.probe.due(now), this.deps.log, 'sending an ARP probe failed');
+    return this.probe.finished(now);
+  }
+
+  /** When step() is next due without ARP arriving: the next probe, or the end of the window. */
+  wakeAt(now: number): number {
+    return now + this.probe.waitMs(now);
+  }
+
+  /** Releases the receivers and returns the conflicts found. */
+  finish(): AddressConflict[] {
+    const conflicts = this.probe.conflicts();
+    this.close();
+    const { addressCount: addresses, settings } = this.probe;
+    this.deps.log.debug('conflict probe done', { addresses, probes: settings.probes, conflicts: conflicts.length });
+    return conflicts;
+  }
+
+  /** Releases the receivers (once), the window left unfinished or finished. */
+  close(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const r of this.receivers) this.deps.closeInBackground(r.release());
   }
 }

@@ -53,12 +53,11 @@ export interface CommandGate {
  */
 export function requireWanted(deps: { gate: CommandGate; log: Logger }, step: string, sent = 0, acts = true): void {
   const why = deps.gate.stopReason();
-  if (why === undefined) {
-    if (acts) deps.gate.acting();
-    return;
+  if (why !== undefined) {
+    deps.log.warn(`${why}: ADD stops and undoes what it did`, { before: step, framesSentBefore: sent });
+    throw new NotWantedError(step, sent, why);
   }
-  deps.log.warn(`${why}: ADD stops and undoes what it did`, { before: step, framesSentBefore: sent });
-  throw new NotWantedError(step, sent, why);
+  if (acts) deps.gate.acting();
 }
 
 /** Throws NotWantedError once the command may no longer act; else notes that it acts now (DEL's removal, GC's). */

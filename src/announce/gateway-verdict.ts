@@ -8,18 +8,16 @@ import { describeNodeVerdict, type NodeVerdict } from './node-proof';
 /** How the check of one attachment stands. */
 export type GatewayResult = 'pending' | 'answered' | 'no-answer' | 'no-gateway' | 'off';
 
-/** A gateway that answered: the MAC that answered, and the ms from round 1 to the answer. */
-export interface GatewayReply {
-  interface: string;
-  gateway: string;
-  mac: string;
-  afterMs: number;
-}
-
 /** A routed gateway of one pod interface. */
 export interface RoutedGateway {
   interface: string;
   gateway: string;
+}
+
+/** A gateway that answered: the MAC that answered, and the ms from round 1 to the answer. */
+export interface GatewayReply extends RoutedGateway {
+  mac: string;
+  afterMs: number;
 }
 
 /**
@@ -55,12 +53,10 @@ export const OFF_VERDICT: Readonly<GatewayVerdict> = { result: 'off', answered: 
  */
 export function afterWindow(verdict: GatewayVerdict, replies: readonly GatewayReply[], last: boolean): GatewayVerdict {
   const answered = [...verdict.answered];
-  for (const r of replies) {
-    if (!answered.some((a) => a.interface === r.interface && a.gateway === r.gateway)) answered.push(r);
-  }
-  const unanswered = verdict.unanswered.filter(
-    (g) => !answered.some((a) => a.interface === g.interface && a.gateway === g.gateway),
-  );
+  const isAnswered = (g: RoutedGateway): boolean =>
+    answered.some((a) => a.interface === g.interface && a.gateway === g.gateway);
+  for (const r of replies) if (!isAnswered(r)) answered.push(r);
+  const unanswered = verdict.unanswered.filter((g) => !isAnswered(g));
   const result = unanswered.length === 0 ? 'answered' : last ? 'no-answer' : 'pending';
   return { ...verdict, result, answered, unanswered, asks: verdict.asks + 1 };
 }

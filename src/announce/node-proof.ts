@@ -33,14 +33,6 @@ export interface NodeWatchPod {
   addresses: string[];
 }
 
-interface WatchedAddress {
-  address: string;
-  family: number;
-  bytes: Buffer;
-  /** The MAC the node's entry holds now; undefined when it has none. */
-  held: Buffer | undefined;
-}
-
 /** Collects FDB and neighbour entries about one bridged pod interface and judges them. */
 export class NodeWatch {
   private readonly mac: Buffer;
@@ -49,7 +41,8 @@ export class NodeWatch {
   private last: { ifindex: number; name: string } | undefined;
   /** Other ports the pod's MAC was seen on, by ifindex, named when first seen (a port may vanish later). */
   private readonly others = new Map<number, string>();
-  private readonly watched: WatchedAddress[];
+  /** The pod's addresses, each with the MAC the node's entry holds now (`held`; undefined when it has none). */
+  private readonly watched: { address: string; family: number; bytes: Buffer; held: Buffer | undefined }[];
 
   constructor(
     private readonly pod: NodeWatchPod,
@@ -58,12 +51,8 @@ export class NodeWatch {
     this.mac = parseMac(pod.mac);
     this.watched = [...new Set(pod.addresses.map(canonicalIP))].map((address) => {
       const v4 = ipFamily(address) === 4;
-      return {
-        address,
-        family: v4 ? AF_INET : AF_INET6,
-        bytes: v4 ? parseIPv4(address) : parseIPv6(address),
-        held: undefined,
-      };
+      const bytes = v4 ? parseIPv4(address) : parseIPv6(address);
+      return { address, family: v4 ? AF_INET : AF_INET6, bytes, held: undefined };
     });
   }
 
@@ -84,12 +73,9 @@ export class NodeWatch {
     const port = this.pod.portName;
     const elsewhere = this.last && this.last.ifindex !== this.pod.portIndex ? [this.last.name] : [];
     const others = this.others.size > 0 ? [...this.others.values()] : elsewhere;
-    const fdb: NodeVerdict['fdb'] =
-      others.length > 0
-        ? { kind: 'duplicate', port, others }
-        : this.seenOnOwnPort
-          ? { kind: 'converged', port }
-          : { kind: 'not-learned' };
+    let fdb: NodeVerdict['fdb'] = { kind: 'not-learned' };
+    if (others.length > 0) fdb = { kind: 'duplicate', port, others };
+    else if (this.seenOnOwnPort) fdb = { kind: 'converged', port };
     const neighbours = this.watched.map(({ address, held }): NodeVerdict['neighbours'][number] => {
       if (!held) return { address, kind: 'absent' };
       if (held.equals(this.mac)) return { address, kind: 'converged' };

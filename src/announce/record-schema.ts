@@ -44,7 +44,7 @@ function nodeProof() {
 }
 
 /** The schema of a gateway check's verdict, as records and the announcer's status carry it (built on first use). */
-export const gatewayVerdictSchema = once(() =>
+const gatewayVerdictSchema = once(() =>
   obj({
     result: choice(['pending', 'answered', 'no-answer', 'no-gateway', 'off']),
     answered: listOf(obj({ interface: ifname(), gateway: str(), mac: mac(), afterMs: ms() }), 256),
@@ -85,11 +85,11 @@ const recordSchema = once(() =>
   }),
 );
 
-/** A record that passed the schema, or the first problem found, e.g. `"job.netnsId" must be an object`. */
-export type RecordCheck = { ok: true; record: AttachmentRecord } | { ok: false; problem: string };
-
-/** Validates parsed JSON as an AttachmentRecord. Unknown fields are kept; nothing is coerced. */
-export function checkRecord(value: unknown): RecordCheck {
+/**
+ * Validates parsed JSON as an AttachmentRecord: the record, or the first problem found, e.g. `"job.netnsId" must be an
+ * object`. Unknown fields are kept; nothing is coerced.
+ */
+export function checkRecord(value: unknown): { ok: true; record: AttachmentRecord } | { ok: false; problem: string } {
   const checked = check(recordSchema(), value);
   if (checked.ok) return { ok: true, record: checked.value satisfies AttachmentRecord };
   const issue = checked.issues[0]!;

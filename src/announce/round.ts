@@ -4,7 +4,7 @@ import { roundFrames } from '../plan';
 import type { PacketSocket } from '../sys/packet-socket';
 import type { ArpOp } from '../wire/arp';
 import { ETHERTYPE_ARP } from '../wire/ethernet';
-import type { RoundInput } from './readiness';
+import type { RoundInput } from './session';
 
 /** Frames sent, by kind. */
 export interface FrameCounts {
@@ -50,17 +50,32 @@ export function buildRound(
 /** Sends `frames`; returns what was sent, by kind. Send errors are logged, not thrown. */
 export function sendFrames(packet: PacketSocket, frames: readonly OutgoingFrame[], log: Logger): FrameCounts {
   const sent = { ...NO_FRAMES };
-  for (const { index, name, frame } of frames) {
-    try {
-      packet.send(index, frame);
-    } catch (err) {
-      log.error('sending announcement failed', { interface: name, error: err });
-      continue;
-    }
+  for (const { frame } of sendEach(packet, frames, log, 'sending announcement failed')) {
     // An ARP frame's opcode sits at bytes 20-21; anything else we send is an NA.
     if (frame.readUInt16BE(12) !== ETHERTYPE_ARP) sent.na++;
     else if (frame.readUInt16BE(20) === 1) sent.garpRequest++;
     else sent.garpReply++;
   }
   return sent;
+}
+
+/**
+ * Sends each of `frames` out of its interface; returns those that went out. A failed send is logged as `failed`
+ * (naming the interface), not thrown: the others still go.
+ */
+export function sendEach(
+  packet: PacketSocket,
+  frames: readonly OutgoingFrame[],
+  log: Logger,
+  failed: string,
+): OutgoingFrame[] {
+  return frames.filter(({ index, name, frame }) => {
+    try {
+      packet.send(index, frame);
+      return true;
+    } catch (err) {
+      log.error(failed, { interface: name, error: err });
+      return false;
+    }
+  });
 }

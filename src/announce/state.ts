@@ -1,6 +1,6 @@
 // Per-attachment records under stateDir: the original MACs to restore on DEL
 // and the job of the background announcer. One record (and one lock, held in
-// the announcer's memory: attachment-lock.ts) per container ID + ifname. A
+// the announcer's memory: AttachmentLocks, context.ts) per container ID + ifname. A
 // record is acted on only after it passed the schema of record-schema.ts and
 // sits under its own name, or when it holds the very bytes the announcer wrote
 // there (record-memory.ts).
@@ -112,10 +112,8 @@ export function writeRecord(stateDir: string, record: AttachmentRecord, memory: 
 export function listRecords(stateDir: string): { file: string; read: RecordRead }[] {
   return stateEntries(stateDir)
     .filter((n) => stateEntryKind(n) === 'record')
-    .map((n) => {
-      const file = join(stateDir, n);
-      return { file, read: readRecordFile(file) };
-    });
+    .map((n) => join(stateDir, n))
+    .map((file) => ({ file, read: readRecordFile(file) }));
 }
 
 /** The names in stateDir; none when it does not exist or cannot be read. */

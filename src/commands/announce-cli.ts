@@ -5,8 +5,8 @@
 import { parseFlags } from '../cli-flags';
 import { ifnameProblem } from '../cni/env';
 import type { Logger } from '../log';
-import type { ResolvedInterface } from '../announce/pod-interface';
-import type { AnnounceTarget } from '../announce/readiness';
+import type { ResolvedInterface } from '../announce/session';
+import type { AnnounceTarget } from '../announce/session';
 import { buildRound, sendFrames, totalFrames } from '../announce/round';
 import { blockingWaits } from '../announce/context';
 import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';

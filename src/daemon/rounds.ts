@@ -5,9 +5,9 @@
 // 1 back, but never drops it. Under conflictCheck, round 1 waits for a probe window first, stepped by the loop.
 import { describeConflict, dropConflicting, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
 import type { BackgroundJob } from '../announce/background-job';
-import type { ResolvedInterface } from '../announce/pod-interface';
-import { SteppedPodProbe } from '../announce/probe-pod';
-import type { AnnounceTarget } from '../announce/readiness';
+import type { ResolvedInterface } from '../announce/session';
+import { SteppedPodProbe } from '../announce/conflict-probe';
+import type { AnnounceTarget } from '../announce/session';
 import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
 import { inView, openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';

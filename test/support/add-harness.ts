@@ -120,6 +120,8 @@ export class AddHarness {
   onOpen: () => void = () => undefined;
   /** Runs at each wait on fds, before it ends (a change in the pod meanwhile). */
   onWait: () => void = () => undefined;
+  /** The error the pod's packet socket throws for a frame it cannot send (none: every frame goes). */
+  sendError: (frame: Buffer) => Error | undefined = () => undefined;
   private readonly kept = recordingLog();
 
   cleanup(): void {
@@ -289,7 +291,11 @@ export class AddHarness {
           rtnl: fakeRtnl(this.pod),
           events: events(50),
           packet: {
-            send: (index, frame) => void this.sent.push({ index, frame: Buffer.from(frame) }),
+            send: (index, frame) => {
+              const err = this.sendError(Buffer.from(frame));
+              if (err) throw err;
+              this.sent.push({ index, frame: Buffer.from(frame) });
+            },
             close: () => undefined,
             release: () => PACKET_FD,
           },

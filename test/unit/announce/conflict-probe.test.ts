@@ -4,15 +4,12 @@ import {
   describeConflict,
   dropConflicting,
   probeTargets,
-  sendDueProbes,
   withoutConflicts,
   type ProbeTarget,
 } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
-import { silentLogger } from '../../../src/log';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
 import { unsolicitedNeighborAdvert } from '../../../src/wire/ndp';
-import { recordingLog } from '../../support/add-harness';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex, 'hex');
 const OURS = bytes('02420a580005');
@@ -101,38 +98,6 @@ describe('ConflictProbe', () => {
       due: [],
       waitMs: 0,
     });
-  });
-});
-
-describe('sendDueProbes', () => {
-  it('sends the probes due, on time: one per address per probe', () => {
-    const probe = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
-    const sent: string[] = [];
-    const send = (at: number) => (index: number, frame: Buffer) =>
-      void sent.push(`${at} ${index} ${frame.subarray(38, 42).join('.')}`);
-    sendDueProbes(probe, 0, send(0), silentLogger);
-    sendDueProbes(probe, 49, send(49), silentLogger);
-    sendDueProbes(probe, 50, send(50), silentLogger);
-    expect(sent).toEqual(['0 2 10.88.0.5', '0 2 10.88.0.6', '50 2 10.88.0.5', '50 2 10.88.0.6']);
-  });
-
-  it('logs a probe that cannot be sent, naming the interface, and keeps the window going', () => {
-    const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
-    const { log, records } = recordingLog();
-    sendDueProbes(
-      probe,
-      0,
-      () => {
-        throw new Error('sendto: ENETDOWN');
-      },
-      log,
-    );
-    expect(records()).toEqual([
-      { level: 'error', msg: 'sending an ARP probe failed', fields: { interface: 'net1', error: 'sendto: ENETDOWN' } },
-    ]);
-    expect(probe.finished(0)).toBe(false);
-    probe.receive(3, replyFrom(SQUATTER, C, NET1));
-    expect(probe.conflicts().map((c) => c.address)).toEqual(['10.89.0.7']);
   });
 });
 

@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { AddJob } from '../../../src/announce/add';
 import { lockWaitMs, type Waits } from '../../../src/announce/context';
 import { AddressConflictError, GatewayUnansweredError } from '../../../src/announce/errors';
-import type { GatewayCheckMode } from '../../../src/announce/gateway-check';
+import type { AddGatewayCheck } from '../../../src/announce/first-round';
 import { OFF_VERDICT } from '../../../src/announce/gateway-verdict';
 import type { AnnouncePlan, InterfacePlan } from '../../../src/plan';
 import { parseArp } from '../../../src/wire/arp';
@@ -343,6 +343,19 @@ describe('the conflict probe before round 1', () => {
       expect(h.left()).toMatchObject({ sent: 1, handed: [{ conflicts: 0 }] });
     });
 
+    it('logs a probe that cannot be sent, naming the interface, and keeps the window going', async () => {
+      let probes = 0;
+      h.sendError = () => (probes++ === 0 ? new Error('sendto: ENETDOWN') : undefined);
+      h.arpIn.set(2, [arpReply(SQUATTER, '10.88.0.5')]);
+      await h.add(warn);
+      const fields = { interface: 'eth0', error: 'sendto: ENETDOWN' };
+      expect(h.said('sending an ARP probe failed')).toEqual([
+        { level: 'error', msg: 'sending an ARP probe failed', fields },
+      ]);
+      expect(described()).toEqual(['2 probe 10.88.0.5']); // the second probe, which the other host answers
+      expect(h.said('conflict probe done')).toEqual([probeDone(1, 1)]);
+    });
+
     it('announces unprobed, logging why, when the probe cannot run', async () => {
       await h.add(warn, cannotRun());
       expect(described()).toEqual(['2 garp 10.88.0.5']);
@@ -393,7 +406,9 @@ describe('the conflict probe before round 1', () => {
 describe("the gateway check's part after round 1", () => {
   const GW = { interface: 'eth0', gateway: '10.88.0.1' };
   const GW_MAC = Buffer.from('525400123456', 'hex');
-  const check = (mode: GatewayCheckMode, gateways = [GW]) => ({ gatewayCheck: { mode, windowMs: 500, gateways } });
+  const check = (mode: AddGatewayCheck['mode'], gateways = [GW]) => ({
+    gatewayCheck: { mode, windowMs: 500, gateways },
+  });
   const oneRound = { plan: plan({ schedule: [0] }) };
   /** The gateway's ARP reply to the pod's `to`. */
   const gatewayReply = (to = '10.88.0.5') => arpReply(GW_MAC, '10.88.0.1', POD_MAC, to);

@@ -2,7 +2,7 @@
 // gateways, the receivers it opens, and its answers timed from round 1.
 import { describe, expect, it } from 'vitest';
 import { askReplies, gatewayTargets, openAsk } from '../../../src/announce/gateway-ask';
-import type { RoundInput } from '../../../src/announce/readiness';
+import type { RoundInput } from '../../../src/announce/session';
 import type { SocketOpener } from '../../../src/announce/session';
 import type { FrameReceiver } from '../../../src/sys/packet-socket';
 import { ETHERTYPE_ARP, ETHERTYPE_IPV6 } from '../../../src/wire/ethernet';

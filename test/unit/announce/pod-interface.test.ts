@@ -1,5 +1,6 @@
+// Finding a pod interface and its host-side peer (resolveInterface, session.ts).
 import { describe, expect, it } from 'vitest';
-import { resolveInterface } from '../../../src/announce/pod-interface';
+import { resolveInterface } from '../../../src/announce/session';
 import { fakeLink, fakeNetns, fakeRtnl } from '../../support/fake-rtnl';
 
 // The pod's eth0 (ifindex 2) is a veth whose peer is ifindex 7 in the netns of netnsid 0 (the host).

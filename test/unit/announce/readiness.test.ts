@@ -1,6 +1,6 @@
+// The readiness of one pod interface at one moment (snapshot, session.ts).
 import { describe, expect, it } from 'vitest';
-import type { ResolvedInterface } from '../../../src/announce/pod-interface';
-import { snapshot, type AnnounceTarget } from '../../../src/announce/readiness';
+import { snapshot, type AnnounceTarget, type ResolvedInterface } from '../../../src/announce/session';
 import { PortState } from '../../../src/wire/rtnetlink';
 import { fakeAddress, fakeLink, fakeNetns, fakeRtnl, type FakeNetns } from '../../support/fake-rtnl';
 

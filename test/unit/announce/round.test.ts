@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RoundInput } from '../../../src/announce/readiness';
+import type { RoundInput } from '../../../src/announce/session';
 import { buildRound, NO_FRAMES, sendFrames, totalFrames, type OutgoingFrame } from '../../../src/announce/round';
 import { silentLogger } from '../../../src/log';
 import type { PacketSocket } from '../../../src/sys/packet-socket';

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { ResolvedInterface } from '../../../src/announce/pod-interface';
-import type { AnnounceTarget } from '../../../src/announce/readiness';
 import {
   netnsSockets,
   openSession,
   readiness,
   waitReady,
+  type AnnounceTarget,
   type PodSession,
+  type ResolvedInterface,
   type SocketOpener,
 } from '../../../src/announce/session';
 import type { Waits } from '../../../src/announce/context';
