@@ -7,7 +7,7 @@ import type Koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
-import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
+import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespecMs } from './abi/structs';
 import { fileIdOf, sameFile } from './file-id';
 import { EAGAIN, EINTR, SysError } from './sys-error';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
@@ -42,20 +42,12 @@ function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
 }
 
 /**
- * The checks every bound call goes through: a negative return becomes a SysError with koffi's errno; "nothing
- * pending" (EAGAIN, EINTR) becomes undefined; an fd being set up is closed when its set-up throws.
+ * The checks every bound call goes through, over `errno` (koffi's, of the last call) and `close` (the raw close(2)):
+ * `check` returns the return value, and throws SysError(operation, errno) when it is negative; `unlessPending` is
+ * check, but undefined when nothing is pending (EAGAIN, EINTR); `closing` returns the fd `work` was given, and closes
+ * it when `work` throws.
  */
-interface CallChecks {
-  /** The return value; SysError(operation, errno) when negative. */
-  check(operation: string, rc: number | bigint): number;
-  /** check, but undefined when nothing is pending (EAGAIN, EINTR). */
-  unlessPending(operation: string, rc: number | bigint): number | undefined;
-  /** The fd `work` returns; closed when `work` throws. */
-  closing(fd: number, work: (fd: number) => void): number;
-}
-
-/** The checks over `errno` (koffi's, of the last call) and `close` (the raw close(2)). */
-function callChecks(errno: () => number, close: (fd: number) => unknown): CallChecks {
+function callChecks(errno: () => number, close: (fd: number) => unknown) {
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, errno());
@@ -63,13 +55,13 @@ function callChecks(errno: () => number, close: (fd: number) => unknown): CallCh
   };
   return {
     check,
-    unlessPending(operation, rc) {
+    unlessPending(operation: string, rc: number | bigint): number | undefined {
       if (Number(rc) >= 0) return Number(rc);
       const e = errno();
       if (e === EAGAIN || e === EINTR) return undefined;
       throw new SysError(operation, e);
     },
-    closing(fd, work) {
+    closing(fd: number, work: (fd: number) => void): number {
       try {
         work(fd);
         return fd;
@@ -80,6 +72,9 @@ function callChecks(errno: () => number, close: (fd: number) => unknown): CallCh
     },
   };
 }
+
+/** The checks of {@link callChecks}. */
+type CallChecks = ReturnType<typeof callChecks>;
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -204,8 +199,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         check('bind(AF_NETLINK)', fn.bind(fd, address, address.length));
       }),
     joinGroup(fd, group) {
-      const value = Buffer.alloc(4);
-      value.writeUInt32LE(group, 0);
+      const value = Buffer.from(Uint32Array.of(group).buffer);
       check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
@@ -220,10 +214,13 @@ function bindWaitsAndLocks(
   check: CallChecks['check'],
   errno: () => number,
 ): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen'> {
-  const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
+  /** poll(2) for input on `readFds` and room to write on `writeFds`: whether each (in that order) is ready. */
+  const poll = (readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): boolean[] => {
+    const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
+    const count = readFds.length + writeFds.length;
     const n = fn.poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
     if (n < 0 && errno() !== EINTR) throw new SysError('poll', errno());
-    return n;
+    return Array.from({ length: count }, (_, i) => n > 0 && revents(set, i) !== 0);
   };
   return {
     tryLock(fd) {
@@ -237,22 +234,15 @@ function bindWaitsAndLocks(
     // 434 on every architecture (the syscall table is unified from 5.1 on).
     pidfdOpen: (pid) => check('pidfd_open', Number(fn.syscall(SYS_PIDFD_OPEN, 'int', pid, 'uint', 0))),
     bootTimeMs() {
-      const ts = timespec();
+      const ts = Buffer.alloc(ABI.timespec.size);
       check('clock_gettime(CLOCK_BOOTTIME)', fn.clockGettime(CLOCK_BOOTTIME, ts));
       return timespecMs(ts);
     },
-    pollIn(fds, timeoutMs) {
-      const set = pollfds(fds, POLLIN);
-      const n = pollSet(set, fds.length, timeoutMs);
-      return fds.map((_, i) => n > 0 && revents(set, i) !== 0);
-    },
+    pollIn: (fds, timeoutMs) => poll(fds, [], timeoutMs),
     pollInOut(readFds, writeFds, timeoutMs) {
-      const fds = [...readFds, ...writeFds];
-      const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
-      const n = pollSet(set, fds.length, timeoutMs);
-      const ready = (from: number, count: number): Set<number> =>
-        new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
-      return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
+      const ready = poll(readFds, writeFds, timeoutMs);
+      const readable = new Set(readFds.filter((_, i) => ready[i]));
+      return { readable, writable: new Set(writeFds.filter((_, i) => ready[readFds.length + i])) };
     },
   };
 }
@@ -276,7 +266,7 @@ function bindUnixSockets(
     accept(fd) {
       const peer = unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (peer === undefined) return undefined;
-      const cred = ucred();
+      const cred = Buffer.alloc(ABI.ucred.size);
       closing(peer, () =>
         check('getsockopt(SO_PEERCRED)', fn.getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])),
       );

@@ -46,19 +46,9 @@ export function revents(set: Buffer, i: number): number {
   return set.readInt16LE(ABI.pollfd.size * i + ABI.pollfd.revents);
 }
 
-/** A zeroed struct ucred, for getsockopt(SO_PEERCRED) to fill. */
-export function ucred(): Buffer {
-  return Buffer.alloc(ABI.ucred.size);
-}
-
 /** The pid and uid of a filled struct ucred. */
 export function readUcred(cred: Buffer): { pid: number; uid: number } {
   return { pid: cred.readInt32LE(ABI.ucred.pid), uid: cred.readUInt32LE(ABI.ucred.uid) };
-}
-
-/** A zeroed struct timespec, for clock_gettime(2) to fill. */
-export function timespec(): Buffer {
-  return Buffer.alloc(ABI.timespec.size);
 }
 
 /** A filled struct timespec (64-bit time_t and long) in milliseconds. */
