@@ -75,15 +75,10 @@ export function loadAddon(
     }
   }
   const reasons = failures.map(({ dir, error }) => `${dir}: ${error instanceof Error ? error.message : String(error)}`);
-  throw new Error(
-    `cannot load the ${name} addon from an anonymous file (${reasons.join('; ') || 'no directory to try'})`,
-    {
-      cause: new AggregateError(
-        failures.map((f) => f.error),
-        'one failure per directory',
-      ),
-    },
-  );
+  const why = reasons.join('; ') || 'no directory to try';
+  const errors = failures.map((f) => f.error);
+  const cause = new AggregateError(errors, 'one failure per directory');
+  throw new Error(`cannot load the ${name} addon from an anonymous file (${why})`, { cause });
 }
 
 /** koffi's API as its addon exports it: what loadKoffi() hands out. */

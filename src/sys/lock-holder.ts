@@ -22,21 +22,21 @@ export function waitForLockHolder(
   fallbackMs: number,
   readLocks = (): string => readFileSync('/proc/locks', 'latin1'),
 ): HolderWait {
-  const read = readLocks;
   const st = fstatSync(fd, { bigint: true });
-  const holder = (): number | undefined => flockHolder(read(), st.dev, st.ino);
+  const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
   const pid = holder();
   const pidfd = pid === undefined ? undefined : openPidfd(libc, pid);
-  // The pid may have been reused between the read and the open: it must still hold the lock now.
-  if (pidfd !== undefined && holder() === pid) {
+  if (pidfd !== undefined) {
     try {
-      libc.pollIn([pidfd], ms);
-      return 'holder';
+      // The pid may have been reused between the read and the open: it must still hold the lock now.
+      if (holder() === pid) {
+        libc.pollIn([pidfd], ms);
+        return 'holder';
+      }
     } finally {
       libc.close(pidfd);
     }
   }
-  if (pidfd !== undefined) libc.close(pidfd);
   libc.pollIn([], Math.min(ms, fallbackMs));
   return 'fallback';
 }

@@ -101,10 +101,8 @@ export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameRec
  */
 export function readFrames(libc: Libc, receivers: readonly FrameReceiver[], timeoutMs: number): ReceivedFrame[] {
   if (receivers.length === 0) return [];
-  const ready = libc.pollIn(
-    receivers.map((r) => r.fd),
-    timeoutMs,
-  );
+  const fds = receivers.map((r) => r.fd);
+  const ready = libc.pollIn(fds, timeoutMs);
   const frames: ReceivedFrame[] = [];
   const buf = Buffer.alloc(FRAME_BYTES);
   receivers.forEach((r, i) => {

@@ -8,8 +8,7 @@ import { streamError, type Connection, type StreamHandlers } from './stream-conn
 /** The little of Bun's socket this module uses (the project's types are Node's). */
 interface BunSocket {
   write(data: Uint8Array): number;
-  end(): void;
-  terminate?(): void;
+  terminate(): void;
 }
 
 interface BunSocketHandlers {
@@ -73,8 +72,7 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
     close: () => {
       if (closed) return;
       closed = true;
-      if (socket.terminate) socket.terminate();
-      else socket.end();
+      socket.terminate();
     },
   };
 }
