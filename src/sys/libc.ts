@@ -20,6 +20,10 @@ const { SOL_NETLINK, SOL_SOCKET } = ABI;
 const SYS_PIDFD_OPEN = 434;
 /** The announcer socket's backlog. */
 const BACKLOG = 128;
+/** The announcer's sockets: non-blocking streams. */
+const STREAM = SOCK_STREAM | SOCK_NONBLOCK;
+/** An int option's value 1 (setsockopt). */
+const ONE = Buffer.from(Int32Array.of(1).buffer);
 
 /**
  * koffi's API; the first call loads it (require caches it). Modules take koffi from here, never with a top-level
@@ -45,30 +49,38 @@ function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
  * The checks every bound call goes through, over `errno` (koffi's, of the last call) and `close` (the raw close(2)):
  * `check` returns the return value, and throws SysError(operation, errno) when it is negative; `unlessPending` is
  * check, but undefined when nothing is pending (EAGAIN, EINTR); `closing` returns the fd `work` was given, and closes
- * it when `work` throws.
+ * it when `work` throws. With them, the two steps of every socket: socket(2) and its set-up, and bind(2).
  */
-function callChecks(errno: () => number, close: (fd: number) => unknown) {
+function callChecks(fn: LibcFunctions, errno: () => number, close: (fd: number) => unknown) {
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, errno());
     return value;
   };
+  const closing = (fd: number, work: (fd: number) => void): number => {
+    try {
+      work(fd);
+      return fd;
+    } catch (err) {
+      close(fd);
+      throw err;
+    }
+  };
   return {
     check,
+    closing,
     unlessPending(operation: string, rc: number | bigint): number | undefined {
       if (Number(rc) >= 0) return Number(rc);
       const e = errno();
       if (e === EAGAIN || e === EINTR) return undefined;
       throw new SysError(operation, e);
     },
-    closing(fd: number, work: (fd: number) => void): number {
-      try {
-        work(fd);
-        return fd;
-      } catch (err) {
-        close(fd);
-        throw err;
-      }
+    /** socket(2), close-on-exec, of `family` (its name in errors), set up by `setUp` (and closed if that throws). */
+    socket(family: string, domain: number, type: number, protocol: number, setUp: (fd: number) => void): number {
+      return closing(check(`socket(${family})`, fn.socket(domain, type | SOCK_CLOEXEC, protocol)), setUp);
+    },
+    bind(operation: string, fd: number, address: Buffer): void {
+      check(operation, fn.bind(fd, address, address.length));
     },
   };
 }
@@ -169,22 +181,17 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
   const fn = libcFunctions(lib);
   const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
   const errno = (): number => koffi.errno();
-  const checks = callChecks(errno, close);
-  const { check, unlessPending, closing } = checks;
+  const checks = callChecks(fn, errno, close);
+  const { check, unlessPending, socket, bind } = checks;
   const core: Libc = {
     setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openReceiver(ifindex, ethertype) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
-      return closing(
-        check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
-        (fd) => {
-          const address = sockaddrLl(ifindex, ethertype);
-          const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
-          check(what, fn.bind(fd, address, address.length));
-        },
-      );
+      const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
+      const address = sockaddrLl(ifindex, ethertype);
+      return socket('AF_PACKET', AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, 0, (fd) => bind(what, fd, address));
     },
     sendto: (fd, frame, address) => check('sendto', fn.sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
@@ -193,11 +200,9 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
       ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
+    // Bound to port id 0: the kernel picks one.
     openNetlinkSocket: () =>
-      closing(check('socket(AF_NETLINK)', fn.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
-        const address = sockaddrNl(); // port id 0: the kernel picks one
-        check('bind(AF_NETLINK)', fn.bind(fd, address, address.length));
-      }),
+      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => bind('bind(AF_NETLINK)', fd, sockaddrNl())),
     joinGroup(fd, group) {
       const value = Buffer.from(Uint32Array.of(group).buffer);
       check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
@@ -205,7 +210,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
     ...bindWaitsAndLocks(fn, check, errno),
   };
-  return { ...core, ...bindUnixSockets(fn, checks, core), ...bindTcpSockets(fn, checks) };
+  return { ...core, ...bindStreamSockets(fn, checks, core) };
 }
 
 /** poll(2), flock(2), pidfd_open(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
@@ -247,24 +252,25 @@ function bindWaitsAndLocks(
   };
 }
 
-/** The announcer socket's calls: a unix SOCK_STREAM socket, non-blocking; `core` gives it close and recv. */
-function bindUnixSockets(
+/**
+ * The announcer's stream sockets, non-blocking: its unix socket (`core` gives it close and recv), and its HTTP
+ * endpoint's TCP socket.
+ */
+function bindStreamSockets(
   fn: LibcFunctions,
-  { check, unlessPending, closing }: CallChecks,
+  { check, closing, unlessPending, socket, bind }: CallChecks,
   core: Pick<Libc, 'close' | 'recvNow'>,
-): UnixSockets {
-  const unixSocket = (): number =>
-    check('socket(AF_UNIX)', fn.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+): UnixSockets & TcpSockets {
+  const accept = (fd: number) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
   return {
     listen: (path) =>
-      closing(unixSocket(), (fd) => {
-        const address = sockaddrUn(path);
-        check(`bind ${path}`, fn.bind(fd, address, address.length));
+      socket('AF_UNIX', AF_UNIX, STREAM, 0, (fd) => {
+        bind(`bind ${path}`, fd, sockaddrUn(path));
         chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
         check(`listen ${path}`, fn.listen(fd, BACKLOG));
       }),
     accept(fd) {
-      const peer = unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      const peer = accept(fd);
       if (peer === undefined) return undefined;
       const cred = Buffer.alloc(ABI.ucred.size);
       closing(peer, () =>
@@ -273,7 +279,7 @@ function bindUnixSockets(
       return { fd: peer, ...readUcred(cred) };
     },
     connect: (path) =>
-      closing(unixSocket(), (fd) => {
+      socket('AF_UNIX', AF_UNIX, STREAM, 0, (fd) => {
         const address = sockaddrUn(path);
         check(`connect ${path}`, fn.connect(fd, address, address.length));
       }),
@@ -294,32 +300,18 @@ function bindUnixSockets(
       return true;
     },
     close: core.close,
-  };
-}
-
-/** The HTTP endpoint's TCP calls: a listening socket and its connections, non-blocking like the unix socket's. */
-function bindTcpSockets(fn: LibcFunctions, { check, unlessPending, closing }: CallChecks): TcpSockets {
-  const one = Buffer.from(Int32Array.of(1).buffer);
-  return {
     listenTcp(address, backlog) {
       const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
       const where = `${host}:${address.port}`;
-      const fd = closing(
-        check(
-          'socket(AF_INET)',
-          fn.socket(address.family === 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
-        ),
-        (fd) => {
-          check('setsockopt(SO_REUSEADDR)', fn.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, one, one.length));
-          const bytes = sockaddrIn(address);
-          check(`bind ${where}`, fn.bind(fd, bytes, bytes.length));
-          check(`listen ${where}`, fn.listen(fd, backlog));
-        },
-      );
       const bound = Buffer.alloc(ABI.sockaddr_in6.size);
-      closing(fd, () => check('getsockname', fn.getsockname(fd, bound, [bound.length])));
+      const fd = socket('AF_INET', address.family === 6 ? AF_INET6 : AF_INET, STREAM, 0, (fd) => {
+        check('setsockopt(SO_REUSEADDR)', fn.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ONE, ONE.length));
+        bind(`bind ${where}`, fd, sockaddrIn(address));
+        check(`listen ${where}`, fn.listen(fd, backlog));
+        check('getsockname', fn.getsockname(fd, bound, [bound.length]));
+      });
       return { fd, port: sockaddrPort(bound) };
     },
-    acceptTcp: (fd) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC)),
+    acceptTcp: accept,
   };
 }
