@@ -95,16 +95,16 @@ export class CallerViews {
    * sent the ADD, found by a look at /proc once per namespace); undefined when no process is in them any more.
    */
   forRecorded(caller: CallerIds | undefined): CallerView | undefined {
-    const same = (v: CallerView): boolean => sameFile(v.caller.mnt, caller!.mnt) && sameFile(v.caller.net, caller!.net);
-    if (caller === undefined || same(this.own)) return this.own;
-    for (const view of this.held.values()) if (same(view)) return view;
+    if (caller === undefined) return this.own;
     const key = idsKey([caller.mnt, caller.net]);
+    const same = (v: CallerView): boolean => idsKey([v.caller.mnt, v.caller.net]) === key;
+    if (same(this.own)) return this.own;
+    for (const view of this.held.values()) if (same(view)) return view;
     if (this.nowhere.has(key)) return undefined;
     for (const pid of ['1', ...pidsIn(this.proc)]) {
       try {
         const proc = `${this.proc}/${pid}`;
-        if (!sameFile(fileId(`${proc}/ns/mnt`), caller.mnt) || !sameFile(fileId(`${proc}/ns/net`), caller.net))
-          continue;
+        if (idsKey([fileId(`${proc}/ns/mnt`), fileId(`${proc}/ns/net`)]) !== key) continue;
         const view = this.ofProcess(proc);
         if (same(view)) return view;
       } catch {
@@ -125,16 +125,10 @@ export class CallerViews {
   private ofProcess(proc: string): CallerView {
     const ids = { mnt: fileId(`${proc}/ns/mnt`), net: fileId(`${proc}/ns/net`), root: fileId(`${proc}/root`) };
     const own = this.own;
-    if (sameFile(ids.mnt, own.caller.mnt) && sameFile(ids.root, own.root) && sameFile(ids.net, own.caller.net))
-      return own;
     const key = idsKey([ids.mnt, ids.root, ids.net]);
-    const kept = this.held.get(key);
-    if (kept) {
-      this.held.delete(key); // most recently used last
-      this.held.set(key, kept);
-      return kept;
-    }
-    const view = openProcessView(proc, ids, own);
+    if (key === idsKey([own.caller.mnt, own.root, own.caller.net])) return own;
+    const view = this.held.get(key) ?? openProcessView(proc, ids, own);
+    this.held.delete(key); // most recently used last
     this.held.set(key, view);
     for (const [k, old] of this.held) {
       if (this.held.size <= MAX_HELD_VIEWS) break;
@@ -159,7 +153,7 @@ function pidsIn(proc: string): string[] {
 }
 
 /** The announcer's own view: paths as they are, at no cost. */
-function ownView(proc = '/proc'): OwnView {
+function ownView(proc: string): OwnView {
   const caller = { mnt: fileId(`${proc}/self/ns/mnt`), net: fileId(`${proc}/self/ns/net`) };
   return { caller, root: fileId(`${proc}/self/root`), path: (p) => p };
 }
