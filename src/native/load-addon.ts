@@ -28,26 +28,21 @@ export function addonDirs(execPath: string = process.execPath): string[] {
   return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
 }
 
-/** The steps of {@link loadAddon} that touch the system, injectable in tests. */
-export interface AddonLoaderDeps {
+/** The steps of {@link loadAddon} that touch the system: open(2) with O_TMPFILE, write(2), process.dlopen, close(2). */
+export const systemAddonLoader = {
   /** Opens an anonymous file in `dir`; returns its fd. */
-  openAnonymous(dir: string): number;
+  openAnonymous: (dir: string): number => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
   /** Writes the addon's bytes into the file `fd`. */
-  write(fd: number, content: Uint8Array): void;
-  /** process.dlopen of `path` into `module`. */
-  dlopen(module: { exports: unknown }, path: string): void;
-  close(fd: number): void;
-}
-
-/** The real steps: open(2) with O_TMPFILE, write(2), process.dlopen, close(2). */
-export const systemAddonLoader: AddonLoaderDeps = {
-  openAnonymous: (dir) => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
-  write(fd, content) {
+  write(fd: number, content: Uint8Array): void {
     for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
   },
-  dlopen: (module, path) => process.dlopen(module, path),
-  close: (fd) => closeSync(fd),
+  /** process.dlopen of `path` into `module`. */
+  dlopen: (module: { exports: unknown }, path: string): void => process.dlopen(module, path),
+  close: (fd: number): void => closeSync(fd),
 };
+
+/** The steps of {@link loadAddon} that touch the system, injectable in tests. */
+export type AddonLoaderDeps = typeof systemAddonLoader;
 
 /**
  * dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory

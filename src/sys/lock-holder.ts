@@ -25,7 +25,12 @@ export function waitForLockHolder(
   const st = fstatSync(fd, { bigint: true });
   const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
   const pid = holder();
-  const pidfd = pid === undefined ? undefined : openPidfd(libc, pid);
+  let pidfd: number | undefined;
+  try {
+    if (pid !== undefined) pidfd = libc.pidfdOpen(pid);
+  } catch {
+    // ENOSYS (before 5.3), ESRCH (gone), EPERM: no holder to wait for
+  }
   if (pidfd !== undefined) {
     try {
       // The pid may have been reused between the read and the open: it must still hold the lock now.
@@ -39,14 +44,6 @@ export function waitForLockHolder(
   }
   libc.pollIn([], Math.min(ms, fallbackMs));
   return 'fallback';
-}
-
-function openPidfd(libc: Libc, pid: number): number | undefined {
-  try {
-    return libc.pidfdOpen(pid);
-  } catch {
-    return undefined; // ENOSYS (before 5.3), ESRCH (gone), EPERM
-  }
 }
 
 /**

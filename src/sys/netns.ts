@@ -99,22 +99,21 @@ function enterAndLeave(libc: Libc, fd: number, path: string): void {
   }
 }
 
-/** Sockets bound to a pod netns. Close them to release the netns. */
-export interface PodSockets {
-  rtnl: Rtnl;
-  /** Link and address notifications inside the pod. */
-  events: RtnlEvents;
-  packet: PacketSocket;
-  /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
-  ipv6Forwarding: boolean;
-  close(): void;
-}
-
 /** Host-side rtnetlink sockets: requests, and notifications (by default of links: bridge ports). */
 export interface HostSockets {
   rtnl: Rtnl;
   events: RtnlEvents;
   close(): void;
+}
+
+/**
+ * Sockets bound to a pod netns: rtnetlink's (its events: link and address notifications inside the pod) and a packet
+ * socket. Close them to release the netns.
+ */
+export interface PodSockets extends HostSockets {
+  packet: PacketSocket;
+  /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
+  ipv6Forwarding: boolean;
 }
 
 /**

@@ -11,17 +11,15 @@ export class UnsafeDirError extends Error {
 
 const S_ISVTX = 0o1000;
 
-/** Whether `path` is there: 'missing', or 'ok' after the checks of checkPrivateDir. */
-export type PrivateDirState = 'ok' | 'missing';
-
 /**
  * Checks that `path` is a directory (not a symlink) owned by `uid`, that
  * neither group nor others can write it, and that no parent lets another user
  * rename it away: each parent is owned by root or `uid`, and one that others
  * can write has the sticky bit (as /tmp does). Throws UnsafeDirError naming the
- * fix; other errors (ENAMETOOLONG, EACCES, ENOTDIR in the path…) are rethrown.
+ * fix; other errors (ENAMETOOLONG, EACCES, ENOTDIR in the path…) are rethrown. 'missing' when
+ * `path` is not there, 'ok' when it passes.
  */
-export function checkPrivateDir(path: string, uid: number = process.geteuid?.() ?? 0): PrivateDirState {
+export function checkPrivateDir(path: string, uid: number = process.geteuid?.() ?? 0): 'ok' | 'missing' {
   let st: Stats;
   try {
     st = lstatSync(path);
