@@ -7,6 +7,7 @@
 // path (src/shim/lock-holder.ts, replace-hung.ts): nothing here loads FFI (Libc is injected).
 import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
+import { orUndefined } from './sys-error';
 
 /** How it went: the holder exited (or the time ran out), or none could be named and `fallbackMs` were waited. */
 export type HolderWait = 'holder' | 'fallback';
@@ -25,12 +26,8 @@ export function waitForLockHolder(
   const st = fstatSync(fd, { bigint: true });
   const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
   const pid = holder();
-  let pidfd: number | undefined;
-  try {
-    if (pid !== undefined) pidfd = libc.pidfdOpen(pid);
-  } catch {
-    // ENOSYS (before 5.3), ESRCH (gone), EPERM: no holder to wait for
-  }
+  // No pidfd (ENOSYS before 5.3, ESRCH once gone, EPERM): no holder to wait for.
+  const pidfd = pid === undefined ? undefined : orUndefined(() => libc.pidfdOpen(pid));
   if (pidfd !== undefined) {
     try {
       // The pid may have been reused between the read and the open: it must still hold the lock now.

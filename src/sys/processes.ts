@@ -2,6 +2,7 @@
 // start time (field 22 of /proc/PID/stat) cannot. Nothing here signals a process
 // (the plugin's one signal: SIGKILL to a hung announcer, src/shim/replace-hung.ts).
 import { readFileSync } from 'node:fs';
+import { orUndefined } from './sys-error';
 
 /** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
 const PID_MAX_LIMIT = 4_194_304;
@@ -14,12 +15,8 @@ export function isValidPid(pid: unknown): pid is number {
 /** The start time of `pid` if it is alive (not a zombie), else undefined; undefined for any pid isValidPid refuses. */
 export function processStartTime(pid: number): string | undefined {
   if (!isValidPid(pid)) return undefined;
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return undefined;
-  }
+  const stat = orUndefined(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  if (stat === undefined) return undefined; // gone
   // comm (field 2) may contain spaces and parentheses: split after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   if (fields[0] === 'Z' || fields[0] === 'X') return undefined;

@@ -20,7 +20,7 @@ import {
 import { join } from '../path';
 import { tempName } from '../state-files';
 import { ABI } from './abi/kernel-abi';
-import { EINVAL, SysError, sysErrorFrom } from './sys-error';
+import { EINVAL, orUndefined, SysError, sysErrorFrom } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = ABI;
 
@@ -188,12 +188,8 @@ function readFull(fd: number, buf: Buffer, pos: number | null): number {
 
 /** Whether `target` is a regular file (no symlink) with `mode` and the bytes of the open `src` of `size` bytes. */
 function sameContent(src: number, size: number, target: string, mode: number): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(target, O_RDONLY | O_NOFOLLOW);
-  } catch {
-    return false; // missing, a symlink (ELOOP), unreadable: replace it
-  }
+  const fd = orUndefined(() => openSync(target, O_RDONLY | O_NOFOLLOW));
+  if (fd === undefined) return false; // missing, a symlink (ELOOP), unreadable: replace it
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== size || (st.mode & 0o7777) !== mode) return false;

@@ -52,6 +52,18 @@ export function errnoNumber(name: string): number | undefined {
   return NUMBERS.get(name);
 }
 
+/**
+ * `look()`, or undefined when it throws: for a look whose failure only means there is nothing to see (a file gone, a
+ * process exited), each caller saying so where it looks.
+ */
+export function orUndefined<T>(look: () => T): T | undefined {
+  try {
+    return look();
+  } catch {
+    return undefined;
+  }
+}
+
 /** A failed syscall or netlink request, with its errno and the operation that failed. */
 export class SysError extends Error {
   override name = 'SysError';
