@@ -84,9 +84,8 @@ export class CallerViews {
       return this.ofProcess(`${this.proc}/${pid}`);
     } catch (err) {
       if (err instanceof CallerViewError) throw err;
-      throw new CallerViewError(`cannot open the view of the caller (pid ${pid}): ${(err as Error).message}`, {
-        cause: err,
-      });
+      const why = (err as Error).message;
+      throw new CallerViewError(`cannot open the view of the caller (pid ${pid}): ${why}`, { cause: err });
     }
   }
 

@@ -9,7 +9,7 @@ import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
 import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespecMs } from './abi/structs';
 import { fileIdOf, sameFile } from './file-id';
-import { EAGAIN, EINTR, SysError } from './sys-error';
+import { EAGAIN, EINTR, orUndefined, SysError } from './sys-error';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
@@ -288,14 +288,8 @@ function bindStreamSockets(
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
     socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
-      let st;
-      try {
-        st = lstatSync(path);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw err;
-      }
-      if (!sameFile(st, file)) return false;
+      const st = orUndefined(() => lstatSync(path), 'ENOENT');
+      if (st === undefined || !sameFile(st, file)) return false;
       unlinkSync(path);
       return true;
     },

@@ -78,6 +78,5 @@ export function flockHolder(text: string, dev: bigint, ino: bigint): number | un
  * (src/shim/replace-hung.ts). Throws its errno.
  */
 export function stampFd(fd: number, nowMs: number): void {
-  const seconds = nowMs / 1000;
-  futimesSync(fd, seconds, seconds);
+  futimesSync(fd, nowMs / 1000, nowMs / 1000);
 }

@@ -50,11 +50,7 @@ function writeAll(fd: number, bytes: Uint8Array, length = bytes.length): void {
 
 /** unlink(2) that treats a missing file as done; other errors throw. */
 export function unlinkIfPresent(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  orUndefined(() => unlinkSync(path), 'ENOENT');
 }
 
 /** The temporary name next to `name` in `dir`: hidden, unique per process and call, ending `.tmp`. */
