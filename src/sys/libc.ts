@@ -46,12 +46,17 @@ function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
 }
 
 /**
- * The checks every bound call goes through, over `errno` (koffi's, of the last call) and `close` (the raw close(2)):
- * `check` returns the return value, and throws SysError(operation, errno) when it is negative; `unlessPending` is
- * check, but undefined when nothing is pending (EAGAIN, EINTR); `closing` returns the fd `work` was given, and closes
- * it when `work` throws. With them, the two steps of every socket: socket(2) and its set-up, and bind(2).
+ * libc's functions as bound from `lib` (`fn`, and `close`, bound at once: closeInBackground uses close.async), koffi's
+ * `errno` of the last call, and the checks every call goes through: `check` returns the return value, and throws
+ * SysError(operation, errno) when it is negative; `unlessPending` is check, but undefined when nothing is pending
+ * (EAGAIN, EINTR); `closing` returns the fd `work` was given, and closes it when `work` throws. With them, the two
+ * steps of every socket: socket(2) and its set-up, and bind(2).
  */
-function callChecks(fn: LibcFunctions, errno: () => number, close: (fd: number) => unknown) {
+function libcCalls(lib: LibcLibrary) {
+  const fn = libcFunctions(lib);
+  const close = lib.func('int close(int fd)');
+  const koffi = loadKoffi();
+  const errno = (): number => koffi.errno();
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, errno());
@@ -67,6 +72,9 @@ function callChecks(fn: LibcFunctions, errno: () => number, close: (fd: number) 
     }
   };
   return {
+    fn,
+    close,
+    errno,
     check,
     closing,
     unlessPending(operation: string, rc: number | bigint): number | undefined {
@@ -85,8 +93,8 @@ function callChecks(fn: LibcFunctions, errno: () => number, close: (fd: number) 
   };
 }
 
-/** The checks of {@link callChecks}. */
-type CallChecks = ReturnType<typeof callChecks>;
+/** The calls of {@link libcCalls}. */
+type LibcCalls = ReturnType<typeof libcCalls>;
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -172,17 +180,10 @@ function libcFunctions(lib: LibcLibrary) {
   };
 }
 
-/** The bound functions of libcFunctions. */
-type LibcFunctions = ReturnType<typeof libcFunctions>;
-
 /** Loads libc through koffi and binds the calls of {@link Libc}, {@link UnixSockets} and {@link TcpSockets}. */
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
-  const koffi = loadKoffi();
-  const fn = libcFunctions(lib);
-  const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
-  const errno = (): number => koffi.errno();
-  const checks = callChecks(fn, errno, close);
-  const { check, unlessPending, socket, bind } = checks;
+  const calls = libcCalls(lib);
+  const { fn, close, check, unlessPending, socket, bind } = calls;
   const core: Libc = {
     setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
@@ -208,17 +209,16 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
-    ...bindWaitsAndLocks(fn, check, errno),
+    ...bindWaitsAndLocks(calls),
   };
-  return { ...core, ...bindStreamSockets(fn, checks, core) };
+  return { ...core, ...bindStreamSockets(calls, core) };
 }
 
+/** The calls that wait or tell the time. */
+type WaitsAndLocks = 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen';
+
 /** poll(2), flock(2), pidfd_open(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
-function bindWaitsAndLocks(
-  fn: LibcFunctions,
-  check: CallChecks['check'],
-  errno: () => number,
-): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen'> {
+function bindWaitsAndLocks({ fn, check, errno }: LibcCalls): Pick<Libc, WaitsAndLocks> {
   /** poll(2) for input on `readFds` and room to write on `writeFds`: whether each (in that order) is ready. */
   const poll = (readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): boolean[] => {
     const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
@@ -256,11 +256,8 @@ function bindWaitsAndLocks(
  * The announcer's stream sockets, non-blocking: its unix socket (`core` gives it close and recv), and its HTTP
  * endpoint's TCP socket.
  */
-function bindStreamSockets(
-  fn: LibcFunctions,
-  { check, closing, unlessPending, socket, bind }: CallChecks,
-  core: Pick<Libc, 'close' | 'recvNow'>,
-): UnixSockets & TcpSockets {
+function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow'>): UnixSockets & TcpSockets {
+  const { fn, check, closing, unlessPending, socket, bind } = calls;
   const accept = (fd: number) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
   return {
     listen: (path) =>
