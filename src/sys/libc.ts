@@ -71,26 +71,18 @@ function libcCalls(lib: LibcLibrary) {
       throw err;
     }
   };
-  return {
-    fn,
-    close,
-    errno,
-    check,
-    closing,
-    unlessPending(operation: string, rc: number | bigint): number | undefined {
-      if (Number(rc) >= 0) return Number(rc);
-      const e = errno();
-      if (e === EAGAIN || e === EINTR) return undefined;
-      throw new SysError(operation, e);
-    },
-    /** socket(2), close-on-exec, of `family` (its name in errors), set up by `setUp` (and closed if that throws). */
-    socket(family: string, domain: number, type: number, protocol: number, setUp: (fd: number) => void): number {
-      return closing(check(`socket(${family})`, fn.socket(domain, type | SOCK_CLOEXEC, protocol)), setUp);
-    },
-    bind(operation: string, fd: number, address: Buffer): void {
-      check(operation, fn.bind(fd, address, address.length));
-    },
+  const unlessPending = (operation: string, rc: number | bigint): number | undefined => {
+    if (Number(rc) >= 0) return Number(rc);
+    const e = errno();
+    if (e === EAGAIN || e === EINTR) return undefined;
+    throw new SysError(operation, e);
   };
+  /** socket(2), close-on-exec, of `family` (its name in errors), set up by `setUp` (and closed if that throws). */
+  const socket = (family: string, domain: number, type: number, protocol: number, setUp: (fd: number) => void) =>
+    closing(check(`socket(${family})`, fn.socket(domain, type | SOCK_CLOEXEC, protocol)), setUp);
+  const bind = (operation: string, fd: number, address: Buffer) =>
+    check(operation, fn.bind(fd, address, address.length));
+  return { fn, close, errno, check, closing, unlessPending, socket, bind };
 }
 
 /** The calls of {@link libcCalls}. */
