@@ -55,8 +55,7 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
     return { kind: 'not-netns', reason: (err as Error).message };
   }
   try {
-    const opened = fstatSync(fd);
-    if (!sameFile(opened, st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
+    if (!sameFile(fstatSync(fd), st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
     const problem = notNetnsReason(libc, fd, path);
     if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {

@@ -73,10 +73,10 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
 }
 
 /** Creates `path` (and missing parents) with mode 0700 if needed, then checks it as checkPrivateDir does. */
-export function ensurePrivateDir(path: string, uid?: number): void {
-  if (checkPrivateDir(path, uid) === 'ok') return;
+export function ensurePrivateDir(path: string): void {
+  if (checkPrivateDir(path) === 'ok') return;
   ensureDir(path, 0o700);
-  checkPrivateDir(path, uid);
+  checkPrivateDir(path);
 }
 
 /**

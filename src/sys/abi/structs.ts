@@ -14,9 +14,8 @@ export function sockaddrLl(ifindex: number, protocol: number, destination?: Uint
   sll.writeInt32LE(ifindex, ll.sll_ifindex);
   if (destination) {
     sll.writeUInt16LE(ABI.ARPHRD_ETHER, ll.sll_hatype);
-    sll[ll.sll_pkttype] = 0;
-    sll[ll.sll_halen] = destination.length;
-    Buffer.from(destination).copy(sll, ll.sll_addr);
+    sll[ll.sll_halen] = destination.length; // sll_pkttype stays 0 (PACKET_HOST)
+    sll.set(destination, ll.sll_addr);
   }
   return sll;
 }
