@@ -152,7 +152,7 @@ describe('loadKoffiAddon, faked', () => {
     const deps: AddonLoaderDeps = {
       openAnonymous: () => 42,
       write: (_fd, content) => void written.push(content),
-      dlopen: (module) => void (module.exports = { version }),
+      dlopen: (loaded) => void (loaded.exports = { version }),
       close: () => undefined,
     };
     return { deps, written };
