@@ -88,6 +88,9 @@ function libcCalls(lib: LibcLibrary) {
 /** The calls of {@link libcCalls}. */
 type LibcCalls = ReturnType<typeof libcCalls>;
 
+/** The fds poll(2) found ready to read from and to write to. */
+type ReadyFds = { readable: Set<number>; writable: Set<number> };
+
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
   /** setns(2): moves the calling thread into the namespace behind `fd`. */
@@ -125,11 +128,7 @@ export interface Libc {
    * poll(2) for input on `readFds` and room to write on `writeFds`, for up to `timeoutMs`; the fds that are ready (or
    * in error).
    */
-  pollInOut(
-    readFds: readonly number[],
-    writeFds: readonly number[],
-    timeoutMs: number,
-  ): { readable: Set<number>; writable: Set<number> };
+  pollInOut(readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): ReadyFds;
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
   /**

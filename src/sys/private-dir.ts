@@ -26,29 +26,25 @@ export function checkPrivateDir(path: string, uid: number = process.geteuid?.() 
   const owner = uid === 0 ? 'root' : String(uid);
   if (st.isSymbolicLink()) throw new UnsafeDirError(`${path} is a symbolic link: set it to the directory itself`);
   if (!st.isDirectory()) throw new UnsafeDirError(`${path} is not a directory: remove it, or choose another path`);
-  if (st.uid !== uid) {
+  if (st.uid !== uid)
     throw new UnsafeDirError(
       `${path} is owned by uid ${st.uid}, not ${owner}: chown ${owner} ${path} and chmod 0700 ${path}`,
     );
-  }
-  if ((st.mode & 0o022) !== 0) {
+  if ((st.mode & 0o022) !== 0)
     throw new UnsafeDirError(`${path} is writable by group or others (mode ${modeText(st)}): chmod 0700 ${path}`);
-  }
   for (let dir = realpathSync(dirname(path)); ; dir = dirname(dir)) {
     const parent = statSync(dir);
-    if (parent.uid !== 0 && parent.uid !== uid) {
+    if (parent.uid !== 0 && parent.uid !== uid)
       throw new UnsafeDirError(
         `${path}: its parent ${dir} is owned by uid ${parent.uid}, who could replace it: ` +
           `use a directory under a parent owned by ${owner}`,
       );
-    }
     const othersWrite = (parent.mode & 0o002) !== 0 || ((parent.mode & 0o020) !== 0 && parent.gid !== 0);
-    if (othersWrite && (parent.mode & S_ISVTX) === 0) {
+    if (othersWrite && (parent.mode & S_ISVTX) === 0)
       throw new UnsafeDirError(
         `${path}: its parent ${dir} is writable by others without the sticky bit ` +
           `(mode ${modeText(parent)}): chmod go-w ${dir}`,
       );
-    }
     if (dir === '/') break;
   }
   return 'ok';
