@@ -14,7 +14,7 @@
 import { closeSync, lstatSync, openSync, readdirSync, readlinkSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { fileId, sameFile, type FileId } from './file-id';
-import { orUndefined } from './sys-error';
+import { attempt } from './sys-error';
 import { resolveUnderRoot, type RootLookup } from '../root-path';
 
 /** A caller's namespaces: its mount namespace (of /proc/PID/ns/mnt) and network namespace (/proc/PID/ns/net). */
@@ -145,7 +145,7 @@ function idsKey(ids: readonly FileId[]): string {
 
 /** The pids /proc lists (none when it cannot be read). */
 function pidsIn(proc: string): string[] {
-  return orUndefined(() => readdirSync(proc).filter((name) => /^[1-9][0-9]*$/.test(name))) ?? [];
+  return attempt(() => readdirSync(proc).filter((name) => /^[1-9][0-9]*$/.test(name))) ?? [];
 }
 
 /** The announcer's own view: paths as they are, at no cost. */
@@ -190,7 +190,7 @@ function underRoot(base: string): CallerView['path'] {
   const under = (rel: string): string => (rel === '' ? base : `${base}/${rel}`);
   const lookup: RootLookup = {
     // A missing file is 'other': opening it later fails as it would have for the caller.
-    kind: (rel) => (orUndefined(() => lstatSync(under(rel)).isSymbolicLink()) ? 'symlink' : 'other'),
+    kind: (rel) => (attempt(() => lstatSync(under(rel)).isSymbolicLink()) ? 'symlink' : 'other'),
     readlink: (rel) => readlinkSync(under(rel)),
   };
   return (p, opts) => under(resolveUnderRoot(p, lookup, opts));

@@ -9,7 +9,7 @@ import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
 import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespecMs } from './abi/structs';
 import { fileIdOf, sameFile } from './file-id';
-import { EAGAIN, EINTR, orUndefined, SysError } from './sys-error';
+import { EAGAIN, EINTR, attempt, SysError } from './sys-error';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
@@ -276,7 +276,7 @@ function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
     socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
-      const st = orUndefined(() => lstatSync(path), 'ENOENT');
+      const st = attempt(() => lstatSync(path), 'ENOENT');
       if (st === undefined || !sameFile(st, file)) return false;
       unlinkSync(path);
       return true;

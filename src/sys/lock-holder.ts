@@ -7,7 +7,7 @@
 // path (src/shim/lock-holder.ts, replace-hung.ts): nothing here loads FFI (Libc is injected).
 import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
-import { orUndefined } from './sys-error';
+import { attempt } from './sys-error';
 
 /** How it went: the holder exited (or the time ran out), or none could be named and `fallbackMs` were waited. */
 export type HolderWait = 'holder' | 'fallback';
@@ -27,7 +27,7 @@ export function waitForLockHolder(
   const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
   const pid = holder();
   // No pidfd (ENOSYS before 5.3, ESRCH once gone, EPERM): no holder to wait for.
-  const pidfd = pid === undefined ? undefined : orUndefined(() => libc.pidfdOpen(pid));
+  const pidfd = pid === undefined ? undefined : attempt(() => libc.pidfdOpen(pid));
   if (pidfd !== undefined) {
     try {
       // The pid may have been reused between the read and the open: it must still hold the lock now.

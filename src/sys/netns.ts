@@ -21,7 +21,7 @@ import type { Libc } from './libc';
 import { frameReceiver, packetSocket, type FrameReceiver, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { hasErrno, orUndefined, sysErrorFrom } from './sys-error';
+import { hasErrno, attempt, sysErrorFrom } from './sys-error';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -221,7 +221,7 @@ function returnToHost(libc: Libc, hostFd: number, path: string): void {
 
 /** Whether the sysctl `file` is 1; false when there is no such file (IPv6 disabled in the pod). */
 function readSysctlFlag(file: string): boolean {
-  return orUndefined(() => readFileSync(file, 'latin1').trim() === '1') ?? false;
+  return attempt(() => readFileSync(file, 'latin1').trim() === '1') ?? false;
 }
 
 /**
@@ -229,7 +229,7 @@ function readSysctlFlag(file: string): boolean {
  * pod's netns keeps that netns alive), each as its tid and name; none when /proc cannot tell.
  */
 export function threadsInOtherNetns(): { tid: number; comm: string }[] {
-  const own = orUndefined(() => statSync(OWN_NETNS));
+  const own = attempt(() => statSync(OWN_NETNS));
   if (own === undefined) return [];
   const found: { tid: number; comm: string }[] = [];
   for (const tid of readdirSync('/proc/self/task')) {

@@ -3,7 +3,7 @@
 // write (or swap) would let them steer a root process.
 import { lstatSync, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from '../path';
-import { orUndefined } from './sys-error';
+import { attempt } from './sys-error';
 
 /** A directory the plugin must not use, with what to do about it in the message. */
 export class UnsafeDirError extends Error {
@@ -21,7 +21,7 @@ const S_ISVTX = 0o1000;
  * `path` is not there, 'ok' when it passes.
  */
 export function checkPrivateDir(path: string, uid: number = process.geteuid?.() ?? 0): 'ok' | 'missing' {
-  const st = orUndefined(() => lstatSync(path), 'ENOENT');
+  const st = attempt(() => lstatSync(path), 'ENOENT');
   if (st === undefined) return 'missing';
   const owner = uid === 0 ? 'root' : String(uid);
   if (st.isSymbolicLink()) throw new UnsafeDirError(`${path} is a symbolic link: set it to the directory itself`);

@@ -2,7 +2,7 @@
 // start time (field 22 of /proc/PID/stat) cannot. Nothing here signals a process
 // (the plugin's one signal: SIGKILL to a hung announcer, src/shim/replace-hung.ts).
 import { readFileSync } from 'node:fs';
-import { orUndefined } from './sys-error';
+import { attempt } from './sys-error';
 
 /** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
 const PID_MAX_LIMIT = 4_194_304;
@@ -13,7 +13,7 @@ const PID_MAX_LIMIT = 4_194_304;
  */
 export function processStartTime(pid: number): string | undefined {
   if (!Number.isInteger(pid) || pid < 2 || pid > PID_MAX_LIMIT) return undefined;
-  const stat = orUndefined(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  const stat = attempt(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
   if (stat === undefined) return undefined; // gone
   // comm (field 2) may contain spaces and parentheses: split after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -20,7 +20,7 @@ import {
 import { join } from '../path';
 import { tempName } from '../state-files';
 import { ABI } from './abi/kernel-abi';
-import { EINVAL, orUndefined, SysError, sysErrorFrom } from './sys-error';
+import { EINVAL, attempt, SysError, sysErrorFrom } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = ABI;
 
@@ -34,13 +34,9 @@ function randomHex(n: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString('hex');
 }
 
+/** close(2) of `fd` when there is one, a failure ignored: nothing more is read or written through it. */
 function closeQuietly(fd: number | undefined): void {
-  if (fd === undefined) return;
-  try {
-    closeSync(fd);
-  } catch {
-    // Nothing more is read or written through it.
-  }
+  if (fd !== undefined) attempt(() => closeSync(fd));
 }
 
 /** Writes the first `length` bytes of `bytes` to `fd`, looping over short writes. */
@@ -50,7 +46,7 @@ function writeAll(fd: number, bytes: Uint8Array, length = bytes.length): void {
 
 /** unlink(2) that treats a missing file as done; other errors throw. */
 export function unlinkIfPresent(path: string): void {
-  orUndefined(() => unlinkSync(path), 'ENOENT');
+  attempt(() => unlinkSync(path), 'ENOENT');
 }
 
 /** The temporary name next to `name` in `dir`: hidden, unique per process and call, ending `.tmp`. */
@@ -73,11 +69,7 @@ function renameIntoPlace(tmp: string, target: string, mode: number, fill: (fd: n
     renameSync(tmp, target);
   } catch (err) {
     closeQuietly(fd);
-    try {
-      unlinkIfPresent(tmp);
-    } catch {
-      // The original error is the one to report.
-    }
+    attempt(() => unlinkSync(tmp)); // whatever befalls it, the original error is the one to report
     throw err;
   }
 }
@@ -184,7 +176,7 @@ function readFull(fd: number, buf: Buffer, pos: number | null): number {
 
 /** Whether `target` is a regular file (no symlink) with `mode` and the bytes of the open `src` of `size` bytes. */
 function sameContent(src: number, size: number, target: string, mode: number): boolean {
-  const fd = orUndefined(() => openSync(target, O_RDONLY | O_NOFOLLOW));
+  const fd = attempt(() => openSync(target, O_RDONLY | O_NOFOLLOW));
   if (fd === undefined) return false; // missing, a symlink (ELOOP), unreadable: replace it
   try {
     const st = fstatSync(fd);

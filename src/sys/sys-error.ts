@@ -53,13 +53,13 @@ export function errnoNumber(name: string): number | undefined {
 }
 
 /**
- * `look()`, or undefined when it throws (with `code` given, only when it throws that errno, as node:fs names it: any
- * other error is thrown). For a look whose failure only means there is nothing to see (a file gone, a process exited),
- * each caller saying so where it looks.
+ * `call()`, or undefined when it throws (with `code` given, only when it throws that errno, as node:fs names it: any
+ * other error is thrown). For a call whose failure only means there is nothing to see or do (a file gone, a process
+ * exited), each caller saying so where it calls.
  */
-export function orUndefined<T>(look: () => T, code?: string): T | undefined {
+export function attempt<T>(call: () => T, code?: string): T | undefined {
   try {
-    return look();
+    return call();
   } catch (err) {
     if (code !== undefined && (err as NodeJS.ErrnoException).code !== code) throw err;
     return undefined;
