@@ -89,11 +89,7 @@ export function ensureDir(path: string, mode: number): void {
     const parent = dirname(path);
     if (code !== 'ENOENT' || parent === path) throw err;
     ensureDir(parent, mode);
-    try {
-      mkdirSync(path, { mode });
-    } catch (again) {
-      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
-    }
+    attempt(() => mkdirSync(path, { mode }), 'EEXIST');
   }
 }
 

@@ -102,7 +102,7 @@ export function readSmallFile(path: string, maxBytes: number, ownerUid?: number)
     if (ownerUid !== undefined && (st.uid !== ownerUid || (st.mode & 0o022) !== 0))
       throw new NotRegularFileError(`${path} must be uid ${ownerUid}'s and writable by it alone`);
     const buf = Buffer.alloc(maxBytes + 1);
-    const got = readFull(fd, buf, null);
+    const got = readFull(fd, buf, 0);
     if (got > maxBytes) throw new NotRegularFileError(`${path} is larger than ${maxBytes} bytes`);
     return buf.subarray(0, got).toString('utf8');
   } finally {
@@ -160,14 +160,11 @@ export function dirProblem(dir: string): DirProblem {
   }
 }
 
-/**
- * Reads up to buf.length bytes at `pos` (null: from the file's offset), looping over short reads; fewer only at end
- * of file.
- */
-function readFull(fd: number, buf: Buffer, pos: number | null): number {
+/** Reads up to buf.length bytes at `pos`, looping over short reads; fewer only at end of file. */
+function readFull(fd: number, buf: Buffer, pos: number): number {
   let got = 0;
   while (got < buf.length) {
-    const n = readSync(fd, buf, got, buf.length - got, pos === null ? null : pos + got);
+    const n = readSync(fd, buf, got, buf.length - got, pos + got);
     if (n === 0) break;
     got += n;
   }
