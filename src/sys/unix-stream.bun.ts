@@ -37,21 +37,20 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
       pending = pending.subarray(n);
     }
   };
+  // Nothing is said once this side closed.
+  const ended = () => !closed && handlers.end();
+  const failed = (err: Error) => !closed && handlers.error(streamError(`unix socket ${path}`, err));
   let socket: BunSocket;
   try {
     socket = await bun.connect({
       unix: path,
       socket: {
         data: (_s, data) => !closed && handlers.data(data),
-        drain: (s) => flush(s),
-        end: () => !closed && handlers.end(),
-        error: (_s, err) => !closed && handlers.error(streamError(`unix socket ${path}`, err)),
+        drain: flush,
+        end: ended,
+        error: (_s, err) => failed(err),
         // After `end` or `error` this repeats what was said, which the handlers ignore.
-        close: (_s, err) => {
-          if (closed) return;
-          if (err) handlers.error(streamError(`unix socket ${path}`, err));
-          else handlers.end();
-        },
+        close: (_s, err) => (err ? failed(err) : ended()),
       },
     });
   } catch (err) {
@@ -60,13 +59,10 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
   return {
     write: (text) => {
       const bytes = new TextEncoder().encode(text);
-      if (pending.length === 0) pending = bytes;
-      else {
-        const joined = new Uint8Array(pending.length + bytes.length);
-        joined.set(pending);
-        joined.set(bytes, pending.length);
-        pending = joined;
-      }
+      const joined = new Uint8Array(pending.length + bytes.length);
+      joined.set(pending);
+      joined.set(bytes, pending.length);
+      pending = joined;
       flush(socket);
     },
     close: () => {
