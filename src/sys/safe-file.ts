@@ -183,7 +183,6 @@ function sameContent(src: number, size: number, target: string, mode: number): b
     for (let pos = 0; pos < size; pos += CHUNK) {
       const n = readFull(src, a, pos);
       if (n !== readFull(fd, b, pos) || !a.subarray(0, n).equals(b.subarray(0, n))) return false;
-      if (n < CHUNK) break;
     }
     return true;
   } finally {
@@ -228,12 +227,12 @@ export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, no
 }
 
 /**
- * Installs a copy of `source` as `dir/name` with `mode`, atomically, so that a runtime may exec it at any moment
- * (kubelet and runtimes exec /opt/cni/bin/* whenever a pod starts: a plain copy in place could be exec'd half-written,
- * or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (see renameIntoPlace) is written,
- * chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is fsync'd. A reader sees the old file or the new one,
- * never a part. Does nothing when `dir/name` already is a regular file with those bytes and mode. On failure the error
- * (with its errno code) is thrown.
+ * Installs a copy of `source` (its size when opened) as `dir/name` with `mode`, atomically, so that a runtime may exec
+ * it at any moment (kubelet and runtimes exec /opt/cni/bin/* whenever a pod starts: a plain copy in place could be
+ * exec'd half-written, or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (see
+ * renameIntoPlace) is written, chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is fsync'd. A reader sees the
+ * old file or the new one, never a part. Does nothing when `dir/name` already is a regular file with those bytes and
+ * mode. On failure the error (with its errno code) is thrown.
  */
 export function installFile(source: string, dir: string, name: string, mode: number): InstallOutcome {
   const src = openSync(source, O_RDONLY);
@@ -243,11 +242,7 @@ export function installFile(source: string, dir: string, name: string, mode: num
     if (sameContent(src, size, target, mode)) return 'unchanged';
     renameIntoPlace(join(dir, `.${name}.tmp-${randomHex(6)}`), target, 0o600, (out) => {
       const buf = Buffer.allocUnsafe(CHUNK);
-      for (let pos = 0; ; pos += CHUNK) {
-        const n = readFull(src, buf, pos);
-        writeAll(out, buf, n);
-        if (n < CHUNK) break;
-      }
+      for (let pos = 0; pos < size; pos += CHUNK) writeAll(out, buf, readFull(src, buf, pos));
       fchmodSync(out, mode);
       fsyncSync(out);
     });
