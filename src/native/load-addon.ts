@@ -28,7 +28,7 @@ export function addonDirs(execPath: string = process.execPath): string[] {
   return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
 }
 
-/** The steps of {@link loadKoffiAddon} that touch the system: open(2) with O_TMPFILE, write(2), process.dlopen, close(2). */
+/** The steps of {@link loadKoffiAddon} that touch the system: open(2) (O_TMPFILE), write(2), dlopen, close(2). */
 export const systemAddonLoader = {
   /** Opens an anonymous file in `dir`; returns its fd. */
   openAnonymous: (dir: string): number => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
