@@ -78,24 +78,13 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
   } catch (err) {
     if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) return (err as Error).message;
     try {
-      enterAndLeave(libc, fd, path);
+      inNetns(libc, path, () => undefined, fd); // in and straight back
       return undefined;
     } catch (setnsErr) {
       return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
     }
   }
   return type === CLONE_NEWNET ? undefined : `it is a ${nsTypeName(type)} namespace`;
-}
-
-/** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
-function enterAndLeave(libc: Libc, fd: number, path: string): void {
-  const hostFd = openReadOnly(OWN_NETNS);
-  try {
-    libc.setns(fd, CLONE_NEWNET);
-    returnToHost(libc, hostFd, path);
-  } finally {
-    closeSync(hostFd);
-  }
 }
 
 /** Host-side rtnetlink sockets: requests, and notifications (by default of links: bridge ports). */
@@ -163,18 +152,18 @@ export function openPodRtnl(libc: Libc, path: string): Rtnl {
 }
 
 /**
- * Runs `open` inside the netns at `path` and returns to the original netns.
- * `open` must be synchronous (no await while switched) and pass every socket
+ * Runs `open` inside the netns at `path` (or, given `fd`, the one open there: `path` names it in messages) and returns
+ * to the original netns. `open` must be synchronous (no await while switched) and pass every socket
  * it makes through `opened`, so that all of them are closed if a later one fails.
  */
-function inNetns<T>(libc: Libc, path: string, open: (opened: Opened) => T): T {
+function inNetns<T>(libc: Libc, path: string, open: (opened: Opened) => T, fd?: number): T {
   const hostFd = openReadOnly(OWN_NETNS);
   try {
-    const podFd = openReadOnly(path);
+    const podFd = fd ?? openReadOnly(path);
     try {
       libc.setns(podFd, CLONE_NEWNET);
     } finally {
-      closeSync(podFd);
+      if (fd === undefined) closeSync(podFd);
     }
     try {
       return closingOnFailure(open);
