@@ -1,5 +1,5 @@
-// Loads a Node-API addon (koffi's) from bytes the compiled binary carries
-// (src/native/embedded-koffi.ts wires koffi's).
+// Loads koffi's Node-API addon from bytes the compiled binary carries
+// (src/native/embedded-koffi.ts wires it).
 //
 // dlopen() needs a file. The bytes go into an anonymous O_TMPFILE inode, which
 // has no name in any directory, so no other user and no earlier run can plant,
@@ -28,63 +28,21 @@ export function addonDirs(execPath: string = process.execPath): string[] {
   return ['/dev/shm', '/run', dirname(execPath), '/tmp', '/var/tmp'];
 }
 
-/** The steps of {@link loadAddon} that touch the system, injectable in tests. */
-export interface AddonLoaderDeps {
+/** The steps of {@link loadKoffiAddon} that touch the system: open(2) (O_TMPFILE), write(2), dlopen, close(2). */
+export const systemAddonLoader = {
   /** Opens an anonymous file in `dir`; returns its fd. */
-  openAnonymous(dir: string): number;
+  openAnonymous: (dir: string): number => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
   /** Writes the addon's bytes into the file `fd`. */
-  write(fd: number, content: Uint8Array): void;
-  /** process.dlopen of `path` into `module`. */
-  dlopen(module: { exports: unknown }, path: string): void;
-  close(fd: number): void;
-}
-
-/** The real steps: open(2) with O_TMPFILE, write(2), process.dlopen, close(2). */
-export const systemAddonLoader: AddonLoaderDeps = {
-  openAnonymous: (dir) => openSync(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0o500),
-  write(fd, content) {
+  write(fd: number, content: Uint8Array): void {
     for (let off = 0; off < content.length; ) off += writeSync(fd, content, off);
   },
-  dlopen: (module, path) => process.dlopen(module, path),
-  close: (fd) => closeSync(fd),
+  /** process.dlopen of `path` into `module`. */
+  dlopen: (module: { exports: unknown }, path: string): void => process.dlopen(module, path),
+  close: (fd: number): void => closeSync(fd),
 };
 
-/**
- * dlopen()s the addon from an anonymous file in the first of `dirs` that works; throws one error naming each directory
- * and why (in `cause`).
- */
-export function loadAddon(
-  name: string,
-  content: Uint8Array,
-  dirs: readonly string[] = addonDirs(),
-  deps: AddonLoaderDeps = systemAddonLoader,
-): unknown {
-  const failures: { dir: string; error: unknown }[] = [];
-  for (const dir of dirs) {
-    let fd: number | undefined;
-    try {
-      fd = deps.openAnonymous(dir);
-      deps.write(fd, content);
-      const module = { exports: {} as unknown };
-      deps.dlopen(module, `/proc/self/fd/${fd}`);
-      return module.exports;
-    } catch (error) {
-      failures.push({ dir, error });
-    } finally {
-      if (fd !== undefined) deps.close(fd);
-    }
-  }
-  const reasons = failures.map(({ dir, error }) => `${dir}: ${error instanceof Error ? error.message : String(error)}`);
-  throw new Error(
-    `cannot load the ${name} addon from an anonymous file (${reasons.join('; ') || 'no directory to try'})`,
-    {
-      cause: new AggregateError(
-        failures.map((f) => f.error),
-        'one failure per directory',
-      ),
-    },
-  );
-}
+/** The steps of {@link loadKoffiAddon} that touch the system, injectable in tests. */
+export type AddonLoaderDeps = typeof systemAddonLoader;
 
 /** koffi's API as its addon exports it: what loadKoffi() hands out. */
 export interface KoffiAddon {
@@ -92,16 +50,38 @@ export interface KoffiAddon {
 }
 
 /**
- * Reads koffi's addon whole from `file` and loads it from an anonymous file (loadAddon);
- * throws, as koffi's own entry does and with its words, when its version is not `version`.
+ * Reads koffi's addon whole from `file` and dlopen()s it from an anonymous file in the first of `dirs` that works;
+ * throws one error naming each directory and why (in `cause`), and, as koffi's own entry does and with its words,
+ * when the addon's version is not `version`.
  */
 export function loadKoffiAddon(
   file: string,
   version: string,
-  load: (name: string, content: Uint8Array) => unknown = loadAddon,
-  read: (file: string) => Uint8Array = readFileSync,
+  dirs: readonly string[] = addonDirs(),
+  deps: AddonLoaderDeps = systemAddonLoader,
 ): KoffiAddon {
-  const addon = load('koffi', read(file)) as KoffiAddon;
-  if (addon.version !== version) throw new Error('Mismatched native Koffi modules');
-  return addon;
+  const content = readFileSync(file);
+  const failures: { dir: string; error: unknown }[] = [];
+  for (const dir of dirs) {
+    const module = { exports: {} as unknown };
+    let fd: number | undefined;
+    try {
+      fd = deps.openAnonymous(dir);
+      deps.write(fd, content);
+      deps.dlopen(module, `/proc/self/fd/${fd}`);
+    } catch (error) {
+      failures.push({ dir, error });
+      continue;
+    } finally {
+      if (fd !== undefined) deps.close(fd);
+    }
+    const addon = module.exports as KoffiAddon;
+    if (addon.version !== version) throw new Error('Mismatched native Koffi modules');
+    return addon;
+  }
+  const reasons = failures.map(({ dir, error }) => `${dir}: ${error instanceof Error ? error.message : String(error)}`);
+  const why = reasons.join('; ') || 'no directory to try';
+  const errors = failures.map((f) => f.error);
+  const cause = new AggregateError(errors, 'one failure per directory');
+  throw new Error(`cannot load the koffi addon from an anonymous file (${why})`, { cause });
 }

@@ -14,6 +14,7 @@
 import { closeSync, lstatSync, openSync, readdirSync, readlinkSync } from 'node:fs';
 import { ABI } from './abi/kernel-abi';
 import { fileId, sameFile, type FileId } from './file-id';
+import { attempt } from './sys-error';
 import { resolveUnderRoot, type RootLookup } from '../root-path';
 
 /** A caller's namespaces: its mount namespace (of /proc/PID/ns/mnt) and network namespace (/proc/PID/ns/net). */
@@ -83,9 +84,8 @@ export class CallerViews {
       return this.ofProcess(`${this.proc}/${pid}`);
     } catch (err) {
       if (err instanceof CallerViewError) throw err;
-      throw new CallerViewError(`cannot open the view of the caller (pid ${pid}): ${(err as Error).message}`, {
-        cause: err,
-      });
+      const why = (err as Error).message;
+      throw new CallerViewError(`cannot open the view of the caller (pid ${pid}): ${why}`, { cause: err });
     }
   }
 
@@ -95,16 +95,16 @@ export class CallerViews {
    * sent the ADD, found by a look at /proc once per namespace); undefined when no process is in them any more.
    */
   forRecorded(caller: CallerIds | undefined): CallerView | undefined {
-    const same = (v: CallerView): boolean => sameFile(v.caller.mnt, caller!.mnt) && sameFile(v.caller.net, caller!.net);
-    if (caller === undefined || same(this.own)) return this.own;
-    for (const view of this.held.values()) if (same(view)) return view;
+    if (caller === undefined) return this.own;
     const key = idsKey([caller.mnt, caller.net]);
+    const same = (v: CallerView): boolean => idsKey([v.caller.mnt, v.caller.net]) === key;
+    if (same(this.own)) return this.own;
+    for (const view of this.held.values()) if (same(view)) return view;
     if (this.nowhere.has(key)) return undefined;
     for (const pid of ['1', ...pidsIn(this.proc)]) {
       try {
         const proc = `${this.proc}/${pid}`;
-        if (!sameFile(fileId(`${proc}/ns/mnt`), caller.mnt) || !sameFile(fileId(`${proc}/ns/net`), caller.net))
-          continue;
+        if (idsKey([fileId(`${proc}/ns/mnt`), fileId(`${proc}/ns/net`)]) !== key) continue;
         const view = this.ofProcess(proc);
         if (same(view)) return view;
       } catch {
@@ -125,16 +125,10 @@ export class CallerViews {
   private ofProcess(proc: string): CallerView {
     const ids = { mnt: fileId(`${proc}/ns/mnt`), net: fileId(`${proc}/ns/net`), root: fileId(`${proc}/root`) };
     const own = this.own;
-    if (sameFile(ids.mnt, own.caller.mnt) && sameFile(ids.root, own.root) && sameFile(ids.net, own.caller.net))
-      return own;
     const key = idsKey([ids.mnt, ids.root, ids.net]);
-    const kept = this.held.get(key);
-    if (kept) {
-      this.held.delete(key); // most recently used last
-      this.held.set(key, kept);
-      return kept;
-    }
-    const view = openProcessView(proc, ids, own);
+    if (key === idsKey([own.caller.mnt, own.root, own.caller.net])) return own;
+    const view = this.held.get(key) ?? openProcessView(proc, ids, own);
+    this.held.delete(key); // most recently used last
     this.held.set(key, view);
     for (const [k, old] of this.held) {
       if (this.held.size <= MAX_HELD_VIEWS) break;
@@ -151,15 +145,11 @@ function idsKey(ids: readonly FileId[]): string {
 
 /** The pids /proc lists (none when it cannot be read). */
 function pidsIn(proc: string): string[] {
-  try {
-    return readdirSync(proc).filter((name) => /^[1-9][0-9]*$/.test(name));
-  } catch {
-    return [];
-  }
+  return attempt(() => readdirSync(proc).filter((name) => /^[1-9][0-9]*$/.test(name))) ?? [];
 }
 
 /** The announcer's own view: paths as they are, at no cost. */
-function ownView(proc = '/proc'): OwnView {
+function ownView(proc: string): OwnView {
   const caller = { mnt: fileId(`${proc}/self/ns/mnt`), net: fileId(`${proc}/self/ns/net`) };
   return { caller, root: fileId(`${proc}/self/root`), path: (p) => p };
 }
@@ -199,13 +189,8 @@ function heldOpen(path: string, flags: number, expect: FileId, fds: number[]): n
 function underRoot(base: string): CallerView['path'] {
   const under = (rel: string): string => (rel === '' ? base : `${base}/${rel}`);
   const lookup: RootLookup = {
-    kind: (rel) => {
-      try {
-        return lstatSync(under(rel)).isSymbolicLink() ? 'symlink' : 'other';
-      } catch {
-        return 'other'; // missing: opening it later fails as it would have for the caller
-      }
-    },
+    // A missing file is 'other': opening it later fails as it would have for the caller.
+    kind: (rel) => (attempt(() => lstatSync(under(rel)).isSymbolicLink()) ? 'symlink' : 'other'),
     readlink: (rel) => readlinkSync(under(rel)),
   };
   return (p, opts) => under(resolveUnderRoot(p, lookup, opts));

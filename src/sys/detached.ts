@@ -2,6 +2,7 @@
 // emulator it must go through when one runs this process (qemu-user started by hand, as
 // `qemu-aarch64-static announcer-arm64` in `make test` of the arm64 build).
 import { existsSync, readlinkSync } from 'node:fs';
+import { attempt } from './sys-error';
 
 /** PATH for a detached process when this one has none. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -37,13 +38,12 @@ export function userModeEmulator(
   readlink: (path: string) => string = readlinkSync,
   exists: (path: string) => boolean = existsSync,
 ): string | undefined {
-  try {
+  // A link that cannot be read tells of no emulator.
+  return attempt(() => {
     const program = readlink('/proc/self/exe');
     const kernel = readlink(`/proc/self/task/${pid}/exe`);
     // An emulator registered with binfmt_misc's F flag may not exist in this mount namespace: the kernel can exec the
     // program then.
     return kernel !== program && kernel.startsWith('/') && exists(kernel) ? kernel : undefined;
-  } catch {
-    return undefined;
-  }
+  });
 }

@@ -2,6 +2,7 @@
 // it looked at before (a netns, a caller's namespaces and root, the announcer's socket, an executable).
 // Records keep it as `{ dev, ino }`.
 import { statSync } from 'node:fs';
+import { attempt } from './sys-error';
 
 /** A file's device and inode (st_dev, st_ino). */
 export interface FileId {
@@ -26,9 +27,5 @@ export function fileId(path: string): FileId {
 
 /** The identity of the file `path` leads to now, or undefined when there is none (or it cannot be looked at). */
 export function fileIdAt(path: string): FileId | undefined {
-  try {
-    return fileId(path);
-  } catch {
-    return undefined;
-  }
+  return attempt(() => fileId(path));
 }

@@ -7,9 +7,9 @@ import type Koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 import { formatIPv6 } from '../wire/ip';
 import { ABI } from './abi/kernel-abi';
-import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespec, timespecMs, ucred } from './abi/structs';
+import { pollfds, readUcred, revents, sockaddrLl, sockaddrNl, timespecMs } from './abi/structs';
 import { fileIdOf, sameFile } from './file-id';
-import { EAGAIN, EINTR, SysError } from './sys-error';
+import { EAGAIN, EINTR, attempt, SysError } from './sys-error';
 import { sockaddrIn, sockaddrPort, type TcpSockets } from './tcp-socket';
 import { sockaddrUn, type UnixSockets } from './unix-socket';
 
@@ -20,6 +20,10 @@ const { SOL_NETLINK, SOL_SOCKET } = ABI;
 const SYS_PIDFD_OPEN = 434;
 /** The announcer socket's backlog. */
 const BACKLOG = 128;
+/** The announcer's sockets: non-blocking streams. */
+const STREAM = SOCK_STREAM | SOCK_NONBLOCK;
+/** An int option's value 1 (setsockopt). */
+const ONE = Buffer.from(Int32Array.of(1).buffer);
 
 /**
  * koffi's API; the first call loads it (require caches it). Modules take koffi from here, never with a top-level
@@ -42,44 +46,50 @@ function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
 }
 
 /**
- * The checks every bound call goes through: a negative return becomes a SysError with koffi's errno; "nothing
- * pending" (EAGAIN, EINTR) becomes undefined; an fd being set up is closed when its set-up throws.
+ * libc's functions as bound from `lib` (`fn`, and `close`, bound at once: closeInBackground uses close.async), koffi's
+ * `errno` of the last call, and the checks every call goes through: `check` returns the return value, and throws
+ * SysError(operation, errno) when it is negative; `unlessPending` is check, but undefined when nothing is pending
+ * (EAGAIN, EINTR); `closing` returns the fd `work` was given, and closes it when `work` throws. With them, the two
+ * steps of every socket: socket(2) and its set-up, and bind(2).
  */
-interface CallChecks {
-  /** The return value; SysError(operation, errno) when negative. */
-  check(operation: string, rc: number | bigint): number;
-  /** check, but undefined when nothing is pending (EAGAIN, EINTR). */
-  unlessPending(operation: string, rc: number | bigint): number | undefined;
-  /** The fd `work` returns; closed when `work` throws. */
-  closing(fd: number, work: (fd: number) => void): number;
-}
-
-/** The checks over `errno` (koffi's, of the last call) and `close` (the raw close(2)). */
-function callChecks(errno: () => number, close: (fd: number) => unknown): CallChecks {
+function libcCalls(lib: LibcLibrary) {
+  const fn = libcFunctions(lib);
+  const close = lib.func('int close(int fd)');
+  const koffi = loadKoffi();
+  const errno = (): number => koffi.errno();
   const check = (operation: string, rc: number | bigint): number => {
     const value = Number(rc);
     if (value < 0) throw new SysError(operation, errno());
     return value;
   };
-  return {
-    check,
-    unlessPending(operation, rc) {
-      if (Number(rc) >= 0) return Number(rc);
-      const e = errno();
-      if (e === EAGAIN || e === EINTR) return undefined;
-      throw new SysError(operation, e);
-    },
-    closing(fd, work) {
-      try {
-        work(fd);
-        return fd;
-      } catch (err) {
-        close(fd);
-        throw err;
-      }
-    },
+  const closing = (fd: number, work: (fd: number) => void): number => {
+    try {
+      work(fd);
+      return fd;
+    } catch (err) {
+      close(fd);
+      throw err;
+    }
   };
+  const unlessPending = (operation: string, rc: number | bigint): number | undefined => {
+    if (Number(rc) >= 0) return Number(rc);
+    const e = errno();
+    if (e === EAGAIN || e === EINTR) return undefined;
+    throw new SysError(operation, e);
+  };
+  /** socket(2), close-on-exec, of `family` (its name in errors), set up by `setUp` (and closed if that throws). */
+  const socket = (family: string, domain: number, type: number, protocol: number, setUp: (fd: number) => void) =>
+    closing(check(`socket(${family})`, fn.socket(domain, type | SOCK_CLOEXEC, protocol)), setUp);
+  const bind = (operation: string, fd: number, address: Buffer) =>
+    check(operation, fn.bind(fd, address, address.length));
+  return { fn, close, errno, check, closing, unlessPending, socket, bind };
 }
+
+/** The calls of {@link libcCalls}. */
+type LibcCalls = ReturnType<typeof libcCalls>;
+
+/** The fds poll(2) found ready to read from and to write to. */
+type ReadyFds = { readable: Set<number>; writable: Set<number> };
 
 /** The libc functions the plugin needs; each throws SysError on failure. */
 export interface Libc {
@@ -118,11 +128,7 @@ export interface Libc {
    * poll(2) for input on `readFds` and room to write on `writeFds`, for up to `timeoutMs`; the fds that are ready (or
    * in error).
    */
-  pollInOut(
-    readFds: readonly number[],
-    writeFds: readonly number[],
-    timeoutMs: number,
-  ): { readable: Set<number>; writable: Set<number> };
+  pollInOut(readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): ReadyFds;
   /** clock_gettime(CLOCK_BOOTTIME) in ms: one clock for every process of the node, never stepped. */
   bootTimeMs(): number;
   /**
@@ -165,31 +171,19 @@ function libcFunctions(lib: LibcLibrary) {
   };
 }
 
-/** The bound functions of libcFunctions. */
-type LibcFunctions = ReturnType<typeof libcFunctions>;
-
 /** Loads libc through koffi and binds the calls of {@link Libc}, {@link UnixSockets} and {@link TcpSockets}. */
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
-  const koffi = loadKoffi();
-  const fn = libcFunctions(lib);
-  const close = lib.func('int close(int fd)'); // eager: closeInBackground uses close.async
-  const errno = (): number => koffi.errno();
-  const checks = callChecks(errno, close);
-  const { check, unlessPending, closing } = checks;
+  const calls = libcCalls(lib);
+  const { fn, close, check, unlessPending, socket, bind } = calls;
   const core: Libc = {
     setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openReceiver(ifindex, ethertype) {
       // Protocol 0 at socket(): the socket receives nothing until bind names the protocol and the
       // interface, so no frame of another interface is ever queued on it.
-      return closing(
-        check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
-        (fd) => {
-          const address = sockaddrLl(ifindex, ethertype);
-          const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
-          check(what, fn.bind(fd, address, address.length));
-        },
-      );
+      const what = `bind(AF_PACKET, 0x${ethertype.toString(16)}, ifindex ${ifindex})`;
+      const address = sockaddrLl(ifindex, ethertype);
+      return socket('AF_PACKET', AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, 0, (fd) => bind(what, fd, address));
     },
     sendto: (fd, frame, address) => check('sendto', fn.sendto(fd, frame, frame.length, 0, address, address.length)),
     close: (fd) => void check('close', close(fd)),
@@ -198,32 +192,31 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
         done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
       ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
+    // Bound to port id 0: the kernel picks one.
     openNetlinkSocket: () =>
-      closing(check('socket(AF_NETLINK)', fn.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)), (fd) => {
-        const address = sockaddrNl(); // port id 0: the kernel picks one
-        check('bind(AF_NETLINK)', fn.bind(fd, address, address.length));
-      }),
+      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => bind('bind(AF_NETLINK)', fd, sockaddrNl())),
     joinGroup(fd, group) {
-      const value = Buffer.alloc(4);
-      value.writeUInt32LE(group, 0);
+      const value = Buffer.from(Uint32Array.of(group).buffer);
       check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
     },
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
-    ...bindWaitsAndLocks(fn, check, errno),
+    ...bindWaitsAndLocks(calls),
   };
-  return { ...core, ...bindUnixSockets(fn, checks, core), ...bindTcpSockets(fn, checks) };
+  return { ...core, ...bindStreamSockets(calls, core) };
 }
 
+/** The calls that wait or tell the time. */
+type WaitsAndLocks = 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen';
+
 /** poll(2), flock(2), pidfd_open(2) and CLOCK_BOOTTIME: the calls that wait or tell the time. */
-function bindWaitsAndLocks(
-  fn: LibcFunctions,
-  check: CallChecks['check'],
-  errno: () => number,
-): Pick<Libc, 'tryLock' | 'bootTimeMs' | 'pollIn' | 'pollInOut' | 'pidfdOpen'> {
-  const pollSet = (set: Buffer, count: number, timeoutMs: number): number => {
+function bindWaitsAndLocks({ fn, check, errno }: LibcCalls): Pick<Libc, WaitsAndLocks> {
+  /** poll(2) for input on `readFds` and room to write on `writeFds`: whether each (in that order) is ready. */
+  const poll = (readFds: readonly number[], writeFds: readonly number[], timeoutMs: number): boolean[] => {
+    const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
+    const count = readFds.length + writeFds.length;
     const n = fn.poll(set, count, Math.max(0, Math.ceil(timeoutMs)));
     if (n < 0 && errno() !== EINTR) throw new SysError('poll', errno());
-    return n;
+    return Array.from({ length: count }, (_, i) => n > 0 && revents(set, i) !== 0);
   };
   return {
     tryLock(fd) {
@@ -237,53 +230,44 @@ function bindWaitsAndLocks(
     // 434 on every architecture (the syscall table is unified from 5.1 on).
     pidfdOpen: (pid) => check('pidfd_open', Number(fn.syscall(SYS_PIDFD_OPEN, 'int', pid, 'uint', 0))),
     bootTimeMs() {
-      const ts = timespec();
+      const ts = Buffer.alloc(ABI.timespec.size);
       check('clock_gettime(CLOCK_BOOTTIME)', fn.clockGettime(CLOCK_BOOTTIME, ts));
       return timespecMs(ts);
     },
-    pollIn(fds, timeoutMs) {
-      const set = pollfds(fds, POLLIN);
-      const n = pollSet(set, fds.length, timeoutMs);
-      return fds.map((_, i) => n > 0 && revents(set, i) !== 0);
-    },
+    pollIn: (fds, timeoutMs) => poll(fds, [], timeoutMs),
     pollInOut(readFds, writeFds, timeoutMs) {
-      const fds = [...readFds, ...writeFds];
-      const set = Buffer.concat([pollfds(readFds, POLLIN), pollfds(writeFds, POLLOUT)]);
-      const n = pollSet(set, fds.length, timeoutMs);
-      const ready = (from: number, count: number): Set<number> =>
-        new Set(fds.slice(from, from + count).filter((_, i) => n > 0 && revents(set, from + i) !== 0));
-      return { readable: ready(0, readFds.length), writable: ready(readFds.length, writeFds.length) };
+      const ready = poll(readFds, writeFds, timeoutMs);
+      const readable = new Set(readFds.filter((_, i) => ready[i]));
+      return { readable, writable: new Set(writeFds.filter((_, i) => ready[readFds.length + i])) };
     },
   };
 }
 
-/** The announcer socket's calls: a unix SOCK_STREAM socket, non-blocking; `core` gives it close and recv. */
-function bindUnixSockets(
-  fn: LibcFunctions,
-  { check, unlessPending, closing }: CallChecks,
-  core: Pick<Libc, 'close' | 'recvNow'>,
-): UnixSockets {
-  const unixSocket = (): number =>
-    check('socket(AF_UNIX)', fn.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+/**
+ * The announcer's stream sockets, non-blocking: its unix socket (`core` gives it close and recv), and its HTTP
+ * endpoint's TCP socket.
+ */
+function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow'>): UnixSockets & TcpSockets {
+  const { fn, check, closing, unlessPending, socket, bind } = calls;
+  const accept = (fd: number) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
   return {
     listen: (path) =>
-      closing(unixSocket(), (fd) => {
-        const address = sockaddrUn(path);
-        check(`bind ${path}`, fn.bind(fd, address, address.length));
+      socket('AF_UNIX', AF_UNIX, STREAM, 0, (fd) => {
+        bind(`bind ${path}`, fd, sockaddrUn(path));
         chmodSync(path, 0o600); // bind made it 0777 less the umask; only its owner may connect
         check(`listen ${path}`, fn.listen(fd, BACKLOG));
       }),
     accept(fd) {
-      const peer = unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      const peer = accept(fd);
       if (peer === undefined) return undefined;
-      const cred = ucred();
+      const cred = Buffer.alloc(ABI.ucred.size);
       closing(peer, () =>
         check('getsockopt(SO_PEERCRED)', fn.getsockopt(peer, SOL_SOCKET, SO_PEERCRED, cred, [cred.length])),
       );
       return { fd: peer, ...readUcred(cred) };
     },
     connect: (path) =>
-      closing(unixSocket(), (fd) => {
+      socket('AF_UNIX', AF_UNIX, STREAM, 0, (fd) => {
         const address = sockaddrUn(path);
         check(`connect ${path}`, fn.connect(fd, address, address.length));
       }),
@@ -292,44 +276,24 @@ function bindUnixSockets(
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
     socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
-      let st;
-      try {
-        st = lstatSync(path);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw err;
-      }
-      if (!sameFile(st, file)) return false;
+      const st = attempt(() => lstatSync(path), 'ENOENT');
+      if (st === undefined || !sameFile(st, file)) return false;
       unlinkSync(path);
       return true;
     },
     close: core.close,
-  };
-}
-
-/** The HTTP endpoint's TCP calls: a listening socket and its connections, non-blocking like the unix socket's. */
-function bindTcpSockets(fn: LibcFunctions, { check, unlessPending, closing }: CallChecks): TcpSockets {
-  const one = Buffer.from(Int32Array.of(1).buffer);
-  return {
     listenTcp(address, backlog) {
       const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
       const where = `${host}:${address.port}`;
-      const fd = closing(
-        check(
-          'socket(AF_INET)',
-          fn.socket(address.family === 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0),
-        ),
-        (fd) => {
-          check('setsockopt(SO_REUSEADDR)', fn.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, one, one.length));
-          const bytes = sockaddrIn(address);
-          check(`bind ${where}`, fn.bind(fd, bytes, bytes.length));
-          check(`listen ${where}`, fn.listen(fd, backlog));
-        },
-      );
       const bound = Buffer.alloc(ABI.sockaddr_in6.size);
-      closing(fd, () => check('getsockname', fn.getsockname(fd, bound, [bound.length])));
+      const fd = socket('AF_INET', address.family === 6 ? AF_INET6 : AF_INET, STREAM, 0, (fd) => {
+        check('setsockopt(SO_REUSEADDR)', fn.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ONE, ONE.length));
+        bind(`bind ${where}`, fd, sockaddrIn(address));
+        check(`listen ${where}`, fn.listen(fd, backlog));
+        check('getsockname', fn.getsockname(fd, bound, [bound.length]));
+      });
       return { fd, port: sockaddrPort(bound) };
     },
-    acceptTcp: (fd) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC)),
+    acceptTcp: accept,
   };
 }

@@ -7,6 +7,7 @@
 // path (src/shim/lock-holder.ts, replace-hung.ts): nothing here loads FFI (Libc is injected).
 import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
+import { attempt } from './sys-error';
 
 /** How it went: the holder exited (or the time ran out), or none could be named and `fallbackMs` were waited. */
 export type HolderWait = 'holder' | 'fallback';
@@ -22,31 +23,24 @@ export function waitForLockHolder(
   fallbackMs: number,
   readLocks = (): string => readFileSync('/proc/locks', 'latin1'),
 ): HolderWait {
-  const read = readLocks;
   const st = fstatSync(fd, { bigint: true });
-  const holder = (): number | undefined => flockHolder(read(), st.dev, st.ino);
+  const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
   const pid = holder();
-  const pidfd = pid === undefined ? undefined : openPidfd(libc, pid);
-  // The pid may have been reused between the read and the open: it must still hold the lock now.
-  if (pidfd !== undefined && holder() === pid) {
+  // No pidfd (ENOSYS before 5.3, ESRCH once gone, EPERM): no holder to wait for.
+  const pidfd = pid === undefined ? undefined : attempt(() => libc.pidfdOpen(pid));
+  if (pidfd !== undefined) {
     try {
-      libc.pollIn([pidfd], ms);
-      return 'holder';
+      // The pid may have been reused between the read and the open: it must still hold the lock now.
+      if (holder() === pid) {
+        libc.pollIn([pidfd], ms);
+        return 'holder';
+      }
     } finally {
       libc.close(pidfd);
     }
   }
-  if (pidfd !== undefined) libc.close(pidfd);
   libc.pollIn([], Math.min(ms, fallbackMs));
   return 'fallback';
-}
-
-function openPidfd(libc: Libc, pid: number): number | undefined {
-  try {
-    return libc.pidfdOpen(pid);
-  } catch {
-    return undefined; // ENOSYS (before 5.3), ESRCH (gone), EPERM
-  }
 }
 
 /**
@@ -84,6 +78,5 @@ export function flockHolder(text: string, dev: bigint, ino: bigint): number | un
  * (src/shim/replace-hung.ts). Throws its errno.
  */
 export function stampFd(fd: number, nowMs: number): void {
-  const seconds = nowMs / 1000;
-  futimesSync(fd, seconds, seconds);
+  futimesSync(fd, nowMs / 1000, nowMs / 1000);
 }

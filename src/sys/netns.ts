@@ -21,7 +21,7 @@ import type { Libc } from './libc';
 import { frameReceiver, packetSocket, type FrameReceiver, type PacketSocket } from './packet-socket';
 import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
-import { hasErrno, sysErrorFrom } from './sys-error';
+import { hasErrno, attempt, sysErrorFrom } from './sys-error';
 
 const { CLONE_NEWNET, NSFS_MAGIC, O_NOCTTY, O_NONBLOCK, O_RDONLY } = ABI;
 const OWN_NETNS = '/proc/thread-self/ns/net';
@@ -55,8 +55,7 @@ export function checkNetnsPath(libc: Libc, path: string): NetnsCheck {
     return { kind: 'not-netns', reason: (err as Error).message };
   }
   try {
-    const opened = fstatSync(fd);
-    if (!sameFile(opened, st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
+    if (!sameFile(fstatSync(fd), st)) return { kind: 'not-netns', reason: 'it changed while being checked' };
     const problem = notNetnsReason(libc, fd, path);
     if (problem !== undefined) return { kind: 'not-netns', reason: problem };
   } finally {
@@ -79,7 +78,7 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
   } catch (err) {
     if (!hasErrno(err, 'ENOTTY', 'ENOSYS')) return (err as Error).message;
     try {
-      enterAndLeave(libc, fd, path);
+      inNetns(libc, path, () => undefined, fd); // in and straight back
       return undefined;
     } catch (setnsErr) {
       return hasErrno(setnsErr, 'EINVAL') ? 'it is not a network namespace' : (setnsErr as Error).message;
@@ -88,33 +87,21 @@ function notNetnsReason(libc: Libc, fd: number, path: string): string | undefine
   return type === CLONE_NEWNET ? undefined : `it is a ${nsTypeName(type)} namespace`;
 }
 
-/** setns(2) into the netns open at `fd` and straight back (aborting, as inNetns does, if the way back fails). */
-function enterAndLeave(libc: Libc, fd: number, path: string): void {
-  const hostFd = openReadOnly(OWN_NETNS);
-  try {
-    libc.setns(fd, CLONE_NEWNET);
-    returnToHost(libc, hostFd, path);
-  } finally {
-    closeSync(hostFd);
-  }
-}
-
-/** Sockets bound to a pod netns. Close them to release the netns. */
-export interface PodSockets {
-  rtnl: Rtnl;
-  /** Link and address notifications inside the pod. */
-  events: RtnlEvents;
-  packet: PacketSocket;
-  /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
-  ipv6Forwarding: boolean;
-  close(): void;
-}
-
 /** Host-side rtnetlink sockets: requests, and notifications (by default of links: bridge ports). */
 export interface HostSockets {
   rtnl: Rtnl;
   events: RtnlEvents;
   close(): void;
+}
+
+/**
+ * Sockets bound to a pod netns: rtnetlink's (its events: link and address notifications inside the pod) and a packet
+ * socket. Close them to release the netns.
+ */
+export interface PodSockets extends HostSockets {
+  packet: PacketSocket;
+  /** net.ipv6.conf.all.forwarding inside the pod: sets the NA's R flag. */
+  ipv6Forwarding: boolean;
 }
 
 /**
@@ -165,18 +152,18 @@ export function openPodRtnl(libc: Libc, path: string): Rtnl {
 }
 
 /**
- * Runs `open` inside the netns at `path` and returns to the original netns.
- * `open` must be synchronous (no await while switched) and pass every socket
+ * Runs `open` inside the netns at `path` (or, given `fd`, the one open there: `path` names it in messages) and returns
+ * to the original netns. `open` must be synchronous (no await while switched) and pass every socket
  * it makes through `opened`, so that all of them are closed if a later one fails.
  */
-function inNetns<T>(libc: Libc, path: string, open: (opened: Opened) => T): T {
+function inNetns<T>(libc: Libc, path: string, open: (opened: Opened) => T, fd?: number): T {
   const hostFd = openReadOnly(OWN_NETNS);
   try {
-    const podFd = openReadOnly(path);
+    const podFd = fd ?? openReadOnly(path);
     try {
       libc.setns(podFd, CLONE_NEWNET);
     } finally {
-      closeSync(podFd);
+      if (fd === undefined) closeSync(podFd);
     }
     try {
       return closingOnFailure(open);
@@ -221,12 +208,9 @@ function returnToHost(libc: Libc, hostFd: number, path: string): void {
   }
 }
 
+/** Whether the sysctl `file` is 1; false when there is no such file (IPv6 disabled in the pod). */
 function readSysctlFlag(file: string): boolean {
-  try {
-    return readFileSync(file, 'latin1').trim() === '1';
-  } catch {
-    return false; // IPv6 disabled in the pod
-  }
+  return attempt(() => readFileSync(file, 'latin1').trim() === '1') ?? false;
 }
 
 /**
@@ -234,12 +218,8 @@ function readSysctlFlag(file: string): boolean {
  * pod's netns keeps that netns alive), each as its tid and name; none when /proc cannot tell.
  */
 export function threadsInOtherNetns(): { tid: number; comm: string }[] {
-  let own;
-  try {
-    own = statSync(OWN_NETNS);
-  } catch {
-    return [];
-  }
+  const own = attempt(() => statSync(OWN_NETNS));
+  if (own === undefined) return [];
   const found: { tid: number; comm: string }[] = [];
   for (const tid of readdirSync('/proc/self/task')) {
     try {

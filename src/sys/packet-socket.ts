@@ -32,23 +32,18 @@ export function sockaddrLl(ifindex: number, frame: Uint8Array): Buffer {
 
 /** Wraps an already-open packet socket fd. */
 export function packetSocket(libc: Libc, fd: number): PacketSocket {
-  const socket = ownedFd(libc, fd, 'packet socket');
-  return {
-    send: (ifindex, frame) => void libc.sendto(socket.live(), frame, sockaddrLl(ifindex, frame)),
-    close: socket.close,
-    release: socket.release,
-  };
+  const [live, owner] = ownedFd(libc, fd, 'packet socket');
+  return { ...owner, send: (ifindex, frame) => void libc.sendto(live(), frame, sockaddrLl(ifindex, frame)) };
 }
 
-/** An fd held until closed (once) or released; `live` hands it out until then, and throws after. */
-function ownedFd(libc: Libc, fd: number, what: string): { live(): number; close(): void; release(): number } {
+/** An fd held until closed (once) or released: `live` hands it out until then, and throws after. */
+function ownedFd(libc: Libc, fd: number, what: string): [live: () => number, owner: Owner] {
   let open = true;
   const live = (): number => {
     if (!open) throw new Error(`${what} is closed`);
     return fd;
   };
-  return {
-    live,
+  const owner: Owner = {
     close() {
       if (!open) return;
       open = false;
@@ -60,7 +55,11 @@ function ownedFd(libc: Libc, fd: number, what: string): { live(): number; close(
       return fd;
     },
   };
+  return [live, owner];
 }
+
+/** Who holds an fd: closes it, or gives it up. */
+type Owner = Pick<PacketSocket, 'close' | 'release'>;
 
 /** Receives the frames of one ethertype on one interface, in and out. */
 export interface FrameReceiver {
@@ -85,14 +84,8 @@ export interface ReceivedFrame {
 
 /** Wraps an already-open, bound receiver fd (from Libc.openReceiver). */
 export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameReceiver {
-  const socket = ownedFd(libc, fd, 'frame receiver');
-  return {
-    ifindex,
-    fd,
-    receive: (buf) => libc.recvNow(socket.live(), buf),
-    close: socket.close,
-    release: socket.release,
-  };
+  const [live, owner] = ownedFd(libc, fd, 'frame receiver');
+  return { ...owner, ifindex, fd, receive: (buf) => libc.recvNow(live(), buf) };
 }
 
 /**
@@ -101,10 +94,8 @@ export function frameReceiver(libc: Libc, fd: number, ifindex: number): FrameRec
  */
 export function readFrames(libc: Libc, receivers: readonly FrameReceiver[], timeoutMs: number): ReceivedFrame[] {
   if (receivers.length === 0) return [];
-  const ready = libc.pollIn(
-    receivers.map((r) => r.fd),
-    timeoutMs,
-  );
+  const fds = receivers.map((r) => r.fd);
+  const ready = libc.pollIn(fds, timeoutMs);
   const frames: ReceivedFrame[] = [];
   const buf = Buffer.alloc(FRAME_BYTES);
   receivers.forEach((r, i) => {

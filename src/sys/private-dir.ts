@@ -3,6 +3,7 @@
 // write (or swap) would let them steer a root process.
 import { lstatSync, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from '../path';
+import { attempt } from './sys-error';
 
 /** A directory the plugin must not use, with what to do about it in the message. */
 export class UnsafeDirError extends Error {
@@ -11,50 +12,39 @@ export class UnsafeDirError extends Error {
 
 const S_ISVTX = 0o1000;
 
-/** Whether `path` is there: 'missing', or 'ok' after the checks of checkPrivateDir. */
-export type PrivateDirState = 'ok' | 'missing';
-
 /**
  * Checks that `path` is a directory (not a symlink) owned by `uid`, that
  * neither group nor others can write it, and that no parent lets another user
  * rename it away: each parent is owned by root or `uid`, and one that others
  * can write has the sticky bit (as /tmp does). Throws UnsafeDirError naming the
- * fix; other errors (ENAMETOOLONG, EACCES, ENOTDIR in the path…) are rethrown.
+ * fix; other errors (ENAMETOOLONG, EACCES, ENOTDIR in the path…) are rethrown. 'missing' when
+ * `path` is not there, 'ok' when it passes.
  */
-export function checkPrivateDir(path: string, uid: number = process.geteuid?.() ?? 0): PrivateDirState {
-  let st: Stats;
-  try {
-    st = lstatSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
-    throw err;
-  }
+export function checkPrivateDir(path: string, uid: number = process.geteuid?.() ?? 0): 'ok' | 'missing' {
+  const st = attempt(() => lstatSync(path), 'ENOENT');
+  if (st === undefined) return 'missing';
   const owner = uid === 0 ? 'root' : String(uid);
   if (st.isSymbolicLink()) throw new UnsafeDirError(`${path} is a symbolic link: set it to the directory itself`);
   if (!st.isDirectory()) throw new UnsafeDirError(`${path} is not a directory: remove it, or choose another path`);
-  if (st.uid !== uid) {
+  if (st.uid !== uid)
     throw new UnsafeDirError(
       `${path} is owned by uid ${st.uid}, not ${owner}: chown ${owner} ${path} and chmod 0700 ${path}`,
     );
-  }
-  if ((st.mode & 0o022) !== 0) {
+  if ((st.mode & 0o022) !== 0)
     throw new UnsafeDirError(`${path} is writable by group or others (mode ${modeText(st)}): chmod 0700 ${path}`);
-  }
   for (let dir = realpathSync(dirname(path)); ; dir = dirname(dir)) {
     const parent = statSync(dir);
-    if (parent.uid !== 0 && parent.uid !== uid) {
+    if (parent.uid !== 0 && parent.uid !== uid)
       throw new UnsafeDirError(
         `${path}: its parent ${dir} is owned by uid ${parent.uid}, who could replace it: ` +
           `use a directory under a parent owned by ${owner}`,
       );
-    }
     const othersWrite = (parent.mode & 0o002) !== 0 || ((parent.mode & 0o020) !== 0 && parent.gid !== 0);
-    if (othersWrite && (parent.mode & S_ISVTX) === 0) {
+    if (othersWrite && (parent.mode & S_ISVTX) === 0)
       throw new UnsafeDirError(
         `${path}: its parent ${dir} is writable by others without the sticky bit ` +
           `(mode ${modeText(parent)}): chmod go-w ${dir}`,
       );
-    }
     if (dir === '/') break;
   }
   return 'ok';
@@ -79,10 +69,10 @@ export function stateDirProblem(stateDir: string, err: unknown): string {
 }
 
 /** Creates `path` (and missing parents) with mode 0700 if needed, then checks it as checkPrivateDir does. */
-export function ensurePrivateDir(path: string, uid?: number): void {
-  if (checkPrivateDir(path, uid) === 'ok') return;
+export function ensurePrivateDir(path: string): void {
+  if (checkPrivateDir(path) === 'ok') return;
   ensureDir(path, 0o700);
-  checkPrivateDir(path, uid);
+  checkPrivateDir(path);
 }
 
 /**
@@ -99,11 +89,7 @@ export function ensureDir(path: string, mode: number): void {
     const parent = dirname(path);
     if (code !== 'ENOENT' || parent === path) throw err;
     ensureDir(parent, mode);
-    try {
-      mkdirSync(path, { mode });
-    } catch (again) {
-      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
-    }
+    attempt(() => mkdirSync(path, { mode }), 'EEXIST');
   }
 }
 

@@ -53,6 +53,9 @@ function monotonicMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
+/** A reply's parser: its object, or undefined for a reply it makes nothing of (too short, another kind). */
+type Parse<T> = (reply: Buffer) => T | undefined;
+
 /** rtnetlink queries and changes over one socket. */
 export class Rtnl {
   private seq = 1;
@@ -76,42 +79,25 @@ export class Rtnl {
 
   /** Every link of the socket's netns (one dump, without statistics). */
   links(): LinkInfo[] {
-    return this.request('RTM_GETLINK dump', RTM_GETLINK, NLM_F_DUMP, getLinkPayload({ index: 0 })).flatMap(
-      (payload) => parseLink(payload) ?? [],
-    );
+    return this.dump('RTM_GETLINK dump', RTM_GETLINK, getLinkPayload({ index: 0 }), parseLink);
   }
 
   /** The bridge port state of `index` (PortState), or undefined if it is no bridge port. */
   bridgePortState(index: number): number | undefined {
     // The kernel answers AF_BRIDGE link requests only as a dump.
-    for (const payload of this.request(
-      'RTM_GETLINK AF_BRIDGE dump',
-      RTM_GETLINK,
-      NLM_F_DUMP,
-      bridgePortDumpPayload(),
-    )) {
-      const port = parseLink(payload);
-      if (port?.index === index) return port.portState;
-    }
-    return undefined;
+    const ports = this.dump('RTM_GETLINK AF_BRIDGE dump', RTM_GETLINK, bridgePortDumpPayload(), parseLink);
+    return ports.find((port) => port.index === index)?.portState;
   }
 
   /** The IPv4 and IPv6 addresses of link `index`. */
   addresses(index: number): AddressInfo[] {
-    return this.request('RTM_GETADDR dump', RTM_GETADDR, NLM_F_DUMP, addressDumpPayload()).flatMap((payload) => {
-      const address = parseAddress(payload);
-      return address?.index === index ? [address] : [];
-    });
+    const all = this.dump('RTM_GETADDR dump', RTM_GETADDR, addressDumpPayload(), parseAddress);
+    return all.filter((address) => address.index === index);
   }
 
   /** Every neighbour entry of `family`: AF_BRIDGE for the bridges' FDB entries, AF_INET or AF_INET6 (one dump). */
   neighbours(family: number): NeighEntry[] {
-    return this.request(
-      `RTM_GETNEIGH dump family ${family}`,
-      RTM_GETNEIGH,
-      NLM_F_DUMP,
-      neighDumpPayload(family),
-    ).flatMap((payload) => parseNeigh(payload) ?? []);
+    return this.dump(`RTM_GETNEIGH dump family ${family}`, RTM_GETNEIGH, neighDumpPayload(family), parseNeigh);
   }
 
   /**
@@ -129,10 +115,7 @@ export class Rtnl {
 
   /** Every unicast route of `family` (AF_INET or AF_INET6), all tables (one dump). */
   routes(family: number): RouteEntry[] {
-    const payload = routeDumpPayload(family);
-    return this.request(`RTM_GETROUTE dump family ${family}`, RTM_GETROUTE, NLM_F_DUMP, payload).flatMap(
-      (p) => parseRoute(p) ?? [],
-    );
+    return this.dump(`RTM_GETROUTE dump family ${family}`, RTM_GETROUTE, routeDumpPayload(family), parseRoute);
   }
 
   /** Sets the MAC address of link `index`. */
@@ -153,14 +136,13 @@ export class Rtnl {
     return this.getOne(operation, RTM_GETNEIGH, payload, parseNeigh, 'ENOENT');
   }
 
+  /** The objects of a dump the kernel answers, each parsed (those `parse` makes nothing of left out). */
+  private dump<T>(operation: string, type: number, payload: Buffer, parse: Parse<T>): T[] {
+    return this.request(operation, type, NLM_F_DUMP, payload).flatMap((reply) => parse(reply) ?? []);
+  }
+
   /** One object the kernel answers a get with, parsed; undefined when it says `absent` (the errno of "no such"). */
-  private getOne<T>(
-    operation: string,
-    type: number,
-    payload: Buffer,
-    parse: (reply: Buffer) => T | undefined,
-    absent: string,
-  ): T | undefined {
+  private getOne<T>(operation: string, type: number, payload: Buffer, parse: Parse<T>, absent: string): T | undefined {
     try {
       const [reply] = this.request(operation, type, 0, payload);
       return reply ? parse(reply) : undefined;

@@ -20,7 +20,7 @@ import {
 import { join } from '../path';
 import { tempName } from '../state-files';
 import { ABI } from './abi/kernel-abi';
-import { EINVAL, SysError, sysErrorFrom } from './sys-error';
+import { EINVAL, attempt, SysError, sysErrorFrom } from './sys-error';
 
 const { O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = ABI;
 
@@ -34,13 +34,9 @@ function randomHex(n: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString('hex');
 }
 
+/** close(2) of `fd` when there is one, a failure ignored: nothing more is read or written through it. */
 function closeQuietly(fd: number | undefined): void {
-  if (fd === undefined) return;
-  try {
-    closeSync(fd);
-  } catch {
-    // Nothing more is read or written through it.
-  }
+  if (fd !== undefined) attempt(() => closeSync(fd));
 }
 
 /** Writes the first `length` bytes of `bytes` to `fd`, looping over short writes. */
@@ -50,11 +46,7 @@ function writeAll(fd: number, bytes: Uint8Array, length = bytes.length): void {
 
 /** unlink(2) that treats a missing file as done; other errors throw. */
 export function unlinkIfPresent(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  attempt(() => unlinkSync(path), 'ENOENT');
 }
 
 /** The temporary name next to `name` in `dir`: hidden, unique per process and call, ending `.tmp`. */
@@ -77,11 +69,7 @@ function renameIntoPlace(tmp: string, target: string, mode: number, fill: (fd: n
     renameSync(tmp, target);
   } catch (err) {
     closeQuietly(fd);
-    try {
-      unlinkIfPresent(tmp);
-    } catch {
-      // The original error is the one to report.
-    }
+    attempt(() => unlinkSync(tmp)); // whatever befalls it, the original error is the one to report
     throw err;
   }
 }
@@ -114,7 +102,7 @@ export function readSmallFile(path: string, maxBytes: number, ownerUid?: number)
     if (ownerUid !== undefined && (st.uid !== ownerUid || (st.mode & 0o022) !== 0))
       throw new NotRegularFileError(`${path} must be uid ${ownerUid}'s and writable by it alone`);
     const buf = Buffer.alloc(maxBytes + 1);
-    const got = readFull(fd, buf, null);
+    const got = readFull(fd, buf, 0);
     if (got > maxBytes) throw new NotRegularFileError(`${path} is larger than ${maxBytes} bytes`);
     return buf.subarray(0, got).toString('utf8');
   } finally {
@@ -172,14 +160,11 @@ export function dirProblem(dir: string): DirProblem {
   }
 }
 
-/**
- * Reads up to buf.length bytes at `pos` (null: from the file's offset), looping over short reads; fewer only at end
- * of file.
- */
-function readFull(fd: number, buf: Buffer, pos: number | null): number {
+/** Reads up to buf.length bytes at `pos`, looping over short reads; fewer only at end of file. */
+function readFull(fd: number, buf: Buffer, pos: number): number {
   let got = 0;
   while (got < buf.length) {
-    const n = readSync(fd, buf, got, buf.length - got, pos === null ? null : pos + got);
+    const n = readSync(fd, buf, got, buf.length - got, pos + got);
     if (n === 0) break;
     got += n;
   }
@@ -188,12 +173,8 @@ function readFull(fd: number, buf: Buffer, pos: number | null): number {
 
 /** Whether `target` is a regular file (no symlink) with `mode` and the bytes of the open `src` of `size` bytes. */
 function sameContent(src: number, size: number, target: string, mode: number): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(target, O_RDONLY | O_NOFOLLOW);
-  } catch {
-    return false; // missing, a symlink (ELOOP), unreadable: replace it
-  }
+  const fd = attempt(() => openSync(target, O_RDONLY | O_NOFOLLOW));
+  if (fd === undefined) return false; // missing, a symlink (ELOOP), unreadable: replace it
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== size || (st.mode & 0o7777) !== mode) return false;
@@ -202,7 +183,6 @@ function sameContent(src: number, size: number, target: string, mode: number): b
     for (let pos = 0; pos < size; pos += CHUNK) {
       const n = readFull(src, a, pos);
       if (n !== readFull(fd, b, pos) || !a.subarray(0, n).equals(b.subarray(0, n))) return false;
-      if (n < CHUNK) break;
     }
     return true;
   } finally {
@@ -247,12 +227,12 @@ export function removeStaleTemps(dir: string, name: string, maxAgeMs: number, no
 }
 
 /**
- * Installs a copy of `source` as `dir/name` with `mode`, atomically, so that a runtime may exec it at any moment
- * (kubelet and runtimes exec /opt/cni/bin/* whenever a pod starts: a plain copy in place could be exec'd half-written,
- * or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (see renameIntoPlace) is written,
- * chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is fsync'd. A reader sees the old file or the new one,
- * never a part. Does nothing when `dir/name` already is a regular file with those bytes and mode. On failure the error
- * (with its errno code) is thrown.
+ * Installs a copy of `source` (its size when opened) as `dir/name` with `mode`, atomically, so that a runtime may exec
+ * it at any moment (kubelet and runtimes exec /opt/cni/bin/* whenever a pod starts: a plain copy in place could be
+ * exec'd half-written, or fail with ETXTBSY while the old binary runs). A temporary `dir/.name.tmp-*` (see
+ * renameIntoPlace) is written, chmod'ed, fsync'd and renamed over `dir/name`, then `dir` is fsync'd. A reader sees the
+ * old file or the new one, never a part. Does nothing when `dir/name` already is a regular file with those bytes and
+ * mode. On failure the error (with its errno code) is thrown.
  */
 export function installFile(source: string, dir: string, name: string, mode: number): InstallOutcome {
   const src = openSync(source, O_RDONLY);
@@ -262,11 +242,7 @@ export function installFile(source: string, dir: string, name: string, mode: num
     if (sameContent(src, size, target, mode)) return 'unchanged';
     renameIntoPlace(join(dir, `.${name}.tmp-${randomHex(6)}`), target, 0o600, (out) => {
       const buf = Buffer.allocUnsafe(CHUNK);
-      for (let pos = 0; ; pos += CHUNK) {
-        const n = readFull(src, buf, pos);
-        writeAll(out, buf, n);
-        if (n < CHUNK) break;
-      }
+      for (let pos = 0; pos < size; pos += CHUNK) writeAll(out, buf, readFull(src, buf, pos));
       fchmodSync(out, mode);
       fsyncSync(out);
     });

@@ -8,11 +8,12 @@ import type { StdinReader } from './stdio';
 interface BunGlobal {
   stdin: { slice(start: number, end: number): { bytes(): Promise<Uint8Array> } };
   stdout: unknown;
+  stderr: unknown;
   file(path: string): { text(): Promise<string> };
   write(destination: unknown, data: string): Promise<number>;
 }
 
-const bun = (): BunGlobal => (globalThis as unknown as { Bun: BunGlobal }).Bun;
+const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun;
 
 /**
  * A reader of fd 0 through Bun's stdin file: a later read(limit) goes on from where the last
@@ -25,9 +26,7 @@ export function stdinReader(): StdinReader {
     async read(maxBytes) {
       const limit = maxBytes + 1;
       if (held.length < limit) {
-        const more = await bun()
-          .stdin.slice(0, limit - held.length)
-          .bytes();
+        const more = await bun.stdin.slice(0, limit - held.length).bytes();
         const all = new Uint8Array(held.length + more.length);
         all.set(held);
         all.set(more, held.length);
@@ -42,10 +41,10 @@ export function stdinReader(): StdinReader {
 
 /** Writes `text` to fd 1 (stdout) or 2, whole. */
 export async function writeFd(fd: 1 | 2, text: string): Promise<void> {
-  await bun().write(fd === 1 ? bun().stdout : (bun() as unknown as { stderr: unknown }).stderr, text);
+  await bun.write(fd === 1 ? bun.stdout : bun.stderr, text);
 }
 
 /** A small file's text (e.g. /proc/uptime). */
 export async function readText(path: string): Promise<string> {
-  return bun().file(path).text();
+  return bun.file(path).text();
 }

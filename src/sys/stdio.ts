@@ -37,8 +37,7 @@ async function readBounded(maxBytes: number): Promise<Uint8Array> {
 
 async function readRestAsync(chunks: Buffer[], total: number, limit: number): Promise<Uint8Array> {
   for await (const chunk of process.stdin) {
-    const b = chunk as Buffer;
-    const take = b.subarray(0, limit - total);
+    const take = (chunk as Buffer).subarray(0, limit - total);
     chunks.push(take);
     total += take.length;
     if (total >= limit) break; // leaving the loop destroys the stream: nothing more is read

@@ -52,6 +52,20 @@ export function errnoNumber(name: string): number | undefined {
   return NUMBERS.get(name);
 }
 
+/**
+ * `call()`, or undefined when it throws (with `code` given, only when it throws that errno, as node:fs names it: any
+ * other error is thrown). For a call whose failure only means there is nothing to see or do (a file gone, a process
+ * exited), each caller saying so where it calls.
+ */
+export function attempt<T>(call: () => T, code?: string): T | undefined {
+  try {
+    return call();
+  } catch (err) {
+    if (code !== undefined && (err as NodeJS.ErrnoException).code !== code) throw err;
+    return undefined;
+  }
+}
+
 /** A failed syscall or netlink request, with its errno and the operation that failed. */
 export class SysError extends Error {
   override name = 'SysError';

@@ -34,26 +34,20 @@ export function parseListenAddress(text: string): TcpAddress {
   const port = Number(portText);
   if (colon < 0 || !/^\d{1,5}$/.test(portText) || port > 65535) throw new RangeError(`invalid port in "${text}"`);
   if (host.startsWith('[') && host.endsWith(']')) return { family: 6, bytes: parseIPv6(host.slice(1, -1)), port };
-  if (host === '' || host === 'localhost')
-    return { family: 4, bytes: parseIPv4(host === '' ? '0.0.0.0' : '127.0.0.1'), port };
-  return { family: 4, bytes: parseIPv4(host), port };
+  const ipv4 = host === '' ? '0.0.0.0' : host === 'localhost' ? '127.0.0.1' : host;
+  return { family: 4, bytes: parseIPv4(ipv4), port };
 }
 
-/** `address` as a struct sockaddr_in or sockaddr_in6 (port in network order). */
-export function sockaddrIn(address: TcpAddress): Buffer {
-  if (address.family === 4) {
-    const l = ABI.sockaddr_in;
-    const out = Buffer.alloc(l.size);
-    out.writeUInt16LE(ABI.AF_INET, l.sin_family);
-    out.writeUInt16BE(address.port, l.sin_port);
-    address.bytes.copy(out, l.sin_addr);
-    return out;
-  }
-  const l = ABI.sockaddr_in6;
-  const out = Buffer.alloc(l.size);
-  out.writeUInt16LE(ABI.AF_INET6, l.sin6_family);
-  out.writeUInt16BE(address.port, l.sin6_port);
-  address.bytes.copy(out, l.sin6_addr);
+/**
+ * `address` as a struct sockaddr_in or sockaddr_in6 (port in network order). Both start with the family and keep the
+ * port at the same offset; only the address's offset and the size differ.
+ */
+export function sockaddrIn({ family, bytes, port }: TcpAddress): Buffer {
+  const v4 = family === 4;
+  const out = Buffer.alloc(v4 ? ABI.sockaddr_in.size : ABI.sockaddr_in6.size);
+  out.writeUInt16LE(v4 ? ABI.AF_INET : ABI.AF_INET6, ABI.sockaddr_in.sin_family);
+  out.writeUInt16BE(port, ABI.sockaddr_in.sin_port);
+  bytes.copy(out, v4 ? ABI.sockaddr_in.sin_addr : ABI.sockaddr_in6.sin6_addr);
   return out;
 }
 

@@ -8,8 +8,7 @@ import { streamError, type Connection, type StreamHandlers } from './stream-conn
 /** The little of Bun's socket this module uses (the project's types are Node's). */
 interface BunSocket {
   write(data: Uint8Array): number;
-  end(): void;
-  terminate?(): void;
+  terminate(): void;
 }
 
 interface BunSocketHandlers {
@@ -38,21 +37,20 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
       pending = pending.subarray(n);
     }
   };
+  // Nothing is said once this side closed.
+  const ended = () => !closed && handlers.end();
+  const failed = (err: Error) => !closed && handlers.error(streamError(`unix socket ${path}`, err));
   let socket: BunSocket;
   try {
     socket = await bun.connect({
       unix: path,
       socket: {
         data: (_s, data) => !closed && handlers.data(data),
-        drain: (s) => flush(s),
-        end: () => !closed && handlers.end(),
-        error: (_s, err) => !closed && handlers.error(streamError(`unix socket ${path}`, err)),
+        drain: flush,
+        end: ended,
+        error: (_s, err) => failed(err),
         // After `end` or `error` this repeats what was said, which the handlers ignore.
-        close: (_s, err) => {
-          if (closed) return;
-          if (err) handlers.error(streamError(`unix socket ${path}`, err));
-          else handlers.end();
-        },
+        close: (_s, err) => (err ? failed(err) : ended()),
       },
     });
   } catch (err) {
@@ -61,20 +59,16 @@ export async function connectUnix(path: string, handlers: StreamHandlers): Promi
   return {
     write: (text) => {
       const bytes = new TextEncoder().encode(text);
-      if (pending.length === 0) pending = bytes;
-      else {
-        const joined = new Uint8Array(pending.length + bytes.length);
-        joined.set(pending);
-        joined.set(bytes, pending.length);
-        pending = joined;
-      }
+      const joined = new Uint8Array(pending.length + bytes.length);
+      joined.set(pending);
+      joined.set(bytes, pending.length);
+      pending = joined;
       flush(socket);
     },
     close: () => {
       if (closed) return;
       closed = true;
-      if (socket.terminate) socket.terminate();
-      else socket.end();
+      socket.terminate();
     },
   };
 }

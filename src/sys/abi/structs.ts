@@ -14,9 +14,8 @@ export function sockaddrLl(ifindex: number, protocol: number, destination?: Uint
   sll.writeInt32LE(ifindex, ll.sll_ifindex);
   if (destination) {
     sll.writeUInt16LE(ABI.ARPHRD_ETHER, ll.sll_hatype);
-    sll[ll.sll_pkttype] = 0;
-    sll[ll.sll_halen] = destination.length;
-    Buffer.from(destination).copy(sll, ll.sll_addr);
+    sll[ll.sll_halen] = destination.length; // sll_pkttype stays 0 (PACKET_HOST)
+    sll.set(destination, ll.sll_addr);
   }
   return sll;
 }
@@ -46,19 +45,9 @@ export function revents(set: Buffer, i: number): number {
   return set.readInt16LE(ABI.pollfd.size * i + ABI.pollfd.revents);
 }
 
-/** A zeroed struct ucred, for getsockopt(SO_PEERCRED) to fill. */
-export function ucred(): Buffer {
-  return Buffer.alloc(ABI.ucred.size);
-}
-
 /** The pid and uid of a filled struct ucred. */
 export function readUcred(cred: Buffer): { pid: number; uid: number } {
   return { pid: cred.readInt32LE(ABI.ucred.pid), uid: cred.readUInt32LE(ABI.ucred.uid) };
-}
-
-/** A zeroed struct timespec, for clock_gettime(2) to fill. */
-export function timespec(): Buffer {
-  return Buffer.alloc(ABI.timespec.size);
 }
 
 /** A filled struct timespec (64-bit time_t and long) in milliseconds. */

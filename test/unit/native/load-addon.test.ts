@@ -3,13 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  addonDirs,
-  loadAddon,
-  loadKoffiAddon,
-  systemAddonLoader,
-  type AddonLoaderDeps,
-} from '../../../src/native/load-addon';
+import { addonDirs, loadKoffiAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
@@ -50,7 +44,7 @@ function isOpen(fd: number): boolean {
   }
 }
 
-describe('loadAddon', () => {
+describe('loadKoffiAddon: the anonymous file', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'announcer-addon-'));
@@ -59,7 +53,10 @@ describe('loadAddon', () => {
 
   it('loads a real addon from an anonymous file, leaves nothing in the directory and closes its fd', () => {
     const { deps, fds, seen } = recordingLoader();
-    const koffi = loadAddon('koffi', readFileSync(KOFFI_NODE), [dir], deps) as { version: string; load: unknown };
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, [dir], deps) as unknown as {
+      version: string;
+      load: unknown;
+    };
     expect(koffi.version).toBe(KOFFI_VERSION);
     expect(typeof koffi.load).toBe('function');
     // While it was dlopen()ed, the file had no name: /proc shows an unlinked inode, the directory is empty.
@@ -74,7 +71,7 @@ describe('loadAddon', () => {
   it('goes on to the next directory when one cannot hold the file', () => {
     const { deps, fds, seen } = recordingLoader();
     const missing = join(dir, 'missing');
-    const koffi = loadAddon('koffi', readFileSync(KOFFI_NODE), [missing, dir], deps) as { version: string };
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, [missing, dir], deps);
     expect(koffi.version).toBe(KOFFI_VERSION);
     expect(seen.map((s) => dirname(s.link))).toEqual([dir]);
     expect(isOpen(fds[0]!)).toBe(false);
@@ -92,13 +89,13 @@ describe('loadAddon', () => {
     const missing = join(dir, 'missing');
     let error: Error | undefined;
     try {
-      loadAddon('pretend', Buffer.from('\x7fELF'), [missing, dir], deps);
+      loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, [missing, dir], deps);
     } catch (e) {
       error = e as Error;
     }
     expect(error?.message).toMatch(
       new RegExp(
-        `^cannot load the pretend addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: ` +
+        `^cannot load the koffi addon from an anonymous file \\(${missing}: ENOENT[^;]*; ${dir}: ` +
           `/proc/self/fd/\\d+: failed to map segment from shared object\\)$`,
       ),
     );
@@ -122,7 +119,7 @@ describe('loadAddon', () => {
       },
       close: (fd) => void closed.push(fd),
     };
-    expect(() => loadAddon('koffi', new Uint8Array(1), ['/full'], deps)).toThrow(
+    expect(() => loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/full'], deps)).toThrow(
       'cannot load the koffi addon from an anonymous file (/full: ENOSPC: no space left on device, write)',
     );
     expect(closed).toEqual([42]);
@@ -135,7 +132,7 @@ describe('addonDirs', () => {
   });
 });
 
-describe('loadKoffiAddon', () => {
+describe('loadKoffiAddon, by default', () => {
   it("reads the embedded file whole, loads it from an anonymous file and hands out koffi's API", () => {
     const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as {
       version: string;
@@ -146,23 +143,31 @@ describe('loadKoffiAddon', () => {
     expect(typeof koffi.load).toBe('function');
     expect(typeof koffi.sizeof).toBe('function');
   });
+});
 
-  it('hands the loader the bytes of the file it was given, under the name koffi', () => {
-    const bytes = new Uint8Array([0x7f, 0x45, 0x4c, 0x46]);
-    const calls: unknown[] = [];
-    const addon = loadKoffiAddon(
-      '/$bunfs/root/koffi.addon',
-      '3.3.4',
-      (name, content) => (calls.push([name, content]), { version: '3.3.4' }),
-      (file) => (calls.push(file), bytes),
-    );
-    expect(addon).toEqual({ version: '3.3.4' });
-    expect(calls).toEqual(['/$bunfs/root/koffi.addon', ['koffi', bytes]]);
+describe('loadKoffiAddon, faked', () => {
+  /** Steps that write into nothing and load an addon of `version`, recording the bytes written. */
+  function fakeSteps(version: string): { deps: AddonLoaderDeps; written: Uint8Array[] } {
+    const written: Uint8Array[] = [];
+    const deps: AddonLoaderDeps = {
+      openAnonymous: () => 42,
+      write: (_fd, content) => void written.push(content),
+      dlopen: (loaded) => void (loaded.exports = { version }),
+      close: () => undefined,
+    };
+    return { deps, written };
+  }
+
+  it('writes the bytes of the file it was given', () => {
+    const { deps, written } = fakeSteps(KOFFI_VERSION);
+    expect(loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/x'], deps)).toEqual({ version: KOFFI_VERSION });
+    expect(written).toHaveLength(1);
+    expect(Buffer.from(written[0]!).equals(readFileSync(KOFFI_NODE))).toBe(true);
   });
 
   it('refuses an addon of another version, with the words of koffi’s own entry', () => {
-    const load = () => ({ version: '3.3.3' });
-    expect(() => loadKoffiAddon('/addon', '3.3.4', load, () => new Uint8Array())).toThrow(
+    const { deps } = fakeSteps('3.3.3');
+    expect(() => loadKoffiAddon(KOFFI_NODE, '3.3.4', ['/x'], deps)).toThrow(
       new Error('Mismatched native Koffi modules'),
     );
   });
