@@ -9,14 +9,8 @@
 // never breaks a pod's start.
 import { isJsonObject, MAX_JSON_DEPTH, nestingExceeds } from './decode';
 import { describeValue, fieldProblem, valueAt, type PathSegment } from './errors';
-import {
-  isConflistOnly,
-  overrideSchema,
-  POD_OVERRIDE_TOKENS,
-  type AnnounceOverrides,
-  type PodOverride,
-} from './option-schema';
-import { check } from './zod-checks';
+import { OPTIONS, POD_OVERRIDE_TOKENS, type AnnounceOverrides, type PodOverride } from './option-schema';
+import { bool, check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
 const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
@@ -126,11 +120,12 @@ function applyPodOverrides(
     Object.assign(announce.from, { [key]: channel.name });
   };
   for (const [key, v] of Object.entries(fields)) {
-    if (isConflistOnly(key)) {
+    const option = Object.hasOwn(OPTIONS, key) ? OPTIONS[key as keyof typeof OPTIONS] : undefined;
+    if (option !== undefined && option.scope !== 'pod') {
       ignore(key, v, 'only the conflist sets it');
       continue;
     }
-    const schema = overrideSchema(key);
+    const schema = key === 'enabled' ? bool() : option?.schema;
     if (schema === undefined) {
       if (channel.strict)
         problems.push(channel.problem([key], `is not an option a pod may set (${POD_KEYS.join(', ')})`, v));
