@@ -63,11 +63,9 @@ export const numRange = (min: number, max: number, message = `must be a number f
 /** One of `values`; the message lists them, each between `quote`s (e.g. `must be one of "a", "b"`). */
 export const choice = <const T extends readonly [string, ...string[]]>(values: T, quote = '') =>
   z.enum(values, says(`must be one of ${values.map((v) => `${quote}${v}${quote}`).join(', ')}`));
-/** A string starting with "/" (`message` by default says so). */
-export const absPath = (message = 'must be an absolute path') =>
-  z.string(says(message)).check(z.regex(/^\//, says(message)));
-/** A string `pattern` matches. */
-export const matching = (pattern: RegExp, message: string) => str().check(z.regex(pattern, says(message)));
+/** A string starting with "/". */
+export const absPath = () =>
+  z.string(says('must be an absolute path')).check(z.regex(/^\//, says('must be an absolute path')));
 /** A Linux interface name; `message` replaces ifnameProblem's own text. */
 export const ifname = (message?: string) =>
   str().check(
