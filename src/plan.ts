@@ -1,24 +1,19 @@
 // Pure: turns (options, prevResult, env) into what to announce, how and when.
 // Frames are built per round from what is really on the interface then.
-import type { ArpOpOption, MacMode } from './cni/option-schema';
+import type { AnnounceOptions } from './cni/options';
 import { gratuitousArp, type ArpOp } from './wire/arp';
 import { deriveMac, parseMacPrefix } from './wire/ethernet';
-import { canonicalIP, ipFamily, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
+import { canonicalIP, ipFamily, isIP, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 
-/** The per-attachment options the planner reads. */
-export interface PlanOptions {
-  ipv4: boolean;
-  ipv6: boolean;
-  arpOp: ArpOpOption;
-  interfaces?: readonly string[] | undefined;
-  /** `keep` also when the runtime chose the MAC (see resolveOptions): then nothing is derived. */
-  mac: MacMode;
-  macPrefix: string;
-  count: number;
-  intervalMs: number;
-  backoff: number;
-}
+/**
+ * The per-attachment options the planner reads; `mac` is `keep` also when the runtime chose the MAC (see
+ * resolveOptions): then nothing is derived.
+ */
+export type PlanOptions = Pick<
+  AnnounceOptions,
+  'ipv4' | 'ipv6' | 'arpOp' | 'interfaces' | 'mac' | 'macPrefix' | 'count' | 'intervalMs' | 'backoff'
+>;
 
 /** prevResult as the planner sees it: interfaces, addresses and routes in result order. */
 export interface PlanResult {
@@ -76,15 +71,9 @@ export function planAnnouncement(
   const sandboxed = result.interfaces.flatMap((iface, index) =>
     iface.sandbox === env.netns ? [{ name: iface.name, index }] : [],
   );
-  const pod =
-    sandboxed.length > 0
-      ? sandboxed
-      : [
-          {
-            name: env.ifname,
-            index: indexOrUndefined(result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox)),
-          },
-        ];
+  // Without a sandboxed interface, the pod interface is CNI_IFNAME, at its unsandboxed entry if there is one.
+  const named = result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox);
+  const pod = sandboxed.length > 0 ? sandboxed : [{ name: env.ifname, index: named >= 0 ? named : undefined }];
   const chosen = options.interfaces ? pod.filter((p) => options.interfaces!.includes(p.name)) : pod;
   const prefix = options.mac === 'ip-derived' ? parseMacPrefix(options.macPrefix) : undefined;
   const interfaces = chosen.map((p): InterfacePlan => {
@@ -136,7 +125,7 @@ interface Address {
 
 /** The first `gateway` among `mine` of the family of `dst` (first wins, as in ipam.ConfigureIface). */
 function ownGateway(dst: string, mine: readonly PlanIp[]): Address | undefined {
-  const family = tryParse(() => parseCidr(dst).family);
+  const family = parseCidr(dst)?.family;
   for (const ip of mine) {
     const gateway = ip.gateway === undefined ? undefined : addressOf(ip.gateway);
     if (gateway && gateway.family === family) return gateway;
@@ -158,8 +147,8 @@ function onLinkHop(gw: string, mine: readonly PlanIp[], onlyInterface: boolean):
 
 /** An IP address's family, bytes and canonical text; undefined for anything else or an unspecified address. */
 function addressOf(text: string): Address | undefined {
-  const family = tryParse(() => ipFamily(text));
-  if (family === undefined) return undefined;
+  if (!isIP(text)) return undefined;
+  const family = ipFamily(text);
   const bytes = family === 4 ? parseIPv4(text) : parseIPv6(text);
   return bytes.some((b) => b !== 0) ? { family, bytes, text: canonicalIP(text) } : undefined;
 }
@@ -171,14 +160,6 @@ function samePrefix(a: Uint8Array, b: Uint8Array, prefixLength: number): boolean
     if ((a[bit / 8]! & mask) !== (b[bit / 8]! & mask)) return false;
   }
   return true;
-}
-
-function tryParse<T>(parse: () => T): T | undefined {
-  try {
-    return parse();
-  } catch {
-    return undefined;
-  }
 }
 
 /** The longest a burst may last, from its first round to its last: 10 minutes. */
@@ -193,13 +174,7 @@ export function burstSpanMs(count: number, intervalMs: number, backoff: number):
 
 /** Round offsets in ms: 0, then gap k = intervalMs × backoff^k between rounds k and k+1. */
 export function burstSchedule(count: number, intervalMs: number, backoff: number): number[] {
-  const offsets: number[] = [];
-  let at = 0;
-  for (let k = 0; k < count; k++) {
-    offsets.push(Math.round(at));
-    at += intervalMs * backoff ** k;
-  }
-  return offsets;
+  return Array.from({ length: count }, (_, k) => Math.round(burstSpanMs(k + 1, intervalMs, backoff)));
 }
 
 /** What one round announces on one interface. */
@@ -224,8 +199,4 @@ export function roundFrames(round: RoundAddresses, arpOps: readonly ArpOp[], rou
     frames.push(unsolicitedNeighborAdvert({ mac: round.mac, ip: bytes, router, override: !optimistic }));
   }
   return frames;
-}
-
-function indexOrUndefined(i: number): number | undefined {
-  return i >= 0 ? i : undefined;
 }

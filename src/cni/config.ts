@@ -66,7 +66,7 @@ const envelopeFields = {
 };
 const KEPT = [...Object.keys(envelopeFields), ...optionKeys('pod', 'attachment', 'network')];
 
-/** The network config: the envelope, the attachment lists, then the options with their defaults; unknown fields kept. */
+/** The network config: the envelope, the attachment lists, the options with their defaults; unknown fields kept. */
 const configSchema = obj({
   ...envelopeFields,
   [ATTACHMENT_KEYS[0]]: attachments,

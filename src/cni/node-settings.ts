@@ -43,7 +43,10 @@ export const NODE_FLAGS: Record<string, 'string'> = Object.fromEntries(KEYS.map(
 /** The flags' part of a usage line. */
 export const NODE_FLAGS_USAGE = KEYS.map((k) => `[--${FLAGS[k][0]}=${FLAGS[k][1]}]`).join(' ');
 
-/** Where a node option is set instead of a conflist: `"idleExitMs" in <stateDir>/announcer.conf (announcer install --idle-exit-ms)`. */
+/**
+ * Where a node option is set instead of a conflist:
+ * `"idleExitMs" in <stateDir>/announcer.conf (announcer install --idle-exit-ms)`.
+ */
 export function whereToSet(key: NodeOptionKey): string {
   return `"${key}" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --${FLAGS[key][0]})`;
 }

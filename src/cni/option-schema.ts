@@ -45,10 +45,6 @@ const GATEWAY_CHECKS = ['off', 'report', 'require'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
-/** The `arpOp` option: which ARP opcode(s) the IPv4 announcement uses. */
-export type ArpOpOption = (typeof ARP_OPS)[number];
-/** Whether the pod interface keeps its MAC or gets the one derived from its first IP. */
-export type MacMode = (typeof MAC_MODES)[number];
 /** The lowest level written to logFile. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 

@@ -199,7 +199,8 @@ function annotationAsk(
   const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
   if (!declared) {
     if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
-    const reason = `the config does not declare the capability: "capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const reason = `the config does not declare the capability: ${declaration}`;
     return { overrides: {}, ignored: [{ field: NAME, value: annotations[ANNOUNCE_ANNOTATION], reason }], from: {} };
   }
   if (!isJsonObject(annotations)) {
@@ -213,7 +214,7 @@ function annotationAsk(
   return undefined;
 }
 
-/** The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation. */
+/** The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming it. */
 function parseAnnotation(text: unknown): { value: unknown } | { problem: string } {
   if (typeof text !== 'string') return { problem: `${NAME} must be a string (got ${describeValue(text)})` };
   // As stdin: JSON.parse, and what later logs the values, must never meet a nesting bomb.

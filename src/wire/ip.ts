@@ -116,26 +116,21 @@ export function canonicalIP(text: string): string {
   return ipFamily(text) === 4 ? formatIPv4(parseIPv4(text)) : formatIPv6(parseIPv6(text));
 }
 
-/**
- * Parses "address/prefix" (an interface address: host bits are kept); throws RangeError on a bad address or prefix
- * length.
- */
-export function parseCidr(text: string): { address: string; family: 4 | 6; prefixLength: number; bytes: Buffer } {
+/** Whether `text` is an IPv4 or IPv6 address (no zone id). */
+export function isIP(text: string): boolean {
+  return tryIPv4(text) !== undefined || tryIPv6(text) !== undefined;
+}
+
+/** The family and prefix length of "address/prefix" (an interface address: host bits allowed); undefined otherwise. */
+export function parseCidr(text: string): { family: 4 | 6; prefixLength: number } | undefined {
   const slash = text.indexOf('/');
-  if (slash < 0) throw new RangeError(`invalid CIDR "${text}": missing "/prefix-length"`);
-  const addressText = text.slice(0, slash);
+  if (slash < 0) return undefined;
+  const address = text.slice(0, slash);
   const lengthText = text.slice(slash + 1);
-  const v4 = tryIPv4(addressText);
-  const bytes = v4 ?? tryIPv6(addressText);
-  if (!bytes) throw new RangeError(`invalid CIDR "${text}": bad address "${addressText}"`);
-  const family = v4 ? 4 : 6;
+  const family = tryIPv4(address) ? 4 : tryIPv6(address) ? 6 : undefined;
   const maxLength = family === 4 ? 32 : 128;
-  const prefixLength = PREFIX_LENGTH.test(lengthText) ? Number(lengthText) : NaN;
-  if (!(prefixLength <= maxLength)) {
-    throw new RangeError(`invalid CIDR "${text}": prefix length "${lengthText}" is not an integer in 0-${maxLength}`);
-  }
-  const address = family === 4 ? formatIPv4(bytes) : formatIPv6(bytes);
-  return { address, family, prefixLength, bytes };
+  if (family === undefined || !PREFIX_LENGTH.test(lengthText) || Number(lengthText) > maxLength) return undefined;
+  return { family, prefixLength: Number(lengthText) };
 }
 
 /** True if the 16 bytes lie in fe80::/10. */
