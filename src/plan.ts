@@ -2,7 +2,7 @@
 // Frames are built per round from what is really on the interface then.
 import type { AnnounceOptions } from './cni/options';
 import { gratuitousArp, type ArpOp } from './wire/arp';
-import { deriveMac, parseMacPrefix } from './wire/ethernet';
+import { deriveMac } from './wire/ethernet';
 import { canonicalIP, ipFamily, isIP, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 
@@ -75,7 +75,6 @@ export function planAnnouncement(
   const named = result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox);
   const pod = sandboxed.length > 0 ? sandboxed : [{ name: env.ifname, index: named >= 0 ? named : undefined }];
   const chosen = options.interfaces ? pod.filter((p) => options.interfaces!.includes(p.name)) : pod;
-  const prefix = options.mac === 'ip-derived' ? parseMacPrefix(options.macPrefix) : undefined;
   const interfaces = chosen.map((p): InterfacePlan => {
     const mine = result.ips.filter((ip) => (ip.interface === undefined ? pod.length === 1 : ip.interface === p.index));
     const first = mine[0];
@@ -85,7 +84,7 @@ export function planAnnouncement(
       addresses: mine.map((ip) => ip.address),
       ipv4: options.ipv4 ? mine.filter((ip) => ip.family === 4).map((ip) => ip.address) : [],
       ipv6: options.ipv6 ? mine.filter((ip) => ip.family === 6).map((ip) => ip.address) : [],
-      targetMac: prefix && first ? deriveMac(prefix, first.address) : undefined,
+      targetMac: options.mac === 'ip-derived' && first ? deriveMac(options.macPrefix, first.address) : undefined,
       gateways: routedGateways(result.routes ?? [], mine, pod.length === 1),
     };
   });
