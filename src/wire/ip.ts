@@ -83,18 +83,10 @@ export function formatIPv6(bytes: Uint8Array): string {
   // Longest run of at least two zero groups; the leftmost wins a tie.
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLength) {
-      bestStart = i;
-      bestLength = j - i;
-    }
-    i = j;
+  for (let i = 0; i < 8; i++) {
+    let end = i;
+    while (end < 8 && groups[end] === 0) end++;
+    if (end - i > bestLength) [bestStart, bestLength] = [i, end - i];
   }
   const hex = (gs: number[]): string => gs.map((g) => g.toString(16)).join(':');
   if (bestStart < 0) return hex(groups);

@@ -129,14 +129,9 @@ export const NeighState = {
   Permanent: 0x80,
 } as const;
 
+const { Permanent, NoArp, Reachable, Probe, Stale, Delay } = NeighState;
 /** NUD_VALID: the states in which an entry holds a link-layer address. */
-export const NUD_VALID =
-  NeighState.Permanent |
-  NeighState.NoArp |
-  NeighState.Reachable |
-  NeighState.Probe |
-  NeighState.Stale |
-  NeighState.Delay;
+export const NUD_VALID = Permanent | NoArp | Reachable | Probe | Stale | Delay;
 
 /** ndm_flags bits (NTF_*). */
 export const NeighFlag = { Self: 0x02, Master: 0x04, Proxy: 0x08, ExtLearned: 0x10 } as const;
