@@ -21,35 +21,16 @@ export interface CniArgs {
   raw: Record<string, string>;
 }
 
+/** The env of command `C`: the command, CNI_ARGS, and the variables `V` it uses. */
+type EnvOf<C extends CniCommand, V = unknown> = { command: C; args: CniArgs } & V;
 /** The env of ADD and CHECK: container ID, netns and ifname are there. */
-export interface AttachmentEnv {
-  command: 'ADD' | 'CHECK';
-  containerId: string;
-  netns: string;
-  ifname: string;
-  args: CniArgs;
-}
-
+export type AttachmentEnv = EnvOf<'ADD' | 'CHECK', { containerId: string; netns: string; ifname: string }>;
 /** The env of DEL: container ID and ifname are there; netns may be absent. */
-export interface DelEnv {
-  command: 'DEL';
-  containerId: string;
-  netns?: string;
-  ifname: string;
-  args: CniArgs;
-}
-
+export type DelEnv = EnvOf<'DEL', { containerId: string; netns?: string; ifname: string }>;
 /** The env of STATUS and GC, which concern the network as a whole: no container variables. */
-export interface NetworkEnv {
-  command: 'STATUS' | 'GC';
-  args: CniArgs;
-}
-
+export type NetworkEnv = EnvOf<'STATUS' | 'GC'>;
 /** The env of VERSION: the command alone. */
-export interface VersionEnv {
-  command: 'VERSION';
-  args: CniArgs;
-}
+export type VersionEnv = EnvOf<'VERSION'>;
 
 /** The CNI_* environment, parsed: each command with the variables it uses, and no others. */
 export type CniEnv = AttachmentEnv | DelEnv | NetworkEnv | VersionEnv;
