@@ -37,11 +37,6 @@ const macPrefix = () =>
     regex(/^.[02468aceACE]/, { error: 'must not have the multicast bit (0x01 of the first byte) set' }),
   );
 
-const ARP_OPS = ['request', 'reply', 'both'] as const;
-const MAC_MODES = ['keep', 'ip-derived'] as const;
-const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
-const ON_UNAVAILABLE = ['fail', 'skip'] as const;
-const GATEWAY_CHECKS = ['off', 'report', 'require'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
@@ -69,15 +64,15 @@ const option = <Z extends AnySchema, S extends OptionScope, D extends z.output<Z
 const POD_OPTIONS = {
   ipv4: option('pod', bool(), true),
   ipv6: option('pod', bool(), true),
-  arpOp: option('pod', choice(ARP_OPS), 'request'),
-  mac: option('pod', choice(MAC_MODES), 'keep'),
+  arpOp: option('pod', choice(['request', 'reply', 'both']), 'request'),
+  mac: option('pod', choice(['keep', 'ip-derived']), 'keep'),
   macPrefix: option('pod', macPrefix(), '0a:58'),
   count: option('pod', intRange(0, 10), 3),
   intervalMs: option('pod', intRange(10, 60000), 1000),
   backoff: option('pod', numRange(1, 4), 1),
   probeMs: option('pod', intRange(10, MAX_PROBE_MS), DEFAULT_PROBE_MS),
   probes: option('pod', intRange(1, 3), 2),
-  gatewayCheck: option('pod', choice(GATEWAY_CHECKS), 'report'),
+  gatewayCheck: option('pod', choice(['off', 'report', 'require']), 'report'),
   gatewayCheckMs: option('pod', intRange(50, MAX_GATEWAY_CHECK_MS), DEFAULT_GATEWAY_CHECK_MS),
 };
 
@@ -102,8 +97,8 @@ export const OPTIONS = {
   interfaces: option('attachment', list(ifname())),
   addWaitMs: option('attachment', intRange(0, 30000), DEFAULT_ADD_WAIT_MS),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
-  conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
-  onUnavailable: option('attachment', choice(ON_UNAVAILABLE), 'fail'),
+  conflictCheck: option('attachment', choice(['off', 'warn', 'fail']), 'off'),
+  onUnavailable: option('attachment', choice(['fail', 'skip']), 'fail'),
   stateDir: option('network', absPath(), DEFAULT_STATE_DIR),
   logFile: option('network', absPath()),
   logLevel: option('network', choice(LOG_LEVELS), 'info'),
