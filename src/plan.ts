@@ -17,24 +17,15 @@ export type PlanOptions = Pick<
 
 /** prevResult as the planner sees it: interfaces, addresses and routes in result order. */
 export interface PlanResult {
-  interfaces: readonly { name: string; mac?: string | undefined; sandbox?: string | undefined }[];
+  interfaces: readonly { name: string; mac?: string; sandbox?: string }[];
   /** Without a prefix length, an address has no gateway on its link. */
-  ips: readonly {
-    address: string;
-    family: 4 | 6;
-    interface?: number | undefined;
-    prefixLength?: number | undefined;
-    gateway?: string | undefined;
-  }[];
+  ips: readonly { address: string; family: 4 | 6; interface?: number; prefixLength?: number; gateway?: string }[];
   /** Absent: no routes. */
-  routes?: readonly { dst: string; gw?: string | undefined }[] | undefined;
+  routes?: readonly { dst: string; gw?: string }[];
 }
 
 /** Next hops by family, canonical text. */
-export interface Gateways {
-  ipv4: string[];
-  ipv6: string[];
-}
+export type Gateways = { ipv4: string[]; ipv6: string[] };
 
 /** One pod interface to announce. */
 export interface InterfacePlan {
@@ -115,12 +106,8 @@ function routedGateways(routes: readonly PlanRoute[], mine: readonly PlanIp[], o
   return gateways;
 }
 
-interface Address {
-  family: 4 | 6;
-  bytes: Buffer;
-  /** Canonical text. */
-  text: string;
-}
+/** An IP address: its family, its bytes and its canonical text. */
+type Address = { family: 4 | 6; bytes: Buffer; text: string };
 
 /** The first `gateway` among `mine` of the family of `dst` (first wins, as in ipam.ConfigureIface). */
 function ownGateway(dst: string, mine: readonly PlanIp[]): Address | undefined {
