@@ -15,10 +15,7 @@ import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
 
 /** One live attachment named by GC. */
-export interface Attachment {
-  containerId: string;
-  ifname: string;
-}
+export type Attachment = { containerId: string; ifname: string };
 
 /**
  * The network config from stdin, validated, with defaults applied: the options of OPTIONS, and what the runtime adds.

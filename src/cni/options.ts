@@ -8,17 +8,10 @@ export type AnnounceOptions = Pick<PluginConfig, AttachmentOptionKey> & { enable
 const ATTACHMENT_OPTIONS = optionKeys('pod', 'attachment');
 
 /** A log line about how an attachment's options came about, for the command to write. */
-export interface OptionNote {
-  level: 'warn' | 'info' | 'debug';
-  msg: string;
-  fields: Record<string, unknown>;
-}
+export type OptionNote = { level: 'warn' | 'info' | 'debug'; msg: string; fields: Record<string, unknown> };
 
 /** A MAC the runtime (or the pod, through it) asked for, and where it came from. */
-export interface RuntimeMac {
-  mac: string;
-  source: 'runtimeConfig.mac' | 'args.cni.mac' | 'CNI_ARGS MAC';
-}
+export type RuntimeMac = { mac: string; source: 'runtimeConfig.mac' | 'args.cni.mac' | 'CNI_ARGS MAC' };
 
 /**
  * Computes one attachment's options. Precedence, by who may decide what:

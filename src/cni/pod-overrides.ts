@@ -15,13 +15,8 @@ import { bool, check } from './zod-checks';
 /** Where `args.cni.announce` sits in the config. */
 const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
 
-/** An override field that was not applied, and why. */
-interface IgnoredOverride {
-  /** Its channel and key, e.g. `args.cni.announce.count`. */
-  field: string;
-  value: unknown;
-  reason: string;
-}
+/** An override field that was not applied (`field`: its channel and key, e.g. `args.cni.announce.count`), and why. */
+type IgnoredOverride = { field: string; value: unknown; reason: string };
 
 /** What a pod's overrides change for one attachment once podOverrides is applied. */
 export interface PodAnnounce {

@@ -157,10 +157,7 @@ export interface NeighEntry {
 }
 
 /** A neighbour notification: an entry added or changed (RTM_NEWNEIGH) or removed (RTM_DELNEIGH). */
-export interface NeighChange {
-  entry: NeighEntry;
-  deleted: boolean;
-}
+export type NeighChange = { entry: NeighEntry; deleted: boolean };
 
 /**
  * A zeroed header struct of `size` bytes, its family first: ifinfomsg, ifaddrmsg and ndmsg hold a link index at 4
@@ -173,10 +170,9 @@ function header(size: number, family: number, index = 0): Buffer {
   return out;
 }
 
+/** A u32 attribute's value, in the host's byte order as netlink has it. */
 function u32(value: number): Buffer {
-  const out = Buffer.alloc(4);
-  out.writeUInt32LE(value, 0);
-  return out;
+  return Buffer.from(Uint32Array.of(value).buffer);
 }
 
 /** A u32 attribute's value; undefined when absent or short. */
