@@ -13,10 +13,7 @@ import type { PathSegment } from './errors';
 export type AnySchema = z.ZodMiniType;
 
 /** One bad field: where it is, and what it must be. */
-export interface Issue {
-  path: PathSegment[];
-  message: string;
-}
+export type Issue = { path: PathSegment[]; message: string };
 
 /** The value, or the issues found in it: the first per field, in the order of the schema's keys. */
 export type Checked<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };
@@ -25,17 +22,14 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; issues: Issue[] }
 export function check<S extends AnySchema>(schema: S, value: unknown): Checked<z.output<S>> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return { ok: true, value: parsed.data };
-  const seen = new Set<string>();
-  const issues: Issue[] = [];
+  // A field that fails two checks (an integer out of range and unsafe) is named once: by its first issue.
+  const byPath = new Map<string, Issue>();
   for (const issue of parsed.error.issues) {
     const path = issue.path.map((seg) => (typeof seg === 'number' ? seg : String(seg)));
-    // A field that fails two checks (an integer out of range and unsafe) is named once.
     const key = JSON.stringify(path);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    issues.push({ path, message: issue.message });
+    if (!byPath.has(key)) byPath.set(key, { path, message: issue.message });
   }
-  return { ok: false, issues };
+  return { ok: false, issues: [...byPath.values()] };
 }
 
 /** `{ error }` for every issue of a schema or a check. */
