@@ -143,12 +143,9 @@ function overrideName(channel: string | undefined, key: string): string {
 
 /** 600000 → "10 min"; 5242820000 → "60 days"; below a minute, in seconds. */
 function formatSpan(ms: number): string {
-  const units: [number, string][] = [
-    [86_400_000, 'days'],
-    [3_600_000, 'h'],
-    [60_000, 'min'],
-  ];
-  for (const [size, unit] of units) if (ms >= size) return `${Math.round((ms / size) * 10) / 10} ${unit}`;
+  const units = { days: 86_400_000, h: 3_600_000, min: 60_000 };
+  for (const [unit, size] of Object.entries(units))
+    if (ms >= size) return `${Math.round((ms / size) * 10) / 10} ${unit}`;
   return `${Math.round(ms / 100) / 10} s`;
 }
 

@@ -102,16 +102,12 @@ function parseList<T>(raw: Record<string, unknown>, key: string, problems: strin
     problems.push(fieldProblem([ROOT, key], 'must be an array', list));
     return [];
   }
-  const out: T[] = [];
-  list.forEach((entry: unknown, i) => {
+  return list.flatMap((entry: unknown, i) => {
     const path = [ROOT, key, i];
-    if (!isJsonObject(entry)) problems.push(fieldProblem(path, 'must be an object', entry));
-    else {
-      const parsed = parse(entry, path, problems);
-      if (parsed !== undefined) out.push(parsed);
-    }
+    if (isJsonObject(entry)) return parse(entry, path, problems) ?? [];
+    problems.push(fieldProblem(path, 'must be an object', entry));
+    return [];
   });
-  return out;
 }
 
 function parseInterface(
