@@ -126,14 +126,12 @@ function applyPodOverrides(
         problems.push(channel.problem([key], `is not an option a pod may set (${POD_KEYS.join(', ')})`, v));
       continue;
     }
-    if (key === 'enabled' && v === true) {
-      apply(key, true);
-      continue;
-    }
     const named = allowed.some((t) => t === key || t.startsWith(`${key}=`));
     const parsed = named || channel.strict ? check(schema, v) : undefined;
     if (parsed !== undefined && !parsed.ok) {
       problems.push(...parsed.issues.map((i) => channel.problem([key, ...i.path], i.message, valueAt(v, i.path))));
+    } else if (key === 'enabled' && v === true) {
+      apply(key, true);
     } else if (named && (allowed.includes(key) || allowed.includes(`${key}=${String(parsed?.value)}`))) {
       apply(key, parsed?.value);
     } else {
