@@ -121,14 +121,9 @@ export function classifyArp(
 ): ArpConflict | undefined {
   if (packet.op !== OPCODE.request && packet.op !== OPCODE.reply) return undefined;
   if (ownMacs.some((m) => packet.senderMac.equals(m))) return undefined;
-  const claimed = probing.find((a) => packet.senderIp.equals(a));
-  if (claimed)
-    return {
-      address: Buffer.from(claimed),
-      mac: Buffer.from(packet.senderMac),
-      kind: packet.op === OPCODE.reply ? 'reply' : 'request',
-    };
-  if (packet.op !== OPCODE.request || !packet.senderIp.equals(UNSPECIFIED)) return undefined;
-  const probed = probing.find((a) => packet.targetIp.equals(a));
-  return probed ? { address: Buffer.from(probed), mac: Buffer.from(packet.senderMac), kind: 'probe' } : undefined;
+  const probe = packet.op === OPCODE.request && packet.senderIp.equals(UNSPECIFIED);
+  // A request or a reply claims its sender IP; a probe, its target IP.
+  const address = probing.find((a) => (probe ? packet.targetIp : packet.senderIp).equals(a));
+  const kind = probe ? 'probe' : packet.op === OPCODE.reply ? 'reply' : 'request';
+  return address ? { address: Buffer.from(address), mac: Buffer.from(packet.senderMac), kind } : undefined;
 }
