@@ -12,11 +12,8 @@ export const MAX_JSON_DEPTH = 64;
 
 /** The error for a stdin of more than MAX_STDIN_BYTES bytes. */
 export function stdinTooLarge(): CniError {
-  return new CniError(
-    ErrorCode.IoFailure,
-    `stdin holds more than ${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes), ` +
-      'the most a network config may take',
-  );
+  const limit = `${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes)`;
+  return new CniError(ErrorCode.IoFailure, `stdin holds more than ${limit}, the most a network config may take`);
 }
 
 /**

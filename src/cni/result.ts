@@ -56,7 +56,7 @@ export function parsePrevResult(raw: unknown): PrevResult {
   if (!isJsonObject(raw)) throw invalidConfig([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
   const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
-  const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
+  const ips = parseList(raw, 'ips', problems, parseIp(interfaces.length));
   const routes = parseList(raw, 'routes', problems, parseRoute);
   if (problems.length > 0) throw invalidConfig(problems);
   return { raw, interfaces, ips, routes };
@@ -110,50 +110,43 @@ function parseList<T>(raw: Record<string, unknown>, key: string, problems: strin
   });
 }
 
-function parseInterface(
-  entry: Record<string, unknown>,
-  path: PathSegment[],
-  problems: string[],
-): PrevInterface | undefined {
+const parseInterface: EntryParser<PrevInterface> = (entry, path, problems) => {
   const { name, mac, sandbox } = entry;
   const ok = checkFields(entry, path, problems, [
     ['name', typeof name === 'string' && name !== '', 'must be a non-empty string'],
     ['mac', mac === undefined || typeof mac === 'string', 'must be a string'],
     ['sandbox', sandbox === undefined || typeof sandbox === 'string', 'must be a string'],
   ]);
-  return ok
-    ? definedOnly({ index: path[2] as number, name: name as string, mac, sandbox } as PrevInterface)
-    : undefined;
-}
+  if (!ok) return undefined;
+  return definedOnly({ index: path[2] as number, name: name as string, mac, sandbox } as PrevInterface);
+};
 
-function parseIp(
-  entry: Record<string, unknown>,
-  path: PathSegment[],
-  problems: string[],
-  interfaceCount: number,
-): PrevIp | undefined {
-  const { address, gateway, version, interface: iface } = entry;
-  const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
-  const isIndex = Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount;
-  const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
-  const ok = checkFields(entry, path, problems, [
-    ['address', cidr !== undefined, 'must be an IP address with a prefix length, such as "10.88.0.5/24"'],
-    ['gateway', gateway === undefined || typeof gateway === 'string', 'must be a string'],
-    ['interface', iface === undefined || isIndex, `must be an index into prevResult.interfaces (${range})`],
-    ['version', version === undefined || version === '4' || version === '6', 'must be "4" or "6"'],
-    [
-      'version',
-      version === undefined || cidr === undefined || version === String(cidr.family),
-      `must match the address, which is IPv${cidr?.family}`,
-    ],
-  ]);
-  if (!ok || cidr === undefined) return undefined;
-  const text = address as string;
-  const ip = { cidr: text, address: text.slice(0, text.indexOf('/')), ...cidr, gateway, interface: iface };
-  return definedOnly(ip as PrevIp);
-}
+/** The parser of ips[] entries, whose `interface` must be an index into `interfaceCount` interfaces. */
+const parseIp =
+  (interfaceCount: number): EntryParser<PrevIp> =>
+  (entry, path, problems) => {
+    const { address, gateway, version, interface: iface } = entry;
+    const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
+    const isIndex = Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount;
+    const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
+    const ok = checkFields(entry, path, problems, [
+      ['address', cidr !== undefined, 'must be an IP address with a prefix length, such as "10.88.0.5/24"'],
+      ['gateway', gateway === undefined || typeof gateway === 'string', 'must be a string'],
+      ['interface', iface === undefined || isIndex, `must be an index into prevResult.interfaces (${range})`],
+      ['version', version === undefined || version === '4' || version === '6', 'must be "4" or "6"'],
+      [
+        'version',
+        version === undefined || cidr === undefined || version === String(cidr.family),
+        `must match the address, which is IPv${cidr?.family}`,
+      ],
+    ]);
+    if (!ok || cidr === undefined) return undefined;
+    const text = address as string;
+    const ip = { cidr: text, address: text.slice(0, text.indexOf('/')), ...cidr, gateway, interface: iface };
+    return definedOnly(ip as PrevIp);
+  };
 
-function parseRoute(entry: Record<string, unknown>, path: PathSegment[], problems: string[]): PrevRoute | undefined {
+const parseRoute: EntryParser<PrevRoute> = (entry, path, problems) => {
   const { dst, gw } = entry;
   const ok = checkFields(entry, path, problems, [
     [
@@ -164,7 +157,7 @@ function parseRoute(entry: Record<string, unknown>, path: PathSegment[], problem
     ['gw', gw === undefined || (typeof gw === 'string' && isIP(gw)), 'must be an IP address'],
   ]);
   return ok ? definedOnly({ dst, gw } as PrevRoute) : undefined;
-}
+};
 
 /** Pushes a problem for each field of `entry` whose test failed (its first failed test only); whether all passed. */
 function checkFields(
