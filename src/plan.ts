@@ -3,7 +3,7 @@
 import type { AnnounceOptions } from './cni/options';
 import { gratuitousArp, type ArpOp } from './wire/arp';
 import { deriveMac } from './wire/ethernet';
-import { canonicalIP, ipFamily, isIP, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
+import { canonicalIP, isIPv6LinkLocal, parseCidr, parseIP } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 
 /**
@@ -112,11 +112,8 @@ type Address = { family: 4 | 6; bytes: Buffer; text: string };
 /** The first `gateway` among `mine` of the family of `dst` (first wins, as in ipam.ConfigureIface). */
 function ownGateway(dst: string, mine: readonly PlanIp[]): Address | undefined {
   const family = parseCidr(dst)?.family;
-  for (const ip of mine) {
-    const gateway = ip.gateway === undefined ? undefined : addressOf(ip.gateway);
-    if (gateway && gateway.family === family) return gateway;
-  }
-  return undefined;
+  const gateways = mine.map((ip) => (ip.gateway === undefined ? undefined : addressOf(ip.gateway)));
+  return gateways.find((gateway) => gateway !== undefined && gateway.family === family);
 }
 
 /** `gw` when one of `mine` has it inside its prefix, or it is IPv6 link-local and the pod has `onlyInterface`. */
@@ -133,10 +130,9 @@ function onLinkHop(gw: string, mine: readonly PlanIp[], onlyInterface: boolean):
 
 /** An IP address's family, bytes and canonical text; undefined for anything else or an unspecified address. */
 function addressOf(text: string): Address | undefined {
-  if (!isIP(text)) return undefined;
-  const family = ipFamily(text);
-  const bytes = family === 4 ? parseIPv4(text) : parseIPv6(text);
-  return bytes.some((b) => b !== 0) ? { family, bytes, text: canonicalIP(text) } : undefined;
+  const bytes = parseIP(text);
+  if (bytes === undefined || bytes.every((b) => b === 0)) return undefined;
+  return { family: bytes.length === 4 ? 4 : 6, bytes, text: canonicalIP(text) };
 }
 
 /** Whether the first `prefixLength` bits of `a` and `b` match. */

@@ -1,7 +1,7 @@
 import { isJsonObject } from './decode';
 import { fieldProblem, invalidConfig, type PathSegment } from './errors';
 import { compareVersions, type CniVersion } from './versions';
-import { isIP, parseCidr } from '../wire/ip';
+import { parseCidr, parseIP } from '../wire/ip';
 
 /** One entry of prevResult.interfaces. */
 export interface PrevInterface {
@@ -154,7 +154,7 @@ const parseRoute: EntryParser<PrevRoute> = (entry, path, problems) => {
       typeof dst === 'string' && parseCidr(dst) !== undefined,
       'must be a network with a prefix length, such as "0.0.0.0/0"',
     ],
-    ['gw', gw === undefined || (typeof gw === 'string' && isIP(gw)), 'must be an IP address'],
+    ['gw', gw === undefined || (typeof gw === 'string' && parseIP(gw) !== undefined), 'must be an IP address'],
   ]);
   return ok ? definedOnly({ dst, gw } as PrevRoute) : undefined;
 };

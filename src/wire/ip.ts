@@ -108,9 +108,9 @@ export function canonicalIP(text: string): string {
   return ipFamily(text) === 4 ? formatIPv4(parseIPv4(text)) : formatIPv6(parseIPv6(text));
 }
 
-/** Whether `text` is an IPv4 or IPv6 address (no zone id). */
-export function isIP(text: string): boolean {
-  return tryIPv4(text) !== undefined || tryIPv6(text) !== undefined;
+/** The bytes of IPv4 (4) or IPv6 (16) address text (no zone id); undefined for anything else. */
+export function parseIP(text: string): Buffer | undefined {
+  return tryIPv4(text) ?? tryIPv6(text);
 }
 
 /** The family and prefix length of "address/prefix" (an interface address: host bits allowed); undefined otherwise. */

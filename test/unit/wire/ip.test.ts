@@ -5,7 +5,7 @@ import {
   ipFamily,
   isIPv4Mapped,
   isIPv6LinkLocal,
-  isIP,
+  parseIP,
   parseCidr,
   parseIPv4,
   parseIPv6,
@@ -193,13 +193,18 @@ describe('parseCidr', () => {
   });
 });
 
-describe('isIP', () => {
-  it.each([['10.88.0.5'], ['::'], ['FD00:88::5'], ['::ffff:10.1.2.3']])('accepts %j', (text) => {
-    expect(isIP(text)).toBe(true);
+describe('parseIP', () => {
+  it.each([
+    ['10.88.0.5', '0a580005'],
+    ['::', '00000000000000000000000000000000'],
+    ['FD00:88::5', 'fd000088000000000000000000000005'],
+    ['::ffff:10.1.2.3', '00000000000000000000ffff0a010203'],
+  ])('reads %j', (text, hex) => {
+    expect(parseIP(text)?.toString('hex')).toBe(hex);
   });
 
   it.each([['10.88.0.5/24'], ['fe80::1%eth0'], [''], ['10.88.0.256'], ['fd00::5::1']])('rejects %j', (text) => {
-    expect(isIP(text)).toBe(false);
+    expect(parseIP(text)).toBeUndefined();
   });
 });
 
