@@ -1,45 +1,31 @@
 // Pure: turns (options, prevResult, env) into what to announce, how and when.
 // Frames are built per round from what is really on the interface then.
-import type { ArpOpOption, MacMode } from './cni/option-schema';
+import type { AnnounceOptions } from './cni/options';
 import { gratuitousArp, type ArpOp } from './wire/arp';
-import { deriveMac, parseMacPrefix } from './wire/ethernet';
-import { canonicalIP, ipFamily, isIPv6LinkLocal, parseCidr, parseIPv4, parseIPv6 } from './wire/ip';
+import { deriveMac } from './wire/ethernet';
+import { canonicalIP, isIPv6LinkLocal, parseCidr, parseIP } from './wire/ip';
 import { unsolicitedNeighborAdvert } from './wire/ndp';
 
-/** The per-attachment options the planner reads. */
-export interface PlanOptions {
-  ipv4: boolean;
-  ipv6: boolean;
-  arpOp: ArpOpOption;
-  interfaces?: readonly string[] | undefined;
-  /** `keep` also when the runtime chose the MAC (see resolveOptions): then nothing is derived. */
-  mac: MacMode;
-  macPrefix: string;
-  count: number;
-  intervalMs: number;
-  backoff: number;
-}
+/**
+ * The per-attachment options the planner reads; `mac` is `keep` also when the runtime chose the MAC (see
+ * resolveOptions): then nothing is derived.
+ */
+export type PlanOptions = Pick<
+  AnnounceOptions,
+  'ipv4' | 'ipv6' | 'arpOp' | 'interfaces' | 'mac' | 'macPrefix' | 'count' | 'intervalMs' | 'backoff'
+>;
 
 /** prevResult as the planner sees it: interfaces, addresses and routes in result order. */
 export interface PlanResult {
-  interfaces: readonly { name: string; mac?: string | undefined; sandbox?: string | undefined }[];
+  interfaces: readonly { name: string; mac?: string; sandbox?: string }[];
   /** Without a prefix length, an address has no gateway on its link. */
-  ips: readonly {
-    address: string;
-    family: 4 | 6;
-    interface?: number | undefined;
-    prefixLength?: number | undefined;
-    gateway?: string | undefined;
-  }[];
+  ips: readonly { address: string; family: 4 | 6; interface?: number; prefixLength?: number; gateway?: string }[];
   /** Absent: no routes. */
-  routes?: readonly { dst: string; gw?: string | undefined }[] | undefined;
+  routes?: readonly { dst: string; gw?: string }[];
 }
 
 /** Next hops by family, canonical text. */
-export interface Gateways {
-  ipv4: string[];
-  ipv6: string[];
-}
+export type Gateways = { ipv4: string[]; ipv6: string[] };
 
 /** One pod interface to announce. */
 export interface InterfacePlan {
@@ -76,17 +62,10 @@ export function planAnnouncement(
   const sandboxed = result.interfaces.flatMap((iface, index) =>
     iface.sandbox === env.netns ? [{ name: iface.name, index }] : [],
   );
-  const pod =
-    sandboxed.length > 0
-      ? sandboxed
-      : [
-          {
-            name: env.ifname,
-            index: indexOrUndefined(result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox)),
-          },
-        ];
+  // Without a sandboxed interface, the pod interface is CNI_IFNAME, at its unsandboxed entry if there is one.
+  const named = result.interfaces.findIndex((i) => i.name === env.ifname && !i.sandbox);
+  const pod = sandboxed.length > 0 ? sandboxed : [{ name: env.ifname, index: named >= 0 ? named : undefined }];
   const chosen = options.interfaces ? pod.filter((p) => options.interfaces!.includes(p.name)) : pod;
-  const prefix = options.mac === 'ip-derived' ? parseMacPrefix(options.macPrefix) : undefined;
   const interfaces = chosen.map((p): InterfacePlan => {
     const mine = result.ips.filter((ip) => (ip.interface === undefined ? pod.length === 1 : ip.interface === p.index));
     const first = mine[0];
@@ -96,7 +75,7 @@ export function planAnnouncement(
       addresses: mine.map((ip) => ip.address),
       ipv4: options.ipv4 ? mine.filter((ip) => ip.family === 4).map((ip) => ip.address) : [],
       ipv6: options.ipv6 ? mine.filter((ip) => ip.family === 6).map((ip) => ip.address) : [],
-      targetMac: prefix && first ? deriveMac(prefix, first.address) : undefined,
+      targetMac: options.mac === 'ip-derived' && first ? deriveMac(options.macPrefix, first.address) : undefined,
       gateways: routedGateways(result.routes ?? [], mine, pod.length === 1),
     };
   });
@@ -127,21 +106,14 @@ function routedGateways(routes: readonly PlanRoute[], mine: readonly PlanIp[], o
   return gateways;
 }
 
-interface Address {
-  family: 4 | 6;
-  bytes: Buffer;
-  /** Canonical text. */
-  text: string;
-}
+/** An IP address: its family, its bytes and its canonical text. */
+type Address = { family: 4 | 6; bytes: Buffer; text: string };
 
 /** The first `gateway` among `mine` of the family of `dst` (first wins, as in ipam.ConfigureIface). */
 function ownGateway(dst: string, mine: readonly PlanIp[]): Address | undefined {
-  const family = tryParse(() => parseCidr(dst).family);
-  for (const ip of mine) {
-    const gateway = ip.gateway === undefined ? undefined : addressOf(ip.gateway);
-    if (gateway && gateway.family === family) return gateway;
-  }
-  return undefined;
+  const family = parseCidr(dst)?.family;
+  const gateways = mine.map((ip) => (ip.gateway === undefined ? undefined : addressOf(ip.gateway)));
+  return gateways.find((gateway) => gateway !== undefined && gateway.family === family);
 }
 
 /** `gw` when one of `mine` has it inside its prefix, or it is IPv6 link-local and the pod has `onlyInterface`. */
@@ -158,10 +130,9 @@ function onLinkHop(gw: string, mine: readonly PlanIp[], onlyInterface: boolean):
 
 /** An IP address's family, bytes and canonical text; undefined for anything else or an unspecified address. */
 function addressOf(text: string): Address | undefined {
-  const family = tryParse(() => ipFamily(text));
-  if (family === undefined) return undefined;
-  const bytes = family === 4 ? parseIPv4(text) : parseIPv6(text);
-  return bytes.some((b) => b !== 0) ? { family, bytes, text: canonicalIP(text) } : undefined;
+  const bytes = parseIP(text);
+  if (bytes === undefined || bytes.every((b) => b === 0)) return undefined;
+  return { family: bytes.length === 4 ? 4 : 6, bytes, text: canonicalIP(text) };
 }
 
 /** Whether the first `prefixLength` bits of `a` and `b` match. */
@@ -171,14 +142,6 @@ function samePrefix(a: Uint8Array, b: Uint8Array, prefixLength: number): boolean
     if ((a[bit / 8]! & mask) !== (b[bit / 8]! & mask)) return false;
   }
   return true;
-}
-
-function tryParse<T>(parse: () => T): T | undefined {
-  try {
-    return parse();
-  } catch {
-    return undefined;
-  }
 }
 
 /** The longest a burst may last, from its first round to its last: 10 minutes. */
@@ -193,13 +156,7 @@ export function burstSpanMs(count: number, intervalMs: number, backoff: number):
 
 /** Round offsets in ms: 0, then gap k = intervalMs × backoff^k between rounds k and k+1. */
 export function burstSchedule(count: number, intervalMs: number, backoff: number): number[] {
-  const offsets: number[] = [];
-  let at = 0;
-  for (let k = 0; k < count; k++) {
-    offsets.push(Math.round(at));
-    at += intervalMs * backoff ** k;
-  }
-  return offsets;
+  return Array.from({ length: count }, (_, k) => Math.round(burstSpanMs(k + 1, intervalMs, backoff)));
 }
 
 /** What one round announces on one interface. */
@@ -224,8 +181,4 @@ export function roundFrames(round: RoundAddresses, arpOps: readonly ArpOp[], rou
     frames.push(unsolicitedNeighborAdvert({ mac: round.mac, ip: bytes, router, override: !optimistic }));
   }
   return frames;
-}
-
-function indexOrUndefined(i: number): number | undefined {
-  return i >= 0 ? i : undefined;
 }

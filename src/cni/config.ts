@@ -1,11 +1,10 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
 import { isJsonObject } from './decode';
 import { skipRefusal } from './option-bounds';
-import { describeValue, invalidConfig } from './errors';
+import { describeValue, fieldProblem, invalidConfig, valueAt } from './errors';
 import { optional } from 'zod/mini';
 import {
   checkOption,
-  issueTexts,
   optionFields,
   optionKeys,
   OPTIONS,
@@ -16,10 +15,7 @@ import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
 
 /** One live attachment named by GC. */
-export interface Attachment {
-  containerId: string;
-  ifname: string;
-}
+export type Attachment = { containerId: string; ifname: string };
 
 /**
  * The network config from stdin, validated, with defaults applied: the options of OPTIONS, and what the runtime adds.
@@ -52,30 +48,28 @@ export type PluginConfig = PluginOptions & {
 };
 
 const NODE_OPTIONS = optionKeys('node');
-const CONFLIST_OPTIONS = optionKeys('pod', 'attachment', 'network');
 
 /** The GC attachment list keys: the 1.1.0 spec text's and the one runtimes send as well. */
-export const ATTACHMENT_KEYS = ['cni.dev/valid-attachments', 'cni.dev/attachments'] as const;
+const ATTACHMENT_KEYS = ['cni.dev/valid-attachments', 'cni.dev/attachments'] as const;
+const attachments = optional(list(obj({ containerID: str(), ifname: str() })));
 
-const attachment = obj({ containerID: str(), ifname: str() });
-
-/** The fields besides the options. */
+/** The fields besides the options that a checked config keeps. */
 const envelopeFields = {
   cniVersion: str(),
   name: str(),
   type: str(),
   runtimeConfig: optional(obj({ mac: optional(str()) })),
   args: optional(obj({ cni: optional(obj({})) })),
-  [ATTACHMENT_KEYS[0]]: optional(list(attachment)),
-  [ATTACHMENT_KEYS[1]]: optional(list(attachment)),
 };
+const KEPT = [...Object.keys(envelopeFields), ...optionKeys('pod', 'attachment', 'network')];
 
-/** The network config: the envelope's fields, then the options of OPTIONS with their defaults; unknown fields kept. */
-const configSchema = obj({ ...envelopeFields, ...optionFields() });
-
-type Envelope = { cniVersion: string; name: string; type: string } & Pick<PluginConfig, 'runtimeConfig' | 'args'> & {
-    [K in (typeof ATTACHMENT_KEYS)[number]]?: { containerID: string; ifname: string }[];
-  };
+/** The network config: the envelope, the attachment lists, the options with their defaults; unknown fields kept. */
+const configSchema = obj({
+  ...envelopeFields,
+  [ATTACHMENT_KEYS[0]]: attachments,
+  [ATTACHMENT_KEYS[1]]: attachments,
+  ...optionFields(),
+});
 
 /**
  * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
@@ -84,7 +78,7 @@ type Envelope = { cniVersion: string; name: string; type: string } & Pick<Plugin
 export function parseConfig(doc: unknown): PluginConfig {
   if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
   const checked = check(configSchema, doc);
-  const problems = checked.ok ? [] : issueTexts(checked.issues, doc, []);
+  const problems = checked.ok ? [] : checked.issues.map((i) => fieldProblem(i.path, i.message, valueAt(doc, i.path)));
   // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the
   // conflist's.
   const allowed =
@@ -95,21 +89,18 @@ export function parseConfig(doc: unknown): PluginConfig {
   problems.push(...pod.problems);
   if (!checked.ok || problems.length > 0) throw invalidConfig(problems);
 
-  const envelope = checked.value as Envelope & Record<string, unknown>;
-  const config = { cniVersion: envelope.cniVersion, name: envelope.name, type: envelope.type } as PluginConfig;
-  for (const key of CONFLIST_OPTIONS) if (envelope[key] !== undefined) Object.assign(config, { [key]: envelope[key] });
+  const value = checked.value as Record<string, unknown>;
+  const config = Object.fromEntries(
+    KEPT.filter((k) => value[k] !== undefined).map((k) => [k, value[k]]),
+  ) as PluginConfig;
   const nodeOptions = NODE_OPTIONS.filter((k) => doc[k] !== undefined).map((k) => [k, doc[k]]);
   if (nodeOptions.length > 0) config.nodeOptions = Object.fromEntries(nodeOptions);
   if (pod.announce !== undefined) config.podAnnounce = pod.announce;
   if ('prevResult' in doc) config.prevResult = doc.prevResult;
-  if (envelope.runtimeConfig !== undefined) config.runtimeConfig = envelope.runtimeConfig;
-  if (envelope.args !== undefined) config.args = envelope.args;
-  const lists = ATTACHMENT_KEYS.map((k) => envelope[k]).filter((l) => l !== undefined);
-  if (lists.length > 0) config.validAttachments = mergeAttachments(lists.flat());
-  const burst = burstProblem(config, pod.announce ?? { overrides: {}, ignored: [], from: {} });
-  if (burst !== undefined) throw invalidConfig([burst]);
-  const skip = skipProblem(config);
-  if (skip !== undefined) throw invalidConfig([skip]);
+  const lists = ATTACHMENT_KEYS.map((k) => value[k] as { containerID: string; ifname: string }[] | undefined);
+  if (lists.some((l) => l !== undefined)) config.validAttachments = mergeAttachments(lists.flatMap((l) => l ?? []));
+  const rule = burstProblem(config, pod.announce) ?? skipProblem(config);
+  if (rule !== undefined) throw invalidConfig([rule]);
   return config;
 }
 
@@ -124,10 +115,10 @@ function skipProblem(config: PluginConfig): string | undefined {
  * config or pod keeps a background process alive for long (count 10, intervalMs 60000 and
  * backoff 4 would take 60 days). Checked on the conflist alone, then with the pod's overrides.
  */
-function burstProblem(config: PluginConfig, pod: PodAnnounce): string | undefined {
+function burstProblem(config: PluginConfig, pod: PodAnnounce | undefined): string | undefined {
   for (const withPod of [false, true]) {
     const at = (k: 'count' | 'intervalMs' | 'backoff') =>
-      withPod && pod.overrides[k] !== undefined
+      withPod && pod?.overrides[k] !== undefined
         ? { value: pod.overrides[k], name: overrideName(pod.from[k], k) }
         : { value: config[k], name: `"${k}"` };
     const [count, intervalMs, backoff] = [at('count'), at('intervalMs'), at('backoff')];
@@ -152,19 +143,16 @@ function overrideName(channel: string | undefined, key: string): string {
 
 /** 600000 → "10 min"; 5242820000 → "60 days"; below a minute, in seconds. */
 function formatSpan(ms: number): string {
-  const units: [number, string][] = [
-    [86_400_000, 'days'],
-    [3_600_000, 'h'],
-    [60_000, 'min'],
-  ];
-  for (const [size, unit] of units) if (ms >= size) return `${Math.round((ms / size) * 10) / 10} ${unit}`;
+  const units = { days: 86_400_000, h: 3_600_000, min: 60_000 };
+  for (const [unit, size] of Object.entries(units))
+    if (ms >= size) return `${Math.round((ms / size) * 10) / 10} ${unit}`;
   return `${Math.round(ms / 100) / 10} s`;
 }
 
+/** GC's attachments, each once, where first listed. */
 function mergeAttachments(entries: readonly { containerID: string; ifname: string }[]): Attachment[] {
-  const seen = new Map<string, Attachment>();
-  for (const e of entries) {
-    seen.set(`${e.containerID}\u0000${e.ifname}`, { containerId: e.containerID, ifname: e.ifname });
-  }
-  return [...seen.values()];
+  const byKey = new Map(
+    entries.map((e) => [`${e.containerID}\u0000${e.ifname}`, { containerId: e.containerID, ifname: e.ifname }]),
+  );
+  return [...byKey.values()];
 }

@@ -12,44 +12,33 @@ export const MAX_JSON_DEPTH = 64;
 
 /** The error for a stdin of more than MAX_STDIN_BYTES bytes. */
 export function stdinTooLarge(): CniError {
-  return new CniError(
-    ErrorCode.IoFailure,
-    `stdin holds more than ${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes), ` +
-      'the most a network config may take',
-  );
+  const limit = `${MAX_STDIN_BYTES / (1024 * 1024)} MiB (${MAX_STDIN_BYTES} bytes)`;
+  return new CniError(ErrorCode.IoFailure, `stdin holds more than ${limit}, the most a network config may take`);
 }
 
 /**
  * Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH deep; throws code 6 naming what is wrong.
  */
 export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
+  const fail = (what: string, cause?: unknown) =>
+    new CniError(ErrorCode.DecodeFailure, `stdin ${what}`, cause === undefined ? undefined : { cause });
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodeFailure, 'stdin is not valid UTF-8: expected the network config as JSON', {
-      cause: e,
-    });
+    throw fail('is not valid UTF-8: expected the network config as JSON', e);
   }
-  if (text.trim() === '')
-    throw new CniError(ErrorCode.DecodeFailure, 'stdin is empty: expected the network config as JSON');
+  if (text.trim() === '') throw fail('is empty: expected the network config as JSON');
   if (nestingExceeds(text, MAX_JSON_DEPTH)) {
-    throw new CniError(
-      ErrorCode.DecodeFailure,
-      `stdin nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the most a network config may`,
-    );
+    throw fail(`nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep, the most a network config may`);
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodeFailure, `stdin is not JSON: ${e instanceof Error ? e.message : String(e)}`, {
-      cause: e,
-    });
+    throw fail(`is not JSON: ${e instanceof Error ? e.message : String(e)}`, e);
   }
-  if (!isJsonObject(value)) {
-    throw new CniError(ErrorCode.DecodeFailure, `stdin is not a JSON object (got ${describeValue(value)})`);
-  }
+  if (!isJsonObject(value)) throw fail(`is not a JSON object (got ${describeValue(value)})`);
   return value;
 }
 

@@ -120,10 +120,7 @@ export function crashReply(e: unknown): string {
   return `${JSON.stringify(errorReply(e, LATEST_VERSION).doc)}\n`;
 }
 
-interface Reply {
-  exitCode: 0 | 1;
-  doc?: unknown;
-}
+type Reply = { exitCode: 0 | 1; doc?: unknown };
 
 async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
   let replyVersion: CniVersion = LATEST_VERSION;
@@ -173,8 +170,7 @@ async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest
             'and must follow a main plugin such as bridge or macvlan',
         ]);
       }
-      const req: AddRequest = { ...base, env, prevResult: parsePrevResult(config.prevResult) };
-      const result = await plugin.add(req);
+      const result = await plugin.add({ ...base, env, prevResult: parsePrevResult(config.prevResult) });
       if (result === null || typeof result !== 'object') throw new Error('ADD produced no result object');
       return result;
     }
@@ -200,9 +196,8 @@ async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest
       await plugin.status({ ...base, env });
       return undefined;
     case 'GC': {
-      if (config.validAttachments === undefined) {
+      if (config.validAttachments === undefined)
         throw invalidConfig(['"cni.dev/valid-attachments" is required for GC']);
-      }
       await plugin.gc({ ...base, env, validAttachments: config.validAttachments });
       return undefined;
     }

@@ -21,41 +21,22 @@ export interface CniArgs {
   raw: Record<string, string>;
 }
 
+/** The env of command `C`: the command, CNI_ARGS, and the variables `V` it uses. */
+type EnvOf<C extends CniCommand, V = unknown> = { command: C; args: CniArgs } & V;
 /** The env of ADD and CHECK: container ID, netns and ifname are there. */
-export interface AttachmentEnv {
-  command: 'ADD' | 'CHECK';
-  containerId: string;
-  netns: string;
-  ifname: string;
-  args: CniArgs;
-}
-
+export type AttachmentEnv = EnvOf<'ADD' | 'CHECK', { containerId: string; netns: string; ifname: string }>;
 /** The env of DEL: container ID and ifname are there; netns may be absent. */
-export interface DelEnv {
-  command: 'DEL';
-  containerId: string;
-  netns?: string;
-  ifname: string;
-  args: CniArgs;
-}
-
+export type DelEnv = EnvOf<'DEL', { containerId: string; netns?: string; ifname: string }>;
 /** The env of STATUS and GC, which concern the network as a whole: no container variables. */
-export interface NetworkEnv {
-  command: 'STATUS' | 'GC';
-  args: CniArgs;
-}
-
+export type NetworkEnv = EnvOf<'STATUS' | 'GC'>;
 /** The env of VERSION: the command alone. */
-export interface VersionEnv {
-  command: 'VERSION';
-  args: CniArgs;
-}
+export type VersionEnv = EnvOf<'VERSION'>;
 
 /** The CNI_* environment, parsed: each command with the variables it uses, and no others. */
 export type CniEnv = AttachmentEnv | DelEnv | NetworkEnv | VersionEnv;
 
 /** A variable's value as read, or what is wrong with it (the message puts the variable's name before it). */
-type Read = { ok: true; value: string | CniArgs } | { ok: false; problem: string };
+type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 /** One row of ENV_RULES: which commands need or read a variable, and how its value is read. */
 export interface EnvRule {
@@ -66,7 +47,7 @@ export interface EnvRule {
   requiredFor: readonly CniCommand[];
   /** Commands that read the variable when it is set (requiredFor is implied). */
   optionalFor: readonly CniCommand[];
-  read(value: string): Read;
+  read(value: string): Read<string | CniArgs>;
 }
 
 const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
@@ -76,35 +57,10 @@ const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
  * own).
  */
 export const ENV_RULES: readonly EnvRule[] = [
-  {
-    name: 'CNI_CONTAINERID',
-    key: 'containerId',
-    requiredFor: ATTACH,
-    optionalFor: [],
-    read: text((v) =>
-      /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(v)
-        ? undefined
-        : 'must start with a letter or digit and hold only letters, digits, "_", "." and "-"',
-    ),
-  },
-  {
-    name: 'CNI_NETNS',
-    key: 'netns',
-    requiredFor: ['ADD', 'CHECK'],
-    optionalFor: ['DEL'],
-    read: text((v) => (v.startsWith('/') ? undefined : 'must be an absolute path')),
-  },
+  { name: 'CNI_CONTAINERID', key: 'containerId', requiredFor: ATTACH, optionalFor: [], read: text(containerIdProblem) },
+  { name: 'CNI_NETNS', key: 'netns', requiredFor: ['ADD', 'CHECK'], optionalFor: ['DEL'], read: text(netnsProblem) },
   { name: 'CNI_IFNAME', key: 'ifname', requiredFor: ATTACH, optionalFor: [], read: text(ifnameProblem) },
-  {
-    name: 'CNI_ARGS',
-    key: 'args',
-    requiredFor: [],
-    optionalFor: ATTACH,
-    read: (v) => {
-      const parsed = parseCniArgs(v);
-      return parsed.ok ? { ok: true, value: parsed.args } : parsed;
-    },
-  },
+  { name: 'CNI_ARGS', key: 'args', requiredFor: [], optionalFor: ATTACH, read: parseCniArgs },
 ];
 
 /**
@@ -112,10 +68,11 @@ export const ENV_RULES: readonly EnvRule[] = [
  * one.
  */
 export function parseEnv(env: Readonly<Record<string, string | undefined>>): CniEnv {
-  const command = env.CNI_COMMAND;
-  if (command === undefined || command === '') throw envError(['CNI_COMMAND is required']);
-  if (!isCniCommand(command)) {
-    throw envError([`CNI_COMMAND must be one of ${CNI_COMMANDS.join(', ')} (got ${describeValue(command)})`]);
+  const given = env.CNI_COMMAND;
+  if (given === undefined || given === '') throw envError(['CNI_COMMAND is required']);
+  const command = CNI_COMMANDS.find((c) => c === given);
+  if (command === undefined) {
+    throw envError([`CNI_COMMAND must be one of ${CNI_COMMANDS.join(', ')} (got ${describeValue(given)})`]);
   }
   const fields: Partial<Record<EnvRule['key'], string | CniArgs>> = { args: { raw: {} } };
   const problems: string[] = [];
@@ -136,6 +93,15 @@ export function parseEnv(env: Readonly<Record<string, string | undefined>>): Cni
   return { command, ...fields } as CniEnv;
 }
 
+function containerIdProblem(id: string): string | undefined {
+  if (/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(id)) return undefined;
+  return 'must start with a letter or digit and hold only letters, digits, "_", "." and "-"';
+}
+
+function netnsProblem(path: string): string | undefined {
+  return path.startsWith('/') ? undefined : 'must be an absolute path';
+}
+
 /** Longest Linux interface name in bytes (IFNAMSIZ - 1). */
 export const MAX_IFNAME_BYTES = 15;
 
@@ -150,15 +116,12 @@ export function ifnameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** The outcome of parsing CNI_ARGS: the args, or the problem text naming what is wrong. */
-export type CniArgsParse = { ok: true; args: CniArgs } | { ok: false; problem: string };
-
 /**
  * Parses CNI_ARGS (`K=V;K=V`). Unknown keys are kept in `raw` and otherwise ignored, as with
  * IgnoreUnknown; empty segments (a trailing `;`) are skipped. A pair without `=` or with an empty
  * key, and an ANNOUNCE value other than `true` or `false`, are problems. MAC is read as given.
  */
-export function parseCniArgs(text: string): CniArgsParse {
+export function parseCniArgs(text: string): Read<CniArgs> {
   const raw: Record<string, string> = {};
   for (const pair of text.split(';')) {
     if (pair === '') continue;
@@ -176,7 +139,7 @@ export function parseCniArgs(text: string): CniArgsParse {
     args.announce = announce === 'true';
   }
   if (raw.MAC) args.mac = raw.MAC;
-  return { ok: true, args };
+  return { ok: true, value: args };
 }
 
 /**
@@ -190,17 +153,13 @@ export function podOf(raw: Readonly<Record<string, string>>): { namespace?: stri
 }
 
 /** A reader of a plain string variable: its value, or its problem with the value shown. */
-function text(problemOf: (value: string) => string | undefined): (value: string) => Read {
+function text(problemOf: (value: string) => string | undefined): (value: string) => Read<string> {
   return (value) => {
     const problem = problemOf(value);
     return problem === undefined
       ? { ok: true, value }
       : { ok: false, problem: `${problem} (got ${describeValue(value)})` };
   };
-}
-
-function isCniCommand(s: string): s is CniCommand {
-  return (CNI_COMMANDS as readonly string[]).includes(s);
 }
 
 function envError(problems: readonly string[]): CniError {

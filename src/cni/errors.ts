@@ -50,14 +50,6 @@ export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 /** The longest `msg` (and `details`) an error object carries: longer texts are cut, saying how much was left out. */
 export const MAX_MESSAGE_CHARS = 4096;
 
-/** The error object a plugin prints on stdout, as the CNI spec defines it. */
-export interface CniErrorSpec {
-  cniVersion: string;
-  code: number;
-  msg: string;
-  details?: string;
-}
-
 /**
  * A failure the dispatcher prints unchanged as a CNI error object with its code (anything else thrown becomes
  * ErrorCode.Internal).
@@ -73,11 +65,13 @@ export class CniError extends Error {
     if (opts?.details !== undefined) this.details = opts.details;
   }
 
-  /** The spec error object for this error, in the given CNI version; `msg` and `details` cut at MAX_MESSAGE_CHARS. */
-  toSpec(cniVersion: string): CniErrorSpec {
-    const spec: CniErrorSpec = { cniVersion, code: this.code, msg: cut(this.message) };
-    if (this.details !== undefined) spec.details = cut(this.details);
-    return spec;
+  /**
+   * The error object a plugin prints on stdout, as the CNI spec defines it, in the given CNI version; `msg` and
+   * `details` cut at MAX_MESSAGE_CHARS.
+   */
+  toSpec(cniVersion: string): { cniVersion: string; code: number; msg: string; details?: string } {
+    const details = this.details === undefined ? {} : { details: cut(this.details) };
+    return { cniVersion, code: this.code, msg: cut(this.message), ...details };
   }
 }
 
@@ -142,10 +136,10 @@ export function valueAt(doc: unknown, path: readonly PathSegment[]): unknown {
 /** How many problems an error message names; the rest are only counted. */
 export const MAX_LISTED_PROBLEMS = 5;
 
-/** Joins problems with "; ", the first `max` and a count of the rest: `a; b; c; d; e; … and 35,995 more`. */
-export function listProblems(problems: readonly string[], max = MAX_LISTED_PROBLEMS): string {
-  const named = problems.slice(0, max).join('; ');
-  const rest = problems.length - max;
+/** Joins problems with "; ", the first MAX_LISTED_PROBLEMS and a count of the rest: `a; b; c; d; e; … and 9 more`. */
+export function listProblems(problems: readonly string[]): string {
+  const named = problems.slice(0, MAX_LISTED_PROBLEMS).join('; ');
+  const rest = problems.length - MAX_LISTED_PROBLEMS;
   return rest > 0 ? `${named}; … and ${groupThousands(rest)} more` : named;
 }
 

@@ -7,65 +7,58 @@
 // the network's `logFile` and `logLevel`.
 import { isJsonObject } from './decode';
 import { describeValue, fieldProblem } from './errors';
-import { OPTIONS, type LogLevel, type NodeOptionKey, type OptionValue } from './option-schema';
-import { check, type AnySchema } from './zod-checks';
+import { LOG_LEVELS, OPTIONS, type NodeOptionKey, type OptionValues } from './option-schema';
+import { check } from './zod-checks';
 import { NODE_SETTINGS_FILE } from '../state-files';
 
 /** The largest node settings file read. */
 export const NODE_SETTINGS_MAX_BYTES = 4096;
 
-/** The settings of a node's announcer, defaults applied. */
-export interface NodeSettings {
-  idleExitMs: number;
-  metricsFile?: string | undefined;
-  /** The node-wide frame budget (none: unlimited). */
-  rateLimit?: OptionValue<'rateLimit'> | undefined;
-  /** The announcer's own log (not a network's): none, nothing but stdout under --log-format. */
-  logFile?: string | undefined;
-  logLevel: LogLevel;
-}
+/** Each setting's flag, and what its usage line calls the flag's value. */
+const FLAGS = {
+  idleExitMs: ['idle-exit-ms', 'MS'],
+  metricsFile: ['metrics-file', 'PATH'],
+  rateLimit: ['rate-limit', 'FRAMES_PER_SECOND/BURST'],
+  logFile: ['log-file', 'PATH'],
+  logLevel: ['log-level', LOG_LEVELS.join('|')],
+} as const;
 
 /** A setting's name, in the file and in NodeSettings. */
-export type NodeSettingKey = keyof NodeSettings;
+type NodeSettingKey = keyof typeof FLAGS;
+
+/**
+ * The settings of a node's announcer, defaults applied. No rateLimit: no frame budget; no logFile: the announcer's own
+ * log (not a network's) is nothing but stdout under --log-format.
+ */
+export type NodeSettings = OptionValues<NodeSettingKey>;
 
 /** Settings as one source gives them: each may be absent. */
 export type GivenSettings = Partial<NodeSettings>;
 
-/** Each setting: its flag, its schema (its option's) and its default. */
-const SETTINGS: Record<NodeSettingKey, { flag: string; schema: AnySchema; fallback?: unknown }> = {
-  idleExitMs: { flag: 'idle-exit-ms', schema: OPTIONS.idleExitMs.schema, fallback: OPTIONS.idleExitMs.fallback },
-  metricsFile: { flag: 'metrics-file', schema: OPTIONS.metricsFile.schema },
-  rateLimit: { flag: 'rate-limit', schema: OPTIONS.rateLimit.schema },
-  logFile: { flag: 'log-file', schema: OPTIONS.logFile.schema },
-  logLevel: { flag: 'log-level', schema: OPTIONS.logLevel.schema, fallback: OPTIONS.logLevel.fallback },
-};
-
-const KEYS = Object.keys(SETTINGS) as NodeSettingKey[];
+const KEYS = Object.keys(FLAGS) as NodeSettingKey[];
 
 /** The flags of the node settings, for parseFlags (`announcer install`). */
-export const NODE_FLAGS = Object.fromEntries(KEYS.map((k) => [SETTINGS[k].flag, 'string' as const])) as Record<
-  string,
-  'string'
->;
+export const NODE_FLAGS: Record<string, 'string'> = Object.fromEntries(KEYS.map((k) => [FLAGS[k][0], 'string']));
 
 /** The flags' part of a usage line. */
-export const NODE_FLAGS_USAGE =
-  '[--idle-exit-ms=MS] [--metrics-file=PATH] [--rate-limit=FRAMES_PER_SECOND/BURST] [--log-file=PATH] ' +
-  '[--log-level=error|warn|info|debug]';
+export const NODE_FLAGS_USAGE = KEYS.map((k) => `[--${FLAGS[k][0]}=${FLAGS[k][1]}]`).join(' ');
 
-/** Where a node option is set instead of a conflist: `"idleExitMs" in <stateDir>/announcer.conf (announcer install --idle-exit-ms)`. */
+/**
+ * Where a node option is set instead of a conflist:
+ * `"idleExitMs" in <stateDir>/announcer.conf (announcer install --idle-exit-ms)`.
+ */
 export function whereToSet(key: NodeOptionKey): string {
-  return `"${key}" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --${SETTINGS[key].flag})`;
+  return `"${key}" in <stateDir>/${NODE_SETTINGS_FILE} (announcer install --${FLAGS[key][0]})`;
 }
 
-/** The settings in force: each from the file, else its default. */
+/** The settings in force: each from the file, else its option's default. */
 export function resolveNodeSettings(file: GivenSettings): NodeSettings {
-  const out = {} as Record<NodeSettingKey, unknown>;
+  const out: Record<string, unknown> = {};
   for (const key of KEYS) {
-    const value = file[key] ?? SETTINGS[key].fallback;
+    const value = file[key] ?? OPTIONS[key].fallback;
     if (value !== undefined) out[key] = value;
   }
-  return out as unknown as NodeSettings;
+  return out as NodeSettings;
 }
 
 /** The node settings file's text: a JSON object of the given settings (the others take their defaults). */
@@ -87,9 +80,10 @@ export function parseNodeSettings(text: string, file: string): Parsed {
   if (!isJsonObject(doc)) return { ok: false, problem: `${file}: must be a JSON object (got ${describeValue(doc)})` };
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(doc)) {
-    if (!Object.hasOwn(SETTINGS, key))
+    if (!Object.hasOwn(FLAGS, key)) {
       return { ok: false, problem: `${file}: "${key}" is not a node setting (${KEYS.join(', ')})` };
-    const checked = check(SETTINGS[key as NodeSettingKey].schema, value);
+    }
+    const checked = check(OPTIONS[key as NodeSettingKey].schema, value);
     if (!checked.ok) {
       const issue = checked.issues[0]!;
       return { ok: false, problem: `${file}: ${fieldProblem([key, ...issue.path], issue.message, value)}` };
@@ -103,12 +97,12 @@ export function parseNodeSettings(text: string, file: string): Parsed {
 export function nodeSettingsFromFlags(flags: Readonly<Record<string, unknown>>): Parsed {
   const settings: Record<string, unknown> = {};
   for (const key of KEYS) {
-    const { flag, schema } = SETTINGS[key];
+    const flag = FLAGS[key][0];
     const text = flags[flag];
     if (typeof text !== 'string') continue;
     const value = flagValue(key, text);
     if (value === undefined) return { ok: false, problem: `--${flag} must be FRAMES_PER_SECOND/BURST, e.g. 10/10` };
-    const checked = check(schema, value);
+    const checked = check(OPTIONS[key].schema, value);
     if (!checked.ok) {
       const issue = checked.issues[0]!;
       const at = issue.path.length > 0 ? ` ${issue.path.join('.')}` : '';

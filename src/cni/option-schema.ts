@@ -11,7 +11,6 @@ import {
   MAX_GATEWAY_CHECK_MS,
   MAX_PROBE_MS,
 } from './option-bounds';
-import { fieldProblem, valueAt, type PathSegment } from './errors';
 import {
   absPath,
   bool,
@@ -20,11 +19,10 @@ import {
   ifname,
   intRange,
   list,
-  matching,
   numRange,
+  str,
   strictShape,
   type AnySchema,
-  type Issue,
 } from './zod-checks';
 
 // Every schema carries its expectation as the issue message, so that issues read as
@@ -34,28 +32,16 @@ const choice = <const T extends readonly [string, ...string[]]>(values: T) => an
 // Two patterns, not a function, so that the JSON Schema (announcer schema) carries them too; a
 // prefix that fails both is named by the first (check keeps one issue per field).
 const macPrefix = () =>
-  matching(/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/, 'must be two hex bytes such as "0a:58"').check(
+  str().check(
+    regex(/^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$/, { error: 'must be two hex bytes such as "0a:58"' }),
     regex(/^.[02468aceACE]/, { error: 'must not have the multicast bit (0x01 of the first byte) set' }),
   );
 
-const ARP_OPS = ['request', 'reply', 'both'] as const;
-const MAC_MODES = ['keep', 'ip-derived'] as const;
-const CONFLICT_CHECKS = ['off', 'warn', 'fail'] as const;
-const ON_UNAVAILABLE = ['fail', 'skip'] as const;
-const GATEWAY_CHECKS = ['off', 'report', 'require'] as const;
 /** The log levels, most severe first. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 
-/** The `arpOp` option: which ARP opcode(s) the IPv4 announcement uses. */
-export type ArpOpOption = (typeof ARP_OPS)[number];
-/** Whether the pod interface keeps its MAC or gets the one derived from its first IP. */
-export type MacMode = (typeof MAC_MODES)[number];
 /** The lowest level written to logFile. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
-/** What an IPv4 address another host answers for does: nothing (no probe), skip it with a warning, or fail ADD. */
-export type ConflictCheck = (typeof CONFLICT_CHECKS)[number];
-/** Whether the pod asks its routed gateways for their MAC after round 1: off, report (ADD does not wait), require. */
-export type GatewayCheck = (typeof GATEWAY_CHECKS)[number];
 
 /**
  * Who may set an option:
@@ -67,36 +53,26 @@ export type GatewayCheck = (typeof GATEWAY_CHECKS)[number];
  */
 export type OptionScope = 'pod' | 'attachment' | 'network' | 'node';
 
-/** One option: its schema, its default (none: the option may be absent) and its scope. */
-export interface Option<Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined> {
-  scope: S;
-  schema: Z;
-  fallback: D;
-}
-
+/** One option: its scope, its schema and its default (none: the option may be absent). */
 const option = <Z extends AnySchema, S extends OptionScope, D extends z.output<Z> | undefined = undefined>(
   scope: S,
   schema: Z,
   fallback?: D,
-): Option<Z, S, D> => ({
-  scope,
-  schema,
-  fallback: fallback as D,
-});
+) => ({ scope, schema, fallback: fallback as D });
 
 /** The options a pod may override (`args.cni.announce`), where podOverrides allows. */
 const POD_OPTIONS = {
   ipv4: option('pod', bool(), true),
   ipv6: option('pod', bool(), true),
-  arpOp: option('pod', choice(ARP_OPS), 'request'),
-  mac: option('pod', choice(MAC_MODES), 'keep'),
+  arpOp: option('pod', choice(['request', 'reply', 'both']), 'request'),
+  mac: option('pod', choice(['keep', 'ip-derived']), 'keep'),
   macPrefix: option('pod', macPrefix(), '0a:58'),
   count: option('pod', intRange(0, 10), 3),
   intervalMs: option('pod', intRange(10, 60000), 1000),
   backoff: option('pod', numRange(1, 4), 1),
   probeMs: option('pod', intRange(10, MAX_PROBE_MS), DEFAULT_PROBE_MS),
   probes: option('pod', intRange(1, 3), 2),
-  gatewayCheck: option('pod', choice(GATEWAY_CHECKS), 'report'),
+  gatewayCheck: option('pod', choice(['off', 'report', 'require']), 'report'),
   gatewayCheckMs: option('pod', intRange(50, MAX_GATEWAY_CHECK_MS), DEFAULT_GATEWAY_CHECK_MS),
 };
 
@@ -121,8 +97,8 @@ export const OPTIONS = {
   interfaces: option('attachment', list(ifname())),
   addWaitMs: option('attachment', intRange(0, 30000), DEFAULT_ADD_WAIT_MS),
   readyTimeoutMs: option('attachment', intRange(0, 600000), 60000),
-  conflictCheck: option('attachment', choice(CONFLICT_CHECKS), 'off'),
-  onUnavailable: option('attachment', choice(ON_UNAVAILABLE), 'fail'),
+  conflictCheck: option('attachment', choice(['off', 'warn', 'fail']), 'off'),
+  onUnavailable: option('attachment', choice(['fail', 'skip']), 'fail'),
   stateDir: option('network', absPath(), DEFAULT_STATE_DIR),
   logFile: option('network', absPath()),
   logLevel: option('network', choice(LOG_LEVELS), 'info'),
@@ -138,18 +114,18 @@ type OptionKey = keyof Options;
 /** The value of option `K`, as its schema gives it. */
 export type OptionValue<K extends OptionKey> = z.output<Options[K]['schema']>;
 type KeysWith<Cond> = { [K in OptionKey]: Options[K] extends Cond ? K : never }[OptionKey];
-/** The options a conflist sets (every scope but node). */
-type ConflistKey = Exclude<OptionKey, NodeOptionKey>;
-type Defaulted = Exclude<ConflistKey, KeysWith<{ fallback: undefined }>>;
+type Defaulted = Exclude<OptionKey, KeysWith<{ fallback: undefined }>>;
+/** The values of the options `K`: those with a default always there, the others optional. */
+export type OptionValues<K extends OptionKey> = { [P in K & Defaulted]: OptionValue<P> } & {
+  [P in Exclude<K, Defaulted>]?: OptionValue<P>;
+};
 
 /** The options of the node's announcer: idleExitMs, metricsFile, rateLimit. */
 export type NodeOptionKey = KeysWith<{ scope: 'node' }>;
-
+/** The options a conflist sets (every scope but node). */
+type ConflistKey = Exclude<OptionKey, NodeOptionKey>;
 /** The options of a checked config: those with a default are always there; node options are none of its. */
-export type PluginOptions = { [K in Defaulted]: OptionValue<K> } & {
-  [K in Exclude<ConflistKey, Defaulted>]?: OptionValue<K>;
-};
-
+export type PluginOptions = OptionValues<ConflistKey>;
 /** The options that are part of an attachment's options (scope pod or attachment). */
 export type AttachmentOptionKey = KeysWith<{ scope: 'pod' | 'attachment' }>;
 
@@ -163,17 +139,6 @@ export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ sc
 /** What `args.cni.announce` may set for one attachment, as validated. */
 export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: OptionValue<K> };
 
-/** The schema of an `args.cni.announce` field: `enabled` or an overridable option; undefined for any other key. */
-export function overrideSchema(key: string): AnySchema | undefined {
-  if (key === 'enabled') return bool();
-  return Object.hasOwn(POD_OPTIONS, key) ? POD_OPTIONS[key as OverridableField].schema : undefined;
-}
-
-/** Whether `key` is an option only the conflist sets. */
-export function isConflistOnly(key: string): boolean {
-  return Object.hasOwn(OPTIONS, key) && OPTIONS[key as OptionKey].scope !== 'pod';
-}
-
 /** Checks one option's value on its own; undefined when invalid or absent. */
 export function checkOption<K extends OptionKey>(key: K, value: unknown): OptionValue<K> | undefined {
   const checked = check(OPTIONS[key].schema, value);
@@ -186,18 +151,11 @@ export function checkOption<K extends OptionKey>(key: K, value: unknown): Option
  */
 export function optionFields(): Record<ConflistKey, AnySchema> {
   const fields = {} as Record<ConflistKey, AnySchema>;
-  for (const [key, { schema, fallback, scope }] of Object.entries(OPTIONS) as [OptionKey, Options[OptionKey]][]) {
-    if (scope === 'node') continue;
+  for (const key of optionKeys('pod', 'attachment', 'network')) {
+    const { schema, fallback }: { schema: AnySchema; fallback: unknown } = OPTIONS[key];
     // A fresh copy each time: a parsed config's podOverrides is its own.
-    fields[key as ConflistKey] =
-      fallback === undefined
-        ? optional(schema)
-        : _default(schema as AnySchema, () => (Array.isArray(fallback) ? [...fallback] : fallback) as never);
+    const copy = () => (Array.isArray(fallback) ? [...fallback] : fallback) as never;
+    fields[key] = fallback === undefined ? optional(schema) : _default(schema, copy);
   }
   return fields;
-}
-
-/** The texts of issues found in `doc`, each naming its field under `prefix`. */
-export function issueTexts(issues: readonly Issue[], doc: unknown, prefix: readonly PathSegment[]): string[] {
-  return issues.map((issue) => fieldProblem([...prefix, ...issue.path], issue.message, valueAt(doc, issue.path)));
 }

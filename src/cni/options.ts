@@ -8,17 +8,10 @@ export type AnnounceOptions = Pick<PluginConfig, AttachmentOptionKey> & { enable
 const ATTACHMENT_OPTIONS = optionKeys('pod', 'attachment');
 
 /** A log line about how an attachment's options came about, for the command to write. */
-export interface OptionNote {
-  level: 'warn' | 'info' | 'debug';
-  msg: string;
-  fields: Record<string, unknown>;
-}
+export type OptionNote = { level: 'warn' | 'info' | 'debug'; msg: string; fields: Record<string, unknown> };
 
 /** A MAC the runtime (or the pod, through it) asked for, and where it came from. */
-export interface RuntimeMac {
-  mac: string;
-  source: 'runtimeConfig.mac' | 'args.cni.mac' | 'CNI_ARGS MAC';
-}
+export type RuntimeMac = { mac: string; source: 'runtimeConfig.mac' | 'args.cni.mac' | 'CNI_ARGS MAC' };
 
 /**
  * Computes one attachment's options. Precedence, by who may decide what:
@@ -33,6 +26,8 @@ export interface RuntimeMac {
  */
 export function resolveOptions(config: PluginConfig, args: CniArgs): { options: AnnounceOptions; notes: OptionNote[] } {
   const notes: OptionNote[] = [];
+  const note = (level: OptionNote['level'], msg: string, fields: Record<string, unknown>) =>
+    notes.push({ level, msg, fields });
   const options = { enabled: true } as AnnounceOptions;
   for (const key of ATTACHMENT_OPTIONS) {
     const value = config[key];
@@ -40,50 +35,34 @@ export function resolveOptions(config: PluginConfig, args: CniArgs): { options: 
   }
 
   const { enabled: podEnabled, ...podFields } = config.podAnnounce?.overrides ?? {};
-  const podBy = config.podAnnounce?.from.enabled ?? '';
-  for (const [key, value] of Object.entries(podFields)) {
-    if (value !== undefined) Object.assign(options, { [key]: value });
-  }
+  Object.assign(options, podFields);
   for (const { field, value, reason } of config.podAnnounce?.ignored ?? []) {
-    notes.push({ level: 'warn', msg: 'ignoring a pod override', fields: { field, value, reason } });
+    note('warn', 'ignoring a pod override', { field, value, reason });
   }
   if (Object.keys(podFields).length > 0) {
     const { enabled: _enabledBy, ...from } = config.podAnnounce?.from ?? {};
-    notes.push({ level: 'info', msg: 'pod overrides applied', fields: { overrides: podFields, from } });
+    note('info', 'pod overrides applied', { overrides: podFields, from });
   }
 
-  const offBy = [
-    ...(args.announce === false ? ['CNI_ARGS ANNOUNCE=false'] : []),
-    ...(podEnabled === false ? [podBy] : []),
+  /** Who asks to turn announcing on (true) or off (false): CNI_ARGS ANNOUNCE, the pod's channels. */
+  const askedBy = (on: boolean) => [
+    ...(args.announce === on ? [`CNI_ARGS ANNOUNCE=${on}`] : []),
+    ...(podEnabled === on ? [config.podAnnounce?.from.enabled ?? ''] : []),
   ];
+  const [offBy, onBy] = [askedBy(false), askedBy(true)];
   if (offBy.length > 0) {
     options.enabled = false;
-    notes.push({ level: 'info', msg: 'announcing turned off for this attachment', fields: { by: offBy.join(', ') } });
-    const onBy = [
-      ...(args.announce === true ? ['CNI_ARGS ANNOUNCE=true'] : []),
-      ...(podEnabled === true ? [podBy] : []),
-    ];
-    if (onBy.length > 0) {
-      notes.push({
-        level: 'warn',
-        msg: 'a request to announce does not turn announcing back on',
-        fields: { by: onBy.join(', ') },
-      });
-    }
+    note('info', 'announcing turned off for this attachment', { by: offBy.join(', ') });
+    if (onBy.length > 0)
+      note('warn', 'a request to announce does not turn announcing back on', { by: onBy.join(', ') });
   }
 
   const runtime = runtimeMac(config, args, notes);
-  if (runtime !== undefined) {
-    if (options.mac === 'ip-derived') {
-      options.mac = 'keep';
-      notes.push({
-        level: 'info',
-        msg: 'the runtime chose the MAC: keeping it instead of the IP-derived one',
-        fields: { ...runtime },
-      });
-    } else {
-      notes.push({ level: 'debug', msg: 'the runtime chose the MAC', fields: { ...runtime } });
-    }
+  if (runtime !== undefined && options.mac === 'ip-derived') {
+    options.mac = 'keep';
+    note('info', 'the runtime chose the MAC: keeping it instead of the IP-derived one', { ...runtime });
+  } else if (runtime !== undefined) {
+    note('debug', 'the runtime chose the MAC', { ...runtime });
   }
   return { options, notes };
 }

@@ -9,25 +9,14 @@
 // never breaks a pod's start.
 import { isJsonObject, MAX_JSON_DEPTH, nestingExceeds } from './decode';
 import { describeValue, fieldProblem, valueAt, type PathSegment } from './errors';
-import {
-  isConflistOnly,
-  overrideSchema,
-  POD_OVERRIDE_TOKENS,
-  type AnnounceOverrides,
-  type PodOverride,
-} from './option-schema';
-import { check } from './zod-checks';
+import { OPTIONS, POD_OVERRIDE_TOKENS, type AnnounceOverrides, type PodOverride } from './option-schema';
+import { bool, check } from './zod-checks';
 
 /** Where `args.cni.announce` sits in the config. */
 const ANNOUNCE_PATH = ['args', 'cni', 'announce'] as const;
 
-/** An override field that was not applied, and why. */
-interface IgnoredOverride {
-  /** Its channel and key, e.g. `args.cni.announce.count`. */
-  field: string;
-  value: unknown;
-  reason: string;
-}
+/** An override field that was not applied (`field`: its channel and key, e.g. `args.cni.announce.count`), and why. */
+type IgnoredOverride = { field: string; value: unknown; reason: string };
 
 /** What a pod's overrides change for one attachment once podOverrides is applied. */
 export interface PodAnnounce {
@@ -84,25 +73,12 @@ export function readPodAnnounce(
   doc: Record<string, unknown>,
   allowed: readonly PodOverride[],
 ): { announce?: PodAnnounce; problems: string[] } {
-  const asks: PodAnnounce[] = [];
   const problems: string[] = [];
-  const ask = (value: unknown, channel: PodChannel) => {
-    const result = applyPodOverrides(value, allowed, channel);
-    if (result.ok) asks.push(result.announce);
-    else problems.push(...result.problems);
-  };
   const fromArgs = valueAt(doc, ANNOUNCE_PATH);
-  if (fromArgs !== undefined) ask(fromArgs, ARGS_CHANNEL);
-  const annotation = readAnnounceAnnotation(doc);
-  if (annotation.kind === 'value') ask(annotation.value, ANNOTATION_CHANNEL);
-  if (annotation.kind === 'problem') problems.push(annotation.problem);
-  if (annotation.kind === 'undeclared') {
-    asks.push({
-      overrides: {},
-      ignored: [{ field: ANNOTATION_CHANNEL.name, value: annotation.text, reason: annotation.reason }],
-      from: {},
-    });
-  }
+  const asks = [
+    fromArgs === undefined ? undefined : applyPodOverrides(fromArgs, allowed, ARGS_CHANNEL, problems),
+    annotationAsk(doc, allowed, problems),
+  ].filter((ask) => ask !== undefined);
   return asks.length === 0 || problems.length > 0 ? { problems } : { announce: combinePodAnnounces(asks), problems };
 }
 
@@ -111,7 +87,7 @@ const POD_KEYS = ['enabled', ...POD_OVERRIDE_TOKENS.filter((t) => !t.includes('=
 
 /**
  * Applies podOverrides to the value a channel carries: `true`, `false` (short for
- * `{"enabled": …}`) or an object of overrides.
+ * `{"enabled": …}`) or an object of overrides; pushes its problems.
  * - A field podOverrides names (alone or as `field=value`) is validated: a bad value is a problem
  *   (code 7), as in the conflist. A valid value podOverrides does not allow is ignored.
  * - `enabled: true` is always accepted: it only means "not turned off" and never re-enables.
@@ -121,57 +97,48 @@ const POD_KEYS = ['enabled', ...POD_OVERRIDE_TOKENS.filter((t) => !t.includes('=
  */
 function applyPodOverrides(
   value: unknown,
-  allowed: readonly PodOverride[],
+  allowed: readonly string[],
   channel: PodChannel,
-): { ok: true; announce: PodAnnounce } | { ok: false; problems: string[] } {
+  problems: string[],
+): PodAnnounce {
+  const announce: PodAnnounce = { overrides: {}, ignored: [], from: {} };
   const fields = typeof value === 'boolean' ? { enabled: value } : value;
   if (!isJsonObject(fields)) {
-    return {
-      ok: false,
-      problems: [channel.problem([], 'must be true, false or an object of option overrides', value)],
-    };
+    problems.push(channel.problem([], 'must be true, false or an object of option overrides', value));
+    return announce;
   }
-  const announce: PodAnnounce = { overrides: {}, ignored: [], from: {} };
-  const problems: string[] = [];
   const policy = `podOverrides allows ${allowed.length === 0 ? 'nothing' : allowed.join(', ')}`;
   const ignore = (key: string, v: unknown, reason: string) =>
     announce.ignored.push({ field: `${channel.name}.${key}`, value: v, reason });
+  const apply = (key: string, v: unknown) => {
+    Object.assign(announce.overrides, { [key]: v });
+    Object.assign(announce.from, { [key]: channel.name });
+  };
   for (const [key, v] of Object.entries(fields)) {
-    if (isConflistOnly(key)) {
+    const option = Object.hasOwn(OPTIONS, key) ? OPTIONS[key as keyof typeof OPTIONS] : undefined;
+    if (option !== undefined && option.scope !== 'pod') {
       ignore(key, v, 'only the conflist sets it');
       continue;
     }
-    const schema = overrideSchema(key);
+    const schema = key === 'enabled' ? bool() : option?.schema;
     if (schema === undefined) {
       if (channel.strict)
         problems.push(channel.problem([key], `is not an option a pod may set (${POD_KEYS.join(', ')})`, v));
-      continue;
-    }
-    if (key === 'enabled' && v === true) {
-      apply(announce, channel, 'enabled', true);
       continue;
     }
     const named = allowed.some((t) => t === key || t.startsWith(`${key}=`));
     const parsed = named || channel.strict ? check(schema, v) : undefined;
     if (parsed !== undefined && !parsed.ok) {
       problems.push(...parsed.issues.map((i) => channel.problem([key, ...i.path], i.message, valueAt(v, i.path))));
-      continue;
-    }
-    if (
-      named &&
-      (allowed.includes(key as PodOverride) || allowed.includes(`${key}=${String(parsed?.value)}` as PodOverride))
-    ) {
-      apply(announce, channel, key as keyof AnnounceOverrides, parsed?.value);
+    } else if (key === 'enabled' && v === true) {
+      apply(key, true);
+    } else if (named && (allowed.includes(key) || allowed.includes(`${key}=${String(parsed?.value)}`))) {
+      apply(key, parsed?.value);
     } else {
       ignore(key, v, `not allowed: ${policy}`);
     }
   }
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, announce };
-}
-
-function apply(announce: PodAnnounce, channel: PodChannel, key: keyof AnnounceOverrides, value: unknown): void {
-  Object.assign(announce.overrides, { [key]: value });
-  announce.from[key] = channel.name;
+  return announce;
 }
 
 /**
@@ -187,25 +154,16 @@ function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
   const offBy = asks.filter((a) => a.overrides.enabled === false).map((a) => a.from.enabled ?? '');
   for (const ask of asks) {
     for (const [key, value] of Object.entries(ask.overrides) as [keyof AnnounceOverrides, unknown][]) {
-      const by = ask.from[key] ?? '';
+      const ignore = (reason: string) => out.ignored.push({ field: `${ask.from[key]}.${key}`, value, reason });
       if (key === 'enabled' && offBy.length > 0) {
-        if (value === true)
-          out.ignored.push({
-            field: `${by}.enabled`,
-            value,
-            reason: `turned off by ${offBy.join(', ')}: a request to announce does not turn announcing back on`,
-          });
-        continue;
-      }
-      if (out.overrides[key] === undefined) {
+        if (value === true) {
+          ignore(`turned off by ${offBy.join(', ')}: a request to announce does not turn announcing back on`);
+        }
+      } else if (out.overrides[key] === undefined) {
         Object.assign(out.overrides, { [key]: value });
-        out.from[key] = by;
+        out.from[key] = ask.from[key];
       } else if (out.overrides[key] !== value) {
-        out.ignored.push({
-          field: `${by}.${key}`,
-          value,
-          reason: `${out.from[key]} sets it (${JSON.stringify(out.overrides[key])}) and comes first`,
-        });
+        ignore(`${out.from[key]} sets it (${JSON.stringify(out.overrides[key])}) and comes first`);
       }
     }
   }
@@ -216,64 +174,51 @@ function combinePodAnnounces(asks: readonly PodAnnounce[]): PodAnnounce {
   return out;
 }
 
-/** What the config says about the annotation. */
-export type AnnotationRead =
-  /** No annotation for the announcer. */
-  | { kind: 'absent' }
-  /** The pod's overrides: `true`, `false` or an object, for applyPodOverrides. */
-  | { kind: 'value'; value: unknown }
-  /** Sent although the entry does not declare the capability: ignored, with this text for the log. */
-  | { kind: 'undeclared'; text: unknown; reason: string }
-  /** Not a value the announcer reads: a code-7 problem. */
-  | { kind: 'problem'; problem: string };
-
 /**
- * Reads the announcer's annotation from a network config. Only when the config declares
+ * What the pod asks through its annotation; undefined without one. Read only when the config declares
  * `"capabilities": {"io.kubernetes.cri.pod-annotations": true}`: a runtime may send runtimeConfig
  * for capabilities the entry did not declare, and the operator's declaration is what opens this
- * channel to pods, so the annotation is then ignored (reported as undeclared, never validated).
+ * channel to pods, so the annotation is then ignored (logged, never validated).
  */
-export function readAnnounceAnnotation(doc: Record<string, unknown>): AnnotationRead {
+function annotationAsk(
+  doc: Record<string, unknown>,
+  allowed: readonly string[],
+  problems: string[],
+): PodAnnounce | undefined {
   const runtimeConfig = doc.runtimeConfig;
-  if (!isJsonObject(runtimeConfig) || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY))
-    return { kind: 'absent' };
+  if (!isJsonObject(runtimeConfig) || !Object.hasOwn(runtimeConfig, POD_ANNOTATIONS_CAPABILITY)) return undefined;
   // containerd 1.6 sends null for a pod without annotations.
   const annotations = runtimeConfig[POD_ANNOTATIONS_CAPABILITY] ?? {};
   const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
   if (!declared) {
-    if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
+    if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
     const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
     const reason = `the config does not declare the capability: ${declaration}`;
-    return { kind: 'undeclared', text: annotations[ANNOUNCE_ANNOTATION], reason };
+    return { overrides: {}, ignored: [{ field: NAME, value: annotations[ANNOUNCE_ANNOTATION], reason }], from: {} };
   }
-  if (!isJsonObject(annotations))
-    return {
-      kind: 'problem',
-      problem: `${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`,
-    };
-  if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return { kind: 'absent' };
-  return parseAnnotation(annotations[ANNOUNCE_ANNOTATION]);
+  if (!isJsonObject(annotations)) {
+    problems.push(`${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`);
+    return undefined;
+  }
+  if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
+  const parsed = parseAnnotation(annotations[ANNOUNCE_ANNOTATION]);
+  if ('value' in parsed) return applyPodOverrides(parsed.value, allowed, ANNOTATION_CHANNEL, problems);
+  problems.push(parsed.problem);
+  return undefined;
 }
 
-/**
- * The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming the annotation.
- */
-export function parseAnnotation(text: unknown): AnnotationRead {
-  if (typeof text !== 'string')
-    return { kind: 'problem', problem: `${NAME} must be a string (got ${describeValue(text)})` };
+/** The annotation's text, parsed: JSON `true`, `false` or an object; anything else is a problem naming it. */
+function parseAnnotation(text: unknown): { value: unknown } | { problem: string } {
+  if (typeof text !== 'string') return { problem: `${NAME} must be a string (got ${describeValue(text)})` };
   // As stdin: JSON.parse, and what later logs the values, must never meet a nesting bomb.
   if (nestingExceeds(text, MAX_JSON_DEPTH)) {
-    return {
-      kind: 'problem',
-      problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
-    };
+    return { problem: `${NAME} nests JSON arrays and objects more than ${MAX_JSON_DEPTH} levels deep` };
   }
-  let value: unknown;
   try {
-    value = JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'boolean' || isJsonObject(value)) return { value };
   } catch {
-    return { kind: 'problem', problem: `${NAME} is not JSON: it ${EXPECTED} (got ${describeValue(text)})` };
+    return { problem: `${NAME} is not JSON: it ${EXPECTED} (got ${describeValue(text)})` };
   }
-  if (typeof value === 'boolean' || isJsonObject(value)) return { kind: 'value', value };
-  return { kind: 'problem', problem: `${NAME} ${EXPECTED} (got ${describeValue(text)})` };
+  return { problem: `${NAME} ${EXPECTED} (got ${describeValue(text)})` };
 }

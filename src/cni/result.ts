@@ -1,7 +1,7 @@
 import { isJsonObject } from './decode';
 import { fieldProblem, invalidConfig, type PathSegment } from './errors';
 import { compareVersions, type CniVersion } from './versions';
-import { ipFamily, parseCidr } from '../wire/ip';
+import { parseCidr, parseIP } from '../wire/ip';
 
 /** One entry of prevResult.interfaces. */
 export interface PrevInterface {
@@ -46,12 +46,6 @@ export interface PrevResult {
   routes: PrevRoute[];
 }
 
-/** Changes the plugin made, to write into the printed result. */
-export interface ResultChanges {
-  /** New MAC per prevResult.interfaces index. */
-  macs?: ReadonlyMap<number, string>;
-}
-
 const ROOT = 'prevResult';
 
 /**
@@ -62,7 +56,7 @@ export function parsePrevResult(raw: unknown): PrevResult {
   if (!isJsonObject(raw)) throw invalidConfig([fieldProblem([ROOT], 'must be an object', raw)]);
   const problems: string[] = [];
   const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
-  const ips = parseList(raw, 'ips', problems, (entry, path, p) => parseIp(entry, path, p, interfaces.length));
+  const ips = parseList(raw, 'ips', problems, parseIp(interfaces.length));
   const routes = parseList(raw, 'routes', problems, parseRoute);
   if (problems.length > 0) throw invalidConfig(problems);
   return { raw, interfaces, ips, routes };
@@ -75,7 +69,8 @@ export function parsePrevResult(raw: unknown): PrevResult {
 export function formatResult(
   prev: PrevResult,
   cniVersion: CniVersion,
-  changes?: ResultChanges,
+  /** Changes the plugin made, to write into the printed result: the new MAC per prevResult.interfaces index. */
+  changes?: { macs?: ReadonlyMap<number, string> },
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { cniVersion, ...structuredClone(prev.raw) };
   out.cniVersion = cniVersion;
@@ -84,7 +79,7 @@ export function formatResult(
     out.ips = out.ips.map((ip: Record<string, unknown>) => {
       const { version, ...rest } = ip;
       if (!withVersion) return rest;
-      const family = cidrOf(ip.address)?.family;
+      const family = typeof ip.address === 'string' ? parseCidr(ip.address)?.family : undefined;
       return { version: family === undefined ? version : String(family), ...rest };
     });
   }
@@ -107,112 +102,80 @@ function parseList<T>(raw: Record<string, unknown>, key: string, problems: strin
     problems.push(fieldProblem([ROOT, key], 'must be an array', list));
     return [];
   }
-  const out: T[] = [];
-  list.forEach((entry: unknown, i) => {
+  return list.flatMap((entry: unknown, i) => {
     const path = [ROOT, key, i];
-    if (!isJsonObject(entry)) problems.push(fieldProblem(path, 'must be an object', entry));
-    else {
-      const parsed = parse(entry, path, problems);
-      if (parsed !== undefined) out.push(parsed);
-    }
+    if (isJsonObject(entry)) return parse(entry, path, problems) ?? [];
+    problems.push(fieldProblem(path, 'must be an object', entry));
+    return [];
   });
-  return out;
 }
 
-function parseInterface(
-  entry: Record<string, unknown>,
-  path: PathSegment[],
-  problems: string[],
-): PrevInterface | undefined {
-  const before = problems.length;
+const parseInterface: EntryParser<PrevInterface> = (entry, path, problems) => {
   const { name, mac, sandbox } = entry;
-  if (typeof name !== 'string' || name === '') {
-    problems.push(fieldProblem([...path, 'name'], 'must be a non-empty string', name));
-  }
-  if (mac !== undefined && typeof mac !== 'string')
-    problems.push(fieldProblem([...path, 'mac'], 'must be a string', mac));
-  if (sandbox !== undefined && typeof sandbox !== 'string') {
-    problems.push(fieldProblem([...path, 'sandbox'], 'must be a string', sandbox));
-  }
-  if (problems.length > before) return undefined;
-  const out: PrevInterface = { index: path[2] as number, name: name as string };
-  if (mac !== undefined) out.mac = mac as string;
-  if (sandbox !== undefined) out.sandbox = sandbox as string;
-  return out;
-}
+  const ok = checkFields(entry, path, problems, [
+    ['name', typeof name === 'string' && name !== '', 'must be a non-empty string'],
+    ['mac', mac === undefined || typeof mac === 'string', 'must be a string'],
+    ['sandbox', sandbox === undefined || typeof sandbox === 'string', 'must be a string'],
+  ]);
+  if (!ok) return undefined;
+  return definedOnly({ index: path[2] as number, name: name as string, mac, sandbox } as PrevInterface);
+};
 
-function parseIp(
+/** The parser of ips[] entries, whose `interface` must be an index into `interfaceCount` interfaces. */
+const parseIp =
+  (interfaceCount: number): EntryParser<PrevIp> =>
+  (entry, path, problems) => {
+    const { address, gateway, version, interface: iface } = entry;
+    const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
+    const isIndex = Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount;
+    const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
+    const ok = checkFields(entry, path, problems, [
+      ['address', cidr !== undefined, 'must be an IP address with a prefix length, such as "10.88.0.5/24"'],
+      ['gateway', gateway === undefined || typeof gateway === 'string', 'must be a string'],
+      ['interface', iface === undefined || isIndex, `must be an index into prevResult.interfaces (${range})`],
+      ['version', version === undefined || version === '4' || version === '6', 'must be "4" or "6"'],
+      [
+        'version',
+        version === undefined || cidr === undefined || version === String(cidr.family),
+        `must match the address, which is IPv${cidr?.family}`,
+      ],
+    ]);
+    if (!ok || cidr === undefined) return undefined;
+    const text = address as string;
+    const ip = { cidr: text, address: text.slice(0, text.indexOf('/')), ...cidr, gateway, interface: iface };
+    return definedOnly(ip as PrevIp);
+  };
+
+const parseRoute: EntryParser<PrevRoute> = (entry, path, problems) => {
+  const { dst, gw } = entry;
+  const ok = checkFields(entry, path, problems, [
+    [
+      'dst',
+      typeof dst === 'string' && parseCidr(dst) !== undefined,
+      'must be a network with a prefix length, such as "0.0.0.0/0"',
+    ],
+    ['gw', gw === undefined || (typeof gw === 'string' && parseIP(gw) !== undefined), 'must be an IP address'],
+  ]);
+  return ok ? definedOnly({ dst, gw } as PrevRoute) : undefined;
+};
+
+/** Pushes a problem for each field of `entry` whose test failed (its first failed test only); whether all passed. */
+function checkFields(
   entry: Record<string, unknown>,
   path: PathSegment[],
   problems: string[],
-  interfaceCount: number,
-): PrevIp | undefined {
-  const before = problems.length;
-  const { address, gateway, version } = entry;
-  const iface = entry.interface;
-  const cidr = cidrOf(address);
-  if (cidr === undefined) {
-    problems.push(
-      fieldProblem([...path, 'address'], 'must be an IP address with a prefix length, such as "10.88.0.5/24"', address),
-    );
+  tests: [key: string, passed: boolean, problem: string][],
+): boolean {
+  const failed = new Set<string>();
+  for (const [key, passed, problem] of tests) {
+    if (passed || failed.has(key)) continue;
+    failed.add(key);
+    problems.push(fieldProblem([...path, key], problem, entry[key]));
   }
-  if (gateway !== undefined && typeof gateway !== 'string') {
-    problems.push(fieldProblem([...path, 'gateway'], 'must be a string', gateway));
-  }
-  if (
-    iface !== undefined &&
-    !(Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount)
-  ) {
-    const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
-    problems.push(
-      fieldProblem([...path, 'interface'], `must be an index into prevResult.interfaces (${range})`, iface),
-    );
-  }
-  if (version !== undefined && version !== '4' && version !== '6') {
-    problems.push(fieldProblem([...path, 'version'], 'must be "4" or "6"', version));
-  } else if (version !== undefined && cidr !== undefined && version !== String(cidr.family)) {
-    problems.push(fieldProblem([...path, 'version'], `must match the address, which is IPv${cidr.family}`, version));
-  }
-  if (problems.length > before || cidr === undefined) return undefined;
-  const text = address as string;
-  const out: PrevIp = {
-    cidr: text,
-    address: text.slice(0, text.indexOf('/')),
-    family: cidr.family,
-    prefixLength: cidr.prefixLength,
-  };
-  if (gateway !== undefined) out.gateway = gateway as string;
-  if (iface !== undefined) out.interface = iface as number;
-  return out;
+  return failed.size === 0;
 }
 
-function parseRoute(entry: Record<string, unknown>, path: PathSegment[], problems: string[]): PrevRoute | undefined {
-  const before = problems.length;
-  const { dst, gw } = entry;
-  if (cidrOf(dst) === undefined) {
-    problems.push(fieldProblem([...path, 'dst'], 'must be a network with a prefix length, such as "0.0.0.0/0"', dst));
-  }
-  if (gw !== undefined && !isIP(gw)) problems.push(fieldProblem([...path, 'gw'], 'must be an IP address', gw));
-  if (problems.length > before) return undefined;
-  return gw === undefined ? { dst: dst as string } : { dst: dst as string, gw: gw as string };
-}
-
-function isIP(text: unknown): boolean {
-  if (typeof text !== 'string') return false;
-  try {
-    ipFamily(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The family and prefix length of an "address/prefix" string, or undefined for anything else. */
-function cidrOf(text: unknown): { family: 4 | 6; prefixLength: number } | undefined {
-  if (typeof text !== 'string') return undefined;
-  try {
-    return parseCidr(text);
-  } catch {
-    return undefined;
-  }
+/** `fields` without the ones that are undefined, so that an absent field stays absent. */
+function definedOnly<T extends object>(fields: T): T {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as T;
 }

@@ -16,32 +16,13 @@ export function isSupportedVersion(v: unknown): v is CniVersion {
   return typeof v === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(v);
 }
 
-/**
- * Compares dotted numeric versions ("0.4.0" < "1.0.0"): negative, 0 or positive. Throws RangeError on a non-numeric
- * part.
- */
-export function compareVersions(a: string, b: string): number {
-  const pa = versionParts(a);
-  const pb = versionParts(b);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d < 0 ? -1 : 1;
-  }
-  return 0;
-}
-
-function versionParts(v: string): number[] {
-  return v.split('.').map((part) => {
-    if (!/^\d+$/.test(part)) throw new RangeError(`not a dotted numeric version: "${v}"`);
-    return Number(part);
-  });
+/** Compares two supported versions ("0.4.0" < "1.0.0"): negative, 0 or positive. */
+export function compareVersions(a: CniVersion, b: CniVersion): number {
+  return SUPPORTED_VERSIONS.indexOf(a) - SUPPORTED_VERSIONS.indexOf(b);
 }
 
 /** `{cniVersion, supportedVersions}`: stdin's cniVersion when it names a supported one, else the latest. */
-export function versionReply(stdin: Uint8Array | undefined): {
-  cniVersion: CniVersion;
-  supportedVersions: CniVersion[];
-} {
+export function versionReply(stdin: Uint8Array | undefined) {
   let asked: unknown;
   try {
     if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;

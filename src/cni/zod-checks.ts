@@ -13,10 +13,7 @@ import type { PathSegment } from './errors';
 export type AnySchema = z.ZodMiniType;
 
 /** One bad field: where it is, and what it must be. */
-export interface Issue {
-  path: PathSegment[];
-  message: string;
-}
+export type Issue = { path: PathSegment[]; message: string };
 
 /** The value, or the issues found in it: the first per field, in the order of the schema's keys. */
 export type Checked<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };
@@ -25,17 +22,14 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; issues: Issue[] }
 export function check<S extends AnySchema>(schema: S, value: unknown): Checked<z.output<S>> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return { ok: true, value: parsed.data };
-  const seen = new Set<string>();
-  const issues: Issue[] = [];
+  // A field that fails two checks (an integer out of range and unsafe) is named once: by its first issue.
+  const byPath = new Map<string, Issue>();
   for (const issue of parsed.error.issues) {
     const path = issue.path.map((seg) => (typeof seg === 'number' ? seg : String(seg)));
-    // A field that fails two checks (an integer out of range and unsafe) is named once.
     const key = JSON.stringify(path);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    issues.push({ path, message: issue.message });
+    if (!byPath.has(key)) byPath.set(key, { path, message: issue.message });
   }
-  return { ok: false, issues };
+  return { ok: false, issues: [...byPath.values()] };
 }
 
 /** `{ error }` for every issue of a schema or a check. */
@@ -63,11 +57,9 @@ export const numRange = (min: number, max: number, message = `must be a number f
 /** One of `values`; the message lists them, each between `quote`s (e.g. `must be one of "a", "b"`). */
 export const choice = <const T extends readonly [string, ...string[]]>(values: T, quote = '') =>
   z.enum(values, says(`must be one of ${values.map((v) => `${quote}${v}${quote}`).join(', ')}`));
-/** A string starting with "/" (`message` by default says so). */
-export const absPath = (message = 'must be an absolute path') =>
-  z.string(says(message)).check(z.regex(/^\//, says(message)));
-/** A string `pattern` matches. */
-export const matching = (pattern: RegExp, message: string) => str().check(z.regex(pattern, says(message)));
+/** A string starting with "/". */
+export const absPath = () =>
+  z.string(says('must be an absolute path')).check(z.regex(/^\//, says('must be an absolute path')));
 /** A Linux interface name; `message` replaces ifnameProblem's own text. */
 export const ifname = (message?: string) =>
   str().check(

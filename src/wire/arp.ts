@@ -12,52 +12,46 @@ const PTYPE_IPV4 = 0x0800;
 const OPCODE: Record<ArpOp, number> = { request: 1, reply: 2 };
 const ARP_BYTES = 28;
 const UNSPECIFIED = Buffer.alloc(4);
+const ZERO_MAC = Buffer.alloc(6);
 
 /** Builds a 42-byte broadcast gratuitous ARP frame announcing `ip` at `mac`. */
-export function gratuitousArp(opts: { mac: Uint8Array; ip: Uint8Array; op: ArpOp }): Buffer {
-  const { mac, ip, op } = opts;
-  expectLength(mac, 6, 'ARP sender MAC');
-  expectLength(ip, 4, 'ARP sender IPv4 address');
-  const opcode = OPCODE[op];
-  if (opcode === undefined) {
-    throw new RangeError(`invalid ARP op "${String(op)}": want "request" or "reply"`);
-  }
-  const arp = arpHeader(opcode);
-  arp.set(mac, 8); // sha
-  arp.set(ip, 14); // spa
-  // tha: zero for the RFC 5227 announcement, sha for the reply form (Linux needs tha == sha there).
-  if (op === 'reply') arp.set(mac, 18);
-  arp.set(ip, 24); // tpa == spa makes it gratuitous
-  return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+export function gratuitousArp({ mac, ip, op }: { mac: Uint8Array; ip: Uint8Array; op: ArpOp }): Buffer {
+  // tha: zero for the RFC 5227 announcement, sha for the reply form (Linux needs tha == sha there); tpa == spa makes
+  // it gratuitous.
+  return arpFrame(OPCODE[op], mac, ip, op === 'reply' ? mac : ZERO_MAC, ip);
 }
 
 /**
  * A 42-byte broadcast RFC 5227 probe for `ip` from `mac`: sender IP 0.0.0.0, so that no neighbour cache learns from it.
  */
-export function arpProbe(opts: { mac: Uint8Array; ip: Uint8Array }): Buffer {
-  const { mac, ip } = opts;
-  expectLength(mac, 6, 'ARP sender MAC');
-  expectLength(ip, 4, 'ARP target IPv4 address');
-  const arp = arpHeader(OPCODE.request);
-  arp.set(mac, 8); // sha; spa (14-17) and tha (18-23) stay zero
-  arp.set(ip, 24); // tpa
-  return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+export function arpProbe({ mac, ip }: { mac: Uint8Array; ip: Uint8Array }): Buffer {
+  return arpFrame(OPCODE.request, mac, UNSPECIFIED, ZERO_MAC, ip);
 }
 
 /**
  * A 42-byte broadcast ARP request from `mac`/`ip` for `targetIp` (RFC 826): target MAC zero. The host that holds
  * `targetIp` creates or refreshes its entry for the sender (RFC 826's merge step) and answers with an op 2 reply.
  */
-export function arpRequest(opts: { mac: Uint8Array; ip: Uint8Array; targetIp: Uint8Array }): Buffer {
-  const { mac, ip, targetIp } = opts;
-  expectLength(mac, 6, 'ARP sender MAC');
-  expectLength(ip, 4, 'ARP sender IPv4 address');
-  expectLength(targetIp, 4, 'ARP target IPv4 address');
-  const arp = arpHeader(OPCODE.request);
-  arp.set(mac, 8); // sha
-  arp.set(ip, 14); // spa; tha (18-23) stays zero
-  arp.set(targetIp, 24); // tpa
-  return ethernetFrame(BROADCAST_MAC, mac, ETHERTYPE_ARP, arp);
+export function arpRequest({ mac, ip, targetIp }: { mac: Uint8Array; ip: Uint8Array; targetIp: Uint8Array }): Buffer {
+  return arpFrame(OPCODE.request, mac, ip, ZERO_MAC, targetIp);
+}
+
+/** A broadcast Ethernet/IPv4 ARP frame from `sha`: sender MAC and IP, target MAC and IP. */
+function arpFrame(opcode: number, sha: Uint8Array, spa: Uint8Array, tha: Uint8Array, tpa: Uint8Array): Buffer {
+  expectLength(sha, 6, 'ARP sender MAC');
+  expectLength(spa, 4, 'ARP sender IPv4 address');
+  expectLength(tpa, 4, 'ARP target IPv4 address');
+  const arp = Buffer.alloc(ARP_BYTES);
+  arp.writeUInt16BE(HTYPE_ETHERNET, 0);
+  arp.writeUInt16BE(PTYPE_IPV4, 2);
+  arp[4] = 6; // hlen
+  arp[5] = 4; // plen
+  arp.writeUInt16BE(opcode, 6);
+  arp.set(sha, 8);
+  arp.set(spa, 14);
+  arp.set(tha, 18);
+  arp.set(tpa, 24);
+  return ethernetFrame(BROADCAST_MAC, sha, ETHERTYPE_ARP, arp);
 }
 
 /** An Ethernet/IPv4 ARP packet as received; every field is a copy. */
@@ -127,25 +121,9 @@ export function classifyArp(
 ): ArpConflict | undefined {
   if (packet.op !== OPCODE.request && packet.op !== OPCODE.reply) return undefined;
   if (ownMacs.some((m) => packet.senderMac.equals(m))) return undefined;
-  const claimed = probing.find((a) => packet.senderIp.equals(a));
-  if (claimed)
-    return {
-      address: Buffer.from(claimed),
-      mac: Buffer.from(packet.senderMac),
-      kind: packet.op === OPCODE.reply ? 'reply' : 'request',
-    };
-  if (packet.op !== OPCODE.request || !packet.senderIp.equals(UNSPECIFIED)) return undefined;
-  const probed = probing.find((a) => packet.targetIp.equals(a));
-  return probed ? { address: Buffer.from(probed), mac: Buffer.from(packet.senderMac), kind: 'probe' } : undefined;
-}
-
-/** A zeroed 28-byte Ethernet/IPv4 ARP packet with its header and `opcode` filled in. */
-function arpHeader(opcode: number): Buffer {
-  const arp = Buffer.alloc(ARP_BYTES);
-  arp.writeUInt16BE(HTYPE_ETHERNET, 0);
-  arp.writeUInt16BE(PTYPE_IPV4, 2);
-  arp[4] = 6; // hlen
-  arp[5] = 4; // plen
-  arp.writeUInt16BE(opcode, 6);
-  return arp;
+  const probe = packet.op === OPCODE.request && packet.senderIp.equals(UNSPECIFIED);
+  // A request or a reply claims its sender IP; a probe, its target IP.
+  const address = probing.find((a) => (probe ? packet.targetIp : packet.senderIp).equals(a));
+  const kind = probe ? 'probe' : packet.op === OPCODE.reply ? 'reply' : 'request';
+  return address ? { address: Buffer.from(address), mac: Buffer.from(packet.senderMac), kind } : undefined;
 }

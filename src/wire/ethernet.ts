@@ -31,7 +31,7 @@ export function parseMac(text: string): Buffer {
 /** Formats 6 bytes as lowercase, colon-separated text. */
 export function formatMac(mac: Uint8Array): string {
   expectLength(mac, 6, 'MAC address');
-  return hexPairs(mac);
+  return Array.from(mac, (b) => b.toString(16).padStart(2, '0')).join(':');
 }
 
 /** True if the group (multicast) bit, 0x01 of the first byte, is set. */
@@ -52,19 +52,19 @@ export function parseMacPrefix(text: string): Buffer {
     throw new RangeError(`invalid MAC prefix "${text}": want two hex pairs such as "0a:58"`);
   }
   const prefix = Buffer.from(text.replace(/[:-]/, ''), 'hex');
-  expectUnicastPrefix(prefix, text);
+  if ((prefix[0]! & 0x01) !== 0) {
+    throw new RangeError(`invalid MAC prefix "${text}": the multicast bit (0x01 of the first byte) is set`);
+  }
   return prefix;
 }
 
 /**
- * A MAC from an address: prefix + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does), or + 4 bytes of sha256
- * of the canonical IPv6 text.
+ * A MAC from an address: the prefix (parseMacPrefix) + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does),
+ * or + 4 bytes of sha256 of the canonical IPv6 text.
  */
-export function deriveMac(prefix: Uint8Array, address: string): Buffer {
-  expectLength(prefix, 2, 'MAC prefix');
-  expectUnicastPrefix(prefix, hexPairs(prefix));
+export function deriveMac(prefix: string, address: string): Buffer {
   const mac = Buffer.alloc(6);
-  mac.set(prefix, 0);
+  mac.set(parseMacPrefix(prefix), 0);
   if (ipFamily(address) === 4) {
     mac.set(parseIPv4(address), 2);
     return mac;
@@ -81,16 +81,17 @@ export function deriveMac(prefix: Uint8Array, address: string): Buffer {
   return mac;
 }
 
-/** Builds a fresh Ethernet II frame (no FCS, no padding); src must be unicast, ethertype 0x0600-0xffff. */
-export function ethernetFrame(dst: Uint8Array, src: Uint8Array, ethertype: number, payload: Uint8Array): Buffer {
+/** Builds a fresh Ethernet II frame (no FCS, no padding); src must be unicast. */
+export function ethernetFrame(
+  dst: Uint8Array,
+  src: Uint8Array,
+  ethertype: typeof ETHERTYPE_ARP | typeof ETHERTYPE_IPV6,
+  payload: Uint8Array,
+): Buffer {
   expectLength(dst, 6, 'destination MAC');
   expectLength(src, 6, 'source MAC');
   if (isMulticastMac(src)) {
     throw new RangeError(`source MAC ${formatMac(src)} is multicast`);
-  }
-  // Values below 0x0600 are 802.3 lengths, not EtherTypes.
-  if (!Number.isInteger(ethertype) || ethertype < 0x0600 || ethertype > 0xffff) {
-    throw new RangeError(`invalid EtherType ${ethertype}: want an integer in 0x0600-0xffff`);
   }
   const frame = Buffer.alloc(ETHERNET_HEADER_BYTES + payload.length);
   frame.set(dst, 0);
@@ -98,15 +99,4 @@ export function ethernetFrame(dst: Uint8Array, src: Uint8Array, ethertype: numbe
   frame.writeUInt16BE(ethertype, 12);
   frame.set(payload, ETHERNET_HEADER_BYTES);
   return frame;
-}
-
-function expectUnicastPrefix(prefix: Uint8Array, shown: string): void {
-  if ((prefix[0]! & 0x01) !== 0) {
-    throw new RangeError(`invalid MAC prefix "${shown}": the multicast bit (0x01 of the first byte) is set`);
-  }
-}
-
-/** Lowercase hex pairs joined by ':'. */
-function hexPairs(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(':');
 }

@@ -83,18 +83,10 @@ export function formatIPv6(bytes: Uint8Array): string {
   // Longest run of at least two zero groups; the leftmost wins a tie.
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLength) {
-      bestStart = i;
-      bestLength = j - i;
-    }
-    i = j;
+  for (let i = 0; i < 8; i++) {
+    let end = i;
+    while (end < 8 && groups[end] === 0) end++;
+    if (end - i > bestLength) [bestStart, bestLength] = [i, end - i];
   }
   const hex = (gs: number[]): string => gs.map((g) => g.toString(16)).join(':');
   if (bestStart < 0) return hex(groups);
@@ -116,26 +108,21 @@ export function canonicalIP(text: string): string {
   return ipFamily(text) === 4 ? formatIPv4(parseIPv4(text)) : formatIPv6(parseIPv6(text));
 }
 
-/**
- * Parses "address/prefix" (an interface address: host bits are kept); throws RangeError on a bad address or prefix
- * length.
- */
-export function parseCidr(text: string): { address: string; family: 4 | 6; prefixLength: number; bytes: Buffer } {
+/** The bytes of IPv4 (4) or IPv6 (16) address text (no zone id); undefined for anything else. */
+export function parseIP(text: string): Buffer | undefined {
+  return tryIPv4(text) ?? tryIPv6(text);
+}
+
+/** The family and prefix length of "address/prefix" (an interface address: host bits allowed); undefined otherwise. */
+export function parseCidr(text: string): { family: 4 | 6; prefixLength: number } | undefined {
   const slash = text.indexOf('/');
-  if (slash < 0) throw new RangeError(`invalid CIDR "${text}": missing "/prefix-length"`);
-  const addressText = text.slice(0, slash);
+  if (slash < 0) return undefined;
+  const address = text.slice(0, slash);
   const lengthText = text.slice(slash + 1);
-  const v4 = tryIPv4(addressText);
-  const bytes = v4 ?? tryIPv6(addressText);
-  if (!bytes) throw new RangeError(`invalid CIDR "${text}": bad address "${addressText}"`);
-  const family = v4 ? 4 : 6;
+  const family = tryIPv4(address) ? 4 : tryIPv6(address) ? 6 : undefined;
   const maxLength = family === 4 ? 32 : 128;
-  const prefixLength = PREFIX_LENGTH.test(lengthText) ? Number(lengthText) : NaN;
-  if (!(prefixLength <= maxLength)) {
-    throw new RangeError(`invalid CIDR "${text}": prefix length "${lengthText}" is not an integer in 0-${maxLength}`);
-  }
-  const address = family === 4 ? formatIPv4(bytes) : formatIPv6(bytes);
-  return { address, family, prefixLength, bytes };
+  if (family === undefined || !PREFIX_LENGTH.test(lengthText) || Number(lengthText) > maxLength) return undefined;
+  return { family, prefixLength: Number(lengthText) };
 }
 
 /** True if the 16 bytes lie in fe80::/10. */

@@ -23,42 +23,25 @@ export const AF_INET = 2;
 export const AF_BRIDGE = 7;
 export const AF_INET6 = 10;
 
-const IFLA_ADDRESS = 1;
-const IFLA_IFNAME = 3;
-const IFLA_LINK = 5;
-const IFLA_MASTER = 10;
-const IFLA_PROTINFO = 12;
-const IFLA_LINKINFO = 18;
-const IFLA_EXT_MASK = 29;
-const IFLA_LINK_NETNSID = 37;
-const IFLA_INFO_KIND = 1;
-const IFLA_INFO_DATA = 2;
+/** Link attributes (IFLA_*), and those nested in IFLA_LINKINFO (IFLA_INFO_*). */
+const IFLA = { ADDRESS: 1, IFNAME: 3, LINK: 5, MASTER: 10, PROTINFO: 12, LINKINFO: 18, EXT_MASK: 29, LINK_NETNSID: 37 };
+const IFLA_INFO = { KIND: 1, DATA: 2 };
 const IFLA_IPVLAN_MODE = 1;
 const IFLA_BRPORT_STATE = 1;
 /** RTEXT_FILTER_SKIP_STATS: link statistics are large and unused. */
 const RTEXT_FILTER_SKIP_STATS = 1 << 3;
 
-const IFA_ADDRESS = 1;
-const IFA_LOCAL = 2;
-const IFA_FLAGS = 8;
-
-const IFF_UP = 0x1;
-const IFF_RUNNING = 0x40;
-const IFF_NOARP = 0x80;
-const IFA_F_OPTIMISTIC = 0x04;
-const IFA_F_DADFAILED = 0x08;
-const IFA_F_TENTATIVE = 0x40;
+/** Address attributes (IFA_*). */
+const IFA = { ADDRESS: 1, LOCAL: 2, FLAGS: 8 };
+/** Link flags (IFF_*) and address flags (IFA_F_*). */
+const IFF = { UP: 0x1, RUNNING: 0x40, NOARP: 0x80 };
+const IFA_F = { OPTIMISTIC: 0x04, DADFAILED: 0x08, TENTATIVE: 0x40 };
 
 /** rtm_type RTN_UNICAST: a route to a gateway or a direct route (not local, broadcast, blackhole…). */
 const RTN_UNICAST = 1;
-const RTA_OIF = 4;
-const RTA_GATEWAY = 5;
-const RTA_TABLE = 15;
-
-const NDA_DST = 1;
-const NDA_LLADDR = 2;
-const NDA_VLAN = 5;
-const NDA_MASTER = 9;
+/** Route attributes (RTA_*) and neighbour attributes (NDA_*). */
+const RTA = { OIF: 4, GATEWAY: 5, TABLE: 15 };
+const NDA = { DST: 1, LLADDR: 2, VLAN: 5, MASTER: 9 };
 
 const IFINFOMSG = 16;
 const IFADDRMSG = 8;
@@ -129,14 +112,9 @@ export const NeighState = {
   Permanent: 0x80,
 } as const;
 
+const { Permanent, NoArp, Reachable, Probe, Stale, Delay } = NeighState;
 /** NUD_VALID: the states in which an entry holds a link-layer address. */
-export const NUD_VALID =
-  NeighState.Permanent |
-  NeighState.NoArp |
-  NeighState.Reachable |
-  NeighState.Probe |
-  NeighState.Stale |
-  NeighState.Delay;
+export const NUD_VALID = Permanent | NoArp | Reachable | Probe | Stale | Delay;
 
 /** ndm_flags bits (NTF_*). */
 export const NeighFlag = { Self: 0x02, Master: 0x04, Proxy: 0x08, ExtLearned: 0x10 } as const;
@@ -162,10 +140,7 @@ export interface NeighEntry {
 }
 
 /** A neighbour notification: an entry added or changed (RTM_NEWNEIGH) or removed (RTM_DELNEIGH). */
-export interface NeighChange {
-  entry: NeighEntry;
-  deleted: boolean;
-}
+export type NeighChange = { entry: NeighEntry; deleted: boolean };
 
 /**
  * A zeroed header struct of `size` bytes, its family first: ifinfomsg, ifaddrmsg and ndmsg hold a link index at 4
@@ -178,10 +153,9 @@ function header(size: number, family: number, index = 0): Buffer {
   return out;
 }
 
+/** A u32 attribute's value, in the host's byte order as netlink has it. */
 function u32(value: number): Buffer {
-  const out = Buffer.alloc(4);
-  out.writeUInt32LE(value, 0);
-  return out;
+  return Buffer.from(Uint32Array.of(value).buffer);
 }
 
 /** A u32 attribute's value; undefined when absent or short. */
@@ -194,8 +168,8 @@ export function getLinkPayload(target: { index: number } | { name: string }): Bu
   const byName = 'name' in target;
   return Buffer.concat([
     header(IFINFOMSG, AF_UNSPEC, byName ? 0 : target.index),
-    ...(byName ? [encodeAttr(IFLA_IFNAME, Buffer.from(`${target.name}\0`, 'latin1'))] : []),
-    encodeAttr(IFLA_EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)),
+    ...(byName ? [encodeAttr(IFLA.IFNAME, Buffer.from(`${target.name}\0`, 'latin1'))] : []),
+    encodeAttr(IFLA.EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)),
   ]);
 }
 
@@ -211,7 +185,7 @@ export function addressDumpPayload(): Buffer {
 
 /** RTM_SETLINK payload that sets link `index`'s MAC. */
 export function setMacPayload(index: number, mac: Uint8Array): Buffer {
-  return Buffer.concat([header(IFINFOMSG, AF_UNSPEC, index), encodeAttr(IFLA_ADDRESS, mac)]);
+  return Buffer.concat([header(IFINFOMSG, AF_UNSPEC, index), encodeAttr(IFLA.ADDRESS, mac)]);
 }
 
 /** Decodes an RTM_NEWLINK payload (ifinfomsg + attributes), or undefined when too short. */
@@ -220,23 +194,23 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
   const index = payload.readInt32LE(4);
   const flags = payload.readUInt32LE(8);
   const a = parseAttrs(payload.subarray(IFINFOMSG));
-  const netnsid = a.get(IFLA_LINK_NETNSID);
-  const linkinfo = a.get(IFLA_LINKINFO);
-  const protinfo = a.get(IFLA_PROTINFO);
+  const netnsid = a.get(IFLA.LINK_NETNSID);
+  const linkinfo = a.get(IFLA.LINKINFO);
+  const protinfo = a.get(IFLA.PROTINFO);
   const state = protinfo ? parseAttrs(protinfo).get(IFLA_BRPORT_STATE) : undefined;
   return {
     index,
-    name: cString(a.get(IFLA_IFNAME)),
-    mac: a.get(IFLA_ADDRESS),
-    up: (flags & IFF_UP) !== 0,
-    running: (flags & IFF_RUNNING) !== 0,
-    noarp: (flags & IFF_NOARP) !== 0,
-    linkIndex: u32At(a.get(IFLA_LINK)),
+    name: cString(a.get(IFLA.IFNAME)),
+    mac: a.get(IFLA.ADDRESS),
+    up: (flags & IFF.UP) !== 0,
+    running: (flags & IFF.RUNNING) !== 0,
+    noarp: (flags & IFF.NOARP) !== 0,
+    linkIndex: u32At(a.get(IFLA.LINK)),
     linkNetnsid: netnsid && netnsid.length >= 4 ? netnsid.readInt32LE(0) : undefined,
     kind: linkKind(linkinfo),
     ipvlanMode: ipvlanMode(linkinfo),
     portState: state && state.length >= 1 ? state[0] : undefined,
-    master: u32At(a.get(IFLA_MASTER)),
+    master: u32At(a.get(IFLA.MASTER)),
   };
 }
 
@@ -246,32 +220,32 @@ export function parseAddress(payload: Buffer): AddressInfo | undefined {
   const family = payload[0] === AF_INET ? 4 : payload[0] === AF_INET6 ? 6 : undefined;
   const a = parseAttrs(payload.subarray(IFADDRMSG));
   // IFA_LOCAL is the interface's own address on point-to-point links; IFA_ADDRESS otherwise.
-  const bytes = a.get(IFA_LOCAL) ?? a.get(IFA_ADDRESS);
+  const bytes = a.get(IFA.LOCAL) ?? a.get(IFA.ADDRESS);
   if (!family || !bytes || bytes.length !== (family === 4 ? 4 : 16)) return undefined;
   // IFA_FLAGS (32 bit) supersedes ifa_flags (8 bit) when present.
-  const flags = u32At(a.get(IFA_FLAGS)) ?? payload[2]!;
+  const flags = u32At(a.get(IFA.FLAGS)) ?? payload[2]!;
   return {
     index: payload.readUInt32LE(4),
     family,
     bytes: Buffer.from(bytes),
     prefixLength: payload[1]!,
-    tentative: (flags & IFA_F_TENTATIVE) !== 0,
-    dadFailed: (flags & IFA_F_DADFAILED) !== 0,
-    optimistic: (flags & IFA_F_OPTIMISTIC) !== 0,
+    tentative: (flags & IFA_F.TENTATIVE) !== 0,
+    dadFailed: (flags & IFA_F.DADFAILED) !== 0,
+    optimistic: (flags & IFA_F.OPTIMISTIC) !== 0,
   };
 }
 
 /** The link kind from IFLA_LINKINFO ("veth", "bridge", "macvlan", …), if any. */
 export function linkKind(linkinfo: Uint8Array | undefined): string | undefined {
   if (!linkinfo) return undefined;
-  const kind = parseAttrs(linkinfo).get(IFLA_INFO_KIND);
+  const kind = parseAttrs(linkinfo).get(IFLA_INFO.KIND);
   return kind ? cString(kind) : undefined;
 }
 
 /** The ipvlan mode from IFLA_LINKINFO, when the link is an ipvlan. */
 export function ipvlanMode(linkinfo: Uint8Array | undefined): IpvlanMode | undefined {
   if (!linkinfo || linkKind(linkinfo) !== 'ipvlan') return undefined;
-  const data = parseAttrs(linkinfo).get(IFLA_INFO_DATA);
+  const data = parseAttrs(linkinfo).get(IFLA_INFO.DATA);
   const mode = data ? parseAttrs(data).get(IFLA_IPVLAN_MODE) : undefined;
   if (!mode || mode.length < 2) return 'l3'; // the kernel's default mode
   return (['l2', 'l3', 'l3s'] as const)[mode.readUInt16LE(0)];
@@ -286,9 +260,9 @@ export function routeDumpPayload(family: number): Buffer {
 export function parseRoute(payload: Buffer): RouteEntry | undefined {
   if (payload.length < RTMSG || payload[7] !== RTN_UNICAST) return undefined;
   const a = parseAttrs(payload.subarray(RTMSG));
-  const oif = u32At(a.get(RTA_OIF));
-  const gateway = a.get(RTA_GATEWAY);
-  const entry: RouteEntry = { family: payload[0]!, dstLen: payload[1]!, table: u32At(a.get(RTA_TABLE)) ?? payload[4]! };
+  const oif = u32At(a.get(RTA.OIF));
+  const gateway = a.get(RTA.GATEWAY);
+  const entry: RouteEntry = { family: payload[0]!, dstLen: payload[1]!, table: u32At(a.get(RTA.TABLE)) ?? payload[4]! };
   if (oif !== undefined) entry.oif = oif;
   if (gateway && (gateway.length === 4 || gateway.length === 16)) entry.gateway = Buffer.from(gateway);
   return entry;
@@ -303,7 +277,7 @@ export function neighDumpPayload(family: number): Buffer {
  * RTM_GETNEIGH get payload (Linux 5.0: neigh_get) for the neighbour entry of `dst` (4 or 16 bytes) on link `ifindex`.
  */
 export function neighGetPayload(family: number, ifindex: number, dst: Uint8Array): Buffer {
-  return Buffer.concat([header(NDMSG, family, ifindex), encodeAttr(NDA_DST, dst)]);
+  return Buffer.concat([header(NDMSG, family, ifindex), encodeAttr(NDA.DST, dst)]);
 }
 
 /**
@@ -313,8 +287,8 @@ export function neighGetPayload(family: number, ifindex: number, dst: Uint8Array
 export function fdbGetPayload(bridgeIndex: number, mac: Uint8Array): Buffer {
   return Buffer.concat([
     header(NDMSG, AF_BRIDGE),
-    encodeAttr(NDA_LLADDR, mac),
-    encodeAttr(NDA_MASTER, u32(bridgeIndex)),
+    encodeAttr(NDA.LLADDR, mac),
+    encodeAttr(NDA.MASTER, u32(bridgeIndex)),
   ]);
 }
 
@@ -328,10 +302,10 @@ export function parseNeigh(payload: Buffer): NeighEntry | undefined {
     state: payload.readUInt16LE(8),
     flags: payload[10]!,
   };
-  const dst = a.get(NDA_DST);
-  const lladdr = a.get(NDA_LLADDR);
-  const master = u32At(a.get(NDA_MASTER));
-  const vlan = a.get(NDA_VLAN);
+  const dst = a.get(NDA.DST);
+  const lladdr = a.get(NDA.LLADDR);
+  const master = u32At(a.get(NDA.MASTER));
+  const vlan = a.get(NDA.VLAN);
   // Copies: the payload may sit in a receive buffer that is reused.
   if (dst) entry.dst = Buffer.from(dst);
   if (lladdr) entry.lladdr = Buffer.from(lladdr);

@@ -139,27 +139,27 @@ describe('parseEnv', () => {
 
 describe('parseCniArgs', () => {
   it('accepts an empty string and a trailing ";"', () => {
-    expect(parseCniArgs('')).toEqual({ ok: true, args: { raw: {} } });
-    expect(parseCniArgs('A=1;')).toEqual({ ok: true, args: { raw: { A: '1' } } });
+    expect(parseCniArgs('')).toEqual({ ok: true, value: { raw: {} } });
+    expect(parseCniArgs('A=1;')).toEqual({ ok: true, value: { raw: { A: '1' } } });
   });
 
   it('keeps "=" inside values and lets the last repeated key win', () => {
-    expect(parseCniArgs('A=x=y;A=z;B=')).toEqual({ ok: true, args: { raw: { A: 'z', B: '' } } });
+    expect(parseCniArgs('A=x=y;A=z;B=')).toEqual({ ok: true, value: { raw: { A: 'z', B: '' } } });
   });
 
   it.each([
     ['ANNOUNCE=true', true],
     ['ANNOUNCE=false', false],
   ])('%s', (text, announce) => {
-    expect(parseCniArgs(text)).toEqual({ ok: true, args: { announce, raw: { ANNOUNCE: String(announce) } } });
+    expect(parseCniArgs(text)).toEqual({ ok: true, value: { announce, raw: { ANNOUNCE: String(announce) } } });
   });
 
   it('reads MAC= as the MAC the runtime chose, and an empty one as none', () => {
     expect(parseCniArgs('IgnoreUnknown=1;MAC=02:c0:ff:ee:00:05')).toEqual({
       ok: true,
-      args: { mac: '02:c0:ff:ee:00:05', raw: { IgnoreUnknown: '1', MAC: '02:c0:ff:ee:00:05' } },
+      value: { mac: '02:c0:ff:ee:00:05', raw: { IgnoreUnknown: '1', MAC: '02:c0:ff:ee:00:05' } },
     });
-    expect(parseCniArgs('MAC=')).toEqual({ ok: true, args: { raw: { MAC: '' } } });
+    expect(parseCniArgs('MAC=')).toEqual({ ok: true, value: { raw: { MAC: '' } } });
   });
 
   it('cuts a long bad pair short in the problem', () => {

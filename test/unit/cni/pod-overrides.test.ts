@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { CniError } from '../../../src/cni/errors';
 import { resolveOptions } from '../../../src/cni/options';
-import { parseAnnotation, readAnnounceAnnotation } from '../../../src/cni/pod-overrides';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 const CAP = 'io.kubernetes.cri.pod-annotations';
@@ -30,60 +29,48 @@ function configError(raw: unknown): CniError {
   throw new Error('parseConfig accepted the config');
 }
 
-describe('parseAnnotation: JSON true, false or an object', () => {
+describe("the annotation's text: JSON true, false or an object", () => {
   it.each([
-    ['false', false],
-    ['true', true],
-    [' false\n', false],
+    ['false', { enabled: false }],
+    ['true', { enabled: true }],
+    [' false\n', { enabled: false }],
     ['{"count":5}', { count: 5 }],
     ['{}', {}],
-  ])('reads %j', (text, value) => {
-    expect(parseAnnotation(text)).toEqual({ kind: 'value', value });
+  ])('reads %j', (text, overrides) => {
+    const config = parseConfig(withAnnotation(text, { podOverrides: ['enabled=false', 'count'] }));
+    expect(config.podAnnounce?.overrides).toEqual(overrides);
   });
 
   it.each([['no'], [''], ['{count: 5}'], ['False']])('names the annotation for %j, which is not JSON', (text) => {
-    expect(parseAnnotation(text)).toEqual({
-      kind: 'problem',
-      problem: `${ANN} is not JSON: it ${EXPECTED} (got ${JSON.stringify(text)})`,
-    });
+    expect(configError(withAnnotation(text)).message).toBe(
+      `invalid config: ${ANN} is not JSON: it ${EXPECTED} (got ${JSON.stringify(text)})`,
+    );
   });
 
   it.each([['[1]'], ['null'], ['5'], ['"false"']])('names the annotation for %j, JSON of the wrong kind', (text) => {
-    expect(parseAnnotation(text)).toEqual({
-      kind: 'problem',
-      problem: `${ANN} ${EXPECTED} (got ${JSON.stringify(text)})`,
-    });
+    expect(configError(withAnnotation(text)).message).toBe(
+      `invalid config: ${ANN} ${EXPECTED} (got ${JSON.stringify(text)})`,
+    );
   });
 
   it('refuses a nesting bomb before JSON.parse, naming the annotation', () => {
     const bomb = `{"stateDir":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
-    expect(parseAnnotation(bomb)).toEqual({
-      kind: 'problem',
-      problem: `${ANN} nests JSON arrays and objects more than 64 levels deep`,
-    });
-    expect(parseAnnotation(`{"stateDir":${'['.repeat(63)}${']'.repeat(63)}}`)).toMatchObject({ kind: 'value' });
-  });
-
-  it('names the annotation when the runtime sent it as something other than a string', () => {
-    expect(parseAnnotation(false)).toEqual({ kind: 'problem', problem: `${ANN} must be a string (got false)` });
+    expect(configError(withAnnotation(bomb)).message).toBe(
+      `invalid config: ${ANN} nests JSON arrays and objects more than 64 levels deep`,
+    );
+    expect(() => parseConfig(withAnnotation(`{"stateDir":${'['.repeat(63)}${']'.repeat(63)}}`))).not.toThrow();
   });
 });
 
-describe('readAnnounceAnnotation: only with the capability declared', () => {
+describe('the annotation is read only with the capability declared', () => {
   it('finds nothing without runtimeConfig, without the annotation map, or without the annotation', () => {
-    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true } })).toEqual({ kind: 'absent' });
-    expect(
-      readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { mac: '0a:58:0a:58:00:05' } }),
-    ).toEqual({ kind: 'absent' });
-    expect(
-      readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: { other: 'x' } } }),
-    ).toEqual({ kind: 'absent' });
+    const declared = { ...BASE, capabilities: { [CAP]: true } };
+    expect(parseConfig(declared).podAnnounce).toBeUndefined();
+    expect(parseConfig({ ...declared, runtimeConfig: { mac: '0a:58:0a:58:00:05' } }).podAnnounce).toBeUndefined();
+    expect(parseConfig({ ...declared, runtimeConfig: { [CAP]: { other: 'x' } } }).podAnnounce).toBeUndefined();
   });
 
   it('reads null, which containerd 1.6 sends for a pod without annotations, as no annotations', () => {
-    expect(readAnnounceAnnotation({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } })).toEqual({
-      kind: 'absent',
-    });
     expect(
       parseConfig({ ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: null } }).podAnnounce,
     ).toBeUndefined();
@@ -93,32 +80,34 @@ describe('readAnnounceAnnotation: only with the capability declared', () => {
     'reports an annotation sent under capabilities %j as undeclared, unread',
     (capabilities) => {
       const doc = { ...withAnnotation('{bad'), capabilities };
-      expect(readAnnounceAnnotation(doc)).toEqual({
-        kind: 'undeclared',
-        text: '{bad',
-        reason: `the config does not declare the capability: "capabilities": {"${CAP}": true}`,
+      expect(parseConfig(doc).podAnnounce).toEqual({
+        overrides: {},
+        ignored: [
+          {
+            field: ANN,
+            value: '{bad',
+            reason: `the config does not declare the capability: "capabilities": {"${CAP}": true}`,
+          },
+        ],
+        from: {},
       });
     },
   );
 
   it("finds nothing when an undeclared annotation map lacks the announcer's annotation, or is not a map", () => {
-    expect(readAnnounceAnnotation({ ...BASE, runtimeConfig: { [CAP]: { other: 'x' } } })).toEqual({ kind: 'absent' });
-    expect(readAnnounceAnnotation({ ...BASE, runtimeConfig: { [CAP]: 'x' } })).toEqual({ kind: 'absent' });
+    expect(parseConfig({ ...BASE, runtimeConfig: { [CAP]: { other: 'x' } } }).podAnnounce).toBeUndefined();
+    expect(parseConfig({ ...BASE, runtimeConfig: { [CAP]: 'x' } }).podAnnounce).toBeUndefined();
   });
 
   it('names the annotation map when a declared one is not an object', () => {
     const doc = { ...BASE, capabilities: { [CAP]: true }, runtimeConfig: { [CAP]: ['x'] } };
-    expect(readAnnounceAnnotation(doc)).toEqual({
-      kind: 'problem',
-      problem: `runtimeConfig["${CAP}"] must be an object of the pod's annotations (got ["x"])`,
-    });
+    expect(configError(doc).message).toBe(
+      `invalid config: runtimeConfig["${CAP}"] must be an object of the pod's annotations (got ["x"])`,
+    );
   });
 
   it('reads a declared annotation', () => {
-    expect(readAnnounceAnnotation(withAnnotation('{"enabled":false}'))).toEqual({
-      kind: 'value',
-      value: { enabled: false },
-    });
+    expect(parseConfig(withAnnotation('{"enabled":false}')).podAnnounce?.overrides).toEqual({ enabled: false });
   });
 });
 

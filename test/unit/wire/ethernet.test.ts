@@ -91,7 +91,7 @@ describe('MAC constants', () => {
   });
 });
 
-const PREFIX = bytes('0a58');
+const PREFIX = '0a:58';
 
 describe('parseMacPrefix', () => {
   it('parses two hex pairs with either separator', () => {
@@ -138,14 +138,14 @@ describe('deriveMac', () => {
   });
 
   it('uses any unicast prefix', () => {
-    expect(deriveMac(bytes('0011'), '10.88.0.5').toString('hex')).toBe('00110a580005');
+    expect(deriveMac('00:11', '10.88.0.5').toString('hex')).toBe('00110a580005');
   });
 
   it('rejects bad prefixes', () => {
-    expect(() => deriveMac(bytes('0a5800'), '10.88.0.5')).toThrow(
-      new RangeError('MAC prefix must be 2 bytes, got 3 (0a5800)'),
+    expect(() => deriveMac('0a:58:00', '10.88.0.5')).toThrow(
+      new RangeError('invalid MAC prefix "0a:58:00": want two hex pairs such as "0a:58"'),
     );
-    expect(() => deriveMac(bytes('0158'), '10.88.0.5')).toThrow(
+    expect(() => deriveMac('01:58', '10.88.0.5')).toThrow(
       new RangeError('invalid MAC prefix "01:58": the multicast bit (0x01 of the first byte) is set'),
     );
   });
@@ -154,12 +154,6 @@ describe('deriveMac', () => {
     expect(() => deriveMac(PREFIX, '10.88.0.5/24')).toThrow(RangeError);
     expect(() => deriveMac(PREFIX, 'fe80::1%eth0')).toThrow('zone ids are not supported');
     expect(() => deriveMac(PREFIX, '')).toThrow(RangeError);
-  });
-
-  it('returns a fresh buffer', () => {
-    const prefix = Buffer.from(PREFIX);
-    deriveMac(prefix, '10.88.0.5').fill(0);
-    expect(prefix.toString('hex')).toBe('0a58');
   });
 });
 
@@ -203,12 +197,6 @@ describe('ethernetFrame', () => {
   it('rejects a multicast source MAC', () => {
     expect(() => ethernetFrame(BCAST, bytes('333300000001'), 0x86dd, bytes(''))).toThrow(
       new RangeError('source MAC 33:33:00:00:00:01 is multicast'),
-    );
-  });
-
-  it.each([0x05ff, 0x10000, -1, 1.5, Number.NaN])('rejects EtherType %s', (ethertype) => {
-    expect(() => ethernetFrame(BCAST, MAC, ethertype, bytes(''))).toThrow(
-      new RangeError(`invalid EtherType ${ethertype}: want an integer in 0x0600-0xffff`),
     );
   });
 });
