@@ -63,11 +63,11 @@ test-integration: deps system-deps build bin/announcer-arm64
 demo: deps system-deps build
 	npx vite-node scripts/demo/main.ts
 
-## bench: each command's start-up cost (warm, cold) next to `node`, the Go peer and the runtime floor, one table with issue 18's budgets (needs root; BENCH_ROUNDS=N)
+## bench: each command's start-up cost (warm, cold) next to `node`, the Go peer and the runtime floor, one table with the start-up budgets (needs root; BENCH_ROUNDS=N)
 bench: deps system-deps build
 	npx vite-node scripts/bench/main.ts
 
-## bench-mass: many pods at once (issues 11, 18): the announcer's processes and PSS, CPU per pod cycle against the bridge alone and the runtime floor (needs root; BENCH_PODS=N BENCH_CYCLES=N)
+## bench-mass: many pods at once: the announcer's processes and PSS, CPU per pod cycle against the bridge alone and the runtime floor (needs root; BENCH_PODS=N BENCH_CYCLES=N)
 bench-mass: deps system-deps build
 	npx vite-node scripts/bench/mass-start.ts
 
@@ -75,7 +75,7 @@ bench-mass: deps system-deps build
 bench-cri: deps system-deps build
 	npx vite-node -c scripts/bench/vite-node.config.ts scripts/bench/cri.ts
 
-## soak: the fault soak (issue 34): pods churn through the announcer while a seeded chaos schedule SIGTERMs, SIGKILLs, SIGSTOPs, idles, upgrades and replaces it; tshark and the CNI results are the oracle, printed as tables (needs root; SOAK_S=N seconds, default 90; SOAK_SEED=N repeats a run's choices; SOAK_WORKERS=N)
+## soak: the fault soak: pods churn through the announcer while a seeded chaos schedule SIGTERMs, SIGKILLs, SIGSTOPs, idles, upgrades and replaces it; tshark and the CNI results are the oracle, printed as tables (needs root; SOAK_S=N seconds, default 90; SOAK_SEED=N repeats a run's choices; SOAK_WORKERS=N)
 soak: deps system-deps build
 	npx vite-node scripts/soak/main.ts
 

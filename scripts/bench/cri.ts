@@ -1,4 +1,4 @@
-// make bench-cri: issue 18's budget for many pods started together through a
+// make bench-cri: the budget for many pods started together through a
 // real Kubernetes runtime. The integration harness's private containerd 1.6
 // (its CRI plugin, as the kubelet drives it) has two runtime handlers on one
 // bridge: `announcer` (bridge, then the announcer, default settings) and
@@ -132,7 +132,7 @@ function report(samples: Map<Batch, number[][]>, pods: number, runs: number): st
     '',
     markdownTable(['RunPodSandbox', 'median s', 'p25–p75 s', '× bridge alone'], body, [false, true, true, true]),
     '',
-    'Budget (issue 18: median start ≤ 1.2× the bridge alone):',
+    'Budget (median start ≤ 1.2× the bridge alone):',
     renderVerdicts(
       ['announcer, cold', 'announcer, warm'].map((b) => ({
         ...criVerdict(median(all(b as Batch)), control),

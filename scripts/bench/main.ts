@@ -1,7 +1,7 @@
 // make bench: what each start of the plugin costs, next to this machine's
 // yardstick (`node` on an empty file) and the Go peer (`tuning` chained after
 // the real bridge plugin). Interleaved rounds in a clean environment, medians,
-// one table with ratios, then issue 18's budgets as PASS/FAIL (the bench
+// one table with ratios, then the start-up budgets as PASS/FAIL (the bench
 // itself exits 0 either way: it is not a test). Root only: it builds a
 // throwaway bridge pod and removes everything on exit, failure or signal,
 // the announcer of its stateDir included.
@@ -124,11 +124,11 @@ function report(
   return [
     renderTable(table, { name: ROWS.runtimeFloor, label: 'floor' }, { name: ROWS.tuning, label: 'tuning' }),
     '',
-    'Budgets (issue 18, against the runtime floor: the empty program built as the plugin is):',
+    'Budgets (start-up, against the runtime floor: the empty program built as the plugin is):',
     renderVerdicts(checkBudgets(table)),
-    'Budget (issue 12, no conflict on the bench bridge):',
+    'Budget (the conflict probe, no conflict on the bench bridge):',
     renderVerdicts([probeCostVerdict(table)]),
-    'Budget (issue 25, the announcer answers while it works):',
+    'Budget (the announcer answers while it works):',
     renderVerdicts([status.verdict]),
     '',
     peerLine(table),

@@ -1,4 +1,4 @@
-// make bench-mass: many pods starting at once (issues 11 and 18). N pods on
+// make bench-mass: many pods starting at once. N pods on
 // one bridge (the real bridge plugin, then the announcer, as a runtime chains
 // them), all ADDed at once with default bursts:
 //   - the background work once every ADD has returned: process count and PSS

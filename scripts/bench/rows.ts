@@ -54,7 +54,7 @@ export const ANNOUNCER_ONE = { count: 1 };
  * exchange cost).
  */
 export const ANNOUNCER_NOTHING = { count: 0 };
-/** One round, probing for IPv4 conflicts first (issue 12; probeMs 100, the default, is PROBE_MS). */
+/** One round, probing for IPv4 conflicts first (probeMs 100, the default, is PROBE_MS). */
 export const ANNOUNCER_PROBE = { count: 1, conflictCheck: 'warn' };
 /** One round and no gateway check: what the check (report, the default) costs is the count-1 row less this one. */
 export const ANNOUNCER_OFF = { count: 1, gatewayCheck: 'off' };

@@ -1,4 +1,4 @@
-// `make soak` (issue 34, part 4): pods of the real bridge plugin churn through the announcer (ADD, CHECK, DEL,
+// `make soak`: pods of the real bridge plugin churn through the announcer (ADD, CHECK, DEL,
 // deferred pods, IP-derived MACs, bursts, the gateway check) while a chaos schedule drawn from a seed acts on the
 // announcer (SIGTERM, SIGKILL, SIGSTOP and SIGCONT, idle exits, an upgrade to a second build, a resident announcer
 // stopped and replaced). One capture on the bridge and the CNI results are the oracle (oracle.ts). Everything the run
