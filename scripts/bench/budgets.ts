@@ -67,7 +67,7 @@ export function checkBudgets(rows: readonly TableRow[]): Verdict[] {
 export const PROBE_MS = 100;
 
 /**
- * Issue 12's budget: with conflictCheck and no conflict, ADD takes at most
+ * The conflict probe's budget: with conflictCheck and no conflict, ADD takes at most
  * probeMs + 5 ms more than without. The two rows run next to each other in
  * every round, so the estimate is the median of the per-round differences,
  * which a busy machine disturbs less than a difference of medians.
@@ -115,7 +115,7 @@ export function exchangeFloorLine(rows: readonly TableRow[]): string {
 }
 
 /**
- * Issue 18's budget for pod sandboxes started together through containerd's CRI: median with the announcer ≤ 1.2× the
+ * The budget for pod sandboxes started together through containerd's CRI: median with the announcer ≤ 1.2× the
  * bridge alone's.
  */
 export const CRI_BUDGET = 1.2;
@@ -130,7 +130,7 @@ export function criVerdict(withAnnouncerMs: number, bridgeAloneMs: number): Verd
   };
 }
 
-/** Issue 18's budget for node CPU per pod cycle, in multiples of the runtime floor's CPU for one run. */
+/** The budget for node CPU per pod cycle, in multiples of the runtime floor's CPU for one run. */
 export const CPU_BUDGET_VS_FLOOR = 4;
 
 /**

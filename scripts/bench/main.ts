@@ -20,14 +20,17 @@ import { scopedMain } from '../shared/scoped-main';
 import { announcerUsage, findAnnouncer, stopAnnouncer } from './announcer-proc';
 import { checkBudgets, exchangeFloorLine, peerLine, probeCostVerdict, ROWS } from './budgets';
 import { machineLines, loadLine } from './machine';
-import { GNU_TIME } from './measure';
+import { cleanEnv, GNU_TIME } from './measure';
 import { NODE_SETTINGS_FILE } from '../../src/state-files';
 import { renderTable, renderVerdicts, type TableRow } from './report';
 import { runRounds } from './rounds';
 import { statusUnderLoad } from './status-load';
-import { buildExchangeFloor, buildRuntimeFloor } from './runtime-floor';
+import { buildExchangeFloor, buildIdleProgram, buildRuntimeFloor } from './runtime-floor';
+import { announcerCpu } from './announcer-cpu';
 import {
   ANNOUNCER_DEFAULTS,
+  ANNOUNCER_ONE,
+  announcerCommand,
   announcerConf,
   IDLE_EXIT_MS,
   processRows,
@@ -114,6 +117,7 @@ function report(
   rssKiB: Map<string, number>,
   announcer: string,
   status: Awaited<ReturnType<typeof statusUnderLoad>>,
+  cpu: Awaited<ReturnType<typeof announcerCpu>>,
 ): string[] {
   const table: TableRow[] = Object.values(ROWS).map((name) => {
     const row: TableRow = { name, samples: samples.get(name) ?? [] };
@@ -130,11 +134,14 @@ function report(
     renderVerdicts([probeCostVerdict(table)]),
     'Budget (the announcer answers while it works):',
     renderVerdicts([status.verdict]),
+    "Budgets (the announcer's own CPU):",
+    renderVerdicts(cpu.verdicts),
     '',
     peerLine(table),
     exchangeFloorLine(table),
     ...ROW_NOTES,
     announcer,
+    ...cpu.lines,
     status.line,
     `load at the end: ${loadLine()}`,
   ];
@@ -189,10 +196,20 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
     }
   }
 
-  // Last, and after the announcer line is taken: it runs an announcer of its own, on a stateDir of its own.
   const announcer = announcerLine(programs.stateDir);
+  const idleProgram = join(scratch, 'idle-program');
+  buildIdleProgram(idleProgram);
+  const cpu = await announcerCpu({
+    announcerPid: findAnnouncer(programs.stateDir)?.pid ?? Number.NaN,
+    add: announcerCommand(programs, pod, 'ADD', ANNOUNCER_ONE),
+    del: announcerCommand(programs, pod, 'DEL', ANNOUNCER_ONE),
+    runtimeFloor: { file: programs.runtimeFloor, args: [], env: cleanEnv() },
+    idleProgram: { file: idleProgram, args: [], env: cleanEnv() },
+  });
+  // Last: it runs an announcer of its own, on a stateDir of its own.
   const status = await statusUnderLoad(scope);
-  process.stdout.write(`${[...header, '', ...report(samples, rssKiB, announcer, status)].join('\n')}\n`);
+  const lines = report(samples, rssKiB, announcer, status, cpu);
+  process.stdout.write(`${[...header, '', ...lines].join('\n')}\n`);
 }
 
 await scopedMain('bench', async (scope, abort) => {
