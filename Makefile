@@ -79,7 +79,7 @@ bench-cri: deps system-deps build
 soak: deps system-deps build
 	npx vite-node scripts/soak/main.ts
 
-## mutation: StrykerJS over the unit tests (pure parts and the announcer's core), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
+## mutation: StrykerJS over the unit tests (all of src but the Bun transports), then the score per folder; MUTATE='src/announce/**/*.ts' for one folder (comma-separated globs), INCREMENTAL=1 to reuse the last run's results. Slow: minutes per folder
 mutation: deps
 	MUTATE='$(MUTATE)' INCREMENTAL='$(INCREMENTAL)' nice -n 10 npx stryker run stryker.config.mjs
 	npx vite-node scripts/mutation/main.ts reports/mutation/mutation.json
