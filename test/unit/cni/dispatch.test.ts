@@ -458,7 +458,7 @@ describe('option precedence: conflist, then what podOverrides lets the pod chang
   });
 });
 
-describe('limits: stdin size, nesting, message length', () => {
+describe('limits: stdin size, message length', () => {
   it('asks the reader for at most 16 MiB and refuses more with 5 naming the limit', async () => {
     const asked: number[] = [];
     const r = await dispatchOn(ADD, async (max) => (asked.push(max), new Uint8Array(max + 1).fill(0x20)));
@@ -473,19 +473,6 @@ describe('limits: stdin size, nesting, message length', () => {
     });
   });
 
-  it('refuses 3,000 levels of nesting in prevResult with 6, before anything recursive runs', async () => {
-    const deep = `${'['.repeat(3000)}${']'.repeat(3000)}`;
-    const stdin = JSON.stringify(config()).replace('"x-custom":42', `"x-custom":${deep}`);
-    const r = await run(ADD, stdin);
-    expect(r.exitCode).toBe(1);
-    expect(r.doc).toEqual({
-      cniVersion: '1.1.0',
-      code: 6,
-      msg: 'stdin nests JSON arrays and objects more than 64 levels deep, the most a network config may',
-    });
-    expect(r.calls.add).toEqual([]);
-  });
-
   it('names the first 5 of 36,000 bad prevResult entries and counts the rest', async () => {
     const ips = Array.from({ length: 36_000 }, (_, i) => ({ address: `bogus-${i}` }));
     const r = await run(ADD, config({ prevResult: { ...PREV_RESULT, ips } }));
@@ -496,17 +483,6 @@ describe('limits: stdin size, nesting, message length', () => {
     expect(msg).toContain('"prevResult.ips[4].address"');
     expect(msg).not.toContain('"prevResult.ips[5].address"');
     expect(msg.endsWith('; … and 35,995 more')).toBe(true);
-  });
-
-  it('cuts a message longer than 4096 characters, saying how much was left out', async () => {
-    const r = await run(ADD, config(), {
-      add: async () => {
-        throw new CniError(ErrorCode.SystemCall, 'x'.repeat(10_000));
-      },
-    });
-    const msg = String(r.doc?.msg);
-    expect(msg).toHaveLength(4096);
-    expect(msg).toMatch(/ … \(5\d{3} more characters\)$/);
   });
 });
 
