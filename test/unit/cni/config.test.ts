@@ -199,24 +199,12 @@ describe('args.cni.announce under podOverrides', () => {
       gatewayCheckMs: 5000,
       future: 'x',
     };
-    const podOverrides = [
-      'enabled=false',
-      'ipv4',
-      'ipv6',
-      'arpOp',
-      'mac',
-      'macPrefix',
-      'count',
-      'intervalMs',
-      'backoff',
-      'gatewayCheck',
-      'gatewayCheckMs',
-    ];
-    const { future: _dropped, ...known } = overrides;
+    const { future: _dropped, enabled: _off, ...known } = overrides;
+    const podOverrides = ['enabled=false', ...Object.keys(known)];
     expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({
-      overrides: known,
+      overrides: { enabled: false, ...known },
       ignored: [],
-      from: fromArgs(known),
+      from: fromArgs({ enabled: false, ...known }),
     });
   });
 
@@ -242,16 +230,6 @@ describe('args.cni.announce under podOverrides', () => {
       ],
       from: { enabled: 'args.cni.announce', mac: 'args.cni.announce' },
     });
-  });
-
-  it('ignores mac: ip-derived when only mac=keep is allowed', () => {
-    expect(parseConfig(withAnnounce({ mac: 'ip-derived' })).podAnnounce?.ignored).toEqual([
-      {
-        field: 'args.cni.announce.mac',
-        value: 'ip-derived',
-        reason: 'not allowed: podOverrides allows enabled=false, mac=keep',
-      },
-    ]);
   });
 
   it('with podOverrides [] ignores even enabled: false, but always accepts enabled: true', () => {
