@@ -35,6 +35,19 @@ function recordingLoader() {
   return { deps, fds, seen };
 }
 
+/** Steps that write into nothing and load an addon of `version`, recording the bytes written. */
+function fakeSteps(version: string) {
+  const written: Uint8Array[] = [];
+  const closed: number[] = [];
+  const deps: AddonLoaderDeps = {
+    openAnonymous: () => 42,
+    write: (_fd, content) => void written.push(content),
+    dlopen: (loaded) => void (loaded.exports = { version }),
+    close: (fd) => void closed.push(fd),
+  };
+  return { deps, written, closed };
+}
+
 function isOpen(fd: number): boolean {
   try {
     fstatSync(fd);
@@ -108,16 +121,9 @@ describe('loadKoffiAddon: the anonymous file', () => {
   });
 
   it('closes the fd when the write fails', () => {
-    const closed: number[] = [];
-    const deps: AddonLoaderDeps = {
-      openAnonymous: () => 42,
-      write: () => {
-        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-      },
-      dlopen: () => {
-        throw new Error('not reached');
-      },
-      close: (fd) => void closed.push(fd),
+    const { deps, closed } = fakeSteps(KOFFI_VERSION);
+    deps.write = () => {
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     };
     expect(() => loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/full'], deps)).toThrow(
       'cannot load the koffi addon from an anonymous file (/full: ENOSPC: no space left on device, write)',
@@ -146,18 +152,6 @@ describe('loadKoffiAddon, by default', () => {
 });
 
 describe('loadKoffiAddon, faked', () => {
-  /** Steps that write into nothing and load an addon of `version`, recording the bytes written. */
-  function fakeSteps(version: string): { deps: AddonLoaderDeps; written: Uint8Array[] } {
-    const written: Uint8Array[] = [];
-    const deps: AddonLoaderDeps = {
-      openAnonymous: () => 42,
-      write: (_fd, content) => void written.push(content),
-      dlopen: (loaded) => void (loaded.exports = { version }),
-      close: () => undefined,
-    };
-    return { deps, written };
-  }
-
   it('writes the bytes of the file it was given', () => {
     const { deps, written } = fakeSteps(KOFFI_VERSION);
     expect(loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/x'], deps)).toEqual({ version: KOFFI_VERSION });
