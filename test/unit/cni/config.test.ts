@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
-import { CniError } from '../../../src/cni/errors';
+import { cniError } from '../../support/cni-errors';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 
-function configError(raw: unknown): CniError {
-  try {
-    parseConfig(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    expect((e as CniError).code).toBe(7);
-    return e as CniError;
-  }
-  throw new Error('parseConfig did not throw');
-}
+const configError = (raw: unknown) => cniError(() => parseConfig(raw), 7);
 
 describe('parseConfig', () => {
   it('applies every default', () => {

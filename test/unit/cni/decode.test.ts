@@ -1,18 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { decodeConfig, MAX_JSON_DEPTH, nestingExceeds } from '../../../src/cni/decode';
-import { CniError } from '../../../src/cni/errors';
+import { cniError } from '../../support/cni-errors';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
-function decodeError(input: Uint8Array): CniError {
-  try {
-    decodeConfig(input);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    return e as CniError;
-  }
-  throw new Error('decodeConfig did not throw');
-}
+const decodeError = (input: Uint8Array) => cniError(() => decodeConfig(input));
 
 describe('decodeConfig', () => {
   it('decodes a JSON object, unknown fields and all', () => {

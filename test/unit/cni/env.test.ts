@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ENV_RULES, ifnameProblem, parseCniArgs, parseEnv, podOf } from '../../../src/cni/env';
-import { CniError } from '../../../src/cni/errors';
+import { cniError } from '../../support/cni-errors';
 
 const ADD_ENV = {
   CNI_COMMAND: 'ADD',
@@ -10,15 +10,7 @@ const ADD_ENV = {
   CNI_PATH: '/opt/cni/bin',
 };
 
-function envError(env: Record<string, string | undefined>): CniError {
-  try {
-    parseEnv(env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    return e as CniError;
-  }
-  throw new Error('parseEnv did not throw');
-}
+const envError = (env: Record<string, string | undefined>) => cniError(() => parseEnv(env));
 
 describe('parseEnv', () => {
   const noArgs = { args: { raw: {} } };

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
-import { CniError } from '../../../src/cni/errors';
 import { resolveOptions } from '../../../src/cni/options';
+import { cniError } from '../../support/cni-errors';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 const CAP = 'io.kubernetes.cri.pod-annotations';
@@ -19,15 +19,7 @@ const withAnnotation = (text: unknown, fields: Record<string, unknown> = {}) => 
   runtimeConfig: { [CAP]: { 'io.kubernetes.pod.namespace': 'default', 'cni-announcer/announce': text } },
 });
 
-function configError(raw: unknown): CniError {
-  try {
-    parseConfig(raw);
-  } catch (e) {
-    if (e instanceof CniError) return e;
-    throw e;
-  }
-  throw new Error('parseConfig accepted the config');
-}
+const configError = (raw: unknown) => cniError(() => parseConfig(raw));
 
 describe("the annotation's text: JSON true, false or an object", () => {
   it.each([

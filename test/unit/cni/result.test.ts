@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../../src/cni/errors';
 import { formatResult, parsePrevResult } from '../../../src/cni/result';
+import { cniError } from '../../support/cni-errors';
 
 /** A bridge-plugin 1.0.0 result for a dual-stack pod, with fields we do not know. */
 const BRIDGE_RESULT = {
@@ -19,16 +19,7 @@ const BRIDGE_RESULT = {
   'x-custom': { keep: ['me'] },
 };
 
-function resultError(raw: unknown): CniError {
-  try {
-    parsePrevResult(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    expect((e as CniError).code).toBe(7);
-    return e as CniError;
-  }
-  throw new Error('parsePrevResult did not throw');
-}
+const resultError = (raw: unknown) => cniError(() => parsePrevResult(raw), 7);
 
 describe('parsePrevResult', () => {
   it('gives a typed view and keeps the raw object', () => {
