@@ -1,17 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it, expect } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import {
   listRecords,
   readRecordFile,
@@ -27,6 +17,7 @@ import { attachmentName } from '../../../src/state-files';
 import { RecordMemory } from '../../../src/announce/record-memory';
 import { pendingJob, recordingLog } from '../../support/add-harness';
 import { attachmentRecord } from '../../support/records';
+import { useTempDir } from '../../support/temp-dir';
 
 const RECORD = attachmentRecord();
 
@@ -41,14 +32,10 @@ function readRecord(file: string): AttachmentRecord | undefined {
 let tmp: string;
 let stateDir: string;
 
-beforeEach(() => {
-  tmp = mkdtempSync(join(tmpdir(), 'announcer-state-'));
+useTempDir('announcer-state-', (d) => {
+  tmp = d;
   stateDir = join(tmp, 'state');
   mkdirSync(stateDir, { mode: 0o700 });
-});
-
-afterEach(() => {
-  rmSync(tmp, { recursive: true, force: true });
 });
 
 describe('attachmentName and recordPath', () => {

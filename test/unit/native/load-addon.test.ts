@@ -1,9 +1,9 @@
-import { fstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { fstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { addonDirs, loadKoffiAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
+import { useTempDir } from '../../support/temp-dir';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
@@ -59,10 +59,7 @@ function isOpen(fd: number): boolean {
 
 describe('loadKoffiAddon: the anonymous file', () => {
   let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-addon-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('announcer-addon-', (d) => (dir = d));
 
   it('loads a real addon from an anonymous file, leaves nothing in the directory and closes its fd', () => {
     const { deps, fds, seen } = recordingLoader();

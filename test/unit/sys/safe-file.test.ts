@@ -5,20 +5,17 @@ import {
   constants,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   readSync,
-  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   appendToRegularFile,
   dirProblem,
@@ -32,12 +29,10 @@ import {
   unlinkIfPresent,
 } from '../../../src/sys/safe-file';
 import { isSysError } from '../../../src/sys/sys-error';
+import { useTempDir } from '../../support/temp-dir';
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'safe-file-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('safe-file-', (d) => (dir = d));
 
 describe('replaceFile', () => {
   it('writes the file 0600 and leaves nothing else', () => {
