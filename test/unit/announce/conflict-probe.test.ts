@@ -27,6 +27,17 @@ function replyFrom(mac: Buffer, ip: Buffer, to: Buffer = OURS): Buffer {
   return Buffer.concat([to, mac, bytes('0806000108000604 0002'.replace(/ /g, '')), mac, ip, to, bytes('00000000')]);
 }
 
+const garp = (mac: Buffer, ip: Buffer, op: 'request' | 'reply' = 'request') => gratuitousArp({ mac, ip, op });
+const na = (mac: Buffer, ip: string) =>
+  unsolicitedNeighborAdvert({ mac, ip: bytes(ip), router: false, override: true });
+/** The conflict a reply from SQUATTER for `address` on `iface` makes. */
+const conflict = (address: string, iface = 'eth0') => ({
+  address,
+  mac: '52:54:00:12:34:56',
+  interface: iface,
+  kind: 'reply' as const,
+});
+
 const describeFrames = (frames: readonly OutgoingFrame[]) =>
   frames.map((f) => `${f.name}:${f.frame.subarray(38, 42).join('.')}`);
 
@@ -59,9 +70,7 @@ describe('ConflictProbe', () => {
     const probe = new ConflictProbe([eth0, net1], [OURS, NET1], { probeMs: 100, probes: 2 }, 0);
     probe.receive(2, replyFrom(SQUATTER, A));
     probe.receive(2, replyFrom(bytes('5254000000aa'), A));
-    expect(probe.conflicts()).toEqual([
-      { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
-    ]);
+    expect(probe.conflicts()).toEqual([conflict('10.88.0.5')]);
   });
 
   it('ignores frames of our own MACs, of interfaces not probed, and of addresses probed elsewhere', () => {
@@ -78,7 +87,7 @@ describe('ConflictProbe', () => {
     const all = new ConflictProbe([eth0], [OURS], { probeMs: 100, probes: 2 }, 0);
     all.receive(2, replyFrom(SQUATTER, A));
     expect(all.finished(10)).toBe(false);
-    all.receive(2, gratuitousArp({ mac: SQUATTER, ip: B, op: 'request' }));
+    all.receive(2, garp(SQUATTER, B));
     expect(all.finished(10)).toBe(true);
     expect(all.conflicts().map((c) => [c.address, c.kind])).toEqual([
       ['10.88.0.5', 'reply'],
@@ -103,30 +112,12 @@ describe('ConflictProbe', () => {
 
 describe('probeTargets and withoutConflicts', () => {
   const round: OutgoingFrame[] = [
-    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
-    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'reply' }) },
-    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
-    {
-      index: 2,
-      name: 'eth0',
-      frame: unsolicitedNeighborAdvert({
-        mac: OURS,
-        ip: bytes('fd000088000000000000000000000005'),
-        router: false,
-        override: true,
-      }),
-    },
-    { index: 3, name: 'net1', frame: gratuitousArp({ mac: NET1, ip: C, op: 'request' }) },
-    {
-      index: 4,
-      name: 'net2',
-      frame: unsolicitedNeighborAdvert({
-        mac: NET1,
-        ip: bytes('fd000089000000000000000000000007'),
-        router: false,
-        override: true,
-      }),
-    },
+    { index: 2, name: 'eth0', frame: garp(OURS, A) },
+    { index: 2, name: 'eth0', frame: garp(OURS, A, 'reply') },
+    { index: 2, name: 'eth0', frame: garp(OURS, B) },
+    { index: 2, name: 'eth0', frame: na(OURS, 'fd000088000000000000000000000005') },
+    { index: 3, name: 'net1', frame: garp(NET1, C) },
+    { index: 4, name: 'net2', frame: na(NET1, 'fd000089000000000000000000000007') },
   ];
 
   const probesEachAnnouncedTitle =
@@ -140,13 +131,8 @@ describe('probeTargets and withoutConflicts', () => {
   });
 
   it('drops every ARP frame of a conflicting address on its interface, and nothing else', () => {
-    const kept = withoutConflicts(round, [
-      { address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' },
-    ]);
-    expect(kept).toEqual([round[2], round[3], round[4], round[5]]);
-    expect(
-      withoutConflicts(round, [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'net1', kind: 'reply' }]),
-    ).toEqual(round);
+    expect(withoutConflicts(round, [conflict('10.88.0.5')])).toEqual([round[2], round[3], round[4], round[5]]);
+    expect(withoutConflicts(round, [conflict('10.88.0.5', 'net1')])).toEqual(round);
     expect(withoutConflicts(round, [])).toEqual(round);
   });
 });
@@ -170,8 +156,7 @@ describe('dropConflicting', () => {
       { name: 'eth0', ipv4: ['10.88.0.5', '10.88.0.6'], ipv6: ['fd00:88::5'] },
       { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
     ];
-    const conflicts = [{ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind: 'reply' as const }];
-    expect(dropConflicting(interfaces, conflicts)).toEqual([
+    expect(dropConflicting(interfaces, [conflict('10.88.0.5')])).toEqual([
       { name: 'eth0', ipv4: ['10.88.0.6'], ipv6: ['fd00:88::5'] },
       { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
     ]);
@@ -191,19 +176,13 @@ describe('edges of the probe window', () => {
 
 describe('malformed ARP frames in a round', () => {
   // EtherType ARP, but a hardware type parseArp does not take.
-  const odd = Buffer.from(gratuitousArp({ mac: OURS, ip: A, op: 'request' }));
+  const odd = Buffer.from(garp(OURS, A));
   odd.writeUInt16BE(6, 14);
   const frames: OutgoingFrame[] = [
     { index: 2, name: 'eth0', frame: odd },
-    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: B, op: 'request' }) },
-    { index: 2, name: 'eth0', frame: gratuitousArp({ mac: OURS, ip: A, op: 'request' }) },
+    { index: 2, name: 'eth0', frame: garp(OURS, B) },
+    { index: 2, name: 'eth0', frame: garp(OURS, A) },
   ];
-  const conflict = (address: string) => ({
-    address,
-    mac: '52:54:00:12:34:56',
-    interface: 'eth0',
-    kind: 'reply' as const,
-  });
 
   it('are not probed', () => {
     expect(probeTargets(frames)).toEqual([{ index: 2, name: 'eth0', mac: OURS, ipv4: [B, A] }]);

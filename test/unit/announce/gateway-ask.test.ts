@@ -134,15 +134,9 @@ describe('askReplies', () => {
   it("times each answer from round 1, not from the ask's start", () => {
     const { open } = opener();
     const ask = openAsk(open, '/run/netns/pod', gatewayTargets([input({ ipv6: [] })], BOTH), 1000, 5000)!;
-    const reply = Buffer.concat([
-      MAC,
-      GW_MAC,
-      Buffer.from('08060001080006040002', 'hex'),
-      GW_MAC,
-      parseIPv4('10.88.0.1'),
-      MAC,
-      parseIPv4('10.88.0.5'),
-    ]);
+    // The gateway's ARP reply (op 2) to the pod: 10.88.0.1 is at GW_MAC (52:54:00:12:34:56), to 10.88.0.5 at MAC.
+    const arp = Buffer.from('0806 0001 0800 06 04 0002'.replace(/ /g, ''), 'hex');
+    const reply = Buffer.concat([MAC, GW_MAC, arp, GW_MAC, parseIPv4('10.88.0.1'), MAC, parseIPv4('10.88.0.5')]);
     ask.window.receive(2, reply, 5030);
     expect(askReplies(ask, 4000)).toEqual([
       { interface: 'eth0', gateway: '10.88.0.1', mac: '52:54:00:12:34:56', afterMs: 1030 },

@@ -31,6 +31,13 @@ function watch(addresses = ['10.88.9.5', 'fd00:88:9::5']): NodeWatch {
   );
 }
 
+/** The verdict of a watch of the default pod that observed `entries` in order. */
+function seen(...entries: NeighEntry[]): NodeVerdict {
+  const w = watch();
+  for (const entry of entries) w.observe(entry);
+  return w.verdict();
+}
+
 /** An FDB entry of `lladdr` on `port`, learned (REACHABLE) on the test bridge unless told otherwise. */
 function fdb(port: number, lladdr = POD_MAC, more: Partial<NeighEntry> = {}): NeighEntry {
   return { family: AF_BRIDGE, ifindex: port, state: REACHABLE, flags: 0, lladdr: mac(lladdr), master: BRIDGE, ...more };
@@ -61,23 +68,20 @@ describe('NodeWatch: the FDB', () => {
   });
 
   it("converges when the pod's MAC is learned on its own port", () => {
-    const w = watch();
-    w.observe(fdb(PORT));
-    expect(w.verdict().fdb).toEqual({ kind: 'converged', port: 'veth-pod' });
+    expect(seen(fdb(PORT)).fdb).toEqual({ kind: 'converged', port: 'veth-pod' });
   });
 
   it('counts a static entry (NOARP) and one with a VLAN on the own port as converged', () => {
-    const w = watch();
-    w.observe(fdb(PORT, POD_MAC, { state: NOARP, vlan: 100 }));
-    expect(w.verdict().fdb.kind).toBe('converged');
+    expect(seen(fdb(PORT, POD_MAC, { state: NOARP, vlan: 100 })).fdb.kind).toBe('converged');
   });
 
   it('reports a duplicate when the MAC is seen on another port, even after it moved back', () => {
-    const w = watch();
-    w.observe(fdb(PORT));
-    w.observe(fdb(OTHER));
-    w.observe(fdb(PORT)); // a bridge keys by (MAC, VLAN): the entry moves with each sender
-    expect(w.verdict().fdb).toEqual({ kind: 'duplicate', port: 'veth-pod', others: ['veth-twin'] });
+    // A bridge keys by (MAC, VLAN): the entry moves with each sender.
+    expect(seen(fdb(PORT), fdb(OTHER), fdb(PORT)).fdb).toEqual({
+      kind: 'duplicate',
+      port: 'veth-pod',
+      others: ['veth-twin'],
+    });
   });
 
   it('names each other port once, in the order seen, by the name it had when seen', () => {
@@ -125,42 +129,28 @@ describe('NodeWatch: the FDB', () => {
   });
 
   it('takes an entry on the own port without NDA_MASTER as on the bridge', () => {
-    const w = watch();
-    w.observe({ family: AF_BRIDGE, ifindex: PORT, state: REACHABLE, flags: 0, lladdr: mac(POD_MAC) });
-    expect(w.verdict().fdb.kind).toBe('converged');
+    expect(seen({ ...fdb(PORT), master: undefined }).fdb.kind).toBe('converged');
   });
 
   it('takes a non-local entry pointing at the bridge itself as another port', () => {
-    const w = watch();
-    w.observe(fdb(PORT));
-    w.observe(fdb(BRIDGE));
-    expect(w.verdict().fdb).toEqual({ kind: 'duplicate', port: 'veth-pod', others: ['cni0'] });
+    expect(seen(fdb(PORT), fdb(BRIDGE)).fdb).toEqual({ kind: 'duplicate', port: 'veth-pod', others: ['cni0'] });
   });
 
   it('ignores an FDB entry without a MAC', () => {
-    const w = watch();
-    w.observe({ family: AF_BRIDGE, ifindex: OTHER, state: REACHABLE, flags: 0, master: BRIDGE });
-    expect(w.verdict().fdb.kind).toBe('not-learned');
+    expect(seen({ ...fdb(OTHER), lladdr: undefined }).fdb.kind).toBe('not-learned');
   });
 });
 
 describe('NodeWatch: the neighbour table', () => {
   it("converges on the pod's MAC, and keeps the latest state", () => {
-    const w = watch();
-    w.observe(v4(5, OLD_MAC, STALE));
-    w.observe(v4(5, POD_MAC, DELAY));
-    w.observe(v6(POD_MAC));
-    expect(w.verdict().neighbours).toEqual([
+    expect(seen(v4(5, OLD_MAC, STALE), v4(5, POD_MAC, DELAY), v6(POD_MAC)).neighbours).toEqual([
       { address: '10.88.9.5', kind: 'converged' },
       { address: 'fd00:88:9::5', kind: 'converged' },
     ]);
   });
 
   it('reports an entry still holding another MAC as stale, naming that MAC', () => {
-    const w = watch();
-    w.observe(v4(5, OLD_MAC, STALE));
-    w.observe(v6(POD_MAC));
-    expect(w.verdict().neighbours).toEqual([
+    expect(seen(v4(5, OLD_MAC, STALE), v6(POD_MAC)).neighbours).toEqual([
       { address: '10.88.9.5', kind: 'stale', mac: OLD_MAC },
       { address: 'fd00:88:9::5', kind: 'converged' },
     ]);
@@ -179,27 +169,24 @@ describe('NodeWatch: the neighbour table', () => {
   });
 
   it('does not trust a MAC in an entry whose state holds none', () => {
-    const w = watch();
-    w.observe(v4(5, OLD_MAC, FAILED));
-    expect(w.verdict().neighbours[0]?.kind).toBe('absent');
+    expect(seen(v4(5, OLD_MAC, FAILED)).neighbours[0]?.kind).toBe('absent');
   });
 
   it('ignores entries on other links, of other addresses or families, and proxy entries', () => {
-    const w = watch();
-    w.observe(v4(5, OLD_MAC, STALE, { ifindex: PORT }));
-    w.observe(v4(6, OLD_MAC, STALE));
-    w.observe(v4(5, OLD_MAC, STALE, { family: AF_INET6 }));
-    w.observe(v4(5, OLD_MAC, STALE, { flags: NTF_PROXY }));
-    w.observe(v4(5, OLD_MAC, STALE, { dst: undefined }));
-    w.observe({ ...v6(OLD_MAC), dst: Buffer.from('fd000088000900000000000000000006', 'hex') });
-    expect(w.verdict().neighbours.map((n) => n.kind)).toEqual(['absent', 'absent']);
+    const verdict = seen(
+      v4(5, OLD_MAC, STALE, { ifindex: PORT }),
+      v4(6, OLD_MAC, STALE),
+      v4(5, OLD_MAC, STALE, { family: AF_INET6 }),
+      v4(5, OLD_MAC, STALE, { flags: NTF_PROXY }),
+      v4(5, OLD_MAC, STALE, { dst: undefined }),
+      { ...v6(OLD_MAC), dst: Buffer.from('fd000088000900000000000000000006', 'hex') },
+    );
+    expect(verdict.neighbours.map((n) => n.kind)).toEqual(['absent', 'absent']);
   });
 
   it('does not take the FDB for the neighbour table or the other way round', () => {
-    const w = watch();
-    w.observe({ ...v4(5, OLD_MAC, STALE), family: AF_BRIDGE }); // an FDB entry with NDA_DST (as VXLAN has)
-    w.observe({ ...fdb(PORT), family: AF_INET }); // a neighbour on the pod's port, holding its MAC
-    expect(w.verdict()).toEqual(watch().verdict());
+    // An FDB entry with NDA_DST (as VXLAN has); a neighbour on the pod's port, holding its MAC.
+    expect(seen({ ...v4(5, OLD_MAC, STALE), family: AF_BRIDGE }, { ...fdb(PORT), family: AF_INET })).toEqual(seen());
   });
 
   it('matches addresses by their bytes whatever their text, and reports them canonically, once each', () => {

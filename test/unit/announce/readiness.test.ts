@@ -55,15 +55,12 @@ describe('snapshot', () => {
   });
 
   describe('is gone', () => {
-    it('when no link has the index', () => {
+    it.each([
+      ['when no link has the index', []],
+      ['when the index now belongs to a link of another name', [fakeLink({ index: 2, name: 'net1' })]],
+    ])('%s', (_when, links) => {
       const w = world();
-      w.pod.links = [];
-      expect(snap(w)).toEqual({ state: 'gone' });
-    });
-
-    it('when the index now belongs to a link of another name', () => {
-      const w = world();
-      w.pod.links = [fakeLink({ index: 2, name: 'net1' })];
+      w.pod.links = links;
       expect(snap(w)).toEqual({ state: 'gone' });
     });
   });
@@ -90,13 +87,7 @@ describe('snapshot', () => {
       expect(snap(w)).toEqual({ state: 'waiting', reasons: [`bridge port veth7 is ${words}`] });
     });
 
-    it('while a planned IPv6 address is tentative', () => {
-      const w = world();
-      w.pod.addresses[1] = fakeAddress(2, 'fd00::5', { tentative: true });
-      expect(snap(w)).toEqual({ state: 'waiting', reasons: ['fd00::5 is tentative (DAD in progress)'] });
-    });
-
-    it('giving every reason, link first, then port, then addresses', () => {
+    it('giving every reason, link first, then port, then a tentative address', () => {
       const w = world();
       w.pod.links[0] = { ...w.pod.links[0]!, running: false };
       w.host.ports.set(7, PortState.Learning);

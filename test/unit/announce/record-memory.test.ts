@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readRecordFile, readRecordToActOn, removeRecordQuietly, writeRecord } from '../../../src/announce/state';
 import { silentLogger } from '../../../src/log';
 import { RecordMemory } from '../../../src/announce/record-memory';
 import { attachmentRecord } from '../../support/records';
+import { useTempDir } from '../../support/temp-dir';
 
 // A record the schema refuses (its MAC is not one): read back as valid only when the memory vouches for its bytes.
 const UNCHECKED = attachmentRecord({ originalMacs: [{ name: 'eth0', mac: 'not a mac' }] });
@@ -14,11 +14,10 @@ const TEXT = `${JSON.stringify(UNCHECKED)}\n`;
 let stateDir: string;
 let memory: RecordMemory;
 
-beforeEach(() => {
-  stateDir = mkdtempSync(join(tmpdir(), 'announcer-memory-'));
+useTempDir('announcer-memory-', (d) => {
+  stateDir = d;
   memory = new RecordMemory();
 });
-afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
 describe('RecordMemory', () => {
   it('vouches for the text last written to a file, and for nothing else', () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   netnsSockets,
   openSession,
@@ -224,15 +224,18 @@ describe('readiness', () => {
 });
 
 describe('waitReady', () => {
+  let w: { pod: FakeNetns; host: FakeNetns };
+  let timers: ManualTimers;
+  beforeEach(() => {
+    w = world();
+    timers = new ManualTimers();
+  });
+
   /**
-   * A session and injected waits whose readable() runs `onWait` (a change in the pod), which says how long the manual
-   * clock moves (default: the whole timeout).
+   * A session on `w` and injected waits whose readable() runs `onWait` (a change in the pod), which says how long the
+   * manual clock moves (default: the whole timeout); `until(timeoutMs)` runs waitReady on both targets.
    */
-  function waiting(
-    w: { pod: FakeNetns; host: FakeNetns },
-    timers: ManualTimers,
-    onWait: (n: number, ms: number) => number | void = () => undefined,
-  ) {
+  function waiting(onWait: (n: number, ms: number) => number | void = () => undefined) {
     let n = 0;
     const waitedMs: number[] = [];
     const { session, trace } = open(w, ['eth0', 'net1']);
@@ -244,24 +247,21 @@ describe('waitReady', () => {
         timers.advance(onWait(++n, ms) ?? ms);
       },
     };
-    return { session, waits, waitedMs, trace };
+    const until = (timeoutMs: number) => waitReady(session, targetsOf(session, BOTH), { timeoutMs, timers, waits });
+    return { session, until, waitedMs, trace };
   }
 
   it('returns at once, without waiting, when everything is ready', async () => {
-    const timers = new ManualTimers();
-    const { session, waits, waitedMs } = waiting(world(), timers);
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
-    expect(outcome.kind).toBe('ready');
+    const { until, waitedMs } = waiting();
+    expect((await until(1000)).kind).toBe('ready');
     expect(waitedMs).toEqual([]);
   });
 
   it('waits on both event sockets through the injected waits, then drains both before it looks again', async () => {
-    const timers = new ManualTimers();
-    const w = world();
     w.host.ports.set(7, PortState.Learning);
-    const { session, waits, trace } = waiting(w, timers, () => void w.host.ports.set(7, PortState.Forwarding));
+    const { until, trace } = waiting(() => void w.host.ports.set(7, PortState.Forwarding));
     trace.calls = [];
-    expect((await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 250, timers, waits })).kind).toBe('ready');
+    expect((await until(250)).kind).toBe('ready');
     expect(trace.calls).toEqual([
       `wait ${POD_EVENTS},${HOST_EVENTS} 250`,
       `recv ${POD_EVENTS}`,
@@ -272,71 +272,53 @@ describe('waitReady', () => {
   });
 
   it('reads again after each change until ready, waiting only for what is left of the timeout', async () => {
-    const timers = new ManualTimers();
-    const w = world();
     w.host.ports.set(7, PortState.Learning);
-    const { session, waits, waitedMs } = waiting(w, timers, (n) => {
+    const { until, waitedMs } = waiting((n) => {
       if (n === 2) w.host.ports.set(7, PortState.Forwarding);
       return n === 1 ? 100 : 50; // the first wake-up changes nothing that matters
     });
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
-    expect(outcome.kind).toBe('ready');
+    expect((await until(1000)).kind).toBe('ready');
     expect(waitedMs).toEqual([1000, 900]);
     expect(timers.now()).toBe(150);
     expect(timers.requested).toEqual([]); // no timer of its own: every wait is the injected one
   });
 
   it('times out with the reasons of the last look', async () => {
-    const timers = new ManualTimers();
-    const w = world();
     w.host.ports.set(7, PortState.Listening);
-    const { session, waits, waitedMs } = waiting(w, timers, (n) => {
+    const { until, waitedMs } = waiting((n) => {
       if (n === 1) w.host.ports.set(7, PortState.Learning);
     });
-    const outcome = await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits });
-    expect(outcome).toEqual({ kind: 'timeout', reasons: ['bridge port veth7 is learning'] });
+    expect(await until(1000)).toEqual({ kind: 'timeout', reasons: ['bridge port veth7 is learning'] });
     expect(waitedMs).toEqual([1000]);
     expect(timers.now()).toBe(1000);
   });
 
   it('looks once with timeoutMs 0, and never waits: ready, or timed out', async () => {
-    const timers = new ManualTimers();
-    const w = world();
-    const { session, waits, waitedMs } = waiting(w, timers, () => {
+    const { until, waitedMs } = waiting(() => {
       throw new Error('a wait with no time left');
     });
-    const targets = targetsOf(session, BOTH);
-    expect((await waitReady(session, targets, { timeoutMs: 0, timers, waits })).kind).toBe('ready');
+    expect((await until(0)).kind).toBe('ready');
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
-    const late = await waitReady(session, targets, { timeoutMs: 0, timers, waits });
-    expect(late).toEqual({ kind: 'timeout', reasons: ['eth0 has no carrier'] });
+    expect(await until(0)).toEqual({ kind: 'timeout', reasons: ['eth0 has no carrier'] });
     expect(waitedMs).toEqual([]);
   });
 
   it('rejects with the error of its wait (a stop), or of a look', async () => {
-    const timers = new ManualTimers();
-    const w = world();
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
     const stop = new Error('the announcer stops');
-    const { session, waits } = waiting(w, timers, () => {
+    const { session, until } = waiting(() => {
       throw stop;
     });
-    const targets = targetsOf(session, BOTH);
-    await expect(waitReady(session, targets, { timeoutMs: 1000, timers, waits })).rejects.toBe(stop);
+    await expect(until(1000)).rejects.toBe(stop);
     session.pod.rtnl.linkByIndex = () => {
       throw new Error('RTM_GETLINK: ETIMEDOUT');
     };
-    await expect(waitReady(session, targets, { timeoutMs: 1000, timers, waits })).rejects.toThrow('ETIMEDOUT');
+    await expect(until(1000)).rejects.toThrow('ETIMEDOUT');
   });
 
   it('says which interface is gone', async () => {
-    const timers = new ManualTimers();
-    const w = world();
     w.pod.links[0] = { ...w.pod.links[0]!, running: false };
-    const { session, waits } = waiting(w, timers, () => void (w.pod.links = []));
-    expect(await waitReady(session, targetsOf(session, BOTH), { timeoutMs: 1000, timers, waits })).toEqual({
-      kind: 'gone',
-      name: 'eth0',
-    });
+    const { until } = waiting(() => void (w.pod.links = []));
+    expect(await until(1000)).toEqual({ kind: 'gone', name: 'eth0' });
   });
 });

@@ -1,9 +1,9 @@
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BUILD_ID_PATTERN, buildId, buildInputs } from '../../../scripts/build/build-id';
+import { useTempDir } from '../../support/temp-dir';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SETTINGS = { bun: '1.4.5', arch: 'x64', bytecode: true };
@@ -40,10 +40,7 @@ describe('buildId', () => {
 
 describe('buildInputs', () => {
   let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-build-id-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('announcer-build-id-', (d) => (dir = d));
 
   it("lists src/, the build's scripts, the package files and the entry, by path relative to the checkout", () => {
     const paths = buildInputs(ROOT, 'scripts/bench/empty-entry.ts').map((i) => i.path);

@@ -12,33 +12,19 @@ import {
 const ROOT = '/checkout';
 const ASSET = '/checkout/node_modules/.cache/cni-announcer/koffi-3.3.4-linux-x64.addon';
 
-/** resolver() for a checkout at `root` (its files on disk decide twins). */
-function resolverAt(root: string) {
-  const handlers: { filter: RegExp; callback: (a: ResolveArgs) => { path: string } | undefined }[] = [];
-  embedPlugin(root, ASSET, { addon: false }).setup({
-    onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }),
-  });
-  return {
-    resolve: (path: string, importer: string) =>
-      handlers
-        .find((h) => h.filter.test(path))
-        ?.callback({ path, importer: `${root}/${importer}`, kind: 'import-statement' }),
-  };
-}
-
 /**
- * The plugin's answer for `path` imported by `importer` (relative to ROOT) with `kind`: the first handler whose filter
- * matches, as Bun asks them.
+ * The plugin's answer for `path` imported by `importer` (relative to `root`, whose files on disk decide twins) with
+ * `kind`: the first handler whose filter matches, as Bun asks them.
  */
-function resolver() {
+function resolver(root = ROOT) {
   const handlers: { filter: RegExp; callback: (a: ResolveArgs) => { path: string } | undefined }[] = [];
   const used = { addon: false };
-  embedPlugin(ROOT, ASSET, used).setup({
+  embedPlugin(root, ASSET, used).setup({
     onResolve: (options, callback) => void handlers.push({ filter: options.filter, callback }),
   });
   const resolve = (path: string, importer: string, kind = 'import-statement') => {
     const handler = handlers.find((h) => h.filter.test(path));
-    return handler?.callback({ path, importer: `${ROOT}/${importer}`, kind });
+    return handler?.callback({ path, importer: `${root}/${importer}`, kind });
   };
   return { resolve, used };
 }
@@ -120,7 +106,7 @@ describe('builtinRefusals', () => {
     const { resolve } = resolver();
     const twin = (p: string) => p.endsWith('.bun.ts');
     // The resolver reads the disk: these twins exist in this checkout.
-    const real = resolverAt(process.cwd());
+    const real = resolver(process.cwd());
     expect(real.resolve('../sys/unix-stream', 'src/shim/shim-deps.ts')).toEqual({
       path: `${process.cwd()}/src/sys/unix-stream.bun.ts`,
     });

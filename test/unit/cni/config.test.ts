@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
-import { CniError } from '../../../src/cni/errors';
+import { cniError } from '../../support/cni-errors';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 
-function configError(raw: unknown): CniError {
-  try {
-    parseConfig(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    expect((e as CniError).code).toBe(7);
-    return e as CniError;
-  }
-  throw new Error('parseConfig did not throw');
-}
+const configError = (raw: unknown) => cniError(() => parseConfig(raw), 7);
 
 describe('parseConfig', () => {
   it('applies every default', () => {
@@ -199,24 +190,12 @@ describe('args.cni.announce under podOverrides', () => {
       gatewayCheckMs: 5000,
       future: 'x',
     };
-    const podOverrides = [
-      'enabled=false',
-      'ipv4',
-      'ipv6',
-      'arpOp',
-      'mac',
-      'macPrefix',
-      'count',
-      'intervalMs',
-      'backoff',
-      'gatewayCheck',
-      'gatewayCheckMs',
-    ];
-    const { future: _dropped, ...known } = overrides;
+    const { future: _dropped, enabled: _off, ...known } = overrides;
+    const podOverrides = ['enabled=false', ...Object.keys(known)];
     expect(parseConfig(withAnnounce(overrides, { podOverrides })).podAnnounce).toEqual({
-      overrides: known,
+      overrides: { enabled: false, ...known },
       ignored: [],
-      from: fromArgs(known),
+      from: fromArgs({ enabled: false, ...known }),
     });
   });
 
@@ -242,16 +221,6 @@ describe('args.cni.announce under podOverrides', () => {
       ],
       from: { enabled: 'args.cni.announce', mac: 'args.cni.announce' },
     });
-  });
-
-  it('ignores mac: ip-derived when only mac=keep is allowed', () => {
-    expect(parseConfig(withAnnounce({ mac: 'ip-derived' })).podAnnounce?.ignored).toEqual([
-      {
-        field: 'args.cni.announce.mac',
-        value: 'ip-derived',
-        reason: 'not allowed: podOverrides allows enabled=false, mac=keep',
-      },
-    ]);
   });
 
   it('with podOverrides [] ignores even enabled: false, but always accepts enabled: true', () => {

@@ -1,18 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { decodeConfig, MAX_JSON_DEPTH, MAX_STDIN_BYTES, nestingExceeds, stdinTooLarge } from '../../../src/cni/decode';
-import { CniError } from '../../../src/cni/errors';
+import { decodeConfig, MAX_JSON_DEPTH, nestingExceeds } from '../../../src/cni/decode';
+import { cniError } from '../../support/cni-errors';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
-function decodeError(input: Uint8Array): CniError {
-  try {
-    decodeConfig(input);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    return e as CniError;
-  }
-  throw new Error('decodeConfig did not throw');
-}
+const decodeError = (input: Uint8Array) => cniError(() => decodeConfig(input));
 
 describe('decodeConfig', () => {
   it('decodes a JSON object, unknown fields and all', () => {
@@ -74,15 +66,5 @@ describe('nestingExceeds', () => {
   it('measures depth, not the number of brackets', () => {
     expect(nestingExceeds('[[1],[2],[3],[4]]', 2)).toBe(false);
     expect(nestingExceeds('[[[1]]]', 2)).toBe(true);
-  });
-});
-
-describe('stdinTooLarge', () => {
-  it('is code 5 and names the limit', () => {
-    const e = stdinTooLarge();
-    expect(e.code).toBe(5);
-    expect(e.message).toBe(
-      `stdin holds more than 16 MiB (${MAX_STDIN_BYTES} bytes), the most a network config may take`,
-    );
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ENV_RULES, ifnameProblem, parseCniArgs, parseEnv, podOf } from '../../../src/cni/env';
-import { CniError } from '../../../src/cni/errors';
+import { cniError } from '../../support/cni-errors';
 
 const ADD_ENV = {
   CNI_COMMAND: 'ADD',
@@ -10,46 +10,30 @@ const ADD_ENV = {
   CNI_PATH: '/opt/cni/bin',
 };
 
-function envError(env: Record<string, string | undefined>): CniError {
-  try {
-    parseEnv(env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CniError);
-    return e as CniError;
-  }
-  throw new Error('parseEnv did not throw');
-}
+const envError = (env: Record<string, string | undefined>) => cniError(() => parseEnv(env));
 
 describe('parseEnv', () => {
-  it('reads the ADD variables', () => {
-    expect(parseEnv(ADD_ENV)).toEqual({
-      command: 'ADD',
-      containerId: 'c0ffee-1',
-      netns: '/var/run/netns/pod',
-      ifname: 'eth0',
-      args: { raw: {} },
-    });
-  });
-
-  it('needs only CNI_COMMAND for VERSION', () => {
-    expect(parseEnv({ CNI_COMMAND: 'VERSION' })).toEqual({ command: 'VERSION', args: { raw: {} } });
-  });
-
-  it('ignores container variables for STATUS and GC', () => {
-    expect(parseEnv({ ...ADD_ENV, CNI_COMMAND: 'GC', CNI_IFNAME: 'bad/name' })).toEqual({
-      command: 'GC',
-      args: { raw: {} },
-    });
-    expect(parseEnv({ CNI_COMMAND: 'STATUS' })).toEqual({ command: 'STATUS', args: { raw: {} } });
-  });
-
-  it('lets DEL go without CNI_NETNS', () => {
-    expect(parseEnv({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' })).toEqual({
-      command: 'DEL',
-      containerId: 'abc',
-      ifname: 'eth0',
-      args: { raw: {} },
-    });
+  const noArgs = { args: { raw: {} } };
+  it.each([
+    [
+      'reads the ADD variables',
+      ADD_ENV,
+      { command: 'ADD', containerId: 'c0ffee-1', netns: '/var/run/netns/pod', ifname: 'eth0', ...noArgs },
+    ],
+    ['needs only CNI_COMMAND for VERSION', { CNI_COMMAND: 'VERSION' }, { command: 'VERSION', ...noArgs }],
+    [
+      'ignores container variables for GC',
+      { ...ADD_ENV, CNI_COMMAND: 'GC', CNI_IFNAME: 'bad/name' },
+      { command: 'GC', ...noArgs },
+    ],
+    ['needs only CNI_COMMAND for STATUS', { CNI_COMMAND: 'STATUS' }, { command: 'STATUS', ...noArgs }],
+    [
+      'lets DEL go without CNI_NETNS',
+      { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+      { command: 'DEL', containerId: 'abc', ifname: 'eth0', ...noArgs },
+    ],
+  ])('%s', (_what, env, parsed) => {
+    expect(parseEnv(env)).toEqual(parsed);
   });
 
   it('shows a long invalid value cut short, not whole', () => {
@@ -59,41 +43,43 @@ describe('parseEnv', () => {
     expect(e.message).toMatch(/^invalid environment: CNI_CONTAINERID must start .* \(got "-x+\.\.\.\)$/);
   });
 
-  it('reports every missing variable in one code-4 error', () => {
-    const e = envError({ CNI_COMMAND: 'ADD', CNI_IFNAME: '' });
-    expect(e.code).toBe(4);
-    expect(e.message).toBe(
-      'invalid environment: CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; ' +
-        'CNI_IFNAME is required for ADD',
-    );
-  });
-
-  it('reports missing and invalid variables together', () => {
-    const e = envError({ CNI_COMMAND: 'CHECK', CNI_CONTAINERID: '-x', CNI_NETNS: 'var/run/netns/x' });
-    expect(e.code).toBe(4);
-    expect(e.message).toBe(
-      'invalid environment: CNI_CONTAINERID must start with a letter or digit and hold only letters, ' +
-        'digits, "_", "." and "-" (got "-x"); ' +
-        'CNI_NETNS must be an absolute path (got "var/run/netns/x"); CNI_IFNAME is required for CHECK',
-    );
-  });
-
-  it('requires CNI_COMMAND', () => {
-    const e = envError({});
-    expect([e.code, e.message]).toEqual([4, 'invalid environment: CNI_COMMAND is required']);
-  });
-
-  it('rejects an unknown CNI_COMMAND with code 4', () => {
-    const e = envError({ ...ADD_ENV, CNI_COMMAND: 'add' });
-    expect(e.code).toBe(4);
-    expect(e.message).toBe(
-      'invalid environment: CNI_COMMAND must be one of ADD, DEL, CHECK, VERSION, STATUS, GC (got "add")',
-    );
-  });
-
-  it('validates CNI_NETNS on DEL when it is given', () => {
-    const e = envError({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'a', CNI_IFNAME: 'eth0', CNI_NETNS: 'pod' });
-    expect(e.message).toBe('invalid environment: CNI_NETNS must be an absolute path (got "pod")');
+  const badId =
+    'CNI_CONTAINERID must start with a letter or digit and hold only letters, digits, "_", "." and "-" (got "-x")';
+  it.each([
+    [
+      'reports every missing variable in one code-4 error',
+      { CNI_COMMAND: 'ADD', CNI_IFNAME: '' },
+      'CNI_CONTAINERID is required for ADD; CNI_NETNS is required for ADD; CNI_IFNAME is required for ADD',
+    ],
+    [
+      'reports missing and invalid variables together',
+      { CNI_COMMAND: 'CHECK', CNI_CONTAINERID: '-x', CNI_NETNS: 'var/run/netns/x' },
+      `${badId}; CNI_NETNS must be an absolute path (got "var/run/netns/x"); CNI_IFNAME is required for CHECK`,
+    ],
+    ['requires CNI_COMMAND', {}, 'CNI_COMMAND is required'],
+    [
+      'rejects an unknown CNI_COMMAND with code 4',
+      { ...ADD_ENV, CNI_COMMAND: 'add' },
+      'CNI_COMMAND must be one of ADD, DEL, CHECK, VERSION, STATUS, GC (got "add")',
+    ],
+    [
+      'validates CNI_NETNS on DEL when it is given',
+      { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'a', CNI_IFNAME: 'eth0', CNI_NETNS: 'pod' },
+      'CNI_NETNS must be an absolute path (got "pod")',
+    ],
+    [
+      'names the interface problem',
+      { ...ADD_ENV, CNI_IFNAME: 'eth0:1' },
+      'CNI_IFNAME must not contain "/", ":" or whitespace (got "eth0:1")',
+    ],
+    [
+      'reports a bad CNI_ARGS together with other problems',
+      { ...ADD_ENV, CNI_ARGS: 'IgnoreUnknown=1;ANNOUNCE=yes', CNI_IFNAME: undefined },
+      'CNI_IFNAME is required for ADD; CNI_ARGS ANNOUNCE must be "true" or "false" (got "yes")',
+    ],
+  ])('%s', (_what, env, problem) => {
+    const e = envError(env);
+    expect([e.code, e.message]).toEqual([4, `invalid environment: ${problem}`]);
   });
 
   it.each([
@@ -111,25 +97,12 @@ describe('parseEnv', () => {
     else expect(run).toThrow(/CNI_CONTAINERID must start with a letter or digit/);
   });
 
-  it('names the interface problem', () => {
-    const e = envError({ ...ADD_ENV, CNI_IFNAME: 'eth0:1' });
-    expect(e.message).toBe('invalid environment: CNI_IFNAME must not contain "/", ":" or whitespace (got "eth0:1")');
-  });
-
   it('parses CNI_ARGS', () => {
     const env = parseEnv({ ...ADD_ENV, CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAME=web-0;ANNOUNCE=false' });
     expect(env.args).toEqual({
       announce: false,
       raw: { IgnoreUnknown: '1', K8S_POD_NAME: 'web-0', ANNOUNCE: 'false' },
     });
-  });
-
-  it('reports a bad CNI_ARGS together with other problems', () => {
-    const e = envError({ ...ADD_ENV, CNI_ARGS: 'IgnoreUnknown=1;ANNOUNCE=yes', CNI_IFNAME: undefined });
-    expect(e.code).toBe(4);
-    expect(e.message).toBe(
-      'invalid environment: CNI_IFNAME is required for ADD; CNI_ARGS ANNOUNCE must be "true" or "false" (got "yes")',
-    );
   });
 
   it('has one rule per variable', () => {

@@ -1,10 +1,9 @@
 // The node settings: from the stateDir's announcer.conf alone, over the defaults, each setting checked by its option's
 // own schema (in the file, one line naming the field; as an `announcer install` flag, naming the flag), the file read
 // root-only, and what install writes read back the same.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   formatNodeSettings,
   nodeSettingsFromFlags,
@@ -15,6 +14,7 @@ import {
 import { loadNodeSettings } from '../../../src/daemon/daemon-verb';
 import { NODE_SETTINGS_FILE } from '../../../src/state-files';
 import { readSmallFile } from '../../../src/sys/safe-file';
+import { useTempDir } from '../../support/temp-dir';
 
 const F = '/run/cni-announcer/announcer.conf';
 
@@ -93,10 +93,7 @@ describe('nodeSettingsFromFlags (announcer install)', () => {
 describe('loadNodeSettings: the stateDir file, read root-only', () => {
   let dir: string;
   const read = (path: string, max: number) => readSmallFile(path, max, process.geteuid!());
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'node-settings-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('node-settings-', (d) => (dir = d));
 
   it('the file over defaults; no file: defaults', () => {
     expect(loadNodeSettings(dir, read)).toEqual({ ok: true, settings: { idleExitMs: 30000, logLevel: 'info' } });

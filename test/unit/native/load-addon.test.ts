@@ -1,9 +1,9 @@
-import { fstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { fstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { addonDirs, loadKoffiAddon, systemAddonLoader, type AddonLoaderDeps } from '../../../src/native/load-addon';
+import { useTempDir } from '../../support/temp-dir';
 
 const require = createRequire(import.meta.url);
 /** koffi's real prebuilt addon for this machine, as the build embeds it. */
@@ -35,6 +35,19 @@ function recordingLoader() {
   return { deps, fds, seen };
 }
 
+/** Steps that write into nothing and load an addon of `version`, recording the bytes written. */
+function fakeSteps(version: string) {
+  const written: Uint8Array[] = [];
+  const closed: number[] = [];
+  const deps: AddonLoaderDeps = {
+    openAnonymous: () => 42,
+    write: (_fd, content) => void written.push(content),
+    dlopen: (loaded) => void (loaded.exports = { version }),
+    close: (fd) => void closed.push(fd),
+  };
+  return { deps, written, closed };
+}
+
 function isOpen(fd: number): boolean {
   try {
     fstatSync(fd);
@@ -46,10 +59,7 @@ function isOpen(fd: number): boolean {
 
 describe('loadKoffiAddon: the anonymous file', () => {
   let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-addon-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('announcer-addon-', (d) => (dir = d));
 
   it('loads a real addon from an anonymous file, leaves nothing in the directory and closes its fd', () => {
     const { deps, fds, seen } = recordingLoader();
@@ -108,16 +118,9 @@ describe('loadKoffiAddon: the anonymous file', () => {
   });
 
   it('closes the fd when the write fails', () => {
-    const closed: number[] = [];
-    const deps: AddonLoaderDeps = {
-      openAnonymous: () => 42,
-      write: () => {
-        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-      },
-      dlopen: () => {
-        throw new Error('not reached');
-      },
-      close: (fd) => void closed.push(fd),
+    const { deps, closed } = fakeSteps(KOFFI_VERSION);
+    deps.write = () => {
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     };
     expect(() => loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/full'], deps)).toThrow(
       'cannot load the koffi addon from an anonymous file (/full: ENOSPC: no space left on device, write)',
@@ -146,18 +149,6 @@ describe('loadKoffiAddon, by default', () => {
 });
 
 describe('loadKoffiAddon, faked', () => {
-  /** Steps that write into nothing and load an addon of `version`, recording the bytes written. */
-  function fakeSteps(version: string): { deps: AddonLoaderDeps; written: Uint8Array[] } {
-    const written: Uint8Array[] = [];
-    const deps: AddonLoaderDeps = {
-      openAnonymous: () => 42,
-      write: (_fd, content) => void written.push(content),
-      dlopen: (loaded) => void (loaded.exports = { version }),
-      close: () => undefined,
-    };
-    return { deps, written };
-  }
-
   it('writes the bytes of the file it was given', () => {
     const { deps, written } = fakeSteps(KOFFI_VERSION);
     expect(loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, ['/x'], deps)).toEqual({ version: KOFFI_VERSION });

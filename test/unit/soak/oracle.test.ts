@@ -84,21 +84,33 @@ function input(c: Cycle, frames: BuiltFrame[], faults: FaultRecord[] = []): Orac
 }
 
 const violations = (rows: Row[], n: number): string[] => rows[n - 1]!.violations.map((v) => v.what);
+/** A SIGKILL of the announcer at `t` ms. */
+const kill = (t: number): FaultRecord => ({
+  kind: 'SIGKILL',
+  at: T0 + t,
+  end: T0 + t,
+  counted: true,
+  detail: '',
+  killedAt: T0 + t,
+});
+
+const frame = (f: Partial<Frame>): Frame => ({
+  number: 1,
+  time: 1,
+  length: 42,
+  eth: { src: OWN, dst: 'ff:ff:ff:ff:ff:ff', type: 0x806 },
+  expert: [],
+  malformed: false,
+  ...f,
+});
+/** An ARP frame of `op` from `mac`. */
+const arp = (op: number, senderIp: string, targetIp: string, mac = OWN) =>
+  frame({
+    eth: { src: mac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x806 },
+    arp: { opcode: op, senderMac: mac, senderIp, targetMac: '00:00:00:00:00:00', targetIp, isGratuitous: false },
+  });
 
 describe('which frames the announcer builds', () => {
-  const frame = (f: Partial<Frame>): Frame => ({
-    number: 1,
-    time: 1,
-    length: 42,
-    eth: { src: OWN, dst: 'ff:ff:ff:ff:ff:ff', type: 0x806 },
-    expert: [],
-    malformed: false,
-    ...f,
-  });
-  const arp = (op: number, senderIp: string, targetIp: string) =>
-    frame({
-      arp: { opcode: op, senderMac: OWN, senderIp, targetMac: '00:00:00:00:00:00', targetIp, isGratuitous: false },
-    });
   const nd = (type: number, src: string, target: string, dst = '33:33:00:00:00:01', hopLimit = 255) =>
     frame({
       eth: { src: OWN, dst, type: 0x86dd },
@@ -130,35 +142,13 @@ describe('which frames the announcer builds', () => {
   it("a frame of an IP-derived MAC belongs to the worker's last pod that had started by then", () => {
     const first = cycle({ ipDerived: true });
     const second = cycle({ ipDerived: true }, { seq: 1, start: T0 + 5000, originalMac: '02:00:00:00:00:0b' });
-    const at = (t: number): Frame => ({
-      ...arpFrame(DERIVED),
-      time: (T0 + t) / 1000,
-    });
+    const at = (t: number): Frame => ({ ...arp(1, '10.88.7.10', '10.88.7.10', DERIVED), time: (T0 + t) / 1000 });
     const { of, unplaced } = framesByCycle([at(3000), at(6000), at(-5)], [first, second], GW);
     expect(of.get(first)!.map((f) => f.t - T0)).toEqual([3000]);
     expect(of.get(second)!.map((f) => f.t - T0)).toEqual([6000]);
     expect(unplaced).toHaveLength(1);
   });
 });
-
-function arpFrame(mac: string): Frame {
-  return {
-    number: 1,
-    time: 0,
-    length: 42,
-    eth: { src: mac, dst: 'ff:ff:ff:ff:ff:ff', type: 0x806 },
-    arp: {
-      opcode: 1,
-      senderMac: mac,
-      senderIp: '10.88.7.10',
-      targetMac: '',
-      targetIp: '10.88.7.10',
-      isGratuitous: true,
-    },
-    expert: [],
-    malformed: false,
-  };
-}
 
 describe('round 1 before ADD returned, once (row 2)', () => {
   it('own MAC: one GARP before ADD exited holds; none, or two close together, do not', () => {
@@ -199,14 +189,6 @@ describe('nothing after the DEL was served (rows 3 and 4)', () => {
 
 describe('calls (rows 1 and 6)', () => {
   const stop: FaultRecord = { kind: 'SIGSTOP', at: T0 + 500, end: T0 + 3000, counted: true, detail: '' };
-  const kill: FaultRecord = {
-    kind: 'SIGKILL',
-    at: T0 + 50,
-    end: T0 + 50,
-    counted: true,
-    detail: '',
-    killedAt: T0 + 50,
-  };
   const hung = { code: 1, json: { code: 11, msg: 'the announcer … did not answer: no answer within 5000 ms on …' } };
 
   it('waiting out the deadline counts unless a SIGSTOP overlapped the call', () => {
@@ -229,9 +211,9 @@ describe('calls (rows 1 and 6)', () => {
     const dropped = { code: 1, json: { code: 11, msg: 'did not answer: the connection … ended before the answer' } };
     const c = cycle({}, { add: call('ADD', 100, 200, dropped) });
     expect(violations(judge(input(c, [])), 6)[0]).toMatch(/^no answer, no SIGSTOP or SIGKILL/);
-    expect(violations(judge(input(c, [], [kill])), 6)).toEqual([]);
+    expect(violations(judge(input(c, [], [kill(50)])), 6)).toEqual([]);
     const late = cycle({}, { add: call('ADD', 1100, 1200, dropped) });
-    expect(violations(judge(input(late, [], [kill])), 6)).toHaveLength(1);
+    expect(violations(judge(input(late, [], [kill(50)])), 6)).toHaveLength(1);
   });
 
   it("the announcer's own code 11 counts unless an announcer stopped; a DEL left queued is unserved", () => {
@@ -252,15 +234,7 @@ describe('rounds beyond the plan (row 7) and the end (row 5)', () => {
     const c = cycle({ count: 2 });
     const four = [garp(150, OWN), garp(600, OWN, 2), garp(1000, OWN, 3), garp(1400, OWN, 4)];
     expect(violations(judge(input(c, four)), 7)[0]).toMatch(/4 garp .* 2 rounds planned/);
-    const kill: FaultRecord = {
-      kind: 'SIGKILL',
-      at: T0 + 700,
-      end: T0 + 700,
-      counted: true,
-      detail: '',
-      killedAt: T0 + 700,
-    };
-    expect(judge(input(c, four, [kill]))[6]!.checked).toBe(0);
+    expect(judge(input(c, four, [kill(700)]))[6]!.checked).toBe(0);
   });
 
   it('a netns kept alive, a MAC not restored, a record or an announcer left: each one violation', () => {

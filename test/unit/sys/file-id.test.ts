@@ -1,15 +1,12 @@
 // A file's identity, against real files: one file by two paths, another file, and none.
-import { linkSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { linkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fileId, fileIdAt, fileIdOf, sameFile } from '../../../src/sys/file-id';
+import { useTempDir } from '../../support/temp-dir';
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'file-id-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('file-id-', (d) => (dir = d));
 
 describe('file identity', () => {
   it('is one file through a hard link and a symlink, another for another file', () => {

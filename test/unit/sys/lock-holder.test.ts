@@ -2,26 +2,23 @@
 // takes, and a holder this test starts); waiting for that holder through its pidfd (pidfd_open,
 // poll); and the holder's progress stamp.
 import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
 import { flockHolder, lockKey, stampFd, waitForLockHolder } from '../../../src/sys/lock-holder';
+import { useTempDir } from '../../support/temp-dir';
 
 const libc = loadLibc();
 const locks = (): string => readFileSync('/proc/locks', 'latin1');
 
 let dir: string;
 let fd: number;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'lock-holder-'));
+useTempDir('lock-holder-', (d) => {
+  dir = d;
   fd = openSync(join(dir, 'lock'), 'w');
 });
-afterEach(() => {
-  closeSync(fd);
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => closeSync(fd));
 
 describe('flockHolder', () => {
   const text = [

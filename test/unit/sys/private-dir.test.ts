@@ -1,7 +1,6 @@
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   checkPrivateDir,
   ensureDir,
@@ -10,13 +9,11 @@ import {
   UnsafeDirError,
 } from '../../../src/sys/private-dir';
 import { notRoot, skipUnless } from '../../support/skip';
+import { useTempDir } from '../../support/temp-dir';
 
 const uid = process.geteuid!();
 let base: string;
-beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), 'private-dir-'));
-});
-afterEach(() => rmSync(base, { recursive: true, force: true }));
+useTempDir('private-dir-', (d) => (base = d));
 
 describe('checkPrivateDir', () => {
   it('accepts a 0700 directory of this uid under a sticky /tmp, and reports a missing one', () => {

@@ -5,20 +5,17 @@ import {
   constants,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   readSync,
-  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   appendToRegularFile,
   dirProblem,
@@ -32,12 +29,10 @@ import {
   unlinkIfPresent,
 } from '../../../src/sys/safe-file';
 import { isSysError } from '../../../src/sys/sys-error';
+import { useTempDir } from '../../support/temp-dir';
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'safe-file-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('safe-file-', (d) => (dir = d));
 
 describe('replaceFile', () => {
   it('writes the file 0600 and leaves nothing else', () => {
@@ -167,18 +162,15 @@ describe('appendToRegularFile', () => {
 });
 
 describe('installFile', () => {
-  let base: string;
   let source: string;
   let dest: string;
   beforeEach(() => {
-    base = mkdtempSync(join(tmpdir(), 'install-file-'));
-    source = join(base, 'source');
+    source = join(dir, 'source');
     // More than one 1 MiB chunk, with a short last one.
     writeFileSync(source, Buffer.alloc((1 << 20) + 4097, 'ab'));
-    dest = join(base, 'dest');
+    dest = join(dir, 'dest');
     mkdirSync(dest);
   });
-  afterEach(() => rmSync(base, { recursive: true, force: true }));
 
   it('copies the bytes with the mode and leaves no temporary file', () => {
     expect(installFile(source, dest, 'announcer', 0o755)).toBe('installed');
@@ -212,7 +204,7 @@ describe('installFile', () => {
   });
 
   it('replaces a symlink itself, never writing through it', () => {
-    const victim = join(base, 'victim');
+    const victim = join(dir, 'victim');
     writeFileSync(victim, 'keep me');
     symlinkSync(victim, join(dest, 'announcer'));
     expect(installFile(source, dest, 'announcer', 0o755)).toBe('installed');
@@ -227,58 +219,48 @@ describe('installFile', () => {
   });
 
   it('fails on a missing source and creates nothing', () => {
-    expect(() => installFile(join(base, 'nope'), dest, 'announcer', 0o755)).toThrow(/ENOENT/);
+    expect(() => installFile(join(dir, 'nope'), dest, 'announcer', 0o755)).toThrow(/ENOENT/);
     expect(readdirSync(dest)).toEqual([]);
   });
 });
 
 describe('dirProblem', () => {
   it('tells a directory, a missing path and a file apart', () => {
-    const base = mkdtempSync(join(tmpdir(), 'dir-problem-'));
-    try {
-      writeFileSync(join(base, 'file'), '');
-      expect(dirProblem(base)).toBeUndefined();
-      expect(dirProblem(join(base, 'missing'))).toBe('missing');
-      expect(dirProblem(join(base, 'file'))).toBe('not a directory');
-      expect(dirProblem(join(base, 'file', 'below'))).toBe('not a directory');
-    } finally {
-      rmSync(base, { recursive: true, force: true });
-    }
+    writeFileSync(join(dir, 'file'), '');
+    expect(dirProblem(dir)).toBeUndefined();
+    expect(dirProblem(join(dir, 'missing'))).toBe('missing');
+    expect(dirProblem(join(dir, 'file'))).toBe('not a directory');
+    expect(dirProblem(join(dir, 'file', 'below'))).toBe('not a directory');
   });
 });
 
 describe('removeStaleTemps', () => {
   it('removes only old regular files named like its temporary files, and leaves young ones to their installer', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'stale-temps-'));
-    try {
-      const now = Date.now();
-      const old = (name: string) => {
-        writeFileSync(join(dir, name), 'x');
-        utimesSync(join(dir, name), new Date(now - 3_600_000), new Date(now - 3_600_000));
-      };
-      old('.announcer.tmp-0123456789ab');
-      old('.announcer.tmp-nothex000000');
-      old('.announcer.tmp-0123456789abc');
-      old('.THIRD_PARTY_NOTICES.tmp-0123456789ab');
-      old('announcer');
-      writeFileSync(join(dir, '.announcer.tmp-ffffffffffff'), 'young');
-      mkdirSync(join(dir, '.announcer.tmp-aaaaaaaaaaaa'));
-      symlinkSync('/etc/hostname', join(dir, '.announcer.tmp-bbbbbbbbbbbb'));
-      expect(removeStaleTemps(dir, 'announcer', 600_000, now)).toEqual(['.announcer.tmp-0123456789ab']);
-      expect(readdirSync(dir).sort()).toEqual(
-        [
-          '.THIRD_PARTY_NOTICES.tmp-0123456789ab',
-          '.announcer.tmp-0123456789abc',
-          '.announcer.tmp-aaaaaaaaaaaa',
-          '.announcer.tmp-bbbbbbbbbbbb',
-          '.announcer.tmp-ffffffffffff',
-          '.announcer.tmp-nothex000000',
-          'announcer',
-        ].sort(),
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const now = Date.now();
+    const old = (name: string) => {
+      writeFileSync(join(dir, name), 'x');
+      utimesSync(join(dir, name), new Date(now - 3_600_000), new Date(now - 3_600_000));
+    };
+    old('.announcer.tmp-0123456789ab');
+    old('.announcer.tmp-nothex000000');
+    old('.announcer.tmp-0123456789abc');
+    old('.THIRD_PARTY_NOTICES.tmp-0123456789ab');
+    old('announcer');
+    writeFileSync(join(dir, '.announcer.tmp-ffffffffffff'), 'young');
+    mkdirSync(join(dir, '.announcer.tmp-aaaaaaaaaaaa'));
+    symlinkSync('/etc/hostname', join(dir, '.announcer.tmp-bbbbbbbbbbbb'));
+    expect(removeStaleTemps(dir, 'announcer', 600_000, now)).toEqual(['.announcer.tmp-0123456789ab']);
+    expect(readdirSync(dir).sort()).toEqual(
+      [
+        '.THIRD_PARTY_NOTICES.tmp-0123456789ab',
+        '.announcer.tmp-0123456789abc',
+        '.announcer.tmp-aaaaaaaaaaaa',
+        '.announcer.tmp-bbbbbbbbbbbb',
+        '.announcer.tmp-ffffffffffff',
+        '.announcer.tmp-nothex000000',
+        'announcer',
+      ].sort(),
+    );
   });
 
   it('recognises exactly the names installFile gives its temporary files', () => {

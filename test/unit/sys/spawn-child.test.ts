@@ -1,18 +1,15 @@
 // spawnChild for real: the child runs in its own session, in /, with the environment given alone,
 // stdio on /dev/null and a pipe on fd 3 whose first line (or end) resolves the spawn; an
 // executable that does not exist is no throw, but a rejection.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawnChild } from '../../../src/sys/spawn-child';
 import { until } from '../shim/fakes';
+import { useTempDir } from '../../support/temp-dir';
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'spawn-child-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('spawn-child-', (d) => (dir = d));
 
 describe('spawnChild', () => {
   it('starts the command detached, in /, with the env given and nothing else', async () => {

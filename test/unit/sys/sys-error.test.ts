@@ -58,16 +58,6 @@ describe('isSysError and hasErrno', () => {
   });
 });
 
-describe('errno names shared by two constants', () => {
-  it('uses the usual name: EAGAIN, not EWOULDBLOCK; ENOTSUP, not EOPNOTSUPP', () => {
-    const again = new SysError('RTM_NEWLINK', 11);
-    expect(again.code).toBe('EAGAIN');
-    expect(again.message).toBe('RTM_NEWLINK: EAGAIN');
-    expect(hasErrno(again, 'EAGAIN')).toBe(true);
-    expect(new SysError('sendto', 95).code).toBe('ENOTSUP');
-  });
-});
-
 describe('sysErrorFrom', () => {
   it('carries the errno of a node:fs error, and the error as its cause', () => {
     const fsError = Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT', errno: -2 });

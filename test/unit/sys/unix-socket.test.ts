@@ -1,19 +1,19 @@
 // The announcer socket's syscalls for real, in a temp dir: a SOCK_STREAM
 // socket mode 0600, SO_PEERCRED, bytes both ways in pieces, a full buffer,
 // end of stream, EPIPE without SIGPIPE, and poll(2) for input and room.
-import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readlinkSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
 import { sockaddrUn, SUN_PATH_MAX, withSocketAddress } from '../../../src/sys/unix-socket';
+import { useTempDir } from '../../support/temp-dir';
 
 const libc = loadLibc();
 let dir: string;
 let opened: number[];
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'unix-socket-'));
+useTempDir('unix-socket-', (d) => {
+  dir = d;
   opened = [];
 });
 afterEach(() => {
@@ -24,7 +24,6 @@ afterEach(() => {
       // closed by the test
     }
   }
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const track = (fd: number): number => (opened.push(fd), fd);

@@ -2,162 +2,119 @@ import { describe, it, expect } from 'vitest';
 import { arpProbe, arpRequest, classifyArp, gratuitousArp, parseArp } from '../../../src/wire/arp';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
-const MAC = bytes('02420a580005'); // 02:42:0a:58:00:05
-const IP = bytes('0a580005'); // 10.88.0.5
+const OURS = '02420a580005'; // the pod's interface: the builders' MAC, the probing interface
+const SIBLING = '02420a590007'; // another interface of the same pod
+const OTHER = '525400123456'; // a live host
+const THIRD = '5254000000aa';
+const PROBED = '0a580005'; // 10.88.0.5: the builders' address, the address probed
+const ALSO_PROBED = '0a580006'; // 10.88.0.6
+const GATEWAY = '0a580001'; // 10.88.0.1
+const ZERO_IP = '00000000';
+const ZERO_MAC = '000000000000';
+const MAC = bytes(OURS);
+const IP = bytes(PROBED);
 
-// Hand-assembled from RFC 826 / RFC 5227; both decoded by tshark as "[Is gratuitous: True]".
-const REQUEST = [
-  'ffffffffffff', // eth dst: broadcast
-  '02420a580005', // eth src
-  '0806', // ethertype ARP
-  '0001', // htype Ethernet
-  '0800', // ptype IPv4
-  '06', // hlen
-  '04', // plen
-  '0001', // op request
-  '02420a580005', // sha
-  '0a580005', // spa 10.88.0.5
-  '000000000000', // tha zero (RFC 5227 announcement)
-  '0a580005', // tpa = spa
-].join('');
+/**
+ * A hand-built Ethernet/IPv4 ARP frame (RFC 826): Ethernet dst (broadcast unless given), src (the sender MAC unless
+ * given), ethertype 0806; htype 1, ptype 0800, hlen 6, plen 4, op; sha, spa, tha, tpa.
+ */
+function frame(f: {
+  op: 1 | 2 | 3;
+  sha: string;
+  spa: string;
+  tha: string;
+  tpa: string;
+  dst?: string;
+  src?: string;
+}): Buffer {
+  return bytes(
+    `${f.dst ?? 'ffffffffffff'}${f.src ?? f.sha}0806 0001 0800 06 04 000${f.op} ${f.sha}${f.spa}${f.tha}${f.tpa}`,
+  );
+}
 
-const REPLY = [
-  'ffffffffffff',
-  '02420a580005',
-  '0806',
-  '0001',
-  '0800',
-  '06',
-  '04',
-  '0002', // op reply
-  '02420a580005', // sha
-  '0a580005', // spa
-  '02420a580005', // tha = sha
-  '0a580005', // tpa = spa
-].join('');
+// RFC 5227 announcement (tha zero, tpa = spa) and its reply form (tha = sha): tshark decodes both as
+// "[Is gratuitous: True]".
+const REQUEST = frame({ op: 1, sha: OURS, spa: PROBED, tha: ZERO_MAC, tpa: PROBED });
+const REPLY = frame({ op: 2, sha: OURS, spa: PROBED, tha: OURS, tpa: PROBED });
+// RFC 5227 §2.1.1: tshark decodes it as "Who has 10.88.0.5? Tell 0.0.0.0", [Is probe: True].
+const PROBE = frame({ op: 1, sha: OURS, spa: ZERO_IP, tha: ZERO_MAC, tpa: PROBED });
+// RFC 826: tshark decodes it as "Who has 10.88.0.1? Tell 10.88.0.5" (not gratuitous, no probe).
+const GATEWAY_REQUEST = frame({ op: 1, sha: OURS, spa: PROBED, tha: ZERO_MAC, tpa: GATEWAY });
 
-describe('gratuitousArp', () => {
-  it('builds the 42-byte RFC 5227 announcement (op 1)', () => {
-    const frame = gratuitousArp({ mac: MAC, ip: IP, op: 'request' });
-    expect(frame.length).toBe(42);
-    expect(frame.toString('hex')).toBe(REQUEST);
-  });
-
-  it('builds the 42-byte reply form (op 2, tha = sha)', () => {
-    const frame = gratuitousArp({ mac: MAC, ip: IP, op: 'reply' });
-    expect(frame.length).toBe(42);
-    expect(frame.toString('hex')).toBe(REPLY);
+describe('the ARP builders: 42-byte broadcast frames from the pod MAC', () => {
+  it.each([
+    [
+      'gratuitousArp builds the RFC 5227 announcement (op 1)',
+      () => gratuitousArp({ mac: MAC, ip: IP, op: 'request' }),
+      REQUEST,
+    ],
+    [
+      'gratuitousArp builds the reply form (op 2, tha = sha)',
+      () => gratuitousArp({ mac: MAC, ip: IP, op: 'reply' }),
+      REPLY,
+    ],
+    [
+      'arpProbe builds the RFC 5227 probe: sender IP 0.0.0.0, target MAC zero',
+      () => arpProbe({ mac: MAC, ip: IP }),
+      PROBE,
+    ],
+    [
+      'arpRequest builds the request for the target from the pod address',
+      () => arpRequest({ mac: MAC, ip: IP, targetIp: bytes(GATEWAY) }),
+      GATEWAY_REQUEST,
+    ],
+  ])('%s', (_what, build, expected) => {
+    expect(build().toString('hex')).toBe(expected.toString('hex'));
   });
 
   it('returns fresh frames that do not alias shared constants', () => {
     gratuitousArp({ mac: MAC, ip: IP, op: 'request' }).fill(0);
-    expect(gratuitousArp({ mac: MAC, ip: IP, op: 'request' }).toString('hex')).toBe(REQUEST);
+    expect(gratuitousArp({ mac: MAC, ip: IP, op: 'request' }).toString('hex')).toBe(REQUEST.toString('hex'));
   });
 
-  it('rejects bad lengths', () => {
-    expect(() => gratuitousArp({ mac: bytes('02420a5800'), ip: IP, op: 'request' })).toThrow(
-      new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'),
-    );
-    expect(() => gratuitousArp({ mac: MAC, ip: bytes('fd000088000000000000000000000005'), op: 'request' })).toThrow(
+  const GW = bytes(GATEWAY);
+  const SHORT_MAC = bytes('02420a5800');
+  const MULTICAST = bytes('01005e000001');
+  const senderMac = new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)');
+  it.each([
+    ['gratuitousArp: a short MAC', () => gratuitousArp({ mac: SHORT_MAC, ip: IP, op: 'request' }), senderMac],
+    [
+      'gratuitousArp: an IPv6 address',
+      () => gratuitousArp({ mac: MAC, ip: bytes('fd000088000000000000000000000005'), op: 'request' }),
       new RangeError('ARP sender IPv4 address must be 4 bytes, got 16 (fd000088000000000000000000000005)'),
-    );
-  });
-
-  it('rejects a multicast sender MAC', () => {
-    expect(() => gratuitousArp({ mac: bytes('01005e000001'), ip: IP, op: 'request' })).toThrow(RangeError);
-  });
-});
-
-// Hand-assembled from RFC 5227 §2.1.1; tshark decodes it as an ARP probe
-// ("Who has 10.88.0.5? Tell 0.0.0.0", [Is probe: True]).
-const PROBE = [
-  'ffffffffffff', // eth dst: broadcast
-  '02420a580005', // eth src
-  '0806', // ethertype ARP
-  '0001', // htype Ethernet
-  '0800', // ptype IPv4
-  '06', // hlen
-  '04', // plen
-  '0001', // op request
-  '02420a580005', // sha: ours
-  '00000000', // spa 0.0.0.0
-  '000000000000', // tha zero
-  '0a580005', // tpa: the address probed
-].join('');
-
-describe('arpProbe', () => {
-  it('builds the 42-byte RFC 5227 probe: sender IP 0.0.0.0, target MAC zero, broadcast', () => {
-    const frame = arpProbe({ mac: MAC, ip: IP });
-    expect(frame.length).toBe(42);
-    expect(frame.toString('hex')).toBe(PROBE);
-  });
-
-  it('rejects bad lengths and a multicast sender MAC', () => {
-    expect(() => arpProbe({ mac: bytes('02420a5800'), ip: IP })).toThrow(
-      new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'),
-    );
-    expect(() => arpProbe({ mac: MAC, ip: bytes('0a5800') })).toThrow(
+    ],
+    ['gratuitousArp: a multicast MAC', () => gratuitousArp({ mac: MULTICAST, ip: IP, op: 'request' }), RangeError],
+    ['arpProbe: a short MAC', () => arpProbe({ mac: SHORT_MAC, ip: IP }), senderMac],
+    [
+      'arpProbe: a short address',
+      () => arpProbe({ mac: MAC, ip: bytes('0a5800') }),
       new RangeError('ARP target IPv4 address must be 4 bytes, got 3 (0a5800)'),
-    );
-    expect(() => arpProbe({ mac: bytes('01005e000001'), ip: IP })).toThrow(RangeError);
-  });
-});
-
-// Hand-assembled from RFC 826; tshark decodes it as "Who has 10.88.0.1? Tell 10.88.0.5" (not gratuitous, no probe).
-const GATEWAY_REQUEST = [
-  'ffffffffffff', // eth dst: broadcast
-  '02420a580005', // eth src
-  '0806', // ethertype ARP
-  '0001', // htype Ethernet
-  '0800', // ptype IPv4
-  '06', // hlen
-  '04', // plen
-  '0001', // op request
-  '02420a580005', // sha: the pod
-  '0a580005', // spa: the pod's address, 10.88.0.5
-  '000000000000', // tha zero
-  '0a580001', // tpa: the gateway, 10.88.0.1
-].join('');
-
-describe('arpRequest', () => {
-  it('builds the 42-byte broadcast request for the target from the pod MAC and address', () => {
-    const frame = arpRequest({ mac: MAC, ip: IP, targetIp: bytes('0a580001') });
-    expect(frame.length).toBe(42);
-    expect(frame.toString('hex')).toBe(GATEWAY_REQUEST);
-  });
-
-  it('rejects bad lengths and a multicast sender MAC', () => {
-    const GW = bytes('0a580001');
-    expect(() => arpRequest({ mac: bytes('02420a5800'), ip: IP, targetIp: GW })).toThrow(
-      new RangeError('ARP sender MAC must be 6 bytes, got 5 (02420a5800)'),
-    );
-    expect(() => arpRequest({ mac: MAC, ip: bytes('0a5800'), targetIp: GW })).toThrow(
+    ],
+    ['arpProbe: a multicast MAC', () => arpProbe({ mac: MULTICAST, ip: IP }), RangeError],
+    ['arpRequest: a short MAC', () => arpRequest({ mac: SHORT_MAC, ip: IP, targetIp: GW }), senderMac],
+    [
+      'arpRequest: a short sender address',
+      () => arpRequest({ mac: MAC, ip: bytes('0a5800'), targetIp: GW }),
       new RangeError('ARP sender IPv4 address must be 4 bytes, got 3 (0a5800)'),
-    );
-    expect(() => arpRequest({ mac: MAC, ip: IP, targetIp: bytes('0a58000100') })).toThrow(
+    ],
+    [
+      'arpRequest: a long target address',
+      () => arpRequest({ mac: MAC, ip: IP, targetIp: bytes('0a58000100') }),
       new RangeError('ARP target IPv4 address must be 4 bytes, got 5 (0a58000100)'),
-    );
-    expect(() => arpRequest({ mac: bytes('01005e000001'), ip: IP, targetIp: GW })).toThrow(RangeError);
+    ],
+    ['arpRequest: a multicast MAC', () => arpRequest({ mac: MULTICAST, ip: IP, targetIp: GW }), RangeError],
+  ])('rejects %s', (_what, build, error) => {
+    expect(build).toThrow(error);
   });
 });
 
 describe('parseArp', () => {
+  const PROBE_HEX = PROBE.toString('hex');
   // A unicast reply to the probe above from 52:54:00:12:34:56, padded to 60 bytes by its sender.
-  const REPLY_TO_PROBE = [
-    '02420a580005', // eth dst: the prober
-    '525400123456', // eth src
-    '0806',
-    '0001',
-    '0800',
-    '06',
-    '04',
-    '0002', // op reply
-    '525400123456', // sha
-    '0a580005', // spa: the address
-    '02420a580005', // tha: the prober
-    '00000000', // tpa 0.0.0.0
-    '00'.repeat(18), // Ethernet padding
-  ].join('');
+  const REPLY_TO_PROBE = Buffer.concat([
+    frame({ op: 2, sha: OTHER, spa: PROBED, tha: OURS, tpa: ZERO_IP, dst: OURS }),
+    Buffer.alloc(18),
+  ]).toString('hex');
 
   it('reads every field of a padded reply', () => {
     const p = parseArp(bytes(REPLY_TO_PROBE))!;
@@ -196,46 +153,21 @@ describe('parseArp', () => {
   });
 
   it('reads a frame that sits inside a larger buffer', () => {
-    const big = Buffer.concat([bytes('aabbcc'), bytes(PROBE)]);
+    const big = Buffer.concat([bytes('aabbcc'), PROBE]);
     expect(parseArp(big.subarray(3))?.targetIp.toString('hex')).toBe('0a580005');
   });
 
   it.each([
-    ['a short frame', PROBE.slice(0, 82)],
-    ['another ethertype', PROBE.replace('0806', '86dd')],
-    ['another hardware type', PROBE.replace('08060001', '08060006')],
-    ['another protocol type', PROBE.replace('00010800', '000186dd')],
-    ['another hardware length', PROBE.replace('08000604', '08000804')],
-    ['another protocol length', PROBE.replace('08000604', '08000610')],
+    ['a short frame', PROBE_HEX.slice(0, 82)],
+    ['another ethertype', PROBE_HEX.replace('0806', '86dd')],
+    ['another hardware type', PROBE_HEX.replace('08060001', '08060006')],
+    ['another protocol type', PROBE_HEX.replace('00010800', '000186dd')],
+    ['another hardware length', PROBE_HEX.replace('08000604', '08000804')],
+    ['another protocol length', PROBE_HEX.replace('08000604', '08000610')],
   ])('ignores %s', (_, hex) => {
     expect(parseArp(bytes(hex))).toBeUndefined();
   });
 });
-
-const OURS = '02420a580005'; // the probing interface
-const SIBLING = '02420a590007'; // another interface of the same pod
-const OTHER = '525400123456'; // a live host
-const THIRD = '5254000000aa';
-const PROBED = '0a580005'; // 10.88.0.5
-const ALSO_PROBED = '0a580006'; // 10.88.0.6
-const GATEWAY = '0a580001'; // 10.88.0.1
-const ZERO_IP = '00000000';
-const ZERO_MAC = '000000000000';
-
-/** A hand-built Ethernet/IPv4 ARP frame; the Ethernet source is the sender MAC unless given. */
-function frame(f: {
-  op: 1 | 2 | 3;
-  sha: string;
-  spa: string;
-  tha: string;
-  tpa: string;
-  dst?: string;
-  src?: string;
-}): Buffer {
-  return bytes(
-    `${f.dst ?? 'ffffffffffff'}${f.src ?? f.sha}0806 0001 0800 06 04 000${f.op} ${f.sha}${f.spa}${f.tha}${f.tpa}`,
-  );
-}
 
 const probing = [bytes(PROBED), bytes(ALSO_PROBED)];
 const ownMacs = [bytes(OURS), bytes(SIBLING)];

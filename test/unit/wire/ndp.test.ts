@@ -16,47 +16,25 @@ const IP = bytes('fd000088000000000000000000000005'); // fd00:88::5
  */
 function na(src: string, mac: string, checksum: string, flags: string): string {
   return [
-    '333300000001', // eth dst: ff02::1 group
-    mac, // eth src
-    '86dd', // ethertype IPv6
-    '60000000', // version 6, traffic class 0, flow label 0
-    '0020', // payload length 32
-    '3a', // next header ICMPv6
-    'ff', // hop limit 255
-    src, // source = target address
-    'ff020000000000000000000000000001', // destination ff02::1
-    '88', // type 136
-    '00', // code
-    checksum,
-    flags, // R S O bits
-    '000000', // reserved
-    src, // target address
-    '02', // option: target link-layer address
-    '01', // length 1 (8 bytes)
-    mac,
-  ].join('');
+    `333300000001 ${mac} 86dd`, // Ethernet: to the ff02::1 group, from the MAC, IPv6
+    `60000000 0020 3a ff ${src} ff020000000000000000000000000001`, // version 6, payload 32, ICMPv6, hop limit 255
+    `88 00 ${checksum} ${flags}000000 ${src}`, // type 136, code 0, checksum, R S O flags, reserved, target = source
+    `02 01 ${mac}`, // option: target link-layer address, length 1 (8 bytes)
+  ]
+    .join('')
+    .replace(/ /g, '');
 }
 
 describe('unsolicitedNeighborAdvert', () => {
-  it('builds the 86-byte NA with O=1 (checksum 0x4ee5)', () => {
-    const frame = unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router: false, override: true });
-    expect(frame.length).toBe(86);
-    expect(frame.toString('hex')).toBe(na('fd000088000000000000000000000005', '02420a580005', '4ee5', '20'));
-  });
-
-  it('sets R and O (checksum 0xcee4)', () => {
-    const frame = unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router: true, override: true });
-    expect(frame.toString('hex')).toBe(na('fd000088000000000000000000000005', '02420a580005', 'cee4', 'a0'));
-  });
-
-  it('clears all flags (checksum 0x6ee5)', () => {
-    const frame = unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router: false, override: false });
-    expect(frame.toString('hex')).toBe(na('fd000088000000000000000000000005', '02420a580005', '6ee5', '00'));
-  });
-
-  it('sets R alone (0x80) and never S (0x40)', () => {
-    const frame = unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router: true, override: false });
-    expect(frame[14 + 40 + 4]).toBe(0x80);
+  const FD = 'fd000088000000000000000000000005';
+  it.each([
+    ['O=1', '4ee5', false, true, '20'],
+    ['R and O', 'cee4', true, true, 'a0'],
+    ['no flag', '6ee5', false, false, '00'],
+    ['R alone, never S (0x40)', 'eee4', true, false, '80'],
+  ])('builds the 86-byte NA with %s (checksum 0x%s)', (_flags, checksum, router, override, flags) => {
+    const frame = unsolicitedNeighborAdvert({ mac: MAC, ip: IP, router, override });
+    expect(frame.toString('hex')).toBe(na(FD, '02420a580005', checksum, flags));
   });
 
   it('builds a link-local NA whose checksum needs a multi-carry fold (0xd40c)', () => {
@@ -69,27 +47,20 @@ describe('unsolicitedNeighborAdvert', () => {
     expect(frame.toString('hex')).toBe(na('fe800000000000000000000000000001', '0a5867cc136b', 'd40c', '20'));
   });
 
-  it('rejects bad lengths', () => {
-    expect(() => unsolicitedNeighborAdvert({ mac: MAC, ip: bytes('0a580005'), router: false, override: true })).toThrow(
-      new RangeError('NA target IPv6 address must be 16 bytes, got 4 (0a580005)'),
+  it.each([
+    ['a short target', bytes('0a580005'), MAC, 'NA target IPv6 address must be 16 bytes, got 4 (0a580005)'],
+    ['a short MAC', IP, bytes('0242'), 'NA link-layer address must be 6 bytes, got 2 (0242)'],
+    [
+      'a multicast target',
+      bytes('ff020000000000000000000000000001'),
+      MAC,
+      'NA target ff02::1 must be a unicast address',
+    ],
+    ['the unspecified target', new Uint8Array(16), MAC, 'NA target :: must be a unicast address'],
+  ])('rejects %s', (_what, ip, mac, message) => {
+    expect(() => unsolicitedNeighborAdvert({ mac, ip, router: false, override: true })).toThrow(
+      new RangeError(message),
     );
-    expect(() => unsolicitedNeighborAdvert({ mac: bytes('0242'), ip: IP, router: false, override: true })).toThrow(
-      new RangeError('NA link-layer address must be 6 bytes, got 2 (0242)'),
-    );
-  });
-
-  it('rejects multicast and unspecified targets', () => {
-    expect(() =>
-      unsolicitedNeighborAdvert({
-        mac: MAC,
-        ip: bytes('ff020000000000000000000000000001'),
-        router: false,
-        override: true,
-      }),
-    ).toThrow(new RangeError('NA target ff02::1 must be a unicast address'));
-    expect(() =>
-      unsolicitedNeighborAdvert({ mac: MAC, ip: new Uint8Array(16), router: false, override: true }),
-    ).toThrow(new RangeError('NA target :: must be a unicast address'));
   });
 });
 
@@ -100,24 +71,14 @@ describe('unsolicitedNeighborAdvert', () => {
 function ns(f: { src: string; target: string; mac: string; checksum: string }): string {
   const low24 = f.target.slice(26);
   return [
-    `3333ff${low24}`, // eth dst: the solicited-node group's Ethernet group
-    f.mac, // eth src
-    '86dd', // ethertype IPv6
-    '60000000', // version 6, traffic class 0, flow label 0
-    '0020', // payload length 32
-    '3a', // next header ICMPv6
-    'ff', // hop limit 255
-    f.src, // source: the pod's address
-    `ff0200000000000000000001ff${low24}`, // destination: ff02::1:ff00:0/104 + the target's low 24 bits
-    '87', // type 135
-    '00', // code
-    f.checksum,
-    '00000000', // reserved
-    f.target, // target address: the gateway
-    '01', // option: source link-layer address
-    '01', // length 1 (8 bytes)
-    f.mac,
-  ].join('');
+    `3333ff${low24} ${f.mac} 86dd`, // Ethernet: to the solicited-node group's Ethernet group, from the MAC, IPv6
+    `60000000 0020 3a ff ${f.src}`, // version 6, payload 32, ICMPv6, hop limit 255, from the pod's address
+    `ff0200000000000000000001ff${low24}`, // to ff02::1:ff00:0/104 + the target's low 24 bits
+    `87 00 ${f.checksum} 00000000 ${f.target}`, // type 135, code 0, checksum, reserved, target: the gateway
+    `01 01 ${f.mac}`, // option: source link-layer address, length 1 (8 bytes)
+  ]
+    .join('')
+    .replace(/ /g, '');
 }
 
 describe('neighborSolicitation', () => {
@@ -152,32 +113,18 @@ describe('neighborSolicitation', () => {
     );
   });
 
-  it('rejects bad lengths', () => {
-    expect(() => neighborSolicitation({ mac: bytes('0242'), ip: IP, target: GATEWAY })).toThrow(
-      new RangeError('NS link-layer address must be 6 bytes, got 2 (0242)'),
-    );
-    expect(() => neighborSolicitation({ mac: MAC, ip: bytes('0a580005'), target: GATEWAY })).toThrow(
-      new RangeError('NS source IPv6 address must be 16 bytes, got 4 (0a580005)'),
-    );
-    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: bytes('0a580001') })).toThrow(
-      new RangeError('NS target IPv6 address must be 16 bytes, got 4 (0a580001)'),
-    );
-  });
-
-  it('rejects an unspecified or multicast source and target', () => {
-    const ALL_NODES = bytes('ff020000000000000000000000000001');
-    expect(() => neighborSolicitation({ mac: MAC, ip: new Uint8Array(16), target: GATEWAY })).toThrow(
-      new RangeError('NS source :: must be a unicast address'),
-    );
-    expect(() => neighborSolicitation({ mac: MAC, ip: ALL_NODES, target: GATEWAY })).toThrow(
-      new RangeError('NS source ff02::1 must be a unicast address'),
-    );
-    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: ALL_NODES })).toThrow(
-      new RangeError('NS target ff02::1 must be a unicast address'),
-    );
-    expect(() => neighborSolicitation({ mac: MAC, ip: IP, target: new Uint8Array(16) })).toThrow(
-      new RangeError('NS target :: must be a unicast address'),
-    );
+  const ALL_NODES = bytes('ff020000000000000000000000000001');
+  const UNSPECIFIED = new Uint8Array(16);
+  it.each([
+    ['a short MAC', bytes('0242'), IP, GATEWAY, 'NS link-layer address must be 6 bytes, got 2 (0242)'],
+    ['a short source', MAC, bytes('0a580005'), GATEWAY, 'NS source IPv6 address must be 16 bytes, got 4 (0a580005)'],
+    ['a short target', MAC, IP, bytes('0a580001'), 'NS target IPv6 address must be 16 bytes, got 4 (0a580001)'],
+    ['an unspecified source', MAC, UNSPECIFIED, GATEWAY, 'NS source :: must be a unicast address'],
+    ['a multicast source', MAC, ALL_NODES, GATEWAY, 'NS source ff02::1 must be a unicast address'],
+    ['a multicast target', MAC, IP, ALL_NODES, 'NS target ff02::1 must be a unicast address'],
+    ['an unspecified target', MAC, IP, UNSPECIFIED, 'NS target :: must be a unicast address'],
+  ])('rejects %s', (_what, mac, ip, target, message) => {
+    expect(() => neighborSolicitation({ mac, ip, target })).toThrow(new RangeError(message));
   });
 
   it('rejects a multicast source MAC', () => {
@@ -192,22 +139,14 @@ describe('parseNeighborAdvert', () => {
    * 52:54:00:12:34:56", "[Checksum Status: Good]".
    */
   const ANSWER = [
-    '02420a580005', // eth dst: the pod
-    '525400123456', // eth src: the gateway
-    '86dd',
-    '60000000',
-    '0020', // payload length 32
-    '3a', // next header ICMPv6
-    'ff', // hop limit 255
-    'fd000088000000000000000000000001', // source fd00:88::1
-    'fd000088000000000000000000000005', // destination fd00:88::5
-    '88', // type 136
-    '00', // code
-    '1645', // checksum
-    'e0000000', // R S O, reserved
-    'fd000088000000000000000000000001', // target fd00:88::1
-    '0201525400123456', // target link-layer address option
-  ].join('');
+    '02420a580005 525400123456 86dd', // Ethernet: to the pod, from the gateway, IPv6
+    '60000000 0020 3a ff', // version 6, payload length 32, next header ICMPv6, hop limit 255
+    'fd000088000000000000000000000001 fd000088000000000000000000000005', // from fd00:88::1 to fd00:88::5
+    '88 00 1645 e0000000', // type 136, code 0, checksum, R S O + reserved
+    'fd000088000000000000000000000001 0201525400123456', // target fd00:88::1, target link-layer address option
+  ]
+    .join('')
+    .replace(/ /g, '');
   /** As ANSWER, flags S only, without options (checksum 0x3f0b, tshark: "(sol)"). */
   const BARE = ANSWER.replace('00203aff', '00183aff')
     .replace('1645e0000000', '3f0b40000000')

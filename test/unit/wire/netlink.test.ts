@@ -5,18 +5,9 @@ const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex'
 
 describe('encodeMessage', () => {
   it('writes struct nlmsghdr (len, type, flags, seq, pid 0) in host (little-endian) order and pads to 4', () => {
-    expect(encodeMessage(18, 0x301, 7, bytes('0102030405')).toString('hex')).toBe(
-      bytes(
-        [
-          '15000000', // len 21 = 16 + 5 (unpadded)
-          '1200', // RTM_GETLINK
-          '0103', // NLM_F_REQUEST | NLM_F_DUMP
-          '07000000', // seq
-          '00000000', // pid: the kernel
-          '0102030405 000000',
-        ].join(''),
-      ).toString('hex'),
-    );
+    // len 21 = 16 + 5 (unpadded), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq 7, pid 0 (the kernel); payload, padding
+    const expected = bytes('15000000 1200 0103 07000000 00000000 0102030405 000000');
+    expect(encodeMessage(18, 0x301, 7, bytes('0102030405')).toString('hex')).toBe(expected.toString('hex'));
   });
 });
 

@@ -53,70 +53,51 @@ const ipvlanInfo = (mode: number): Buffer =>
   Buffer.concat([nla(1, cstr('ipvlan')), nla(2 | NLA_F_NESTED, Buffer.concat([nla(1, u16(mode)), nla(2, u16(0))]))]);
 
 describe('parseNestedAttrs', () => {
-  it('walks attributes and skips the padding to 4 bytes', () => {
-    const buf = bytes(
+  it.each([
+    // len 9 type 1 (IFLA_INFO_KIND) "veth\0" + padding to 12; len 8 type 3, u32 42
+    [
+      'walks attributes and skips the padding to 4 bytes',
+      '0900 0100 7665746800 000000 0800 0300 2a000000',
       [
-        '0900 0100', // len 9, type 1 (IFLA_INFO_KIND)
-        '7665746800', // "veth\0"
-        '000000', // padding to 12
-        '0800 0300', // len 8, type 3
-        '2a000000', // u32 42
-      ].join(''),
-    );
-    expect(entries(parseNestedAttrs(buf))).toEqual([
-      [1, '7665746800'],
-      [3, '2a000000'],
-    ]);
-  });
-
-  it('masks NLA_F_NESTED and NLA_F_NET_BYTEORDER out of the type', () => {
-    const buf = bytes(
+        [1, '7665746800'],
+        [3, '2a000000'],
+      ],
+    ],
+    // len 12 type 0x8002 (IFLA_INFO_DATA | NLA_F_NESTED) holding len 6 type 1 u16 1 + padding; len 8 type 0x4005
+    // (5 | NLA_F_NET_BYTEORDER)
+    [
+      'masks NLA_F_NESTED and NLA_F_NET_BYTEORDER out of the type',
+      '0c00 0280 0600 0100 0100 0000 0800 0540 0a580005',
       [
-        '0c00 0280', // len 12, type 0x8002: IFLA_INFO_DATA | NLA_F_NESTED
-        '0600 0100 0100 0000', // nested: len 6, type 1, u16 1, padding
-        '0800 0540', // len 8, type 0x4005: type 5 | NLA_F_NET_BYTEORDER
-        '0a580005',
-      ].join(''),
-    );
-    expect(entries(parseNestedAttrs(buf))).toEqual([
-      [2, '0600010001000000'],
-      [5, '0a580005'],
-    ]);
-  });
-
-  it('accepts a last attribute without trailing padding', () => {
-    const buf = bytes('0800 0100 01020304' + '0500 0200 ff');
-    expect(entries(parseNestedAttrs(buf))).toEqual([
-      [1, '01020304'],
-      [2, 'ff'],
-    ]);
-  });
-
-  it('keeps an empty payload', () => {
-    expect(entries(parseNestedAttrs(bytes('0400 0700')))).toEqual([[7, '']]);
-  });
-
-  it('lets the last attribute of a type win', () => {
-    const buf = bytes('0500 0100 01 000000' + '0500 0100 02 000000');
-    expect(entries(parseNestedAttrs(buf))).toEqual([[1, '02']]);
-  });
-
-  it('stops at an attribute that runs past the end, keeping the ones before', () => {
-    const buf = bytes('0800 0100 01020304' + '0c00 0200 aabbccdd'); // second claims 12 bytes, has 8
-    expect(entries(parseNestedAttrs(buf))).toEqual([[1, '01020304']]);
-  });
-
-  it('stops at a length below the 4-byte header', () => {
-    const buf = bytes('0800 0100 01020304' + '0200 0200 aabbccdd' + '0800 0300 05060708');
-    expect(entries(parseNestedAttrs(buf))).toEqual([[1, '01020304']]);
-  });
-
-  it('ignores a trailing fragment shorter than a header', () => {
-    expect(entries(parseNestedAttrs(bytes('0800 0100 01020304' + '0800 02')))).toEqual([[1, '01020304']]);
-  });
-
-  it('returns an empty map for an empty buffer', () => {
-    expect(parseNestedAttrs(new Uint8Array(0)).size).toBe(0);
+        [2, '0600010001000000'],
+        [5, '0a580005'],
+      ],
+    ],
+    [
+      'accepts a last attribute without trailing padding',
+      '0800 0100 01020304 0500 0200 ff',
+      [
+        [1, '01020304'],
+        [2, 'ff'],
+      ],
+    ],
+    ['keeps an empty payload', '0400 0700', [[7, '']]],
+    ['lets the last attribute of a type win', '0500 0100 01 000000 0500 0100 02 000000', [[1, '02']]],
+    // the second claims 12 bytes, has 8
+    [
+      'stops at an attribute that runs past the end, keeping the ones before',
+      '0800 0100 01020304 0c00 0200 aabbccdd',
+      [[1, '01020304']],
+    ],
+    [
+      'stops at a length below the 4-byte header',
+      '0800 0100 01020304 0200 0200 aabbccdd 0800 0300 05060708',
+      [[1, '01020304']],
+    ],
+    ['ignores a trailing fragment shorter than a header', '0800 0100 01020304 0800 02', [[1, '01020304']]],
+    ['returns an empty map for an empty buffer', '', []],
+  ])('%s', (_what, hex, expected) => {
+    expect(entries(parseNestedAttrs(bytes(hex)))).toEqual(expected);
   });
 
   it('reads a view that starts inside a larger buffer', () => {
@@ -150,15 +131,8 @@ describe('ipvlanMode', () => {
   });
 
   it('reads the hand-assembled l3s linkinfo', () => {
-    const info = bytes(
-      [
-        '0b00 0100', // len 11, IFLA_INFO_KIND
-        '6970766c616e00 00', // "ipvlan\0" + 1 padding
-        '0c00 0280', // len 12, IFLA_INFO_DATA | NLA_F_NESTED
-        '0600 0100 0200 0000', // IFLA_IPVLAN_MODE = 2 (l3s), padding
-      ].join(''),
-    );
-    expect(ipvlanMode(info)).toBe('l3s');
+    // len 11 IFLA_INFO_KIND "ipvlan\0" + 1 padding; len 12 IFLA_INFO_DATA | NLA_F_NESTED: IFLA_IPVLAN_MODE 2 (l3s)
+    expect(ipvlanMode(bytes('0b00 0100 6970766c616e00 00 0c00 0280 0600 0100 0200 0000'))).toBe('l3s');
   });
 
   it("defaults to l3 (the kernel's default) when the mode is absent", () => {
@@ -190,26 +164,19 @@ const u32 = (v: number): Buffer => {
 };
 
 describe('rtnetlink requests', () => {
+  const hex = (spaced: string): string => spaced.replace(/\s/g, '');
+  // ifinfomsg: AF_UNSPEC, index 7 (or 0); IFLA_EXT_MASK (29) = RTEXT_FILTER_SKIP_STATS
   it('asks for one link by index, without statistics', () => {
     expect(getLinkPayload({ index: 7 }).toString('hex')).toBe(
-      [
-        '00 00 0000 07000000 00000000 00000000', // ifinfomsg: AF_UNSPEC, index 7
-        '0800 1d00 08000000', // IFLA_EXT_MASK (29) = RTEXT_FILTER_SKIP_STATS
-      ]
-        .join('')
-        .replace(/\s/g, ''),
+      hex('00 00 0000 07000000 00000000 00000000 0800 1d00 08000000'),
     );
   });
 
   it('asks for one link by name: index 0 and IFLA_IFNAME with its NUL', () => {
+    // IFLA_IFNAME (3) "eth0\0", padded to 12
+    const ifname = '0900 0300 6574683000 000000';
     expect(getLinkPayload({ name: 'eth0' }).toString('hex')).toBe(
-      [
-        '00 00 0000 00000000 00000000 00000000',
-        '0900 0300 6574683000 000000', // IFLA_IFNAME (3) "eth0\0", padded to 12
-        '0800 1d00 08000000',
-      ]
-        .join('')
-        .replace(/\s/g, ''),
+      hex(`00 00 0000 00000000 00000000 00000000 ${ifname} 0800 1d00 08000000`),
     );
   });
 
@@ -220,7 +187,7 @@ describe('rtnetlink requests', () => {
 
   it('sets a MAC with IFLA_ADDRESS (1)', () => {
     expect(setMacPayload(3, bytes('0a580a580005')).toString('hex')).toBe(
-      ['00 00 0000 03000000 00000000 00000000', '0a00 0100 0a580a580005 0000'].join('').replace(/\s/g, ''),
+      hex('00 00 0000 03000000 00000000 00000000 0a00 0100 0a580a580005 0000'),
     );
   });
 });
