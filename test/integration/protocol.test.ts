@@ -67,7 +67,7 @@ interface ProtocolPod extends BridgePod {
 
 async function bridgePod(
   scope: Scope,
-  opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean } = {},
+  opts: { cniVersion?: string; bridgeVersion?: string; ip6?: boolean; settle?: boolean } = {},
 ): Promise<ProtocolPod> {
   const dirs = await announcerDirs(scope);
   const bridgeVersion = opts.bridgeVersion ?? opts.cniVersion ?? '1.0.0';
@@ -76,6 +76,7 @@ async function bridgePod(
     name: `${PREFIX}-net`,
     cniVersion: bridgeVersion,
     ...(opts.ip6 ? { ip6: true } : {}),
+    ...(opts.settle ? { settle: true } : {}),
   });
   const mainConf = { ...pod.conf, cniVersion: opts.cniVersion ?? bridgeVersion };
   return { ...pod, mainConf, dirs, call: { containerId: pod.containerId, netns: pod.netns.path, ifname: 'eth0' } };
@@ -461,7 +462,12 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
     ];
 
     it.each(cases)('$what → $code', async (c) => {
-      const pod = await bridgePod(scope());
+      // Settled (the pod's port forwarding, the bridge's carrier on): the snapshot holds what the kernel does on its
+      // own, before the call, so that it shows only what the call changed.
+      const pod = await bridgePod(scope(), { settle: true });
+      await waitFor(async () => (await listLinks()).find((l) => l.ifname === pod.bridge)?.operstate === 'UP', {
+        what: `${pod.bridge}'s carrier`,
+      });
       await writeFile(join(pod.dirs.dir, 'not-a-netns'), 'just a file\n');
       // A stale entry for the pod's IP: a wrongly successful ADD would repair it.
       await plantStale(pod.bridge, pod.net.v4(5), OLD_MAC);

@@ -171,6 +171,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
       [a, addA!],
       [b, addB!],
     ]);
+    console.info(`stop path "SIGTERM": ${stop.fields.passedOn} passed on, stopMs ${stop.fields.stopMs}`);
   }, 90_000);
 
   const idleTitle =
@@ -205,6 +206,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     expect(await theDaemonOf(files.stateDir)).not.toBe(first);
     expect(await announcerDel(a.att)).toMatchObject({ code: 0 });
     expectRoundOneOnce(await capture.stop(), [[a, add]]);
+    console.info(`stop path "idle exit": ${stop.fields.passedOn} passed on, stopMs ${stop.fields.stopMs}`);
   }, 90_000);
 
   const residentTitle =
@@ -252,7 +254,10 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     expect(await theDaemonOf(files.stateDir)).not.toBe(resident.pid);
     expect(await announcerDel(a.att)).toMatchObject({ code: 0 });
     expectRoundOneOnce(await capture.stop(), [[a, add!]]);
-    console.info(`stop path "resident SIGTERM": exited ${stopTook} ms after SIGTERM (stopMs ${stopped.stopMs})`);
+    console.info(
+      `stop path "resident SIGTERM": ${stopped.passedOn} passed on, stopMs ${stopped.stopMs}, exited ${stopTook} ms ` +
+        'after SIGTERM',
+    );
   }, 90_000);
 
   describe('a hand-over to a second build', () => {
@@ -305,6 +310,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
         [a!, addA!],
         [b!, addB!],
       ]);
+      console.info(`stop path "hand-over": ${stop.fields.passedOn} passed on, stopMs ${stop.fields.stopMs}`);
     }, 90_000);
   });
 
