@@ -18,6 +18,7 @@ import {
 } from '../log';
 import type { BackgroundJob, PodRef } from '../announce/background-job';
 import { podOf } from '../cni/env';
+import type { CommandLog } from './host';
 
 /** Where structured lines go (stdout), and in which format. */
 export interface StdoutLog {
@@ -25,9 +26,6 @@ export interface StdoutLog {
   sink: LogSink;
   now?: () => Date;
 }
-
-/** What a command's logger is made from (src/commands/deps.ts). */
-type CommandIds = Parameters<typeof commandLogger>[1] & { args?: { raw: Record<string, string> } };
 
 /**
  * The announcer's own logger, the factory of per-job loggers that steers it, and the loggers of the commands it runs.
@@ -39,7 +37,7 @@ export function daemonLoggers(
 ): {
   log: Logger;
   jobLog(job: BackgroundJob): Logger;
-  commandLog(config: { logFile?: string | undefined; logLevel: LogLevel }, ids: CommandIds): Logger;
+  commandLog: CommandLog;
 } {
   const out = stdout ? createLogger(stdout.sink, 'info', fields, stdout.now, stdout.format) : undefined;
   const toStdout = (file: Logger, more: Record<string, unknown>): Logger =>

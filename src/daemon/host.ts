@@ -7,15 +7,13 @@ import type { BackgroundJob } from '../announce/background-job';
 import type { AttachmentLocks, CommandContext, HeldLock } from '../announce/context';
 import { inView } from '../announce/session';
 import type { PluginConfig } from '../cni/config';
-import { dispatch } from '../cni/dispatch';
+import { dispatch, type CniPlugin } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { whereToSet } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
-import type { CniPlugin } from '../cni/dispatch';
 import type { Logger, LogLevel } from '../log';
 import type { Libc } from '../sys/libc';
-import { CallerViewError, type CallerView } from '../sys/caller-view';
-import type { CallerViews } from '../sys/caller-view';
+import { CallerViewError, type CallerView, type CallerViews } from '../sys/caller-view';
 import type { Gate } from './admission';
 import type { Announcer } from './daemon';
 
@@ -59,42 +57,30 @@ export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {
     const seen = viewOfCaller(a.views, caller);
     const view = seen instanceof CallerViewError ? a.views.mine : seen;
     const logger = loggerInView(commandLog, view);
-    const ctx = commandContext(a, gate, view, logger, takenAt);
-    const plugin = hostedPlugin(ctx, a.stateDir, seen instanceof CallerViewError ? seen : undefined, (config) =>
-      notes.note(config, logger(config, {})),
-    );
+    // Its waits and lock waits end when its gate stops it.
+    const ctx: CommandContext = {
+      libc: a.libc,
+      open: inView(a.open, view),
+      view,
+      timers: { now: a.timers.now, bootMs: a.timers.bootMs, sleep: (ms) => a.waits.sleep(ms, gate.signal) },
+      waits: { readable: (fds, ms) => a.waits.readable(fds, ms, gate.signal) },
+      gate,
+      logger,
+      table: {
+        added: (name, record, report, session) => a.jobs.added(name, record, report, session, takenAt),
+        cancel: (name) => a.jobs.cancel(name),
+      },
+      frameBudget: a.frameBudget.first,
+      attachmentLocks: { take: (name, ms) => a.attachmentLocks.take(name, ms, gate.signal) },
+      written: a.written,
+      closeInBackground: a.closeInBackground,
+    };
+    const refused = seen instanceof CallerViewError ? seen : undefined;
+    const plugin = hostedPlugin(ctx, a.stateDir, refused, (config) => notes.note(config, logger(config, {})));
     let stdout = '';
     const io = { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text: string) => void (stdout += text) };
     const exit = await dispatch(io, plugin);
     return { exit, stdout };
-  };
-}
-
-/** One command's context: the announcer's parts, its gate (its waits and lock waits end when it stops it), its view. */
-function commandContext(
-  a: Announcer,
-  gate: Gate,
-  view: CallerView,
-  logger: CommandContext['logger'],
-  takenAt: number,
-): CommandContext {
-  const { libc, written, closeInBackground } = a;
-  return {
-    libc,
-    open: inView(a.open, view),
-    view,
-    timers: { now: a.timers.now, bootMs: a.timers.bootMs, sleep: (ms) => a.waits.sleep(ms, gate.signal) },
-    waits: { readable: (fds, ms) => a.waits.readable(fds, ms, gate.signal) },
-    gate,
-    logger,
-    table: {
-      added: (name, record, report, session) => a.jobs.added(name, record, report, session, takenAt),
-      cancel: (name) => a.jobs.cancel(name),
-    },
-    frameBudget: a.frameBudget.first,
-    attachmentLocks: { take: (name, ms) => a.attachmentLocks.take(name, ms, gate.signal) },
-    written,
-    closeInBackground,
   };
 }
 
@@ -150,29 +136,24 @@ export function jobLogInView(
   jobLog: (job: BackgroundJob) => Logger,
   views: CallerViews,
 ): (job: BackgroundJob) => Logger {
-  return (job) => {
-    if (job.logFile === undefined) return jobLog(job);
-    let logFile: string | undefined;
-    try {
-      logFile = (views.forRecorded(job.caller) ?? views.mine).path(job.logFile, { followLast: false });
-    } catch {
-      logFile = undefined; // a symlink loop: logging must never break the rounds
-    }
-    return jobLog({ ...job, logFile });
-  };
+  return (job) =>
+    job.logFile === undefined
+      ? jobLog(job)
+      : jobLog({ ...job, logFile: logFileInView(views.forRecorded(job.caller) ?? views.mine, job.logFile) });
 }
 
-/** `logger` writing each config's logFile as `view` sees it (a symlink at its end is refused, as it is in place). */
+/** `logger` writing each config's logFile as `view` sees it. */
 export function loggerInView(logger: CommandLog, view: CallerView): CommandLog {
-  return (config, ids) => {
-    let logFile: string | undefined;
-    try {
-      logFile = config.logFile === undefined ? undefined : view.path(config.logFile, { followLast: false });
-    } catch {
-      logFile = undefined; // a symlink loop: logging must never break the command
-    }
-    return logger({ ...config, logFile }, ids);
-  };
+  return (config, ids) => logger({ ...config, logFile: logFileInView(view, config.logFile) }, ids);
+}
+
+/** `logFile` as `view` sees it, a symlink at its end refused (as it is in place); undefined for a symlink loop. */
+function logFileInView(view: CallerView, logFile: string | undefined): string | undefined {
+  try {
+    return logFile === undefined ? undefined : view.path(logFile, { followLast: false });
+  } catch {
+    return undefined; // logging must never break a command or the rounds
+  }
 }
 
 /** A waiter still in the queue: takes the lock when called (one that gives up leaves the queue at once). */
@@ -251,11 +232,6 @@ export class BackgroundCloser {
     private readonly failed: (fd: number, error: unknown) => void,
     private readonly limit = MAX_CLOSES_IN_FLIGHT,
   ) {}
-
-  /** Closes background work still has to do: in flight and waiting. */
-  get pending(): number {
-    return this.inFlight + this.waiting.length;
-  }
 
   /** Closes `fd` on a worker thread, now or once a close in flight completes. */
   close(fd: number): void {
