@@ -215,7 +215,7 @@ async function settle(a: Announcer, w: Work, verdict: GatewayVerdict): Promise<v
   const g = w.gateway!;
   const before = g.verdict.answered.length;
   g.verdict = verdict;
-  for (const r of verdict.answered.slice(before)) a.metrics.observeGatewayAnswer(r.afterMs / 1000);
+  for (const r of verdict.answered.slice(before)) a.metrics.observe('gatewayAnswer', r.afterMs / 1000);
   if (!isFinal(verdict)) return;
   countVerdict(a.counters, verdict);
   w.log.info(`gateway check: ${describeVerdict(verdict)}`, { gateway: verdict });

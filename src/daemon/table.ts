@@ -114,13 +114,13 @@ export class Jobs implements JobTable {
     if (totalFrames(report.sent) > 0) {
       addFrames(counters, report.sent);
       counters.rounds.sent++;
-      if (takenAt !== undefined) metrics.observeAddToFirstRound((this.a.timers.bootMs() - takenAt) / 1000);
+      if (takenAt !== undefined) metrics.observe('addToFirstRound', (this.a.timers.bootMs() - takenAt) / 1000);
     }
     counters.conflicts += report.conflicts ?? 0;
     const { gateway } = report;
     if (gateway) {
       countVerdict(counters, gateway);
-      for (const r of gateway.answered) metrics.observeGatewayAnswer(r.afterMs / 1000);
+      for (const r of gateway.answered) metrics.observe('gatewayAnswer', r.afterMs / 1000);
     }
     this.forget(name, record.job ? undefined : 'no job');
     if (!record.job) return false;

@@ -105,7 +105,7 @@ describe('the gateway check in the table of work', () => {
 
   it('is answered once the gateway answered, asks no more, and wakes for nothing but its rounds', async () => {
     const answers: number[] = [];
-    w.a.metrics.observeGatewayAnswer = (seconds) => void answers.push(seconds);
+    w.a.metrics.observe = (_histogram, seconds) => void answers.push(seconds);
     const name = added();
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
@@ -129,7 +129,7 @@ describe('the gateway check in the table of work', () => {
   it('observes each answer of two gateways once, timed from round 1, in the window it came in', async () => {
     const GWS = [GW, { interface: 'eth0', gateway: '10.88.0.254' }];
     const answers: number[] = [];
-    w.a.metrics.observeGatewayAnswer = (seconds) => void answers.push(seconds);
+    w.a.metrics.observe = (_histogram, seconds) => void answers.push(seconds);
     w.add(w.sentAgo(0, { gatewayCheck: { windowMs: 200, gateways: GWS } }), { gateway: firstVerdict(GWS) });
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
