@@ -179,8 +179,6 @@ function realDaemonDeps(
     resident: args.resident,
     settings,
     libc,
-    sockets: libc,
-    tryLock: libc.tryLock,
     open: netnsSockets(libc),
     views,
     timers,

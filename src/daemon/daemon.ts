@@ -161,12 +161,11 @@ class Daemon {
     this.a.jobs = new Jobs(this.a);
     this.metricsFile = new MetricsFile(this.a, deps.writeMetrics, deps.metricsFileProblem);
     this.runCni = deps.commands(this.a);
-    const handlers: RequestHandlers = {
+    this.server = new Server(this.a, deps.uid, {
       control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
       served: (command) => countServed(counters, command),
-    };
-    this.server = new Server(this.a, deps.uid, handlers);
+    });
   }
 
   /**
@@ -179,7 +178,10 @@ class Daemon {
     process.on('SIGTERM', term);
     process.on('SIGINT', int);
     try {
-      if (this.deps.listen) this.http = this.listenHttp(this.deps.listen);
+      // One that cannot listen ends the announcer (HttpListenError).
+      const healthy = (): boolean => this.server.listening && !this.stopping;
+      if (this.deps.listen)
+        this.http = HttpEndpoint.listen(this.a, this.deps.listen, { healthy, metrics: this.a.metrics });
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.server.listen();
       this.deps.ready?.();
@@ -262,7 +264,7 @@ class Daemon {
     const { readable, writable } = libc.pollInOut(reading, writing, Math.max(0, Math.min(due, idle, waits.msLeft())));
     // A signal that came during the poll is heard here, before the requests the poll found are taken.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (!this.stopping && this.signalled) this.stopOnSignal(this.signalled);
+    if (this.signalled) this.stop(`${this.signalled}: handing over to the next announcer`);
     for (const s of served) s.serve(readable, writable);
     waits.settle(readable);
     await jobs.runDue(timers.bootMs(), readable);
@@ -294,17 +296,15 @@ class Daemon {
     this.stop('handing over: a thread of this announcer is in a pod netns');
   }
 
-  /** Stops on a signal, or once idle (no work, no client) for idleExitMs since `idleSince` (never when resident). */
+  /**
+   * Stops on a signal (the next announcer goes on with the bursts), or once idle (no work, no client) for idleExitMs
+   * since `idleSince` (never when resident).
+   */
   private stopIfDue(idleSince: number): void {
-    if (this.signalled) return this.stopOnSignal(this.signalled);
+    if (this.signalled) return this.stop(`${this.signalled}: handing over to the next announcer`);
     const { idleExitMs } = this.a.settings;
     if (this.deps.resident || this.a.jobs.size > 0 || this.server.busy) return;
     if (this.deps.timers.now() - idleSince >= idleExitMs) this.stop('idle: stopping', { idleExitMs });
-  }
-
-  /** The stop a signal asked for: the next announcer goes on with the bursts. */
-  private stopOnSignal(signal: NodeJS.Signals): void {
-    this.stop(`${signal}: handing over to the next announcer`);
   }
 
   /** Begins the stop, logging `why` once: no new caller reaches this announcer, and each waiting one is answered. */
@@ -359,12 +359,6 @@ class Daemon {
       this.a.failed(what, err);
       return undefined;
     }
-  }
-
-  /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
-  private listenHttp(address: TcpAddress): HttpEndpoint {
-    const healthy = (): boolean => this.server.listening && !this.stopping;
-    return HttpEndpoint.listen(this.a, address, { healthy, metrics: this.a.metrics });
   }
 }
 
