@@ -48,7 +48,7 @@ export type CommandLog = (
   ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } },
 ) => Logger;
 
-/** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-log.ts). */
+/** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-verb.ts). */
 export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {
   const notes = new NodeOptionNotes(a.log, a.settings);
   return async (env, stdin, gate, caller) => {

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { daemonLoggers } from '../../../src/daemon/daemon-log';
+import { daemonLoggers } from '../../../src/daemon/daemon-verb';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
 import { logRecords, type LogRecord } from '../../support/log-records';
 
