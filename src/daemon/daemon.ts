@@ -43,13 +43,9 @@ const PAUSE_AFTER_ERROR_MS = 100;
  */
 export const STAMP_MS = 1000;
 
-/** What the announcer needs from the process. */
-export interface DaemonDeps extends LockDeps {
+/** What the process gives the announcer's parts (Announcer) as they are. */
+interface Given {
   stateDir: string;
-  /** This executable's build (src/build-id.ts). */
-  build: string;
-  /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
-  resident: boolean;
   /** The node settings (the stateDir's announcer.conf), fixed for the announcer's life. */
   settings: NodeSettings;
   libc: Libc & UnixSockets & TcpSockets;
@@ -59,6 +55,15 @@ export interface DaemonDeps extends LockDeps {
   /** The announcer's own log; `jobLog`, a job's (its network's logFile). */
   log: Logger;
   jobLog(job: BackgroundJob): Logger;
+}
+
+/** What the announcer needs from the process. */
+export interface DaemonDeps extends LockDeps, Given {
+  libc: Given['libc'];
+  /** This executable's build (src/build-id.ts). */
+  build: string;
+  /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
+  resident: boolean;
   /** The user whose connections are served. */
   uid: number;
   /** Where to serve /metrics and /healthz (--listen). */
@@ -79,12 +84,7 @@ export interface DaemonDeps extends LockDeps {
 }
 
 /** The announcer's parts, made once at its start: what its table, rounds and hosted commands run on. */
-export interface Announcer {
-  stateDir: string;
-  libc: Libc & UnixSockets & TcpSockets;
-  open: SocketOpener;
-  views: CallerViews;
-  timers: Timers;
+export interface Announcer extends Given {
   waits: LoopWaits;
   attachmentLocks: MemoryLocks;
   written: RecordMemory;
@@ -92,9 +92,6 @@ export interface Announcer {
   closeInBackground(fd: number): void;
   counters: Counters;
   metrics: LazyMetrics;
-  settings: NodeSettings;
-  log: Logger;
-  jobLog(job: BackgroundJob): Logger;
   jobs: Jobs;
   /** Counts a failure in `errors` and logs it. */
   failed(what: string, error: unknown, fields?: Record<string, unknown>): void;

@@ -119,7 +119,10 @@ export function adoptVisit(w: Work, session: PodSession): boolean {
   return true;
 }
 
-/** Steps the check at `now`: the node window, then the ask (an open one reads what came; a due one opens). */
+/**
+ * Steps the check at `now`: the node window, then the ask (an open one reads what came; a due one opens). One that
+ * throws is counted and logged, and the rounds keep their schedule.
+ */
 export async function runGatewayDue(a: Announcer, w: Work, now: number, changed: ReadonlySet<number>): Promise<void> {
   const g = w.gateway;
   if (!g) return;
@@ -130,32 +133,25 @@ export async function runGatewayDue(a: Announcer, w: Work, now: number, changed:
   const visit = (): PodVisit => (opened ??= a.jobs.wanted(w) ? openForJob(a, w.job) : { gone: 'pod gone' });
   try {
     await runNodeDue(a, w, now, changed, visit);
-    if (!isFinal(g.verdict)) await runAskDue(a, w, now, changed, visit);
+    if (isFinal(g.verdict)) return;
+    if (!g.ask) {
+      if (g.askAt !== undefined && g.askAt <= now) startAsk(a, w, now, visit);
+      return;
+    }
+    if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
+    readAsk(a.libc, g.ask, now);
+    if (!g.ask.window.finished(now)) return;
+    const replies = askReplies(g.ask, w.firstRoundAt ?? g.ask.startedAt);
+    dropAsk(a, w);
+    // The last ask: no round is left, and none went out while this window was open.
+    const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;
+    await settle(a, w, afterWindow(g.verdict, replies, last));
+  } catch (err) {
+    a.counters.errors++;
+    w.log.error('gateway check failed', { error: err });
   } finally {
     if (opened && !('gone' in opened)) closeSession(a, opened.session);
   }
-}
-
-async function runAskDue(
-  a: Announcer,
-  w: Work,
-  now: number,
-  changed: ReadonlySet<number>,
-  visit: () => PodVisit,
-): Promise<void> {
-  const g = w.gateway!;
-  if (!g.ask) {
-    if (g.askAt !== undefined && g.askAt <= now) startAsk(a, w, now, visit);
-    return;
-  }
-  if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
-  readAsk(a.libc, g.ask, now);
-  if (!g.ask.window.finished(now)) return;
-  const replies = askReplies(g.ask, w.firstRoundAt ?? g.ask.startedAt);
-  dropAsk(a, w);
-  // The last ask: no round is left, and none went out while this window was open.
-  const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;
-  await settle(a, w, afterWindow(g.verdict, replies, last));
 }
 
 /** Closes an open ask's receivers (on another thread), a node-local window and a handed session: the work ends. */

@@ -266,7 +266,7 @@ export class Jobs implements JobTable {
       } catch (err) {
         ended = afterThrow(this.a, w, now, err);
       }
-      if (!ended?.why) await this.runGatewayDue(w, now, changed);
+      if (!ended?.why) await runGatewayDue(this.a, w, now, changed);
       // A burst that is over keeps its work while its gateway check asks.
       if (ended?.why !== undefined || (!w.deferred && w.dueAt === undefined && !gatewayBusy(w)))
         await this.end(w, ended?.why);
@@ -301,16 +301,6 @@ export class Jobs implements JobTable {
       if (ended || w.dueAt === undefined || w.dueAt > now) return ended;
     }
     return runRound(this.a, w, now, () => this.wanted(w));
-  }
-
-  /** The gateway check's due step; one that throws is counted and logged, and the rounds keep their schedule. */
-  private async runGatewayDue(w: Work, now: number, changed: ReadonlySet<number>): Promise<void> {
-    try {
-      await runGatewayDue(this.a, w, now, changed);
-    } catch (err) {
-      this.a.counters.errors++;
-      w.log.error('gateway check failed', { error: err });
-    }
   }
 
   /** Every attachment with work, or with a verdict to show, for `announcer status`. */
