@@ -158,14 +158,26 @@ export async function daemonVerb(
   }
 }
 
-/** The ready fd's one line (see READY_LINES), said at most once; without --ready-fd, nothing. */
+/**
+ * The ready fd's one line (see READY_LINES), said at most once, then the fd is closed; without --ready-fd, nothing. A
+ * starter gone (EPIPE) or an fd not open (EBADF) changes nothing.
+ */
 function readyLine(fd: number | undefined): { say(line: string): void } {
   let said = fd === undefined;
   return {
     say: (line) => {
       if (said) return;
       said = true;
-      sayOn(fd!, line);
+      try {
+        writeSync(fd!, `${line.replaceAll('\n', ' ')}\n`);
+      } catch {
+        // The shim that waited has gone: nobody to tell.
+      }
+      try {
+        closeSync(fd!);
+      } catch {
+        // Not open: nothing to close.
+      }
     },
   };
 }
@@ -206,20 +218,6 @@ function realDaemonDeps(
     threadsInOtherNetns,
     commands: (announcer) => cniRunner(announcer, loggers.commandLog),
   };
-}
-
-/** Writes `line` to `fd` and closes it; a starter gone (EPIPE) or an fd not open (EBADF) changes nothing. */
-function sayOn(fd: number, line: string): void {
-  try {
-    writeSync(fd, `${line.replaceAll('\n', ' ')}\n`);
-  } catch {
-    // The shim that waited has gone: nobody to tell.
-  }
-  try {
-    closeSync(fd);
-  } catch {
-    // Not open: nothing to close.
-  }
 }
 
 /** Writes the metrics file atomically, only into a directory no one else can write. */

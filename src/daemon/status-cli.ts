@@ -118,14 +118,8 @@ function counterLines(c: Counters): string[] {
       `timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
     `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
     `address conflicts: ${c.conflicts}`,
-    gatewayLine(c.gateway),
+    `gateway checks: answered=${c.gateway.answered} no-answer=${c.gateway.noAnswer} ` +
+      `no-gateway=${c.gateway.noGateway} off=${c.gateway.off} requests=${c.gateway.requests}`,
     `errors: ${c.errors}`,
   ];
-}
-
-function gatewayLine(g: Counters['gateway']): string {
-  return (
-    `gateway checks: answered=${g.answered} no-answer=${g.noAnswer} no-gateway=${g.noGateway} off=${g.off} ` +
-    `requests=${g.requests}`
-  );
 }

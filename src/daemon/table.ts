@@ -198,8 +198,7 @@ export class Jobs implements JobTable {
 
   /** Journals the gateway check's verdict: status shows it for as long as the attachment lives. */
   async recordVerdict(w: Work): Promise<void> {
-    if (w.gateway)
-      await this.journal(w, 'cannot record the gateway check: an announcer started later would not show it');
+    await this.journal(w, 'cannot record the gateway check: an announcer started later would not show it');
   }
 
   /**
