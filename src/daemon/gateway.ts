@@ -235,7 +235,7 @@ async function runNodeDue(
   } else if (g.nodeAt !== undefined && g.nodeAt <= now) {
     g.nodeAt = undefined;
     const opened = visit();
-    const started = 'gone' in opened ? [] : openNodeWindow(opened, now + (w.job.gatewayCheck?.windowMs ?? 0));
+    const started = 'gone' in opened ? [] : openNodeWindow(opened, now + w.job.gatewayCheck!.windowMs);
     if (Array.isArray(started)) proofs = started;
     else g.node = started;
   }

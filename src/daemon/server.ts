@@ -388,9 +388,9 @@ export class Server extends Endpoint<Connection> {
 
   /** A command's end, written to its client unless the stop passed it on meanwhile (its shim asks the next one). */
   private finish(client: Connection, command: string | undefined, done: { exit: number; stdout: string } | undefined) {
-    const run = this.running.get(client);
+    const run = this.running.get(client)!;
     this.running.delete(client);
-    if (!run || run.passedOn) return;
+    if (run.passedOn) return;
     if (done !== undefined) this.handlers.served(command);
     if (!this.clients.has(client)) return;
     // Dispatch never rejects, so this is a bug's path: the client sees the connection end.
@@ -417,14 +417,14 @@ export class Server extends Endpoint<Connection> {
    * stopping announcer takes every queued one, so none goes unanswered for want of room).
    */
   private admit(peer: Accepted): void {
-    if (peer.uid !== this.uid || (this.clients.size >= MAX_CLIENTS && !this.stopping)) {
-      if (peer.uid !== this.uid)
-        this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
-      this.closeQuietly(peer.fd);
+    if (peer.uid !== this.uid)
+      this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+    else if (this.clients.size < MAX_CLIENTS || this.stopping) {
+      this.acceptedCount++;
+      this.clients.add(new Connection(peer.fd, peer.pid, this.a.timers.bootMs() + CLIENT_MS));
       return;
     }
-    this.acceptedCount++;
-    this.clients.add(new Connection(peer.fd, peer.pid, this.a.timers.bootMs() + CLIENT_MS));
+    this.closeQuietly(peer.fd);
   }
 }
 

@@ -59,14 +59,11 @@ export class Jobs implements JobTable {
 
   /**
    * Holds the rounds of record `name` while a command on its attachment runs (a DEL that waited runs before its pod's
-   * rounds that fell due meanwhile); the returned function lets go.
+   * rounds that fell due meanwhile); the returned function, called once, lets go.
    */
   hold(name: string): () => void {
     this.held.set(name, (this.held.get(name) ?? 0) + 1);
-    let released = false;
     return () => {
-      if (released) return;
-      released = true;
       const n = this.held.get(name)! - 1;
       if (n > 0) this.held.set(name, n);
       else this.held.delete(name);

@@ -112,7 +112,6 @@ describe('Jobs: the schedule', () => {
     await w.at(1000);
     expect([w.pod.sent.length, w.wakeIn()]).toEqual([0, Infinity]);
     release();
-    release(); // once
     await w.at(1200);
     expect(w.pod.sent).toHaveLength(1);
   });
