@@ -78,11 +78,6 @@ export function droppedLate(command: string | undefined): boolean {
   return command === 'ADD' || command === 'CHECK';
 }
 
-/** Whether a command read at `now` comes too late to be taken at all. */
-export function tooLate(command: string | undefined, deadline: number, now: number): boolean {
-  return now >= deadline && droppedLate(command);
-}
-
 /**
  * Whether a taken command's result is still wanted: always for DEL, GC and STATUS; for ADD and CHECK while
  * `connected` and before `deadline` (boot ms).

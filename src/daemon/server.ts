@@ -18,7 +18,7 @@ import {
 import { SysError } from '../sys/sys-error';
 import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 import type { FileId } from '../sys/file-id';
-import { checkRequestLine, Gate, tooLate, wantedWhile, type CniCommand } from './admission';
+import { checkRequestLine, droppedLate, Gate, wantedWhile, type CniCommand } from './admission';
 import type { Announcer } from './daemon';
 import type { Caller } from './host';
 import { unlinkIfPresent } from '../sys/safe-file';
@@ -360,7 +360,7 @@ export class Server extends Endpoint<Connection> {
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;
     const { deadline } = request;
-    if (tooLate(command, deadline, this.a.timers.bootMs())) {
+    if (droppedLate(command) && this.a.timers.bootMs() >= deadline) {
       this.a.log.warn('dropped a command its sender no longer waits for', { pid: client.pid, command });
       return this.drop(client);
     }
