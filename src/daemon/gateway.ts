@@ -141,7 +141,7 @@ export async function runGatewayDue(a: Announcer, w: Work, now: number, changed:
     if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
     readAsk(a.libc, g.ask, now);
     if (!g.ask.window.finished(now)) return;
-    const replies = askReplies(g.ask, w.firstRoundAt ?? g.ask.startedAt);
+    const replies = askReplies(g.ask, w.job.firstRoundAt ?? g.ask.startedAt);
     dropAsk(a, w);
     // The last ask: no round is left, and none went out while this window was open.
     const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;

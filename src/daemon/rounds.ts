@@ -39,7 +39,6 @@ export interface Work {
   /** The MACs to put back on DEL, as the record has them: the journal is written from the table. */
   originalMacs: AttachmentRecord['originalMacs'];
   log: Logger;
-  firstRoundAt: number | undefined;
   /** Index of the next round; schedule.length when done. */
   next: number;
   dueAt: number | undefined;
@@ -160,7 +159,7 @@ export function nextRound(
 
 /** Moves to the next round still worth sending; ended when the burst is over. */
 export function advance(a: Announcer, w: Work, now: number): Ended | undefined {
-  const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
+  const { index, dueAt, skipped } = nextRound(w.job.schedule, w.job.firstRoundAt!, w.next, now);
   if (skipped > 0) {
     a.counters.rounds.skippedLate += skipped;
     w.log.info('rounds skipped: their time has passed', { skipped });
@@ -219,7 +218,7 @@ export function runRound(a: Announcer, w: Work, now: number, wanted: () => boole
 
 /** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
 function heldBack(a: Announcer, w: Work, now: number, waitMs: number): Ended | undefined {
-  const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
+  const following = w.next + 1 < w.job.schedule.length ? w.job.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
   if (now + waitMs < following) {
     if (!w.delayed) a.counters.rateLimited.delayed++;
     w.delayed = true;
@@ -296,7 +295,7 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
   a.counters.deferred.ready++;
   roundSent(a, w, sent);
   w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(sent), deferred: true });
-  w.firstRoundAt = now;
+  w.job = { ...w.job, firstRoundAt: now };
   w.next = 1;
   askAfterRound(w, now, true);
   return advance(a, w, now);

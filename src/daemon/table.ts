@@ -140,8 +140,7 @@ export class Jobs implements JobTable {
   progress(): Map<string, HandedOver> {
     const out = new Map<string, HandedOver>();
     for (const w of this.works.values())
-      if (!w.deferred && w.firstRoundAt !== undefined)
-        out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next, gateway: w.gateway?.verdict });
+      if (!w.deferred) out.set(w.name, { job: w.job, next: w.next, gateway: w.gateway?.verdict });
     return out;
   }
 
@@ -280,7 +279,6 @@ export class Jobs implements JobTable {
     if (!w.deferred) {
       // Journaled, so that an announcer started after this one takes the burst up where it stands instead of waiting
       // for the pod again and announcing it once more.
-      w.job = { ...w.job, firstRoundAt: w.firstRoundAt };
       await this.journal(
         w,
         'cannot record that round 1 went out: an announcer started later would wait for the pod again',
@@ -343,7 +341,6 @@ function newWork(
     job,
     originalMacs,
     log,
-    firstRoundAt: job.firstRoundAt,
     next: 1,
     dueAt: undefined,
     roundsSent: 0,
