@@ -260,7 +260,8 @@ function openNodeWindow(opened: OpenPod, until: number): NodeWindow | NodeProof[
     const bridge = peer?.master === undefined ? undefined : host.linkByIndex(peer.master);
     const mac = session.pod.rtnl.linkByIndex(t.iface.index)?.mac;
     if (!peer || bridge?.kind !== 'bridge' || mac?.length !== 6) {
-      unseen.push({ interface: t.name, unseen: unseenWhy(t.iface.kind, peer !== undefined) });
+      const what = peer ? 'its host-side veth is no bridge port' : `a ${t.iface.kind ?? 'non-veth'} interface`;
+      unseen.push({ interface: t.name, unseen: `${what}: the node cannot see the segment` });
       continue;
     }
     const pod = { mac: formatMac(mac), portIndex: peer.index, portName: peer.name, bridgeIndex: bridge.index };
@@ -343,9 +344,4 @@ function dumpInto(window: NodeWindow): void {
       for (const { watch } of window.watches) watch.observe(entry);
     }
   }
-}
-
-function unseenWhy(kind: string | undefined, veth: boolean): string {
-  if (veth) return 'its host-side veth is no bridge port: the node cannot see the segment';
-  return `a ${kind ?? 'non-veth'} interface: the node cannot see the segment`;
 }

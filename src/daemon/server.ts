@@ -269,7 +269,11 @@ export class Server extends Endpoint<Connection> {
         },
       );
     const now = this.a.timers.bootMs();
-    if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) this.stopActed(this.stopping);
+    if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) {
+      // The commands that have acted are stopped: their waits end, they undo what they can and answer.
+      this.stopping.actedStopped = true;
+      for (const run of this.running.values()) run.gate.stop(`the announcer (pid ${process.pid}) stops`);
+    }
     for (const client of [...this.clients]) {
       if (writable.has(client.fd)) this.guarded(client, () => this.flush(client));
       if (!this.clients.has(client)) continue;
@@ -300,7 +304,13 @@ export class Server extends Endpoint<Connection> {
       for (let peer = this.acceptQueued(fd); peer; peer = this.acceptQueued(fd)) take(peer);
     } finally {
       this.closeQuietly(fd);
-      this.removeOwnPath();
+      const bound = this.bound;
+      this.bound = undefined;
+      try {
+        if (bound) withSocketAddress(this.a.stateDir, (address) => this.a.libc.removeSocketFile(address, bound));
+      } catch (err) {
+        this.a.failed('cannot remove the socket', err);
+      }
     }
   }
 
@@ -312,24 +322,6 @@ export class Server extends Endpoint<Connection> {
       this.a.failed('cannot accept a queued connection while stopping', err);
       return undefined;
     }
-  }
-
-  /** Removes the socket's path if it is still the socket this process bound. */
-  private removeOwnPath(): void {
-    const bound = this.bound;
-    this.bound = undefined;
-    if (bound === undefined) return;
-    try {
-      withSocketAddress(this.a.stateDir, (address) => this.a.libc.removeSocketFile(address, bound));
-    } catch (err) {
-      this.a.failed('cannot remove the socket', err);
-    }
-  }
-
-  /** Stops the commands that have acted: their waits end, they undo what they can and answer. */
-  private stopActed(stopping: Stopping): void {
-    stopping.actedStopped = true;
-    for (const run of this.running.values()) run.gate.stop(`the announcer (pid ${process.pid}) stops`);
   }
 
   /** Counts a request passed on to the next announcer (while stopping). */

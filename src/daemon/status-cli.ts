@@ -106,12 +106,10 @@ export function render(report: StatusReport): string[] {
     if (a.gateway) lines.push(`  gateway check: ${describeVerdict(a.gateway)}`);
     for (const p of a.gateway?.node ?? []) lines.push(`  node view: ${describeNodeProof(p)}`);
   }
-  if (report.counters) lines.push(...counterLines(report.counters));
-  return lines;
-}
-
-function counterLines(c: Counters): string[] {
+  const c = report.counters;
+  if (!c) return lines;
   return [
+    ...lines,
     `frames sent: garp-request=${c.frames.garpRequest} garp-reply=${c.frames.garpReply} na=${c.frames.na}`,
     `rounds: sent=${c.rounds.sent} skipped-not-ready=${c.rounds.skippedNotReady} skipped-late=${c.rounds.skippedLate}`,
     `deferred waits: started=${c.deferred.started} ready=${c.deferred.ready} ` +
