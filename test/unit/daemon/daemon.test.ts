@@ -160,16 +160,18 @@ describe('runDaemon: the schedule and the records', () => {
   });
 
   const residentTitle =
-    'a resident one never exits for being idle: with nothing due it sleeps in a poll without a timeout, and is ' +
-    'still serving a minute after its idleExitMs';
+    'a resident one refuses to hand over, and never exits for being idle: with nothing due it sleeps in a poll ' +
+    'without a timeout, and is still serving a minute after its idleExitMs';
   it(residentTitle, async () => {
     d.deps.resident = true;
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, STATUS);
+    const ask = d.controlAt(0, { op: 'handover' });
     const late = d.controlAt(60_000, STATUS);
     d.signalAt(61_000, 'SIGTERM');
     await d.run();
-    expect(answerOf(late)).toMatchObject({ ok: true });
+    expect(answerOf(ask)).toEqual({ ok: false, error: 'a resident announcer serves this stateDir' });
+    expect(answerOf(late)).toMatchObject({ ok: true, status: { attachments: [] } });
+    expect(d.records('a resident announcer starts: handing over to it')).toEqual([]);
     expect(polls()).toEqual(['0+Infinity', '0+Infinity', '60000+Infinity']);
     expect([d.timers.now(), d.stamps.map((s) => s.at)]).toEqual([61_000, [0, 60_000]]);
   });
@@ -357,17 +359,6 @@ describe('runDaemon: stops', () => {
     expect(d.timers.now()).toBe(2000); // returned once the command ended
     expect(handoverOf()).toEqual({ 'c1@eth0.json': { job: expect.objectContaining({ containerId: 'c1' }), next: 2 } });
     expect(d.records('a resident announcer starts: handing over to it')).toHaveLength(1);
-  });
-
-  it('a resident one refuses to hand over, and serves on', async () => {
-    d.deps.resident = true;
-    const ask = d.controlAt(100, { op: 'handover' });
-    const after = d.controlAt(200, STATUS);
-    d.signalAt(60_000, 'SIGTERM');
-    await d.run();
-    expect(answerOf(ask)).toEqual({ ok: false, error: 'a resident announcer serves this stateDir' });
-    expect(answerOf(after)).toMatchObject({ ok: true, status: { attachments: [] } });
-    expect(d.records('a resident announcer starts: handing over to it')).toEqual([]);
   });
 
   const threadTitle =

@@ -153,22 +153,6 @@ describe('the gateway check in the table of work', () => {
     });
   });
 
-  it('keeps a one-round job alive for its ask, then ends it with its verdict kept for status until DEL', async () => {
-    const name = added({ schedule: [0] });
-    await w.at(0);
-    expect(asked()).toBe(1);
-    await w.at(100, [RECEIVER]);
-    expect(w.a.jobs.size).toBe(1);
-    await w.at(200, [RECEIVER]);
-    expect(w.a.jobs.size).toBe(0);
-    expect(w.status()).toEqual([
-      expect.objectContaining({ roundsSent: 1, roundsPlanned: 1, gateway: expect.objectContaining({ asks: 1 }) }),
-    ]);
-    expect(verdictOf()?.result).toBe('no-answer');
-    w.a.jobs.cancel(name);
-    expect(w.status()).toEqual([]);
-  });
-
   it('plans its first ask and node window at boot ms 0 too: they wake the loop and keep a one-round job', () => {
     w.timers.bootMs = () => w.timers.now();
     added({ schedule: [0] });

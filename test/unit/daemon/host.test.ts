@@ -174,12 +174,8 @@ describe('cniRunner', () => {
     });
     const caller = { pid: 42, connected: () => true };
     for (const command of ['ADD', 'CHECK']) {
-      const done = await run(
-        { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns },
-        addStdin(),
-        wanted(),
-        caller,
-      );
+      const env = { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns };
+      const done = await run(env, addStdin(), wanted(), caller);
       expect([command, errorOf(done.stdout).code, errorOf(done.stdout).msg]).toEqual([command, 100, 'not visible']);
     }
     expect(await run({ CNI_COMMAND: 'STATUS' }, conf(), wanted(), caller)).toEqual({ exit: 0, stdout: '' });
@@ -192,22 +188,10 @@ describe('the views commands and jobs run in', () => {
     viewsOf({ mine: identityView, ofPeer, forRecorded: () => undefined });
 
   it("viewOfCaller: the announcer's own without a caller, the peer's while it waits, else why there is none", () => {
-    expect(
-      viewOfCaller(
-        views(() => other),
-        undefined,
-      ),
-    ).toBe(identityView);
-    expect(
-      viewOfCaller(
-        views(() => other),
-        { pid: 42, connected: () => true },
-      ),
-    ).toBe(other);
-    const gone = viewOfCaller(
-      views(() => other),
-      { pid: 42, connected: () => false },
-    );
+    const peers = views(() => other);
+    expect(viewOfCaller(peers, undefined)).toBe(identityView);
+    expect(viewOfCaller(peers, { pid: 42, connected: () => true })).toBe(other);
+    const gone = viewOfCaller(peers, { pid: 42, connected: () => false });
     expect(gone).toBeInstanceOf(CallerViewError);
     expect((gone as Error).message).toMatch(/pid 42\) left before its view/);
     const hidden = () => {

@@ -10,7 +10,6 @@ import { testAnnouncer } from '../../support/announcer';
 import { FakePod, makeStateDir } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
 import {
-  addFrames,
   countServed,
   ERROR_LINE_EVERY_MS,
   LazyMetrics,
@@ -22,13 +21,6 @@ import {
 } from '../../../src/daemon/metrics';
 
 describe('counters', () => {
-  it('add frames by kind', () => {
-    const c = newCounters();
-    addFrames(c, { garpRequest: 2, garpReply: 1, na: 3 });
-    addFrames(c, { garpRequest: 1, garpReply: 0, na: 0 });
-    expect(c.frames).toEqual({ garpRequest: 3, garpReply: 1, na: 3 });
-  });
-
   it('count each CNI command the announcer runs, and nothing else', () => {
     const c = newCounters();
     for (const command of ['ADD', 'ADD', 'DEL', 'STATUS', 'VERSION', 'BOGUS', undefined]) countServed(c, command);
