@@ -279,7 +279,7 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
     w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
     return { why: 'ready timeout' };
   }
-  const frames = probeDeferred(a, w, d.open, seen.frames, now);
+  const frames = probeDeferred(a, w, seen.frames, now);
   if (!frames) return undefined; // probing: back at the probe's next step
   // Held back by the budget, the wait comes back here with the same session: no socket opened or closed per retry.
   const taken = a.frameBudget.later.take(frames.length, a.timers.bootMs(), now >= w.job.readyDeadline);
@@ -306,14 +306,9 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
  * the budget holds back is not probed again. The window is stepped from the loop: undefined while it lasts.
  * Conflicting addresses leave this and later rounds.
  */
-function probeDeferred(
-  a: Announcer,
-  w: Work,
-  pod: OpenPod,
-  frames: OutgoingFrame[],
-  now: number,
-): OutgoingFrame[] | undefined {
+function probeDeferred(a: Announcer, w: Work, frames: OutgoingFrame[], now: number): OutgoingFrame[] | undefined {
   const d = w.deferred!;
+  const pod = d.open!;
   const check = w.job.conflictCheck;
   if (!check) return frames;
   if (d.conflicts) return withoutConflicts(frames, d.conflicts);
@@ -337,19 +332,13 @@ function probeDeferred(
       probe?.close();
     }
   }
-  return applyConflicts(a, w, check.action, frames, d.conflicts);
+  return applyConflicts(a, w, frames, d.conflicts);
 }
 
 /** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
-function applyConflicts(
-  a: Announcer,
-  w: Work,
-  action: string,
-  frames: OutgoingFrame[],
-  conflicts: AddressConflict[],
-): OutgoingFrame[] {
+function applyConflicts(a: Announcer, w: Work, frames: OutgoingFrame[], conflicts: AddressConflict[]): OutgoingFrame[] {
   if (conflicts.length === 0) return frames;
-  if (action === 'fail')
+  if (w.job.conflictCheck?.action === 'fail')
     w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', {
       conflicts: conflicts.length,
     });

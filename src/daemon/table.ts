@@ -11,7 +11,6 @@ import { checkGatewayVerdict, checkJob } from '../announce/record-schema';
 import { totalFrames } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import { listRecords, writeRecord, type AttachmentRecord } from '../announce/state';
-import type { Logger } from '../log';
 import { join } from '../path';
 import type { AttachmentStatus } from '../protocol';
 import { sameFile } from '../sys/file-id';
@@ -147,8 +146,7 @@ export class Jobs implements JobTable {
   /** `from`: the next round of a burst handed over (else round 2). */
   private schedule(name: string, record: JobRecord, how: How, from = 1): Work | undefined {
     const { job } = record;
-    const log = this.a.jobLog(job);
-    const work = newWork(this.a, name, record, log, { how, from }, this.a.timers.bootMs());
+    const work = newWork(this.a, name, record, how, from);
     if (!work) return undefined;
     if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
       if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
@@ -158,7 +156,7 @@ export class Jobs implements JobTable {
     // ADD reported its conflicts with it (added); one read from the records was never reported here.
     if (how === 'recovered' && job.conflicts) this.a.counters.conflicts += job.conflicts;
     const deferred = work.deferred !== undefined;
-    log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred });
+    work.log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred });
     return work;
   }
 
@@ -322,20 +320,14 @@ export class Jobs implements JobTable {
 }
 
 /**
- * The work of `job` at `now` (boot ms): a deferred wait, the next round due (`from`: the next round of a burst handed
+ * The work of `record`'s job now: a deferred wait, the next round due (`from`: the next round of a burst handed
  * over, else round 2), and its gateway check (`verdict` as ADD or the record left it); undefined when a deferred
  * wait's deadline has passed. A work with no round due and nothing to check is over at once.
  */
-function newWork(
-  a: Announcer,
-  name: string,
-  record: JobRecord,
-  log: Logger,
-  came: { how: How; from: number },
-  now: number,
-): Work | undefined {
-  const { how, from } = came;
+function newWork(a: Announcer, name: string, record: JobRecord, how: How, from: number): Work | undefined {
   const { job, originalMacs } = record;
+  const log = a.jobLog(job);
+  const now = a.timers.bootMs();
   const work: Work = {
     name,
     job,
