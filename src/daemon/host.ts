@@ -50,7 +50,7 @@ export type CommandLog = (
 
 /** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-verb.ts). */
 export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {
-  const notes = new NodeOptionNotes(a.log, a.settings);
+  const notes = new NodeOptionNotes(a);
   return async (env, stdin, gate, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = a.timers.bootMs();
@@ -282,10 +282,8 @@ class NodeOptionNotes {
   /** Each network that carried node options, with them, as first seen. */
   private readonly networks = new Map<string, Partial<Record<NodeOptionKey, unknown>>>();
 
-  constructor(
-    private readonly log: Logger,
-    private readonly settings: Announcer['settings'],
-  ) {}
+  /** `a`: the announcer, whose node settings are in force and whose own log hears of a pair that differs. */
+  constructor(private readonly a: Announcer) {}
 
   /** Notes a command's config; its network's first with node options logs a WARN on `networkLog`. */
   note(config: PluginConfig, networkLog: Logger): void {
@@ -295,17 +293,17 @@ class NodeOptionNotes {
     const fields = {
       network: config.name,
       options: found,
-      inForce: Object.fromEntries(keys.map((k) => [k, this.settings[k] ?? null])),
+      inForce: Object.fromEntries(keys.map((k) => [k, this.a.settings[k] ?? null])),
       setInstead: keys.map(whereToSet),
     };
     networkLog.warn("node options in this network's conflist are ignored: the node settings apply", fields);
     for (const [other, theirs] of this.networks) {
       const differ = keys.filter((k) => k in theirs && JSON.stringify(theirs[k]) !== JSON.stringify(found[k]));
       if (differ.length === 0) continue;
-      this.log.warn('two networks of this stateDir set node options differently: both are ignored', {
+      this.a.log.warn('two networks of this stateDir set node options differently: both are ignored', {
         networks: [other, config.name],
         options: Object.fromEntries(differ.map((k) => [k, { [other]: theirs[k], [config.name]: found[k] }])),
-        inForce: Object.fromEntries(differ.map((k) => [k, this.settings[k] ?? null])),
+        inForce: Object.fromEntries(differ.map((k) => [k, this.a.settings[k] ?? null])),
       });
     }
     this.networks.set(config.name, found);
