@@ -387,21 +387,6 @@ describe('runDaemon: stops', () => {
     await d.run();
     expect([d.announced(), countersOf(status).rounds.skippedLate]).toEqual([[4], 1]);
   });
-
-  const withoutTitle =
-    'without a hand-over (%s; a file that is not one is removed, unreported) a burst read from its record alone ' +
-    'skips a round already due (it may have gone out)';
-  it.each([
-    ['none', undefined],
-    ['not JSON', '{"c1@eth0.json": {"next": "soon"'],
-  ])(withoutTitle, async (_, file) => {
-    writeJob(d.state, d.sentAt(-3500, { schedule: [0, 1000, 3000, 6000] }));
-    if (file !== undefined) writeFileSync(join(d.state.dir, HANDOVER_FILE), file);
-    await d.run();
-    expect([d.announced(), existsSync(join(d.state.dir, HANDOVER_FILE))]).toEqual([[4], false]);
-    expect(d.records('background work scheduled').map((r) => r.fields.how)).toEqual(['recovered']);
-    expect(d.records('cannot read the hand-over')).toEqual([]);
-  });
 });
 
 describe('runDaemon: failures', () => {
