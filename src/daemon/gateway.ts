@@ -81,13 +81,13 @@ export function gatewayFds(w: Work): number[] {
   return [...(g?.ask ? askFds(g.ask) : []), ...(g?.node ? [g.node.sockets.events.fd] : [])];
 }
 
-/** When the check next needs the loop (boot ms): a window's end, its next ask; undefined: not before a round. */
-export function gatewayWakeAt(w: Work, now: number): number | undefined {
+/** When the check next needs the loop (boot ms): a window's end, its next ask; Infinity: not before a round. */
+export function gatewayWakeAt(w: Work, now: number): number {
   const g = w.gateway;
-  if (!g) return undefined;
+  if (!g) return Infinity;
   const asks = g.ask ? now + g.ask.window.waitMs(now) : g.askAt;
   const node = g.node ? g.node.until : g.nodeAt;
-  return asks === undefined ? node : node === undefined ? asks : Math.min(asks, node);
+  return Math.min(asks ?? Infinity, node ?? Infinity);
 }
 
 /** Whether the check still has work: an ask open or planned (until it is final), a node-local window open or due. */

@@ -85,10 +85,9 @@ export class Jobs implements JobTable {
       if (record.job === undefined) continue;
       const jobRecord = record as JobRecord;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, record.job)) {
-        const gateway = handed.gateway ?? record.gateway;
-        this.schedule(name, { ...jobRecord, gateway }, 'handed over', handed.next);
-      } else this.schedule(name, jobRecord, 'recovered');
+      if (handed && sameJob(handed.job, record.job))
+        this.schedule(name, { ...jobRecord, gateway: handed.gateway ?? record.gateway }, 'handed over', handed.next);
+      else this.schedule(name, jobRecord, 'recovered');
     }
     // Records of another format (a pre-release build's) or another hand's: no burst is taken up from them.
     if (Object.keys(invalid).length > 0)
@@ -236,7 +235,7 @@ export class Jobs implements JobTable {
       if (this.held.has(w.name)) continue;
       if (w.deferred) wake = Math.min(wake, w.deferred.checkAt);
       else if (w.dueAt !== undefined) wake = Math.min(wake, w.dueAt);
-      wake = Math.min(wake, gatewayWakeAt(w, now) ?? wake);
+      wake = Math.min(wake, gatewayWakeAt(w, now));
     }
     return wake;
   }
