@@ -219,7 +219,7 @@ export const MAX_CLOSES_IN_FLIGHT = 32;
 /**
  * Closes the announcer's packet sockets on worker threads, a bounded number at a time. A packet socket's close waits
  * for an RCU grace period, so the loop hands it to koffi's async queue; that queue holds at most 256 calls and the 257th
- * throws. At most `limit` closes are in flight here; beyond that an fd waits in a FIFO until one completes, and a close
+ * throws. At most MAX_CLOSES_IN_FLIGHT closes are in flight here; beyond that an fd waits in a FIFO until one completes, and a close
  * that cannot be queued runs synchronously. Nothing here ever throws.
  */
 export class BackgroundCloser {
@@ -230,12 +230,11 @@ export class BackgroundCloser {
   constructor(
     private readonly libc: Libc,
     private readonly failed: (fd: number, error: unknown) => void,
-    private readonly limit = MAX_CLOSES_IN_FLIGHT,
   ) {}
 
   /** Closes `fd` on a worker thread, now or once a close in flight completes. */
   close(fd: number): void {
-    if (this.inFlight >= this.limit) this.waiting.push(fd);
+    if (this.inFlight >= MAX_CLOSES_IN_FLIGHT) this.waiting.push(fd);
     else this.issue(fd);
   }
 
