@@ -45,12 +45,6 @@ export interface RequestHandlers {
   served(command: string | undefined): void;
 }
 
-/** A CNI command running: its gate, and whether the stop passed it on (its own end is then no one's). */
-interface Running {
-  gate: Gate;
-  passedOn: boolean;
-}
-
 /** How the socket's stop goes: when commands that acted are stopped, and when every client is let go (boot ms). */
 interface Stopping {
   actedBy: number;
@@ -155,7 +149,8 @@ type Accepted = NonNullable<ReturnType<UnixSockets['accept']>>;
 
 /** The listening socket and its connected clients. */
 export class Server extends Endpoint<Connection> {
-  private readonly running = new Map<Connection, Running>();
+  /** The CNI commands running, by client, with their gates; one the stop passed on leaves (its end is no one's). */
+  private readonly running = new Map<Connection, Gate>();
   private readonly scratch = Buffer.alloc(64 * 1024);
   private stopping: Stopping | undefined;
   private acceptedCount = 0;
@@ -238,7 +233,7 @@ export class Server extends Endpoint<Connection> {
     const now = this.a.timers.bootMs();
     this.stopping = { actedBy: now + ACTED_MS, by: now + STOP_MS, actedStopped: false, passedOn: 0 };
     this.cutOff((peer) => this.admit(peer));
-    for (const [client, run] of this.running) if (!run.gate.acted) this.passOn(client, run);
+    for (const [client, gate] of this.running) if (!gate.acted) this.passOn(client, gate);
   }
 
   /** Whether the stop is over: no client left, or STOP_MS has passed (those left are closed). */
@@ -272,7 +267,7 @@ export class Server extends Endpoint<Connection> {
     if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) {
       // The commands that have acted are stopped: their waits end, they undo what they can and answer.
       this.stopping.actedStopped = true;
-      for (const run of this.running.values()) run.gate.stop(`the announcer (pid ${process.pid}) stops`);
+      for (const gate of this.running.values()) gate.stop(`the announcer (pid ${process.pid}) stops`);
     }
     for (const client of [...this.clients]) {
       if (writable.has(client.fd)) this.guarded(client, () => this.flush(client));
@@ -330,9 +325,9 @@ export class Server extends Endpoint<Connection> {
   }
 
   /** Refuses a command that has not acted with `handover`: its shim sends it to the next announcer. */
-  private passOn(client: Connection, run: Running): void {
-    run.gate.stop(`the announcer (pid ${process.pid}) stops: passed on`);
-    run.passedOn = true;
+  private passOn(client: Connection, gate: Gate): void {
+    gate.stop(`the announcer (pid ${process.pid}) stops: passed on`);
+    this.running.delete(client);
     if (!this.clients.has(client)) return;
     this.countPassedOn();
     this.guarded(client, () => this.end(client, { refused: 'handover' }));
@@ -368,7 +363,7 @@ export class Server extends Endpoint<Connection> {
       if (taken.refused === 'handover') this.countPassedOn();
       return this.end(client, taken);
     }
-    this.running.set(client, { gate, passedOn: false });
+    this.running.set(client, gate);
     taken.then(
       (done) => this.finish(client, command, done),
       (err: unknown) => {
@@ -380,9 +375,7 @@ export class Server extends Endpoint<Connection> {
 
   /** A command's end, written to its client unless the stop passed it on meanwhile (its shim asks the next one). */
   private finish(client: Connection, command: string | undefined, done: { exit: number; stdout: string } | undefined) {
-    const run = this.running.get(client)!;
-    this.running.delete(client);
-    if (run.passedOn) return;
+    if (!this.running.delete(client)) return;
     if (done !== undefined) this.handlers.served(command);
     if (!this.clients.has(client)) return;
     // Dispatch never rejects, so this is a bug's path: the client sees the connection end.
