@@ -219,8 +219,8 @@ export const MAX_CLOSES_IN_FLIGHT = 32;
 /**
  * Closes the announcer's packet sockets on worker threads, a bounded number at a time. A packet socket's close waits
  * for an RCU grace period, so the loop hands it to koffi's async queue; that queue holds at most 256 calls and the 257th
- * throws. At most MAX_CLOSES_IN_FLIGHT closes are in flight here; beyond that an fd waits in a FIFO until one completes, and a close
- * that cannot be queued runs synchronously. Nothing here ever throws.
+ * throws. At most MAX_CLOSES_IN_FLIGHT closes are in flight here; beyond that an fd waits in a FIFO until one
+ * completes, and a close that cannot be queued runs synchronously. Nothing here ever throws.
  */
 export class BackgroundCloser {
   private inFlight = 0;

@@ -3,7 +3,7 @@
 // runs beside every other, and its end closes the connection. Reads and writes never block: what the socket cannot
 // take now waits for poll(2) to say it has room.
 //
-// When the announcer stops, the socket is cut off (Listener.cutOff): what was queued is accepted, and every request is
+// When the announcer stops, the socket is cut off (Server.cutOff): what was queued is accepted, and every request is
 // answered or passed on. A CNI command that has not acted yet is refused with `handover` (its shim sends it to the
 // next announcer); one that has acted runs on until ACTED_MS after the stop, then is stopped (it undoes what it can
 // and answers); a control request is answered. By STOP_MS after the stop every client is done with.
