@@ -132,7 +132,7 @@ export function closeSession(a: Announcer, session: PodSession): void {
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
 function look(open: OpenPod, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
-  if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
+  if (now.kind === 'gone') return { gone: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
   return { kind: 'ready' as const, frames: buildRound(now.inputs, job.arpOps, open.session.pod.ipv6Forwarding, log) };
 }
@@ -196,7 +196,7 @@ export function runRound(a: Announcer, w: Work, now: number, wanted: () => boole
   if ('gone' in opened) return { why: opened.gone };
   try {
     const seen = look(opened, w.job, w.log);
-    if (seen.kind === 'gone') return { why: seen.why };
+    if ('gone' in seen) return { why: seen.gone };
     if (seen.kind === 'waiting') {
       a.counters.rounds.skippedNotReady++;
       w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
@@ -260,18 +260,13 @@ export function waitFds(w: Work): number[] {
 export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefined {
   const d = w.deferred!;
   d.checkAt = now + CHECK_MS;
-  if (!d.open) {
-    const opened = openForJob(a, w.job);
-    if ('gone' in opened) {
-      a.counters.deferred.gone++;
-      return { why: opened.gone };
-    }
-    d.open = opened;
-  }
-  const seen = look(d.open, w.job, w.log);
-  if (seen.kind === 'gone') {
+  // The pod's sockets, opened at the first look, stay open for the wait.
+  const opened = d.open ?? openForJob(a, w.job);
+  if (!('gone' in opened)) d.open = opened;
+  const seen = 'gone' in opened ? opened : look(opened, w.job, w.log);
+  if ('gone' in seen) {
     a.counters.deferred.gone++;
-    return { why: seen.why };
+    return { why: seen.gone };
   }
   if (seen.kind === 'waiting') {
     if (now < w.job.readyDeadline) return undefined;
@@ -289,7 +284,7 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
     d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
     return undefined;
   }
-  const sent = sendFrames(d.open.session.pod.packet, frames, w.log);
+  const sent = sendFrames(d.open!.session.pod.packet, frames, w.log);
   dropDeferred(a, w);
   w.deferred = undefined;
   a.counters.deferred.ready++;
