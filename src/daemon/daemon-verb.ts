@@ -247,11 +247,7 @@ export function daemonLoggers(
   fields: Record<string, unknown>,
   own: { logFile?: string | undefined; logLevel: LogLevel },
   stdout?: StdoutLog,
-): {
-  log: Logger;
-  jobLog(job: BackgroundJob): Logger;
-  commandLog: CommandLog;
-} {
+): { log: Logger; jobLog(job: BackgroundJob): Logger; commandLog: CommandLog } {
   const out = stdout ? createLogger(stdout.sink, 'info', fields, stdout.now, stdout.format) : undefined;
   const toStdout = (file: Logger, more: Record<string, unknown>): Logger =>
     out ? teeLogger(file, out.with(more)) : file;
@@ -263,12 +259,8 @@ export function daemonLoggers(
       return toStdout(file.with({ containerId: job.containerId, ifname: job.ifname }), jobFields(job));
     },
     commandLog(config, ids) {
-      const pod = ids.args ? podOf(ids.args.raw) : undefined;
-      return toStdout(commandLogger(config, ids), {
-        containerId: ids.containerId,
-        ifname: ids.ifname,
-        ...podFields(pod),
-      });
+      const pod = podFields(ids.args ? podOf(ids.args.raw) : undefined);
+      return toStdout(commandLogger(config, ids), { containerId: ids.containerId, ifname: ids.ifname, ...pod });
     },
   };
 }

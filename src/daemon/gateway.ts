@@ -71,8 +71,8 @@ export function gatewayWorkOf(
   const first = verdict ?? firstVerdict(check.gateways);
   const roundOneSent = job.firstRoundAt !== undefined;
   const nodeAt = when.afterRoundOne && roundOneSent ? now : undefined;
-  if (isFinal(first)) return { verdict: first, nodeAt };
-  return { verdict: first, askAt: when.askNow && roundOneSent ? now : undefined, nodeAt };
+  const askAt = !isFinal(first) && when.askNow && roundOneSent ? now : undefined;
+  return { verdict: first, askAt, nodeAt };
 }
 
 /** The fds of an open ask and of an open node-local window, for the loop's poll. */
