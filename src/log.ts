@@ -1,6 +1,6 @@
 // A small line logger: lines go to a file (config `logFile`) or nowhere, and
 // from an announcer run with `--log-format` (the DaemonSet's) to its stdout too
-// (src/daemon/daemon-log.ts). A CNI call's own stdout belongs to the CNI protocol.
+// (src/daemon/daemon-verb.ts). A CNI call's own stdout belongs to the CNI protocol.
 import type { LogLevel } from './cni/option-schema';
 import { formatLine, type LogFormat } from './log-format';
 import { appendToRegularFile } from './sys/safe-file';

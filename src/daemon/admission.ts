@@ -78,11 +78,6 @@ export function droppedLate(command: string | undefined): boolean {
   return command === 'ADD' || command === 'CHECK';
 }
 
-/** Whether a command read at `now` comes too late to be taken at all. */
-export function tooLate(command: string | undefined, deadline: number, now: number): boolean {
-  return now >= deadline && droppedLate(command);
-}
-
 /**
  * Whether a taken command's result is still wanted: always for DEL, GC and STATUS; for ADD and CHECK while
  * `connected` and before `deadline` (boot ms).
@@ -104,33 +99,26 @@ export function wantedWhile(
  * or stopped. Stopping it also ends the waits it is in: they reject with `signal`'s reason, a NotWantedError.
  */
 export class Gate implements CommandGate {
-  private actedYet = false;
   private readonly abort = new AbortController();
+  /** Rejects the command's waits once it is stopped. */
+  readonly signal = this.abort.signal;
+  /** Whether the command has acted: a stop can no longer pass it on. */
+  acted = false;
 
   constructor(private readonly wanted: () => boolean) {}
 
-  /** Rejects the command's waits once it is stopped. */
-  get signal(): AbortSignal {
-    return this.abort.signal;
-  }
-
-  /** Whether the command has acted: a stop can no longer pass it on. */
-  get acted(): boolean {
-    return this.actedYet;
-  }
-
   stopReason(): string | undefined {
-    if (this.abort.signal.aborted) return (this.abort.signal.reason as NotWantedError).why;
+    if (this.signal.aborted) return (this.signal.reason as NotWantedError).why;
     return this.wanted() ? undefined : NotWantedError.CALLER_GONE;
   }
 
   acting(): void {
-    this.actedYet = true;
+    this.acted = true;
   }
 
   /** Stops the command for `why`: it may act no more, and its waits end. */
   stop(why: string): void {
-    if (!this.abort.signal.aborted) this.abort.abort(new NotWantedError('the end of its wait', 0, why));
+    if (!this.signal.aborted) this.abort.abort(new NotWantedError('the end of its wait', 0, why));
   }
 }
 

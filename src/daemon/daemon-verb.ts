@@ -4,14 +4,27 @@
 // its start went is said once on --ready-fd (READY_LINES), and a failure on stderr too.
 import { closeSync, writeSync } from 'node:fs';
 import { netnsSockets } from '../announce/session';
+import type { BackgroundJob, PodRef } from '../announce/background-job';
 import { BUILD_ID } from '../build-id';
 import { parseFlags } from '../cli-flags';
+import { podOf } from '../cni/env';
 import {
   NODE_SETTINGS_MAX_BYTES,
   parseNodeSettings,
   resolveNodeSettings,
   type NodeSettings,
 } from '../cni/node-settings';
+import {
+  commandLogger,
+  createLogger,
+  fileSink,
+  silentLogger,
+  teeLogger,
+  type LogFormat,
+  type Logger,
+  type LogLevel,
+  type LogSink,
+} from '../log';
 import { basename, dirname, join } from '../path';
 import { DAEMON_VERB, READY_FD_FLAG, READY_LINES } from '../self-command';
 import { askAnnouncer } from '../shim/shim';
@@ -27,8 +40,7 @@ import type { UnixSockets } from '../sys/unix-socket';
 import { NODE_SETTINGS_FILE } from '../state-files';
 import type { Timers } from '../announce/context';
 import { runDaemon, type DaemonDeps } from './daemon';
-import { daemonLoggers } from './daemon-log';
-import { cniRunner, jobLogInView } from './host';
+import { cniRunner, jobLogInView, type CommandLog } from './host';
 
 /** The log formats of `--log-format`: one JSON object, or one logfmt line, per event on stdout. */
 export const LOG_FORMATS = ['json', 'logfmt'] as const;
@@ -146,14 +158,26 @@ export async function daemonVerb(
   }
 }
 
-/** The ready fd's one line (see READY_LINES), said at most once; without --ready-fd, nothing. */
+/**
+ * The ready fd's one line (see READY_LINES), said at most once, then the fd is closed; without --ready-fd, nothing. A
+ * starter gone (EPIPE) or an fd not open (EBADF) changes nothing.
+ */
 function readyLine(fd: number | undefined): { say(line: string): void } {
   let said = fd === undefined;
   return {
     say: (line) => {
       if (said) return;
       said = true;
-      sayOn(fd!, line);
+      try {
+        writeSync(fd!, `${line.replaceAll('\n', ' ')}\n`);
+      } catch {
+        // The shim that waited has gone: nobody to tell.
+      }
+      try {
+        closeSync(fd!);
+      } catch {
+        // Not open: nothing to close.
+      }
     },
   };
 }
@@ -179,8 +203,6 @@ function realDaemonDeps(
     resident: args.resident,
     settings,
     libc,
-    sockets: libc,
-    tryLock: libc.tryLock,
     open: netnsSockets(libc),
     views,
     timers,
@@ -198,23 +220,57 @@ function realDaemonDeps(
   };
 }
 
-/** Writes `line` to `fd` and closes it; a starter gone (EPIPE) or an fd not open (EBADF) changes nothing. */
-function sayOn(fd: number, line: string): void {
-  try {
-    writeSync(fd, `${line.replaceAll('\n', ' ')}\n`);
-  } catch {
-    // The shim that waited has gone: nobody to tell.
-  }
-  try {
-    closeSync(fd);
-  } catch {
-    // Not open: nothing to close.
-  }
-}
-
 /** Writes the metrics file atomically, only into a directory no one else can write. */
 function writeMetrics(file: string, text: string): void {
   const dir = dirname(file);
   if (checkPrivateDir(dir) === 'missing') throw new Error(`${dir} does not exist`);
   replaceFile(dir, basename(file), text, 0o644);
+}
+
+// The announcer's loggers. It serves many networks, each with its own logFile: every job logs to its network's file,
+// and the announcer's own lines go to the node's log (the node settings' logFile and logLevel), never to a network's.
+// With `--log-format` (the DaemonSet's announcer), every line at info and above also goes to stdout, structured, each
+// pod's naming it (container, ifname, K8S_POD_NAMESPACE/K8S_POD_NAME, IPs) so that `kubectl logs … | grep <pod>` says
+// what was sent for it.
+
+/** Where structured lines go (stdout), and in which format. */
+export interface StdoutLog {
+  format: Exclude<LogFormat, 'text'>;
+  sink: LogSink;
+  now?: () => Date;
+}
+
+/**
+ * The announcer's own logger, the factory of per-job loggers that steers it, and the loggers of the commands it runs.
+ */
+export function daemonLoggers(
+  fields: Record<string, unknown>,
+  own: { logFile?: string | undefined; logLevel: LogLevel },
+  stdout?: StdoutLog,
+): { log: Logger; jobLog(job: BackgroundJob): Logger; commandLog: CommandLog } {
+  const out = stdout ? createLogger(stdout.sink, 'info', fields, stdout.now, stdout.format) : undefined;
+  const toStdout = (file: Logger, more: Record<string, unknown>): Logger =>
+    out ? teeLogger(file, out.with(more)) : file;
+  const log = own.logFile ? createLogger(fileSink(own.logFile), own.logLevel, fields) : silentLogger;
+  return {
+    log: toStdout(log, {}),
+    jobLog(job) {
+      const file = job.logFile ? createLogger(fileSink(job.logFile), job.logLevel, fields) : silentLogger;
+      return toStdout(file.with({ containerId: job.containerId, ifname: job.ifname }), jobFields(job));
+    },
+    commandLog(config, ids) {
+      const pod = podFields(ids.args ? podOf(ids.args.raw) : undefined);
+      return toStdout(commandLogger(config, ids), { containerId: ids.containerId, ifname: ids.ifname, ...pod });
+    },
+  };
+}
+
+/** What names a job's pod in a structured line. */
+export function jobFields(job: BackgroundJob): Record<string, unknown> {
+  const ips = job.interfaces.flatMap((i) => [...i.ipv4, ...i.ipv6]);
+  return { network: job.network, containerId: job.containerId, ifname: job.ifname, ...podFields(job.pod), ips };
+}
+
+function podFields(pod: PodRef | undefined): Record<string, unknown> {
+  return pod ? { K8S_POD_NAMESPACE: pod.namespace, K8S_POD_NAME: pod.name } : {};
 }

@@ -43,13 +43,9 @@ const PAUSE_AFTER_ERROR_MS = 100;
  */
 export const STAMP_MS = 1000;
 
-/** What the announcer needs from the process. */
-export interface DaemonDeps extends LockDeps {
+/** What the process gives the announcer's parts (Announcer) as they are. */
+interface Given {
   stateDir: string;
-  /** This executable's build (src/build-id.ts). */
-  build: string;
-  /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
-  resident: boolean;
   /** The node settings (the stateDir's announcer.conf), fixed for the announcer's life. */
   settings: NodeSettings;
   libc: Libc & UnixSockets & TcpSockets;
@@ -59,6 +55,15 @@ export interface DaemonDeps extends LockDeps {
   /** The announcer's own log; `jobLog`, a job's (its network's logFile). */
   log: Logger;
   jobLog(job: BackgroundJob): Logger;
+}
+
+/** What the announcer needs from the process. */
+export interface DaemonDeps extends LockDeps, Given {
+  libc: Given['libc'];
+  /** This executable's build (src/build-id.ts). */
+  build: string;
+  /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
+  resident: boolean;
   /** The user whose connections are served. */
   uid: number;
   /** Where to serve /metrics and /healthz (--listen). */
@@ -79,12 +84,7 @@ export interface DaemonDeps extends LockDeps {
 }
 
 /** The announcer's parts, made once at its start: what its table, rounds and hosted commands run on. */
-export interface Announcer {
-  stateDir: string;
-  libc: Libc & UnixSockets & TcpSockets;
-  open: SocketOpener;
-  views: CallerViews;
-  timers: Timers;
+export interface Announcer extends Given {
   waits: LoopWaits;
   attachmentLocks: MemoryLocks;
   written: RecordMemory;
@@ -92,9 +92,6 @@ export interface Announcer {
   closeInBackground(fd: number): void;
   counters: Counters;
   metrics: LazyMetrics;
-  settings: NodeSettings;
-  log: Logger;
-  jobLog(job: BackgroundJob): Logger;
   jobs: Jobs;
   /** Counts a failure in `errors` and logs it. */
   failed(what: string, error: unknown, fields?: Record<string, unknown>): void;
@@ -161,12 +158,11 @@ class Daemon {
     this.a.jobs = new Jobs(this.a);
     this.metricsFile = new MetricsFile(this.a, deps.writeMetrics, deps.metricsFileProblem);
     this.runCni = deps.commands(this.a);
-    const handlers: RequestHandlers = {
+    this.server = new Server(this.a, deps.uid, {
       control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
       served: (command) => countServed(counters, command),
-    };
-    this.server = new Server(this.a, deps.uid, handlers);
+    });
   }
 
   /**
@@ -179,7 +175,10 @@ class Daemon {
     process.on('SIGTERM', term);
     process.on('SIGINT', int);
     try {
-      if (this.deps.listen) this.http = this.listenHttp(this.deps.listen);
+      // One that cannot listen ends the announcer (HttpListenError).
+      const healthy = (): boolean => this.server.listening && !this.stopping;
+      if (this.deps.listen)
+        this.http = HttpEndpoint.listen(this.a, this.deps.listen, { healthy, metrics: this.a.metrics });
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.server.listen();
       this.deps.ready?.();
@@ -262,7 +261,7 @@ class Daemon {
     const { readable, writable } = libc.pollInOut(reading, writing, Math.max(0, Math.min(due, idle, waits.msLeft())));
     // A signal that came during the poll is heard here, before the requests the poll found are taken.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (!this.stopping && this.signalled) this.stopOnSignal(this.signalled);
+    if (this.signalled) this.stop(`${this.signalled}: handing over to the next announcer`);
     for (const s of served) s.serve(readable, writable);
     waits.settle(readable);
     await jobs.runDue(timers.bootMs(), readable);
@@ -294,17 +293,15 @@ class Daemon {
     this.stop('handing over: a thread of this announcer is in a pod netns');
   }
 
-  /** Stops on a signal, or once idle (no work, no client) for idleExitMs since `idleSince` (never when resident). */
+  /**
+   * Stops on a signal (the next announcer goes on with the bursts), or once idle (no work, no client) for idleExitMs
+   * since `idleSince` (never when resident).
+   */
   private stopIfDue(idleSince: number): void {
-    if (this.signalled) return this.stopOnSignal(this.signalled);
+    if (this.signalled) return this.stop(`${this.signalled}: handing over to the next announcer`);
     const { idleExitMs } = this.a.settings;
     if (this.deps.resident || this.a.jobs.size > 0 || this.server.busy) return;
     if (this.deps.timers.now() - idleSince >= idleExitMs) this.stop('idle: stopping', { idleExitMs });
-  }
-
-  /** The stop a signal asked for: the next announcer goes on with the bursts. */
-  private stopOnSignal(signal: NodeJS.Signals): void {
-    this.stop(`${signal}: handing over to the next announcer`);
   }
 
   /** Begins the stop, logging `why` once: no new caller reaches this announcer, and each waiting one is answered. */
@@ -359,12 +356,6 @@ class Daemon {
       this.a.failed(what, err);
       return undefined;
     }
-  }
-
-  /** The HTTP endpoint of --listen; one that cannot listen ends the announcer (HttpListenError). */
-  private listenHttp(address: TcpAddress): HttpEndpoint {
-    const healthy = (): boolean => this.server.listening && !this.stopping;
-    return HttpEndpoint.listen(this.a, address, { healthy, metrics: this.a.metrics });
   }
 }
 

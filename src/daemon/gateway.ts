@@ -71,8 +71,8 @@ export function gatewayWorkOf(
   const first = verdict ?? firstVerdict(check.gateways);
   const roundOneSent = job.firstRoundAt !== undefined;
   const nodeAt = when.afterRoundOne && roundOneSent ? now : undefined;
-  if (isFinal(first)) return { verdict: first, nodeAt };
-  return { verdict: first, askAt: when.askNow && roundOneSent ? now : undefined, nodeAt };
+  const askAt = !isFinal(first) && when.askNow && roundOneSent ? now : undefined;
+  return { verdict: first, askAt, nodeAt };
 }
 
 /** The fds of an open ask and of an open node-local window, for the loop's poll. */
@@ -81,13 +81,13 @@ export function gatewayFds(w: Work): number[] {
   return [...(g?.ask ? askFds(g.ask) : []), ...(g?.node ? [g.node.sockets.events.fd] : [])];
 }
 
-/** When the check next needs the loop (boot ms): a window's end, its next ask; undefined: not before a round. */
-export function gatewayWakeAt(w: Work, now: number): number | undefined {
+/** When the check next needs the loop (boot ms): a window's end, its next ask; Infinity: not before a round. */
+export function gatewayWakeAt(w: Work, now: number): number {
   const g = w.gateway;
-  if (!g) return undefined;
+  if (!g) return Infinity;
   const asks = g.ask ? now + g.ask.window.waitMs(now) : g.askAt;
   const node = g.node ? g.node.until : g.nodeAt;
-  return asks === undefined ? node : node === undefined ? asks : Math.min(asks, node);
+  return Math.min(asks ?? Infinity, node ?? Infinity);
 }
 
 /** Whether the check still has work: an ask open or planned (until it is final), a node-local window open or due. */
@@ -119,7 +119,10 @@ export function adoptVisit(w: Work, session: PodSession): boolean {
   return true;
 }
 
-/** Steps the check at `now`: the node window, then the ask (an open one reads what came; a due one opens). */
+/**
+ * Steps the check at `now`: the node window, then the ask (an open one reads what came; a due one opens). One that
+ * throws is counted and logged, and the rounds keep their schedule.
+ */
 export async function runGatewayDue(a: Announcer, w: Work, now: number, changed: ReadonlySet<number>): Promise<void> {
   const g = w.gateway;
   if (!g) return;
@@ -130,32 +133,25 @@ export async function runGatewayDue(a: Announcer, w: Work, now: number, changed:
   const visit = (): PodVisit => (opened ??= a.jobs.wanted(w) ? openForJob(a, w.job) : { gone: 'pod gone' });
   try {
     await runNodeDue(a, w, now, changed, visit);
-    if (!isFinal(g.verdict)) await runAskDue(a, w, now, changed, visit);
+    if (isFinal(g.verdict)) return;
+    if (!g.ask) {
+      if (g.askAt !== undefined && g.askAt <= now) startAsk(a, w, now, visit);
+      return;
+    }
+    if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
+    readAsk(a.libc, g.ask, now);
+    if (!g.ask.window.finished(now)) return;
+    const replies = askReplies(g.ask, w.job.firstRoundAt ?? g.ask.startedAt);
+    dropAsk(a, w);
+    // The last ask: no round is left, and none went out while this window was open.
+    const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;
+    await settle(a, w, afterWindow(g.verdict, replies, last));
+  } catch (err) {
+    a.counters.errors++;
+    w.log.error('gateway check failed', { error: err });
   } finally {
     if (opened && !('gone' in opened)) closeSession(a, opened.session);
   }
-}
-
-async function runAskDue(
-  a: Announcer,
-  w: Work,
-  now: number,
-  changed: ReadonlySet<number>,
-  visit: () => PodVisit,
-): Promise<void> {
-  const g = w.gateway!;
-  if (!g.ask) {
-    if (g.askAt !== undefined && g.askAt <= now) startAsk(a, w, now, visit);
-    return;
-  }
-  if (!askFds(g.ask).some((fd) => changed.has(fd)) && !g.ask.window.finished(now)) return;
-  readAsk(a.libc, g.ask, now);
-  if (!g.ask.window.finished(now)) return;
-  const replies = askReplies(g.ask, w.firstRoundAt ?? g.ask.startedAt);
-  dropAsk(a, w);
-  // The last ask: no round is left, and none went out while this window was open.
-  const last = w.dueAt === undefined && !w.deferred && g.askAt === undefined;
-  await settle(a, w, afterWindow(g.verdict, replies, last));
 }
 
 /** Closes an open ask's receivers (on another thread), a node-local window and a handed session: the work ends. */
@@ -215,7 +211,7 @@ async function settle(a: Announcer, w: Work, verdict: GatewayVerdict): Promise<v
   const g = w.gateway!;
   const before = g.verdict.answered.length;
   g.verdict = verdict;
-  for (const r of verdict.answered.slice(before)) a.metrics.observeGatewayAnswer(r.afterMs / 1000);
+  for (const r of verdict.answered.slice(before)) a.metrics.observe('gatewayAnswer', r.afterMs / 1000);
   if (!isFinal(verdict)) return;
   countVerdict(a.counters, verdict);
   w.log.info(`gateway check: ${describeVerdict(verdict)}`, { gateway: verdict });
@@ -239,7 +235,7 @@ async function runNodeDue(
   } else if (g.nodeAt !== undefined && g.nodeAt <= now) {
     g.nodeAt = undefined;
     const opened = visit();
-    const started = 'gone' in opened ? [] : openNodeWindow(opened, now + (w.job.gatewayCheck?.windowMs ?? 0));
+    const started = 'gone' in opened ? [] : openNodeWindow(opened, now + w.job.gatewayCheck!.windowMs);
     if (Array.isArray(started)) proofs = started;
     else g.node = started;
   }
@@ -264,7 +260,8 @@ function openNodeWindow(opened: OpenPod, until: number): NodeWindow | NodeProof[
     const bridge = peer?.master === undefined ? undefined : host.linkByIndex(peer.master);
     const mac = session.pod.rtnl.linkByIndex(t.iface.index)?.mac;
     if (!peer || bridge?.kind !== 'bridge' || mac?.length !== 6) {
-      unseen.push({ interface: t.name, unseen: unseenWhy(t.iface.kind, peer !== undefined) });
+      const what = peer ? 'its host-side veth is no bridge port' : `a ${t.iface.kind ?? 'non-veth'} interface`;
+      unseen.push({ interface: t.name, unseen: `${what}: the node cannot see the segment` });
       continue;
     }
     const pod = { mac: formatMac(mac), portIndex: peer.index, portName: peer.name, bridgeIndex: bridge.index };
@@ -347,9 +344,4 @@ function dumpInto(window: NodeWindow): void {
       for (const { watch } of window.watches) watch.observe(entry);
     }
   }
-}
-
-function unseenWhy(kind: string | undefined, veth: boolean): string {
-  if (veth) return 'its host-side veth is no bridge port: the node cannot see the segment';
-  return `a ${kind ?? 'non-veth'} interface: the node cannot see the segment`;
 }

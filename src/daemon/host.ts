@@ -7,15 +7,13 @@ import type { BackgroundJob } from '../announce/background-job';
 import type { AttachmentLocks, CommandContext, HeldLock } from '../announce/context';
 import { inView } from '../announce/session';
 import type { PluginConfig } from '../cni/config';
-import { dispatch } from '../cni/dispatch';
+import { dispatch, type CniPlugin } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { whereToSet } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
-import type { CniPlugin } from '../cni/dispatch';
 import type { Logger, LogLevel } from '../log';
 import type { Libc } from '../sys/libc';
-import { CallerViewError, type CallerView } from '../sys/caller-view';
-import type { CallerViews } from '../sys/caller-view';
+import { CallerViewError, type CallerView, type CallerViews } from '../sys/caller-view';
 import type { Gate } from './admission';
 import type { Announcer } from './daemon';
 
@@ -50,51 +48,39 @@ export type CommandLog = (
   ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } },
 ) => Logger;
 
-/** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-log.ts). */
+/** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-verb.ts). */
 export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {
-  const notes = new NodeOptionNotes(a.log, a.settings);
+  const notes = new NodeOptionNotes(a);
   return async (env, stdin, gate, caller) => {
     // Each command tells the announcer when it was taken, with what it reports (the time to its round 1).
     const takenAt = a.timers.bootMs();
     const seen = viewOfCaller(a.views, caller);
     const view = seen instanceof CallerViewError ? a.views.mine : seen;
     const logger = loggerInView(commandLog, view);
-    const ctx = commandContext(a, gate, view, logger, takenAt);
-    const plugin = hostedPlugin(ctx, a.stateDir, seen instanceof CallerViewError ? seen : undefined, (config) =>
-      notes.note(config, logger(config, {})),
-    );
+    // Its waits and lock waits end when its gate stops it.
+    const ctx: CommandContext = {
+      libc: a.libc,
+      open: inView(a.open, view),
+      view,
+      timers: { now: a.timers.now, bootMs: a.timers.bootMs, sleep: (ms) => a.waits.sleep(ms, gate.signal) },
+      waits: { readable: (fds, ms) => a.waits.readable(fds, ms, gate.signal) },
+      gate,
+      logger,
+      table: {
+        added: (name, record, report, session) => a.jobs.added(name, record, report, session, takenAt),
+        cancel: (name) => a.jobs.cancel(name),
+      },
+      frameBudget: a.frameBudget.first,
+      attachmentLocks: { take: (name, ms) => a.attachmentLocks.take(name, ms, gate.signal) },
+      written: a.written,
+      closeInBackground: a.closeInBackground,
+    };
+    const refused = seen instanceof CallerViewError ? seen : undefined;
+    const plugin = hostedPlugin(ctx, a.stateDir, refused, (config) => notes.note(config, logger(config, {})));
     let stdout = '';
     const io = { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text: string) => void (stdout += text) };
     const exit = await dispatch(io, plugin);
     return { exit, stdout };
-  };
-}
-
-/** One command's context: the announcer's parts, its gate (its waits and lock waits end when it stops it), its view. */
-function commandContext(
-  a: Announcer,
-  gate: Gate,
-  view: CallerView,
-  logger: CommandContext['logger'],
-  takenAt: number,
-): CommandContext {
-  const { libc, written, closeInBackground } = a;
-  return {
-    libc,
-    open: inView(a.open, view),
-    view,
-    timers: { now: a.timers.now, bootMs: a.timers.bootMs, sleep: (ms) => a.waits.sleep(ms, gate.signal) },
-    waits: { readable: (fds, ms) => a.waits.readable(fds, ms, gate.signal) },
-    gate,
-    logger,
-    table: {
-      added: (name, record, report, session) => a.jobs.added(name, record, report, session, takenAt),
-      cancel: (name) => a.jobs.cancel(name),
-    },
-    frameBudget: a.frameBudget.first,
-    attachmentLocks: { take: (name, ms) => a.attachmentLocks.take(name, ms, gate.signal) },
-    written,
-    closeInBackground,
   };
 }
 
@@ -150,29 +136,24 @@ export function jobLogInView(
   jobLog: (job: BackgroundJob) => Logger,
   views: CallerViews,
 ): (job: BackgroundJob) => Logger {
-  return (job) => {
-    if (job.logFile === undefined) return jobLog(job);
-    let logFile: string | undefined;
-    try {
-      logFile = (views.forRecorded(job.caller) ?? views.mine).path(job.logFile, { followLast: false });
-    } catch {
-      logFile = undefined; // a symlink loop: logging must never break the rounds
-    }
-    return jobLog({ ...job, logFile });
-  };
+  return (job) =>
+    job.logFile === undefined
+      ? jobLog(job)
+      : jobLog({ ...job, logFile: logFileInView(views.forRecorded(job.caller) ?? views.mine, job.logFile) });
 }
 
-/** `logger` writing each config's logFile as `view` sees it (a symlink at its end is refused, as it is in place). */
+/** `logger` writing each config's logFile as `view` sees it. */
 export function loggerInView(logger: CommandLog, view: CallerView): CommandLog {
-  return (config, ids) => {
-    let logFile: string | undefined;
-    try {
-      logFile = config.logFile === undefined ? undefined : view.path(config.logFile, { followLast: false });
-    } catch {
-      logFile = undefined; // a symlink loop: logging must never break the command
-    }
-    return logger({ ...config, logFile }, ids);
-  };
+  return (config, ids) => logger({ ...config, logFile: logFileInView(view, config.logFile) }, ids);
+}
+
+/** `logFile` as `view` sees it, a symlink at its end refused (as it is in place); undefined for a symlink loop. */
+function logFileInView(view: CallerView, logFile: string | undefined): string | undefined {
+  try {
+    return logFile === undefined ? undefined : view.path(logFile, { followLast: false });
+  } catch {
+    return undefined; // logging must never break a command or the rounds
+  }
 }
 
 /** A waiter still in the queue: takes the lock when called (one that gives up leaves the queue at once). */
@@ -238,8 +219,8 @@ export const MAX_CLOSES_IN_FLIGHT = 32;
 /**
  * Closes the announcer's packet sockets on worker threads, a bounded number at a time. A packet socket's close waits
  * for an RCU grace period, so the loop hands it to koffi's async queue; that queue holds at most 256 calls and the 257th
- * throws. At most `limit` closes are in flight here; beyond that an fd waits in a FIFO until one completes, and a close
- * that cannot be queued runs synchronously. Nothing here ever throws.
+ * throws. At most MAX_CLOSES_IN_FLIGHT closes are in flight here; beyond that an fd waits in a FIFO until one
+ * completes, and a close that cannot be queued runs synchronously. Nothing here ever throws.
  */
 export class BackgroundCloser {
   private inFlight = 0;
@@ -249,17 +230,11 @@ export class BackgroundCloser {
   constructor(
     private readonly libc: Libc,
     private readonly failed: (fd: number, error: unknown) => void,
-    private readonly limit = MAX_CLOSES_IN_FLIGHT,
   ) {}
-
-  /** Closes background work still has to do: in flight and waiting. */
-  get pending(): number {
-    return this.inFlight + this.waiting.length;
-  }
 
   /** Closes `fd` on a worker thread, now or once a close in flight completes. */
   close(fd: number): void {
-    if (this.inFlight >= this.limit) this.waiting.push(fd);
+    if (this.inFlight >= MAX_CLOSES_IN_FLIGHT) this.waiting.push(fd);
     else this.issue(fd);
   }
 
@@ -306,10 +281,8 @@ class NodeOptionNotes {
   /** Each network that carried node options, with them, as first seen. */
   private readonly networks = new Map<string, Partial<Record<NodeOptionKey, unknown>>>();
 
-  constructor(
-    private readonly log: Logger,
-    private readonly settings: Announcer['settings'],
-  ) {}
+  /** `a`: the announcer, whose node settings are in force and whose own log hears of a pair that differs. */
+  constructor(private readonly a: Announcer) {}
 
   /** Notes a command's config; its network's first with node options logs a WARN on `networkLog`. */
   note(config: PluginConfig, networkLog: Logger): void {
@@ -319,17 +292,17 @@ class NodeOptionNotes {
     const fields = {
       network: config.name,
       options: found,
-      inForce: Object.fromEntries(keys.map((k) => [k, this.settings[k] ?? null])),
+      inForce: Object.fromEntries(keys.map((k) => [k, this.a.settings[k] ?? null])),
       setInstead: keys.map(whereToSet),
     };
     networkLog.warn("node options in this network's conflist are ignored: the node settings apply", fields);
     for (const [other, theirs] of this.networks) {
       const differ = keys.filter((k) => k in theirs && JSON.stringify(theirs[k]) !== JSON.stringify(found[k]));
       if (differ.length === 0) continue;
-      this.log.warn('two networks of this stateDir set node options differently: both are ignored', {
+      this.a.log.warn('two networks of this stateDir set node options differently: both are ignored', {
         networks: [other, config.name],
         options: Object.fromEntries(differ.map((k) => [k, { [other]: theirs[k], [config.name]: found[k] }])),
-        inForce: Object.fromEntries(differ.map((k) => [k, this.settings[k] ?? null])),
+        inForce: Object.fromEntries(differ.map((k) => [k, this.a.settings[k] ?? null])),
       });
     }
     this.networks.set(config.name, found);

@@ -9,9 +9,9 @@
 // It speaks a little HTTP/1.x: one request per connection, its head read whole (bounded), the answer carrying
 // `Connection: close`. /metrics: the registry's text; /healthz: `ok` while the loop turns and listens on its socket
 // (it is the loop that answers), 503 while it hands over or stops.
-import { SysError } from '../sys/sys-error';
 import type { TcpAddress } from '../sys/tcp-socket';
 import type { Announcer } from './daemon';
+import { Endpoint, sendSome } from './server';
 
 /** Connections served at once. */
 export const MAX_CONNECTIONS = 16;
@@ -19,11 +19,6 @@ export const MAX_CONNECTIONS = 16;
 export const REQUEST_MS = 5000;
 /** A connection that has not taken its whole answer within this is dropped. */
 export const WRITE_MS = 5000;
-/**
- * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long (as the unix socket's
- * ACCEPT_PAUSE_MS).
- */
-const ACCEPT_PAUSE_MS = 100;
 const BACKLOG = 64;
 
 interface Client {
@@ -36,18 +31,22 @@ interface Client {
 }
 
 /** The listening socket and its connections. */
-export class HttpEndpoint {
-  private readonly clients = new Set<Client>();
+export class HttpEndpoint extends Endpoint<Client> {
   private readonly scratch = Buffer.alloc(MAX_HEAD_BYTES + 1);
-  private acceptPausedUntil = 0;
 
   private constructor(
-    private readonly a: Announcer,
+    a: Announcer,
     private readonly state: EndpointState,
     private readonly listenFd: number,
     /** The port it listens on (the kernel's pick for port 0). */
     readonly port: number,
-  ) {}
+  ) {
+    super(a, {
+      accept: 'cannot accept an HTTP connection',
+      failed: 'HTTP connection failed',
+      close: 'cannot close an HTTP socket',
+    });
+  }
 
   /**
    * Listens on `address`; when it cannot (EADDRINUSE, EACCES), says so (a.failed) and throws HttpListenError.
@@ -68,8 +67,8 @@ export class HttpEndpoint {
    * coming.
    */
   fds(): number[] {
-    const accepting = this.a.timers.bootMs() >= this.acceptPausedUntil ? [this.listenFd] : [];
-    return [...accepting, ...[...this.clients].filter((c) => c.outbound === undefined).map((c) => c.fd)];
+    const reading = [...this.clients].filter((c) => c.outbound === undefined).map((c) => c.fd);
+    return [...this.accepting(this.listenFd), ...reading];
   }
 
   /** The connections whose answer waits for room in their socket. */
@@ -79,14 +78,17 @@ export class HttpEndpoint {
 
   /** When the next connection times out or accepting resumes (boot ms); Infinity with none. */
   wakeAt(): number {
-    const paused = this.acceptPausedUntil > this.a.timers.bootMs() ? [this.acceptPausedUntil] : [];
-    return Math.min(Infinity, ...paused, ...[...this.clients].map((c) => c.until));
+    return Math.min(this.acceptResumesAt(), ...[...this.clients].map((c) => c.until));
   }
 
   /** Accepts, reads requests, writes answers, drops connections past their time. */
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     const known = [...this.clients];
-    if (readable.has(this.listenFd)) this.acceptAll();
+    if (readable.has(this.listenFd))
+      this.acceptAll(
+        () => this.a.libc.acceptTcp(this.listenFd),
+        (fd) => this.take(fd),
+      );
     const now = this.a.timers.bootMs();
     for (const c of known) {
       if (c.outbound === undefined && readable.has(c.fd)) this.guarded(c, () => this.read(c));
@@ -103,25 +105,12 @@ export class HttpEndpoint {
     this.closeQuietly(this.listenFd);
   }
 
-  private acceptAll(): void {
-    for (;;) {
-      let fd;
-      try {
-        fd = this.a.libc.acceptTcp(this.listenFd);
-      } catch (err) {
-        this.acceptPausedUntil = this.a.timers.bootMs() + ACCEPT_PAUSE_MS;
-        this.a.failed(`cannot accept an HTTP connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
-        return;
-      }
-      if (fd === undefined) return;
-      if (this.clients.size >= MAX_CONNECTIONS) {
-        this.closeQuietly(fd);
-        continue;
-      }
-      const c: Client = { fd, until: this.a.timers.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
-      this.clients.add(c);
-      this.guarded(c, () => this.read(c)); // the request usually came with the connection: no turn waits for it
-    }
+  /** Serves an accepted connection, unless MAX_CONNECTIONS are served already (it is closed). */
+  private take(fd: number): void {
+    if (this.clients.size >= MAX_CONNECTIONS) return this.closeQuietly(fd);
+    const c: Client = { fd, until: this.a.timers.bootMs() + REQUEST_MS, inbound: Buffer.alloc(0) };
+    this.clients.add(c);
+    this.guarded(c, () => this.read(c)); // the request usually came with the connection: no turn waits for it
   }
 
   private read(c: Client): void {
@@ -158,35 +147,8 @@ export class HttpEndpoint {
   }
 
   private flush(c: Client): void {
-    while (c.outbound!.length > 0) {
-      const n = this.a.libc.send(c.fd, c.outbound!);
-      if (n === 0) return;
-      c.outbound = c.outbound!.subarray(n);
-    }
-    this.drop(c);
-  }
-
-  /** Runs `work` on a connection; a throw (ECONNRESET, EPIPE: the client left) drops it. */
-  private guarded(c: Client, work: () => void): void {
-    try {
-      work();
-    } catch (err) {
-      if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')))
-        this.a.failed('HTTP connection failed', err);
-      this.drop(c);
-    }
-  }
-
-  private drop(c: Client): void {
-    if (this.clients.delete(c)) this.closeQuietly(c.fd);
-  }
-
-  private closeQuietly(fd: number): void {
-    try {
-      this.a.libc.close(fd);
-    } catch (err) {
-      this.a.failed('cannot close an HTTP socket', err);
-    }
+    c.outbound = sendSome(this.a.libc, c.fd, c.outbound!);
+    if (c.outbound.length === 0) this.drop(c);
   }
 }
 

@@ -15,7 +15,7 @@ import type { Logger } from '../log';
 import { join } from '../path';
 import { RESIDENT_REFUSAL, type ControlReply } from '../protocol';
 import { ABI } from '../sys/abi/kernel-abi';
-import type { TryLock } from '../sys/libc';
+import type { Libc } from '../sys/libc';
 import type { HolderWait } from '../sys/lock-holder';
 import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 import { DAEMON_LOCK, RESIDENT_LOCK } from '../state-files';
@@ -30,14 +30,14 @@ const ASK_AGAIN_MS = 1000;
 /** What taking the lock needs. */
 export interface LockDeps {
   stateDir: string;
-  tryLock: TryLock;
+  /** Takes the locks (tryLock) and looks for an announcer that listens (connect). */
+  libc: Libc & UnixSockets;
   timers: Timers;
   /**
    * Blocks in poll(2) until the holder of the lock on `lockFd` exits, `ms` at most; `fallbackMs` when it cannot be
    * named (src/sys/lock-holder.ts).
    */
   waitForHolder(lockFd: number, ms: number, fallbackMs: number): HolderWait;
-  sockets: UnixSockets;
   log: Logger;
   /** Run by the DaemonSet: take over from an announcer a shim started. */
   resident?: boolean | undefined;
@@ -58,7 +58,7 @@ export type TakeOver = 'taken' | 'served' | 'resident';
 export async function withDaemonLock(deps: LockDeps, serve: (lockFd: number) => Promise<void>): Promise<TakeOver> {
   let residentFd: number | undefined = openLockFile(deps.stateDir, RESIDENT_LOCK);
   try {
-    const turn = deps.resident ? await takeResidentLock(deps, residentFd) : leaveToResident(deps, residentFd);
+    const turn = deps.resident ? takeResidentLock(deps, residentFd) : takeUnlessServed(deps, residentFd, LOCK_POLL_MS);
     if (turn !== 'taken') return turn;
     if (!deps.resident) {
       closeQuietly(residentFd); // no resident one: its lock, just taken, is not ours to hold
@@ -90,41 +90,35 @@ function closeQuietly(fd: number): void {
  * The resident lock, for a resident announcer: taken, or 'resident' when another resident one holds it and serves.
  * One that holds it and does not listen (a resident stopping, or one waiting for the announcer lock) is waited for.
  */
-async function takeResidentLock(deps: LockDeps, residentFd: number): Promise<TakeOver> {
-  while (!deps.tryLock(residentFd)) {
-    if (someoneListens(deps.stateDir, deps.sockets)) return 'resident';
+function takeResidentLock(deps: LockDeps, residentFd: number): TakeOver {
+  while (!deps.libc.tryLock(residentFd)) {
+    if (someoneListens(deps.stateDir, deps.libc)) return 'resident';
     deps.waitForHolder(residentFd, ASK_AGAIN_MS, LOCK_POLL_MS);
   }
   return 'taken';
 }
 
 /**
- * For an announcer a shim started: 'taken' (go on to the announcer lock) when no resident one holds the resident
- * lock; else it waits, up to LOCK_WAIT_MS, for the resident to listen (or to let go of its lock), and leaves the calls
- * to it ('served').
+ * For an announcer a shim started, the lock on `fd`: 'taken', or 'served' once another announcer listens or
+ * LOCK_WAIT_MS has passed. Each wait on the holder lasts `eachMs` at most: a resident holder never exits, so its lock
+ * is tried again, and the socket looked at, every LOCK_POLL_MS.
  */
-function leaveToResident(deps: LockDeps, residentFd: number): TakeOver {
+function takeUnlessServed(deps: LockDeps, fd: number, eachMs = Infinity): TakeOver {
   const start = deps.timers.now();
   for (;;) {
-    if (deps.tryLock(residentFd)) return 'taken';
+    if (deps.libc.tryLock(fd)) return 'taken';
     const left = LOCK_WAIT_MS - (deps.timers.now() - start);
-    if (someoneListens(deps.stateDir, deps.sockets) || left <= 0) return 'served';
-    deps.waitForHolder(residentFd, Math.min(left, LOCK_POLL_MS), LOCK_POLL_MS);
+    if (someoneListens(deps.stateDir, deps.libc) || left <= 0) return 'served';
+    deps.waitForHolder(fd, Math.min(left, eachMs), LOCK_POLL_MS);
   }
 }
 
-/** Takes the announcer lock on `lockFd`. */
+/** Takes the announcer lock on `lockFd`; a resident announcer asks the one that listens to hand over. */
 async function takeDaemonLock(deps: LockDeps, lockFd: number): Promise<TakeOver> {
-  const start = deps.timers.now();
-  while (!deps.tryLock(lockFd)) {
+  if (!deps.resident) return takeUnlessServed(deps, lockFd);
+  while (!deps.libc.tryLock(lockFd)) {
     // One that does not listen is exiting or handing over: wait for it.
-    const listens = someoneListens(deps.stateDir, deps.sockets);
-    if (!deps.resident) {
-      const left = LOCK_WAIT_MS - (deps.timers.now() - start);
-      if (listens || left <= 0) return 'served';
-      deps.waitForHolder(lockFd, left, LOCK_POLL_MS);
-      continue;
-    }
+    const listens = someoneListens(deps.stateDir, deps.libc);
     if (listens) {
       const reply = await deps.askHandover?.();
       if (reply?.ok === false && reply.error === RESIDENT_REFUSAL) return 'resident';

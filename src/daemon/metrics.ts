@@ -8,7 +8,7 @@
 import type { FrameCounts } from '../announce/round';
 import type { GatewayResult, GatewayVerdict } from '../announce/gateway-verdict';
 import type { Announcer } from './daemon';
-import type { AnnouncerMetrics } from './prometheus';
+import type { AnnouncerMetrics, HistogramName } from './prometheus';
 
 /** Everything counted since the background announcer started. */
 export interface Counters {
@@ -78,15 +78,12 @@ export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8
 /** Observations kept while the registry is not loaded; later ones are dropped (nothing reads them anyway). */
 export const MAX_PENDING = 1000;
 
-/** The histograms an observation goes to, by AnnouncerMetrics method. */
-type Observed = 'observeAddToFirstRound' | 'observeGatewayAnswer';
-
 /** AnnouncerMetrics, loaded when its text is first asked for. */
 export class LazyMetrics {
   readonly contentType = PROMETHEUS_CONTENT_TYPE;
   private loading: Promise<AnnouncerMetrics> | undefined;
   private loaded: AnnouncerMetrics | undefined;
-  private readonly pending: { histogram: Observed; seconds: number }[] = [];
+  private readonly pending: { histogram: HistogramName; seconds: number }[] = [];
 
   /** `counters`: the announcer's counters, read at every scrape and write. */
   constructor(private readonly counters: () => Counters) {}
@@ -102,25 +99,16 @@ export class LazyMetrics {
     return new AnnouncerMetrics(newCounters).text();
   }
 
-  /** One ADD's time from being taken to round 1 on the wire. */
-  observeAddToFirstRound(seconds: number): void {
-    this.observe('observeAddToFirstRound', seconds);
-  }
-
-  /** One gateway's time from round 1 to its answer. */
-  observeGatewayAnswer(seconds: number): void {
-    this.observe('observeGatewayAnswer', seconds);
-  }
-
-  private observe(histogram: Observed, seconds: number): void {
-    if (this.loaded) this.loaded[histogram](seconds);
+  /** One event's time (AnnouncerMetrics.observe), kept until the registry loads. */
+  observe(histogram: HistogramName, seconds: number): void {
+    if (this.loaded) this.loaded.observe(histogram, seconds);
     else if (this.pending.length < MAX_PENDING) this.pending.push({ histogram, seconds });
   }
 
   private load(): Promise<AnnouncerMetrics> {
     return (this.loading ??= import('./prometheus').then(({ AnnouncerMetrics }) => {
       const metrics = new AnnouncerMetrics(this.counters);
-      for (const { histogram, seconds } of this.pending.splice(0)) metrics[histogram](seconds);
+      for (const { histogram, seconds } of this.pending.splice(0)) metrics.observe(histogram, seconds);
       return (this.loaded = metrics);
     }));
   }

@@ -80,11 +80,13 @@ function snakeCase(field: string): string {
   return field.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
 }
 
+/** The histograms, each observed as its event comes. */
+export type HistogramName = 'addToFirstRound' | 'gatewayAnswer';
+
 /** The registry of one announcer. */
 export class AnnouncerMetrics {
   private readonly registry = new Registry();
-  private readonly addToFirstRound: Histogram;
-  private readonly gatewayAnswer: Histogram;
+  private readonly histograms: Record<HistogramName, Histogram>;
 
   /** `counters`: the announcer's counters, read at every scrape and write. */
   constructor(counters: () => Counters) {
@@ -104,37 +106,29 @@ export class AnnouncerMetrics {
         },
       });
     }
-    this.addToFirstRound = new Histogram({
-      name: `${PREFIX}_add_to_first_round_seconds`,
-      help: 'Time from the announcer taking an ADD to its round 1 on the wire.',
-      buckets: [...ADD_TO_FIRST_ROUND_BUCKETS],
-      registers: [this.registry],
-    });
-    this.gatewayAnswer = new Histogram({
-      name: `${PREFIX}_gateway_answer_seconds`,
-      help: "Time from an attachment's round 1 to a routed gateway's answer to the gateway check.",
-      buckets: [...GATEWAY_ANSWER_BUCKETS],
-      registers: [this.registry],
-    });
+    const histogram = (name: string, help: string, buckets: readonly number[]): Histogram =>
+      new Histogram({ name: `${PREFIX}_${name}`, help, buckets: [...buckets], registers: [this.registry] });
+    this.histograms = {
+      addToFirstRound: histogram(
+        'add_to_first_round_seconds',
+        'Time from the announcer taking an ADD to its round 1 on the wire.',
+        ADD_TO_FIRST_ROUND_BUCKETS,
+      ),
+      gatewayAnswer: histogram(
+        'gateway_answer_seconds',
+        "Time from an attachment's round 1 to a routed gateway's answer to the gateway check.",
+        GATEWAY_ANSWER_BUCKETS,
+      ),
+    };
   }
 
-  /** The Content-Type of {@link text}: the Prometheus text format 0.0.4. */
-  get contentType(): string {
-    return this.registry.contentType;
-  }
-
-  /** Every metric in the Prometheus text format. */
+  /** Every metric in the Prometheus text format 0.0.4. */
   text(): Promise<string> {
     return this.registry.metrics();
   }
 
-  /** One ADD's time from being taken to round 1 on the wire. */
-  observeAddToFirstRound(seconds: number): void {
-    this.addToFirstRound.observe(seconds);
-  }
-
-  /** One gateway's time from round 1 to its answer. */
-  observeGatewayAnswer(seconds: number): void {
-    this.gatewayAnswer.observe(seconds);
+  /** One event's time: an ADD's from being taken to round 1 on the wire, a gateway's from round 1 to its answer. */
+  observe(histogram: HistogramName, seconds: number): void {
+    this.histograms[histogram].observe(seconds);
   }
 }

@@ -39,7 +39,6 @@ export interface Work {
   /** The MACs to put back on DEL, as the record has them: the journal is written from the table. */
   originalMacs: AttachmentRecord['originalMacs'];
   log: Logger;
-  firstRoundAt: number | undefined;
   /** Index of the next round; schedule.length when done. */
   next: number;
   dueAt: number | undefined;
@@ -133,7 +132,7 @@ export function closeSession(a: Announcer, session: PodSession): void {
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
 function look(open: OpenPod, job: BackgroundJob, log: Logger) {
   const now = readiness(open.session, open.targets);
-  if (now.kind === 'gone') return { kind: 'gone' as const, why: `pod interface ${now.name} gone` };
+  if (now.kind === 'gone') return { gone: `pod interface ${now.name} gone` };
   if (now.kind === 'waiting') return now;
   return { kind: 'ready' as const, frames: buildRound(now.inputs, job.arpOps, open.session.pod.ipv6Forwarding, log) };
 }
@@ -160,7 +159,7 @@ export function nextRound(
 
 /** Moves to the next round still worth sending; ended when the burst is over. */
 export function advance(a: Announcer, w: Work, now: number): Ended | undefined {
-  const { index, dueAt, skipped } = nextRound(w.job.schedule, w.firstRoundAt!, w.next, now);
+  const { index, dueAt, skipped } = nextRound(w.job.schedule, w.job.firstRoundAt!, w.next, now);
   if (skipped > 0) {
     a.counters.rounds.skippedLate += skipped;
     w.log.info('rounds skipped: their time has passed', { skipped });
@@ -197,7 +196,7 @@ export function runRound(a: Announcer, w: Work, now: number, wanted: () => boole
   if ('gone' in opened) return { why: opened.gone };
   try {
     const seen = look(opened, w.job, w.log);
-    if (seen.kind === 'gone') return { why: seen.why };
+    if ('gone' in seen) return { why: seen.gone };
     if (seen.kind === 'waiting') {
       a.counters.rounds.skippedNotReady++;
       w.log.info('pod not ready for this round: skipping it', { round: w.next + 1, waitingFor: seen.reasons });
@@ -219,7 +218,7 @@ export function runRound(a: Announcer, w: Work, now: number, wanted: () => boole
 
 /** The budget held a later round back: it waits its turn, or is dropped once the next round is due. */
 function heldBack(a: Announcer, w: Work, now: number, waitMs: number): Ended | undefined {
-  const following = w.next + 1 < w.job.schedule.length ? w.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
+  const following = w.next + 1 < w.job.schedule.length ? w.job.firstRoundAt! + w.job.schedule[w.next + 1]! : Infinity;
   if (now + waitMs < following) {
     if (!w.delayed) a.counters.rateLimited.delayed++;
     w.delayed = true;
@@ -261,18 +260,13 @@ export function waitFds(w: Work): number[] {
 export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefined {
   const d = w.deferred!;
   d.checkAt = now + CHECK_MS;
-  if (!d.open) {
-    const opened = openForJob(a, w.job);
-    if ('gone' in opened) {
-      a.counters.deferred.gone++;
-      return { why: opened.gone };
-    }
-    d.open = opened;
-  }
-  const seen = look(d.open, w.job, w.log);
-  if (seen.kind === 'gone') {
+  // The pod's sockets, opened at the first look, stay open for the wait.
+  const opened = d.open ?? openForJob(a, w.job);
+  if (!('gone' in opened)) d.open = opened;
+  const seen = 'gone' in opened ? opened : look(opened, w.job, w.log);
+  if ('gone' in seen) {
     a.counters.deferred.gone++;
-    return { why: seen.why };
+    return { why: seen.gone };
   }
   if (seen.kind === 'waiting') {
     if (now < w.job.readyDeadline) return undefined;
@@ -280,7 +274,7 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
     w.log.warn('pod never became ready: not announcing', { waitingFor: seen.reasons });
     return { why: 'ready timeout' };
   }
-  const frames = probeDeferred(a, w, d.open, seen.frames, now);
+  const frames = probeDeferred(a, w, seen.frames, now);
   if (!frames) return undefined; // probing: back at the probe's next step
   // Held back by the budget, the wait comes back here with the same session: no socket opened or closed per retry.
   const taken = a.frameBudget.later.take(frames.length, a.timers.bootMs(), now >= w.job.readyDeadline);
@@ -290,13 +284,13 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
     d.checkAt = now + Math.min(taken.waitMs, CHECK_MS);
     return undefined;
   }
-  const sent = sendFrames(d.open.session.pod.packet, frames, w.log);
+  const sent = sendFrames(d.open!.session.pod.packet, frames, w.log);
   dropDeferred(a, w);
   w.deferred = undefined;
   a.counters.deferred.ready++;
   roundSent(a, w, sent);
   w.log.info('announced', { round: 1, of: w.job.schedule.length, frames: totalFrames(sent), deferred: true });
-  w.firstRoundAt = now;
+  w.job = { ...w.job, firstRoundAt: now };
   w.next = 1;
   askAfterRound(w, now, true);
   return advance(a, w, now);
@@ -307,14 +301,9 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
  * the budget holds back is not probed again. The window is stepped from the loop: undefined while it lasts.
  * Conflicting addresses leave this and later rounds.
  */
-function probeDeferred(
-  a: Announcer,
-  w: Work,
-  pod: OpenPod,
-  frames: OutgoingFrame[],
-  now: number,
-): OutgoingFrame[] | undefined {
+function probeDeferred(a: Announcer, w: Work, frames: OutgoingFrame[], now: number): OutgoingFrame[] | undefined {
   const d = w.deferred!;
+  const pod = d.open!;
   const check = w.job.conflictCheck;
   if (!check) return frames;
   if (d.conflicts) return withoutConflicts(frames, d.conflicts);
@@ -338,19 +327,13 @@ function probeDeferred(
       probe?.close();
     }
   }
-  return applyConflicts(a, w, check.action, frames, d.conflicts);
+  return applyConflicts(a, w, frames, d.conflicts);
 }
 
 /** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
-function applyConflicts(
-  a: Announcer,
-  w: Work,
-  action: string,
-  frames: OutgoingFrame[],
-  conflicts: AddressConflict[],
-): OutgoingFrame[] {
+function applyConflicts(a: Announcer, w: Work, frames: OutgoingFrame[], conflicts: AddressConflict[]): OutgoingFrame[] {
   if (conflicts.length === 0) return frames;
-  if (action === 'fail')
+  if (w.job.conflictCheck?.action === 'fail')
     w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', {
       conflicts: conflicts.length,
     });

@@ -3,7 +3,7 @@
 // runs beside every other, and its end closes the connection. Reads and writes never block: what the socket cannot
 // take now waits for poll(2) to say it has room.
 //
-// When the announcer stops, the socket is cut off (Listener.cutOff): what was queued is accepted, and every request is
+// When the announcer stops, the socket is cut off (Server.cutOff): what was queued is accepted, and every request is
 // answered or passed on. A CNI command that has not acted yet is refused with `handover` (its shim sends it to the
 // next announcer); one that has acted runs on until ACTED_MS after the stop, then is stopped (it undoes what it can
 // and answers); a control request is answered. By STOP_MS after the stop every client is done with.
@@ -18,7 +18,7 @@ import {
 import { SysError } from '../sys/sys-error';
 import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 import type { FileId } from '../sys/file-id';
-import { checkRequestLine, Gate, tooLate, wantedWhile, type CniCommand } from './admission';
+import { checkRequestLine, droppedLate, Gate, wantedWhile, type CniCommand } from './admission';
 import type { Announcer } from './daemon';
 import type { Caller } from './host';
 import { unlinkIfPresent } from '../sys/safe-file';
@@ -45,12 +45,6 @@ export interface RequestHandlers {
   served(command: string | undefined): void;
 }
 
-/** A CNI command running: its gate, and whether the stop passed it on (its own end is then no one's). */
-interface Running {
-  gate: Gate;
-  passedOn: boolean;
-}
-
 /** How the socket's stop goes: when commands that acted are stopped, and when every client is let go (boot ms). */
 interface Stopping {
   actedBy: number;
@@ -59,22 +53,123 @@ interface Stopping {
   passedOn: number;
 }
 
+/**
+ * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and
+ * polling it would spin while the clients already accepted are served and closed, which gives descriptors back.
+ */
+export const ACCEPT_PAUSE_MS = 100;
+
+/** What an endpoint's log lines call the failures of its connections. */
+interface EndpointLines {
+  accept: string;
+  failed: string;
+  close: string;
+  /** Said (at debug) when a client left before its reply; nothing when absent. */
+  left?: string;
+}
+
+/**
+ * What the announcer's two listening sockets (its unix socket here, and the HTTP endpoint) share: their clients, each
+ * closed once it leaves, fails or outstays its time, and accepting paused for ACCEPT_PAUSE_MS after accept(2) fails.
+ */
+export abstract class Endpoint<C extends { fd: number }> {
+  protected readonly clients = new Set<C>();
+  /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
+  private acceptPausedUntil = 0;
+
+  constructor(
+    protected readonly a: Announcer,
+    private readonly lines: EndpointLines,
+  ) {}
+
+  /** The listening socket `listenFd` for the poll, unless accepting is paused (or it does not listen). */
+  protected accepting(listenFd: number | undefined): number[] {
+    return listenFd !== undefined && this.a.timers.bootMs() >= this.acceptPausedUntil ? [listenFd] : [];
+  }
+
+  /** When accepting resumes after a failed accept (boot ms); Infinity when it is not paused. */
+  protected acceptResumesAt(): number {
+    return this.acceptPausedUntil > this.a.timers.bootMs() ? this.acceptPausedUntil : Infinity;
+  }
+
+  /** Hands every connection `accept` gives to `take`, until none is left or accept fails (accepting pauses). */
+  protected acceptAll<P>(accept: () => P | undefined, take: (peer: P) => void): void {
+    for (;;) {
+      let peer: P | undefined;
+      try {
+        peer = accept();
+      } catch (err) {
+        this.acceptPausedUntil = this.a.timers.bootMs() + ACCEPT_PAUSE_MS;
+        this.a.failed(`${this.lines.accept}: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
+        return;
+      }
+      if (peer === undefined) return;
+      take(peer);
+    }
+  }
+
+  /** Runs `work` on a client; a throw (EPIPE, ECONNRESET: the client left) drops it. */
+  protected guarded(client: C, work: () => unknown): void {
+    try {
+      work();
+    } catch (err) {
+      if (!(err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET')))
+        this.a.failed(this.lines.failed, err);
+      else if (this.lines.left) this.a.log.debug(this.lines.left);
+      this.drop(client);
+    }
+  }
+
+  protected drop(client: C): void {
+    if (this.clients.delete(client)) this.closeQuietly(client.fd);
+  }
+
+  protected closeQuietly(fd: number): void {
+    try {
+      this.a.libc.close(fd);
+    } catch (err) {
+      this.a.failed(this.lines.close, err);
+    }
+  }
+}
+
+/** Sends `bytes` on `fd` until the socket is full; what is left to send. */
+export function sendSome(sockets: UnixSockets, fd: number, bytes: Buffer): Buffer {
+  let left = bytes;
+  while (left.length > 0) {
+    const n = sockets.send(fd, left);
+    if (n === 0) break;
+    left = left.subarray(n);
+  }
+  return left;
+}
+
+/** A connection accept(2) gave, with its peer's credentials. */
+type Accepted = NonNullable<ReturnType<UnixSockets['accept']>>;
+
 /** The listening socket and its connected clients. */
-export class Server {
-  private readonly listener: Listener;
-  private readonly clients = new Set<Connection>();
-  private readonly running = new Map<Connection, Running>();
+export class Server extends Endpoint<Connection> {
+  /** The CNI commands running, by client, with their gates; one the stop passed on leaves (its end is no one's). */
+  private readonly running = new Map<Connection, Gate>();
   private readonly scratch = Buffer.alloc(64 * 1024);
   private stopping: Stopping | undefined;
   private acceptedCount = 0;
+  private listenFd: number | undefined;
+  /** The socket file this process bound (device and inode): the only one it ever removes. */
+  private bound: FileId | undefined;
 
   /** Serves connections of user `uid` on the announcer `a`'s socket. */
   constructor(
-    private readonly a: Announcer,
+    a: Announcer,
     private readonly uid: number,
     private readonly handlers: RequestHandlers,
   ) {
-    this.listener = new Listener(a, (fd) => this.closeQuietly(fd));
+    super(a, {
+      accept: 'cannot accept a control connection',
+      failed: 'control connection failed',
+      close: 'cannot close a control socket',
+      left: 'client left before its reply',
+    });
   }
 
   /** Whether a client is connected or a command runs. */
@@ -89,7 +184,7 @@ export class Server {
 
   /** Whether the socket is listening. */
   get listening(): boolean {
-    return this.listener.listening;
+    return this.listenFd !== undefined;
   }
 
   /**
@@ -97,7 +192,7 @@ export class Server {
    * still coming.
    */
   fds(): number[] {
-    return [...this.listener.fds(), ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd)];
+    return [...this.accepting(this.listenFd), ...[...this.clients].filter((c) => this.reading(c)).map((c) => c.fd)];
   }
 
   /** Whether `client`'s request is still coming (a running or ending client is not read: its EOF would wake poll). */
@@ -107,7 +202,7 @@ export class Server {
 
   /** The clients whose replies wait for room in their socket. */
   writeFds(): number[] {
-    return [...this.clients].filter((c) => c.wantsWrite).map((c) => c.fd);
+    return [...this.clients].filter((c) => c.outbound.length > 0).map((c) => c.fd);
   }
 
   /**
@@ -117,11 +212,16 @@ export class Server {
   wakeAt(): number {
     const timed = [...this.clients].filter((c) => this.reading(c) || c.closing).map((c) => c.until);
     const stop = this.stopping ? [this.stopping.actedStopped ? this.stopping.by : this.stopping.actedBy] : [];
-    return Math.min(this.listener.wakeAt(), ...timed, ...stop);
+    return Math.min(this.acceptResumesAt(), ...timed, ...stop);
   }
 
+  /** Listens at stateDir's socket path, replacing a stale one a killed announcer left (the caller holds the lock). */
   listen(): void {
-    this.listener.listen();
+    withSocketAddress(this.a.stateDir, (address) => {
+      unlinkIfPresent(address);
+      this.listenFd = this.a.libc.listen(address);
+      this.bound = this.a.libc.socketFile(address);
+    });
   }
 
   /**
@@ -132,8 +232,8 @@ export class Server {
     if (this.stopping) return;
     const now = this.a.timers.bootMs();
     this.stopping = { actedBy: now + ACTED_MS, by: now + STOP_MS, actedStopped: false, passedOn: 0 };
-    this.listener.cutOff((peer) => this.admit(peer));
-    for (const [client, run] of this.running) if (!run.gate.acted) this.passOn(client, run);
+    this.cutOff((peer) => this.admit(peer));
+    for (const [client, gate] of this.running) if (!gate.acted) this.passOn(client, gate);
   }
 
   /** Whether the stop is over: no client left, or STOP_MS has passed (those left are closed). */
@@ -154,15 +254,23 @@ export class Server {
   serve(readable: ReadonlySet<number>, writable: ReadonlySet<number>): void {
     // A client accepted now is read at once too: its request may be in already (it waited in the backlog).
     const fresh = new Set<number>();
-    this.listener.acceptAll(readable, (peer) => {
-      fresh.add(peer.fd);
-      this.admit(peer);
-    });
+    const listenFd = this.listenFd;
+    if (listenFd !== undefined && readable.has(listenFd))
+      this.acceptAll(
+        () => this.a.libc.accept(listenFd),
+        (peer) => {
+          fresh.add(peer.fd);
+          this.admit(peer);
+        },
+      );
     const now = this.a.timers.bootMs();
-    if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) this.stopActed(this.stopping);
+    if (this.stopping && !this.stopping.actedStopped && now >= this.stopping.actedBy) {
+      // The commands that have acted are stopped: their waits end, they undo what they can and answer.
+      this.stopping.actedStopped = true;
+      for (const gate of this.running.values()) gate.stop(`the announcer (pid ${process.pid}) stops`);
+    }
     for (const client of [...this.clients]) {
-      if (writable.has(client.fd))
-        this.guarded(client, () => client.flush(this.a.libc) && client.closing && this.drop(client));
+      if (writable.has(client.fd)) this.guarded(client, () => this.flush(client));
       if (!this.clients.has(client)) continue;
       if (this.reading(client) && (readable.has(client.fd) || fresh.has(client.fd)))
         this.guarded(client, () => this.readRequest(client));
@@ -173,13 +281,42 @@ export class Server {
   /** Closes every client and the listening socket (the stop is over; a killed one leaves its socket to the next). */
   close(): void {
     for (const c of [...this.clients]) this.drop(c);
-    this.listener.cutOff((peer) => this.closeQuietly(peer.fd));
+    this.cutOff((peer) => this.closeQuietly(peer.fd));
   }
 
-  /** Stops the commands that have acted: their waits end, they undo what they can and answer. */
-  private stopActed(stopping: Stopping): void {
-    stopping.actedStopped = true;
-    for (const run of this.running.values()) run.gate.stop(`the announcer (pid ${process.pid}) stops`);
+  /**
+   * The cut-off of a stopping announcer: after shutdown(SHUT_RD) no connect(2) can reach the socket, so accepting
+   * until none is left hands every caller that got in to `take`; then the socket closes and its path goes (only while
+   * it is still the socket this process bound: a successor's must not vanish). A caller from then on finds none
+   * (ECONNREFUSED, ENOENT) and starts, or finds, the next announcer. Call it holding the announcer lock.
+   */
+  private cutOff(take: (peer: Accepted) => void): void {
+    const fd = this.listenFd;
+    if (fd === undefined) return;
+    this.listenFd = undefined;
+    try {
+      this.a.libc.shutdownListener(fd);
+      for (let peer = this.acceptQueued(fd); peer; peer = this.acceptQueued(fd)) take(peer);
+    } finally {
+      this.closeQuietly(fd);
+      const bound = this.bound;
+      this.bound = undefined;
+      try {
+        if (bound) withSocketAddress(this.a.stateDir, (address) => this.a.libc.removeSocketFile(address, bound));
+      } catch (err) {
+        this.a.failed('cannot remove the socket', err);
+      }
+    }
+  }
+
+  /** One queued connection, or undefined when none is left (or accept failed: counted, logged). */
+  private acceptQueued(fd: number): Accepted | undefined {
+    try {
+      return this.a.libc.accept(fd);
+    } catch (err) {
+      this.a.failed('cannot accept a queued connection while stopping', err);
+      return undefined;
+    }
   }
 
   /** Counts a request passed on to the next announcer (while stopping). */
@@ -188,9 +325,9 @@ export class Server {
   }
 
   /** Refuses a command that has not acted with `handover`: its shim sends it to the next announcer. */
-  private passOn(client: Connection, run: Running): void {
-    run.gate.stop(`the announcer (pid ${process.pid}) stops: passed on`);
-    run.passedOn = true;
+  private passOn(client: Connection, gate: Gate): void {
+    gate.stop(`the announcer (pid ${process.pid}) stops: passed on`);
+    this.running.delete(client);
     if (!this.clients.has(client)) return;
     this.countPassedOn();
     this.guarded(client, () => this.end(client, { refused: 'handover' }));
@@ -201,7 +338,7 @@ export class Server {
     if (got === 'pending') return;
     if (got === 'closed') return this.drop(client);
     if (got === 'too long') {
-      this.a.log.warn('dropped a request line over the limit', { pid: client.peer.pid, limit: MAX_REQUEST_LINE });
+      this.a.log.warn('dropped a request line over the limit', { pid: client.pid, limit: MAX_REQUEST_LINE });
       return this.drop(client);
     }
     const request = checkRequestLine(got.line);
@@ -210,8 +347,8 @@ export class Server {
     if (request.kind === 'control') return this.end(client, { control: this.handlers.control(request.request) });
     const command = request.env.CNI_COMMAND;
     const { deadline } = request;
-    if (tooLate(command, deadline, this.a.timers.bootMs())) {
-      this.a.log.warn('dropped a command its sender no longer waits for', { pid: client.peer.pid, command });
+    if (droppedLate(command) && this.a.timers.bootMs() >= deadline) {
+      this.a.log.warn('dropped a command its sender no longer waits for', { pid: client.pid, command });
       return this.drop(client);
     }
     if (this.stopping) {
@@ -220,13 +357,13 @@ export class Server {
     }
     const connected = (): boolean => this.clients.has(client) && !client.peerGone(this.a.libc, this.scratch);
     const gate = new Gate(wantedWhile(command, deadline, () => this.a.timers.bootMs(), connected));
-    const taken = this.handlers.cni({ ...request, gate }, { pid: client.peer.pid, connected });
+    const taken = this.handlers.cni({ ...request, gate }, { pid: client.pid, connected });
     if ('refused' in taken) {
       // The request of a new build that made this announcer stop is passed on, as those after it.
       if (taken.refused === 'handover') this.countPassedOn();
       return this.end(client, taken);
     }
-    this.running.set(client, { gate, passedOn: false });
+    this.running.set(client, gate);
     taken.then(
       (done) => this.finish(client, command, done),
       (err: unknown) => {
@@ -238,9 +375,7 @@ export class Server {
 
   /** A command's end, written to its client unless the stop passed it on meanwhile (its shim asks the next one). */
   private finish(client: Connection, command: string | undefined, done: { exit: number; stdout: string } | undefined) {
-    const run = this.running.get(client);
-    this.running.delete(client);
-    if (!run || run.passedOn) return;
+    if (!this.running.delete(client)) return;
     if (done !== undefined) this.handlers.served(command);
     if (!this.clients.has(client)) return;
     // Dispatch never rejects, so this is a bug's path: the client sees the connection end.
@@ -252,33 +387,14 @@ export class Server {
   private end(client: Connection, reply: WireReply): void {
     client.closing = true;
     client.until = this.a.timers.bootMs() + CLIENT_MS;
-    client.write(this.a.libc, encodeLine(reply));
-    if (!client.wantsWrite) this.drop(client);
+    client.outbound = Buffer.from(encodeLine(reply));
+    this.flush(client);
   }
 
-  /** Runs `work` on a client; a throw (EPIPE, ECONNRESET: the client left) drops it. */
-  private guarded(client: Connection, work: () => unknown): void {
-    try {
-      work();
-    } catch (err) {
-      if (err instanceof SysError && (err.code === 'EPIPE' || err.code === 'ECONNRESET'))
-        this.a.log.debug('client left before its reply');
-      else this.a.failed('control connection failed', err);
-      this.drop(client);
-    }
-  }
-
-  private drop(client: Connection): void {
-    if (!this.clients.delete(client)) return;
-    this.closeQuietly(client.fd);
-  }
-
-  private closeQuietly(fd: number): void {
-    try {
-      this.a.libc.close(fd);
-    } catch (err) {
-      this.a.failed('cannot close a control socket', err);
-    }
+  /** Sends what the socket takes of a client's last line; the connection closes once it is all out. */
+  private flush(client: Connection): void {
+    client.outbound = sendSome(this.a.libc, client.fd, client.outbound);
+    if (client.outbound.length === 0 && client.closing) this.drop(client);
   }
 
   /**
@@ -286,147 +402,37 @@ export class Server {
    * stopping announcer takes every queued one, so none goes unanswered for want of room).
    */
   private admit(peer: Accepted): void {
-    if (peer.uid !== this.uid || (this.clients.size >= MAX_CLIENTS && !this.stopping)) {
-      if (peer.uid !== this.uid)
-        this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
-      this.closeQuietly(peer.fd);
+    if (peer.uid !== this.uid)
+      this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
+    else if (this.clients.size < MAX_CLIENTS || this.stopping) {
+      this.acceptedCount++;
+      this.clients.add(new Connection(peer.fd, peer.pid, this.a.timers.bootMs() + CLIENT_MS));
       return;
     }
-    this.acceptedCount++;
-    this.clients.add(new Connection(peer.fd, peer, this.a.timers.bootMs() + CLIENT_MS));
-  }
-}
-
-/**
- * After accept(2) fails (EMFILE), the listening socket is left out of the poll this long: it stays readable, and
- * polling it would spin while the clients already accepted are served and closed, which gives descriptors back.
- */
-export const ACCEPT_PAUSE_MS = 100;
-
-/** A connection accept(2) gave, with its peer's credentials. */
-export type Accepted = NonNullable<ReturnType<UnixSockets['accept']>>;
-
-/** The listening socket of a stateDir. */
-class Listener {
-  private fd: number | undefined;
-  /** The socket file this process bound (device and inode): the only one it ever removes. */
-  private bound: FileId | undefined;
-  /** Boot ms before which no connection is accepted (see ACCEPT_PAUSE_MS). */
-  private pausedUntil = 0;
-
-  /** `closeQuietly` closes an fd, counting a failure. */
-  constructor(
-    private readonly a: Announcer,
-    private readonly closeQuietly: (fd: number) => void,
-  ) {}
-
-  /** Whether the socket is listening. */
-  get listening(): boolean {
-    return this.fd !== undefined;
-  }
-
-  /** The listening socket, when it listens and accepts: for the poll. */
-  fds(): number[] {
-    return this.fd !== undefined && this.a.timers.bootMs() >= this.pausedUntil ? [this.fd] : [];
-  }
-
-  /** When accepting resumes after a failed accept (boot ms); Infinity when it is not paused. */
-  wakeAt(): number {
-    return this.pausedUntil > this.a.timers.bootMs() ? this.pausedUntil : Infinity;
-  }
-
-  /** Listens at stateDir's socket path, replacing a stale one a killed announcer left (the caller holds the lock). */
-  listen(): void {
-    withSocketAddress(this.a.stateDir, (address) => {
-      unlinkIfPresent(address);
-      this.fd = this.a.libc.listen(address);
-      this.bound = this.a.libc.socketFile(address);
-    });
-  }
-
-  /**
-   * The cut-off of a stopping announcer: after shutdown(SHUT_RD) no connect(2) can reach the socket, so accepting
-   * until none is left hands every caller that got in to `take`; then the socket closes and its path goes (only while
-   * it is still the socket this process bound: a successor's must not vanish). A caller from then on finds none
-   * (ECONNREFUSED, ENOENT) and starts, or finds, the next announcer. Call it holding the announcer lock.
-   */
-  cutOff(take: (peer: Accepted) => void): void {
-    const fd = this.fd;
-    if (fd === undefined) return;
-    this.fd = undefined;
-    try {
-      this.a.libc.shutdownListener(fd);
-      for (let peer = this.acceptOne(fd); peer; peer = this.acceptOne(fd)) take(peer);
-    } finally {
-      this.closeQuietly(fd);
-      this.removeOwnPath();
-    }
-  }
-
-  /** Removes the socket's path if it is still the socket this process bound. */
-  private removeOwnPath(): void {
-    const bound = this.bound;
-    this.bound = undefined;
-    if (bound === undefined) return;
-    try {
-      withSocketAddress(this.a.stateDir, (address) => this.a.libc.removeSocketFile(address, bound));
-    } catch (err) {
-      this.a.failed('cannot remove the socket', err);
-    }
-  }
-
-  /** One queued connection, or undefined when none is left (or accept failed: counted, logged). */
-  private acceptOne(fd: number): Accepted | undefined {
-    try {
-      return this.a.libc.accept(fd);
-    } catch (err) {
-      this.a.failed('cannot accept a queued connection while stopping', err);
-      return undefined;
-    }
-  }
-
-  /** Accepts every waiting connection when the socket is in `readable`, handing each to `take`. */
-  acceptAll(readable: ReadonlySet<number>, take: (peer: Accepted) => void): void {
-    if (this.fd === undefined || !readable.has(this.fd)) return;
-    for (;;) {
-      let peer;
-      try {
-        peer = this.a.libc.accept(this.fd);
-      } catch (err) {
-        this.pausedUntil = this.a.timers.bootMs() + ACCEPT_PAUSE_MS;
-        this.a.failed(`cannot accept a control connection: not accepting for ${ACCEPT_PAUSE_MS} ms`, err);
-        return;
-      }
-      if (!peer) return;
-      take(peer);
-    }
+    this.closeQuietly(peer.fd);
   }
 }
 
 /**
  * What reading found: a complete request line, nothing complete yet, the end of the stream, or a line past the limit.
  */
-export type ReadOutcome = { line: string } | 'pending' | 'closed' | 'too long';
+type ReadOutcome = { line: string } | 'pending' | 'closed' | 'too long';
 
-/** A connected client: its socket, who it is, and the bytes in flight. */
+/** A connected client: its socket, its pid (SO_PEERCRED), and the bytes in flight. */
 class Connection {
   private inbound: Buffer[] = [];
   private inboundBytes = 0;
-  private outbound: Buffer[] = [];
+  /** The bytes of its last line not sent yet. */
+  outbound: Buffer = Buffer.alloc(0);
   /** Whether the connection closes once everything written is sent. */
   closing = false;
 
   /** `until`: boot ms by which the request line must be in. */
   constructor(
     readonly fd: number,
-    readonly peer: { pid: number; uid: number },
+    readonly pid: number,
     public until: number,
   ) {}
-
-  /** Whether reply bytes wait for room in the socket. */
-  get wantsWrite(): boolean {
-    return this.outbound.length > 0;
-  }
 
   /**
    * Reads what is queued (into `scratch`) up to the first newline; bytes past it are ignored (one request per
@@ -466,23 +472,5 @@ class Connection {
     } catch {
       return true; // ECONNRESET
     }
-  }
-
-  /** Queues `text` and sends what the socket takes now; throws (EPIPE, ECONNRESET) when the client is gone. */
-  write(sockets: UnixSockets, text: string): void {
-    this.outbound.push(Buffer.from(text));
-    this.flush(sockets);
-  }
-
-  /** Sends queued bytes until the socket is full; whether everything is out. */
-  flush(sockets: UnixSockets): boolean {
-    while (this.outbound.length > 0) {
-      const head = this.outbound[0]!;
-      const n = sockets.send(this.fd, head);
-      if (n === 0) return false;
-      if (n < head.length) this.outbound[0] = head.subarray(n);
-      else this.outbound.shift();
-    }
-    return true;
   }
 }

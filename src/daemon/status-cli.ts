@@ -106,26 +106,18 @@ export function render(report: StatusReport): string[] {
     if (a.gateway) lines.push(`  gateway check: ${describeVerdict(a.gateway)}`);
     for (const p of a.gateway?.node ?? []) lines.push(`  node view: ${describeNodeProof(p)}`);
   }
-  if (report.counters) lines.push(...counterLines(report.counters));
-  return lines;
-}
-
-function counterLines(c: Counters): string[] {
+  const c = report.counters;
+  if (!c) return lines;
   return [
+    ...lines,
     `frames sent: garp-request=${c.frames.garpRequest} garp-reply=${c.frames.garpReply} na=${c.frames.na}`,
     `rounds: sent=${c.rounds.sent} skipped-not-ready=${c.rounds.skippedNotReady} skipped-late=${c.rounds.skippedLate}`,
     `deferred waits: started=${c.deferred.started} ready=${c.deferred.ready} ` +
       `timed-out=${c.deferred.timedOut} gone=${c.deferred.gone}`,
     `rate-limited rounds: delayed=${c.rateLimited.delayed} dropped=${c.rateLimited.dropped}`,
     `address conflicts: ${c.conflicts}`,
-    gatewayLine(c.gateway),
+    `gateway checks: answered=${c.gateway.answered} no-answer=${c.gateway.noAnswer} ` +
+      `no-gateway=${c.gateway.noGateway} off=${c.gateway.off} requests=${c.gateway.requests}`,
     `errors: ${c.errors}`,
   ];
-}
-
-function gatewayLine(g: Counters['gateway']): string {
-  return (
-    `gateway checks: answered=${g.answered} no-answer=${g.noAnswer} no-gateway=${g.noGateway} off=${g.off} ` +
-    `requests=${g.requests}`
-  );
 }

@@ -11,7 +11,6 @@ import { checkGatewayVerdict, checkJob } from '../announce/record-schema';
 import { totalFrames } from '../announce/round';
 import type { PodSession } from '../announce/session';
 import { listRecords, writeRecord, type AttachmentRecord } from '../announce/state';
-import type { Logger } from '../log';
 import { join } from '../path';
 import type { AttachmentStatus } from '../protocol';
 import { sameFile } from '../sys/file-id';
@@ -59,14 +58,11 @@ export class Jobs implements JobTable {
 
   /**
    * Holds the rounds of record `name` while a command on its attachment runs (a DEL that waited runs before its pod's
-   * rounds that fell due meanwhile); the returned function lets go.
+   * rounds that fell due meanwhile); the returned function, called once, lets go.
    */
   hold(name: string): () => void {
     this.held.set(name, (this.held.get(name) ?? 0) + 1);
-    let released = false;
     return () => {
-      if (released) return;
-      released = true;
       const n = this.held.get(name)! - 1;
       if (n > 0) this.held.set(name, n);
       else this.held.delete(name);
@@ -89,10 +85,9 @@ export class Jobs implements JobTable {
       if (record.job === undefined) continue;
       const jobRecord = record as JobRecord;
       const handed = handedOver.get(name);
-      if (handed && sameJob(handed.job, record.job)) {
-        const gateway = handed.gateway ?? record.gateway;
-        this.schedule(name, { ...jobRecord, gateway }, 'handed over', handed.next);
-      } else this.schedule(name, jobRecord, 'recovered');
+      if (handed && sameJob(handed.job, record.job))
+        this.schedule(name, { ...jobRecord, gateway: handed.gateway ?? record.gateway }, 'handed over', handed.next);
+      else this.schedule(name, jobRecord, 'recovered');
     }
     // Records of another format (a pre-release build's) or another hand's: no burst is taken up from them.
     if (Object.keys(invalid).length > 0)
@@ -114,13 +109,13 @@ export class Jobs implements JobTable {
     if (totalFrames(report.sent) > 0) {
       addFrames(counters, report.sent);
       counters.rounds.sent++;
-      if (takenAt !== undefined) metrics.observeAddToFirstRound((this.a.timers.bootMs() - takenAt) / 1000);
+      if (takenAt !== undefined) metrics.observe('addToFirstRound', (this.a.timers.bootMs() - takenAt) / 1000);
     }
     counters.conflicts += report.conflicts ?? 0;
     const { gateway } = report;
     if (gateway) {
       countVerdict(counters, gateway);
-      for (const r of gateway.answered) metrics.observeGatewayAnswer(r.afterMs / 1000);
+      for (const r of gateway.answered) metrics.observe('gatewayAnswer', r.afterMs / 1000);
     }
     this.forget(name, record.job ? undefined : 'no job');
     if (!record.job) return false;
@@ -143,16 +138,14 @@ export class Jobs implements JobTable {
   progress(): Map<string, HandedOver> {
     const out = new Map<string, HandedOver>();
     for (const w of this.works.values())
-      if (!w.deferred && w.firstRoundAt !== undefined)
-        out.set(w.name, { job: { ...w.job, firstRoundAt: w.firstRoundAt }, next: w.next, gateway: w.gateway?.verdict });
+      if (!w.deferred) out.set(w.name, { job: w.job, next: w.next, gateway: w.gateway?.verdict });
     return out;
   }
 
   /** `from`: the next round of a burst handed over (else round 2). */
   private schedule(name: string, record: JobRecord, how: How, from = 1): Work | undefined {
     const { job } = record;
-    const log = this.a.jobLog(job);
-    const work = newWork(this.a, name, record, log, { how, from }, this.a.timers.bootMs());
+    const work = newWork(this.a, name, record, how, from);
     if (!work) return undefined;
     if (!work.deferred && work.dueAt === undefined && !gatewayBusy(work)) {
       if (work.gateway) this.settled.set(name, settledStatus(job, work.gateway.verdict));
@@ -162,7 +155,7 @@ export class Jobs implements JobTable {
     // ADD reported its conflicts with it (added); one read from the records was never reported here.
     if (how === 'recovered' && job.conflicts) this.a.counters.conflicts += job.conflicts;
     const deferred = work.deferred !== undefined;
-    log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred });
+    work.log.debug('background work scheduled', { how, next: work.next + 1, of: job.schedule.length, deferred });
     return work;
   }
 
@@ -198,8 +191,7 @@ export class Jobs implements JobTable {
 
   /** Journals the gateway check's verdict: status shows it for as long as the attachment lives. */
   async recordVerdict(w: Work): Promise<void> {
-    if (w.gateway)
-      await this.journal(w, 'cannot record the gateway check: an announcer started later would not show it');
+    await this.journal(w, 'cannot record the gateway check: an announcer started later would not show it');
   }
 
   /**
@@ -243,7 +235,7 @@ export class Jobs implements JobTable {
       if (this.held.has(w.name)) continue;
       if (w.deferred) wake = Math.min(wake, w.deferred.checkAt);
       else if (w.dueAt !== undefined) wake = Math.min(wake, w.dueAt);
-      wake = Math.min(wake, gatewayWakeAt(w, now) ?? wake);
+      wake = Math.min(wake, gatewayWakeAt(w, now));
     }
     return wake;
   }
@@ -266,7 +258,7 @@ export class Jobs implements JobTable {
       } catch (err) {
         ended = afterThrow(this.a, w, now, err);
       }
-      if (!ended?.why) await this.runGatewayDue(w, now, changed);
+      if (!ended?.why) await runGatewayDue(this.a, w, now, changed);
       // A burst that is over keeps its work while its gateway check asks.
       if (ended?.why !== undefined || (!w.deferred && w.dueAt === undefined && !gatewayBusy(w)))
         await this.end(w, ended?.why);
@@ -284,7 +276,6 @@ export class Jobs implements JobTable {
     if (!w.deferred) {
       // Journaled, so that an announcer started after this one takes the burst up where it stands instead of waiting
       // for the pod again and announcing it once more.
-      w.job = { ...w.job, firstRoundAt: w.firstRoundAt };
       await this.journal(
         w,
         'cannot record that round 1 went out: an announcer started later would wait for the pod again',
@@ -301,16 +292,6 @@ export class Jobs implements JobTable {
       if (ended || w.dueAt === undefined || w.dueAt > now) return ended;
     }
     return runRound(this.a, w, now, () => this.wanted(w));
-  }
-
-  /** The gateway check's due step; one that throws is counted and logged, and the rounds keep their schedule. */
-  private async runGatewayDue(w: Work, now: number, changed: ReadonlySet<number>): Promise<void> {
-    try {
-      await runGatewayDue(this.a, w, now, changed);
-    } catch (err) {
-      this.a.counters.errors++;
-      w.log.error('gateway check failed', { error: err });
-    }
   }
 
   /** Every attachment with work, or with a verdict to show, for `announcer status`. */
@@ -338,26 +319,19 @@ export class Jobs implements JobTable {
 }
 
 /**
- * The work of `job` at `now` (boot ms): a deferred wait, the next round due (`from`: the next round of a burst handed
+ * The work of `record`'s job now: a deferred wait, the next round due (`from`: the next round of a burst handed
  * over, else round 2), and its gateway check (`verdict` as ADD or the record left it); undefined when a deferred
  * wait's deadline has passed. A work with no round due and nothing to check is over at once.
  */
-function newWork(
-  a: Announcer,
-  name: string,
-  record: JobRecord,
-  log: Logger,
-  came: { how: How; from: number },
-  now: number,
-): Work | undefined {
-  const { how, from } = came;
+function newWork(a: Announcer, name: string, record: JobRecord, how: How, from: number): Work | undefined {
   const { job, originalMacs } = record;
+  const log = a.jobLog(job);
+  const now = a.timers.bootMs();
   const work: Work = {
     name,
     job,
     originalMacs,
     log,
-    firstRoundAt: job.firstRoundAt,
     next: 1,
     dueAt: undefined,
     roundsSent: 0,

@@ -75,6 +75,7 @@ export class DaemonLoop {
       pollIn: (fds: readonly number[], ms: number) => (this.pollInTimeouts.push(ms), fds.map(() => true)),
       close: (fd: number) => (this.sockets.owns(fd) ? this.sockets.close(fd) : void this.closedNow.push(fd)),
       closeInBackground: (_fd: number, done?: (error?: unknown) => void) => queueMicrotask(() => done?.()),
+      tryLock: () => true,
     };
     this.deps = {
       stateDir: this.state.dir,
@@ -83,8 +84,6 @@ export class DaemonLoop {
       // The node settings: idle exit 1000 ms after the last work (tests change them before run()).
       settings: resolveNodeSettings({ idleExitMs: 1000 }),
       libc: fakeLibc(calls),
-      sockets,
-      tryLock: () => true,
       waitForHolder: () => {
         throw new Error('the lock is free: no wait for its holder');
       },

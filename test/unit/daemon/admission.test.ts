@@ -2,7 +2,7 @@
 // it, which CNI commands are dropped once no one waits for them, until when a taken one is wanted, and its gate.
 import { describe, expect, it } from 'vitest';
 import { NotWantedError } from '../../../src/announce/errors';
-import { checkRequestLine, droppedLate, Gate, tooLate, wantedWhile } from '../../../src/daemon/admission';
+import { checkRequestLine, droppedLate, Gate, wantedWhile } from '../../../src/daemon/admission';
 
 describe('checkRequestLine', () => {
   const head = '"v":1,"build":"b","deadline":9';
@@ -46,34 +46,22 @@ describe('checkRequestLine', () => {
 });
 
 describe('which commands are wanted, and until when', () => {
-  it('drops only ADD and CHECK late; DEL, GC, STATUS and a request without CNI_COMMAND run however late', () => {
-    expect(['ADD', 'CHECK', 'DEL', 'GC', 'STATUS', undefined].filter(droppedLate)).toEqual(['ADD', 'CHECK']);
-    expect([tooLate('ADD', 5000, 4999), tooLate('ADD', 5000, 5000), tooLate('DEL', 5000, 9000)].join()).toBe(
-      'false,true,false',
-    );
-  });
-
-  it('wants an ADD while its client is connected and before its deadline; a DEL always', () => {
-    let now = 0;
-    let connected = true;
-    const wanted = wantedWhile(
-      'ADD',
-      1000,
-      () => now,
-      () => connected,
-    );
-    const del = wantedWhile(
-      'DEL',
-      1000,
-      () => now,
-      () => connected,
-    );
-    expect([wanted(), del()]).toEqual([true, true]);
+  it.each([
+    ['ADD', true],
+    ['CHECK', true],
+    ['DEL', false],
+    ['GC', false],
+    ['STATUS', false],
+    [undefined, false],
+  ])('%s: dropped late (%s), wanted only while its client is connected and before its deadline', (command, late) => {
+    let [now, connected] = [0, true];
+    const [clock, client] = [() => now, () => connected];
+    const wanted = wantedWhile(command, 1000, clock, client);
+    expect([droppedLate(command), wanted()]).toEqual([late, true]);
     connected = false;
-    expect(wanted()).toBe(false);
-    connected = true;
-    now = 1000;
-    expect([wanted(), del()]).toEqual([false, true]);
+    expect(wanted()).toBe(!late);
+    [now, connected] = [1000, true];
+    expect(wanted()).toBe(!late);
   });
 
   const gateTitle =

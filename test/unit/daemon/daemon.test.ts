@@ -160,16 +160,18 @@ describe('runDaemon: the schedule and the records', () => {
   });
 
   const residentTitle =
-    'a resident one never exits for being idle: with nothing due it sleeps in a poll without a timeout, and is ' +
-    'still serving a minute after its idleExitMs';
+    'a resident one refuses to hand over, and never exits for being idle: with nothing due it sleeps in a poll ' +
+    'without a timeout, and is still serving a minute after its idleExitMs';
   it(residentTitle, async () => {
     d.deps.resident = true;
     d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, STATUS);
+    const ask = d.controlAt(0, { op: 'handover' });
     const late = d.controlAt(60_000, STATUS);
     d.signalAt(61_000, 'SIGTERM');
     await d.run();
-    expect(answerOf(late)).toMatchObject({ ok: true });
+    expect(answerOf(ask)).toEqual({ ok: false, error: 'a resident announcer serves this stateDir' });
+    expect(answerOf(late)).toMatchObject({ ok: true, status: { attachments: [] } });
+    expect(d.records('a resident announcer starts: handing over to it')).toEqual([]);
     expect(polls()).toEqual(['0+Infinity', '0+Infinity', '60000+Infinity']);
     expect([d.timers.now(), d.stamps.map((s) => s.at)]).toEqual([61_000, [0, 60_000]]);
   });
@@ -359,17 +361,6 @@ describe('runDaemon: stops', () => {
     expect(d.records('a resident announcer starts: handing over to it')).toHaveLength(1);
   });
 
-  it('a resident one refuses to hand over, and serves on', async () => {
-    d.deps.resident = true;
-    const ask = d.controlAt(100, { op: 'handover' });
-    const after = d.controlAt(200, STATUS);
-    d.signalAt(60_000, 'SIGTERM');
-    await d.run();
-    expect(answerOf(ask)).toEqual({ ok: false, error: 'a resident announcer serves this stateDir' });
-    expect(answerOf(after)).toMatchObject({ ok: true, status: { attachments: [] } });
-    expect(d.records('a resident announcer starts: handing over to it')).toEqual([]);
-  });
-
   const threadTitle =
     'after a turn that entered a pod netns it looks for its threads there (and only then): one found is counted, ' +
     'named, and the announcer hands over to a fresh one';
@@ -395,21 +386,6 @@ describe('runDaemon: stops', () => {
     const status = d.controlAt(100, STATUS);
     await d.run();
     expect([d.announced(), countersOf(status).rounds.skippedLate]).toEqual([[4], 1]);
-  });
-
-  const withoutTitle =
-    'without a hand-over (%s; a file that is not one is removed, unreported) a burst read from its record alone ' +
-    'skips a round already due (it may have gone out)';
-  it.each([
-    ['none', undefined],
-    ['not JSON', '{"c1@eth0.json": {"next": "soon"'],
-  ])(withoutTitle, async (_, file) => {
-    writeJob(d.state, d.sentAt(-3500, { schedule: [0, 1000, 3000, 6000] }));
-    if (file !== undefined) writeFileSync(join(d.state.dir, HANDOVER_FILE), file);
-    await d.run();
-    expect([d.announced(), existsSync(join(d.state.dir, HANDOVER_FILE))]).toEqual([[4], false]);
-    expect(d.records('background work scheduled').map((r) => r.fields.how)).toEqual(['recovered']);
-    expect(d.records('cannot read the hand-over')).toEqual([]);
   });
 });
 

@@ -105,7 +105,7 @@ describe('the gateway check in the table of work', () => {
 
   it('is answered once the gateway answered, asks no more, and wakes for nothing but its rounds', async () => {
     const answers: number[] = [];
-    w.a.metrics.observeGatewayAnswer = (seconds) => void answers.push(seconds);
+    w.a.metrics.observe = (_histogram, seconds) => void answers.push(seconds);
     const name = added();
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
@@ -129,7 +129,7 @@ describe('the gateway check in the table of work', () => {
   it('observes each answer of two gateways once, timed from round 1, in the window it came in', async () => {
     const GWS = [GW, { interface: 'eth0', gateway: '10.88.0.254' }];
     const answers: number[] = [];
-    w.a.metrics.observeGatewayAnswer = (seconds) => void answers.push(seconds);
+    w.a.metrics.observe = (_histogram, seconds) => void answers.push(seconds);
     w.add(w.sentAgo(0, { gatewayCheck: { windowMs: 200, gateways: GWS } }), { gateway: firstVerdict(GWS) });
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
@@ -151,22 +151,6 @@ describe('the gateway check in the table of work', () => {
       unanswered: [],
       asks: 2,
     });
-  });
-
-  it('keeps a one-round job alive for its ask, then ends it with its verdict kept for status until DEL', async () => {
-    const name = added({ schedule: [0] });
-    await w.at(0);
-    expect(asked()).toBe(1);
-    await w.at(100, [RECEIVER]);
-    expect(w.a.jobs.size).toBe(1);
-    await w.at(200, [RECEIVER]);
-    expect(w.a.jobs.size).toBe(0);
-    expect(w.status()).toEqual([
-      expect.objectContaining({ roundsSent: 1, roundsPlanned: 1, gateway: expect.objectContaining({ asks: 1 }) }),
-    ]);
-    expect(verdictOf()?.result).toBe('no-answer');
-    w.a.jobs.cancel(name);
-    expect(w.status()).toEqual([]);
   });
 
   it('plans its first ask and node window at boot ms 0 too: they wake the loop and keep a one-round job', () => {

@@ -9,6 +9,7 @@ import {
   cniRunner,
   jobLogInView,
   loggerInView,
+  MAX_CLOSES_IN_FLIGHT,
   MemoryLocks,
   viewOfCaller,
 } from '../../../src/daemon/host';
@@ -174,12 +175,8 @@ describe('cniRunner', () => {
     });
     const caller = { pid: 42, connected: () => true };
     for (const command of ['ADD', 'CHECK']) {
-      const done = await run(
-        { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns },
-        addStdin(),
-        wanted(),
-        caller,
-      );
+      const env = { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns };
+      const done = await run(env, addStdin(), wanted(), caller);
       expect([command, errorOf(done.stdout).code, errorOf(done.stdout).msg]).toEqual([command, 100, 'not visible']);
     }
     expect(await run({ CNI_COMMAND: 'STATUS' }, conf(), wanted(), caller)).toEqual({ exit: 0, stdout: '' });
@@ -192,22 +189,10 @@ describe('the views commands and jobs run in', () => {
     viewsOf({ mine: identityView, ofPeer, forRecorded: () => undefined });
 
   it("viewOfCaller: the announcer's own without a caller, the peer's while it waits, else why there is none", () => {
-    expect(
-      viewOfCaller(
-        views(() => other),
-        undefined,
-      ),
-    ).toBe(identityView);
-    expect(
-      viewOfCaller(
-        views(() => other),
-        { pid: 42, connected: () => true },
-      ),
-    ).toBe(other);
-    const gone = viewOfCaller(
-      views(() => other),
-      { pid: 42, connected: () => false },
-    );
+    const peers = views(() => other);
+    expect(viewOfCaller(peers, undefined)).toBe(identityView);
+    expect(viewOfCaller(peers, { pid: 42, connected: () => true })).toBe(other);
+    const gone = viewOfCaller(peers, { pid: 42, connected: () => false });
     expect(gone).toBeInstanceOf(CallerViewError);
     expect((gone as Error).message).toMatch(/pid 42\) left before its view/);
     const hidden = () => {
@@ -310,7 +295,7 @@ describe('MemoryLocks', () => {
 
 describe('BackgroundCloser', () => {
   /** Close calls whose background completions the test releases by hand; `refuse`, `failNow` make them throw. */
-  function closer(limit?: number) {
+  function closer() {
     const c = {
       inFlight: [] as { fd: number; done: (error?: unknown) => void }[],
       closedNow: [] as number[],
@@ -328,44 +313,40 @@ describe('BackgroundCloser', () => {
         c.closedNow.push(fd);
       },
     };
-    return {
-      c,
-      closer: new BackgroundCloser(fakeLibc(calls), (fd, error) => void c.failures.push([fd, error]), limit),
-    };
+    return { c, closer: new BackgroundCloser(fakeLibc(calls), (fd, error) => void c.failures.push([fd, error])) };
   }
   const fds = (c: { inFlight: { fd: number }[] }): number[] => c.inFlight.map((x) => x.fd);
+  /** The fds from..from+n-1. */
+  const range = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+  const LIMIT = MAX_CLOSES_IN_FLIGHT;
 
-  it('has at most `limit` closes in flight (32 by default); the others wait and are issued in order', () => {
-    const { c, closer: two } = closer(2);
-    for (const fd of [10, 11, 12, 13]) two.close(fd);
-    expect([fds(c), two.pending]).toEqual([[10, 11], 4]);
+  it(`has at most ${LIMIT} closes in flight; the others wait and are issued in order`, () => {
+    const { c, closer: limited } = closer();
+    for (const fd of range(100, LIMIT + 2)) limited.close(fd);
+    expect(fds(c)).toEqual(range(100, LIMIT));
     c.inFlight.shift()!.done();
-    expect([fds(c), two.pending]).toEqual([[11, 12], 3]);
-    for (let i = 0; i < 3; i++) c.inFlight.shift()!.done();
-    expect([two.pending, c.failures, c.closedNow]).toEqual([0, [], []]);
-    const byDefault = closer();
-    for (let fd = 100; fd < 400; fd++) byDefault.closer.close(fd);
-    expect([byDefault.c.inFlight.length, byDefault.closer.pending]).toEqual([32, 300]);
+    expect(fds(c)).toEqual(range(101, LIMIT));
+    for (let i = 0; i < LIMIT + 1; i++) c.inFlight.shift()!.done();
+    expect([fds(c), c.failures, c.closedNow]).toEqual([[], [], []]);
   });
 
   it('reports a close that failed on its worker thread, and goes on with the next', () => {
-    const { c, closer: one } = closer(1);
-    one.close(10);
-    one.close(11);
+    const { c, closer: limited } = closer();
+    for (const fd of range(100, LIMIT + 1)) limited.close(fd);
     const err = new Error('EIO');
     c.inFlight.shift()!.done(err);
-    expect([c.failures, fds(c)]).toEqual([[[10, err]], [11]]);
+    expect([c.failures, fds(c).at(-1)]).toEqual([[[100, err]], 100 + LIMIT]);
   });
 
   it('closes on this thread when koffi refuses the async call, reporting it; a failing close is reported, not thrown', () => {
-    const { c, closer: four } = closer(4);
+    const { c, closer: limited } = closer();
     const full = new Error('too many async calls');
     c.refuse = full;
-    four.close(10);
-    expect([c.closedNow, c.failures, four.pending]).toEqual([[10], [[10, full]], 0]);
+    limited.close(10);
+    expect([c.closedNow, c.failures, fds(c)]).toEqual([[10], [[10, full]], []]);
     const ebadf = new Error('EBADF');
     c.failNow = ebadf;
-    expect(() => four.close(11)).not.toThrow();
+    expect(() => limited.close(11)).not.toThrow();
     expect(c.failures.map(([fd, e]) => `${fd} ${(e as Error).message}`)).toEqual([
       '10 too many async calls',
       '11 too many async calls',
@@ -373,16 +354,16 @@ describe('BackgroundCloser', () => {
     ]);
     // The refused calls did not stay counted as in flight.
     c.refuse = c.failNow = undefined;
-    for (const fd of [20, 21, 22, 23]) four.close(fd);
-    expect(fds(c)).toEqual([20, 21, 22, 23]);
+    for (const fd of range(100, LIMIT)) limited.close(fd);
+    expect(fds(c)).toEqual(range(100, LIMIT));
   });
 
   it('closeWaiting closes every waiting fd on this thread and leaves those in flight alone', () => {
-    const { c, closer: one } = closer(1);
-    for (const fd of [10, 11, 12]) one.close(fd);
-    one.closeWaiting();
-    expect([c.closedNow, fds(c), one.pending]).toEqual([[11, 12], [10], 1]);
-    c.inFlight.shift()!.done();
-    expect(one.pending).toBe(0);
+    const { c, closer: limited } = closer();
+    for (const fd of range(100, LIMIT + 2)) limited.close(fd);
+    limited.closeWaiting();
+    expect([c.closedNow, fds(c)]).toEqual([range(100 + LIMIT, 2), range(100, LIMIT)]);
+    for (let i = 0; i < LIMIT; i++) c.inFlight.shift()!.done();
+    expect(fds(c)).toEqual([]);
   });
 });

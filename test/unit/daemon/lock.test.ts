@@ -50,6 +50,18 @@ function scene(
     tried: new Set<string>(),
   };
   const freeAt = (fd: number): number => (lockOf(fd) === RESIDENT_LOCK ? free.resident : free.daemon);
+  const calls: Parameters<typeof fakeLibc>[0] = {
+    tryLock: (fd) => {
+      if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s');
+      s.tried.add(lockOf(fd));
+      return timers.now() >= freeAt(fd);
+    },
+    connect: () => {
+      if (!s.listening) throw new SysError('connect', 111);
+      return 7;
+    },
+    close: () => undefined,
+  };
   const deps: LockDeps = {
     stateDir: state.dir,
     timers,
@@ -61,18 +73,7 @@ function scene(
       timers.advance(Math.max(0, Math.min(ms, freeAt(fd) - timers.now())));
       return 'holder';
     },
-    tryLock: (fd) => {
-      if (timers.now() > 600_000) throw new Error('still waiting for the lock after 600 s');
-      s.tried.add(lockOf(fd));
-      return timers.now() >= freeAt(fd);
-    },
-    sockets: fakeLibc({
-      connect: () => {
-        if (!s.listening) throw new SysError('connect', 111);
-        return 7;
-      },
-      close: () => undefined,
-    }),
+    libc: fakeLibc(calls),
     askHandover: async () => {
       s.askedAt.push(timers.now());
       const reply = replies[s.askedAt.length - 1];
@@ -82,7 +83,7 @@ function scene(
   };
   let servedAt: number | undefined;
   const take = () => withDaemonLock(deps, async () => void (servedAt = timers.now()));
-  return { deps, s, take, servedAt: () => servedAt, records: () => logRecords(lines.join('\n')) };
+  return { deps, calls, s, take, servedAt: () => servedAt, records: () => logRecords(lines.join('\n')) };
 }
 
 describe('withDaemonLock: a resident announcer', () => {
@@ -154,7 +155,7 @@ describe('withDaemonLock: an announcer a shim started', () => {
     for (const resident of [false, true]) {
       const free = scene({ resident: 0, daemon: 0 }, [], resident);
       const fds: number[] = [];
-      free.deps.tryLock = (fd) => (fds.push(fd), true);
+      free.calls.tryLock = (fd) => (fds.push(fd), true);
       const held: string[] = [];
       await withDaemonLock(free.deps, async (lockFd) => {
         held.push(

@@ -10,7 +10,6 @@ import { testAnnouncer } from '../../support/announcer';
 import { FakePod, makeStateDir } from '../../support/daemon-fakes';
 import { ManualTimers } from '../../support/manual-timers';
 import {
-  addFrames,
   countServed,
   ERROR_LINE_EVERY_MS,
   LazyMetrics,
@@ -22,13 +21,6 @@ import {
 } from '../../../src/daemon/metrics';
 
 describe('counters', () => {
-  it('add frames by kind', () => {
-    const c = newCounters();
-    addFrames(c, { garpRequest: 2, garpReply: 1, na: 3 });
-    addFrames(c, { garpRequest: 1, garpReply: 0, na: 0 });
-    expect(c.frames).toEqual({ garpRequest: 3, garpReply: 1, na: 3 });
-  });
-
   it('count each CNI command the announcer runs, and nothing else', () => {
     const c = newCounters();
     for (const command of ['ADD', 'ADD', 'DEL', 'STATUS', 'VERSION', 'BOGUS', undefined]) countServed(c, command);
@@ -37,20 +29,21 @@ describe('counters', () => {
 });
 
 describe('LazyMetrics', () => {
-  it("names prom-client's content type for its text format", () => {
+  it("names prom-client's content type for its text format, the Prometheus text format 0.0.4", () => {
     expect(PROMETHEUS_CONTENT_TYPE).toBe(Registry.PROMETHEUS_CONTENT_TYPE);
+    expect(PROMETHEUS_CONTENT_TYPE).toBe('text/plain; version=0.0.4; charset=utf-8');
     expect(new LazyMetrics(newCounters).contentType).toBe(PROMETHEUS_CONTENT_TYPE);
   });
 
   it('keeps observations made before the registry loads, then observes straight into it', async () => {
     const counters = newCounters();
     const metrics = new LazyMetrics(() => counters);
-    metrics.observeAddToFirstRound(0.002);
-    metrics.observeGatewayAnswer(0.25);
+    metrics.observe('addToFirstRound', 0.002);
+    metrics.observe('gatewayAnswer', 0.25);
     counters.errors = 4;
     expect(await metrics.text()).toContain('cni_announcer_add_to_first_round_seconds_count 1\n');
-    metrics.observeAddToFirstRound(0.5);
-    metrics.observeGatewayAnswer(1);
+    metrics.observe('addToFirstRound', 0.5);
+    metrics.observe('gatewayAnswer', 1);
     const text = await metrics.text();
     expect(text).toContain('cni_announcer_add_to_first_round_seconds_sum 0.502\n');
     expect(text).toContain('cni_announcer_gateway_answer_seconds_sum 1.25\n');
@@ -59,7 +52,7 @@ describe('LazyMetrics', () => {
 
   it(`keeps at most ${MAX_PENDING} observations before it loads`, async () => {
     const metrics = new LazyMetrics(newCounters);
-    for (let i = 0; i < MAX_PENDING + 5; i++) metrics.observeAddToFirstRound(0.001);
+    for (let i = 0; i < MAX_PENDING + 5; i++) metrics.observe('addToFirstRound', 0.001);
     expect(await metrics.text()).toContain(`cni_announcer_add_to_first_round_seconds_count ${MAX_PENDING}\n`);
   });
 
@@ -67,7 +60,7 @@ describe('LazyMetrics', () => {
     const counters = newCounters();
     counters.rounds.sent = 3;
     const metrics = new LazyMetrics(() => counters);
-    metrics.observeAddToFirstRound(1);
+    metrics.observe('addToFirstRound', 1);
     const zero = await metrics.zeroText();
     expect(zero).toContain('cni_announcer_rounds_total{outcome="sent"} 0\n');
     expect(zero).toContain('cni_announcer_add_to_first_round_seconds_count 0\n');

@@ -101,9 +101,9 @@ describe('AnnouncerMetrics', () => {
     expect(ADD_TO_FIRST_ROUND_BUCKETS[0]).toBe(0.001);
     expect(ADD_TO_FIRST_ROUND_BUCKETS.at(-1)).toBe(10);
     const metrics = new AnnouncerMetrics(newCounters);
-    metrics.observeAddToFirstRound(0.003);
-    metrics.observeAddToFirstRound(0.2);
-    metrics.observeAddToFirstRound(30);
+    metrics.observe('addToFirstRound', 0.003);
+    metrics.observe('addToFirstRound', 0.2);
+    metrics.observe('addToFirstRound', 30);
     const text = await metrics.text();
     const bucket = (le: string): string =>
       /_bucket\{le="([^"]+)"\} (\d+)/.exec(lines(text).find((l) => l.includes(`le="${le}"`))!)![2]!;
@@ -125,13 +125,9 @@ describe('AnnouncerMetrics', () => {
     "process metrics, two announcers' registries apart";
   it(keepsRegistryOfTitle, async () => {
     const [a, b] = [new AnnouncerMetrics(newCounters), new AnnouncerMetrics(newCounters)];
-    a.observeAddToFirstRound(1);
+    a.observe('addToFirstRound', 1);
     expect(await b.text()).toContain('cni_announcer_add_to_first_round_seconds_count 0\n');
     expect(await globalRegistry.metrics()).not.toContain('cni_announcer');
     expect(await a.text()).not.toMatch(/process_|nodejs_/);
-  });
-
-  it('names the Prometheus text format 0.0.4 as its content type', () => {
-    expect(new AnnouncerMetrics(newCounters).contentType).toBe('text/plain; version=0.0.4; charset=utf-8');
   });
 });

@@ -6,9 +6,6 @@ import type { AttachmentRecord } from '../../../src/announce/state';
 import { fromRecords, render, type StatusReport } from '../../../src/daemon/status-cli';
 import { newCounters } from '../../../src/daemon/metrics';
 import { settledStatus } from '../../../src/daemon/table';
-import { testAnnouncer } from '../../support/announcer';
-import { FakePod, jobIn, jobRecord, makeStateDir } from '../../support/daemon-fakes';
-import { ManualTimers } from '../../support/manual-timers';
 
 const IDS = { network: 'net', containerId: 'c1', ifname: 'eth0', netns: '/run/netns/pod' };
 const CALLER = { mnt: { dev: 4, ino: 1 }, net: { dev: 4, ino: 2 } };
@@ -70,25 +67,5 @@ describe('fromRecords', () => {
       { ...IDS, roundsSent: 1, roundsPlanned: 1, deferred: false, gateway: ANSWERED },
     ]);
     expect(fromRecords([{ read: { kind: 'ok', record: record({}) } }], 0)).toEqual([]);
-  });
-});
-
-describe("the announcer's status", () => {
-  it("carries the verdict of an attachment's gateway check while its burst goes on", () => {
-    const state = makeStateDir();
-    try {
-      const timers = new ManualTimers();
-      const a = testAnnouncer(state, new FakePod(), timers);
-      const job = jobIn(state, { firstRoundAt: timers.bootMs(), gatewayCheck: { windowMs: 100, gateways: [] } });
-      a.jobs.added('c1@eth0.json', jobRecord(job), {
-        sent: { garpRequest: 1, garpReply: 0, na: 0 },
-        gateway: ANSWERED,
-      });
-      const [status] = a.jobs.status(timers.bootMs() + 500);
-      expect(status).toMatchObject({ containerId: 'c1', nextRoundInMs: 500, roundsSent: 1, deferred: false });
-      expect(status!.gateway).toEqual(ANSWERED);
-    } finally {
-      state.remove();
-    }
   });
 });

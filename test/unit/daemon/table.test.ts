@@ -112,7 +112,6 @@ describe('Jobs: the schedule', () => {
     await w.at(1000);
     expect([w.pod.sent.length, w.wakeIn()]).toEqual([0, Infinity]);
     release();
-    release(); // once
     await w.at(1200);
     expect(w.pod.sent).toHaveLength(1);
   });
@@ -248,21 +247,20 @@ describe('Jobs: the hand-over', () => {
     expect(takeHandover(w.state.dir)).toEqual(new Map());
   });
 
-  it('reads a hand-over of a build from before node settings: its idleExitMs and metricsFile are ignored', () => {
-    const job = { ...jobIn(w.state), idleExitMs: 100, metricsFile: 'relative.prom', rateLimit: { burst: 'x' } };
-    writeFileSync(join(w.state.dir, HANDOVER_FILE), JSON.stringify({ 'c1@eth0.json': { job, next: 2 } }));
-    expect(takeHandover(w.state.dir).get('c1@eth0.json')).toMatchObject({ job: { containerId: 'c1' }, next: 2 });
-  });
-
-  it('leaves out what does not check, and removes the file whatever it holds', () => {
+  const checksTitle =
+    'leaves out what does not check (a build from before node settings: its idleExitMs and metricsFile ignored), and ' +
+    'removes the file whatever it holds';
+  it(checksTitle, () => {
     const file = join(w.state.dir, HANDOVER_FILE);
     for (const text of ['{"c1@eth0.json":', 'null', '7']) {
       writeFileSync(file, text);
       expect([text, takeHandover(w.state.dir), existsSync(file)]).toEqual([text, new Map(), false]);
     }
     const job = jobIn(w.state);
+    const old = { ...job, idleExitMs: 100, metricsFile: 'relative.prom', rateLimit: { burst: 'x' } };
     const entries = {
       good: { job, next: 1, gateway: { result: 'nonsense' } }, // a verdict that does not check is left out alone
+      old: { job: old, next: 2 },
       zero: { job, next: 0 },
       half: { job, next: 1.5 },
       badJob: { job: { ...job, schedule: 'x' }, next: 1 },
@@ -270,7 +268,9 @@ describe('Jobs: the hand-over', () => {
       none: null,
     };
     writeFileSync(file, JSON.stringify(entries));
-    expect(takeHandover(w.state.dir)).toEqual(new Map([['good', { job, next: 1 }]]));
+    const taken = takeHandover(w.state.dir);
+    expect([[...taken.keys()], taken.get('good')]).toEqual([['good', 'old'], { job, next: 1 }]);
+    expect(taken.get('old')).toMatchObject({ job: { containerId: 'c1' }, next: 2 });
     expect(existsSync(file)).toBe(false);
   });
 });
