@@ -8,8 +8,8 @@
 import { aboutText, versionText } from './about';
 import { MAX_STDIN_BYTES } from './cni/decode';
 import { versionReply } from './cni/versions';
-import { realShimDeps, runShim, type ShimResult } from './shim/shim';
-import { readText, stdinReader, writeFd } from './sys/stdio';
+import { realShimDeps, runShim } from './shim/shim';
+import { stdinReader, writeFd } from './sys/stdio';
 
 /** stdout and stderr in order, and an exit once what was written is out. */
 function output(): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
@@ -65,7 +65,8 @@ async function main(): Promise<void> {
     return out.exit(0);
   }
   // The node's announcer runs the command: this process only reports what it answered.
-  const shimmed = await forwardToAnnouncer(readStdin, reply, (text) => out.write(2, text));
+  const io = { env: process.env, readStdin, writeStdout: reply, writeStderr: (text: string) => out.write(2, text) };
+  const shimmed = await runShim(io, await realShimDeps());
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.
   const [{ dispatch }, { CniError, ErrorCode }] = await Promise.all([import('./cni/dispatch'), import('./cni/errors')]);
@@ -76,16 +77,6 @@ async function main(): Promise<void> {
   return out.exit(
     await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, plugin),
   );
-}
-
-/** Sends the CNI command to the node's announcer (src/shim/): its exit status, or stdin it cannot forward. */
-async function forwardToAnnouncer(
-  readStdin: (maxBytes: number) => Promise<Uint8Array>,
-  writeStdout: (text: string) => void,
-  writeStderr: (text: string) => void,
-): Promise<ShimResult> {
-  const deps = await realShimDeps(readText);
-  return runShim({ env: process.env, readStdin, writeStdout, writeStderr }, deps);
 }
 
 // A verb's failure outside its own handling: its message on stderr, never a stack trace.

@@ -25,8 +25,9 @@ import {
 import { readyOutcome } from '../self-command';
 import { ANNOUNCER_SOCKET } from '../state-files';
 import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
+import { readText } from '../sys/stdio';
+import { withSocketAddress } from '../sys/unix-socket';
 import { connectUnix } from '../sys/unix-stream';
-import { withAnnouncerAddress } from './socket-address';
 import type { Started } from './start';
 import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
 
@@ -346,41 +347,47 @@ export const CONTROL_WAIT_MS = 1000;
 
 /**
  * The announcer's answer to `control`, or undefined when none came (absent, hung, closed, refused); it never starts
- * one. `deps` default to this process's.
+ * one. `exchange` defaults to this process's.
  */
 export async function askAnnouncer(
   stateDir: string,
   control: ControlRequest,
   exchange?: ShimDeps['exchange'],
 ): Promise<ControlReply | undefined> {
-  const send = exchange ?? (await realShimDeps((await import('../sys/stdio')).readText)).exchange;
+  const send = exchange ?? (await realShimDeps()).exchange;
   const outcome = await send(stateDir, { control }, CONTROL_WAIT_MS);
   const reply = 'control' in outcome ? outcome.control : undefined;
   const ok = (reply as { ok?: unknown } | null | undefined)?.ok;
   return typeof ok === 'boolean' ? (reply as ControlReply) : undefined;
 }
 
-/** ShimDeps for this process, sending its build in every request; `readText` reads /proc/uptime. */
-export async function realShimDeps(readText: (path: string) => Promise<string>, build = BUILD_ID): Promise<ShimDeps> {
+/** ShimDeps for this process, sending its build in every request. */
+export async function realShimDeps(): Promise<ShimDeps> {
   const uptime = await readText('/proc/uptime');
   const clock = bootClock(() => uptime);
-  const listening = (stateDir: string): Promise<boolean> =>
-    withAnnouncerAddress(stateDir, async (address) => {
-      const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
-      probe.close();
+  const quiet = { data: () => undefined, end: () => undefined, error: () => undefined };
+  const listening = async (stateDir: string): Promise<boolean> => {
+    try {
+      await withSocketAddress(stateDir, async (address) => (await connectUnix(address, quiet)).close());
       return true;
-    }).catch(() => false);
+    } catch {
+      return false;
+    }
+  };
   return {
     clock,
-    exchange: (stateDir, body, waitMs) =>
-      withAnnouncerAddress(stateDir, (address) => exchange(connectUnix, clock, address, body, build, waitMs)).catch(
-        (err: unknown) => ({
-          // The O_PATH open of a long stateDir failed: as connect(2) would have.
-          unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
-        }),
-      ),
-    announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
-    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHungHere(stateDir),
+    exchange: async (stateDir, body, waitMs) => {
+      try {
+        return await withSocketAddress(stateDir, (address) =>
+          exchange(connectUnix, clock, address, body, BUILD_ID, waitMs),
+        );
+      } catch (err) {
+        // The O_PATH open of a long stateDir failed: as connect(2) would have.
+        return { unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO' };
+      }
+    },
+    announcerPid: async (stateDir) => (await import('./replace-hung')).announcerPid(stateDir),
+    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHung(stateDir),
     start: (stateDir) => startHere(stateDir, listening),
   };
 }

@@ -12,6 +12,7 @@ import {
   type Outcome,
   replyOutcome,
   RETRY_MS,
+  realShimDeps,
   runShim,
   type ShimDeps,
 } from '../../../src/shim/shim';
@@ -40,7 +41,7 @@ import {
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
 import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, until } from './fakes';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ConnectUnix, StreamError } from '../../../src/sys/stream-connection';
@@ -659,6 +660,54 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
       const { d, sent } = deps(o);
       expect(await askAnnouncer('/s', { op: 'status' }, d)).toBeUndefined();
       expect(sent).toHaveLength(1);
+    }
+  });
+});
+
+describe('realShimDeps', { timeout: 5000 }, () => {
+  const fdTarget = (path: string): string | undefined => {
+    try {
+      return readlinkSync(path);
+    } catch {
+      return undefined;
+    }
+  };
+
+  const longTitle =
+    'exchanges with the announcer of a stateDir too long for sockaddr_un through an fd of it, closed once answered; ' +
+    'a failed open is unreachable';
+  it(longTitle, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-long-'));
+    const stateDir = join(dir, 'd'.repeat(60), 'e'.repeat(60));
+    mkdirSync(stateDir, { recursive: true });
+    // The fake listens through an fd of its own: Node refuses the long path too.
+    const fd = openSync(stateDir, 'r');
+    const held: string[] = [];
+    try {
+      announcer = await fakeAnnouncer(
+        (t) => {
+          // The shim's own fd of stateDir (the fake's is closed by now), open while it waits.
+          held.push(...readdirSync('/proc/self/fd').filter((n) => fdTarget(`/proc/self/fd/${n}`) === stateDir));
+          t.socket.end(encodeLine({ exit: 0, stdout: 'far' }));
+        },
+        { dir: `/proc/self/fd/${fd}` },
+      );
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      const deps = await realShimDeps();
+      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({
+        end: { exit: 0, stdout: 'far' },
+      });
+      expect(held).toHaveLength(1);
+      expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
+      expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
+      expect(await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000)).toEqual({
+        unreachable: 'ENOENT',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
