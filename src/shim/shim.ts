@@ -21,6 +21,7 @@ import {
   type ControlReply,
   type ControlRequest,
   type RequestBody,
+  type WireReply,
 } from '../protocol';
 import { readyOutcome } from '../self-command';
 import { ANNOUNCER_SOCKET } from '../state-files';
@@ -29,18 +30,13 @@ import { readText } from '../sys/stdio';
 import { withSocketAddress } from '../sys/unix-socket';
 import { connectUnix } from '../sys/unix-stream';
 import type { Started } from './start';
-import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
+import { StateDirError, stateDirReply, unavailableReply, type Unavailable } from './unavailable';
 
-/** How an exchange ended. */
+/** How an exchange ended: the announcer's answer line (a CNI command's end, a control answer, a refusal), or none. */
 export type Outcome =
-  /** A CNI command's end, as the announcer ran it. */
-  | { end: { exit: number; stdout: string } }
-  /** A control operation's answer. */
-  | { control: unknown }
+  | WireReply
   /** connect(2) failed with this errno name (ENOENT, ECONNREFUSED, EAGAIN...): the request never went out. */
   | { unreachable: string }
-  /** The announcer did not take the request, for this reason (`handover`: start the new build). */
-  | { refused: string }
   /** No answer by the request's deadline. */
   | { hung: true }
   /**
@@ -83,15 +79,6 @@ export function bootClock(uptime: () => string, elapsed: () => number = () => pe
   };
 }
 
-/** The outcome an answer line brings. */
-export function replyOutcome(line: string): Outcome {
-  const reply = decodeReply(line);
-  if (reply === undefined) return { closed: true };
-  if ('refused' in reply) return { refused: reply.refused };
-  if ('control' in reply) return { control: reply.control };
-  return { end: { exit: reply.exit, stdout: reply.stdout } };
-}
-
 /**
  * Sends `body` to the announcer listening at `address`, waits for its answer until `waitMs` from now (connecting
  * included) and resolves with the outcome; never rejects.
@@ -123,7 +110,7 @@ export function exchange(
       data: (chunk: Uint8Array): void => {
         const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
         buffered = rest;
-        for (const line of lines) finish(replyOutcome(line));
+        for (const line of lines) finish(decodeReply(line) ?? { closed: true });
         if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
       },
       end: () => finish({ closed: true }),
@@ -294,22 +281,17 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   // The socket's path cannot be reached through stateDir at all: a stateDir problem, not a busy announcer.
   if (typeof outcome !== 'string' && 'unreachable' in outcome && PATH_ERRNOS.includes(outcome.unreachable))
     outcome = new StateDirError(`cannot use stateDir ${stateDir}: ${outcome.unreachable}`);
-  if (outcome instanceof StateDirError) {
-    const why = { stateDir, reason: outcome.message, pid: undefined, stateDirProblem: outcome.message };
-    return writeReply(io, unavailableReply(command, config, why));
+  if (outcome instanceof StateDirError) return writeReply(io, stateDirReply(command, config, outcome.message));
+  if (typeof outcome !== 'string' && 'exit' in outcome) {
+    io.writeStdout(outcome.stdout);
+    return { exit: outcome.exit };
   }
-  if (typeof outcome !== 'string' && 'end' in outcome) {
-    io.writeStdout(outcome.end.stdout);
-    return { exit: outcome.end.exit };
-  }
-  const socket = `${stateDir}/${ANNOUNCER_SOCKET}`;
   const why: Unavailable = {
     stateDir,
-    reason: reasonOf(outcome, waitMs, socket),
-    pid: undefined,
+    reason: reasonOf(outcome, waitMs, `${stateDir}/${ANNOUNCER_SOCKET}`),
+    pid: await deps.announcerPid(stateDir).catch(() => undefined),
     fate: fateOf(outcome),
   };
-  why.pid = await deps.announcerPid(stateDir).catch(() => undefined);
   // No answer by the deadline: the named recovery of a hung announcer this executable started.
   if (typeof outcome !== 'string' && 'hung' in outcome) why.reason += `; ${await deps.replaceHung(stateDir)}`;
   return writeReply(io, unavailableReply(command, config, why));
@@ -388,43 +370,6 @@ export async function realShimDeps(): Promise<ShimDeps> {
     },
     announcerPid: async (stateDir) => (await import('./replace-hung')).announcerPid(stateDir),
     replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHung(stateDir),
-    start: (stateDir) => startHere(stateDir, listening),
+    start: async (stateDir) => (await import('./start')).startHere(stateDir, listening),
   };
-}
-
-/** Starts stateDir's announcer from this executable (start.ts), loading what starting needs only now. */
-async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<Started> {
-  const [
-    { startAnnouncer, envObject },
-    { spawnChild },
-    { ensurePrivateDir, stateDirProblem },
-    { selfCommand },
-    { detachedEnv, userModeEmulator },
-    { StateDirError },
-  ] = await Promise.all([
-    import('./start'),
-    import('../sys/spawn-child'),
-    import('../sys/private-dir'),
-    import('../self-command'),
-    import('../sys/detached'),
-    import('./unavailable'),
-  ]);
-  const emulator = userModeEmulator();
-  return startAnnouncer(
-    {
-      ensureStateDir: (dir) => {
-        try {
-          ensurePrivateDir(dir);
-        } catch (err) {
-          throw new StateDirError(stateDirProblem(dir, err), { cause: err });
-        }
-      },
-      wallNow: Date.now,
-      spawn: spawnChild,
-      self: selfCommand(process.argv, process.execPath, emulator),
-      env: envObject(detachedEnv(process.env, emulator !== undefined)),
-      listening,
-    },
-    stateDir,
-  );
 }

@@ -5,9 +5,13 @@
 // each; the shim that takes it looks once more whether an announcer listens before it spawns one.
 import { closeSync, lstatSync, openSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
-import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome } from '../self-command';
-import { START_MARKER } from '../state-files';
 import { START_MS } from '../protocol';
+import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome, selfCommand } from '../self-command';
+import { START_MARKER } from '../state-files';
+import { detachedEnv, userModeEmulator } from '../sys/detached';
+import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
+import { spawnChild } from '../sys/spawn-child';
+import { StateDirError } from './unavailable';
 
 /** What starting needs: the files, the wall clock, the spawner and what to spawn. */
 export interface StartDeps {
@@ -116,4 +120,27 @@ export function envObject(list: readonly string[]): Record<string, string> {
     if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
   return out;
+}
+
+/** Starts stateDir's announcer from this executable, as startAnnouncer does; `listening` as StartDeps's. */
+export async function startHere(stateDir: string, listening: StartDeps['listening']): Promise<Started> {
+  const emulator = userModeEmulator();
+  const ensureStateDir = (dir: string): void => {
+    try {
+      ensurePrivateDir(dir);
+    } catch (err) {
+      throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+    }
+  };
+  return startAnnouncer(
+    {
+      ensureStateDir,
+      wallNow: Date.now,
+      spawn: spawnChild,
+      self: selfCommand(process.argv, process.execPath, emulator),
+      env: envObject(detachedEnv(process.env, emulator !== undefined)),
+      listening,
+    },
+    stateDir,
+  );
 }

@@ -14,8 +14,6 @@ export interface Unavailable {
   pid: number | undefined;
   /** What became of the request: waiting in a hung announcer, perhaps run (the connection ended first), not run. */
   fate?: 'queued' | 'unsure' | 'not run';
-  /** Set when stateDir itself cannot be used (unsafe, not a directory…): what to fix. */
-  stateDirProblem?: string;
 }
 
 /** How a DEL or GC that exits 0 without an answer says what became of it, by Unavailable's fate. */
@@ -39,7 +37,6 @@ export function unavailableReply(
   config: Record<string, unknown>,
   why: Unavailable,
 ): UnavailableReply {
-  if (why.stateDirProblem !== undefined) return stateDirReply(command, config, why.stateDirProblem);
   const pid = why.pid === undefined ? 'no pid holds its lock' : `pid ${why.pid}`;
   const who = `the announcer of stateDir ${why.stateDir} (${pid})`;
   const text = `${who} did not answer: ${why.reason}`;
@@ -59,8 +56,11 @@ export function unavailableReply(
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
 }
 
-/** stateDir cannot be used: ADD, CHECK, GC code 105, STATUS 50, saying what to fix; DEL exits 0, saying so. */
-function stateDirReply(
+/**
+ * The reply of `command` on `config` when stateDir itself cannot be used (unsafe, not a directory…): ADD, CHECK, GC
+ * code 105, STATUS 50, saying what to fix (`problem`); DEL exits 0, saying so.
+ */
+export function stateDirReply(
   command: string | undefined,
   config: Record<string, unknown>,
   problem: string,

@@ -10,7 +10,6 @@ import {
   exchange,
   nextStep,
   type Outcome,
-  replyOutcome,
   RETRY_MS,
   realShimDeps,
   runShim,
@@ -90,13 +89,13 @@ function harness(
   return { clock, sent, waits, starts, printed, errors, replaced, result: () => runShim(io, deps) };
 }
 
-const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
+const END: Outcome = { exit: 0, stdout: '{"cniVersion":"1.0.0"}' };
 
 describe('runShim', { timeout: 5000 }, () => {
   const forwardsCNIVariablesTitle =
     "forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit";
   it(forwardsCNIVariablesTitle, async () => {
-    const h = harness([{ end: { exit: 7, stdout: 'result' } }]);
+    const h = harness([{ exit: 7, stdout: 'result' }]);
     expect(await h.result()).toEqual({ exit: 7 });
     expect(h.sent).toEqual([
       { stateDir: '/state', body: { cni: { env: { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x' }, stdin: CONFIG } } },
@@ -513,7 +512,7 @@ describe('exchange', { timeout: 5000 }, () => {
 
   it("ends with the command's stdout and exit status", async () => {
     const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 3, stdout: 'out\n' })));
-    expect(await outcome).toEqual({ end: { exit: 3, stdout: 'out\n' } });
+    expect(await outcome).toEqual({ exit: 3, stdout: 'out\n' });
     await until(() => fake.taken[0]!.closed);
   });
 
@@ -524,9 +523,7 @@ describe('exchange', { timeout: 5000 }, () => {
       write: () => queueMicrotask(() => bytes.forEach((_b, i) => handlers.data(bytes.subarray(i, i + 1)))),
       close: () => undefined,
     });
-    expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({
-      end: { exit: 0, stdout: 'é€' },
-    });
+    expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({ exit: 0, stdout: 'é€' });
   });
 
   it("answers a control request with the announcer's value", async () => {
@@ -620,16 +617,6 @@ describe('exchange', { timeout: 5000 }, () => {
   });
 });
 
-describe('replyOutcome', () => {
-  it('takes the end, a refusal, a control answer; any other line closes', () => {
-    expect(replyOutcome('{"ack":true}')).toEqual({ closed: true });
-    expect(replyOutcome('{"refused":"x"}')).toEqual({ refused: 'x' });
-    expect(replyOutcome('{"control":1}')).toEqual({ control: 1 });
-    expect(replyOutcome('{"exit":0,"stdout":""}')).toEqual({ end: { exit: 0, stdout: '' } });
-    expect(replyOutcome('nonsense')).toEqual({ closed: true });
-  });
-});
-
 function deps(outcome: Outcome) {
   const sent: { stateDir: string; body: RequestBody; waitMs: number }[] = [];
   const exchange = async (stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome> => {
@@ -697,9 +684,7 @@ describe('realShimDeps', { timeout: 5000 }, () => {
     }
     try {
       const deps = await realShimDeps();
-      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({
-        end: { exit: 0, stdout: 'far' },
-      });
+      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
       expect(held).toHaveLength(1);
       expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
       expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
