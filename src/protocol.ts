@@ -13,6 +13,7 @@ import {
 } from './cni/option-bounds';
 
 import type { GatewayVerdict } from './announce/gateway-verdict';
+import { isJsonObject } from './cni/decode';
 
 /** The protocol's version: a request of another version is refused by name. */
 export const WIRE_VERSION = 1;
@@ -115,9 +116,7 @@ export function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
+  return isJsonObject(value) ? value : undefined;
 }
 
 /** Decodes one answer line; undefined when it is not one. */
@@ -128,13 +127,6 @@ export function decodeReply(line: string): WireReply | undefined {
   if ('control' in v) return { control: v.control };
   if (typeof v.refused === 'string') return { refused: v.refused };
   return undefined;
-}
-
-/** Splits `buffered` text at newlines: the complete lines, and what is left of an unfinished one. */
-export function splitLines(buffered: string): { lines: string[]; rest: string } {
-  const parts = buffered.split('\n');
-  const rest = parts.pop() ?? '';
-  return { lines: parts, rest };
 }
 
 /** The stateDir whose announcer serves `config`: its `stateDir` when an absolute path, else the default. */

@@ -12,7 +12,6 @@ import {
   MAX_FORWARDED_STDIN,
   MAX_REQUEST_LINE,
   parseObject,
-  splitLines,
   START_MS,
   STOP_MS,
   stateDirOf,
@@ -108,10 +107,10 @@ export function exchange(
     const cancelTimer = clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
     const handlers = {
       data: (chunk: Uint8Array): void => {
-        const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
-        buffered = rest;
-        for (const line of lines) finish(decodeReply(line) ?? { closed: true });
-        if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
+        buffered += decoder.decode(chunk, { stream: true });
+        const nl = buffered.indexOf('\n');
+        if (nl >= 0) finish(decodeReply(buffered.slice(0, nl)) ?? { closed: true });
+        else if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
       },
       end: () => finish({ closed: true }),
       error: (err: StreamError) => finish(RESET_ERRNOS.includes(err.code) ? { reset: true } : { closed: true }),
@@ -158,14 +157,12 @@ export interface ShimDeps {
 /** The shim's end: an exit status (its stdout printed), or stdin that is not a config it can forward. */
 export type ShimResult = { exit: number } | { invalid: Uint8Array };
 
-/** What the call does after an outcome: take it, start (or find) an announcer and send again, or send again. */
-export type NextStep = 'take' | 'start' | 'again';
-
 /**
- * After `outcome`: none listens (ENOENT, ECONNREFUSED) or one hands over: start or find the next; a reset (the request
- * never read) or a full backlog (EAGAIN: one listens, busy): send again; anything else is the call's outcome.
+ * What the call does after `outcome`: none listens (ENOENT, ECONNREFUSED) or one hands over: start (or find) the next
+ * announcer and send again; a reset (the request never read) or a full backlog (EAGAIN: one listens, busy): send
+ * again; anything else is the call's outcome: take it.
  */
-export function nextStep(outcome: Outcome): NextStep {
+export function nextStep(outcome: Outcome): 'take' | 'start' | 'again' {
   if ('refused' in outcome) return outcome.refused === 'handover' ? 'start' : 'take';
   if ('reset' in outcome) return 'again';
   if (!('unreachable' in outcome)) return 'take';
@@ -218,9 +215,9 @@ async function startOnce(
   }
   if (started === 'running') return undefined;
   if (started === 'starting') return pause(deps.clock, RETRY_MS);
-  const line = await until(started.ready, deps.clock, giveUpAt);
-  if (line === undefined) return undefined; // no word by the call's end: one last try tells
-  const ready = typeof line === 'string' ? readyOutcome(line) : line;
+  const failure = (err: unknown) => ({ failed: err instanceof Error ? err.message : String(err) });
+  const ready = await until(started.ready.then(readyOutcome, failure), deps.clock, giveUpAt);
+  // No word by the call's end (undefined): one last try tells.
   return typeof ready === 'object' ? `it could not be started: ${ready.failed}` : undefined;
 }
 
@@ -229,19 +226,14 @@ function pause(clock: ShimClock, ms: number): Promise<undefined> {
   return new Promise((resolve) => clock.after(ms, () => resolve(undefined)));
 }
 
-/** Waits for `ready` until `deadline` (clock ms): its line, its rejection as a failure, or undefined if silent. */
-function until(
-  ready: Promise<string>,
-  clock: ShimClock,
-  deadline: number,
-): Promise<string | { failed: string } | undefined> {
+/** What `settles` resolves with, or undefined when it has not by `deadline` (clock ms). */
+function until<T>(settles: Promise<T>, clock: ShimClock, deadline: number): Promise<T | undefined> {
   return new Promise((resolve) => {
     const cancel = clock.after(Math.max(0, deadline - clock.now()), () => resolve(undefined));
-    const heard = (said: string | { failed: string }): void => {
+    void settles.then((value) => {
       cancel();
-      resolve(said);
-    };
-    ready.then(heard, (err: unknown) => heard({ failed: err instanceof Error ? err.message : String(err) }));
+      resolve(value);
+    });
   });
 }
 
@@ -308,10 +300,8 @@ function fateOf(outcome: Outcome | string): Unavailable['fate'] {
 function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
   const mib = MAX_FORWARDED_STDIN / (1024 * 1024);
   const msg = `stdin holds more than ${mib} MiB (${MAX_FORWARDED_STDIN} bytes), the most the announcer takes`;
-  if (command === 'DEL' || command === 'GC') {
-    io.writeStderr(`announcer: ${command} not run: ${msg}\n`);
-    return { exit: 0 };
-  }
+  if (command === 'DEL' || command === 'GC')
+    return writeReply(io, { exit: 0, stderr: `announcer: ${command} not run: ${msg}\n` });
   return writeReply(io, {
     exit: 1,
     stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: ErrorCode.IoFailure, msg })}\n`,

@@ -4,6 +4,7 @@
 // `onUnavailable: skip` (ADD then returns prevResult unannounced, CHECK and STATUS exit 0, each
 // with a WARN). DEL and GC never fail for it: the spec asks DEL to succeed as far as it can, and
 // libcni stops a chain at its first failing DEL. STATUS says code 50 while an ADD would fail.
+import { isJsonObject } from '../cni/decode';
 import { ErrorCode } from '../cni/errors';
 import { skipRefusal } from '../cni/option-bounds';
 
@@ -46,11 +47,8 @@ export function unavailableReply(
   if (skip && (command === 'ADD' || command === 'CHECK' || command === 'STATUS')) {
     const stderr = `announcer: WARN ${command} not announced (onUnavailable: skip): ${text}\n`;
     if (command !== 'ADD') return { exit: 0, stderr };
-    return {
-      exit: 0,
-      stdout: `${JSON.stringify({ ...asObject(config.prevResult), cniVersion: versionOf(config) })}\n`,
-      stderr,
-    };
+    const prevResult = isJsonObject(config.prevResult) ? config.prevResult : {};
+    return { exit: 0, stdout: `${JSON.stringify({ ...prevResult, cniVersion: versionOf(config) })}\n`, stderr };
   }
   const code = command === 'STATUS' ? ErrorCode.NotAvailable : ErrorCode.TryAgainLater;
   return { exit: 1, stdout: `${JSON.stringify({ cniVersion: versionOf(config), code, msg: text })}\n` };
@@ -72,8 +70,4 @@ export function stateDirReply(
 
 function versionOf(config: Record<string, unknown>): string {
   return typeof config.cniVersion === 'string' ? config.cniVersion : '1.1.0';
-}
-
-function asObject(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
