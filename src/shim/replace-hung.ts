@@ -68,7 +68,8 @@ export async function replaceHung(
     const again = judgeHolder(await facts(stateDir), now());
     if (!('replace' in again) || again.replace !== first.replace) return 'not replaced: the holder changed';
     kill(first.replace);
-    return `pid ${first.replace} made no progress for ${HUNG_AFTER_MS} ms: killed (SIGKILL), the next call starts another`;
+    const killed = 'killed (SIGKILL), the next call starts another';
+    return `pid ${first.replace} made no progress for ${HUNG_AFTER_MS} ms: ${killed}`;
   } catch (err) {
     return `not replaced: ${(err as Error).message}`;
   }
