@@ -11,7 +11,7 @@ import Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
-import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema-docs';
+import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 
