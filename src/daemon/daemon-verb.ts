@@ -4,7 +4,7 @@
 // its start went is said once on --ready-fd (READY_LINES), and a failure on stderr too.
 import { closeSync, writeSync } from 'node:fs';
 import { netnsSockets } from '../announce/session';
-import { BUILD_ID } from '../build-id';
+import { BUILD_ID } from '../about';
 import { parseFlags } from '../cli-flags';
 import {
   NODE_SETTINGS_MAX_BYTES,

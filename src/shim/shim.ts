@@ -3,7 +3,7 @@
 // loads no FFI and no validation. It never runs the command itself: an announcer that cannot answer is reported by
 // unavailable.ts, per command. One exchange is one connection: connect, write the request line with its deadline,
 // wait for the answer until that deadline and no longer; the transport and the clock are injected.
-import { BUILD_ID } from '../build-id';
+import { BUILD_ID } from '../about';
 import { ErrorCode } from '../cni/errors';
 import {
   cniEnv,
