@@ -16,8 +16,8 @@ describe('parseInstallArgs', () => {
 
   it.each([
     [[], '--dest is required'],
-    [['--dest'], '--dest needs a directory'],
-    [['--dest='], '--dest needs a directory'],
+    [['--dest'], '--dest needs a value'],
+    [['--dest='], '--dest needs a value'],
     [['--dest', '/a', '--dest', '/b'], '--dest given twice'],
     [['--dest', '/a', '-f'], 'unknown argument "-f"'],
     [['/a'], 'unknown argument "/a"'],
