@@ -4,7 +4,6 @@
 // unavailable.ts, per command. One exchange is one connection: connect, write the request line with its deadline,
 // wait for the answer until that deadline and no longer; the transport and the clock are injected.
 import { BUILD_ID } from '../about';
-import { ErrorCode } from '../cni/errors';
 import {
   cniEnv,
   decodeReply,
@@ -29,7 +28,14 @@ import { readText } from '../sys/stdio';
 import { withSocketAddress } from '../sys/unix-socket';
 import { connectUnix } from '../sys/unix-stream';
 import type { Started } from './start';
-import { StateDirError, stateDirReply, unavailableReply, type Unavailable } from './unavailable';
+import {
+  StateDirError,
+  stateDirReply,
+  tooLargeReply,
+  unavailableReply,
+  type Unavailable,
+  type UnavailableReply,
+} from './unavailable';
 
 /** How an exchange ended: the announcer's answer line (a CNI command's end, a control answer, a refusal), or none. */
 export type Outcome =
@@ -256,7 +262,7 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   } catch {
     return { invalid: new Uint8Array() }; // dispatch reads nothing either: code 6, an empty config
   }
-  if (stdin.length > MAX_FORWARDED_STDIN) return tooLarge(io, command);
+  if (stdin.length > MAX_FORWARDED_STDIN) return writeReply(io, tooLargeReply(command));
   let text: string;
   try {
     // A byte order mark before the JSON is dropped, as dispatch drops it (src/cni/decode.ts).
@@ -296,19 +302,7 @@ function fateOf(outcome: Outcome | string): Unavailable['fate'] {
   return 'closed' in outcome ? 'unsure' : 'not run';
 }
 
-/** A stdin past the forward limit: refused naming its size, never run (DEL and GC: exit 0, logged). */
-function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
-  const mib = MAX_FORWARDED_STDIN / (1024 * 1024);
-  const msg = `stdin holds more than ${mib} MiB (${MAX_FORWARDED_STDIN} bytes), the most the announcer takes`;
-  if (command === 'DEL' || command === 'GC')
-    return writeReply(io, { exit: 0, stderr: `announcer: ${command} not run: ${msg}\n` });
-  return writeReply(io, {
-    exit: 1,
-    stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: ErrorCode.IoFailure, msg })}\n`,
-  });
-}
-
-function writeReply(io: ShimIo, reply: { exit: number; stdout?: string; stderr?: string }): ShimResult {
+function writeReply(io: ShimIo, reply: UnavailableReply): ShimResult {
   if (reply.stdout !== undefined) io.writeStdout(reply.stdout);
   if (reply.stderr !== undefined) io.writeStderr(reply.stderr);
   return { exit: reply.exit };
