@@ -21,9 +21,9 @@ import { loadLibc } from './sys/libc';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
 import { dirProblem, installFile, readSmallFile, removeStaleTemps, replaceFile } from './sys/safe-file';
 
-/** Where a verb writes: `out` takes text as it is, `err` one line. */
+/** Where a verb writes, a line at a time. */
 export interface VerbIo {
-  out(text: string): void;
+  out(line: string): void;
   err(line: string): void;
 }
 
@@ -47,7 +47,7 @@ export const CLI_VERBS: readonly {
     run: (args, io) => {
       const libc = loadLibc();
       const ask = (stateDir: string) => askAnnouncer(stateDir, { op: 'status' });
-      return statusCommand({ ask, records: listRecords, bootMs: () => libc.bootTimeMs(), ...lines(io) }, args);
+      return statusCommand({ ask, records: listRecords, bootMs: () => libc.bootTimeMs(), ...io }, args);
     },
   },
   {
@@ -57,7 +57,7 @@ export const CLI_VERBS: readonly {
     run: (args, io) => {
       const libc = loadLibc();
       const timers = realTimers(() => libc.bootTimeMs());
-      return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...lines(io) }, args);
+      return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
     },
   },
   {
@@ -65,7 +65,7 @@ export const CLI_VERBS: readonly {
     usage: SCHEMA_USAGE,
     what: "prints the JSON Schema of the plugin's entry in a conflist",
     // Loaded when it runs: zod's JSON Schema export is no part of the announcer's start.
-    run: async (args, io) => (await import('./commands/schema')).schemaCommand(lines(io), args),
+    run: async (args, io) => (await import('./commands/schema')).schemaCommand(io, args),
   },
   {
     verb: DAEMON_VERB,
@@ -107,25 +107,19 @@ export async function runProcessVerb(verb: string, args: readonly string[], io: 
         '       announcer                as a CNI plugin: CNI_COMMAND and the other CNI_* variables, the config on stdin',
         'verbs:',
         ...verbs,
-        '',
       ].join('\n'),
     );
     return 0;
   }
   const known = CLI_VERBS.find((v) => v.verb === verb);
   if (known && (args.includes('--help') || args.includes('-h'))) {
-    io.out(`${known.usage}\n`);
+    io.out(known.usage);
     return 0;
   }
   if (known) return known.run(args, io);
   const verbs = [...CLI_VERBS.map((v) => v.verb), '--version', '--help'];
   io.err(`announcer: unknown verb ${JSON.stringify(verb)}; verbs: ${verbs.join(', ')}`);
   return 2;
-}
-
-/** The commands' `out` and `err`, each writing one line. */
-function lines(io: VerbIo): { out(line: string): void; err(line: string): void } {
-  return { out: (line) => io.out(`${line}\n`), err: io.err };
 }
 
 /** What `install` works on: this executable, the real file system, and `io`. */
@@ -143,7 +137,7 @@ function installDeps(io: VerbIo): InstallDeps {
     },
     metricsFileProblem: (file) => privateDirProblem(dirname(file)),
     now: Date.now,
-    ...lines(io),
+    ...io,
   };
 }
 

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   }
   if (verb !== undefined) {
     const { runProcessVerb } = await import('./cli');
-    const io = { out: (text: string) => out.write(1, text), err: (line: string) => out.write(2, `${line}\n`) };
+    const io = { out: (line: string) => out.write(1, `${line}\n`), err: (line: string) => out.write(2, `${line}\n`) };
     return out.exit(await runProcessVerb(verb, process.argv.slice(3), io));
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
