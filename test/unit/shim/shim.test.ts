@@ -130,33 +130,28 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.clock.timers).toEqual([]);
   });
 
-  it('an announcer that cannot be executed: code 11 naming why, at once, with no second try', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }], async () => ({
-      ready: Promise.reject<string>(new Error('spawn /opt/cni/bin/announcer ENOENT')),
-    }));
+  it.each([
+    ['cannot be started', () => Promise.reject(new Error('EACCES: /state')), 'EACCES: /state'],
+    [
+      'cannot be executed',
+      async () => ({ ready: Promise.reject<string>(new Error('spawn /opt/cni/bin/announcer ENOENT')) }),
+      'spawn /opt/cni/bin/announcer ENOENT',
+    ],
+    [
+      'says it cannot start',
+      async () => ({ ready: Promise.resolve('failed: cannot open /s/announcer-daemon.flock: ELOOP') }),
+      'cannot open /s/announcer-daemon.flock: ELOOP',
+    ],
+    ['exits before it listens', async () => ({ ready: Promise.resolve('') }), 'it exited before it listened'],
+  ])('an announcer that %s: code 11 naming why, at once, with no second try', async (_what, start, why) => {
+    const h = harness([{ unreachable: 'ENOENT' }], start as () => Promise<Started>);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join('')).msg).toContain(
-      'it could not be started: spawn /opt/cni/bin/announcer ENOENT',
-    );
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`it could not be started: ${why}`),
+    });
     expect(h.sent).toHaveLength(1);
-  });
-
-  const failedStartTitle =
-    'an announcer that says it cannot start, or exits before it listens: code 11 naming why, at once, no second try';
-  it(failedStartTitle, async () => {
-    for (const [line, why] of [
-      ['failed: cannot open /s/announcer-daemon.flock: ELOOP', 'cannot open /s/announcer-daemon.flock: ELOOP'],
-      ['', 'it exited before it listened'],
-    ]) {
-      const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: Promise.resolve(line!) }));
-      expect(await h.result()).toEqual({ exit: 1 });
-      expect(JSON.parse(h.printed.join(''))).toMatchObject({
-        code: 11,
-        msg: expect.stringContaining(`it could not be started: ${why}`),
-      });
-      expect(h.sent).toHaveLength(1);
-      expect(h.clock.timers).toEqual([]);
-    }
+    expect(h.clock.timers).toEqual([]);
   });
 
   it('an announcer that finds another serving (its ready line says so) sends the request there', async () => {
@@ -209,22 +204,7 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.sent).toHaveLength(3);
   });
 
-  const closedTitle =
-    'an end before the answer (the command may have run): ADD and CHECK code 11 saying so, ' +
-    'DEL and GC exit 0 saying so; never sent again';
-  it(closedTitle, async () => {
-    for (const command of ['ADD', 'CHECK']) {
-      const h = harness([{ closed: true }, END], undefined, CONFIG, command);
-      expect(await h.result()).toEqual({ exit: 1 });
-      expect(JSON.parse(h.printed.join(''))).toMatchObject({
-        code: 11,
-        msg: expect.stringContaining(
-          '(pid 4242) did not answer: it closed the connection on /state/announcer.sock before answering: ' +
-            'the command may have run',
-        ),
-      });
-      expect(h.sent).toHaveLength(1);
-    }
+  it('an end before the answer (the command may have run): DEL and GC exit 0 saying so; never sent again', async () => {
     for (const command of ['DEL', 'GC']) {
       const h = harness([{ closed: true }, END], undefined, CONFIG, command);
       expect(await h.result()).toEqual({ exit: 0 });
@@ -280,6 +260,7 @@ describe('runShim', { timeout: 5000 }, () => {
   it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {
     for (const [outcome, reason] of [
       [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock; not replaced: it made progress'],
+      // An end before the answer: the command may have run, and is never sent again.
       [
         { closed: true },
         'it closed the connection on /state/announcer.sock before answering: the command may have run',
@@ -295,7 +276,7 @@ describe('runShim', { timeout: 5000 }, () => {
           code: 11,
           msg: `the announcer of stateDir /state (pid 4242) did not answer: ${reason}`,
         });
-        expect(h.starts).toEqual([]);
+        expect([h.starts, h.sent.length]).toEqual([[], 1]); // never sent again
         // Only a request that got no answer by its deadline looks for a hung announcer to replace.
         expect(h.replaced).toEqual('hung' in outcome ? ['/state'] : []);
       }
@@ -323,15 +304,6 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.errors.join('')).toContain('WARN ADD not announced (onUnavailable: skip)');
     const status = harness([{ hung: true }], undefined, config, 'STATUS');
     expect(await status.result()).toEqual({ exit: 0 });
-  });
-
-  it('fails ADD with code 11 naming why when the announcer cannot be started', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }], async () => {
-      throw new Error('EACCES: /state');
-    });
-    expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join('')).msg).toContain('it could not be started: EACCES: /state');
-    expect(h.sent).toHaveLength(1);
   });
 
   it('a stateDir that cannot be used: ADD code 105 and STATUS 50 say what to fix, DEL exits 0 saying so', async () => {
@@ -428,19 +400,22 @@ describe('nextStep', () => {
 });
 
 describe('waitMsOf', () => {
-  it("uses addWaitMs's and probeMs's defaults and probeMs's largest value as the options declare them", () => {
-    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback]).toEqual([DEFAULT_ADD_WAIT_MS, DEFAULT_PROBE_MS]);
-    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS).success).toBe(true);
-    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS + 1).success).toBe(false);
+  it('uses the defaults and largest values of addWaitMs, probeMs and gatewayCheckMs as the options declare them', () => {
+    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback]).toEqual([
+      DEFAULT_ADD_WAIT_MS,
+      DEFAULT_PROBE_MS,
+      DEFAULT_GATEWAY_CHECK_MS,
+    ]);
+    for (const [option, max] of [
+      [OPTIONS.probeMs, MAX_PROBE_MS],
+      [OPTIONS.gatewayCheckMs, MAX_GATEWAY_CHECK_MS],
+    ] as const) {
+      expect(option.schema.safeParse(max).success).toBe(true);
+      expect(option.schema.safeParse(max + 1).success).toBe(false);
+    }
     expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
       DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
     );
-  });
-
-  it("uses gatewayCheckMs's default and largest value as the options declare them", () => {
-    expect(OPTIONS.gatewayCheckMs.fallback).toBe(DEFAULT_GATEWAY_CHECK_MS);
-    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS).success).toBe(true);
-    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS + 1).success).toBe(false);
   });
 
   it.each([
@@ -510,9 +485,23 @@ describe('exchange', { timeout: 5000 }, () => {
     ]);
   });
 
-  it("ends with the command's stdout and exit status", async () => {
-    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 3, stdout: 'out\n' })));
-    expect(await outcome).toEqual({ exit: 3, stdout: 'out\n' });
+  it.each([
+    [
+      "ends with the command's stdout and exit status",
+      encodeLine({ exit: 3, stdout: 'out\n' }),
+      { exit: 3, stdout: 'out\n' },
+    ],
+    [
+      "answers a control request with the announcer's value",
+      encodeLine({ control: { jobs: 2 } }),
+      { control: { jobs: 2 } },
+    ],
+    ['reports a refusal with its reason', encodeLine({ refused: 'handover' }), { refused: 'handover' }],
+    ['is closed on EOF before any answer, once the announcer read the request', undefined, { closed: true }],
+    ['is closed on a line that is not the protocol', 'garbage\n', { closed: true }],
+  ])('%s, and closes the connection', async (_what, line, expected) => {
+    const { outcome, fake } = await run((t) => (line === undefined ? t.socket.end() : t.socket.write(line)));
+    expect(await outcome).toEqual(expected);
     await until(() => fake.taken[0]!.closed);
   });
 
@@ -526,17 +515,6 @@ describe('exchange', { timeout: 5000 }, () => {
     expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({ exit: 0, stdout: 'é€' });
   });
 
-  it("answers a control request with the announcer's value", async () => {
-    const { outcome } = await run((t) => t.socket.write(encodeLine({ control: { jobs: 2 } })));
-    expect(await outcome).toEqual({ control: { jobs: 2 } });
-  });
-
-  it('reports a refusal with its reason', async () => {
-    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ refused: 'handover' })));
-    expect(await outcome).toEqual({ refused: 'handover' });
-    await until(() => fake.taken[0]!.closed);
-  });
-
   it('is hung when no end comes by the deadline, closes, and ignores a later line', async () => {
     let taken: Taken | undefined;
     const { outcome, clock } = await run((t) => {
@@ -546,16 +524,6 @@ describe('exchange', { timeout: 5000 }, () => {
     fireOnly(clock, WAIT);
     expect(await outcome).toEqual({ hung: true });
     await until(() => taken!.closed);
-  });
-
-  it('is closed on EOF before any answer, once the announcer read the request', async () => {
-    const { outcome } = await run((t) => t.socket.end());
-    expect(await outcome).toEqual({ closed: true });
-  });
-
-  it('is closed on a line that is not the protocol', async () => {
-    const { outcome } = await run((t) => t.socket.write('garbage\n'));
-    expect(await outcome).toEqual({ closed: true });
   });
 
   it('is reset, at once, when the connection is reset (ECONNRESET, EPIPE) before any answer', async () => {
