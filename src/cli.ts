@@ -8,7 +8,6 @@ import { netnsSockets } from './announce/session';
 import { listRecords } from './announce/state';
 import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
 import { install, INSTALL_USAGE, INSTALL_VERB, type InstallDeps } from './commands/install';
-import { SCHEMA_USAGE, SCHEMA_VERB } from './commands/schema-verb';
 import { DAEMON_USAGE, daemonVerb } from './daemon/daemon-verb';
 import { statusCommand, STATUS_USAGE, STATUS_VERB } from './daemon/status-cli';
 import { silentLogger } from './log';
@@ -61,11 +60,18 @@ export const CLI_VERBS: readonly {
     },
   },
   {
-    verb: SCHEMA_VERB,
-    usage: SCHEMA_USAGE,
+    verb: 'schema',
+    usage: 'usage: announcer schema',
     what: "prints the JSON Schema of the plugin's entry in a conflist",
-    // Loaded when it runs: zod's JSON Schema export is no part of the announcer's start.
-    run: async (args, io) => (await import('./commands/schema')).schemaCommand(io, args),
+    run: async (args, io) => {
+      if (args.length > 0) {
+        io.err('announcer schema: takes no arguments');
+        return 2;
+      }
+      // Loaded when it runs: zod's JSON Schema export is no part of the announcer's start.
+      io.out(JSON.stringify((await import('./commands/schema')).entryJsonSchema(), null, 2));
+      return 0;
+    },
   },
   {
     verb: DAEMON_VERB,

@@ -1,4 +1,4 @@
-// `announcer schema`: the JSON Schema of the plugin's entry in a conflist, for editors and NAD tooling. zod's own
+// What `announcer schema` prints (src/cli.ts): the JSON Schema of the plugin's entry in a conflist, for editors and NAD tooling. zod's own
 // toJSONSchema makes it from the schemas parseConfig checks with (OPTIONS): types, ranges, choices, patterns and
 // defaults. One line per option describes it (editors show them on hover), typed by OPTIONS' keys: an option without
 // its line, or a line without its option, fails the type check. What JSON Schema cannot express, the descriptions
@@ -9,7 +9,6 @@ import { MAX_IFNAME_BYTES } from '../cni/env';
 import { optionFields, type OPTIONS } from '../cni/option-schema';
 import { bool, obj, str } from '../cni/zod-checks';
 import { MAX_BURST_SPAN_MS } from '../plan';
-import { SCHEMA_VERB } from './schema-verb';
 
 /**
  * The conflist entry: its `type`, the capabilities it may declare, and every option; unknown fields are tolerated, as
@@ -33,19 +32,6 @@ export function entryJsonSchema(): Record<string, unknown> {
   for (const [key, description] of Object.entries(OPTION_DOCS))
     schema.properties[key] = { description, ...schema.properties[key] };
   return { $schema, title: 'cni-announcer', description: ENTRY_DOC, ...rest };
-}
-
-/** Prints the schema on `out`; 2 when given arguments. */
-export function schemaCommand(
-  io: { out(text: string): void; err(text: string): void },
-  args: readonly string[],
-): number {
-  if (args.length > 0) {
-    io.err(`announcer ${SCHEMA_VERB}: takes no arguments`);
-    return 2;
-  }
-  io.out(JSON.stringify(entryJsonSchema(), null, 2));
-  return 0;
 }
 
 /** How a node option's line starts: a conflist may carry it, and it is ignored there. */

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
+import { entryJsonSchema } from '../../../src/commands/schema';
 import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
@@ -195,16 +195,5 @@ describe('the rules the plugin enforces beyond JSON Schema', () => {
     for (const key of ['count', 'intervalMs', 'backoff'])
       expect(schema.properties[key]!.description, key).toContain('at most 10 min after the first (the burst cap)');
     expect(names).toContain(IFNAME_RULE);
-  });
-});
-
-describe('schemaCommand', () => {
-  it('prints the schema as JSON, and refuses arguments with exit 2', () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, [])).toBe(0);
-    expect([out.map((t) => JSON.parse(t)), err]).toEqual([[entryJsonSchema()], []]);
-    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, ['x'])).toBe(2);
-    expect(err).toEqual(['announcer schema: takes no arguments']);
   });
 });
