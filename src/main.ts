@@ -7,6 +7,7 @@
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { MAX_STDIN_BYTES } from './cni/decode';
+import { CniError, ErrorCode } from './cni/errors';
 import { versionReply } from './cni/versions';
 import { realShimDeps, runShim } from './shim/shim';
 import { stdinReader, writeFd } from './sys/stdio';
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
   const shimmed = await runShim(io, await realShimDeps());
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.
-  const [{ dispatch }, { CniError, ErrorCode }] = await Promise.all([import('./cni/dispatch'), import('./cni/errors')]);
+  const { dispatch } = await import('./cni/dispatch');
   const refuse = async (): Promise<never> => {
     throw new CniError(ErrorCode.InvalidConfig, '"stateDir" must be an absolute path: no announcer to run the command');
   };

@@ -11,6 +11,7 @@ import { START_MARKER } from '../state-files';
 import { detachedEnv, userModeEmulator } from '../sys/detached';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { spawnChild } from '../sys/spawn-child';
+import { attempt } from '../sys/sys-error';
 import { StateDirError } from './unavailable';
 
 /** What starting needs: the files, the wall clock, the spawner and what to spawn. */
@@ -44,29 +45,19 @@ export type Started = { ready: Promise<string> } | 'starting' | 'running';
  */
 export function takeStartMarker(stateDir: string, wallNow: () => number): boolean {
   const marker = join(stateDir, START_MARKER);
-  for (let attempt = 0; ; attempt++) {
+  for (let tries = 0; ; tries++) {
     try {
       closeSync(openSync(marker, 'wx', 0o600));
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (attempt > 0) return false; // another shim took it after the stale one went
+      if (tries > 0) return false; // another shim took it after the stale one went
     }
-    let age: number;
-    try {
-      const st = lstatSync(marker);
-      age = st.isFile() ? wallNow() - st.mtimeMs : Infinity;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      continue; // removed since: take it
-    }
-    if (age <= START_MS) return false;
+    const st = attempt(() => lstatSync(marker), 'ENOENT');
+    if (st === undefined) continue; // removed since: take it
+    if (st.isFile() && wallNow() - st.mtimeMs <= START_MS) return false;
     // Stale: its shim died, or its announcer never came up.
-    try {
-      unlinkSync(marker);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
+    attempt(() => unlinkSync(marker), 'ENOENT');
   }
 }
 
