@@ -110,7 +110,8 @@ export async function runProcessVerb(verb: string, args: readonly string[], io: 
       [
         'usage: announcer VERB [ARGS]   (announcer VERB --help: its usage)',
         '       announcer --version',
-        '       announcer                as a CNI plugin: CNI_COMMAND and the other CNI_* variables, the config on stdin',
+        '       announcer                as a CNI plugin: CNI_COMMAND and the other CNI_* variables, ' +
+          'the config on stdin',
         'verbs:',
         ...verbs,
       ].join('\n'),

@@ -1,9 +1,10 @@
-// What `announcer schema` prints (src/cli.ts): the JSON Schema of the plugin's entry in a conflist, for editors and NAD tooling. zod's own
-// toJSONSchema makes it from the schemas parseConfig checks with (OPTIONS): types, ranges, choices, patterns and
-// defaults. One line per option describes it (editors show them on hover), typed by OPTIONS' keys: an option without
-// its line, or a line without its option, fails the type check. What JSON Schema cannot express, the descriptions
-// name: the rules across fields (the burst cap, the configs onUnavailable skip is refused with) in the entry's own,
-// and an interface name's rules, checked by a function, in that of interfaces. The plugin applies them all.
+// What `announcer schema` prints (src/cli.ts): the JSON Schema of the plugin's entry in a conflist, for editors and
+// NAD tooling. zod's own toJSONSchema makes it from the schemas parseConfig checks with (OPTIONS): types, ranges,
+// choices, patterns and defaults. One line per option describes it (editors show them on hover), typed by OPTIONS'
+// keys: an option without its line, or a line without its option, fails the type check. What JSON Schema cannot
+// express, the descriptions name: the rules across fields (the burst cap, the configs onUnavailable skip is refused
+// with) in the entry's own, and an interface name's rules, checked by a function, in that of interfaces. The plugin
+// applies them all.
 import { optional, toJSONSchema } from 'zod/mini';
 import { MAX_IFNAME_BYTES } from '../cni/env';
 import { optionFields, type OPTIONS } from '../cni/option-schema';

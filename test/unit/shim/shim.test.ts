@@ -400,7 +400,7 @@ describe('nextStep', () => {
 });
 
 describe('waitMsOf', () => {
-  it('uses the defaults and largest values of addWaitMs, probeMs and gatewayCheckMs as the options declare them', () => {
+  it("uses addWaitMs's, probeMs's and gatewayCheckMs's defaults and largest values as the options declare them", () => {
     expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback]).toEqual([
       DEFAULT_ADD_WAIT_MS,
       DEFAULT_PROBE_MS,
