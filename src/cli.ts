@@ -10,7 +10,6 @@ import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/annou
 import { install, INSTALL_USAGE, INSTALL_VERB, type InstallDeps } from './commands/install';
 import { DAEMON_USAGE, daemonVerb } from './daemon/daemon-verb';
 import { statusCommand, STATUS_USAGE, STATUS_VERB } from './daemon/status-cli';
-import { silentLogger } from './log';
 import { once } from './once';
 import { dirname, join } from './path';
 import { DAEMON_VERB } from './self-command';
@@ -56,7 +55,7 @@ export const CLI_VERBS: readonly {
     run: (args, io) => {
       const libc = loadLibc();
       const timers = realTimers(() => libc.bootTimeMs());
-      return announceCommand({ libc, open: netnsSockets(libc), timers, log: silentLogger, ...io }, args);
+      return announceCommand({ libc, open: netnsSockets(libc), timers, ...io }, args);
     },
   },
   {

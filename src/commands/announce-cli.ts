@@ -14,7 +14,7 @@ import {
 } from '../announce/session';
 import { parseFlags, type Flags } from '../cli-flags';
 import { ifnameProblem } from '../cni/env';
-import type { Logger } from '../log';
+import { silentLogger } from '../log';
 import type { Libc } from '../sys/libc';
 import { checkNetnsPath } from '../sys/netns';
 import { formatIPv6, isIPv6LinkLocal } from '../wire/ip';
@@ -31,7 +31,6 @@ export interface AnnounceCliDeps {
   libc: Libc;
   open: SocketOpener;
   timers: Timers;
-  log: Logger;
   out(line: string): void;
   err(line: string): void;
 }
@@ -110,8 +109,8 @@ async function oneRound(
     }
     const sent = sendFrames(
       session.pod.packet,
-      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log),
-      deps.log,
+      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, silentLogger),
+      silentLogger,
     );
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {

@@ -23,6 +23,7 @@ import {
 } from '../protocol';
 import { readyOutcome } from '../self-command';
 import { ANNOUNCER_SOCKET } from '../state-files';
+import type { CniIo } from '../cni/dispatch';
 import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
 import { readText } from '../sys/stdio';
 import { withSocketAddress } from '../sys/unix-socket';
@@ -138,14 +139,8 @@ const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
 /** Between two connection attempts while an announcer starts. */
 export const RETRY_MS = 5;
 
-/** The process around the shim. */
-export interface ShimIo {
-  env: Readonly<Record<string, string | undefined>>;
-  /** Reads stdin to EOF, at most maxBytes + 1 bytes (src/sys/stdio.ts). */
-  readStdin(maxBytes: number): Promise<Uint8Array>;
-  writeStdout(text: string): void;
-  writeStderr(text: string): void;
-}
+/** The process around the shim: dispatch's (stdin read to EOF, at most maxBytes + 1 bytes), and stderr. */
+export type ShimIo = CniIo & { writeStderr(text: string): void };
 
 /** What the shim runs on. */
 export interface ShimDeps {
