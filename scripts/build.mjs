@@ -9,7 +9,7 @@
 // options but no koffi addon: `make bench` builds an empty one, the runtime's
 // own floor of time and memory.
 //
-// Every build has an id (src/build-id.ts, printed by `announcer --version`): the first 16 hex digits
+// Every build has an id (src/about.ts, printed by `announcer --version`): the first 16 hex digits
 // of sha256 over what the build reads (scripts/build/build-id.ts) and its settings, so the same sources
 // give the same id and any change that could change the bytes changes it. --build-id=ID writes ID in
 // instead (tests of an upgrade build a second binary from the same sources).

@@ -7,9 +7,10 @@
 // stdout go through src/sys/stdio.ts, whose Bun twin (Bun's own file API) the binary carries instead.
 import { aboutText, versionText } from './about';
 import { MAX_STDIN_BYTES } from './cni/decode';
+import { CniError, ErrorCode } from './cni/errors';
 import { versionReply } from './cni/versions';
-import { realShimDeps, runShim, type ShimResult } from './shim/shim';
-import { readText, stdinReader, writeFd } from './sys/stdio';
+import { realShimDeps, runShim } from './shim/shim';
+import { stdinReader, writeFd } from './sys/stdio';
 
 /** stdout and stderr in order, and an exit once what was written is out. */
 function output(): { write(fd: 1 | 2, text: string): void; exit(code: number): Promise<never> } {
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   }
   if (verb !== undefined) {
     const { runProcessVerb } = await import('./cli');
-    const io = { out: (text: string) => out.write(1, text), err: (line: string) => out.write(2, `${line}\n`) };
+    const io = { out: (line: string) => out.write(1, `${line}\n`), err: (line: string) => out.write(2, `${line}\n`) };
     return out.exit(await runProcessVerb(verb, process.argv.slice(3), io));
   }
   // As the reference plugins do: run by hand, without CNI_COMMAND, say what this is.
@@ -65,10 +66,11 @@ async function main(): Promise<void> {
     return out.exit(0);
   }
   // The node's announcer runs the command: this process only reports what it answered.
-  const shimmed = await forwardToAnnouncer(readStdin, reply, (text) => out.write(2, text));
+  const io = { env: process.env, readStdin, writeStdout: reply, writeStderr: (text: string) => out.write(2, text) };
+  const shimmed = await runShim(io, await realShimDeps());
   if ('exit' in shimmed) return out.exit(shimmed.exit);
   // Not a config that names an announcer: dispatch says what is wrong with it, and runs nothing.
-  const [{ dispatch }, { CniError, ErrorCode }] = await Promise.all([import('./cni/dispatch'), import('./cni/errors')]);
+  const { dispatch } = await import('./cni/dispatch');
   const refuse = async (): Promise<never> => {
     throw new CniError(ErrorCode.InvalidConfig, '"stateDir" must be an absolute path: no announcer to run the command');
   };
@@ -76,16 +78,6 @@ async function main(): Promise<void> {
   return out.exit(
     await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, plugin),
   );
-}
-
-/** Sends the CNI command to the node's announcer (src/shim/): its exit status, or stdin it cannot forward. */
-async function forwardToAnnouncer(
-  readStdin: (maxBytes: number) => Promise<Uint8Array>,
-  writeStdout: (text: string) => void,
-  writeStderr: (text: string) => void,
-): Promise<ShimResult> {
-  const deps = await realShimDeps(readText);
-  return runShim({ env: process.env, readStdin, writeStdout, writeStderr }, deps);
 }
 
 // A verb's failure outside its own handling: its message on stderr, never a stack trace.

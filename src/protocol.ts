@@ -13,6 +13,7 @@ import {
 } from './cni/option-bounds';
 
 import type { GatewayVerdict } from './announce/gateway-verdict';
+import { isJsonObject } from './cni/decode';
 
 /** The protocol's version: a request of another version is refused by name. */
 export const WIRE_VERSION = 1;
@@ -115,9 +116,7 @@ export function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
+  return isJsonObject(value) ? value : undefined;
 }
 
 /** Decodes one answer line; undefined when it is not one. */
@@ -128,13 +127,6 @@ export function decodeReply(line: string): WireReply | undefined {
   if ('control' in v) return { control: v.control };
   if (typeof v.refused === 'string') return { refused: v.refused };
   return undefined;
-}
-
-/** Splits `buffered` text at newlines: the complete lines, and what is left of an unfinished one. */
-export function splitLines(buffered: string): { lines: string[]; rest: string } {
-  const parts = buffered.split('\n');
-  const rest = parts.pop() ?? '';
-  return { lines: parts, rest };
 }
 
 /** The stateDir whose announcer serves `config`: its `stateDir` when an absolute path, else the default. */
@@ -152,20 +144,17 @@ export function stateDirOf(config: Record<string, unknown>): string | undefined 
 export function waitMsOf(command: string | undefined, config: Record<string, unknown>): number {
   if (command !== 'ADD' && command !== 'CHECK') return BRIEF_MS;
   const overrides = Array.isArray(config.podOverrides) ? config.podOverrides : [];
-  const wait = numberOr(config.addWaitMs, DEFAULT_ADD_WAIT_MS);
-  const probe =
-    config.conflictCheck === undefined || config.conflictCheck === 'off'
-      ? 0
-      : overrides.includes('probeMs')
-        ? MAX_PROBE_MS
-        : numberOr(config.probeMs, DEFAULT_PROBE_MS);
+  /** What `key` waits at worst: its largest value when a pod may set it. */
+  const worst = (key: string, fallback: number, largest: number): number =>
+    overrides.includes(key) ? largest : numberOr(config[key], fallback);
+  const probing = config.conflictCheck !== undefined && config.conflictCheck !== 'off';
   const mayRequire = config.gatewayCheck === 'require' || overrides.includes('gatewayCheck');
-  const gateway = !mayRequire
-    ? 0
-    : overrides.includes('gatewayCheckMs')
-      ? MAX_GATEWAY_CHECK_MS
-      : numberOr(config.gatewayCheckMs, DEFAULT_GATEWAY_CHECK_MS);
-  return wait + probe + gateway + MARGIN_MS;
+  return (
+    numberOr(config.addWaitMs, DEFAULT_ADD_WAIT_MS) +
+    (probing ? worst('probeMs', DEFAULT_PROBE_MS, MAX_PROBE_MS) : 0) +
+    (mayRequire ? worst('gatewayCheckMs', DEFAULT_GATEWAY_CHECK_MS, MAX_GATEWAY_CHECK_MS) : 0) +
+    MARGIN_MS
+  );
 }
 
 /** `value` when a finite number from 0 to 60 s (the schema checks it exactly), else `otherwise`. */

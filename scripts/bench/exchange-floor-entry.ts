@@ -4,7 +4,7 @@
 // src/sys/stdio and src/sys/unix-stream) and protocol (src/protocol.ts), and none of the shim's
 // work: it checks nothing, starts nothing and sets no timer. The socket comes from BENCH_SOCKET, the
 // sender's build from BENCH_BUILD (the announcer's own, so that it does not hand over).
-import { decodeReply, encodeLine, MAX_FORWARDED_STDIN, splitLines, WIRE_VERSION, cniEnv } from '../../src/protocol';
+import { decodeReply, encodeLine, MAX_FORWARDED_STDIN, WIRE_VERSION, cniEnv } from '../../src/protocol';
 import { readText, stdinReader, writeFd } from '../../src/sys/stdio.bun';
 import { connectUnix } from '../../src/sys/unix-stream.bun';
 
@@ -22,7 +22,7 @@ const reply = await new Promise<string>((resolve, reject) => {
     error: reject,
   }).then((c) => c.write(encodeLine({ ...request, cni: { env: cniEnv(process.env), stdin } })), reject);
 });
-const end = decodeReply(splitLines(reply).lines[0] ?? '');
+const end = decodeReply(reply.split('\n')[0]!);
 if (end === undefined || !('exit' in end)) throw new Error(`no end in ${JSON.stringify(reply)}`);
 await writeFd(1, end.stdout);
 process.exit(end.exit);

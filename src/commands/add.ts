@@ -1,17 +1,16 @@
 import { announceOnAdd } from '../announce/add';
 import type { CommandContext } from '../announce/context';
+import type { RoutedGateway } from '../announce/gateway-verdict';
 import { readRecordFile, recordPath } from '../announce/state';
 import type { AddRequest } from '../cni/dispatch';
 import { podOf } from '../cni/env';
-import { formatResult } from '../cni/result';
-import { isLocallyAdministeredMac } from '../wire/ethernet';
-import { requirePodNetns, toCniError } from './errors';
-import { planAnnouncement, type AnnouncePlan } from '../plan';
 import type { AnnounceOptions } from '../cni/options';
-import type { PrevResult } from '../cni/result';
+import { formatResult, type PrevResult } from '../cni/result';
+import { planAnnouncement, type AnnouncePlan } from '../plan';
 import type { CallerView } from '../sys/caller-view';
 import { fileIdAt, sameFile, type FileId } from '../sys/file-id';
-import type { RoutedGateway } from '../announce/gateway-verdict';
+import { isLocallyAdministeredMac } from '../wire/ethernet';
+import { requirePodNetns, toCniError } from './errors';
 
 /**
  * The routed gateways the plan's interfaces ask, one entry per (interface, gateway): those of a family the interface

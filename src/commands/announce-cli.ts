@@ -2,15 +2,19 @@
 // announces an interface's current addresses by hand, through the same code
 // and safety rules as ADD (never from the node's own netns, never before the
 // pod is ready). It replaces reaching for `arping -U` and `ndisc6` on a node.
-import { parseFlags } from '../cli-flags';
-import { ifnameProblem } from '../cni/env';
-import type { Logger } from '../log';
-import type { ResolvedInterface } from '../announce/session';
-import type { AnnounceTarget } from '../announce/session';
+import { blockingWaits, type Timers } from '../announce/context';
 import { buildRound, sendFrames, totalFrames } from '../announce/round';
-import { blockingWaits } from '../announce/context';
-import { openSession, waitReady, type PodSession, type SocketOpener } from '../announce/session';
-import type { Timers } from '../announce/context';
+import {
+  openSession,
+  waitReady,
+  type AnnounceTarget,
+  type PodSession,
+  type ResolvedInterface,
+  type SocketOpener,
+} from '../announce/session';
+import { parseFlags, type Flags } from '../cli-flags';
+import { ifnameProblem } from '../cni/env';
+import { silentLogger } from '../log';
 import type { Libc } from '../sys/libc';
 import { checkNetnsPath } from '../sys/netns';
 import { formatIPv6, isIPv6LinkLocal } from '../wire/ip';
@@ -27,14 +31,8 @@ export interface AnnounceCliDeps {
   libc: Libc;
   open: SocketOpener;
   timers: Timers;
-  log: Logger;
   out(line: string): void;
   err(line: string): void;
-}
-
-/** A failure to report as one line on stderr. */
-class Refusal extends Error {
-  override name = 'Refusal';
 }
 
 /** Runs `announcer announce`; resolves with the exit status (0 sent, 1 failed, 2 bad usage). */
@@ -66,13 +64,7 @@ export async function announceCommand(deps: AnnounceCliDeps, argv: readonly stri
   }
 }
 
-function usageProblem(flags: {
-  netns?: string;
-  ifname?: string;
-  count?: number;
-  interval?: number;
-  wait?: number;
-}): string | undefined {
+function usageProblem(flags: Flags<typeof SPEC>): string | undefined {
   if (flags.netns === undefined) return `--netns is required; ${ANNOUNCE_USAGE}`;
   if (flags.ifname === undefined) return `--ifname is required; ${ANNOUNCE_USAGE}`;
   const bad = ifnameProblem(flags.ifname);
@@ -86,10 +78,10 @@ function usageProblem(flags: {
 
 function refuseUnlessPodNetns(libc: Libc, netns: string): void {
   const check = checkNetnsPath(libc, netns);
-  if (check.kind === 'missing') throw new Refusal(`${netns} does not exist`);
-  if (check.kind === 'not-netns') throw new Refusal(`${netns} is not a network namespace: ${check.reason}`);
+  if (check.kind === 'missing') throw new Error(`${netns} does not exist`);
+  if (check.kind === 'not-netns') throw new Error(`${netns} is not a network namespace: ${check.reason}`);
   if (check.kind === 'own')
-    throw new Refusal(`${netns} is this node's own network namespace: refusing to announce from the host`);
+    throw new Error(`${netns} is this node's own network namespace: refusing to announce from the host`);
 }
 
 async function oneRound(
@@ -102,23 +94,23 @@ async function oneRound(
   const session = openSession(deps, netns, [ifname], []);
   try {
     const iface = session.interfaces[0];
-    if (!iface) throw new Refusal(`interface ${ifname} not found in ${netns}`);
+    if (!iface) throw new Error(`interface ${ifname} not found in ${netns}`);
     const target = currentAddresses(session, iface);
-    if (target.ipv4.length + target.ipv6.length === 0) throw new Refusal(`${ifname} has no address to announce`);
+    if (target.ipv4.length + target.ipv6.length === 0) throw new Error(`${ifname} has no address to announce`);
     const outcome = await waitReady(session, [{ ...target, iface }], {
       timeoutMs: waitMs,
       timers: deps.timers,
       waits: blockingWaits(deps.libc),
     });
-    if (outcome.kind === 'gone') throw new Refusal(`interface ${ifname} disappeared from ${netns}`);
+    if (outcome.kind === 'gone') throw new Error(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
-      if (waitMs > 0) throw new Refusal(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
+      if (waitMs > 0) throw new Error(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
     const sent = sendFrames(
       session.pod.packet,
-      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, deps.log),
-      deps.log,
+      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, silentLogger),
+      silentLogger,
     );
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {

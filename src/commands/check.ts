@@ -1,11 +1,12 @@
 import { InterfaceMissingError } from '../announce/errors';
+import type { CommandContext } from '../announce/context';
 import type { CheckRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
-import { planFor } from './add';
 import { openPodRtnl } from '../sys/netns';
-import { ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
+import type { Rtnl } from '../sys/rtnl';
 import { formatMac } from '../wire/ethernet';
-import type { CommandContext } from '../announce/context';
+import { parseIP } from '../wire/ip';
+import { planFor } from './add';
 import { requirePodNetns, toCniError } from './errors';
 
 /** CHECK: the pod interfaces exist with prevResult's addresses, and with the IP-derived MAC when configured. */
@@ -13,20 +14,16 @@ export async function check(ctx: CommandContext, req: CheckRequest): Promise<voi
   const { options, env, prevResult } = req;
   const netnsId = requirePodNetns(ctx.libc, env.netns, ctx.view);
   const plan = planFor(options, prevResult, env, netnsId, ctx.view);
-  let pod;
+  let pod: Rtnl | undefined;
   try {
     pod = openPodRtnl(ctx.libc, ctx.view.path(env.netns));
-  } catch (err) {
-    throw toCniError(err, 'CHECK');
-  }
-  try {
     for (const iface of plan.interfaces) {
       const link = pod.linkByName(iface.name);
       if (!link) throw new InterfaceMissingError([iface.name], env.netns);
       const present = pod.addresses(link.index);
       for (const address of iface.addresses) {
-        const bytes = ipFamily(address) === 4 ? parseIPv4(address) : parseIPv6(address);
-        if (!present.some((a) => a.bytes.equals(bytes))) {
+        const bytes = parseIP(address);
+        if (!present.some((a) => bytes?.equals(a.bytes))) {
           throw new CniError(
             ErrorCode.AddressMissing,
             `address ${address} from prevResult is not on pod interface "${iface.name}"`,
@@ -44,6 +41,6 @@ export async function check(ctx: CommandContext, req: CheckRequest): Promise<voi
   } catch (err) {
     throw toCniError(err, 'CHECK');
   } finally {
-    pod.close();
+    pod?.close();
   }
 }

@@ -1,10 +1,10 @@
-import { enterGate, lockWaitMs, type CommandContext, type HeldLock } from '../announce/context';
+import { enterGate, lockWaitMs, type CommandContext } from '../announce/context';
 import { readRecordToActOn, recordPath, removeRecordQuietly, type AttachmentRecord } from '../announce/state';
 import { basename } from '../path';
 import { attachmentName } from '../state-files';
 import type { DelRequest } from '../cni/dispatch';
 import type { Logger } from '../log';
-import { sameFile, type FileId } from '../sys/file-id';
+import { sameFile } from '../sys/file-id';
 import { checkNetnsPath, openPodRtnl } from '../sys/netns';
 import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 import { parseMac } from '../wire/ethernet';
@@ -31,7 +31,9 @@ export async function del(ctx: CommandContext, req: DelRequest): Promise<void> {
     return;
   }
   const file = recordPath(config.stateDir, env.containerId, env.ifname);
-  const lock = await lockOrGoAhead(ctx, attachmentName(env.containerId, env.ifname), lockWaitMs(config.addWaitMs), log);
+  const waitMs = lockWaitMs(config.addWaitMs);
+  const lock = await ctx.attachmentLocks.take(attachmentName(env.containerId, env.ifname), waitMs);
+  if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
   try {
     // A stopping announcer passes on a DEL that has done nothing yet: the next one runs it.
     enterGate(ctx.gate, 'DEL');
@@ -56,17 +58,6 @@ export function cancelBackground(ctx: CommandContext, file: string): 'cancelled'
   return ctx.table.cancel(basename(file)) ? 'cancelled' : 'none';
 }
 
-async function lockOrGoAhead(
-  ctx: CommandContext,
-  name: string,
-  waitMs: number,
-  log: Logger,
-): Promise<HeldLock | undefined> {
-  const lock = await ctx.attachmentLocks.take(name, waitMs);
-  if (!lock) log.warn(`another command on this attachment still runs after ${waitMs} ms: deleting without the lock`);
-  return lock;
-}
-
 /**
  * Restores the recorded MACs, only into the netns the record was made for:
  * without CNI_NETNS the recorded path may name a new pod's netns by now, and
@@ -85,8 +76,7 @@ function restoreMacs(ctx: CommandContext, record: AttachmentRecord, netns: strin
     log.info('pod netns gone: no MAC to restore', { netns });
     return [];
   }
-  const isRecorded = (id: FileId): boolean => sameFile(id, record.netnsId);
-  if (!isRecorded(check.id)) {
+  if (!sameFile(check.id, record.netnsId)) {
     log.warn('the netns at this path is not the one the MACs were recorded in: not restoring them', { netns });
     return [];
   }
@@ -101,7 +91,7 @@ function restoreMacs(ctx: CommandContext, record: AttachmentRecord, netns: strin
   try {
     // The path could have been replaced between the check and the open: check again before writing.
     const now = checkNetnsPath(ctx.libc, at);
-    if (now.kind !== 'ok' || !isRecorded(now.id)) {
+    if (now.kind !== 'ok' || !sameFile(now.id, record.netnsId)) {
       log.warn('the netns at this path changed while DEL entered it: not restoring MACs', { netns });
       return [];
     }

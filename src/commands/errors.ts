@@ -46,17 +46,11 @@ export function requirePodNetns(libc: Libc, path: string, view: CallerView): Fil
   } catch (err) {
     throw new CniError(ErrorCode.InvalidEnvironment, `CNI_NETNS ${path}: ${(err as Error).message}`, { cause: err });
   }
-  switch (check.kind) {
-    case 'ok':
-      return check.id;
-    case 'missing':
-      throw new CniError(ErrorCode.UnknownContainer, `CNI_NETNS ${path} does not exist`);
-    case 'not-netns':
-      throw new CniError(ErrorCode.InvalidEnvironment, `CNI_NETNS ${path} is not a network namespace: ${check.reason}`);
-    case 'own':
-      throw new CniError(
-        ErrorCode.InvalidEnvironment,
-        `CNI_NETNS ${path} is the plugin's own network namespace: refusing to announce pod addresses from the node`,
-      );
-  }
+  if (check.kind === 'ok') return check.id;
+  if (check.kind === 'missing') throw new CniError(ErrorCode.UnknownContainer, `CNI_NETNS ${path} does not exist`);
+  const why =
+    check.kind === 'own'
+      ? "is the plugin's own network namespace: refusing to announce pod addresses from the node"
+      : `is not a network namespace: ${check.reason}`;
+  throw new CniError(ErrorCode.InvalidEnvironment, `CNI_NETNS ${path} ${why}`);
 }

@@ -1,14 +1,14 @@
-import { basename, join } from '../path';
-import { attachmentName, attachmentOfRecord, stateEntryKind, tempWriterPid } from '../state-files';
-import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
-import { cancelBackground } from './del';
 import { enterGate, type CommandContext } from '../announce/context';
+import { readRecordFile, readRecordToActOn, removeRecordQuietly, stateEntries } from '../announce/state';
 import type { GcRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import type { Logger } from '../log';
+import { basename, join } from '../path';
+import { attachmentName, attachmentOfRecord, stateEntryKind, tempWriterPid } from '../state-files';
 import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';
 import { processStartTime } from '../sys/processes';
 import { unlinkIfPresent } from '../sys/safe-file';
+import { cancelBackground } from './del';
 import { toCniError } from './errors';
 
 /**
@@ -25,34 +25,18 @@ export async function gc(ctx: CommandContext, req: GcRequest): Promise<void> {
   }
   const live = new Set(req.validAttachments.map((a) => attachmentName(a.containerId, a.ifname)));
   try {
-    await collectAll(ctx, config, live, log);
+    for (const name of stateEntries(config.stateDir)) {
+      const path = join(config.stateDir, name);
+      const kind = stateEntryKind(name);
+      if (kind === 'record') await collect(ctx, config.name, live, path, log);
+      else if (kind === 'temp') dropStaleTemp(path, log);
+    }
   } catch (err) {
     throw toCniError(err, 'GC');
   }
 }
 
-/** Goes through stateDir's entries: this network's stale records, and dead writers' temps. */
-async function collectAll(
-  ctx: CommandContext,
-  config: GcRequest['config'],
-  live: ReadonlySet<string>,
-  log: Logger,
-): Promise<void> {
-  for (const name of stateEntries(config.stateDir)) {
-    const path = join(config.stateDir, name);
-    switch (stateEntryKind(name)) {
-      case 'record':
-        await collect(ctx, config.name, live, path, log);
-        break;
-      case 'temp':
-        dropStaleTemp(path, log);
-        break;
-      case 'other':
-        break;
-    }
-  }
-}
-
+/** Drops the attachment of the record `file` when it is this network's and the runtime no longer lists it. */
 async function collect(
   ctx: CommandContext,
   network: string,
@@ -60,18 +44,18 @@ async function collect(
   file: string,
   log: Logger,
 ): Promise<void> {
+  const attachment = attachmentOfRecord(basename(file));
+  const stale = (record: { network: string }): boolean => record.network === network && !live.has(attachment);
   const glance = readRecordFile(file, ctx.written);
-  if (glance.kind === 'none') return;
-  if (glance.kind === 'ok' && (glance.record.network !== network || live.has(attachmentOfRecord(basename(file)))))
-    return;
-  const lock = await ctx.attachmentLocks.take(attachmentOfRecord(basename(file)), 0);
+  if (glance.kind === 'none' || (glance.kind === 'ok' && !stale(glance.record))) return;
+  const lock = await ctx.attachmentLocks.take(attachment, 0);
   if (!lock) {
     log.debug('attachment busy: left for the next GC', { file });
     return;
   }
   try {
     const record = readRecordToActOn(file, log, ctx.written);
-    if (!record || record.network !== network || live.has(attachmentOfRecord(basename(file)))) return;
+    if (!record || !stale(record)) return;
     enterGate(ctx.gate, 'GC');
     const removed = removeRecordQuietly(file, log, ctx.written); // first: see DEL
     const background = cancelBackground(ctx, file);

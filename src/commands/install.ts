@@ -45,25 +45,11 @@ export interface InstallArgs {
 export function parseInstallArgs(
   argv: readonly string[],
 ): { ok: true; args: InstallArgs } | { ok: false; problem: string } {
-  let dest: string | undefined;
-  let alsoNotices = false;
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--also-notices') alsoNotices = true;
-    else if (arg === '--dest' || arg.startsWith('--dest=')) {
-      const value = arg === '--dest' ? argv[++i] : arg.slice('--dest='.length);
-      if (value === undefined || value === '')
-        return { ok: false, problem: `--dest needs a directory; ${INSTALL_USAGE}` };
-      if (dest !== undefined) return { ok: false, problem: `--dest given twice; ${INSTALL_USAGE}` };
-      dest = value;
-    } else if (arg.startsWith('--') && !arg.includes('=') && i + 1 < argv.length) rest.push(arg, argv[++i]!);
-    else rest.push(arg);
-  }
-  const flags = parseFlags(rest, { 'state-dir': 'string', ...NODE_FLAGS }, INSTALL_USAGE);
-  if (!flags.ok) return flags;
+  const spec = { dest: 'string', 'also-notices': 'bool', 'state-dir': 'string', ...NODE_FLAGS } as const;
+  const parsed = parseFlags(argv, spec, INSTALL_USAGE);
+  if (!parsed.ok) return parsed;
+  const { dest, 'also-notices': alsoNotices = false, 'state-dir': stateDir, ...nodeFlags } = parsed.flags;
   if (dest === undefined) return { ok: false, problem: `--dest is required; ${INSTALL_USAGE}` };
-  const { 'state-dir': stateDir, ...nodeFlags } = flags.flags;
   const settings = nodeSettingsFromFlags(nodeFlags);
   if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${INSTALL_USAGE}` };
   if (stateDir !== undefined && !stateDir.startsWith('/'))

@@ -1,9 +1,8 @@
 import { accessSync, constants } from 'node:fs';
-import { stateDirProblem } from '../sys/private-dir';
+import type { CommandContext } from '../announce/context';
 import type { StatusRequest } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
-import { ensurePrivateDir } from '../sys/private-dir';
-import type { CommandContext } from '../announce/context';
+import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
 
 /**
  * STATUS: ready when a packet socket opens and stateDir (created 0700 if missing) is private and writable; code 50

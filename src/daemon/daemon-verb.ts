@@ -5,7 +5,7 @@
 import { closeSync, writeSync } from 'node:fs';
 import { netnsSockets } from '../announce/session';
 import type { BackgroundJob, PodRef } from '../announce/background-job';
-import { BUILD_ID } from '../build-id';
+import { BUILD_ID } from '../about';
 import { parseFlags } from '../cli-flags';
 import { podOf } from '../cni/env';
 import {

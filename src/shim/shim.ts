@@ -3,8 +3,7 @@
 // loads no FFI and no validation. It never runs the command itself: an announcer that cannot answer is reported by
 // unavailable.ts, per command. One exchange is one connection: connect, write the request line with its deadline,
 // wait for the answer until that deadline and no longer; the transport and the clock are injected.
-import { BUILD_ID } from '../build-id';
-import { ErrorCode } from '../cni/errors';
+import { BUILD_ID } from '../about';
 import {
   cniEnv,
   decodeReply,
@@ -12,7 +11,6 @@ import {
   MAX_FORWARDED_STDIN,
   MAX_REQUEST_LINE,
   parseObject,
-  splitLines,
   START_MS,
   STOP_MS,
   stateDirOf,
@@ -21,25 +19,30 @@ import {
   type ControlReply,
   type ControlRequest,
   type RequestBody,
+  type WireReply,
 } from '../protocol';
 import { readyOutcome } from '../self-command';
 import { ANNOUNCER_SOCKET } from '../state-files';
+import type { CniIo } from '../cni/dispatch';
 import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
+import { readText } from '../sys/stdio';
+import { withSocketAddress } from '../sys/unix-socket';
 import { connectUnix } from '../sys/unix-stream';
-import { withAnnouncerAddress } from './socket-address';
 import type { Started } from './start';
-import { StateDirError, unavailableReply, type Unavailable } from './unavailable';
+import {
+  StateDirError,
+  stateDirReply,
+  tooLargeReply,
+  unavailableReply,
+  type Unavailable,
+  type UnavailableReply,
+} from './unavailable';
 
-/** How an exchange ended. */
+/** How an exchange ended: the announcer's answer line (a CNI command's end, a control answer, a refusal), or none. */
 export type Outcome =
-  /** A CNI command's end, as the announcer ran it. */
-  | { end: { exit: number; stdout: string } }
-  /** A control operation's answer. */
-  | { control: unknown }
+  | WireReply
   /** connect(2) failed with this errno name (ENOENT, ECONNREFUSED, EAGAIN...): the request never went out. */
   | { unreachable: string }
-  /** The announcer did not take the request, for this reason (`handover`: start the new build). */
-  | { refused: string }
   /** No answer by the request's deadline. */
   | { hung: true }
   /**
@@ -82,15 +85,6 @@ export function bootClock(uptime: () => string, elapsed: () => number = () => pe
   };
 }
 
-/** The outcome an answer line brings. */
-export function replyOutcome(line: string): Outcome {
-  const reply = decodeReply(line);
-  if (reply === undefined) return { closed: true };
-  if ('refused' in reply) return { refused: reply.refused };
-  if ('control' in reply) return { control: reply.control };
-  return { end: { exit: reply.exit, stdout: reply.stdout } };
-}
-
 /**
  * Sends `body` to the announcer listening at `address`, waits for its answer until `waitMs` from now (connecting
  * included) and resolves with the outcome; never rejects.
@@ -120,10 +114,10 @@ export function exchange(
     const cancelTimer = clock.after(waitMs, () => setImmediate(() => finish({ hung: true })));
     const handlers = {
       data: (chunk: Uint8Array): void => {
-        const { lines, rest } = splitLines(buffered + decoder.decode(chunk, { stream: true }));
-        buffered = rest;
-        for (const line of lines) finish(replyOutcome(line));
-        if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
+        buffered += decoder.decode(chunk, { stream: true });
+        const nl = buffered.indexOf('\n');
+        if (nl >= 0) finish(decodeReply(buffered.slice(0, nl)) ?? { closed: true });
+        else if (buffered.length > MAX_REQUEST_LINE) finish({ closed: true });
       },
       end: () => finish({ closed: true }),
       error: (err: StreamError) => finish(RESET_ERRNOS.includes(err.code) ? { reset: true } : { closed: true }),
@@ -145,14 +139,8 @@ const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
 /** Between two connection attempts while an announcer starts. */
 export const RETRY_MS = 5;
 
-/** The process around the shim. */
-export interface ShimIo {
-  env: Readonly<Record<string, string | undefined>>;
-  /** Reads stdin to EOF, at most maxBytes + 1 bytes (src/sys/stdio.ts). */
-  readStdin(maxBytes: number): Promise<Uint8Array>;
-  writeStdout(text: string): void;
-  writeStderr(text: string): void;
-}
+/** The process around the shim: dispatch's (stdin read to EOF, at most maxBytes + 1 bytes), and stderr. */
+export type ShimIo = CniIo & { writeStderr(text: string): void };
 
 /** What the shim runs on. */
 export interface ShimDeps {
@@ -170,14 +158,12 @@ export interface ShimDeps {
 /** The shim's end: an exit status (its stdout printed), or stdin that is not a config it can forward. */
 export type ShimResult = { exit: number } | { invalid: Uint8Array };
 
-/** What the call does after an outcome: take it, start (or find) an announcer and send again, or send again. */
-export type NextStep = 'take' | 'start' | 'again';
-
 /**
- * After `outcome`: none listens (ENOENT, ECONNREFUSED) or one hands over: start or find the next; a reset (the request
- * never read) or a full backlog (EAGAIN: one listens, busy): send again; anything else is the call's outcome.
+ * What the call does after `outcome`: none listens (ENOENT, ECONNREFUSED) or one hands over: start (or find) the next
+ * announcer and send again; a reset (the request never read) or a full backlog (EAGAIN: one listens, busy): send
+ * again; anything else is the call's outcome: take it.
  */
-export function nextStep(outcome: Outcome): NextStep {
+export function nextStep(outcome: Outcome): 'take' | 'start' | 'again' {
   if ('refused' in outcome) return outcome.refused === 'handover' ? 'start' : 'take';
   if ('reset' in outcome) return 'again';
   if (!('unreachable' in outcome)) return 'take';
@@ -230,9 +216,9 @@ async function startOnce(
   }
   if (started === 'running') return undefined;
   if (started === 'starting') return pause(deps.clock, RETRY_MS);
-  const line = await until(started.ready, deps.clock, giveUpAt);
-  if (line === undefined) return undefined; // no word by the call's end: one last try tells
-  const ready = typeof line === 'string' ? readyOutcome(line) : line;
+  const failure = (err: unknown) => ({ failed: err instanceof Error ? err.message : String(err) });
+  const ready = await until(started.ready.then(readyOutcome, failure), deps.clock, giveUpAt);
+  // No word by the call's end (undefined): one last try tells.
   return typeof ready === 'object' ? `it could not be started: ${ready.failed}` : undefined;
 }
 
@@ -241,19 +227,14 @@ function pause(clock: ShimClock, ms: number): Promise<undefined> {
   return new Promise((resolve) => clock.after(ms, () => resolve(undefined)));
 }
 
-/** Waits for `ready` until `deadline` (clock ms): its line, its rejection as a failure, or undefined if silent. */
-function until(
-  ready: Promise<string>,
-  clock: ShimClock,
-  deadline: number,
-): Promise<string | { failed: string } | undefined> {
+/** What `settles` resolves with, or undefined when it has not by `deadline` (clock ms). */
+function until<T>(settles: Promise<T>, clock: ShimClock, deadline: number): Promise<T | undefined> {
   return new Promise((resolve) => {
     const cancel = clock.after(Math.max(0, deadline - clock.now()), () => resolve(undefined));
-    const heard = (said: string | { failed: string }): void => {
+    void settles.then((value) => {
       cancel();
-      resolve(said);
-    };
-    ready.then(heard, (err: unknown) => heard({ failed: err instanceof Error ? err.message : String(err) }));
+      resolve(value);
+    });
   });
 }
 
@@ -276,7 +257,7 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   } catch {
     return { invalid: new Uint8Array() }; // dispatch reads nothing either: code 6, an empty config
   }
-  if (stdin.length > MAX_FORWARDED_STDIN) return tooLarge(io, command);
+  if (stdin.length > MAX_FORWARDED_STDIN) return writeReply(io, tooLargeReply(command));
   let text: string;
   try {
     // A byte order mark before the JSON is dropped, as dispatch drops it (src/cni/decode.ts).
@@ -293,22 +274,17 @@ export async function runShim(io: ShimIo, deps: ShimDeps): Promise<ShimResult> {
   // The socket's path cannot be reached through stateDir at all: a stateDir problem, not a busy announcer.
   if (typeof outcome !== 'string' && 'unreachable' in outcome && PATH_ERRNOS.includes(outcome.unreachable))
     outcome = new StateDirError(`cannot use stateDir ${stateDir}: ${outcome.unreachable}`);
-  if (outcome instanceof StateDirError) {
-    const why = { stateDir, reason: outcome.message, pid: undefined, stateDirProblem: outcome.message };
-    return writeReply(io, unavailableReply(command, config, why));
+  if (outcome instanceof StateDirError) return writeReply(io, stateDirReply(command, config, outcome.message));
+  if (typeof outcome !== 'string' && 'exit' in outcome) {
+    io.writeStdout(outcome.stdout);
+    return { exit: outcome.exit };
   }
-  if (typeof outcome !== 'string' && 'end' in outcome) {
-    io.writeStdout(outcome.end.stdout);
-    return { exit: outcome.end.exit };
-  }
-  const socket = `${stateDir}/${ANNOUNCER_SOCKET}`;
   const why: Unavailable = {
     stateDir,
-    reason: reasonOf(outcome, waitMs, socket),
-    pid: undefined,
+    reason: reasonOf(outcome, waitMs, `${stateDir}/${ANNOUNCER_SOCKET}`),
+    pid: await deps.announcerPid(stateDir).catch(() => undefined),
     fate: fateOf(outcome),
   };
-  why.pid = await deps.announcerPid(stateDir).catch(() => undefined);
   // No answer by the deadline: the named recovery of a hung announcer this executable started.
   if (typeof outcome !== 'string' && 'hung' in outcome) why.reason += `; ${await deps.replaceHung(stateDir)}`;
   return writeReply(io, unavailableReply(command, config, why));
@@ -321,21 +297,7 @@ function fateOf(outcome: Outcome | string): Unavailable['fate'] {
   return 'closed' in outcome ? 'unsure' : 'not run';
 }
 
-/** A stdin past the forward limit: refused naming its size, never run (DEL and GC: exit 0, logged). */
-function tooLarge(io: ShimIo, command: string | undefined): ShimResult {
-  const mib = MAX_FORWARDED_STDIN / (1024 * 1024);
-  const msg = `stdin holds more than ${mib} MiB (${MAX_FORWARDED_STDIN} bytes), the most the announcer takes`;
-  if (command === 'DEL' || command === 'GC') {
-    io.writeStderr(`announcer: ${command} not run: ${msg}\n`);
-    return { exit: 0 };
-  }
-  return writeReply(io, {
-    exit: 1,
-    stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: ErrorCode.IoFailure, msg })}\n`,
-  });
-}
-
-function writeReply(io: ShimIo, reply: { exit: number; stdout?: string; stderr?: string }): ShimResult {
+function writeReply(io: ShimIo, reply: UnavailableReply): ShimResult {
   if (reply.stdout !== undefined) io.writeStdout(reply.stdout);
   if (reply.stderr !== undefined) io.writeStderr(reply.stderr);
   return { exit: reply.exit };
@@ -346,78 +308,47 @@ export const CONTROL_WAIT_MS = 1000;
 
 /**
  * The announcer's answer to `control`, or undefined when none came (absent, hung, closed, refused); it never starts
- * one. `deps` default to this process's.
+ * one. `exchange` defaults to this process's.
  */
 export async function askAnnouncer(
   stateDir: string,
   control: ControlRequest,
   exchange?: ShimDeps['exchange'],
 ): Promise<ControlReply | undefined> {
-  const send = exchange ?? (await realShimDeps((await import('../sys/stdio')).readText)).exchange;
+  const send = exchange ?? (await realShimDeps()).exchange;
   const outcome = await send(stateDir, { control }, CONTROL_WAIT_MS);
   const reply = 'control' in outcome ? outcome.control : undefined;
   const ok = (reply as { ok?: unknown } | null | undefined)?.ok;
   return typeof ok === 'boolean' ? (reply as ControlReply) : undefined;
 }
 
-/** ShimDeps for this process, sending its build in every request; `readText` reads /proc/uptime. */
-export async function realShimDeps(readText: (path: string) => Promise<string>, build = BUILD_ID): Promise<ShimDeps> {
+/** ShimDeps for this process, sending its build in every request. */
+export async function realShimDeps(): Promise<ShimDeps> {
   const uptime = await readText('/proc/uptime');
   const clock = bootClock(() => uptime);
-  const listening = (stateDir: string): Promise<boolean> =>
-    withAnnouncerAddress(stateDir, async (address) => {
-      const probe = await connectUnix(address, { data: () => undefined, end: () => undefined, error: () => undefined });
-      probe.close();
+  const quiet = { data: () => undefined, end: () => undefined, error: () => undefined };
+  const listening = async (stateDir: string): Promise<boolean> => {
+    try {
+      await withSocketAddress(stateDir, async (address) => (await connectUnix(address, quiet)).close());
       return true;
-    }).catch(() => false);
+    } catch {
+      return false;
+    }
+  };
   return {
     clock,
-    exchange: (stateDir, body, waitMs) =>
-      withAnnouncerAddress(stateDir, (address) => exchange(connectUnix, clock, address, body, build, waitMs)).catch(
-        (err: unknown) => ({
-          // The O_PATH open of a long stateDir failed: as connect(2) would have.
-          unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO',
-        }),
-      ),
-    announcerPid: async (stateDir) => (await import('./lock-holder')).announcerPid(stateDir),
-    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHungHere(stateDir),
-    start: (stateDir) => startHere(stateDir, listening),
-  };
-}
-
-/** Starts stateDir's announcer from this executable (start.ts), loading what starting needs only now. */
-async function startHere(stateDir: string, listening: (stateDir: string) => Promise<boolean>): Promise<Started> {
-  const [
-    { startAnnouncer, envObject },
-    { spawnChild },
-    { ensurePrivateDir, stateDirProblem },
-    { selfCommand },
-    { detachedEnv, userModeEmulator },
-    { StateDirError },
-  ] = await Promise.all([
-    import('./start'),
-    import('../sys/spawn-child'),
-    import('../sys/private-dir'),
-    import('../self-command'),
-    import('../sys/detached'),
-    import('./unavailable'),
-  ]);
-  const emulator = userModeEmulator();
-  return startAnnouncer(
-    {
-      ensureStateDir: (dir) => {
-        try {
-          ensurePrivateDir(dir);
-        } catch (err) {
-          throw new StateDirError(stateDirProblem(dir, err), { cause: err });
-        }
-      },
-      wallNow: Date.now,
-      spawn: spawnChild,
-      self: selfCommand(process.argv, process.execPath, emulator),
-      env: envObject(detachedEnv(process.env, emulator !== undefined)),
-      listening,
+    exchange: async (stateDir, body, waitMs) => {
+      try {
+        return await withSocketAddress(stateDir, (address) =>
+          exchange(connectUnix, clock, address, body, BUILD_ID, waitMs),
+        );
+      } catch (err) {
+        // The O_PATH open of a long stateDir failed: as connect(2) would have.
+        return { unreachable: (err as NodeJS.ErrnoException).code ?? 'EIO' };
+      }
     },
-    stateDir,
-  );
+    announcerPid: async (stateDir) => (await import('./replace-hung')).announcerPid(stateDir),
+    replaceHung: async (stateDir) => (await import('./replace-hung')).replaceHung(stateDir),
+    start: async (stateDir) => (await import('./start')).startHere(stateDir, listening),
+  };
 }

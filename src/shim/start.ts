@@ -5,9 +5,14 @@
 // each; the shim that takes it looks once more whether an announcer listens before it spawns one.
 import { closeSync, lstatSync, openSync, unlinkSync } from 'node:fs';
 import { join } from '../path';
-import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome } from '../self-command';
-import { START_MARKER } from '../state-files';
 import { START_MS } from '../protocol';
+import { DAEMON_VERB, READY_FD, READY_FD_FLAG, readyOutcome, selfCommand } from '../self-command';
+import { START_MARKER } from '../state-files';
+import { detachedEnv, userModeEmulator } from '../sys/detached';
+import { ensurePrivateDir, stateDirProblem } from '../sys/private-dir';
+import { spawnChild } from '../sys/spawn-child';
+import { attempt } from '../sys/sys-error';
+import { StateDirError } from './unavailable';
 
 /** What starting needs: the files, the wall clock, the spawner and what to spawn. */
 export interface StartDeps {
@@ -40,29 +45,19 @@ export type Started = { ready: Promise<string> } | 'starting' | 'running';
  */
 export function takeStartMarker(stateDir: string, wallNow: () => number): boolean {
   const marker = join(stateDir, START_MARKER);
-  for (let attempt = 0; ; attempt++) {
+  for (let tries = 0; ; tries++) {
     try {
       closeSync(openSync(marker, 'wx', 0o600));
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (attempt > 0) return false; // another shim took it after the stale one went
+      if (tries > 0) return false; // another shim took it after the stale one went
     }
-    let age: number;
-    try {
-      const st = lstatSync(marker);
-      age = st.isFile() ? wallNow() - st.mtimeMs : Infinity;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      continue; // removed since: take it
-    }
-    if (age <= START_MS) return false;
+    const st = attempt(() => lstatSync(marker), 'ENOENT');
+    if (st === undefined) continue; // removed since: take it
+    if (st.isFile() && wallNow() - st.mtimeMs <= START_MS) return false;
     // Stale: its shim died, or its announcer never came up.
-    try {
-      unlinkSync(marker);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
+    attempt(() => unlinkSync(marker), 'ENOENT');
   }
 }
 
@@ -116,4 +111,27 @@ export function envObject(list: readonly string[]): Record<string, string> {
     if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
   return out;
+}
+
+/** Starts stateDir's announcer from this executable, as startAnnouncer does; `listening` as StartDeps's. */
+export async function startHere(stateDir: string, listening: StartDeps['listening']): Promise<Started> {
+  const emulator = userModeEmulator();
+  const ensureStateDir = (dir: string): void => {
+    try {
+      ensurePrivateDir(dir);
+    } catch (err) {
+      throw new StateDirError(stateDirProblem(dir, err), { cause: err });
+    }
+  };
+  return startAnnouncer(
+    {
+      ensureStateDir,
+      wallNow: Date.now,
+      spawn: spawnChild,
+      self: selfCommand(process.argv, process.execPath, emulator),
+      env: envObject(detachedEnv(process.env, emulator !== undefined)),
+      listening,
+    },
+    stateDir,
+  );
 }

@@ -4,7 +4,7 @@
 // pidfd is only polled. Where no holder can be named (a kernel without pidfd_open, a holder in a
 // pid namespace we cannot see, a pid gone or reused meanwhile), the wait is a bare poll(2) of
 // `fallbackMs`, and the caller looks at the lock again. The shim reads the holder on its failure
-// path (src/shim/lock-holder.ts, replace-hung.ts): nothing here loads FFI (Libc is injected).
+// path (src/shim/replace-hung.ts): nothing here loads FFI (Libc is injected).
 import { fstatSync, futimesSync, readFileSync } from 'node:fs';
 import type { Libc } from './libc';
 import { attempt } from './sys-error';

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { aboutText, VERSION, versionText } from '../../src/about';
-import { BUILD_ID } from '../../src/build-id';
+import { aboutText, BUILD_ID, VERSION, versionText } from '../../src/about';
 
 describe('about and --version', () => {
   it('takes the version from package.json', () => {

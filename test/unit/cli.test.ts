@@ -1,6 +1,7 @@
 // The command-line verbs (src/cli.ts): --help, a verb's usage, an unknown verb; and the process's one real clock.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CLI_VERBS, realTimers, runProcessVerb } from '../../src/cli';
+import { entryJsonSchema } from '../../src/commands/schema';
 
 describe('runProcessVerb', () => {
   it("prints every verb on --help, a verb's usage on VERB --help (exit 0), and refuses an unknown verb (exit 2)", async () => {
@@ -13,11 +14,23 @@ describe('runProcessVerb', () => {
     );
     expect(unlisted).toEqual([]);
     expect(await runProcessVerb('daemon', ['-h'], io)).toBe(0);
-    expect(out[1]).toMatch(/^usage: announcer daemon <stateDir> .*\n$/);
+    expect(out[1]).toMatch(/^usage: announcer daemon <stateDir> /);
     expect(await runProcessVerb('sleep', [], io)).toBe(2);
     expect(err).toEqual([
       'announcer: unknown verb "sleep"; verbs: install, status, announce, schema, daemon, --version, --help',
     ]);
+  });
+});
+
+describe('announcer schema', () => {
+  it('prints the schema as JSON, and refuses arguments with exit 2', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { out: (t: string) => void out.push(t), err: (l: string) => void err.push(l) };
+    expect(await runProcessVerb('schema', [], io)).toBe(0);
+    expect([out.map((t) => JSON.parse(t)), err]).toEqual([[entryJsonSchema()], []]);
+    expect(await runProcessVerb('schema', ['x'], io)).toBe(2);
+    expect(err).toEqual(['announcer schema: takes no arguments']);
   });
 });
 

@@ -1,52 +1,37 @@
+// The logger (levels, fields, the file sink) and its line formats: `text`, the plugin's own, and the structured ones
+// of `announcer daemon --log-format`, where every line parses alone (JSON.parse, or a logfmt reader written here from
+// the format's rules), whatever a field holds.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it, expect } from 'vitest';
-import { createLogger, fileSink, type LogLevel } from '../../src/log';
+import { afterEach, beforeEach, describe, it, expect } from 'vitest';
+import { createLogger, fileSink, formatLine, type LogEvent, type LogFormat, type LogLevel } from '../../src/log';
 import { SysError } from '../../src/sys/sys-error';
 
 const T = '2024-05-06T07:08:09.010Z';
 const clock = (): Date => new Date(T);
 
-/** A logger at `level` whose lines land in the returned array. */
-function capture(level: LogLevel, base?: Record<string, unknown>) {
+/** A logger at `level` (in `format`) whose lines land in the returned array. */
+function capture(level: LogLevel, base?: Record<string, unknown>, format?: LogFormat) {
   const lines: string[] = [];
-  const log = createLogger((line) => lines.push(line), level, base, clock);
+  const log = createLogger((line) => lines.push(line), level, base, clock, format);
   return { log, lines };
 }
 
 describe('createLogger: levels', () => {
-  it('writes `time LEVEL msg` lines', () => {
-    const { log, lines } = capture('debug');
+  it.each([
+    ['debug', ['ERROR ADD failed', 'WARN pod not ready in time', 'INFO announced', 'DEBUG round sent']],
+    ['info', ['ERROR ADD failed', 'WARN pod not ready in time', 'INFO announced']],
+    ['warn', ['ERROR ADD failed', 'WARN pod not ready in time']],
+    ['error', ['ERROR ADD failed']],
+  ] as const)('writes `time LEVEL msg` lines at %s and above, and drops the rest', (level, kept) => {
+    const { log, lines } = capture(level);
     log.error('ADD failed');
     log.warn('pod not ready in time');
     log.info('announced');
     log.debug('round sent');
-    expect(lines).toEqual([
-      `${T} ERROR ADD failed\n`,
-      `${T} WARN pod not ready in time\n`,
-      `${T} INFO announced\n`,
-      `${T} DEBUG round sent\n`,
-    ]);
-  });
-
-  it('drops lines below the level', () => {
-    const info = capture('info');
-    info.log.debug('dropped');
-    info.log.info('kept');
-    info.log.warn('kept');
-    expect(info.lines).toEqual([`${T} INFO kept\n`, `${T} WARN kept\n`]);
-
-    const warn = capture('warn');
-    warn.log.info('dropped');
-    warn.log.warn('kept');
-    expect(warn.lines).toEqual([`${T} WARN kept\n`]);
-
-    const error = capture('error');
-    error.log.warn('dropped');
-    error.log.error('kept');
-    expect(error.lines).toEqual([`${T} ERROR kept\n`]);
+    expect(lines).toEqual(kept.map((line) => `${T} ${line}\n`));
   });
 });
 
@@ -116,55 +101,159 @@ describe('createLogger: fields', () => {
 });
 
 describe('fileSink', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
   it('appends lines to a 0600 file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
-    try {
-      const file = join(dir, 'announcer.log');
-      const sink = fileSink(file);
-      sink('one\n');
-      sink('two\n');
-      expect(readFileSync(file, 'utf8')).toBe('one\ntwo\n');
-      expect(statSync(file).mode & 0o777).toBe(0o600);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const file = join(dir, 'announcer.log');
+    const sink = fileSink(file);
+    sink('one\n');
+    sink('two\n');
+    expect(readFileSync(file, 'utf8')).toBe('one\ntwo\n');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('drops lines for a FIFO without a reader at once, never waiting for one', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
-    try {
-      const fifo = join(dir, 'announcer.log');
-      execFileSync('mkfifo', [fifo]);
-      const sink = fileSink(fifo);
-      expect(() => sink('lost\n')).not.toThrow();
-      expect(statSync(fifo).isFIFO()).toBe(true);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const fifo = join(dir, 'announcer.log');
+    execFileSync('mkfifo', [fifo]);
+    expect(() => fileSink(fifo)('lost\n')).not.toThrow();
+    expect(statSync(fifo).isFIFO()).toBe(true);
   });
 
   it('drops a line it cannot write instead of throwing', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
-    try {
-      expect(() => fileSink(join(dir, 'missing', 'announcer.log'))('lost\n')).not.toThrow();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    expect(() => fileSink(join(dir, 'missing', 'announcer.log'))('lost\n')).not.toThrow();
   });
 });
 
 describe('values JSON cannot encode', () => {
   it('logs BigInt and circular values instead of throwing', () => {
-    const lines: string[] = [];
-    const log = createLogger(
-      (l) => lines.push(l),
-      'debug',
-      {},
-      () => new Date(0),
-    );
+    const { log, lines } = capture('debug');
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     log.warn('odd values', { big: 10n, circular });
-    expect(lines).toEqual(['1970-01-01T00:00:00.000Z WARN odd values big=10 circular="[object Object]"\n']);
+    expect(lines).toEqual([`${T} WARN odd values big=10 circular="[object Object]"\n`]);
+  });
+});
+
+const event = (fields: Record<string, unknown>, msg = 'announced'): LogEvent => ({
+  time: new Date(T),
+  level: 'info',
+  msg,
+  fields,
+});
+
+/** A logfmt line's pairs: bare values up to a space, quoted ones with JSON's escapes. */
+function readLogfmt(line: string): Record<string, string> {
+  expect(line.endsWith('\n')).toBe(true);
+  const out: Record<string, string> = {};
+  const pair = /([A-Za-z0-9_.-]+)=("(?:[^"\\]|\\.)*"|[^\s"=\\]+)(?: |\n$)/gy;
+  let consumed = 0;
+  for (let m = pair.exec(line); m; m = pair.exec(line)) {
+    out[m[1]!] = m[2]!.startsWith('"') ? JSON.parse(m[2]!) : m[2]!;
+    consumed = pair.lastIndex;
+  }
+  expect(consumed, `unread: ${JSON.stringify(line.slice(consumed))}`).toBe(line.length);
+  return out;
+}
+
+const NASTY = {
+  msgText: 'say "hi" = \\ ok',
+  spaced: 'a b',
+  newline: 'x\ny',
+  tab: 't\tu',
+  empty: '',
+  eq: 'k=v',
+  bell: '\u0007',
+};
+
+describe('--log-format=json', () => {
+  it('is one JSON object per line: time, level, msg first, then the fields as they are', () => {
+    const line = formatLine(
+      'json',
+      event({ containerId: 'c1', round: 2, ips: ['10.88.0.5', 'fd00::5'], skipped: undefined }),
+    );
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line.slice(0, -1)).not.toContain('\n');
+    expect(Object.keys(JSON.parse(line))).toEqual(['time', 'level', 'msg', 'containerId', 'round', 'ips']);
+    expect(JSON.parse(line)).toEqual({
+      time: T,
+      level: 'info',
+      msg: 'announced',
+      containerId: 'c1',
+      round: 2,
+      ips: ['10.88.0.5', 'fd00::5'],
+    });
+  });
+
+  const escapesQuotesBackslashesTitle =
+    'escapes quotes, backslashes, newlines and control characters; an error is its ' +
+    'message; a BigInt or a circular field never throws';
+  it(escapesQuotesBackslashesTitle, () => {
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    const fields = { ...NASTY, error: new SysError('setns(/var/run/netns/p)', 9), big: 10n, circular };
+    const line = formatLine('json', event(fields, 'msg with "quotes"\nand a newline'));
+    expect(line.slice(0, -1)).not.toContain('\n');
+    const parsed = JSON.parse(line);
+    expect(parsed).toMatchObject({
+      ...NASTY,
+      msg: 'msg with "quotes"\nand a newline',
+      error: 'setns(/var/run/netns/p): EBADF',
+      big: '10',
+    });
+    expect(typeof parsed.circular).toBe('string');
+  });
+
+  it("a field named time, level or msg cannot overwrite the line's own", () => {
+    expect(JSON.parse(formatLine('json', event({ msg: 'forged', level: 'error', time: 0 })))).toEqual({
+      time: T,
+      level: 'info',
+      msg: 'announced',
+    });
+  });
+});
+
+describe('--log-format=logfmt', () => {
+  it('is one line of key=value pairs: time, level, msg first', () => {
+    const line = formatLine('logfmt', event({ containerId: 'c1', round: 2, ips: ['10.88.0.5'] }));
+    expect(line).toBe(`time=${T} level=info msg=announced containerId=c1 round=2 ips="[\\"10.88.0.5\\"]"\n`);
+    expect(readLogfmt(line)).toEqual({
+      time: T,
+      level: 'info',
+      msg: 'announced',
+      containerId: 'c1',
+      round: '2',
+      ips: '["10.88.0.5"]',
+    });
+  });
+
+  const quotesValueWithTitle =
+    'quotes a value with spaces, quotes, =, backslashes or control characters, and an empty one; odd keys become _';
+  it(quotesValueWithTitle, () => {
+    const line = formatLine('logfmt', event({ ...NASTY, 'odd key"': 1 }, 'pod not ready: "eth0" down'));
+    expect(line.slice(0, -1)).not.toContain('\n');
+    expect(readLogfmt(line)).toEqual({
+      time: T,
+      level: 'info',
+      msg: 'pod not ready: "eth0" down',
+      ...NASTY,
+      odd_key_: '1',
+    });
+  });
+});
+
+describe('createLogger with a format', () => {
+  it('keeps it across with(), and text stays `time LEVEL msg k=v`', () => {
+    const json = capture('info', { daemon: 7 }, 'json');
+    json.log.with({ containerId: 'c1' }).info('announced', { round: 1 });
+    const text = capture('info', { daemon: 7 });
+    text.log.with({ containerId: 'c1' }).info('announced', { round: 1, msg: 'x y' });
+    expect(json.lines.map((l) => JSON.parse(l))).toEqual([
+      { time: T, level: 'info', msg: 'announced', daemon: 7, containerId: 'c1', round: 1 },
+    ]);
+    expect(text.lines).toEqual([`${T} INFO announced daemon=7 containerId=c1 round=1 msg="x y"\n`]);
   });
 });

@@ -1,7 +1,7 @@
 // The stream protocol between a CNI call and the announcer (src/protocol.ts): one JSON object per line each way, the
 // answers a call tells apart, and the CNI_* variables a request carries. (stateDirOf and waitMsOf: shim.test.ts.)
 import { describe, expect, it } from 'vitest';
-import { cniEnv, decodeReply, encodeLine, parseObject, splitLines, WIRE_VERSION } from '../../src/protocol';
+import { cniEnv, decodeReply, encodeLine, parseObject, WIRE_VERSION } from '../../src/protocol';
 
 describe('the protocol', () => {
   it('encodes a request or an answer as one line, a newline inside a string escaped', () => {
@@ -17,12 +17,6 @@ describe('the protocol', () => {
     expect(decodeReply('{"exit":0,"stdout":"","extra":1}')).toEqual({ exit: 0, stdout: '' });
     for (const bad of ['', 'not json', '[]', 'null', '{"exit":1.5,"stdout":""}', '{"exit":0}', '{"refused":1}', '{}'])
       expect([bad, decodeReply(bad)]).toEqual([bad, undefined]);
-  });
-
-  it('splits text at newlines into the complete lines and the rest of an unfinished one', () => {
-    expect(splitLines('a\nb\nc')).toEqual({ lines: ['a', 'b'], rest: 'c' });
-    expect(splitLines('a\n')).toEqual({ lines: ['a'], rest: '' });
-    expect(splitLines('')).toEqual({ lines: [], rest: '' });
   });
 
   it('parses a JSON object only; forwards only the CNI_* variables that are set', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { selfCommand } from '../../src/self-command';
+import { readyOutcome, selfCommand } from '../../src/self-command';
 
 describe('selfCommand', () => {
   it('is the executable alone in a Bun-compiled binary (argv[1] is a virtual /$bunfs/ path)', () => {
@@ -29,5 +29,15 @@ describe('selfCommand', () => {
     expect(
       selfCommand(['bun', '/$bunfs/root/announcer'], '/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'),
     ).toEqual(['/usr/bin/qemu-aarch64-static', '/opt/bin/announcer-arm64']);
+  });
+});
+
+describe('readyOutcome', () => {
+  it('reads what the ready line says', () => {
+    expect(readyOutcome('listening')).toBe('listening');
+    expect(readyOutcome('served')).toBe('served');
+    expect(readyOutcome('failed: cannot open x: ELOOP')).toEqual({ failed: 'cannot open x: ELOOP' });
+    expect(readyOutcome('')).toEqual({ failed: 'it exited before it listened' });
+    expect(readyOutcome('garbage')).toEqual({ failed: 'it said "garbage"' });
   });
 });

@@ -47,7 +47,7 @@ describe('buildInputs', () => {
     for (const p of [
       'src/main.ts',
       'src/native/assets.d.ts',
-      'src/build-id.ts',
+      'src/about.ts',
       'scripts/build.mjs',
       'scripts/build/plugin.ts',
       'package.json',

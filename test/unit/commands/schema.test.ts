@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { entryJsonSchema, schemaCommand } from '../../../src/commands/schema';
-import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema-docs';
+import { entryJsonSchema } from '../../../src/commands/schema';
+import { BURST_RULE, IFNAME_RULE, SKIP_RULE } from '../../../src/commands/schema';
 import { parseConfig } from '../../../src/cni/config';
 import { OPTIONS } from '../../../src/cni/option-schema';
 
@@ -118,64 +118,14 @@ describe('the JSON Schema of `announcer schema`', () => {
   });
 
   it("agrees with parseConfig on each option's values (but interfaces, whose names a function checks)", () => {
-    const values = [
-      -1,
-      0,
-      0.5,
-      1,
-      1.5,
-      2,
-      3,
-      4,
-      4.5,
-      9,
-      10,
-      11,
-      49,
-      50,
-      99,
-      100,
-      2000,
-      2001,
-      10000,
-      10001,
-      30000,
-      30001,
-      60000,
-      60001,
-      600000,
-      600001,
-      3600000,
-      3600001,
-      true,
-      false,
-      null,
-      '',
-      'x',
-      '/abs',
-      'rel/x',
-      '0a:58',
-      '02:AB',
-      '03:00',
-      'request',
-      'both',
-      'ip-derived',
-      'keep',
-      'fail',
-      'off',
-      'report',
-      'require',
-      'debug',
-      'trace',
-      [],
-      ['count'],
-      ['enabled=false', 'mac=keep'],
-      ['enabled'],
-      ['gatewayCheck', 'gatewayCheckMs'],
-      { framesPerSecond: 10, burst: 20 },
-      { framesPerSecond: 0, burst: 1 },
-      {},
+    const numbers = [
+      -1, 0, 0.5, 1, 1.5, 2, 3, 4, 4.5, 9, 10, 11, 49, 50, 99, 100, 2000, 2001, 10000, 10001, 30000, 30001, 60000,
+      60001, 600000, 600001, 3600000, 3600001,
     ];
+    const words = 'x /abs rel/x 0a:58 02:AB 03:00 request both ip-derived keep fail off report require debug trace';
+    const lists = [[], ['count'], ['enabled=false', 'mac=keep'], ['enabled'], ['gatewayCheck', 'gatewayCheckMs']];
+    const objects = [{ framesPerSecond: 10, burst: 20 }, { framesPerSecond: 0, burst: 1 }, {}];
+    const values = [...numbers, true, false, null, '', ...words.split(' '), ...lists, ...objects];
     const schema = entryJsonSchema() as { properties: Record<string, unknown> };
     const options = Object.keys(schema.properties).filter((k) => !['type', 'capabilities', 'interfaces'].includes(k));
     expect(options).toHaveLength(23);
@@ -245,16 +195,5 @@ describe('the rules the plugin enforces beyond JSON Schema', () => {
     for (const key of ['count', 'intervalMs', 'backoff'])
       expect(schema.properties[key]!.description, key).toContain('at most 10 min after the first (the burst cap)');
     expect(names).toContain(IFNAME_RULE);
-  });
-});
-
-describe('schemaCommand', () => {
-  it('prints the schema as JSON, and refuses arguments with exit 2', () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, [])).toBe(0);
-    expect([out.map((t) => JSON.parse(t)), err]).toEqual([[entryJsonSchema()], []]);
-    expect(schemaCommand({ out: (t) => out.push(t), err: (t) => err.push(t) }, ['x'])).toBe(2);
-    expect(err).toEqual(['announcer schema: takes no arguments']);
   });
 });

@@ -1,7 +1,18 @@
-// The named recovery of a hung announcer a call started (replace-hung.ts): the
-// decision is pure, and the kill happens only when the proof holds twice.
+// Who holds the announcer's lock (against a lock this test takes itself), and the named recovery of a hung announcer
+// a call started (replace-hung.ts): the decision is pure, and the kill happens only when the proof holds twice.
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HUNG_AFTER_MS, type HolderFacts, judgeHolder, replaceHung } from '../../../src/shim/replace-hung';
+import {
+  announcerPid,
+  HUNG_AFTER_MS,
+  type HolderFacts,
+  judgeHolder,
+  replaceHung,
+} from '../../../src/shim/replace-hung';
+import { DAEMON_LOCK } from '../../../src/state-files';
+import { loadLibc } from '../../../src/sys/libc';
 
 const OWN = { dev: 2049, ino: 777 };
 const NOW = 1_000_000_000;
@@ -69,6 +80,21 @@ describe('replaceHung', () => {
       const r = run(facts);
       expect(await r.outcome).toMatch(/^not replaced: /);
       expect(r.killed).toEqual([]);
+    }
+  });
+});
+
+describe('announcerPid', () => {
+  it("is the pid holding stateDir's announcer lock, undefined while none does", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'lock-holder-'));
+    const fd = openSync(join(stateDir, DAEMON_LOCK), 'w');
+    try {
+      expect(await announcerPid(stateDir)).toBeUndefined();
+      expect(loadLibc().tryLock(fd)).toBe(true);
+      expect(await announcerPid(stateDir)).toBe(process.pid);
+    } finally {
+      closeSync(fd);
+      rmSync(stateDir, { recursive: true, force: true });
     }
   });
 });

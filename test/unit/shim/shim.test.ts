@@ -10,8 +10,8 @@ import {
   exchange,
   nextStep,
   type Outcome,
-  replyOutcome,
   RETRY_MS,
+  realShimDeps,
   runShim,
   type ShimDeps,
 } from '../../../src/shim/shim';
@@ -40,7 +40,7 @@ import {
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
 import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, until } from './fakes';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ConnectUnix, StreamError } from '../../../src/sys/stream-connection';
@@ -89,13 +89,13 @@ function harness(
   return { clock, sent, waits, starts, printed, errors, replaced, result: () => runShim(io, deps) };
 }
 
-const END: Outcome = { end: { exit: 0, stdout: '{"cniVersion":"1.0.0"}' } };
+const END: Outcome = { exit: 0, stdout: '{"cniVersion":"1.0.0"}' };
 
 describe('runShim', { timeout: 5000 }, () => {
   const forwardsCNIVariablesTitle =
     "forwards the CNI variables and stdin as they came to stateDir's announcer, prints its stdout, returns its exit";
   it(forwardsCNIVariablesTitle, async () => {
-    const h = harness([{ end: { exit: 7, stdout: 'result' } }]);
+    const h = harness([{ exit: 7, stdout: 'result' }]);
     expect(await h.result()).toEqual({ exit: 7 });
     expect(h.sent).toEqual([
       { stateDir: '/state', body: { cni: { env: { CNI_COMMAND: 'ADD', CNI_NETNS: '/run/netns/x' }, stdin: CONFIG } } },
@@ -130,33 +130,28 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.clock.timers).toEqual([]);
   });
 
-  it('an announcer that cannot be executed: code 11 naming why, at once, with no second try', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }], async () => ({
-      ready: Promise.reject<string>(new Error('spawn /opt/cni/bin/announcer ENOENT')),
-    }));
+  it.each([
+    ['cannot be started', () => Promise.reject(new Error('EACCES: /state')), 'EACCES: /state'],
+    [
+      'cannot be executed',
+      async () => ({ ready: Promise.reject<string>(new Error('spawn /opt/cni/bin/announcer ENOENT')) }),
+      'spawn /opt/cni/bin/announcer ENOENT',
+    ],
+    [
+      'says it cannot start',
+      async () => ({ ready: Promise.resolve('failed: cannot open /s/announcer-daemon.flock: ELOOP') }),
+      'cannot open /s/announcer-daemon.flock: ELOOP',
+    ],
+    ['exits before it listens', async () => ({ ready: Promise.resolve('') }), 'it exited before it listened'],
+  ])('an announcer that %s: code 11 naming why, at once, with no second try', async (_what, start, why) => {
+    const h = harness([{ unreachable: 'ENOENT' }], start as () => Promise<Started>);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join('')).msg).toContain(
-      'it could not be started: spawn /opt/cni/bin/announcer ENOENT',
-    );
+    expect(JSON.parse(h.printed.join(''))).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`it could not be started: ${why}`),
+    });
     expect(h.sent).toHaveLength(1);
-  });
-
-  const failedStartTitle =
-    'an announcer that says it cannot start, or exits before it listens: code 11 naming why, at once, no second try';
-  it(failedStartTitle, async () => {
-    for (const [line, why] of [
-      ['failed: cannot open /s/announcer-daemon.flock: ELOOP', 'cannot open /s/announcer-daemon.flock: ELOOP'],
-      ['', 'it exited before it listened'],
-    ]) {
-      const h = harness([{ unreachable: 'ENOENT' }], async () => ({ ready: Promise.resolve(line!) }));
-      expect(await h.result()).toEqual({ exit: 1 });
-      expect(JSON.parse(h.printed.join(''))).toMatchObject({
-        code: 11,
-        msg: expect.stringContaining(`it could not be started: ${why}`),
-      });
-      expect(h.sent).toHaveLength(1);
-      expect(h.clock.timers).toEqual([]);
-    }
+    expect(h.clock.timers).toEqual([]);
   });
 
   it('an announcer that finds another serving (its ready line says so) sends the request there', async () => {
@@ -209,22 +204,7 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(h.sent).toHaveLength(3);
   });
 
-  const closedTitle =
-    'an end before the answer (the command may have run): ADD and CHECK code 11 saying so, ' +
-    'DEL and GC exit 0 saying so; never sent again';
-  it(closedTitle, async () => {
-    for (const command of ['ADD', 'CHECK']) {
-      const h = harness([{ closed: true }, END], undefined, CONFIG, command);
-      expect(await h.result()).toEqual({ exit: 1 });
-      expect(JSON.parse(h.printed.join(''))).toMatchObject({
-        code: 11,
-        msg: expect.stringContaining(
-          '(pid 4242) did not answer: it closed the connection on /state/announcer.sock before answering: ' +
-            'the command may have run',
-        ),
-      });
-      expect(h.sent).toHaveLength(1);
-    }
+  it('an end before the answer (the command may have run): DEL and GC exit 0 saying so; never sent again', async () => {
     for (const command of ['DEL', 'GC']) {
       const h = harness([{ closed: true }, END], undefined, CONFIG, command);
       expect(await h.result()).toEqual({ exit: 0 });
@@ -280,6 +260,7 @@ describe('runShim', { timeout: 5000 }, () => {
   it('fails ADD and CHECK with code 11 naming the pid and what was waited for, running nothing itself', async () => {
     for (const [outcome, reason] of [
       [{ hung: true }, 'no answer within 5000 ms on /state/announcer.sock; not replaced: it made progress'],
+      // An end before the answer: the command may have run, and is never sent again.
       [
         { closed: true },
         'it closed the connection on /state/announcer.sock before answering: the command may have run',
@@ -295,7 +276,7 @@ describe('runShim', { timeout: 5000 }, () => {
           code: 11,
           msg: `the announcer of stateDir /state (pid 4242) did not answer: ${reason}`,
         });
-        expect(h.starts).toEqual([]);
+        expect([h.starts, h.sent.length]).toEqual([[], 1]); // never sent again
         // Only a request that got no answer by its deadline looks for a hung announcer to replace.
         expect(h.replaced).toEqual('hung' in outcome ? ['/state'] : []);
       }
@@ -325,33 +306,19 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(await status.result()).toEqual({ exit: 0 });
   });
 
-  it('fails ADD with code 11 naming why when the announcer cannot be started', async () => {
-    const h = harness([{ unreachable: 'ENOENT' }], async () => {
-      throw new Error('EACCES: /state');
-    });
-    expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join('')).msg).toContain('it could not be started: EACCES: /state');
-    expect(h.sent).toHaveLength(1);
-  });
-
   it('a stateDir that cannot be used: ADD code 105 and STATUS 50 say what to fix, DEL exits 0 saying so', async () => {
     const unsafe = async () => {
       throw new StateDirError('unsafe stateDir: /state is writable by group or others (mode 0770): chmod 0700 /state');
     };
-    for (const [command, exit, code] of [
-      ['ADD', 1, 105],
-      ['STATUS', 1, 50],
+    for (const [command, code] of [
+      ['ADD', 105],
+      ['STATUS', 50],
+      ['GC', 105],
     ] as const) {
       const h = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, command);
-      expect(await h.result()).toEqual({ exit });
+      expect(await h.result()).toEqual({ exit: 1 });
       expect(JSON.parse(h.printed.join(''))).toMatchObject({ code, msg: expect.stringMatching(/^unsafe stateDir/) });
     }
-    const gc = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'GC');
-    expect(await gc.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(gc.printed.join(''))).toMatchObject({
-      code: 105,
-      msg: expect.stringMatching(/^unsafe stateDir/),
-    });
     const del = harness([{ unreachable: 'ENOENT' }], unsafe, CONFIG, 'DEL');
     expect(await del.result()).toEqual({ exit: 0 });
     expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
@@ -428,19 +395,22 @@ describe('nextStep', () => {
 });
 
 describe('waitMsOf', () => {
-  it("uses addWaitMs's and probeMs's defaults and probeMs's largest value as the options declare them", () => {
-    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback]).toEqual([DEFAULT_ADD_WAIT_MS, DEFAULT_PROBE_MS]);
-    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS).success).toBe(true);
-    expect(OPTIONS.probeMs.schema.safeParse(MAX_PROBE_MS + 1).success).toBe(false);
+  it("uses addWaitMs's, probeMs's and gatewayCheckMs's defaults and largest values as the options declare them", () => {
+    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback]).toEqual([
+      DEFAULT_ADD_WAIT_MS,
+      DEFAULT_PROBE_MS,
+      DEFAULT_GATEWAY_CHECK_MS,
+    ]);
+    for (const [option, max] of [
+      [OPTIONS.probeMs, MAX_PROBE_MS],
+      [OPTIONS.gatewayCheckMs, MAX_GATEWAY_CHECK_MS],
+    ] as const) {
+      expect(option.schema.safeParse(max).success).toBe(true);
+      expect(option.schema.safeParse(max + 1).success).toBe(false);
+    }
     expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
       DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
     );
-  });
-
-  it("uses gatewayCheckMs's default and largest value as the options declare them", () => {
-    expect(OPTIONS.gatewayCheckMs.fallback).toBe(DEFAULT_GATEWAY_CHECK_MS);
-    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS).success).toBe(true);
-    expect(OPTIONS.gatewayCheckMs.schema.safeParse(MAX_GATEWAY_CHECK_MS + 1).success).toBe(false);
   });
 
   it.each([
@@ -510,9 +480,23 @@ describe('exchange', { timeout: 5000 }, () => {
     ]);
   });
 
-  it("ends with the command's stdout and exit status", async () => {
-    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 3, stdout: 'out\n' })));
-    expect(await outcome).toEqual({ end: { exit: 3, stdout: 'out\n' } });
+  it.each([
+    [
+      "ends with the command's stdout and exit status",
+      encodeLine({ exit: 3, stdout: 'out\n' }),
+      { exit: 3, stdout: 'out\n' },
+    ],
+    [
+      "answers a control request with the announcer's value",
+      encodeLine({ control: { jobs: 2 } }),
+      { control: { jobs: 2 } },
+    ],
+    ['reports a refusal with its reason', encodeLine({ refused: 'handover' }), { refused: 'handover' }],
+    ['is closed on EOF before any answer, once the announcer read the request', undefined, { closed: true }],
+    ['is closed on a line that is not the protocol', 'garbage\n', { closed: true }],
+  ])('%s, and closes the connection', async (_what, line, expected) => {
+    const { outcome, fake } = await run((t) => (line === undefined ? t.socket.end() : t.socket.write(line)));
+    expect(await outcome).toEqual(expected);
     await until(() => fake.taken[0]!.closed);
   });
 
@@ -523,20 +507,7 @@ describe('exchange', { timeout: 5000 }, () => {
       write: () => queueMicrotask(() => bytes.forEach((_b, i) => handlers.data(bytes.subarray(i, i + 1)))),
       close: () => undefined,
     });
-    expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({
-      end: { exit: 0, stdout: 'é€' },
-    });
-  });
-
-  it("answers a control request with the announcer's value", async () => {
-    const { outcome } = await run((t) => t.socket.write(encodeLine({ control: { jobs: 2 } })));
-    expect(await outcome).toEqual({ control: { jobs: 2 } });
-  });
-
-  it('reports a refusal with its reason', async () => {
-    const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ refused: 'handover' })));
-    expect(await outcome).toEqual({ refused: 'handover' });
-    await until(() => fake.taken[0]!.closed);
+    expect(await exchange(connect, fakeClock(), '/x', BODY, 'b', WAIT)).toEqual({ exit: 0, stdout: 'é€' });
   });
 
   it('is hung when no end comes by the deadline, closes, and ignores a later line', async () => {
@@ -548,16 +519,6 @@ describe('exchange', { timeout: 5000 }, () => {
     fireOnly(clock, WAIT);
     expect(await outcome).toEqual({ hung: true });
     await until(() => taken!.closed);
-  });
-
-  it('is closed on EOF before any answer, once the announcer read the request', async () => {
-    const { outcome } = await run((t) => t.socket.end());
-    expect(await outcome).toEqual({ closed: true });
-  });
-
-  it('is closed on a line that is not the protocol', async () => {
-    const { outcome } = await run((t) => t.socket.write('garbage\n'));
-    expect(await outcome).toEqual({ closed: true });
   });
 
   it('is reset, at once, when the connection is reset (ECONNRESET, EPIPE) before any answer', async () => {
@@ -619,16 +580,6 @@ describe('exchange', { timeout: 5000 }, () => {
   });
 });
 
-describe('replyOutcome', () => {
-  it('takes the end, a refusal, a control answer; any other line closes', () => {
-    expect(replyOutcome('{"ack":true}')).toEqual({ closed: true });
-    expect(replyOutcome('{"refused":"x"}')).toEqual({ refused: 'x' });
-    expect(replyOutcome('{"control":1}')).toEqual({ control: 1 });
-    expect(replyOutcome('{"exit":0,"stdout":""}')).toEqual({ end: { exit: 0, stdout: '' } });
-    expect(replyOutcome('nonsense')).toEqual({ closed: true });
-  });
-});
-
 function deps(outcome: Outcome) {
   const sent: { stateDir: string; body: RequestBody; waitMs: number }[] = [];
   const exchange = async (stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome> => {
@@ -659,6 +610,52 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
       const { d, sent } = deps(o);
       expect(await askAnnouncer('/s', { op: 'status' }, d)).toBeUndefined();
       expect(sent).toHaveLength(1);
+    }
+  });
+});
+
+describe('realShimDeps', { timeout: 5000 }, () => {
+  const fdTarget = (path: string): string | undefined => {
+    try {
+      return readlinkSync(path);
+    } catch {
+      return undefined;
+    }
+  };
+
+  const longTitle =
+    'exchanges with the announcer of a stateDir too long for sockaddr_un through an fd of it, closed once answered; ' +
+    'a failed open is unreachable';
+  it(longTitle, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-long-'));
+    const stateDir = join(dir, 'd'.repeat(60), 'e'.repeat(60));
+    mkdirSync(stateDir, { recursive: true });
+    // The fake listens through an fd of its own: Node refuses the long path too.
+    const fd = openSync(stateDir, 'r');
+    const held: string[] = [];
+    try {
+      announcer = await fakeAnnouncer(
+        (t) => {
+          // The shim's own fd of stateDir (the fake's is closed by now), open while it waits.
+          held.push(...readdirSync('/proc/self/fd').filter((n) => fdTarget(`/proc/self/fd/${n}`) === stateDir));
+          t.socket.end(encodeLine({ exit: 0, stdout: 'far' }));
+        },
+        { dir: `/proc/self/fd/${fd}` },
+      );
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      const deps = await realShimDeps();
+      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
+      expect(held).toHaveLength(1);
+      expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
+      expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
+      expect(await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000)).toEqual({
+        unreachable: 'ENOENT',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -5,9 +5,7 @@ import { existsSync, lstatSync, mkdtempSync, rmSync, statSync, symlinkSync, utim
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exchange } from '../../../src/shim/shim';
-import { runShim } from '../../../src/shim/shim';
-import { readyOutcome } from '../../../src/self-command';
+import { exchange, runShim } from '../../../src/shim/shim';
 import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
 import { START_MARKER } from '../../../src/state-files';
 import { encodeLine, START_MS } from '../../../src/protocol';
@@ -23,11 +21,9 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 // Wall time now: markers made by the test are fresh.
 const NOW = Math.floor(Date.now() / 1000) * 1000;
 
-function deps(
-  spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[],
-  spawn?: () => void,
-  listening = false,
-): StartDeps {
+type Spawned = { command: readonly string[]; env: Readonly<Record<string, string>> }[];
+
+function deps(spawned: Spawned, spawn?: () => void, listening = false): StartDeps {
   return {
     listening: async () => listening,
     ensureStateDir: () => undefined,
@@ -44,7 +40,7 @@ function deps(
 
 describe('startAnnouncer', () => {
   it('spawns `self daemon <stateDir> --ready-fd=3` with its env, once, however many shims ask together', async () => {
-    const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
+    const spawned: Spawned = [];
     const results = await Promise.all(Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir)));
     expect(results.map((r) => (typeof r === 'string' ? r : 'spawned'))).toEqual([
       'spawned',
@@ -94,14 +90,6 @@ describe('startAnnouncer', () => {
     }
   });
 
-  it('reads what the ready line says', () => {
-    expect(readyOutcome('listening')).toBe('listening');
-    expect(readyOutcome('served')).toBe('served');
-    expect(readyOutcome('failed: cannot open x: ELOOP')).toEqual({ failed: 'cannot open x: ELOOP' });
-    expect(readyOutcome('')).toEqual({ failed: 'it exited before it listened' });
-    expect(readyOutcome('garbage')).toEqual({ failed: 'it said "garbage"' });
-  });
-
   it('removes its marker when the spawn fails, so the next shim can start one', async () => {
     await expect(
       startAnnouncer(
@@ -118,7 +106,7 @@ describe('startAnnouncer', () => {
     'spawns none when an announcer listens by the time the marker is taken (it removed the ' +
     'marker as it began to listen), and lets go of the marker';
   it(spawnsNoneWhenTitle, async () => {
-    const spawned: { command: readonly string[]; env: Readonly<Record<string, string>> }[] = [];
+    const spawned: Spawned = [];
     expect(await startAnnouncer(deps(spawned, undefined, true), dir)).toBe('running');
     expect(spawned).toEqual([]);
     expect(existsSync(join(dir, START_MARKER))).toBe(false);

@@ -1,7 +1,7 @@
 // What each command returns when the announcer did not answer (src/shim/unavailable.ts): exact replies, per command
 // and per onUnavailable.
 import { describe, expect, it } from 'vitest';
-import { unavailableReply } from '../../../src/shim/unavailable';
+import { stateDirReply, unavailableReply } from '../../../src/shim/unavailable';
 
 const WHY = { stateDir: '/s', reason: 'no answer within 5000 ms on /s/announcer.sock', pid: 42 };
 const TEXT = 'the announcer of stateDir /s (pid 42) did not answer: no answer within 5000 ms on /s/announcer.sock';
@@ -34,14 +34,14 @@ describe('unavailableReply', () => {
         exit: 0,
         stderr: `announcer: DEL ${said}: ${TEXT}\n`,
       });
-    expect(unavailableReply('DEL', {}, { ...WHY, stateDirProblem: 'stateDir /s is a symlink' })).toEqual({
+    expect(stateDirReply('DEL', {}, 'stateDir /s is a symlink')).toEqual({
       exit: 0,
       stderr: 'announcer: DEL did nothing: stateDir /s is a symlink\n',
     });
   });
 
   it('GC of a stateDir that cannot be used: code 105 naming the problem, as the docs promise', () => {
-    expect(unavailableReply('GC', {}, { ...WHY, stateDirProblem: 'stateDir /s is a symlink' })).toEqual({
+    expect(stateDirReply('GC', {}, 'stateDir /s is a symlink')).toEqual({
       exit: 1,
       stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 105, msg: 'stateDir /s is a symlink' })}\n`,
     });
