@@ -17,14 +17,18 @@ export function stdinTooLarge(): CniError {
 }
 
 /**
- * Decodes the network config: UTF-8 JSON, an object, at most MAX_JSON_DEPTH deep; throws code 6 naming what is wrong.
+ * Decodes the network config: UTF-8 JSON (or text already decoded), an object, at most MAX_JSON_DEPTH deep; throws
+ * code 6 naming what is wrong. A leading byte order mark is dropped either way.
  */
-export function decodeConfig(bytes: Uint8Array): Record<string, unknown> {
+export function decodeConfig(input: Uint8Array | string): Record<string, unknown> {
   const fail = (what: string, cause?: unknown) =>
     new CniError(ErrorCode.DecodeFailure, `stdin ${what}`, cause === undefined ? undefined : { cause });
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    text =
+      typeof input === 'string'
+        ? input.replace(/^\uFEFF/, '')
+        : new TextDecoder('utf-8', { fatal: true }).decode(input);
   } catch (e) {
     throw fail('is not valid UTF-8: expected the network config as JSON', e);
   }

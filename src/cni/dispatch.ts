@@ -25,12 +25,14 @@ import {
 } from './versions';
 
 /** The process as the dispatcher sees it: env, stdin and stdout, injected so that tests can fake them. */
-export interface CniIo {
+export interface CniIo<Stdin extends Uint8Array | string = Uint8Array | string> {
   env: Readonly<Record<string, string | undefined>>;
   /**
    * Reads stdin to its end, but never more than maxBytes + 1 bytes: more than maxBytes means stdin is over the limit.
+   * Text when the caller holds stdin as text already (the announcer, from the request line), so it is not encoded
+   * again only to be decoded here.
    */
-  readStdin(maxBytes: number): Promise<Uint8Array>;
+  readStdin(maxBytes: number): Promise<Stdin>;
   writeStdout(text: string): void;
 }
 
@@ -225,8 +227,8 @@ function parseDelConfig(raw: Record<string, unknown>, parseConfig: (raw: unknown
   }
 }
 
-async function readConfig(io: CniIo): Promise<Uint8Array> {
-  let bytes: Uint8Array;
+async function readConfig(io: CniIo): Promise<Uint8Array | string> {
+  let bytes: Uint8Array | string;
   try {
     bytes = await io.readStdin(MAX_STDIN_BYTES);
   } catch (e) {

@@ -22,7 +22,7 @@ export function compareVersions(a: CniVersion, b: CniVersion): number {
 }
 
 /** `{cniVersion, supportedVersions}`: stdin's cniVersion when it names a supported one, else the latest. */
-export function versionReply(stdin: Uint8Array | undefined) {
+export function versionReply(stdin: Uint8Array | string | undefined) {
   let asked: unknown;
   try {
     if (stdin !== undefined && stdin.length <= MAX_STDIN_BYTES) asked = decodeConfig(stdin).cniVersion;

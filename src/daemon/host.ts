@@ -78,7 +78,7 @@ export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {
     const refused = seen instanceof CallerViewError ? seen : undefined;
     const plugin = hostedPlugin(ctx, a.stateDir, refused, (config) => notes.note(config, logger(config, {})));
     let stdout = '';
-    const io = { env, readStdin: async () => Buffer.from(stdin), writeStdout: (text: string) => void (stdout += text) };
+    const io = { env, readStdin: async () => stdin, writeStdout: (text: string) => void (stdout += text) };
     const exit = await dispatch(io, plugin);
     return { exit, stdout };
   };

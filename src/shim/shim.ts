@@ -140,7 +140,7 @@ const PATH_ERRNOS = ['ENAMETOOLONG', 'ENOTDIR', 'ELOOP'];
 export const RETRY_MS = 5;
 
 /** The process around the shim: dispatch's (stdin read to EOF, at most maxBytes + 1 bytes), and stderr. */
-export type ShimIo = CniIo & { writeStderr(text: string): void };
+export type ShimIo = CniIo<Uint8Array> & { writeStderr(text: string): void };
 
 /** What the shim runs on. */
 export interface ShimDeps {

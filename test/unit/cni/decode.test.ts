@@ -18,6 +18,11 @@ describe('decodeConfig', () => {
     expect(decodeConfig(bytes('\uFEFF{"a":1}'))).toEqual({ a: 1 });
   });
 
+  it('takes text already decoded (the announcer, from the request line) as it is, less a byte order mark', () => {
+    expect(decodeConfig('\uFEFF{"a":"\u00e9"}')).toEqual({ a: 'é' });
+    expect(cniError(() => decodeConfig('[1]')).message).toBe('stdin is not a JSON object (got [1])');
+  });
+
   it.each([
     ['', 'stdin is empty: expected the network config as JSON'],
     [' \n', 'stdin is empty: expected the network config as JSON'],
