@@ -36,10 +36,11 @@ import { Jobs, takeHandover, writeHandover } from './table';
 /** After a turn that threw, the loop waits this long before the next: a throw that repeats must not spin. */
 const PAUSE_AFTER_ERROR_MS = 100;
 /**
- * The loop stamps its progress on its lock file at most this often, and only while it turns: an idle announcer sleeps
- * in poll(2) and stamps nothing. That still tells idle from hung (src/shim/replace-hung.ts): its socket is in the poll,
- * so a call's connection wakes it and the turn that takes the request stamps; only an announcer that took a request
- * and then made no progress has a stamp as old as the call's wait.
+ * The loop stamps its progress on its lock file at most this often, and only while it turns. While a call waits for
+ * its answer, the loop turns at least this often, so that its stamp stays fresh; an idle announcer sleeps in poll(2)
+ * and stamps nothing. That tells idle from hung (src/shim/replace-hung.ts): its socket is in the poll, so a call's
+ * connection wakes it and the turn that takes the request stamps; only an announcer that took a request and then made
+ * no progress has a stamp as old as the call's wait.
  */
 export const STAMP_MS = 1000;
 
@@ -255,10 +256,15 @@ class Daemon {
     const served = this.http ? [this.server, this.http] : [this.server];
     const bootNow = timers.bootMs();
     const due = Math.min(jobs.wakeAt(bootNow), ...served.map((s) => s.wakeAt())) - bootNow;
+    const stampDue = this.server.busy ? this.stampedAt + STAMP_MS - timers.now() : Infinity;
     const idle = Math.min(idleAt, this.metricsFile.wakeAt()) - timers.now();
     const reading = [...served.flatMap((s) => s.fds()), ...jobs.eventFds(), ...waits.fds()];
     const writing = served.flatMap((s) => s.writeFds());
-    const { readable, writable } = libc.pollInOut(reading, writing, Math.max(0, Math.min(due, idle, waits.msLeft())));
+    const { readable, writable } = libc.pollInOut(
+      reading,
+      writing,
+      Math.max(0, Math.min(due, idle, stampDue, waits.msLeft())),
+    );
     // A signal that came during the poll is heard here, before the requests the poll found are taken.
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.signalled) this.stop(`${this.signalled}: handing over to the next announcer`);

@@ -155,8 +155,22 @@ describe('runDaemon: the schedule and the records', () => {
     d.controlAt(0, STATUS);
     d.lineAt(900, () => Buffer.alloc(0)); // says nothing: dropped at 1900
     await d.run();
-    expect(polls()).toEqual(['0+1000', '0+1000', '900+1000', '1900+1000']);
-    expect([d.timers.now(), d.stamps.map((s) => s.at)]).toEqual([2900, [0, 1900]]);
+    // The silent client is a call waiting: the loop turns at 1000 to stamp, then sleeps to its drop and its idle exit.
+    expect(polls()).toEqual(['0+1000', '0+1000', '900+100', '1000+900', '1900+1000']);
+    expect([d.timers.now(), d.stamps.map((s) => s.at)]).toEqual([2900, [0, 1000]]);
+  });
+
+  const busyTitle =
+    'while a call waits for its answer it turns, and stamps, at least once per STAMP_MS (a call judges an old stamp ' +
+    'hung); once answered it sleeps again';
+  it(busyTitle, async () => {
+    d.deps.settings.idleExitMs = 300;
+    d.cniAt(100);
+    d.poll.at(5000, () => d.commands[0]!.end({ exit: 0, stdout: '' }));
+    await d.run();
+    const at = d.stamps.map((s) => s.at);
+    expect(at.filter((t) => t <= 5000)).toEqual([0, 1000, 2000, 3000, 4000, 5000]);
+    expect(polls().slice(-2)).toEqual(['4000+1000', '5000+300']);
   });
 
   const residentTitle =
