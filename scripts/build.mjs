@@ -204,7 +204,7 @@ async function compile(args, target, entry, addonAsset, defines, outfile, manife
     bytecode: args.bytecode,
     minify: args.minify && { whitespace: true, syntax: true, identifiers: false },
     metafile: true,
-    // src/build-id.ts and src/native/embedded-koffi.ts declare these.
+    // src/about.ts and src/native/embedded-koffi.ts declare these.
     define: {
       __ANNOUNCER_BUILD_ID__: JSON.stringify(defines.id),
       __KOFFI_VERSION__: JSON.stringify(defines.koffiVersion),

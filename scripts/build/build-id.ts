@@ -1,4 +1,4 @@
-// The id of a build (src/build-id.ts): it differs whenever the binary's bytes could, and the same
+// The id of a build (src/about.ts): it differs whenever the binary's bytes could, and the same
 // sources give the same id, as they give the same bytes.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

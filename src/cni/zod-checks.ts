@@ -3,7 +3,7 @@
 // raise, so that a problem reads `"<path>" <expectation> (got <value>)` (fieldProblem, errors.ts).
 // zod/mini, not zod's classic API: it loads in less time and memory (docs/performance.md). Loaded
 // by the announcer and the verbs, and by a CNI call only to report a config it cannot forward
-// (src/shim/refusing.ts); never by VERSION nor on the shim's path
+// (src/main.ts, dispatch on what the shim would not forward); never by VERSION nor on the shim's path
 // (test/integration/schema-and-zod.test.ts).
 import { z } from 'zod/mini';
 import { ifnameProblem } from './env';

@@ -61,7 +61,7 @@ interface Given {
 /** What the announcer needs from the process. */
 export interface DaemonDeps extends LockDeps, Given {
   libc: Given['libc'];
-  /** This executable's build (src/build-id.ts). */
+  /** This executable's build (src/about.ts). */
   build: string;
   /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
   resident: boolean;

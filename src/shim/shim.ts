@@ -57,7 +57,7 @@ export type Outcome =
 const RESET_ERRNOS = ['ECONNRESET', 'EPIPE'];
 
 /**
- * CLOCK_BOOTTIME in ms (the node's clock of shared times, see announce/timers.ts), and a timer that `after` starts and
+ * CLOCK_BOOTTIME in ms (the node's clock of shared times, see src/announce/context.ts), and a timer that `after` starts and
  * its result cancels.
  */
 export interface ShimClock {
@@ -144,7 +144,7 @@ export type ShimIo = CniIo<Uint8Array> & { writeStderr(text: string): void };
 
 /** What the shim runs on. */
 export interface ShimDeps {
-  /** One exchange with the announcer of stateDir (exchange.ts, at its socket), waiting at most waitMs for the end. */
+  /** One exchange with the announcer of stateDir (exchange, at its socket), waiting at most waitMs for the end. */
   exchange(stateDir: string, body: RequestBody, waitMs: number): Promise<Outcome>;
   /** Starts the announcer of stateDir unless another shim does (start.ts); rejects when it cannot. */
   start(stateDir: string): Promise<Started>;

@@ -43,7 +43,7 @@ const BUILD_TIMEOUT_MS = 600_000;
 /**
  * The second round's distance from the first: a background announcer under
  * qemu takes seconds to start (a native one, milliseconds), and a round it
- * takes over more than a second late is skipped, not sent (src/daemon/progress.ts).
+ * takes over more than a second late is skipped, not sent (src/daemon/rounds.ts, LATE_GRACE_MS).
  */
 const ROUND_GAP_MS = 20_000;
 

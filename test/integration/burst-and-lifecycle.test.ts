@@ -299,7 +299,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(garps).toHaveLength(2);
     // Round 2 is due intervalMs after round 1, never sooner, but cannot come before the
     // background announcer that ADD started has booted (~100-400 ms on a busy node); a
-    // round handed over by ADD may go out up to 1 s late (src/daemon/progress.ts).
+    // round handed over by ADD may go out up to 1 s late (src/daemon/rounds.ts, LATE_GRACE_MS).
     const [gap] = gapsMs(garps) as [number];
     expect(gap).toBeGreaterThanOrEqual(10 - CAPTURE_SLACK_MS);
     expect(gap).toBeLessThanOrEqual(2000);

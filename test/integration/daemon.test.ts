@@ -73,7 +73,7 @@ const IDLE_EXIT_MS = 400;
 const MAX_BACKGROUND_PROCESSES = 2;
 /** The default burst: count 3, intervalMs 1000, backoff 1. */
 const DEFAULT_SCHEDULE_MS = [0, 1000, 2000];
-/** How late a round handed over to the announcer may still go out (src/daemon/progress.ts LATE_GRACE_MS). */
+/** How late a round handed over to the announcer may still go out (src/daemon/rounds.ts LATE_GRACE_MS). */
 const LATE_GRACE_MS = 1000;
 
 /** A pod the announcer can be chained on: its netns, the main plugin's result, its MAC and IPv4 address. */

@@ -1,4 +1,4 @@
-// The plugin's own log lines (`time LEVEL msg k=v…`, src/log-format.ts's text form) read back as records, so that a
+// The plugin's own log lines (`time LEVEL msg k=v…`, src/log.ts's text form) read back as records, so that a
 // test asserts the message, the level and the fields it is about, not a whole formatted line.
 
 /** One log line as a record: its level (lower case), its message, and its fields (values as the line holds them). */
