@@ -14,16 +14,13 @@ import { ETHERTYPE_ARP, formatMac } from '../wire/ethernet';
 import { canonicalIP } from '../wire/ip';
 import type { CommandContext } from './context';
 import { sendEach, type OutgoingFrame } from './round';
-import type { PodSession, RoundInput } from './session';
+import type { AskingInterface, PodSession } from './session';
 
 /** How long to listen, and how many probes to send meanwhile. */
 export interface ProbeSettings {
   probeMs: number;
   probes: number;
 }
-
-/** One interface to probe from: its MAC and the IPv4 addresses about to be announced on it. */
-export type ProbeTarget = Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'>;
 
 /** An address another host uses or claims. */
 export interface AddressConflict {
@@ -40,8 +37,8 @@ export interface AddressConflict {
  * The interface, MAC and address of each gratuitous ARP frame of a round (NOARP and IPv6-only interfaces have none to
  * probe).
  */
-export function probeTargets(frames: readonly OutgoingFrame[]): ProbeTarget[] {
-  const targets = new Map<number, ProbeTarget>();
+export function probeTargets(frames: readonly OutgoingFrame[]): AskingInterface[] {
+  const targets = new Map<number, AskingInterface>();
   for (const { index, name, frame } of frames) {
     const arp = parseArp(frame); // none for an NA
     if (!arp) continue;
@@ -106,7 +103,7 @@ export class ConflictProbe {
    * address (`stopAtFirst`: one) conflicts.
    */
   constructor(
-    private readonly targets: readonly ProbeTarget[],
+    private readonly targets: readonly AskingInterface[],
     private readonly ownMacs: readonly Uint8Array[],
     readonly settings: ProbeSettings,
     startMs: number,

@@ -16,10 +16,10 @@ import { formatIPv6, ipFamily, parseIPv4, parseIPv6 } from '../wire/ip';
 import { neighborSolicitation, parseNeighborAdvert } from '../wire/ndp';
 import type { GatewayReply, RoutedGateway } from './gateway-verdict';
 import { sendEach, type OutgoingFrame } from './round';
-import type { RoundInput, SocketOpener } from './session';
+import type { AskingInterface, RoundInput, SocketOpener } from './session';
 
 /** One pod interface to ask from: its MAC and good source addresses, and the gateways it routes through. */
-export interface GatewayTarget extends Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'> {
+export interface GatewayTarget extends AskingInterface {
   ipv6: Buffer[];
   gateways: { ipv4: Buffer[]; ipv6: Buffer[] };
 }

@@ -163,6 +163,9 @@ export interface RoundInput {
   skipped: string[];
 }
 
+/** Who asks from a pod interface over IPv4 (a conflict probe, a gateway check): the interface and its addresses. */
+export type AskingInterface = Pick<RoundInput, 'index' | 'name' | 'mac' | 'ipv4'>;
+
 /** The readiness of one interface at one moment. */
 export type Snapshot =
   | { state: 'ready'; input: RoundInput }

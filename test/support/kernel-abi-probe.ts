@@ -74,20 +74,20 @@ export function probeSource(shape: KernelAbi, errnos: readonly string[]): string
 }
 
 /** How to build and run the probe for one architecture. */
-export interface ProbeTarget {
+export interface AskingInterface {
   compiler: string;
   /** The argv prefix that runs the built program (empty: run it directly). */
   runner: string[];
 }
 
 /** The probe built for x64 and for arm64 (under qemu-user, with the cross libraries' prefix). */
-export const PROBE_TARGETS: Readonly<Record<'x64' | 'arm64', ProbeTarget>> = {
+export const PROBE_TARGETS: Readonly<Record<'x64' | 'arm64', AskingInterface>> = {
   x64: { compiler: 'gcc', runner: [] },
   arm64: { compiler: 'aarch64-linux-gnu-gcc', runner: ['qemu-aarch64-static', '-L', '/usr/aarch64-linux-gnu'] },
 };
 
 /** Why the probe cannot run for `target` here (a missing program), or undefined when it can. */
-export function probeMissing(target: ProbeTarget): string | undefined {
+export function probeMissing(target: AskingInterface): string | undefined {
   for (const program of [target.compiler, ...target.runner.slice(0, 1)]) {
     try {
       execFileSync('sh', ['-c', 'command -v "$1"', 'sh', program], { stdio: 'ignore' });
@@ -99,7 +99,7 @@ export function probeMissing(target: ProbeTarget): string | undefined {
 }
 
 /** Builds and runs the probe for `target`; the parsed JSON it prints. */
-export function runProbe(target: ProbeTarget, source: string): Record<string, unknown> {
+export function runProbe(target: AskingInterface, source: string): Record<string, unknown> {
   const dir = mkdtempSync(join(tmpdir(), 'announcer-abi-'));
   try {
     writeFileSync(join(dir, 'probe.c'), source);

@@ -1,3 +1,4 @@
+import type { AskingInterface } from '../../../src/announce/session';
 import { describe, expect, it } from 'vitest';
 import {
   ConflictProbe,
@@ -5,7 +6,6 @@ import {
   dropConflicting,
   probeTargets,
   withoutConflicts,
-  type ProbeTarget,
 } from '../../../src/announce/conflict-probe';
 import type { OutgoingFrame } from '../../../src/announce/round';
 import { arpProbe, gratuitousArp } from '../../../src/wire/arp';
@@ -19,8 +19,8 @@ const A = bytes('0a580005'); // 10.88.0.5
 const B = bytes('0a580006'); // 10.88.0.6
 const C = bytes('0a590007'); // 10.89.0.7
 
-const eth0: ProbeTarget = { index: 2, name: 'eth0', mac: OURS, ipv4: [A, B] };
-const net1: ProbeTarget = { index: 3, name: 'net1', mac: NET1, ipv4: [C] };
+const eth0: AskingInterface = { index: 2, name: 'eth0', mac: OURS, ipv4: [A, B] };
+const net1: AskingInterface = { index: 3, name: 'net1', mac: NET1, ipv4: [C] };
 
 /** A unicast ARP reply from `mac` saying it has `ip` (what Linux answers a probe with). */
 function replyFrom(mac: Buffer, ip: Buffer, to: Buffer = OURS): Buffer {
