@@ -3,14 +3,7 @@ import { isJsonObject } from './decode';
 import { skipRefusal } from './option-bounds';
 import { describeValue, fieldProblem, invalidConfig, valueAt } from './errors';
 import { optional } from 'zod/mini';
-import {
-  checkOption,
-  optionFields,
-  optionKeys,
-  OPTIONS,
-  type NodeOptionKey,
-  type PluginOptions,
-} from './option-schema';
+import { optionFields, optionKeys, type NodeOptionKey, type PluginOptions, type PodOverride } from './option-schema';
 import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
 
@@ -79,13 +72,10 @@ export function parseConfig(doc: unknown): PluginConfig {
   if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : checked.issues.map((i) => fieldProblem(i.path, i.message, valueAt(doc, i.path)));
-  // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the
-  // conflist's.
-  const allowed =
-    doc.podOverrides === undefined
-      ? OPTIONS.podOverrides.fallback
-      : (checkOption('podOverrides', doc.podOverrides) ?? []);
-  const pod = readPodAnnounce(doc, allowed);
+  // Checked on its own, for the pod's problems to be reported with the conflist's: an invalid podOverrides (reported)
+  // allows nothing.
+  const allowed = check(configSchema.shape.podOverrides, doc.podOverrides);
+  const pod = readPodAnnounce(doc, allowed.ok ? (allowed.value as PodOverride[]) : []);
   problems.push(...pod.problems);
   if (!checked.ok || problems.length > 0) throw invalidConfig(problems);
 
