@@ -49,7 +49,7 @@ const RTMSG = 12;
 const NDMSG = 12;
 
 /** ipvlan modes as the kernel numbers them (IFLA_IPVLAN_MODE). */
-export type IpvlanMode = 'l2' | 'l3' | 'l3s';
+const IPVLAN_MODES = ['l2', 'l3', 'l3s'] as const;
 
 /** Bridge port states (IFLA_BRPORT_STATE, BR_STATE_*). */
 export const PortState = { Disabled: 0, Listening: 1, Learning: 2, Forwarding: 3, Blocking: 4 } as const;
@@ -69,7 +69,7 @@ export interface LinkInfo {
   /** IFLA_LINK_NETNSID: set when linkIndex lives in another netns. */
   linkNetnsid: number | undefined;
   kind: string | undefined;
-  ipvlanMode: IpvlanMode | undefined;
+  ipvlanMode: (typeof IPVLAN_MODES)[number] | undefined;
   /** IFLA_BRPORT_STATE, present in AF_BRIDGE messages of bridge ports. */
   portState: number | undefined;
   /** IFLA_MASTER: the bridge (or bond) a port is enslaved to. */
@@ -241,7 +241,7 @@ function linkKind(linkinfo: Buffer | undefined): Pick<LinkInfo, 'kind' | 'ipvlan
   const data = info?.get(IFLA_INFO.DATA);
   const mode = data ? parseAttrs(data).get(IFLA_IPVLAN_MODE) : undefined;
   // Without IFLA_IPVLAN_MODE, the kernel's default mode.
-  return { kind, ipvlanMode: !mode || mode.length < 2 ? 'l3' : (['l2', 'l3', 'l3s'] as const)[mode.readUInt16LE(0)] };
+  return { kind, ipvlanMode: !mode || mode.length < 2 ? 'l3' : IPVLAN_MODES[mode.readUInt16LE(0)] };
 }
 
 /** RTM_GETROUTE dump payload: every route of `family` (AF_INET or AF_INET6), all tables. */
