@@ -1,7 +1,6 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
-import { isJsonObject } from './decode';
 import { skipRefusal } from './option-bounds';
-import { describeValue, fieldProblem, invalidConfig, valueAt } from './errors';
+import { fieldProblem, invalidConfig, valueAt } from './errors';
 import { optional } from 'zod/mini';
 import { optionFields, optionKeys, type NodeOptionKey, type PluginOptions, type PodOverride } from './option-schema';
 import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
@@ -68,8 +67,7 @@ const configSchema = obj({
  * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
  * CniError naming every bad field.
  */
-export function parseConfig(doc: unknown): PluginConfig {
-  if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
+export function parseConfig(doc: Record<string, unknown>): PluginConfig {
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : checked.issues.map((i) => fieldProblem(i.path, i.message, valueAt(doc, i.path)));
   // Checked on its own, for the pod's problems to be reported with the conflist's: an invalid podOverrides (reported)

@@ -212,7 +212,10 @@ async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest
  * main plugin's DEL would never run. So DEL falls back to the fields cleanup
  * needs; if even those are invalid, the original error stands.
  */
-function parseDelConfig(raw: Record<string, unknown>, parseConfig: (raw: unknown) => PluginConfig): PluginConfig {
+function parseDelConfig(
+  raw: Record<string, unknown>,
+  parseConfig: (raw: Record<string, unknown>) => PluginConfig,
+): PluginConfig {
   try {
     return parseConfig(raw);
   } catch (e) {
