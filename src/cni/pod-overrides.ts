@@ -197,7 +197,8 @@ function annotationAsk(
   if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
   const text = annotations[ANNOUNCE_ANNOTATION];
   if (!declared) {
-    const reason = `the config does not declare the capability: "capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const reason = `the config does not declare the capability: ${declaration}`;
     return { overrides: {}, ignored: [{ field: NAME, value: text, reason }], from: {} };
   }
   const parsed = parseAnnotation(text);
