@@ -1,16 +1,8 @@
 import { burstSpanMs, MAX_BURST_SPAN_MS } from '../plan';
-import { isJsonObject } from './decode';
 import { skipRefusal } from './option-bounds';
-import { describeValue, fieldProblem, invalidConfig, valueAt } from './errors';
+import { fieldProblem, invalidConfig, valueAt } from './errors';
 import { optional } from 'zod/mini';
-import {
-  checkOption,
-  optionFields,
-  optionKeys,
-  OPTIONS,
-  type NodeOptionKey,
-  type PluginOptions,
-} from './option-schema';
+import { optionFields, optionKeys, type NodeOptionKey, type PluginOptions, type PodOverride } from './option-schema';
 import { readPodAnnounce, type PodAnnounce } from './pod-overrides';
 import { check, list, obj, str } from './zod-checks';
 
@@ -75,17 +67,13 @@ const configSchema = obj({
  * Validates the network config (unknown fields tolerated) and applies defaults and podOverrides; throws one code-7
  * CniError naming every bad field.
  */
-export function parseConfig(doc: unknown): PluginConfig {
-  if (!isJsonObject(doc)) throw invalidConfig([`the network config must be a JSON object (got ${describeValue(doc)})`]);
+export function parseConfig(doc: Record<string, unknown>): PluginConfig {
   const checked = check(configSchema, doc);
   const problems = checked.ok ? [] : checked.issues.map((i) => fieldProblem(i.path, i.message, valueAt(doc, i.path)));
-  // An invalid podOverrides (reported) allows nothing, so that the pod's problems are still reported with the
-  // conflist's.
-  const allowed =
-    doc.podOverrides === undefined
-      ? OPTIONS.podOverrides.fallback
-      : (checkOption('podOverrides', doc.podOverrides) ?? []);
-  const pod = readPodAnnounce(doc, allowed);
+  // Checked on its own, for the pod's problems to be reported with the conflist's: an invalid podOverrides (reported)
+  // allows nothing.
+  const allowed = check(configSchema.shape.podOverrides, doc.podOverrides);
+  const pod = readPodAnnounce(doc, allowed.ok ? (allowed.value as PodOverride[]) : []);
   problems.push(...pod.problems);
   if (!checked.ok || problems.length > 0) throw invalidConfig(problems);
 

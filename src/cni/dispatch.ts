@@ -1,7 +1,7 @@
 // The CNI protocol as skel runs it: one dispatcher over injected I/O that checks env, stdin and
 // config in the spec's order, hands each command its validated request, and prints one JSON
 // document or nothing; and the commands a plugin implements.
-import type { Attachment, PluginConfig } from './config';
+import type { Attachment, parseConfig, PluginConfig } from './config';
 import { decodeConfig, MAX_STDIN_BYTES, stdinTooLarge } from './decode';
 import {
   parseEnv,
@@ -212,15 +212,15 @@ async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest
  * main plugin's DEL would never run. So DEL falls back to the fields cleanup
  * needs; if even those are invalid, the original error stands.
  */
-function parseDelConfig(raw: Record<string, unknown>, parseConfig: (raw: unknown) => PluginConfig): PluginConfig {
+function parseDelConfig(raw: Record<string, unknown>, parse: typeof parseConfig): PluginConfig {
   try {
-    return parseConfig(raw);
+    return parse(raw);
   } catch (e) {
     if (!isCniError(e) || e.code !== ErrorCode.InvalidConfig) throw e;
     const keep = ['cniVersion', 'name', 'type', 'stateDir', 'logFile', 'logLevel'];
     const minimal = Object.fromEntries(Object.entries(raw).filter(([k]) => keep.includes(k)));
     try {
-      return parseConfig(minimal);
+      return parse(minimal);
     } catch {
       throw e;
     }

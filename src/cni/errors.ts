@@ -94,16 +94,6 @@ export function invalidConfig(problems: readonly string[]): CniError {
 /** One step of a path into a JSON document: an object key or an array index. */
 export type PathSegment = string | number;
 
-/** Formats a path as `a.b[0].c`, the way error messages name a field. */
-export function formatPath(path: readonly PathSegment[]): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else out += out === '' ? seg : `.${seg}`;
-  }
-  return out;
-}
-
 /** Shows a received value in a message: JSON, cut short when long. */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
@@ -116,9 +106,14 @@ export function describeValue(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** The text for one bad field: `"path" is required` when absent, else `"path" <problem> (got <value>)`. */
+/**
+ * The text for one bad field, its path written `a.b[0].c`: `"path" is required` when absent, else
+ * `"path" <problem> (got <value>)`.
+ */
 export function fieldProblem(path: readonly PathSegment[], problem: string, value: unknown): string {
-  const name = `"${formatPath(path)}"`;
+  const at = (out: string, seg: PathSegment) =>
+    typeof seg === 'number' ? `${out}[${seg}]` : out === '' ? seg : `${out}.${seg}`;
+  const name = `"${path.reduce<string>(at, '')}"`;
   if (value === undefined) return `${name} is required`;
   return `${name} ${problem} (got ${describeValue(value)})`;
 }

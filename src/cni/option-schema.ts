@@ -14,7 +14,6 @@ import {
 import {
   absPath,
   bool,
-  check,
   choice as anyOf,
   ifname,
   intRange,
@@ -138,12 +137,6 @@ export function optionKeys<S extends OptionScope>(...scopes: S[]): KeysWith<{ sc
 
 /** What `args.cni.announce` may set for one attachment, as validated. */
 export type AnnounceOverrides = { enabled?: boolean } & { [K in OverridableField]?: OptionValue<K> };
-
-/** Checks one option's value on its own; undefined when invalid or absent. */
-export function checkOption<K extends OptionKey>(key: K, value: unknown): OptionValue<K> | undefined {
-  const checked = check(OPTIONS[key].schema, value);
-  return checked.ok ? (checked.value as OptionValue<K>) : undefined;
-}
 
 /**
  * The options a conflist sets, as fields of an object schema, in table order: each may be absent, and its default then

@@ -190,18 +190,18 @@ function annotationAsk(
   // containerd 1.6 sends null for a pod without annotations.
   const annotations = runtimeConfig[POD_ANNOTATIONS_CAPABILITY] ?? {};
   const declared = (doc.capabilities as Record<string, unknown> | undefined)?.[POD_ANNOTATIONS_CAPABILITY] === true;
-  if (!declared) {
-    if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
-    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
-    const reason = `the config does not declare the capability: ${declaration}`;
-    return { overrides: {}, ignored: [{ field: NAME, value: annotations[ANNOUNCE_ANNOTATION], reason }], from: {} };
-  }
-  if (!isJsonObject(annotations)) {
+  if (declared && !isJsonObject(annotations)) {
     problems.push(`${MAP_NAME} must be an object of the pod's annotations (got ${describeValue(annotations)})`);
     return undefined;
   }
-  if (!Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
-  const parsed = parseAnnotation(annotations[ANNOUNCE_ANNOTATION]);
+  if (!isJsonObject(annotations) || !Object.hasOwn(annotations, ANNOUNCE_ANNOTATION)) return undefined;
+  const text = annotations[ANNOUNCE_ANNOTATION];
+  if (!declared) {
+    const declaration = `"capabilities": {"${POD_ANNOTATIONS_CAPABILITY}": true}`;
+    const reason = `the config does not declare the capability: ${declaration}`;
+    return { overrides: {}, ignored: [{ field: NAME, value: text, reason }], from: {} };
+  }
+  const parsed = parseAnnotation(text);
   if ('value' in parsed) return applyPodOverrides(parsed.value, allowed, ANNOTATION_CHANNEL, problems);
   problems.push(parsed.problem);
   return undefined;

@@ -46,25 +46,17 @@ export function isLocallyAdministeredMac(mac: Uint8Array): boolean {
   return (mac[0]! & 0x02) !== 0;
 }
 
-/** Parses a two-byte MAC prefix such as "0a:58" (or '-'); throws RangeError on bad syntax or a multicast first byte. */
-export function parseMacPrefix(text: string): Buffer {
-  if (!PREFIX_TEXT.test(text)) {
-    throw new RangeError(`invalid MAC prefix "${text}": want two hex pairs such as "0a:58"`);
-  }
-  const prefix = Buffer.from(text.replace(/[:-]/, ''), 'hex');
-  if ((prefix[0]! & 0x01) !== 0) {
-    throw new RangeError(`invalid MAC prefix "${text}": the multicast bit (0x01 of the first byte) is set`);
-  }
-  return prefix;
-}
-
 /**
- * A MAC from an address: the prefix (parseMacPrefix) + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does),
- * or + 4 bytes of sha256 of the canonical IPv6 text.
+ * A MAC from an address: a two-byte prefix such as "0a:58" (or '-'; RangeError on bad syntax or a multicast first
+ * byte) + the IPv4 bytes (IPv4-mapped IPv6 too, as ovn-kubernetes does), or + 4 bytes of sha256 of the canonical IPv6
+ * text.
  */
 export function deriveMac(prefix: string, address: string): Buffer {
+  const badPrefix = (why: string) => new RangeError(`invalid MAC prefix "${prefix}": ${why}`);
+  if (!PREFIX_TEXT.test(prefix)) throw badPrefix('want two hex pairs such as "0a:58"');
   const mac = Buffer.alloc(6);
-  mac.set(parseMacPrefix(prefix), 0);
+  mac.write(prefix.replace(/[:-]/, ''), 'hex');
+  if (isMulticastMac(mac)) throw badPrefix('the multicast bit (0x01 of the first byte) is set');
   if (ipFamily(address) === 4) {
     mac.set(parseIPv4(address), 2);
     return mac;

@@ -49,7 +49,7 @@ const RTMSG = 12;
 const NDMSG = 12;
 
 /** ipvlan modes as the kernel numbers them (IFLA_IPVLAN_MODE). */
-export type IpvlanMode = 'l2' | 'l3' | 'l3s';
+const IPVLAN_MODES = ['l2', 'l3', 'l3s'] as const;
 
 /** Bridge port states (IFLA_BRPORT_STATE, BR_STATE_*). */
 export const PortState = { Disabled: 0, Listening: 1, Learning: 2, Forwarding: 3, Blocking: 4 } as const;
@@ -69,7 +69,7 @@ export interface LinkInfo {
   /** IFLA_LINK_NETNSID: set when linkIndex lives in another netns. */
   linkNetnsid: number | undefined;
   kind: string | undefined;
-  ipvlanMode: IpvlanMode | undefined;
+  ipvlanMode: (typeof IPVLAN_MODES)[number] | undefined;
   /** IFLA_BRPORT_STATE, present in AF_BRIDGE messages of bridge ports. */
   portState: number | undefined;
   /** IFLA_MASTER: the bridge (or bond) a port is enslaved to. */
@@ -195,7 +195,6 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
   const flags = payload.readUInt32LE(8);
   const a = parseAttrs(payload.subarray(IFINFOMSG));
   const netnsid = a.get(IFLA.LINK_NETNSID);
-  const linkinfo = a.get(IFLA.LINKINFO);
   const protinfo = a.get(IFLA.PROTINFO);
   const state = protinfo ? parseAttrs(protinfo).get(IFLA_BRPORT_STATE) : undefined;
   return {
@@ -207,8 +206,7 @@ export function parseLink(payload: Buffer): LinkInfo | undefined {
     noarp: (flags & IFF.NOARP) !== 0,
     linkIndex: u32At(a.get(IFLA.LINK)),
     linkNetnsid: netnsid && netnsid.length >= 4 ? netnsid.readInt32LE(0) : undefined,
-    kind: linkKind(linkinfo),
-    ipvlanMode: ipvlanMode(linkinfo),
+    ...linkKind(a.get(IFLA.LINKINFO)),
     portState: state && state.length >= 1 ? state[0] : undefined,
     master: u32At(a.get(IFLA.MASTER)),
   };
@@ -235,20 +233,15 @@ export function parseAddress(payload: Buffer): AddressInfo | undefined {
   };
 }
 
-/** The link kind from IFLA_LINKINFO ("veth", "bridge", "macvlan", …), if any. */
-export function linkKind(linkinfo: Uint8Array | undefined): string | undefined {
-  if (!linkinfo) return undefined;
-  const kind = parseAttrs(linkinfo).get(IFLA_INFO.KIND);
-  return kind ? cString(kind) : undefined;
-}
-
-/** The ipvlan mode from IFLA_LINKINFO, when the link is an ipvlan. */
-export function ipvlanMode(linkinfo: Uint8Array | undefined): IpvlanMode | undefined {
-  if (!linkinfo || linkKind(linkinfo) !== 'ipvlan') return undefined;
-  const data = parseAttrs(linkinfo).get(IFLA_INFO.DATA);
+/** The link kind from IFLA_LINKINFO ("veth", "bridge", "macvlan", …) and, for an ipvlan, its mode. */
+function linkKind(linkinfo: Buffer | undefined): Pick<LinkInfo, 'kind' | 'ipvlanMode'> {
+  const info = linkinfo ? parseAttrs(linkinfo) : undefined;
+  const kind = info?.has(IFLA_INFO.KIND) ? cString(info.get(IFLA_INFO.KIND)) : undefined;
+  if (kind !== 'ipvlan') return { kind, ipvlanMode: undefined };
+  const data = info?.get(IFLA_INFO.DATA);
   const mode = data ? parseAttrs(data).get(IFLA_IPVLAN_MODE) : undefined;
-  if (!mode || mode.length < 2) return 'l3'; // the kernel's default mode
-  return (['l2', 'l3', 'l3s'] as const)[mode.readUInt16LE(0)];
+  // Without IFLA_IPVLAN_MODE, the kernel's default mode.
+  return { kind, ipvlanMode: !mode || mode.length < 2 ? 'l3' : IPVLAN_MODES[mode.readUInt16LE(0)] };
 }
 
 /** RTM_GETROUTE dump payload: every route of `family` (AF_INET or AF_INET6), all tables. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkRecord } from '../../../src/announce/record-schema';
-import { checkOption } from '../../../src/cni/option-schema';
+import { OPTIONS } from '../../../src/cni/option-schema';
+import { check } from '../../../src/cni/zod-checks';
 
 const IDS = {
   network: 'podnet',
@@ -27,16 +28,16 @@ describe('checkRecord', () => {
   it("takes a job's probe settings and log level exactly when the config's options take them", () => {
     for (let probeMs = 0; probeMs <= 5000; probeMs += 5) {
       expect(jobValid({ conflictCheck: { action: 'warn', probeMs, probes: 2 } })).toBe(
-        checkOption('probeMs', probeMs) !== undefined,
+        check(OPTIONS.probeMs.schema, probeMs).ok,
       );
     }
     for (const probes of [0, 1, 2, 3, 4, 5, 10, 1.5]) {
       expect(jobValid({ conflictCheck: { action: 'warn', probeMs: 100, probes } })).toBe(
-        checkOption('probes', probes) !== undefined,
+        check(OPTIONS.probes.schema, probes).ok,
       );
     }
     for (const logLevel of ['error', 'warn', 'info', 'debug', 'trace', 'INFO']) {
-      expect(jobValid({ logLevel })).toBe(checkOption('logLevel', logLevel) !== undefined);
+      expect(jobValid({ logLevel })).toBe(check(OPTIONS.logLevel.schema, logLevel).ok);
     }
   });
 });

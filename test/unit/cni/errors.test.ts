@@ -4,7 +4,6 @@ import {
   describeValue,
   ErrorCode,
   fieldProblem,
-  formatPath,
   groupThousands,
   isCniError,
   listProblems,
@@ -103,10 +102,11 @@ describe('isCniError', () => {
 });
 
 describe('field paths', () => {
-  it('formats keys and indexes', () => {
-    expect(formatPath(['prevResult', 'ips', 1, 'address'])).toBe('prevResult.ips[1].address');
-    expect(formatPath(['interfaces', 0])).toBe('interfaces[0]');
-    expect(formatPath([])).toBe('');
+  it('names a field by its keys and indexes', () => {
+    expect(fieldProblem(['prevResult', 'ips', 1, 'address'], 'p', 1)).toBe('"prevResult.ips[1].address" p (got 1)');
+    expect(fieldProblem(['interfaces', 0], 'p', 1)).toBe('"interfaces[0]" p (got 1)');
+    expect(fieldProblem([0, 'a'], 'p', 1)).toBe('"[0].a" p (got 1)');
+    expect(fieldProblem([], 'p', 1)).toBe('"" p (got 1)');
   });
 
   it('describes values as short JSON', () => {

@@ -19,7 +19,7 @@ const withAnnotation = (text: unknown, fields: Record<string, unknown> = {}) => 
   runtimeConfig: { [CAP]: { 'io.kubernetes.pod.namespace': 'default', 'cni-announcer/announce': text } },
 });
 
-const configError = (raw: unknown) => cniError(() => parseConfig(raw));
+const configError = (raw: Record<string, unknown>) => cniError(() => parseConfig(raw));
 
 describe("the annotation's text: JSON true, false or an object", () => {
   it.each([

@@ -6,7 +6,6 @@ import {
   isLocallyAdministeredMac,
   isMulticastMac,
   parseMac,
-  parseMacPrefix,
 } from '../../../src/wire/ethernet';
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
@@ -82,25 +81,27 @@ describe('MAC bits', () => {
 
 const PREFIX = '0a:58';
 
-describe('parseMacPrefix', () => {
+describe('deriveMac: the prefix', () => {
+  const prefixOf = (text: string) => deriveMac(text, '10.88.0.5').subarray(0, 2);
+
   it('parses two hex pairs with either separator', () => {
-    expect(parseMacPrefix('0a:58').toString('hex')).toBe('0a58');
-    expect(parseMacPrefix('0A-58').toString('hex')).toBe('0a58');
+    expect(prefixOf('0a:58').toString('hex')).toBe('0a58');
+    expect(prefixOf('0A-58').toString('hex')).toBe('0a58');
   });
 
   it('accepts globally administered (non-local) unicast prefixes', () => {
-    expect(parseMacPrefix('00:11').toString('hex')).toBe('0011');
-    expect(parseMacPrefix('fe:ff').toString('hex')).toBe('feff');
+    expect(prefixOf('00:11').toString('hex')).toBe('0011');
+    expect(prefixOf('fe:ff').toString('hex')).toBe('feff');
   });
 
   it.each(['01:00', '0b:58', '33:33', 'ff:ff'])('rejects multicast prefix %s', (text) => {
-    expect(() => parseMacPrefix(text)).toThrow(
+    expect(() => deriveMac(text, '10.88.0.5')).toThrow(
       new RangeError(`invalid MAC prefix "${text}": the multicast bit (0x01 of the first byte) is set`),
     );
   });
 
   it.each(['', '0a', '0a58', '0a:5', '0a:58:00', 'a:58', '0a_58', 'zz:58', '0a:58 '])('rejects syntax %j', (text) => {
-    expect(() => parseMacPrefix(text)).toThrow(
+    expect(() => deriveMac(text, '10.88.0.5')).toThrow(
       new RangeError(`invalid MAC prefix "${text}": want two hex pairs such as "0a:58"`),
     );
   });

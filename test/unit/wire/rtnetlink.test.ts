@@ -8,8 +8,6 @@ import {
   bridgePortDumpPayload,
   fdbGetPayload,
   getLinkPayload,
-  ipvlanMode,
-  linkKind,
   neighDumpPayload,
   neighGetPayload,
   parseAddress,
@@ -107,7 +105,16 @@ describe('parseNestedAttrs', () => {
   });
 });
 
-describe('linkKind', () => {
+/** The kind and ipvlan mode parseLink reads from `linkinfo` (IFLA_LINKINFO), absent when undefined. */
+const kindOf = (linkinfo: Buffer | undefined): [string | undefined, string | undefined] => {
+  const attrs = linkinfo ? [nla(18 | NLA_F_NESTED, linkinfo)] : [];
+  const link = parseLink(Buffer.concat([ifinfomsg(0, 1, 0), ...attrs]))!;
+  return [link.kind, link.ipvlanMode];
+};
+const linkKind = (linkinfo: Buffer | undefined) => kindOf(linkinfo)[0];
+const ipvlanMode = (linkinfo: Buffer | undefined) => kindOf(linkinfo)[1];
+
+describe('parseLink: the kind', () => {
   it('reads IFLA_INFO_KIND without its NUL terminator', () => {
     expect(linkKind(bytes('0900 0100 7665746800 000000'))).toBe('veth');
     expect(linkKind(nla(1, cstr('bridge')))).toBe('bridge');
@@ -123,7 +130,7 @@ describe('linkKind', () => {
   });
 });
 
-describe('ipvlanMode', () => {
+describe('parseLink: the ipvlan mode', () => {
   it('maps IFLA_IPVLAN_MODE 0, 1, 2 to l2, l3, l3s', () => {
     expect(ipvlanMode(ipvlanInfo(0))).toBe('l2');
     expect(ipvlanMode(ipvlanInfo(1))).toBe('l3');
