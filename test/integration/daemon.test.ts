@@ -44,6 +44,7 @@ import {
   runOk,
   RUN_TAG,
   RUN_TAG_ENV,
+  ANNOUNCER_RUNTIME,
   Scope,
   scopePerTest,
   skipIntegration,
@@ -185,7 +186,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const files = await announcerFiles(s);
     const child = spawn(ANNOUNCER, ['daemon', files.stateDir, '--ready-fd=3'], {
       stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [RUN_TAG_ENV]: RUN_TAG }, // tagged: the harness's own
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG }, // tagged
     });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     let said = '';

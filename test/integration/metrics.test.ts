@@ -21,6 +21,7 @@ import {
   runOk,
   RUN_TAG,
   RUN_TAG_ENV,
+  ANNOUNCER_RUNTIME,
   scopePerTest,
   skipIntegration,
   startCapture,
@@ -37,7 +38,7 @@ function startAnnouncer(
   listen: string,
 ): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
   const child = spawn(ANNOUNCER, ['daemon', stateDir, `--listen=${listen}`], {
-    env: { ...process.env, [RUN_TAG_ENV]: RUN_TAG },
+    env: { ...process.env, ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

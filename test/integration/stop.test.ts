@@ -37,7 +37,7 @@ import {
   type BridgePod,
   type Scope,
 } from './harness';
-import { RUN_TAG_ENV } from './harness/cni';
+import { ANNOUNCER_RUNTIME, RUN_TAG_ENV } from './harness/cni';
 import { announcerStatus, daemonsOf, waitDaemonExit } from './harness/daemon';
 import { cleanStart, startingAdd } from './harness/executor-steps';
 import {
@@ -217,7 +217,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     const { capture, pods } = await podsOnBridge(s, files, ['starter', 'a']);
     const [starter, a] = pods as [Pod, Pod];
     const resident = spawn(ANNOUNCER, ['daemon', files.stateDir, '--resident', '--log-format=json'], {
-      env: { PATH: process.env.PATH, [RUN_TAG_ENV]: RUN_TAG },
+      env: { PATH: process.env.PATH, ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

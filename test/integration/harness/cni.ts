@@ -3,6 +3,7 @@
 import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ANNOUNCER_RUNTIME_ENV } from '../../../src/sys/detached-env';
 import { run } from './exec';
 import { RUN_TAG } from './names';
 import type { Scope } from './scope';
@@ -19,6 +20,11 @@ export const BRIDGE_PLUGIN = join(SYSTEM_CNI_DIR, 'bridge');
 export const CNI_PATH = [join(ROOT, 'bin'), SYSTEM_CNI_DIR].join(':');
 /** Env var carrying RUN_TAG into every plugin run (and what it spawns), so strays can be told apart. */
 export const RUN_TAG_ENV = 'ANNOUNCER_TEST_RUN';
+/**
+ * The environment an announcer is started with, by a call (src/sys/detached-env.ts) or the DaemonSet: a test that
+ * starts `announcer daemon` itself adds it, or a GC thread born in a pod's netns makes that announcer hand over.
+ */
+export const ANNOUNCER_RUNTIME = Object.fromEntries([ANNOUNCER_RUNTIME_ENV.split('=') as [string, string]]);
 
 /** A CNI command as a runtime sends it. */
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'VERSION' | 'STATUS' | 'GC' | (string & {});

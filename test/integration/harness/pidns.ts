@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cniEnv, RUN_TAG_ENV, runCniCommand, type CniCall, type CniOutput } from './cni';
+import { ANNOUNCER_RUNTIME, cniEnv, RUN_TAG_ENV, runCniCommand, type CniCall, type CniOutput } from './cni';
 import { stopDaemonsOf } from './daemon-stop';
 import { childEnv } from './exec';
 import { RUN_TAG } from './names';
@@ -187,7 +187,7 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
         'nsenter',
         ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...strace],
         {
-          env: { ...childEnv(), [RUN_TAG_ENV]: RUN_TAG },
+          env: { ...childEnv(), ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG },
           stdio: 'ignore',
         },
       );
