@@ -3,7 +3,7 @@
 import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ANNOUNCER_RUNTIME_ENV } from '../../../src/sys/detached-env';
+import { ANNOUNCER_RUNTIME_ENV } from '../../../src/sys/detached';
 import { run } from './exec';
 import { RUN_TAG } from './names';
 import type { Scope } from './scope';
