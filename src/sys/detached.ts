@@ -11,7 +11,7 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
  * JavaScriptCore's parallel GC markers off: they are threads made on demand, and one made while the announcer is inside
  * a pod's netns would be born there and keep it alive (src/sys/netns.ts).
  */
-export const ANNOUNCER_RUNTIME_ENV = 'BUN_JSC_numberOfGCMarkers=1';
+export const ANNOUNCER_RUNTIME_ENV: Readonly<Record<string, string>> = { BUN_JSC_numberOfGCMarkers: '1' };
 
 /**
  * The environment of a detached process: PATH and ANNOUNCER_RUNTIME_ENV alone. It outlives the command that starts
@@ -21,11 +21,13 @@ export const ANNOUNCER_RUNTIME_ENV = 'BUN_JSC_numberOfGCMarkers=1';
  * Under a user-mode emulator (userModeEmulator) its own QEMU_* settings go along too: the child runs
  * through the same emulator and cannot start without them (QEMU_LD_PREFIX: the emulated libraries).
  */
-export function detachedEnv(env: Readonly<Record<string, string | undefined>>, emulated: boolean): string[] {
-  const emulator = emulated
-    ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : []))
-    : [];
-  return [`PATH=${env.PATH || DEFAULT_PATH}`, ANNOUNCER_RUNTIME_ENV, ...emulator];
+export function detachedEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  emulated: boolean,
+): Record<string, string> {
+  const out: Record<string, string> = { PATH: env.PATH || DEFAULT_PATH, ...ANNOUNCER_RUNTIME_ENV };
+  if (emulated) for (const [k, v] of Object.entries(env)) if (k.startsWith('QEMU_') && v !== undefined) out[k] = v;
+  return out;
 }
 
 /**

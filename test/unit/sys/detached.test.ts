@@ -11,23 +11,23 @@ describe('detachedEnv', () => {
   };
 
   it("is PATH and the GC setting alone: nothing of the call (CNI_*) nor of the runtime's own variables", () => {
-    expect(detachedEnv(env, false)).toEqual(['PATH=/usr/bin:/bin', 'BUN_JSC_numberOfGCMarkers=1']);
-    expect(ANNOUNCER_RUNTIME_ENV).toBe('BUN_JSC_numberOfGCMarkers=1');
+    expect(detachedEnv(env, false)).toEqual({ PATH: '/usr/bin:/bin', BUN_JSC_numberOfGCMarkers: '1' });
+    expect(ANNOUNCER_RUNTIME_ENV).toEqual({ BUN_JSC_numberOfGCMarkers: '1' });
   });
 
   it('takes a usual PATH when this process has none', () => {
-    expect(detachedEnv({ PATH: '' }, false)).toEqual([
-      'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      ANNOUNCER_RUNTIME_ENV,
-    ]);
+    expect(detachedEnv({ PATH: '' }, false)).toEqual({
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      ...ANNOUNCER_RUNTIME_ENV,
+    });
   });
 
   it("carries the emulator's QEMU_* settings when an emulator runs this process", () => {
-    expect(detachedEnv(env, true)).toEqual([
-      'PATH=/usr/bin:/bin',
-      ANNOUNCER_RUNTIME_ENV,
-      'QEMU_LD_PREFIX=/usr/aarch64-linux-gnu',
-    ]);
+    expect(detachedEnv(env, true)).toEqual({
+      PATH: '/usr/bin:/bin',
+      ...ANNOUNCER_RUNTIME_ENV,
+      QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu',
+    });
   });
 });
 
