@@ -143,9 +143,6 @@ export interface Libc {
   pidfdOpen(pid: number): number;
 }
 
-/** Libc.tryLock, as lock takers get it injected (tests may fake it). */
-export type TryLock = Libc['tryLock'];
-
 /** Every libc function the plugin calls, each bound on its first call; close(2) is bound at once (see loadLibc). */
 function libcFunctions(lib: LibcLibrary) {
   const f = (definition: string): LibcFunction => lazyFunc(lib, definition);

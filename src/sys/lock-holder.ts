@@ -16,15 +16,9 @@ export type HolderWait = 'holder' | 'fallback';
  * Blocks in poll(2) until the process holding the flock on `fd` exits or `ms` pass; with no nameable holder, for
  * `fallbackMs` (at most `ms`).
  */
-export function waitForLockHolder(
-  libc: Libc,
-  fd: number,
-  ms: number,
-  fallbackMs: number,
-  readLocks = (): string => readFileSync('/proc/locks', 'latin1'),
-): HolderWait {
+export function waitForLockHolder(libc: Libc, fd: number, ms: number, fallbackMs: number): HolderWait {
   const st = fstatSync(fd, { bigint: true });
-  const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
+  const holder = (): number | undefined => flockHolder(readFileSync('/proc/locks', 'latin1'), st.dev, st.ino);
   const pid = holder();
   // No pidfd (ENOSYS before 5.3, ESRCH once gone, EPERM): no holder to wait for.
   const pidfd = pid === undefined ? undefined : attempt(() => libc.pidfdOpen(pid));

@@ -47,7 +47,7 @@ const NLM_F_MULTI = 0x2;
 /** Large enough for one datagram of a dump or of notifications (the kernel fills at most 32 KiB per recv). */
 const RECEIVE_BYTES = 64 * 1024;
 /** The kernel's netlink address: port id 0. */
-const KERNEL = sockaddrNl(0);
+const KERNEL = sockaddrNl();
 
 function monotonicMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -69,12 +69,12 @@ export class Rtnl {
 
   /** The link called `name`, or undefined. */
   linkByName(name: string): LinkInfo | undefined {
-    return this.getLink(`RTM_GETLINK ${name}`, { name });
+    return this.getOne(`RTM_GETLINK ${name}`, RTM_GETLINK, getLinkPayload({ name }), parseLink, 'ENODEV');
   }
 
   /** The link with ifindex `index`, or undefined. */
   linkByIndex(index: number): LinkInfo | undefined {
-    return this.getLink(`RTM_GETLINK ifindex ${index}`, { index });
+    return this.getOne(`RTM_GETLINK ifindex ${index}`, RTM_GETLINK, getLinkPayload({ index }), parseLink, 'ENODEV');
   }
 
   /** Every link of the socket's netns (one dump, without statistics). */
@@ -105,12 +105,14 @@ export class Rtnl {
    * before).
    */
   fdbEntry(bridgeIndex: number, mac: Uint8Array): NeighEntry | undefined {
-    return this.getNeigh(`RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`, fdbGetPayload(bridgeIndex, mac));
+    const operation = `RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`;
+    return this.getOne(operation, RTM_GETNEIGH, fdbGetPayload(bridgeIndex, mac), parseNeigh, 'ENOENT');
   }
 
   /** The neighbour entry of `dst` on link `index`, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP before). */
   neighbour(family: number, index: number, dst: Uint8Array): NeighEntry | undefined {
-    return this.getNeigh(`RTM_GETNEIGH family ${family} on ifindex ${index}`, neighGetPayload(family, index, dst));
+    const operation = `RTM_GETNEIGH family ${family} on ifindex ${index}`;
+    return this.getOne(operation, RTM_GETNEIGH, neighGetPayload(family, index, dst), parseNeigh, 'ENOENT');
   }
 
   /** Every unicast route of `family` (AF_INET or AF_INET6), all tables (one dump). */
@@ -126,14 +128,6 @@ export class Rtnl {
   /** Closes the socket. */
   close(): void {
     this.libc.close(this.fd);
-  }
-
-  private getLink(operation: string, target: { index: number } | { name: string }): LinkInfo | undefined {
-    return this.getOne(operation, RTM_GETLINK, getLinkPayload(target), parseLink, 'ENODEV');
-  }
-
-  private getNeigh(operation: string, payload: Buffer): NeighEntry | undefined {
-    return this.getOne(operation, RTM_GETNEIGH, payload, parseNeigh, 'ENOENT');
   }
 
   /** The objects of a dump the kernel answers, each parsed (those `parse` makes nothing of left out). */
