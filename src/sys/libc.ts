@@ -120,7 +120,7 @@ export interface Libc {
   openNetlinkSocket(): number;
   /** setsockopt(NETLINK_ADD_MEMBERSHIP): joins multicast `group` (an RTNLGRP_* number). */
   joinGroup(fd: number, group: number): void;
-  /** recv(2) without blocking into `buf`; the byte count, or undefined when nothing is queued. */
+  /** recv(2) without blocking into `buf`: the byte count (0 at a stream's end), or undefined when nothing is queued. */
   recvNow(fd: number, buf: Uint8Array): number | undefined;
   /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
@@ -172,7 +172,7 @@ function libcFunctions(lib: LibcLibrary) {
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
   const calls = libcCalls(lib);
   const { fn, close, check, unlessPending, socket, bind } = calls;
-  const core: Libc = {
+  return {
     setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openReceiver(ifindex, ethertype) {
@@ -198,8 +198,8 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     },
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
     ...bindWaitsAndLocks(calls),
+    ...bindStreamSockets(calls),
   };
-  return { ...core, ...bindStreamSockets(calls, core) };
 }
 
 /** The calls that wait or tell the time. */
@@ -240,11 +240,8 @@ function bindWaitsAndLocks({ fn, check, errno }: LibcCalls): Pick<Libc, WaitsAnd
   };
 }
 
-/**
- * The announcer's stream sockets, non-blocking: its unix socket (`core` gives it close and recv), and its HTTP
- * endpoint's TCP socket.
- */
-function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow'>): UnixSockets & TcpSockets {
+/** The announcer's stream sockets, non-blocking: its unix socket, and its HTTP endpoint's TCP socket. */
+function bindStreamSockets(calls: LibcCalls): Omit<UnixSockets, 'recvNow' | 'close'> & TcpSockets {
   const { fn, check, closing, unlessPending, socket, bind } = calls;
   const accept = (fd: number) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
   return {
@@ -269,7 +266,6 @@ function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow
         check(`connect ${path}`, fn.connect(fd, address, address.length));
       }),
     send: (fd, bytes) => unlessPending('send', fn.send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
-    receive: core.recvNow,
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
     socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
@@ -278,7 +274,6 @@ function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow
       unlinkSync(path);
       return true;
     },
-    close: core.close,
     listenTcp(address, backlog) {
       const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
       const where = `${host}:${address.port}`;
