@@ -35,17 +35,13 @@ export function detachedEnv(
  * qemu answers /proc/self/exe with the emulated program, but not the same link under /proc/self/task/, which the
  * kernel answers: there it is qemu itself.
  */
-export function userModeEmulator(
-  pid: number = process.pid,
-  readlink: (path: string) => string = readlinkSync,
-  exists: (path: string) => boolean = existsSync,
-): string | undefined {
+export function userModeEmulator(): string | undefined {
   // A link that cannot be read tells of no emulator.
   return attempt(() => {
-    const program = readlink('/proc/self/exe');
-    const kernel = readlink(`/proc/self/task/${pid}/exe`);
+    const program = readlinkSync('/proc/self/exe');
+    const kernel = readlinkSync(`/proc/self/task/${process.pid}/exe`);
     // An emulator registered with binfmt_misc's F flag may not exist in this mount namespace: the kernel can exec the
     // program then.
-    return kernel !== program && kernel.startsWith('/') && exists(kernel) ? kernel : undefined;
+    return kernel !== program && kernel.startsWith('/') && existsSync(kernel) ? kernel : undefined;
   });
 }

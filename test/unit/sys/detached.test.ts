@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ANNOUNCER_RUNTIME_ENV, detachedEnv, userModeEmulator } from '../../../src/sys/detached';
 
 describe('detachedEnv', () => {
@@ -31,23 +31,49 @@ describe('detachedEnv', () => {
   });
 });
 
-/** readlink answering like the kernel, or like qemu-user (which answers /proc/self/exe with the emulated program). */
-function links(program: string, kernel: string): (path: string) => string {
-  return (path) => {
+/** What the mocked readlinkSync and existsSync answer; undefined: node:fs's own. */
+const fake = vi.hoisted(() => ({
+  links: undefined as ((path: string) => string) | undefined,
+  exists: undefined as ((path: string) => boolean) | undefined,
+}));
+
+vi.mock('node:fs', async (original) => {
+  const fs = await original<typeof import('node:fs')>();
+  return {
+    ...fs,
+    readlinkSync: ((path: string) => (fake.links ?? fs.readlinkSync)(path)) as typeof fs.readlinkSync,
+    existsSync: (path: string) => (fake.exists ?? fs.existsSync)(path),
+  };
+});
+
+/**
+ * userModeEmulator when readlink answers /proc/self/exe with `program` and the kernel's link with `kernel` (qemu-user
+ * answers the former with the emulated program), and `kernel` exists or not.
+ */
+function emulatorWith(program: string, kernel: string | Error, exists = true): string | undefined {
+  fake.links = (path) => {
+    if (kernel instanceof Error) throw kernel;
     if (path === '/proc/self/exe') return program;
-    if (path === '/proc/self/task/42/exe') return kernel;
+    if (path === `/proc/self/task/${process.pid}/exe`) return kernel;
     throw new Error(`unexpected readlink ${path}`);
   };
+  fake.exists = () => exists;
+  try {
+    return userModeEmulator();
+  } finally {
+    fake.links = undefined;
+    fake.exists = undefined;
+  }
 }
 
 describe('userModeEmulator', () => {
   it('is none when the kernel runs this program itself (as here)', () => {
     expect(userModeEmulator()).toBeUndefined();
-    expect(userModeEmulator(42, links('/opt/cni/bin/announcer', '/opt/cni/bin/announcer'), () => true)).toBeUndefined();
+    expect(emulatorWith('/opt/cni/bin/announcer', '/opt/cni/bin/announcer')).toBeUndefined();
   });
 
   it('is the program the kernel runs when that is not this program (qemu-user)', () => {
-    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => true)).toBe(
+    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toBe(
       '/usr/bin/qemu-aarch64-static',
     );
   });
@@ -56,18 +82,8 @@ describe('userModeEmulator', () => {
     'is none when that program is not there to run (binfmt_misc with a ' +
     'preloaded emulator), or a link cannot be read';
   it(isNoneWhenTitle, () => {
-    expect(
-      userModeEmulator(42, links('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static'), () => false),
-    ).toBeUndefined();
-    expect(userModeEmulator(42, links('/opt/bin/announcer-arm64', 'qemu (deleted)'), () => true)).toBeUndefined();
-    expect(
-      userModeEmulator(
-        42,
-        () => {
-          throw new Error('EACCES');
-        },
-        () => true,
-      ),
-    ).toBeUndefined();
+    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static', false)).toBeUndefined();
+    expect(emulatorWith('/opt/bin/announcer-arm64', 'qemu (deleted)')).toBeUndefined();
+    expect(emulatorWith('/opt/bin/announcer-arm64', new Error('EACCES'))).toBeUndefined();
   });
 });
