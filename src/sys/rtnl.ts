@@ -64,7 +64,6 @@ export class Rtnl {
   constructor(
     private readonly libc: Libc,
     private readonly fd: number,
-    private readonly timeoutMs = REQUEST_TIMEOUT_MS,
   ) {}
 
   /** The link called `name`, or undefined. */
@@ -153,7 +152,7 @@ export class Rtnl {
   private request(operation: string, type: number, flags: number, payload: Buffer): Buffer[] {
     const seq = this.seq++;
     this.libc.sendto(this.fd, encodeMessage(type, NLM_F_REQUEST | flags, seq, payload), KERNEL);
-    const deadline = monotonicMs() + this.timeoutMs;
+    const deadline = monotonicMs() + REQUEST_TIMEOUT_MS;
     const replies: Buffer[] = [];
     for (;;) {
       const n = this.libc.recvNow(this.fd, this.buffer);
