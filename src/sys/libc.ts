@@ -110,7 +110,7 @@ export interface Libc {
    * close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period.
    * `done` hears the outcome on this thread. koffi queues at most 256 such calls and throws beyond.
    */
-  closeInBackground(fd: number, done?: (error?: unknown) => void): void;
+  closeInBackground(fd: number, done: (error?: unknown) => void): void;
   /**
    * ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs
    * file).
@@ -186,7 +186,7 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     close: (fd) => void check('close', close(fd)),
     closeInBackground: (fd, done) =>
       close.async(fd, (err: unknown, rc: number) =>
-        done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
+        done(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
       ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
     // Bound to port id 0: the kernel picks one.
