@@ -39,12 +39,6 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 /** A bound libc function. */
 type LibcFunction = (...args: unknown[]) => ReturnType<ReturnType<LibcLibrary['func']>>;
 
-/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
-function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
-  let fn: ReturnType<LibcLibrary['func']> | undefined;
-  return (...args) => (fn ??= lib.func(definition))(...args);
-}
-
 /**
  * libc's functions as bound from `lib` (`fn`, and `close`, bound at once: closeInBackground uses close.async), koffi's
  * `errno` of the last call, and the checks every call goes through: `check` returns the return value, and throws
@@ -145,7 +139,11 @@ export interface Libc {
 
 /** Every libc function the plugin calls, each bound on its first call; close(2) is bound at once (see loadLibc). */
 function libcFunctions(lib: LibcLibrary) {
-  const f = (definition: string): LibcFunction => lazyFunc(lib, definition);
+  /** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
+  const f = (definition: string): LibcFunction => {
+    let fn: ReturnType<LibcLibrary['func']> | undefined;
+    return (...args) => (fn ??= lib.func(definition))(...args);
+  };
   return {
     setns: f('int setns(int fd, int nstype)'),
     socket: f('int socket(int domain, int type, int protocol)'),
