@@ -110,10 +110,11 @@ export interface Libc {
    * file).
    */
   nsType(fd: number): number;
-  /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
-  openNetlinkSocket(): number;
-  /** setsockopt(NETLINK_ADD_MEMBERSHIP): joins multicast `group` (an RTNLGRP_* number). */
-  joinGroup(fd: number, group: number): void;
+  /**
+   * socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound, and joined to multicast `groups` (RTNLGRP_*
+   * numbers, by NETLINK_ADD_MEMBERSHIP): an rtnetlink socket in the current netns.
+   */
+  openNetlinkSocket(groups: readonly number[]): number;
   /** recv(2) without blocking into `buf`: the byte count (0 at a stream's end), or undefined when nothing is queued. */
   recvNow(fd: number, buf: Uint8Array): number | undefined;
   /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
@@ -188,12 +189,14 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
       ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
     // Bound to port id 0: the kernel picks one.
-    openNetlinkSocket: () =>
-      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => bind('bind(AF_NETLINK)', fd, sockaddrNl())),
-    joinGroup(fd, group) {
-      const value = Buffer.from(Uint32Array.of(group).buffer);
-      check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
-    },
+    openNetlinkSocket: (groups) =>
+      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => {
+        bind('bind(AF_NETLINK)', fd, sockaddrNl());
+        for (const group of groups) {
+          const value = Buffer.from(Uint32Array.of(group).buffer);
+          check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
+        }
+      }),
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
     ...bindWaitsAndLocks(calls),
     ...bindStreamSockets(calls),

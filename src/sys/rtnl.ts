@@ -178,7 +178,7 @@ export class Rtnl {
 
 /** Opens an rtnetlink request socket in the current netns. */
 export function openRtnl(libc: Libc): Rtnl {
-  return new Rtnl(libc, libc.openNetlinkSocket());
+  return new Rtnl(libc, libc.openNetlinkSocket([]));
 }
 
 /**
@@ -231,12 +231,5 @@ export class RtnlEvents {
 
 /** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
 export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
-  const fd = libc.openNetlinkSocket();
-  try {
-    for (const group of groups) libc.joinGroup(fd, group);
-  } catch (err) {
-    libc.close(fd);
-    throw err;
-  }
-  return new RtnlEvents(libc, fd);
+  return new RtnlEvents(libc, libc.openNetlinkSocket(groups));
 }
