@@ -6,7 +6,7 @@ import type { Logger } from '../log';
 import { basename, join } from '../path';
 import { attachmentName, attachmentOfRecord, stateEntryKind, tempWriterPid } from '../state-files';
 import { checkPrivateDir, stateDirProblem } from '../sys/private-dir';
-import { processStartTime } from '../sys/processes';
+import { processStartTime } from '../sys/lock-holder';
 import { unlinkIfPresent } from '../sys/safe-file';
 import { cancelBackground } from './del';
 import { toCniError } from './errors';

@@ -115,7 +115,7 @@ export class HttpEndpoint extends Endpoint<Client> {
 
   private read(c: Client): void {
     for (;;) {
-      const n = this.a.libc.receive(c.fd, this.scratch);
+      const n = this.a.libc.recvNow(c.fd, this.scratch);
       if (n === undefined) return;
       if (n === 0) return this.drop(c); // gone before its request was in
       c.inbound = Buffer.concat([c.inbound, this.scratch.subarray(0, n)]);

@@ -440,7 +440,7 @@ class Connection {
    */
   read(sockets: UnixSockets, scratch: Buffer, maxLine: number): ReadOutcome {
     for (;;) {
-      const n = sockets.receive(this.fd, scratch);
+      const n = sockets.recvNow(this.fd, scratch);
       if (n === undefined) return 'pending';
       if (n === 0) return 'closed';
       const chunk = scratch.subarray(0, n);
@@ -465,7 +465,7 @@ class Connection {
   peerGone(sockets: UnixSockets, scratch: Buffer): boolean {
     try {
       for (;;) {
-        const n = sockets.receive(this.fd, scratch);
+        const n = sockets.recvNow(this.fd, scratch);
         if (n === undefined) return false;
         if (n === 0) return true;
       }

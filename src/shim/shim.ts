@@ -24,10 +24,10 @@ import {
 import { readyOutcome } from '../self-command';
 import { ANNOUNCER_SOCKET } from '../state-files';
 import type { CniIo } from '../cni/dispatch';
-import type { ConnectUnix, Connection, StreamError } from '../sys/stream-connection';
+import type { StreamError } from '../sys/sys-error';
 import { readText } from '../sys/stdio';
 import { withSocketAddress } from '../sys/unix-socket';
-import { connectUnix } from '../sys/unix-stream';
+import { connectUnix, type ConnectUnix, type Connection } from '../sys/unix-stream';
 import type { Started } from './start';
 import {
   StateDirError,

@@ -103,16 +103,6 @@ function removeMarker(stateDir: string): void {
   }
 }
 
-/** The environment list of detachedEnv (`K=V` strings) as spawn takes it. */
-export function envObject(list: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of list) {
-    const eq = entry.indexOf('=');
-    if (eq > 0) out[entry.slice(0, eq)] = entry.slice(eq + 1);
-  }
-  return out;
-}
-
 /** Starts stateDir's announcer from this executable, as startAnnouncer does; `listening` as StartDeps's. */
 export async function startHere(stateDir: string, listening: StartDeps['listening']): Promise<Started> {
   const emulator = userModeEmulator();
@@ -129,7 +119,7 @@ export async function startHere(stateDir: string, listening: StartDeps['listenin
       wallNow: Date.now,
       spawn: spawnChild,
       self: selfCommand(process.argv, process.execPath, emulator),
-      env: envObject(detachedEnv(process.env, emulator !== undefined)),
+      env: detachedEnv(process.env, emulator !== undefined),
       listening,
     },
     stateDir,

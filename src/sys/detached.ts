@@ -11,7 +11,7 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
  * JavaScriptCore's parallel GC markers off: they are threads made on demand, and one made while the announcer is inside
  * a pod's netns would be born there and keep it alive (src/sys/netns.ts).
  */
-export const ANNOUNCER_RUNTIME_ENV = 'BUN_JSC_numberOfGCMarkers=1';
+export const ANNOUNCER_RUNTIME_ENV: Readonly<Record<string, string>> = { BUN_JSC_numberOfGCMarkers: '1' };
 
 /**
  * The environment of a detached process: PATH and ANNOUNCER_RUNTIME_ENV alone. It outlives the command that starts
@@ -21,11 +21,13 @@ export const ANNOUNCER_RUNTIME_ENV = 'BUN_JSC_numberOfGCMarkers=1';
  * Under a user-mode emulator (userModeEmulator) its own QEMU_* settings go along too: the child runs
  * through the same emulator and cannot start without them (QEMU_LD_PREFIX: the emulated libraries).
  */
-export function detachedEnv(env: Readonly<Record<string, string | undefined>>, emulated: boolean): string[] {
-  const emulator = emulated
-    ? Object.entries(env).flatMap(([k, v]) => (k.startsWith('QEMU_') && v !== undefined ? [`${k}=${v}`] : []))
-    : [];
-  return [`PATH=${env.PATH || DEFAULT_PATH}`, ANNOUNCER_RUNTIME_ENV, ...emulator];
+export function detachedEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  emulated: boolean,
+): Record<string, string> {
+  const out: Record<string, string> = { PATH: env.PATH || DEFAULT_PATH, ...ANNOUNCER_RUNTIME_ENV };
+  if (emulated) for (const [k, v] of Object.entries(env)) if (k.startsWith('QEMU_') && v !== undefined) out[k] = v;
+  return out;
 }
 
 /**
@@ -33,17 +35,13 @@ export function detachedEnv(env: Readonly<Record<string, string | undefined>>, e
  * qemu answers /proc/self/exe with the emulated program, but not the same link under /proc/self/task/, which the
  * kernel answers: there it is qemu itself.
  */
-export function userModeEmulator(
-  pid: number = process.pid,
-  readlink: (path: string) => string = readlinkSync,
-  exists: (path: string) => boolean = existsSync,
-): string | undefined {
+export function userModeEmulator(): string | undefined {
   // A link that cannot be read tells of no emulator.
   return attempt(() => {
-    const program = readlink('/proc/self/exe');
-    const kernel = readlink(`/proc/self/task/${pid}/exe`);
+    const program = readlinkSync('/proc/self/exe');
+    const kernel = readlinkSync(`/proc/self/task/${process.pid}/exe`);
     // An emulator registered with binfmt_misc's F flag may not exist in this mount namespace: the kernel can exec the
     // program then.
-    return kernel !== program && kernel.startsWith('/') && exists(kernel) ? kernel : undefined;
+    return kernel !== program && kernel.startsWith('/') && existsSync(kernel) ? kernel : undefined;
   });
 }

@@ -39,12 +39,6 @@ export type LibcLibrary = Pick<LibraryHandle, 'func'>;
 /** A bound libc function. */
 type LibcFunction = (...args: unknown[]) => ReturnType<ReturnType<LibcLibrary['func']>>;
 
-/** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
-function lazyFunc(lib: LibcLibrary, definition: string): LibcFunction {
-  let fn: ReturnType<LibcLibrary['func']> | undefined;
-  return (...args) => (fn ??= lib.func(definition))(...args);
-}
-
 /**
  * libc's functions as bound from `lib` (`fn`, and `close`, bound at once: closeInBackground uses close.async), koffi's
  * `errno` of the last call, and the checks every call goes through: `check` returns the return value, and throws
@@ -110,17 +104,18 @@ export interface Libc {
    * close(2) on a worker thread: for a packet socket, whose close waits for an RCU grace period.
    * `done` hears the outcome on this thread. koffi queues at most 256 such calls and throws beyond.
    */
-  closeInBackground(fd: number, done?: (error?: unknown) => void): void;
+  closeInBackground(fd: number, done: (error?: unknown) => void): void;
   /**
    * ioctl(fd, NS_GET_NSTYPE): the CLONE_NEW* type of the namespace file behind `fd` (only ever call it on an nsfs
    * file).
    */
   nsType(fd: number): number;
-  /** socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound: an rtnetlink socket in the current netns. */
-  openNetlinkSocket(): number;
-  /** setsockopt(NETLINK_ADD_MEMBERSHIP): joins multicast `group` (an RTNLGRP_* number). */
-  joinGroup(fd: number, group: number): void;
-  /** recv(2) without blocking into `buf`; the byte count, or undefined when nothing is queued. */
+  /**
+   * socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE), bound, and joined to multicast `groups` (RTNLGRP_*
+   * numbers, by NETLINK_ADD_MEMBERSHIP): an rtnetlink socket in the current netns.
+   */
+  openNetlinkSocket(groups: readonly number[]): number;
+  /** recv(2) without blocking into `buf`: the byte count (0 at a stream's end), or undefined when nothing is queued. */
   recvNow(fd: number, buf: Uint8Array): number | undefined;
   /** poll(2) for input on `fds` for up to `timeoutMs`; which of them are readable (or in error). */
   pollIn(fds: readonly number[], timeoutMs: number): boolean[];
@@ -143,12 +138,13 @@ export interface Libc {
   pidfdOpen(pid: number): number;
 }
 
-/** Libc.tryLock, as lock takers get it injected (tests may fake it). */
-export type TryLock = Libc['tryLock'];
-
 /** Every libc function the plugin calls, each bound on its first call; close(2) is bound at once (see loadLibc). */
 function libcFunctions(lib: LibcLibrary) {
-  const f = (definition: string): LibcFunction => lazyFunc(lib, definition);
+  /** `definition`, bound on its first call: a run binds only the calls it makes (each binding parses a prototype). */
+  const f = (definition: string): LibcFunction => {
+    let fn: ReturnType<LibcLibrary['func']> | undefined;
+    return (...args) => (fn ??= lib.func(definition))(...args);
+  };
   return {
     setns: f('int setns(int fd, int nstype)'),
     socket: f('int socket(int domain, int type, int protocol)'),
@@ -175,7 +171,7 @@ function libcFunctions(lib: LibcLibrary) {
 export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc & UnixSockets & TcpSockets {
   const calls = libcCalls(lib);
   const { fn, close, check, unlessPending, socket, bind } = calls;
-  const core: Libc = {
+  return {
     setns: (fd, nstype) => void check('setns', fn.setns(fd, nstype)),
     openPacketSocket: () => check('socket(AF_PACKET)', fn.socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)),
     openReceiver(ifindex, ethertype) {
@@ -189,20 +185,22 @@ export function loadLibc(lib: LibcLibrary = loadKoffi().load('libc.so.6')): Libc
     close: (fd) => void check('close', close(fd)),
     closeInBackground: (fd, done) =>
       close.async(fd, (err: unknown, rc: number) =>
-        done?.(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
+        done(err ? err : rc < 0 ? new Error(`close(${fd}) on a worker thread failed`) : undefined),
       ),
     nsType: (fd) => check('ioctl(NS_GET_NSTYPE)', fn.ioctl(fd, NS_GET_NSTYPE)),
     // Bound to port id 0: the kernel picks one.
-    openNetlinkSocket: () =>
-      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => bind('bind(AF_NETLINK)', fd, sockaddrNl())),
-    joinGroup(fd, group) {
-      const value = Buffer.from(Uint32Array.of(group).buffer);
-      check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
-    },
+    openNetlinkSocket: (groups) =>
+      socket('AF_NETLINK', AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (fd) => {
+        bind('bind(AF_NETLINK)', fd, sockaddrNl());
+        for (const group of groups) {
+          const value = Buffer.from(Uint32Array.of(group).buffer);
+          check(`join netlink group ${group}`, fn.setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, value, 4));
+        }
+      }),
     recvNow: (fd, buf) => unlessPending('recv', fn.recv(fd, buf, buf.length, MSG_DONTWAIT)),
     ...bindWaitsAndLocks(calls),
+    ...bindStreamSockets(calls),
   };
-  return { ...core, ...bindStreamSockets(calls, core) };
 }
 
 /** The calls that wait or tell the time. */
@@ -243,11 +241,8 @@ function bindWaitsAndLocks({ fn, check, errno }: LibcCalls): Pick<Libc, WaitsAnd
   };
 }
 
-/**
- * The announcer's stream sockets, non-blocking: its unix socket (`core` gives it close and recv), and its HTTP
- * endpoint's TCP socket.
- */
-function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow'>): UnixSockets & TcpSockets {
+/** The announcer's stream sockets, non-blocking: its unix socket, and its HTTP endpoint's TCP socket. */
+function bindStreamSockets(calls: LibcCalls): Omit<UnixSockets, 'recvNow' | 'close'> & TcpSockets {
   const { fn, check, closing, unlessPending, socket, bind } = calls;
   const accept = (fd: number) => unlessPending('accept', fn.accept4(fd, null, null, SOCK_NONBLOCK | SOCK_CLOEXEC));
   return {
@@ -272,7 +267,6 @@ function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow
         check(`connect ${path}`, fn.connect(fd, address, address.length));
       }),
     send: (fd, bytes) => unlessPending('send', fn.send(fd, bytes, bytes.length, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0,
-    receive: core.recvNow,
     shutdownListener: (fd) => void check('shutdown(SHUT_RD)', fn.shutdown(fd, SHUT_RD)),
     socketFile: (path) => fileIdOf(lstatSync(path)),
     removeSocketFile: (path, file) => {
@@ -281,7 +275,6 @@ function bindStreamSockets(calls: LibcCalls, core: Pick<Libc, 'close' | 'recvNow
       unlinkSync(path);
       return true;
     },
-    close: core.close,
     listenTcp(address, backlog) {
       const host = address.family === 6 ? `[${formatIPv6(address.bytes)}]` : [...address.bytes].join('.');
       const where = `${host}:${address.port}`;

@@ -1,6 +1,9 @@
-// The holder of a flock(2), as /proc/locks names it by the locked file's device and inode, and the
-// holder's progress stamp on that file. The announcer waits for a holder through poll(2): a pidfd
-// of it (pidfd_open(2), Linux 5.3) polls readable once it exits. No process is signalled; the
+// Other processes, seen through /proc: the holder of a flock(2), as /proc/locks names it by the
+// locked file's device and inode, and the holder's progress stamp on that file; and whether a pid
+// still names a live process (its start time, field 22 of /proc/PID/stat: a pid alone can be
+// recycled, a pid plus its start time cannot). The announcer waits for a holder through poll(2):
+// a pidfd of it (pidfd_open(2), Linux 5.3) polls readable once it exits. No process is signalled
+// here (the plugin's one signal: SIGKILL to a hung announcer, src/shim/replace-hung.ts); the
 // pidfd is only polled. Where no holder can be named (a kernel without pidfd_open, a holder in a
 // pid namespace we cannot see, a pid gone or reused meanwhile), the wait is a bare poll(2) of
 // `fallbackMs`, and the caller looks at the lock again. The shim reads the holder on its failure
@@ -16,15 +19,9 @@ export type HolderWait = 'holder' | 'fallback';
  * Blocks in poll(2) until the process holding the flock on `fd` exits or `ms` pass; with no nameable holder, for
  * `fallbackMs` (at most `ms`).
  */
-export function waitForLockHolder(
-  libc: Libc,
-  fd: number,
-  ms: number,
-  fallbackMs: number,
-  readLocks = (): string => readFileSync('/proc/locks', 'latin1'),
-): HolderWait {
+export function waitForLockHolder(libc: Libc, fd: number, ms: number, fallbackMs: number): HolderWait {
   const st = fstatSync(fd, { bigint: true });
-  const holder = (): number | undefined => flockHolder(readLocks(), st.dev, st.ino);
+  const holder = (): number | undefined => flockHolder(readFileSync('/proc/locks', 'latin1'), st.dev, st.ino);
   const pid = holder();
   // No pidfd (ENOSYS before 5.3, ESRCH once gone, EPERM): no holder to wait for.
   const pidfd = pid === undefined ? undefined : attempt(() => libc.pidfdOpen(pid));
@@ -79,4 +76,22 @@ export function flockHolder(text: string, dev: bigint, ino: bigint): number | un
  */
 export function stampFd(fd: number, nowMs: number): void {
   futimesSync(fd, nowMs / 1000, nowMs / 1000);
+}
+
+/** Linux's largest pid_max (PID_MAX_LIMIT, 2^22): no pid is above it. */
+const PID_MAX_LIMIT = 4_194_304;
+
+/**
+ * The start time of `pid` if it is alive (not a zombie), else undefined; undefined too for a pid that cannot name a
+ * process of ours (/proc is not read): not an integer from 2 (1 is init) to PID_MAX_LIMIT.
+ */
+export function processStartTime(pid: number): string | undefined {
+  if (!Number.isInteger(pid) || pid < 2 || pid > PID_MAX_LIMIT) return undefined;
+  const stat = attempt(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  if (stat === undefined) return undefined; // gone
+  // comm (field 2) may contain spaces and parentheses: split after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+  const start = fields[19]; // field 22 overall; fields[] starts at field 3
+  return start !== undefined && /^\d+$/.test(start) ? start : undefined;
 }

@@ -11,17 +11,18 @@ const FRAME_BYTES = 1518;
 /** Frames read per receiver and call at most: a flood cannot hold the reader. */
 const MAX_FRAMES_PER_READ = 256;
 
+/** A socket held until closed or given up: after either, using it throws. */
+interface OwnedSocket {
+  /** Closes the socket (once). */
+  close(): void;
+  /** Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps). */
+  release(): number;
+}
+
 /** Sends whole Ethernet frames out of one interface of the socket's netns. */
-export interface PacketSocket {
+export interface PacketSocket extends OwnedSocket {
   /** Sends one frame (Ethernet header included) out of `ifindex`. */
   send(ifindex: number, frame: Uint8Array): void;
-  /** Closes the socket; further sends throw. */
-  close(): void;
-  /**
-   * Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further sends
-   * throw.
-   */
-  release(): number;
 }
 
 /** Builds the struct sockaddr_ll that addresses a frame to `ifindex`: the frame's ethertype and destination MAC. */
@@ -37,13 +38,13 @@ export function packetSocket(libc: Libc, fd: number): PacketSocket {
 }
 
 /** An fd held until closed (once) or released: `live` hands it out until then, and throws after. */
-function ownedFd(libc: Libc, fd: number, what: string): [live: () => number, owner: Owner] {
+function ownedFd(libc: Libc, fd: number, what: string): [live: () => number, owner: OwnedSocket] {
   let open = true;
   const live = (): number => {
     if (!open) throw new Error(`${what} is closed`);
     return fd;
   };
-  const owner: Owner = {
+  const owner: OwnedSocket = {
     close() {
       if (!open) return;
       open = false;
@@ -58,22 +59,12 @@ function ownedFd(libc: Libc, fd: number, what: string): [live: () => number, own
   return [live, owner];
 }
 
-/** Who holds an fd: closes it, or gives it up. */
-type Owner = Pick<PacketSocket, 'close' | 'release'>;
-
 /** Receives the frames of one ethertype on one interface, in and out. */
-export interface FrameReceiver {
+export interface FrameReceiver extends OwnedSocket {
   readonly ifindex: number;
   readonly fd: number;
   /** Reads one queued frame into `buf` without blocking: its length, or undefined when none is queued. */
   receive(buf: Uint8Array): number | undefined;
-  /** Closes the socket; further reads throw. */
-  close(): void;
-  /**
-   * Gives up the socket without closing it and returns its fd (for the caller's release, see AddDeps); further reads
-   * throw.
-   */
-  release(): number;
 }
 
 /** A frame read from one interface. */

@@ -47,7 +47,7 @@ const NLM_F_MULTI = 0x2;
 /** Large enough for one datagram of a dump or of notifications (the kernel fills at most 32 KiB per recv). */
 const RECEIVE_BYTES = 64 * 1024;
 /** The kernel's netlink address: port id 0. */
-const KERNEL = sockaddrNl(0);
+const KERNEL = sockaddrNl();
 
 function monotonicMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -64,17 +64,16 @@ export class Rtnl {
   constructor(
     private readonly libc: Libc,
     private readonly fd: number,
-    private readonly timeoutMs = REQUEST_TIMEOUT_MS,
   ) {}
 
   /** The link called `name`, or undefined. */
   linkByName(name: string): LinkInfo | undefined {
-    return this.getLink(`RTM_GETLINK ${name}`, { name });
+    return this.getOne(`RTM_GETLINK ${name}`, RTM_GETLINK, getLinkPayload({ name }), parseLink, 'ENODEV');
   }
 
   /** The link with ifindex `index`, or undefined. */
   linkByIndex(index: number): LinkInfo | undefined {
-    return this.getLink(`RTM_GETLINK ifindex ${index}`, { index });
+    return this.getOne(`RTM_GETLINK ifindex ${index}`, RTM_GETLINK, getLinkPayload({ index }), parseLink, 'ENODEV');
   }
 
   /** Every link of the socket's netns (one dump, without statistics). */
@@ -105,12 +104,14 @@ export class Rtnl {
    * before).
    */
   fdbEntry(bridgeIndex: number, mac: Uint8Array): NeighEntry | undefined {
-    return this.getNeigh(`RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`, fdbGetPayload(bridgeIndex, mac));
+    const operation = `RTM_GETNEIGH fdb of bridge ifindex ${bridgeIndex}`;
+    return this.getOne(operation, RTM_GETNEIGH, fdbGetPayload(bridgeIndex, mac), parseNeigh, 'ENOENT');
   }
 
   /** The neighbour entry of `dst` on link `index`, or undefined (one get, which needs Linux 5.0: EOPNOTSUPP before). */
   neighbour(family: number, index: number, dst: Uint8Array): NeighEntry | undefined {
-    return this.getNeigh(`RTM_GETNEIGH family ${family} on ifindex ${index}`, neighGetPayload(family, index, dst));
+    const operation = `RTM_GETNEIGH family ${family} on ifindex ${index}`;
+    return this.getOne(operation, RTM_GETNEIGH, neighGetPayload(family, index, dst), parseNeigh, 'ENOENT');
   }
 
   /** Every unicast route of `family` (AF_INET or AF_INET6), all tables (one dump). */
@@ -126,14 +127,6 @@ export class Rtnl {
   /** Closes the socket. */
   close(): void {
     this.libc.close(this.fd);
-  }
-
-  private getLink(operation: string, target: { index: number } | { name: string }): LinkInfo | undefined {
-    return this.getOne(operation, RTM_GETLINK, getLinkPayload(target), parseLink, 'ENODEV');
-  }
-
-  private getNeigh(operation: string, payload: Buffer): NeighEntry | undefined {
-    return this.getOne(operation, RTM_GETNEIGH, payload, parseNeigh, 'ENOENT');
   }
 
   /** The objects of a dump the kernel answers, each parsed (those `parse` makes nothing of left out). */
@@ -159,7 +152,7 @@ export class Rtnl {
   private request(operation: string, type: number, flags: number, payload: Buffer): Buffer[] {
     const seq = this.seq++;
     this.libc.sendto(this.fd, encodeMessage(type, NLM_F_REQUEST | flags, seq, payload), KERNEL);
-    const deadline = monotonicMs() + this.timeoutMs;
+    const deadline = monotonicMs() + REQUEST_TIMEOUT_MS;
     const replies: Buffer[] = [];
     for (;;) {
       const n = this.libc.recvNow(this.fd, this.buffer);
@@ -185,7 +178,7 @@ export class Rtnl {
 
 /** Opens an rtnetlink request socket in the current netns. */
 export function openRtnl(libc: Libc): Rtnl {
-  return new Rtnl(libc, libc.openNetlinkSocket());
+  return new Rtnl(libc, libc.openNetlinkSocket([]));
 }
 
 /**
@@ -238,12 +231,5 @@ export class RtnlEvents {
 
 /** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
 export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
-  const fd = libc.openNetlinkSocket();
-  try {
-    for (const group of groups) libc.joinGroup(fd, group);
-  } catch (err) {
-    libc.close(fd);
-    throw err;
-  }
-  return new RtnlEvents(libc, fd);
+  return new RtnlEvents(libc, libc.openNetlinkSocket(groups));
 }

@@ -1,5 +1,6 @@
 // Syscall-side errors: every failed koffi call or rtnetlink request, and the
-// node:fs failures of a few callers, becomes a SysError that carries the errno.
+// node:fs failures of a few callers, becomes a SysError that carries the errno;
+// a failure of the runtime's unix stream (unix-stream.ts) a StreamError, with its errno name.
 // Errno names come from a table of our own, the same on every architecture we
 // build for (x86-64 and arm64 use the generic table): node:os holds the same,
 // but it is one more builtin for a Bun run to load (see docs/design.md, "Few builtins").
@@ -103,4 +104,26 @@ export function sysErrorFrom(operation: string, err: unknown): SysError {
   if (err instanceof SysError) return err;
   const code = (err as NodeJS.ErrnoException).code;
   return new SysError(operation, (code === undefined ? undefined : errnoNumber(code)) ?? EIO, { cause: err });
+}
+
+/**
+ * A socket error, with its errno name (`code`, 'EIO' when the runtime gave none) and the runtime's error as `cause`.
+ */
+export class StreamError extends Error {
+  override name = 'StreamError';
+  constructor(
+    message: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A StreamError for what the runtime threw or emitted: its `code` when it is an errno name. */
+export function streamError(what: string, err: unknown): StreamError {
+  const raw = (err as { code?: unknown } | null)?.code;
+  const code = typeof raw === 'string' && /^E[A-Z0-9]+$/.test(raw) ? raw : 'EIO';
+  const detail = err instanceof Error ? err.message : String(err);
+  return new StreamError(`${what}: ${detail}`, code, { cause: err });
 }

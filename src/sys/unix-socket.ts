@@ -7,14 +7,15 @@ import { join } from '../path';
 import { ANNOUNCER_SOCKET } from '../state-files';
 import { ABI } from './abi/kernel-abi';
 import type { FileId } from './file-id';
+import type { Libc } from './libc';
 import { ENAMETOOLONG, SysError } from './sys-error';
 
 const { AF_UNIX, O_DIRECTORY, O_NOFOLLOW, O_PATH, sockaddr_un: UN } = ABI;
 /** sun_path's bytes, less its NUL. */
 export const SUN_PATH_MAX = UN.size - UN.sun_path - 1;
 
-/** The unix socket calls of the announcer's socket; each throws SysError on failure. */
-export interface UnixSockets {
+/** The unix socket calls of the announcer's socket (and libc's recv and close); each throws SysError on failure. */
+export interface UnixSockets extends Pick<Libc, 'recvNow' | 'close'> {
   /** A non-blocking listening stream socket bound at `path` (which must not exist), mode 0600. */
   listen(path: string): number;
   /** One pending connection with its peer's credentials (SO_PEERCRED), or undefined when none is pending. */
@@ -26,8 +27,6 @@ export interface UnixSockets {
    * SIGPIPE.
    */
   send(fd: number, bytes: Uint8Array): number;
-  /** Reads what is queued into `buf`: the count (0 at end of stream), or undefined when nothing is. */
-  receive(fd: number, buf: Uint8Array): number | undefined;
   /**
    * shutdown(SHUT_RD) of a listening socket: no connection reaches it from then on (connect(2) gets ECONNREFUSED, as
    * the kernel checks under the lock it queues connections under); those already queued can still be accepted.
@@ -37,7 +36,6 @@ export interface UnixSockets {
   socketFile(path: string): FileId;
   /** Removes the socket file at `path` only if it is still `file`: whether it did (false: another, or none). */
   removeSocketFile(path: string, file: FileId): boolean;
-  close(fd: number): void;
 }
 
 /** struct sockaddr_un for `path`; throws ENAMETOOLONG past sun_path's size. */

@@ -3,7 +3,8 @@
 // resolves src/sys/unix-stream there in the binary); its twin, src/sys/unix-stream.ts, serves Node.
 // Bun reports a reset (ECONNRESET) through `close` alone, never through `end` or `error`: `close` is
 // wired, so a connection the peer reset is heard at once.
-import { streamError, type Connection, type StreamHandlers } from './stream-connection';
+import { streamError } from './sys-error';
+import type { Connection, StreamHandlers } from './unix-stream';
 
 /** The little of Bun's socket this module uses (the project's types are Node's). */
 interface BunSocket {

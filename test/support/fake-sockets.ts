@@ -25,7 +25,7 @@ export class FakeSockets implements UnixSockets {
   connectError: Error | undefined;
   /** Thrown by close(), when set (the fd is closed all the same). */
   closeError: Error | undefined;
-  /** Thrown by receive(), when set (a connection reset). */
+  /** Thrown by recvNow(), when set (a connection reset). */
   receiveError: Error | undefined;
   readonly closed: number[] = [];
   private readonly listeners = new Map<string, { fd: number; backlog: { fd: number; uid: number }[] }>();
@@ -111,7 +111,7 @@ export class FakeSockets implements UnixSockets {
     return n;
   }
 
-  receive(fd: number, buf: Uint8Array): number | undefined {
+  recvNow(fd: number, buf: Uint8Array): number | undefined {
     if (this.receiveError) throw this.receiveError;
     const end = this.end(fd);
     if (end.inbox.length > 0) {
@@ -185,7 +185,7 @@ export function socketCalls(s: FakeSockets): UnixSockets {
     accept: (fd) => s.accept(fd),
     connect: (path) => s.connect(path),
     send: (fd, bytes) => s.send(fd, bytes),
-    receive: (fd, buf) => s.receive(fd, buf),
+    recvNow: (fd, buf) => s.recvNow(fd, buf),
     shutdownListener: (fd) => s.shutdownListener(fd),
     socketFile: (path) => s.socketFile(path),
     removeSocketFile: (path, file) => s.removeSocketFile(path, file),

@@ -8,7 +8,7 @@ import type { FakeSockets } from './fake-sockets';
 export const PICKED_PORT = 40123;
 
 /** The TCP calls and stream calls of the HTTP endpoint over `sockets`; a listener's "path" is `tcp:PORT`. */
-export function fakeTcp(sockets: FakeSockets): TcpSockets & Pick<UnixSockets, 'send' | 'receive' | 'close'> {
+export function fakeTcp(sockets: FakeSockets): TcpSockets & Pick<UnixSockets, 'send' | 'recvNow' | 'close'> {
   return {
     listenTcp: (address) => {
       const port = address.port || PICKED_PORT;
@@ -16,7 +16,7 @@ export function fakeTcp(sockets: FakeSockets): TcpSockets & Pick<UnixSockets, 's
     },
     acceptTcp: (fd) => sockets.accept(fd)?.fd,
     send: (fd, bytes) => sockets.send(fd, bytes),
-    receive: (fd, buf) => sockets.receive(fd, buf),
+    recvNow: (fd, buf) => sockets.recvNow(fd, buf),
     close: (fd) => sockets.close(fd),
   };
 }
@@ -40,9 +40,9 @@ export class HttpClient {
   read(): boolean {
     const buf = Buffer.alloc(64 * 1024);
     for (
-      let n = this.sockets.receive(this.fd, buf);
+      let n = this.sockets.recvNow(this.fd, buf);
       n !== undefined && !this.ended;
-      n = this.sockets.receive(this.fd, buf)
+      n = this.sockets.recvNow(this.fd, buf)
     ) {
       if (n === 0) this.ended = true;
       else this.answer += buf.subarray(0, n).toString('utf8');

@@ -42,7 +42,7 @@ export class WireClient {
   read(): this {
     if (this.ended || this.left) return this;
     const buf = Buffer.alloc(64 * 1024);
-    for (let n = this.sockets.receive(this.fd, buf); n !== undefined; n = this.sockets.receive(this.fd, buf)) {
+    for (let n = this.sockets.recvNow(this.fd, buf); n !== undefined; n = this.sockets.recvNow(this.fd, buf)) {
       if (n === 0) {
         this.ended = true;
         break;

@@ -145,7 +145,7 @@ describe('deploy/daemonset.yaml', () => {
       args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
     });
     // JavaScriptCore's GC markers off, as for an announcer a call starts (src/sys/detached.ts).
-    const [name, value] = ANNOUNCER_RUNTIME_ENV.split('=');
+    const [[name, value]] = Object.entries(ANNOUNCER_RUNTIME_ENV);
     expect(main.env).toEqual([
       { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
       { name, value },

@@ -20,12 +20,10 @@ export function sockaddrLl(ifindex: number, protocol: number, destination?: Uint
   return sll;
 }
 
-/** A struct sockaddr_nl: port id `pid` (0: the kernel, or for bind, one the kernel picks), no groups. */
-export function sockaddrNl(pid = 0): Buffer {
-  const nl = ABI.sockaddr_nl;
-  const address = Buffer.alloc(nl.size);
-  address.writeUInt16LE(ABI.AF_NETLINK, nl.nl_family);
-  address.writeUInt32LE(pid, nl.nl_pid);
+/** A struct sockaddr_nl of port id 0 (to send: the kernel; to bind: one the kernel picks), no groups. */
+export function sockaddrNl(): Buffer {
+  const address = Buffer.alloc(ABI.sockaddr_nl.size);
+  address.writeUInt16LE(ABI.AF_NETLINK, ABI.sockaddr_nl.nl_family);
   return address;
 }
 

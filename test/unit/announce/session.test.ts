@@ -100,15 +100,14 @@ describe('netnsSockets', () => {
     const calls: string[] = [];
     let fd = 40;
     const libc = fakeLibc({
-      openNetlinkSocket: () => (calls.push(`netlink ${++fd}`), fd),
-      joinGroup: (socket, group) => void calls.push(`join ${socket} ${group}`),
+      openNetlinkSocket: (groups) => (calls.push(`netlink ${++fd} joining [${groups.join(' ')}]`), fd),
       close: (socket) => void calls.push(`close ${socket}`),
     });
     const host = netnsSockets(libc).host();
     expect(host.events.fd).toBe(42);
-    expect(calls).toEqual(['netlink 41', 'netlink 42', 'join 42 1']);
+    expect(calls).toEqual(['netlink 41 joining []', 'netlink 42 joining [1]']);
     host.close();
-    expect(calls.slice(3)).toEqual(['close 41', 'close 42']);
+    expect(calls.slice(2)).toEqual(['close 41', 'close 42']);
   });
 
   // Entering a pod needs root and a netns: these only show that each call goes to the netns it names.

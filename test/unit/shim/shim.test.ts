@@ -43,7 +43,8 @@ import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, unt
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ConnectUnix, StreamError } from '../../../src/sys/stream-connection';
+import { StreamError } from '../../../src/sys/sys-error';
+import type { ConnectUnix } from '../../../src/sys/unix-stream';
 import { spawn } from 'node:child_process';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { connectUnix as bunConnect } from '../../../src/sys/unix-stream.bun';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exchange, runShim } from '../../../src/shim/shim';
-import { envObject, startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
+import { startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
 import { START_MARKER } from '../../../src/state-files';
 import { encodeLine, START_MS } from '../../../src/protocol';
 import { connectUnix } from '../../../src/sys/unix-stream';
@@ -116,12 +116,6 @@ describe('startAnnouncer', () => {
     const made: string[] = [];
     await startAnnouncer({ ...deps([]), ensureStateDir: (d) => void made.push(d) }, dir);
     expect(made).toEqual([dir]);
-  });
-});
-
-describe('envObject', () => {
-  it("turns detachedEnv's K=V list into spawn's object", () => {
-    expect(envObject(['PATH=/a:/b', 'QEMU_LD_PREFIX=/x=y', 'junk'])).toEqual({ PATH: '/a:/b', QEMU_LD_PREFIX: '/x=y' });
   });
 });
 

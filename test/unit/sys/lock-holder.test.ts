@@ -1,12 +1,23 @@
 // A flock's holder in /proc/locks, on its own and against the real kernel (a lock this process
 // takes, and a holder this test starts); waiting for that holder through its pidfd (pidfd_open,
-// poll); and the holder's progress stamp.
-import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
+// poll); the holder's progress stamp; and a pid's start time.
+import { spawn, type ChildProcess } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
-import { flockHolder, lockKey, stampFd, waitForLockHolder } from '../../../src/sys/lock-holder';
+import { flockHolder, lockKey, processStartTime, stampFd, waitForLockHolder } from '../../../src/sys/lock-holder';
 import { useTempDir } from '../../support/temp-dir';
 
 const libc = loadLibc();
@@ -95,9 +106,14 @@ describe('waitForLockHolder', () => {
   });
 
   it('with no holder to name, waits the fallback through poll(2), bounded by the time left', () => {
-    const start = Date.now();
-    expect(waitForLockHolder(libc, fd, 5000, 30, () => '')).toBe('fallback');
-    expect(Date.now() - start).toBeLessThan(2000);
+    const unlocked = openSync(join(dir, 'unlocked'), 'w');
+    try {
+      const start = Date.now();
+      expect(waitForLockHolder(libc, unlocked, 5000, 30)).toBe('fallback');
+      expect(Date.now() - start).toBeLessThan(2000);
+    } finally {
+      closeSync(unlocked);
+    }
   });
 });
 
@@ -107,5 +123,66 @@ describe('stampFd', () => {
     stampFd(fd, at);
     const st = statSync(join(dir, 'lock'));
     expect([st.mtimeMs, st.atimeMs].map(Math.round)).toEqual([at, at]); // within float rounding
+  });
+});
+
+/** Above the largest pid_max (2^22): no process can have it. */
+const NO_SUCH_PID = 2 ** 22 + 12345;
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Runs fn with the pid of `command 30`, killed afterwards. */
+async function withChild(command: string, fn: (pid: number) => Promise<void>): Promise<void> {
+  const child = spawn(command, ['30'], { stdio: 'ignore' });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    await fn(child.pid!);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+  }
+}
+
+describe('processStartTime', () => {
+  it('is a string of digits for this process', () => {
+    expect(processStartTime(process.pid)).toMatch(/^\d+$/);
+  });
+
+  it('is undefined for a pid that does not exist', () => {
+    expect(processStartTime(NO_SUCH_PID)).toBeUndefined();
+  });
+
+  it('reads field 22 even when the command name holds spaces and parentheses', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'announcer-proc-'));
+    try {
+      const odd = join(dir, 'a) b (c');
+      copyFileSync('/bin/sleep', odd);
+      chmodSync(odd, 0o755);
+      const mine = Number(processStartTime(process.pid));
+      await withChild(odd, async (pid) => {
+        const start = processStartTime(pid);
+        expect(start).toMatch(/^\d+$/);
+        // Started after this process; a split on the first ')' would read num_threads ("1") instead.
+        expect(Number(start)).toBeGreaterThanOrEqual(mine);
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('never a pid that is not one process', () => {
+  it('processStartTime does not read /proc for a pid outside 2 to 2^22, or not an integer (init, 1, included)', () => {
+    for (const bad of [-1, 0, 1, -4242, 2 ** 22 + 1, 1.5, Number.NaN, Infinity]) {
+      expect(processStartTime(bad), `${bad}`).toBeUndefined();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, vi } from 'vitest';
 import { Rtnl, RtnlEvents } from '../../../src/sys/rtnl';
 import { SysError } from '../../../src/sys/sys-error';
 import { decodeMessages, encodeAttr, encodeMessage, NLMSG_DONE, NLMSG_ERROR } from '../../../src/wire/netlink';
@@ -152,8 +152,22 @@ describe('Rtnl', () => {
   });
 
   it('gives up with ETIMEDOUT when no reply comes', () => {
-    const k = kernel(() => []);
-    expect(() => new Rtnl(k.libc, 3, 20).linkByIndex(4)).toThrow('RTM_GETLINK ifindex 4: ETIMEDOUT');
+    vi.useFakeTimers({ toFake: ['hrtime'] });
+    try {
+      const polls: number[] = [];
+      const waiting = {
+        ...kernel(() => []).libc,
+        pollIn: (_fds: readonly number[], ms: number) => {
+          polls.push(ms);
+          vi.advanceTimersByTime(ms);
+          return [false];
+        },
+      };
+      expect(() => new Rtnl(waiting, 3).linkByIndex(4)).toThrow('RTM_GETLINK ifindex 4: ETIMEDOUT');
+      expect(polls).toEqual([5000]); // one wait for the whole deadline
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -63,16 +63,16 @@ describe('unix SOCK_STREAM sockets', () => {
   it(carriesBytesBothTitle, () => {
     const { client, server } = pair();
     const buf = Buffer.alloc(4);
-    expect(libc.receive(server.fd, buf)).toBeUndefined();
+    expect(libc.recvNow(server.fd, buf)).toBeUndefined();
     expect(libc.send(client, Buffer.from('abc'))).toBe(3);
     expect(libc.send(client, Buffer.from('def\n'))).toBe(4);
-    expect(libc.receive(server.fd, buf)).toBe(4); // a partial read: no message boundaries
+    expect(libc.recvNow(server.fd, buf)).toBe(4); // a partial read: no message boundaries
     expect(buf.toString()).toBe('abcd');
-    expect(libc.receive(server.fd, buf)).toBe(3);
+    expect(libc.recvNow(server.fd, buf)).toBe(3);
     expect(buf.subarray(0, 3).toString()).toBe('ef\n');
-    expect(libc.receive(server.fd, buf)).toBeUndefined();
+    expect(libc.recvNow(server.fd, buf)).toBeUndefined();
     expect(libc.send(server.fd, Buffer.from('ok'))).toBe(2);
-    expect(libc.receive(client, buf)).toBe(2);
+    expect(libc.recvNow(client, buf)).toBe(2);
   });
 
   it('a full socket takes part of a write, then 0, and poll(2) says when there is room again', () => {
@@ -86,7 +86,7 @@ describe('unix SOCK_STREAM sockets', () => {
     expect(libc.pollInOut([client], [server.fd], 0)).toEqual({ readable: new Set([client]), writable: new Set() });
     const buf = Buffer.alloc(1024 * 1024);
     let read = 0;
-    for (let n = libc.receive(client, buf); n !== undefined; n = libc.receive(client, buf)) read += n;
+    for (let n = libc.recvNow(client, buf); n !== undefined; n = libc.recvNow(client, buf)) read += n;
     expect(read).toBe(written);
     expect(libc.pollInOut([client], [server.fd], 0)).toEqual({ readable: new Set(), writable: new Set([server.fd]) });
   });
@@ -97,9 +97,9 @@ describe('unix SOCK_STREAM sockets', () => {
     libc.close(client);
     opened.splice(opened.indexOf(client), 1);
     const buf = Buffer.alloc(8);
-    expect(libc.receive(server.fd, buf)).toBe(1);
+    expect(libc.recvNow(server.fd, buf)).toBe(1);
     expect(libc.pollInOut([server.fd], [], 0).readable).toEqual(new Set([server.fd])); // EOF stays readable
-    expect(libc.receive(server.fd, buf)).toBe(0);
+    expect(libc.recvNow(server.fd, buf)).toBe(0);
     expect(() => libc.send(server.fd, Buffer.from('late'))).toThrow(/EPIPE/);
   });
 
@@ -124,7 +124,7 @@ describe('unix SOCK_STREAM sockets', () => {
     const server = libc.accept(listener)!;
     track(server.fd);
     const buf = Buffer.alloc(64);
-    expect(buf.subarray(0, libc.receive(server.fd, buf)!).toString()).toBe('request\n');
+    expect(buf.subarray(0, libc.recvNow(server.fd, buf)!).toString()).toBe('request\n');
     expect(libc.accept(listener)).toBeUndefined();
   });
 
