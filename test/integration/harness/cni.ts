@@ -24,7 +24,7 @@ export const RUN_TAG_ENV = 'ANNOUNCER_TEST_RUN';
  * The environment an announcer is started with, by a call (src/sys/detached-env.ts) or the DaemonSet: a test that
  * starts `announcer daemon` itself adds it, or a GC thread born in a pod's netns makes that announcer hand over.
  */
-export const ANNOUNCER_RUNTIME = Object.fromEntries([ANNOUNCER_RUNTIME_ENV.split('=') as [string, string]]);
+export const ANNOUNCER_RUNTIME = ANNOUNCER_RUNTIME_ENV;
 
 /** A CNI command as a runtime sends it. */
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'VERSION' | 'STATUS' | 'GC' | (string & {});
