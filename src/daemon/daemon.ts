@@ -12,7 +12,6 @@
 // `announcer-handover` for the next announcer.
 import type { BackgroundJob } from '../announce/background-job';
 import type { SocketOpener } from '../announce/session';
-import type { Timers } from '../announce/context';
 import { NodeFrameBudget, type NodeBudget } from '../announce/budget';
 import { RecordMemory } from '../announce/record-memory';
 import type { NodeSettings } from '../cni/node-settings';
@@ -44,23 +43,15 @@ const PAUSE_AFTER_ERROR_MS = 100;
  */
 export const STAMP_MS = 1000;
 
-/** What the process gives the announcer's parts (Announcer) as they are. */
-interface Given {
-  stateDir: string;
+/** What the announcer needs from the process; its parts (Announcer) carry it on as it is. */
+export interface DaemonDeps extends LockDeps {
   /** The node settings (the stateDir's announcer.conf), fixed for the announcer's life. */
   settings: NodeSettings;
   libc: Libc & UnixSockets & TcpSockets;
   open: SocketOpener;
   views: CallerViews;
-  timers: Timers;
-  /** The announcer's own log; `jobLog`, a job's (its network's logFile). */
-  log: Logger;
+  /** The announcer's own log (LockDeps); `jobLog`, a job's (its network's logFile). */
   jobLog(job: BackgroundJob): Logger;
-}
-
-/** What the announcer needs from the process. */
-export interface DaemonDeps extends LockDeps, Given {
-  libc: Given['libc'];
   /** This executable's build (src/about.ts). */
   build: string;
   /** Run by the DaemonSet: never exits for being idle, and takes over from an announcer a shim started. */
@@ -85,7 +76,7 @@ export interface DaemonDeps extends LockDeps, Given {
 }
 
 /** The announcer's parts, made once at its start: what its table, rounds and hosted commands run on. */
-export interface Announcer extends Given {
+export interface Announcer extends DaemonDeps {
   waits: LoopWaits;
   attachmentLocks: MemoryLocks;
   written: RecordMemory;
@@ -137,7 +128,6 @@ class Daemon {
     };
     this.closer = new BackgroundCloser(deps.libc, (fd, error) => failed('cannot close a socket', error, { fd }));
     const waits = new LoopWaits(() => deps.timers.now());
-    const { stateDir, libc, views, timers, settings, log, jobLog } = deps;
     // Every entry into a pod's netns is counted: a turn that entered one looks for a thread born there.
     const entering = <T>(enter: () => T): T => (this.entries++, enter());
     const open: SocketOpener = {
@@ -146,12 +136,15 @@ class Daemon {
         netns === undefined ? deps.open.host(netns, groups) : entering(() => deps.open.host(netns, groups)),
       receivers: (netns, ifindexes, ethertype) => entering(() => deps.open.receivers(netns, ifindexes, ethertype)),
     };
-    const parts = { stateDir, libc, open, views, timers, settings, log, jobLog, waits, counters, failed };
     this.a = {
-      ...parts,
+      ...deps,
+      open,
+      waits,
+      counters,
+      failed,
       attachmentLocks: new MemoryLocks((ms, signal) => waits.sleep(ms, signal)),
       written: new RecordMemory(),
-      frameBudget: new NodeFrameBudget(() => settings.rateLimit),
+      frameBudget: new NodeFrameBudget(() => deps.settings.rateLimit),
       closeInBackground: (fd) => this.closer.close(fd),
       metrics: new LazyMetrics(() => counters),
       jobs: undefined as unknown as Jobs,
