@@ -89,7 +89,7 @@ async function addLocked(deps: AttachmentCommand, job: AddJob, file: string): Pr
     if (keep) persist(job.stateDir, record, deps.written);
     else if (previous) unpersist(file, deps.written);
   } catch (err) {
-    if (done) closePod(deps, done.session);
+    done?.session.close();
     if (record.originalMacs.length > 0) writeRecordQuietly(job.stateDir, record, log, deps.written);
     else removeRecordQuietly(file, log, deps.written);
     // The record no longer holds the previous ADD's job: any work the table has for the attachment ends.
@@ -105,12 +105,6 @@ interface InPod {
   first: FirstRound;
   macs: Map<number, string>;
   session: PodSession;
-}
-
-/** Closes ADD's pod session, its packet socket on another thread. */
-function closePod(deps: AttachmentCommand, session: PodSession): void {
-  deps.closeInBackground(session.pod.packet.release());
-  session.close();
 }
 
 /**
@@ -147,7 +141,7 @@ async function inPod(deps: AttachmentCommand, job: AddJob, record: AttachmentRec
     const undone =
       err instanceof AddressConflictError || err instanceof NotWantedError || err instanceof GatewayUnansweredError;
     if (macs && undone) restoreRecordedMacs(session, record, deps.log);
-    closePod(deps, session);
+    session.close();
     throw err;
   }
 }
@@ -163,7 +157,7 @@ function handOver(deps: AttachmentCommand, name: string, record: AttachmentRecor
   try {
     kept = deps.table.added(name, record, report, session);
   } finally {
-    if (!kept) closePod(deps, session);
+    if (!kept) session.close();
   }
   if (first.gateway && first.gateway.result !== 'pending')
     deps.log.info(`gateway check: ${describeVerdict(first.gateway)}`, { gateway: first.gateway });

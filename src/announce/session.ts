@@ -106,9 +106,12 @@ export function inView(open: SocketOpener, view: CallerView): SocketOpener {
   };
 }
 
-/** Opens the pod's sockets by path and resolves `names` there (and their host veth peers). */
+/**
+ * Opens the pod's sockets by path and resolves `names` there (and their host veth peers). Its close hands the packet
+ * socket to `closeInBackground` (its close waits for an RCU grace period).
+ */
 export function openSession(
-  { open }: { open: SocketOpener },
+  { open, closeInBackground }: { open: SocketOpener; closeInBackground(fd: number): void },
   netns: string,
   names: readonly string[],
   hostPeerNames: readonly string[],
@@ -132,7 +135,14 @@ export function openSession(
       missing,
       eventFds: [pod.events.fd, h.events.fd],
       drainEvents: () => (pod.events.drain(), h.events.drain()),
-      close: () => (pod.close(), h.close()),
+      close: () => {
+        try {
+          closeInBackground(pod.packet.release());
+        } finally {
+          pod.close();
+          h.close();
+        }
+      },
     };
   } catch (err) {
     pod.close();

@@ -91,7 +91,8 @@ async function oneRound(
   waitMs: number,
   what: string,
 ): Promise<string> {
-  const session = openSession(deps, netns, [ifname], []);
+  // Alone in its process: the packet socket is closed here, nothing else waits on its close.
+  const session = openSession({ ...deps, closeInBackground: (fd) => deps.libc.close(fd) }, netns, [ifname], []);
   try {
     const iface = session.interfaces[0];
     if (!iface) throw new Error(`interface ${ifname} not found in ${netns}`);

@@ -31,7 +31,7 @@ import { formatMac } from '../wire/ethernet';
 import { AF_BRIDGE, AF_INET, AF_INET6, parseNeighChange, RtnlGroup } from '../wire/rtnetlink';
 import { countVerdict } from './metrics';
 import type { Announcer } from './daemon';
-import { closeSession, openForJob, visitOf, type OpenPod, type PodVisit, type Work } from './rounds';
+import { openForJob, visitOf, type OpenPod, type PodVisit, type Work } from './rounds';
 
 /** One attachment's gateway check in the announcer. */
 export interface GatewayWork {
@@ -150,7 +150,7 @@ export async function runGatewayDue(a: Announcer, w: Work, now: number, changed:
     a.counters.errors++;
     w.log.error('gateway check failed', { error: err });
   } finally {
-    if (opened && !('gone' in opened)) closeSession(a, opened.session);
+    if (opened && !('gone' in opened)) opened.session.close();
   }
 }
 
@@ -161,7 +161,7 @@ export function dropGateway(a: Announcer, w: Work): void {
   const { node, handed } = g;
   [g.node, g.nodeAt, g.handed] = [undefined, undefined, undefined];
   node?.sockets.close();
-  if (handed) closeSession(a, handed);
+  handed?.close();
   dropAsk(a, w);
 }
 

@@ -96,12 +96,8 @@ export function openForJob(a: Announcer, job: BackgroundJob): PodVisit {
   if (!open) return { gone: NO_VIEW };
   let session: PodSession;
   try {
-    session = openSession(
-      { open },
-      job.netns,
-      job.interfaces.map((i) => i.name),
-      job.hostPeerNames,
-    );
+    const names = job.interfaces.map((i) => i.name);
+    session = openSession({ open, closeInBackground: a.closeInBackground }, job.netns, names, job.hostPeerNames);
   } catch (err) {
     return { gone: `cannot enter pod netns: ${(err as Error).message}` };
   }
@@ -114,19 +110,10 @@ export function visitOf(a: Announcer, session: PodSession, job: BackgroundJob, o
   const targets = job.interfaces.map((t) => ({ ...t, iface: session.interfaces.find((r) => r.name === t.name) }));
   const missing = targets.find((t) => !t.iface);
   if (missing || !opener) {
-    closeSession(a, session);
+    session.close();
     return { gone: missing ? `pod interface ${missing.name} gone` : NO_VIEW };
   }
   return { session, targets: targets as OpenPod['targets'], open: opener };
-}
-
-/** Closes a session, its packet socket on another thread. */
-export function closeSession(a: Announcer, session: PodSession): void {
-  try {
-    a.closeInBackground(session.pod.packet.release());
-  } finally {
-    session.close();
-  }
 }
 
 /** Looks at an open pod: the frames to send when ready (the session stays open for sending). */
@@ -210,7 +197,7 @@ export function runRound(a: Announcer, w: Work, now: number, wanted: () => boole
     a.counters.errors++;
     w.log.error('round failed', { round: w.next + 1, error: err });
   } finally {
-    closeSession(a, opened.session);
+    opened.session.close();
   }
   w.next++;
   return advance(a, w, now);
@@ -235,7 +222,7 @@ function heldBack(a: Announcer, w: Work, now: number, waitMs: number): Ended | u
  * Closes the sockets of a deferred wait, if it has them open: a probe's receivers (the window is given up), then the
  * pod's.
  */
-export function dropDeferred(a: Announcer, w: Work): void {
+export function dropDeferred(w: Work): void {
   const d = w.deferred;
   const open = d?.open;
   const probe = d?.probe;
@@ -243,7 +230,7 @@ export function dropDeferred(a: Announcer, w: Work): void {
   try {
     probe?.close();
   } finally {
-    if (open) closeSession(a, open.session);
+    open?.session.close();
   }
 }
 
@@ -285,7 +272,7 @@ export function runDeferred(a: Announcer, w: Work, now: number): Ended | undefin
     return undefined;
   }
   const sent = sendFrames(d.open!.session.pod.packet, frames, w.log);
-  dropDeferred(a, w);
+  dropDeferred(w);
   w.deferred = undefined;
   a.counters.deferred.ready++;
   roundSent(a, w, sent);
@@ -362,7 +349,7 @@ export function afterThrow(a: Announcer, w: Work, now: number, err: unknown): En
   if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
   w.deferred.checkAt = now + CHECK_MS;
   try {
-    dropDeferred(a, w);
+    dropDeferred(w);
   } catch {
     // the sockets are let go of; the throw that brought us here is counted
   }

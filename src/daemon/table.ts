@@ -170,7 +170,7 @@ export class Jobs implements JobTable {
     this.works.delete(name);
     try {
       dropGateway(this.a, w);
-      dropDeferred(this.a, w);
+      dropDeferred(w);
     } catch (err) {
       this.a.counters.errors++;
       w.log.error('cannot close the pod sockets', { error: err });
@@ -309,7 +309,7 @@ export class Jobs implements JobTable {
     for (const w of this.works.values()) {
       try {
         dropGateway(this.a, w);
-        dropDeferred(this.a, w);
+        dropDeferred(w);
       } catch (err) {
         errors.push(err);
       }

@@ -91,7 +91,12 @@ function opener(
 function open(w = world(), names = ['eth0', 'net1']) {
   const trace: Trace = { calls: [] };
   const libc = eventLibc(trace);
-  const session = openSession({ open: opener(w, libc, trace) }, '/run/netns/pod', names, []);
+  const session = openSession(
+    { open: opener(w, libc, trace), closeInBackground: (fd) => void trace.calls.push(`close ${fd} in background`) },
+    '/run/netns/pod',
+    names,
+    [],
+  );
   return { session, trace };
 }
 
@@ -149,7 +154,7 @@ describe('openSession', () => {
     ]);
     trace.calls = [];
     session.close();
-    expect(trace.calls).toEqual(['close pod', 'close host']);
+    expect(trace.calls).toEqual(['close 60 in background', 'close pod', 'close host']);
   });
 
   it('closes the pod when the host sockets cannot be opened', () => {
@@ -157,7 +162,12 @@ describe('openSession', () => {
     const libc = eventLibc(trace);
     const err = new Error('socket: EMFILE');
     expect(() =>
-      openSession({ open: opener(world(), libc, trace, { host: err }) }, '/run/netns/pod', ['eth0'], []),
+      openSession(
+        { open: opener(world(), libc, trace, { host: err }), closeInBackground: () => undefined },
+        '/run/netns/pod',
+        ['eth0'],
+        [],
+      ),
     ).toThrow(err);
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod']);
   });
@@ -176,7 +186,9 @@ describe('openSession', () => {
         return pod;
       },
     };
-    expect(() => openSession({ open: failing }, '/run/netns/pod', ['eth0'], [])).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
+    expect(() =>
+      openSession({ open: failing, closeInBackground: () => undefined }, '/run/netns/pod', ['eth0'], []),
+    ).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod', 'close host']);
   });
 });

@@ -551,7 +551,8 @@ describe('the check when the pod cannot be asked from now', () => {
 describe("ADD's open session", () => {
   beforeEach(bridged);
   /** ADD's session on the pod, still open, as ADD hands it to the table with its job. */
-  const session = (job: BackgroundJob) => openSession({ open: w.pod.opener() }, job.netns, ['eth0'], []);
+  const session = (job: BackgroundJob) =>
+    openSession({ open: w.pod.opener(), closeInBackground: w.a.closeInBackground }, job.netns, ['eth0'], []);
   const handed = (job: BackgroundJob, gateway?: GatewayVerdict): boolean =>
     w.a.jobs.added(
       writeJob(w.state, job),
