@@ -60,6 +60,19 @@ export function withoutConflicts(
   });
 }
 
+/** `frames` without the conflicting addresses, each logged as left out. */
+export function leaveOutConflicts(
+  frames: readonly OutgoingFrame[],
+  conflicts: readonly AddressConflict[],
+  log: Logger,
+): OutgoingFrame[] {
+  for (const c of conflicts) {
+    const fields = { address: c.address, mac: c.mac, interface: c.interface };
+    log.warn(`address conflict: not announcing ${describeConflict(c)}`, fields);
+  }
+  return withoutConflicts(frames, conflicts);
+}
+
 const HOW_SEEN: Record<ConflictKind, string> = {
   reply: 'it answered ARP for that address',
   request: 'it sent ARP from that address',

@@ -12,13 +12,7 @@ import { AF_INET, AF_INET6 } from '../wire/rtnetlink';
 import type { Rtnl } from '../sys/rtnl';
 import type { AddJob, AttachmentCommand } from './add';
 import type { BackgroundJob, ConflictCheckJob, GatewayCheckJob } from './background-job';
-import {
-  describeConflict,
-  dropConflicting,
-  SteppedPodProbe,
-  withoutConflicts,
-  type AddressConflict,
-} from './conflict-probe';
+import { dropConflicting, leaveOutConflicts, SteppedPodProbe, type AddressConflict } from './conflict-probe';
 import { LOCK_GRACE_MS, requireWanted, type FirstRoundReport } from './context';
 import { AddressConflictError, GatewayUnansweredError, InterfaceMissingError, NotWantedError } from './errors';
 import { askFds, askReplies, gatewayTargets, openAsk, readAsk, releaseAsk, sendAsk } from './gateway-ask';
@@ -229,14 +223,7 @@ class RoundOne {
       return { frames, conflicts: [] };
     }
     if (conflicts.length > 0 && check.action === 'fail') throw new AddressConflictError(conflicts);
-    for (const c of conflicts) {
-      deps.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
-        address: c.address,
-        mac: c.mac,
-        interface: c.interface,
-      });
-    }
-    return { frames: withoutConflicts(frames, conflicts), conflicts };
+    return { frames: leaveOutConflicts(frames, conflicts, deps.log), conflicts };
   }
 
   /**

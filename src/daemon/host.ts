@@ -11,7 +11,7 @@ import { dispatch, type CniPlugin } from '../cni/dispatch';
 import { CniError, ErrorCode } from '../cni/errors';
 import { whereToSet } from '../cni/node-settings';
 import type { NodeOptionKey } from '../cni/option-schema';
-import type { Logger, LogLevel } from '../log';
+import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import { CallerViewError, type CallerView, type CallerViews } from '../sys/caller-view';
 import type { Gate } from './admission';
@@ -43,10 +43,7 @@ export type CniRunner = (
 ) => Promise<CommandOutcome>;
 
 /** A command's logger: to its config's logFile at its logLevel, each line naming the attachment. */
-export type CommandLog = (
-  config: { logFile?: string | undefined; logLevel: LogLevel },
-  ids: { containerId?: string | undefined; ifname?: string | undefined; args?: { raw: Record<string, string> } },
-) => Logger;
+export type CommandLog = CommandContext['logger'];
 
 /** The announcer's runner of CNI commands; `commandLog` makes each command's logger (daemon-verb.ts). */
 export function cniRunner(a: Announcer, commandLog: CommandLog): CniRunner {

@@ -3,7 +3,7 @@
 // netns by path, as the job's caller sees it, and holds nothing between rounds. Only a deferred wait keeps the pod's
 // sockets (their event sockets join the loop's poll) until round 1 is out or the wait ends; the budget may hold round
 // 1 back, but never drops it. Under conflictCheck, round 1 waits for a probe window first, stepped by the loop.
-import { describeConflict, dropConflicting, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
+import { dropConflicting, leaveOutConflicts, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
 import type { BackgroundJob } from '../announce/background-job';
 import type { ResolvedInterface } from '../announce/session';
 import { SteppedPodProbe } from '../announce/conflict-probe';
@@ -324,15 +324,9 @@ function applyConflicts(a: Announcer, w: Work, frames: OutgoingFrame[], conflict
     w.log.warn('conflictCheck is fail, but ADD has returned: leaving the addresses out instead', {
       conflicts: conflicts.length,
     });
-  for (const c of conflicts)
-    w.log.warn(`address conflict: not announcing ${describeConflict(c)}`, {
-      address: c.address,
-      mac: c.mac,
-      interface: c.interface,
-    });
   a.counters.conflicts += conflicts.length;
   w.job = { ...w.job, interfaces: dropConflicting(w.job.interfaces, conflicts) };
-  return withoutConflicts(frames, conflicts);
+  return leaveOutConflicts(frames, conflicts, w.log);
 }
 
 /**
