@@ -150,9 +150,9 @@ class Daemon {
       jobs: undefined as unknown as Jobs,
     };
     this.a.jobs = new Jobs(this.a);
-    this.metricsFile = new MetricsFile(this.a, deps.writeMetrics, deps.metricsFileProblem);
+    this.metricsFile = new MetricsFile(this.a);
     this.runCni = deps.commands(this.a);
-    this.server = new Server(this.a, deps.uid, {
+    this.server = new Server(this.a, {
       control: (r) => this.answer(r),
       cni: (c, caller) => this.takeCommand(c, caller),
       served: (command) => countServed(counters, command),

@@ -131,20 +131,16 @@ export class MetricsFile {
   private file: string | undefined;
 
   /**
-   * The file of the announcer `a` (its node settings' metricsFile; none: nothing is written), written by `write`
-   * (atomically); `problem` says why a file can never be written (its directory missing, not a directory…).
+   * The file of the announcer `a` (its node settings' metricsFile; none: nothing is written), written by its
+   * writeMetrics (atomically); its metricsFileProblem says why a file can never be written.
    */
-  constructor(
-    private readonly a: Announcer,
-    private readonly write: (file: string, text: string) => void,
-    private readonly problem: (file: string) => string | undefined,
-  ) {
+  constructor(private readonly a: Announcer) {
     this.file = a.settings.metricsFile;
   }
 
   /** Checks once that the file can be written at all: one that never can is reported here, once, and never tried. */
   start(): void {
-    const problem = this.file === undefined ? undefined : this.problem(this.file);
+    const problem = this.file === undefined ? undefined : this.a.metricsFileProblem(this.file);
     if (problem === undefined) return;
     this.a.counters.errors++;
     this.a.log.error('metricsFile can never be written: not writing it', { file: this.file, problem });
@@ -163,7 +159,7 @@ export class MetricsFile {
     if (text === (await this.attempted)) return;
     this.attemptedAt = now;
     try {
-      this.write(file, text);
+      this.a.writeMetrics(file, text);
       this.attempted = Promise.resolve(text);
     } catch (err) {
       this.failed(file, err, now);

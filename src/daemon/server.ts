@@ -158,10 +158,9 @@ export class Server extends Endpoint<Connection> {
   /** The socket file this process bound (device and inode): the only one it ever removes. */
   private bound: FileId | undefined;
 
-  /** Serves connections of user `uid` on the announcer `a`'s socket. */
+  /** Serves connections of the announcer `a`'s user (its uid) on its socket. */
   constructor(
     a: Announcer,
-    private readonly uid: number,
     private readonly handlers: RequestHandlers,
   ) {
     super(a, {
@@ -402,7 +401,7 @@ export class Server extends Endpoint<Connection> {
    * stopping announcer takes every queued one, so none goes unanswered for want of room).
    */
   private admit(peer: Accepted): void {
-    if (peer.uid !== this.uid)
+    if (peer.uid !== this.a.uid)
       this.a.log.warn('refused a control connection from another user', { uid: peer.uid, pid: peer.pid });
     else if (this.clients.size < MAX_CLIENTS || this.stopping) {
       this.acceptedCount++;

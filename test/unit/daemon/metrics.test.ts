@@ -77,12 +77,13 @@ function setup(path: string | null = '/m.prom', problem?: string) {
     timers: { now: () => clock.now, bootMs: () => clock.now, sleep: async () => undefined },
     settings: resolveNodeSettings(path === null ? {} : { metricsFile: path }),
   });
-  const write = (f: string, text: string): void => {
+  a.writeMetrics = (f, text) => {
     attempts.push(text);
     if (clock.fail) throw Object.assign(new Error(`${clock.fail}: cannot write`), { code: clock.fail });
     writes.push({ file: f, text });
   };
-  const file = new MetricsFile(a, write, () => problem);
+  a.metricsFileProblem = () => problem;
+  const file = new MetricsFile(a);
   const sent = () => writes.map((w) => `${w.file} ${/outcome="sent"\} (\d)/.exec(w.text)![1]}`);
   return {
     counters: a.counters,

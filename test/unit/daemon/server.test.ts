@@ -58,8 +58,9 @@ beforeEach(() => {
     libc: fakeLibc(socketCalls(sockets)),
     log,
     failed: (what, error) => void failures.push([what, error]),
+    uid: UID,
   });
-  server = new Server(a, UID, {
+  server = new Server(a, {
     control: (request) => (handled.push(request), answer()),
     cni: (command) =>
       refuse !== undefined
