@@ -66,12 +66,7 @@ export function checkRequestLine(line: string): CheckedRequest | string {
 }
 
 /** A CNI command as it came, and its gate. */
-export interface CniCommand {
-  env: Record<string, string>;
-  stdin: string;
-  build: string;
-  gate: Gate;
-}
+export type CniCommand = Extract<CheckedRequest, { kind: 'cni' }> & { gate: Gate };
 
 /** Whether `command` (CNI_COMMAND) is dropped once no one waits for it: ADD and CHECK. */
 export function droppedLate(command: string | undefined): boolean {
