@@ -118,7 +118,7 @@ class Daemon {
   private checkedAt = 0;
 
   constructor(
-    private readonly deps: DaemonDeps,
+    deps: DaemonDeps,
     private readonly lockFd: number,
   ) {
     const counters = newCounters();
@@ -171,11 +171,11 @@ class Daemon {
     try {
       // One that cannot listen ends the announcer (HttpListenError).
       const healthy = (): boolean => this.server.listening && !this.stopping;
-      if (this.deps.listen)
-        this.http = HttpEndpoint.listen(this.a, this.deps.listen, { healthy, metrics: this.a.metrics });
+      if (this.a.listen)
+        this.http = HttpEndpoint.listen(this.a, this.a.listen, { healthy, metrics: this.a.metrics });
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.server.listen();
-      this.deps.ready?.();
+      this.a.ready?.();
       this.recover();
       this.metricsFile.start();
       await this.loop();
@@ -187,29 +187,29 @@ class Daemon {
       this.guard('cannot close the sockets waiting to be closed', () => this.closer.closeWaiting());
       this.guard('cannot close the HTTP endpoint', () => this.http?.close());
       await this.metricsFile.flush(true);
-      this.deps.log.info('announcer stopped', { pid: process.pid, ...this.stopTook() });
+      this.a.log.info('announcer stopped', { pid: process.pid, ...this.stopTook() });
     }
   }
 
   /** How long the stop took, how many requests it passed on and how many bursts it handed over: the last log line. */
   private stopTook(): { stopMs?: number; passedOn?: number; handedOver?: number } {
     if (this.stoppingSince === undefined) return {};
-    const stopMs = Math.round(this.deps.timers.now() - this.stoppingSince);
+    const stopMs = Math.round(this.a.timers.now() - this.stoppingSince);
     return { stopMs, passedOn: this.server.passedOn(), handedOver: this.handedOver };
   }
 
   /** Removes the start marker, then takes up the hand-over and the records (the journal). */
   private recover(): void {
-    const { stateDir, build } = this.deps;
+    const { stateDir, build } = this.a;
     this.guard(`cannot remove ${START_MARKER}`, () => unlinkIfPresent(join(stateDir, START_MARKER)));
     const handedOver = this.guard('cannot read the hand-over', () => takeHandover(stateDir)) ?? new Map();
     this.guard('cannot read the records', () => this.a.jobs.recover(handedOver));
     const started = { pid: process.pid, build, stateDir, pending: this.a.jobs.size, handedOver: handedOver.size };
-    this.deps.log.info('announcer started', { ...started, settings: this.a.settings });
+    this.a.log.info('announcer started', { ...started, settings: this.a.settings });
   }
 
   private async loop(): Promise<void> {
-    let idleSince = this.deps.timers.now();
+    let idleSince = this.a.timers.now();
     for (;;) {
       if (!this.stopping) this.stopIfDue(idleSince);
       if (this.server.done()) break;
@@ -218,20 +218,20 @@ class Daemon {
       const accepted = this.server.accepted;
       try {
         // Only an announcer that may exit for being idle wakes for it: none stopping, resident, or with work.
-        const neverIdle = this.stopping || this.deps.resident || busy;
+        const neverIdle = this.stopping || this.a.resident || busy;
         await this.turn(neverIdle ? Infinity : idleSince + this.a.settings.idleExitMs);
       } catch (err) {
         this.a.failed('announcer turn failed', err);
-        this.pausedUntil = this.deps.timers.now() + PAUSE_AFTER_ERROR_MS;
+        this.pausedUntil = this.a.timers.now() + PAUSE_AFTER_ERROR_MS;
       }
       this.lookForStrayThreads();
       // Idle time starts when the last work ends, not before the turn's wait that ended it.
       const active = busy || this.a.jobs.size > 0 || this.server.busy || this.server.accepted !== accepted;
-      if (active) idleSince = this.deps.timers.now();
+      if (active) idleSince = this.a.timers.now();
     }
     const progress = this.a.jobs.progress();
     this.handedOver = progress.size;
-    if (progress.size > 0) this.guard('cannot write the hand-over', () => writeHandover(this.deps.stateDir, progress));
+    if (progress.size > 0) this.guard('cannot write the hand-over', () => writeHandover(this.a.stateDir, progress));
   }
 
   /**
@@ -239,7 +239,7 @@ class Daemon {
    * when it may come, among them), then whatever is due. Until pausedUntil (after a turn that threw) it only waits, reading nothing.
    */
   private async turn(idleAt: number): Promise<void> {
-    const { libc, timers } = this.deps;
+    const { libc, timers } = this.a;
     const { waits, jobs } = this.a;
     const pause = this.pausedUntil - timers.now();
     if (pause > 0) {
@@ -271,10 +271,10 @@ class Daemon {
 
   /** Stamps progress on the lock file, at most every STAMP_MS: a loop that turns is not hung. */
   private stampProgress(): void {
-    const now = this.deps.timers.now();
+    const now = this.a.timers.now();
     if (now - this.stampedAt < STAMP_MS) return;
     this.stampedAt = now;
-    this.guard('cannot stamp progress', () => this.deps.stampProgress(this.lockFd));
+    this.guard('cannot stamp progress', () => this.a.stampProgress(this.lockFd));
   }
 
   /**
@@ -284,7 +284,7 @@ class Daemon {
   private lookForStrayThreads(): void {
     if (this.entries === this.checkedAt || this.stopping) return;
     this.checkedAt = this.entries;
-    const threads = this.guard('cannot look at the threads', () => this.deps.threadsInOtherNetns()) ?? [];
+    const threads = this.guard('cannot look at the threads', () => this.a.threadsInOtherNetns()) ?? [];
     if (threads.length === 0) return;
     this.a.failed('a thread born inside a pod netns keeps it alive: handing over to a fresh announcer', undefined, {
       threads: threads.map((t) => `${t.tid} (${t.comm})`),
@@ -299,15 +299,15 @@ class Daemon {
   private stopIfDue(idleSince: number): void {
     if (this.signalled) return this.stop(`${this.signalled}: handing over to the next announcer`);
     const { idleExitMs } = this.a.settings;
-    if (this.deps.resident || this.a.jobs.size > 0 || this.server.busy) return;
-    if (this.deps.timers.now() - idleSince >= idleExitMs) this.stop('idle: stopping', { idleExitMs });
+    if (this.a.resident || this.a.jobs.size > 0 || this.server.busy) return;
+    if (this.a.timers.now() - idleSince >= idleExitMs) this.stop('idle: stopping', { idleExitMs });
   }
 
   /** Begins the stop, logging `why` once: no new caller reaches this announcer, and each waiting one is answered. */
   private stop(why: string, fields: Record<string, unknown> = {}): void {
     if (this.stopping) return;
-    this.stoppingSince = this.deps.timers.now();
-    this.deps.log.info(why, fields);
+    this.stoppingSince = this.a.timers.now();
+    this.a.log.info(why, fields);
     this.server.stop();
   }
 
@@ -322,10 +322,10 @@ class Daemon {
    */
   private takeCommand(command: CniCommand, caller: Caller): ReturnType<RequestHandlers['cni']> {
     const replaced =
-      command.build !== this.deps.build &&
-      this.guard('cannot look at the executable', () => this.deps.executableReplaced());
+      command.build !== this.a.build &&
+      this.guard('cannot look at the executable', () => this.a.executableReplaced());
     if (replaced) {
-      const fields = { build: this.deps.build, newBuild: command.build };
+      const fields = { build: this.a.build, newBuild: command.build };
       this.stop('executable replaced: handing over to the new build', fields);
       return { refused: 'handover' };
     }
@@ -339,11 +339,11 @@ class Daemon {
   /** The answer to a control request: the status, or (a starting resident announcer asks) a hand-over. */
   private answer(request: ControlRequest): ControlReply {
     if (request.op === 'handover') {
-      if (this.deps.resident) return { ok: false, error: RESIDENT_REFUSAL };
+      if (this.a.resident) return { ok: false, error: RESIDENT_REFUSAL };
       this.stop('a resident announcer starts: handing over to it');
       return { ok: true };
     }
-    const attachments = this.a.jobs.status(this.deps.timers.bootMs());
+    const attachments = this.a.jobs.status(this.a.timers.bootMs());
     return { ok: true, status: { pid: process.pid, attachments, counters: structuredClone(this.a.counters) } };
   }
 
