@@ -5,7 +5,6 @@
 // globals are banned (biome.json), get them injected, and the announcer's sleeps are deadlines in its poll(2).
 import type { Timers } from './announce/context';
 import { netnsSockets } from './announce/session';
-import { listRecords } from './announce/state';
 import { announceCommand, ANNOUNCE_USAGE, ANNOUNCE_VERB } from './commands/announce-cli';
 import { install, INSTALL_USAGE, INSTALL_VERB, type InstallDeps } from './commands/install';
 import { DAEMON_USAGE, daemonVerb } from './daemon/daemon-verb';
@@ -13,7 +12,6 @@ import { statusCommand, STATUS_USAGE, STATUS_VERB } from './daemon/status-cli';
 import { once } from './once';
 import { dirname, join } from './path';
 import { DAEMON_VERB } from './self-command';
-import { askAnnouncer } from './shim/shim';
 import { NODE_SETTINGS_FILE } from './state-files';
 import { loadLibc } from './sys/libc';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
@@ -44,8 +42,7 @@ export const CLI_VERBS: readonly {
     what: "what the node's announcer is doing (or, with none running, what the records say)",
     run: (args, io) => {
       const libc = loadLibc();
-      const ask = (stateDir: string) => askAnnouncer(stateDir, { op: 'status' });
-      return statusCommand({ ask, records: listRecords, bootMs: () => libc.bootTimeMs(), ...io }, args);
+      return statusCommand(io, () => libc.bootTimeMs(), args);
     },
   },
   {

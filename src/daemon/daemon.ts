@@ -171,8 +171,7 @@ class Daemon {
     try {
       // One that cannot listen ends the announcer (HttpListenError).
       const healthy = (): boolean => this.server.listening && !this.stopping;
-      if (this.a.listen)
-        this.http = HttpEndpoint.listen(this.a, this.a.listen, { healthy, metrics: this.a.metrics });
+      if (this.a.listen) this.http = HttpEndpoint.listen(this.a, this.a.listen, { healthy, metrics: this.a.metrics });
       // Listen first: a caller waits no longer than it must; no command runs before the records are read.
       this.server.listen();
       this.a.ready?.();
@@ -322,8 +321,7 @@ class Daemon {
    */
   private takeCommand(command: CniCommand, caller: Caller): ReturnType<RequestHandlers['cni']> {
     const replaced =
-      command.build !== this.a.build &&
-      this.guard('cannot look at the executable', () => this.a.executableReplaced());
+      command.build !== this.a.build && this.guard('cannot look at the executable', () => this.a.executableReplaced());
     if (replaced) {
       const fields = { build: this.a.build, newBuild: command.build };
       this.stop('executable replaced: handing over to the new build', fields);

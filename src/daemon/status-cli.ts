@@ -3,27 +3,19 @@
 // none runs, it reads the records in stateDir (no counters then).
 import { DEFAULT_STATE_DIR } from '../cni/option-bounds';
 import { parseFlags } from '../cli-flags';
-import type { RecordRead } from '../announce/state';
+import { listRecords, type RecordRead } from '../announce/state';
+import type { VerbIo } from '../cli';
+import { askAnnouncer } from '../shim/shim';
 import type { Counters } from './metrics';
 import { nextRound } from './rounds';
 import { settledStatus } from './table';
 import { describeNodeProof, describeVerdict } from '../announce/gateway-verdict';
-import type { AttachmentStatus, ControlReply } from '../protocol';
+import type { AttachmentStatus } from '../protocol';
 
 /** The verb. */
 export const STATUS_VERB = 'status';
 /** Its usage line (records are read from the config's default stateDir unless --state-dir says otherwise). */
 export const STATUS_USAGE = `usage: announcer ${STATUS_VERB} [--json] [--state-dir DIR]`;
-
-/** What `status` needs from the process. */
-export interface StatusCliDeps {
-  /** Asks the running announcer of stateDir for its status; undefined when none answers. */
-  ask(stateDir: string): Promise<ControlReply | undefined>;
-  records(stateDir: string): { file: string; read: RecordRead }[];
-  bootMs(): number;
-  out(line: string): void;
-  err(line: string): void;
-}
 
 /** What `status` reports, also its --json form. */
 export interface StatusReport {
@@ -34,15 +26,18 @@ export interface StatusReport {
   counters?: Counters;
 }
 
-/** Runs `announcer status`; resolves with the exit status. */
-export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]): Promise<number> {
+/**
+ * Runs `announcer status`: asks the running announcer, else reads the records as of `bootMs` (CLOCK_BOOTTIME); resolves
+ * with the exit status.
+ */
+export async function statusCommand(io: VerbIo, bootMs: () => number, argv: readonly string[]): Promise<number> {
   const parsed = parseFlags(argv, { json: 'bool', 'state-dir': 'string' }, STATUS_USAGE);
   if (!parsed.ok) {
-    deps.err(`announcer ${STATUS_VERB}: ${parsed.problem}`);
+    io.err(`announcer ${STATUS_VERB}: ${parsed.problem}`);
     return 2;
   }
   const stateDir = parsed.flags['state-dir'] ?? DEFAULT_STATE_DIR;
-  const reply = await deps.ask(stateDir);
+  const reply = await askAnnouncer(stateDir, { op: 'status' });
   const report: StatusReport =
     reply?.ok && reply.status
       ? {
@@ -52,9 +47,9 @@ export async function statusCommand(deps: StatusCliDeps, argv: readonly string[]
           attachments: reply.status.attachments,
           counters: reply.status.counters as Counters,
         }
-      : { source: 'records', stateDir, attachments: fromRecords(deps.records(stateDir), deps.bootMs()) };
-  if (parsed.flags.json) deps.out(JSON.stringify(report));
-  else for (const line of render(report)) deps.out(line);
+      : { source: 'records', stateDir, attachments: fromRecords(listRecords(stateDir), bootMs()) };
+  if (parsed.flags.json) io.out(JSON.stringify(report));
+  else for (const line of render(report)) io.out(line);
   return 0;
 }
 
