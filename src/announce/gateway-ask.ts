@@ -42,7 +42,7 @@ export class GatewayWindow {
   ) {
     this.end = startMs + windowMs;
     this.askable = targets.flatMap((t) => [
-      ...(t.ipv4.length > 0 ? t.gateways.ipv4.map((gw) => key(t, ipv4Text(gw))) : []),
+      ...(t.ipv4.length > 0 ? t.gateways.ipv4.map((gw) => key(t, gw.join('.'))) : []),
       ...(t.ipv6.length > 0 ? t.gateways.ipv6.map((gw) => key(t, formatIPv6(gw))) : []),
     ]);
   }
@@ -97,7 +97,7 @@ function answerIn(target: GatewayTarget, frame: Uint8Array): { gateway: string; 
   if (arp) {
     if (arp.op !== ARP_REPLY || !target.ipv4.some((ip) => ip.equals(arp.targetIp))) return undefined;
     const gateway = target.gateways.ipv4.find((gw) => gw.equals(arp.senderIp));
-    return gateway && { gateway: ipv4Text(gateway), mac: formatMac(arp.senderMac) };
+    return gateway && { gateway: gateway.join('.'), mac: formatMac(arp.senderMac) };
   }
   const na = parseNeighborAdvert(frame);
   if (!na?.solicited) return undefined;
@@ -107,10 +107,6 @@ function answerIn(target: GatewayTarget, frame: Uint8Array): { gateway: string; 
 
 function key(target: GatewayTarget, gateway: string): string {
   return `${target.index} ${gateway}`;
-}
-
-function ipv4Text(ip: Uint8Array): string {
-  return ip.join('.');
 }
 
 /** An ask in progress: its window, its receivers, and when it started (boot ms). */

@@ -5,11 +5,16 @@
 // 1 back, but never drops it. Under conflictCheck, round 1 waits for a probe window first, stepped by the loop.
 import { dropConflicting, leaveOutConflicts, withoutConflicts, type AddressConflict } from '../announce/conflict-probe';
 import type { BackgroundJob } from '../announce/background-job';
-import type { ResolvedInterface } from '../announce/session';
 import { SteppedPodProbe } from '../announce/conflict-probe';
-import type { AnnounceTarget } from '../announce/session';
 import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
-import { inView, openSession, readiness, type PodSession, type SocketOpener } from '../announce/session';
+import {
+  inView,
+  openSession,
+  readiness,
+  type PodSession,
+  type PodTarget,
+  type SocketOpener,
+} from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
 import type { Logger } from '../log';
 import { fileIdAt, sameFile } from '../sys/file-id';
@@ -60,7 +65,7 @@ export type Ended = { why: string | undefined };
 /** An open pod: its sockets, the job's interfaces in it, and the opener in its caller's view. */
 export interface OpenPod {
   session: PodSession;
-  targets: (AnnounceTarget & { iface: ResolvedInterface })[];
+  targets: PodTarget[];
   open: SocketOpener;
 }
 
