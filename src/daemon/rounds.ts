@@ -7,14 +7,8 @@ import { dropConflicting, leaveOutConflicts, withoutConflicts, type AddressConfl
 import type { BackgroundJob } from '../announce/background-job';
 import { SteppedPodProbe } from '../announce/conflict-probe';
 import { buildRound, sendFrames, totalFrames, type FrameCounts, type OutgoingFrame } from '../announce/round';
-import {
-  inView,
-  openSession,
-  readiness,
-  type PodSession,
-  type PodTarget,
-  type SocketOpener,
-} from '../announce/session';
+import { inView, openSession, readiness } from '../announce/session';
+import type { PodSession, PodTarget, SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
 import type { Logger } from '../log';
 import { fileIdAt, sameFile } from '../sys/file-id';
