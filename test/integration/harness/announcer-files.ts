@@ -3,8 +3,11 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { logRecords, type LogRecord } from '../../support/log-records';
 import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
+
+export { logRecords, type LogRecord } from '../../support/log-records';
 
 /**
  * Files the announcer keeps in stateDir: the node settings (written by the harness, as `announcer install` does), its
@@ -37,6 +40,27 @@ export async function readLog(logFile: string): Promise<string> {
   return readFile(logFile, 'utf8').catch(() => '');
 }
 
+/** A log record's level (lower case), as src/log-format.ts writes it upper case. */
+export type LogLevelName = 'debug' | 'info' | 'warn' | 'error';
+
+/**
+ * The records of the log file (test/support/log-records.ts: level, message, fields) that are `level msg` (a RegExp
+ * matches the message alone) and hold each of `fields` (a RegExp matches a field's text): a test asserts a record by
+ * its fields, never a formatted line.
+ */
+export async function logged(
+  logFile: string,
+  level: LogLevelName,
+  msg: string | RegExp,
+  fields: Record<string, unknown> = {},
+): Promise<LogRecord[]> {
+  const same = (want: unknown, got: unknown): boolean =>
+    want instanceof RegExp ? got !== undefined && want.test(String(got)) : want === got;
+  return logRecords(await readLog(logFile)).filter(
+    (r) => r.level === level && same(msg, r.msg) && Object.entries(fields).every(([k, v]) => same(v, r.fields[k])),
+  );
+}
+
 /** A test's own announcer `stateDir` and `logFile`, in a temp dir of their own. */
 export interface AnnouncerFiles {
   /** The temp dir holding both. */
@@ -47,6 +71,8 @@ export interface AnnouncerFiles {
   log(): Promise<string>;
   /** stateFiles(stateDir). */
   stateFiles(): Promise<string[]>;
+  /** logged(logFile, …): the records that are `level msg` with `fields`. */
+  logged(level: LogLevelName, msg: string | RegExp, fields?: Record<string, unknown>): Promise<LogRecord[]>;
 }
 
 /**
@@ -58,7 +84,14 @@ export async function makeAnnouncerFiles(dirPrefix: string): Promise<AnnouncerFi
   const dir = await mkdtemp(dirPrefix);
   const stateDir = join(dir, 'state');
   const logFile = join(dir, 'announcer.log');
-  return { dir, stateDir, logFile, log: () => readLog(logFile), stateFiles: () => stateFiles(stateDir) };
+  return {
+    dir,
+    stateDir,
+    logFile,
+    log: () => readLog(logFile),
+    stateFiles: () => stateFiles(stateDir),
+    logged: (level, msg, fields) => logged(logFile, level, msg, fields),
+  };
 }
 
 /**

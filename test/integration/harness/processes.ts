@@ -140,3 +140,12 @@ export function killStrays(scope: Scope, opts: { strict?: boolean } = {}): void 
     }
   }, 'kill stray announcer processes');
 }
+
+/**
+ * The pids of this test process's announcer calls for one container (by CNI_CONTAINERID; a background announcer serves
+ * every attachment, so it is never among them); with `now`, without waiting out any grace.
+ */
+export async function processesOf(containerId: string, opts: { now?: boolean } = {}): Promise<number[]> {
+  const own = opts.now ? await ownAnnouncerProcessesNow() : await ownAnnouncerProcesses();
+  return own.filter((p) => p.containerId === containerId).map((p) => p.pid);
+}
