@@ -14,6 +14,7 @@ import {
   announcerFiles,
   announcerLeftovers,
   announcerStatus,
+  derivedMac,
   attachBridgePod,
   bridgeWithKeeper,
   killStrays,
@@ -82,11 +83,6 @@ function arpFrom(frames: readonly Frame[], macs: readonly string[]): Frame[] {
 /** RFC 5227 probes (sender IP 0.0.0.0). */
 function probesIn(frames: readonly Frame[]): Frame[] {
   return frames.filter((f) => f.arp?.senderIp === '0.0.0.0');
-}
-
-/** The IP-derived MAC of 10.88.N.5 under the default prefix. */
-function derivedMac(net: Subnet): string {
-  return `0a:58:0a:58:${net.index.toString(16).padStart(2, '0')}:05`;
 }
 
 /**
@@ -184,8 +180,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(add.json).toMatchObject({ code: 106 });
     expect(add.json.msg).toContain(squatterMac);
     // The probe went out from the derived MAC; then the pod got its own MAC back.
-    const ours = arpFrom(frames, [pod.mac, derivedMac(net)]);
-    expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net), '0.0.0.0']]);
+    const ours = arpFrom(frames, [pod.mac, derivedMac(net.v4(POD))]);
+    expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net.v4(POD)), '0.0.0.0']]);
     expect(eth0?.mac).toBe(pod.mac);
     expect(await announcerLeftovers(files)).toEqual([]);
     expect(await files.log()).toMatch(/INFO restored the original MAC .*interface=eth0/);
@@ -296,7 +292,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    expect(arpFrom(frames, [pod.mac, derivedMac(net)])).toEqual([]);
+    expect(arpFrom(frames, [pod.mac, derivedMac(net.v4(POD))])).toEqual([]);
     expect(await files.log()).toMatch(/announcements disabled for this attachment/);
   });
 

@@ -40,6 +40,7 @@ import {
   bridgeWithKeeper,
   createStandInPod,
   daemonsOf,
+  derivedMac,
   garpsFor,
   podPrevResult,
   RUN_TAG,
@@ -180,11 +181,6 @@ async function procNetns(scope: Scope, name: string): Promise<string> {
     },
   );
   return path;
-}
-
-/** OpenShift's and ovn-kubernetes's MAC for an IPv4 address: 0a:58 and its four bytes. */
-function ipDerivedMac(ip: string): string {
-  return ['0a', '58', ...ip.split('.').map((b) => Number(b).toString(16).padStart(2, '0'))].join(':');
 }
 
 /** The JSON lines the container printed. */
@@ -341,7 +337,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     }).catch(() => undefined);
     for (const att of atts) assertCniOk(`DEL ${att.containerId}`, await announcerDel(att));
     const frames = await capture.stop();
-    const macs = [ipDerivedMac(pods[0]!.ip), pods[1]!.mac];
+    const macs = [derivedMac(pods[0]!.ip), pods[1]!.mac];
     expect(pods.map((pod, i) => garpsFor(frames, macs[i]!, pod.ip).length)).toEqual([FIRST.count + 1, BURST.count]);
     const logs = await jsonLogs(podman, name);
     expect(logs.some((l) => l.msg === 'announcer started' && (l.handedOver as number) >= 1)).toBe(true);

@@ -616,15 +616,6 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(await delDone(a, /./, 'none')).toHaveLength(1);
       expect(await recordFiles(a.files.stateDir)).toEqual([]);
     });
-
-    it('the same netns is still there: the original MAC comes back', async () => {
-      const a = await attachment(scope(), 'same');
-      assertCniOk('ADD', await add(a, { mac: 'ip-derived' }));
-      expect((await linkShow('eth0', a.pod.netns.name))!.mac).not.toBe(a.pod.mac);
-      assertCniOk('DEL', await del(a, { netns: false }));
-      expect((await linkShow('eth0', a.pod.netns.name))?.mac).toBe(a.pod.mac);
-      expect(await delDone(a, 'none', 'eth0')).toHaveLength(1);
-    });
   });
 
   it('GC drops invalid records and temp files of dead writers, and keeps live attachments', async () => {
