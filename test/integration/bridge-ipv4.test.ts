@@ -14,12 +14,11 @@ import {
   announcerLeftovers,
   attachBridgePod,
   bridgeWithKeeper,
-  createStandInPod,
   killStrays,
+  quietStandIn,
   linkShow,
   neighEntry,
   plantStale,
-  podPrevResult,
   run,
   runOk,
   RUN_TAG,
@@ -72,7 +71,7 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
         expect(add.json, `trial ${trial}`).toEqual(pod.result);
         expect(entry?.mac, `trial ${trial}: node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
         expect(ping.code, `trial ${trial}: first ping: ${ping.stdout}`).toBe(0);
-        expect(await files.log(), `trial ${trial}`).toMatch(/INFO announced .*round=1/);
+        expect(await files.logged('info', 'announced', { containerId, round: 1 }), `trial ${trial}`).toHaveLength(1);
 
         // DEL stops the background rounds of the default burst and removes its record.
         expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
@@ -130,18 +129,11 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
-    const standIn = await createStandInPod(scope(), {
-      prefix: PREFIX,
-      v4: [net.v4Cidr(POD_HOST)],
-      up: false,
-      // Only the announcer may send ARP here, not the kernel when the link goes up below.
-      sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0 },
-    });
+    // Only the announcer may send ARP here, not the kernel when the link goes up below.
+    const standIn = await quietStandIn(scope(), { prefix: PREFIX, net, host: POD_HOST, up: false });
     const ns = standIn.netns.name;
     expect((await linkShow(standIn.ifname, ns))?.up).toBe(false);
-    const prevResult = podPrevResult(standIn.netns.path, [
-      { name: 'eth0', mac: standIn.mac, addresses: [net.v4Cidr(POD_HOST)] },
-    ]);
+    const prevResult = standIn.result;
     const containerId = `${PREFIX}-down`;
     const capture = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp' });
 
@@ -162,10 +154,9 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     const frames = await capture.stop();
 
     expect(frames.filter((f) => f.arp)).toEqual([]);
-    const log = await files.log();
-    expect(log).toMatch(new RegExp(`WARN pod not ready in time: not announcing .*containerId=${containerId}`));
-    expect(log).toContain('eth0 is down');
-    expect(log).not.toMatch(/announced/);
+    const why = { containerId, waitingFor: /eth0 is down/ };
+    expect(await files.logged('warn', 'pod not ready in time: not announcing', why)).toHaveLength(1);
+    expect(await files.logged('info', 'announced')).toEqual([]);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 });
