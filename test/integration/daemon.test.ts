@@ -286,6 +286,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const netnsAt = Date.now();
     await sleep(1000);
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual(daemon); // one announcer throughout
+    // DEL and GC removed their records; the record of the pod whose netns went stays until the runtime's DEL.
+    const recordOf = (a: AnnouncerAttachment): string => `${a.containerId}@eth0.json`;
+    expect(await attachmentFiles(files.stateDir)).toEqual([kept, byNetns].map(recordOf).sort());
     const keptUntil = await delOk(kept);
     await delOk(byNetns); // the runtime's DEL after the pod is gone removes its record
     await waitDaemonGone(files.stateDir);
@@ -307,7 +310,12 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect(sent(kept).filter((f) => ms(f) > netnsAt && ms(f) <= keptUntil).length).toBeGreaterThanOrEqual(2);
     expect(sent(kept).filter((f) => ms(f) > keptUntil)).toEqual([]);
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
-    expect(await files.log()).toMatch(/background work ended .*why="?cancelled/);
+    const ended = async (a: AnnouncerAttachment) =>
+      (await files.logged('info', 'background work ended', { containerId: a.containerId })).map((r) => r.fields.why);
+    expect(await ended(byDel)).toEqual(['cancelled']);
+    expect(await ended(byGc)).toEqual(['cancelled']);
+    expect(await ended(byNetns)).toEqual([expect.stringMatching(/^(pod gone or work ended|pod netns gone)$/)]);
+    expect(await files.logged('error', /./)).toEqual([]);
   });
 
   const announcerSIGKILLedMidTitle =
