@@ -18,6 +18,7 @@ import {
   announcerDel,
   announcerGc,
   announcerStatus,
+  daemonStatus,
   assertCniOk,
   attachmentFiles,
   createBridgePod,
@@ -351,13 +352,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const deferred = 'pod not ready yet: announcing from the background once it is';
     expect(await att.files.logged('info', deferred, { containerId: id })).toHaveLength(1);
     expect(await neighEntry(bridge, ip)).toMatchObject({ state: 'STALE', mac: OLD_MAC });
-    const waiting = await waitFor(
-      async () => {
-        const st = await announcerStatus(att.files.stateDir);
-        return st.source === 'daemon' && st;
-      },
-      { what: 'the background announcer to answer status' },
-    );
+    const waiting = await daemonStatus(att.files.stateDir);
     expect(waiting.attachments).toEqual([
       {
         network: NETWORK,

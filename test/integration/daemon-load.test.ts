@@ -13,6 +13,7 @@ import {
   announcerDel,
   announcerFiles,
   announcerStatus,
+  daemonStatus,
   assertCniOk,
   createBridge,
   createStandInFleet,
@@ -27,8 +28,6 @@ import {
   skipIntegration,
   startCapture,
   waitDaemonGone,
-  waitFor,
-  type StatusJson,
   attachmentOf,
   busiestSecond,
 } from './harness';
@@ -149,21 +148,18 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
     const [pid] = pids;
 
     // Every burst is over (sent or dropped) while the announcer still runs (idleExitMs 2 s).
-    let status: StatusJson | undefined;
-    await waitFor(
-      async () => {
-        status = await announcerStatus(files.stateDir);
-        return status.source === 'daemon' && status.attachments.length === 0;
-      },
-      { timeoutMs: 60_000, intervalMs: 200, what: 'every later round sent or dropped' },
-    );
-    expect(status!.pid).toBe(pid);
+    const status = await daemonStatus(files.stateDir, (st) => st.attachments.length === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'every later round sent or dropped',
+    });
+    expect(status.pid).toBe(pid);
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([pid]);
     const cpu = await cpuMs(pid!);
     const io = await readFile(`/proc/${pid}/io`, 'latin1');
     const reads = /^syscr: (\d+)$/m.exec(io)?.[1];
     const frames = await capture.stop();
-    const counters = status!.counters!;
+    const counters = status.counters!;
     const rounds = loggedRounds(await files.log());
 
     const perPod = pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));

@@ -24,6 +24,7 @@ import {
   announcerFiles,
   announcerGc,
   announcerStatus,
+  daemonStatus,
   assertCniOk,
   attachBridgePod,
   attachmentFiles,
@@ -54,7 +55,6 @@ import {
   type AnnouncerAttachment,
   type BridgePod,
   type Frame,
-  type StatusJson,
   type Subnet,
   attachmentOf,
   type AttachmentHow,
@@ -437,16 +437,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     // idleExitMs 2000: the announcer must still answer status once the last round is out.
     const added = await Promise.all(atts.map((att) => addOk(s, att, { rateLimit: limit, idleExitMs: 2000 })));
-    let status: StatusJson | undefined;
-    await waitFor(
-      async () => {
-        status = await announcerStatus(files.stateDir);
-        return status.source === 'daemon' && status.attachments.length === 0;
-      },
-      { timeoutMs: 20_000, intervalMs: 100, what: 'every later round sent or dropped' },
-    );
+    const status = await daemonStatus(files.stateDir, (st) => st.attachments.length === 0, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      what: 'every later round sent or dropped',
+    });
     const frames = await capture.stop();
-    const counters = status!.counters!;
+    const counters = status.counters!;
 
     const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
     const ours = perPod.flat();

@@ -24,6 +24,7 @@ import {
   linkShow,
   logRecords,
   announcerStatus,
+  daemonStatus,
   attachmentFiles as recordFiles,
   DAEMON_SOCKET,
   daemonsOf,
@@ -558,13 +559,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(record.containerId).toBe(id);
       expect(record.job.containerId).toBe(id);
       // The running announcer (not the records) reports the job, under the full ID.
-      const running = await waitFor(
-        async () => {
-          const st = await announcerStatus(a.files.stateDir);
-          return st.source === 'daemon' && st;
-        },
-        { what: 'the background announcer to answer' },
-      );
+      const running = await daemonStatus(a.files.stateDir);
       expect(running.attachments.map((x) => x.containerId)).toEqual([id]);
       assertCniOk('DEL', await del(a));
       expect(await delDone(a, 'cancelled', 'none')).toHaveLength(1);
@@ -580,9 +575,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
   it(delAfterBackgroundTitle, async () => {
     const a = await attachment(scope(), 'killed');
     assertCniOk('ADD', await add(a, { count: 3, intervalMs: 60_000 }));
-    await waitFor(async () => (await announcerStatus(a.files.stateDir)).source === 'daemon', {
-      what: 'the background announcer to answer',
-    });
+    await daemonStatus(a.files.stateDir);
     await killDaemon(a.files.stateDir);
     // The next announcer (the one DEL would start), under strace: it reads the record as it starts.
     const announcer = await a.ns.traceAnnouncer(ANNOUNCER, a.files.stateDir);

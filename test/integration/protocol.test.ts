@@ -10,6 +10,7 @@ import {
   ANNOUNCER,
   announcerFiles,
   announcerStatus,
+  daemonStatus,
   chainConfig,
   cniExec,
   expectCniError,
@@ -27,7 +28,6 @@ import {
   skipIntegration,
   stateFiles,
   waitDaemonGone,
-  waitFor,
   type AnnouncerFiles,
   type BridgePod,
   type CniCall,
@@ -254,13 +254,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(add.code, add.stdout).toBe(0);
       expect(await records(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
       // ADD started the announcer and returned; it reads the job from the record once it listens.
-      const status = await waitFor(
-        async () => {
-          const s = await announcerStatus(pod.dirs.stateDir);
-          return s.source === 'daemon' && s;
-        },
-        { what: `the background announcer of ${pod.dirs.stateDir} to answer` },
-      );
+      const status = await daemonStatus(pod.dirs.stateDir);
       expect(status.attachments.map((a) => [a.containerId, a.ifname, a.roundsSent, a.roundsPlanned])).toEqual([
         [pod.containerId, 'eth0', 1, 3],
       ]);

@@ -97,3 +97,21 @@ export async function announcerStatus(stateDir: string): Promise<StatusJson> {
   if (res.code !== 0) throw new Error(`announcer status exited ${res.code}: ${res.stderr.trim()}`);
   return JSON.parse(res.stdout) as StatusJson;
 }
+
+/**
+ * The running announcer's status (source 'daemon', not the records), once it answers and `until` holds of it (default:
+ * at once); `what` and `timeoutMs` as waitFor's.
+ */
+export async function daemonStatus(
+  stateDir: string,
+  until: (st: StatusJson) => boolean = () => true,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<StatusJson> {
+  return waitFor(
+    async () => {
+      const st = await announcerStatus(stateDir);
+      return st.source === 'daemon' && until(st) && st;
+    },
+    { what: `the announcer of ${stateDir} to answer status`, ...opts },
+  );
+}
