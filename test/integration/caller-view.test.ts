@@ -29,7 +29,6 @@ import {
   runOk,
   RUN_TAG,
   scopePerTest,
-  settledFlag,
   skipIntegration,
   startCapture,
   waitFor,
@@ -38,7 +37,7 @@ import {
   type Scope,
   type Subnet,
 } from './harness';
-import { WAITING_FOR_POD } from './harness/executor-steps';
+import { waitingForPod } from './harness/executor-steps';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
 const PREFIX = `cv${RUN_TAG}`;
@@ -244,12 +243,8 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       options: { logLevel: 'debug', count: 1, addWaitMs: 8000, readyTimeoutMs: 8000 },
     };
     const adding = announcerAdd(s, att);
-    const ended = settledFlag(adding);
-    await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
-      timeoutMs: 10_000,
-      what: 'ADD to wait for the port',
-    });
-    expect(ended.settled, "ADD waits for the bridge port in its caller's netns").toBe(false);
+    const waits = await waitingForPod(files, adding, { timeoutMs: 10_000, what: 'ADD to wait for the port' });
+    expect(waits, "ADD waits for the bridge port in its caller's netns").toBe(true);
     await sleep(300);
     const forwardingAt = Date.now();
     await runOk('bridge', ['-n', node.name, 'link', 'set', 'dev', 'vh0', 'state', '3']);

@@ -28,6 +28,7 @@ import {
   skipIntegration,
   startCapture,
   waitDaemonGone,
+  timedLogRecords,
   attachmentOf,
   busiestSecond,
 } from './harness';
@@ -75,19 +76,15 @@ interface LoggedRound {
   outcome: 'announced' | 'dropped' | 'skipped';
 }
 
-/** The log lines about rounds 2 and later (round 1 is the ADD's), one per round. */
+/** The log records about rounds 2 and later (round 1 is the ADD's), one per round. */
 function loggedRounds(log: string): LoggedRound[] {
-  const out: LoggedRound[] = [];
-  for (const line of log.split('\n')) {
-    const m = /^(\S+) (?:INFO|WARN) (announced|round dropped|rounds skipped)[: ].*\bcontainerId=(\S+)/.exec(line);
-    if (!m) continue;
-    const [, time, what, containerId] = m as unknown as [string, string, string, string];
-    const round = Number(/\bround=(\d+)/.exec(line)?.[1] ?? NaN);
-    if (what === 'announced' && round === 1) continue;
-    const outcome = what === 'announced' ? 'announced' : what === 'round dropped' ? 'dropped' : 'skipped';
-    out.push({ containerId, round, at: Date.parse(time), outcome });
-  }
-  return out;
+  const outcomes = { announced: 'announced', 'round dropped': 'dropped', 'rounds skipped': 'skipped' } as const;
+  return timedLogRecords(log).flatMap(({ msg, fields, at }) => {
+    const outcome = outcomes[msg.split(':')[0] as keyof typeof outcomes];
+    const round = Number(fields.round ?? NaN);
+    if (outcome === undefined || (outcome === 'announced' && round === 1)) return [];
+    return [{ containerId: String(fields.containerId), round, at, outcome }];
+  });
 }
 
 /** A process's CPU time (user + system) in ms, from /proc/PID/stat. */

@@ -28,7 +28,7 @@ import {
   startingAdd,
   tracedAdd,
   tracedPodsOnBridge,
-  WAITING_FOR_POD,
+  waitingForPod,
 } from './harness/executor-steps';
 import { setPortState } from './harness/port-hold';
 import { stopDaemon, terminateDaemon, theDaemonOf, tracedCalls } from './harness/held-announcer';
@@ -126,7 +126,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       await startingAdd(s, starter!.att);
       await setPortState(held!.pod.hostVeth, 'listening');
       const adding = announcerAdd(s, held!.att, { ...BURST, addWaitMs: 20_000, readyTimeoutMs: 60_000 });
-      await waitFor(async () => (await files.log()).includes(WAITING_FOR_POD), { what: 'the ADD to wait for its pod' });
+      expect(await waitingForPod(files, adding)).toBe(true);
       const killedAt = Date.now();
       const killed = await killDaemon(files.stateDir);
       const add = await adding;

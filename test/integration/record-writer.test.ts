@@ -15,11 +15,10 @@ import {
   ms,
   RUN_TAG,
   scopePerTest,
-  settledFlag,
   skipIntegration,
   waitFor,
 } from './harness';
-import { cleanStart, podHeldBehindStarter, WAITING_FOR_POD } from './harness/executor-steps';
+import { cleanStart, podHeldBehindStarter, waitingForPod } from './harness/executor-steps';
 import { terminateDaemon, traceFile, tracedAnnouncer, tracedCalls } from './harness/held-announcer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setPortState } from './harness/port-hold';
@@ -54,12 +53,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
 
       // The first ADD waits for the pod, holding the attachment's lock.
       const first = announcerAdd(s, firstAtt, FIRST);
-      const ended = settledFlag(first);
-      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
-        timeoutMs: 20_000,
-        what: 'the first ADD to wait for the pod',
-      });
-      expect(ended.settled).toBe(false);
+      expect(await waitingForPod(files, first, { what: 'the first ADD to wait for the pod' })).toBe(true);
       // The last ADD queues behind it: nothing is written meanwhile.
       const last = announcerAdd(s, lastAtt, LAST);
       await sleep(1000);

@@ -43,22 +43,36 @@ export async function readLog(logFile: string): Promise<string> {
 /** A log record's level (lower case), as src/log-format.ts writes it upper case. */
 export type LogLevelName = 'debug' | 'info' | 'warn' | 'error';
 
+/** What a field of a record must be: the value itself, a RegExp its text matches, or a predicate. */
+export type FieldWant = string | number | boolean | RegExp | ((value: unknown) => boolean);
+
 /**
  * The records of the log file (test/support/log-records.ts: level, message, fields) that are `level msg` (a RegExp
- * matches the message alone) and hold each of `fields` (a RegExp matches a field's text): a test asserts a record by
- * its fields, never a formatted line.
+ * matches the message alone) and hold each of `fields` (see FieldWant): a test asserts a record by its fields, never a
+ * formatted line.
  */
 export async function logged(
   logFile: string,
   level: LogLevelName,
   msg: string | RegExp,
-  fields: Record<string, unknown> = {},
+  fields: Record<string, FieldWant> = {},
 ): Promise<LogRecord[]> {
-  const same = (want: unknown, got: unknown): boolean =>
-    want instanceof RegExp ? got !== undefined && want.test(String(got)) : want === got;
+  const same = (want: FieldWant, got: unknown): boolean =>
+    typeof want === 'function'
+      ? want(got)
+      : want instanceof RegExp
+        ? got !== undefined && want.test(String(got))
+        : want === got;
   return logRecords(await readLog(logFile)).filter(
     (r) => r.level === level && same(msg, r.msg) && Object.entries(fields).every(([k, v]) => same(v, r.fields[k])),
   );
+}
+
+/** logRecords of `text`, each with its line's time (ms since the epoch). */
+export function timedLogRecords(text: string): (LogRecord & { at: number })[] {
+  return text
+    .split('\n')
+    .flatMap((line) => logRecords(line).map((r) => ({ ...r, at: Date.parse(line.slice(0, line.indexOf(' '))) })));
 }
 
 /** A test's own announcer `stateDir` and `logFile`, in a temp dir of their own. */
@@ -72,7 +86,7 @@ export interface AnnouncerFiles {
   /** stateFiles(stateDir). */
   stateFiles(): Promise<string[]>;
   /** logged(logFile, …): the records that are `level msg` with `fields`. */
-  logged(level: LogLevelName, msg: string | RegExp, fields?: Record<string, unknown>): Promise<LogRecord[]>;
+  logged(level: LogLevelName, msg: string | RegExp, fields?: Record<string, FieldWant>): Promise<LogRecord[]>;
 }
 
 /**
