@@ -33,6 +33,7 @@ import {
   skipUnless,
   startCapture,
   waitFor,
+  waitLogged,
 } from './harness';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -112,13 +113,10 @@ describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 librari
           ANNOUNCER_ARM64,
           'daemon',
         ]);
-        await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
-          timeoutMs: 2 * ROUND_GAP_MS,
-          what: 'round 2 in the log',
-        });
+        await waitLogged(files, 'info', 'announced', { round: 2 }, { timeoutMs: 2 * ROUND_GAP_MS });
         const garps = (await capture.stop()).filter((f) => f.eth.src === pod.mac);
 
-        expect(await files.log()).toMatch(/INFO announced .*round=1/);
+        expect(await files.logged('info', 'announced', { round: 1 })).toHaveLength(1);
         expect(garps.map((f) => ({ dst: f.eth.dst, arp: f.arp, malformed: f.malformed }))).toEqual(
           [1, 2].map(() => ({
             dst: 'ff:ff:ff:ff:ff:ff',

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { logRecords, type LogRecord } from '../../support/log-records';
 import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
+import { waitFor, type WaitOptions } from './wait';
 
 export { logRecords, type LogRecord } from '../../support/log-records';
 
@@ -73,6 +74,21 @@ export function timedLogRecords(text: string): (LogRecord & { at: number })[] {
   return text
     .split('\n')
     .flatMap((line) => logRecords(line).map((r) => ({ ...r, at: Date.parse(line.slice(0, line.indexOf(' '))) })));
+}
+
+/** Waits until the log holds a `level msg` record with `fields` (as logged's); resolves with those records. */
+export async function waitLogged(
+  files: Pick<AnnouncerFiles, 'logFile'>,
+  level: LogLevelName,
+  msg: string | RegExp,
+  fields: Record<string, FieldWant> = {},
+  opts: WaitOptions = {},
+): Promise<LogRecord[]> {
+  const found = async () => {
+    const records = await logged(files.logFile, level, msg, fields);
+    return records.length > 0 && records;
+  };
+  return waitFor(found, { what: `${level} "${msg}" ${JSON.stringify(fields)} in the log`, ...opts });
 }
 
 /** A test's own announcer `stateDir` and `logFile`, in a temp dir of their own. */
