@@ -51,6 +51,7 @@ import {
   startCapture,
   throwCleanupErrors,
   waitFor,
+  waitLogged,
   type AnnouncerAttachment,
   type BridgePod,
 } from './harness';
@@ -316,11 +317,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     assertCniOk('ADD pod1', await announcerAdd(s, atts[1]!, BURST));
     const [onDemand] = await daemonsOf(files.stateDir);
     expect(onDemand).toBeDefined();
-    await waitFor(
-      async () =>
-        (await files.log()).includes(`containerId=${pods[1]!.containerId}`) && /round=3 of=8/.test(await files.log()),
-      { what: 'round 3 of web-1 from the host' },
-    );
+    await waitLogged(files, 'info', 'announced', { containerId: pods[1]!.containerId, round: 3, of: BURST.count });
     await started(2);
     const back = await containerPid();
     await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, {
@@ -343,12 +340,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(logs.some((l) => l.msg === 'announcer started' && (l.handedOver as number) >= 1)).toBe(true);
     // The host's one took pod0's burst from the container (the job is in the network's log under its pid; whether one
     // of its rounds fell due before the container asked for it back is timing).
-    expect(await files.log()).toMatch(
-      new RegExp(
-        `DEBUG background work scheduled daemon=${onDemand!.pid} containerId=${pods[0]!.containerId} ` +
-          `.*how="handed over"`,
-      ),
-    );
+    const handedOver = { daemon: onDemand!.pid, containerId: pods[0]!.containerId, how: 'handed over' };
+    expect(await files.logged('debug', 'background work scheduled', handedOver)).toHaveLength(1);
     expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
     // ... and handed both bursts over to the container's, which sent web-1's later rounds (above).
   }, 180_000);
@@ -404,17 +397,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
     await waitFor(async () => (await capture.count()) >= rounds.count, { timeoutMs: 10_000, what: 'every round' });
     expect(garpsFor(await capture.stop({ settleMs: 600 }), pod.mac, net.v4(5))).toHaveLength(rounds.count);
-    const lines = (await files.log()).split('\n');
-    for (let round = 1; round <= rounds.count; round++)
-      expect(
-        lines.filter(
-          (l) =>
-            / INFO announced /.test(l) &&
-            l.includes(`containerId=${att.containerId} `) &&
-            l.includes(` round=${round} `),
-        ),
-        `round ${round} in the host's logFile`,
-      ).toHaveLength(1);
+    for (let round = 1; round <= rounds.count; round++) {
+      const announced = await files.logged('info', 'announced', { containerId: att.containerId, round });
+      expect(announced, `round ${round} in the host's logFile`).toHaveLength(1);
+    }
     assertCniOk('DEL', await announcerDel(att));
   }, 120_000);
 
