@@ -2,7 +2,7 @@
 // call from a private mount namespace (`unshare -m --propagation private`); the host's later calls then name netns
 // files and a log file that namespace cannot see (created afterwards, or mounted on a tmpfs only the host has), and
 // every round must still be on the wire, and the log lines in the host's file.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,6 +32,8 @@ import {
   skipIntegration,
   startCapture,
   waitFor,
+  logged,
+  waitLogged,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Scope,
@@ -139,17 +141,12 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       'one announcer served them all',
     ).toEqual([daemon!.pid]);
 
-    const log = await readFile(hostFiles.logFile, 'utf8');
     // Round 1 by the command, the later rounds by the announcer's background, after the caller has exited.
-    const announced = (id: string, round: number): string[] =>
-      log
-        .split('\n')
-        .filter(
-          (l) => / INFO announced /.test(l) && l.includes(`containerId=${id} `) && l.includes(` round=${round} `),
-        );
-    for (const att of [attLater, attBound])
-      for (let round = 1; round <= ROUNDS.count; round++)
-        expect(announced(att.containerId, round), `${att.containerId} round ${round}`).toHaveLength(1);
+    for (const { containerId } of [attLater, attBound])
+      for (let round = 1; round <= ROUNDS.count; round++) {
+        const announced = await logged(hostFiles.logFile, 'info', 'announced', { containerId, round });
+        expect(announced, `${containerId} round ${round}`).toHaveLength(1);
+      }
     assertCniOk('DEL', await announcerDel(attLater));
     assertCniOk('DEL', await announcerDel(attBound));
     const names = await attachmentFiles(files.stateDir);
@@ -175,18 +172,18 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
 
     // The next announcer finds the burst in the record, and no view with its caller's namespaces.
     assertCniOk('ADD', await announcerAdd(s, attachment(next, files, next.netns.path, 'next'), { count: 1 }));
-    await waitFor(
-      async () => (await files.log()).includes("the caller's view of the file system cannot be re-opened"),
-      {
-        timeoutMs: 10_000,
-        what: 'the skip logged',
-      },
+    await waitLogged(
+      files,
+      'warn',
+      /^the caller's view of the file system cannot be re-opened/,
+      {},
+      { timeoutMs: 10_000 },
     );
     await sleep(1500); // three rounds' time: none of them may go out
     const after = garpsFor(await capture.stop(), pod.mac, pod.ip).filter((f) => ms(f) > killedAt);
     expect(after).toEqual([]);
-    const skipped = (await files.log()).split('\n').filter((l) => l.includes('cannot be re-opened'));
-    expect(skipped.some((l) => l.includes(`containerId=${att.containerId} `))).toBe(true);
+    const skipped = await files.logged('warn', /cannot be re-opened/, { containerId: att.containerId });
+    expect(skipped).not.toEqual([]);
     assertCniOk('DEL', await announcerDel(att));
   });
 

@@ -17,6 +17,7 @@ import {
   scopePerTest,
   skipIntegration,
   waitFor,
+  waitLogged,
   writeNodeSettings,
   type AnnouncerFiles,
   type Scope,
@@ -99,9 +100,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
       expect(await inProcessCalls(queued!.trace)).toEqual([]);
       await stopped.resume();
-      await waitFor(async () => (await files.log()).includes('dropped a command its sender no longer waits for'), {
-        what: 'the announcer to drop the queued ADD',
-      });
+      await waitLogged(files, 'warn', 'dropped a command its sender no longer waits for');
       // Rounds come every second: two seconds more would show a late one.
       await new Promise((r) => setTimeout(r, 2000));
       expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);

@@ -22,6 +22,7 @@ import {
   scopePerTest,
   skipIntegration,
   waitFor,
+  waitLogged,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Scope,
@@ -102,9 +103,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       // The pod forwards before the announcer resumes: had the ADD gone on, round 1 would be on the wire now.
       await setPortState(pod.hostVeth, 'forwarding');
       await stopped.resume();
-      await waitFor(async () => (await files.log()).includes('the caller no longer waits'), {
-        what: 'the announcer to drop the ADD nobody waits for',
-      });
+      await waitLogged(files, 'error', 'ADD failed', { error: /^the caller no longer waits: / });
       expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
       // Rounds come every second: two seconds more would show a later one.
       await new Promise((r) => setTimeout(r, 2000));
