@@ -9,22 +9,19 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOUNCER_ARM64,
-  OLD_MAC,
   QEMU_AARCH64,
   QEMU_ANNOUNCER,
   QEMU_ENV,
   allocSubnet,
   announcerAdd,
+  attachmentOf,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
   arm64Missing,
-  attachBridgePod,
-  bridgeWithKeeper,
   daemonsOf,
   killStrays,
   neighEntry,
-  plantStale,
   runCniCommand,
   runOk,
   RUN_TAG,
@@ -32,6 +29,7 @@ import {
   skipIntegration,
   skipUnless,
   startCapture,
+  stalePod,
   waitFor,
   waitLogged,
 } from './harness';
@@ -80,20 +78,11 @@ describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 librari
         const files = await announcerFiles(scope());
         const net = allocSubnet();
         const ip = net.v4(5);
-        const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-        await plantStale(bridge, ip, OLD_MAC);
-        const containerId = `${PREFIX}-arm64`;
-        const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId });
+        const pod = await stalePod(scope(), { prefix: PREFIX, net, containerId: `${PREFIX}-arm64` });
+        const { bridge } = pod;
         const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
-        const attachment = {
-          mainConf: pod.conf,
-          prevResult: pod.result,
-          containerId,
-          netns: pod.netns.path,
-          files,
-          command: QEMU_ANNOUNCER,
-          options: { count: 2, intervalMs: ROUND_GAP_MS },
-        };
+        const options = { count: 2, intervalMs: ROUND_GAP_MS };
+        const attachment = { ...attachmentOf(pod, files, { options }), command: QEMU_ANNOUNCER };
 
         const add = await announcerAdd(scope(), attachment);
         const entry = await neighEntry(bridge, ip);

@@ -9,22 +9,22 @@ import {
   OLD_MAC,
   allocSubnet,
   announcerAdd,
+  attachmentOf,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
-  attachBridgePod,
   bridgeWithKeeper,
   killStrays,
   quietStandIn,
   linkShow,
   neighEntry,
-  plantStale,
   run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   startCapture,
+  stalePod,
   withScope,
   type Scope,
   type Subnet,
@@ -35,9 +35,9 @@ const PREFIX = `b4${RUN_TAG}`;
 const TRIALS = 5;
 const POD_HOST = 5;
 
-/** A fresh pod (.5) on the bridge through the bridge plugin; the result's MAC is the one really on its eth0. */
-async function addPod(scope: Scope, net: Subnet, bridge: string, containerId: string) {
-  const pod = await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: POD_HOST, containerId });
+/** A stalePod (.5, its node entry planted STALE); the result's MAC is the one really on its eth0. */
+async function addPod(scope: Scope, net: Subnet, bridge: string | undefined, containerId: string) {
+  const pod = await stalePod(scope, { prefix: PREFIX, net, ...(bridge ? { bridge } : {}), containerId });
   expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(pod.mac);
   return pod;
 }
@@ -57,10 +57,9 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
       // Each trial: a fresh pod and fresh announcer files, all undone before the next trial reuses the IP.
       await withScope(async (own) => {
         const files = await announcerFiles(own);
-        await plantStale(bridge, ip, OLD_MAC);
         const containerId = `${PREFIX}-seed${trial}`;
         const pod = await addPod(own, net, bridge, containerId);
-        const attachment = { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files };
+        const attachment = attachmentOf(pod, files);
 
         const add = await announcerAdd(own, attachment);
         // The moment ADD returns: no waiting, no retries.
@@ -83,9 +82,7 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
   it('control, without the announcer: the bridge ADD alone leaves the old MAC and the first ping is lost', async () => {
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    await plantStale(bridge, ip, OLD_MAC);
-    const { mac: podMac } = await addPod(scope(), net, bridge, `${PREFIX}-control`);
+    const { mac: podMac, bridge } = await addPod(scope(), net, undefined, `${PREFIX}-control`);
 
     expect(podMac).not.toBe(OLD_MAC);
     expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
@@ -98,21 +95,11 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     const files = await announcerFiles(scope());
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    await plantStale(bridge, ip, OLD_MAC);
-    const containerId = `${PREFIX}-noipv4`;
-    const pod = await addPod(scope(), net, bridge, containerId);
+    const pod = await addPod(scope(), net, undefined, `${PREFIX}-noipv4`);
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId,
-      netns: pod.netns.path,
-      files,
-      options: { ipv4: false },
-    });
-    const entry = await neighEntry(bridge, ip);
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { options: { ipv4: false } }));
+    const entry = await neighEntry(pod.bridge, ip);
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);

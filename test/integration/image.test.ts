@@ -15,22 +15,15 @@ import { STOP_MS } from '../../src/protocol';
 import {
   OLD_MAC,
   ANNOUNCER,
-  addBridgePod,
-  allocSubnet,
   assertCniOk,
-  bridgeConfig,
-  chainConfig,
   cniExec,
-  createBridge,
-  createNetns,
   killStrays,
   neighEntry,
-  plantStale,
-  podInterface,
   RUN_TAG,
   run,
   Scope,
   scopePerTest,
+  stalePod,
   throwCleanupErrors,
   waitFor,
 } from './harness';
@@ -251,30 +244,13 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
       supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
     });
 
-    const net = allocSubnet();
-    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const keeper = await createNetns(s, PREFIX);
-    await addBridgePod(s, {
-      bridge,
-      netns: keeper.path,
-      ip: net.v4Cidr(9),
-      gw: net.v4(1),
-      containerId: `${PREFIX}-keeper`,
-    });
-    await plantStale(bridge, net.v4(5), OLD_MAC);
-    const podNs = await createNetns(s, PREFIX);
-    const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId: `${PREFIX}-pod` };
-    const result = await addBridgePod(s, opts);
-    const pod = podInterface(result)!;
+    const pod = await stalePod(s, { prefix: PREFIX });
+    const { bridge, net, result } = pod;
     expect((await neighEntry(bridge, net.v4(5)))?.mac).toBe(OLD_MAC); // the bug, before the announcer
 
     const files = await announcerFiles(s);
-    const config = chainConfig(
-      bridgeConfig(opts),
-      { type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile },
-      result,
-    );
-    const call = { containerId: opts.containerId, netns: podNs.path, ifname: 'eth0', cniPath: dir };
+    const config = pod.chained({ type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile });
+    const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: 'eth0', cniPath: dir };
     s.defer(
       async () => assertCniOk('installed announcer DEL', await cniExec(installed, { ...call, command: 'DEL' }, config)),
       'installed announcer DEL',
