@@ -28,6 +28,7 @@ import {
   skipIntegration,
   startCapture,
   waitDaemonGone,
+  inBatches,
   timedLogRecords,
   attachmentOf,
   busiestSecond,
@@ -50,21 +51,6 @@ const INTERVAL_MS = 1000;
  * come a whole interval earlier.
  */
 const DROP_BEFORE_NEXT_MAX_MS = INTERVAL_MS / 2;
-
-/** Runs `work` on every item, at most `width` at a time; `between` after each batch. */
-async function inBatches<T, R>(
-  items: readonly T[],
-  width: number,
-  work: (item: T) => Promise<R>,
-  between: () => Promise<void>,
-): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) {
-    out.push(...(await Promise.all(items.slice(i, i + width).map(work))));
-    await between();
-  }
-  return out;
-}
 
 /**
  * A round of one attachment the announcer's log names: sent ('announced') or dropped, and when (ms since the epoch).

@@ -29,7 +29,6 @@ import {
   attachBridgePod,
   attachmentFiles,
   createBridge,
-  createStandInPod,
   daemonsOf,
   DAEMON_SOCKET,
   garpsFor,
@@ -41,7 +40,6 @@ import {
   nasFor,
   ownAnnouncerProcesses,
   ownAnnouncerProcessesNow,
-  podPrevResult,
   runOk,
   RUN_TAG,
   RUN_TAG_ENV,
@@ -52,6 +50,9 @@ import {
   throwCleanupErrors,
   waitDaemonGone,
   waitFor,
+  inBatches,
+  quietStandIn,
+  taggedId,
   type AnnouncerAttachment,
   type BridgePod,
   type Frame,
@@ -84,7 +85,7 @@ let fleet: { net: Subnet; bridge: string; pods: Pod[] };
 const fleetScope = new Scope();
 
 function containerId(tag: string): string {
-  return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
+  return taggedId(PREFIX, tag);
 }
 
 /**
@@ -104,19 +105,6 @@ async function delOk(att: AnnouncerAttachment): Promise<number> {
   return assertCniOk(`announcer DEL ${att.containerId}`, await announcerDel(att)).exitedAt;
 }
 
-/** Runs `work` on every item, at most `width` at a time. */
-async function inBatches<T, R>(
-  items: readonly T[],
-  width: number,
-  work: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) {
-    out.push(...(await Promise.all(items.slice(i, i + width).map((item, k) => work(item, i + k)))));
-  }
-  return out;
-}
-
 /** A pod on the fleet's bridge: host 10 + i for fleet pod i, the node (gateway) at host 1. */
 async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
   return attachBridgePod(s, {
@@ -127,25 +115,6 @@ async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
     containerId: id,
     name: NETWORK,
   });
-}
-
-/**
- * A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of
- * it.
- */
-async function quietStandIn(s: Scope, net: Subnet, host: number, opts: { v6?: boolean; up?: boolean } = {}) {
-  const cidrs = [net.v4Cidr(host), ...(opts.v6 ? [net.v6Cidr(host)] : [])];
-  const pod = await createStandInPod(s, {
-    prefix: PREFIX,
-    v4: [net.v4Cidr(host)],
-    ...(opts.v6 ? { v6: [net.v6Cidr(host)] } : {}),
-    up: opts.up ?? true,
-    sysctls: opts.v6
-      ? { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 }
-      : { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
-  });
-  const result = podPrevResult(pod.netns.path, [{ name: pod.ifname, mac: pod.mac, addresses: cidrs }]);
-  return { ...pod, result, asPod: { netns: pod.netns, result, mac: pod.mac, ip: net.v4(host) } satisfies Pod };
 }
 
 describe.skipIf(skipIntegration())('the background announcer of a stateDir', () => {
@@ -383,9 +352,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();
-    const down = await quietStandIn(s, net, 5, { up: false });
-    const other = await quietStandIn(s, net, 6);
-    const att = attachmentOf(down.asPod, files, tagged('deferred'));
+    const down = await quietStandIn(s, { prefix: PREFIX, net, up: false });
+    const other = await quietStandIn(s, { prefix: PREFIX, net, host: 6 });
+    const att = attachmentOf(down, files, tagged('deferred'));
     const capture = await startCapture(s, { netns: down.netns.name, iface: down.peer, filter: 'arp' });
 
     // Not ready during ADD: the announcer waits for the pod, then sends round 1 and writes when.
@@ -404,7 +373,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await killDaemon(files.stateDir);
     // Another ADD with background work starts another announcer, which reads the records.
-    await addOk(s, attachmentOf(other.asPod, files, tagged('restart')), { count: 2, intervalMs: 200 });
+    await addOk(s, attachmentOf(other, files, tagged('restart')), { count: 2, intervalMs: 200 });
     await waitDaemonGone(files.stateDir, 10_000);
     const garps = garpsFor(await capture.stop(), down.mac, net.v4(5));
     expect(garps.length).toBeGreaterThanOrEqual(1);
@@ -572,7 +541,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   it(announcerAnnounceRoundsTitle, async () => {
     const s = begin();
     const net = allocSubnet();
-    const pod = await quietStandIn(s, net, 5, { v6: true });
+    const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
     const startedAt = Date.now();
     const res = await announcerCli([
@@ -606,7 +575,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
     const plainFile = join(dir, 'not-a-netns');
     await writeFile(plainFile, '');
-    const down = await quietStandIn(s, net, 6, { up: false });
+    const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
     for (const [netns, ifname, why] of [
       ['/proc/self/ns/net', 'eth0', /own network namespace: refusing to announce from the host/],
       [plainFile, 'eth0', /is not a network namespace/],
@@ -633,13 +602,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();
-    const pod = await quietStandIn(s, net, 5, { v6: true });
-    const down = await quietStandIn(s, net, 6, { up: false });
+    const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
+    const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
     const metricsDir = await mkdtemp(join(tmpdir(), 'announcer-metrics-'));
     s.defer(() => rm(metricsDir, { recursive: true, force: true }), `metrics dir ${metricsDir}`);
     const metricsFile = join(metricsDir, 'cni_announcer.prom');
-    const ready = attachmentOf(pod.asPod, files, tagged('metrics'));
-    const late = attachmentOf(down.asPod, files, tagged('never'));
+    const ready = attachmentOf(pod, files, tagged('metrics'));
+    const late = attachmentOf(down, files, tagged('never'));
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
 
     await addOk(s, ready, { count: 3, intervalMs: 200, metricsFile });
