@@ -11,13 +11,11 @@ import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   allocSubnet,
-  ANNOUNCER,
   announcerAdd,
   announcerCli,
   announcerDel,
@@ -42,7 +40,6 @@ import {
   ownAnnouncerProcessesNow,
   runOk,
   RUN_TAG,
-  RUN_TAG_ENV,
   Scope,
   scopePerTest,
   skipIntegration,
@@ -50,6 +47,8 @@ import {
   throwCleanupErrors,
   waitDaemonGone,
   waitFor,
+  promSamples,
+  spawnDaemon,
   inBatches,
   quietStandIn,
   taggedId,
@@ -152,27 +151,18 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   it(readyFdTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
-    const child = spawn(ANNOUNCER, ['daemon', files.stateDir, '--ready-fd=3'], {
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [RUN_TAG_ENV]: RUN_TAG }, // tagged: the harness's own
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const { child } = spawnDaemon(s, files.stateDir, ['--ready-fd=3'], { readyFd: true });
     let said = '';
     const ready = child.stdio[3] as Readable;
     ready.on('data', (d: Buffer) => void (said += d.toString()));
     // The end comes once no process holds the write end: the announcer closed it.
     const ended = await Promise.race([once(ready, 'end').then(() => true), sleep(10_000).then(() => false)]);
-    try {
-      expect({ ended, said, running: child.exitCode === null }).toEqual({
-        ended: true,
-        said: 'listening\n',
-        running: true,
-      });
-      expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([child.pid]);
-    } finally {
-      child.kill('SIGTERM'); // the announcer this test started
-      await exited;
-    }
+    expect({ ended, said, running: child.exitCode === null }).toEqual({
+      ended: true,
+      said: 'listening\n',
+      running: true,
+    });
+    expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([child.pid]);
   });
 
   const massStartPodsTitle =
@@ -623,84 +613,22 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     expect((await stat(metricsFile)).mode & 0o777).toBe(0o644);
     expect(await readdir(metricsDir)).toEqual(['cni_announcer.prom']);
-    const samples = parsePrometheusText(await readFile(metricsFile, 'utf8'));
-    const value = (name: string, labels: Record<string, string> = {}): number | undefined =>
-      samples.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
-    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_request' })).toBe(garps.length);
-    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_reply' })).toBe(0);
-    expect(value('cni_announcer_frames_sent_total', { kind: 'na' })).toBe(nas.length);
-    expect(value('cni_announcer_rounds_total', { outcome: 'sent' })).toBe(3);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'started' })).toBe(1);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'timed_out' })).toBe(1);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'ready' })).toBe(0);
-    expect(value('cni_announcer_rate_limited_rounds_total', { outcome: 'dropped' })).toBe(0);
-    expect(value('cni_announcer_errors_total')).toBe(0);
+    const samples = promSamples(await readFile(metricsFile, 'utf8'));
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_request"}')).toBe(garps.length);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_reply"}')).toBe(0);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="na"}')).toBe(nas.length);
+    expect(samples.get('cni_announcer_rounds_total{outcome="sent"}')).toBe(3);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="started"}')).toBe(1);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="timed_out"}')).toBe(1);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="ready"}')).toBe(0);
+    expect(samples.get('cni_announcer_rate_limited_rounds_total{outcome="dropped"}')).toBe(0);
+    expect(samples.get('cni_announcer_errors_total')).toBe(0);
 
     await delOk(ready);
     await delOk(late);
     expect(await attachmentFiles(files.stateDir)).toEqual([]);
   });
 });
-
-/** One sample of the Prometheus text format. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-const METRIC_NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
-const SAMPLE_LINE = new RegExp(
-  `^(${METRIC_NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*)?\\})? (-?(?:\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?|NaN|[+-]?Inf))$`,
-);
-
-/**
- * Parses the Prometheus text exposition format (0.0.4) strictly: every line
- * is `# HELP name text`, `# TYPE name type`, or a sample `name{labels} value`;
- * each sample's family has one HELP and one TYPE line before its samples; the
- * text ends with a newline. Throws naming the first line that is not so.
- */
-function parsePrometheusText(text: string): Sample[] {
-  if (!text.endsWith('\n')) throw new Error('metrics text does not end with a newline');
-  const help = new Set<string>();
-  const type = new Map<string, string>();
-  const samples: Sample[] = [];
-  for (const [i, line] of text.slice(0, -1).split('\n').entries()) {
-    const where = `line ${i + 1} ${JSON.stringify(line)}`;
-    if (line === '') continue; // the format ignores empty lines (prom-client puts one between metrics)
-    const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
-    if (meta) {
-      const [, kind, name, rest] = meta as unknown as [string, string, string, string];
-      if (!new RegExp(`^${METRIC_NAME}$`).test(name)) throw new Error(`${where}: bad metric name`);
-      if (kind === 'HELP') {
-        if (help.has(name)) throw new Error(`${where}: second HELP`);
-        help.add(name);
-      } else {
-        if (type.has(name) || !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest))
-          throw new Error(`${where}: bad TYPE`);
-        type.set(name, rest);
-      }
-      continue;
-    }
-    const m = SAMPLE_LINE.exec(line);
-    if (!m) throw new Error(`${where}: not a sample line`);
-    const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
-    // A histogram's samples are its family's name with _bucket, _sum or _count.
-    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find(
-      (n) => type.has(n) && (n === name || type.get(n) === 'histogram'),
-    );
-    if (family === undefined || !help.has(family)) throw new Error(`${where}: sample before its HELP and TYPE`);
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
-    const number = Number(value);
-    if (type.get(family) === 'counter' && !(Number.isInteger(number) && number >= 0))
-      throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
-    samples.push({ name, labels, value: number });
-  }
-  if (samples.length === 0) throw new Error('no sample in the metrics text');
-  return samples;
-}
 
 /**
  * How the shim started the announcer `pid` (src/sys/spawn-child.bun.ts in the binary): whether it leads its own

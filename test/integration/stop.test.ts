@@ -37,8 +37,7 @@ import {
   type BridgePod,
   type Scope,
 } from './harness';
-import { RUN_TAG_ENV } from './harness/cni';
-import { announcerStatus, daemonsOf, waitDaemonExit } from './harness/daemon';
+import { announcerStatus, daemonsOf, spawnDaemon, waitDaemonExit } from './harness/daemon';
 import { cleanStart, startingAdd } from './harness/executor-steps';
 import {
   buildAnnouncerAs,
@@ -214,27 +213,27 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     const { s, files } = await cleanStart(scope);
     const { capture, pods } = await podsOnBridge(s, files, ['starter', 'a']);
     const [starter, a] = pods as [Pod, Pod];
-    const resident = spawn(ANNOUNCER, ['daemon', files.stateDir, '--resident', '--log-format=json'], {
-      env: { PATH: process.env.PATH, [RUN_TAG_ENV]: RUN_TAG },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    resident.stdout!.on('data', (chunk: Buffer) => void (out += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => resident.once('exit', (code) => resolve(code)));
-    s.defer(() => void resident.kill('SIGKILL'), `resident announcer ${resident.pid}`);
-    await waitFor(async () => out.includes('"msg":"announcer started"'), { what: 'the resident announcer to start' });
+    const resident = spawnDaemon(s, files.stateDir, ['--resident', '--log-format=json']);
+    const { exited } = resident;
+    const logs = () =>
+      resident
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+    await waitFor(async () => logs().some((l) => l.msg === 'announcer started'), { what: 'the resident to start' });
     await startingAdd(s, starter.att);
     expect(await theDaemonOf(files.stateDir)).toBe(resident.pid);
-    const queued = await queueWhileStopped(s, files.stateDir, resident.pid!, () => [
+    const queued = await queueWhileStopped(s, files.stateDir, resident.pid, () => [
       announcerAdd(s, a.att, BURST),
       announcerRun(starter.att, 'CHECK'),
     ]);
     // kubelet: SIGTERM, then SIGKILL once the grace period is over.
     const GRACE_S = await graceSeconds();
-    resident.kill('SIGTERM');
+    resident.child.kill('SIGTERM');
     const termAt = Date.now();
     await queued.resume();
-    const killer = setTimeout(() => resident.kill('SIGKILL'), GRACE_S * 1000);
+    const killer = setTimeout(() => resident.child.kill('SIGKILL'), GRACE_S * 1000);
     const code = await exited;
     clearTimeout(killer);
     const stopTook = Date.now() - termAt;
@@ -242,11 +241,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     expect([add!.code, check!.code], add!.stdout + check!.stdout).toEqual([0, 0]);
     expect(code).toBe(0);
     expect(stopTook).toBeLessThan(GRACE_S * 1000);
-    const stopped = out
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l))
-      .find((l) => l.msg === 'announcer stopped');
+    const stopped = logs().find((l) => l.msg === 'announcer stopped');
     expect(stopped).toMatchObject({ passedOn: 2 });
     expect(stopped.stopMs).toBeLessThanOrEqual(STOP_MS);
     expect(await theDaemonOf(files.stateDir)).not.toBe(resident.pid);

@@ -2,11 +2,14 @@
 // src/daemon) seen from outside: its process and memory, the CLI verbs that
 // talk to it (`announcer status`, `announcer announce`), and the files it keeps
 // in stateDir next to the attachments' records.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import type { StatusReport } from '../../../src/daemon/status-cli';
 import { readFile } from 'node:fs/promises';
 import { ANNOUNCER, RUN_TAG_ENV } from './cni';
 import { run, type RunResult } from './exec';
 import { RUN_TAG } from './names';
+import type { Scope } from './scope';
 import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
 import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
@@ -114,4 +117,41 @@ export async function daemonStatus(
     },
     { what: `the announcer of ${stateDir} to answer status`, ...opts },
   );
+}
+
+/** An `announcer daemon` a test runs itself: its process, what it printed so far, and its exit code once it exits. */
+export interface SpawnedDaemon {
+  child: ChildProcess;
+  pid: number;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts `announcer daemon <stateDir> ...flags` tagged with RUN_TAG (PATH alone besides), stdout and stderr kept, and
+ * with `readyFd` a pipe as fd 3; at scope close it is SIGTERMed if it still runs, and SIGKILLed 5 s later.
+ */
+export function spawnDaemon(
+  scope: Scope,
+  stateDir: string,
+  flags: readonly string[] = [],
+  opts: { readyFd?: boolean } = {},
+): SpawnedDaemon {
+  const child = spawn(ANNOUNCER, ['daemon', stateDir, ...flags], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [RUN_TAG_ENV]: RUN_TAG },
+    stdio: ['ignore', 'pipe', 'pipe', ...(opts.readyFd ? (['pipe'] as const) : [])],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (d: Buffer) => void (out.stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => void (out.stderr += d.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  scope.defer(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }, `announcer daemon ${stateDir}`);
+  return { child, pid: child.pid!, stdout: () => out.stdout, stderr: () => out.stderr, exited };
 }
