@@ -2,9 +2,8 @@
 // call from a private mount namespace (`unshare -m --propagation private`); the host's later calls then name netns
 // files and a log file that namespace cannot see (created afterwards, or mounted on a tmpfs only the host has), and
 // every round must still be on the wire, and the log lines in the host's file.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -38,6 +37,7 @@ import {
   type AnnouncerFiles,
   type Scope,
   type Subnet,
+  tempDir,
 } from './harness';
 import { waitingForPod } from './harness/executor-steps';
 import { cniExecInMountNs } from './harness/mountns-helpers';
@@ -123,8 +123,7 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     // bind mount of another netns and the host calls' log file.
     const later = await standIn(s, net, 6);
     const bound = await standIn(s, net, 7);
-    const hostOnly = await mkdtemp(join(tmpdir(), 'announcer-cv-'));
-    s.defer(() => rm(hostOnly, { recursive: true, force: true }), `dir ${hostOnly}`);
+    const hostOnly = await tempDir(s, 'announcer-cv-');
     await runOk('mount', ['-t', 'tmpfs', 'none', hostOnly]);
     s.defer(() => runOk('umount', ['-R', hostOnly]), `umount ${hostOnly}`);
     const boundPath = join(hostOnly, 'netns-bound');

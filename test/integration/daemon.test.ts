@@ -7,8 +7,7 @@
 //
 // 40 bridge pods on one bridge are made once for the mass start and the rate
 // limit; each test has its own stateDir, so its own announcer.
-import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { once } from 'node:events';
@@ -59,6 +58,7 @@ import {
   attachmentOf,
   type AttachmentHow,
   busiestSecond,
+  tempDir,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -561,8 +561,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     // A manual announcement starts no background process.
     expect(await ownAnnouncerProcessesNow()).toEqual([]);
 
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-announce-'));
-    s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-announce-');
     const plainFile = join(dir, 'not-a-netns');
     await writeFile(plainFile, '');
     const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
@@ -594,8 +593,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
-    const metricsDir = await mkdtemp(join(tmpdir(), 'announcer-metrics-'));
-    s.defer(() => rm(metricsDir, { recursive: true, force: true }), `metrics dir ${metricsDir}`);
+    const metricsDir = await tempDir(s, 'announcer-metrics-');
     const metricsFile = join(metricsDir, 'cni_announcer.prom');
     const ready = attachmentOf(pod, files, tagged('metrics'));
     const late = attachmentOf(down, files, tagged('never'));

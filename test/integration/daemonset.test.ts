@@ -22,8 +22,7 @@
 // /run/netns cannot be shared with the container from there.
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +53,7 @@ import {
   waitLogged,
   type AnnouncerAttachment,
   type BridgePod,
+  tempDir,
 } from './harness';
 import { BUSYBOX, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
 
@@ -377,8 +377,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       v4: [net.v4Cidr(5)],
       sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
     });
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-ds-bind-'));
-    s.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-ds-bind-');
     const bound = join(dir, 'netns');
     await writeFile(bound, '');
     await runOk('mount', ['--bind', pod.netns.path, bound]);

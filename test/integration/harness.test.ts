@@ -2,8 +2,7 @@
 // announcer): the stale-entry bug the README opens with reproduces, a gratuitous
 // ARP sent by hand repairs it and decodes as one, kernel-sent announcements
 // decode field by field, broken frames are flagged, and nothing is left behind.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLive, procStat, startTimeOf } from './harness/proc-tree';
@@ -33,6 +32,7 @@ import {
   waitFor,
   withScope,
   writePcap,
+  tempDir,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -182,8 +182,7 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     const na = Buffer.from(packets[nas[0]!.number - 1]!.data);
     const garp = packets[garps[0]!.number - 1]!.data;
     na[14 + 40 + 3] ^= 0x01;
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-harness-'));
-    scope().defer(() => rm(dir, { recursive: true, force: true }), 'temp dir');
+    const dir = await tempDir(scope(), 'announcer-harness-');
     const file = join(dir, 'broken.pcap');
     await writeFile(file, writePcap([{ data: garp }, { data: garp.subarray(0, 14 + 20) }, { data: na }]));
     const decoded = await decodePcap(file);

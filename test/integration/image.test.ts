@@ -5,8 +5,7 @@
 // for byte, and work: VERSION, and the README's stale-entry scenario chained
 // after the real bridge plugin. The OCI archive must load back as the same image.
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +25,7 @@ import {
   stalePod,
   throwCleanupErrors,
   waitFor,
+  tempDir,
 } from './harness';
 import { announcerFiles } from './harness/announcer-files';
 import { privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
@@ -84,8 +84,7 @@ async function sha256(file: string): Promise<string> {
 
 /** A temp dir to mount at /host/opt/cni/bin, removed at scope close. */
 async function hostCniBin(scope: Scope): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-host-cni-bin-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
+  const dir = await tempDir(scope, 'announcer-host-cni-bin-');
   return dir;
 }
 
@@ -170,8 +169,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     // Again, with the init container's command, security context, limits and stateDir: nothing to do but write the
     // node settings file, once.
     const { install } = await daemonSetContainers();
-    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
-    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
+    const state = await tempDir(scope(), 'announcer-image-state-');
     const asInit = () =>
       podman.run([
         'run',
@@ -267,8 +265,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   it(residentTitle, async () => {
     const { main } = await daemonSetContainers();
     const name = `${PREFIX}-main`;
-    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
-    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
+    const state = await tempDir(scope(), 'announcer-image-state-');
     scope().defer(() => podman.run(['rm', '-f', '-t', '0', name]), `container ${name}`);
     const mount = ['-v', `${state}:/run/cni-announcer`];
     await podman.ok(['run', '-d', '--name', name, ...runFlags(main), ...mount, IMAGE, ...main.command.slice(1)]);

@@ -32,6 +32,7 @@ import {
   type CniOutput,
   type Scope,
   stopDaemonAtClose,
+  tempDir,
 } from './harness';
 import { DEFAULT_STATE_DIR } from '../../src/cni/option-bounds';
 import { cniExecInMountNs } from './harness/mountns-helpers';
@@ -107,8 +108,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
    * of ours left.
    */
   async function testDir(s: Scope): Promise<{ dir: string; stateDir: string }> {
-    const dir = await mkdtemp('/var/tmp/announcer-install-');
-    s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-install-', '/var/tmp');
     killStrays(s, { strict: true });
     await runOk('mkdir', ['-m', '0700', join(dir, 'state')]);
     stopDaemonAtClose(s, join(dir, 'state')); // every command leaves the announcer of its stateDir running

@@ -142,6 +142,13 @@ export function stopDaemonAtClose(scope: Scope, stateDir: string): void {
 /** The stateDirs each scope stops the announcer of at close. */
 const stopping = new WeakMap<Scope, Set<string>>();
 
+/** A fresh temp dir `<base>/<prefix>XXXXXX` (base: the system temp dir), removed with all it holds at scope close. */
+export async function tempDir(scope: Scope, prefix: string, base = tmpdir()): Promise<string> {
+  const dir = await mkdtemp(join(base, prefix));
+  scope.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+  return dir;
+}
+
 /** makeAnnouncerFiles under the system temp dir; at scope close its announcer is stopped, then the dir removed. */
 export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {
   const files = await makeAnnouncerFiles(join(tmpdir(), 'announcer-e2e-'));
