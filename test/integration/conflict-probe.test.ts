@@ -107,7 +107,9 @@ async function expectSquattedLeftOut(
   ).toEqual([ip, ip, other, other]);
   expect(garpsFor(frames, podMac, ip)).toEqual([]);
   expect(garpsFor(frames, podMac, other)).toHaveLength(2);
-  const conflict = `address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it answered ARP for that address on eth0)`;
+  const conflict =
+    `address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} ` +
+    '(it answered ARP for that address on eth0)';
   const fields = { address: ip, mac: squatterMac, interface: 'eth0' };
   expect(await att.files.logged('warn', conflict, fields)).not.toEqual([]);
   expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });

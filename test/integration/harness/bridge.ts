@@ -104,7 +104,7 @@ export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {
   return { netns, ifname, peer, mac: await addStandInInterface({ netns }, { ...opts, ifname, peer }) };
 }
 
-/** How quietStandIn builds its pod: at .host of net (default 5), dual-stack with `v6`, eth0 left down with `up: false`. */
+/** How quietStandIn builds its pod: at .host of net (default 5), dual-stack with `v6`, eth0 down with `up: false`. */
 export interface QuietStandInOptions {
   prefix: string;
   net: Subnet;
