@@ -128,10 +128,8 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
-    it.each([
-      { what: '17 MiB', bytes: 17 * 1024 * 1024 },
-      { what: '600 MiB', bytes: 600 * 1024 * 1024 },
-    ])('$what on stdin: code 5 naming the 1 MiB limit the shim forwards, without reading it all', async ({ bytes }) => {
+    it('600 MiB on stdin: code 5 naming the 1 MiB limit the shim forwards, without reading it all', async () => {
+      const bytes = 600 * 1024 * 1024;
       const pod = await standIn(scope(), 'big');
       // A shell feeds the bytes: the plugin stops reading at the limit and the writer gets EPIPE.
       const out = await runCniCommand(
