@@ -84,10 +84,6 @@ async function daemonPids(stateDir: string): Promise<number[]> {
   return (await daemonsOf(stateDir)).map((p) => p.pid);
 }
 
-function containerId(tag: string): string {
-  return taggedId(PREFIX, tag);
-}
-
 /**
  * The announcer on a pod's eth0 in network NETWORK, with its own fresh files, a debug log and this file's idleExitMs.
  */
@@ -122,7 +118,7 @@ function offsetsMs(frames: readonly Frame[]): number[] {
 async function quietAttachment(s: Scope, name: string, cniVersion: string) {
   const net = allocSubnet();
   const pod = await quietStandIn(s, { prefix: PREFIX, net });
-  const att = await freshAttachment(containerId(name), pod.netns.path, pod.result, cniVersion);
+  const att = await freshAttachment(taggedId(PREFIX, name), pod.netns.path, pod.result, cniVersion);
   const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
   return { net, pod, att, capture };
 }
@@ -172,7 +168,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const s = begin();
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
-    const att = await freshAttachment(containerId('burst'), pod.netns.path, pod.result, '1.1.0');
+    const att = await freshAttachment(taggedId(PREFIX, 'burst'), pod.netns.path, pod.result, '1.1.0');
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
     const startedAt = Date.now();
 
@@ -218,7 +214,12 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       mac,
       result,
       containerId: id,
-    } = await createBridgePod(s, { prefix: PREFIX, ip6: true, containerId: containerId('backoff'), name: NETWORK });
+    } = await createBridgePod(s, {
+      prefix: PREFIX,
+      ip6: true,
+      containerId: taggedId(PREFIX, 'backoff'),
+      name: NETWORK,
+    });
     const att = await freshAttachment(id, netns.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: 'arp or icmp6' });
 
@@ -331,7 +332,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       ip,
       result,
       containerId: id,
-    } = await createBridgePod(s, { prefix: PREFIX, containerId: containerId('deferred'), name: NETWORK });
+    } = await createBridgePod(s, { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK });
     // A second port with carrier keeps the bridge's carrier up while the pod is down:
     // losing carrier would flush the bridge's neighbour table, planted entry included.
     const keeper = await createHostVeth(s, PREFIX);
@@ -390,7 +391,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, up: false });
     expect((await linkShow('eth0', pod.netns.name))?.up).toBe(false);
-    const att = await freshAttachment(containerId('timeout'), pod.netns.path, pod.result);
+    const att = await freshAttachment(taggedId(PREFIX, 'timeout'), pod.netns.path, pod.result);
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer });
 
     const out = await announcerAdd(s, att, { addWaitMs: 100, readyTimeoutMs: 800 });

@@ -83,15 +83,15 @@ type Pod = Pick<BridgePod, 'netns' | 'result' | 'mac' | 'ip'>;
 let fleet: { net: Subnet; bridge: string; pods: Pod[] };
 const fleetScope = new Scope();
 
-function containerId(tag: string): string {
-  return taggedId(PREFIX, tag);
-}
-
 /**
  * The announcer on a pod's eth0 in network NETWORK, as container `tag`, with a debug log and this file's idleExitMs.
  */
 function tagged(tag: string): AttachmentHow {
-  return { network: NETWORK, containerId: containerId(tag), options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
+  return {
+    network: NETWORK,
+    containerId: taggedId(PREFIX, tag),
+    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
+  };
 }
 
 /** Announcer ADD, which must succeed. */
@@ -219,7 +219,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
     const s = begin();
     const files = await announcerFiles(s);
-    const gone = await bridgePod(s, 200, containerId('gone'));
+    const gone = await bridgePod(s, 200, taggedId(PREFIX, 'gone'));
     const [byDel, byGc, kept] = [
       attachmentOf(fleet.pods[0]!, files, tagged('cancel0')),
       attachmentOf(fleet.pods[1]!, files, tagged('cancel1')),
