@@ -42,9 +42,9 @@ import { cleanStart, startingAdd } from './harness/executor-steps';
 import {
   buildAnnouncerAs,
   buildOf,
-  processState,
   runningBuild,
   signalDaemon,
+  stopDaemon,
   theDaemonOf,
 } from './harness/held-announcer';
 import type { Frame } from './harness/tshark';
@@ -90,8 +90,8 @@ async function podsOnBridge(s: Scope, files: AnnouncerFiles, names: readonly str
 }
 
 /**
- * While the announcer `pid` is SIGSTOPped, starts `calls` and waits until each has connected and written its request
- * (the backlog holds them all); SIGCONT at scope close if the test did not send it.
+ * While the announcer `pid` (the stateDir's one) is SIGSTOPped, starts `calls` and waits until each has connected and
+ * written its request (the backlog holds them all); SIGCONT at scope close if the test did not send it.
  */
 async function queueWhileStopped(
   s: Scope,
@@ -99,13 +99,8 @@ async function queueWhileStopped(
   pid: number,
   calls: () => Promise<AnnouncerOutput>[],
 ): Promise<{ results: Promise<AnnouncerOutput[]>; resume: () => Promise<void> }> {
-  let stopped = true;
-  const resume = async (): Promise<void> => {
-    if (stopped && (await signalDaemon(pid, stateDir, 'SIGCONT'))) stopped = false;
-  };
-  s.defer(resume, `SIGCONT announcer ${pid}`);
-  if (!(await signalDaemon(pid, stateDir, 'SIGSTOP'))) throw new Error(`pid ${pid} is not the announcer`);
-  await waitFor(async () => (await processState(pid)) === 'T', { what: `announcer ${pid} stopped` });
+  const { pid: stopped, resume } = await stopDaemon(s, stateDir);
+  if (stopped !== pid) throw new Error(`the announcer of ${stateDir} is ${stopped}, not ${pid}`);
   const started = calls();
   await waitFor(async () => (await backlog(stateDir)) >= started.length, {
     what: `${started.length} calls queued on the stopped announcer`,
