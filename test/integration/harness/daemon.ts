@@ -43,23 +43,42 @@ export async function waitDaemonExit(stateDir: string, pid: number, what = `anno
   await waitFor(async () => !(await daemonsOf(stateDir)).some((p) => p.pid === pid), { timeoutMs: 10_000, what });
 }
 
+/** The one live announcer of stateDir started by this test process; throws unless there is exactly one. */
+export async function theDaemonOf(stateDir: string): Promise<number> {
+  const found = await daemonsOf(stateDir);
+  if (found.length !== 1)
+    throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
+  return found[0]!.pid;
+}
+
 /**
- * SIGKILLs the background announcer of stateDir that this test process
- * started, by pid, after checking again that the pid still runs
- * `announcer daemon <stateDir>` with our RUN_TAG. Resolves with the pid.
+ * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
+ * gone or no longer that.
  */
-export async function killDaemon(stateDir: string): Promise<number> {
-  const [daemon, ...more] = await daemonsOf(stateDir);
-  if (!daemon || more.length > 0)
-    throw new Error(`expected one background announcer of ${stateDir}, found ${more.length + (daemon ? 1 : 0)}`);
-  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === daemon.pid);
-  if (again?.daemonStateDir !== stateDir)
-    throw new Error(`pid ${daemon.pid} is no longer the background announcer of ${stateDir}`);
-  process.kill(daemon.pid, 'SIGKILL');
-  await waitFor(async () => !(await ownAnnouncerProcessesNow()).some((p) => p.pid === daemon.pid), {
-    what: `pid ${daemon.pid} to die`,
-  });
-  return daemon.pid;
+export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
+  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
+  if (again?.daemonStateDir !== stateDir) return false;
+  process.kill(pid, signal);
+  return true;
+}
+
+/** Sends `signal` to the one announcer of stateDir (signalDaemon) and waits until it is gone; resolves with its pid. */
+async function endDaemon(stateDir: string, signal: NodeJS.Signals): Promise<number> {
+  const pid = await theDaemonOf(stateDir);
+  if (!(await signalDaemon(pid, stateDir, signal)))
+    throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
+  await waitDaemonExit(stateDir, pid);
+  return pid;
+}
+
+/** SIGKILLs the one announcer of stateDir this test process started and waits until it is gone; its pid. */
+export function killDaemon(stateDir: string): Promise<number> {
+  return endDaemon(stateDir, 'SIGKILL');
+}
+
+/** SIGTERMs the one announcer of stateDir (it stops at its next turn) and waits until it is gone; its pid. */
+export function terminateDaemon(stateDir: string): Promise<number> {
+  return endDaemon(stateDir, 'SIGTERM');
 }
 
 /** A process's proportional set size in KiB (Pss of /proc/PID/smaps_rollup); undefined once it is gone. */

@@ -11,30 +11,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';
-import { daemonsOf, waitDaemonExit } from './daemon';
+import { daemonsOf, signalDaemon, theDaemonOf } from './daemon';
+
+export { signalDaemon, terminateDaemon, theDaemonOf } from './daemon';
 import { childEnv, runOk } from './exec';
-import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
-
-/** The one live announcer of stateDir started by this test process; throws unless there is exactly one. */
-export async function theDaemonOf(stateDir: string): Promise<number> {
-  const found = await daemonsOf(stateDir);
-  if (found.length !== 1)
-    throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
-  return found[0]!.pid;
-}
-
-/**
- * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
- * gone or no longer that.
- */
-export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
-  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
-  if (again?.daemonStateDir !== stateDir) return false;
-  process.kill(pid, signal);
-  return true;
-}
 
 /** A process's state letter from /proc/PID/stat (R, S, T for stopped, Z...); undefined once gone. */
 export async function processState(pid: number): Promise<string | undefined> {
@@ -61,15 +43,6 @@ export async function stopDaemon(scope: Scope, stateDir: string): Promise<Stoppe
   stopped = true;
   await waitFor(async () => (await processState(pid)) === 'T', { what: `announcer ${pid} stopped` });
   return { pid, resume };
-}
-
-/** SIGTERMs the one announcer of stateDir (it stops at its next turn) and waits until it is gone. */
-export async function terminateDaemon(stateDir: string): Promise<number> {
-  const pid = await theDaemonOf(stateDir);
-  if (!(await signalDaemon(pid, stateDir, 'SIGTERM')))
-    throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
-  await waitDaemonExit(stateDir, pid);
-  return pid;
 }
 
 /** The build id a binary prints (`--version`: `Build: <id>`). */
