@@ -10,7 +10,7 @@ import { ANNOUNCER, RUN_TAG_ENV } from './cni';
 import { run, type RunResult } from './exec';
 import { RUN_TAG } from './names';
 import type { Scope } from './scope';
-import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
+import { ownAnnouncerProcessesNow, signalDaemon, type AnnouncerProcess } from './processes';
 import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
@@ -49,17 +49,6 @@ export async function theDaemonOf(stateDir: string): Promise<number> {
   if (found.length !== 1)
     throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
   return found[0]!.pid;
-}
-
-/**
- * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
- * gone or no longer that.
- */
-export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
-  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
-  if (again?.daemonStateDir !== stateDir) return false;
-  process.kill(pid, signal);
-  return true;
 }
 
 /** Sends `signal` to the one announcer of stateDir (signalDaemon) and waits until it is gone; resolves with its pid. */

@@ -11,9 +11,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';
-import { daemonsOf, signalDaemon, theDaemonOf } from './daemon';
+import { daemonsOf, theDaemonOf } from './daemon';
+import { signalDaemon } from './processes';
 
-export { signalDaemon, terminateDaemon, theDaemonOf } from './daemon';
+export { terminateDaemon, theDaemonOf } from './daemon';
+export { signalDaemon } from './processes';
 import { childEnv, runOk } from './exec';
 import type { Scope } from './scope';
 import { waitFor } from './wait';

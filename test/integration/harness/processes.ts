@@ -149,3 +149,14 @@ export async function processesOf(containerId: string, opts: { now?: boolean } =
   const own = opts.now ? await ownAnnouncerProcessesNow() : await ownAnnouncerProcesses();
   return own.filter((p) => p.containerId === containerId).map((p) => p.pid);
 }
+
+/**
+ * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
+ * gone or no longer that.
+ */
+export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
+  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
+  if (again?.daemonStateDir !== stateDir) return false;
+  process.kill(pid, signal);
+  return true;
+}
