@@ -70,11 +70,6 @@ export function terminateDaemon(stateDir: string): Promise<number> {
   return endDaemon(stateDir, 'SIGTERM');
 }
 
-/** A process's proportional set size in KiB (Pss of /proc/PID/smaps_rollup); undefined once it is gone. */
-export async function pssKiB(pid: number): Promise<number | undefined> {
-  return (await memoryKiB(pid))?.pss;
-}
-
 /** A process's memory from /proc/PID/smaps_rollup, in KiB: Rss, Pss, and Pss split into anonymous and file pages. */
 export async function memoryKiB(
   pid: number,

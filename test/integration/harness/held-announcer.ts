@@ -97,13 +97,6 @@ export async function traceFile(scope: Scope): Promise<string> {
   return join(dir, 'strace.out');
 }
 
-/** The pid of the traced program (the first pid strace wrote a line for); undefined before any. */
-export async function tracedPid(traceFile: string): Promise<number | undefined> {
-  const text = await readFile(traceFile, 'utf8').catch(() => '');
-  const m = /^(\d+)\s/.exec(text);
-  return m ? Number(m[1]) : undefined;
-}
-
 /** The pids holding a flock(2) on `file` (from /proc/locks, by inode); none when the file is gone. */
 export async function flockHolders(file: string): Promise<number[]> {
   const ino = await stat(file).then(
