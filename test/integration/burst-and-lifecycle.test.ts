@@ -20,7 +20,7 @@ import {
   announcerStatus,
   daemonStatus,
   assertCniOk,
-  attachmentFiles,
+  stateFiles,
   createBridgePod,
   createHostVeth,
   daemonsOf,
@@ -147,7 +147,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       // Nothing outlives its attachment: no process of ours (the announcers exited once idle),
       // no record, lock or socket in any stateDir (only the announcer's own lock files).
       expect(await ownAnnouncerProcesses()).toEqual([]);
-      for (const dir of stateDirs) expect({ dir, files: await attachmentFiles(dir) }).toEqual({ dir, files: [] });
+      for (const dir of stateDirs) expect({ dir, files: await stateFiles(dir) }).toEqual({ dir, files: [] });
       expect(await leftoversAfterTeardown(PREFIX)).toEqual([]);
     } finally {
       await rm(root, { recursive: true, force: true });
@@ -202,7 +202,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(ms(nas[3]!)).toBeGreaterThan(out.exitedAt);
 
     assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
   });
 
   it('backoff 2, count 3, intervalMs 200 on a bridge pod: gaps of about 200 then 400 ms', async () => {
@@ -243,7 +243,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     }
 
     assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
   });
 
   it('intervalMs 10: round 2 comes from the background announcer, never early, once it is up', async () => {
@@ -255,7 +255,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
     assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
 
     const garps = garpsFor(frames, pod.mac, net.v4(5));
     expect(garps).toHaveLength(2);
@@ -279,7 +279,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     const lists = { 'cni.dev/attachments': [{ containerID: `${att.containerId}-other`, ifname: 'eth0' }] };
     const gc = assertCniOk('announcer GC', await announcerGc(att.files.stateDir, NETWORK, lists));
     expect(gc.stdout.trim()).toBe('');
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
     await waitDaemonGone(att.files.stateDir);
     await sleep(Math.max(0, gc.exitedAt + 1500 - Date.now()));
     const fromPod = (await capture.stop()).filter((f) => f.eth.src === pod.mac);
@@ -304,7 +304,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     );
     const gcDoneAt = otherNetwork.exitedAt;
     expect(await daemonPids(att.files.stateDir)).toEqual(daemon);
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
     expect((await announcerStatus(att.files.stateDir)).attachments.map((a) => a.containerId)).toEqual([
       att.containerId,
     ]);
@@ -312,7 +312,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     // Frames keep coming after both GCs.
     await sleep(900);
     const delAt = assertCniOk('announcer DEL', await announcerDel(att)).exitedAt;
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
 
@@ -380,7 +380,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(await att.files.logged('info', 'announced', { round: 1, deferred: true })).toHaveLength(1);
 
     assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
   });
 
   const readyTimeoutMsBoundsDeferredTitle =
@@ -409,6 +409,6 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(await att.files.logged('warn', 'pod never became ready: not announcing')).toHaveLength(1);
 
     assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await attachmentFiles(att.files.stateDir)).toEqual([]);
+    expect(await stateFiles(att.files.stateDir)).toEqual([]);
   });
 });

@@ -14,7 +14,7 @@ import {
   announcerDel,
   announcerFiles,
   assertCniOk,
-  attachmentFiles,
+  stateFiles,
   createPidNamespace,
   createNetns,
   createStandInPod,
@@ -148,7 +148,7 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       }
     assertCniOk('DEL', await announcerDel(attLater));
     assertCniOk('DEL', await announcerDel(attBound));
-    const names = await attachmentFiles(files.stateDir);
+    const names = await stateFiles(files.stateDir);
     expect(names.filter((n) => n.includes('later') || n.includes('bound'))).toEqual([]);
   });
 

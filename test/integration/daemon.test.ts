@@ -24,7 +24,7 @@ import {
   daemonStatus,
   assertCniOk,
   attachBridgePod,
-  attachmentFiles,
+  stateFiles,
   createBridge,
   daemonsOf,
   DAEMON_SOCKET,
@@ -213,7 +213,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await Promise.all(atts.map((att) => delOk(att)));
     await waitDaemonGone(files.stateDir);
     expect(await ownAnnouncerProcesses()).toEqual([]);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   }, 90_000);
 
   it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
@@ -247,7 +247,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual(daemon); // one announcer throughout
     // DEL and GC removed their records; the record of the pod whose netns went stays until the runtime's DEL.
     const recordOf = (a: AnnouncerAttachment): string => `${a.containerId}@eth0.json`;
-    expect(await attachmentFiles(files.stateDir)).toEqual([kept, byNetns].map(recordOf).sort());
+    expect(await stateFiles(files.stateDir)).toEqual([kept, byNetns].map(recordOf).sort());
     const keptUntil = await delOk(kept);
     await delOk(byNetns); // the runtime's DEL after the pod is gone removes its record
     await waitDaemonGone(files.stateDir);
@@ -268,7 +268,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     // The pod nobody cancelled kept its rounds after the three others ended.
     expect(sent(kept).filter((f) => ms(f) > netnsAt && ms(f) <= keptUntil).length).toBeGreaterThanOrEqual(2);
     expect(sent(kept).filter((f) => ms(f) > keptUntil)).toEqual([]);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
     const ended = async (a: AnnouncerAttachment) =>
       (await files.logged('info', 'background work ended', { containerId: a.containerId })).map((r) => r.fields.why);
     expect(await ended(byDel)).toEqual(['cancelled']);
@@ -334,7 +334,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await delOk(attA);
     await delOk(attB);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   });
 
   const deferredRoundGoesTitle =
@@ -435,7 +435,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await Promise.all(atts.map((att) => delOk(att)));
     await waitDaemonGone(files.stateDir);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   }, 90_000);
 
   const announcerStatusHumanTitle =
@@ -523,7 +523,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       'no active attachments',
     ]);
     // The next announcer replaced the killed one's socket; no record is left.
-    expect((await attachmentFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
+    expect((await stateFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
     await capture.stop();
   });
 
@@ -626,7 +626,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await delOk(ready);
     await delOk(late);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   });
 });
 

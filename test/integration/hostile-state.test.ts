@@ -25,7 +25,6 @@ import {
   logRecords,
   announcerStatus,
   daemonStatus,
-  attachmentFiles as recordFiles,
   DAEMON_SOCKET,
   daemonsOf,
   killDaemon,
@@ -257,13 +256,13 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         const d = await del(a, { trace: true });
         assertCniOk('DEL', d);
         expect(d.signals).toEqual([]);
-        expect(await recordFiles(a.files.stateDir)).toEqual([]);
+        expect(await stateFiles(a.files.stateDir)).toEqual([]);
 
         await plant(a, await makeRecord(a));
         const g = await gc(a, [], true);
         assertCniOk('GC', g);
         expect(g.signals).toEqual([]);
-        expect(await recordFiles(a.files.stateDir)).toEqual([]);
+        expect(await stateFiles(a.files.stateDir)).toEqual([]);
 
         await plant(a, await makeRecord(a));
         // idleExitMs well past the checks below: the traced announcer must still run when stop() comes,
@@ -272,7 +271,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         assertCniOk('ADD', r);
         expect(r.signals).toEqual([]);
         // count 1 and no MAC change: nothing to record; the planted record is gone.
-        expect(await recordFiles(a.files.stateDir)).toEqual([]);
+        expect(await stateFiles(a.files.stateDir)).toEqual([]);
 
         expect(await announcer.stop()).toEqual([]);
         expect(await a.ns.signalsSeen()).toEqual([]);
@@ -328,7 +327,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
       // GC (nothing is live here) removes all three records: the invalid one as invalid.
       assertCniOk('GC', await gc(valid, []));
-      expect(await recordFiles(dir)).toEqual([]);
+      expect(await stateFiles(dir)).toEqual([]);
       expect(await valid.files.logged('warn', INVALID_RECORD)).not.toEqual([]);
       expect(await announcer.stop()).toEqual([]);
       expect(await starter.ns.signalsSeen()).toEqual([]);
@@ -470,7 +469,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const [r, d] = await Promise.all([adding, deleting]);
       assertCniOk('ADD', r);
       assertCniOk('DEL', d);
-      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+      expect(await stateFiles(a.files.stateDir)).toEqual([]);
       const said = logRecords(await a.files.log()).map((r) => r.msg);
       // ADD left the pod to the background (deferred); DEL came after it and found that job.
       const deferred = said.indexOf('pod not ready yet: announcing from the background once it is');
@@ -509,7 +508,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
         assertCniOk('DEL', await del(a));
         const afterDel = Date.now();
-        expect(await recordFiles(a.files.stateDir)).toEqual([]);
+        expect(await stateFiles(a.files.stateDir)).toEqual([]);
         expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
         await sleep(1500);
         const late = garps(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
@@ -542,7 +541,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(garps(await capture.stop(), a.pod.mac, a.ip)).toHaveLength(burst.count);
       // An invalid record is removed by DEL without acting on it; a removed one is not there to act on.
       expect(await a.files.logged('info', 'DEL: no state record, nothing to undo')).toHaveLength(1);
-      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+      expect(await stateFiles(a.files.stateDir)).toEqual([]);
     });
   }
 
@@ -551,7 +550,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const id = `${PREFIX}-long-`.padEnd(length, 'a');
       const a = await attachment(scope(), 'long', { containerId: id });
       assertCniOk('ADD', await add(a, { count: 3, intervalMs: 1000 }));
-      const files = await recordFiles(a.files.stateDir);
+      const files = await stateFiles(a.files.stateDir);
       const name = files.find((f) => f.endsWith('.json'))!;
       expect(name).toMatch(/^sha256-[0-9a-f]{64}\.json$/);
       expect(files).toEqual([name]);
@@ -563,7 +562,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(running.attachments.map((x) => x.containerId)).toEqual([id]);
       assertCniOk('DEL', await del(a));
       expect(await delDone(a, 'cancelled', 'none')).toHaveLength(1);
-      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+      expect(await stateFiles(a.files.stateDir)).toEqual([]);
       expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
       await waitDaemonGone(a.files.stateDir);
     });
@@ -584,7 +583,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     assertCniOk('DEL', d);
     expect(d.signals).toEqual([]);
     expect(await delDone(a, 'cancelled', 'none')).toHaveLength(1);
-    expect(await recordFiles(a.files.stateDir)).toEqual([]);
+    expect(await stateFiles(a.files.stateDir)).toEqual([]);
     expect(await announcer.stop()).toEqual([]);
     expect(await a.ns.signalsSeen()).toEqual([]);
     expect(await daemonsOf(a.files.stateDir)).toEqual([]);
@@ -607,7 +606,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const notThere = 'the netns at this path is not the one the MACs were recorded in: not restoring them';
       expect(await a.files.logged('warn', notThere)).toHaveLength(1);
       expect(await delDone(a, /./, 'none')).toHaveLength(1);
-      expect(await recordFiles(a.files.stateDir)).toEqual([]);
+      expect(await stateFiles(a.files.stateDir)).toEqual([]);
     });
   });
 
@@ -625,8 +624,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
     expect(g.signals).toEqual([]);
     expect(await announcer.stop()).toEqual([]);
     expect(await a.ns.signalsSeen()).toEqual([]);
-    expect(await recordFiles(dir)).toEqual([live]);
+    expect(await stateFiles(dir)).toEqual([live]);
     assertCniOk('DEL', await del(a));
-    expect(await recordFiles(dir)).toEqual([]);
+    expect(await stateFiles(dir)).toEqual([]);
   });
 });

@@ -35,7 +35,7 @@ import {
   setSysctl,
   skipIntegration,
   startCapture,
-  attachmentFiles,
+  stateFiles,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Subnet,
@@ -257,7 +257,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         netns: pod.netns.path,
         originalMacs: [{ name: 'eth0', mac: NIC_MAC }],
       });
-      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
+      expect(await stateFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
 
       // A repeated ADD finds the derived MAC already set: the NIC's own MAC stays the one recorded.
       assertCniOk('announcer ADD repeated', await announcerAdd(scope(), att));
@@ -267,7 +267,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
-      expect(await attachmentFiles(files.stateDir)).toEqual([]);
+      expect(await stateFiles(files.stateDir)).toEqual([]);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
       expect(await podMac(ns)).toBe(NIC_MAC);
 
@@ -285,11 +285,11 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { files, pod, att, derived } = await nicPod('gone');
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derived);
-      expect(await attachmentFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
+      expect(await stateFiles(files.stateDir)).toEqual([`${att.containerId}@eth0.json`]);
 
       await deleteNetns(pod.netns.name);
       expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
-      expect(await attachmentFiles(files.stateDir)).toEqual([]);
+      expect(await stateFiles(files.stateDir)).toEqual([]);
       expect(await announcerDel({ ...att, netns: undefined })).toMatchObject({ code: 0, stdout: '' });
       expect(await announcerLeftovers(files)).toEqual([]);
     });
@@ -319,7 +319,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     expect(garps.length, describeFrames(frames)).toBe(1); // count 1
     expect(garps.every((f) => f.eth.src === runtimeMac && f.arp!.senderMac === runtimeMac)).toBe(true);
     // Nothing replaced, no later rounds (count 1): no record. CHECK does not compare MACs here.
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
     expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
     assertCniOk('announcer DEL', await announcerDel(att));

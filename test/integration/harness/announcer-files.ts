@@ -23,13 +23,12 @@ export const DAEMON_STATE_FILES: readonly string[] = [
 ];
 
 /**
- * Names of the entries in stateDir (records and anything else) but
- * DAEMON_STATE_FILES; none when it does not exist. Any other error (EACCES,
- * ENOTDIR…) rejects: it is never taken for an empty dir.
+ * Names of the entries in stateDir (records and anything else) but DAEMON_STATE_FILES, sorted; none when it does not
+ * exist. Any other error (EACCES, ENOTDIR…) rejects: it is never taken for an empty dir.
  */
 export async function stateFiles(stateDir: string): Promise<string[]> {
   try {
-    return (await readdir(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f));
+    return (await readdir(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f)).sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

@@ -11,19 +11,10 @@ import { run, type RunResult } from './exec';
 import { RUN_TAG } from './names';
 import type { Scope } from './scope';
 import { ownAnnouncerProcessesNow, signalDaemon, type AnnouncerProcess } from './processes';
-import { stateFiles } from './announcer-files';
 import { waitFor } from './wait';
 
 /** The socket of a running announcer. */
 export { ANNOUNCER_SOCKET as DAEMON_SOCKET } from '../../../src/state-files';
-
-/**
- * The entries of stateDir other than DAEMON_STATE_FILES (the announcer's
- * socket among them): records, their locks, anything else, sorted.
- */
-export async function attachmentFiles(stateDir: string): Promise<string[]> {
-  return (await stateFiles(stateDir)).sort();
-}
 
 /** The live background announcers of stateDir that this test process started (no grace). */
 export async function daemonsOf(stateDir: string): Promise<AnnouncerProcess[]> {
