@@ -5,8 +5,7 @@
 // traced by strace (its setns(2) shows the command ran in-process), and the
 // announcers of a stateDir sampled while work runs.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
@@ -19,6 +18,7 @@ export { signalDaemon } from './processes';
 import { childEnv, runOk } from './exec';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
+import { tempDir } from './announcer-files';
 
 /** A process's state letter from /proc/PID/stat (R, S, T for stopped, Z...); undefined once gone. */
 export async function processState(pid: number): Promise<string | undefined> {
@@ -92,8 +92,7 @@ export async function tracedCalls(traceFile: string, syscall: 'setns' | 'flock' 
 
 /** A path for strace's output in a temp dir of its own, removed at scope close. */
 export async function traceFile(scope: Scope): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-trace-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `trace dir ${dir}`);
+  const dir = await tempDir(scope, 'announcer-trace-');
   return join(dir, 'strace.out');
 }
 
