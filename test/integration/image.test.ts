@@ -82,12 +82,6 @@ async function sha256(file: string): Promise<string> {
     .digest('hex');
 }
 
-/** A temp dir to mount at /host/opt/cni/bin, removed at scope close. */
-async function hostCniBin(scope: Scope): Promise<string> {
-  const dir = await tempDir(scope, 'announcer-host-cni-bin-');
-  return dir;
-}
-
 describe.skipIf(skipPodman())('the installer image, built offline FROM scratch and run with podman', () => {
   const fileScope = new Scope();
   const scope = scopePerTest();
@@ -152,7 +146,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     'installs a byte-identical announcer (0755) and its notices (0644), run as the image ' +
     'says and as the DaemonSet says, and leaves nothing else';
   it(installsByteIdenticalTitle, async () => {
-    const dir = await hostCniBin(scope());
+    const dir = await tempDir(scope(), 'announcer-host-cni-bin-');
     const first = await podman.run(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     expect([first.code, first.stderr]).toEqual([0, '']);
     expect(first.stdout.split('\n').filter(Boolean)).toEqual([
@@ -200,7 +194,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   });
 
   it('replaces an older plugin atomically (a new inode), under the DaemonSet limits', async () => {
-    const dir = await hostCniBin(scope());
+    const dir = await tempDir(scope(), 'announcer-host-cni-bin-');
     await run('sh', ['-c', 'printf old > "$1/announcer" && chmod 0755 "$1/announcer"', 'sh', dir]);
     const before = (await stat(join(dir, 'announcer'))).ino;
     const { install } = await daemonSetContainers();
@@ -231,7 +225,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   it(installedCopyAnswersTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
-    const dir = await hostCniBin(s);
+    const dir = await tempDir(s, 'announcer-host-cni-bin-');
     await podman.ok(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     const installed = join(dir, 'announcer');
 
