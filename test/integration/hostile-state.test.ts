@@ -147,22 +147,35 @@ async function netnsId(a: Att): Promise<{ dev: number; ino: number }> {
   return { dev: st.dev, ino: st.ino };
 }
 
-/** A valid record of the attachment (no job), with `extra` fields on top. */
-async function recordWith(a: Att, extra: Record<string, unknown> = {}): Promise<string> {
+/**
+ * The namespaces of a caller in `ns` as records carry them (`caller`): the pid namespace's own mount namespace (an
+ * announcer started there can re-open it) and the node's network namespace.
+ */
+async function callerIn(ns: PidNamespace): Promise<Record<string, { dev: number; ino: number }>> {
+  const id = async (kind: string) => {
+    const st = await stat(`/proc/${ns.initPid}/ns/${kind}`);
+    return { dev: st.dev, ino: st.ino };
+  };
+  return { mnt: await id('mnt'), net: await id('net') };
+}
+
+/** A valid record of the attachment (no job) made by a caller in `ns`, with `extra` fields on top. */
+async function recordWith(a: Att, extra: Record<string, unknown> = {}, ns = a.ns): Promise<string> {
   const record = {
     network: NETWORK,
     containerId: a.containerId,
     ifname: 'eth0',
     netns: a.pod.netns.path,
     netnsId: await netnsId(a),
+    caller: await callerIn(ns),
     originalMacs: [],
     ...extra,
   };
   return JSON.stringify(record);
 }
 
-/** A valid background job for the attachment: round 1 just sent, rounds 2.. every `intervalMs`. */
-async function jobFor(a: Att, intervalMs = 800, rounds = 4): Promise<Record<string, unknown>> {
+/** A valid background job for the attachment, of a caller in `ns`: round 1 just sent, rounds 2.. every `intervalMs`. */
+async function jobFor(a: Att, intervalMs = 800, rounds = 4, ns = a.ns): Promise<Record<string, unknown>> {
   const now = bootMs();
   return {
     network: NETWORK,
@@ -170,6 +183,7 @@ async function jobFor(a: Att, intervalMs = 800, rounds = 4): Promise<Record<stri
     ifname: 'eth0',
     netns: a.pod.netns.path,
     netnsId: await netnsId(a),
+    caller: await callerIn(ns),
     interfaces: [{ name: 'eth0', ipv4: [a.ip], ipv6: [] }],
     hostPeerNames: [],
     arpOps: ['request'],
@@ -301,13 +315,17 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const junk = { tail: { pid: -1 }, pid: 1 };
       await writeFile(
         join(dir, `${valid.containerId}@eth0.json`),
-        await recordWith(valid, { ...junk, job: { ...(await jobFor(valid, 600, 10)), ...junk } }),
+        await recordWith(
+          valid,
+          { ...junk, job: { ...(await jobFor(valid, 600, 10, starter.ns)), ...junk } },
+          starter.ns,
+        ),
         { mode: 0o600 },
       );
       // The same job with one bad field: the ARP op "both" is not a wire op.
       await writeFile(
         join(dir, `${invalid.containerId}@eth0.json`),
-        await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10)), arpOps: ['both'] } }),
+        await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10, starter.ns)), arpOps: ['both'] } }),
         { mode: 0o600 },
       );
       // The announcer, under strace for its whole life, reads every record as it starts; an ADD of a third attachment
