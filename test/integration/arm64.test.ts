@@ -9,22 +9,19 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOUNCER_ARM64,
-  OLD_MAC,
   QEMU_AARCH64,
   QEMU_ANNOUNCER,
   QEMU_ENV,
   allocSubnet,
   announcerAdd,
+  attachmentOf,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
   arm64Missing,
-  attachBridgePod,
-  bridgeWithKeeper,
   daemonsOf,
   killStrays,
   neighEntry,
-  plantStale,
   runCniCommand,
   runOk,
   RUN_TAG,
@@ -32,7 +29,9 @@ import {
   skipIntegration,
   skipUnless,
   startCapture,
+  stalePod,
   waitFor,
+  waitLogged,
 } from './harness';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -79,20 +78,11 @@ describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 librari
         const files = await announcerFiles(scope());
         const net = allocSubnet();
         const ip = net.v4(5);
-        const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-        await plantStale(bridge, ip, OLD_MAC);
-        const containerId = `${PREFIX}-arm64`;
-        const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId });
+        const pod = await stalePod(scope(), { prefix: PREFIX, net, containerId: `${PREFIX}-arm64` });
+        const { bridge } = pod;
         const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
-        const attachment = {
-          mainConf: pod.conf,
-          prevResult: pod.result,
-          containerId,
-          netns: pod.netns.path,
-          files,
-          command: QEMU_ANNOUNCER,
-          options: { count: 2, intervalMs: ROUND_GAP_MS },
-        };
+        const options = { count: 2, intervalMs: ROUND_GAP_MS };
+        const attachment = { ...attachmentOf(pod, files, { options }), command: QEMU_ANNOUNCER };
 
         const add = await announcerAdd(scope(), attachment);
         const entry = await neighEntry(bridge, ip);
@@ -112,13 +102,10 @@ describe.skipIf(skipIntegration() || skipUnless('qemu-user and the arm64 librari
           ANNOUNCER_ARM64,
           'daemon',
         ]);
-        await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
-          timeoutMs: 2 * ROUND_GAP_MS,
-          what: 'round 2 in the log',
-        });
+        await waitLogged(files, 'info', 'announced', { round: 2 }, { timeoutMs: 2 * ROUND_GAP_MS });
         const garps = (await capture.stop()).filter((f) => f.eth.src === pod.mac);
 
-        expect(await files.log()).toMatch(/INFO announced .*round=1/);
+        expect(await files.logged('info', 'announced', { round: 1 })).toHaveLength(1);
         expect(garps.map((f) => ({ dst: f.eth.dst, arp: f.arp, malformed: f.malformed }))).toEqual(
           [1, 2].map(() => ({
             dst: 'ff:ff:ff:ff:ff:ff',

@@ -9,23 +9,22 @@ import {
   OLD_MAC,
   allocSubnet,
   announcerAdd,
+  attachmentOf,
   announcerDel,
   announcerFiles,
   announcerLeftovers,
-  attachBridgePod,
   bridgeWithKeeper,
-  createStandInPod,
   killStrays,
+  quietStandIn,
   linkShow,
   neighEntry,
-  plantStale,
-  podPrevResult,
   run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   startCapture,
+  stalePod,
   withScope,
   type Scope,
   type Subnet,
@@ -36,9 +35,9 @@ const PREFIX = `b4${RUN_TAG}`;
 const TRIALS = 5;
 const POD_HOST = 5;
 
-/** A fresh pod (.5) on the bridge through the bridge plugin; the result's MAC is the one really on its eth0. */
-async function addPod(scope: Scope, net: Subnet, bridge: string, containerId: string) {
-  const pod = await attachBridgePod(scope, { prefix: PREFIX, net, bridge, host: POD_HOST, containerId });
+/** A stalePod (.5, its node entry planted STALE); the result's MAC is the one really on its eth0. */
+async function addPod(scope: Scope, net: Subnet, bridge: string | undefined, containerId: string) {
+  const pod = await stalePod(scope, { prefix: PREFIX, net, ...(bridge ? { bridge } : {}), containerId });
   expect((await linkShow('eth0', pod.netns.name))?.mac).toBe(pod.mac);
   return pod;
 }
@@ -58,10 +57,9 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
       // Each trial: a fresh pod and fresh announcer files, all undone before the next trial reuses the IP.
       await withScope(async (own) => {
         const files = await announcerFiles(own);
-        await plantStale(bridge, ip, OLD_MAC);
         const containerId = `${PREFIX}-seed${trial}`;
         const pod = await addPod(own, net, bridge, containerId);
-        const attachment = { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files };
+        const attachment = attachmentOf(pod, files);
 
         const add = await announcerAdd(own, attachment);
         // The moment ADD returns: no waiting, no retries.
@@ -72,7 +70,7 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
         expect(add.json, `trial ${trial}`).toEqual(pod.result);
         expect(entry?.mac, `trial ${trial}: node entry for ${ip} (${entry?.state})`).toBe(pod.mac);
         expect(ping.code, `trial ${trial}: first ping: ${ping.stdout}`).toBe(0);
-        expect(await files.log(), `trial ${trial}`).toMatch(/INFO announced .*round=1/);
+        expect(await files.logged('info', 'announced', { containerId, round: 1 }), `trial ${trial}`).toHaveLength(1);
 
         // DEL stops the background rounds of the default burst and removes its record.
         expect(await announcerDel(attachment)).toMatchObject({ code: 0, stdout: '' });
@@ -84,9 +82,7 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
   it('control, without the announcer: the bridge ADD alone leaves the old MAC and the first ping is lost', async () => {
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    await plantStale(bridge, ip, OLD_MAC);
-    const { mac: podMac } = await addPod(scope(), net, bridge, `${PREFIX}-control`);
+    const { mac: podMac, bridge } = await addPod(scope(), net, undefined, `${PREFIX}-control`);
 
     expect(podMac).not.toBe(OLD_MAC);
     expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
@@ -99,21 +95,11 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     const files = await announcerFiles(scope());
     const net = allocSubnet();
     const ip = net.v4(POD_HOST);
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    await plantStale(bridge, ip, OLD_MAC);
-    const containerId = `${PREFIX}-noipv4`;
-    const pod = await addPod(scope(), net, bridge, containerId);
+    const pod = await addPod(scope(), net, undefined, `${PREFIX}-noipv4`);
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp' });
 
-    const add = await announcerAdd(scope(), {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId,
-      netns: pod.netns.path,
-      files,
-      options: { ipv4: false },
-    });
-    const entry = await neighEntry(bridge, ip);
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, { options: { ipv4: false } }));
+    const entry = await neighEntry(pod.bridge, ip);
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
@@ -130,18 +116,11 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     killStrays(scope(), { strict: true });
     const files = await announcerFiles(scope());
     const net = allocSubnet();
-    const standIn = await createStandInPod(scope(), {
-      prefix: PREFIX,
-      v4: [net.v4Cidr(POD_HOST)],
-      up: false,
-      // Only the announcer may send ARP here, not the kernel when the link goes up below.
-      sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0 },
-    });
+    // Only the announcer may send ARP here, not the kernel when the link goes up below.
+    const standIn = await quietStandIn(scope(), { prefix: PREFIX, net, host: POD_HOST, up: false });
     const ns = standIn.netns.name;
     expect((await linkShow(standIn.ifname, ns))?.up).toBe(false);
-    const prevResult = podPrevResult(standIn.netns.path, [
-      { name: 'eth0', mac: standIn.mac, addresses: [net.v4Cidr(POD_HOST)] },
-    ]);
+    const prevResult = standIn.result;
     const containerId = `${PREFIX}-down`;
     const capture = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp' });
 
@@ -162,10 +141,9 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     const frames = await capture.stop();
 
     expect(frames.filter((f) => f.arp)).toEqual([]);
-    const log = await files.log();
-    expect(log).toMatch(new RegExp(`WARN pod not ready in time: not announcing .*containerId=${containerId}`));
-    expect(log).toContain('eth0 is down');
-    expect(log).not.toMatch(/announced/);
+    const why = { containerId, waitingFor: /eth0 is down/ };
+    expect(await files.logged('warn', 'pod not ready in time: not announcing', why)).toHaveLength(1);
+    expect(await files.logged('info', 'announced')).toEqual([]);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 });

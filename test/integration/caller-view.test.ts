@@ -2,9 +2,8 @@
 // call from a private mount namespace (`unshare -m --propagation private`); the host's later calls then name netns
 // files and a log file that namespace cannot see (created afterwards, or mounted on a tmpfs only the host has), and
 // every round must still be on the wire, and the log lines in the host's file.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +14,7 @@ import {
   announcerDel,
   announcerFiles,
   assertCniOk,
-  attachmentFiles,
+  stateFiles,
   createPidNamespace,
   createNetns,
   createStandInPod,
@@ -29,16 +28,18 @@ import {
   runOk,
   RUN_TAG,
   scopePerTest,
-  settledFlag,
   skipIntegration,
   startCapture,
   waitFor,
+  logged,
+  waitLogged,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Scope,
   type Subnet,
+  tempDir,
 } from './harness';
-import { WAITING_FOR_POD } from './harness/executor-steps';
+import { waitingForPod } from './harness/executor-steps';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
 const PREFIX = `cv${RUN_TAG}`;
@@ -122,8 +123,7 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
     // bind mount of another netns and the host calls' log file.
     const later = await standIn(s, net, 6);
     const bound = await standIn(s, net, 7);
-    const hostOnly = await mkdtemp(join(tmpdir(), 'announcer-cv-'));
-    s.defer(() => rm(hostOnly, { recursive: true, force: true }), `dir ${hostOnly}`);
+    const hostOnly = await tempDir(s, 'announcer-cv-');
     await runOk('mount', ['-t', 'tmpfs', 'none', hostOnly]);
     s.defer(() => runOk('umount', ['-R', hostOnly]), `umount ${hostOnly}`);
     const boundPath = join(hostOnly, 'netns-bound');
@@ -140,20 +140,15 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       'one announcer served them all',
     ).toEqual([daemon!.pid]);
 
-    const log = await readFile(hostFiles.logFile, 'utf8');
     // Round 1 by the command, the later rounds by the announcer's background, after the caller has exited.
-    const announced = (id: string, round: number): string[] =>
-      log
-        .split('\n')
-        .filter(
-          (l) => / INFO announced /.test(l) && l.includes(`containerId=${id} `) && l.includes(` round=${round} `),
-        );
-    for (const att of [attLater, attBound])
-      for (let round = 1; round <= ROUNDS.count; round++)
-        expect(announced(att.containerId, round), `${att.containerId} round ${round}`).toHaveLength(1);
+    for (const { containerId } of [attLater, attBound])
+      for (let round = 1; round <= ROUNDS.count; round++) {
+        const announced = await logged(hostFiles.logFile, 'info', 'announced', { containerId, round });
+        expect(announced, `${containerId} round ${round}`).toHaveLength(1);
+      }
     assertCniOk('DEL', await announcerDel(attLater));
     assertCniOk('DEL', await announcerDel(attBound));
-    const names = await attachmentFiles(files.stateDir);
+    const names = await stateFiles(files.stateDir);
     expect(names.filter((n) => n.includes('later') || n.includes('bound'))).toEqual([]);
   });
 
@@ -176,18 +171,18 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
 
     // The next announcer finds the burst in the record, and no view with its caller's namespaces.
     assertCniOk('ADD', await announcerAdd(s, attachment(next, files, next.netns.path, 'next'), { count: 1 }));
-    await waitFor(
-      async () => (await files.log()).includes("the caller's view of the file system cannot be re-opened"),
-      {
-        timeoutMs: 10_000,
-        what: 'the skip logged',
-      },
+    await waitLogged(
+      files,
+      'warn',
+      /^the caller's view of the file system cannot be re-opened/,
+      {},
+      { timeoutMs: 10_000 },
     );
     await sleep(1500); // three rounds' time: none of them may go out
     const after = garpsFor(await capture.stop(), pod.mac, pod.ip).filter((f) => ms(f) > killedAt);
     expect(after).toEqual([]);
-    const skipped = (await files.log()).split('\n').filter((l) => l.includes('cannot be re-opened'));
-    expect(skipped.some((l) => l.includes(`containerId=${att.containerId} `))).toBe(true);
+    const skipped = await files.logged('warn', /cannot be re-opened/, { containerId: att.containerId });
+    expect(skipped).not.toEqual([]);
     assertCniOk('DEL', await announcerDel(att));
   });
 
@@ -244,12 +239,8 @@ describe.skipIf(skipIntegration())("paths resolve in the caller's view of the fi
       options: { logLevel: 'debug', count: 1, addWaitMs: 8000, readyTimeoutMs: 8000 },
     };
     const adding = announcerAdd(s, att);
-    const ended = settledFlag(adding);
-    await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
-      timeoutMs: 10_000,
-      what: 'ADD to wait for the port',
-    });
-    expect(ended.settled, "ADD waits for the bridge port in its caller's netns").toBe(false);
+    const waits = await waitingForPod(files, adding, { timeoutMs: 10_000, what: 'ADD to wait for the port' });
+    expect(waits, "ADD waits for the bridge port in its caller's netns").toBe(true);
     await sleep(300);
     const forwardingAt = Date.now();
     await runOk('bridge', ['-n', node.name, 'link', 'set', 'dev', 'vh0', 'state', '3']);

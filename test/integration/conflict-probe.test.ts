@@ -14,6 +14,7 @@ import {
   announcerFiles,
   announcerLeftovers,
   announcerStatus,
+  derivedMac,
   attachBridgePod,
   bridgeWithKeeper,
   killStrays,
@@ -28,6 +29,7 @@ import {
   skipIntegration,
   startCapture,
   waitFor,
+  waitLogged,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Frame,
@@ -84,15 +86,10 @@ function probesIn(frames: readonly Frame[]): Frame[] {
   return frames.filter((f) => f.arp?.senderIp === '0.0.0.0');
 }
 
-/** The IP-derived MAC of 10.88.N.5 under the default prefix. */
-function derivedMac(net: Subnet): string {
-  return `0a:58:0a:58:${net.index.toString(16).padStart(2, '0')}:05`;
-}
-
 /**
  * What `warn` promises once both rounds are out: each address probed in both,
  * the squatted `ip` announced in neither and `other` in both, the conflict
- * logged; then DEL leaves nothing. Resolves with the log.
+ * logged; then DEL leaves nothing.
  */
 async function expectSquattedLeftOut(
   att: AnnouncerAttachment & { files: AnnouncerFiles },
@@ -101,7 +98,7 @@ async function expectSquattedLeftOut(
   squatterMac: string,
   ip: string,
   other: string,
-): Promise<string> {
+): Promise<void> {
   const ours = arpFrom(frames, [podMac]);
   expect(
     probesIn(ours)
@@ -110,14 +107,13 @@ async function expectSquattedLeftOut(
   ).toEqual([ip, ip, other, other]);
   expect(garpsFor(frames, podMac, ip)).toEqual([]);
   expect(garpsFor(frames, podMac, other)).toHaveLength(2);
-  const log = await att.files.log();
-  expect(log).toContain(
-    `WARN address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} (it ` +
-      `answered ARP for that address on eth0)`,
-  );
+  const conflict =
+    `address conflict: not announcing ${ip} is in use by the host with MAC ${squatterMac} ` +
+    '(it answered ARP for that address on eth0)';
+  const fields = { address: ip, mac: squatterMac, interface: 'eth0' };
+  expect(await att.files.logged('warn', conflict, fields)).not.toEqual([]);
   expect(await announcerDel(att)).toMatchObject({ code: 0, stdout: '' });
   expect(await announcerLeftovers(att.files)).toEqual([]);
-  return log;
 }
 
 describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', () => {
@@ -162,7 +158,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(ours.map((f) => f.arp!.senderIp)).toEqual(['0.0.0.0']);
     expect(arpFrom(frames, [squatterMac]).filter((f) => f.arp!.opcode === 2 && f.arp!.senderIp === ip)).toHaveLength(1);
     expect(await announcerLeftovers(files)).toEqual([]);
-    expect(await files.log()).toMatch(/ERROR ADD failed/);
+    expect(await files.logged('error', 'ADD failed')).toHaveLength(1);
   });
 
   const failWithMacTitle =
@@ -184,11 +180,13 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(add.json).toMatchObject({ code: 106 });
     expect(add.json.msg).toContain(squatterMac);
     // The probe went out from the derived MAC; then the pod got its own MAC back.
-    const ours = arpFrom(frames, [pod.mac, derivedMac(net)]);
-    expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net), '0.0.0.0']]);
+    const ours = arpFrom(frames, [pod.mac, derivedMac(net.v4(POD))]);
+    expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net.v4(POD)), '0.0.0.0']]);
     expect(eth0?.mac).toBe(pod.mac);
     expect(await announcerLeftovers(files)).toEqual([]);
-    expect(await files.log()).toMatch(/INFO restored the original MAC .*interface=eth0/);
+    expect(await files.logged('info', 'restored the original MAC', { interface: 'eth0', mac: pod.mac })).toHaveLength(
+      1,
+    );
   });
 
   const warnADDSucceedsTitle =
@@ -208,10 +206,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await waitFor(async () => (await announcerStatus(files.stateDir)).counters?.conflicts === 1, {
       what: 'conflicts=1 in announcer status',
     });
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
-      what: 'round 2',
-      timeoutMs: 10_000,
-    });
+    await waitLogged(files, 'info', 'announced', { round: 2 }, { timeoutMs: 10_000 });
     const frames = await pod.capture.stop();
 
     await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
@@ -269,7 +264,7 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const garps = garpsFor(frames, pod.mac, ip);
     expect(garps).toHaveLength(1);
     expect(probes.every((p) => p.number < garps[0]!.number)).toBe(true);
-    expect(await files.log()).not.toMatch(/conflict/);
+    expect(await files.logged('warn', /conflict/)).toEqual([]);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 
@@ -296,8 +291,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
-    expect(arpFrom(frames, [pod.mac, derivedMac(net)])).toEqual([]);
-    expect(await files.log()).toMatch(/announcements disabled for this attachment/);
+    expect(arpFrom(frames, [pod.mac, derivedMac(net.v4(POD))])).toEqual([]);
+    expect(await files.logged('info', 'announcements disabled for this attachment: sending nothing')).toHaveLength(1);
   });
 
   const deferredNotReadyTitle =
@@ -326,20 +321,15 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
-    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), {
-      what: 'the deferred round 1',
-      timeoutMs: 10_000,
-    });
+    await waitLogged(files, 'info', 'announced', { round: 1, deferred: true }, { timeoutMs: 10_000 });
     // Round 2 is 1.5 s away: the announcer is still there to ask.
     expect((await announcerStatus(files.stateDir)).counters?.conflicts).toBe(1);
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
-      what: 'round 2',
-      timeoutMs: 10_000,
-    });
+    await waitLogged(files, 'info', 'announced', { round: 2 }, { timeoutMs: 10_000 });
     const frames = await pod.capture.stop();
 
-    const log = await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
-    expect(log).toMatch(/WARN conflictCheck is fail, but ADD has returned: leaving the addresses out instead/);
+    await expectSquattedLeftOut(attachment, frames, pod.mac, squatterMac, ip, other);
+    const instead = 'conflictCheck is fail, but ADD has returned: leaving the addresses out instead';
+    expect(await files.logged('warn', instead)).toHaveLength(1);
   });
 
   const deferredRoundProbeTitle =
@@ -372,14 +362,14 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(addB.code, addB.stdout).toBe(0);
     // A is ready at once: its 2 s window starts about when B's round 2 is 1 s away.
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'up']);
-    await waitFor(async () => /INFO announced .*round=1 .*deferred=true/.test(await files.log()), {
-      what: "A's deferred round 1",
-      timeoutMs: 10_000,
-    });
-    await waitFor(async () => /INFO announced .*round=2/.test(await files.log()), {
-      what: "B's round 2",
-      timeoutMs: 10_000,
-    });
+    await waitLogged(
+      files,
+      'info',
+      'announced',
+      { containerId: attA.containerId, round: 1, deferred: true },
+      { timeoutMs: 10_000 },
+    );
+    await waitLogged(files, 'info', 'announced', { containerId: attB.containerId, round: 2 }, { timeoutMs: 10_000 });
     const frames = await onBridge.stop();
 
     const at = (frame: Frame | undefined): number => (frame ? frames.indexOf(frame) : -1);

@@ -19,6 +19,8 @@ import {
   describeFrames,
   garpsFor,
   readLog,
+  logRecords,
+  type LogRecord,
   RUN_TAG,
   Scope,
   scopePerTest,
@@ -108,9 +110,9 @@ describe.skipIf(skipContainerd())(
       return { id, frames, replies, ...(served ? { served } : {}) };
     }
 
-    /** The announcer's log lines about container `id`. */
-    async function logOf(id: string): Promise<string[]> {
-      return (await readLog(logFile)).split('\n').filter((l) => l.includes(`containerId=${id}`));
+    /** The announcer's log records about container `id`. */
+    async function logOf(id: string): Promise<LogRecord[]> {
+      return logRecords(await readLog(logFile)).filter((r) => r.fields.containerId === id);
     }
 
     it("control, no annotation: the conflist's 4 rounds", async () => {
@@ -125,9 +127,8 @@ describe.skipIf(skipContainerd())(
     it(falseNoFrameTitle, async () => {
       const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false', 'other/annotation': 'x' });
       expect(replies, describeFrames(frames)).toEqual([]);
-      const off = (await logOf(id)).filter((l) => l.includes('announcing turned off for this attachment'));
-      expect(off).toHaveLength(1);
-      expect(off[0]).toContain('cni-announcer/announce');
+      const off = (await logOf(id)).filter((r) => r.msg === 'announcing turned off for this attachment');
+      expect(off.map((r) => [r.level, r.fields.by])).toEqual([['info', expect.stringContaining(ANNOTATION)]]);
     });
 
     it('{"count":2}, which podOverrides allows: 2 rounds', async () => {
@@ -139,9 +140,10 @@ describe.skipIf(skipContainerd())(
       const { id, replies, frames } = await announcedReplies({ [ANNOTATION]: 'false' }, 'undeclared');
       expect(replies, describeFrames(frames)).toHaveLength(4);
       // Not even logged as undeclared: containerd did not send it.
-      expect(
-        (await logOf(id)).filter((l) => l.includes('announcing turned off') || l.includes('cni-announcer/announce')),
-      ).toEqual([]);
+      const named = (await logOf(id)).filter((r) =>
+        /announcing turned off|cni-announcer\/announce/.test(JSON.stringify(r)),
+      );
+      expect(named).toEqual([]);
     });
 
     it.each([

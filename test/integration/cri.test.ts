@@ -20,6 +20,7 @@ import {
   ownAnnouncerProcesses,
   plantStale,
   readLog,
+  logRecords,
   RUN_TAG,
   Scope,
   scopePerTest,
@@ -109,12 +110,13 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(await ctd.netnsFiles()).toEqual([]);
     await ctd.cri.removePodSandbox(id);
 
-    const lines = (await readLog(logFile)).split('\n').filter((l) => l.includes(`containerId=${id}`));
-    expect(lines.filter((l) => / (WARN|ERROR) /.test(l))).toEqual([]);
-    const dels = lines.filter((l) => / INFO DEL/.test(l));
-    expect(dels).toHaveLength(2);
-    expect(dels[0]).toMatch(/DEL done .*recordRemoved=true/);
-    expect(dels[1]).toMatch(/no state record, nothing to undo/);
+    const records = logRecords(await readLog(logFile)).filter((r) => r.fields.containerId === id);
+    expect(records.filter((r) => r.level === 'warn' || r.level === 'error')).toEqual([]);
+    const dels = records.filter((r) => r.level === 'info' && r.msg.startsWith('DEL'));
+    expect(dels.map((r) => [r.msg, r.fields.recordRemoved])).toEqual([
+      ['DEL done', true],
+      ['DEL: no state record, nothing to undo', undefined],
+    ]);
   });
 
   const afterRemovePodSandboxNothingTitle =

@@ -13,6 +13,7 @@ import {
   announcerDel,
   announcerFiles,
   announcerStatus,
+  daemonStatus,
   assertCniOk,
   createBridge,
   createStandInFleet,
@@ -27,8 +28,8 @@ import {
   skipIntegration,
   startCapture,
   waitDaemonGone,
-  waitFor,
-  type StatusJson,
+  inBatches,
+  timedLogRecords,
   attachmentOf,
   busiestSecond,
 } from './harness';
@@ -51,21 +52,6 @@ const INTERVAL_MS = 1000;
  */
 const DROP_BEFORE_NEXT_MAX_MS = INTERVAL_MS / 2;
 
-/** Runs `work` on every item, at most `width` at a time; `between` after each batch. */
-async function inBatches<T, R>(
-  items: readonly T[],
-  width: number,
-  work: (item: T) => Promise<R>,
-  between: () => Promise<void>,
-): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) {
-    out.push(...(await Promise.all(items.slice(i, i + width).map(work))));
-    await between();
-  }
-  return out;
-}
-
 /**
  * A round of one attachment the announcer's log names: sent ('announced') or dropped, and when (ms since the epoch).
  */
@@ -76,19 +62,15 @@ interface LoggedRound {
   outcome: 'announced' | 'dropped' | 'skipped';
 }
 
-/** The log lines about rounds 2 and later (round 1 is the ADD's), one per round. */
+/** The log records about rounds 2 and later (round 1 is the ADD's), one per round. */
 function loggedRounds(log: string): LoggedRound[] {
-  const out: LoggedRound[] = [];
-  for (const line of log.split('\n')) {
-    const m = /^(\S+) (?:INFO|WARN) (announced|round dropped|rounds skipped)[: ].*\bcontainerId=(\S+)/.exec(line);
-    if (!m) continue;
-    const [, time, what, containerId] = m as unknown as [string, string, string, string];
-    const round = Number(/\bround=(\d+)/.exec(line)?.[1] ?? NaN);
-    if (what === 'announced' && round === 1) continue;
-    const outcome = what === 'announced' ? 'announced' : what === 'round dropped' ? 'dropped' : 'skipped';
-    out.push({ containerId, round, at: Date.parse(time), outcome });
-  }
-  return out;
+  const outcomes = { announced: 'announced', 'round dropped': 'dropped', 'rounds skipped': 'skipped' } as const;
+  return timedLogRecords(log).flatMap(({ msg, fields, at }) => {
+    const outcome = outcomes[msg.split(':')[0] as keyof typeof outcomes];
+    const round = Number(fields.round ?? NaN);
+    if (outcome === undefined || (outcome === 'announced' && round === 1)) return [];
+    return [{ containerId: String(fields.containerId), round, at, outcome }];
+  });
 }
 
 /** A process's CPU time (user + system) in ms, from /proc/PID/stat. */
@@ -149,21 +131,18 @@ describe.skipIf(skipIntegration())('the background announcer under load', () => 
     const [pid] = pids;
 
     // Every burst is over (sent or dropped) while the announcer still runs (idleExitMs 2 s).
-    let status: StatusJson | undefined;
-    await waitFor(
-      async () => {
-        status = await announcerStatus(files.stateDir);
-        return status.source === 'daemon' && status.attachments.length === 0;
-      },
-      { timeoutMs: 60_000, intervalMs: 200, what: 'every later round sent or dropped' },
-    );
-    expect(status!.pid).toBe(pid);
+    const status = await daemonStatus(files.stateDir, (st) => st.attachments.length === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'every later round sent or dropped',
+    });
+    expect(status.pid).toBe(pid);
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([pid]);
     const cpu = await cpuMs(pid!);
     const io = await readFile(`/proc/${pid}/io`, 'latin1');
     const reads = /^syscr: (\d+)$/m.exec(io)?.[1];
     const frames = await capture.stop();
-    const counters = status!.counters!;
+    const counters = status.counters!;
     const rounds = loggedRounds(await files.log());
 
     const perPod = pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));

@@ -7,28 +7,25 @@
 //
 // 40 bridge pods on one bridge are made once for the mass start and the rate
 // limit; each test has its own stateDir, so its own announcer.
-import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   allocSubnet,
-  ANNOUNCER,
   announcerAdd,
   announcerCli,
   announcerDel,
   announcerFiles,
   announcerGc,
   announcerStatus,
+  daemonStatus,
   assertCniOk,
   attachBridgePod,
-  attachmentFiles,
+  stateFiles,
   createBridge,
-  createStandInPod,
   daemonsOf,
   DAEMON_SOCKET,
   garpsFor,
@@ -40,11 +37,8 @@ import {
   nasFor,
   ownAnnouncerProcesses,
   ownAnnouncerProcessesNow,
-  podPrevResult,
   runOk,
   RUN_TAG,
-  RUN_TAG_ENV,
-  ANNOUNCER_RUNTIME,
   Scope,
   scopePerTest,
   skipIntegration,
@@ -52,14 +46,19 @@ import {
   throwCleanupErrors,
   waitDaemonGone,
   waitFor,
+  promSamples,
+  spawnDaemon,
+  inBatches,
+  quietStandIn,
+  taggedId,
   type AnnouncerAttachment,
   type BridgePod,
   type Frame,
-  type StatusJson,
   type Subnet,
   attachmentOf,
   type AttachmentHow,
   busiestSecond,
+  tempDir,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -84,15 +83,15 @@ type Pod = Pick<BridgePod, 'netns' | 'result' | 'mac' | 'ip'>;
 let fleet: { net: Subnet; bridge: string; pods: Pod[] };
 const fleetScope = new Scope();
 
-function containerId(tag: string): string {
-  return `${PREFIX}-${tag}-${Math.random().toString(16).slice(2, 8)}`;
-}
-
 /**
  * The announcer on a pod's eth0 in network NETWORK, as container `tag`, with a debug log and this file's idleExitMs.
  */
 function tagged(tag: string): AttachmentHow {
-  return { network: NETWORK, containerId: containerId(tag), options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS } };
+  return {
+    network: NETWORK,
+    containerId: taggedId(PREFIX, tag),
+    options: { logLevel: 'debug', idleExitMs: IDLE_EXIT_MS },
+  };
 }
 
 /** Announcer ADD, which must succeed. */
@@ -105,19 +104,6 @@ async function delOk(att: AnnouncerAttachment): Promise<number> {
   return assertCniOk(`announcer DEL ${att.containerId}`, await announcerDel(att)).exitedAt;
 }
 
-/** Runs `work` on every item, at most `width` at a time. */
-async function inBatches<T, R>(
-  items: readonly T[],
-  width: number,
-  work: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) {
-    out.push(...(await Promise.all(items.slice(i, i + width).map((item, k) => work(item, i + k)))));
-  }
-  return out;
-}
-
 /** A pod on the fleet's bridge: host 10 + i for fleet pod i, the node (gateway) at host 1. */
 async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
   return attachBridgePod(s, {
@@ -128,25 +114,6 @@ async function bridgePod(s: Scope, host: number, id: string): Promise<Pod> {
     containerId: id,
     name: NETWORK,
   });
-}
-
-/**
- * A stand-in pod (both veth ends in its own netns) that makes no noise of its own, its prevResult, and the Pod view of
- * it.
- */
-async function quietStandIn(s: Scope, net: Subnet, host: number, opts: { v6?: boolean; up?: boolean } = {}) {
-  const cidrs = [net.v4Cidr(host), ...(opts.v6 ? [net.v6Cidr(host)] : [])];
-  const pod = await createStandInPod(s, {
-    prefix: PREFIX,
-    v4: [net.v4Cidr(host)],
-    ...(opts.v6 ? { v6: [net.v6Cidr(host)] } : {}),
-    up: opts.up ?? true,
-    sysctls: opts.v6
-      ? { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.ndisc_notify': 0 }
-      : { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
-  });
-  const result = podPrevResult(pod.netns.path, [{ name: pod.ifname, mac: pod.mac, addresses: cidrs }]);
-  return { ...pod, result, asPod: { netns: pod.netns, result, mac: pod.mac, ip: net.v4(host) } satisfies Pod };
 }
 
 describe.skipIf(skipIntegration())('the background announcer of a stateDir', () => {
@@ -184,27 +151,18 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   it(readyFdTitle, async () => {
     const s = begin();
     const files = await announcerFiles(s);
-    const child = spawn(ANNOUNCER, ['daemon', files.stateDir, '--ready-fd=3'], {
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG }, // tagged
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const { child } = spawnDaemon(s, files.stateDir, ['--ready-fd=3'], { readyFd: true });
     let said = '';
     const ready = child.stdio[3] as Readable;
     ready.on('data', (d: Buffer) => void (said += d.toString()));
     // The end comes once no process holds the write end: the announcer closed it.
     const ended = await Promise.race([once(ready, 'end').then(() => true), sleep(10_000).then(() => false)]);
-    try {
-      expect({ ended, said, running: child.exitCode === null }).toEqual({
-        ended: true,
-        said: 'listening\n',
-        running: true,
-      });
-      expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([child.pid]);
-    } finally {
-      child.kill('SIGTERM'); // the announcer this test started
-      await exited;
-    }
+    expect({ ended, said, running: child.exitCode === null }).toEqual({
+      ended: true,
+      said: 'listening\n',
+      running: true,
+    });
+    expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual([child.pid]);
   });
 
   const massStartPodsTitle =
@@ -255,13 +213,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     await Promise.all(atts.map((att) => delOk(att)));
     await waitDaemonGone(files.stateDir);
     expect(await ownAnnouncerProcesses()).toEqual([]);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   }, 90_000);
 
   it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
     const s = begin();
     const files = await announcerFiles(s);
-    const gone = await bridgePod(s, 200, containerId('gone'));
+    const gone = await bridgePod(s, 200, taggedId(PREFIX, 'gone'));
     const [byDel, byGc, kept] = [
       attachmentOf(fleet.pods[0]!, files, tagged('cancel0')),
       attachmentOf(fleet.pods[1]!, files, tagged('cancel1')),
@@ -287,6 +245,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const netnsAt = Date.now();
     await sleep(1000);
     expect((await daemonsOf(files.stateDir)).map((p) => p.pid)).toEqual(daemon); // one announcer throughout
+    // DEL and GC removed their records; the record of the pod whose netns went stays until the runtime's DEL.
+    const recordOf = (a: AnnouncerAttachment): string => `${a.containerId}@eth0.json`;
+    expect(await stateFiles(files.stateDir)).toEqual([kept, byNetns].map(recordOf).sort());
     const keptUntil = await delOk(kept);
     await delOk(byNetns); // the runtime's DEL after the pod is gone removes its record
     await waitDaemonGone(files.stateDir);
@@ -307,8 +268,15 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     // The pod nobody cancelled kept its rounds after the three others ended.
     expect(sent(kept).filter((f) => ms(f) > netnsAt && ms(f) <= keptUntil).length).toBeGreaterThanOrEqual(2);
     expect(sent(kept).filter((f) => ms(f) > keptUntil)).toEqual([]);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
-    expect(await files.log()).toMatch(/background work ended .*why="?cancelled/);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
+    const ended = async (a: AnnouncerAttachment) =>
+      (await files.logged('info', 'background work ended', { containerId: a.containerId })).map((r) => r.fields.why);
+    expect(await ended(byDel)).toEqual(['cancelled']);
+    expect(await ended(byGc)).toEqual(['cancelled']);
+    // Whichever look found the pod gone first: the stat before a round, entering its netns, or its interface.
+    const goneWhy = /^(pod gone or work ended|cannot enter pod netns: .*|pod interface eth0 gone)$/;
+    expect(await ended(byNetns)).toEqual([expect.stringMatching(goneWhy)]);
+    expect(await files.logged('error', /./)).toEqual([]);
   });
 
   const announcerSIGKILLedMidTitle =
@@ -366,7 +334,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await delOk(attA);
     await delOk(attB);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   });
 
   const deferredRoundGoesTitle =
@@ -376,9 +344,9 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();
-    const down = await quietStandIn(s, net, 5, { up: false });
-    const other = await quietStandIn(s, net, 6);
-    const att = attachmentOf(down.asPod, files, tagged('deferred'));
+    const down = await quietStandIn(s, { prefix: PREFIX, net, up: false });
+    const other = await quietStandIn(s, { prefix: PREFIX, net, host: 6 });
+    const att = attachmentOf(down, files, tagged('deferred'));
     const capture = await startCapture(s, { netns: down.netns.name, iface: down.peer, filter: 'arp' });
 
     // Not ready during ADD: the announcer waits for the pod, then sends round 1 and writes when.
@@ -397,7 +365,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await killDaemon(files.stateDir);
     // Another ADD with background work starts another announcer, which reads the records.
-    await addOk(s, attachmentOf(other.asPod, files, tagged('restart')), { count: 2, intervalMs: 200 });
+    await addOk(s, attachmentOf(other, files, tagged('restart')), { count: 2, intervalMs: 200 });
     await waitDaemonGone(files.stateDir, 10_000);
     const garps = garpsFor(await capture.stop(), down.mac, net.v4(5));
     expect(garps.length).toBeGreaterThanOrEqual(1);
@@ -430,16 +398,13 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     // idleExitMs 2000: the announcer must still answer status once the last round is out.
     const added = await Promise.all(atts.map((att) => addOk(s, att, { rateLimit: limit, idleExitMs: 2000 })));
-    let status: StatusJson | undefined;
-    await waitFor(
-      async () => {
-        status = await announcerStatus(files.stateDir);
-        return status.source === 'daemon' && status.attachments.length === 0;
-      },
-      { timeoutMs: 20_000, intervalMs: 100, what: 'every later round sent or dropped' },
-    );
+    const status = await daemonStatus(files.stateDir, (st) => st.attachments.length === 0, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      what: 'every later round sent or dropped',
+    });
     const frames = await capture.stop();
-    const counters = status!.counters!;
+    const counters = status.counters!;
 
     const perPod = fleet.pods.map((pod) => garpsFor(frames, pod.mac, pod.ip));
     const ours = perPod.flat();
@@ -470,7 +435,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     await Promise.all(atts.map((att) => delOk(att)));
     await waitDaemonGone(files.stateDir);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   }, 90_000);
 
   const announcerStatusHumanTitle =
@@ -558,7 +523,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
       'no active attachments',
     ]);
     // The next announcer replaced the killed one's socket; no record is left.
-    expect((await attachmentFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
+    expect((await stateFiles(files.stateDir)).filter((f) => f !== DAEMON_SOCKET)).toEqual([]);
     await capture.stop();
   });
 
@@ -568,7 +533,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   it(announcerAnnounceRoundsTitle, async () => {
     const s = begin();
     const net = allocSubnet();
-    const pod = await quietStandIn(s, net, 5, { v6: true });
+    const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
     const startedAt = Date.now();
     const res = await announcerCli([
@@ -598,11 +563,10 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     // A manual announcement starts no background process.
     expect(await ownAnnouncerProcessesNow()).toEqual([]);
 
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-announce-'));
-    s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-announce-');
     const plainFile = join(dir, 'not-a-netns');
     await writeFile(plainFile, '');
-    const down = await quietStandIn(s, net, 6, { up: false });
+    const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
     for (const [netns, ifname, why] of [
       ['/proc/self/ns/net', 'eth0', /own network namespace: refusing to announce from the host/],
       [plainFile, 'eth0', /is not a network namespace/],
@@ -629,13 +593,12 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     const s = begin();
     const files = await announcerFiles(s);
     const net = allocSubnet();
-    const pod = await quietStandIn(s, net, 5, { v6: true });
-    const down = await quietStandIn(s, net, 6, { up: false });
-    const metricsDir = await mkdtemp(join(tmpdir(), 'announcer-metrics-'));
-    s.defer(() => rm(metricsDir, { recursive: true, force: true }), `metrics dir ${metricsDir}`);
+    const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
+    const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
+    const metricsDir = await tempDir(s, 'announcer-metrics-');
     const metricsFile = join(metricsDir, 'cni_announcer.prom');
-    const ready = attachmentOf(pod.asPod, files, tagged('metrics'));
-    const late = attachmentOf(down.asPod, files, tagged('never'));
+    const ready = attachmentOf(pod, files, tagged('metrics'));
+    const late = attachmentOf(down, files, tagged('never'));
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
 
     await addOk(s, ready, { count: 3, intervalMs: 200, metricsFile });
@@ -650,84 +613,22 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
 
     expect((await stat(metricsFile)).mode & 0o777).toBe(0o644);
     expect(await readdir(metricsDir)).toEqual(['cni_announcer.prom']);
-    const samples = parsePrometheusText(await readFile(metricsFile, 'utf8'));
-    const value = (name: string, labels: Record<string, string> = {}): number | undefined =>
-      samples.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
-    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_request' })).toBe(garps.length);
-    expect(value('cni_announcer_frames_sent_total', { kind: 'garp_reply' })).toBe(0);
-    expect(value('cni_announcer_frames_sent_total', { kind: 'na' })).toBe(nas.length);
-    expect(value('cni_announcer_rounds_total', { outcome: 'sent' })).toBe(3);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'started' })).toBe(1);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'timed_out' })).toBe(1);
-    expect(value('cni_announcer_deferred_waits_total', { outcome: 'ready' })).toBe(0);
-    expect(value('cni_announcer_rate_limited_rounds_total', { outcome: 'dropped' })).toBe(0);
-    expect(value('cni_announcer_errors_total')).toBe(0);
+    const samples = promSamples(await readFile(metricsFile, 'utf8'));
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_request"}')).toBe(garps.length);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="garp_reply"}')).toBe(0);
+    expect(samples.get('cni_announcer_frames_sent_total{kind="na"}')).toBe(nas.length);
+    expect(samples.get('cni_announcer_rounds_total{outcome="sent"}')).toBe(3);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="started"}')).toBe(1);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="timed_out"}')).toBe(1);
+    expect(samples.get('cni_announcer_deferred_waits_total{outcome="ready"}')).toBe(0);
+    expect(samples.get('cni_announcer_rate_limited_rounds_total{outcome="dropped"}')).toBe(0);
+    expect(samples.get('cni_announcer_errors_total')).toBe(0);
 
     await delOk(ready);
     await delOk(late);
-    expect(await attachmentFiles(files.stateDir)).toEqual([]);
+    expect(await stateFiles(files.stateDir)).toEqual([]);
   });
 });
-
-/** One sample of the Prometheus text format. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-const METRIC_NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
-const SAMPLE_LINE = new RegExp(
-  `^(${METRIC_NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*)?\\})? (-?(?:\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?|NaN|[+-]?Inf))$`,
-);
-
-/**
- * Parses the Prometheus text exposition format (0.0.4) strictly: every line
- * is `# HELP name text`, `# TYPE name type`, or a sample `name{labels} value`;
- * each sample's family has one HELP and one TYPE line before its samples; the
- * text ends with a newline. Throws naming the first line that is not so.
- */
-function parsePrometheusText(text: string): Sample[] {
-  if (!text.endsWith('\n')) throw new Error('metrics text does not end with a newline');
-  const help = new Set<string>();
-  const type = new Map<string, string>();
-  const samples: Sample[] = [];
-  for (const [i, line] of text.slice(0, -1).split('\n').entries()) {
-    const where = `line ${i + 1} ${JSON.stringify(line)}`;
-    if (line === '') continue; // the format ignores empty lines (prom-client puts one between metrics)
-    const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
-    if (meta) {
-      const [, kind, name, rest] = meta as unknown as [string, string, string, string];
-      if (!new RegExp(`^${METRIC_NAME}$`).test(name)) throw new Error(`${where}: bad metric name`);
-      if (kind === 'HELP') {
-        if (help.has(name)) throw new Error(`${where}: second HELP`);
-        help.add(name);
-      } else {
-        if (type.has(name) || !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest))
-          throw new Error(`${where}: bad TYPE`);
-        type.set(name, rest);
-      }
-      continue;
-    }
-    const m = SAMPLE_LINE.exec(line);
-    if (!m) throw new Error(`${where}: not a sample line`);
-    const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
-    // A histogram's samples are its family's name with _bucket, _sum or _count.
-    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find(
-      (n) => type.has(n) && (n === name || type.get(n) === 'histogram'),
-    );
-    if (family === undefined || !help.has(family)) throw new Error(`${where}: sample before its HELP and TYPE`);
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
-    const number = Number(value);
-    if (type.get(family) === 'counter' && !(Number.isInteger(number) && number >= 0))
-      throw new Error(`${where}: a counter that is not a whole number ≥ 0`);
-    samples.push({ name, labels, value: number });
-  }
-  if (samples.length === 0) throw new Error('no sample in the metrics text');
-  return samples;
-}
 
 /**
  * How the shim started the announcer `pid` (src/sys/spawn-child.bun.ts in the binary): whether it leads its own

@@ -22,8 +22,7 @@
 // /run/netns cannot be shared with the container from there.
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +39,7 @@ import {
   bridgeWithKeeper,
   createStandInPod,
   daemonsOf,
+  derivedMac,
   garpsFor,
   podPrevResult,
   RUN_TAG,
@@ -50,8 +50,10 @@ import {
   startCapture,
   throwCleanupErrors,
   waitFor,
+  waitLogged,
   type AnnouncerAttachment,
   type BridgePod,
+  tempDir,
 } from './harness';
 import { BUSYBOX, privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
 
@@ -180,11 +182,6 @@ async function procNetns(scope: Scope, name: string): Promise<string> {
     },
   );
   return path;
-}
-
-/** OpenShift's and ovn-kubernetes's MAC for an IPv4 address: 0a:58 and its four bytes. */
-function ipDerivedMac(ip: string): string {
-  return ['0a', '58', ...ip.split('.').map((b) => Number(b).toString(16).padStart(2, '0'))].join(':');
 }
 
 /** The JSON lines the container printed. */
@@ -320,11 +317,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     assertCniOk('ADD pod1', await announcerAdd(s, atts[1]!, BURST));
     const [onDemand] = await daemonsOf(files.stateDir);
     expect(onDemand).toBeDefined();
-    await waitFor(
-      async () =>
-        (await files.log()).includes(`containerId=${pods[1]!.containerId}`) && /round=3 of=8/.test(await files.log()),
-      { what: 'round 3 of web-1 from the host' },
-    );
+    await waitLogged(files, 'info', 'announced', { containerId: pods[1]!.containerId, round: 3, of: BURST.count });
     await started(2);
     const back = await containerPid();
     await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, {
@@ -341,18 +334,14 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     }).catch(() => undefined);
     for (const att of atts) assertCniOk(`DEL ${att.containerId}`, await announcerDel(att));
     const frames = await capture.stop();
-    const macs = [ipDerivedMac(pods[0]!.ip), pods[1]!.mac];
+    const macs = [derivedMac(pods[0]!.ip), pods[1]!.mac];
     expect(pods.map((pod, i) => garpsFor(frames, macs[i]!, pod.ip).length)).toEqual([FIRST.count + 1, BURST.count]);
     const logs = await jsonLogs(podman, name);
     expect(logs.some((l) => l.msg === 'announcer started' && (l.handedOver as number) >= 1)).toBe(true);
     // The host's one took pod0's burst from the container (the job is in the network's log under its pid; whether one
     // of its rounds fell due before the container asked for it back is timing).
-    expect(await files.log()).toMatch(
-      new RegExp(
-        `DEBUG background work scheduled daemon=${onDemand!.pid} containerId=${pods[0]!.containerId} ` +
-          `.*how="handed over"`,
-      ),
-    );
+    const handedOver = { daemon: onDemand!.pid, containerId: pods[0]!.containerId, how: 'handed over' };
+    expect(await files.logged('debug', 'background work scheduled', handedOver)).toHaveLength(1);
     expect(logs.filter((l) => l.K8S_POD_NAME === 'web-1' && l.msg === 'announced').length).toBeGreaterThan(0);
     // ... and handed both bursts over to the container's, which sent web-1's later rounds (above).
   }, 180_000);
@@ -388,8 +377,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       v4: [net.v4Cidr(5)],
       sysctls: { 'net.ipv4.conf.eth0.arp_notify': 0, 'net.ipv6.conf.eth0.disable_ipv6': 1 },
     });
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-ds-bind-'));
-    s.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-ds-bind-');
     const bound = join(dir, 'netns');
     await writeFile(bound, '');
     await runOk('mount', ['--bind', pod.netns.path, bound]);
@@ -408,17 +396,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect((await announcerStatus(files.stateDir)).pid).toBe(resident);
     await waitFor(async () => (await capture.count()) >= rounds.count, { timeoutMs: 10_000, what: 'every round' });
     expect(garpsFor(await capture.stop({ settleMs: 600 }), pod.mac, net.v4(5))).toHaveLength(rounds.count);
-    const lines = (await files.log()).split('\n');
-    for (let round = 1; round <= rounds.count; round++)
-      expect(
-        lines.filter(
-          (l) =>
-            / INFO announced /.test(l) &&
-            l.includes(`containerId=${att.containerId} `) &&
-            l.includes(` round=${round} `),
-        ),
-        `round ${round} in the host's logFile`,
-      ).toHaveLength(1);
+    for (let round = 1; round <= rounds.count; round++) {
+      const announced = await files.logged('info', 'announced', { containerId: att.containerId, round });
+      expect(announced, `round ${round} in the host's logFile`).toHaveLength(1);
+    }
     assertCniOk('DEL', await announcerDel(att));
   }, 120_000);
 

@@ -17,6 +17,7 @@ import {
   scopePerTest,
   skipIntegration,
   waitFor,
+  waitLogged,
   writeNodeSettings,
   type AnnouncerFiles,
   type Scope,
@@ -28,7 +29,7 @@ import {
   startingAdd,
   tracedAdd,
   tracedPodsOnBridge,
-  WAITING_FOR_POD,
+  waitingForPod,
 } from './harness/executor-steps';
 import { setPortState } from './harness/port-hold';
 import { stopDaemon, terminateDaemon, theDaemonOf, tracedCalls } from './harness/held-announcer';
@@ -99,9 +100,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`pid ${stopped.pid}`) });
       expect(await inProcessCalls(queued!.trace)).toEqual([]);
       await stopped.resume();
-      await waitFor(async () => (await files.log()).includes('dropped a command its sender no longer waits for'), {
-        what: 'the announcer to drop the queued ADD',
-      });
+      await waitLogged(files, 'warn', 'dropped a command its sender no longer waits for');
       // Rounds come every second: two seconds more would show a late one.
       await new Promise((r) => setTimeout(r, 2000));
       expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
@@ -126,7 +125,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       await startingAdd(s, starter!.att);
       await setPortState(held!.pod.hostVeth, 'listening');
       const adding = announcerAdd(s, held!.att, { ...BURST, addWaitMs: 20_000, readyTimeoutMs: 60_000 });
-      await waitFor(async () => (await files.log()).includes(WAITING_FOR_POD), { what: 'the ADD to wait for its pod' });
+      expect(await waitingForPod(files, adding)).toBe(true);
       const killedAt = Date.now();
       const killed = await killDaemon(files.stateDir);
       const add = await adding;

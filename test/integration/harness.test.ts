@@ -2,17 +2,14 @@
 // announcer): the stale-entry bug the README opens with reproduces, a gratuitous
 // ARP sent by hand repairs it and decodes as one, kernel-sent announcements
 // decode field by field, broken frames are flagged, and nothing is left behind.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLive, procStat, startTimeOf } from './harness/proc-tree';
 import {
-  OLD_MAC,
   addBridgePod,
   allocSubnet,
   attachBridgePod,
-  bridgeWithKeeper,
   createBridge,
   createHostVeth,
   createNetns,
@@ -22,13 +19,10 @@ import {
   hostVeth,
   linkShow,
   leftovers,
-  neighEntry,
   pingOnce,
-  plantStale,
   podInterface,
   readPcap,
   routesOverlapping,
-  run,
   runOk,
   RUN_TAG,
   Scope,
@@ -38,6 +32,7 @@ import {
   waitFor,
   withScope,
   writePcap,
+  tempDir,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -118,38 +113,6 @@ describe('Scope', () => {
 describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no announcer', () => {
   const scope = scopePerTest(PREFIX);
 
-  it('reproduces the stale entry after a bridge ADD, and a gratuitous ARP repairs it', async () => {
-    const net = allocSubnet();
-    const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX });
-    const ip = net.v4(5);
-    await plantStale(bridge, ip, OLD_MAC);
-    const {
-      netns: podNs,
-      mac: podMac,
-      hostVeth: port,
-    } = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, containerId: `${PREFIX}-pod` });
-    expect((await linkShow(port))?.master).toBe(bridge);
-
-    // The bug: the bridge plugin's ADD leaves the node's entry stale, with the old MAC.
-    expect(await neighEntry(bridge, ip)).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
-
-    const capture = await startCapture(scope(), { iface: bridge, filter: 'arp' });
-    // arping (Thomas Habets' 2.23 here) exits 1 because nobody answers a gratuitous ARP.
-    const arping = await run('arping', ['-U', '-c1', '-I', 'eth0', ip], { netns: podNs.name });
-    expect(arping.stdout).toContain('1 packets transmitted');
-    const frames = await capture.stop();
-
-    const garps = frames.filter((f) => f.arp?.isGratuitous);
-    expect(garps).toHaveLength(1);
-    expect(garps[0]).toMatchObject({
-      eth: { src: podMac, dst: BROADCAST, type: 0x0806 },
-      arp: { opcode: 1, senderMac: podMac, senderIp: ip, targetIp: ip, isGratuitous: true },
-      malformed: false,
-    });
-    expect((await neighEntry(bridge, ip))?.mac).toBe(podMac);
-    expect((await run('ping', ['-c1', '-W5', ip])).code).toBe(0);
-  });
-
   it('attaches pods to a bridge on a subnet no route of the node uses, and pings them', async () => {
     const network = await createPodNetwork(scope(), PREFIX);
     const subnet = `${network.net.v4(0)}/24`;
@@ -219,8 +182,7 @@ describe.skipIf(skipIntegration())('integration harness, real bridge plugin, no 
     const na = Buffer.from(packets[nas[0]!.number - 1]!.data);
     const garp = packets[garps[0]!.number - 1]!.data;
     na[14 + 40 + 3] ^= 0x01;
-    const dir = await mkdtemp(join(tmpdir(), 'announcer-harness-'));
-    scope().defer(() => rm(dir, { recursive: true, force: true }), 'temp dir');
+    const dir = await tempDir(scope(), 'announcer-harness-');
     const file = join(dir, 'broken.pcap');
     await writeFile(file, writePcap([{ data: garp }, { data: garp.subarray(0, 14 + 20) }, { data: na }]));
     const decoded = await decodePcap(file);

@@ -128,10 +128,8 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
-    it.each([
-      { what: '17 MiB', bytes: 17 * 1024 * 1024 },
-      { what: '600 MiB', bytes: 600 * 1024 * 1024 },
-    ])('$what on stdin: code 5 naming the 1 MiB limit the shim forwards, without reading it all', async ({ bytes }) => {
+    it('600 MiB on stdin: code 5 naming the 1 MiB limit the shim forwards, without reading it all', async () => {
+      const bytes = 600 * 1024 * 1024;
       const pod = await standIn(scope(), 'big');
       // A shell feeds the bytes: the plugin stops reading at the limit and the writer gets EPIPE.
       const out = await runCniCommand(
@@ -225,10 +223,8 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       });
       assertCniOk('announcer ADD', add);
       expect(garps).toHaveLength(BURST.count);
-      const log = await pod.files.log();
-      for (const field of ['count', 'intervalMs', 'backoff']) {
-        expect(log).toMatch(new RegExp(` WARN ignoring a pod override .*field=args\\.cni\\.announce\\.${field} `));
-      }
+      const ignored = (await pod.files.logged('warn', 'ignoring a pod override')).map((r) => r.fields.field);
+      for (const field of ['count', 'intervalMs', 'backoff']) expect(ignored).toContain(`args.cni.announce.${field}`);
       // The background work ended with its last round; its record waits for DEL.
       await waitFor(async () => (await ownAnnouncerProcesses()).length === 0, {
         what: 'the background announcer gone after the last round',
@@ -283,7 +279,8 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
         .join(':')}`;
       expect((await linkShow('eth0', pod.ns))?.mac).toBe(expected);
       expect(add.json.interfaces[0].mac).toBe(expected);
-      expect(await pod.files.log()).toMatch(/ WARN ignoring a pod override .*field=args\.cni\.announce\.macPrefix /);
+      const ignored = { field: 'args.cni.announce.macPrefix' };
+      expect(await pod.files.logged('warn', 'ignoring a pod override', ignored)).not.toEqual([]);
       assertCniOk('announcer DEL', await announcerDel(pod.att));
       expect((await linkShow('eth0', pod.ns))?.mac).toBe(pod.mac);
       expect(await announcerLeftovers(pod.files)).toEqual([]);
@@ -386,7 +383,8 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
         const garps = garpsFor(frames, requested, pod.ip);
         expect(garps).toHaveLength(1); // count 1
         expect(garps.every((f) => f.eth.src === requested && f.arp!.senderMac === requested)).toBe(true);
-        expect(await files.log()).toMatch(/ INFO the runtime chose the MAC: keeping it instead of the IP-derived one /);
+        const kept = 'the runtime chose the MAC: keeping it instead of the IP-derived one';
+        expect(await files.logged('info', kept)).toHaveLength(1);
         expect(await stateFiles(files.stateDir)).toEqual([]);
         expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
         assertCniOk('announcer DEL', await announcerDel(att));

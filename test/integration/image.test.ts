@@ -5,8 +5,7 @@
 // for byte, and work: VERSION, and the README's stale-entry scenario chained
 // after the real bridge plugin. The OCI archive must load back as the same image.
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,24 +14,18 @@ import { STOP_MS } from '../../src/protocol';
 import {
   OLD_MAC,
   ANNOUNCER,
-  addBridgePod,
-  allocSubnet,
   assertCniOk,
-  bridgeConfig,
-  chainConfig,
   cniExec,
-  createBridge,
-  createNetns,
   killStrays,
   neighEntry,
-  plantStale,
-  podInterface,
   RUN_TAG,
   run,
   Scope,
   scopePerTest,
+  stalePod,
   throwCleanupErrors,
   waitFor,
+  tempDir,
 } from './harness';
 import { announcerFiles } from './harness/announcer-files';
 import { privatePodman, skipPodman, type PrivatePodman } from './harness/podman';
@@ -87,13 +80,6 @@ async function sha256(file: string): Promise<string> {
   return createHash('sha256')
     .update(await readFile(file))
     .digest('hex');
-}
-
-/** A temp dir to mount at /host/opt/cni/bin, removed at scope close. */
-async function hostCniBin(scope: Scope): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-host-cni-bin-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `dir ${dir}`);
-  return dir;
 }
 
 describe.skipIf(skipPodman())('the installer image, built offline FROM scratch and run with podman', () => {
@@ -160,7 +146,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     'installs a byte-identical announcer (0755) and its notices (0644), run as the image ' +
     'says and as the DaemonSet says, and leaves nothing else';
   it(installsByteIdenticalTitle, async () => {
-    const dir = await hostCniBin(scope());
+    const dir = await tempDir(scope(), 'announcer-host-cni-bin-');
     const first = await podman.run(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     expect([first.code, first.stderr]).toEqual([0, '']);
     expect(first.stdout.split('\n').filter(Boolean)).toEqual([
@@ -177,8 +163,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     // Again, with the init container's command, security context, limits and stateDir: nothing to do but write the
     // node settings file, once.
     const { install } = await daemonSetContainers();
-    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
-    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
+    const state = await tempDir(scope(), 'announcer-image-state-');
     const asInit = () =>
       podman.run([
         'run',
@@ -209,7 +194,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   });
 
   it('replaces an older plugin atomically (a new inode), under the DaemonSet limits', async () => {
-    const dir = await hostCniBin(scope());
+    const dir = await tempDir(scope(), 'announcer-host-cni-bin-');
     await run('sh', ['-c', 'printf old > "$1/announcer" && chmod 0755 "$1/announcer"', 'sh', dir]);
     const before = (await stat(join(dir, 'announcer'))).ino;
     const { install } = await daemonSetContainers();
@@ -240,7 +225,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   it(installedCopyAnswersTitle, async () => {
     const s = scope();
     killStrays(s, { strict: true });
-    const dir = await hostCniBin(s);
+    const dir = await tempDir(s, 'announcer-host-cni-bin-');
     await podman.ok(['run', '--rm', '--network', 'none', '-v', `${dir}:${DEST}`, IMAGE]);
     const installed = join(dir, 'announcer');
 
@@ -251,30 +236,13 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
       supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
     });
 
-    const net = allocSubnet();
-    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const keeper = await createNetns(s, PREFIX);
-    await addBridgePod(s, {
-      bridge,
-      netns: keeper.path,
-      ip: net.v4Cidr(9),
-      gw: net.v4(1),
-      containerId: `${PREFIX}-keeper`,
-    });
-    await plantStale(bridge, net.v4(5), OLD_MAC);
-    const podNs = await createNetns(s, PREFIX);
-    const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId: `${PREFIX}-pod` };
-    const result = await addBridgePod(s, opts);
-    const pod = podInterface(result)!;
+    const pod = await stalePod(s, { prefix: PREFIX });
+    const { bridge, net, result } = pod;
     expect((await neighEntry(bridge, net.v4(5)))?.mac).toBe(OLD_MAC); // the bug, before the announcer
 
     const files = await announcerFiles(s);
-    const config = chainConfig(
-      bridgeConfig(opts),
-      { type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile },
-      result,
-    );
-    const call = { containerId: opts.containerId, netns: podNs.path, ifname: 'eth0', cniPath: dir };
+    const config = pod.chained({ type: 'announcer', count: 1, stateDir: files.stateDir, logFile: files.logFile });
+    const call = { containerId: pod.containerId, netns: pod.netns.path, ifname: 'eth0', cniPath: dir };
     s.defer(
       async () => assertCniOk('installed announcer DEL', await cniExec(installed, { ...call, command: 'DEL' }, config)),
       'installed announcer DEL',
@@ -291,8 +259,7 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
   it(residentTitle, async () => {
     const { main } = await daemonSetContainers();
     const name = `${PREFIX}-main`;
-    const state = await mkdtemp(join(tmpdir(), 'announcer-image-state-'));
-    scope().defer(() => rm(state, { recursive: true, force: true }), `state dir ${state}`);
+    const state = await tempDir(scope(), 'announcer-image-state-');
     scope().defer(() => podman.run(['rm', '-f', '-t', '0', name]), `container ${name}`);
     const mount = ['-v', `${state}:/run/cni-announcer`];
     await podman.ok(['run', '-d', '--name', name, ...runFlags(main), ...mount, IMAGE, ...main.command.slice(1)]);

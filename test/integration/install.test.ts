@@ -15,29 +15,24 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   OLD_MAC,
-  addBridgePod,
   allocSubnet,
   ANNOUNCER,
-  bridgeConfig,
-  createBridge,
-  createNetns,
   killStrays,
   leftoversAfterTeardown,
   neighEntry,
   ownAnnouncerProcesses,
-  plantStale,
-  podInterface,
   run,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
+  stalePod,
   waitFor,
   type CniCall,
   type CniOutput,
   type Scope,
-  type Subnet,
   stopDaemonAtClose,
+  tempDir,
 } from './harness';
 import { DEFAULT_STATE_DIR } from '../../src/cni/option-bounds';
 import { cniExecInMountNs } from './harness/mountns-helpers';
@@ -113,8 +108,7 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
    * of ours left.
    */
   async function testDir(s: Scope): Promise<{ dir: string; stateDir: string }> {
-    const dir = await mkdtemp('/var/tmp/announcer-install-');
-    s.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+    const dir = await tempDir(s, 'announcer-install-', '/var/tmp');
     killStrays(s, { strict: true });
     await runOk('mkdir', ['-m', '0700', join(dir, 'state')]);
     stopDaemonAtClose(s, join(dir, 'state')); // every command leaves the announcer of its stateDir running
@@ -275,34 +269,19 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(await leftInTmp(dir)).toEqual([]);
   });
 
-  /**
-   * A bridge (.1) with a keeper pod (.9), a stale entry planted for .5, and a fresh pod at .5 through the real bridge
-   * plugin.
-   */
-  async function stalePod(s: Scope, net: Subnet, containerId: string) {
-    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const keeper = await createNetns(s, PREFIX);
-    await addBridgePod(s, {
-      bridge,
-      netns: keeper.path,
-      ip: net.v4Cidr(9),
-      gw: net.v4(1),
-      containerId: `${containerId}-keeper`,
-    });
-    await plantStale(bridge, net.v4(5), OLD_MAC);
-    const podNs = await createNetns(s, PREFIX);
-    const opts = { bridge, netns: podNs.path, ip: net.v4Cidr(5), gw: net.v4(1), containerId };
-    const result = await addBridgePod(s, opts);
-    return { bridge, podNs, result, conf: bridgeConfig(opts), podMac: podInterface(result)!.mac };
-  }
-
   for (const noexec of [false, true]) {
     const where = noexec ? ' with /dev/shm, /tmp and /run noexec (/run also read-only)' : '';
     it(`repairs a planted stale entry with a real ADD chained after the bridge plugin, sealed${where}`, async () => {
       const { dir, stateDir } = await testDir(scope());
       const net = allocSubnet();
       const containerId = `${PREFIX}-add${noexec ? '-noexec' : ''}`;
-      const { bridge, podNs, result, conf, podMac } = await stalePod(scope(), net, containerId);
+      const {
+        bridge,
+        netns: podNs,
+        result,
+        conf,
+        mac: podMac,
+      } = await stalePod(scope(), { prefix: PREFIX, net, containerId });
       expect(await neighEntry(bridge, net.v4(5))).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
       // count 1: no background announcer. The state dir is the private tmpfs, gone with the namespace.
       const config = {

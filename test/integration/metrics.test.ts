@@ -5,11 +5,8 @@
 // its frame counters equal the frames on the wire, and the ADD-to-round-1
 // histogram holds one observation. /healthz answers 200, and nothing once the
 // announcer is SIGTERMed. A second announcer on the same port exits 1.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
-  ANNOUNCER,
   allocSubnet,
   announcerAdd,
   announcerFiles,
@@ -20,39 +17,15 @@ import {
   nasFor,
   runOk,
   RUN_TAG,
-  RUN_TAG_ENV,
-  ANNOUNCER_RUNTIME,
   scopePerTest,
   skipIntegration,
   startCapture,
   waitFor,
-  type Scope,
+  promSamples,
+  spawnDaemon,
 } from './harness';
 
 const PREFIX = `mx${RUN_TAG}`;
-
-/** A running `announcer daemon`, stopped (SIGTERM, then SIGKILL) at scope close if it still runs. */
-function startAnnouncer(
-  scope: Scope,
-  stateDir: string,
-  listen: string,
-): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
-  const child = spawn(ANNOUNCER, ['daemon', stateDir, `--listen=${listen}`], {
-    env: { ...process.env, ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  scope.defer(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  }, `announcer daemon ${stateDir}`);
-  return { child, stderr: () => stderr, exited };
-}
 
 /** The TCP port `pid` listens on (ss -ltnp), once it does. */
 async function listeningPort(pid: number): Promise<number> {
@@ -69,18 +42,6 @@ async function listeningPort(pid: number): Promise<number> {
   return port!;
 }
 
-/** Prometheus text's samples: `name{labels}` -> value (comments and blank lines left out). */
-function parseSamples(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
-    if (!m) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
-    samples.set(m[1]!, Number(m[2]));
-  }
-  return samples;
-}
-
 describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /healthz over HTTP', () => {
   const scope = scopePerTest(PREFIX);
 
@@ -95,8 +56,8 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
     const pod = await attachBridgePod(scope(), { prefix: PREFIX, net, bridge, host: 5, containerId, ip6: true });
     const ip6 = net.v6(5);
 
-    const announcer = startAnnouncer(scope(), files.stateDir, '127.0.0.1:0');
-    const port = await listeningPort(announcer.child.pid!);
+    const announcer = spawnDaemon(scope(), files.stateDir, ['--listen=127.0.0.1:0']);
+    const port = await listeningPort(announcer.pid);
     const base = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, {
       timeoutMs: 10_000,
@@ -114,7 +75,7 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
     let samples = new Map<string, number>();
     await waitFor(
       async () => {
-        samples = parseSamples(await (await fetch(`${base}/metrics`)).text());
+        samples = promSamples(await (await fetch(`${base}/metrics`)).text());
         return samples.get('cni_announcer_rounds_total{outcome="sent"}') === 2;
       },
       { timeoutMs: 10_000, what: 'two rounds counted' },
@@ -148,9 +109,9 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
 
   it('a second announcer on a port in use says so on stderr and exits 1', async () => {
     const [a, b] = [await announcerFiles(scope()), await announcerFiles(scope())];
-    const first = startAnnouncer(scope(), a.stateDir, '127.0.0.1:0');
-    const port = await listeningPort(first.child.pid!);
-    const second = startAnnouncer(scope(), b.stateDir, `127.0.0.1:${port}`);
+    const first = spawnDaemon(scope(), a.stateDir, ['--listen=127.0.0.1:0']);
+    const port = await listeningPort(first.pid);
+    const second = spawnDaemon(scope(), b.stateDir, [`--listen=127.0.0.1:${port}`]);
     expect(await second.exited).toBe(1);
     expect(second.stderr()).toContain(`announcer daemon: cannot listen for HTTP: bind 127.0.0.1:${port}: EADDRINUSE`);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200); // the first one serves on

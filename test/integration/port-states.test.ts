@@ -13,6 +13,7 @@
 // (exactly the known count), and must follow a marker frame the test sends
 // from the pod after the announcer said it waits and before the test lets the
 // port forward. The kernel's own arp_notify and ndisc_notify are off in the pod.
+import { WAITING_FOR_POD, waitingForPod } from './harness/executor-steps';
 import { describe, expect, it } from 'vitest';
 import {
   addFarPort,
@@ -41,7 +42,7 @@ import {
   waitDaemonGone,
   waitFor,
   type AnnouncerAttachment,
-  type AnnouncerOutput,
+  type LogLevelName,
   type Frame,
   type PortStateName,
 } from './harness';
@@ -53,7 +54,7 @@ const POD_HOST = 5;
 const MARKER_HOST = 77;
 /** The kernel's shortest forward delay with STP on: 2 s in listening, 2 s in learning. */
 const FORWARD_DELAY_CS = 200;
-const WAITING = 'DEBUG pod not ready: waiting for it';
+
 /** The root bridge the test's BPDUs claim: priority 0 beats any bridge of the node. */
 const ROOT = { priority: 0, mac: '02:00:00:00:00:01' };
 
@@ -102,24 +103,10 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
   }
   type Captured = Awaited<ReturnType<typeof capturedPod>>;
 
-  /** Waits until ADD says it waits for the pod, or has exited (then the captures tell what it sent too early). */
-  async function waiting(files: Captured['files'], adding: Promise<AnnouncerOutput>): Promise<void> {
-    let exited = false;
-    const over = (): void => void (exited = true);
-    adding.then(over, over); // a rejection is the caller's, at its own await
-    await waitFor(async () => exited || (await files.log()).includes(WAITING), {
-      timeoutMs: 20_000,
-      what: 'ADD to say it waits',
-    });
-  }
-
-  /** Checks that a line of the log says `line` and `reason`. */
-  async function expectLogSays(c: Pick<Captured, 'files'>, line: string, reason: string): Promise<void> {
-    const lines = (await c.files.log()).split('\n');
-    expect(
-      lines.filter((l) => l.includes(line) && l.includes(reason)),
-      `"${line}" with "${reason}" in the log`,
-    ).toHaveLength(1);
+  /** Checks that one `level msg` record of the log names `reason` among what the pod is waited for. */
+  async function expectLogSays(c: Pick<Captured, 'files'>, level: LogLevelName, msg: string, reason: string) {
+    const said = await c.files.logged(level, msg, { waitingFor: (v) => String(v).includes(reason) });
+    expect(said, `"${msg}" with "${reason}" in the log`).toHaveLength(1);
   }
 
   /** Sends the marker from the pod and waits until the pod-side capture holds it. */
@@ -156,7 +143,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
       await setPortState(c.pod.hostVeth, state);
 
       const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-      await waiting(c.files, adding);
+      await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
       await mark(c);
       await setPortState(c.pod.hostVeth, 'forwarding');
       const add = await adding;
@@ -164,7 +151,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
       expect(add.code, add.stdout).toBe(0);
       expect(add.json).toEqual(c.pod.result);
       await expectSentOnlyOnceForwarding(c);
-      await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is ${state}`);
+      await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is ${state}`);
       expect(await announcerLeftovers(c.files)).toEqual([]);
     },
   );
@@ -179,7 +166,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'down']);
 
     const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waiting(c.files, adding);
+    await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'up']);
     // eth0 has its carrier back (a frame sent without it never reaches the capture); the port listens for 2 s.
     await mark(c);
@@ -187,7 +174,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
 
     expect(add.code, add.stdout).toBe(0);
     await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is disabled`);
+    await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is disabled`);
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
@@ -207,7 +194,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     });
 
     const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waiting(c.files, adding);
+    await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
     await mark(c);
     // The root port goes: the pod's port takes over, through listening and learning (2 s each).
     await runOk('ip', ['link', 'set', far.port, 'down']);
@@ -215,7 +202,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
 
     expect(add.code, add.stdout).toBe(0);
     await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, WAITING, `bridge port ${c.pod.hostVeth} is blocking`);
+    await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is blocking`);
     expect(await announcerLeftovers(c.files)).toEqual([]);
   });
 
@@ -235,16 +222,17 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(add.json).toEqual(c.pod.result);
     await mark(c);
     await setPortState(c.pod.hostVeth, 'forwarding');
-    await waitFor(async () => / INFO announced /.test(await c.files.log()), { what: 'round 1' });
+    await waitFor(async () => (await c.files.logged('info', 'announced')).length > 0, { what: 'round 1' });
     await waitDaemonGone(c.files.stateDir, 10_000);
 
     await expectSentOnlyOnceForwarding(c);
     await expectLogSays(
       c,
-      'INFO pod not ready yet: announcing from the background once it is',
+      'info',
+      'pod not ready yet: announcing from the background once it is',
       `bridge port ${c.pod.hostVeth} is listening`,
     );
-    await expectLogSays(c, 'INFO announced', 'deferred=true');
+    expect(await c.files.logged('info', 'announced', { round: 1, deferred: true })).toHaveLength(1);
     // The record lasts until DEL, as for any attachment with background work.
     expect(await announcerDel(c.att)).toMatchObject({ code: 0, stdout: '' });
     expect(await announcerLeftovers(c.files)).toEqual([]);
@@ -279,7 +267,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     };
 
     const adding = announcerAdd(scope(), att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waiting(files, adding);
+    await waitingForPod(files, adding);
     await runOk('ip', ['-n', ns, 'link', 'set', pod.peer, 'up']);
     const add = await adding;
     // Whatever ADD did, the capture goes on until DAD is over: an early NA then shows before the probes.
@@ -298,7 +286,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     expect(dad, 'DAD probes').toHaveLength(3);
     expect(nas, 'NAs').toHaveLength(1);
     expect(nas[0], 'the NA follows the last DAD probe').toBeGreaterThan(dad[2]!);
-    await expectLogSays({ files }, WAITING, `${ip6} is tentative`);
+    await expectLogSays({ files }, 'debug', WAITING_FOR_POD, `${ip6} is tentative`);
     expect(await announcerLeftovers(files)).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 // plugin 1.1.1 in real namespaces. Passthrough in all five spec versions, CHECK,
 // DEL, STATUS, GC, VERSION, and every bad input with its exact code, a single
 // error object on stdout and nothing changed on the host.
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -10,6 +10,7 @@ import {
   ANNOUNCER,
   announcerFiles,
   announcerStatus,
+  daemonStatus,
   chainConfig,
   cniExec,
   expectCniError,
@@ -18,21 +19,21 @@ import {
   killStrays,
   listLinks,
   neighEntry,
-  ownAnnouncerProcesses,
   plantStale,
   podInterface,
+  processesOf,
   runOk,
   RUN_TAG,
   scopePerTest,
   skipIntegration,
   stateFiles,
   waitDaemonGone,
-  waitFor,
   type AnnouncerFiles,
   type BridgePod,
   type CniCall,
   type CniOutput,
   type Scope,
+  waitFor,
 } from './harness';
 import { cniExecInMountNs } from './harness/mountns-helpers';
 
@@ -126,11 +127,6 @@ async function l2Snapshot(bridge: string, podNs: string): Promise<unknown> {
     v4: (l.addr_info ?? []).filter((a: any) => a.family === 'inet').map((a: any) => `${a.local}/${a.prefixlen}`),
   }));
   return { links, neigh, pod };
-}
-
-/** Plugin processes of one attachment, by their CNI_CONTAINERID; background announcers are not among them. */
-async function processesOf(containerId: string): Promise<number[]> {
-  return (await ownAnnouncerProcesses()).filter((p) => p.containerId === containerId).map((p) => p.pid);
 }
 
 describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin', () => {
@@ -255,13 +251,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(add.code, add.stdout).toBe(0);
       expect(await records(pod.dirs.stateDir)).toEqual([`${pod.containerId}@eth0.json`]);
       // ADD started the announcer and returned; it reads the job from the record once it listens.
-      const status = await waitFor(
-        async () => {
-          const s = await announcerStatus(pod.dirs.stateDir);
-          return s.source === 'daemon' && s;
-        },
-        { what: `the background announcer of ${pod.dirs.stateDir} to answer` },
-      );
+      const status = await daemonStatus(pod.dirs.stateDir);
       expect(status.attachments.map((a) => [a.containerId, a.ifname, a.roundsSent, a.roundsPlanned])).toEqual([
         [pod.containerId, 'eth0', 1, 3],
       ]);
@@ -274,13 +264,8 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       expect(out.code, out.stdout + out.stderr).toBe(0);
       expect(out.stdout).toBe('');
       expect(await records(pod.dirs.stateDir)).toEqual([]);
-      const log = await readFile(pod.dirs.logFile, 'utf8');
-      expect(log).toMatch(
-        new RegExp(
-          `INFO DEL done containerId=${pod.containerId} ifname=eth0 background=cancelled ` +
-            `macsRestored=none recordRemoved=true`,
-        ),
-      );
+      const done = { containerId: pod.containerId, ifname: 'eth0', background: 'cancelled', macsRestored: 'none' };
+      expect(await pod.dirs.logged('info', 'DEL done', { ...done, recordRemoved: true })).toHaveLength(1);
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);
       await waitDaemonGone(pod.dirs.stateDir);
     }
@@ -291,7 +276,7 @@ describe.skipIf(skipIntegration())('CNI protocol against the real bridge plugin'
       await expectCleanDel(await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config), pod);
       const again = await cniExec(ANNOUNCER, { ...pod.call, command: 'DEL' }, config);
       expect([again.code, again.stdout]).toEqual([0, '']);
-      expect(await readFile(pod.dirs.logFile, 'utf8')).toMatch(/DEL: no state record, nothing to undo/);
+      expect(await pod.dirs.logged('info', 'DEL: no state record, nothing to undo')).toHaveLength(1);
       // The second DEL went through an announcer it started (every command does): no record, no job there.
       expect(await records(pod.dirs.stateDir)).toEqual([]);
       expect((await announcerStatus(pod.dirs.stateDir)).attachments).toEqual([]);

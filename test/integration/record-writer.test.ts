@@ -15,11 +15,11 @@ import {
   ms,
   RUN_TAG,
   scopePerTest,
-  settledFlag,
   skipIntegration,
-  waitFor,
+  waitLogged,
+  logRecords,
 } from './harness';
-import { cleanStart, podHeldBehindStarter, WAITING_FOR_POD } from './harness/executor-steps';
+import { cleanStart, podHeldBehindStarter, waitingForPod } from './harness/executor-steps';
 import { terminateDaemon, traceFile, tracedAnnouncer, tracedCalls } from './harness/held-announcer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setPortState } from './harness/port-hold';
@@ -54,12 +54,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
 
       // The first ADD waits for the pod, holding the attachment's lock.
       const first = announcerAdd(s, firstAtt, FIRST);
-      const ended = settledFlag(first);
-      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
-        timeoutMs: 20_000,
-        what: 'the first ADD to wait for the pod',
-      });
-      expect(ended.settled).toBe(false);
+      expect(await waitingForPod(files, first, { what: 'the first ADD to wait for the pod' })).toBe(true);
       // The last ADD queues behind it: nothing is written meanwhile.
       const last = announcerAdd(s, lastAtt, LAST);
       await sleep(1000);
@@ -74,9 +69,12 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       // One after the other, in the announcer that ran both: the first ADD's round 1 (of FIRST.count) is logged before
       // the last's (of LAST.count). Not by the callers' exit times: both end within milliseconds, and when the test
       // sees each exit is up to its event loop and strace's teardown (that comparison failed by 2 ms in a CI run).
+      const said = logRecords(await files.log());
       const roundOne = (n: number): number =>
-        log.search(new RegExp(`INFO announced containerId=${pod.containerId} ifname=eth0 round=1 of=${n} `));
-      const log = await files.log();
+        said.findIndex(
+          ({ msg, fields: f }) =>
+            msg === 'announced' && f.containerId === pod.containerId && f.round === 1 && f.of === n,
+        );
       expect(roundOne(FIRST.count)).toBeGreaterThanOrEqual(0);
       expect(roundOne(FIRST.count)).toBeLessThan(roundOne(LAST.count));
       // The announcer ran both.
@@ -91,13 +89,8 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       ]);
 
       // The first ADD's round 1, then the last ADD's burst; the first ADD's round 2 never goes out.
-      await waitFor(
-        async () =>
-          new RegExp(
-            `INFO announced daemon=\\d+ containerId=${pod.containerId} .*round=${LAST.count} of=${LAST.count}`,
-          ).test(await files.log()) || undefined,
-        { timeoutMs: 10_000, what: "the last ADD's last round" },
-      );
+      const lastRound = { daemon: /^\d+$/, containerId: pod.containerId, round: LAST.count, of: LAST.count };
+      await waitLogged(files, 'info', 'announced', lastRound, { timeoutMs: 10_000 });
       for (const a of [lastAtt, firstAtt, starterAtt]) expect(await announcerDel(a)).toMatchObject({ code: 0 });
       await terminateDaemon(files.stateDir);
       const garps = garpsFor(await capture.stop(), pod.mac, pod.ip);

@@ -7,7 +7,6 @@ import {
   copyFileSync,
   mkdirSync,
   mkdtempSync,
-  readFileSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -27,6 +26,7 @@ import {
   cniExec,
   run,
   runCniCommand,
+  bootMs,
   scopePerTest,
   skipIntegration,
   stopDaemonAtClose,
@@ -34,11 +34,6 @@ import {
 import { daemonsOf, waitDaemonGone } from './harness/daemon';
 import { childEnv } from './harness/exec';
 import { terminateDaemon } from './harness/held-announcer';
-
-/** CLOCK_BOOTTIME in ms, as /proc/uptime gives it. */
-function bootMs(): number {
-  return Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * 1000;
-}
 
 describe.skipIf(skipIntegration())('the shim in the binary', () => {
   const scope = scopePerTest();

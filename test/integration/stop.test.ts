@@ -37,15 +37,14 @@ import {
   type BridgePod,
   type Scope,
 } from './harness';
-import { ANNOUNCER_RUNTIME, RUN_TAG_ENV } from './harness/cni';
-import { announcerStatus, daemonsOf, waitDaemonExit } from './harness/daemon';
+import { announcerStatus, daemonsOf, spawnDaemon, waitDaemonExit } from './harness/daemon';
 import { cleanStart, startingAdd } from './harness/executor-steps';
 import {
   buildAnnouncerAs,
   buildOf,
-  processState,
   runningBuild,
   signalDaemon,
+  stopDaemon,
   theDaemonOf,
 } from './harness/held-announcer';
 import type { Frame } from './harness/tshark';
@@ -91,8 +90,8 @@ async function podsOnBridge(s: Scope, files: AnnouncerFiles, names: readonly str
 }
 
 /**
- * While the announcer `pid` is SIGSTOPped, starts `calls` and waits until each has connected and written its request
- * (the backlog holds them all); SIGCONT at scope close if the test did not send it.
+ * While the announcer `pid` (the stateDir's one) is SIGSTOPped, starts `calls` and waits until each has connected and
+ * written its request (the backlog holds them all); SIGCONT at scope close if the test did not send it.
  */
 async function queueWhileStopped(
   s: Scope,
@@ -100,13 +99,8 @@ async function queueWhileStopped(
   pid: number,
   calls: () => Promise<AnnouncerOutput>[],
 ): Promise<{ results: Promise<AnnouncerOutput[]>; resume: () => Promise<void> }> {
-  let stopped = true;
-  const resume = async (): Promise<void> => {
-    if (stopped && (await signalDaemon(pid, stateDir, 'SIGCONT'))) stopped = false;
-  };
-  s.defer(resume, `SIGCONT announcer ${pid}`);
-  if (!(await signalDaemon(pid, stateDir, 'SIGSTOP'))) throw new Error(`pid ${pid} is not the announcer`);
-  await waitFor(async () => (await processState(pid)) === 'T', { what: `announcer ${pid} stopped` });
+  const { pid: stopped, resume } = await stopDaemon(s, stateDir);
+  if (stopped !== pid) throw new Error(`the announcer of ${stateDir} is ${stopped}, not ${pid}`);
   const started = calls();
   await waitFor(async () => (await backlog(stateDir)) >= started.length, {
     what: `${started.length} calls queued on the stopped announcer`,
@@ -216,27 +210,27 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     const { s, files } = await cleanStart(scope);
     const { capture, pods } = await podsOnBridge(s, files, ['starter', 'a']);
     const [starter, a] = pods as [Pod, Pod];
-    const resident = spawn(ANNOUNCER, ['daemon', files.stateDir, '--resident', '--log-format=json'], {
-      env: { PATH: process.env.PATH, ...ANNOUNCER_RUNTIME, [RUN_TAG_ENV]: RUN_TAG },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    resident.stdout!.on('data', (chunk: Buffer) => void (out += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => resident.once('exit', (code) => resolve(code)));
-    s.defer(() => void resident.kill('SIGKILL'), `resident announcer ${resident.pid}`);
-    await waitFor(async () => out.includes('"msg":"announcer started"'), { what: 'the resident announcer to start' });
+    const resident = spawnDaemon(s, files.stateDir, ['--resident', '--log-format=json']);
+    const { exited } = resident;
+    const logs = () =>
+      resident
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+    await waitFor(async () => logs().some((l) => l.msg === 'announcer started'), { what: 'the resident to start' });
     await startingAdd(s, starter.att);
     expect(await theDaemonOf(files.stateDir)).toBe(resident.pid);
-    const queued = await queueWhileStopped(s, files.stateDir, resident.pid!, () => [
+    const queued = await queueWhileStopped(s, files.stateDir, resident.pid, () => [
       announcerAdd(s, a.att, BURST),
       announcerRun(starter.att, 'CHECK'),
     ]);
     // kubelet: SIGTERM, then SIGKILL once the grace period is over.
     const GRACE_S = await graceSeconds();
-    resident.kill('SIGTERM');
+    resident.child.kill('SIGTERM');
     const termAt = Date.now();
     await queued.resume();
-    const killer = setTimeout(() => resident.kill('SIGKILL'), GRACE_S * 1000);
+    const killer = setTimeout(() => resident.child.kill('SIGKILL'), GRACE_S * 1000);
     const code = await exited;
     clearTimeout(killer);
     const stopTook = Date.now() - termAt;
@@ -244,11 +238,7 @@ describe.skipIf(skipIntegration())('the announcer stops with calls queued on its
     expect([add!.code, check!.code], add!.stdout + check!.stdout).toEqual([0, 0]);
     expect(code).toBe(0);
     expect(stopTook).toBeLessThan(GRACE_S * 1000);
-    const stopped = out
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l))
-      .find((l) => l.msg === 'announcer stopped');
+    const stopped = logs().find((l) => l.msg === 'announcer stopped');
     expect(stopped).toMatchObject({ passedOn: 2 });
     expect(stopped.stopMs).toBeLessThanOrEqual(STOP_MS);
     expect(await theDaemonOf(files.stateDir)).not.toBe(resident.pid);

@@ -20,14 +20,14 @@ import {
   garpsFor,
   RUN_TAG,
   scopePerTest,
-  settledFlag,
   skipIntegration,
   waitFor,
+  waitLogged,
   type AnnouncerAttachment,
   type AnnouncerFiles,
   type Scope,
 } from './harness';
-import { cleanStart, podHeldBehindStarter, WAITING_FOR_POD } from './harness/executor-steps';
+import { cleanStart, podHeldBehindStarter, waitingForPod } from './harness/executor-steps';
 import { setPortState } from './harness/port-hold';
 import { announcerStatus } from './harness/daemon';
 import {
@@ -73,12 +73,8 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
      */
     async function stopMidWait(s: Scope, files: AnnouncerFiles, att: AnnouncerAttachment, addWaitMs: number) {
       const adding = announcerAdd(s, att, { count: 3, addWaitMs, readyTimeoutMs: 60_000 });
-      const ended = settledFlag(adding);
-      await waitFor(async () => ended.settled || (await files.log()).includes(WAITING_FOR_POD), {
-        timeoutMs: 20_000,
-        what: 'the announcer to say it waits for the pod',
-      });
-      expect(ended.settled, 'ADD returned before the announcer waited').toBe(false);
+      const waits = await waitingForPod(files, adding, { what: 'the announcer to say it waits for the pod' });
+      expect(waits, 'ADD returned before the announcer waited').toBe(true);
       const stopped = await stopDaemon(s, files.stateDir);
       return { adding, stopped };
     }
@@ -107,9 +103,7 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       // The pod forwards before the announcer resumes: had the ADD gone on, round 1 would be on the wire now.
       await setPortState(pod.hostVeth, 'forwarding');
       await stopped.resume();
-      await waitFor(async () => (await files.log()).includes('the caller no longer waits'), {
-        what: 'the announcer to drop the ADD nobody waits for',
-      });
+      await waitLogged(files, 'error', 'ADD failed', { error: /^the caller no longer waits: / });
       expect(await theDaemonOf(files.stateDir)).toBe(stopped.pid);
       // Rounds come every second: two seconds more would show a later one.
       await new Promise((r) => setTimeout(r, 2000));

@@ -20,6 +20,7 @@ import {
   scopePerTest,
   skipIntegration,
   waitFor,
+  waitLogged,
   writeNodeSettings,
   type AnnouncerOutput,
 } from './harness';
@@ -96,10 +97,8 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     expect((await announcerStatus(files.stateDir)).counters?.served.ADD).toBe(BEFORE);
 
     // Mid-burst: the first pod's round 3 is out.
-    const round3 = new RegExp(
-      `INFO announced daemon=${old} containerId=${pods[0]!.containerId} .*round=3 of=${BURST.count}`,
-    );
-    await waitFor(async () => round3.test(await files.log()), { what: `round 3 of ${pods[0]!.containerId}` });
+    const round3 = { daemon: old, containerId: pods[0]!.containerId, round: 3, of: BURST.count };
+    await waitLogged(files, 'info', 'announced', round3);
     // The DaemonSet's upgrade: rename(2) over the installed file while the bursts run.
     await rename(next, installed);
     for (let i = BEFORE; i < pods.length; i++) await add(i, ' after the upgrade');
@@ -115,7 +114,6 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
       timeoutMs: 15_000,
       what: `${planned} GARPs`,
     }).catch(() => undefined);
-    const log = await files.log();
     for (const att of atts) expect(await announcerDel(att)).toMatchObject({ code: 0 });
     expect(await theDaemonOf(files.stateDir)).toBe(successor);
     await terminateDaemon(files.stateDir);
@@ -127,12 +125,13 @@ describe.skipIf(skipIntegration())('upgrade: the plugin replaced mid-burst', () 
     // Each round went out once, by one announcer or the other: round 1 never again after the hand-over.
     for (const pod of pods)
       for (let round = 1; round <= BURST.count; round++) {
-        const sent = new RegExp(`INFO announced .*containerId=${pod.containerId} .*round=${round} of=`, 'g');
-        expect(log.match(sent) ?? [], `${pod.containerId} round ${round}`).toHaveLength(1);
+        const sent = await files.logged('info', 'announced', { containerId: pod.containerId, round });
+        expect(sent, `${pod.containerId} round ${round}`).toHaveLength(1);
       }
     expect(inProcess, "setns or flock in an ADD's CNI process").toEqual(pods.map(() => []));
-    expect(log).toMatch(new RegExp(`executable replaced: handing over to the new build .*newBuild=${NEXT_BUILD}`));
-    expect(log).toMatch(new RegExp(`announcer started .*build=${NEXT_BUILD} .*handedOver=${BEFORE}`));
+    const replaced = 'executable replaced: handing over to the new build';
+    expect(await files.logged('info', replaced, { newBuild: NEXT_BUILD })).toHaveLength(1);
+    expect(await files.logged('info', 'announcer started', { build: NEXT_BUILD, handedOver: BEFORE })).toHaveLength(1);
     expect(await files.stateFiles()).toEqual([]);
   });
 });

@@ -3,8 +3,12 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { logRecords, type LogRecord } from '../../support/log-records';
 import { stopDaemonsOf } from './daemon-stop';
 import type { Scope } from './scope';
+import { waitFor, type WaitOptions } from './wait';
+
+export { logRecords, type LogRecord } from '../../support/log-records';
 
 /**
  * Files the announcer keeps in stateDir: the node settings (written by the harness, as `announcer install` does), its
@@ -19,13 +23,12 @@ export const DAEMON_STATE_FILES: readonly string[] = [
 ];
 
 /**
- * Names of the entries in stateDir (records and anything else) but
- * DAEMON_STATE_FILES; none when it does not exist. Any other error (EACCES,
- * ENOTDIR…) rejects: it is never taken for an empty dir.
+ * Names of the entries in stateDir (records and anything else) but DAEMON_STATE_FILES, sorted; none when it does not
+ * exist. Any other error (EACCES, ENOTDIR…) rejects: it is never taken for an empty dir.
  */
 export async function stateFiles(stateDir: string): Promise<string[]> {
   try {
-    return (await readdir(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f));
+    return (await readdir(stateDir)).filter((f) => !DAEMON_STATE_FILES.includes(f)).sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
@@ -35,6 +38,56 @@ export async function stateFiles(stateDir: string): Promise<string[]> {
 /** The log file's text ('' before the first line). */
 export async function readLog(logFile: string): Promise<string> {
   return readFile(logFile, 'utf8').catch(() => '');
+}
+
+/** A log record's level (lower case), as src/log-format.ts writes it upper case. */
+export type LogLevelName = 'debug' | 'info' | 'warn' | 'error';
+
+/** What a field of a record must be: the value itself, a RegExp its text matches, or a predicate. */
+export type FieldWant = string | number | boolean | RegExp | ((value: unknown) => boolean);
+
+/**
+ * The records of the log file (test/support/log-records.ts: level, message, fields) that are `level msg` (a RegExp
+ * matches the message alone) and hold each of `fields` (see FieldWant): a test asserts a record by its fields, never a
+ * formatted line.
+ */
+export async function logged(
+  logFile: string,
+  level: LogLevelName,
+  msg: string | RegExp,
+  fields: Record<string, FieldWant> = {},
+): Promise<LogRecord[]> {
+  const same = (want: FieldWant, got: unknown): boolean =>
+    typeof want === 'function'
+      ? want(got)
+      : want instanceof RegExp
+        ? got !== undefined && want.test(String(got))
+        : want === got;
+  return logRecords(await readLog(logFile)).filter(
+    (r) => r.level === level && same(msg, r.msg) && Object.entries(fields).every(([k, v]) => same(v, r.fields[k])),
+  );
+}
+
+/** logRecords of `text`, each with its line's time (ms since the epoch). */
+export function timedLogRecords(text: string): (LogRecord & { at: number })[] {
+  return text
+    .split('\n')
+    .flatMap((line) => logRecords(line).map((r) => ({ ...r, at: Date.parse(line.slice(0, line.indexOf(' '))) })));
+}
+
+/** Waits until the log holds a `level msg` record with `fields` (as logged's); resolves with those records. */
+export async function waitLogged(
+  files: Pick<AnnouncerFiles, 'logFile'>,
+  level: LogLevelName,
+  msg: string | RegExp,
+  fields: Record<string, FieldWant> = {},
+  opts: WaitOptions = {},
+): Promise<LogRecord[]> {
+  const found = async () => {
+    const records = await logged(files.logFile, level, msg, fields);
+    return records.length > 0 && records;
+  };
+  return waitFor(found, { what: `${level} "${msg}" ${JSON.stringify(fields)} in the log`, ...opts });
 }
 
 /** A test's own announcer `stateDir` and `logFile`, in a temp dir of their own. */
@@ -47,6 +100,8 @@ export interface AnnouncerFiles {
   log(): Promise<string>;
   /** stateFiles(stateDir). */
   stateFiles(): Promise<string[]>;
+  /** logged(logFile, …): the records that are `level msg` with `fields`. */
+  logged(level: LogLevelName, msg: string | RegExp, fields?: Record<string, FieldWant>): Promise<LogRecord[]>;
 }
 
 /**
@@ -58,7 +113,14 @@ export async function makeAnnouncerFiles(dirPrefix: string): Promise<AnnouncerFi
   const dir = await mkdtemp(dirPrefix);
   const stateDir = join(dir, 'state');
   const logFile = join(dir, 'announcer.log');
-  return { dir, stateDir, logFile, log: () => readLog(logFile), stateFiles: () => stateFiles(stateDir) };
+  return {
+    dir,
+    stateDir,
+    logFile,
+    log: () => readLog(logFile),
+    stateFiles: () => stateFiles(stateDir),
+    logged: (level, msg, fields) => logged(logFile, level, msg, fields),
+  };
 }
 
 /**
@@ -78,6 +140,13 @@ export function stopDaemonAtClose(scope: Scope, stateDir: string): void {
 
 /** The stateDirs each scope stops the announcer of at close. */
 const stopping = new WeakMap<Scope, Set<string>>();
+
+/** A fresh temp dir `<base>/<prefix>XXXXXX` (base: the system temp dir), removed with all it holds at scope close. */
+export async function tempDir(scope: Scope, prefix: string, base = tmpdir()): Promise<string> {
+  const dir = await mkdtemp(join(base, prefix));
+  scope.defer(() => rm(dir, { recursive: true, force: true }), `temp dir ${dir}`);
+  return dir;
+}
 
 /** makeAnnouncerFiles under the system temp dir; at scope close its announcer is stopped, then the dir removed. */
 export async function announcerFiles(scope: Scope): Promise<AnnouncerFiles> {

@@ -6,6 +6,7 @@ import { createBridge } from './bridge';
 import { addBridgePod, bridgeConfig, chainConfig, hostVeth, podInterface } from './cni';
 import { runOk } from './exec';
 import { linkShow } from './links';
+import { OLD_MAC, plantStale } from './neigh';
 import { allocSubnet, type Subnet } from './names';
 import { createNetns, type Netns } from './netns';
 import { routesOverlapping } from './routes';
@@ -181,4 +182,27 @@ export async function createPodNetwork(scope: Scope, prefix: string): Promise<Po
     return { bridge, net, name: `${prefix}-net` };
   }
   throw new Error(`no free subnet: the node routes each of the ${SUBNET_TRIES} 10.88.N.0/24 tried`);
+}
+
+/** How stalePod sets up the bug: on `bridge` of `net` (default: a fresh one with a keeper), dual stack with `ip6`. */
+export interface StalePodOptions {
+  prefix: string;
+  net?: Subnet;
+  bridge?: string;
+  containerId?: string;
+  ip6?: boolean;
+}
+
+/**
+ * The README's stale-entry bug, set up: the node's entries for the pod's addresses (.5) planted STALE with OLD_MAC,
+ * then the pod ADDed through the real bridge plugin, which leaves them so.
+ */
+export async function stalePod(scope: Scope, opts: StalePodOptions): Promise<BridgePod> {
+  const { prefix, ip6 = false } = opts;
+  const net = opts.net ?? allocSubnet();
+  const bridge = opts.bridge ?? (await bridgeWithKeeper(scope, net, { prefix, ip6 }));
+  await plantStale(bridge, net.v4(5), OLD_MAC);
+  if (ip6) await plantStale(bridge, net.v6(5), OLD_MAC);
+  const id = opts.containerId === undefined ? {} : { containerId: opts.containerId };
+  return attachBridgePod(scope, { prefix, net, bridge, ip6, ...id });
 }

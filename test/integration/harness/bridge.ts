@@ -1,10 +1,11 @@
 // Host-side L2 for tests: a Linux bridge in the host netns, and stand-in pods
 // (a netns whose veth pair stays wholly inside it: this kernel has no dummy
 // driver).
+import { podPrevResult } from './cni';
 import { runOk } from './exec';
 import { deleteLink, linkShow } from './links';
 import { createNetns, type Netns } from './netns';
-import { randomMac, uniqueName } from './names';
+import { randomMac, uniqueName, type Subnet } from './names';
 import type { Scope } from './scope';
 import { setSysctl } from './sysctl';
 
@@ -101,6 +102,44 @@ export async function createStandInPod(scope: Scope, opts: StandInPodOptions = {
   const ifname = opts.ifname ?? 'eth0';
   const peer = opts.peer ?? 'peer0';
   return { netns, ifname, peer, mac: await addStandInInterface({ netns }, { ...opts, ifname, peer }) };
+}
+
+/** How quietStandIn builds its pod: at .host of net (default 5), dual-stack with `v6`, eth0 down with `up: false`. */
+export interface QuietStandInOptions {
+  prefix: string;
+  net: Subnet;
+  host?: number;
+  v6?: boolean;
+  up?: boolean;
+}
+
+/** A quiet stand-in pod, its eth0's IPv4 address and CIDRs, and the prevResult naming them (cniVersion 1.0.0). */
+export interface QuietStandIn extends StandInPod {
+  ip: string;
+  cidrs: string[];
+  result: Record<string, unknown>;
+}
+
+/**
+ * A stand-in pod that makes no noise of its own (no arp_notify; IPv6 off, or with `v6` an address without
+ * ndisc_notify), so that every frame from its MAC in a capture is the announcer's.
+ */
+export async function quietStandIn(scope: Scope, opts: QuietStandInOptions): Promise<QuietStandIn> {
+  const { net, v6 = false } = opts;
+  const host = opts.host ?? 5;
+  const cidrs = [net.v4Cidr(host), ...(v6 ? [net.v6Cidr(host)] : [])];
+  const pod = await createStandInPod(scope, {
+    prefix: opts.prefix,
+    v4: [net.v4Cidr(host)],
+    ...(v6 ? { v6: [net.v6Cidr(host)] } : {}),
+    up: opts.up ?? true,
+    sysctls: {
+      'net.ipv4.conf.eth0.arp_notify': 0,
+      ...(v6 ? { 'net.ipv6.conf.eth0.ndisc_notify': 0 } : { 'net.ipv6.conf.eth0.disable_ipv6': 1 }),
+    },
+  });
+  const result = podPrevResult(pod.netns.path, [{ name: pod.ifname, mac: pod.mac, addresses: cidrs }]);
+  return { ...pod, ip: net.v4(host), cidrs, result };
 }
 
 /** A veth pair in the host netns (e.g. a stand-in macvlan parent). */

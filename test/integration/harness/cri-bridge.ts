@@ -3,10 +3,8 @@
 // and, where given, an announcer entry: what cri.test.ts and cri-annotations.test.ts
 // share. Pods are run through the CRI as the kubelet runs them, and stopped and
 // removed at the scope's close.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stopDaemonAtClose } from './announcer-files';
+import { stopDaemonAtClose, tempDir } from './announcer-files';
 import { bridgeWithKeeper } from './bridge-pods';
 import { ANNOUNCER, moveNodeOptions, SYSTEM_CNI_DIR } from './cni';
 import { runOk } from './exec';
@@ -61,8 +59,7 @@ export async function criBridge(
       (p) => p.ifname,
     );
   const keeperPorts = await ports();
-  const dir = await mkdtemp(join(tmpdir(), `announcer-${prefix}-`));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `containerd dir ${dir}`);
+  const dir = await tempDir(scope, `announcer-${prefix}-`);
   const files = { stateDir: join(dir, 'announcer-state'), logFile: join(dir, 'announcer.log') };
   // After containerd (and the DELs it makes) is gone: every command leaves the announcer of stateDir running.
   stopDaemonAtClose(scope, files.stateDir);

@@ -5,7 +5,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { START_MARKER } from '../../../src/state-files';
-import { ownAnnouncerProcessesNow, type AnnouncerProcess } from './processes';
+import { ownAnnouncerProcessesNow, signalDaemon, type AnnouncerProcess } from './processes';
 import { isLive, startTimeOf } from './proc-tree';
 
 /** How long a SIGTERMed announcer may take to finish its turn and exit before it is SIGKILLed. */
@@ -20,18 +20,9 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-/** Whether pid is still `announcer daemon <stateDir>` with our RUN_TAG (checked again just before each signal). */
-async function stillDaemonOf(pid: number, stateDir: string): Promise<boolean> {
-  return (await ownAnnouncerProcessesNow()).some((p) => p.pid === pid && p.daemonStateDir === stateDir);
-}
-
+/** signalDaemon, quietly: a process that exited between the look and the signal is no error. */
 async function signalIfStill(p: AnnouncerProcess, stateDir: string, signal: NodeJS.Signals): Promise<void> {
-  if (!(await stillDaemonOf(p.pid, stateDir))) return;
-  try {
-    process.kill(p.pid, signal);
-  } catch {
-    // Exited between the look and the signal.
-  }
+  await signalDaemon(p.pid, stateDir, signal).catch(() => false);
 }
 
 /**

@@ -2,7 +2,7 @@
 // starts the stateDir's announcer, and pods on a bridge whose CNI calls run under strace, so a
 // test can tell that the CNI process ran no command itself (no setns(2), no flock(2)).
 import { announcerAdd, attachmentOf, type AnnouncerAttachment, type AnnouncerOutput } from './announcer';
-import { announcerFiles, type AnnouncerFiles } from './announcer-files';
+import { announcerFiles, logged, type AnnouncerFiles } from './announcer-files';
 import { allocSubnet } from './names';
 import { attachBridgePod, bridgeWithKeeper, type BridgePod } from './bridge-pods';
 import { startCapture, type Capture } from './capture';
@@ -11,9 +11,29 @@ import { traceFile, tracedAnnouncer, tracedCalls } from './held-announcer';
 import { setPortState } from './port-hold';
 import { killStrays } from './processes';
 import type { Scope } from './scope';
+import { settledFlag, waitFor, type WaitOptions } from './wait';
 
-/** The announcer's debug line while an ADD waits for its pod (src/announce/first-round.ts). */
-export const WAITING_FOR_POD = 'DEBUG pod not ready: waiting for it';
+/** The announcer's debug record while an ADD waits for its pod (src/announce/first-round.ts). */
+export const WAITING_FOR_POD = 'pod not ready: waiting for it';
+
+/**
+ * Waits until an ADD logs that it waits for its pod or `adding` has settled (default 20 s); resolves with whether the
+ * ADD still runs (false: it ended first).
+ */
+export async function waitingForPod(
+  files: Pick<AnnouncerFiles, 'logFile'>,
+  adding: Promise<unknown>,
+  opts: WaitOptions = {},
+): Promise<boolean> {
+  const ended = settledFlag(adding);
+  const said = async (): Promise<boolean> => (await logged(files.logFile, 'debug', WAITING_FOR_POD)).length > 0;
+  await waitFor(async () => ended.settled || (await said()), {
+    timeoutMs: 20_000,
+    what: 'the ADD to wait for its pod',
+    ...opts,
+  });
+  return !ended.settled;
+}
 
 /** A test's scope (no announcer of ours may outlive it: killStrays strict) and its own announcer files. */
 export async function cleanStart(scope: () => Scope): Promise<{ s: Scope; files: AnnouncerFiles }> {

@@ -1,4 +1,6 @@
 // Picking the announcer's frames out of a decoded capture.
+import { createHash } from 'node:crypto';
+import { isIPv4 } from 'node:net';
 import { canonicalIp } from './neigh';
 import type { Frame } from './tshark';
 
@@ -53,4 +55,15 @@ export function describeFrames(frames: readonly Frame[]): string {
       return `${f.eth.src} > ${f.eth.dst} ${what}`;
     })
     .join('; ');
+}
+
+/**
+ * The IP-derived MAC as ovn-kubernetes builds it (README, mac: ip-derived): prefix + the IPv4 address's bytes, or
+ * prefix + sha256(canonical IPv6 text)[0..4].
+ */
+export function derivedMac(address: string, prefix = '0a:58'): string {
+  const tail = isIPv4(address)
+    ? Uint8Array.from(address.split('.').map(Number))
+    : createHash('sha256').update(canonicalIp(address), 'ascii').digest().subarray(0, 4);
+  return [prefix, ...Array.from(tail, (b) => b.toString(16).padStart(2, '0'))].join(':');
 }

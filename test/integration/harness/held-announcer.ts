@@ -5,36 +5,20 @@
 // traced by strace (its setns(2) shows the command ran in-process), and the
 // announcers of a stateDir sampled while work runs.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnouncerCommand } from './announcer';
 import { ANNOUNCER } from './cni';
-import { daemonsOf, waitDaemonExit } from './daemon';
+import { daemonsOf, theDaemonOf } from './daemon';
+import { signalDaemon } from './processes';
+
+export { terminateDaemon, theDaemonOf } from './daemon';
+export { signalDaemon } from './processes';
 import { childEnv, runOk } from './exec';
-import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
-
-/** The one live announcer of stateDir started by this test process; throws unless there is exactly one. */
-export async function theDaemonOf(stateDir: string): Promise<number> {
-  const found = await daemonsOf(stateDir);
-  if (found.length !== 1)
-    throw new Error(`expected one announcer of ${stateDir}, found ${found.map((p) => p.pid).join(', ') || 'none'}`);
-  return found[0]!.pid;
-}
-
-/**
- * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
- * gone or no longer that.
- */
-export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
-  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
-  if (again?.daemonStateDir !== stateDir) return false;
-  process.kill(pid, signal);
-  return true;
-}
+import { tempDir } from './announcer-files';
 
 /** A process's state letter from /proc/PID/stat (R, S, T for stopped, Z...); undefined once gone. */
 export async function processState(pid: number): Promise<string | undefined> {
@@ -61,15 +45,6 @@ export async function stopDaemon(scope: Scope, stateDir: string): Promise<Stoppe
   stopped = true;
   await waitFor(async () => (await processState(pid)) === 'T', { what: `announcer ${pid} stopped` });
   return { pid, resume };
-}
-
-/** SIGTERMs the one announcer of stateDir (it stops at its next turn) and waits until it is gone. */
-export async function terminateDaemon(stateDir: string): Promise<number> {
-  const pid = await theDaemonOf(stateDir);
-  if (!(await signalDaemon(pid, stateDir, 'SIGTERM')))
-    throw new Error(`pid ${pid} is no longer the announcer of ${stateDir}`);
-  await waitDaemonExit(stateDir, pid);
-  return pid;
 }
 
 /** The build id a binary prints (`--version`: `Build: <id>`). */
@@ -117,16 +92,8 @@ export async function tracedCalls(traceFile: string, syscall: 'setns' | 'flock' 
 
 /** A path for strace's output in a temp dir of its own, removed at scope close. */
 export async function traceFile(scope: Scope): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-trace-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `trace dir ${dir}`);
+  const dir = await tempDir(scope, 'announcer-trace-');
   return join(dir, 'strace.out');
-}
-
-/** The pid of the traced program (the first pid strace wrote a line for); undefined before any. */
-export async function tracedPid(traceFile: string): Promise<number | undefined> {
-  const text = await readFile(traceFile, 'utf8').catch(() => '');
-  const m = /^(\d+)\s/.exec(text);
-  return m ? Number(m[1]) : undefined;
 }
 
 /** The pids holding a flock(2) on `file` (from /proc/locks, by inode); none when the file is gone. */

@@ -24,6 +24,7 @@ export * from './port-hold';
 export * from './ping';
 export * from './privileges';
 export * from './processes';
+export * from './prometheus';
 export * from './routes';
 export * from './scope';
 export * from './stand-in-fleet';

@@ -1,6 +1,7 @@
 // Names and subnets that are unique per test run, so a leftover from a crashed
 // run never collides with a new one.
 import { randomBytes, randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 
 /** Linux's longest interface name (IFNAMSIZ - 1). */
 export const IFNAME_MAX = 15;
@@ -69,4 +70,14 @@ export function allocSubnet(): Subnet {
 /** A random locally administered unicast MAC (first octet 0x02). */
 export function randomMac(): string {
   return ['02', ...Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, '0'))].join(':');
+}
+
+/** A container ID `<prefix>-<tag>-<6 random hex>`: one per attachment, told apart from every other run's. */
+export function taggedId(prefix: string, tag: string): string {
+  return `${prefix}-${tag}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Milliseconds on CLOCK_BOOTTIME, the clock of deadlines and job times (/proc/uptime, 10 ms steps). */
+export function bootMs(): number {
+  return Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * 1000;
 }

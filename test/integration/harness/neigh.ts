@@ -48,10 +48,3 @@ export async function neighEntry(dev: string, ip: string, netns?: string): Promi
   if (found.lladdr !== undefined) entry.mac = found.lladdr.toLowerCase();
   return entry;
 }
-
-/** Deletes the entry for ip on dev, if there is one. */
-export async function deleteNeigh(dev: string, ip: string, netns?: string): Promise<void> {
-  if (await neighEntry(dev, ip, netns)) {
-    await runOk('ip', [...nsArgs(netns), 'neigh', 'del', ip, 'dev', dev]);
-  }
-}

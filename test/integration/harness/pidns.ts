@@ -4,8 +4,7 @@
 // signals and write what they got to a marker file; strace can record every
 // signal a call sends. Killing the init at scope close ends everything inside.
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ANNOUNCER_RUNTIME, cniEnv, RUN_TAG_ENV, runCniCommand, type CniCall, type CniOutput } from './cni';
@@ -15,6 +14,7 @@ import { RUN_TAG } from './names';
 import { ownAnnouncerProcessesNow } from './processes';
 import type { Scope } from './scope';
 import { waitFor } from './wait';
+import { tempDir } from './announcer-files';
 
 /** The syscalls that send a signal to another process. */
 const SIGNAL_SYSCALLS = 'kill,tkill,tgkill,pidfd_send_signal,rt_sigqueueinfo,rt_tgsigqueueinfo';
@@ -106,8 +106,7 @@ async function isAlive(pid: number): Promise<boolean> {
  * inside) at scope close.
  */
 export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
-  const dir = await mkdtemp(join(tmpdir(), 'announcer-pidns-'));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `pidns dir ${dir}`);
+  const dir = await tempDir(scope, 'announcer-pidns-');
   const marker = join(dir, 'signals');
   const unshare = spawn(
     'unshare',

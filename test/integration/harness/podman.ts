@@ -13,8 +13,7 @@
 // gone when the namespace ends. The network namespace is the host's, so the
 // bridge, the veths and the node's neighbour entries are the real ones.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { skipUnless } from '../../support/skip';
 import { RUN_TAG_ENV } from './cni';
@@ -22,6 +21,7 @@ import { childEnv, run, type RunOptions, type RunResult } from './exec';
 import { RUN_TAG } from './names';
 import { canRunIntegration } from './privileges';
 import type { Scope } from './scope';
+import { tempDir } from './announcer-files';
 
 /** Where busybox-static puts its one binary. */
 export const BUSYBOX = '/bin/busybox';
@@ -93,8 +93,7 @@ export interface PrivatePodman {
  * it) and the temp dir is removed.
  */
 export async function privatePodman(scope: Scope, prefix = 'announcer-podman-'): Promise<PrivatePodman> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  scope.defer(() => rm(dir, { recursive: true, force: true }), `podman dir ${dir}`);
+  const dir = await tempDir(scope, prefix);
   const cniBinDir = join(dir, 'cni-bin');
   const netConfDir = join(dir, 'net.d');
   for (const d of [cniBinDir, netConfDir, join(dir, 'tmp')]) await mkdir(d);

@@ -140,3 +140,23 @@ export function killStrays(scope: Scope, opts: { strict?: boolean } = {}): void 
     }
   }, 'kill stray announcer processes');
 }
+
+/**
+ * The pids of this test process's announcer calls for one container (by CNI_CONTAINERID; a background announcer serves
+ * every attachment, so it is never among them); with `now`, without waiting out any grace.
+ */
+export async function processesOf(containerId: string, opts: { now?: boolean } = {}): Promise<number[]> {
+  const own = opts.now ? await ownAnnouncerProcessesNow() : await ownAnnouncerProcesses();
+  return own.filter((p) => p.containerId === containerId).map((p) => p.pid);
+}
+
+/**
+ * Sends `signal` to pid after checking again that it is `announcer daemon <stateDir>` of our RUN_TAG; false when it is
+ * gone or no longer that.
+ */
+export async function signalDaemon(pid: number, stateDir: string, signal: NodeJS.Signals): Promise<boolean> {
+  const again = (await ownAnnouncerProcessesNow()).find((p) => p.pid === pid);
+  if (again?.daemonStateDir !== stateDir) return false;
+  process.kill(pid, signal);
+  return true;
+}

@@ -3,7 +3,7 @@
 // a `status` request goes to the announcer's socket every `statusEveryMs`,
 // until every pod's rounds are sent or dropped (the announcer's log says).
 import { announcerAdd, announcerDel, attachmentOf, type AnnouncerAttachment } from './announcer';
-import { announcerFiles } from './announcer-files';
+import { announcerFiles, logRecords } from './announcer-files';
 import { createBridge } from './bridge';
 import { startCapture } from './capture';
 import { assertCniOk } from './cni';
@@ -40,13 +40,10 @@ export interface StatusLoadRun {
 /** Per containerId, the outcomes of its rounds as the announcer logged them ('announced N' or 'dropped N'). */
 export function roundsLogged(log: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const line of log.split('\n')) {
-    const m = /\b(?:INFO|WARN) (announced|round dropped)[: ].*\bcontainerId=(\S+)/.exec(line);
-    if (!m) continue;
-    const round = /\bround=(\d+)/.exec(line)?.[1] ?? '?';
-    const list = out.get(m[2]!) ?? [];
-    list.push(`${m[1] === 'announced' ? 'announced' : 'dropped'} ${round}`);
-    out.set(m[2]!, list);
+  for (const r of logRecords(log)) {
+    const what = r.msg === 'announced' ? 'announced' : r.msg.startsWith('round dropped:') ? 'dropped' : undefined;
+    const id = String(r.fields.containerId);
+    if (what) out.set(id, [...(out.get(id) ?? []), `${what} ${r.fields.round ?? '?'}`]);
   }
   return out;
 }

@@ -6,9 +6,3 @@ import { runOk } from './exec';
 export async function setSysctl(key: string, value: string | number, netns?: string): Promise<void> {
   await runOk('sysctl', ['-q', '-w', `${key}=${value}`], netns === undefined ? {} : { netns });
 }
-
-/** Reads a sysctl in the host or inside netns. */
-export async function getSysctl(key: string, netns?: string): Promise<string> {
-  const { stdout } = await runOk('sysctl', ['-n', key], netns === undefined ? {} : { netns });
-  return stdout.trim();
-}

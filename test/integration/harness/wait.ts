@@ -40,3 +40,18 @@ export function settledFlag(p: Promise<unknown>): { settled: boolean } {
   );
   return flag;
 }
+
+/** Runs `work` on every item, at most `width` at a time, in order; `between` after each batch. */
+export async function inBatches<T, R>(
+  items: readonly T[],
+  width: number,
+  work: (item: T, index: number) => Promise<R>,
+  between: () => Promise<void> = async () => undefined,
+): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += width) {
+    out.push(...(await Promise.all(items.slice(i, i + width).map((item, k) => work(item, i + k)))));
+    await between();
+  }
+  return out;
+}
