@@ -335,7 +335,17 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     for (const att of atts) assertCniOk(`DEL ${att.containerId}`, await announcerDel(att));
     const frames = await capture.stop();
     const macs = [derivedMac(pods[0]!.ip), pods[1]!.mac];
-    expect(pods.map((pod, i) => garpsFor(frames, macs[i]!, pod.ip).length)).toEqual([FIRST.count + 1, BURST.count]);
+    // A round that fell due more than a second before the next announcer took its burst up is skipped, by design, and
+    // said so on the network's log (both announcers write it, each through its caller's view).
+    const skipped = async (pod: { containerId: string }) =>
+      (await files.logged('info', 'rounds skipped: their time has passed', { containerId: pod.containerId })).reduce(
+        (n, r) => n + Number(r.fields.skipped),
+        0,
+      );
+    const sentOrSkipped = await Promise.all(
+      pods.map(async (pod, i) => garpsFor(frames, macs[i]!, pod.ip).length + (await skipped(pod))),
+    );
+    expect(sentOrSkipped).toEqual([FIRST.count + 1, BURST.count]);
     const logs = await jsonLogs(podman, name);
     expect(logs.some((l) => l.msg === 'announcer started' && (l.handedOver as number) >= 1)).toBe(true);
     // The host's one took pod0's burst from the container (the job is in the network's log under its pid; whether one
