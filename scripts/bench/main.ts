@@ -147,6 +147,18 @@ function report(
   ];
 }
 
+/** The announcer's own CPU (announcer-cpu.ts), on the warm announcer of the run's stateDir and the bench pod. */
+async function measureAnnouncerCpu(programs: Programs, pod: BridgePod, idleProgram: string) {
+  buildIdleProgram(idleProgram);
+  return announcerCpu({
+    announcerPid: findAnnouncer(programs.stateDir)?.pid ?? Number.NaN,
+    add: announcerCommand(programs, pod, 'ADD', ANNOUNCER_ONE),
+    del: announcerCommand(programs, pod, 'DEL', ANNOUNCER_ONE),
+    runtimeFloor: { file: programs.runtimeFloor, args: [], env: cleanEnv() },
+    idleProgram: { file: idleProgram, args: [], env: cleanEnv() },
+  });
+}
+
 async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSignal): Promise<void> {
   // The pod routes through a gateway netns on its bridge: the rows run the gateway check (report, the default; the
   // require row waits for the answer).
@@ -197,15 +209,7 @@ async function bench(scope: Scope, base: Base, rounds: number, abort: AbortSigna
   }
 
   const announcer = announcerLine(programs.stateDir);
-  const idleProgram = join(scratch, 'idle-program');
-  buildIdleProgram(idleProgram);
-  const cpu = await announcerCpu({
-    announcerPid: findAnnouncer(programs.stateDir)?.pid ?? Number.NaN,
-    add: announcerCommand(programs, pod, 'ADD', ANNOUNCER_ONE),
-    del: announcerCommand(programs, pod, 'DEL', ANNOUNCER_ONE),
-    runtimeFloor: { file: programs.runtimeFloor, args: [], env: cleanEnv() },
-    idleProgram: { file: idleProgram, args: [], env: cleanEnv() },
-  });
+  const cpu = await measureAnnouncerCpu(programs, pod, join(scratch, 'idle-program'));
   // Last: it runs an announcer of its own, on a stateDir of its own.
   const status = await statusUnderLoad(scope);
   const lines = report(samples, rssKiB, announcer, status, cpu);

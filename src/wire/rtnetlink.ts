@@ -234,7 +234,7 @@ export function parseAddress(payload: Buffer): AddressInfo | undefined {
 }
 
 /** The link kind from IFLA_LINKINFO ("veth", "bridge", "macvlan", …) and, for an ipvlan, its mode. */
-function linkKind(linkinfo: Buffer | undefined): Pick<LinkInfo, 'kind' | 'ipvlanMode'> {
+function linkKind(linkinfo: Buffer | undefined) {
   const info = linkinfo ? parseAttrs(linkinfo) : undefined;
   const kind = info?.has(IFLA_INFO.KIND) ? cString(info.get(IFLA_INFO.KIND)) : undefined;
   if (kind !== 'ipvlan') return { kind, ipvlanMode: undefined };
