@@ -46,7 +46,9 @@ export type RequestBody = { cni: { env: Record<string, string>; stdin: string } 
 /** One request line. */
 export type WireRequest = RequestBody & {
   v: number;
-  /** The sender's build: an announcer whose own executable was replaced hands over when another build's request comes. */
+  /**
+   * The sender's build: an announcer whose own executable was replaced hands over when another build's request comes.
+   */
   build: string;
   /**
    * CLOCK_BOOTTIME ms (the clock of /proc/uptime, which every process reads alike) until which the sender waits for

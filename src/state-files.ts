@@ -27,7 +27,10 @@ export const DAEMON_LOCK = 'announcer-daemon.flock';
  * started leaves the calls to the resident one instead of racing it for DAEMON_LOCK.
  */
 export const RESIDENT_LOCK = 'announcer-resident.flock';
-/** What an announcer that hands over (src/daemon/table.ts, writeHandover) leaves to the next one: how far each burst got. */
+/**
+ * What an announcer that hands over (src/daemon/table.ts, writeHandover) leaves to the next one: how far each burst
+ * got.
+ */
 export const HANDOVER_FILE = 'announcer-handover';
 /** The node settings file (JSON, root's, 0600), written by `announcer install --state-dir`. */
 export const NODE_SETTINGS_FILE = 'announcer.conf';

@@ -22,7 +22,8 @@ export const ROWS = {
 } as const;
 
 /**
- * Release 0.2.0's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in MiB
+ * Release 0.2.0's budgets: each a multiple of the runtime's floor (the empty program built as the plugin is), RSS in
+ * MiB
  * over it.
  */
 export const BUDGETS = {

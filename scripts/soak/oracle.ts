@@ -1,4 +1,5 @@
-// The oracle: what tshark saw on the bridge and what each CNI call returned, held against the invariants the product promises
+// The oracle: what tshark saw on the bridge and what each CNI call returned, held against the invariants the product
+// promises
 // (part 4), plus three of the soak's own. Pure: records in, rows of verdicts out, each violation naming the pod, the
 // call, what was seen and when.
 //
@@ -34,7 +35,8 @@ export interface Violation {
 export interface Row {
   label: string;
   /**
-   * `issue`: one of the invariants the product promises (no call lost when the announcer stops); `soak`: one of the soak's own, which fails the run too; `note`: something
+   * `issue`: one of the invariants the product promises (no call lost when the announcer stops); `soak`: one of the
+   * soak's own, which fails the run too; `note`: something
    * worth knowing that no promise of the product rules out, reported without failing the run.
    */
   from: 'issue' | 'soak' | 'note';

@@ -235,7 +235,8 @@ class Daemon {
 
   /**
    * One turn: one wait in the one poll(2), for sockets or the next due time (`idleAt`, monotonic ms, the idle exit's
-   * when it may come, among them), then whatever is due. Until pausedUntil (after a turn that threw) it only waits, reading nothing.
+   * when it may come, among them), then whatever is due. Until pausedUntil (after a turn that threw) it only waits,
+   * reading nothing.
    */
   private async turn(idleAt: number): Promise<void> {
     const { libc, timers } = this.a;

@@ -168,7 +168,9 @@ export class MemoryLocks implements AttachmentLocks {
   /** `sleep` waits through the announcer's loop (LoopWaits.sleep), ending early when `signal` aborts. */
   constructor(private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>) {}
 
-  /** Takes the lock of `name` within `timeoutMs`; undefined when it stays held that long; rejects once `signal` aborts. */
+  /**
+   * Takes the lock of `name` within `timeoutMs`; undefined when it stays held that long; rejects once `signal` aborts.
+   */
   take(name: string, timeoutMs: number, signal?: AbortSignal): Promise<HeldLock | undefined> {
     const queue = this.held.get(name);
     if (queue === undefined) {
@@ -215,7 +217,8 @@ export const MAX_CLOSES_IN_FLIGHT = 32;
 
 /**
  * Closes the announcer's packet sockets on worker threads, a bounded number at a time. A packet socket's close waits
- * for an RCU grace period, so the loop hands it to koffi's async queue; that queue holds at most 256 calls and the 257th
+ * for an RCU grace period, so the loop hands it to koffi's async queue; that queue holds at most 256 calls and the
+ * 257th
  * throws. At most MAX_CLOSES_IN_FLIGHT closes are in flight here; beyond that an fd waits in a FIFO until one
  * completes, and a close that cannot be queued runs synchronously. Nothing here ever throws.
  */

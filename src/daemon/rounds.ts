@@ -316,7 +316,10 @@ function probeDeferred(a: Announcer, w: Work, frames: OutgoingFrame[], now: numb
   return applyConflicts(a, w, frames, d.conflicts);
 }
 
-/** Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without them. */
+/**
+ * Logs and counts the conflicts found, takes their addresses out of the job (later rounds), and returns round 1 without
+ * them.
+ */
 function applyConflicts(a: Announcer, w: Work, frames: OutgoingFrame[], conflicts: AddressConflict[]): OutgoingFrame[] {
   if (conflicts.length === 0) return frames;
   if (w.job.conflictCheck?.action === 'fail')

@@ -384,7 +384,9 @@ function workStatus(w: Work, now: number): AttachmentStatus {
   };
 }
 
-/** An attachment whose work is over (or never was), shown for its gateway verdict (status reads records with it too). */
+/**
+ * An attachment whose work is over (or never was), shown for its gateway verdict (status reads records with it too).
+ */
 export function settledStatus(
   ids: AttachmentIds & { schedule?: number[]; job?: BackgroundJob | undefined },
   gateway: GatewayVerdict,

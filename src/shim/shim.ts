@@ -57,7 +57,8 @@ export type Outcome =
 const RESET_ERRNOS = ['ECONNRESET', 'EPIPE'];
 
 /**
- * CLOCK_BOOTTIME in ms (the node's clock of shared times, see src/announce/context.ts), and a timer that `after` starts and
+ * CLOCK_BOOTTIME in ms (the node's clock of shared times, see src/announce/context.ts), and a timer that `after` starts
+ * and
  * its result cancels.
  */
 export interface ShimClock {
