@@ -139,7 +139,15 @@ describe('the gateway check in the table of work', () => {
     const mac = Buffer.from('525400abcdef', 'hex');
     const ips = [parseIPv4('10.88.0.254'), POD_MAC, parseIPv4('10.88.0.5')];
     w.pod.arpFrames = [Buffer.concat([POD_MAC, mac, Buffer.from('08060001080006040002', 'hex'), mac, ...ips])];
-    await w.at(1000); // round 2 asks the one left
+    // The ARP requests for a gateway's address, by the address asked (bytes 38 to 41 of the frame).
+    const asked = () =>
+      w.pod.sent
+        .filter((f) => f.readUInt16BE(12) === 0x0806 && f.readUInt16BE(20) === 1)
+        .map((f) => [...f.subarray(38, 42)].join('.'))
+        .filter((ip) => ip !== '10.88.0.5');
+    expect(asked()).toEqual(['10.88.0.1', '10.88.0.254']);
+    await w.at(1000); // round 2 asks the one left, and only that one
+    expect(asked()).toEqual(['10.88.0.1', '10.88.0.254', '10.88.0.254']);
     await w.at(1010, [RECEIVER]);
     expect(answers).toEqual([0.007, 1.01]);
     expect(verdictOf()).toMatchObject({

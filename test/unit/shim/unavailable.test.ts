@@ -61,4 +61,26 @@ describe('unavailableReply', () => {
       expect(unavailableReply('ADD', { ...config, prevResult }, WHY).stdout).toBe('{"cniVersion":"1.1.0"}\n');
     expect(unavailableReply('VERSION', config, WHY).exit).toBe(1);
   });
+
+  it.each([
+    [{ mac: 'ip-derived' }, false],
+    [{ conflictCheck: 'fail' }, false],
+    [{ gatewayCheck: 'require' }, false],
+    [{ podOverrides: ['mac'] }, false],
+    [{ podOverrides: ['gatewayCheck'] }, false],
+    [{ conflictCheck: 'warn' }, true],
+    [{ podOverrides: ['mac=keep'] }, true],
+    [{ gatewayCheck: 'report', podOverrides: ['gatewayCheckMs'] }, true],
+  ])(
+    'with onUnavailable skip and %j: skips only where the result does not depend on the announcer (%s)',
+    (o, skips) => {
+      const reply = unavailableReply(
+        'ADD',
+        { cniVersion: '1.1.0', onUnavailable: 'skip', prevResult: PREV, ...o },
+        WHY,
+      );
+      expect(reply.exit).toBe(skips ? 0 : 1);
+      if (!skips) expect(JSON.parse(reply.stdout!)).toMatchObject({ code: 11, msg: TEXT });
+    },
+  );
 });
