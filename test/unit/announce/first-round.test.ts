@@ -458,6 +458,15 @@ describe("the gateway check's part after round 1", () => {
       ]);
     });
 
+    it('fails ADD at once when no pod address can ask the gateway (routed through an interface not announced)', async () => {
+      const elsewhere = { interface: 'net1', gateway: '10.88.0.1' };
+      const err = await h.add(check('require', [elsewhere])).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GatewayUnansweredError);
+      expect((err as GatewayUnansweredError).unanswered).toEqual([elsewhere]);
+      expect((err as Error).message).toContain('no pod address could ask it');
+      expect([requests(), h.timers.now()]).toEqual([[], 0]);
+    });
+
     it('fails ADD after exactly gatewayCheckMs without an answer, restoring the MAC and leaving nothing', async () => {
       const plan = planOf({ ...PLAN.interfaces[0]!, targetMac: DERIVED });
       const err = await h.add({ ...check('require'), plan }).catch((e: unknown) => e);
