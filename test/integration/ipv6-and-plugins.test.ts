@@ -130,8 +130,9 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
       netns: podNs.path,
       files,
       node: node.netns.name,
-      // Round 1 alone (ADD's): the capture holds exactly what ADD sent.
-      options: { count: 1 },
+      // Round 1 alone (ADD's): the capture holds exactly what ADD sent. DAD may take up to about 2 s (a random delay
+      // of up to 1 s, then the 1 s RetransTimer), the default addWaitMs: ADD waits longer, so that it is over.
+      options: { count: 1, addWaitMs: 5000 },
     };
     const announcerStartedAt = Date.now();
     const add = await announcerAdd(scope(), attachment);
