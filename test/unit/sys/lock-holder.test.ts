@@ -6,6 +6,7 @@ import {
   chmodSync,
   closeSync,
   copyFileSync,
+  existsSync,
   fstatSync,
   mkdtempSync,
   openSync,
@@ -184,5 +185,7 @@ describe('never a pid that is not one process', () => {
     for (const bad of [-1, 0, 1, -4242, 2 ** 22 + 1, 1.5, Number.NaN, Infinity]) {
       expect(processStartTime(bad), `${bad}`).toBeUndefined();
     }
+    // The lowest pid it takes: 2 (kthreadd, where this pid namespace shows it).
+    if (existsSync('/proc/2/stat')) expect(processStartTime(2)).toMatch(/^\d+$/);
   });
 });
