@@ -30,16 +30,8 @@ export function unsolicitedNeighborAdvert(opts: {
   expectLength(ip, 16, 'NA target IPv6 address');
   if (!isUnicast(ip)) throw new RangeError(`NA target ${formatIPv6(ip)} must be a unicast address`);
 
-  const icmp = Buffer.alloc(ICMP_LENGTH);
-  icmp[0] = ICMPV6_NEIGHBOR_ADVERT;
-  icmp[1] = 0; // code
-  // icmp[2..3] checksum, filled below; icmp[5..7] reserved
-  icmp[4] = (router ? FLAG_ROUTER : 0) | (override ? FLAG_OVERRIDE : 0);
-  icmp.set(ip, 8);
-  icmp[24] = OPTION_TARGET_LL_ADDR;
-  icmp[25] = 1; // option length in units of 8 bytes
-  icmp.set(mac, 26);
-  // Source: the target address itself, as the kernel does.
+  const flags = (router ? FLAG_ROUTER : 0) | (override ? FLAG_OVERRIDE : 0);
+  const icmp = neighborMessage(ICMPV6_NEIGHBOR_ADVERT, flags, ip, OPTION_TARGET_LL_ADDR, mac);
   return ethernetFrame(IPV6_ALL_NODES_MAC, mac, ETHERTYPE_IPV6, ipv6Packet(ip, ALL_NODES, icmp));
 }
 
@@ -57,14 +49,7 @@ export function neighborSolicitation(opts: { mac: Uint8Array; ip: Uint8Array; ta
   if (!isUnicast(ip)) throw new RangeError(`NS source ${formatIPv6(ip)} must be a unicast address`);
   if (!isUnicast(target)) throw new RangeError(`NS target ${formatIPv6(target)} must be a unicast address`);
 
-  const icmp = Buffer.alloc(ICMP_LENGTH);
-  icmp[0] = ICMPV6_NEIGHBOR_SOLICIT;
-  icmp[1] = 0; // code; icmp[2..3] checksum, icmp[4..7] reserved
-  icmp.set(target, 8);
-  icmp[24] = OPTION_SOURCE_LL_ADDR;
-  icmp[25] = 1; // option length in units of 8 bytes
-  icmp.set(mac, 26);
-  // ff02::1:ff00:0/104 plus the target's low 24 bits, and its Ethernet group 33:33 + the low 32 bits.
+  const icmp = neighborMessage(ICMPV6_NEIGHBOR_SOLICIT, 0, target, OPTION_SOURCE_LL_ADDR, mac);
   const group = Buffer.from('ff0200000000000000000001ff000000', 'hex');
   target.subarray(13).forEach((b, i) => {
     group[13 + i] = b;
@@ -122,6 +107,18 @@ export function parseNeighborAdvert(frame: Uint8Array): NeighborAdvert | undefin
   };
   if (targetMac) advert.targetMac = targetMac;
   return advert;
+}
+
+/** An NA or NS (code 0, checksum left to ipv6Packet): `type`, `flags`, `target`, one link-layer option carrying `mac`. */
+function neighborMessage(type: number, flags: number, target: Uint8Array, option: number, mac: Uint8Array): Buffer {
+  const icmp = Buffer.alloc(ICMP_LENGTH);
+  icmp[0] = type;
+  icmp[4] = flags;
+  icmp.set(target, 8);
+  icmp[24] = option;
+  icmp[25] = 1; // option length in units of 8 bytes
+  icmp.set(mac, 26);
+  return icmp;
 }
 
 /** An IPv6 header (hop limit 255, next header ICMPv6) followed by `icmp`, its checksum filled in. */
