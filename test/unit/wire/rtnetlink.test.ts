@@ -105,53 +105,34 @@ describe('parseNestedAttrs', () => {
   });
 });
 
-/** The kind and ipvlan mode parseLink reads from `linkinfo` (IFLA_LINKINFO), absent when undefined. */
-const kindOf = (linkinfo: Buffer | undefined): [string | undefined, string | undefined] => {
-  const attrs = linkinfo ? [nla(18 | NLA_F_NESTED, linkinfo)] : [];
-  const link = parseLink(Buffer.concat([ifinfomsg(0, 1, 0), ...attrs]))!;
-  return [link.kind, link.ipvlanMode];
-};
-const linkKind = (linkinfo: Buffer | undefined) => kindOf(linkinfo)[0];
-const ipvlanMode = (linkinfo: Buffer | undefined) => kindOf(linkinfo)[1];
+/** IFLA_LINKINFO of a link of `kind`, with IFLA_INFO_DATA holding `data` when given. */
+const linkinfo = (kind: Buffer, data?: Buffer): Buffer =>
+  Buffer.concat([nla(1, kind), ...(data ? [nla(2 | NLA_F_NESTED, data)] : [])]);
 
-describe('parseLink: the kind', () => {
-  it('reads IFLA_INFO_KIND without its NUL terminator', () => {
-    expect(linkKind(bytes('0900 0100 7665746800 000000'))).toBe('veth');
-    expect(linkKind(nla(1, cstr('bridge')))).toBe('bridge');
-  });
-
-  it('reads a kind that has no NUL terminator', () => {
-    expect(linkKind(nla(1, Buffer.from('macvlan', 'latin1')))).toBe('macvlan');
-  });
-
-  it('is undefined without linkinfo or without IFLA_INFO_KIND', () => {
-    expect(linkKind(undefined)).toBeUndefined();
-    expect(linkKind(nla(2 | NLA_F_NESTED, nla(1, u16(0))))).toBeUndefined();
-  });
-});
-
-describe('parseLink: the ipvlan mode', () => {
-  it('maps IFLA_IPVLAN_MODE 0, 1, 2 to l2, l3, l3s', () => {
-    expect(ipvlanMode(ipvlanInfo(0))).toBe('l2');
-    expect(ipvlanMode(ipvlanInfo(1))).toBe('l3');
-    expect(ipvlanMode(ipvlanInfo(2))).toBe('l3s');
-  });
-
-  it('reads the hand-assembled l3s linkinfo', () => {
+describe('parseLink: the kind and the ipvlan mode', () => {
+  it.each([
+    ['the kind without its NUL terminator', bytes('0900 0100 7665746800 000000'), 'veth', undefined],
+    ['the kind of a bridge', linkinfo(cstr('bridge')), 'bridge', undefined],
+    ['a kind that has no NUL terminator', linkinfo(Buffer.from('macvlan', 'latin1')), 'macvlan', undefined],
+    ['no kind without linkinfo', undefined, undefined, undefined],
+    ['no kind without IFLA_INFO_KIND', nla(2 | NLA_F_NESTED, nla(1, u16(0))), undefined, undefined],
+    ['IFLA_IPVLAN_MODE 0 as l2', ipvlanInfo(0), 'ipvlan', 'l2'],
+    ['IFLA_IPVLAN_MODE 1 as l3', ipvlanInfo(1), 'ipvlan', 'l3'],
+    ['IFLA_IPVLAN_MODE 2 as l3s', ipvlanInfo(2), 'ipvlan', 'l3s'],
     // len 11 IFLA_INFO_KIND "ipvlan\0" + 1 padding; len 12 IFLA_INFO_DATA | NLA_F_NESTED: IFLA_IPVLAN_MODE 2 (l3s)
-    expect(ipvlanMode(bytes('0b00 0100 6970766c616e00 00 0c00 0280 0600 0100 0200 0000'))).toBe('l3s');
-  });
-
-  it("defaults to l3 (the kernel's default) when the mode is absent", () => {
-    expect(ipvlanMode(nla(1, cstr('ipvlan')))).toBe('l3');
-    expect(ipvlanMode(Buffer.concat([nla(1, cstr('ipvlan')), nla(2 | NLA_F_NESTED, nla(2, u16(1)))]))).toBe('l3');
-  });
-
-  it('is undefined for links that are not ipvlan', () => {
-    const macvlan = Buffer.concat([nla(1, cstr('macvlan')), nla(2 | NLA_F_NESTED, nla(1, u16(0)))]);
-    expect(ipvlanMode(macvlan)).toBeUndefined();
-    expect(ipvlanMode(nla(1, cstr('veth')))).toBeUndefined();
-    expect(ipvlanMode(undefined)).toBeUndefined();
+    [
+      'the hand-assembled l3s linkinfo',
+      bytes('0b00 0100 6970766c616e00 00 0c00 0280 0600 0100 0200 0000'),
+      'ipvlan',
+      'l3s',
+    ],
+    ["l3 (the kernel's default) without IFLA_INFO_DATA", linkinfo(cstr('ipvlan')), 'ipvlan', 'l3'],
+    ["l3 (the kernel's default) without IFLA_IPVLAN_MODE", linkinfo(cstr('ipvlan'), nla(2, u16(1))), 'ipvlan', 'l3'],
+    ['no ipvlan mode for a macvlan with mode data', linkinfo(cstr('macvlan'), nla(1, u16(0))), 'macvlan', undefined],
+  ])('reads %s', (_what, info, kind, mode) => {
+    const attrs = info ? [nla(18 | NLA_F_NESTED, info)] : [];
+    const link = parseLink(Buffer.concat([ifinfomsg(0, 1, 0), ...attrs]))!;
+    expect([link.kind, link.ipvlanMode]).toEqual([kind, mode]);
   });
 });
 
