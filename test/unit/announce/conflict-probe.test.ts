@@ -100,6 +100,14 @@ describe('ConflictProbe', () => {
     expect(first.due(60)).toEqual([]);
   });
 
+  it('waits no longer once every address conflicts before the window ends', () => {
+    const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
+    probe.due(0);
+    expect(probe.waitMs(10)).toBe(40);
+    probe.receive(3, replyFrom(SQUATTER, C, NET1));
+    expect(probe.waitMs(10)).toBe(0);
+  });
+
   it.each([false, true])('has nothing to do without addresses (stopAtFirst %s)', (stopAtFirst) => {
     const probe = new ConflictProbe([{ ...eth0, ipv4: [] }], [OURS], { probeMs: 100, probes: 2 }, 0, stopAtFirst);
     expect({ finished: probe.finished(0), due: probe.due(0), waitMs: probe.waitMs(0) }).toEqual({
@@ -139,14 +147,13 @@ describe('probeTargets and withoutConflicts', () => {
 
 describe('describeConflict', () => {
   it.each([
-    ['reply', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it answered ARP for that address on eth0)'],
-    ['request', '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it sent ARP from that address on eth0)'],
-    [
-      'probe',
-      '10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (it is probing for that address itself on eth0)',
-    ],
-  ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, text) => {
-    expect(describeConflict({ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind })).toBe(text);
+    ['reply', 'it answered ARP for that address'],
+    ['request', 'it sent ARP from that address'],
+    ['probe', 'it is probing for that address itself'],
+  ] as const)('names the address, the MAC, the interface and how it was seen (%s)', (kind, how) => {
+    expect(describeConflict({ address: '10.88.0.5', mac: '52:54:00:12:34:56', interface: 'eth0', kind })).toBe(
+      `10.88.0.5 is in use by the host with MAC 52:54:00:12:34:56 (${how} on eth0)`,
+    );
   });
 });
 
@@ -161,16 +168,6 @@ describe('dropConflicting', () => {
       { name: 'net1', ipv4: ['10.88.0.5'], ipv6: [] },
     ]);
     expect(interfaces[0]!.ipv4).toHaveLength(2);
-  });
-});
-
-describe('edges of the probe window', () => {
-  it('waits no longer once every address conflicts before the window ends', () => {
-    const probe = new ConflictProbe([net1], [NET1], { probeMs: 100, probes: 2 }, 0);
-    probe.due(0);
-    expect(probe.waitMs(10)).toBe(40);
-    probe.receive(3, replyFrom(SQUATTER, C, NET1));
-    expect(probe.waitMs(10)).toBe(0);
   });
 });
 
