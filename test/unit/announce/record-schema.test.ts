@@ -43,7 +43,12 @@ describe('checkRecord', () => {
 });
 
 describe('checkRecord problems', () => {
-  const RECORD = { ...IDS, originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05' }], job: JOB };
+  const MAC = '0a:58:0a:58:00:05';
+  const RECORD = { ...IDS, originalMacs: [{ name: 'eth0', mac: MAC }], job: JOB };
+  /** `count` original MACs `mac` of eth0 (one: `mac` of interface `name`). */
+  const originals = (mac: string, count = 1, name = 'eth0') => ({
+    originalMacs: Array.from({ length: count }, () => ({ name, mac })),
+  });
   const problem = (record: unknown): string | undefined => {
     const checked = checkRecord(record);
     return checked.ok ? undefined : checked.problem;
@@ -62,33 +67,13 @@ describe('checkRecord problems', () => {
     ['no netnsId', { netnsId: undefined }, '"netnsId" must be an object'],
     ["no caller's namespaces (a pre-release build's record)", { caller: undefined }, '"caller" must be an object'],
     ['no containerId', { containerId: undefined }, '"containerId" must be a string'],
-    [
-      'a MAC that is none',
-      { originalMacs: [{ name: 'eth0', mac: 'x' }] },
-      '"originalMacs.0.mac" must be a MAC address',
-    ],
+    ['a MAC that is none', originals('x'), '"originalMacs.0.mac" must be a MAC address'],
     ['a negative device', { netnsId: { dev: -1, ino: 1 } }, '"netnsId.dev" must be an integer ≥ 0'],
     ['an inode that is no number', { netnsId: { dev: 1, ino: '1' } }, '"netnsId.ino" must be an integer ≥ 0'],
-    [
-      'a MAC with a prefix',
-      { originalMacs: [{ name: 'eth0', mac: 'x0a:58:0a:58:00:05' }] },
-      '"originalMacs.0.mac" must be a MAC address',
-    ],
-    [
-      'a MAC with a suffix',
-      { originalMacs: [{ name: 'eth0', mac: '0a:58:0a:58:00:05:' }] },
-      '"originalMacs.0.mac" must be a MAC address',
-    ],
-    [
-      'an original MAC of no interface',
-      { originalMacs: [{ name: '', mac: '0a:58:0a:58:00:05' }] },
-      '"originalMacs.0.name" must be an interface name',
-    ],
-    [
-      'more than 64 original MACs',
-      { originalMacs: Array.from({ length: 65 }, () => ({ name: 'eth0', mac: '0a:58:0a:58:00:05' })) },
-      '"originalMacs" must have at most 64 entries',
-    ],
+    ['a MAC with a prefix', originals('x0a:58:0a:58:00:05'), '"originalMacs.0.mac" must be a MAC address'],
+    ['a MAC with a suffix', originals('0a:58:0a:58:00:05:'), '"originalMacs.0.mac" must be a MAC address'],
+    ['an original MAC of no interface', originals(MAC, 1, ''), '"originalMacs.0.name" must be an interface name'],
+    ['more than 64 original MACs', originals(MAC, 65), '"originalMacs" must have at most 64 entries'],
   ])('refuses %s', (_what, fields, text) => {
     expect(problem({ ...RECORD, ...fields })).toBe(text);
   });
@@ -100,12 +85,7 @@ describe('checkRecord problems', () => {
   });
 
   it('takes exactly 64 original MACs', () => {
-    expect(
-      problem({
-        ...RECORD,
-        originalMacs: Array.from({ length: 64 }, () => ({ name: 'eth0', mac: '0A:58:0A:58:00:05' })),
-      }),
-    ).toBeUndefined();
+    expect(problem({ ...RECORD, ...originals('0A:58:0A:58:00:05', 64) })).toBeUndefined();
   });
 
   it('ignores fields a job does not have (idleExitMs, metricsFile, rateLimit: node settings), whatever their value', () => {
