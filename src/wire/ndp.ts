@@ -109,7 +109,7 @@ export function parseNeighborAdvert(frame: Uint8Array): NeighborAdvert | undefin
   return advert;
 }
 
-/** An NA or NS (code 0, checksum left to ipv6Packet): `type`, `flags`, `target`, one link-layer option carrying `mac`. */
+/** An NA or NS (code 0; ipv6Packet fills the checksum): `type`, `flags`, `target`, a link-layer option with `mac`. */
 function neighborMessage(type: number, flags: number, target: Uint8Array, option: number, mac: Uint8Array): Buffer {
   const icmp = Buffer.alloc(ICMP_LENGTH);
   icmp[0] = type;
