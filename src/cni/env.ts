@@ -39,7 +39,7 @@ export type CniEnv = AttachmentEnv | DelEnv | NetworkEnv | VersionEnv;
 type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 /** One row of ENV_RULES: which commands need or read a variable, and how its value is read. */
-export interface EnvRule {
+interface EnvRule {
   name: string;
   /** The field of the parsed env the value goes to. */
   key: 'containerId' | 'netns' | 'ifname' | 'args';
@@ -56,7 +56,7 @@ const ATTACH: readonly CniCommand[] = ['ADD', 'CHECK', 'DEL'];
  * The environment variables the plugin reads, per command, with their readers (CNI_COMMAND is checked first, on its
  * own).
  */
-export const ENV_RULES: readonly EnvRule[] = [
+const ENV_RULES: readonly EnvRule[] = [
   { name: 'CNI_CONTAINERID', key: 'containerId', requiredFor: ATTACH, optionalFor: [], read: text(containerIdProblem) },
   { name: 'CNI_NETNS', key: 'netns', requiredFor: ['ADD', 'CHECK'], optionalFor: ['DEL'], read: text(netnsProblem) },
   { name: 'CNI_IFNAME', key: 'ifname', requiredFor: ATTACH, optionalFor: [], read: text(ifnameProblem) },
