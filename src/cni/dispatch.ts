@@ -14,7 +14,7 @@ import {
 } from './env';
 import { CniError, describeValue, ErrorCode, invalidConfig, isCniError } from './errors';
 import type { AnnounceOptions, OptionNote } from './options';
-import type { PrevResult } from './result';
+import { parsePrevResult, type PrevResult } from './result';
 import {
   compareVersions,
   isSupportedVersion,
@@ -133,7 +133,7 @@ async function run(io: CniIo, plugin: CniPlugin): Promise<Reply> {
     const raw = decodeConfig(await readConfig(io));
     const cniVersion = configVersion(raw);
     replyVersion = cniVersion;
-    // Loaded here, not at start-up: VERSION, and a crash's reply, never need the schemas (zod).
+    // Loaded here, not at start-up: VERSION never needs the options' schemas.
     const [{ parseConfig }, { resolveOptions }] = await Promise.all([import('./config'), import('./options')]);
     const config = env.command === 'DEL' ? parseDelConfig(raw, parseConfig) : parseConfig(raw);
     const minVersion = MIN_VERSION[env.command];
@@ -164,7 +164,6 @@ function errorReply(e: unknown, cniVersion: CniVersion): Reply {
 
 async function runCommand(env: Exclude<CniEnv, VersionEnv>, base: NetworkRequest, plugin: CniPlugin): Promise<unknown> {
   const { config } = base;
-  const { parsePrevResult } = await import('./result');
   switch (env.command) {
     case 'ADD': {
       if (config.prevResult === undefined) {

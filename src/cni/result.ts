@@ -1,8 +1,6 @@
-import { enum as oneOf, optional, refine, unknown } from 'zod/mini';
 import { isJsonObject } from './decode';
-import { fieldProblem, invalidConfig, valueAt } from './errors';
+import { fieldProblem, invalidConfig, type PathSegment } from './errors';
 import { compareVersions, type CniVersion } from './versions';
-import { check, list, obj, str } from './zod-checks';
 import { parseCidr, parseIP } from '../wire/ip';
 
 /** One entry of prevResult.interfaces. */
@@ -50,85 +48,18 @@ export interface PrevResult {
 
 const ROOT = 'prevResult';
 
-/** A string that passes `test`; `message` for anything else. */
-const textThat = (test: (text: string) => boolean, message: string) =>
-  str(message).check(refine(test, { error: message }));
-
-const interfaceSchema = obj({
-  name: textThat((name) => name !== '', 'must be a non-empty string'),
-  mac: optional(str()),
-  sandbox: optional(str()),
-});
-
-/** The parts of prevResult the plugin relies on; ips[].interface must index one of `interfaceCount` interfaces. */
-function prevResultSchema(interfaceCount: number) {
-  const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
-  const family = (entry: unknown) => {
-    const address = (entry as { address?: unknown }).address;
-    return typeof address === 'string' ? parseCidr(address)?.family : undefined;
-  };
-  // Only a valid version beside a valid address can mismatch it.
-  const versionMatches = ({ version, ...entry }: Record<string, unknown>) =>
-    (version !== '4' && version !== '6') || family(entry) === undefined || version === String(family(entry));
-  const ip = obj({
-    address: textThat(
-      (address) => parseCidr(address) !== undefined,
-      'must be an IP address with a prefix length, such as "10.88.0.5/24"',
-    ),
-    gateway: optional(str()),
-    // A refinement, not an integer schema: a failed integer check would stop the version check below.
-    interface: optional(
-      unknown().check(
-        refine((i) => Number.isInteger(i) && (i as number) >= 0 && (i as number) < interfaceCount, {
-          error: `must be an index into prevResult.interfaces (${range})`,
-        }),
-      ),
-    ),
-    version: optional(oneOf(['4', '6'], { error: 'must be "4" or "6"' })),
-  }).check(
-    refine(versionMatches, {
-      path: ['version'],
-      error: (issue) => `must match the address, which is IPv${family(issue.input)}`,
-      when: (payload) => isJsonObject(payload.value),
-    }),
-  );
-  const route = obj({
-    dst: textThat((dst) => parseCidr(dst) !== undefined, 'must be a network with a prefix length, such as "0.0.0.0/0"'),
-    gw: optional(textThat((gw) => parseIP(gw) !== undefined, 'must be an IP address')),
-  });
-  return obj({ interfaces: optional(list(interfaceSchema)), ips: optional(list(ip)), routes: optional(list(route)) });
-}
-
 /**
  * Validates what the plugin relies on in prevResult (interfaces, ips and their references, routes); throws one code-7
  * CniError naming every bad field.
  */
 export function parsePrevResult(raw: unknown): PrevResult {
-  const entries = (key: string): Record<string, unknown>[] =>
-    isJsonObject(raw) && Array.isArray(raw[key]) ? raw[key] : [];
-  const interfaceCount = entries('interfaces').filter((e) => interfaceSchema.safeParse(e).success).length;
-  const checked = check(prevResultSchema(interfaceCount), raw);
-  if (!checked.ok) {
-    throw invalidConfig(checked.issues.map((i) => fieldProblem([ROOT, ...i.path], i.message, valueAt(raw, i.path))));
-  }
-  return {
-    raw: raw as Record<string, unknown>,
-    interfaces: entries('interfaces').map(({ name, mac, sandbox }, index) =>
-      definedOnly({ index, name, mac, sandbox } as PrevInterface),
-    ),
-    ips: entries('ips').map(({ address, gateway, interface: iface }) => {
-      const text = address as string;
-      const ip = {
-        cidr: text,
-        address: text.slice(0, text.indexOf('/')),
-        ...parseCidr(text),
-        gateway,
-        interface: iface,
-      };
-      return definedOnly(ip as PrevIp);
-    }),
-    routes: entries('routes').map(({ dst, gw }) => definedOnly({ dst, gw } as PrevRoute)),
-  };
+  if (!isJsonObject(raw)) throw invalidConfig([fieldProblem([ROOT], 'must be an object', raw)]);
+  const problems: string[] = [];
+  const interfaces = parseList(raw, 'interfaces', problems, parseInterface);
+  const ips = parseList(raw, 'ips', problems, parseIp(interfaces.length));
+  const routes = parseList(raw, 'routes', problems, parseRoute);
+  if (problems.length > 0) throw invalidConfig(problems);
+  return { raw, interfaces, ips, routes };
 }
 
 /**
@@ -160,6 +91,88 @@ export function formatResult(
     list[index].mac = mac;
   }
   return out;
+}
+
+type EntryParser<T> = (entry: Record<string, unknown>, path: PathSegment[], problems: string[]) => T | undefined;
+
+function parseList<T>(raw: Record<string, unknown>, key: string, problems: string[], parse: EntryParser<T>): T[] {
+  const list = raw[key];
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) {
+    problems.push(fieldProblem([ROOT, key], 'must be an array', list));
+    return [];
+  }
+  return list.flatMap((entry: unknown, i) => {
+    const path = [ROOT, key, i];
+    if (isJsonObject(entry)) return parse(entry, path, problems) ?? [];
+    problems.push(fieldProblem(path, 'must be an object', entry));
+    return [];
+  });
+}
+
+const parseInterface: EntryParser<PrevInterface> = (entry, path, problems) => {
+  const { name, mac, sandbox } = entry;
+  const ok = checkFields(entry, path, problems, [
+    ['name', typeof name === 'string' && name !== '', 'must be a non-empty string'],
+    ['mac', mac === undefined || typeof mac === 'string', 'must be a string'],
+    ['sandbox', sandbox === undefined || typeof sandbox === 'string', 'must be a string'],
+  ]);
+  if (!ok) return undefined;
+  return definedOnly({ index: path[2] as number, name: name as string, mac, sandbox } as PrevInterface);
+};
+
+/** The parser of ips[] entries, whose `interface` must be an index into `interfaceCount` interfaces. */
+const parseIp =
+  (interfaceCount: number): EntryParser<PrevIp> =>
+  (entry, path, problems) => {
+    const { address, gateway, version, interface: iface } = entry;
+    const cidr = typeof address === 'string' ? parseCidr(address) : undefined;
+    const isIndex = Number.isInteger(iface) && (iface as number) >= 0 && (iface as number) < interfaceCount;
+    const range = interfaceCount === 0 ? 'there are no interfaces' : `from 0 to ${interfaceCount - 1}`;
+    const ok = checkFields(entry, path, problems, [
+      ['address', cidr !== undefined, 'must be an IP address with a prefix length, such as "10.88.0.5/24"'],
+      ['gateway', gateway === undefined || typeof gateway === 'string', 'must be a string'],
+      ['interface', iface === undefined || isIndex, `must be an index into prevResult.interfaces (${range})`],
+      ['version', version === undefined || version === '4' || version === '6', 'must be "4" or "6"'],
+      [
+        'version',
+        version === undefined || cidr === undefined || version === String(cidr.family),
+        `must match the address, which is IPv${cidr?.family}`,
+      ],
+    ]);
+    if (!ok || cidr === undefined) return undefined;
+    const text = address as string;
+    const ip = { cidr: text, address: text.slice(0, text.indexOf('/')), ...cidr, gateway, interface: iface };
+    return definedOnly(ip as PrevIp);
+  };
+
+const parseRoute: EntryParser<PrevRoute> = (entry, path, problems) => {
+  const { dst, gw } = entry;
+  const ok = checkFields(entry, path, problems, [
+    [
+      'dst',
+      typeof dst === 'string' && parseCidr(dst) !== undefined,
+      'must be a network with a prefix length, such as "0.0.0.0/0"',
+    ],
+    ['gw', gw === undefined || (typeof gw === 'string' && parseIP(gw) !== undefined), 'must be an IP address'],
+  ]);
+  return ok ? definedOnly({ dst, gw } as PrevRoute) : undefined;
+};
+
+/** Pushes a problem for each field of `entry` whose test failed (its first failed test only); whether all passed. */
+function checkFields(
+  entry: Record<string, unknown>,
+  path: PathSegment[],
+  problems: string[],
+  tests: [key: string, passed: boolean, problem: string][],
+): boolean {
+  const failed = new Set<string>();
+  for (const [key, passed, problem] of tests) {
+    if (passed || failed.has(key)) continue;
+    failed.add(key);
+    problems.push(fieldProblem([...path, key], problem, entry[key]));
+  }
+  return failed.size === 0;
 }
 
 /** `fields` without the ones that are undefined, so that an absent field stays absent. */
