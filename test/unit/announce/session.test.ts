@@ -56,12 +56,7 @@ function eventLibc(trace: Trace): Libc {
   });
 }
 
-function opener(
-  w: { pod: FakeNetns; host: FakeNetns },
-  libc: Libc,
-  trace: Trace,
-  fail: { host?: Error } = {},
-): SocketOpener {
+function opener(w: { pod: FakeNetns; host: FakeNetns }, libc: Libc, trace: Trace): SocketOpener {
   return {
     pod: (netns) => {
       trace.calls.push(`open pod ${netns}`);
@@ -76,7 +71,6 @@ function opener(
     },
     host: () => {
       trace.calls.push('open host');
-      if (fail.host) throw fail.host;
       const host: HostSockets = {
         rtnl: fakeRtnl(w.host),
         events: new RtnlEvents(libc, HOST_EVENTS),
@@ -88,16 +82,16 @@ function opener(
   };
 }
 
-function open(w = world(), names = ['eth0', 'net1']) {
-  const trace: Trace = { calls: [] };
-  const libc = eventLibc(trace);
-  const session = openSession(
-    { open: opener(w, libc, trace), closeInBackground: (fd) => void trace.calls.push(`close ${fd} in background`) },
-    '/run/netns/pod',
-    names,
-    [],
-  );
-  return { session, trace };
+/** A session on `w` for `names`; `adapt` may change the opener first. What was asked is in `trace`. */
+function open(
+  w = world(),
+  names = ['eth0', 'net1'],
+  adapt = (sockets: SocketOpener) => sockets,
+  trace: Trace = { calls: [] },
+) {
+  const sockets = adapt(opener(w, eventLibc(trace), trace));
+  const closeInBackground = (fd: number) => void trace.calls.push(`close ${fd} in background`);
+  return { session: openSession({ open: sockets, closeInBackground }, '/run/netns/pod', names, []), trace };
 }
 
 describe('netnsSockets', () => {
@@ -159,24 +153,21 @@ describe('openSession', () => {
 
   it('closes the pod when the host sockets cannot be opened', () => {
     const trace: Trace = { calls: [] };
-    const libc = eventLibc(trace);
     const err = new Error('socket: EMFILE');
-    expect(() =>
-      openSession(
-        { open: opener(world(), libc, trace, { host: err }), closeInBackground: () => undefined },
-        '/run/netns/pod',
-        ['eth0'],
-        [],
-      ),
-    ).toThrow(err);
+    const failingHost = (sockets: SocketOpener): SocketOpener => ({
+      ...sockets,
+      host: () => {
+        trace.calls.push('open host');
+        throw err;
+      },
+    });
+    expect(() => open(world(), ['eth0'], failingHost, trace)).toThrow(err);
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod']);
   });
 
   it('closes the pod and the host when resolving an interface fails', () => {
     const trace: Trace = { calls: [] };
-    const libc = eventLibc(trace);
-    const sockets = opener(world(), libc, trace);
-    const failing: SocketOpener = {
+    const failingLookup = (sockets: SocketOpener): SocketOpener => ({
       ...sockets,
       pod: (netns) => {
         const pod = sockets.pod(netns);
@@ -185,10 +176,8 @@ describe('openSession', () => {
         };
         return pod;
       },
-    };
-    expect(() =>
-      openSession({ open: failing, closeInBackground: () => undefined }, '/run/netns/pod', ['eth0'], []),
-    ).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
+    });
+    expect(() => open(world(), ['eth0'], failingLookup, trace)).toThrow('RTM_GETLINK eth0: ETIMEDOUT');
     expect(trace.calls).toEqual(['open pod /run/netns/pod', 'open host', 'close pod', 'close host']);
   });
 });
