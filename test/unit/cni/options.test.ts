@@ -89,6 +89,7 @@ describe('resolveOptions', () => {
   });
 
   it('applies what podOverrides allows, and says so', () => {
+    const ARGS = 'args.cni.announce';
     const config = parseConfig({
       ...BASE,
       mac: 'ip-derived',
@@ -113,12 +114,7 @@ describe('resolveOptions', () => {
         msg: 'pod overrides applied',
         fields: {
           overrides: { count: 6, arpOp: 'both', mac: 'keep', backoff: 2 },
-          from: {
-            count: 'args.cni.announce',
-            arpOp: 'args.cni.announce',
-            mac: 'args.cni.announce',
-            backoff: 'args.cni.announce',
-          },
+          from: { count: ARGS, arpOp: ARGS, mac: ARGS, backoff: ARGS },
         },
       },
     ]);

@@ -110,17 +110,10 @@ describe('the annotation under podOverrides, as args.cni.announce', () => {
     const config = parseConfig(withAnnotation('{"count":2,"mac":"keep","stateDir":"/x"}', { count: 4 }));
     const { options, notes } = resolveOptions(config, { raw: {} });
     expect(options).toMatchObject({ enabled: true, count: 4, mac: 'keep' });
+    const ignoring = (fields: object) => ({ level: 'warn', msg: 'ignoring a pod override', fields });
     expect(notes.filter((n) => n.level === 'warn')).toEqual([
-      {
-        level: 'warn',
-        msg: 'ignoring a pod override',
-        fields: { field: `${ANN}.count`, value: 2, reason: DEFAULT_POLICY },
-      },
-      {
-        level: 'warn',
-        msg: 'ignoring a pod override',
-        fields: { field: `${ANN}.stateDir`, value: '/x', reason: 'only the conflist sets it' },
-      },
+      ignoring({ field: `${ANN}.count`, value: 2, reason: DEFAULT_POLICY }),
+      ignoring({ field: `${ANN}.stateDir`, value: '/x', reason: 'only the conflist sets it' }),
     ]);
   });
 
