@@ -80,8 +80,8 @@ describe('runDaemon: the schedule and the records', () => {
     expect(
       d
         .records()
-        .map((r) => r.msg)
-        .slice(-2),
+        .slice(-2)
+        .map((r) => r.msg),
     ).toEqual(['idle: stopping', 'announcer stopped']);
   });
 
@@ -443,15 +443,9 @@ describe('runDaemon: failures', () => {
     expect(d.pod.sent).toHaveLength(3);
     expect(d.records('background work scheduled').map((r) => r.fields.how)).toEqual(['recovered']);
     const failures = new Set(d.records().flatMap((r) => (r.level === 'error' ? [r.msg] : [])));
-    for (const what of [
-      'announcer turn failed',
-      'background work failed',
-      'cannot take a job',
-      'CNI command failed outside dispatch',
-      'cannot write the metrics file',
-      'cannot close a socket',
-    ])
-      expect([what, failures.has(what)]).toEqual([what, true]);
+    const every = ['announcer turn failed', 'background work failed', 'cannot take a job', 'cannot close a socket'];
+    every.push('CNI command failed outside dispatch', 'cannot write the metrics file');
+    expect(every.filter((what) => !failures.has(what))).toEqual([]);
     expect(d.records().at(-1)!.msg).toBe('announcer stopped');
   });
 
