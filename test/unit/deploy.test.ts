@@ -99,15 +99,8 @@ describe('deploy/daemonset.yaml', () => {
   it('installs with an init container into the hostPath /opt/cni/bin, mounted where `install --dest` writes', () => {
     expect(pod.initContainers).toHaveLength(1);
     const init = pod.initContainers![0]!;
-    expect(init.command).toEqual([
-      '/announcer',
-      'install',
-      '--dest',
-      INSTALL_DEST,
-      '--also-notices',
-      '--state-dir',
-      STATE_DIR,
-    ]);
+    const got = init.command;
+    expect(got).toEqual(['/announcer', 'install', '--dest', INSTALL_DEST, '--also-notices', '--state-dir', STATE_DIR]);
     const mount = init.volumeMounts?.find((m) => m.mountPath === INSTALL_DEST);
     expect(mount?.readOnly).not.toBe(true);
     const volume = pod.volumes?.find((v) => v.name === mount?.name);
@@ -166,12 +159,8 @@ describe('deploy/daemonset.yaml', () => {
     'NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason';
   it(runsAsRootTitle, () => {
     const sc = pod.containers[0]!.securityContext!;
-    expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([
-      0,
-      false,
-      false,
-      true,
-    ]);
+    const got = [sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem];
+    expect(got).toEqual([0, false, false, true]);
     expect(sc.seccompProfile).toEqual({ type: 'RuntimeDefault' });
     expect(sc.capabilities?.drop).toEqual(['ALL']);
     expect([...(sc.capabilities?.add ?? [])].sort()).toEqual(['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN', 'SYS_PTRACE']);

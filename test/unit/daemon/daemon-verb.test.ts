@@ -104,10 +104,8 @@ describe('loadNodeSettings', () => {
     const read = (text: string | undefined) => (path: string, max: number) => (asked.push([path, max]), text);
     const given = loadNodeSettings('/run/a', read('{"idleExitMs":5000,"metricsFile":"/m.prom"}'));
     expect(given).toEqual({ ok: true, settings: { idleExitMs: 5000, metricsFile: '/m.prom', logLevel: 'info' } });
-    expect(loadNodeSettings('/run/a', read(undefined))).toEqual({
-      ok: true,
-      settings: { idleExitMs: 30_000, logLevel: 'info' },
-    });
+    const got = loadNodeSettings('/run/a', read(undefined));
+    expect(got).toEqual({ ok: true, settings: { idleExitMs: 30_000, logLevel: 'info' } });
     expect(asked).toEqual(Array(2).fill(['/run/a/announcer.conf', 4096]));
   });
 
@@ -115,15 +113,11 @@ describe('loadNodeSettings', () => {
     const unreadable = () => {
       throw new Error('EACCES');
     };
-    expect(loadNodeSettings('/run/a', unreadable)).toEqual({
-      ok: false,
-      problem: 'cannot read /run/a/announcer.conf: EACCES',
-    });
+    const seen = loadNodeSettings('/run/a', unreadable);
+    expect(seen).toEqual({ ok: false, problem: 'cannot read /run/a/announcer.conf: EACCES' });
     const problem = /^\/run\/a\/announcer\.conf: "probeMs" is not a node setting/;
-    expect(loadNodeSettings('/run/a', () => '{"probeMs":5}')).toEqual({
-      ok: false,
-      problem: expect.stringMatching(problem),
-    });
+    const found = loadNodeSettings('/run/a', () => '{"probeMs":5}');
+    expect(found).toEqual({ ok: false, problem: expect.stringMatching(problem) });
   });
 });
 

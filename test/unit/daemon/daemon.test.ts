@@ -548,9 +548,8 @@ describe('runDaemon with --listen', () => {
     d.sockets.listen(`tcp:${PICKED_PORT}`); // taken
     await expect(d.run()).rejects.toBeInstanceOf(HttpListenError);
     expect(d.sockets.paths).toEqual([`tcp:${PICKED_PORT}`]);
-    expect(d.records('cannot listen for HTTP').map((r) => r.fields.error)).toEqual([
-      expect.stringMatching(/EADDRINUSE/),
-    ]);
+    const got = d.records('cannot listen for HTTP').map((r) => r.fields.error);
+    expect(got).toEqual([expect.stringMatching(/EADDRINUSE/)]);
   });
 });
 

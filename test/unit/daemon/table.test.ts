@@ -59,11 +59,8 @@ describe('Jobs: the schedule', () => {
     ]);
     expect(w.pod.sent).toHaveLength(1);
     await w.at(3000);
-    expect({ sent: w.pod.sent.length, size: w.a.jobs.size, rounds: w.a.counters.rounds.sent }).toEqual({
-      sent: 2,
-      size: 0,
-      rounds: 2,
-    });
+    const got = { sent: w.pod.sent.length, size: w.a.jobs.size, rounds: w.a.counters.rounds.sent };
+    expect(got).toEqual({ sent: 2, size: 0, rounds: 2 });
     expect(w.wakeIn()).toBe(Infinity);
     expect(w.logged('background work scheduled')).toMatchObject([{ fields: { how: 'added', next: 2, of: 3 } }]);
     expect(readFileSync(join(w.state.dir, name), 'utf8')).toBe(written);
@@ -74,9 +71,8 @@ describe('Jobs: the schedule', () => {
     w.add(w.sentAgo(2001, { containerId: 'c2' }));
     expect(w.status().map((s) => s.nextRoundInMs)).toEqual([0, 999]); // round 2, 1000 ms late; round 3
     expect(w.a.counters.rounds.skippedLate).toBe(1);
-    expect(w.logged('rounds skipped: their time has passed')).toMatchObject([
-      { level: 'info', fields: { skipped: 1 } },
-    ]);
+    const seen = w.logged('rounds skipped: their time has passed');
+    expect(seen).toMatchObject([{ level: 'info', fields: { skipped: 1 } }]);
     w.add(w.sentAgo(10_000, { containerId: 'c3' })); // its last round long past: not scheduled
     expect(w.a.jobs.size).toBe(2);
   });
@@ -142,7 +138,8 @@ describe('Jobs: what ADD reports (added)', () => {
       conflicts: 1,
       gateway: { answered: 1, noAnswer: 0, off: 1 }, // pending: not counted
     });
-    expect(w.status().map((s) => [s.containerId, s.gateway?.result])).toEqual([
+    const got = w.status().map((s) => [s.containerId, s.gateway?.result]);
+    expect(got).toEqual([
       ['a', 'answered'],
       ['p', 'pending'],
     ]);
@@ -325,11 +322,8 @@ describe('Jobs: ends', () => {
     const name = w.add(w.sentAgo(0));
     expect(w.a.jobs.cancel(name)).toBe(true);
     await w.at(5000);
-    expect({ sent: w.pod.sent.length, size: w.a.jobs.size, why: why() }).toEqual({
-      sent: 0,
-      size: 0,
-      why: ['cancelled'],
-    });
+    const got = { sent: w.pod.sent.length, size: w.a.jobs.size, why: why() };
+    expect(got).toEqual({ sent: 0, size: 0, why: ['cancelled'] });
     expect(w.a.jobs.cancel(name)).toBe(false); // nothing left: a no-op
   });
 
@@ -366,11 +360,8 @@ describe('Jobs: ends', () => {
     await w.at(0);
     rmSync(w.state.netns);
     await w.at(500);
-    expect({ size: w.a.jobs.size, open: w.pod.open, gone: w.a.counters.deferred.gone }).toEqual({
-      size: 0,
-      open: 0,
-      gone: 1,
-    });
+    const got = { size: w.a.jobs.size, open: w.pod.open, gone: w.a.counters.deferred.gone };
+    expect(got).toEqual({ size: 0, open: 0, gone: 1 });
     expect(why()).toEqual(['pod gone before it was ready']);
   });
 
@@ -387,9 +378,8 @@ describe('Jobs: ends', () => {
     w.pod.closeError = new Error('EIO on close');
     w.a.jobs.cancel(name);
     expect(w.a.counters.errors).toBe(1);
-    expect(w.logged('cannot close the pod sockets')).toMatchObject([
-      { level: 'error', fields: { error: 'EIO on close' } },
-    ]);
+    const seen = w.logged('cannot close the pod sockets');
+    expect(seen).toMatchObject([{ level: 'error', fields: { error: 'EIO on close' } }]);
     expect(() => w.a.jobs.close()).toThrow('EIO on close');
     w.pod.closeError = undefined;
     w.a.jobs.close();
@@ -403,15 +393,11 @@ describe('Jobs: a throw on every path', () => {
     w.add(w.sentAgo(0, { containerId: 'c2' }));
     w.a.budget.answers.push(new Error('bucket on fire'));
     await w.at(1000);
-    expect({ errors: w.a.counters.errors, sent: w.pod.sent.length, size: w.a.jobs.size }).toEqual({
-      errors: 1,
-      sent: 1,
-      size: 2,
-    });
+    const got = { errors: w.a.counters.errors, sent: w.pod.sent.length, size: w.a.jobs.size };
+    expect(got).toEqual({ errors: 1, sent: 1, size: 2 });
     expect(w.status().map((s) => s.nextRoundInMs)).toEqual([2000, 2000]);
-    expect(w.logged('background work failed')).toMatchObject([
-      { level: 'error', fields: { round: 2, error: 'bucket on fire' } },
-    ]);
+    const found = w.logged('background work failed');
+    expect(found).toMatchObject([{ level: 'error', fields: { round: 2, error: 'bucket on fire' } }]);
   });
 
   const deferredTitle =
@@ -421,20 +407,13 @@ describe('Jobs: a throw on every path', () => {
     w.add(w.waiting({ readyDeadline: w.now() + 1000 }));
     w.a.budget.answers.push(new Error('boom'), new Error('boom'), new Error('boom'));
     await w.at(0);
-    expect({ errors: w.a.counters.errors, size: w.a.jobs.size, open: w.pod.open, wake: w.wakeIn() }).toEqual({
-      errors: 1,
-      size: 1,
-      open: 0,
-      wake: 500,
-    });
+    const got = { errors: w.a.counters.errors, size: w.a.jobs.size, open: w.pod.open, wake: w.wakeIn() };
+    expect(got).toEqual({ errors: 1, size: 1, open: 0, wake: 500 });
     await w.at(500);
     expect(w.pod.opened).toBe(2);
     await w.at(1000);
-    expect({ errors: w.a.counters.errors, size: w.a.jobs.size, sent: w.pod.sent.length }).toEqual({
-      errors: 3,
-      size: 0,
-      sent: 0,
-    });
+    const later = { errors: w.a.counters.errors, size: w.a.jobs.size, sent: w.pod.sent.length };
+    expect(later).toEqual({ errors: 3, size: 0, sent: 0 });
     expect(why()).toEqual(['failed until its ready deadline']);
   });
 });

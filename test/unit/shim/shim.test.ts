@@ -147,10 +147,8 @@ describe('runShim', { timeout: 5000 }, () => {
   ])('an announcer that %s: code 11 naming why, at once, with no second try', async (_what, start, why) => {
     const h = harness([{ unreachable: 'ENOENT' }], start as () => Promise<Started>);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join(''))).toMatchObject({
-      code: 11,
-      msg: expect.stringContaining(`it could not be started: ${why}`),
-    });
+    const got = JSON.parse(h.printed.join(''));
+    expect(got).toMatchObject({ code: 11, msg: expect.stringContaining(`it could not be started: ${why}`) });
     expect(h.sent).toHaveLength(1);
     expect(h.clock.timers).toEqual([]);
   });
@@ -325,10 +323,8 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
     const long = harness([{ unreachable: 'ENAMETOOLONG' }]);
     expect(await long.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(long.printed.join(''))).toMatchObject({
-      code: 105,
-      msg: 'cannot use stateDir /state: ENAMETOOLONG',
-    });
+    const got = JSON.parse(long.printed.join(''));
+    expect(got).toMatchObject({ code: 105, msg: 'cannot use stateDir /state: ENAMETOOLONG' });
     expect(long.starts).toEqual([]);
   });
 
@@ -338,10 +334,8 @@ describe('runShim', { timeout: 5000 }, () => {
     const big = new Uint8Array(MAX_FORWARDED_STDIN + 10).fill(0x20);
     const h = harness([END], undefined, big);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join(''))).toMatchObject({
-      code: 5,
-      msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`),
-    });
+    const seen = JSON.parse(h.printed.join(''));
+    expect(seen).toMatchObject({ code: 5, msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`) });
     const del = harness([END], undefined, big, 'DEL');
     expect(await del.result()).toEqual({ exit: 0 });
     expect(del.errors.join('')).toContain('DEL not run');
@@ -393,11 +387,8 @@ describe('nextStep', () => {
 
 describe('waitMsOf', () => {
   it("uses addWaitMs's, probeMs's and gatewayCheckMs's defaults and largest values as the options declare them", () => {
-    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback]).toEqual([
-      DEFAULT_ADD_WAIT_MS,
-      DEFAULT_PROBE_MS,
-      DEFAULT_GATEWAY_CHECK_MS,
-    ]);
+    const got = [OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback];
+    expect(got).toEqual([DEFAULT_ADD_WAIT_MS, DEFAULT_PROBE_MS, DEFAULT_GATEWAY_CHECK_MS]);
     for (const [option, max] of [
       [OPTIONS.probeMs, MAX_PROBE_MS],
       [OPTIONS.gatewayCheckMs, MAX_GATEWAY_CHECK_MS],
@@ -472,9 +463,8 @@ describe('exchange', { timeout: 5000 }, () => {
     const clock = fakeClock(5000);
     const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 0, stdout: 'ok' })), clock);
     await outcome;
-    expect(fake.taken.map((t) => t.request)).toEqual([
-      { v: WIRE_VERSION, build: 'build-1', deadline: 5000 + WAIT, ...BODY },
-    ]);
+    const got = fake.taken.map((t) => t.request);
+    expect(got).toEqual([{ v: WIRE_VERSION, build: 'build-1', deadline: 5000 + WAIT, ...BODY }]);
   });
 
   it.each([
@@ -558,9 +548,8 @@ describe('exchange', { timeout: 5000 }, () => {
 
   it('is unreachable, with the errno name, when connect fails', async () => {
     const clock = fakeClock();
-    expect(await exchange(connectUnix, clock, '/nonexistent/announcer.sock', BODY, 'b', WAIT)).toEqual({
-      unreachable: 'ENOENT',
-    });
+    const got = await exchange(connectUnix, clock, '/nonexistent/announcer.sock', BODY, 'b', WAIT);
+    expect(got).toEqual({ unreachable: 'ENOENT' });
     expect(clock.timers).toEqual([]);
   });
 
@@ -568,9 +557,8 @@ describe('exchange', { timeout: 5000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'shim-'));
     try {
       writeFileSync(join(dir, 'announcer.sock'), '');
-      expect(await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT)).toEqual({
-        unreachable: 'ECONNREFUSED',
-      });
+      const seen = await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT);
+      expect(seen).toEqual({ unreachable: 'ECONNREFUSED' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -648,9 +636,8 @@ describe('realShimDeps', { timeout: 5000 }, () => {
       expect(held).toHaveLength(1);
       expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
       expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
-      expect(await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000)).toEqual({
-        unreachable: 'ENOENT',
-      });
+      const got = await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000);
+      expect(got).toEqual({ unreachable: 'ENOENT' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -42,13 +42,8 @@ describe('startAnnouncer', () => {
   it('spawns `self daemon <stateDir> --ready-fd=3` with its env, once, however many shims ask together', async () => {
     const spawned: Spawned = [];
     const results = await Promise.all(Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir)));
-    expect(results.map((r) => (typeof r === 'string' ? r : 'spawned'))).toEqual([
-      'spawned',
-      'starting',
-      'starting',
-      'starting',
-      'starting',
-    ]);
+    const got = results.map((r) => (typeof r === 'string' ? r : 'spawned'));
+    expect(got).toEqual(['spawned', 'starting', 'starting', 'starting', 'starting']);
     const command = ['/opt/cni/bin/announcer', 'daemon', dir, '--ready-fd=3'];
     expect(spawned).toEqual([{ command, env: { PATH: '/bin' } }]);
     expect(statSync(join(dir, START_MARKER)).mode & 0o777).toBe(0o600);

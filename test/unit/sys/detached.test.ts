@@ -23,11 +23,8 @@ describe('detachedEnv', () => {
   });
 
   it("carries the emulator's QEMU_* settings when an emulator runs this process", () => {
-    expect(detachedEnv(env, true)).toEqual({
-      PATH: '/usr/bin:/bin',
-      ...ANNOUNCER_RUNTIME_ENV,
-      QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu',
-    });
+    const got = detachedEnv(env, true);
+    expect(got).toEqual({ PATH: '/usr/bin:/bin', ...ANNOUNCER_RUNTIME_ENV, QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu' });
   });
 });
 

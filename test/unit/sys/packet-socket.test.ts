@@ -114,7 +114,8 @@ describe('readFrames', () => {
     const receivers = [frameReceiver(libc, 5, 2), frameReceiver(libc, 6, 3), frameReceiver(libc, 7, 4)];
     const frames = readFrames(libc, receivers, 40);
     expect(polls).toEqual([{ fds: [5, 6, 7], timeoutMs: 40 }]);
-    expect(frames.map((f) => [f.ifindex, f.frame.toString('hex')])).toEqual([
+    const got = frames.map((f) => [f.ifindex, f.frame.toString('hex')]);
+    expect(got).toEqual([
       [2, 'aa01'],
       [2, 'aa02'],
       [4, 'bb01'],
