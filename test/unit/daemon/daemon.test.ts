@@ -77,12 +77,8 @@ describe('runDaemon: the schedule and the records', () => {
     });
     expect([d.sockets.paths, existsSync(join(d.state.dir, ANNOUNCER_SOCKET))]).toEqual([[], false]);
     expect(d.records('announcer started').map((r) => [r.fields.pending, r.fields.build])).toEqual([[1, BUILD]]);
-    expect(
-      d
-        .records()
-        .slice(-2)
-        .map((r) => r.msg),
-    ).toEqual(['idle: stopping', 'announcer stopped']);
+    const lastTwo = d.records().slice(-2);
+    expect(lastTwo.map((r) => r.msg)).toEqual(['idle: stopping', 'announcer stopped']);
   });
 
   it('says it is ready once, when its socket listens, before it reads the records and its start marker is gone', async () => {
