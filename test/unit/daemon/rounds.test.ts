@@ -192,12 +192,9 @@ describe('a deferred round 1', () => {
       rounds: { sent: 1 },
       frames: { garpRequest: 1 },
     });
-    expect({ sent: w.pod.sent.length, probes: w.pod.probes, open: w.pod.open, closed: w.closed }).toEqual({
-      sent: 1,
-      probes: 0, // no conflictCheck: no probe
-      open: 0,
-      closed: w.pod.released,
-    });
+    // No conflictCheck: no probe.
+    const got = { sent: w.pod.sent.length, probes: w.pod.probes, open: w.pod.open, closed: w.closed };
+    expect(got).toEqual({ sent: 1, probes: 0, open: 0, closed: w.pod.released });
     expect(w.logged('announced')).toMatchObject([{ fields: { round: 1, of: 3, frames: 1, deferred: true } }]);
   });
 
