@@ -72,13 +72,9 @@ describe('the JSON Schema of `announcer schema`', () => {
 
   it('finds the entries this repository ships: both examples, the NAD, README', () => {
     const where = shipped.map((s) => s.where.split(' ')[0]);
+    const examples = ['examples/bridge-conflist.json', 'examples/macvlan-conflist.json'];
     expect(where).toEqual(
-      expect.arrayContaining([
-        'examples/bridge-conflist.json',
-        'examples/macvlan-conflist.json',
-        'deploy/network-attachment-definition.yaml',
-        'README.md',
-      ]),
+      expect.arrayContaining([...examples, 'deploy/network-attachment-definition.yaml', 'README.md']),
     );
   });
 

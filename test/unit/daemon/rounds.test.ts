@@ -23,12 +23,7 @@ describe('nextRound', () => {
   const SCHEDULE = [0, 1000, 2000, 4000];
   it.each([
     ['starts at round 2 (index 1): ADD sent round 1', 0, 10_000, { index: 1, dueAt: 11_000, skipped: 0 }],
-    [
-      'sends a round late by no more than the grace',
-      1,
-      11_000 + LATE_GRACE_MS,
-      { index: 1, dueAt: 11_000, skipped: 0 },
-    ],
+    ['sends a round late by at most the grace', 1, 11_000 + LATE_GRACE_MS, { index: 1, dueAt: 11_000, skipped: 0 }],
     ['skips rounds whose time has passed, never late in a burst', 1, 13_500, { index: 3, dueAt: 14_000, skipped: 2 }],
     ['says the burst is over when no round is left', 4, 10_000, { index: 4, dueAt: undefined, skipped: 0 }],
     ['says the burst is over when every round left passed', 1, 60_000, { index: 4, dueAt: undefined, skipped: 3 }],
@@ -120,13 +115,8 @@ describe('a later round', () => {
     w.add(w.sentAgo(0));
     w.pod.links = [link({ up: false })];
     await w.at(1000);
-    expect({ sent: w.pod.sent.length, skipped: w.a.counters.rounds.skippedNotReady, status: w.status() }).toMatchObject(
-      {
-        sent: 0,
-        skipped: 1,
-        status: [{ roundsSent: 1, nextRoundInMs: 2000 }],
-      },
-    );
+    const got = { sent: w.pod.sent.length, skipped: w.a.counters.rounds.skippedNotReady, status: w.status() };
+    expect(got).toMatchObject({ sent: 0, skipped: 1, status: [{ roundsSent: 1, nextRoundInMs: 2000 }] });
     expect({ open: w.pod.open, closed: w.closed.length }).toEqual({ open: 0, closed: 1 });
     expect(w.logged('pod not ready for this round: skipping it')).toMatchObject([{ fields: { round: 2 } }]);
   });

@@ -515,9 +515,8 @@ describe('exchange', { timeout: 5000 }, () => {
         close: () => undefined,
       });
       const clock = fakeClock();
-      expect(await exchange(connect, clock, '/x', BODY, 'b', WAIT)).toEqual(
-        code === 'EIO' ? { closed: true } : { reset: true },
-      );
+      const got = await exchange(connect, clock, '/x', BODY, 'b', WAIT);
+      expect(got).toEqual(code === 'EIO' ? { closed: true } : { reset: true });
       expect(clock.timers).toEqual([]);
     }
   });
