@@ -75,12 +75,8 @@ export const CLI_VERBS: readonly {
     what: "runs the node's announcer of a stateDir (a CNI call starts one; the DaemonSet runs one)",
     run: (args, io) => {
       const libc = once(loadLibc);
-      return daemonVerb(
-        args,
-        io.err,
-        libc,
-        realTimers(() => libc().bootTimeMs()),
-      );
+      const timers = realTimers(() => libc().bootTimeMs());
+      return daemonVerb(args, io.err, libc, timers);
     },
   },
 ];

@@ -26,10 +26,7 @@ const record = (extra: Partial<AttachmentRecord>): AttachmentRecord => ({
 describe('render', () => {
   it('shows the gateway check and what the node saw under its attachment', () => {
     const node = [
-      {
-        interface: 'eth0',
-        seen: { fdb: { kind: 'converged' as const, port: 'veth1' }, neighbours: [] },
-      },
+      { interface: 'eth0', seen: { fdb: { kind: 'converged' as const, port: 'veth1' }, neighbours: [] } },
       { interface: 'net1', unseen: 'a macvlan interface: the node cannot see the segment' },
     ];
     const verdict = { ...ANSWERED, node };
