@@ -269,9 +269,8 @@ describe('deploy/network-attachment-definition.yaml', () => {
   it('the conflist check rejects an announcer entry the plugin would reject', () => {
     const list = JSON.parse(nad.spec.config as string) as Conflist;
     list.plugins.find((p) => p.type === 'announcer')!.count = 11;
-    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(
-      /"count" must be an integer from 0 to 10/,
-    );
+    const expected = /"count" must be an integer from 0 to 10/;
+    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(expected);
   });
 });
 

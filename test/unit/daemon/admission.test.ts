@@ -74,8 +74,7 @@ describe('which commands are wanted, and until when', () => {
     gate.stop('a second stop changes nothing');
     expect(gate.stopReason()).toBe('the announcer (pid 7) stops');
     expect(gate.signal.reason).toBeInstanceOf(NotWantedError);
-    expect((gate.signal.reason as Error).message).toBe(
-      'the announcer (pid 7) stops: stopped before the end of its wait',
-    );
+    const expected = 'the announcer (pid 7) stops: stopped before the end of its wait';
+    expect((gate.signal.reason as Error).message).toBe(expected);
   });
 });

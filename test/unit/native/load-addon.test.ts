@@ -158,8 +158,7 @@ describe('loadKoffiAddon, faked', () => {
 
   it('refuses an addon of another version, with the words of koffi’s own entry', () => {
     const { deps } = fakeSteps('3.3.3');
-    expect(() => loadKoffiAddon(KOFFI_NODE, '3.3.4', ['/x'], deps)).toThrow(
-      new Error('Mismatched native Koffi modules'),
-    );
+    const expected = new Error('Mismatched native Koffi modules');
+    expect(() => loadKoffiAddon(KOFFI_NODE, '3.3.4', ['/x'], deps)).toThrow(expected);
   });
 });

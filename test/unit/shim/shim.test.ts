@@ -396,9 +396,8 @@ describe('waitMsOf', () => {
       expect(option.schema.safeParse(max).success).toBe(true);
       expect(option.schema.safeParse(max + 1).success).toBe(false);
     }
-    expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
-      DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
-    );
+    const expected = DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS;
+    expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(expected);
   });
 
   it.each([

@@ -70,9 +70,8 @@ describe('userModeEmulator', () => {
   });
 
   it('is the program the kernel runs when that is not this program (qemu-user)', () => {
-    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toBe(
-      '/usr/bin/qemu-aarch64-static',
-    );
+    const expected = '/usr/bin/qemu-aarch64-static';
+    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toBe(expected);
   });
 
   const isNoneWhenTitle =

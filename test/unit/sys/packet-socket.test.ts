@@ -39,9 +39,8 @@ describe('sockaddrLl', () => {
   });
 
   it('takes the protocol and destination from an NA frame, ifindex little-endian', () => {
-    expect(sockaddrLl(0x01020304, NA).toString('hex')).toBe(
-      '1100 86dd 04030201 0100 00 06 3333000000010000'.replace(/ /g, ''),
-    );
+    const expected = '1100 86dd 04030201 0100 00 06 3333000000010000'.replace(/ /g, '');
+    expect(sockaddrLl(0x01020304, NA).toString('hex')).toBe(expected);
   });
 });
 
