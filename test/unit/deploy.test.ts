@@ -125,14 +125,8 @@ describe('deploy/daemonset.yaml', () => {
     expect(pod.containers).toHaveLength(1);
     const main = pod.containers[0]!;
     expect(main.image).toBe(pod.initContainers![0]!.image);
-    expect(main.command).toEqual([
-      '/announcer',
-      'daemon',
-      STATE_DIR,
-      '--resident',
-      '--log-format=json',
-      '--listen=$(HOST_IP):9464',
-    ]);
+    const expected = ['/announcer', 'daemon', STATE_DIR, '--resident', '--log-format=json', '--listen=$(HOST_IP):9464'];
+    expect(main.command).toEqual(expected);
     expect(parseDaemonArgs(main.command!.slice(2))).toEqual({
       ok: true,
       args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },

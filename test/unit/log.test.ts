@@ -217,14 +217,8 @@ describe('--log-format=logfmt', () => {
   it('is one line of key=value pairs: time, level, msg first', () => {
     const line = formatLine('logfmt', event({ containerId: 'c1', round: 2, ips: ['10.88.0.5'] }));
     expect(line).toBe(`time=${T} level=info msg=announced containerId=c1 round=2 ips="[\\"10.88.0.5\\"]"\n`);
-    expect(readLogfmt(line)).toEqual({
-      time: T,
-      level: 'info',
-      msg: 'announced',
-      containerId: 'c1',
-      round: '2',
-      ips: '["10.88.0.5"]',
-    });
+    const expected = { time: T, level: 'info', msg: 'announced', containerId: 'c1', round: '2', ips: '["10.88.0.5"]' };
+    expect(readLogfmt(line)).toEqual(expected);
   });
 
   const quotesValueWithTitle =

@@ -46,11 +46,8 @@ describe('unavailableReply', () => {
   it('with onUnavailable skip: ADD prints prevResult unannounced, CHECK and STATUS exit 0; each warns', () => {
     const config = { cniVersion: '1.1.0', onUnavailable: 'skip', prevResult: PREV };
     const warn = (command: string) => `announcer: WARN ${command} not announced (onUnavailable: skip): ${TEXT}\n`;
-    expect(unavailableReply('ADD', config, WHY)).toEqual({
-      exit: 0,
-      stdout: `${JSON.stringify({ ...PREV, cniVersion: '1.1.0' })}\n`,
-      stderr: warn('ADD'),
-    });
+    const expected = { exit: 0, stdout: `${JSON.stringify({ ...PREV, cniVersion: '1.1.0' })}\n`, stderr: warn('ADD') };
+    expect(unavailableReply('ADD', config, WHY)).toEqual(expected);
     for (const command of ['CHECK', 'STATUS'])
       expect(unavailableReply(command, config, WHY)).toEqual({ exit: 0, stderr: warn(command) });
     for (const prevResult of [[1], 'ab', null])
