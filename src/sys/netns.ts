@@ -124,9 +124,8 @@ export function openHostSockets(libc: Libc, path?: string, groups: readonly numb
 export function openPodSockets(libc: Libc, path: string): PodSockets {
   return inNetns(libc, path, (opened) => {
     const rtnl = opened(new Rtnl(libc, libc.openNetlinkSocket([])));
-    const events = opened(
-      new RtnlEvents(libc, libc.openNetlinkSocket([RtnlGroup.Link, RtnlGroup.Ipv4Ifaddr, RtnlGroup.Ipv6Ifaddr])),
-    );
+    const groups = [RtnlGroup.Link, RtnlGroup.Ipv4Ifaddr, RtnlGroup.Ipv6Ifaddr];
+    const events = opened(new RtnlEvents(libc, libc.openNetlinkSocket(groups)));
     const packet = opened(packetSocket(libc, libc.openPacketSocket()));
     const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
     return { rtnl, events, packet, ipv6Forwarding, close: () => (rtnl.close(), events.close(), packet.close()) };
