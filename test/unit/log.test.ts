@@ -2,12 +2,12 @@
 // of `announcer daemon --log-format`, where every line parses alone (JSON.parse, or a logfmt reader written here from
 // the format's rules), whatever a field holds.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it, expect } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { createLogger, fileSink, formatLine, type LogEvent, type LogFormat, type LogLevel } from '../../src/log';
 import { SysError } from '../../src/sys/sys-error';
+import { useTempDir } from '../support/temp-dir';
 
 const T = '2024-05-06T07:08:09.010Z';
 const clock = (): Date => new Date(T);
@@ -102,10 +102,7 @@ describe('createLogger: fields', () => {
 
 describe('fileSink', () => {
   let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('announcer-log-', (d) => (dir = d));
 
   it('appends lines to a 0600 file', () => {
     const file = join(dir, 'announcer.log');
