@@ -40,8 +40,8 @@ import {
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
 import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, until } from './fakes';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { useTempDir } from '../../support/temp-dir';
+import { closeSync, mkdirSync, openSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StreamError } from '../../../src/sys/sys-error';
 import type { ConnectUnix } from '../../../src/sys/unix-stream';
@@ -458,6 +458,9 @@ async function run(
 
 // A mutant that never settles fails at the timeout, not after vitest's minute.
 describe('exchange', { timeout: 5000 }, () => {
+  let dir: string;
+  useTempDir('shim-', (d) => (dir = d));
+
   it('sends one request line: version, build, deadline = now + the wait, and the body', async () => {
     const clock = fakeClock(5000);
     const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 0, stdout: 'ok' })), clock);
@@ -523,7 +526,6 @@ describe('exchange', { timeout: 5000 }, () => {
   const backlogResetTitle =
     'is reset by a real announcer that closes its listening socket with the request unread in its backlog';
   it(backlogResetTitle, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
     const path = join(dir, 'announcer.sock');
     // A listener that never accepts (node:net accepts at once): a Python one in a child process.
     const child = spawn('python3', [
@@ -540,7 +542,6 @@ describe('exchange', { timeout: 5000 }, () => {
       expect(await outcome).toEqual({ reset: true });
     } finally {
       child.kill('SIGKILL'); // the child this test started
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -552,14 +553,9 @@ describe('exchange', { timeout: 5000 }, () => {
   });
 
   it('is unreachable with ECONNREFUSED when nothing listens on the path', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
-    try {
-      writeFileSync(join(dir, 'announcer.sock'), '');
-      const seen = await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT);
-      expect(seen).toEqual({ unreachable: 'ECONNREFUSED' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    writeFileSync(join(dir, 'announcer.sock'), '');
+    const seen = await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT);
+    expect(seen).toEqual({ unreachable: 'ECONNREFUSED' });
   });
 });
 
@@ -598,6 +594,8 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
 });
 
 describe('realShimDeps', { timeout: 5000 }, () => {
+  let dir: string;
+  useTempDir('shim-long-', (d) => (dir = d));
   const fdTarget = (path: string): string | undefined => {
     try {
       return readlinkSync(path);
@@ -610,7 +608,6 @@ describe('realShimDeps', { timeout: 5000 }, () => {
     'exchanges with the announcer of a stateDir too long for sockaddr_un through an fd of it, closed once answered; ' +
     'a failed open is unreachable';
   it(longTitle, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-long-'));
     const stateDir = join(dir, 'd'.repeat(60), 'e'.repeat(60));
     mkdirSync(stateDir, { recursive: true });
     // The fake listens through an fd of its own: Node refuses the long path too.
@@ -628,17 +625,13 @@ describe('realShimDeps', { timeout: 5000 }, () => {
     } finally {
       closeSync(fd);
     }
-    try {
-      const deps = await realShimDeps();
-      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
-      expect(held).toHaveLength(1);
-      expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
-      expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
-      const got = await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000);
-      expect(got).toEqual({ unreachable: 'ENOENT' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const deps = await realShimDeps();
+    expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
+    expect(held).toHaveLength(1);
+    expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
+    expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
+    const got = await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000);
+    expect(got).toEqual({ unreachable: 'ENOENT' });
   });
 });
 
