@@ -12,6 +12,7 @@ import type { PodSession, PodTarget, SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
 import type { Logger } from '../log';
 import { fileIdAt, sameFile } from '../sys/file-id';
+import { attempt } from '../sys/sys-error';
 import { addFrames } from './metrics';
 import type { Announcer } from './daemon';
 import { askAfterRound, type GatewayWork } from './gateway';
@@ -344,10 +345,6 @@ export function afterThrow(a: Announcer, w: Work, now: number, err: unknown): En
   }
   if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
   w.deferred.checkAt = now + CHECK_MS;
-  try {
-    dropDeferred(w);
-  } catch {
-    // the sockets are let go of; the throw that brought us here is counted
-  }
+  attempt(() => dropDeferred(w)); // the sockets are let go of; the throw that brought us here is counted
   return undefined;
 }
