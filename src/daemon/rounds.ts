@@ -80,11 +80,8 @@ export function podThere(a: Announcer, w: Work): boolean {
     w.log.warn(NO_VIEW, { caller: w.job.caller });
     return false;
   }
-  try {
-    return sameFile(fileIdAt(view.path(w.job.netns)), w.job.netnsId);
-  } catch {
-    return false; // a symlink loop where the netns was
-  }
+  // A symlink loop where the netns was: gone.
+  return attempt(() => sameFile(fileIdAt(view.path(w.job.netns)), w.job.netnsId)) ?? false;
 }
 
 /**
