@@ -202,13 +202,9 @@ describe('a deferred round 1', () => {
     w.pod.links = [link({ running: false })];
     await w.at(0);
     await w.at(500);
-    expect({
-      opened: w.pod.opened,
-      open: w.pod.open,
-      closed: w.closed,
-      wake: w.wakeIn(),
-      fds: w.a.jobs.eventFds(),
-    }).toEqual({ opened: 1, open: 1, closed: [], wake: 500, fds: [50, 51] });
+    const { opened, open } = w.pod;
+    const waitingOn = { opened, open, closed: w.closed, wake: w.wakeIn(), fds: w.a.jobs.eventFds() };
+    expect(waitingOn).toEqual({ opened: 1, open: 1, closed: [], wake: 500, fds: [50, 51] });
     w.pod.links = [link()];
     await w.at(600); // not due, nothing stirred
     expect(w.pod.sent).toHaveLength(0);
@@ -297,9 +293,8 @@ describe('a deferred round 1', () => {
     expect(conflict).toMatchObject([
       { level: 'warn', fields: { address: '10.88.0.5', mac: '02:aa:bb:cc:dd:ee', interface: 'eth0' } },
     ]);
-    expect(w.logged('conflictCheck is fail, but ADD has returned: leaving the addresses out instead')).toHaveLength(
-      action === 'fail' ? 1 : 0,
-    );
+    const leftOut = w.logged('conflictCheck is fail, but ADD has returned: leaving the addresses out instead');
+    expect(leftOut).toHaveLength(action === 'fail' ? 1 : 0);
   });
 
   const stepsTitle =
@@ -319,12 +314,9 @@ describe('a deferred round 1', () => {
     const later = { probes: w.pod.sent.length, wake: w.wakeIn(), closed: w.closed };
     expect(later).toEqual({ probes: 2, wake: 50, closed: [] });
     await w.at(100);
-    expect({
-      receivers: w.pod.probes,
-      sent: announced(),
-      conflicts: w.a.counters.conflicts,
-      errors: w.a.counters.errors,
-    }).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
+    const { conflicts, errors } = w.a.counters;
+    const last = { receivers: w.pod.probes, sent: announced(), conflicts, errors };
+    expect(last).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
     expect(timeouts.every((ms) => ms === 0)).toBe(true);
     expect(w.closed).toContain(60);
   });

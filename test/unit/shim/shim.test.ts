@@ -429,9 +429,8 @@ describe('waitMsOf', () => {
   });
 
   it('adds the conflict probe and the gateway check together', () => {
-    expect(waitMsOf('ADD', { conflictCheck: 'warn', probeMs: 200, gatewayCheck: 'require', gatewayCheckMs: 700 })).toBe(
-      DEFAULT_ADD_WAIT_MS + 200 + 700 + MARGIN_MS,
-    );
+    const config = { conflictCheck: 'warn', probeMs: 200, gatewayCheck: 'require', gatewayCheckMs: 700 };
+    expect(waitMsOf('ADD', config)).toBe(DEFAULT_ADD_WAIT_MS + 200 + 700 + MARGIN_MS);
   });
 });
 
