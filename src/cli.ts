@@ -16,6 +16,7 @@ import { NODE_SETTINGS_FILE } from './state-files';
 import { loadLibc } from './sys/libc';
 import { ensurePrivateDir, privateDirProblem } from './sys/private-dir';
 import { dirProblem, installFile, readSmallFile, removeStaleTemps, replaceFile } from './sys/safe-file';
+import { attempt } from './sys/sys-error';
 
 /** Where a verb writes, a line at a time. */
 export interface VerbIo {
@@ -75,12 +76,8 @@ export const CLI_VERBS: readonly {
     what: "runs the node's announcer of a stateDir (a CNI call starts one; the DaemonSet runs one)",
     run: (args, io) => {
       const libc = once(loadLibc);
-      return daemonVerb(
-        args,
-        io.err,
-        libc,
-        realTimers(() => libc().bootTimeMs()),
-      );
+      const timers = realTimers(() => libc().bootTimeMs());
+      return daemonVerb(args, io.err, libc, timers);
     },
   },
 ];
@@ -146,9 +143,5 @@ function installDeps(io: VerbIo): InstallDeps {
 
 /** The text of `path` if it is our regular file of at most `maxBytes` bytes; else undefined (it is then replaced). */
 function currentText(path: string, maxBytes: number): string | undefined {
-  try {
-    return readSmallFile(path, maxBytes, process.geteuid?.() ?? 0);
-  } catch {
-    return undefined;
-  }
+  return attempt(() => readSmallFile(path, maxBytes, process.geteuid?.() ?? 0));
 }

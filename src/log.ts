@@ -5,6 +5,7 @@
 // parses alone, whatever a field holds.
 import type { LogLevel } from './cni/option-schema';
 import { appendToRegularFile } from './sys/safe-file';
+import { attempt } from './sys/sys-error';
 
 export type { LogLevel } from './cni/option-schema';
 const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
@@ -62,13 +63,8 @@ export function createLogger(
  * symlink there.
  */
 export function fileSink(file: string): LogSink {
-  return (line) => {
-    try {
-      appendToRegularFile(file, line);
-    } catch {
-      // logging must never break or hang the CNI operation
-    }
-  };
+  // Logging must never break or hang the CNI operation.
+  return (line) => void attempt(() => appendToRegularFile(file, line));
 }
 
 /** A logger that drops everything. */

@@ -75,9 +75,8 @@ async function main(): Promise<void> {
     throw new CniError(ErrorCode.InvalidConfig, '"stateDir" must be an absolute path: no announcer to run the command');
   };
   const plugin = { add: refuse, del: refuse, check: refuse, status: refuse, gc: refuse };
-  return out.exit(
-    await dispatch({ env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply }, plugin),
-  );
+  const cniIo = { env: process.env, readStdin: async () => shimmed.invalid, writeStdout: reply };
+  return out.exit(await dispatch(cniIo, plugin));
 }
 
 // A verb's failure outside its own handling: its message on stderr, never a stack trace.

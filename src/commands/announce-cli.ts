@@ -53,9 +53,8 @@ export async function announceCommand(deps: AnnounceCliDeps, argv: readonly stri
       const due = start + (round - 1) * interval;
       if (due > deps.timers.now()) await deps.timers.sleep(due - deps.timers.now());
       // Only round 1 waits for readiness; a later round finds the pod ready, or is skipped.
-      deps.out(
-        await oneRound(deps, netns, ifname, round === 1 ? (parsed.flags.wait ?? 2000) : 0, `round ${round}/${count}`),
-      );
+      const waitMs = round === 1 ? (parsed.flags.wait ?? 2000) : 0;
+      deps.out(await oneRound(deps, netns, ifname, waitMs, `round ${round}/${count}`));
     }
     return 0;
   } catch (err) {
@@ -98,21 +97,15 @@ async function oneRound(
     if (!iface) throw new Error(`interface ${ifname} not found in ${netns}`);
     const target = currentAddresses(session, iface);
     if (target.ipv4.length + target.ipv6.length === 0) throw new Error(`${ifname} has no address to announce`);
-    const outcome = await waitReady(session, [{ ...target, iface }], {
-      timeoutMs: waitMs,
-      timers: deps.timers,
-      waits: blockingWaits(deps.libc),
-    });
+    const waiting = { timeoutMs: waitMs, timers: deps.timers, waits: blockingWaits(deps.libc) };
+    const outcome = await waitReady(session, [{ ...target, iface }], waiting);
     if (outcome.kind === 'gone') throw new Error(`interface ${ifname} disappeared from ${netns}`);
     if (outcome.kind !== 'ready') {
       if (waitMs > 0) throw new Error(`${ifname} not ready after ${waitMs} ms: ${outcome.reasons.join('; ')}`);
       return `${what}: skipped, ${ifname} not ready`;
     }
-    const sent = sendFrames(
-      session.pod.packet,
-      buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, silentLogger),
-      silentLogger,
-    );
+    const frames = buildRound(outcome.inputs, ['request'], session.pod.ipv6Forwarding, silentLogger);
+    const sent = sendFrames(session.pod.packet, frames, silentLogger);
     return `${what}: sent ${totalFrames(sent)} frames on ${ifname} (garp-request=${sent.garpRequest} na=${sent.na})`;
   } finally {
     session.close();

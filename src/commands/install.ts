@@ -45,20 +45,18 @@ export interface InstallArgs {
 export function parseInstallArgs(
   argv: readonly string[],
 ): { ok: true; args: InstallArgs } | { ok: false; problem: string } {
+  const bad = (problem: string) => ({ ok: false as const, problem: `${problem}; ${INSTALL_USAGE}` });
   const spec = { dest: 'string', 'also-notices': 'bool', 'state-dir': 'string', ...NODE_FLAGS } as const;
   const parsed = parseFlags(argv, spec, INSTALL_USAGE);
   if (!parsed.ok) return parsed;
   const { dest, 'also-notices': alsoNotices = false, 'state-dir': stateDir, ...nodeFlags } = parsed.flags;
-  if (dest === undefined) return { ok: false, problem: `--dest is required; ${INSTALL_USAGE}` };
+  if (dest === undefined) return bad('--dest is required');
   const settings = nodeSettingsFromFlags(nodeFlags);
-  if (!settings.ok) return { ok: false, problem: `${settings.problem}; ${INSTALL_USAGE}` };
+  if (!settings.ok) return bad(settings.problem);
   if (stateDir !== undefined && !stateDir.startsWith('/'))
-    return {
-      ok: false,
-      problem: `--state-dir must be an absolute path (got ${JSON.stringify(stateDir)}); ${INSTALL_USAGE}`,
-    };
+    return bad(`--state-dir must be an absolute path (got ${JSON.stringify(stateDir)})`);
   if (stateDir === undefined && Object.keys(nodeFlags).length > 0)
-    return { ok: false, problem: `node settings need --state-dir, where announcer.conf is written; ${INSTALL_USAGE}` };
+    return bad('node settings need --state-dir, where announcer.conf is written');
   return { ok: true, args: { dest, alsoNotices, ...(stateDir ? { stateDir } : {}), settings: settings.settings } };
 }
 
@@ -86,8 +84,7 @@ export interface InstallDeps {
 }
 
 function reason(err: unknown): string {
-  if (err instanceof Error) return err.message.split('\n')[0]!;
-  return String(err);
+  return err instanceof Error ? err.message.split('\n')[0]! : String(err);
 }
 
 /**
@@ -101,16 +98,13 @@ export function install(deps: InstallDeps, argv: readonly string[]): number {
     return 2;
   }
   const { dest, alsoNotices } = parsed.args;
-  const files: { source: string; name: string; mode: number }[] = [
-    { source: deps.self, name: PLUGIN_NAME, mode: 0o755 },
-  ];
+  const files = [{ source: deps.self, name: PLUGIN_NAME, mode: 0o755 }];
   if (alsoNotices) files.push({ source: join(dirname(deps.self), NOTICES_NAME), name: NOTICES_NAME, mode: 0o644 });
   try {
     const problem = deps.dirProblem(dest);
     if (problem !== undefined) {
-      deps.err(
-        `announcer ${INSTALL_VERB}: --dest ${dest}: ${problem === 'missing' ? 'no such directory' : 'not a directory'}`,
-      );
+      const what = problem === 'missing' ? 'no such directory' : 'not a directory';
+      deps.err(`announcer ${INSTALL_VERB}: --dest ${dest}: ${what}`);
       return 1;
     }
     for (const f of files) {

@@ -32,6 +32,7 @@ import { CallerViews } from '../sys/caller-view';
 import type { Libc } from '../sys/libc';
 import { stampFd, waitForLockHolder } from '../sys/lock-holder';
 import { fileIdAt, sameFile } from '../sys/file-id';
+import { attempt } from '../sys/sys-error';
 import { threadsInOtherNetns } from '../sys/netns';
 import { checkPrivateDir, ensurePrivateDir, privateDirProblem } from '../sys/private-dir';
 import { readSmallFile, replaceFile } from '../sys/safe-file';
@@ -168,16 +169,8 @@ function readyLine(fd: number | undefined): { say(line: string): void } {
     say: (line) => {
       if (said) return;
       said = true;
-      try {
-        writeSync(fd!, `${line.replaceAll('\n', ' ')}\n`);
-      } catch {
-        // The shim that waited has gone: nobody to tell.
-      }
-      try {
-        closeSync(fd!);
-      } catch {
-        // Not open: nothing to close.
-      }
+      attempt(() => writeSync(fd!, `${line.replaceAll('\n', ' ')}\n`)); // the shim that waited may have gone
+      attempt(() => closeSync(fd!)); // not open: nothing to close
     },
   };
 }

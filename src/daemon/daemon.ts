@@ -239,8 +239,7 @@ class Daemon {
    * reading nothing.
    */
   private async turn(idleAt: number): Promise<void> {
-    const { libc, timers } = this.a;
-    const { waits, jobs } = this.a;
+    const { libc, timers, waits, jobs } = this.a;
     const pause = this.pausedUntil - timers.now();
     if (pause > 0) {
       libc.pollInOut([], [], pause);
@@ -253,11 +252,8 @@ class Daemon {
     const idle = Math.min(idleAt, this.metricsFile.wakeAt()) - timers.now();
     const reading = [...served.flatMap((s) => s.fds()), ...jobs.eventFds(), ...waits.fds()];
     const writing = served.flatMap((s) => s.writeFds());
-    const { readable, writable } = libc.pollInOut(
-      reading,
-      writing,
-      Math.max(0, Math.min(due, idle, stampDue, waits.msLeft())),
-    );
+    const timeoutMs = Math.max(0, Math.min(due, idle, stampDue, waits.msLeft()));
+    const { readable, writable } = libc.pollInOut(reading, writing, timeoutMs);
     // A signal that came during the poll is heard here, before the requests the poll found are taken.
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.signalled) this.stop(`${this.signalled}: handing over to the next announcer`);

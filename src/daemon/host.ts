@@ -14,6 +14,7 @@ import type { NodeOptionKey } from '../cni/option-schema';
 import type { Logger } from '../log';
 import type { Libc } from '../sys/libc';
 import { CallerViewError, type CallerView, type CallerViews } from '../sys/caller-view';
+import { attempt } from '../sys/sys-error';
 import type { Gate } from './admission';
 import type { Announcer } from './daemon';
 
@@ -146,11 +147,8 @@ export function loggerInView(logger: CommandLog, view: CallerView): CommandLog {
 
 /** `logFile` as `view` sees it, a symlink at its end refused (as it is in place); undefined for a symlink loop. */
 function logFileInView(view: CallerView, logFile: string | undefined): string | undefined {
-  try {
-    return logFile === undefined ? undefined : view.path(logFile, { followLast: false });
-  } catch {
-    return undefined; // logging must never break a command or the rounds
-  }
+  // Logging must never break a command or the rounds.
+  return logFile === undefined ? undefined : attempt(() => view.path(logFile, { followLast: false }));
 }
 
 /** A waiter still in the queue: takes the lock when called (one that gives up leaves the queue at once). */

@@ -17,6 +17,7 @@ import { RESIDENT_REFUSAL, type ControlReply } from '../protocol';
 import { ABI } from '../sys/abi/kernel-abi';
 import type { Libc } from '../sys/libc';
 import type { HolderWait } from '../sys/lock-holder';
+import { attempt } from '../sys/sys-error';
 import { withSocketAddress, type UnixSockets } from '../sys/unix-socket';
 import { DAEMON_LOCK, RESIDENT_LOCK } from '../state-files';
 
@@ -79,11 +80,7 @@ export async function withDaemonLock(deps: LockDeps, serve: (lockFd: number) => 
 
 /** close(2), which releases a lock on the fd even when it reports an error. */
 function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // released all the same
-  }
+  attempt(() => closeSync(fd)); // released all the same
 }
 
 /**

@@ -24,58 +24,45 @@ export const GATEWAY_ANSWER_BUCKETS: readonly number[] = [
 
 const PREFIX = 'cni_announcer';
 
-/** One counter family: its name (less the prefix), help, label, and where its numbers are in Counters. */
-const FAMILIES: readonly {
-  name: string;
-  help: string;
-  label?: string;
-  read(c: Counters): number | Record<string, number>;
-}[] = [
-  {
-    name: 'frames_sent_total',
-    help: 'Announcement frames sent, by kind.',
-    label: 'kind',
-    read: (c) => ({ ...c.frames }),
-  },
-  { name: 'rounds_total', help: 'Announcement rounds, by outcome.', label: 'outcome', read: (c) => c.rounds },
-  {
-    name: 'deferred_waits_total',
-    help: 'Waits for a pod that was not ready during ADD, by how they ended.',
-    label: 'outcome',
-    read: (c) => c.deferred,
-  },
-  {
-    name: 'rate_limited_rounds_total',
-    help: 'Rounds held back by the node-wide rate limit.',
-    label: 'outcome',
-    read: (c) => c.rateLimited,
-  },
-  {
-    name: 'address_conflicts_total',
-    help: 'IPv4 addresses not announced because another host uses them (conflictCheck).',
-    read: (c) => c.conflicts,
-  },
-  { name: 'errors_total', help: 'Errors of the background announcer.', read: (c) => c.errors },
-  {
-    name: 'gateway_checks_total',
-    help: 'Attachments by the final verdict of their gateway check (gatewayCheck).',
-    label: 'result',
-    read: ({ gateway: { asks: _a, requests: _r, ...results } }) => results,
-  },
-  {
-    name: 'gateway_requests_total',
-    help: 'ARP requests and Neighbor Solicitations the gateway check sent.',
-    read: (c) => c.gateway.requests,
-  },
-  {
-    name: 'node_mismatches_total',
-    help: "What the node-local proof found wrong after round 1 (the pod's MAC on another bridge port, a stale entry).",
-    label: 'kind',
-    read: (c) => c.nodeMismatches,
-  },
+/** Where a counter family's numbers are in Counters: one number, or one per label value (its fields, snake_cased). */
+type Read = (c: Counters) => number | Record<string, number>;
+
+/** The counter families: each one's name (less the prefix), help, where its numbers are, and its label. */
+const FAMILIES: readonly [name: string, help: string, read: Read, label?: string][] = [
+  ['frames_sent_total', 'Announcement frames sent, by kind.', (c) => ({ ...c.frames }), 'kind'],
+  ['rounds_total', 'Announcement rounds, by outcome.', (c) => c.rounds, 'outcome'],
+  [
+    'deferred_waits_total',
+    'Waits for a pod that was not ready during ADD, by how they ended.',
+    (c) => c.deferred,
+    'outcome',
+  ],
+  ['rate_limited_rounds_total', 'Rounds held back by the node-wide rate limit.', (c) => c.rateLimited, 'outcome'],
+  [
+    'address_conflicts_total',
+    'IPv4 addresses not announced because another host uses them (conflictCheck).',
+    (c) => c.conflicts,
+  ],
+  ['errors_total', 'Errors of the background announcer.', (c) => c.errors],
+  [
+    'gateway_checks_total',
+    'Attachments by the final verdict of their gateway check (gatewayCheck).',
+    ({ gateway: { asks: _a, requests: _r, ...results } }) => results,
+    'result',
+  ],
+  [
+    'gateway_requests_total',
+    'ARP requests and Neighbor Solicitations the gateway check sent.',
+    (c) => c.gateway.requests,
+  ],
+  [
+    'node_mismatches_total',
+    "What the node-local proof found wrong after round 1 (the pod's MAC on another bridge port, a stale entry).",
+    (c) => c.nodeMismatches,
+    'kind',
+  ],
 ];
 
-/** A Counters field name as a label value: garpRequest -> garp_request. */
 function snakeCase(field: string): string {
   return field.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
 }
@@ -90,17 +77,16 @@ export class AnnouncerMetrics {
 
   /** `counters`: the announcer's counters, read at every scrape and write. */
   constructor(counters: () => Counters) {
-    for (const family of FAMILIES) {
-      const label = family.label;
+    for (const [name, help, read, label] of FAMILIES) {
       new Counter({
-        name: `${PREFIX}_${family.name}`,
-        help: family.help,
+        name: `${PREFIX}_${name}`,
+        help,
         labelNames: label ? [label] : [],
         registers: [this.registry],
         // The counters are the truth: the registry takes their values as they are now.
         collect() {
           this.reset();
-          const value = family.read(counters());
+          const value = read(counters());
           if (typeof value === 'number' || label === undefined) this.inc(Number(value));
           else for (const [field, n] of Object.entries(value)) this.inc({ [label]: snakeCase(field) }, n);
         },

@@ -12,6 +12,7 @@ import type { PodSession, PodTarget, SocketOpener } from '../announce/session';
 import type { AttachmentRecord } from '../announce/state';
 import type { Logger } from '../log';
 import { fileIdAt, sameFile } from '../sys/file-id';
+import { attempt } from '../sys/sys-error';
 import { addFrames } from './metrics';
 import type { Announcer } from './daemon';
 import { askAfterRound, type GatewayWork } from './gateway';
@@ -79,11 +80,8 @@ export function podThere(a: Announcer, w: Work): boolean {
     w.log.warn(NO_VIEW, { caller: w.job.caller });
     return false;
   }
-  try {
-    return sameFile(fileIdAt(view.path(w.job.netns)), w.job.netnsId);
-  } catch {
-    return false; // a symlink loop where the netns was
-  }
+  // A symlink loop where the netns was: gone.
+  return attempt(() => sameFile(fileIdAt(view.path(w.job.netns)), w.job.netnsId)) ?? false;
 }
 
 /**
@@ -344,10 +342,6 @@ export function afterThrow(a: Announcer, w: Work, now: number, err: unknown): En
   }
   if (now >= w.job.readyDeadline) return { why: 'failed until its ready deadline' };
   w.deferred.checkAt = now + CHECK_MS;
-  try {
-    dropDeferred(w);
-  } catch {
-    // the sockets are let go of; the throw that brought us here is counted
-  }
+  attempt(() => dropDeferred(w)); // the sockets are let go of; the throw that brought us here is counted
   return undefined;
 }

@@ -95,9 +95,8 @@ export function render(report: StatusReport): string[] {
       : a.nextRoundInMs !== undefined
         ? `next round in ${a.nextRoundInMs} ms`
         : 'no round planned';
-    lines.push(
-      `${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} rounds=${a.roundsSent}/${a.roundsPlanned} ${next}`,
-    );
+    const rounds = `rounds=${a.roundsSent}/${a.roundsPlanned}`;
+    lines.push(`${a.network} ${a.containerId} ${a.ifname} netns=${a.netns} ${rounds} ${next}`);
     if (a.gateway) lines.push(`  gateway check: ${describeVerdict(a.gateway)}`);
     for (const p of a.gateway?.node ?? []) lines.push(`  node view: ${describeNodeProof(p)}`);
   }

@@ -327,16 +327,7 @@ function newWork(a: Announcer, name: string, record: JobRecord, how: How, from: 
   const { job, originalMacs } = record;
   const log = a.jobLog(job);
   const now = a.timers.bootMs();
-  const work: Work = {
-    name,
-    job,
-    originalMacs,
-    log,
-    next: 1,
-    dueAt: undefined,
-    roundsSent: 0,
-    delayed: false,
-  };
+  const work: Work = { name, job, originalMacs, log, next: 1, dueAt: undefined, roundsSent: 0, delayed: false };
   const { firstRoundAt, readyDeadline, schedule } = job;
   if (firstRoundAt === undefined) {
     if (now >= readyDeadline) return undefined;

@@ -96,11 +96,8 @@ export async function startAnnouncer(deps: StartDeps, stateDir: string): Promise
 }
 
 function removeMarker(stateDir: string): void {
-  try {
-    unlinkSync(join(stateDir, START_MARKER));
-  } catch {
-    // ENOENT: stale, taken over; anything else: the next shim finds it stale
-  }
+  // ENOENT: stale, taken over; anything else: the next shim finds it stale.
+  attempt(() => unlinkSync(join(stateDir, START_MARKER)));
 }
 
 /** Starts stateDir's announcer from this executable, as startAnnouncer does; `listening` as StartDeps's. */

@@ -19,7 +19,7 @@ import { ABI } from './abi/kernel-abi';
 import { fileIdOf, sameFile, type FileId } from './file-id';
 import type { Libc } from './libc';
 import { frameReceiver, packetSocket, type FrameReceiver, type PacketSocket } from './packet-socket';
-import { openRtnl, openRtnlEvents, type Rtnl, type RtnlEvents } from './rtnl';
+import { Rtnl, RtnlEvents } from './rtnl';
 import { RtnlGroup } from '../wire/rtnetlink';
 import { hasErrno, attempt, sysErrorFrom } from './sys-error';
 
@@ -110,8 +110,8 @@ export interface PodSockets extends HostSockets {
  */
 export function openHostSockets(libc: Libc, path?: string, groups: readonly number[] = [RtnlGroup.Link]): HostSockets {
   const open = (opened: Opened): HostSockets => {
-    const rtnl = opened(openRtnl(libc));
-    const events = opened(openRtnlEvents(libc, groups));
+    const rtnl = opened(new Rtnl(libc, libc.openNetlinkSocket([])));
+    const events = opened(new RtnlEvents(libc, libc.openNetlinkSocket(groups)));
     return { rtnl, events, close: () => (rtnl.close(), events.close()) };
   };
   return path === undefined ? closingOnFailure(open) : inNetns(libc, path, open);
@@ -123,8 +123,9 @@ export function openHostSockets(libc: Libc, path?: string, groups: readonly numb
  */
 export function openPodSockets(libc: Libc, path: string): PodSockets {
   return inNetns(libc, path, (opened) => {
-    const rtnl = opened(openRtnl(libc));
-    const events = opened(openRtnlEvents(libc, [RtnlGroup.Link, RtnlGroup.Ipv4Ifaddr, RtnlGroup.Ipv6Ifaddr]));
+    const rtnl = opened(new Rtnl(libc, libc.openNetlinkSocket([])));
+    const groups = [RtnlGroup.Link, RtnlGroup.Ipv4Ifaddr, RtnlGroup.Ipv6Ifaddr];
+    const events = opened(new RtnlEvents(libc, libc.openNetlinkSocket(groups)));
     const packet = opened(packetSocket(libc, libc.openPacketSocket()));
     const ipv6Forwarding = readSysctlFlag('/proc/sys/net/ipv6/conf/all/forwarding');
     return { rtnl, events, packet, ipv6Forwarding, close: () => (rtnl.close(), events.close(), packet.close()) };
@@ -148,7 +149,7 @@ export function openReceivers(
 
 /** Enters the netns at `path` and opens an rtnetlink socket there (no packet socket: nothing to send). */
 export function openPodRtnl(libc: Libc, path: string): Rtnl {
-  return inNetns(libc, path, (opened) => opened(openRtnl(libc)));
+  return inNetns(libc, path, (opened) => opened(new Rtnl(libc, libc.openNetlinkSocket([]))));
 }
 
 /**

@@ -176,11 +176,6 @@ export class Rtnl {
   }
 }
 
-/** Opens an rtnetlink request socket in the current netns. */
-export function openRtnl(libc: Libc): Rtnl {
-  return new Rtnl(libc, libc.openNetlinkSocket([]));
-}
-
 /**
  * A socket subscribed to rtnetlink notifications: readable means "something changed". Callers either drain it and read
  * the state again, or read the notifications themselves.
@@ -227,9 +222,4 @@ export class RtnlEvents {
   close(): void {
     this.libc.close(this.fd);
   }
-}
-
-/** Opens a socket in the current netns subscribed to `groups` (RtnlGroup values). */
-export function openRtnlEvents(libc: Libc, groups: readonly number[]): RtnlEvents {
-  return new RtnlEvents(libc, libc.openNetlinkSocket(groups));
 }

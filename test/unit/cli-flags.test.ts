@@ -5,23 +5,17 @@ const SPEC = { netns: 'string', count: 'int', json: 'bool' } as const;
 
 describe('parseFlags', () => {
   it('reads --name value, --name=value and --flag', () => {
-    expect(parseFlags(['--netns', '/run/netns/a', '--count=3', '--json'], SPEC, 'u')).toEqual({
-      ok: true,
-      flags: { netns: '/run/netns/a', count: 3, json: true },
-    });
+    const seen = parseFlags(['--netns', '/run/netns/a', '--count=3', '--json'], SPEC, 'u');
+    expect(seen).toEqual({ ok: true, flags: { netns: '/run/netns/a', count: 3, json: true } });
     expect(parseFlags([], SPEC, 'u')).toEqual({ ok: true, flags: {} });
   });
 
   it('names the argument that is wrong, with the usage', () => {
-    expect(parseFlags(['--bogus'], SPEC, 'usage: x')).toEqual({
-      ok: false,
-      problem: 'unknown argument "--bogus"; usage: x',
-    });
+    const found = parseFlags(['--bogus'], SPEC, 'usage: x');
+    expect(found).toEqual({ ok: false, problem: 'unknown argument "--bogus"; usage: x' });
     expect(parseFlags(['netns'], SPEC, 'u')).toEqual({ ok: false, problem: 'unknown argument "netns"; u' });
-    expect(parseFlags(['--count', 'ten'], SPEC, 'u')).toEqual({
-      ok: false,
-      problem: '--count must be a whole number (got "ten"); u',
-    });
+    const shown = parseFlags(['--count', 'ten'], SPEC, 'u');
+    expect(shown).toEqual({ ok: false, problem: '--count must be a whole number (got "ten"); u' });
     expect(parseFlags(['--count'], SPEC, 'u')).toEqual({ ok: false, problem: '--count needs a value; u' });
     expect(parseFlags(['--json=1'], SPEC, 'u')).toEqual({ ok: false, problem: '--json takes no value; u' });
     expect(parseFlags(['--count=1', '--count=2'], SPEC, 'u')).toEqual({ ok: false, problem: '--count given twice; u' });

@@ -99,15 +99,8 @@ describe('deploy/daemonset.yaml', () => {
   it('installs with an init container into the hostPath /opt/cni/bin, mounted where `install --dest` writes', () => {
     expect(pod.initContainers).toHaveLength(1);
     const init = pod.initContainers![0]!;
-    expect(init.command).toEqual([
-      '/announcer',
-      'install',
-      '--dest',
-      INSTALL_DEST,
-      '--also-notices',
-      '--state-dir',
-      STATE_DIR,
-    ]);
+    const got = init.command;
+    expect(got).toEqual(['/announcer', 'install', '--dest', INSTALL_DEST, '--also-notices', '--state-dir', STATE_DIR]);
     const mount = init.volumeMounts?.find((m) => m.mountPath === INSTALL_DEST);
     expect(mount?.readOnly).not.toBe(true);
     const volume = pod.volumes?.find((v) => v.name === mount?.name);
@@ -132,14 +125,8 @@ describe('deploy/daemonset.yaml', () => {
     expect(pod.containers).toHaveLength(1);
     const main = pod.containers[0]!;
     expect(main.image).toBe(pod.initContainers![0]!.image);
-    expect(main.command).toEqual([
-      '/announcer',
-      'daemon',
-      STATE_DIR,
-      '--resident',
-      '--log-format=json',
-      '--listen=$(HOST_IP):9464',
-    ]);
+    const expected = ['/announcer', 'daemon', STATE_DIR, '--resident', '--log-format=json', '--listen=$(HOST_IP):9464'];
+    expect(main.command).toEqual(expected);
     expect(parseDaemonArgs(main.command!.slice(2))).toEqual({
       ok: true,
       args: { stateDir: STATE_DIR, resident: true, logFormat: 'json', listen: '$(HOST_IP):9464' },
@@ -166,12 +153,8 @@ describe('deploy/daemonset.yaml', () => {
     'NET_RAW, NET_ADMIN, SYS_PTRACE added, each with its reason';
   it(runsAsRootTitle, () => {
     const sc = pod.containers[0]!.securityContext!;
-    expect([sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem]).toEqual([
-      0,
-      false,
-      false,
-      true,
-    ]);
+    const got = [sc.runAsUser, sc.runAsNonRoot, sc.allowPrivilegeEscalation, sc.readOnlyRootFilesystem];
+    expect(got).toEqual([0, false, false, true]);
     expect(sc.seccompProfile).toEqual({ type: 'RuntimeDefault' });
     expect(sc.capabilities?.drop).toEqual(['ALL']);
     expect([...(sc.capabilities?.add ?? [])].sort()).toEqual(['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN', 'SYS_PTRACE']);
@@ -280,9 +263,8 @@ describe('deploy/network-attachment-definition.yaml', () => {
   it('the conflist check rejects an announcer entry the plugin would reject', () => {
     const list = JSON.parse(nad.spec.config as string) as Conflist;
     list.plugins.find((p) => p.type === 'announcer')!.count = 11;
-    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(
-      /"count" must be an integer from 0 to 10/,
-    );
+    const expected = /"count" must be an integer from 0 to 10/;
+    expect(() => expectAnnouncerConflist(JSON.stringify(list), 'bad')).toThrow(expected);
   });
 });
 

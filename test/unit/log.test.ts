@@ -2,12 +2,12 @@
 // of `announcer daemon --log-format`, where every line parses alone (JSON.parse, or a logfmt reader written here from
 // the format's rules), whatever a field holds.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it, expect } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { createLogger, fileSink, formatLine, type LogEvent, type LogFormat, type LogLevel } from '../../src/log';
 import { SysError } from '../../src/sys/sys-error';
+import { useTempDir } from '../support/temp-dir';
 
 const T = '2024-05-06T07:08:09.010Z';
 const clock = (): Date => new Date(T);
@@ -102,10 +102,7 @@ describe('createLogger: fields', () => {
 
 describe('fileSink', () => {
   let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'announcer-log-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  useTempDir('announcer-log-', (d) => (dir = d));
 
   it('appends lines to a 0600 file', () => {
     const file = join(dir, 'announcer.log');
@@ -208,11 +205,8 @@ describe('--log-format=json', () => {
   });
 
   it("a field named time, level or msg cannot overwrite the line's own", () => {
-    expect(JSON.parse(formatLine('json', event({ msg: 'forged', level: 'error', time: 0 })))).toEqual({
-      time: T,
-      level: 'info',
-      msg: 'announced',
-    });
+    const got = JSON.parse(formatLine('json', event({ msg: 'forged', level: 'error', time: 0 })));
+    expect(got).toEqual({ time: T, level: 'info', msg: 'announced' });
   });
 });
 
@@ -220,14 +214,8 @@ describe('--log-format=logfmt', () => {
   it('is one line of key=value pairs: time, level, msg first', () => {
     const line = formatLine('logfmt', event({ containerId: 'c1', round: 2, ips: ['10.88.0.5'] }));
     expect(line).toBe(`time=${T} level=info msg=announced containerId=c1 round=2 ips="[\\"10.88.0.5\\"]"\n`);
-    expect(readLogfmt(line)).toEqual({
-      time: T,
-      level: 'info',
-      msg: 'announced',
-      containerId: 'c1',
-      round: '2',
-      ips: '["10.88.0.5"]',
-    });
+    const expected = { time: T, level: 'info', msg: 'announced', containerId: 'c1', round: '2', ips: '["10.88.0.5"]' };
+    expect(readLogfmt(line)).toEqual(expected);
   });
 
   const quotesValueWithTitle =
@@ -235,13 +223,8 @@ describe('--log-format=logfmt', () => {
   it(quotesValueWithTitle, () => {
     const line = formatLine('logfmt', event({ ...NASTY, 'odd key"': 1 }, 'pod not ready: "eth0" down'));
     expect(line.slice(0, -1)).not.toContain('\n');
-    expect(readLogfmt(line)).toEqual({
-      time: T,
-      level: 'info',
-      msg: 'pod not ready: "eth0" down',
-      ...NASTY,
-      odd_key_: '1',
-    });
+    const seen = readLogfmt(line);
+    expect(seen).toEqual({ time: T, level: 'info', msg: 'pod not ready: "eth0" down', ...NASTY, odd_key_: '1' });
   });
 });
 
@@ -251,9 +234,8 @@ describe('createLogger with a format', () => {
     json.log.with({ containerId: 'c1' }).info('announced', { round: 1 });
     const text = capture('info', { daemon: 7 });
     text.log.with({ containerId: 'c1' }).info('announced', { round: 1, msg: 'x y' });
-    expect(json.lines.map((l) => JSON.parse(l))).toEqual([
-      { time: T, level: 'info', msg: 'announced', daemon: 7, containerId: 'c1', round: 1 },
-    ]);
+    const found = json.lines.map((l) => JSON.parse(l));
+    expect(found).toEqual([{ time: T, level: 'info', msg: 'announced', daemon: 7, containerId: 'c1', round: 1 }]);
     expect(text.lines).toEqual([`${T} INFO announced daemon=7 containerId=c1 round=1 msg="x y"\n`]);
   });
 });

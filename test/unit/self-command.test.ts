@@ -3,16 +3,13 @@ import { readyOutcome, selfCommand } from '../../src/self-command';
 
 describe('selfCommand', () => {
   it('is the executable alone in a Bun-compiled binary (argv[1] is a virtual /$bunfs/ path)', () => {
-    expect(selfCommand(['bun', '/$bunfs/root/announcer', 'tail', 'x'], '/opt/cni/bin/announcer')).toEqual([
-      '/opt/cni/bin/announcer',
-    ]);
+    const got = selfCommand(['bun', '/$bunfs/root/announcer', 'tail', 'x'], '/opt/cni/bin/announcer');
+    expect(got).toEqual(['/opt/cni/bin/announcer']);
   });
 
   it('is the runtime and the script under Node', () => {
-    expect(selfCommand(['/usr/bin/node', '/work/bin/announcer.js', 'tail'], '/usr/bin/node')).toEqual([
-      '/usr/bin/node',
-      '/work/bin/announcer.js',
-    ]);
+    const seen = selfCommand(['/usr/bin/node', '/work/bin/announcer.js', 'tail'], '/usr/bin/node');
+    expect(seen).toEqual(['/usr/bin/node', '/work/bin/announcer.js']);
   });
 
   it('is the executable alone when there is no script', () => {

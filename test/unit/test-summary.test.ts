@@ -1,17 +1,14 @@
 // scripts/test-summary.mjs, run by `make test` after vitest: the skipped tests by file, then the closing line CI reads.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempDir } from '../support/temp-dir';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'test-summary-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('test-summary-', (d) => (dir = d));
 
 /** Runs the script from the repository root on `report` (vitest's JSON reporter shape). */
 function summarise(report: unknown): string {

@@ -85,12 +85,7 @@ export type KernelAbi = typeof X64;
  * arm64 (aarch64) Linux with glibc: x86-64's numbers and layouts but for O_DIRECTORY and O_NOFOLLOW, and so O_TMPFILE
  * (x86-64 kept i386's values; arm64 has the generic ones).
  */
-const ARM64: KernelAbi = {
-  ...X64,
-  O_DIRECTORY: 0o40000,
-  O_NOFOLLOW: 0o100000,
-  O_TMPFILE: 0o20040000,
-};
+const ARM64: KernelAbi = { ...X64, O_DIRECTORY: 0o40000, O_NOFOLLOW: 0o100000, O_TMPFILE: 0o20040000 };
 
 /** The architectures the binary is built for (process.arch names). */
 const TABLES: Readonly<Record<string, KernelAbi>> = { x64: X64, arm64: ARM64 };

@@ -30,8 +30,7 @@ describe('planFor', () => {
       routes: [{ dst: '0.0.0.0/0', gw: '10.88.0.1' }, { dst: '::/0' }],
     });
     const plan = planFor(options, prev, { netns: NETNS, ifname: 'eth0' }, { dev: 1, ino: 3 }, VIEW);
-    expect(plan.interfaces.map((i) => [i.name, i.gateways])).toEqual([
-      ['eth0', { ipv4: ['10.88.0.1'], ipv6: ['fd00:88::1'] }],
-    ]);
+    const got = plan.interfaces.map((i) => [i.name, i.gateways]);
+    expect(got).toEqual([['eth0', { ipv4: ['10.88.0.1'], ipv6: ['fd00:88::1'] }]]);
   });
 });

@@ -40,12 +40,10 @@ describe('DEL', () => {
     await del(h.ctx(), h.request('DEL'));
     expect(h.handed).toEqual([{ cancel: 'c1@eth0.json' }]);
     expect(readdirSync(h.stateDir)).toEqual([]);
-    expect(h.said('invalid state record: removing it without acting on it')).toMatchObject([
-      { level: 'warn', fields: { problem: '"job.schedule" must be an array' } },
-    ]);
-    expect(h.said('DEL: no state record, nothing to undo')).toMatchObject([
-      { level: 'info', fields: { ...IDS, background: 'cancelled' } },
-    ]);
+    const got = h.said('invalid state record: removing it without acting on it');
+    expect(got).toMatchObject([{ level: 'warn', fields: { problem: '"job.schedule" must be an array' } }]);
+    const seen = h.said('DEL: no state record, nothing to undo');
+    expect(seen).toMatchObject([{ level: 'info', fields: { ...IDS, background: 'cancelled' } }]);
   });
 
   const waitsForAddTitle =
@@ -63,10 +61,8 @@ describe('DEL', () => {
     h.timers.advance(1000); // ADD's wait ends without a ready pod
     endWait();
     await Promise.all([adding, deleting]);
-    expect(h.handed).toEqual([
-      expect.objectContaining({ added: 'c1@eth0.json', job: true }),
-      { cancel: 'c1@eth0.json' },
-    ]);
+    const found = h.handed;
+    expect(found).toEqual([expect.objectContaining({ added: 'c1@eth0.json', job: true }), { cancel: 'c1@eth0.json' }]);
     expect(readdirSync(h.stateDir)).toEqual([]);
     expect(h.said('DEL done')).toEqual([done('cancelled')]);
   });

@@ -46,10 +46,8 @@ describe('GC', () => {
 
   it('is code 105 on an unsafe stateDir, and does nothing without one', async () => {
     chmodSync(h.stateDir, 0o757);
-    await expect(gc(h.ctx(), gcOf())).rejects.toMatchObject({
-      code: 105,
-      message: expect.stringContaining('chmod 0700'),
-    });
+    const refused = gc(h.ctx(), gcOf());
+    await expect(refused).rejects.toMatchObject({ code: 105, message: expect.stringContaining('chmod 0700') });
     rmSync(h.stateDir, { recursive: true });
     await gc(h.ctx(), gcOf());
     expect(() => readdirSync(h.stateDir)).toThrow(/ENOENT/);

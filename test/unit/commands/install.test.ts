@@ -4,14 +4,10 @@ import type { DirProblem, InstallOutcome } from '../../../src/sys/safe-file';
 
 describe('parseInstallArgs', () => {
   it('takes --dest DIR, --dest=DIR and --also-notices in any order', () => {
-    expect(parseInstallArgs(['--dest', '/host/opt/cni/bin'])).toEqual({
-      ok: true,
-      args: { dest: '/host/opt/cni/bin', alsoNotices: false, settings: {} },
-    });
-    expect(parseInstallArgs(['--also-notices', '--dest=/d'])).toEqual({
-      ok: true,
-      args: { dest: '/d', alsoNotices: true, settings: {} },
-    });
+    const seen = parseInstallArgs(['--dest', '/host/opt/cni/bin']);
+    expect(seen).toEqual({ ok: true, args: { dest: '/host/opt/cni/bin', alsoNotices: false, settings: {} } });
+    const found = parseInstallArgs(['--also-notices', '--dest=/d']);
+    expect(found).toEqual({ ok: true, args: { dest: '/d', alsoNotices: true, settings: {} } });
   });
 
   it('takes --state-dir and the node settings flags, checked as the daemon checks them', () => {

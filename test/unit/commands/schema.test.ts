@@ -72,14 +72,9 @@ describe('the JSON Schema of `announcer schema`', () => {
 
   it('finds the entries this repository ships: both examples, the NAD, README', () => {
     const where = shipped.map((s) => s.where.split(' ')[0]);
-    expect(where).toEqual(
-      expect.arrayContaining([
-        'examples/bridge-conflist.json',
-        'examples/macvlan-conflist.json',
-        'deploy/network-attachment-definition.yaml',
-        'README.md',
-      ]),
-    );
+    const examples = ['examples/bridge-conflist.json', 'examples/macvlan-conflist.json'];
+    const expected = expect.arrayContaining([...examples, 'deploy/network-attachment-definition.yaml', 'README.md']);
+    expect(where).toEqual(expected);
   });
 
   it.each(shippedEntries().map((s) => [s.where, s.entry]))('validates the entry of %s', (_where, entry) => {

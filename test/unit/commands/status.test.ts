@@ -29,9 +29,7 @@ describe('STATUS', () => {
     });
     rmSync(stateDir, { recursive: true });
     closeSync(openSync(stateDir, 'w'));
-    await expect(status(h.ctx(), h.request('STATUS'))).rejects.toMatchObject({
-      code: 50,
-      message: expect.stringContaining('is not a directory'),
-    });
+    const refused = status(h.ctx(), h.request('STATUS'));
+    await expect(refused).rejects.toMatchObject({ code: 50, message: expect.stringContaining('is not a directory') });
   });
 });

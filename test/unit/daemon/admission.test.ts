@@ -9,13 +9,8 @@ describe('checkRequestLine', () => {
 
   it('takes a CNI command or one of the two control operations (their extra fields dropped), and its deadline', () => {
     const cni = `{${head},"cni":{"env":{"CNI_COMMAND":"ADD"},"stdin":"{}"},"more":true}`;
-    expect(checkRequestLine(cni)).toEqual({
-      kind: 'cni',
-      build: 'b',
-      deadline: 9,
-      env: { CNI_COMMAND: 'ADD' },
-      stdin: '{}',
-    });
+    const got = checkRequestLine(cni);
+    expect(got).toEqual({ kind: 'cni', build: 'b', deadline: 9, env: { CNI_COMMAND: 'ADD' }, stdin: '{}' });
     for (const op of ['status', 'handover'])
       expect(checkRequestLine(`{${head},"control":{"op":"${op}","record":"c1@eth0.json"}}`)).toEqual({
         kind: 'control',
@@ -79,8 +74,7 @@ describe('which commands are wanted, and until when', () => {
     gate.stop('a second stop changes nothing');
     expect(gate.stopReason()).toBe('the announcer (pid 7) stops');
     expect(gate.signal.reason).toBeInstanceOf(NotWantedError);
-    expect((gate.signal.reason as Error).message).toBe(
-      'the announcer (pid 7) stops: stopped before the end of its wait',
-    );
+    const expected = 'the announcer (pid 7) stops: stopped before the end of its wait';
+    expect((gate.signal.reason as Error).message).toBe(expected);
   });
 });

@@ -4,8 +4,7 @@
 // own to the node's log (never a network's), and with `--log-format` also to stdout, structured, at info and above,
 // each naming its pod (container, ifname, K8S_POD_NAMESPACE/NAME from the job or the command's CNI_ARGS, IPs), so that
 // grepping `kubectl logs` for a pod answers what was sent for it.
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -17,6 +16,7 @@ import {
 } from '../../../src/daemon/daemon-verb';
 import { jobIn, makeStateDir, type StateDir } from '../../support/daemon-fakes';
 import { logRecords, type LogRecord } from '../../support/log-records';
+import { useTempDir } from '../../support/temp-dir';
 
 describe('parseDaemonArgs', () => {
   it('takes the stateDir alone, the fd of its ready line as a shim starts it, and the DaemonSet flags', () => {
@@ -57,6 +57,9 @@ describe('parseDaemonArgs', () => {
 });
 
 describe('daemonVerb', () => {
+  let stateDir: string;
+  useTempDir('daemon-verb-', (d) => (stateDir = d));
+
   /** Runs the verb with `argv` on a process that has no libc (none is needed before the settings are read). */
   async function verb(argv: string[]): Promise<{ status: number; err: string[] }> {
     const err: string[] = [];
@@ -80,21 +83,16 @@ describe('daemonVerb', () => {
     "a start that fails says why on stderr and as the ready fd's one line (then closed): a bad --listen (exit 2), " +
     'a bad announcer.conf (exit 2, naming the file and its field)';
   it(failsTitle, async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'daemon-verb-'));
-    try {
-      const ready = join(stateDir, 'ready');
-      const readyFd = () => String(openSync(ready, 'w'));
-      const listen = await verb([stateDir, '--listen=999.0.0.1:80', `--ready-fd=${readyFd()}`]);
-      expect(listen).toEqual({ status: 2, err: [expect.stringMatching(/^announcer daemon: --listen: /)] });
-      expect(readFileSync(ready, 'utf8')).toBe(`failed: ${listen.err[0]!.slice('announcer daemon: '.length)}\n`);
-      writeFileSync(join(stateDir, 'announcer.conf'), '{"idleExitMs":"soon"}');
-      const conf = await verb([stateDir, `--ready-fd=${readyFd()}`]);
-      expect(conf.status).toBe(2);
-      expect(conf.err[0]).toMatch(new RegExp(`^announcer daemon: ${stateDir}/announcer.conf: .*idleExitMs`));
-      expect(readFileSync(ready, 'utf8')).toMatch(/^failed: .*announcer\.conf: .*idleExitMs.*\n$/);
-    } finally {
-      rmSync(stateDir, { recursive: true, force: true });
-    }
+    const ready = join(stateDir, 'ready');
+    const readyFd = () => String(openSync(ready, 'w'));
+    const listen = await verb([stateDir, '--listen=999.0.0.1:80', `--ready-fd=${readyFd()}`]);
+    expect(listen).toEqual({ status: 2, err: [expect.stringMatching(/^announcer daemon: --listen: /)] });
+    expect(readFileSync(ready, 'utf8')).toBe(`failed: ${listen.err[0]!.slice('announcer daemon: '.length)}\n`);
+    writeFileSync(join(stateDir, 'announcer.conf'), '{"idleExitMs":"soon"}');
+    const conf = await verb([stateDir, `--ready-fd=${readyFd()}`]);
+    expect(conf.status).toBe(2);
+    expect(conf.err[0]).toMatch(new RegExp(`^announcer daemon: ${stateDir}/announcer.conf: .*idleExitMs`));
+    expect(readFileSync(ready, 'utf8')).toMatch(/^failed: .*announcer\.conf: .*idleExitMs.*\n$/);
   });
 });
 
@@ -104,10 +102,8 @@ describe('loadNodeSettings', () => {
     const read = (text: string | undefined) => (path: string, max: number) => (asked.push([path, max]), text);
     const given = loadNodeSettings('/run/a', read('{"idleExitMs":5000,"metricsFile":"/m.prom"}'));
     expect(given).toEqual({ ok: true, settings: { idleExitMs: 5000, metricsFile: '/m.prom', logLevel: 'info' } });
-    expect(loadNodeSettings('/run/a', read(undefined))).toEqual({
-      ok: true,
-      settings: { idleExitMs: 30_000, logLevel: 'info' },
-    });
+    const got = loadNodeSettings('/run/a', read(undefined));
+    expect(got).toEqual({ ok: true, settings: { idleExitMs: 30_000, logLevel: 'info' } });
     expect(asked).toEqual(Array(2).fill(['/run/a/announcer.conf', 4096]));
   });
 
@@ -115,15 +111,11 @@ describe('loadNodeSettings', () => {
     const unreadable = () => {
       throw new Error('EACCES');
     };
-    expect(loadNodeSettings('/run/a', unreadable)).toEqual({
-      ok: false,
-      problem: 'cannot read /run/a/announcer.conf: EACCES',
-    });
+    const seen = loadNodeSettings('/run/a', unreadable);
+    expect(seen).toEqual({ ok: false, problem: 'cannot read /run/a/announcer.conf: EACCES' });
     const problem = /^\/run\/a\/announcer\.conf: "probeMs" is not a node setting/;
-    expect(loadNodeSettings('/run/a', () => '{"probeMs":5}')).toEqual({
-      ok: false,
-      problem: expect.stringMatching(problem),
-    });
+    const found = loadNodeSettings('/run/a', () => '{"probeMs":5}');
+    expect(found).toEqual({ ok: false, problem: expect.stringMatching(problem) });
   });
 });
 

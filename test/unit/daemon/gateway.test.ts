@@ -71,11 +71,9 @@ describe('the gateway check in the table of work', () => {
     const name = added();
     expect(w.wakeIn()).toBe(0);
     await w.at(0);
-    expect({ asked: asked(), gateway: w.a.counters.gateway, wake: w.wakeIn() }).toMatchObject({
-      asked: 1,
-      gateway: { asks: 1, requests: 1 },
-      wake: 200, // the window's end, before round 2
-    });
+    // It wakes at the window's end, before round 2.
+    const got = { asked: asked(), gateway: w.a.counters.gateway, wake: w.wakeIn() };
+    expect(got).toMatchObject({ asked: 1, gateway: { asks: 1, requests: 1 }, wake: 200 });
     expect(w.a.jobs.eventFds()).toContain(RECEIVER);
     await w.at(100);
     expect(polls).toBe(0); // nothing to read while the receiver is quiet and the window open
@@ -116,9 +114,8 @@ describe('the gateway check in the table of work', () => {
     expect(answers).toEqual([0.007]);
     expect(w.recorded(name).gateway).toMatchObject(verdict);
     const final = 'gateway check: answered: 10.88.0.1 by 52:54:00:12:34:56 after 7 ms (eth0)';
-    expect(w.logged(final)).toMatchObject([
-      { level: 'info', fields: { gateway: expect.stringContaining('"asks":1') } },
-    ]);
+    const got = w.logged(final);
+    expect(got).toMatchObject([{ level: 'info', fields: { gateway: expect.stringContaining('"asks":1') } }]);
     await w.at(1000);
     expect(w.wakeIn()).toBe(2000); // round 3: no ask planned
     await w.at(3000);
@@ -174,9 +171,8 @@ describe('the gateway check in the table of work', () => {
     const name = added();
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
-    expect(verdictOf()?.node).toEqual([
-      { interface: 'eth0', unseen: expect.stringContaining('cannot see the segment') },
-    ]);
+    const got = verdictOf()?.node;
+    expect(got).toEqual([{ interface: 'eth0', unseen: expect.stringContaining('cannot see the segment') }]);
     expect([w.pod.opened, w.pod.open]).toEqual([1, 0]); // entered once, and left with the turn
     await w.at(5, [RECEIVER]);
     expect(w.recorded(name).gateway).toMatchObject({ result: 'answered', node: verdictOf()?.node });
@@ -249,9 +245,8 @@ describe('the gateway check in the table of work', () => {
     added();
     await w.at(0);
     expect([w.a.counters.errors, w.pod.sent]).toEqual([1, []]);
-    expect(w.logged('gateway check failed')).toMatchObject([
-      { level: 'error', fields: { error: 'no ARP receivers here' } },
-    ]);
+    const found = w.logged('gateway check failed');
+    expect(found).toMatchObject([{ level: 'error', fields: { error: 'no ARP receivers here' } }]);
     await w.at(1000);
     expect(w.pod.sent).toHaveLength(1); // round 2, on time
     expect(w.status()).toMatchObject([{ roundsSent: 2, nextRoundInMs: 2000 }]);
@@ -284,11 +279,8 @@ describe('the node window on a bridged host', () => {
     const name = added();
     w.pod.arpFrames = [gatewayReply()];
     await w.at(0);
-    expect({ windows: host.windows, visits: w.pod.opened, open: w.pod.open }).toEqual({
-      windows: 1,
-      visits: 1,
-      open: 0,
-    });
+    const got = { windows: host.windows, visits: w.pod.opened, open: w.pod.open };
+    expect(got).toEqual({ windows: 1, visits: 1, open: 0 });
     expect(w.a.jobs.eventFds()).toEqual(expect.arrayContaining([RECEIVER, WINDOW_FD]));
     await w.at(7, [RECEIVER]);
     expect(verdictOf()).toMatchObject({ result: 'answered' });
@@ -338,9 +330,8 @@ describe('the node window on a bridged host', () => {
     expect(host.calls.filter((c) => c.startsWith('get fdb'))).toHaveLength(2);
     await w.at(200);
     expect(host.calls.filter((c) => c.startsWith('dump'))).toEqual([]);
-    expect(verdictOf()?.node).toMatchObject([
-      { seen: { fdb: { kind: 'duplicate', port: 'vethpod', others: ['vethtwin'] } } },
-    ]);
+    const got = verdictOf()?.node;
+    expect(got).toMatchObject([{ seen: { fdb: { kind: 'duplicate', port: 'vethpod', others: ['vethtwin'] } } }]);
   });
 
   const heldAskTitle =
@@ -400,11 +391,8 @@ describe('the node window on a bridged host', () => {
     expect({ asks: w.a.counters.gateway.asks, windows: host.windows }).toEqual({ asks: 0, windows: 0 });
     w.pod.links = [bridgedPodLink()];
     await w.at(500);
-    expect({ sent: w.a.counters.rounds.sent, asks: w.a.counters.gateway.asks, windows: host.windows }).toEqual({
-      sent: 1,
-      asks: 1,
-      windows: 1,
-    });
+    const got = { sent: w.a.counters.rounds.sent, asks: w.a.counters.gateway.asks, windows: host.windows };
+    expect(got).toEqual({ sent: 1, asks: 1, windows: 1 });
   });
 });
 
@@ -462,13 +450,10 @@ describe('what the node window reads', () => {
     host.getsFail = 16; // EBUSY
     added();
     await w.at(0);
-    expect(w.logged('gateway check failed')).toMatchObject([
-      { level: 'error', fields: { error: expect.stringMatching(/EBUSY/) } },
-    ]);
-    expect({ errors: w.a.counters.errors, dumps: host.calls.filter((c) => c.startsWith('dump')) }).toEqual({
-      errors: 1,
-      dumps: [],
-    });
+    const found = w.logged('gateway check failed');
+    expect(found).toMatchObject([{ level: 'error', fields: { error: expect.stringMatching(/EBUSY/) } }]);
+    const got = { errors: w.a.counters.errors, dumps: host.calls.filter((c) => c.startsWith('dump')) };
+    expect(got).toEqual({ errors: 1, dumps: [] });
     expect([host.windows, host.windowsClosed]).toEqual([1, 1]);
   });
 
@@ -500,15 +485,11 @@ describe('the check when the pod cannot be asked from now', () => {
     const name = added();
     w.pod.openError = new Error('no netns');
     await w.at(0);
-    expect({ windows: host.windows, asks: w.a.counters.gateway.asks, errors: w.a.counters.errors }).toEqual({
-      windows: 0,
-      asks: 0,
-      errors: 0,
-    });
+    const got = { windows: host.windows, asks: w.a.counters.gateway.asks, errors: w.a.counters.errors };
+    expect(got).toEqual({ windows: 0, asks: 0, errors: 0 });
     expect(verdictOf()).toEqual(firstVerdict([GW])); // no node proof when the pod was not seen
-    expect(w.logged('gateway check: cannot ask now')).toMatchObject([
-      { fields: { why: 'cannot enter pod netns: no netns' } },
-    ]);
+    const shown = w.logged('gateway check: cannot ask now');
+    expect(shown).toMatchObject([{ fields: { why: 'cannot enter pod netns: no netns' } }]);
     w.pod.openError = undefined;
     w.pod.arpFrames = [gatewayReply()];
     await w.at(1000); // round 2
@@ -521,11 +502,9 @@ describe('the check when the pod cannot be asked from now', () => {
     added();
     w.pod.links = [{ ...bridgedPodLink(), up: false }];
     await w.at(0);
-    expect({ asks: w.a.counters.gateway.asks, errors: w.a.counters.errors, wake: w.wakeIn() }).toEqual({
-      asks: 0,
-      errors: 0,
-      wake: 200, // the node window's end: no ask is planned before round 2
-    });
+    // It wakes at the node window's end: no ask is planned before round 2.
+    const got = { asks: w.a.counters.gateway.asks, errors: w.a.counters.errors, wake: w.wakeIn() };
+    expect(got).toEqual({ asks: 0, errors: 0, wake: 200 });
     w.pod.links = [bridgedPodLink()];
     await w.at(1000);
     expect(w.a.counters.gateway.asks).toBe(1);
@@ -534,11 +513,8 @@ describe('the check when the pod cannot be asked from now', () => {
   it('a pod with no address to ask from sends nothing and counts no ask', async () => {
     added({ interfaces: [{ name: 'eth0', ipv4: ['10.88.0.9'], ipv6: [] }] });
     await w.at(0);
-    expect({ asks: w.a.counters.gateway.asks, errors: w.a.counters.errors, sent: w.pod.sent.length }).toEqual({
-      asks: 0,
-      errors: 0,
-      sent: 0,
-    });
+    const got = { asks: w.a.counters.gateway.asks, errors: w.a.counters.errors, sent: w.pod.sent.length };
+    expect(got).toEqual({ asks: 0, errors: 0, sent: 0 });
   });
 
   it('a work that ends with its check pending (the pod gone) settles it as no-answer, counted', async () => {
@@ -548,10 +524,8 @@ describe('the check when the pod cannot be asked from now', () => {
     w.pod.links = [];
     await w.at(1000); // round 2 finds eth0 gone: the work ends
     expect(w.a.jobs.size).toBe(0);
-    expect({ noAnswer: w.a.counters.gateway.noAnswer, result: verdictOf()?.result }).toEqual({
-      noAnswer: 1,
-      result: 'no-answer',
-    });
+    const got = { noAnswer: w.a.counters.gateway.noAnswer, result: verdictOf()?.result };
+    expect(got).toEqual({ noAnswer: 1, result: 'no-answer' });
     expect(w.recorded(name).gateway).toMatchObject({ result: 'no-answer', asks: 1 });
   });
 });
@@ -584,11 +558,8 @@ describe("ADD's open session", () => {
       expect([w.pod.opened, w.pod.open]).toEqual([1, 1]);
       await w.at(0);
       expect({ windows: host.windows, asks: w.a.counters.gateway.asks }).toEqual({ windows: 1, asks });
-      expect({ opened: w.pod.opened, open: w.pod.open, released: w.pod.released.length }).toEqual({
-        opened: 1,
-        open: 0,
-        released: 1,
-      });
+      const got = { opened: w.pod.opened, open: w.pod.open, released: w.pod.released.length };
+      expect(got).toEqual({ opened: 1, open: 0, released: 1 });
     },
   );
 

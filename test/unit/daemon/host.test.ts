@@ -110,9 +110,8 @@ describe('cniRunner', () => {
     expect(closed).toEqual([77, 77, 77]);
     expect(a.settings.idleExitMs).toBe(30_000);
     const warned = logRecords(lines.join('\n')).filter((r) => r.level === 'warn');
-    expect(warned.map((r) => [r.msg, r.fields.network])).toEqual([
-      ["node options in this network's conflist are ignored: the node settings apply", 'net'],
-    ]);
+    const got = warned.map((r) => [r.msg, r.fields.network]);
+    expect(got).toEqual([["node options in this network's conflist are ignored: the node settings apply", 'net']]);
     const { options: said, inForce, setInstead } = warned[0]!.fields;
     expect(JSON.parse(said as string)).toEqual(options);
     expect(JSON.parse(inForce as string)).toEqual({ idleExitMs: 30_000, metricsFile: null });
@@ -347,11 +346,8 @@ describe('BackgroundCloser', () => {
     const ebadf = new Error('EBADF');
     c.failNow = ebadf;
     expect(() => limited.close(11)).not.toThrow();
-    expect(c.failures.map(([fd, e]) => `${fd} ${(e as Error).message}`)).toEqual([
-      '10 too many async calls',
-      '11 too many async calls',
-      '11 EBADF',
-    ]);
+    const got = c.failures.map(([fd, e]) => `${fd} ${(e as Error).message}`);
+    expect(got).toEqual(['10 too many async calls', '11 too many async calls', '11 EBADF']);
     // The refused calls did not stay counted as in flight.
     c.refuse = c.failNow = undefined;
     for (const fd of range(100, LIMIT)) limited.close(fd);

@@ -60,10 +60,8 @@ describe('route', () => {
 
   it('/metrics: the registry text with its content type (while handing over too); /healthz: ok while healthy, else 503', async () => {
     const metrics = { status: 200, contentType: METRICS.contentType, body: 'cni_announcer_errors_total 3\n' };
-    expect([await route('GET', '/metrics', state(true)), await route('GET', '/metrics', state(false))]).toEqual([
-      metrics,
-      metrics,
-    ]);
+    const got = [await route('GET', '/metrics', state(true)), await route('GET', '/metrics', state(false))];
+    expect(got).toEqual([metrics, metrics]);
     expect(await route('GET', '/healthz', state(true))).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await route('GET', '/healthz', state(false))).toMatchObject({ status: 503 });
   });
@@ -126,11 +124,8 @@ describe('HttpEndpoint', () => {
     const health = client('GET /healthz HTTP/1.0\r\n\r\n');
     await turn();
     expect([metrics.read(), health.read()]).toEqual([true, true]);
-    expect([metrics.status, metrics.header('Content-Type'), metrics.body]).toEqual([
-      200,
-      METRICS.contentType,
-      'cni_announcer_errors_total 3\n',
-    ]);
+    const got = [metrics.status, metrics.header('Content-Type'), metrics.body];
+    expect(got).toEqual([200, METRICS.contentType, 'cni_announcer_errors_total 3\n']);
     expect([health.status, health.body]).toEqual([200, 'ok\n']);
     healthy = false;
     const later = client('/healthz');
@@ -158,10 +153,8 @@ describe('HttpEndpoint', () => {
     const all = [pieces, bad, fits, over, endless];
     await turn();
     for (const c of all) c.read();
-    expect([all.map((c) => [c.status, c.ended]), unended.read()]).toEqual([
-      [200, 400, 404, 431, 431].map((s) => [s, true]),
-      false,
-    ]);
+    const seen = [all.map((c) => [c.status, c.ended]), unended.read()];
+    expect(seen).toEqual([[200, 400, 404, 431, 431].map((s) => [s, true]), false]);
   });
 
   it('drops a client that has not sent its whole request within REQUEST_MS (slowloris), and one that left', async () => {

@@ -148,11 +148,8 @@ describe('MetricsFile', () => {
     s.counters.rounds.sent = 1;
     await s.file.flush(false);
     await everySecond(s, 600);
-    expect({ attempts: s.attempts.length, errors: s.counters.errors, lines: s.lines.length }).toEqual({
-      attempts: 1,
-      errors: 1,
-      lines: 1,
-    });
+    const got = { attempts: s.attempts.length, errors: s.counters.errors, lines: s.lines.length };
+    expect(got).toEqual({ attempts: 1, errors: 1, lines: 1 });
     expect(s.lines[0]).toMatchObject({ msg: 'cannot write the metrics file', file: '/m.prom' });
   });
 

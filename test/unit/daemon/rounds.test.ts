@@ -23,12 +23,7 @@ describe('nextRound', () => {
   const SCHEDULE = [0, 1000, 2000, 4000];
   it.each([
     ['starts at round 2 (index 1): ADD sent round 1', 0, 10_000, { index: 1, dueAt: 11_000, skipped: 0 }],
-    [
-      'sends a round late by no more than the grace',
-      1,
-      11_000 + LATE_GRACE_MS,
-      { index: 1, dueAt: 11_000, skipped: 0 },
-    ],
+    ['sends a round late by at most the grace', 1, 11_000 + LATE_GRACE_MS, { index: 1, dueAt: 11_000, skipped: 0 }],
     ['skips rounds whose time has passed, never late in a burst', 1, 13_500, { index: 3, dueAt: 14_000, skipped: 2 }],
     ['says the burst is over when no round is left', 4, 10_000, { index: 4, dueAt: undefined, skipped: 0 }],
     ['says the burst is over when every round left passed', 1, 60_000, { index: 4, dueAt: undefined, skipped: 3 }],
@@ -72,11 +67,8 @@ describe('a later round', () => {
     await w.at(1000);
     expect([w.a.jobs.size, why()]).toEqual([1, []]); // held back: no stat of the netns path
     await w.at(1200);
-    expect({ why: why(), opened: w.pod.opened, sent: w.pod.sent.length }).toEqual({
-      why: ['pod gone or work ended'],
-      opened: 0,
-      sent: 0,
-    });
+    const got = { why: why(), opened: w.pod.opened, sent: w.pod.sent.length };
+    expect(got).toEqual({ why: ['pod gone or work ended'], opened: 0, sent: 0 });
   });
 
   const heldTitle =
@@ -88,12 +80,8 @@ describe('a later round', () => {
     await w.at(1000);
     expect(w.wakeIn()).toBe(200);
     await w.at(1200);
-    expect({ opened: w.pod.opened, closed: w.closed, sent: w.pod.sent.length, next: next() }).toEqual({
-      opened: 0,
-      closed: [],
-      sent: 0,
-      next: 150,
-    });
+    const got = { opened: w.pod.opened, closed: w.closed, sent: w.pod.sent.length, next: next() };
+    expect(got).toEqual({ opened: 0, closed: [], sent: 0, next: 150 });
     expect(w.a.counters.rateLimited).toEqual({ delayed: 1, dropped: 0 });
     await w.at(1350);
     expect([w.pod.sent.length, next()]).toEqual([1, 1650]);
@@ -127,13 +115,8 @@ describe('a later round', () => {
     w.add(w.sentAgo(0));
     w.pod.links = [link({ up: false })];
     await w.at(1000);
-    expect({ sent: w.pod.sent.length, skipped: w.a.counters.rounds.skippedNotReady, status: w.status() }).toMatchObject(
-      {
-        sent: 0,
-        skipped: 1,
-        status: [{ roundsSent: 1, nextRoundInMs: 2000 }],
-      },
-    );
+    const got = { sent: w.pod.sent.length, skipped: w.a.counters.rounds.skippedNotReady, status: w.status() };
+    expect(got).toMatchObject({ sent: 0, skipped: 1, status: [{ roundsSent: 1, nextRoundInMs: 2000 }] });
     expect({ open: w.pod.open, closed: w.closed.length }).toEqual({ open: 0, closed: 1 });
     expect(w.logged('pod not ready for this round: skipping it')).toMatchObject([{ fields: { round: 2 } }]);
   });
@@ -174,12 +157,8 @@ describe('a later round', () => {
     };
     w.add(w.sentAgo(0));
     await w.at(1000);
-    expect({ errors: w.a.counters.errors, next: next(), open: w.pod.open, closed: w.closed.length }).toEqual({
-      errors: 1,
-      next: 2000,
-      open: 0,
-      closed: 1,
-    });
+    const got = { errors: w.a.counters.errors, next: next(), open: w.pod.open, closed: w.closed.length };
+    expect(got).toEqual({ errors: 1, next: 2000, open: 0, closed: 1 });
     expect(w.logged('round failed')).toMatchObject([{ level: 'error', fields: { round: 2, error: 'boom' } }]);
   });
 });
@@ -203,12 +182,9 @@ describe('a deferred round 1', () => {
       rounds: { sent: 1 },
       frames: { garpRequest: 1 },
     });
-    expect({ sent: w.pod.sent.length, probes: w.pod.probes, open: w.pod.open, closed: w.closed }).toEqual({
-      sent: 1,
-      probes: 0, // no conflictCheck: no probe
-      open: 0,
-      closed: w.pod.released,
-    });
+    // No conflictCheck: no probe.
+    const got = { sent: w.pod.sent.length, probes: w.pod.probes, open: w.pod.open, closed: w.closed };
+    expect(got).toEqual({ sent: 1, probes: 0, open: 0, closed: w.pod.released });
     expect(w.logged('announced')).toMatchObject([{ fields: { round: 1, of: 3, frames: 1, deferred: true } }]);
   });
 
@@ -226,23 +202,15 @@ describe('a deferred round 1', () => {
     w.pod.links = [link({ running: false })];
     await w.at(0);
     await w.at(500);
-    expect({
-      opened: w.pod.opened,
-      open: w.pod.open,
-      closed: w.closed,
-      wake: w.wakeIn(),
-      fds: w.a.jobs.eventFds(),
-    }).toEqual({ opened: 1, open: 1, closed: [], wake: 500, fds: [50, 51] });
+    const { opened, open } = w.pod;
+    const waitingOn = { opened, open, closed: w.closed, wake: w.wakeIn(), fds: w.a.jobs.eventFds() };
+    expect(waitingOn).toEqual({ opened: 1, open: 1, closed: [], wake: 500, fds: [50, 51] });
     w.pod.links = [link()];
     await w.at(600); // not due, nothing stirred
     expect(w.pod.sent).toHaveLength(0);
     await w.at(800, [51]);
-    expect({ opened: w.pod.opened, open: w.pod.open, sent: w.pod.sent.length, fds: w.a.jobs.eventFds() }).toEqual({
-      opened: 1,
-      open: 0,
-      sent: 1,
-      fds: [],
-    });
+    const got = { opened: w.pod.opened, open: w.pod.open, sent: w.pod.sent.length, fds: w.a.jobs.eventFds() };
+    expect(got).toEqual({ opened: 1, open: 0, sent: 1, fds: [] });
     expect(w.pod.drained).toBeGreaterThan(0);
     await w.at(1800);
     expect(w.pod.sent).toHaveLength(2);
@@ -284,11 +252,8 @@ describe('a deferred round 1', () => {
     expect(w.wakeIn()).toBe(200);
     await w.at(200);
     expect(w.wakeIn()).toBe(500); // never longer than CHECK_MS
-    expect({ opened: w.pod.opened, closed: w.closed, rateLimited: w.a.counters.rateLimited }).toEqual({
-      opened: 1,
-      closed: [],
-      rateLimited: { delayed: 1, dropped: 0 },
-    });
+    const got = { opened: w.pod.opened, closed: w.closed, rateLimited: w.a.counters.rateLimited };
+    expect(got).toEqual({ opened: 1, closed: [], rateLimited: { delayed: 1, dropped: 0 } });
     await w.at(DEADLINE);
     expect(w.a.budget.calls.map((c) => c.onCredit)).toEqual([false, false, true]);
     expect([w.pod.sent.length, w.status()[0]?.deferred]).toEqual([1, false]);
@@ -301,11 +266,8 @@ describe('a deferred round 1', () => {
     waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } });
     w.a.budget.answers.push(100, 100);
     for (const t of [0, 100, 200]) await w.at(t);
-    expect({ probes: w.pod.probes, errors: w.a.counters.errors, sent: w.pod.sent.length }).toEqual({
-      probes: 1,
-      errors: 1,
-      sent: 1,
-    });
+    const got = { probes: w.pod.probes, errors: w.a.counters.errors, sent: w.pod.sent.length };
+    expect(got).toEqual({ probes: 1, errors: 1, sent: 1 });
     const failed = w.logged('conflict probe failed: announcing without it');
     expect(failed).toMatchObject([{ level: 'error', fields: { error: 'no ARP receivers here' } }]);
   });
@@ -323,20 +285,16 @@ describe('a deferred round 1', () => {
     expect({ sent: announced(), conflicts: w.a.counters.conflicts }).toEqual({ sent: 0, conflicts: 1 });
     // Held back, round 1 comes again: no second probe, still without the address.
     await w.at(50);
-    expect({ probes: w.pod.probes, sent: announced(), conflicts: w.a.counters.conflicts }).toEqual({
-      probes: 1,
-      sent: 0,
-      conflicts: 1,
-    });
+    const got = { probes: w.pod.probes, sent: announced(), conflicts: w.a.counters.conflicts };
+    expect(got).toEqual({ probes: 1, sent: 0, conflicts: 1 });
     expect(w.a.jobs.progress().get('c1@eth0.json')?.job.interfaces).toEqual([{ name: 'eth0', ipv4: [], ipv6: [] }]);
     expect(w.closed).toContain(60);
     const conflict = w.a.records().filter((r) => r.msg.startsWith('address conflict: not announcing 10.88.0.5 is'));
     expect(conflict).toMatchObject([
       { level: 'warn', fields: { address: '10.88.0.5', mac: '02:aa:bb:cc:dd:ee', interface: 'eth0' } },
     ]);
-    expect(w.logged('conflictCheck is fail, but ADD has returned: leaving the addresses out instead')).toHaveLength(
-      action === 'fail' ? 1 : 0,
-    );
+    const leftOut = w.logged('conflictCheck is fail, but ADD has returned: leaving the addresses out instead');
+    expect(leftOut).toHaveLength(action === 'fail' ? 1 : 0);
   });
 
   const stepsTitle =
@@ -350,25 +308,15 @@ describe('a deferred round 1', () => {
     await w.at(0);
     // The first probe is out, round 1 is not; the wait comes back at the second probe, its receiver polled with the
     // pod's event sockets.
-    expect({ probes: w.pod.sent.length, sent: announced(), wake: w.wakeIn(), fds: w.a.jobs.eventFds() }).toEqual({
-      probes: 1,
-      sent: 0,
-      wake: 50,
-      fds: [50, 51, 60],
-    });
+    const got = { probes: w.pod.sent.length, sent: announced(), wake: w.wakeIn(), fds: w.a.jobs.eventFds() };
+    expect(got).toEqual({ probes: 1, sent: 0, wake: 50, fds: [50, 51, 60] });
     await w.at(50);
-    expect({ probes: w.pod.sent.length, wake: w.wakeIn(), closed: w.closed }).toEqual({
-      probes: 2,
-      wake: 50,
-      closed: [],
-    });
+    const later = { probes: w.pod.sent.length, wake: w.wakeIn(), closed: w.closed };
+    expect(later).toEqual({ probes: 2, wake: 50, closed: [] });
     await w.at(100);
-    expect({
-      receivers: w.pod.probes,
-      sent: announced(),
-      conflicts: w.a.counters.conflicts,
-      errors: w.a.counters.errors,
-    }).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
+    const { conflicts, errors } = w.a.counters;
+    const last = { receivers: w.pod.probes, sent: announced(), conflicts, errors };
+    expect(last).toEqual({ receivers: 1, sent: 1, conflicts: 0, errors: 0 });
     expect(timeouts.every((ms) => ms === 0)).toBe(true);
     expect(w.closed).toContain(60);
   });
@@ -379,10 +327,7 @@ describe('a deferred round 1', () => {
     const name = w.add(w.waiting({ conflictCheck: { action: 'warn', probeMs: 100, probes: 1 } }));
     await w.at(0);
     w.a.jobs.cancel(name);
-    expect({ closed: w.closed.sort(), fds: w.a.jobs.eventFds(), open: w.pod.open }).toEqual({
-      closed: [60, ...w.pod.released.filter((fd) => fd !== 60)].sort(),
-      fds: [],
-      open: 0,
-    });
+    const got = { closed: w.closed.sort(), fds: w.a.jobs.eventFds(), open: w.pod.open };
+    expect(got).toEqual({ closed: [60, ...w.pod.released.filter((fd) => fd !== 60)].sort(), fds: [], open: 0 });
   });
 });

@@ -134,9 +134,8 @@ describe('Server: connections and request lines', () => {
     expect(client(padded(MAX_REQUEST_LINE)).read().lines()).toEqual([OK]);
     const long = client(padded(MAX_REQUEST_LINE + 1)).read();
     expect([long.lines(), long.ended, handled.length]).toEqual([[], true, 1]);
-    expect(logged('dropped a request line over the limit').map((r) => [r.level, r.fields.limit])).toEqual([
-      ['warn', MAX_REQUEST_LINE],
-    ]);
+    const got = logged('dropped a request line over the limit').map((r) => [r.level, r.fields.limit]);
+    expect(got).toEqual([['warn', MAX_REQUEST_LINE]]);
     // No newline at all: dropped once past the limit, not held on to.
     const endless = client(Buffer.alloc(MAX_REQUEST_LINE + 1, 0x20)).read();
     expect({ ended: endless.ended, busy: server.busy }).toEqual({ ended: true, busy: false });
@@ -182,9 +181,8 @@ describe('Server: connections and request lines', () => {
       throw new SysError('accept4', 24);
     };
     const later = client(status());
-    expect(failures.map(([what, err]) => [what, (err as SysError).code])).toEqual([
-      ['cannot accept a control connection: not accepting for 100 ms', 'EMFILE'],
-    ]);
+    const got = failures.map(([what, err]) => [what, (err as SysError).code]);
+    expect(got).toEqual([['cannot accept a control connection: not accepting for 100 ms', 'EMFILE']]);
     expect(server.fds()).toEqual([waiting.fd + 1]); // the client's server end; not the listener
     expect(server.wakeAt()).toBe(timers.bootMs() + ACCEPT_PAUSE_MS);
     waiting.send(status());
@@ -218,9 +216,8 @@ describe('Server: connections and request lines', () => {
     };
     const c = client(status()).read();
     expect({ ended: c.ended, lines: c.lines() }).toEqual({ ended: true, lines: [] });
-    expect(failures.map(([what, err]) => [what, (err as Error).message])).toEqual([
-      ['control connection failed', 'handler broke'],
-    ]);
+    const seen = failures.map(([what, err]) => [what, (err as Error).message]);
+    expect(seen).toEqual([['control connection failed', 'handler broke']]);
     answer = () => ({ ok: true });
     expect(client(status()).read().lines()).toEqual([OK]);
   });
@@ -335,9 +332,8 @@ describe('Server: CNI commands', () => {
     runs[0]!.fail(new Error('runner broke'));
     await settle();
     expect([c.read().lines(), c.ended, server.busy, served]).toEqual([[], true, false, []]);
-    expect(failures.map(([what, err]) => [what, (err as Error).message])).toEqual([
-      ['CNI command failed outside dispatch', 'runner broke'],
-    ]);
+    const got = failures.map(([what, err]) => [what, (err as Error).message]);
+    expect(got).toEqual([['CNI command failed outside dispatch', 'runner broke']]);
   });
 
   it('runs commands side by side: each ends on its own', async () => {

@@ -26,10 +26,7 @@ const record = (extra: Partial<AttachmentRecord>): AttachmentRecord => ({
 describe('render', () => {
   it('shows the gateway check and what the node saw under its attachment', () => {
     const node = [
-      {
-        interface: 'eth0',
-        seen: { fdb: { kind: 'converged' as const, port: 'veth1' }, neighbours: [] },
-      },
+      { interface: 'eth0', seen: { fdb: { kind: 'converged' as const, port: 'veth1' }, neighbours: [] } },
       { interface: 'net1', unseen: 'a macvlan interface: the node cannot see the segment' },
     ];
     const verdict = { ...ANSWERED, node };
@@ -53,19 +50,16 @@ describe('render', () => {
     const report: StatusReport = { source: 'daemon', stateDir: '/s', pid: 7, attachments: [], counters: newCounters() };
     const lines = render(report);
     expect(lines.slice(0, 2)).toEqual(['background announcer: running, pid 7, stateDir /s', 'no active attachments']);
-    expect(lines.slice(-2)).toEqual([
-      'gateway checks: answered=0 no-answer=0 no-gateway=0 off=0 requests=0',
-      'errors: 0',
-    ]);
+    const got = lines.slice(-2);
+    expect(got).toEqual(['gateway checks: answered=0 no-answer=0 no-gateway=0 off=0 requests=0', 'errors: 0']);
   });
 });
 
 describe('fromRecords', () => {
   it('lists a record with a gateway verdict and no job', () => {
     const read = { kind: 'ok' as const, record: record({ gateway: ANSWERED }) };
-    expect(fromRecords([{ read }], 0)).toEqual([
-      { ...IDS, roundsSent: 1, roundsPlanned: 1, deferred: false, gateway: ANSWERED },
-    ]);
+    const found = fromRecords([{ read }], 0);
+    expect(found).toEqual([{ ...IDS, roundsSent: 1, roundsPlanned: 1, deferred: false, gateway: ANSWERED }]);
     expect(fromRecords([{ read: { kind: 'ok', record: record({}) } }], 0)).toEqual([]);
   });
 });

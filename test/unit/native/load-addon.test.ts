@@ -16,6 +16,9 @@ const KOFFI_VERSION = (
   JSON.parse(readFileSync(join(dirname(require.resolve('koffi')), 'package.json'), 'utf8')) as { version: string }
 ).version;
 
+/** What the tests read of koffi's API. */
+type KoffiApi = { version: string; load: unknown; sizeof: unknown };
+
 /** The real loader, recording each fd it opened and what the directory held while the addon was being loaded. */
 function recordingLoader() {
   const fds: number[] = [];
@@ -63,10 +66,7 @@ describe('loadKoffiAddon: the anonymous file', () => {
 
   it('loads a real addon from an anonymous file, leaves nothing in the directory and closes its fd', () => {
     const { deps, fds, seen } = recordingLoader();
-    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, [dir], deps) as unknown as {
-      version: string;
-      load: unknown;
-    };
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION, [dir], deps) as unknown as KoffiApi;
     expect(koffi.version).toBe(KOFFI_VERSION);
     expect(typeof koffi.load).toBe('function');
     // While it was dlopen()ed, the file had no name: /proc shows an unlinked inode, the directory is empty.
@@ -137,11 +137,7 @@ describe('addonDirs', () => {
 
 describe('loadKoffiAddon, by default', () => {
   it("reads the embedded file whole, loads it from an anonymous file and hands out koffi's API", () => {
-    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as {
-      version: string;
-      load: unknown;
-      sizeof: unknown;
-    };
+    const koffi = loadKoffiAddon(KOFFI_NODE, KOFFI_VERSION) as unknown as KoffiApi;
     expect(koffi.version).toBe(KOFFI_VERSION);
     expect(typeof koffi.load).toBe('function');
     expect(typeof koffi.sizeof).toBe('function');
@@ -158,8 +154,7 @@ describe('loadKoffiAddon, faked', () => {
 
   it('refuses an addon of another version, with the words of koffi’s own entry', () => {
     const { deps } = fakeSteps('3.3.3');
-    expect(() => loadKoffiAddon(KOFFI_NODE, '3.3.4', ['/x'], deps)).toThrow(
-      new Error('Mismatched native Koffi modules'),
-    );
+    const expected = new Error('Mismatched native Koffi modules');
+    expect(() => loadKoffiAddon(KOFFI_NODE, '3.3.4', ['/x'], deps)).toThrow(expected);
   });
 });

@@ -1,7 +1,6 @@
 // Who holds the announcer's lock (against a lock this test takes itself), and the named recovery of a hung announcer
 // a call started (replace-hung.ts): the decision is pure, and the kill happens only when the proof holds twice.
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -13,6 +12,7 @@ import {
 } from '../../../src/shim/replace-hung';
 import { DAEMON_LOCK } from '../../../src/state-files';
 import { loadLibc } from '../../../src/sys/libc';
+import { useTempDir } from '../../support/temp-dir';
 
 const OWN = { dev: 2049, ino: 777 };
 const NOW = 1_000_000_000;
@@ -85,8 +85,10 @@ describe('replaceHung', () => {
 });
 
 describe('announcerPid', () => {
+  let stateDir: string;
+  useTempDir('lock-holder-', (d) => (stateDir = d));
+
   it("is the pid holding stateDir's announcer lock, undefined while none does", async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'lock-holder-'));
     const fd = openSync(join(stateDir, DAEMON_LOCK), 'w');
     try {
       expect(await announcerPid(stateDir)).toBeUndefined();
@@ -94,7 +96,6 @@ describe('announcerPid', () => {
       expect(await announcerPid(stateDir)).toBe(process.pid);
     } finally {
       closeSync(fd);
-      rmSync(stateDir, { recursive: true, force: true });
     }
   });
 });

@@ -40,8 +40,8 @@ import {
 import { OPTIONS } from '../../../src/cni/option-schema';
 import type { Started } from '../../../src/shim/start';
 import { fakeAnnouncer, type FakeAnnouncer, fakeClock, fireOnly, type Taken, until } from './fakes';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { useTempDir } from '../../support/temp-dir';
+import { closeSync, mkdirSync, openSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StreamError } from '../../../src/sys/sys-error';
 import type { ConnectUnix } from '../../../src/sys/unix-stream';
@@ -147,10 +147,8 @@ describe('runShim', { timeout: 5000 }, () => {
   ])('an announcer that %s: code 11 naming why, at once, with no second try', async (_what, start, why) => {
     const h = harness([{ unreachable: 'ENOENT' }], start as () => Promise<Started>);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join(''))).toMatchObject({
-      code: 11,
-      msg: expect.stringContaining(`it could not be started: ${why}`),
-    });
+    const got = JSON.parse(h.printed.join(''));
+    expect(got).toMatchObject({ code: 11, msg: expect.stringContaining(`it could not be started: ${why}`) });
     expect(h.sent).toHaveLength(1);
     expect(h.clock.timers).toEqual([]);
   });
@@ -325,10 +323,8 @@ describe('runShim', { timeout: 5000 }, () => {
     expect(del.errors.join('')).toContain('DEL did nothing: unsafe stateDir');
     const long = harness([{ unreachable: 'ENAMETOOLONG' }]);
     expect(await long.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(long.printed.join(''))).toMatchObject({
-      code: 105,
-      msg: 'cannot use stateDir /state: ENAMETOOLONG',
-    });
+    const got = JSON.parse(long.printed.join(''));
+    expect(got).toMatchObject({ code: 105, msg: 'cannot use stateDir /state: ENAMETOOLONG' });
     expect(long.starts).toEqual([]);
   });
 
@@ -338,10 +334,8 @@ describe('runShim', { timeout: 5000 }, () => {
     const big = new Uint8Array(MAX_FORWARDED_STDIN + 10).fill(0x20);
     const h = harness([END], undefined, big);
     expect(await h.result()).toEqual({ exit: 1 });
-    expect(JSON.parse(h.printed.join(''))).toMatchObject({
-      code: 5,
-      msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`),
-    });
+    const seen = JSON.parse(h.printed.join(''));
+    expect(seen).toMatchObject({ code: 5, msg: expect.stringContaining(`${MAX_FORWARDED_STDIN} bytes`) });
     const del = harness([END], undefined, big, 'DEL');
     expect(await del.result()).toEqual({ exit: 0 });
     expect(del.errors.join('')).toContain('DEL not run');
@@ -382,26 +376,19 @@ describe('nextStep', () => {
   const stepsTitle =
     'starts for no listener or a hand-over, sends again after a reset or a full backlog, else takes the outcome';
   it(stepsTitle, () => {
-    const steps = (outcomes: object[]) => outcomes.map((o) => nextStep(o as Outcome));
-    expect(steps([{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { refused: 'handover' }])).toEqual([
-      'start',
-      'start',
-      'start',
-    ]);
-    expect(steps([{ reset: true }, { unreachable: 'EAGAIN' }])).toEqual(['again', 'again']);
-    expect(
-      steps([{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { closed: true }, { control: 1 }, END]),
-    ).toEqual(['take', 'take', 'take', 'take', 'take', 'take']);
+    const start = [{ unreachable: 'ENOENT' }, { unreachable: 'ECONNREFUSED' }, { refused: 'handover' }];
+    const again = [{ reset: true }, { unreachable: 'EAGAIN' }];
+    const take: object[] = [{ unreachable: 'EACCES' }, { refused: 'version' }, { hung: true }, { closed: true }, END];
+    take.push({ control: 1 });
+    for (const [step, outcomes] of Object.entries({ start, again, take }))
+      for (const o of outcomes) expect([step, nextStep(o as Outcome)]).toEqual([step, step]);
   });
 });
 
 describe('waitMsOf', () => {
   it("uses addWaitMs's, probeMs's and gatewayCheckMs's defaults and largest values as the options declare them", () => {
-    expect([OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback]).toEqual([
-      DEFAULT_ADD_WAIT_MS,
-      DEFAULT_PROBE_MS,
-      DEFAULT_GATEWAY_CHECK_MS,
-    ]);
+    const got = [OPTIONS.addWaitMs.fallback, OPTIONS.probeMs.fallback, OPTIONS.gatewayCheckMs.fallback];
+    expect(got).toEqual([DEFAULT_ADD_WAIT_MS, DEFAULT_PROBE_MS, DEFAULT_GATEWAY_CHECK_MS]);
     for (const [option, max] of [
       [OPTIONS.probeMs, MAX_PROBE_MS],
       [OPTIONS.gatewayCheckMs, MAX_GATEWAY_CHECK_MS],
@@ -409,9 +396,8 @@ describe('waitMsOf', () => {
       expect(option.schema.safeParse(max).success).toBe(true);
       expect(option.schema.safeParse(max + 1).success).toBe(false);
     }
-    expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(
-      DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS,
-    );
+    const expected = DEFAULT_ADD_WAIT_MS + MAX_PROBE_MS + MARGIN_MS;
+    expect(waitMsOf('ADD', { conflictCheck: 'fail', podOverrides: ['probeMs'] })).toBe(expected);
   });
 
   it.each([
@@ -443,9 +429,8 @@ describe('waitMsOf', () => {
   });
 
   it('adds the conflict probe and the gateway check together', () => {
-    expect(waitMsOf('ADD', { conflictCheck: 'warn', probeMs: 200, gatewayCheck: 'require', gatewayCheckMs: 700 })).toBe(
-      DEFAULT_ADD_WAIT_MS + 200 + 700 + MARGIN_MS,
-    );
+    const config = { conflictCheck: 'warn', probeMs: 200, gatewayCheck: 'require', gatewayCheckMs: 700 };
+    expect(waitMsOf('ADD', config)).toBe(DEFAULT_ADD_WAIT_MS + 200 + 700 + MARGIN_MS);
   });
 });
 
@@ -472,13 +457,15 @@ async function run(
 
 // A mutant that never settles fails at the timeout, not after vitest's minute.
 describe('exchange', { timeout: 5000 }, () => {
+  let dir: string;
+  useTempDir('shim-', (d) => (dir = d));
+
   it('sends one request line: version, build, deadline = now + the wait, and the body', async () => {
     const clock = fakeClock(5000);
     const { outcome, fake } = await run((t) => t.socket.write(encodeLine({ exit: 0, stdout: 'ok' })), clock);
     await outcome;
-    expect(fake.taken.map((t) => t.request)).toEqual([
-      { v: WIRE_VERSION, build: 'build-1', deadline: 5000 + WAIT, ...BODY },
-    ]);
+    const got = fake.taken.map((t) => t.request);
+    expect(got).toEqual([{ v: WIRE_VERSION, build: 'build-1', deadline: 5000 + WAIT, ...BODY }]);
   });
 
   it.each([
@@ -529,9 +516,8 @@ describe('exchange', { timeout: 5000 }, () => {
         close: () => undefined,
       });
       const clock = fakeClock();
-      expect(await exchange(connect, clock, '/x', BODY, 'b', WAIT)).toEqual(
-        code === 'EIO' ? { closed: true } : { reset: true },
-      );
+      const got = await exchange(connect, clock, '/x', BODY, 'b', WAIT);
+      expect(got).toEqual(code === 'EIO' ? { closed: true } : { reset: true });
       expect(clock.timers).toEqual([]);
     }
   });
@@ -539,7 +525,6 @@ describe('exchange', { timeout: 5000 }, () => {
   const backlogResetTitle =
     'is reset by a real announcer that closes its listening socket with the request unread in its backlog';
   it(backlogResetTitle, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
     const path = join(dir, 'announcer.sock');
     // A listener that never accepts (node:net accepts at once): a Python one in a child process.
     const child = spawn('python3', [
@@ -556,28 +541,20 @@ describe('exchange', { timeout: 5000 }, () => {
       expect(await outcome).toEqual({ reset: true });
     } finally {
       child.kill('SIGKILL'); // the child this test started
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 
   it('is unreachable, with the errno name, when connect fails', async () => {
     const clock = fakeClock();
-    expect(await exchange(connectUnix, clock, '/nonexistent/announcer.sock', BODY, 'b', WAIT)).toEqual({
-      unreachable: 'ENOENT',
-    });
+    const got = await exchange(connectUnix, clock, '/nonexistent/announcer.sock', BODY, 'b', WAIT);
+    expect(got).toEqual({ unreachable: 'ENOENT' });
     expect(clock.timers).toEqual([]);
   });
 
   it('is unreachable with ECONNREFUSED when nothing listens on the path', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-'));
-    try {
-      writeFileSync(join(dir, 'announcer.sock'), '');
-      expect(await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT)).toEqual({
-        unreachable: 'ECONNREFUSED',
-      });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    writeFileSync(join(dir, 'announcer.sock'), '');
+    const seen = await exchange(connectUnix, fakeClock(), join(dir, 'announcer.sock'), BODY, 'b', WAIT);
+    expect(seen).toEqual({ unreachable: 'ECONNREFUSED' });
   });
 });
 
@@ -616,6 +593,8 @@ describe('askAnnouncer', { timeout: 5000 }, () => {
 });
 
 describe('realShimDeps', { timeout: 5000 }, () => {
+  let dir: string;
+  useTempDir('shim-long-', (d) => (dir = d));
   const fdTarget = (path: string): string | undefined => {
     try {
       return readlinkSync(path);
@@ -628,7 +607,6 @@ describe('realShimDeps', { timeout: 5000 }, () => {
     'exchanges with the announcer of a stateDir too long for sockaddr_un through an fd of it, closed once answered; ' +
     'a failed open is unreachable';
   it(longTitle, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-long-'));
     const stateDir = join(dir, 'd'.repeat(60), 'e'.repeat(60));
     mkdirSync(stateDir, { recursive: true });
     // The fake listens through an fd of its own: Node refuses the long path too.
@@ -646,18 +624,13 @@ describe('realShimDeps', { timeout: 5000 }, () => {
     } finally {
       closeSync(fd);
     }
-    try {
-      const deps = await realShimDeps();
-      expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
-      expect(held).toHaveLength(1);
-      expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
-      expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
-      expect(await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000)).toEqual({
-        unreachable: 'ENOENT',
-      });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const deps = await realShimDeps();
+    expect(await deps.exchange(stateDir, { control: { op: 'status' } }, 1000)).toEqual({ exit: 0, stdout: 'far' });
+    expect(held).toHaveLength(1);
+    expect(fdTarget(`/proc/self/fd/${held[0]}`)).not.toBe(stateDir);
+    expect(readdirSync(stateDir)).toEqual(['announcer.sock']);
+    const got = await deps.exchange(`${stateDir}-missing`, { control: { op: 'status' } }, 1000);
+    expect(got).toEqual({ unreachable: 'ENOENT' });
   });
 });
 

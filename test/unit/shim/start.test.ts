@@ -1,22 +1,19 @@
 // Starting the announcer from shims: one start marker (O_EXCL) per start, a stale one taken over,
 // the command and environment it spawns with; and a shim that finds no announcer, starts one
 // (here a fake that listens) and gets its answer.
-import { existsSync, lstatSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, lstatSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { exchange, runShim } from '../../../src/shim/shim';
 import { startAnnouncer, takeStartMarker, type StartDeps } from '../../../src/shim/start';
 import { START_MARKER } from '../../../src/state-files';
 import { encodeLine, START_MS } from '../../../src/protocol';
 import { connectUnix } from '../../../src/sys/unix-stream';
 import { fakeAnnouncer, fakeClock, type FakeAnnouncer } from './fakes';
+import { useTempDir } from '../../support/temp-dir';
 
 let dir: string;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'shim-start-'));
-});
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+useTempDir('shim-start-', (d) => (dir = d));
 
 // Wall time now: markers made by the test are fresh.
 const NOW = Math.floor(Date.now() / 1000) * 1000;
@@ -42,13 +39,8 @@ describe('startAnnouncer', () => {
   it('spawns `self daemon <stateDir> --ready-fd=3` with its env, once, however many shims ask together', async () => {
     const spawned: Spawned = [];
     const results = await Promise.all(Array.from({ length: 5 }, () => startAnnouncer(deps(spawned), dir)));
-    expect(results.map((r) => (typeof r === 'string' ? r : 'spawned'))).toEqual([
-      'spawned',
-      'starting',
-      'starting',
-      'starting',
-      'starting',
-    ]);
+    const got = results.map((r) => (typeof r === 'string' ? r : 'spawned'));
+    expect(got).toEqual(['spawned', 'starting', 'starting', 'starting', 'starting']);
     const command = ['/opt/cni/bin/announcer', 'daemon', dir, '--ready-fd=3'];
     expect(spawned).toEqual([{ command, env: { PATH: '/bin' } }]);
     expect(statSync(join(dir, START_MARKER)).mode & 0o777).toBe(0o600);

@@ -10,10 +10,8 @@ const PREV = { cniVersion: '1.0.0', interfaces: [{ name: 'eth0' }], ips: [] };
 
 describe('unavailableReply', () => {
   it('fails ADD and CHECK with code 11 and STATUS with 50; without cniVersion the reply says 1.1.0', () => {
-    expect(unavailableReply('CHECK', { cniVersion: '1.0.0' }, WHY)).toEqual({
-      exit: 1,
-      stdout: `${JSON.stringify({ cniVersion: '1.0.0', code: 11, msg: TEXT })}\n`,
-    });
+    const got = unavailableReply('CHECK', { cniVersion: '1.0.0' }, WHY);
+    expect(got).toEqual({ exit: 1, stdout: `${JSON.stringify({ cniVersion: '1.0.0', code: 11, msg: TEXT })}\n` });
     expect(unavailableReply('STATUS', {}, { ...WHY, pid: undefined })).toEqual({
       exit: 1,
       stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 50, msg: TEXT.replace('pid 42', NO_PID) })}\n`,
@@ -34,10 +32,8 @@ describe('unavailableReply', () => {
         exit: 0,
         stderr: `announcer: DEL ${said}: ${TEXT}\n`,
       });
-    expect(stateDirReply('DEL', {}, 'stateDir /s is a symlink')).toEqual({
-      exit: 0,
-      stderr: 'announcer: DEL did nothing: stateDir /s is a symlink\n',
-    });
+    const seen = stateDirReply('DEL', {}, 'stateDir /s is a symlink');
+    expect(seen).toEqual({ exit: 0, stderr: 'announcer: DEL did nothing: stateDir /s is a symlink\n' });
   });
 
   it('GC of a stateDir that cannot be used: code 105 naming the problem, as the docs promise', () => {
@@ -50,11 +46,8 @@ describe('unavailableReply', () => {
   it('with onUnavailable skip: ADD prints prevResult unannounced, CHECK and STATUS exit 0; each warns', () => {
     const config = { cniVersion: '1.1.0', onUnavailable: 'skip', prevResult: PREV };
     const warn = (command: string) => `announcer: WARN ${command} not announced (onUnavailable: skip): ${TEXT}\n`;
-    expect(unavailableReply('ADD', config, WHY)).toEqual({
-      exit: 0,
-      stdout: `${JSON.stringify({ ...PREV, cniVersion: '1.1.0' })}\n`,
-      stderr: warn('ADD'),
-    });
+    const expected = { exit: 0, stdout: `${JSON.stringify({ ...PREV, cniVersion: '1.1.0' })}\n`, stderr: warn('ADD') };
+    expect(unavailableReply('ADD', config, WHY)).toEqual(expected);
     for (const command of ['CHECK', 'STATUS'])
       expect(unavailableReply(command, config, WHY)).toEqual({ exit: 0, stderr: warn(command) });
     for (const prevResult of [[1], 'ab', null])

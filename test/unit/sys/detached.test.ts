@@ -23,11 +23,8 @@ describe('detachedEnv', () => {
   });
 
   it("carries the emulator's QEMU_* settings when an emulator runs this process", () => {
-    expect(detachedEnv(env, true)).toEqual({
-      PATH: '/usr/bin:/bin',
-      ...ANNOUNCER_RUNTIME_ENV,
-      QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu',
-    });
+    const got = detachedEnv(env, true);
+    expect(got).toEqual({ PATH: '/usr/bin:/bin', ...ANNOUNCER_RUNTIME_ENV, QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu' });
   });
 });
 
@@ -73,9 +70,8 @@ describe('userModeEmulator', () => {
   });
 
   it('is the program the kernel runs when that is not this program (qemu-user)', () => {
-    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toBe(
-      '/usr/bin/qemu-aarch64-static',
-    );
+    const expected = '/usr/bin/qemu-aarch64-static';
+    expect(emulatorWith('/opt/bin/announcer-arm64', '/usr/bin/qemu-aarch64-static')).toBe(expected);
   });
 
   const isNoneWhenTitle =

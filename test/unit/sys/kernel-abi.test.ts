@@ -61,11 +61,9 @@ describe('kernel ABI tables', () => {
   });
 
   it('names the program that is missing, for the skip message', () => {
-    expect(probeMissing({ compiler: 'no-such-cc-announcer', runner: [] })).toBe(
-      'no-such-cc-announcer is not installed (scripts/ensure-system-deps.sh installs it)',
-    );
-    expect(probeMissing({ compiler: 'sh', runner: ['no-such-qemu-announcer', '-L', '/'] })).toMatch(
-      /^no-such-qemu-announcer is not installed/,
-    );
+    const expected = 'no-such-cc-announcer is not installed (scripts/ensure-system-deps.sh installs it)';
+    expect(probeMissing({ compiler: 'no-such-cc-announcer', runner: [] })).toBe(expected);
+    const wanted = /^no-such-qemu-announcer is not installed/;
+    expect(probeMissing({ compiler: 'sh', runner: ['no-such-qemu-announcer', '-L', '/'] })).toMatch(wanted);
   });
 });

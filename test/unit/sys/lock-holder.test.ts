@@ -2,19 +2,7 @@
 // takes, and a holder this test starts); waiting for that holder through its pidfd (pidfd_open,
 // poll); the holder's progress stamp; and a pid's start time.
 import { spawn, type ChildProcess } from 'node:child_process';
-import {
-  chmodSync,
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fstatSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, closeSync, copyFileSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadLibc } from '../../../src/sys/libc';
@@ -153,6 +141,9 @@ async function withChild(command: string, fn: (pid: number) => Promise<void>): P
 }
 
 describe('processStartTime', () => {
+  let dir: string;
+  useTempDir('announcer-proc-', (d) => (dir = d));
+
   it('is a string of digits for this process', () => {
     expect(processStartTime(process.pid)).toMatch(/^\d+$/);
   });
@@ -162,21 +153,16 @@ describe('processStartTime', () => {
   });
 
   it('reads field 22 even when the command name holds spaces and parentheses', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'announcer-proc-'));
-    try {
-      const odd = join(dir, 'a) b (c');
-      copyFileSync('/bin/sleep', odd);
-      chmodSync(odd, 0o755);
-      const mine = Number(processStartTime(process.pid));
-      await withChild(odd, async (pid) => {
-        const start = processStartTime(pid);
-        expect(start).toMatch(/^\d+$/);
-        // Started after this process; a split on the first ')' would read num_threads ("1") instead.
-        expect(Number(start)).toBeGreaterThanOrEqual(mine);
-      });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const odd = join(dir, 'a) b (c');
+    copyFileSync('/bin/sleep', odd);
+    chmodSync(odd, 0o755);
+    const mine = Number(processStartTime(process.pid));
+    await withChild(odd, async (pid) => {
+      const start = processStartTime(pid);
+      expect(start).toMatch(/^\d+$/);
+      // Started after this process; a split on the first ')' would read num_threads ("1") instead.
+      expect(Number(start)).toBeGreaterThanOrEqual(mine);
+    });
   });
 });
 

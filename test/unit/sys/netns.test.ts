@@ -22,10 +22,8 @@ describe('checkNetnsPath', () => {
     ['user', 'user'],
     ['cgroup', 'cgroup'],
   ])('refuses /proc/PID/ns/%s as a %s namespace', (file, name) => {
-    expect(checkNetnsPath(libc, `/proc/${process.pid}/ns/${file}`)).toEqual({
-      kind: 'not-netns',
-      reason: `it is a ${name} namespace`,
-    });
+    const got = checkNetnsPath(libc, `/proc/${process.pid}/ns/${file}`);
+    expect(got).toEqual({ kind: 'not-netns', reason: `it is a ${name} namespace` });
   });
 
   it("recognises the plugin's own network namespace", () => {
@@ -44,10 +42,8 @@ describe('checkNetnsPath', () => {
         throw new Error('ioctl(NS_GET_NSTYPE): ENOTTY');
       },
     });
-    expect(checkNetnsPath(failing, `/proc/${process.pid}/ns/net`)).toEqual({
-      kind: 'not-netns',
-      reason: 'ioctl(NS_GET_NSTYPE): ENOTTY',
-    });
+    const seen = checkNetnsPath(failing, `/proc/${process.pid}/ns/net`);
+    expect(seen).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): ENOTTY' });
   });
 
   describe('without ioctl(NS_GET_NSTYPE) (ENOTTY before Linux 4.11, ENOSYS under qemu-user)', () => {
@@ -75,20 +71,16 @@ describe('checkNetnsPath', () => {
         expect(checkNetnsPath(accepted.libc, own)).toEqual({ kind: 'own' });
         expect(accepted.calls).toEqual(['setns(netns)', 'setns(netns)']);
         const refused = noIoctl(errno);
-        expect(checkNetnsPath(refused.libc, `/proc/${process.pid}/ns/mnt`)).toEqual({
-          kind: 'not-netns',
-          reason: 'it is not a network namespace',
-        });
+        const got = checkNetnsPath(refused.libc, `/proc/${process.pid}/ns/mnt`);
+        expect(got).toEqual({ kind: 'not-netns', reason: 'it is not a network namespace' });
         expect(refused.calls).toEqual(['setns(other)']);
       });
     }
 
     it('refuses when setns fails otherwise, and on any other errno of the ioctl', () => {
       expect(checkNetnsPath(noIoctl(38, 1).libc, own)).toEqual({ kind: 'not-netns', reason: 'setns: EPERM' });
-      expect(checkNetnsPath(noIoctl(9).libc, own)).toEqual({
-        kind: 'not-netns',
-        reason: 'ioctl(NS_GET_NSTYPE): EBADF',
-      });
+      const shown = checkNetnsPath(noIoctl(9).libc, own);
+      expect(shown).toEqual({ kind: 'not-netns', reason: 'ioctl(NS_GET_NSTYPE): EBADF' });
     });
   });
 });

@@ -39,9 +39,8 @@ describe('sockaddrLl', () => {
   });
 
   it('takes the protocol and destination from an NA frame, ifindex little-endian', () => {
-    expect(sockaddrLl(0x01020304, NA).toString('hex')).toBe(
-      '1100 86dd 04030201 0100 00 06 3333000000010000'.replace(/ /g, ''),
-    );
+    const expected = '1100 86dd 04030201 0100 00 06 3333000000010000'.replace(/ /g, '');
+    expect(sockaddrLl(0x01020304, NA).toString('hex')).toBe(expected);
   });
 });
 
@@ -114,7 +113,8 @@ describe('readFrames', () => {
     const receivers = [frameReceiver(libc, 5, 2), frameReceiver(libc, 6, 3), frameReceiver(libc, 7, 4)];
     const frames = readFrames(libc, receivers, 40);
     expect(polls).toEqual([{ fds: [5, 6, 7], timeoutMs: 40 }]);
-    expect(frames.map((f) => [f.ifindex, f.frame.toString('hex')])).toEqual([
+    const got = frames.map((f) => [f.ifindex, f.frame.toString('hex')]);
+    expect(got).toEqual([
       [2, 'aa01'],
       [2, 'aa02'],
       [4, 'bb01'],

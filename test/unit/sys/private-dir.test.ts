@@ -36,9 +36,8 @@ describe('checkPrivateDir', () => {
   it('refuses a directory another uid owns, saying chown', () => {
     const dir = join(base, 'state');
     mkdirSync(dir, { mode: 0o700 });
-    expect(() => checkPrivateDir(dir, uid + 1)).toThrow(
-      `${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`,
-    );
+    const expected = `${dir} is owned by uid ${uid}, not ${uid + 1}: chown ${uid + 1} ${dir} and chmod 0700 ${dir}`;
+    expect(() => checkPrivateDir(dir, uid + 1)).toThrow(expected);
   });
 
   it.skipIf(skipUnless('root (to chown to another uid)', notRoot()))(
@@ -47,9 +46,8 @@ describe('checkPrivateDir', () => {
       const dir = join(base, 'state');
       mkdirSync(dir, { mode: 0o700 });
       chownSync(dir, 1000, 1000);
-      expect(() => checkPrivateDir(dir)).toThrow(
-        `${dir} is owned by uid 1000, not root: chown root ${dir} and chmod 0700 ${dir}`,
-      );
+      const wanted = `${dir} is owned by uid 1000, not root: chown root ${dir} and chmod 0700 ${dir}`;
+      expect(() => checkPrivateDir(dir)).toThrow(wanted);
     },
   );
 
@@ -116,9 +114,8 @@ describe('stateDirProblem', () => {
   });
 
   it('names the directory and the error otherwise, also one that is no Error', () => {
-    expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe(
-      'cannot use stateDir /x: EROFS: read-only file system',
-    );
+    const expected = 'cannot use stateDir /x: EROFS: read-only file system';
+    expect(stateDirProblem('/x', new Error('EROFS: read-only file system'))).toBe(expected);
     expect(stateDirProblem('/x', 'EIO')).toBe('cannot use stateDir /x: EIO');
   });
 
@@ -126,9 +123,8 @@ describe('stateDirProblem', () => {
     const dir200 = `/${'d'.repeat(199)}`;
     const msg300 = 'm'.repeat(300);
     expect(stateDirProblem(dir200, new Error(msg300))).toBe(`cannot use stateDir ${dir200}: ${msg300}`);
-    expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(
-      `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`,
-    );
+    const wanted = `cannot use stateDir ${dir200}… (201 characters): ${msg300}…`;
+    expect(stateDirProblem(`${dir200}e`, new Error(`${msg300}n`))).toBe(wanted);
   });
 });
 
@@ -147,8 +143,7 @@ describe('ensureDir', () => {
   });
 
   it('fails under procfs, where mkdir keeps answering ENOENT, instead of looping', () => {
-    expect(() => ensureDir('/proc/x-nowhere/state', 0o700)).toThrow(
-      "ENOENT: no such file or directory, mkdir '/proc/x-nowhere'",
-    );
+    const text = "ENOENT: no such file or directory, mkdir '/proc/x-nowhere'";
+    expect(() => ensureDir('/proc/x-nowhere/state', 0o700)).toThrow(text);
   });
 });

@@ -139,7 +139,8 @@ describe('Rtnl', () => {
       ],
     ]);
     const found = new Rtnl(k.libc, 3).neighbours(AF_BRIDGE);
-    expect(found.map((n) => [n.ifindex, n.lladdr?.toString('hex'), n.master])).toEqual([
+    const got = found.map((n) => [n.ifindex, n.lladdr?.toString('hex'), n.master]);
+    expect(got).toEqual([
       [4, '0a580a580905', 2],
       [5, '0a580a580906', 2],
     ]);
@@ -199,7 +200,8 @@ describe('RtnlEvents.take', () => {
     const { messages, overflowed } = events.take();
     expect(overflowed).toBe(false);
     const changes = messages.map((m) => parseNeighChange(m)!);
-    expect(changes.map((c) => [c.deleted, c.entry.ifindex, c.entry.lladdr?.toString('hex')])).toEqual([
+    const got = changes.map((c) => [c.deleted, c.entry.ifindex, c.entry.lladdr?.toString('hex')]);
+    expect(got).toEqual([
       [false, 4, '0a580a580905'],
       [true, 6, '0a580a580905'],
       [false, 7, '0a580a5809ff'],

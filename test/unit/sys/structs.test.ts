@@ -9,9 +9,8 @@ describe('kernel structs', () => {
   });
 
   it('sockaddr_ll to bind: AF_PACKET, the protocol in network order, ifindex, the rest zero', () => {
-    expect(sockaddrLl(7, 0x0806).toString('hex')).toBe(
-      '1100' + '0806' + '07000000' + '0000' + '00' + '00' + '0000000000000000',
-    );
+    const expected = '1100' + '0806' + '07000000' + '0000' + '00' + '00' + '0000000000000000';
+    expect(sockaddrLl(7, 0x0806).toString('hex')).toBe(expected);
   });
 
   it('pollfd array: fd, events, revents per entry; revents read back', () => {

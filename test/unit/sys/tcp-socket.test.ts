@@ -9,16 +9,10 @@ import { parseListenAddress, sockaddrIn, sockaddrPort } from '../../../src/sys/t
 describe('parseListenAddress', () => {
   it('takes IPv4, [IPv6], localhost and an empty host (every IPv4 address), with a port up to 65535', () => {
     expect(parseListenAddress('10.1.2.3:9808')).toEqual({ family: 4, bytes: Buffer.from([10, 1, 2, 3]), port: 9808 });
-    expect(parseListenAddress('[::1]:0')).toEqual({
-      family: 6,
-      bytes: Buffer.from('00000000000000000000000000000001', 'hex'),
-      port: 0,
-    });
-    expect(parseListenAddress('localhost:65535')).toEqual({
-      family: 4,
-      bytes: Buffer.from([127, 0, 0, 1]),
-      port: 65535,
-    });
+    const got = parseListenAddress('[::1]:0');
+    expect(got).toEqual({ family: 6, bytes: Buffer.from('00000000000000000000000000000001', 'hex'), port: 0 });
+    const seen = parseListenAddress('localhost:65535');
+    expect(seen).toEqual({ family: 4, bytes: Buffer.from([127, 0, 0, 1]), port: 65535 });
     expect(parseListenAddress(':80')).toEqual({ family: 4, bytes: Buffer.from([0, 0, 0, 0]), port: 80 });
   });
 
