@@ -52,18 +52,17 @@ const BURST = { count: 3, intervalMs: 300 };
 /** How long a capture keeps running after ADD exits: past every round the background would have sent. */
 const TAIL_WINDOW_MS = 1500;
 
-/** The announcer on a pod's eth0, chained in network NETWORK with a debug log. */
+/** The announcer on a pod's eth0 at `netns`, chained in network NETWORK with a debug log. */
 function attachment(
   files: AnnouncerFiles,
-  opts: { containerId: string; netns: string; prevResult: unknown; options: Record<string, unknown>; args?: string },
+  containerId: string,
+  netns: string,
+  prevResult: unknown,
+  options: Record<string, unknown>,
+  args?: string,
 ): AnnouncerAttachment {
-  const { options, ...rest } = opts;
-  return {
-    mainConf: { name: NETWORK, cniVersion: CNI_VERSION },
-    files,
-    options: { logLevel: 'debug', ...options },
-    ...rest,
-  };
+  const mainConf = { name: NETWORK, cniVersion: CNI_VERSION };
+  return { mainConf, files, containerId, netns, prevResult, options: { logLevel: 'debug', ...options }, args };
 }
 
 /** The state record of an attachment on eth0. */
@@ -73,6 +72,13 @@ function recordFile(files: AnnouncerFiles, containerId: string): string {
 
 async function podMac(netns: string): Promise<string | undefined> {
   return (await linkShow('eth0', netns))?.mac;
+}
+
+/** DEL succeeds, the pod's eth0 has `mac` again, and the announcer left nothing. */
+async function delRestores(att: AnnouncerAttachment, ns: string, mac: string): Promise<void> {
+  assertCniOk('announcer DEL', await announcerDel(att));
+  expect(await podMac(ns)).toBe(mac);
+  expect(await announcerLeftovers(att.files)).toEqual([]);
 }
 
 /** The result with the pod interface's MAC replaced: what ADD prints after setting a derived MAC. */
@@ -128,12 +134,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const pod = await bridgePod('derive');
       const derived = derivedMac(pod.ip);
       expect(pod.mac).not.toBe(derived);
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { mac: 'ip-derived', ...BURST },
-      });
+      const att = attachment(files, pod.containerId, pod.netns.path, pod.result, { mac: 'ip-derived', ...BURST });
 
       // With the bridge plugin's arp_notify=1 the kernel would send its own GARP on the MAC change;
       // turned off, only the announcer's frames can repair the node's entry.
@@ -159,9 +160,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(bad.json.msg).toContain(derived);
 
       // DEL puts back the MAC the bridge plugin gave, stops the background rounds and forgets the attachment.
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
@@ -174,11 +173,10 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { net, pod, prevResult } = await standIn((n) => [n.v6Cidr(5)]);
       const address = net.v6(5);
       const derived = derivedMac(address, prefix ?? '0a:58');
-      const att = attachment(files, {
-        containerId: `${PREFIX}-v6`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1, ...(prefix === undefined ? {} : { macPrefix: prefix }) },
+      const att = attachment(files, `${PREFIX}-v6`, pod.netns.path, prevResult, {
+        mac: 'ip-derived',
+        count: 1,
+        ...(prefix === undefined ? {} : { macPrefix: prefix }),
       });
 
       const capture = await startCapture(scope(), { netns: pod.netns.name, iface: pod.peer, filter: 'icmp6' });
@@ -193,9 +191,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(nas[0]).toMatchObject({ eth: { src: derived }, icmpv6: { linkAddr: derived }, malformed: false });
       expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
@@ -206,19 +202,12 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const { net, pod, prevResult } = await standIn((n) =>
         first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)],
       );
-      const att = attachment(files, {
-        containerId: `${PREFIX}-dual`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-dual`, pod.netns.path, prevResult, { mac: 'ip-derived', count: 1 });
       const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       const derived = derivedMac(first === 6 ? net.v6(6) : net.v4(6));
       expect(await podMac(pod.netns.name)).toBe(derived);
       expect(add.json.interfaces[0].mac).toBe(derived);
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     },
   );
 
@@ -230,12 +219,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       const files = await begin();
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)], NIC_MAC);
       expect(pod.mac).toBe(NIC_MAC);
-      const att = attachment(files, {
-        containerId: `${PREFIX}-${tag}`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-${tag}`, pod.netns.path, prevResult, { mac: 'ip-derived', count: 1 });
       return { files, pod, att, derived: derivedMac(net.v4(7)) };
     }
 
@@ -301,11 +285,11 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     // The runtime hands the same runtimeConfig to every plugin that declares the capability; the bridge plugin sets it.
     const pod = await bridgePod('rtmac', { capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac } });
     expect(pod.mac).toBe(runtimeMac);
-    const att = attachment(files, {
-      containerId: pod.containerId,
-      netns: pod.netns.path,
-      prevResult: pod.result,
-      options: { mac: 'ip-derived', capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac }, count: 1 },
+    const att = attachment(files, pod.containerId, pod.netns.path, pod.result, {
+      mac: 'ip-derived',
+      capabilities: { mac: true },
+      runtimeConfig: { mac: runtimeMac },
+      count: 1,
     });
 
     const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
@@ -322,9 +306,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     expect(await stateFiles(files.stateDir)).toEqual([]);
     expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await podMac(pod.netns.name)).toBe(runtimeMac);
-    expect(await announcerLeftovers(files)).toEqual([]);
+    await delRestores(att, pod.netns.name, runtimeMac);
   });
 
   describe('macPrefix validation', () => {
@@ -339,12 +321,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         where === 'config'
           ? { mac: 'ip-derived', macPrefix: prefix }
           : { mac: 'ip-derived', podOverrides: ['macPrefix'], args: { cni: { announce: { macPrefix: prefix } } } };
-      const att = attachment(files, {
-        containerId: `${PREFIX}-pfx`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { ...options, count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-pfx`, pod.netns.path, prevResult, { ...options, count: 1 });
 
       const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
@@ -358,19 +335,16 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     it('accepts a prefix without the locally-administered bit, with a warning in the log', async () => {
       const files = await begin();
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
-      const att = attachment(files, {
-        containerId: `${PREFIX}-glob`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', macPrefix: '00:16', count: 1 },
+      const att = attachment(files, `${PREFIX}-glob`, pod.netns.path, prevResult, {
+        mac: 'ip-derived',
+        macPrefix: '00:16',
+        count: 1,
       });
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derivedMac(net.v4(7), '00:16'));
       const warned = await files.logged('warn', /^macPrefix is not locally administered/, { macPrefix: '00:16' });
       expect(warned).toHaveLength(1);
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
@@ -391,13 +365,14 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
         // (docs/operations.md, live-migration targets): a target that must stay silent turns it off.
         await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
       }
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { ...BURST, ...opts.options },
-        ...(opts.args === undefined ? {} : { args: opts.args }),
-      });
+      const att = attachment(
+        files,
+        pod.containerId,
+        pod.netns.path,
+        pod.result,
+        { ...BURST, ...opts.options },
+        opts.args,
+      );
       const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp or icmp6' });
       const add = await announcerAdd(scope(), att);
       await sleep(TAIL_WINDOW_MS);
@@ -452,21 +427,20 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       });
       expect(await ownAnnouncerProcesses()).toEqual([]);
 
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
 
     it('CNI_ARGS ANNOUNCE=bogus is code 4, and nothing is done', async () => {
       const files = await begin();
       const pod = await bridgePod('bogus');
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { mac: 'ip-derived', ...BURST },
-        args: `${K8S_ARGS};ANNOUNCE=bogus`,
-      });
+      const att = attachment(
+        files,
+        pod.containerId,
+        pod.netns.path,
+        pod.result,
+        { mac: 'ip-derived', ...BURST },
+        `${K8S_ARGS};ANNOUNCE=bogus`,
+      );
       const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
       // Env is read before stdin, so the error cannot carry the config's version (README: 1.1.0 then).
