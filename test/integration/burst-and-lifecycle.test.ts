@@ -104,6 +104,13 @@ async function freshAttachment(
   };
 }
 
+/** Announcer DEL, which must succeed and leave stateDir empty; resolves with the time right after it returned. */
+async function delOk(att: AnnouncerAttachment & { files: AnnouncerFiles }): Promise<number> {
+  const { exitedAt } = assertCniOk('announcer DEL', await announcerDel(att));
+  expect(await stateFiles(att.files.stateDir)).toEqual([]);
+  return exitedAt;
+}
+
 /** Gaps between consecutive frames, in ms. */
 function gapsMs(frames: readonly Frame[]): number[] {
   return frames.slice(1).map((f, i) => ms(f) - ms(frames[i]!));
@@ -201,25 +208,13 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(ms(garps[3]!)).toBeGreaterThan(out.exitedAt);
     expect(ms(nas[3]!)).toBeGreaterThan(out.exitedAt);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   it('backoff 2, count 3, intervalMs 200 on a bridge pod: gaps of about 200 then 400 ms', async () => {
     const s = begin();
-    const {
-      net,
-      bridge,
-      netns,
-      mac,
-      result,
-      containerId: id,
-    } = await createBridgePod(s, {
-      prefix: PREFIX,
-      ip6: true,
-      containerId: taggedId(PREFIX, 'backoff'),
-      name: NETWORK,
-    });
+    const pod = { prefix: PREFIX, ip6: true, containerId: taggedId(PREFIX, 'backoff'), name: NETWORK };
+    const { net, bridge, netns, mac, result, containerId: id } = await createBridgePod(s, pod);
     const att = await freshAttachment(id, netns.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: 'arp or icmp6' });
 
@@ -242,8 +237,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       expect(third).toBeLessThanOrEqual(900);
     }
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   it('intervalMs 10: round 2 comes from the background announcer, never early, once it is up', async () => {
@@ -254,8 +248,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     assertCniOk('announcer ADD', out);
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
 
     const garps = garpsFor(frames, pod.mac, net.v4(5));
     expect(garps).toHaveLength(2);
@@ -311,8 +304,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
     // Frames keep coming after both GCs.
     await sleep(900);
-    const delAt = assertCniOk('announcer DEL', await announcerDel(att)).exitedAt;
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    const delAt = await delOk(att);
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
 
@@ -325,14 +317,8 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     'link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up';
   it(linkDownAtTitle, async () => {
     const s = begin();
-    const {
-      bridge,
-      netns: podNs,
-      mac,
-      ip,
-      result,
-      containerId: id,
-    } = await createBridgePod(s, { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK });
+    const pod = { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK };
+    const { bridge, netns: podNs, mac, ip, result, containerId: id } = await createBridgePod(s, pod);
     // A second port with carrier keeps the bridge's carrier up while the pod is down:
     // losing carrier would flush the bridge's neighbour table, planted entry included.
     const keeper = await createHostVeth(s, PREFIX);
@@ -379,8 +365,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(garpsFor(frames, mac, ip)).toHaveLength(2);
     expect(await att.files.logged('info', 'announced', { round: 1, deferred: true })).toHaveLength(1);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   const readyTimeoutMsBoundsDeferredTitle =
@@ -408,7 +393,6 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(frames.filter((f) => f.eth.src === pod.mac)).toEqual([]);
     expect(await att.files.logged('warn', 'pod never became ready: not announcing')).toHaveLength(1);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 });
