@@ -279,36 +279,6 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     });
   });
 
-  it('never overwrites a MAC the runtime requested (runtimeConfig.mac)', async () => {
-    const files = await begin();
-    const runtimeMac = '02:c0:ff:ee:00:05';
-    // The runtime hands the same runtimeConfig to every plugin that declares the capability; the bridge plugin sets it.
-    const pod = await bridgePod('rtmac', { capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac } });
-    expect(pod.mac).toBe(runtimeMac);
-    const att = attachment(files, pod.containerId, pod.netns.path, pod.result, {
-      mac: 'ip-derived',
-      capabilities: { mac: true },
-      runtimeConfig: { mac: runtimeMac },
-      count: 1,
-    });
-
-    const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
-    const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
-    const frames = await capture.stop();
-
-    expect(await podMac(pod.netns.name)).toBe(runtimeMac);
-    expect(add.json).toEqual(pod.result);
-    // It still announces, with the runtime's MAC.
-    const garps = frames.filter((f) => f.arp?.isGratuitous && f.arp.senderIp === pod.ip);
-    expect(garps.length, describeFrames(frames)).toBe(1); // count 1
-    expect(garps.every((f) => f.eth.src === runtimeMac && f.arp!.senderMac === runtimeMac)).toBe(true);
-    // Nothing replaced, no later rounds (count 1): no record. CHECK does not compare MACs here.
-    expect(await stateFiles(files.stateDir)).toEqual([]);
-    expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
-
-    await delRestores(att, pod.netns.name, runtimeMac);
-  });
-
   describe('macPrefix validation', () => {
     it.each([
       { where: 'config', prefix: '01:00', field: '"macPrefix"' },
