@@ -18,7 +18,6 @@ import {
   announcerAdd,
   announcerCli,
   announcerDel,
-  announcerFiles,
   announcerGc,
   announcerStatus,
   daemonStatus,
@@ -30,7 +29,6 @@ import {
   DAEMON_SOCKET,
   garpsFor,
   killDaemon,
-  killStrays,
   leftoversAfterTeardown,
   memoryKiB,
   ms,
@@ -52,7 +50,6 @@ import {
   quietStandIn,
   taggedId,
   type AnnouncerAttachment,
-  type AnnouncerFiles,
   type BridgePod,
   type Frame,
   type Subnet,
@@ -61,6 +58,7 @@ import {
   busiestSecond,
   tempDir,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `d${RUN_TAG}`;
@@ -136,21 +134,11 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     }
   }, 120_000);
 
-  /**
-   * Per-test setup: the test's scope and announcer files; an announcer process still there at the end fails the test
-   * (checked after everything else is undone).
-   */
-  async function begin(): Promise<{ s: Scope; files: AnnouncerFiles }> {
-    const s = scope();
-    killStrays(s, { strict: true });
-    return { s, files: await announcerFiles(s) };
-  }
-
   const readyFdTitle =
     '`daemon --ready-fd=3`: one line on fd 3 once it listens, then fd 3 closed while it runs on ' +
     '(what a starting shim waits for, whichever kind of pipe its runtime gives)';
   it(readyFdTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const { child } = spawnDaemon(s, files.stateDir, ['--ready-fd=3'], { readyFd: true });
     let said = '';
     const ready = child.stdio[3] as Readable;
@@ -165,7 +153,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     `mass start: ${PODS} pods ADDed at once with default bursts get every round from one announcer, ` +
     `≤ ${MAX_BACKGROUND_PROCESSES} processes (their PSS is printed; its budget is make bench-mass's)`;
   it(massStartPodsTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
     const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, tagged(`mass${i}`)));
 
@@ -212,7 +200,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   }, 90_000);
 
   it('cancel by DEL, by GC and by netns removal: no frame for that pod after it; the others go on', async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const gone = await bridgePod(s, 200, taggedId(PREFIX, 'gone'));
     const [byDel, byGc, kept] = [
       attachmentOf(fleet.pods[0]!, files, tagged('cancel0')),
@@ -277,7 +265,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     'the announcer SIGKILLed mid-burst: the next ADD starts another, which sends the ' +
     'rounds still to come and skips those whose time passed';
   it(announcerSIGKILLedMidTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const [a, b] = [fleet.pods[3]!, fleet.pods[4]!];
     const attA = attachmentOf(a, files, tagged('killA'));
     const attB = attachmentOf(b, files, tagged('killB'));
@@ -334,7 +322,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     'a deferred round 1 goes into the record: the announcer started after the one that sent ' +
     'it goes on with the burst, and never announces the pod again';
   it(deferredRoundGoesTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const net = allocSubnet();
     const down = await quietStandIn(s, { prefix: PREFIX, net, up: false });
     const other = await quietStandIn(s, { prefix: PREFIX, net, host: 6 });
@@ -382,7 +370,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     `rateLimit {20/s, burst 5}, ${PODS} pods at once: ≤ 25 frames in any second, round 1 before ADD ` +
     `returns, later rounds in order`;
   it(rateLimitSBurstTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const limit = { framesPerSecond: 20, burst: 5 };
     const capture = await startCapture(s, { iface: fleet.bridge, filter: 'arp' });
     const atts = fleet.pods.map((pod, i) => attachmentOf(pod, files, tagged(`rate${i}`)));
@@ -432,7 +420,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
   const announcerStatusHumanTitle =
     '`announcer status`, human and --json: nothing, a running announcer, then only the records once it is killed';
   it(announcerStatusHumanTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const pod = fleet.pods[5]!;
     const att = attachmentOf(pod, files, tagged('status'));
 
@@ -521,7 +509,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     '`announcer announce`: 2 rounds 200 ms apart on the wire; refuses the host netns, a ' +
     'non-netns path and a pod that is not ready, in one line on stderr';
   it(announcerAnnounceRoundsTitle, async () => {
-    const { s } = await begin();
+    const { s } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const capture = await startCapture(s, { netns: pod.netns.name, iface: pod.peer, filter: 'arp or icmp6' });
@@ -570,7 +558,7 @@ describe.skipIf(skipIntegration())('the background announcer of a stateDir', () 
     'metricsFile: Prometheus text, written atomically (0644, no temp file ' +
     'left), its counters match the frames on the wire';
   it(metricsFilePrometheusTextTitle, async () => {
-    const { s, files } = await begin();
+    const { s, files } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const down = await quietStandIn(s, { prefix: PREFIX, net, host: 6, up: false });
