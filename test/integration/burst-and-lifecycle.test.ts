@@ -25,7 +25,6 @@ import {
   createHostVeth,
   daemonsOf,
   garpsFor,
-  killStrays,
   leftoversAfterTeardown,
   linkShow,
   makeAnnouncerFiles,
@@ -49,6 +48,7 @@ import {
   quietStandIn,
   taggedId,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b${RUN_TAG}`;
@@ -161,18 +161,11 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     }
   });
 
-  /** Per-test setup: strays fail the test (checked after everything else is undone). */
-  function begin(): Scope {
-    const s = scope();
-    killStrays(s, { strict: true });
-    return s;
-  }
-
   const countIntervalMsOnTitle =
     'count 4, intervalMs 400 on a dual-stack stand-in: 4 GARPs and 4 NAs, 400 ms ' +
     'apart, ADD exits before the last, the announcer after';
   it(countIntervalMsOnTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const att = await freshAttachment(taggedId(PREFIX, 'burst'), pod.netns.path, pod.result, '1.1.0');
@@ -212,7 +205,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   });
 
   it('backoff 2, count 3, intervalMs 200 on a bridge pod: gaps of about 200 then 400 ms', async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const pod = { prefix: PREFIX, ip6: true, containerId: taggedId(PREFIX, 'backoff'), name: NETWORK };
     const { net, bridge, netns, mac, result, containerId: id } = await createBridgePod(s, pod);
     const att = await freshAttachment(id, netns.path, result);
@@ -241,7 +234,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   });
 
   it('intervalMs 10: round 2 comes from the background announcer, never early, once it is up', async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture } = await quietAttachment(s, 'short', '1.0.0');
 
     const out = await announcerAdd(s, att, { count: 2, intervalMs: 10 });
@@ -264,7 +257,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     'GC with cni.dev/attachments listing another attachment cancels the background rounds: no frame after GC ' +
     'returned, no record, no process once idle';
   it(gcOtherListTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture, out } = await tenRounds(s, 'gc', '1.1.0');
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
@@ -281,7 +274,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   });
 
   it('GC listing the attachment as valid, or of another network, keeps its background rounds going', async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture, out, daemon } = await tenRounds(s, 'gckeep', '1.1.0');
     await sleep(out.exitedAt + 500 - Date.now());
 
@@ -316,7 +309,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   const linkDownAtTitle =
     'link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up';
   it(linkDownAtTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const pod = { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK };
     const { bridge, netns: podNs, mac, ip, result, containerId: id } = await createBridgePod(s, pod);
     // A second port with carrier keeps the bridge's carrier up while the pod is down:
@@ -372,7 +365,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     'readyTimeoutMs bounds a deferred wait: the background announcer gives up ' +
     'on its own, sends nothing, and exits once idle';
   it(readyTimeoutMsBoundsDeferredTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, up: false });
     expect((await linkShow('eth0', pod.netns.name))?.up).toBe(false);

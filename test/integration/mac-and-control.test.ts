@@ -13,7 +13,6 @@ import {
   announcementsFrom,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   announcerLeftovers,
   announcerRun,
   assertCniOk,
@@ -22,7 +21,6 @@ import {
   deleteNetns,
   derivedMac,
   describeFrames,
-  killStrays,
   linkShow,
   neighEntry,
   ownAnnouncerProcesses,
@@ -40,6 +38,7 @@ import {
   type AnnouncerFiles,
   type Subnet,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `m${RUN_TAG}`;
@@ -91,12 +90,6 @@ function withPodMac(result: any, mac: string): any {
 describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control', () => {
   const scope = scopePerTest(PREFIX);
 
-  /** Per-test setup: strays fail the test (checked after everything else is undone), and the announcer's files. */
-  async function begin(): Promise<AnnouncerFiles> {
-    killStrays(scope(), { strict: true });
-    return announcerFiles(scope());
-  }
-
   /** A pod on a bridge of its own through the real bridge plugin, settled: eth0 up, its port forwarding. */
   function bridgePod(tag: string, extra?: Record<string, unknown>) {
     return createBridgePod(scope(), {
@@ -130,7 +123,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
   describe('chained after the real bridge plugin with mac: ip-derived', () => {
     it('sets the derived MAC, reports it, the node learns it, and CHECK verifies it', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod('derive');
       const derived = derivedMac(pod.ip);
       expect(pod.mac).not.toBe(derived);
@@ -169,7 +162,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       { prefix: undefined, shown: '0a:58 (default)' },
       { prefix: '02:42', shown: '02:42' },
     ])('derives prefix + sha256(canonical text)[0..4] with macPrefix $shown', async ({ prefix }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v6Cidr(5)]);
       const address = net.v6(5);
       const derived = derivedMac(address, prefix ?? '0a:58');
@@ -198,7 +191,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
   it.each<{ first: 4 | 6 }>([{ first: 6 }, { first: 4 }])(
     'on a dual-stack interface the first prevResult address decides (IPv$first listed first)',
     async ({ first }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) =>
         first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)],
       );
@@ -216,7 +209,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
     /** host-device's result: the NIC, moved into the pod, keeps its own MAC. */
     async function nicPod(tag: string) {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)], NIC_MAC);
       expect(pod.mac).toBe(NIC_MAC);
       const att = attachment(files, `${PREFIX}-${tag}`, pod.netns.path, prevResult, { mac: 'ip-derived', count: 1 });
@@ -285,7 +278,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       { where: 'config', prefix: '0a:5', field: '"macPrefix"' },
       { where: 'args.cni.announce', prefix: '03:00', field: '"args.cni.announce.macPrefix"' },
     ])('refuses $prefix in $where with code 7 naming $field, and touches nothing', async ({ where, prefix, field }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
       const options =
         where === 'config'
@@ -303,7 +296,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     });
 
     it('accepts a prefix without the locally-administered bit, with a warning in the log', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
       const att = attachment(files, `${PREFIX}-glob`, pod.netns.path, prevResult, {
         mac: 'ip-derived',
@@ -328,7 +321,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       tag: string,
       opts: { options: Record<string, unknown>; args?: string; silenceKernel?: boolean },
     ) {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod(tag);
       if (opts.silenceKernel) {
         // The bridge plugin sets arp_notify=1, so the kernel itself sends a GARP when the MAC changes
@@ -401,7 +394,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     });
 
     it('CNI_ARGS ANNOUNCE=bogus is code 4, and nothing is done', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod('bogus');
       const att = attachment(
         files,
