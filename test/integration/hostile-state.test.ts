@@ -36,7 +36,7 @@ import {
   RUN_TAG,
   taggedId,
   type AnnouncerFiles,
-  type Frame,
+  garpsFor,
   type PidNamespace,
   type QuietStandIn,
   type Scope,
@@ -198,11 +198,6 @@ function delDone(a: Att, background: string | RegExp, macsRestored: string) {
   return a.files.logged('info', 'DEL done', fields);
 }
 
-/** Our gratuitous ARPs for ip, sent by mac, in a capture. */
-function garps(frames: readonly Frame[], mac: string, ip: string): Frame[] {
-  return frames.filter((f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderIp === ip);
-}
-
 describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', () => {
   const scope = scopePerTest();
 
@@ -315,8 +310,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
       assertCniOk('ADD', started);
       expect(started.signals).toEqual([]);
-      expect(garps(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
-      expect(garps(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
+      expect(garpsFor(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
+      expect(garpsFor(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
       expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
       // GC (nothing is live here) removes all three records: the invalid one as invalid.
       assertCniOk('GC', await gc(valid, []));
@@ -478,7 +473,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
       await runOk('ip', ['-n', a.pod.netns.name, 'link', 'set', 'eth0', 'up']);
       await sleep(2000);
-      expect(garps(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
+      expect(garpsFor(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
       // The ADD ran in the announcer and left it the job's idleExitMs: with the job cancelled, it exits.
       await waitDaemonGone(a.files.stateDir);
     });
@@ -508,7 +503,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         expect(await stateFiles(a.files.stateDir)).toEqual([]);
         expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
         await sleep(1500);
-        const late = garps(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
+        const late = garpsFor(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
         expect(late, `trial ${trial}`).toEqual([]);
       }
       await waitDaemonGone(a.files.stateDir);
@@ -535,7 +530,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       });
       assertCniOk('DEL', await del(a));
       await sleep(500);
-      expect(garps(await capture.stop(), a.pod.mac, a.ip)).toHaveLength(burst.count);
+      expect(garpsFor(await capture.stop(), a.pod.mac, a.ip)).toHaveLength(burst.count);
       // An invalid record is removed by DEL without acting on it; a removed one is not there to act on.
       expect(await a.files.logged('info', 'DEL: no state record, nothing to undo')).toHaveLength(1);
       expect(await stateFiles(a.files.stateDir)).toEqual([]);
