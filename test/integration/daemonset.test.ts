@@ -260,14 +260,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const pods: BridgePod[] = [];
     const atts: AnnouncerAttachment[] = [];
     for (let i = 0; i < 2; i++) {
-      const pod = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 10 + i,
-        containerId: `${PREFIX}-pod${i}`,
-        settle: true,
-      });
+      const containerId = `${PREFIX}-pod${i}`;
+      const pod = await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId, settle: true });
       pods.push(pod);
       const netns = await procNetns(s, pod.netns.name);
       // As a runtime that names the netns by /proc/PID/ns/net gives it to every plugin of the chain.
