@@ -124,14 +124,8 @@ describe.skipIf(skipIntegration())('stale-entry scenario: bridge plugin 1.1.1 + 
     const containerId = `${PREFIX}-down`;
     const capture = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp' });
 
-    const add = await announcerAdd(scope(), {
-      mainConf: { name: 'harness', cniVersion: '1.0.0' },
-      prevResult,
-      containerId,
-      netns: standIn.netns.path,
-      files,
-      options: { addWaitMs: 200, readyTimeoutMs: 200 },
-    });
+    const how = { network: 'harness', containerId, options: { addWaitMs: 200, readyTimeoutMs: 200 } };
+    const add = await announcerAdd(scope(), attachmentOf(standIn, files, how));
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(prevResult);
     // readyTimeoutMs ≤ addWaitMs: no deferred announce either. Once the link

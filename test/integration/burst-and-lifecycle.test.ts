@@ -25,7 +25,6 @@ import {
   createHostVeth,
   daemonsOf,
   garpsFor,
-  killStrays,
   leftoversAfterTeardown,
   linkShow,
   makeAnnouncerFiles,
@@ -49,6 +48,7 @@ import {
   quietStandIn,
   taggedId,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `b${RUN_TAG}`;
@@ -104,6 +104,13 @@ async function freshAttachment(
   };
 }
 
+/** Announcer DEL, which must succeed and leave stateDir empty; resolves with the time right after it returned. */
+async function delOk(att: AnnouncerAttachment & { files: AnnouncerFiles }): Promise<number> {
+  const { exitedAt } = assertCniOk('announcer DEL', await announcerDel(att));
+  expect(await stateFiles(att.files.stateDir)).toEqual([]);
+  return exitedAt;
+}
+
 /** Gaps between consecutive frames, in ms. */
 function gapsMs(frames: readonly Frame[]): number[] {
   return frames.slice(1).map((f, i) => ms(f) - ms(frames[i]!));
@@ -154,18 +161,11 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     }
   });
 
-  /** Per-test setup: strays fail the test (checked after everything else is undone). */
-  function begin(): Scope {
-    const s = scope();
-    killStrays(s, { strict: true });
-    return s;
-  }
-
   const countIntervalMsOnTitle =
     'count 4, intervalMs 400 on a dual-stack stand-in: 4 GARPs and 4 NAs, 400 ms ' +
     'apart, ADD exits before the last, the announcer after';
   it(countIntervalMsOnTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, v6: true });
     const att = await freshAttachment(taggedId(PREFIX, 'burst'), pod.netns.path, pod.result, '1.1.0');
@@ -201,25 +201,13 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(ms(garps[3]!)).toBeGreaterThan(out.exitedAt);
     expect(ms(nas[3]!)).toBeGreaterThan(out.exitedAt);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   it('backoff 2, count 3, intervalMs 200 on a bridge pod: gaps of about 200 then 400 ms', async () => {
-    const s = begin();
-    const {
-      net,
-      bridge,
-      netns,
-      mac,
-      result,
-      containerId: id,
-    } = await createBridgePod(s, {
-      prefix: PREFIX,
-      ip6: true,
-      containerId: taggedId(PREFIX, 'backoff'),
-      name: NETWORK,
-    });
+    const { s } = await cleanStart(scope);
+    const pod = { prefix: PREFIX, ip6: true, containerId: taggedId(PREFIX, 'backoff'), name: NETWORK };
+    const { net, bridge, netns, mac, result, containerId: id } = await createBridgePod(s, pod);
     const att = await freshAttachment(id, netns.path, result);
     const capture = await startCapture(s, { iface: bridge, filter: 'arp or icmp6' });
 
@@ -242,20 +230,18 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
       expect(third).toBeLessThanOrEqual(900);
     }
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   it('intervalMs 10: round 2 comes from the background announcer, never early, once it is up', async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture } = await quietAttachment(s, 'short', '1.0.0');
 
     const out = await announcerAdd(s, att, { count: 2, intervalMs: 10 });
     assertCniOk('announcer ADD', out);
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
 
     const garps = garpsFor(frames, pod.mac, net.v4(5));
     expect(garps).toHaveLength(2);
@@ -271,7 +257,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     'GC with cni.dev/attachments listing another attachment cancels the background rounds: no frame after GC ' +
     'returned, no record, no process once idle';
   it(gcOtherListTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture, out } = await tenRounds(s, 'gc', '1.1.0');
     await sleep(out.exitedAt + 700 - Date.now());
     await waitFor(async () => (await capture.count()) >= 2, { timeoutMs: 3000, what: 'round 2 from the background' });
@@ -288,7 +274,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   });
 
   it('GC listing the attachment as valid, or of another network, keeps its background rounds going', async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const { net, pod, att, capture, out, daemon } = await tenRounds(s, 'gckeep', '1.1.0');
     await sleep(out.exitedAt + 500 - Date.now());
 
@@ -311,8 +297,7 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
 
     // Frames keep coming after both GCs.
     await sleep(900);
-    const delAt = assertCniOk('announcer DEL', await announcerDel(att)).exitedAt;
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    const delAt = await delOk(att);
     await waitDaemonGone(att.files.stateDir);
     const frames = await capture.stop();
 
@@ -324,15 +309,9 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
   const linkDownAtTitle =
     'link down at ADD: ADD returns at once, sends nothing, and the stale entry is repaired after link up';
   it(linkDownAtTitle, async () => {
-    const s = begin();
-    const {
-      bridge,
-      netns: podNs,
-      mac,
-      ip,
-      result,
-      containerId: id,
-    } = await createBridgePod(s, { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK });
+    const { s } = await cleanStart(scope);
+    const pod = { prefix: PREFIX, containerId: taggedId(PREFIX, 'deferred'), name: NETWORK };
+    const { bridge, netns: podNs, mac, ip, result, containerId: id } = await createBridgePod(s, pod);
     // A second port with carrier keeps the bridge's carrier up while the pod is down:
     // losing carrier would flush the bridge's neighbour table, planted entry included.
     const keeper = await createHostVeth(s, PREFIX);
@@ -379,15 +358,14 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(garpsFor(frames, mac, ip)).toHaveLength(2);
     expect(await att.files.logged('info', 'announced', { round: 1, deferred: true })).toHaveLength(1);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 
   const readyTimeoutMsBoundsDeferredTitle =
     'readyTimeoutMs bounds a deferred wait: the background announcer gives up ' +
     'on its own, sends nothing, and exits once idle';
   it(readyTimeoutMsBoundsDeferredTitle, async () => {
-    const s = begin();
+    const { s } = await cleanStart(scope);
     const net = allocSubnet();
     const pod = await quietStandIn(s, { prefix: PREFIX, net, up: false });
     expect((await linkShow('eth0', pod.netns.name))?.up).toBe(false);
@@ -408,7 +386,6 @@ describe.skipIf(skipIntegration())('bursts, the background announcer and its lif
     expect(frames.filter((f) => f.eth.src === pod.mac)).toEqual([]);
     expect(await att.files.logged('warn', 'pod never became ready: not announcing')).toHaveLength(1);
 
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await stateFiles(att.files.stateDir)).toEqual([]);
+    await delOk(att);
   });
 });

@@ -14,6 +14,7 @@ import {
   announcerDel,
   announcerFiles,
   assertCniOk,
+  chainConfig,
   stateFiles,
   createPidNamespace,
   createNetns,
@@ -72,19 +73,14 @@ function attachment(
   };
 }
 
-/** The first ADD of the stateDir, from a private mount namespace: it starts the announcer there. */
-/** `stayMs`: the namespace outlives the ADD by this long (its shell sleeps after the plugin exits). */
+/**
+ * The first ADD of the stateDir, from a private mount namespace: it starts the announcer there. `stayMs`: the namespace
+ * outlives the ADD by this long (its shell sleeps after the plugin exits).
+ */
 async function addFromPrivateMountNs(att: AnnouncerAttachment, rounds: object = ROUNDS, stayMs = 0): Promise<void> {
-  const config = {
-    type: 'announcer',
-    ...att.options,
-    ...rounds,
-    stateDir: att.files.stateDir,
-    logFile: att.files.logFile,
-    name: NETWORK,
-    cniVersion: '1.0.0',
-    prevResult: att.prevResult,
-  };
+  const { stateDir, logFile } = att.files;
+  const own = { type: 'announcer', ...att.options, ...rounds, stateDir, logFile };
+  const config = chainConfig(att.mainConf, own, att.prevResult);
   const call = { command: 'ADD' as const, containerId: att.containerId, ifname: 'eth0', netns: att.netns! };
   assertCniOk(
     'ADD from a private mount namespace',

@@ -21,7 +21,7 @@ import {
   startCapture,
   waitDaemonGone,
   waitFor,
-  type BridgePod,
+  inBatches,
 } from './harness';
 import { cleanStart } from './harness/executor-steps';
 import { sampleDaemons } from './harness/held-announcer';
@@ -42,24 +42,10 @@ describe.skipIf(skipIntegration())('cold start under concurrency', () => {
     const { s, files } = await cleanStart(scope);
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-    const pods: BridgePod[] = [];
-    for (let i = 0; i < PODS; i += 5) {
-      const batch = Array.from({ length: Math.min(5, PODS - i) }, (_, k) => i + k);
-      pods.push(
-        ...(await Promise.all(
-          batch.map((n) =>
-            attachBridgePod(s, {
-              prefix: PREFIX,
-              net,
-              bridge,
-              host: 10 + n,
-              containerId: `${PREFIX}-pod${n}`,
-              settle: true,
-            }),
-          ),
-        )),
-      );
-    }
+    const indexes = Array.from({ length: PODS }, (_, n) => n);
+    const podAt = (n: number) =>
+      attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + n, containerId: `${PREFIX}-pod${n}`, settle: true });
+    const pods = await inBatches(indexes, 5, podAt);
     const atts = pods.map((pod) => attachmentOf(pod, files, { options: { idleExitMs: 1000 } }));
     const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
     expect(await daemonsOf(files.stateDir)).toEqual([]);

@@ -60,14 +60,8 @@ async function addSquatter(scope: Scope, net: Subnet, bridge: string): Promise<s
  */
 async function addPod(scope: Scope, net: Subnet, bridge: string, name: string, hosts: number[] = [POD]) {
   const ipam = { type: 'static', addresses: hosts.map((h) => ({ address: net.v4Cidr(h), gateway: net.v4(1) })) };
-  const pod = await attachBridgePod(scope, {
-    prefix: PREFIX,
-    net,
-    bridge,
-    host: hosts[0]!,
-    containerId: `${PREFIX}-${name}`,
-    extra: { ipam },
-  });
+  const how = { prefix: PREFIX, net, bridge, host: hosts[0]!, containerId: `${PREFIX}-${name}`, extra: { ipam } };
+  const pod = await attachBridgePod(scope, how);
   return { ...pod, capture: await startCapture(scope, { iface: pod.hostVeth, filter: 'arp' }) };
 }
 
@@ -169,10 +163,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     const pod = await addPod(scope(), net, bridge, 'failmac');
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
-    const add = await announcerAdd(
-      scope(),
-      attachmentOf(pod, files, withIdle({ conflictCheck: 'fail', mac: 'ip-derived', count: 1 })),
-    );
+    const options = { conflictCheck: 'fail', mac: 'ip-derived', count: 1 };
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, withIdle(options)));
     const eth0 = await linkShow('eth0', pod.netns.name);
     const frames = await pod.capture.stop();
 
@@ -184,9 +176,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(ours.map((f) => [f.arp!.senderMac, f.arp!.senderIp])).toEqual([[derivedMac(net.v4(POD)), '0.0.0.0']]);
     expect(eth0?.mac).toBe(pod.mac);
     expect(await announcerLeftovers(files)).toEqual([]);
-    expect(await files.logged('info', 'restored the original MAC', { interface: 'eth0', mac: pod.mac })).toHaveLength(
-      1,
-    );
+    const restored = { interface: 'eth0', mac: pod.mac };
+    expect(await files.logged('info', 'restored the original MAC', restored)).toHaveLength(1);
   });
 
   const warnADDSucceedsTitle =
@@ -275,19 +266,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
 
     // mac: ip-derived takes ADD into the pod (MACs are still set); the opt-out stops the rest.
-    const add = await announcerAdd(
-      scope(),
-      attachmentOf(
-        pod,
-        files,
-        withIdle({
-          conflictCheck: 'fail',
-          mac: 'ip-derived',
-          count: 1,
-          args: { cni: { announce: false } },
-        }),
-      ),
-    );
+    const options = { conflictCheck: 'fail', mac: 'ip-derived', count: 1, args: { cni: { announce: false } } };
+    const add = await announcerAdd(scope(), attachmentOf(pod, files, withIdle(options)));
     const frames = await pod.capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
@@ -306,17 +286,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     // Only the announcer may send ARP when eth0 comes back up.
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, ns);
     await runOk('ip', ['-n', ns, 'link', 'set', 'eth0', 'down']);
-    const attachment = attachmentOf(
-      pod,
-      files,
-      withIdle({
-        conflictCheck: 'fail',
-        count: 2,
-        intervalMs: 1500,
-        addWaitMs: 100,
-        readyTimeoutMs: 30000,
-      }),
-    );
+    const options = { conflictCheck: 'fail', count: 2, intervalMs: 1500, addWaitMs: 100, readyTimeoutMs: 30000 };
+    const attachment = attachmentOf(pod, files, withIdle(options));
 
     const add = await announcerAdd(scope(), attachment);
     expect(add.code, add.stdout).toBe(0);
@@ -343,17 +314,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, a.netns.name);
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'down']);
     const onBridge = await startCapture(scope(), { iface: bridge, filter: 'arp' });
-    const attA = attachmentOf(
-      a,
-      files,
-      withIdle({
-        conflictCheck: 'warn',
-        probeMs: 2000,
-        count: 1,
-        addWaitMs: 100,
-        readyTimeoutMs: 30000,
-      }),
-    );
+    const options = { conflictCheck: 'warn', probeMs: 2000, count: 1, addWaitMs: 100, readyTimeoutMs: 30000 };
+    const attA = attachmentOf(a, files, withIdle(options));
     const attB = attachmentOf(b, files, withIdle({ count: 2, intervalMs: 1000 }));
 
     const addA = await announcerAdd(scope(), attA);
@@ -362,13 +324,8 @@ describe.skipIf(skipIntegration())('IPv4 conflict detection before announcing', 
     expect(addB.code, addB.stdout).toBe(0);
     // A is ready at once: its 2 s window starts about when B's round 2 is 1 s away.
     await runOk('ip', ['-n', a.netns.name, 'link', 'set', 'eth0', 'up']);
-    await waitLogged(
-      files,
-      'info',
-      'announced',
-      { containerId: attA.containerId, round: 1, deferred: true },
-      { timeoutMs: 10_000 },
-    );
+    const roundOfA = { containerId: attA.containerId, round: 1, deferred: true };
+    await waitLogged(files, 'info', 'announced', roundOfA, { timeoutMs: 10_000 });
     await waitLogged(files, 'info', 'announced', { containerId: attB.containerId, round: 2 }, { timeoutMs: 10_000 });
     const frames = await onBridge.stop();
 

@@ -27,11 +27,10 @@ import {
   startCapture,
   stateFiles,
   throwCleanupErrors,
-  type Frame,
   type Subnet,
 } from './harness';
 import { skipContainerd, type PrivateContainerd } from './harness/containerd';
-import { announcerStatus, waitDaemonGone, type StatusJson } from './harness/daemon';
+import { announcerStatus, waitDaemonGone } from './harness/daemon';
 import { criBridge, POD_HOST, type CriBridge } from './harness/cri-bridge';
 import { pidsWithArgv } from './harness/proc-tree';
 
@@ -80,34 +79,21 @@ describe.skipIf(skipContainerd())(
       if (cri !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(cri.dir)))).toEqual([]);
     }, 120_000);
 
-    const runPod = (s: Scope, annotations: Record<string, string>, handler = 'annotated'): Promise<string> =>
-      cri.runPod(s, handler, annotations);
-    const podMac = (id: string): Promise<string> => cri.podMac(id);
-    const podPorts = (): Promise<string[]> => cri.podPorts();
-
     /**
      * Runs a pod with `annotations` under a capture of the bridge; resolves, once its burst is over, with the
      * announcer's replies for the pod IP.
      */
-    async function announcedReplies(
-      annotations: Record<string, string>,
-      handler?: string,
-    ): Promise<{
-      id: string;
-      replies: Frame[];
-      frames: Frame[];
-      served?: NonNullable<StatusJson['counters']>['served'];
-    }> {
+    async function announcedReplies(annotations: Record<string, string>, handler = 'annotated') {
       const s = perTest();
       const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
-      const id = await runPod(s, annotations, handler);
+      const id = await cri.runPod(s, handler, annotations);
       // Taken while the burst runs (the announcer stays idleExitMs after it): who ran the ADD.
       const served = (await announcerStatus(stateDir)).counters?.served;
-      const mac = await podMac(id);
+      const mac = await cri.podMac(id);
       await waitDaemonGone(stateDir);
       const frames = await capture.stop();
       const replies = garpsFor(frames, mac, net.v4(POD_HOST)).filter((f) => f.arp?.opcode === 2);
-      return { id, frames, replies, ...(served ? { served } : {}) };
+      return { id, frames, replies, served };
     }
 
     /** The announcer's log records about container `id`. */
@@ -155,15 +141,12 @@ describe.skipIf(skipContainerd())(
         'the pod is left',
       async (value, message) => {
         const s = perTest();
-        const run = runPod(s, { [ANNOTATION]: value });
-        const error = await run.then(
-          () => undefined,
-          (e: unknown) => e as Error,
-        );
+        const failed = (e: Error) => e;
+        const error = await cri.runPod(s, 'annotated', { [ANNOTATION]: value }).then(() => undefined, failed);
         expect(error?.message).toContain('invalid config: ');
         expect(error?.message).toContain(message);
         expect(await ctd.cri.listPodSandbox()).toEqual([]);
-        expect(await podPorts()).toEqual([]);
+        expect(await cri.podPorts()).toEqual([]);
         // No record. (The announcer this ADD started stays for the default idleExitMs: the config it
         // came with was refused, so its idleExitMs was never read; stopDaemonAtClose ends it.)
         expect(await stateFiles(stateDir)).toEqual([]);

@@ -69,19 +69,15 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     if (cri !== undefined) expect(await pidsWithArgv((argv) => argv.some((a) => a.includes(cri.dir)))).toEqual([]);
   }, 120_000);
 
-  const runPod = (s: Scope, handler: 'announcer' | 'control'): Promise<string> => cri.runPod(s, handler);
-  const podMac = (id: string): Promise<string> => cri.podMac(id);
-  const podPorts = (): Promise<string[]> => cri.podPorts();
-
   const controlBridgeAloneTitle =
     'control, bridge alone: when RunPodSandbox returns, the node still ' +
     "holds the departed pod's MAC for the reused IP";
   it(controlBridgeAloneTitle, async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
-    const id = await runPod(s, 'control');
+    const id = await cri.runPod(s, 'control');
     const entry = await neighEntry(bridge, podIp);
-    expect(await podMac(id)).not.toBe(OLD_MAC);
+    expect(await cri.podMac(id)).not.toBe(OLD_MAC);
     expect(entry).toMatchObject({ state: 'STALE', mac: OLD_MAC });
   });
 
@@ -90,11 +86,11 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
   it(bridgeAnnouncerWhenTitle, async () => {
     const s = perTest();
     await plantStale(bridge, podIp, OLD_MAC);
-    const id = await runPod(s, 'announcer');
+    const id = await cri.runPod(s, 'announcer');
     const entry = await neighEntry(bridge, podIp);
     // The stateDir's announcer (its first command) ran the pod's ADD: the CNI process containerd ran did not.
     expect((await announcerStatus(stateDir)).counters?.served).toMatchObject({ ADD: 1 });
-    const mac = await podMac(id);
+    const mac = await cri.podMac(id);
     expect(mac).not.toBe(OLD_MAC);
     expect(entry?.mac).toBe(mac);
   });
@@ -104,7 +100,7 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     'netns is gone, and the log holds no warning or error';
   it(stopPodSandboxThenRemovePodSandboxTitle, async () => {
     const s = perTest();
-    const id = await runPod(s, 'announcer');
+    const id = await cri.runPod(s, 'announcer');
     await ctd.cri.stopPodSandbox(id);
     expect((await ctd.cri.podSandboxStatus(id)).status.state).toBe('SANDBOX_NOTREADY');
     expect(await ctd.netnsFiles()).toEqual([]);
@@ -124,13 +120,13 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     'netns, veth, announcer process or sandbox';
   it(afterRemovePodSandboxNothingTitle, async () => {
     const s = perTest();
-    const id = await runPod(s, 'announcer');
+    const id = await cri.runPod(s, 'announcer');
     // What is checked below, seen while the pod runs.
     expect(await stateFiles(stateDir)).toContain(`${id}@eth0.json`);
     expect(await daemonsOf(stateDir)).toHaveLength(1);
     expect(await ctd.netnsMounts()).toHaveLength(1);
     expect(await ctd.netnsFiles()).toHaveLength(1);
-    expect(await podPorts()).toHaveLength(1);
+    expect(await cri.podPorts()).toHaveLength(1);
     expect(await ctd.cgroups()).toContain(`pids${ctd.cgroupParent}/${id}`);
     await ctd.cri.stopPodSandbox(id);
     await ctd.cri.removePodSandbox(id);
@@ -139,7 +135,7 @@ describe.skipIf(skipContainerd())('containerd 1.6 CRI with the conflist bridge +
     expect(await stateFiles(stateDir)).toEqual([]);
     expect(await ctd.netnsMounts()).toEqual([]);
     expect(await ctd.netnsFiles()).toEqual([]);
-    expect(await podPorts()).toEqual([]);
+    expect(await cri.podPorts()).toEqual([]);
     expect(await ownAnnouncerProcesses()).toEqual([]);
     expect(await ctd.cri.listPodSandbox()).toEqual([]);
     expect(await ctd.cgroups()).toEqual([]);

@@ -32,6 +32,9 @@ import {
   ownAnnouncerProcesses,
   RUN_TAG,
   scopePerTest,
+  type Scope,
+  type AnnouncerAttachment,
+  type AnnouncerFiles,
   sendGarbage,
   skipIntegration,
   startCapture,
@@ -74,6 +77,9 @@ async function vmRssKiB(pid: number): Promise<number> {
   return Number(m[1]);
 }
 
+/** An attachment of a fleet pod. */
+type Att = AnnouncerAttachment & { files: AnnouncerFiles };
+
 /** The announcer chained on a fleet pod's eth0 as container `tag`. */
 function tagged(tag: string): AttachmentHow {
   return { network: NETWORK, containerId: `${PREFIX}-${tag}`, options: { logLevel: 'info', idleExitMs: 3000 } };
@@ -101,6 +107,19 @@ function expectRefusals(got: GarbageReplies): void {
   expect(got.overLimitBytes).toBeGreaterThan(MAX_REQUEST_LINE);
 }
 
+/**
+ * Per-test setup: strays fail the test, the announcer's files, stand-in pods at `hosts` on a bridge of their own and
+ * an ARP capture on it.
+ */
+async function podsOnBridge(s: Scope, hosts: number[]) {
+  killStrays(s, { strict: true });
+  const files = await announcerFiles(s);
+  const net = allocSubnet();
+  const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
+  const pods = await createStandInFleet(s, { prefix: PREFIX, net, bridge, hosts });
+  return { files, pods, capture: await startCapture(s, { iface: bridge, filter: 'arp' }) };
+}
+
 describe.skipIf(skipIntegration())('the background announcer and garbage on its control socket', () => {
   const scope = scopePerTest();
 
@@ -115,17 +134,8 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     `back to baseline, RSS < 2×`;
   it(randomBytesMiBTitle, async () => {
     const s = scope();
-    killStrays(s, { strict: true });
-    const files = await announcerFiles(s);
-    const net = allocSubnet();
-    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const pods = await createStandInFleet(s, { prefix: PREFIX, net, bridge, hosts: [10, 11, 12] });
-    const [a, b, c] = [
-      attachmentOf(pods[0]!, files, tagged('a')),
-      attachmentOf(pods[1]!, files, tagged('b')),
-      attachmentOf(pods[2]!, files, tagged('c')),
-    ];
-    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+    const { files, pods, capture } = await podsOnBridge(s, [10, 11, 12]);
+    const [a, b, c] = ['a', 'b', 'c'].map((tag, i) => attachmentOf(pods[i]!, files, tagged(tag))) as [Att, Att, Att];
 
     for (const att of [a, b]) assertCniOk(`announcer ADD ${att.containerId}`, await announcerAdd(s, att, RUNNING));
     const [daemon, ...more] = await daemonsOf(files.stateDir);
@@ -205,12 +215,8 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
     `of spinning on the listening socket, counts what failed, and recovers once they close`;
   it(moreIdleConnectionsTitle, async () => {
     const s = scope();
-    killStrays(s, { strict: true });
-    const files = await announcerFiles(s);
-    const net = allocSubnet();
-    const bridge = await createBridge(s, { v4Cidr: net.v4Cidr(1), prefix: PREFIX });
-    const [pod] = await createStandInFleet(s, { prefix: PREFIX, net, bridge, hosts: [10] });
-    const capture = await startCapture(s, { iface: bridge, filter: 'arp' });
+    const { files, pods, capture } = await podsOnBridge(s, [10]);
+    const pod = pods[0];
     // The announcer inherits the limits of the ADD that starts it; Bun raises the soft limit to the hard one, so both
     // are set.
     const att = {
@@ -238,10 +244,9 @@ describe.skipIf(skipIntegration())('the background announcer and garbage on its 
       timeoutMs: 10_000,
       what: 'the burst over',
     });
-    // A round that came due while no descriptor was left could not enter the pod, nor read its
-    // record, nor log why (the pause on accept is unit-tested): it failed and was counted as an error (a record it
-    // cannot read ends
-    // the burst as if DEL had removed it: a limit of this announcer, left for later).
+    // A round that came due while no descriptor was left could not enter the pod, nor read its record, nor log why
+    // (the pause on accept is unit-tested): it failed and was counted as an error (a record it cannot read ends the
+    // burst as if DEL had removed it: a limit of this announcer, left for later).
     const { counters } = await announcerStatus(files.stateDir);
     const garps = garpsFor(await capture.stop(), pod!.mac, pod!.ip);
     expect(counters!.rounds.sent).toBe(garps.length);

@@ -116,11 +116,21 @@ async function mainContainer(): Promise<{
   };
 }
 
+/** The DaemonSet as the tests read it. */
+type DaemonSet = Awaited<ReturnType<typeof mainContainer>>;
+
+/** How a test's main container differs from the yaml's. */
+interface ContainerHow {
+  run?: boolean;
+  flags?: string[];
+  command?: string[];
+}
+
 /**
  * `-v` flags for the main container's netns mounts as the yaml has them (HostToContainer is rslave), or with
  * `propagation` instead.
  */
-function netnsMountFlags(ds: Awaited<ReturnType<typeof mainContainer>>, propagation?: string): string[] {
+function netnsMountFlags(ds: DaemonSet, propagation?: string): string[] {
   return ds.main.volumeMounts
     .filter((m) => m.mountPath !== DS_STATE_DIR)
     .flatMap((m) => {
@@ -136,7 +146,7 @@ function netnsMountFlags(ds: Awaited<ReturnType<typeof mainContainer>>, propagat
  * `podman run` flags for the main container as kubelet would run it, its stateDir being `stateDir` (mounted at the same
  * path).
  */
-function runFlags(ds: Awaited<ReturnType<typeof mainContainer>>, stateDir: string): string[] {
+function runFlags(ds: DaemonSet, stateDir: string): string[] {
   const sc = ds.main.securityContext;
   const flags = [
     '--user',
@@ -177,9 +187,7 @@ async function procNetns(scope: Scope, name: string): Promise<string> {
     async () =>
       (await run('readlink', [path])).stdout.trim() ===
       (await run('ip', ['netns', 'exec', name, 'readlink', '/proc/self/ns/net'])).stdout.trim(),
-    {
-      what: `${path} in ${name}`,
-    },
+    { what: `${path} in ${name}` },
   );
   return path;
 }
@@ -211,6 +219,22 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     throwCleanupErrors(await fileScope.close());
   }, 120_000);
 
+  /**
+   * Creates (`run`: and starts) the main container `name` as kubelet would, on `stateDir`, with `flags` before the
+   * image and `command` after it (the yaml's by default); removed at scope close.
+   */
+  async function container(s: Scope, ds: DaemonSet, name: string, stateDir: string, opts: ContainerHow = {}) {
+    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
+    const verb = opts.run ? ['run', '-d'] : ['create'];
+    const command = opts.command ?? commandOf(ds.main, stateDir);
+    await podman.ok([...verb, '--name', name, ...runFlags(ds, stateDir), ...(opts.flags ?? []), IMAGE, ...command]);
+  }
+
+  /** The pid of container `name`'s process. */
+  async function containerPid(name: string): Promise<number> {
+    return Number((await podman.ok(['inspect', '--format', '{{.State.Pid}}', name])).stdout.trim());
+  }
+
   const servesADDMadeTitle =
     `serves an ADD made on the host; stopped, a shim starts one on the host; started again mid-burst, it ` +
     `takes over: ${BURST.count} GARPs, none lost or twice`;
@@ -220,15 +244,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const files = await announcerFiles(s);
     await mkdir(files.stateDir, { mode: 0o700 });
     const name = `${PREFIX}-announcer`;
-    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
-    await podman.ok([
-      'create',
-      '--name',
-      name,
-      ...runFlags(ds, files.stateDir),
-      IMAGE,
-      ...commandOf(ds.main, files.stateDir),
-    ]);
+    await container(s, ds, name, files.stateDir);
     const started = async (times: number): Promise<void> => {
       await podman.ok(['start', name]);
       await waitFor(
@@ -237,8 +253,6 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
       );
     };
     await started(1);
-    const containerPid = (): Promise<number> =>
-      podman.ok(['inspect', '--format', '{{.State.Pid}}', name]).then((r) => Number(r.stdout.trim()));
 
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
@@ -246,14 +260,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const pods: BridgePod[] = [];
     const atts: AnnouncerAttachment[] = [];
     for (let i = 0; i < 2; i++) {
-      const pod = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 10 + i,
-        containerId: `${PREFIX}-pod${i}`,
-        settle: true,
-      });
+      const containerId = `${PREFIX}-pod${i}`;
+      const pod = await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10 + i, containerId, settle: true });
       pods.push(pod);
       const netns = await procNetns(s, pod.netns.name);
       // As a runtime that names the netns by /proc/PID/ns/net gives it to every plugin of the chain.
@@ -272,7 +280,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     }
 
     // 1. Served by the container.
-    const resident = await containerPid();
+    const resident = await containerPid(name);
     assertCniOk('ADD pod0', await announcerAdd(s, atts[0]!, FIRST));
     const served = await announcerStatus(files.stateDir);
     expect(served.pid).toBe(resident);
@@ -319,7 +327,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(onDemand).toBeDefined();
     await waitLogged(files, 'info', 'announced', { containerId: pods[1]!.containerId, round: 3, of: BURST.count });
     await started(2);
-    const back = await containerPid();
+    const back = await containerPid(name);
     await waitFor(async () => (await daemonsOf(files.stateDir)).length === 0, {
       timeoutMs: 15_000,
       what: `the host's announcer ${onDemand!.pid} to hand over and exit`,
@@ -365,21 +373,12 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const files = await announcerFiles(s); // on the host's /tmp: the container does not mount it
     await mkdir(files.stateDir, { mode: 0o700 });
     const name = `${PREFIX}-views`;
-    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
-    await podman.ok([
-      'run',
-      '-d',
-      '--name',
-      name,
-      ...runFlags(ds, files.stateDir),
-      IMAGE,
-      ...commandOf(ds.main, files.stateDir),
-    ]);
+    await container(s, ds, name, files.stateDir, { run: true });
     await waitFor(async () => (await jsonLogs(podman, name)).some((l) => l.msg === 'announcer started'), {
       timeoutMs: 30_000,
       what: "the container's announcer started",
     });
-    const resident = Number((await podman.ok(['inspect', '--format', '{{.State.Pid}}', name])).stdout.trim());
+    const resident = await containerPid(name);
 
     const net = allocSubnet();
     const pod = await createStandInPod(s, {
@@ -435,27 +434,8 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const other = await announcerFiles(s);
     await mkdir(other.stateDir, { mode: 0o700 });
     const names = { yaml: `${PREFIX}-mounts`, private: `${PREFIX}-private` };
-    for (const n of Object.values(names)) s.defer(() => podman.run(['rm', '-f', '-t', '5', n]), `container ${n}`);
-    await podman.ok([
-      'run',
-      '-d',
-      '--name',
-      names.yaml,
-      ...runFlags(ds, files.stateDir),
-      ...netnsMountFlags(ds),
-      IMAGE,
-      ...commandOf(ds.main, files.stateDir),
-    ]);
-    await podman.ok([
-      'run',
-      '-d',
-      '--name',
-      names.private,
-      ...runFlags(ds, other.stateDir),
-      ...netnsMountFlags(ds, 'rprivate'),
-      IMAGE,
-      ...commandOf(ds.main, other.stateDir),
-    ]);
+    await container(s, ds, names.yaml, files.stateDir, { run: true, flags: netnsMountFlags(ds) });
+    await container(s, ds, names.private, other.stateDir, { run: true, flags: netnsMountFlags(ds, 'rprivate') });
 
     // A pod's netns named after both started: an interface with an address, up, in it.
     const late = `${PREFIX}l${Math.random().toString(16).slice(2, 6)}`;
@@ -469,21 +449,9 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     ]) {
       await inNode('ip', ['netns', 'exec', late, ...cmd.split(' ')]);
     }
-    const announce = (n: string, dir: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-      podman.run([
-        'exec',
-        n,
-        '/announcer',
-        'announce',
-        '--netns',
-        `${dir}/${late}`,
-        '--ifname',
-        'eth0',
-        '--count',
-        '1',
-        '--wait',
-        '5000',
-      ]);
+    const once = ['--ifname', 'eth0', '--count', '1', '--wait', '5000'];
+    const announce = (n: string, dir: string) =>
+      podman.run(['exec', n, '/announcer', 'announce', '--netns', `${dir}/${late}`, ...once]);
     for (const dir of ['/run/netns', '/var/run/netns']) {
       const seen = await announce(names.yaml, dir);
       expect(seen.code, `${dir}: ${seen.stdout}${seen.stderr}`).toBe(0);
@@ -501,7 +469,6 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const files = await announcerFiles(s);
     await mkdir(files.stateDir, { mode: 0o700 });
     const name = `${PREFIX}-hung`;
-    s.defer(() => podman.run(['rm', '-f', '-t', '5', name]), `container ${name}`);
     // The probe as deploy/daemonset.yaml's livenessProbe has it (GET /healthz, its timeoutSeconds and
     // failureThreshold), run from inside the container by a static busybox mounted for the test (its nc: this
     // busybox's wget crashes): the image has no HTTP client, and with hostNetwork the container's loopback is the
@@ -514,25 +481,10 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     const get =
       `printf 'GET ${probe.path} HTTP/1.0\\r\\n\\r\\n' | /busybox timeout ${probe.timeoutSeconds} ` +
       `/busybox nc 127.0.0.1 ${port} | /busybox grep -q '^HTTP/1.[01] 200'`;
-    await podman.ok([
-      'create',
-      '--name',
-      name,
-      ...runFlags(ds, files.stateDir),
-      '-v',
-      `${BUSYBOX}:/busybox:ro`,
-      '--health-cmd',
-      JSON.stringify(['/busybox', 'sh', '-c', get]),
-      // No timer of podman's (systemd's): the test runs each check itself, as the kubelet would every periodSeconds.
-      '--health-interval',
-      'disable',
-      '--health-retries',
-      String(probe.failureThreshold),
-      '--health-on-failure',
-      'kill',
-      IMAGE,
-      ...command,
-    ]);
+    const health = ['--health-cmd', JSON.stringify(['/busybox', 'sh', '-c', get]), '--health-on-failure', 'kill'];
+    // No timer of podman's (systemd's): the test runs each check itself, as the kubelet would every periodSeconds.
+    health.push('--health-interval', 'disable', '--health-retries', String(probe.failureThreshold));
+    await container(s, ds, name, files.stateDir, { flags: ['-v', `${BUSYBOX}:/busybox:ro`, ...health], command });
     await podman.ok(['start', name]);
     await waitFor(async () => (await jsonLogs(podman, name)).some((l) => l.msg === 'serving /metrics and /healthz'), {
       timeoutMs: 30_000,
@@ -545,7 +497,7 @@ describe.skipIf(skipPodman())('the DaemonSet announcer, run with podman as deplo
     expect(await check()).toBe(0);
 
     // Hung: its one loop makes no progress. /healthz is answered by that loop, so no answer comes.
-    const pid = Number((await podman.ok(['inspect', '--format', '{{.State.Pid}}', name])).stdout.trim());
+    const pid = await containerPid(name);
     expect(pid).toBeGreaterThan(1);
     process.kill(pid, 'SIGSTOP'); // the container's own process, which this test started
     const codes: number[] = [];

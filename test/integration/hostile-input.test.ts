@@ -40,6 +40,7 @@ import {
   type CniCall,
   type Scope,
   garpsFor,
+  derivedMac,
 } from './harness';
 
 /** Every netns and link this file creates starts with this. */
@@ -273,10 +274,7 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
           args: { cni: { announce: { macPrefix: '02:00' } } },
         }),
       );
-      const expected = `0a:58:${pod.ip
-        .split('.')
-        .map((b) => Number(b).toString(16).padStart(2, '0'))
-        .join(':')}`;
+      const expected = derivedMac(pod.ip); // with the conflist's (default) prefix 0a:58
       expect((await linkShow('eth0', pod.ns))?.mac).toBe(expected);
       expect(add.json.interfaces[0].mac).toBe(expected);
       const ignored = { field: 'args.cni.announce.macPrefix' };
@@ -286,26 +284,22 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
 
-    it('an allowed field applies: podOverrides ["count"] and announce {count: 1} send one round', async () => {
-      const pod = await standIn(scope(), 'allow');
-      const { add, garps } = await addUnderCapture(scope(), pod, {
-        ...BURST,
-        podOverrides: ['count'],
-        args: { cni: { announce: { count: 1 } } },
-      });
+    it.each<[string, Record<string, unknown>, number]>([
+      [
+        'an allowed field applies: podOverrides ["count"] and announce {count: 1} send one round',
+        { podOverrides: ['count'], args: { cni: { announce: { count: 1 } } } },
+        1,
+      ],
+      [
+        'a pod opts out under the default policy: zero GARPs',
+        { args: { cni: { announce: { enabled: false, mac: 'keep' } } } },
+        0,
+      ],
+    ])('%s', async (_title, conf, rounds) => {
+      const pod = await standIn(scope(), `rounds${rounds}`);
+      const { add, garps } = await addUnderCapture(scope(), pod, { ...BURST, ...conf });
       assertCniOk('announcer ADD', add);
-      expect(garps).toHaveLength(1);
-      expect(await announcerLeftovers(pod.files)).toEqual([]);
-    });
-
-    it('a pod opts out under the default policy: zero GARPs', async () => {
-      const pod = await standIn(scope(), 'off');
-      const { add, garps } = await addUnderCapture(scope(), pod, {
-        ...BURST,
-        args: { cni: { announce: { enabled: false, mac: 'keep' } } },
-      });
-      assertCniOk('announcer ADD', add);
-      expect(garps).toEqual([]);
+      expect(garps).toHaveLength(rounds);
       expect(await announcerLeftovers(pod.files)).toEqual([]);
     });
   });
@@ -341,6 +335,12 @@ describe.skipIf(skipIntegration())('hostile input and pod policy', () => {
   describe('a MAC the runtime chose, with mac: ip-derived', () => {
     it.each<{ how: string; args?: string; announcer?: Record<string, unknown>; bridge?: Record<string, unknown> }>([
       { how: 'CNI_ARGS MAC= (podman --mac-address)', args: 'IgnoreUnknown=1;MAC=02:c0:ff:ee:00:0b' },
+      // The runtime hands the same runtimeConfig to every plugin that declares the capability.
+      {
+        how: 'runtimeConfig.mac',
+        announcer: { capabilities: { mac: true }, runtimeConfig: { mac: '02:c0:ff:ee:00:0b' } },
+        bridge: { capabilities: { mac: true }, runtimeConfig: { mac: '02:c0:ff:ee:00:0b' } },
+      },
       {
         how: 'args.cni.mac',
         announcer: { args: { cni: { mac: '02:c0:ff:ee:00:0b' } } },

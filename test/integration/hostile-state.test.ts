@@ -36,8 +36,7 @@ import {
   RUN_TAG,
   taggedId,
   type AnnouncerFiles,
-  type CniOutput,
-  type Frame,
+  garpsFor,
   type PidNamespace,
   type QuietStandIn,
   type Scope,
@@ -136,11 +135,6 @@ async function gc(
   return a.ns.cniExec(ANNOUNCER, { command: 'GC' }, config, { trace });
 }
 
-async function status(a: Att, stateDir: string): Promise<CniOutput> {
-  const config = { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir };
-  return a.ns.cniExec(ANNOUNCER, { command: 'STATUS' }, config);
-}
-
 /** The pod netns file's identity, as the plugin records it. */
 async function netnsId(a: Att): Promise<{ dev: number; ino: number }> {
   const st = await stat(a.pod.netns.path);
@@ -159,31 +153,22 @@ async function callerIn(ns: PidNamespace): Promise<Record<string, { dev: number;
   return { mnt: await id('mnt'), net: await id('net') };
 }
 
+/** The attachment's identity, as records and jobs carry it, of a caller in `ns`. */
+async function identity(a: Att, ns: PidNamespace): Promise<Record<string, unknown>> {
+  const ids = { netnsId: await netnsId(a), caller: await callerIn(ns) };
+  return { network: NETWORK, containerId: a.containerId, ifname: 'eth0', netns: a.pod.netns.path, ...ids };
+}
+
 /** A valid record of the attachment (no job) made by a caller in `ns`, with `extra` fields on top. */
 async function recordWith(a: Att, extra: Record<string, unknown> = {}, ns = a.ns): Promise<string> {
-  const record = {
-    network: NETWORK,
-    containerId: a.containerId,
-    ifname: 'eth0',
-    netns: a.pod.netns.path,
-    netnsId: await netnsId(a),
-    caller: await callerIn(ns),
-    originalMacs: [],
-    ...extra,
-  };
-  return JSON.stringify(record);
+  return JSON.stringify({ ...(await identity(a, ns)), originalMacs: [], ...extra });
 }
 
 /** A valid background job for the attachment, of a caller in `ns`: round 1 just sent, rounds 2.. every `intervalMs`. */
 async function jobFor(a: Att, intervalMs = 800, rounds = 4, ns = a.ns): Promise<Record<string, unknown>> {
   const now = bootMs();
   return {
-    network: NETWORK,
-    containerId: a.containerId,
-    ifname: 'eth0',
-    netns: a.pod.netns.path,
-    netnsId: await netnsId(a),
-    caller: await callerIn(ns),
+    ...(await identity(a, ns)),
     interfaces: [{ name: 'eth0', ipv4: [a.ip], ipv6: [] }],
     hostPeerNames: [],
     arpOps: ['request'],
@@ -196,9 +181,10 @@ async function jobFor(a: Att, intervalMs = 800, rounds = 4, ns = a.ns): Promise<
   };
 }
 
-async function plant(a: Att, text: string): Promise<string> {
-  await mkdir(a.files.stateDir, { recursive: true, mode: 0o700 });
-  const file = join(a.files.stateDir, `${a.containerId}@eth0.json`);
+/** Writes `text` as the attachment's record in `dir`. */
+async function plant(a: Att, text: string, dir = a.files.stateDir): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, `${a.containerId}@eth0.json`);
   await writeFile(file, text, { mode: 0o600 });
   return file;
 }
@@ -210,11 +196,6 @@ const INVALID_RECORD = 'invalid state record: removing it without acting on it';
 function delDone(a: Att, background: string | RegExp, macsRestored: string) {
   const fields = { containerId: a.containerId, ifname: 'eth0', background, macsRestored, recordRemoved: true };
   return a.files.logged('info', 'DEL done', fields);
-}
-
-/** Our gratuitous ARPs for ip, sent by mac, in a capture. */
-function garps(frames: readonly Frame[], mac: string, ip: string): Frame[] {
-  return frames.filter((f) => f.eth.src === mac && f.arp?.isGratuitous === true && f.arp.senderIp === ip);
 }
 
 describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', () => {
@@ -311,23 +292,12 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         await startCapture(s, { netns: valid.pod.netns.name, iface: valid.pod.peer }),
         await startCapture(s, { netns: invalid.pod.netns.name, iface: invalid.pod.peer }),
       ];
-      await mkdir(dir, { mode: 0o700 });
       const junk = { tail: { pid: -1 }, pid: 1 };
-      await writeFile(
-        join(dir, `${valid.containerId}@eth0.json`),
-        await recordWith(
-          valid,
-          { ...junk, job: { ...(await jobFor(valid, 600, 10, starter.ns)), ...junk } },
-          starter.ns,
-        ),
-        { mode: 0o600 },
-      );
+      const validJob = { ...(await jobFor(valid, 600, 10, starter.ns)), ...junk };
+      await plant(valid, await recordWith(valid, { ...junk, job: validJob }, starter.ns), dir);
       // The same job with one bad field: the ARP op "both" is not a wire op.
-      await writeFile(
-        join(dir, `${invalid.containerId}@eth0.json`),
-        await recordWith(invalid, { job: { ...(await jobFor(invalid, 600, 10, starter.ns)), arpOps: ['both'] } }),
-        { mode: 0o600 },
-      );
+      const invalidJob = { ...(await jobFor(invalid, 600, 10, starter.ns)), arpOps: ['both'] };
+      await plant(invalid, await recordWith(invalid, { job: invalidJob }, starter.ns), dir);
       // The announcer, under strace for its whole life, reads every record as it starts; an ADD of a third attachment
       // goes to it.
       const announcer = await starter.ns.traceAnnouncer(ANNOUNCER, dir);
@@ -340,8 +310,8 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const [validFrames, invalidFrames] = await Promise.all(captures.map((c) => c.stop()));
       assertCniOk('ADD', started);
       expect(started.signals).toEqual([]);
-      expect(garps(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
-      expect(garps(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
+      expect(garpsFor(validFrames!, valid.pod.mac, valid.ip).length).toBeGreaterThanOrEqual(2);
+      expect(garpsFor(invalidFrames!, invalid.pod.mac, invalid.ip)).toEqual([]);
       expect(invalidFrames!.filter((f) => f.eth.src === invalid.pod.mac)).toEqual([]);
       // GC (nothing is live here) removes all three records: the invalid one as invalid.
       assertCniOk('GC', await gc(valid, []));
@@ -375,7 +345,11 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       expect(r.json.msg).toBe(
         `unsafe stateDir: ${dir} is owned by uid 65534, not root: chown root ${dir} and chmod 0700 ${dir}`,
       );
-      const st = await status(a, dir);
+      const st = await a.ns.cniExec(
+        ANNOUNCER,
+        { command: 'STATUS' },
+        { cniVersion: '1.1.0', name: NETWORK, type: 'announcer', stateDir: dir },
+      );
       expect(st.json).toMatchObject({ code: 50 });
       expect(st.json.msg).toContain(`chown root ${dir} and chmod 0700 ${dir}`);
       const d = await del(a, { stateDir: dir });
@@ -499,7 +473,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       const capture = await startCapture(a.s, { netns: a.pod.netns.name, iface: a.pod.peer });
       await runOk('ip', ['-n', a.pod.netns.name, 'link', 'set', 'eth0', 'up']);
       await sleep(2000);
-      expect(garps(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
+      expect(garpsFor(await capture.stop(), a.pod.mac, a.ip)).toEqual([]);
       // The ADD ran in the announcer and left it the job's idleExitMs: with the job cancelled, it exits.
       await waitDaemonGone(a.files.stateDir);
     });
@@ -529,7 +503,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
         expect(await stateFiles(a.files.stateDir)).toEqual([]);
         expect((await announcerStatus(a.files.stateDir)).attachments).toEqual([]);
         await sleep(1500);
-        const late = garps(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
+        const late = garpsFor(await capture.stop(), a.pod.mac, a.ip).filter((f) => f.time * 1000 > afterDel);
         expect(late, `trial ${trial}`).toEqual([]);
       }
       await waitDaemonGone(a.files.stateDir);
@@ -556,7 +530,7 @@ describe.skipIf(skipIntegration())('hostile state: records, stateDir, races', ()
       });
       assertCniOk('DEL', await del(a));
       await sleep(500);
-      expect(garps(await capture.stop(), a.pod.mac, a.ip)).toHaveLength(burst.count);
+      expect(garpsFor(await capture.stop(), a.pod.mac, a.ip)).toHaveLength(burst.count);
       // An invalid record is removed by DEL without acting on it; a removed one is not there to act on.
       expect(await a.files.logged('info', 'DEL: no state record, nothing to undo')).toHaveLength(1);
       expect(await stateFiles(a.files.stateDir)).toEqual([]);

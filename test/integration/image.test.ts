@@ -164,18 +164,9 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     // node settings file, once.
     const { install } = await daemonSetContainers();
     const state = await tempDir(scope(), 'announcer-image-state-');
+    const mounts = ['-v', `${dir}:${DEST}`, '-v', `${state}:/run/cni-announcer`];
     const asInit = () =>
-      podman.run([
-        'run',
-        '--rm',
-        ...runFlags(install),
-        '-v',
-        `${dir}:${DEST}`,
-        '-v',
-        `${state}:/run/cni-announcer`,
-        IMAGE,
-        ...install.command.slice(1),
-      ]);
+      podman.run(['run', '--rm', ...runFlags(install), ...mounts, IMAGE, ...install.command.slice(1)]);
     const unchanged = [
       `unchanged ${DEST}/announcer (already identical)`,
       `unchanged ${DEST}/THIRD_PARTY_NOTICES (already identical)`,
@@ -198,15 +189,8 @@ describe.skipIf(skipPodman())('the installer image, built offline FROM scratch a
     await run('sh', ['-c', 'printf old > "$1/announcer" && chmod 0755 "$1/announcer"', 'sh', dir]);
     const before = (await stat(join(dir, 'announcer'))).ino;
     const { install } = await daemonSetContainers();
-    const res = await podman.run([
-      'run',
-      '--rm',
-      ...runFlags(install),
-      '-v',
-      `${dir}:${DEST}`,
-      IMAGE,
-      ...install.command.slice(1),
-    ]);
+    const mount = ['-v', `${dir}:${DEST}`];
+    const res = await podman.run(['run', '--rm', ...runFlags(install), ...mount, IMAGE, ...install.command.slice(1)]);
     expect([res.code, res.stderr]).toEqual([0, '']);
     expect((await stat(join(dir, 'announcer'))).ino).not.toBe(before);
     expect(await sha256(join(dir, 'announcer'))).toBe(await sha256(ANNOUNCER));

@@ -127,17 +127,8 @@ describe('announcer install --dest DIR, the built executable', () => {
       'fsync of DIR (strace)',
     async () => {
       const trace = join(base, 'strace.log');
-      const res = await run('strace', [
-        '-f',
-        '-o',
-        trace,
-        '-e',
-        'trace=openat,fchmod,fsync,close,rename,renameat,renameat2',
-        ANNOUNCER,
-        'install',
-        '--dest',
-        dest,
-      ]);
+      const calls = 'trace=openat,fchmod,fsync,close,rename,renameat,renameat2';
+      const res = await run('strace', ['-f', '-o', trace, '-e', calls, ANNOUNCER, 'install', '--dest', dest]);
       expect(res.code, res.stderr).toBe(0);
       // strace pads results with spaces: `fsync(6)          = 0`.
       const lines = (await readFile(trace, 'utf8'))

@@ -83,15 +83,8 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     destDir = await mkdtemp('/var/tmp/announcer-destdir-');
     const before = await stat(ANNOUNCER);
     // `-o bin/announcer`: install what is built, never rebuild it (others test the same bin/ concurrently).
-    const res = await runOk('make', [
-      '-C',
-      ROOT,
-      '--no-print-directory',
-      '-o',
-      'bin/announcer',
-      'install',
-      `DESTDIR=${destDir}`,
-    ]);
+    const make = ['-C', ROOT, '--no-print-directory', '-o', 'bin/announcer', 'install', `DESTDIR=${destDir}`];
+    const res = await runOk('make', make);
     expect(res.stdout).toContain('install -D -m 0755 bin/announcer');
     expect((await stat(ANNOUNCER)).mtimeMs).toBe(before.mtimeMs);
     installed = join(destDir, 'opt/cni/bin/announcer');
@@ -153,11 +146,8 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     expect(st.mode & 0o7777).toBe(0o755);
     const [mine, built] = await Promise.all([readFile(installed), readFile(ANNOUNCER)]);
     expect(createHash('sha256').update(mine).digest('hex')).toBe(createHash('sha256').update(built).digest('hex'));
-    expect(elfHeader(mine)).toEqual({
-      type: 'executable',
-      machine: EM_X86_64,
-      interpreter: '/lib64/ld-linux-x86-64.so.2',
-    });
+    const x64 = { type: 'executable', machine: EM_X86_64, interpreter: '/lib64/ld-linux-x86-64.so.2' };
+    expect(elfHeader(mine)).toEqual(x64);
   });
 
   const carriesKoffiAsTitle =
@@ -189,24 +179,8 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
     try {
       const trace = join(dir, 'trace');
       // `status` loads koffi (libc) to ask for a background announcer; none runs in this empty stateDir.
-      const res = await run(
-        'strace',
-        [
-          '-f',
-          '-e',
-          'trace=openat,open',
-          '-o',
-          trace,
-          installed,
-          'status',
-          '--json',
-          '--state-dir',
-          join(dir, 'state'),
-        ],
-        {
-          inheritEnv: false,
-        },
-      );
+      const status = [installed, 'status', '--json', '--state-dir', join(dir, 'state')];
+      const res = await run('strace', ['-f', '-e', 'trace=openat,open', '-o', trace, ...status], { inheritEnv: false });
       expect(res.code, res.stderr).toBe(0);
       const opens = (await readFile(trace, 'utf8')).split('\n').filter((l) => /\bopen(at)?\(/.test(l));
       // The embedded asset is read from Bun's memory (no open); the one file the addon is written to has no name.
@@ -275,26 +249,14 @@ describe.skipIf(skipIntegration())('make install: a self-contained executable', 
       const { dir, stateDir } = await testDir(scope());
       const net = allocSubnet();
       const containerId = `${PREFIX}-add${noexec ? '-noexec' : ''}`;
-      const {
-        bridge,
-        netns: podNs,
-        result,
-        conf,
-        mac: podMac,
-      } = await stalePod(scope(), { prefix: PREFIX, net, containerId });
+      const pod = await stalePod(scope(), { prefix: PREFIX, net, containerId });
+      const { bridge, netns: podNs, result, conf, mac: podMac } = pod;
       expect(await neighEntry(bridge, net.v4(5))).toEqual({ state: 'STALE', states: ['STALE'], mac: OLD_MAC });
       // count 1: no background announcer. The state dir is the private tmpfs, gone with the namespace.
-      const config = {
-        type: 'announcer',
-        count: 1,
-        stateDir,
-        name: conf.name,
-        cniVersion: conf.cniVersion,
-        prevResult: result,
-      };
+      const config = { type: 'announcer', count: 1, stateDir, name: conf.name, cniVersion: conf.cniVersion };
       const call = { command: 'ADD', containerId, netns: podNs.path, ifname: 'eth0' };
 
-      const out = await runSealed(call, config, dir, { noexec });
+      const out = await runSealed(call, { ...config, prevResult: result }, dir, { noexec });
       const entry = await neighEntry(bridge, net.v4(5));
 
       expect(out.code, out.stdout + out.stderr).toBe(0);

@@ -40,6 +40,8 @@ const BROADCAST = 'ff:ff:ff:ff:ff:ff';
 const ALL_NODES_MAC = '33:33:00:00:00:01';
 const ZERO_MAC = '00:00:00:00:00:00';
 const POD_HOST = 5;
+/** The main plugin's config of the stand-in pods, whose prevResult the tests write. */
+const mainConf = { name: 'harness', cniVersion: '1.0.0' };
 
 const isGarp = (f: Frame): boolean => f.arp !== undefined && f.arp.senderIp === f.arp.targetIp;
 const isNa = (f: Frame, target?: string): boolean =>
@@ -180,23 +182,15 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
   });
 
   it('tshark: with arpOp "both" on dual stack, every frame from the pod is well-formed, field by field', async () => {
-    const {
-      files,
-      ip4,
-      ip6,
-      mac: podMac,
-      capture,
-      add,
-    } = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
+    const added = await addOnCapturedBridgePod('tshark', { arpOp: 'both', count: 1 });
+    const { files, ip4, ip6, mac: podMac, capture, add } = added;
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);
     expect(add.code, add.stdout).toBe(0);
 
     for (const f of frames) {
       expect(f.malformed, `frame ${f.number}`).toBe(false);
-      expect(
-        f.expert.filter((e) => e.severity === 'error' || e.severity === 'warn'),
-        `frame ${f.number}`,
-      ).toEqual([]);
+      const flagged = f.expert.filter((e) => e.severity === 'error' || e.severity === 'warn');
+      expect(flagged, `frame ${f.number}`).toEqual([]);
     }
     const requests = frames.filter((f) => f.arp?.opcode === 1);
     const replies = frames.filter((f) => f.arp?.opcode === 2);
@@ -254,12 +248,11 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     const onEth0 = await startCapture(scope(), { netns: ns, iface: standIn.peer, filter: 'arp or icmp6' });
     const onNet1 = await startCapture(scope(), { netns: ns, iface: 'peer1', filter: 'arp or icmp6' });
 
+    const how = { containerId: `${PREFIX}-narrow`, netns: standIn.netns.path, files };
     const add = await announcerAdd(scope(), {
-      mainConf: { name: 'harness', cniVersion: '1.0.0' },
+      mainConf,
       prevResult,
-      containerId: `${PREFIX}-narrow`,
-      netns: standIn.netns.path,
-      files,
+      ...how,
       options: { interfaces: ['net1'], count: 1 },
     });
     const [eth0Frames, net1Frames] = [await onEth0.stop(), await onNet1.stop()];
@@ -277,19 +270,8 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
   it('ipvlan L3: ADD exits 0, sends nothing and logs why (skipped where the kernel has no ipvlan)', async (ctx) => {
     const { files, net } = await begin();
     const node = await createL2Node(scope(), PREFIX);
-    const probe = await run('ip', [
-      '-n',
-      node.netns.name,
-      'link',
-      'add',
-      'ipvprobe',
-      'link',
-      node.parent,
-      'type',
-      'ipvlan',
-      'mode',
-      'l3',
-    ]);
+    const ipvlan = ['ipvprobe', 'link', node.parent, 'type', 'ipvlan', 'mode', 'l3'];
+    const probe = await run('ip', ['-n', node.netns.name, 'link', 'add', ...ipvlan]);
     if (probe.code !== 0) {
       // Only a kernel without the driver skips; any other failure of the probe fails the test.
       expect(probe.stderr, 'ip link add … type ipvlan mode l3').toMatch(/Unknown device type/);
@@ -313,14 +295,8 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
     ]);
     const containerId = `${PREFIX}-ipvlan`;
 
-    const add = await announcerAdd(scope(), {
-      mainConf: { name: 'harness', cniVersion: '1.0.0' },
-      prevResult,
-      containerId,
-      netns: pod.netns.path,
-      files,
-      node: node.netns.name,
-    });
+    const how = { containerId, netns: pod.netns.path, files, node: node.netns.name };
+    const add = await announcerAdd(scope(), { mainConf, prevResult, ...how });
     const frames = await capture.stop();
 
     expect(add.code, add.stdout).toBe(0);
@@ -332,15 +308,8 @@ describe.skipIf(skipIntegration())('IPv6 and main plugins', () => {
   });
 
   it('ipv6: false on dual stack: only ARP is sent, and the IPv6 entry stays stale', async () => {
-    const {
-      files,
-      ip4,
-      ip6,
-      bridge,
-      mac: podMac,
-      capture,
-      add,
-    } = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
+    const added = await addOnCapturedBridgePod('noipv6', { ipv6: false, count: 1 });
+    const { files, ip4, ip6, bridge, mac: podMac, capture, add } = added;
     const entry4 = await neighEntry(bridge, ip4);
     const entry6 = await neighEntry(bridge, ip6);
     const frames = (await capture.stop()).filter((f) => f.eth.src === podMac);

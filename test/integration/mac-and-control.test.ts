@@ -13,7 +13,6 @@ import {
   announcementsFrom,
   announcerAdd,
   announcerDel,
-  announcerFiles,
   announcerLeftovers,
   announcerRun,
   assertCniOk,
@@ -22,7 +21,6 @@ import {
   deleteNetns,
   derivedMac,
   describeFrames,
-  killStrays,
   linkShow,
   neighEntry,
   ownAnnouncerProcesses,
@@ -40,6 +38,7 @@ import {
   type AnnouncerFiles,
   type Subnet,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 /** Every netns and link this file creates starts with this. */
 const PREFIX = `m${RUN_TAG}`;
@@ -52,18 +51,17 @@ const BURST = { count: 3, intervalMs: 300 };
 /** How long a capture keeps running after ADD exits: past every round the background would have sent. */
 const TAIL_WINDOW_MS = 1500;
 
-/** The announcer on a pod's eth0, chained in network NETWORK with a debug log. */
+/** The announcer on a pod's eth0 at `netns`, chained in network NETWORK with a debug log. */
 function attachment(
   files: AnnouncerFiles,
-  opts: { containerId: string; netns: string; prevResult: unknown; options: Record<string, unknown>; args?: string },
+  containerId: string,
+  netns: string,
+  prevResult: unknown,
+  options: Record<string, unknown>,
+  args?: string,
 ): AnnouncerAttachment {
-  const { options, ...rest } = opts;
-  return {
-    mainConf: { name: NETWORK, cniVersion: CNI_VERSION },
-    files,
-    options: { logLevel: 'debug', ...options },
-    ...rest,
-  };
+  const mainConf = { name: NETWORK, cniVersion: CNI_VERSION };
+  return { mainConf, files, containerId, netns, prevResult, options: { logLevel: 'debug', ...options }, args };
 }
 
 /** The state record of an attachment on eth0. */
@@ -75,6 +73,13 @@ async function podMac(netns: string): Promise<string | undefined> {
   return (await linkShow('eth0', netns))?.mac;
 }
 
+/** DEL succeeds, the pod's eth0 has `mac` again, and the announcer left nothing. */
+async function delRestores(att: AnnouncerAttachment, ns: string, mac: string): Promise<void> {
+  assertCniOk('announcer DEL', await announcerDel(att));
+  expect(await podMac(ns)).toBe(mac);
+  expect(await announcerLeftovers(att.files)).toEqual([]);
+}
+
 /** The result with the pod interface's MAC replaced: what ADD prints after setting a derived MAC. */
 function withPodMac(result: any, mac: string): any {
   const expected = structuredClone(result);
@@ -84,12 +89,6 @@ function withPodMac(result: any, mac: string): any {
 
 describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control', () => {
   const scope = scopePerTest(PREFIX);
-
-  /** Per-test setup: strays fail the test (checked after everything else is undone), and the announcer's files. */
-  async function begin(): Promise<AnnouncerFiles> {
-    killStrays(scope(), { strict: true });
-    return announcerFiles(scope());
-  }
 
   /** A pod on a bridge of its own through the real bridge plugin, settled: eth0 up, its port forwarding. */
   function bridgePod(tag: string, extra?: Record<string, unknown>) {
@@ -124,16 +123,11 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
   describe('chained after the real bridge plugin with mac: ip-derived', () => {
     it('sets the derived MAC, reports it, the node learns it, and CHECK verifies it', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod('derive');
       const derived = derivedMac(pod.ip);
       expect(pod.mac).not.toBe(derived);
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { mac: 'ip-derived', ...BURST },
-      });
+      const att = attachment(files, pod.containerId, pod.netns.path, pod.result, { mac: 'ip-derived', ...BURST });
 
       // With the bridge plugin's arp_notify=1 the kernel would send its own GARP on the MAC change;
       // turned off, only the announcer's frames can repair the node's entry.
@@ -159,9 +153,7 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(bad.json.msg).toContain(derived);
 
       // DEL puts back the MAC the bridge plugin gave, stops the background rounds and forgets the attachment.
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
@@ -170,15 +162,14 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       { prefix: undefined, shown: '0a:58 (default)' },
       { prefix: '02:42', shown: '02:42' },
     ])('derives prefix + sha256(canonical text)[0..4] with macPrefix $shown', async ({ prefix }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v6Cidr(5)]);
       const address = net.v6(5);
       const derived = derivedMac(address, prefix ?? '0a:58');
-      const att = attachment(files, {
-        containerId: `${PREFIX}-v6`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1, ...(prefix === undefined ? {} : { macPrefix: prefix }) },
+      const att = attachment(files, `${PREFIX}-v6`, pod.netns.path, prevResult, {
+        mac: 'ip-derived',
+        count: 1,
+        ...(prefix === undefined ? {} : { macPrefix: prefix }),
       });
 
       const capture = await startCapture(scope(), { netns: pod.netns.name, iface: pod.peer, filter: 'icmp6' });
@@ -193,32 +184,23 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       expect(nas[0]).toMatchObject({ eth: { src: derived }, icmpv6: { linkAddr: derived }, malformed: false });
       expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
 
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
   it.each<{ first: 4 | 6 }>([{ first: 6 }, { first: 4 }])(
     'on a dual-stack interface the first prevResult address decides (IPv$first listed first)',
     async ({ first }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) =>
         first === 6 ? [n.v6Cidr(6), n.v4Cidr(6)] : [n.v4Cidr(6), n.v6Cidr(6)],
       );
-      const att = attachment(files, {
-        containerId: `${PREFIX}-dual`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-dual`, pod.netns.path, prevResult, { mac: 'ip-derived', count: 1 });
       const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       const derived = derivedMac(first === 6 ? net.v6(6) : net.v4(6));
       expect(await podMac(pod.netns.name)).toBe(derived);
       expect(add.json.interfaces[0].mac).toBe(derived);
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     },
   );
 
@@ -227,15 +209,10 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
 
     /** host-device's result: the NIC, moved into the pod, keeps its own MAC. */
     async function nicPod(tag: string) {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)], NIC_MAC);
       expect(pod.mac).toBe(NIC_MAC);
-      const att = attachment(files, {
-        containerId: `${PREFIX}-${tag}`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-${tag}`, pod.netns.path, prevResult, { mac: 'ip-derived', count: 1 });
       return { files, pod, att, derived: derivedMac(net.v4(7)) };
     }
 
@@ -295,56 +272,19 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     });
   });
 
-  it('never overwrites a MAC the runtime requested (runtimeConfig.mac)', async () => {
-    const files = await begin();
-    const runtimeMac = '02:c0:ff:ee:00:05';
-    // The runtime hands the same runtimeConfig to every plugin that declares the capability; the bridge plugin sets it.
-    const pod = await bridgePod('rtmac', { capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac } });
-    expect(pod.mac).toBe(runtimeMac);
-    const att = attachment(files, {
-      containerId: pod.containerId,
-      netns: pod.netns.path,
-      prevResult: pod.result,
-      options: { mac: 'ip-derived', capabilities: { mac: true }, runtimeConfig: { mac: runtimeMac }, count: 1 },
-    });
-
-    const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp' });
-    const add = assertCniOk('announcer ADD', await announcerAdd(scope(), att));
-    const frames = await capture.stop();
-
-    expect(await podMac(pod.netns.name)).toBe(runtimeMac);
-    expect(add.json).toEqual(pod.result);
-    // It still announces, with the runtime's MAC.
-    const garps = frames.filter((f) => f.arp?.isGratuitous && f.arp.senderIp === pod.ip);
-    expect(garps.length, describeFrames(frames)).toBe(1); // count 1
-    expect(garps.every((f) => f.eth.src === runtimeMac && f.arp!.senderMac === runtimeMac)).toBe(true);
-    // Nothing replaced, no later rounds (count 1): no record. CHECK does not compare MACs here.
-    expect(await stateFiles(files.stateDir)).toEqual([]);
-    expect(await announcerRun({ ...att, prevResult: add.json }, 'CHECK')).toMatchObject({ code: 0, stdout: '' });
-
-    assertCniOk('announcer DEL', await announcerDel(att));
-    expect(await podMac(pod.netns.name)).toBe(runtimeMac);
-    expect(await announcerLeftovers(files)).toEqual([]);
-  });
-
   describe('macPrefix validation', () => {
     it.each([
       { where: 'config', prefix: '01:00', field: '"macPrefix"' },
       { where: 'config', prefix: '0a:5', field: '"macPrefix"' },
       { where: 'args.cni.announce', prefix: '03:00', field: '"args.cni.announce.macPrefix"' },
     ])('refuses $prefix in $where with code 7 naming $field, and touches nothing', async ({ where, prefix, field }) => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
       const options =
         where === 'config'
           ? { mac: 'ip-derived', macPrefix: prefix }
           : { mac: 'ip-derived', podOverrides: ['macPrefix'], args: { cni: { announce: { macPrefix: prefix } } } };
-      const att = attachment(files, {
-        containerId: `${PREFIX}-pfx`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { ...options, count: 1 },
-      });
+      const att = attachment(files, `${PREFIX}-pfx`, pod.netns.path, prevResult, { ...options, count: 1 });
 
       const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
@@ -356,21 +296,18 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
     });
 
     it('accepts a prefix without the locally-administered bit, with a warning in the log', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const { net, pod, prevResult } = await standIn((n) => [n.v4Cidr(7)]);
-      const att = attachment(files, {
-        containerId: `${PREFIX}-glob`,
-        netns: pod.netns.path,
-        prevResult,
-        options: { mac: 'ip-derived', macPrefix: '00:16', count: 1 },
+      const att = attachment(files, `${PREFIX}-glob`, pod.netns.path, prevResult, {
+        mac: 'ip-derived',
+        macPrefix: '00:16',
+        count: 1,
       });
       assertCniOk('announcer ADD', await announcerAdd(scope(), att));
       expect(await podMac(pod.netns.name)).toBe(derivedMac(net.v4(7), '00:16'));
       const warned = await files.logged('warn', /^macPrefix is not locally administered/, { macPrefix: '00:16' });
       expect(warned).toHaveLength(1);
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
   });
 
@@ -384,20 +321,21 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       tag: string,
       opts: { options: Record<string, unknown>; args?: string; silenceKernel?: boolean },
     ) {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod(tag);
       if (opts.silenceKernel) {
         // The bridge plugin sets arp_notify=1, so the kernel itself sends a GARP when the MAC changes
         // (docs/operations.md, live-migration targets): a target that must stay silent turns it off.
         await setSysctl('net.ipv4.conf.eth0.arp_notify', 0, pod.netns.name);
       }
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { ...BURST, ...opts.options },
-        ...(opts.args === undefined ? {} : { args: opts.args }),
-      });
+      const att = attachment(
+        files,
+        pod.containerId,
+        pod.netns.path,
+        pod.result,
+        { ...BURST, ...opts.options },
+        opts.args,
+      );
       const capture = await startCapture(scope(), { iface: pod.bridge, filter: 'arp or icmp6' });
       const add = await announcerAdd(scope(), att);
       await sleep(TAIL_WINDOW_MS);
@@ -452,21 +390,20 @@ describe.skipIf(skipIntegration())('IP-derived MACs and per-attachment control',
       });
       expect(await ownAnnouncerProcesses()).toEqual([]);
 
-      assertCniOk('announcer DEL', await announcerDel(att));
-      expect(await podMac(pod.netns.name)).toBe(pod.mac);
-      expect(await announcerLeftovers(files)).toEqual([]);
+      await delRestores(att, pod.netns.name, pod.mac);
     });
 
     it('CNI_ARGS ANNOUNCE=bogus is code 4, and nothing is done', async () => {
-      const files = await begin();
+      const { files } = await cleanStart(scope);
       const pod = await bridgePod('bogus');
-      const att = attachment(files, {
-        containerId: pod.containerId,
-        netns: pod.netns.path,
-        prevResult: pod.result,
-        options: { mac: 'ip-derived', ...BURST },
-        args: `${K8S_ARGS};ANNOUNCE=bogus`,
-      });
+      const att = attachment(
+        files,
+        pod.containerId,
+        pod.netns.path,
+        pod.result,
+        { mac: 'ip-derived', ...BURST },
+        `${K8S_ARGS};ANNOUNCE=bogus`,
+      );
       const add = await announcerAdd(scope(), att);
       expect(add.code).toBe(1);
       // Env is read before stdin, so the error cannot carry the config's version (README: 1.1.0 then).

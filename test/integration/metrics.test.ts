@@ -13,7 +13,7 @@ import {
   attachBridgePod,
   bridgeWithKeeper,
   garpsFor,
-  killStrays,
+  attachmentOf,
   nasFor,
   runOk,
   RUN_TAG,
@@ -24,6 +24,7 @@ import {
   promSamples,
   spawnDaemon,
 } from './harness';
+import { cleanStart } from './harness/executor-steps';
 
 const PREFIX = `mx${RUN_TAG}`;
 
@@ -48,8 +49,7 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
   const countsExactlyFramesTitle =
     'counts exactly the frames on the wire, observes one ADD in the histogram, and stops answering once SIGTERMed';
   it(countsExactlyFramesTitle, async () => {
-    killStrays(scope(), { strict: true });
-    const files = await announcerFiles(scope());
+    const { files } = await cleanStart(scope);
     const net = allocSubnet();
     const bridge = await bridgeWithKeeper(scope(), net, { prefix: PREFIX, ip6: true });
     const containerId = `${PREFIX}-pod`;
@@ -59,18 +59,16 @@ describe.skipIf(skipIntegration())('announcer daemon --listen: /metrics and /hea
     const announcer = spawnDaemon(scope(), files.stateDir, ['--listen=127.0.0.1:0']);
     const port = await listeningPort(announcer.pid);
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, {
-      timeoutMs: 10_000,
-      what: '/healthz 200',
-    });
+    const healthy = async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200;
+    await waitFor(healthy, { timeoutMs: 10_000, what: '/healthz 200' });
 
     const capture = await startCapture(scope(), { iface: pod.hostVeth, filter: 'arp or icmp6' });
     // idleExitMs: the announcer stays while the test scrapes; intervalMs: round 2 soon after round 1.
-    const add = await announcerAdd(
-      scope(),
-      { mainConf: pod.conf, prevResult: pod.result, containerId, netns: pod.netns.path, files },
-      { count: 2, intervalMs: 300, idleExitMs: 60_000 },
-    );
+    const add = await announcerAdd(scope(), attachmentOf(pod, files), {
+      count: 2,
+      intervalMs: 300,
+      idleExitMs: 60_000,
+    });
     expect(add.code, add.stdout + add.stderr).toBe(0);
     let samples = new Map<string, number>();
     await waitFor(

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ANNOUNCER,
   assertCniOk,
@@ -26,16 +26,20 @@ import {
 /** The node's idleExitMs in announcer.conf: between the conflists' 100 and 60000. */
 const NODE_IDLE_EXIT_MS = 2500;
 
+/** Each test's dir, and the stateDir in it. */
 let dir = '';
+let stateDir = '';
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
+  stateDir = join(dir, 'state');
+});
 afterEach(async () => {
-  if (dir === '') return;
-  await stopDaemonsOf(join(dir, 'state'));
+  await stopDaemonsOf(stateDir);
   await rm(dir, { recursive: true, force: true });
-  dir = '';
 });
 
 /** A STATUS of network `name` whose conflist sets `idleExitMs`, its logFile in the test's dir. */
-async function statusOf(stateDir: string, name: string, idleExitMs: number): Promise<void> {
+async function statusOf(name: string, idleExitMs: number): Promise<void> {
   const conf = {
     cniVersion: '1.1.0',
     name,
@@ -52,14 +56,12 @@ describe.skipIf(skipIntegration())('node settings', () => {
     "two networks' conflists with different idleExitMs change nothing: " +
     "announcer.conf's idleExitMs holds, both WARNed";
   it(twoNetworksConflistsTitle, async () => {
-    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
-    const stateDir = join(dir, 'state');
     const nodeLog = join(dir, 'node.log');
     writeNodeSettings(stateDir, { idleExitMs: NODE_IDLE_EXIT_MS, logFile: nodeLog });
     const [a, b] = [`long-${RUN_TAG}`, `short-${RUN_TAG}`];
-    await statusOf(stateDir, a, 60_000);
-    await statusOf(stateDir, b, 100); // the latest: under "latest wins" the announcer would be gone 100 ms later
-    await statusOf(stateDir, b, 100);
+    await statusOf(a, 60_000);
+    await statusOf(b, 100); // the latest: under "latest wins" the announcer would be gone 100 ms later
+    await statusOf(b, 100);
     const [daemon, ...more] = await daemonsOf(stateDir);
     expect(more).toEqual([]);
     expect(daemon).toBeDefined();
@@ -84,8 +86,6 @@ describe.skipIf(skipIntegration())('node settings', () => {
     'an invalid announcer.conf: the announcer refuses to start, in one line naming the field; no flag sets a node ' +
     'setting instead';
   it(invalidAnnouncerConfTitle, async () => {
-    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
-    const stateDir = join(dir, 'state');
     writeNodeSettings(stateDir, { idleExitMs: 5 });
     const bad = await run(ANNOUNCER, ['daemon', stateDir], { timeoutMs: 20_000 });
     expect({ code: bad.code, stderr: bad.stderr }).toEqual({
@@ -102,10 +102,8 @@ describe.skipIf(skipIntegration())('node settings', () => {
   }, 60_000);
 
   it('announcer.conf sets the idle exit of the announcer a call starts; flags are not needed', async () => {
-    dir = await mkdtemp(join(tmpdir(), `ns${RUN_TAG}-`));
-    const stateDir = join(dir, 'state');
     writeNodeSettings(stateDir, { idleExitMs: 300 });
-    await statusOf(stateDir, `net-${RUN_TAG}`, 60_000);
+    await statusOf(`net-${RUN_TAG}`, 60_000);
     await waitDaemonGone(stateDir, 10_000); // 300 ms, not the conflist's minute nor the default 30 s
   }, 20_000);
 });

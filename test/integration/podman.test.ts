@@ -120,21 +120,8 @@ describe.skipIf(skipPodman())('podman 4.3 (CNI backend) with the conflist bridge
   ): Promise<{ id: string; mac: string }> {
     const name = uniqueName(`${PREFIX}c`);
     s.defer(() => podman.run(['rm', '--force', '--time', '0', name]), `container ${name}`);
-    const id = (
-      await podman.ok([
-        'run',
-        '-d',
-        '--name',
-        name,
-        '--network',
-        network.name,
-        '--ip',
-        network.net.v4(host),
-        ...extra,
-        image,
-        ...SLEEP,
-      ])
-    ).stdout.trim();
+    const on = ['--network', network.name, '--ip', network.net.v4(host)];
+    const id = (await podman.ok(['run', '-d', '--name', name, ...on, ...extra, image, ...SLEEP])).stdout.trim();
     const inspected = JSON.parse((await podman.ok(['inspect', id])).stdout)[0].NetworkSettings.Networks[network.name];
     const inside = (await podman.ok(['exec', id, 'cat', '/sys/class/net/eth0/address'])).stdout.trim();
     expect(inspected.IPAddress).toBe(network.net.v4(host));

@@ -41,7 +41,8 @@ import {
   startCapture,
   waitDaemonGone,
   waitFor,
-  type AnnouncerAttachment,
+  type AnnouncerOutput,
+  attachmentOf,
   type LogLevelName,
   type Frame,
   type PortStateName,
@@ -90,13 +91,7 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     if (ip6) await setSysctl('net.ipv6.conf.eth0.ndisc_notify', 0, ns);
     const onPod = await startCapture(scope(), { netns: ns, iface: 'eth0', filter: 'arp or icmp6' });
     const onBridge = await startCapture(scope(), { iface: pod.bridge, filter: 'arp or icmp6' });
-    const att: AnnouncerAttachment = {
-      mainConf: pod.conf,
-      prevResult: pod.result,
-      containerId,
-      netns: pod.netns.path,
-      files,
-    };
+    const att = attachmentOf(pod, files);
     const ip6Addr = ip6 ? pod.net.v6(POD_HOST) : undefined;
     const expected = [`garp ${pod.ip}`, ...(ip6Addr ? [`na ${ip6Addr}`] : [])];
     return { pod, files, onPod, onBridge, att, ip6: ip6Addr, expected, marker: pod.net.v4(MARKER_HOST) };
@@ -107,6 +102,24 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
   async function expectLogSays(c: Pick<Captured, 'files'>, level: LogLevelName, msg: string, reason: string) {
     const said = await c.files.logged(level, msg, { waitingFor: (v) => String(v).includes(reason) });
     expect(said, `"${msg}" with "${reason}" in the log`).toHaveLength(1);
+  }
+
+  /** ADD with one round and up to 20 s to wait for the pod, still running, once its wait for the pod is logged. */
+  async function addWaiting(c: Captured): Promise<{ adding: Promise<AnnouncerOutput> }> {
+    const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
+    await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
+    return { adding };
+  }
+
+  /**
+   * The ADD succeeded; the captures saw the announcements only once the port forwarded; the log said the pod was waited
+   * for as the port was `state`; nothing is left.
+   */
+  async function expectWaitedFor(c: Captured, add: AnnouncerOutput, state: string): Promise<void> {
+    expect(add.code, add.stdout).toBe(0);
+    await expectSentOnlyOnceForwarding(c);
+    await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is ${state}`);
+    expect(await announcerLeftovers(c.files)).toEqual([]);
   }
 
   /** Sends the marker from the pod and waits until the pod-side capture holds it. */
@@ -142,17 +155,13 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
       const c = await capturedPod(`hand-${state}`, ip6);
       await setPortState(c.pod.hostVeth, state);
 
-      const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-      await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
+      const { adding } = await addWaiting(c);
       await mark(c);
       await setPortState(c.pod.hostVeth, 'forwarding');
       const add = await adding;
 
-      expect(add.code, add.stdout).toBe(0);
       expect(add.json).toEqual(c.pod.result);
-      await expectSentOnlyOnceForwarding(c);
-      await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is ${state}`);
-      expect(await announcerLeftovers(c.files)).toEqual([]);
+      await expectWaitedFor(c, add, state);
     },
   );
 
@@ -165,17 +174,13 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     // The host end down: the port is disabled, and starts over (listening) when it comes back up.
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'down']);
 
-    const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
+    const { adding } = await addWaiting(c);
     await runOk('ip', ['link', 'set', c.pod.hostVeth, 'up']);
     // eth0 has its carrier back (a frame sent without it never reaches the capture); the port listens for 2 s.
     await mark(c);
     const add = await adding;
 
-    expect(add.code, add.stdout).toBe(0);
-    await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is disabled`);
-    expect(await announcerLeftovers(c.files)).toEqual([]);
+    await expectWaitedFor(c, add, 'disabled');
   });
 
   const kernelSTPPortTitle =
@@ -193,17 +198,13 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
       what: `port ${c.pod.hostVeth} blocking`,
     });
 
-    const adding = announcerAdd(scope(), c.att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
-    await waitingForPod(c.files, adding); // ended first: the captures tell what it sent too early
+    const { adding } = await addWaiting(c);
     await mark(c);
     // The root port goes: the pod's port takes over, through listening and learning (2 s each).
     await runOk('ip', ['link', 'set', far.port, 'down']);
     const add = await adding;
 
-    expect(add.code, add.stdout).toBe(0);
-    await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(c, 'debug', WAITING_FOR_POD, `bridge port ${c.pod.hostVeth} is blocking`);
-    expect(await announcerLeftovers(c.files)).toEqual([]);
+    await expectWaitedFor(c, add, 'blocking');
   });
 
   const portListeningPastTitle =
@@ -212,12 +213,8 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const c = await capturedPod('deferred', true);
     await setPortState(c.pod.hostVeth, 'listening');
 
-    const add = await announcerAdd(scope(), c.att, {
-      count: 1,
-      addWaitMs: 300,
-      readyTimeoutMs: 30_000,
-      idleExitMs: 500,
-    });
+    const options = { count: 1, addWaitMs: 300, readyTimeoutMs: 30_000, idleExitMs: 500 };
+    const add = await announcerAdd(scope(), c.att, options);
     expect(add.code, add.stdout).toBe(0);
     expect(add.json).toEqual(c.pod.result);
     await mark(c);
@@ -226,12 +223,8 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     await waitDaemonGone(c.files.stateDir, 10_000);
 
     await expectSentOnlyOnceForwarding(c);
-    await expectLogSays(
-      c,
-      'info',
-      'pod not ready yet: announcing from the background once it is',
-      `bridge port ${c.pod.hostVeth} is listening`,
-    );
+    const deferred = 'pod not ready yet: announcing from the background once it is';
+    await expectLogSays(c, 'info', deferred, `bridge port ${c.pod.hostVeth} is listening`);
     expect(await c.files.logged('info', 'announced', { round: 1, deferred: true })).toHaveLength(1);
     // The record lasts until DEL, as for any attachment with background work.
     expect(await announcerDel(c.att)).toMatchObject({ code: 0, stdout: '' });
@@ -258,13 +251,10 @@ describe.skipIf(skipIntegration())('bridge port states: nothing leaves before th
     const prevResult = podPrevResult(pod.netns.path, [
       { name: 'eth0', mac: pod.mac, addresses: [net.v6Cidr(POD_HOST)] },
     ]);
-    const att = {
-      mainConf: { name: 'harness', cniVersion: '1.0.0' },
-      prevResult,
+    const att = attachmentOf({ ...pod, result: prevResult }, files, {
+      network: 'harness',
       containerId: `${PREFIX}-dad`,
-      netns: pod.netns.path,
-      files,
-    };
+    });
 
     const adding = announcerAdd(scope(), att, { count: 1, addWaitMs: 20_000, logLevel: 'debug' });
     await waitingForPod(files, adding);

@@ -132,24 +132,18 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
     const ns = await createNetns(scope(), 'gwn');
     const ip = (...args: string[]) => runOk('ip', ['-n', ns.name, ...args]);
     await ip('link', 'add', 'br0', 'address', '02:00:00:00:00:b0', 'type', 'bridge', 'stp_state', '0');
-    for (const [port, peer] of [
-      ['p0', 'q0'],
-      ['p1', 'q1'],
-    ] as const) {
-      await ip('link', 'add', port, 'type', 'veth', 'peer', 'name', peer);
-      await ip('link', 'set', peer, 'address', POD_MAC);
-      await ip('link', 'set', port, 'master', 'br0', 'up');
+    for (const i of [0, 1]) {
+      await ip('link', 'add', `p${i}`, 'type', 'veth', 'peer', 'name', `q${i}`);
+      await ip('link', 'set', `q${i}`, 'address', POD_MAC);
+      await ip('link', 'set', `p${i}`, 'master', 'br0', 'up');
     }
     await ip('link', 'set', 'br0', 'up');
     await ip('neigh', 'add', V4.text, 'dev', 'br0', 'lladdr', OLD_MAC, 'nud', 'stale');
     await ip('neigh', 'add', V6.text, 'dev', 'br0', 'lladdr', POD_MAC, 'nud', 'reachable');
     const host = openHostSockets(libc, ns.path, [RtnlGroup.Neigh]);
     scope().defer(() => host.close(), 'host sockets');
-    const [br, p0, p1] = ['br0', 'p0', 'p1'].map((name) => host.rtnl.linkByName(name)!.index) as [
-      number,
-      number,
-      number,
-    ];
+    const indexOf = (name: string): number => host.rtnl.linkByName(name)!.index;
+    const [br, p0, p1] = [indexOf('br0'), indexOf('p0'), indexOf('p1')];
     const names = new Map([br, p0, p1].map((index) => [index, host.rtnl.linkByIndex(index)!.name]));
     host.events.take(); // what setting up queued
     await ip('link', 'set', 'q0', 'up'); // q0's IPv6 start-up (MLD, DAD) teaches the bridge its MAC on p0
@@ -163,11 +157,8 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
     const { ns, host, br, p0, names } = await twinPorts();
     const learned = host.rtnl.neighbours(AF_BRIDGE).find((e) => ofPod(e) && e.ifindex === p0);
     expect(learned).toMatchObject({ family: AF_BRIDGE, master: br, flags: 0, state: 0x02 }); // NUD_REACHABLE
-    const shown = JSON.parse((await runOk('bridge', ['-j', 'fdb', 'show'], { netns: ns.name })).stdout) as {
-      mac: string;
-      ifname: string;
-      master?: string;
-    }[];
+    type FdbShown = { mac: string; ifname: string; master?: string };
+    const shown = JSON.parse((await runOk('bridge', ['-j', 'fdb', 'show'], { netns: ns.name })).stdout) as FdbShown[];
     // The bridge's entries (master br0), learned and local; a device's own list (self) changes as it joins groups.
     const dumped = host.rtnl.neighbours(AF_BRIDGE).filter((e) => e.master === br);
     expect(new Set(dumped.map((e) => `${formatMac(e.lladdr!)} ${names.get(e.ifindex)}`))).toEqual(
@@ -196,9 +187,8 @@ describe.skipIf(skipIntegration())('rtnetlink on koffi sockets', () => {
     // A VLAN-filtering bridge keys its entries by VLAN: the entry learned in VLAN 1 is not the one of VLAN 0.
     const filtering = await run('ip', ['-n', ns.name, 'link', 'set', 'br0', 'type', 'bridge', 'vlan_filtering', '1']);
     if (filtering.code !== 0) {
-      console.log(
-        `skipped the VLAN-filtering part: this kernel has no bridge VLAN filtering (${filtering.stderr.trim()})`,
-      );
+      const why = filtering.stderr.trim();
+      console.log(`skipped the VLAN-filtering part: this kernel has no bridge VLAN filtering (${why})`);
       return;
     }
     await ip('link', 'set', 'q0', 'down');

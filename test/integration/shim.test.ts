@@ -56,6 +56,15 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     env: { LD_LIBRARY_PATH: '/x:' },
   };
 
+  /** A fresh stateDir (0700) in a temp dir of its own under `parent`, removed at scope close. */
+  function freshStateDir(parent = tmpdir()): string {
+    const dir = mkdtempSync(join(parent, 'shim-int-'));
+    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    const stateDir = join(dir, 'state');
+    mkdirSync(stateDir, { mode: 0o700 });
+    return stateDir;
+  }
+
   const forwardsADDCNITitle =
     'forwards ADD (CNI variables, stdin as it came, build, deadline on ' +
     "CLOCK_BOOTTIME) and prints the announcer's answer";
@@ -127,10 +136,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
     'a fresh start marker whose shim starts none (it died): the call takes the marker over once it is stale ' +
     '(START_MS) and starts the announcer itself, which answers';
   it(absentAndNotTitle, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
-    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
-    const stateDir = join(dir, 'state');
-    mkdirSync(stateDir, { mode: 0o700 });
+    const stateDir = freshStateDir();
     stopDaemonAtClose(scope(), stateDir);
     writeFileSync(join(stateDir, START_MARKER), '');
     const started = Date.now();
@@ -142,10 +148,9 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   it('a stateDir that cannot be used (under a regular file): ADD code 105 saying so, DEL exits 0', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
-    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
-    writeFileSync(join(dir, 'file'), '');
-    const stateDir = join(dir, 'file', 'state');
+    const file = join(dirname(freshStateDir()), 'file');
+    writeFileSync(file, '');
+    const stateDir = join(file, 'state');
     const add = await cniExec(ANNOUNCER, call, config(stateDir));
     expect(add.json).toMatchObject({ code: 105, msg: expect.stringContaining(`cannot use stateDir ${stateDir}`) });
     const del = await cniExec(ANNOUNCER, { ...call, command: 'DEL' }, config(stateDir));
@@ -160,8 +165,7 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   async function shimOfCopy(
     meanwhile: (copy: string) => void,
   ): Promise<{ exit: number | null; out: string; ms: number }> {
-    const dir = mkdtempSync(join(tmpdir(), 'shim-int-'));
-    scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
+    const dir = dirname(freshStateDir());
     const copy = join(dir, 'announcer');
     copyFileSync(ANNOUNCER, copy);
     const call = { command: 'ADD', containerId: 'c1', netns: '/run/netns/none', ifname: 'eth0' };
@@ -214,15 +218,6 @@ describe.skipIf(skipIntegration())('the shim in the binary', () => {
   });
 
   describe('an announcer that cannot start says why, at once', () => {
-    /** A fresh stateDir (0700) in a temp dir of its own under `parent`, removed at scope close. */
-    function freshStateDir(parent = tmpdir()): string {
-      const dir = mkdtempSync(join(parent, 'shim-int-'));
-      scope().defer(() => rmSync(dir, { recursive: true, force: true }), 'state dir');
-      const stateDir = join(dir, 'state');
-      mkdirSync(stateDir, { mode: 0o700 });
-      return stateDir;
-    }
-
     /** ADD and DEL through `plugin` (with `args` before the binary's path), each said at once, well within START_MS. */
     async function saysAtOnce(stateDir: string, why: RegExp, plugin = ANNOUNCER, args: string[] = []) {
       const started = Date.now();

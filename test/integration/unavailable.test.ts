@@ -118,14 +118,8 @@ describe.skipIf(skipIntegration() || skipUnless('strace', missingTool(['strace']
       const { s, files } = await cleanStart(scope);
       const net = allocSubnet();
       const bridge = await bridgeWithKeeper(s, net, { prefix: PREFIX });
-      const pod = await attachBridgePod(s, {
-        prefix: PREFIX,
-        net,
-        bridge,
-        host: 10,
-        containerId: `${PREFIX}-del`,
-        settle: true,
-      });
+      const containerId = `${PREFIX}-del`;
+      const pod = await attachBridgePod(s, { prefix: PREFIX, net, bridge, host: 10, containerId, settle: true });
       const att = attachmentOf(pod, files, HOW);
       // Rounds 2 and 3 stay for the background: the record holds the job DEL ends.
       assertCniOk('ADD', await announcerAdd(s, att, { count: 3, intervalMs: 10_000 }));

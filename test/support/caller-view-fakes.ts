@@ -1,11 +1,8 @@
 // Views of the file system for tests that run in the test process's own: every path as it is.
-import type { CallerView, CallerViews } from '../../src/sys/caller-view';
+import type { CallerView } from '../../src/sys/caller-view';
 
 /** A view that leaves paths as they are. */
 export const identityView: CallerView = {
   caller: { mnt: { dev: 0, ino: 0 }, net: { dev: 0, ino: 0 } },
   path: (p) => p,
 };
-
-/** Views that resume every recorded job in identityView. */
-export const identityViews: Pick<CallerViews, 'forRecorded'> = { forRecorded: () => identityView };

@@ -1,8 +1,7 @@
 // Fakes for the background announcer's unit tests: a pod behind an injected
-// socket opener, a logger that keeps its lines, real records in a temporary
-// stateDir (a plain file stands in for the netns), and TableWorld: the
+// socket opener, real records in a temporary stateDir (a plain file stands in for the netns), and TableWorld: the
 // announcer's real table on all of them, driven as its loop drives it.
-import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BackgroundJob } from '../../src/announce/background-job';
@@ -10,7 +9,6 @@ import type { FirstRoundReport } from '../../src/announce/context';
 import type { SocketOpener } from '../../src/announce/session';
 import { writeRecord, type AttachmentRecord } from '../../src/announce/state';
 import { recordName } from '../../src/state-files';
-import { createLogger, type Logger } from '../../src/log';
 import type { HostSockets, PodSockets } from '../../src/sys/netns';
 import type { Rtnl, RtnlEvents } from '../../src/sys/rtnl';
 import type { AttachmentStatus } from '../../src/protocol';
@@ -188,21 +186,6 @@ export class FakePod {
         return [{ ifindex: 2, fd: 60, receive, close: () => undefined, release: () => (this.released.push(60), 60) }];
       },
     };
-  }
-}
-
-/** A logger whose lines (logfmt) are kept in `lines`. */
-export function keptLog(): { log: Logger; lines: string[] } {
-  const lines: string[] = [];
-  return { log: createLogger((line) => lines.push(line), 'debug'), lines };
-}
-
-/** Whether `fd` is open on the resident lock (announcer-resident.flock): fakes of tryLock tell it from the others. */
-export function isResidentLock(fd: number): boolean {
-  try {
-    return readlinkSync(`/proc/self/fd/${fd}`).endsWith('/announcer-resident.flock');
-  } catch {
-    return false;
   }
 }
 

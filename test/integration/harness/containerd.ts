@@ -130,21 +130,9 @@ async function spawnContainerd(
   const logFile = join(p.dir, 'containerd.log');
   const logFd = openSync(logFile, 'a');
   // --pdeathsig: should the test process die before its cleanup, containerd goes with it.
-  const argv = [
-    '--mount',
-    '--propagation',
-    'private',
-    '--',
-    'setpriv',
-    '--pdeathsig',
-    'KILL',
-    '--',
-    'sh',
-    '-c',
-    `${MOUNT_NS_SETUP} && exec containerd --config "$1"`,
-    'sh',
-    config,
-  ];
+  const script = `${MOUNT_NS_SETUP} && exec containerd --config "$1"`;
+  const argv = ['--mount', '--propagation', 'private', '--', 'setpriv', '--pdeathsig', 'KILL', '--'];
+  argv.push('sh', '-c', script, 'sh', config);
   const child = spawn('unshare', argv, {
     env: childEnv({ [RUN_TAG_ENV]: RUN_TAG }, false),
     stdio: ['ignore', logFd, logFd],

@@ -116,15 +116,8 @@ export async function criBridge(
       const { info } = await ctd.cri.podSandboxStatus(id, true);
       const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
       if (!pid) throw new Error(`no sandbox pid in the status of ${id}`);
-      const { stdout } = await runOk('nsenter', [
-        `--net=/proc/${pid}/ns/net`,
-        '--',
-        'ip',
-        '-j',
-        'link',
-        'show',
-        'eth0',
-      ]);
+      const eth0 = ['ip', '-j', 'link', 'show', 'eth0'];
+      const { stdout } = await runOk('nsenter', [`--net=/proc/${pid}/ns/net`, '--', ...eth0]);
       return (JSON.parse(stdout) as { address: string }[])[0]!.address;
     },
   };

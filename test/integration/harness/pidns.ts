@@ -170,18 +170,8 @@ export async function createPidNamespace(scope: Scope): Promise<PidNamespace> {
       // A killed announcer's socket stays until the next one replaces it: gone, it cannot be taken for this one's.
       await rm(join(stateDir, 'announcer.sock'), { force: true });
       const traceFile = join(dir, `trace-${traces++}`);
-      const strace = [
-        'strace',
-        '-f',
-        '-qq',
-        '-o',
-        traceFile,
-        '-e',
-        `trace=${SIGNAL_SYSCALLS}`,
-        pluginPath,
-        'daemon',
-        stateDir,
-      ];
+      const strace = ['strace', '-f', '-qq', '-o', traceFile, '-e', `trace=${SIGNAL_SYSCALLS}`];
+      strace.push(pluginPath, 'daemon', stateDir);
       const child = spawn(
         'nsenter',
         ['--target', String(initPid), '--pid', '--mount', '--', 'setsid', '--wait', ...strace],

@@ -29,17 +29,8 @@ export async function setPortState(dev: string, state: PortStateName): Promise<v
  * it over), whose timing is not the kernel's.
  */
 export async function enableKernelStp(bridge: string, forwardDelayCs: number): Promise<void> {
-  await runOk('ip', [
-    'link',
-    'set',
-    bridge,
-    'type',
-    'bridge',
-    'forward_delay',
-    String(forwardDelayCs),
-    'stp_state',
-    '1',
-  ]);
+  const stp = ['forward_delay', String(forwardDelayCs), 'stp_state', '1'];
+  await runOk('ip', ['link', 'set', bridge, 'type', 'bridge', ...stp]);
   const { stdout } = await runOk('ip', ['-j', '-d', 'link', 'show', bridge]);
   const data = (
     JSON.parse(stdout) as { linkinfo?: { info_data?: { stp_state?: number; forward_delay?: number } } }[]
