@@ -99,15 +99,18 @@ describe('announceOnAdd', () => {
       expect(h.left()).toMatchObject({ sent: 0, record: false, handed: [] });
     });
 
-    it("with code 11 after lockWaitMs while another command holds the attachment's lock, having done nothing", async () => {
-      const held = (await h.locks.take('c1@eth0', 0))!;
-      expect(await failure(h.drive(h.add(), 1000))).toMatchObject({
-        code: 11,
-        msg: `another command on this attachment still runs after ${lockWaitMs(1000)} ms: try again later`,
-      });
-      expect(h.left()).toMatchObject({ at: lockWaitMs(1000), sent: 0, handed: [] });
-      held.release();
-    });
+    it(
+      'with code 11 after lockWaitMs while another command ' + "holds the attachment's lock, having done nothing",
+      async () => {
+        const held = (await h.locks.take('c1@eth0', 0))!;
+        expect(await failure(h.drive(h.add(), 1000))).toMatchObject({
+          code: 11,
+          msg: `another command on this attachment still runs after ${lockWaitMs(1000)} ms: try again later`,
+        });
+        expect(h.left()).toMatchObject({ at: lockWaitMs(1000), sent: 0, handed: [] });
+        held.release();
+      },
+    );
 
     const notFoundTitle =
       'with code 101 when the pod has no such interface: no job, any work the table had ends, the packet socket is ' +

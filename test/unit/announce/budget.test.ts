@@ -96,7 +96,8 @@ describe('token bucket', () => {
     expect(first).toMatchObject({ ok: true, bucket: { atMs: 120, firstWaitsUntil: 150 } });
     expect(first.ok && first.bucket.tokens).toBeCloseTo(0.2);
     expect(tryTakeLater(waiting, LIMIT, 1, 150)).toEqual({ ok: true, bucket: { tokens: 0.5, atMs: 150 } });
-    expect(tryTakeLater(undefined, LIMIT, 2, 7)).toEqual({ ok: true, bucket: { tokens: 3, atMs: 7 } }); // a missing bucket is full
+    // a missing bucket is full
+    expect(tryTakeLater(undefined, LIMIT, 2, 7)).toEqual({ ok: true, bucket: { tokens: 3, atMs: 7 } });
   });
 
   it('keeps the latest end of the round 1 waits', () => {

@@ -28,9 +28,12 @@ describe('blockingWaits', () => {
 });
 
 describe('lockWaitMs', () => {
-  it('waits past the longest an ADD may hold the lock (addWaitMs, the largest probe and gateway wait), plus 10 s', () => {
-    // An ADD that is not stuck never makes a waiter give up: readiness, probeMs 2 s, gatewayCheck require 10 s.
-    expect(lockWaitMs(2000)).toBe(2000 + 2000 + 10_000 + 10_000);
-    expect(lockWaitMs(0)).toBe(22_000);
-  });
+  it(
+    'waits past the longest an ADD may hold the lock ' + '(addWaitMs, the largest probe and gateway wait), plus 10 s',
+    () => {
+      // An ADD that is not stuck never makes a waiter give up: readiness, probeMs 2 s, gatewayCheck require 10 s.
+      expect(lockWaitMs(2000)).toBe(2000 + 2000 + 10_000 + 10_000);
+      expect(lockWaitMs(0)).toBe(22_000);
+    },
+  );
 });

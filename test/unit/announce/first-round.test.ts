@@ -323,18 +323,21 @@ describe('the conflict probe before round 1', () => {
       ]);
     });
 
-    it("takes no ARP from the pod's own interfaces for a conflict (a link without MAC beside them is fine)", async () => {
-      h.pod.links = [
-        fakeLink({ index: 9, name: 'tun0', mac: undefined }),
-        ...h.pod.links,
-        fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }),
-      ];
-      h.arpIn.set(2, [arpReply(NET1_MAC, '10.88.0.5')]);
-      await h.add(warn);
-      expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
-      expect(h.said('conflict probe done')).toEqual([probeDone(0, 1)]);
-      expect(h.timers.now()).toBe(200); // the whole window
-    });
+    it(
+      "takes no ARP from the pod's own interfaces for a " + 'conflict (a link without MAC beside them is fine)',
+      async () => {
+        h.pod.links = [
+          fakeLink({ index: 9, name: 'tun0', mac: undefined }),
+          ...h.pod.links,
+          fakeLink({ index: 3, name: 'net1', mac: NET1_MAC }),
+        ];
+        h.arpIn.set(2, [arpReply(NET1_MAC, '10.88.0.5')]);
+        await h.add(warn);
+        expect(described()).toEqual(['2 probe 10.88.0.5', '2 probe 10.88.0.5', '2 garp 10.88.0.5']);
+        expect(h.said('conflict probe done')).toEqual([probeDone(0, 1)]);
+        expect(h.timers.now()).toBe(200); // the whole window
+      },
+    );
 
     it('probes nothing when round 1 has no IPv4 address', async () => {
       h.pod.addresses = [fakeAddress(2, 'fd00::5')];
@@ -458,14 +461,17 @@ describe("the gateway check's part after round 1", () => {
       ]);
     });
 
-    it('fails ADD at once when no pod address can ask the gateway (routed through an interface not announced)', async () => {
-      const elsewhere = { interface: 'net1', gateway: '10.88.0.1' };
-      const err = await h.add(check('require', [elsewhere])).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(GatewayUnansweredError);
-      expect((err as GatewayUnansweredError).unanswered).toEqual([elsewhere]);
-      expect((err as Error).message).toContain('no pod address could ask it');
-      expect([requests(), h.timers.now()]).toEqual([[], 0]);
-    });
+    it(
+      'fails ADD at once when no pod address can ask the ' + 'gateway (routed through an interface not announced)',
+      async () => {
+        const elsewhere = { interface: 'net1', gateway: '10.88.0.1' };
+        const err = await h.add(check('require', [elsewhere])).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(GatewayUnansweredError);
+        expect((err as GatewayUnansweredError).unanswered).toEqual([elsewhere]);
+        expect((err as Error).message).toContain('no pod address could ask it');
+        expect([requests(), h.timers.now()]).toEqual([[], 0]);
+      },
+    );
 
     it('fails ADD after exactly gatewayCheckMs without an answer, restoring the MAC and leaving nothing', async () => {
       const plan = planOf({ ...PLAN.interfaces[0]!, targetMac: DERIVED });

@@ -88,10 +88,13 @@ describe('checkRecord problems', () => {
     expect(problem({ ...RECORD, ...originals('0A:58:0A:58:00:05', 64) })).toBeUndefined();
   });
 
-  it('ignores fields a job does not have (idleExitMs, metricsFile, rateLimit: node settings), whatever their value', () => {
-    const legacy = { idleExitMs: -1, metricsFile: 'm.prom', rateLimit: { framesPerSecond: 10, burst: 'x' } };
-    expect(checkRecord({ ...RECORD, job: { ...JOB, ...legacy } }).ok).toBe(true);
-  });
+  it(
+    'ignores fields a job does not have (idleExitMs, metricsFile, ' + 'rateLimit: node settings), whatever their value',
+    () => {
+      const legacy = { idleExitMs: -1, metricsFile: 'm.prom', rateLimit: { framesPerSecond: 10, burst: 'x' } };
+      expect(checkRecord({ ...RECORD, job: { ...JOB, ...legacy } }).ok).toBe(true);
+    },
+  );
 
   it.each([
     [

@@ -194,7 +194,8 @@ describe('ADD', () => {
         cniVersion: '0.4.0',
         prevResult: { ...PREV_RESULT, ips: [PREV_RESULT.ips[0], { address: 'fd00:88::5', interface: 1 }] },
       },
-      '"prevResult.ips[1].address" must be an IP address with a prefix length, such as "10.88.0.5/24" (got "fd00:88::5")',
+      '"prevResult.ips[1].address" must be an IP address with a ' +
+        'prefix length, such as "10.88.0.5/24" (got "fd00:88::5")',
     ],
     [
       'naming a bad option, in the config version',

@@ -1,8 +1,9 @@
-// The announcer's loop end to end through fakes (runDaemon, test/support/daemon-loop.ts): the schedule from the records,
-// the jobs hosted commands hand over in memory, the node settings, an idle announcer that sleeps until something is
-// due and exits idleExitMs after its last work (never when resident), the commands' waits in its one poll, the metrics
-// file, every stop (a signal, a hand-over to a new build or to a resident one, a thread born in a pod netns) and what
-// the next announcer takes up, failures it lives through, the HTTP endpoint; and LoopWaits, the commands' waits.
+// The announcer's loop end to end through fakes (runDaemon, test/support/daemon-loop.ts): the schedule from the
+// records, the jobs hosted commands hand over in memory, the node settings, an idle announcer that sleeps until
+// something is due and exits idleExitMs after its last work (never when resident), the commands' waits in its one poll,
+// the metrics file, every stop (a signal, a hand-over to a new build or to a resident one, a thread born in a pod
+// netns) and what the next announcer takes up, failures it lives through, the HTTP endpoint; and LoopWaits, the
+// commands' waits.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -81,16 +82,20 @@ describe('runDaemon: the schedule and the records', () => {
     expect(lastTwo.map((r) => r.msg)).toEqual(['idle: stopping', 'announcer stopped']);
   });
 
-  it('says it is ready once, when its socket listens, before it reads the records and its start marker is gone', async () => {
-    writeJob(d.state, d.sentAt(0));
-    const marker = join(d.state.dir, START_MARKER);
-    writeFileSync(marker, '');
-    const ready: unknown[] = [];
-    d.deps.ready = () => void ready.push([d.sockets.paths, d.records('announcer started').length, existsSync(marker)]);
-    await d.run();
-    expect(ready).toEqual([[[join(d.state.dir, ANNOUNCER_SOCKET)], 0, true]]);
-    expect(existsSync(marker)).toBe(false);
-  });
+  it(
+    'says it is ready once, when its socket listens, before ' + 'it reads the records and its start marker is gone',
+    async () => {
+      writeJob(d.state, d.sentAt(0));
+      const marker = join(d.state.dir, START_MARKER);
+      writeFileSync(marker, '');
+      const ready: unknown[] = [];
+      d.deps.ready = () =>
+        void ready.push([d.sockets.paths, d.records('announcer started').length, existsSync(marker)]);
+      await d.run();
+      expect(ready).toEqual([[[join(d.state.dir, ANNOUNCER_SOCKET)], 0, true]]);
+      expect(existsSync(marker)).toBe(false);
+    },
+  );
 
   const stampsTitle =
     'stamps its progress on the lock fd it holds at its first turn, then at most once per STAMP_MS while it turns';
@@ -261,14 +266,17 @@ describe('runDaemon: CNI commands', () => {
     expect(d.poll.calls.filter((c) => c.at > 10 && c.at < 1000).length).toBeLessThan(5); // no spin
   });
 
-  it("holds the rounds of the attachment a command runs on until it ends (a DEL's before its pod's round)", async () => {
-    writeJob(d.state, d.sentAt(-900, { schedule: [0, 1000] })); // round 2 due at 100
-    d.cniAt(50, BUILD, { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0' });
-    let sentBefore = -1;
-    d.poll.at(400, () => ((sentBefore = d.pod.sent.length), d.commands[0]!.end({ exit: 0, stdout: '' })));
-    await d.run();
-    expect([sentBefore, d.pod.sent.length]).toEqual([0, 1]);
-  });
+  it(
+    'holds the rounds of the attachment a command runs ' + "on until it ends (a DEL's before its pod's round)",
+    async () => {
+      writeJob(d.state, d.sentAt(-900, { schedule: [0, 1000] })); // round 2 due at 100
+      d.cniAt(50, BUILD, { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0' });
+      let sentBefore = -1;
+      d.poll.at(400, () => ((sentBefore = d.pod.sent.length), d.commands[0]!.end({ exit: 0, stdout: '' })));
+      await d.run();
+      expect([sentBefore, d.pod.sent.length]).toEqual([0, 1]);
+    },
+  );
 });
 
 describe('runDaemon: stops', () => {
@@ -445,17 +453,20 @@ describe('runDaemon: failures', () => {
     expect(d.records().at(-1)!.msg).toBe('announcer stopped');
   });
 
-  it('cleanup never throws: sockets that fail to close are counted, the pod sockets of a deferred wait closed', async () => {
-    d.deps.settings.idleExitMs = 100;
-    d.controlAt(0, STATUS);
-    writeJob(d.state, d.sentAt(0, deferred(100_000)));
-    d.pod.links = [link({ up: false })];
-    d.sockets.closeError = new Error('EIO');
-    d.signalAt(600, 'SIGTERM');
-    expect(await d.run()).toBe('taken');
-    expect(d.records('cannot close a control socket').length).toBeGreaterThan(0);
-    expect(d.pod.open).toBe(0);
-  });
+  it(
+    'cleanup never throws: sockets that fail to close are ' + 'counted, the pod sockets of a deferred wait closed',
+    async () => {
+      d.deps.settings.idleExitMs = 100;
+      d.controlAt(0, STATUS);
+      writeJob(d.state, d.sentAt(0, deferred(100_000)));
+      d.pod.links = [link({ up: false })];
+      d.sockets.closeError = new Error('EIO');
+      d.signalAt(600, 'SIGTERM');
+      expect(await d.run()).toBe('taken');
+      expect(d.records('cannot close a control socket').length).toBeGreaterThan(0);
+      expect(d.pod.open).toBe(0);
+    },
+  );
 
   it('a close koffi refuses runs on this thread, counted', async () => {
     writeJob(d.state, d.sentAt(0, { schedule: [0, 100] }));
@@ -646,7 +657,10 @@ describe('the conflict probe in the announcer', () => {
 });
 
 describe('LoopWaits', () => {
-  /** Waits on a clock the test moves; `step` settles them as the loop would (`readable` fds) and says which are done. */
+  /**
+   * Waits on a clock the test moves; `step` settles them as the loop would (`readable` fds) and says which are
+   * done.
+   */
   function setup() {
     const clock = { now: 100 };
     const done: string[] = [];
@@ -656,19 +670,23 @@ describe('LoopWaits', () => {
     return { waits, clock, track, step };
   }
 
-  it('settles a wait once one of its fds is readable (not another fd); fds() lists an fd two waits share once', async () => {
-    const { waits, track, step } = setup();
-    track('a', waits.readable([7, 8], 5000));
-    track('b', waits.readable([9], 5000));
-    track('c', waits.readable([9], 5000));
-    expect(waits.fds()).toEqual([7, 8, 9]);
-    expect(await step([10])).toEqual([]);
-    expect([await step([8]), waits.fds()]).toEqual([['a'], [9]]);
-    expect(await step([9])).toEqual(['a', 'b', 'c']);
-  });
+  it(
+    'settles a wait once one of its fds is readable (not ' + 'another fd); fds() lists an fd two waits share once',
+    async () => {
+      const { waits, track, step } = setup();
+      track('a', waits.readable([7, 8], 5000));
+      track('b', waits.readable([9], 5000));
+      track('c', waits.readable([9], 5000));
+      expect(waits.fds()).toEqual([7, 8, 9]);
+      expect(await step([10])).toEqual([]);
+      expect([await step([8]), waits.fds()]).toEqual([['a'], [9]]);
+      expect(await step([9])).toEqual(['a', 'b', 'c']);
+    },
+  );
 
   const deadlineTitle =
-    'settles at the deadline, not a millisecond before; sleep is a wait without fds; msLeft: until the first deadline, ' +
+    'settles at the deadline, not a millisecond before; sleep ' +
+    'is a wait without fds; msLeft: until the first deadline, ' +
     '0 once past, Infinity with none; a negative wait is due at once';
   it(deadlineTitle, async () => {
     const { waits, clock, track, step } = setup();

@@ -191,14 +191,18 @@ describe('the gateway check in the table of work', () => {
     expect(verdictOf()).toMatchObject({ result: 'no-answer', asks: 2 });
   });
 
-  it('an answer that makes the verdict final drops the ask a round planned meanwhile: the work ends, waking nothing', async () => {
-    added({ schedule: [0, 100] });
-    w.pod.arpFrames = [gatewayReply()];
-    await w.at(0);
-    await w.at(100); // round 2, the last, while the window is open: it plans an ask
-    await w.at(150, [RECEIVER]);
-    expect([verdictOf()?.result, w.a.jobs.size, w.wakeIn()]).toEqual(['answered', 0, Infinity]);
-  });
+  it(
+    'an answer that makes the verdict final drops the ask a ' +
+      'round planned meanwhile: the work ends, waking nothing',
+    async () => {
+      added({ schedule: [0, 100] });
+      w.pod.arpFrames = [gatewayReply()];
+      await w.at(0);
+      await w.at(100); // round 2, the last, while the window is open: it plans an ask
+      await w.at(150, [RECEIVER]);
+      expect([verdictOf()?.result, w.a.jobs.size, w.wakeIn()]).toEqual(['answered', 0, Infinity]);
+    },
+  );
 
   it('a recovered job with rounds left asks after its next round', async () => {
     writeJob(w.state, checked());
@@ -224,7 +228,8 @@ describe('the gateway check in the table of work', () => {
   });
 
   const heldTitle =
-    "an ask the budget holds back waits for its tokens, taking no credit, and times its answer from round 1 on the loop's clock";
+    'an ask the budget holds back waits for its tokens, taking no ' +
+    "credit, and times its answer from round 1 on the loop's clock";
   it(heldTitle, async () => {
     w.a.budget.answers.push(300);
     const name = added();
@@ -240,17 +245,20 @@ describe('the gateway check in the table of work', () => {
     expect(w.recorded(name).gateway).toMatchObject({ result: 'answered', answered: [{ afterMs: 307 }] });
   });
 
-  it('a check that throws is counted and logged, and the rounds keep their schedule (it is no failed round)', async () => {
-    w.pod.arpFrames = undefined; // the ask cannot open its receivers: it throws
-    added();
-    await w.at(0);
-    expect([w.a.counters.errors, w.pod.sent]).toEqual([1, []]);
-    const found = w.logged('gateway check failed');
-    expect(found).toMatchObject([{ level: 'error', fields: { error: 'no ARP receivers here' } }]);
-    await w.at(1000);
-    expect(w.pod.sent).toHaveLength(1); // round 2, on time
-    expect(w.status()).toMatchObject([{ roundsSent: 2, nextRoundInMs: 2000 }]);
-  });
+  it(
+    'a check that throws is counted and logged, and the ' + 'rounds keep their schedule (it is no failed round)',
+    async () => {
+      w.pod.arpFrames = undefined; // the ask cannot open its receivers: it throws
+      added();
+      await w.at(0);
+      expect([w.a.counters.errors, w.pod.sent]).toEqual([1, []]);
+      const found = w.logged('gateway check failed');
+      expect(found).toMatchObject([{ level: 'error', fields: { error: 'no ARP receivers here' } }]);
+      await w.at(1000);
+      expect(w.pod.sent).toHaveLength(1); // round 2, on time
+      expect(w.status()).toMatchObject([{ roundsSent: 2, nextRoundInMs: 2000 }]);
+    },
+  );
 
   it('a verdict it cannot record is counted and logged', async () => {
     added({ schedule: [0] });

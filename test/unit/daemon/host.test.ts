@@ -100,7 +100,8 @@ describe('cniRunner', () => {
   });
 
   const statusTitle =
-    'runs STATUS through dispatch, its packet socket closed on another thread; node options in a conflist are accepted ' +
+    'runs STATUS through dispatch, its packet socket closed on ' +
+    'another thread; node options in a conflist are accepted ' +
     "unchecked, never applied, and said once per network on that network's log, with where to set them";
   it(statusTitle, async () => {
     const { a, run } = hosted();
@@ -151,35 +152,41 @@ describe('cniRunner', () => {
     expect(lines).toEqual([]);
   });
 
-  it("fails a command whose config's stateDir is not this announcer's with code 7 naming it, and runs nothing", async () => {
-    const { a, run } = hosted();
-    for (const command of ['ADD', 'DEL']) {
-      const other = addStdin().replace(JSON.stringify(state.dir), '"/run/elsewhere"');
-      const done = await run({ ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns }, other, wanted());
-      expect([command, done.exit, errorOf(done.stdout).code]).toEqual([command, 1, 7]);
-      expect(errorOf(done.stdout).msg).toMatch(/^"stateDir" is "\/run\/elsewhere", and this announcer serves "/);
-    }
-    expect([pod.opened, a.jobs.size]).toEqual([0, 0]);
-  });
+  it(
+    "fails a command whose config's stateDir is not this " + "announcer's with code 7 naming it, and runs nothing",
+    async () => {
+      const { a, run } = hosted();
+      for (const command of ['ADD', 'DEL']) {
+        const other = addStdin().replace(JSON.stringify(state.dir), '"/run/elsewhere"');
+        const done = await run({ ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns }, other, wanted());
+        expect([command, done.exit, errorOf(done.stdout).code]).toEqual([command, 1, 7]);
+        expect(errorOf(done.stdout).msg).toMatch(/^"stateDir" is "\/run\/elsewhere", and this announcer serves "/);
+      }
+      expect([pod.opened, a.jobs.size]).toEqual([0, 0]);
+    },
+  );
 
-  it("without its caller's view, fails ADD and CHECK with code 100 naming why; DEL, GC and STATUS run in its own", async () => {
-    const { run } = hosted({
-      views: viewsOf({
-        mine: identityView,
-        ofPeer: () => {
-          throw new CallerViewError('not visible');
-        },
-        forRecorded: () => identityView,
-      }),
-    });
-    const caller = { pid: 42, connected: () => true };
-    for (const command of ['ADD', 'CHECK']) {
-      const env = { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns };
-      const done = await run(env, addStdin(), wanted(), caller);
-      expect([command, errorOf(done.stdout).code, errorOf(done.stdout).msg]).toEqual([command, 100, 'not visible']);
-    }
-    expect(await run({ CNI_COMMAND: 'STATUS' }, conf(), wanted(), caller)).toEqual({ exit: 0, stdout: '' });
-  });
+  it(
+    "without its caller's view, fails ADD and CHECK with " + 'code 100 naming why; DEL, GC and STATUS run in its own',
+    async () => {
+      const { run } = hosted({
+        views: viewsOf({
+          mine: identityView,
+          ofPeer: () => {
+            throw new CallerViewError('not visible');
+          },
+          forRecorded: () => identityView,
+        }),
+      });
+      const caller = { pid: 42, connected: () => true };
+      for (const command of ['ADD', 'CHECK']) {
+        const env = { ...ADD_ENV, CNI_COMMAND: command, CNI_NETNS: state.netns };
+        const done = await run(env, addStdin(), wanted(), caller);
+        expect([command, errorOf(done.stdout).code, errorOf(done.stdout).msg]).toEqual([command, 100, 'not visible']);
+      }
+      expect(await run({ CNI_COMMAND: 'STATUS' }, conf(), wanted(), caller)).toEqual({ exit: 0, stdout: '' });
+    },
+  );
 });
 
 describe('the views commands and jobs run in', () => {
@@ -241,15 +248,18 @@ describe('MemoryLocks', () => {
     return { table, timeouts };
   }
 
-  it('gives a free key at once, refuses a held one with no wait, and frees it on release (twice: no effect)', async () => {
-    const { table } = locks();
-    const a = await table.take('c1', 0);
-    expect([await table.take('c1', 0), await table.take('c2', 0)]).toEqual([undefined, expect.anything()]);
-    a!.release();
-    a!.release();
-    expect(await table.take('c1', 0)).toBeDefined();
-    expect(await table.take('c1', 0)).toBeUndefined();
-  });
+  it(
+    'gives a free key at once, refuses a held one with ' + 'no wait, and frees it on release (twice: no effect)',
+    async () => {
+      const { table } = locks();
+      const a = await table.take('c1', 0);
+      expect([await table.take('c1', 0), await table.take('c2', 0)]).toEqual([undefined, expect.anything()]);
+      a!.release();
+      a!.release();
+      expect(await table.take('c1', 0)).toBeDefined();
+      expect(await table.take('c1', 0)).toBeUndefined();
+    },
+  );
 
   it('hands the lock to the waiters in order as each holder releases it, without any timer firing', async () => {
     const { table, timeouts } = locks();
@@ -267,7 +277,8 @@ describe('MemoryLocks', () => {
   });
 
   const leavesTitle =
-    'a waiter whose timeout passes gets undefined, and one whose command is stopped is rejected with its reason: both ' +
+    'a waiter whose timeout passes gets undefined, and one ' +
+    'whose command is stopped is rejected with its reason: both ' +
     'leave the queue, the next still gets the lock; a timeout after the lock was handed over undoes nothing';
   it(leavesTitle, async () => {
     const { table, timeouts } = locks();
@@ -337,22 +348,26 @@ describe('BackgroundCloser', () => {
     expect([c.failures, fds(c).at(-1)]).toEqual([[[100, err]], 100 + LIMIT]);
   });
 
-  it('closes on this thread when koffi refuses the async call, reporting it; a failing close is reported, not thrown', () => {
-    const { c, closer: limited } = closer();
-    const full = new Error('too many async calls');
-    c.refuse = full;
-    limited.close(10);
-    expect([c.closedNow, c.failures, fds(c)]).toEqual([[10], [[10, full]], []]);
-    const ebadf = new Error('EBADF');
-    c.failNow = ebadf;
-    expect(() => limited.close(11)).not.toThrow();
-    const got = c.failures.map(([fd, e]) => `${fd} ${(e as Error).message}`);
-    expect(got).toEqual(['10 too many async calls', '11 too many async calls', '11 EBADF']);
-    // The refused calls did not stay counted as in flight.
-    c.refuse = c.failNow = undefined;
-    for (const fd of range(100, LIMIT)) limited.close(fd);
-    expect(fds(c)).toEqual(range(100, LIMIT));
-  });
+  it(
+    'closes on this thread when koffi refuses the async call, ' +
+      'reporting it; a failing close is reported, not thrown',
+    () => {
+      const { c, closer: limited } = closer();
+      const full = new Error('too many async calls');
+      c.refuse = full;
+      limited.close(10);
+      expect([c.closedNow, c.failures, fds(c)]).toEqual([[10], [[10, full]], []]);
+      const ebadf = new Error('EBADF');
+      c.failNow = ebadf;
+      expect(() => limited.close(11)).not.toThrow();
+      const got = c.failures.map(([fd, e]) => `${fd} ${(e as Error).message}`);
+      expect(got).toEqual(['10 too many async calls', '11 too many async calls', '11 EBADF']);
+      // The refused calls did not stay counted as in flight.
+      c.refuse = c.failNow = undefined;
+      for (const fd of range(100, LIMIT)) limited.close(fd);
+      expect(fds(c)).toEqual(range(100, LIMIT));
+    },
+  );
 
   it('closeWaiting closes every waiting fd on this thread and leaves those in flight alone', () => {
     const { c, closer: limited } = closer();

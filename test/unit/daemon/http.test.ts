@@ -58,13 +58,17 @@ describe('the HTTP/1.x it speaks', () => {
 describe('route', () => {
   const state = (healthy: boolean): EndpointState => ({ healthy: () => healthy, metrics: METRICS });
 
-  it('/metrics: the registry text with its content type (while handing over too); /healthz: ok while healthy, else 503', async () => {
-    const metrics = { status: 200, contentType: METRICS.contentType, body: 'cni_announcer_errors_total 3\n' };
-    const got = [await route('GET', '/metrics', state(true)), await route('GET', '/metrics', state(false))];
-    expect(got).toEqual([metrics, metrics]);
-    expect(await route('GET', '/healthz', state(true))).toMatchObject({ status: 200, body: 'ok\n' });
-    expect(await route('GET', '/healthz', state(false))).toMatchObject({ status: 503 });
-  });
+  it(
+    '/metrics: the registry text with its content type (while ' +
+      'handing over too); /healthz: ok while healthy, else 503',
+    async () => {
+      const metrics = { status: 200, contentType: METRICS.contentType, body: 'cni_announcer_errors_total 3\n' };
+      const got = [await route('GET', '/metrics', state(true)), await route('GET', '/metrics', state(false))];
+      expect(got).toEqual([metrics, metrics]);
+      expect(await route('GET', '/healthz', state(true))).toMatchObject({ status: 200, body: 'ok\n' });
+      expect(await route('GET', '/healthz', state(false))).toMatchObject({ status: 503 });
+    },
+  );
 
   it('404 for any other path, 405 for a method other than GET and HEAD', async () => {
     for (const path of ['/', '/metrics/', '/healthz.txt', '/../metrics'])
@@ -157,22 +161,25 @@ describe('HttpEndpoint', () => {
     expect(seen).toEqual([[200, 400, 404, 431, 431].map((s) => [s, true]), false]);
   });
 
-  it('drops a client that has not sent its whole request within REQUEST_MS (slowloris), and one that left', async () => {
-    const slow = client('GET /metrics HTTP/1.1\r\nX-a: 1\r\n');
-    const silent = client();
-    const gone = client();
-    await turn();
-    sockets.close(gone.fd);
-    await turn();
-    expect([endpoint.fds().length, endpoint.wakeAt()]).toEqual([3, 1_000 + REQUEST_MS]); // the listener, slow, silent
-    now += REQUEST_MS - 1;
-    sockets.send(slow.fd, Buffer.from('X-b: 2\r\n'));
-    await turn();
-    expect([slow.read(), silent.read()]).toEqual([false, false]);
-    now += 1;
-    await turn();
-    expect([slow.read(), silent.read(), slow.answer, endpoint.fds().length]).toEqual([true, true, '', 1]);
-  });
+  it(
+    'drops a client that has not sent its whole request ' + 'within REQUEST_MS (slowloris), and one that left',
+    async () => {
+      const slow = client('GET /metrics HTTP/1.1\r\nX-a: 1\r\n');
+      const silent = client();
+      const gone = client();
+      await turn();
+      sockets.close(gone.fd);
+      await turn();
+      expect([endpoint.fds().length, endpoint.wakeAt()]).toEqual([3, 1_000 + REQUEST_MS]); // the listener, slow, silent
+      now += REQUEST_MS - 1;
+      sockets.send(slow.fd, Buffer.from('X-b: 2\r\n'));
+      await turn();
+      expect([slow.read(), silent.read()]).toEqual([false, false]);
+      now += 1;
+      await turn();
+      expect([slow.read(), silent.read(), slow.answer, endpoint.fds().length]).toEqual([true, true, '', 1]);
+    },
+  );
 
   it(`serves ${MAX_CONNECTIONS} connections at once and closes more at accept`, async () => {
     const held = Array.from({ length: MAX_CONNECTIONS }, () => client());
@@ -208,22 +215,25 @@ describe('HttpEndpoint', () => {
     expect([endpoint.writeFds(), stuck.read(), stuck.answer.length]).toEqual([[], true, 40]);
   });
 
-  it('stops accepting for a moment when accept fails (EMFILE), instead of spinning on the listening socket', async () => {
-    const e = listen(
-      deps(9000, {
-        acceptTcp: () => {
-          throw sysError('EMFILE');
-        },
-      }),
-    );
-    client('/healthz', 9000);
-    const listening = e.fds();
-    e.serve(new Set(listening), new Set());
-    expect([e.fds(), e.wakeAt()]).toEqual([[], now + 100]);
-    now += 100;
-    expect(e.fds()).toEqual(listening);
-    expect(failures).toEqual(['cannot accept an HTTP connection: not accepting for 100 ms: call: EMFILE']);
-  });
+  it(
+    'stops accepting for a moment when accept fails ' + '(EMFILE), instead of spinning on the listening socket',
+    async () => {
+      const e = listen(
+        deps(9000, {
+          acceptTcp: () => {
+            throw sysError('EMFILE');
+          },
+        }),
+      );
+      client('/healthz', 9000);
+      const listening = e.fds();
+      e.serve(new Set(listening), new Set());
+      expect([e.fds(), e.wakeAt()]).toEqual([[], now + 100]);
+      now += 100;
+      expect(e.fds()).toEqual(listening);
+      expect(failures).toEqual(['cannot accept an HTTP connection: not accepting for 100 ms: call: EMFILE']);
+    },
+  );
 
   const makingTitle =
     'while an answer is being made, reads nothing more from that client and polls it for nothing; one that timed out ' +

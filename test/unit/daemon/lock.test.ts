@@ -98,18 +98,22 @@ describe('withDaemonLock: a resident announcer', () => {
     expect(r.records().map((x) => x.msg)).toEqual(['the running announcer hands over to this resident one']);
   });
 
-  it('asks again, a second later, one that gave no answer (saying so); and a new one listening after the first let go', async () => {
-    const r = scene({ resident: 0, daemon: 5000 }, [undefined, { ok: true }], true);
-    expect(await r.take()).toBe('taken');
-    expect(r.s.askedAt).toHaveLength(2);
-    expect(r.s.askedAt[1]! - r.s.askedAt[0]!).toBeGreaterThanOrEqual(1000);
-    expect(
-      r
-        .records()
-        .filter((x) => x.level === 'warn')
-        .map((x) => [x.msg, x.fields.inMs]),
-    ).toEqual([['the running announcer did not answer "handover": asking again', 1000]]);
-  });
+  it(
+    'asks again, a second later, one that gave no answer ' +
+      '(saying so); and a new one listening after the first let go',
+    async () => {
+      const r = scene({ resident: 0, daemon: 5000 }, [undefined, { ok: true }], true);
+      expect(await r.take()).toBe('taken');
+      expect(r.s.askedAt).toHaveLength(2);
+      expect(r.s.askedAt[1]! - r.s.askedAt[0]!).toBeGreaterThanOrEqual(1000);
+      expect(
+        r
+          .records()
+          .filter((x) => x.level === 'warn')
+          .map((x) => [x.msg, x.fields.inMs]),
+      ).toEqual([['the running announcer did not answer "handover": asking again', 1000]]);
+    },
+  );
 
   const residentTitle =
     'does not serve ("resident") when a resident one refuses to hand over, or holds the resident lock and listens ' +
@@ -151,20 +155,23 @@ describe('withDaemonLock: an announcer a shim started', () => {
     expect([...starting.s.tried, starting.servedAt()]).toEqual([RESIDENT_LOCK, undefined]);
   });
 
-  it('serves holding the announcer lock on its file in stateDir, not the resident one, and closes both on return', async () => {
-    for (const resident of [false, true]) {
-      const free = scene({ resident: 0, daemon: 0 }, [], resident);
-      const fds: number[] = [];
-      free.calls.tryLock = (fd) => (fds.push(fd), true);
-      const held: string[] = [];
-      await withDaemonLock(free.deps, async (lockFd) => {
-        held.push(
-          ...fds.filter((fd) => fd !== lockFd && open(fd)).map(lockOf),
-          readlinkSync(`/proc/self/fd/${lockFd}`),
-        );
-      });
-      expect(held).toEqual([...(resident ? [RESIDENT_LOCK] : []), join(state.dir, DAEMON_LOCK)]);
-      expect(fds.filter(open)).toEqual([]);
-    }
-  });
+  it(
+    'serves holding the announcer lock on its file in ' + 'stateDir, not the resident one, and closes both on return',
+    async () => {
+      for (const resident of [false, true]) {
+        const free = scene({ resident: 0, daemon: 0 }, [], resident);
+        const fds: number[] = [];
+        free.calls.tryLock = (fd) => (fds.push(fd), true);
+        const held: string[] = [];
+        await withDaemonLock(free.deps, async (lockFd) => {
+          held.push(
+            ...fds.filter((fd) => fd !== lockFd && open(fd)).map(lockOf),
+            readlinkSync(`/proc/self/fd/${lockFd}`),
+          );
+        });
+        expect(held).toEqual([...(resident ? [RESIDENT_LOCK] : []), join(state.dir, DAEMON_LOCK)]);
+        expect(fds.filter(open)).toEqual([]);
+      }
+    },
+  );
 });

@@ -121,28 +121,31 @@ describe('a later round', () => {
     expect(w.logged('pod not ready for this round: skipping it')).toMatchObject([{ fields: { round: 2 } }]);
   });
 
-  it('ends the work when the interface is gone (at open, or between open and look) or the netns cannot be entered', async () => {
-    w.add(w.sentAgo(0));
-    w.pod.links = [link({ name: 'eth1' })];
-    await w.at(1000);
-    w.add(w.sentAgo(0)); // round 2 at 2000
-    w.pod.links = [link()];
-    const opener = w.pod.opener();
-    w.a.open = {
-      ...opener,
-      pod: (netns) => {
-        const sockets = opener.pod(netns);
-        sockets.rtnl.linkByIndex = () => undefined;
-        return sockets;
-      },
-    };
-    await w.at(2000);
-    w.add(w.sentAgo(0));
-    w.pod.openError = new Error('ENOENT');
-    await w.at(3000);
-    expect(why()).toEqual(['pod interface eth0 gone', 'pod interface eth0 gone', 'cannot enter pod netns: ENOENT']);
-    expect({ open: w.pod.open, closed: w.closed.length }).toEqual({ open: 0, closed: 2 });
-  });
+  it(
+    'ends the work when the interface is gone (at open, or ' + 'between open and look) or the netns cannot be entered',
+    async () => {
+      w.add(w.sentAgo(0));
+      w.pod.links = [link({ name: 'eth1' })];
+      await w.at(1000);
+      w.add(w.sentAgo(0)); // round 2 at 2000
+      w.pod.links = [link()];
+      const opener = w.pod.opener();
+      w.a.open = {
+        ...opener,
+        pod: (netns) => {
+          const sockets = opener.pod(netns);
+          sockets.rtnl.linkByIndex = () => undefined;
+          return sockets;
+        },
+      };
+      await w.at(2000);
+      w.add(w.sentAgo(0));
+      w.pod.openError = new Error('ENOENT');
+      await w.at(3000);
+      expect(why()).toEqual(['pod interface eth0 gone', 'pod interface eth0 gone', 'cannot enter pod netns: ENOENT']);
+      expect({ open: w.pod.open, closed: w.closed.length }).toEqual({ open: 0, closed: 2 });
+    },
+  );
 
   it('counts a round that throws as an error, closes the session and moves on', async () => {
     const opener = w.pod.opener();
@@ -244,7 +247,8 @@ describe('a deferred round 1', () => {
   });
 
   const heldTitle =
-    'held back by the budget: keeps its session, closes nothing, never dropped; at the ready deadline it goes on credit';
+    'held back by the budget: keeps its session, closes nothing, ' +
+    'never dropped; at the ready deadline it goes on credit';
   it(heldTitle, async () => {
     waiting();
     w.a.budget.answers.push(200, 5000);

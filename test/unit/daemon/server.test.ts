@@ -239,7 +239,8 @@ describe('Server: CNI commands', () => {
   });
 
   const lateTitle =
-    'drops unrun an ADD or CHECK read at or past its deadline, with a warning; runs a DEL, GC or STATUS however late; ' +
+    'drops unrun an ADD or CHECK read at or past its deadline, ' +
+    'with a warning; runs a DEL, GC or STATUS however late; ' +
     'a late control request is still answered';
   it(lateTitle, () => {
     const boot = timers.bootMs();
@@ -307,19 +308,22 @@ describe('Server: CNI commands', () => {
     expect({ busy: server.busy, writeFds: server.writeFds() }).toEqual({ busy: false, writeFds: [] });
   });
 
-  it('drops a client that reads none of its end for CLIENT_MS (a stopped shim would keep it busy for ever)', async () => {
-    const c = client(cni('ADD'));
-    sockets.room = 10;
-    runs[0]!.end({ exit: 0, stdout: 'z'.repeat(100) });
-    await settle();
-    expect(server.wakeAt()).toBe(timers.bootMs() + 1000);
-    timers.advance(999);
-    turn();
-    expect(server.busy).toBe(true);
-    timers.advance(1);
-    turn();
-    expect([server.busy, c.read().ended, server.wakeAt()]).toEqual([false, true, Infinity]);
-  });
+  it(
+    'drops a client that reads none of its end for ' + 'CLIENT_MS (a stopped shim would keep it busy for ever)',
+    async () => {
+      const c = client(cni('ADD'));
+      sockets.room = 10;
+      runs[0]!.end({ exit: 0, stdout: 'z'.repeat(100) });
+      await settle();
+      expect(server.wakeAt()).toBe(timers.bootMs() + 1000);
+      timers.advance(999);
+      turn();
+      expect(server.busy).toBe(true);
+      timers.advance(1);
+      turn();
+      expect([server.busy, c.read().ended, server.wakeAt()]).toEqual([false, true, Infinity]);
+    },
+  );
 
   it('answers a command the announcer refuses with {"refused": why} and closes', () => {
     refuse = 'handover';
@@ -327,14 +331,17 @@ describe('Server: CNI commands', () => {
     expect([c.lines(), c.ended, server.busy, served]).toEqual([[{ refused: 'handover' }], true, false, []]);
   });
 
-  it('a runner that rejects (a bug: dispatch never does) is reported, and its client dropped without an end', async () => {
-    const c = client(cni('ADD')).read();
-    runs[0]!.fail(new Error('runner broke'));
-    await settle();
-    expect([c.read().lines(), c.ended, server.busy, served]).toEqual([[], true, false, []]);
-    const got = failures.map(([what, err]) => [what, (err as Error).message]);
-    expect(got).toEqual([['CNI command failed outside dispatch', 'runner broke']]);
-  });
+  it(
+    'a runner that rejects (a bug: dispatch never does) ' + 'is reported, and its client dropped without an end',
+    async () => {
+      const c = client(cni('ADD')).read();
+      runs[0]!.fail(new Error('runner broke'));
+      await settle();
+      expect([c.read().lines(), c.ended, server.busy, served]).toEqual([[], true, false, []]);
+      const got = failures.map(([what, err]) => [what, (err as Error).message]);
+      expect(got).toEqual([['CNI command failed outside dispatch', 'runner broke']]);
+    },
+  );
 
   it('runs commands side by side: each ends on its own', async () => {
     const [a, b] = [client(cni('ADD')), client(cni('DEL'))];

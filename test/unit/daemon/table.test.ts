@@ -94,16 +94,19 @@ describe('Jobs: the schedule', () => {
     expect(said).toEqual(skipped ? [skipped] : []);
   });
 
-  it('while a command runs on an attachment, its rounds wait (and wake nothing); they go out once it ends', async () => {
-    const name = w.add(w.sentAgo(0));
-    const release = w.a.jobs.hold(name);
-    w.a.jobs.hold(name)(); // a second command that ended leaves the first's hold in place
-    await w.at(1000);
-    expect([w.pod.sent.length, w.wakeIn()]).toEqual([0, Infinity]);
-    release();
-    await w.at(1200);
-    expect(w.pod.sent).toHaveLength(1);
-  });
+  it(
+    'while a command runs on an attachment, its rounds ' + 'wait (and wake nothing); they go out once it ends',
+    async () => {
+      const name = w.add(w.sentAgo(0));
+      const release = w.a.jobs.hold(name);
+      w.a.jobs.hold(name)(); // a second command that ended leaves the first's hold in place
+      await w.at(1000);
+      expect([w.pod.sent.length, w.wakeIn()]).toEqual([0, Infinity]);
+      release();
+      await w.at(1200);
+      expect(w.pod.sent).toHaveLength(1);
+    },
+  );
 });
 
 describe('Jobs: what ADD reports (added)', () => {

@@ -19,7 +19,7 @@ const PATH = /`((?:src|test|scripts|deploy|examples)\/[A-Za-z0-9_./-]+)`/g;
 /** A test cited by title: `test/….test.ts`: "title" (… stands for left-out words). */
 const TITLE = /`(test\/[^`]+\.test\.ts)`: "([^"]+)"/g;
 /** Whitespace and string concatenation fold away, so a title split across source lines still matches. */
-const folded = (s: string): string => s.replace(/'\s*\+\s*'/g, '').replace(/\s+/g, ' ');
+const folded = (s: string): string => s.replace(/['"]\s*\+\s*['"]/g, '').replace(/\s+/g, ' ');
 
 describe.each(DOCS)('%s', (doc) => {
   it('names only files and folders that exist', () => {
