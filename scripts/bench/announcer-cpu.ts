@@ -30,17 +30,30 @@ export function statCpuMs(stat: string, fields: readonly [number, number] = [14,
   return ((field(fields[0]) + field(fields[1])) * 1000) / USER_HZ;
 }
 
-/** The run time of every live thread of `pid`, ns (the first field of each /proc/PID/task/TID/schedstat). */
-function threadsRunNs(pid: number): number {
-  let ns = 0;
+/** The run time of each live thread of `pid`, ns by tid (the first field of its /proc/PID/task/TID/schedstat). */
+function threadsRunNs(pid: number): Map<string, number> {
+  const ns = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
+      ns.set(tid, Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]));
     } catch {
       // The thread exited between the listing and the read.
     }
   }
   return ns;
+}
+
+/**
+ * The run time, ns, the threads of `after` spent since `before`: a thread's own difference, or all of a thread born
+ * meanwhile. A thread that exited meanwhile is left out, never counted below zero; `exited` says how many did.
+ */
+export function runNsSince(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+): { ns: number; exited: number } {
+  let ns = 0;
+  for (const [tid, now] of after) ns += now - (before.get(tid) ?? 0);
+  return { ns, exited: [...before.keys()].filter((tid) => !after.has(tid)).length };
 }
 
 /** The CPU one run of `floor` costs, ms: this process's reaped children's utime + stime over FLOOR_RUNS runs. */
@@ -69,7 +82,9 @@ async function idleCpuMsPerS(pid: number): Promise<number> {
   await sleep(SETTLE_MS);
   const before = threadsRunNs(pid);
   await sleep(IDLE_S * 1000);
-  return (threadsRunNs(pid) - before) / 1e6 / IDLE_S;
+  const { ns, exited } = runNsSince(before, threadsRunNs(pid));
+  if (exited > 0) console.log(`pid ${pid}: ${exited} thread(s) exited while idle; their last run time is not counted`);
+  return ns / 1e6 / IDLE_S;
 }
 
 /** The idle program's idle CPU, ms/s: started here, watched, and ended by its pid. */
