@@ -1,11 +1,33 @@
-import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/cni/config';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Config from '../../../src/cni/config';
+import type * as Errors from '../../../src/cni/errors';
 import { OPTIONS } from '../../../src/cni/option-schema';
-import { cniError } from '../../support/cni-errors';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 
-const configError = (raw: Record<string, unknown>) => cniError(() => parseConfig(raw), 7);
+// Each test loads the parser afresh, and with it the option table and its schemas: code that runs when a module
+// loads is then the test's own (a mutation run activates a mutant only inside a test).
+let parseConfig: typeof Config.parseConfig;
+let CniError: typeof Errors.CniError;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ parseConfig } = await import('../../../src/cni/config'));
+  ({ CniError } = await import('../../../src/cni/errors'));
+});
+
+/** The CniError parseConfig throws on `raw`: code 7. */
+function configError(raw: Record<string, unknown>): Errors.CniError {
+  const thrown = (() => {
+    try {
+      parseConfig(raw);
+    } catch (e) {
+      return e;
+    }
+  })();
+  expect(thrown).toBeInstanceOf(CniError);
+  expect((thrown as Errors.CniError).code).toBe(7);
+  return thrown as Errors.CniError;
+}
 
 describe('parseConfig', () => {
   it('applies every default', () => {
