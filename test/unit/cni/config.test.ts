@@ -189,7 +189,7 @@ describe('args.cni.announce under podOverrides', () => {
   });
 
   it('has no podAnnounce without args.cni.announce', () => {
-    expect(parseConfig({ ...BASE, args: { cni: { other: 1 } } }).podAnnounce).toBeUndefined();
+    expect(parseConfig({ ...BASE, args: { cni: { other: 1 } } })).not.toHaveProperty('podAnnounce');
   });
 
   it('applies every field when podOverrides lists them all, and drops unknown keys silently', () => {
@@ -327,6 +327,7 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
     [{ count: 10, intervalMs: 60000, backoff: 1 }],
     [{ count: 3, intervalMs: 60000, backoff: 4 }],
     [{ count: 10, intervalMs: 1000, backoff: 1.9 }],
+    [{ count: 5, intervalMs: 40000, backoff: 2 }], // 10 min exactly
   ])('accepts %j', (fields) => {
     expect(() => parseConfig({ ...BASE, ...fields })).not.toThrow();
   });
@@ -338,6 +339,13 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
     );
     expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 1.2 }).message).toMatch(
       /put the last round 20\.8 min after/,
+    );
+  });
+
+  it("refuses a conflist burst that lasts longer even where a pod's override would shorten it", () => {
+    const raw = { ...BASE, count: 10, intervalMs: 60000, backoff: 4, podOverrides: ['backoff'] };
+    expect(configError({ ...raw, args: { cni: { announce: { backoff: 1 } } } }).message).toMatch(
+      /^invalid config: "count" 10, "intervalMs" 60000 and "backoff" 4 put the last round 60\.7 days after/,
     );
   });
 
