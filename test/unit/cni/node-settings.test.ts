@@ -20,7 +20,7 @@ const F = '/run/cni-announcer/announcer.conf';
 
 describe('resolveNodeSettings: file > default', () => {
   it('takes each setting from the file, else its default', () => {
-    expect(resolveNodeSettings({})).toEqual({ idleExitMs: 30000, logLevel: 'info' });
+    expect(resolveNodeSettings({})).toStrictEqual({ idleExitMs: 30000, logLevel: 'info' });
     const file = { idleExitMs: 5000, metricsFile: '/m/f.prom', rateLimit: { framesPerSecond: 10, burst: 10 } };
     expect(resolveNodeSettings(file)).toEqual({ ...file, logLevel: 'info' });
   });
@@ -75,7 +75,11 @@ describe('nodeSettingsFromFlags (announcer install)', () => {
     ['idle-exit-ms', '99', '--idle-exit-ms must be an integer from 100 to 3600000 (got "99")'],
     ['idle-exit-ms', 'soon', '--idle-exit-ms must be an integer from 100 to 3600000 (got "soon")'],
     ['metrics-file', 'm.prom', '--metrics-file must be an absolute path (got "m.prom")'],
+    ['idle-exit-ms', '1e3', '--idle-exit-ms must be an integer from 100 to 3600000 (got "1e3")'],
+    ['idle-exit-ms', '+1000', '--idle-exit-ms must be an integer from 100 to 3600000 (got "+1000")'],
     ['rate-limit', '10', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
+    ['rate-limit', 'x10/10', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
+    ['rate-limit', '10/10x', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
     ['rate-limit', '0/5', '--rate-limit framesPerSecond must be an integer from 1 to 10000 (got "0/5")'],
     ['log-level', 'loud', '--log-level must be'],
   ])('refuses --%s=%s, naming the flag', (flag, value, problem) => {
