@@ -3,20 +3,25 @@
 // root-only, and what install writes read back the same.
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import {
-  formatNodeSettings,
-  nodeSettingsFromFlags,
-  parseNodeSettings,
-  resolveNodeSettings,
-  whereToSet,
-} from '../../../src/cni/node-settings';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as NodeSettings from '../../../src/cni/node-settings';
 import { loadNodeSettings } from '../../../src/daemon/daemon-verb';
 import { NODE_SETTINGS_FILE } from '../../../src/state-files';
 import { readSmallFile } from '../../../src/sys/safe-file';
 import { useTempDir } from '../../support/temp-dir';
 
 const F = '/run/cni-announcer/announcer.conf';
+
+// Each test loads the module afresh, and with it the option table: code that runs when a module loads is then the
+// test's own (a mutation run activates a mutant only inside a test).
+let { formatNodeSettings, nodeSettingsFromFlags, parseNodeSettings, resolveNodeSettings, whereToSet } =
+  {} as typeof NodeSettings;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ formatNodeSettings, nodeSettingsFromFlags, parseNodeSettings, resolveNodeSettings, whereToSet } = await import(
+    '../../../src/cni/node-settings'
+  ));
+});
 
 describe('resolveNodeSettings: file > default', () => {
   it('takes each setting from the file, else its default', () => {
