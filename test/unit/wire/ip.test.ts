@@ -1,15 +1,15 @@
-import { describe, it, expect } from 'vitest';
-import {
-  canonicalIP,
-  formatIPv6,
-  ipFamily,
-  isIPv4Mapped,
-  isIPv6LinkLocal,
-  parseIP,
-  parseCidr,
-  parseIPv4,
-  parseIPv6,
-} from '../../../src/wire/ip';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Ip from '../../../src/wire/ip';
+
+// Each test loads the module afresh: its patterns, made when it loads, are then the test's own (a mutation run
+// activates a mutant only inside a test).
+let { canonicalIP, formatIPv6, ipFamily, isIPv4Mapped, isIPv6LinkLocal, parseIP, parseCidr, parseIPv4, parseIPv6 } =
+  {} as typeof Ip;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ canonicalIP, formatIPv6, ipFamily, isIPv4Mapped, isIPv6LinkLocal, parseIP, parseCidr, parseIPv4, parseIPv6 } =
+    await import('../../../src/wire/ip'));
+});
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 
