@@ -129,12 +129,14 @@ function overrideName(channel: string | undefined, key: string): string {
   return name.includes('"') ? name : `"${name}"`;
 }
 
-/** 600000 → "10 min"; 5242820000 → "60 days"; below a minute, in seconds. */
+/** 600000 → "10 min"; 5242820000 → "60 days". Only spans of the cap or more are written: none below a minute. */
 function formatSpan(ms: number): string {
-  const units = { days: 86_400_000, h: 3_600_000, min: 60_000 };
-  for (const [unit, size] of Object.entries(units))
-    if (ms >= size) return `${Math.round((ms / size) * 10) / 10} ${unit}`;
-  return `${Math.round(ms / 100) / 10} s`;
+  const units = [
+    ['days', 86_400_000],
+    ['h', 3_600_000],
+  ] as const;
+  const [unit, size] = units.find(([, size]) => ms >= size) ?? ['min', 60_000];
+  return `${Math.round((ms / size) * 10) / 10} ${unit}`;
 }
 
 /** GC's attachments, each once, where first listed. */

@@ -58,10 +58,8 @@ const EXPECTED = 'must be "false", "true" or the JSON text of an object of optio
 const ANNOTATION_CHANNEL: PodChannel = {
   name: NAME,
   strict: true,
-  problem: (path, message, value) =>
-    path.length === 0
-      ? `${NAME} ${message} (got ${describeValue(value)})`
-      : `${NAME}: ${fieldProblem(path, message, value)}`,
+  // Never the value itself: parseAnnotation has refused whatever is neither a boolean nor an object.
+  problem: (path, message, value) => `${NAME}: ${fieldProblem(path, message, value)}`,
 };
 
 /**

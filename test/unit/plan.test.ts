@@ -129,6 +129,8 @@ describe('planAnnouncement: pod interfaces', () => {
   it('in the fallback, finds the CNI_IFNAME entry among sandbox-less interfaces by name', () => {
     const result = { interfaces: [{ name: 'veth1' }, { name: 'eth0' }], ips: [ip('10.88.0.5', 1), ip('10.88.0.6', 0)] };
     expect(placed(planAnnouncement(OPTIONS, result, ENV))).toEqual([['eth0', 1, ['10.88.0.5']]]);
+    const first = { interfaces: [{ name: 'eth0' }, { name: 'veth1' }], ips: [ip('10.88.0.5', 0)] };
+    expect(placed(planAnnouncement(OPTIONS, first, ENV))).toEqual([['eth0', 0, ['10.88.0.5']]]);
   });
 
   it('assigns addresses by their interface index, keeping prevResult order', () => {

@@ -1,11 +1,33 @@
-import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/cni/config';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Config from '../../../src/cni/config';
+import type * as Errors from '../../../src/cni/errors';
 import { OPTIONS } from '../../../src/cni/option-schema';
-import { cniError } from '../../support/cni-errors';
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 
-const configError = (raw: Record<string, unknown>) => cniError(() => parseConfig(raw), 7);
+// Each test loads the parser afresh, and with it the option table and its schemas: code that runs when a module
+// loads is then the test's own (a mutation run activates a mutant only inside a test).
+let parseConfig: typeof Config.parseConfig;
+let CniError: typeof Errors.CniError;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ parseConfig } = await import('../../../src/cni/config'));
+  ({ CniError } = await import('../../../src/cni/errors'));
+});
+
+/** The CniError parseConfig throws on `raw`: code 7. */
+function configError(raw: Record<string, unknown>): Errors.CniError {
+  const thrown = (() => {
+    try {
+      parseConfig(raw);
+    } catch (e) {
+      return e;
+    }
+  })();
+  expect(thrown).toBeInstanceOf(CniError);
+  expect((thrown as Errors.CniError).code).toBe(7);
+  return thrown as Errors.CniError;
+}
 
 describe('parseConfig', () => {
   it('applies every default', () => {
@@ -167,7 +189,7 @@ describe('args.cni.announce under podOverrides', () => {
   });
 
   it('has no podAnnounce without args.cni.announce', () => {
-    expect(parseConfig({ ...BASE, args: { cni: { other: 1 } } }).podAnnounce).toBeUndefined();
+    expect(parseConfig({ ...BASE, args: { cni: { other: 1 } } })).not.toHaveProperty('podAnnounce');
   });
 
   it('applies every field when podOverrides lists them all, and drops unknown keys silently', () => {
@@ -305,6 +327,7 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
     [{ count: 10, intervalMs: 60000, backoff: 1 }],
     [{ count: 3, intervalMs: 60000, backoff: 4 }],
     [{ count: 10, intervalMs: 1000, backoff: 1.9 }],
+    [{ count: 5, intervalMs: 40000, backoff: 2 }], // 10 min exactly
   ])('accepts %j', (fields) => {
     expect(() => parseConfig({ ...BASE, ...fields })).not.toThrow();
   });
@@ -316,6 +339,13 @@ describe('the burst cap: the last round at most 10 minutes after the first', () 
     );
     expect(configError({ ...BASE, count: 10, intervalMs: 60000, backoff: 1.2 }).message).toMatch(
       /put the last round 20\.8 min after/,
+    );
+  });
+
+  it("refuses a conflist burst that lasts longer even where a pod's override would shorten it", () => {
+    const raw = { ...BASE, count: 10, intervalMs: 60000, backoff: 4, podOverrides: ['backoff'] };
+    expect(configError({ ...raw, args: { cni: { announce: { backoff: 1 } } } }).message).toMatch(
+      /^invalid config: "count" 10, "intervalMs" 60000 and "backoff" 4 put the last round 60\.7 days after/,
     );
   });
 

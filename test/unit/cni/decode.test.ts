@@ -20,6 +20,7 @@ describe('decodeConfig', () => {
 
   it('takes text already decoded (the announcer, from the request line) as it is, less a byte order mark', () => {
     expect(decodeConfig('\uFEFF{"a":"\u00e9"}')).toEqual({ a: 'é' });
+    expect(decodeConfig('{"a":"b\uFEFF"}')).toEqual({ a: 'b\uFEFF' }); // only a leading one
     expect(cniError(() => decodeConfig('[1]')).message).toBe('stdin is not a JSON object (got [1])');
   });
 
@@ -31,17 +32,20 @@ describe('decodeConfig', () => {
   ])('refuses %j with code 6', (text, msg) => {
     const e = decodeError(bytes(text));
     expect([e.code, e.message]).toEqual([6, msg]);
+    expect(e).not.toHaveProperty('cause');
   });
 
-  it('refuses text that is not JSON with code 6', () => {
+  it('refuses text that is not JSON with code 6, the parser error its cause', () => {
     const e = decodeError(bytes('{"cniVersion": '));
     expect(e.code).toBe(6);
     expect(e.message).toMatch(/^stdin is not JSON: /);
+    expect(e.cause).toBeInstanceOf(SyntaxError);
   });
 
-  it('refuses bytes that are not UTF-8 with code 6', () => {
+  it('refuses bytes that are not UTF-8 with code 6, the decoder error its cause', () => {
     const e = decodeError(Uint8Array.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]));
     expect([e.code, e.message]).toEqual([6, 'stdin is not valid UTF-8: expected the network config as JSON']);
+    expect(e.cause).toBeInstanceOf(TypeError);
   });
 
   it('accepts nesting up to the limit and refuses one level more with code 6', () => {

@@ -319,9 +319,10 @@ describe('DEL', () => {
   });
 
   it('still cleans up when an option is invalid, with the fields cleanup needs', async () => {
-    const r = await run(DEL, config({ count: 99, stateDir: '/run/elsewhere' }));
+    const kept = { stateDir: '/run/elsewhere', logFile: '/var/log/announcer.log', logLevel: 'debug' };
+    const r = await run(DEL, config({ count: 99, ...kept }));
     expect([r.exitCode, r.stdout]).toEqual([0, []]);
-    expect(r.calls.del[0]?.config.stateDir).toBe('/run/elsewhere');
+    expect(r.calls.del[0]?.config).toMatchObject({ ...kept, count: 3 });
   });
 
   it('fails when even the fields cleanup needs are invalid', async () => {
@@ -365,6 +366,20 @@ describe("the plugin's errors", () => {
       { code: 999, msg: 'internal error: x is not a function' },
     ],
     ['DEL', 'a thrown non-Error value as 999', DEL, 'boom', { code: 999, msg: 'internal error: boom' }],
+    [
+      'ADD',
+      'an Error without a message by its name',
+      ADD,
+      new RangeError(''),
+      { code: 999, msg: 'internal error: RangeError' },
+    ],
+    [
+      'ADD',
+      'a value that cannot be made a string as unprintable',
+      ADD,
+      Object.create(null),
+      { code: 999, msg: 'internal error: unprintable error' },
+    ],
   ])(
     '%s reports %s: one error object in the config version, without a stack',
     async (command, _what, env, thrown, reply) => {
@@ -500,7 +515,7 @@ describe('the top level is total', () => {
       },
     });
     expect(r.exitCode).toBe(1);
-    expect(r.doc).toMatchObject({ code: 999 });
+    expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: unprintable error' });
   });
 
   it('returns 1 when stdout cannot be written', async () => {
@@ -519,8 +534,8 @@ describe('the top level is total', () => {
 });
 
 describe('internal errors', () => {
-  it('treats a missing ADD result as internal', async () => {
-    const r = await run(ADD, config(), { add: async () => undefined as unknown as Record<string, unknown> });
+  it.each([undefined, null])('treats an ADD result of %s as internal', async (result) => {
+    const r = await run(ADD, config(), { add: async () => result as unknown as Record<string, unknown> });
     expect(r.doc).toEqual({ cniVersion: '1.1.0', code: 999, msg: 'internal error: ADD produced no result object' });
   });
 });

@@ -57,6 +57,7 @@ describe('parseEnv', () => {
       `${badId}; CNI_NETNS must be an absolute path (got "var/run/netns/x"); CNI_IFNAME is required for CHECK`,
     ],
     ['requires CNI_COMMAND', {}, 'CNI_COMMAND is required'],
+    ['requires CNI_COMMAND not empty', { CNI_COMMAND: '' }, 'CNI_COMMAND is required'],
     [
       'rejects an unknown CNI_COMMAND with code 4',
       { ...ADD_ENV, CNI_COMMAND: 'add' },
@@ -154,8 +155,8 @@ describe('podOf', () => {
       namespace: 'ns',
       name: 'p',
     });
-    expect(podOf({ K8S_POD_NAME: 'p' })).toEqual({ name: 'p' });
-    expect(podOf({ K8S_POD_NAMESPACE: 'ns' })).toEqual({ namespace: 'ns' });
+    expect(podOf({ K8S_POD_NAME: 'p' })).toStrictEqual({ name: 'p' });
+    expect(podOf({ K8S_POD_NAMESPACE: 'ns' })).toStrictEqual({ namespace: 'ns' });
     expect(podOf({ IgnoreUnknown: '1' })).toBeUndefined();
   });
 });

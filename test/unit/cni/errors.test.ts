@@ -92,12 +92,18 @@ describe('isCniError', () => {
     expect(isCniError(new CniError('x'))).toBe(true);
   });
 
-  it('rejects other values', () => {
-    expect(isCniError(new Error('x'))).toBe(false);
-    expect(isCniError({ name: 'CniError', code: 1, message: 'x' })).toBe(false);
-    expect(isCniError(Object.assign(new Error('x'), { name: 'CniError' }))).toBe(false);
-    expect(isCniError(undefined)).toBe(false);
-    expect(isCniError('CniError')).toBe(false);
+  const toSpec = () => ({});
+  it.each([
+    ['an Error', new Error('x')],
+    ['a plain object', { name: 'CniError', code: 1, message: 'x', toSpec }],
+    ['an Error named CniError alone', Object.assign(new Error('x'), { name: 'CniError' })],
+    ['an Error with code and toSpec, not named CniError', Object.assign(new Error('x'), { code: 1, toSpec })],
+    ['a CniError-named Error without a numeric code', Object.assign(new Error('x'), { name: 'CniError', toSpec })],
+    ['a CniError-named Error without toSpec', Object.assign(new Error('x'), { name: 'CniError', code: 1 })],
+    ['undefined', undefined],
+    ['a string', 'CniError'],
+  ])('rejects %s', (_, value) => {
+    expect(isCniError(value)).toBe(false);
   });
 });
 
@@ -114,6 +120,7 @@ describe('field paths', () => {
     expect(describeValue('x')).toBe('"x"');
     expect(describeValue(undefined)).toBe('nothing');
     expect(describeValue('a'.repeat(100))).toBe(`"${'a'.repeat(56)}...`);
+    expect(describeValue('a'.repeat(58))).toBe(`"${'a'.repeat(58)}"`); // 60 characters: whole
   });
 
   it('builds one problem text', () => {

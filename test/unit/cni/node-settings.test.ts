@@ -3,14 +3,8 @@
 // root-only, and what install writes read back the same.
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import {
-  formatNodeSettings,
-  nodeSettingsFromFlags,
-  parseNodeSettings,
-  resolveNodeSettings,
-  whereToSet,
-} from '../../../src/cni/node-settings';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as NodeSettings from '../../../src/cni/node-settings';
 import { loadNodeSettings } from '../../../src/daemon/daemon-verb';
 import { NODE_SETTINGS_FILE } from '../../../src/state-files';
 import { readSmallFile } from '../../../src/sys/safe-file';
@@ -18,9 +12,20 @@ import { useTempDir } from '../../support/temp-dir';
 
 const F = '/run/cni-announcer/announcer.conf';
 
+// Each test loads the module afresh, and with it the option table: code that runs when a module loads is then the
+// test's own (a mutation run activates a mutant only inside a test).
+let { formatNodeSettings, nodeSettingsFromFlags, parseNodeSettings, resolveNodeSettings, whereToSet } =
+  {} as typeof NodeSettings;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ formatNodeSettings, nodeSettingsFromFlags, parseNodeSettings, resolveNodeSettings, whereToSet } = await import(
+    '../../../src/cni/node-settings'
+  ));
+});
+
 describe('resolveNodeSettings: file > default', () => {
   it('takes each setting from the file, else its default', () => {
-    expect(resolveNodeSettings({})).toEqual({ idleExitMs: 30000, logLevel: 'info' });
+    expect(resolveNodeSettings({})).toStrictEqual({ idleExitMs: 30000, logLevel: 'info' });
     const file = { idleExitMs: 5000, metricsFile: '/m/f.prom', rateLimit: { framesPerSecond: 10, burst: 10 } };
     expect(resolveNodeSettings(file)).toEqual({ ...file, logLevel: 'info' });
   });
@@ -75,7 +80,11 @@ describe('nodeSettingsFromFlags (announcer install)', () => {
     ['idle-exit-ms', '99', '--idle-exit-ms must be an integer from 100 to 3600000 (got "99")'],
     ['idle-exit-ms', 'soon', '--idle-exit-ms must be an integer from 100 to 3600000 (got "soon")'],
     ['metrics-file', 'm.prom', '--metrics-file must be an absolute path (got "m.prom")'],
+    ['idle-exit-ms', '1e3', '--idle-exit-ms must be an integer from 100 to 3600000 (got "1e3")'],
+    ['idle-exit-ms', '+1000', '--idle-exit-ms must be an integer from 100 to 3600000 (got "+1000")'],
     ['rate-limit', '10', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
+    ['rate-limit', 'x10/10', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
+    ['rate-limit', '10/10x', '--rate-limit must be FRAMES_PER_SECOND/BURST, e.g. 10/10'],
     ['rate-limit', '0/5', '--rate-limit framesPerSecond must be an integer from 1 to 10000 (got "0/5")'],
     ['log-level', 'loud', '--log-level must be'],
   ])('refuses --%s=%s, naming the flag', (flag, value, problem) => {

@@ -1,7 +1,17 @@
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Config from '../../../src/cni/config';
 import type { CniArgs } from '../../../src/cni/env';
-import { parseConfig } from '../../../src/cni/config';
-import { resolveOptions, runtimeMac } from '../../../src/cni/options';
+import type * as Options from '../../../src/cni/options';
+
+// Each test loads the modules afresh, and with them the option table: code that runs when a module loads is then the
+// test's own (a mutation run activates a mutant only inside a test).
+let parseConfig: typeof Config.parseConfig;
+let { resolveOptions, runtimeMac } = {} as typeof Options;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ parseConfig } = await import('../../../src/cni/config'));
+  ({ resolveOptions, runtimeMac } = await import('../../../src/cni/options'));
+});
 
 const BASE = { cniVersion: '1.1.0', name: 'podnet', type: 'announcer' };
 const NO_ARGS: CniArgs = { raw: {} };
@@ -16,6 +26,7 @@ describe('resolveOptions', () => {
     const { cniVersion, name, type, stateDir, logLevel, podOverrides, ...options } = config;
     expect(options).toMatchObject({ ipv6: false, count: 4, interfaces: ['eth0'], gatewayCheck: 'report' });
     expect(resolveOptions(config, NO_ARGS)).toEqual({ options: { enabled: true, ...options }, notes: [] });
+    expect(resolveOptions(parseConfig(BASE), NO_ARGS).options).not.toHaveProperty('interfaces');
   });
 
   it('lets CNI_ARGS ANNOUNCE=false turn announcing off, and notes who did', () => {
@@ -25,6 +36,13 @@ describe('resolveOptions', () => {
       { level: 'info', msg: 'announcing turned off for this attachment', fields: { by: 'CNI_ARGS ANNOUNCE=false' } },
     ]);
     expect(resolveOptions(parseConfig(BASE), args(true)).options.enabled).toBe(true);
+    expect(resolveOptions(withPod(false), args(false)).notes).toEqual([
+      {
+        level: 'info',
+        msg: 'announcing turned off for this attachment',
+        fields: { by: 'CNI_ARGS ANNOUNCE=false, args.cni.announce' },
+      },
+    ]);
   });
 
   it.each([
@@ -175,6 +193,20 @@ describe('a MAC the runtime chose', () => {
     });
   });
 
+  it('is noted at debug level alone where mac is keep', () => {
+    const config = parseConfig({ ...BASE, args: { cni: { mac: '02:00:00:00:00:02' } } });
+    expect(resolveOptions(config, NO_ARGS)).toMatchObject({
+      options: { mac: 'keep' },
+      notes: [
+        {
+          level: 'debug',
+          msg: 'the runtime chose the MAC',
+          fields: { mac: '02:00:00:00:00:02', source: 'args.cni.mac' },
+        },
+      ],
+    });
+  });
+
   it('overrides an ip-derived choice the pod was allowed to make', () => {
     const config = parseConfig({
       ...BASE,
@@ -195,6 +227,7 @@ describe('a MAC the runtime chose', () => {
 
   it('ignores an empty or non-string args.cni.mac, with a warning for the latter', () => {
     expect(runtimeMac(parseConfig({ ...BASE, args: { cni: { mac: '' } } }), NO_ARGS)).toBeUndefined();
+    expect(runtimeMac(parseConfig({ ...BASE, args: {} }), NO_ARGS)).toBeUndefined();
     const { options, notes } = resolveOptions(
       parseConfig({ ...BASE, mac: 'ip-derived', args: { cni: { mac: 5 } } }),
       NO_ARGS,

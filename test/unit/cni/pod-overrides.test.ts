@@ -1,9 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/cni/config';
-import { resolveOptions } from '../../../src/cni/options';
-import { cniError } from '../../support/cni-errors';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Config from '../../../src/cni/config';
+import type * as Errors from '../../../src/cni/errors';
+import type * as Options from '../../../src/cni/options';
+
+// Each test loads the parser afresh, and with it the channels' tables: code that runs when a module loads is then
+// the test's own (a mutation run activates a mutant only inside a test).
+let parseConfig: typeof Config.parseConfig;
+let resolveOptions: typeof Options.resolveOptions;
+let CniError: typeof Errors.CniError;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ parseConfig } = await import('../../../src/cni/config'));
+  ({ resolveOptions } = await import('../../../src/cni/options'));
+  ({ CniError } = await import('../../../src/cni/errors'));
+});
 
 const BASE = { cniVersion: '1.0.0', name: 'podnet', type: 'announcer' };
 const CAP = 'io.kubernetes.cri.pod-annotations';
@@ -19,7 +31,18 @@ const withAnnotation = (text: unknown, fields: Record<string, unknown> = {}) => 
   runtimeConfig: { [CAP]: { 'io.kubernetes.pod.namespace': 'default', 'cni-announcer/announce': text } },
 });
 
-const configError = (raw: Record<string, unknown>) => cniError(() => parseConfig(raw));
+/** The CniError parseConfig throws on `raw`. */
+function configError(raw: Record<string, unknown>): Errors.CniError {
+  const thrown = (() => {
+    try {
+      parseConfig(raw);
+    } catch (e) {
+      return e;
+    }
+  })();
+  expect(thrown).toBeInstanceOf(CniError);
+  return thrown as Errors.CniError;
+}
 
 describe("the annotation's text: JSON true, false or an object", () => {
   it.each([

@@ -101,6 +101,8 @@ describe('parsePrevResult', () => {
     [{ ips: {} }, '"prevResult.ips" must be an array (got {})'],
     [{ ips: ['10.0.0.2/8'] }, '"prevResult.ips[0]" must be an object (got "10.0.0.2/8")'],
     [{ interfaces: [{ mac: 'x' }] }, '"prevResult.interfaces[0].name" is required'],
+    [{ interfaces: [{ name: '' }] }, '"prevResult.interfaces[0].name" must be a non-empty string (got "")'],
+    [{ ips: [{ address: 'bogus', version: '4' }] }, cidr(0, '"bogus"')],
     [{ interfaces: [{ name: 'eth0', sandbox: 1 }] }, '"prevResult.interfaces[0].sandbox" must be a string (got 1)'],
     [{ interfaces: [{ name: 'eth0', mac: null }] }, '"prevResult.interfaces[0].mac" must be a string (got null)'],
     [

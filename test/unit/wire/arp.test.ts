@@ -1,5 +1,13 @@
-import { describe, it, expect } from 'vitest';
-import { arpProbe, arpRequest, classifyArp, gratuitousArp, parseArp } from '../../../src/wire/arp';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Arp from '../../../src/wire/arp';
+
+// Each test loads the module afresh: its tables (the opcodes), made when it loads, are then the test's own (a
+// mutation run activates a mutant only inside a test).
+let { arpProbe, arpRequest, classifyArp, gratuitousArp, parseArp } = {} as typeof Arp;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ arpProbe, arpRequest, classifyArp, gratuitousArp, parseArp } = await import('../../../src/wire/arp'));
+});
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const OURS = '02420a580005'; // the pod's interface: the builders' MAC, the probing interface

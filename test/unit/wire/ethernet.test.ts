@@ -1,12 +1,15 @@
-import { describe, it, expect } from 'vitest';
-import {
-  deriveMac,
-  ethernetFrame,
-  formatMac,
-  isLocallyAdministeredMac,
-  isMulticastMac,
-  parseMac,
-} from '../../../src/wire/ethernet';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Ethernet from '../../../src/wire/ethernet';
+
+// Each test loads the module afresh: its MAC patterns and shared MACs, made when it loads, are then the test's own
+// (a mutation run activates a mutant only inside a test).
+let { deriveMac, ethernetFrame, formatMac, isLocallyAdministeredMac, isMulticastMac, parseMac } = {} as typeof Ethernet;
+let eth: typeof Ethernet;
+beforeEach(async () => {
+  vi.resetModules();
+  eth = await import('../../../src/wire/ethernet');
+  ({ deriveMac, ethernetFrame, formatMac, isLocallyAdministeredMac, isMulticastMac, parseMac } = eth);
+});
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 
@@ -74,8 +77,12 @@ describe('MAC bits', () => {
   });
 
   it('rejects a wrong length', () => {
-    expect(() => isMulticastMac(new Uint8Array(0))).toThrow(RangeError);
-    expect(() => isLocallyAdministeredMac(new Uint8Array(7))).toThrow(RangeError);
+    expect(() => isMulticastMac(new Uint8Array(0))).toThrow(
+      new RangeError('MAC address must be 6 bytes, got 0 (empty)'),
+    );
+    expect(() => isLocallyAdministeredMac(new Uint8Array(7))).toThrow(
+      new RangeError('MAC address must be 6 bytes, got 7 (00000000000000)'),
+    );
   });
 });
 
@@ -167,5 +174,14 @@ describe('ethernetFrame', () => {
     expect(() => ethernetFrame(BCAST, bytes('333300000001'), 0x86dd, bytes(''))).toThrow(
       new RangeError('source MAC 33:33:00:00:00:01 is multicast'),
     );
+  });
+});
+
+describe('the shared MACs', () => {
+  it('are broadcast and the Ethernet group of ff02::1', () => {
+    expect([eth.BROADCAST_MAC, eth.IPV6_ALL_NODES_MAC].map((mac) => eth.formatMac(mac))).toEqual([
+      'ff:ff:ff:ff:ff:ff',
+      '33:33:00:00:00:01',
+    ]);
   });
 });

@@ -1,15 +1,15 @@
-import { describe, it, expect } from 'vitest';
-import {
-  canonicalIP,
-  formatIPv6,
-  ipFamily,
-  isIPv4Mapped,
-  isIPv6LinkLocal,
-  parseIP,
-  parseCidr,
-  parseIPv4,
-  parseIPv6,
-} from '../../../src/wire/ip';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Ip from '../../../src/wire/ip';
+
+// Each test loads the module afresh: its patterns, made when it loads, are then the test's own (a mutation run
+// activates a mutant only inside a test).
+let { canonicalIP, formatIPv6, ipFamily, isIPv4Mapped, isIPv6LinkLocal, parseIP, parseCidr, parseIPv4, parseIPv6 } =
+  {} as typeof Ip;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ canonicalIP, formatIPv6, ipFamily, isIPv4Mapped, isIPv6LinkLocal, parseIP, parseCidr, parseIPv4, parseIPv6 } =
+    await import('../../../src/wire/ip'));
+});
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 
@@ -51,6 +51,7 @@ describe('parseIPv6', () => {
     ['1::', '00010000 00000000 00000000 00000000'],
     ['fe80::1', 'fe800000 00000000 00000000 00000001'],
     ['1:2:3:4:5:6::8', '00010002 00030004 00050006 00000008'],
+    ['::2:3:4:5:6:7:8', '00000002 00030004 00050006 00070008'],
     ['::ffff:1.2.3.4', '00000000 00000000 0000ffff 01020304'],
     ['64:ff9b::192.0.2.33', '0064ff9b 00000000 00000000 c0000221'],
     ['1:2:3:4:5:6:10.88.0.5', '00010002 00030004 00050006 0a580005'],
@@ -215,11 +216,14 @@ describe('isIPv6LinkLocal', () => {
     expect(isIPv6LinkLocal(bytes('fec00000 00000000 00000000 00000001'))).toBe(false);
     expect(isIPv6LinkLocal(bytes('fe7f0000 00000000 00000000 00000001'))).toBe(false);
     expect(isIPv6LinkLocal(bytes('ff020000 00000000 00000000 00000001'))).toBe(false);
+    expect(isIPv6LinkLocal(bytes('ff800000 00000000 00000000 00000001'))).toBe(false);
     expect(isIPv6LinkLocal(bytes('fd000088 00000000 00000000 00000005'))).toBe(false);
   });
 
   it('rejects a wrong length', () => {
-    expect(() => isIPv6LinkLocal(bytes('0a580005'))).toThrow(RangeError);
+    expect(() => isIPv6LinkLocal(bytes('0a580005'))).toThrow(
+      new RangeError('IPv6 address must be 16 bytes, got 4 (0a580005)'),
+    );
   });
 });
 
@@ -228,5 +232,13 @@ describe('isIPv4Mapped', () => {
     expect(isIPv4Mapped(bytes('00000000 00000000 0000ffff 0a580005'))).toBe(true);
     expect(isIPv4Mapped(bytes('00000000 00000000 00000000 0a580005'))).toBe(false);
     expect(isIPv4Mapped(bytes('00000000 00000000 ffffffff 0a580005'))).toBe(false);
+    expect(isIPv4Mapped(bytes('00000000 00000000 000000ff 0a580005'))).toBe(false);
+    expect(isIPv4Mapped(bytes('00000000 00000000 0000ff00 0a580005'))).toBe(false);
+  });
+
+  it('rejects a wrong length', () => {
+    expect(() => isIPv4Mapped(bytes('0a580005'))).toThrow(
+      new RangeError('IPv6 address must be 16 bytes, got 4 (0a580005)'),
+    );
   });
 });

@@ -1,10 +1,15 @@
-import { describe, it, expect } from 'vitest';
-import {
-  internetChecksum,
-  neighborSolicitation,
-  parseNeighborAdvert,
-  unsolicitedNeighborAdvert,
-} from '../../../src/wire/ndp';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Ndp from '../../../src/wire/ndp';
+
+// Each test loads the module afresh: its constants (the all-nodes address), made when it loads, are then the test's
+// own (a mutation run activates a mutant only inside a test).
+let { internetChecksum, neighborSolicitation, parseNeighborAdvert, unsolicitedNeighborAdvert } = {} as typeof Ndp;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ internetChecksum, neighborSolicitation, parseNeighborAdvert, unsolicitedNeighborAdvert } = await import(
+    '../../../src/wire/ndp'
+  ));
+});
 
 const bytes = (hex: string): Buffer => Buffer.from(hex.replace(/\s/g, ''), 'hex');
 const MAC = bytes('02420a580005'); // 02:42:0a:58:00:05

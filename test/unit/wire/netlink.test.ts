@@ -28,6 +28,12 @@ describe('decodeMessages', () => {
     const one = encodeMessage(16, 0, 1, bytes('01'));
     expect(decodeMessages(Buffer.concat([one, one.subarray(0, 10)]))).toHaveLength(1);
     expect(decodeMessages(bytes('08000000 1000 0000 01000000 00000000'))).toEqual([]);
+    expect(decodeMessages(bytes('20000000 1000 0000 01000000 00000000 aabbccdd'))).toEqual([]); // 32 claimed, 20 held
+  });
+
+  it('reads a message that is a header alone', () => {
+    const [done, ...rest] = decodeMessages(encodeMessage(NLMSG_DONE, 2, 9, Buffer.alloc(0)));
+    expect([done?.type, done?.seq, done?.payload.length, rest]).toEqual([NLMSG_DONE, 9, 0, []]);
   });
 });
 
@@ -37,6 +43,8 @@ describe('errorOf', () => {
     const [ack] = decodeMessages(encodeMessage(NLMSG_ERROR, 0, 1, bytes('00000000')));
     expect(errorOf(enodev!)).toBe(19);
     expect(errorOf(ack!)).toBe(0);
+    const [short] = decodeMessages(encodeMessage(NLMSG_ERROR, 0, 1, bytes('ed')));
+    expect(errorOf(short!)).toBe(0); // too short to hold an errno
   });
 });
 

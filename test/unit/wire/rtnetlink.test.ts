@@ -128,6 +128,12 @@ describe('parseLink: the kind and the ipvlan mode', () => {
     ],
     ["l3 (the kernel's default) without IFLA_INFO_DATA", linkinfo(cstr('ipvlan')), 'ipvlan', 'l3'],
     ["l3 (the kernel's default) without IFLA_IPVLAN_MODE", linkinfo(cstr('ipvlan'), nla(2, u16(1))), 'ipvlan', 'l3'],
+    [
+      "l3 (the kernel's default) for a one-byte IFLA_IPVLAN_MODE",
+      linkinfo(cstr('ipvlan'), nla(1, bytes('00'))),
+      'ipvlan',
+      'l3',
+    ],
     ['no ipvlan mode for a macvlan with mode data', linkinfo(cstr('macvlan'), nla(1, u16(0))), 'macvlan', undefined],
   ])('reads %s', (_what, info, kind, mode) => {
     const attrs = info ? [nla(18 | NLA_F_NESTED, info)] : [];
@@ -221,6 +227,17 @@ describe('parseLink', () => {
     ]);
   });
 
+  it('reads a link that is down, its name without the NULs that pad it, and no netns id from a short attribute', () => {
+    const payload = Buffer.concat([ifinfomsg(0, 5, 0), nla(3, Buffer.from('eth1\0\0', 'latin1')), nla(37, u16(1))]);
+    expect(parseLink(payload)).toMatchObject({
+      index: 5,
+      name: 'eth1',
+      up: false,
+      running: false,
+      linkNetnsid: undefined,
+    });
+  });
+
   it('is undefined for a payload shorter than ifinfomsg', () => {
     expect(parseLink(Buffer.alloc(15))).toBeUndefined();
   });
@@ -270,6 +287,8 @@ describe('parseAddress', () => {
 
   it('skips other families and addresses of the wrong length', () => {
     expect(parseAddress(Buffer.concat([ifaddrmsg(17, 0, 0, 4), nla(1, bytes('0a580005'))]))).toBeUndefined();
+    expect(parseAddress(Buffer.concat([ifaddrmsg(17, 0, 0, 4), nla(1, Buffer.alloc(16))]))).toBeUndefined();
+    expect(parseAddress(ifaddrmsg(2, 24, 0, 4))).toBeUndefined(); // no address attribute
     expect(parseAddress(Buffer.concat([ifaddrmsg(2, 24, 0, 4), nla(1, bytes('0a5800'))]))).toBeUndefined();
     expect(parseAddress(Buffer.alloc(4))).toBeUndefined();
   });
@@ -374,7 +393,7 @@ describe('parseNeigh', () => {
     expect(parseNeigh(KERNEL.fdbLearned)).toMatchObject({ ifindex: 4, state: 0x02, flags: 0, master: 2 });
     expect(parseNeigh(KERNEL.fdbLearned)?.lladdr?.toString('hex')).toBe('8648fe16dc26');
     const self = parseNeigh(KERNEL.fdbSelf)!;
-    expect([self.ifindex, self.state, self.flags, self.master]).toEqual([2, 0x80, 0x02, undefined]);
+    expect([self.ifindex, self.state, self.flags, 'master' in self]).toEqual([2, 0x80, 0x02, false]);
   });
 
   it('decodes IPv4 and IPv6 neighbours: address, MAC, state', () => {
@@ -405,6 +424,7 @@ describe('parseNeigh', () => {
     // The bridge FDB entry above, on VLAN 100: what a VLAN-filtering bridge adds (this kernel has none).
     const withVlan = Buffer.concat([KERNEL.fdbStatic, bytes('0600 0500 6400 0000')]);
     expect(parseNeigh(withVlan)?.vlan).toBe(100);
+    expect(parseNeigh(Buffer.concat([KERNEL.fdbStatic, bytes('0500 0500 64 000000')]))).not.toHaveProperty('vlan');
   });
 
   it('copies the attributes out of the payload (a receive buffer is reused)', () => {
@@ -492,7 +512,7 @@ describe('parseRoute', () => {
   it('leaves out a table, an out link or a gateway whose attribute has the wrong length', () => {
     // rtm_table 100; RTA_TABLE of 2 bytes, RTA_OIF of 2 bytes (each padded to 4), RTA_GATEWAY of 5 (padded to 8).
     const bad = bytes('02000000 64030001 00000000 06000f00 fe000000 06000400 03000000 09000500 0a58000101000000');
-    expect(parseRoute(bad)).toEqual({ family: 2, dstLen: 0, table: 100 });
+    expect(parseRoute(bad)).toStrictEqual({ family: 2, dstLen: 0, table: 100 });
   });
 
   it('takes RTA_TABLE over rtm_table (a table number over 255 has rtm_table RT_TABLE_COMPAT)', () => {
