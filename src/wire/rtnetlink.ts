@@ -168,7 +168,7 @@ export function getLinkPayload(target: { index: number } | { name: string }): Bu
   const byName = 'name' in target;
   return Buffer.concat([
     header(IFINFOMSG, AF_UNSPEC, byName ? 0 : target.index),
-    ...(byName ? [encodeAttr(IFLA.IFNAME, Buffer.from(`${target.name}\0`, 'latin1'))] : []),
+    ...(byName ? [encodeAttr(IFLA.IFNAME, Buffer.from(`${target.name}\0`, 'utf8'))] : []),
     encodeAttr(IFLA.EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)),
   ]);
 }
@@ -315,5 +315,5 @@ export function parseNeighChange(message: NetlinkMessage): NeighChange | undefin
 }
 
 function cString(bytes: Buffer | undefined): string {
-  return bytes ? bytes.toString('latin1').replace(/\0+$/, '') : '';
+  return bytes ? bytes.toString('utf8').replace(/\0+$/, '') : '';
 }

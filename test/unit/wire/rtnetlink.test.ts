@@ -174,6 +174,15 @@ describe('rtnetlink requests', () => {
     );
   });
 
+  it("names a link in UTF-8, as the kernel stores CNI_IFNAME's bytes", () => {
+    // IFLA_IFNAME "eth-é\0": é is c3 a9 in UTF-8 (one byte, e9, in latin1), 7 bytes, padded to 12
+    const ifname = '0b00 0300 6574682dc3a900 00';
+    expect(getLinkPayload({ name: 'eth-é' }).toString('hex')).toBe(
+      hex(`00 00 0000 00000000 00000000 00000000 ${ifname} 0800 1d00 08000000`),
+    );
+    expect(parseLink(Buffer.concat([ifinfomsg(0, 4, 0), nla(3, Buffer.from('eth-é\0'))]))?.name).toBe('eth-é');
+  });
+
   it('dumps bridge ports as AF_BRIDGE (7) and addresses as AF_UNSPEC', () => {
     expect(bridgePortDumpPayload().toString('hex')).toBe('07000000000000000000000000000000');
     expect(addressDumpPayload().toString('hex')).toBe('0000000000000000');
