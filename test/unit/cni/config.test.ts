@@ -1,3 +1,4 @@
+import { cniError } from '../../support/cni-errors';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type * as Config from '../../../src/cni/config';
 import type * as Errors from '../../../src/cni/errors';
@@ -16,18 +17,7 @@ beforeEach(async () => {
 });
 
 /** The CniError parseConfig throws on `raw`: code 7. */
-function configError(raw: Record<string, unknown>): Errors.CniError {
-  const thrown = (() => {
-    try {
-      parseConfig(raw);
-    } catch (e) {
-      return e;
-    }
-  })();
-  expect(thrown).toBeInstanceOf(CniError);
-  expect((thrown as Errors.CniError).code).toBe(7);
-  return thrown as Errors.CniError;
-}
+const configError = (raw: Record<string, unknown>): Errors.CniError => cniError(() => parseConfig(raw), 7, CniError);
 
 describe('parseConfig', () => {
   it('applies every default', () => {

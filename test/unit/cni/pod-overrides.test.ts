@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { cniError } from '../../support/cni-errors';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type * as Config from '../../../src/cni/config';
 import type * as Errors from '../../../src/cni/errors';
@@ -32,17 +33,8 @@ const withAnnotation = (text: unknown, fields: Record<string, unknown> = {}) => 
 });
 
 /** The CniError parseConfig throws on `raw`. */
-function configError(raw: Record<string, unknown>): Errors.CniError {
-  const thrown = (() => {
-    try {
-      parseConfig(raw);
-    } catch (e) {
-      return e;
-    }
-  })();
-  expect(thrown).toBeInstanceOf(CniError);
-  return thrown as Errors.CniError;
-}
+const configError = (raw: Record<string, unknown>): Errors.CniError =>
+  cniError(() => parseConfig(raw), undefined, CniError);
 
 describe("the annotation's text: JSON true, false or an object", () => {
   it.each([
